@@ -1,0 +1,36 @@
+"""Packaging of tb_paddle_profile: a TensorBoard plugin and CLI for PaddlePaddle profiler traces."""
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "tb_paddle_profile" / "__init__.py").read_text()).group(1)
+
+setup(
+    name="tb_paddle_profile",
+    version=VERSION,
+    description="TensorBoard plugin and CLI for PaddlePaddle profiler traces (paddle.profiler Chrome-tracing JSON)",
+    long_description=(HERE / "README.md").read_text() if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.9",
+    packages=find_packages(include=["tb_paddle_profile", "tb_paddle_profile.*"]),
+    package_data={"tb_paddle_profile": ["static/*", "static/**/*", "v1/*.pyi"]},
+    install_requires=[
+        "msgspec>=0.18",   # typed JSON decoding straight into structs: the parse floor and our reader
+        "numpy>=1.22",     # columnar event tables
+        "protobuf>=7.35.1",  # the summary schema (generated code needs this runtime or newer)
+        "fsspec>=2023.1",  # remote logdirs (s3://, gs://, hdfs://, ...)
+        "werkzeug>=2.0",   # the plugin's WSGI routes (TensorBoard uses it too)
+    ],
+    extras_require={
+        "s3": ["s3fs"],
+        "gcs": ["gcsfs"],
+        "tensorboard": ["tensorboard>=2.12"],
+    },
+    entry_points={
+        "console_scripts": ["tb-paddle-profile=tb_paddle_profile.cli:main"],
+        "tensorboard_plugins": ["paddle_profile=tb_paddle_profile.plugin:PaddleProfilePlugin"],
+    },
+)

@@ -1,0 +1,103 @@
+"""Trace bytes → Summary protobuf: reader → event tree → analyses.
+
+This is the one entry point the CLI, the cache and the plugin's workers call.
+"""
+from __future__ import annotations
+
+import os
+
+from . import __version__
+from . import event_types as et
+from .analysis.distributed import DistributedAnalysis
+from .analysis.kernels import kernel_view
+from .analysis.memory import memory_view
+from .analysis.model import ModelAnalysis
+from .analysis.operators import operator_view
+from .analysis.profile import Profile
+from .analysis.time_ranges import TimeRanges, device_view, overview_view
+from .analysis.user_defined import user_defined_views
+from .errors import TraceError
+from .naming import parse_file_name
+from .reader import EventTables, read_trace
+from .v1 import summary_pb2 as pb
+
+# Bump when the analyses change what they put into a Summary (part of the cache key).
+SUMMARY_SCHEMA = 1
+
+
+def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
+    p = Profile.build(tables)
+    s = pb.Summary()
+    _meta(p, file_name, file_size, s.meta)
+
+    tr = TimeRanges(p)
+    s.meta.total_time_ns = tr.total_time
+    dist = DistributedAnalysis(p)
+    model = ModelAnalysis(p)
+    device_view(tr, s.device)
+    overview_view(tr, model.stage_items(), dist, s.overview)
+    model.to_pb(s.model)
+    dist.to_pb(s.distributed, model.steps)
+    operator_view(p, s.operators)
+    kernel_view(p, s.kernels)
+    memory_view(p, s.memory)
+    user_defined_views(p, s.memory_manipulation, s.user_defined)
+    return s
+
+
+def summarize_bytes(data: bytes, file_name: str) -> pb.Summary:
+    """Summarize one trace file's bytes (plain or gzip). Raises TraceError on bad input."""
+    base = os.path.basename(file_name)
+    tables = read_trace(data, base)
+    try:
+        return summarize_tables(tables, base, len(data))
+    except (IndexError, ValueError, KeyError) as exc:  # inconsistent events that decoded fine
+        raise TraceError(base, f"inconsistent trace: {type(exc).__name__}: {exc}") from None
+
+
+def summarize_file(path: str) -> pb.Summary:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise TraceError(os.path.basename(path), exc.strerror or str(exc)) from None
+    return summarize_bytes(data, path)
+
+
+def _meta(p: Profile, file_name: str, file_size: int, m: pb.TraceMeta) -> None:
+    t, tree = p.tables, p.tree
+    w = parse_file_name(file_name)
+    m.summary_schema = SUMMARY_SCHEMA
+    m.tool_version = __version__
+    m.file_name = file_name
+    m.file_size = file_size
+    m.worker = w.worker
+    m.export_time = w.export_time
+    m.rank = w.rank
+    m.hostname = w.hostname
+    m.pid = w.pid if w.pid >= 0 else t.pid
+    m.span = t.span
+    m.schema_version = t.schema_version
+    m.origin_unix_ns = int(t.origin_unix_ns)
+    m.repaired_lines = t.repaired_lines
+    starts = [a.min() for a in (t.host_start, t.rt_start, t.dev_start) if a.size]
+    ends = [a.max() for a in (t.host_end, t.rt_end, t.dev_end) if a.size]
+    m.start_ns = int(min(starts)) if starts else 0
+    m.end_ns = int(max(ends)) if ends else 0
+    c = m.counts
+    c.host, c.runtime, c.device, c.memory = len(t.host_tid), len(t.rt_tid), len(t.dev_id), len(t.mem_tid)
+    c.kernels = int((t.dev_type == et.KERNEL).sum())
+    c.memcpy = int((t.dev_type == et.MEMCPY).sum())
+    c.memset = int((t.dev_type == et.MEMSET).sum())
+    for tid in tree.threads:
+        m.threads.add(tid=int(tid), name=t.thread_names.get(tid, ""),
+                      host_events=int((t.host_tid == tid).sum()), runtime_events=int((t.rt_tid == tid).sum()),
+                      memory_events=int((t.mem_tid == tid).sum()))
+    for d in t.devices:
+        m.devices.add(id=d.id, name=d.name, total_global_mem=d.total_global_mem, compute_major=d.compute_major,
+                      compute_minor=d.compute_minor, max_threads_per_block=d.max_threads_per_block,
+                      max_threads_per_multiprocessor=d.max_threads_per_multiprocessor,
+                      regs_per_block=d.regs_per_block, regs_per_multiprocessor=d.regs_per_multiprocessor,
+                      warp_size=d.warp_size, shared_mem_per_block=d.shared_mem_per_block,
+                      shared_mem_per_multiprocessor=d.shared_mem_per_multiprocessor, sm_count=d.sm_count,
+                      shared_mem_per_block_optin=d.shared_mem_per_block_optin)

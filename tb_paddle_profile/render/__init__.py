@@ -1,0 +1,1 @@
+"""Renderers of Summary protobufs: Paddle's text tables for the terminal."""

@@ -1,0 +1,445 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Summary(_message.Message):
+    __slots__ = ("meta", "device", "overview", "model", "distributed", "operators", "kernels", "memory", "memory_manipulation", "user_defined")
+    META_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    OVERVIEW_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    DISTRIBUTED_FIELD_NUMBER: _ClassVar[int]
+    OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MANIPULATION_FIELD_NUMBER: _ClassVar[int]
+    USER_DEFINED_FIELD_NUMBER: _ClassVar[int]
+    meta: TraceMeta
+    device: DeviceView
+    overview: OverviewView
+    model: ModelView
+    distributed: DistributedView
+    operators: OperatorView
+    kernels: KernelView
+    memory: MemoryView
+    memory_manipulation: _containers.RepeatedCompositeFieldContainer[EventStats]
+    user_defined: UserDefinedView
+    def __init__(self, meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., device: _Optional[_Union[DeviceView, _Mapping]] = ..., overview: _Optional[_Union[OverviewView, _Mapping]] = ..., model: _Optional[_Union[ModelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., operators: _Optional[_Union[OperatorView, _Mapping]] = ..., kernels: _Optional[_Union[KernelView, _Mapping]] = ..., memory: _Optional[_Union[MemoryView, _Mapping]] = ..., memory_manipulation: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., user_defined: _Optional[_Union[UserDefinedView, _Mapping]] = ...) -> None: ...
+
+class TraceMeta(_message.Message):
+    __slots__ = ("summary_schema", "tool_version", "file_name", "file_size", "worker", "export_time", "rank", "hostname", "pid", "span", "schema_version", "origin_unix_ns", "start_ns", "end_ns", "counts", "threads", "devices", "total_time_ns", "repaired_lines")
+    SUMMARY_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    TOOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FILE_NAME_FIELD_NUMBER: _ClassVar[int]
+    FILE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    EXPORT_TIME_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    SPAN_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_UNIX_NS_FIELD_NUMBER: _ClassVar[int]
+    START_NS_FIELD_NUMBER: _ClassVar[int]
+    END_NS_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    REPAIRED_LINES_FIELD_NUMBER: _ClassVar[int]
+    summary_schema: int
+    tool_version: str
+    file_name: str
+    file_size: int
+    worker: str
+    export_time: str
+    rank: int
+    hostname: str
+    pid: int
+    span: str
+    schema_version: str
+    origin_unix_ns: int
+    start_ns: int
+    end_ns: int
+    counts: EventCounts
+    threads: _containers.RepeatedCompositeFieldContainer[ThreadInfo]
+    devices: _containers.RepeatedCompositeFieldContainer[DeviceProperties]
+    total_time_ns: int
+    repaired_lines: int
+    def __init__(self, summary_schema: _Optional[int] = ..., tool_version: _Optional[str] = ..., file_name: _Optional[str] = ..., file_size: _Optional[int] = ..., worker: _Optional[str] = ..., export_time: _Optional[str] = ..., rank: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., span: _Optional[str] = ..., schema_version: _Optional[str] = ..., origin_unix_ns: _Optional[int] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., counts: _Optional[_Union[EventCounts, _Mapping]] = ..., threads: _Optional[_Iterable[_Union[ThreadInfo, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[DeviceProperties, _Mapping]]] = ..., total_time_ns: _Optional[int] = ..., repaired_lines: _Optional[int] = ...) -> None: ...
+
+class EventCounts(_message.Message):
+    __slots__ = ("host", "runtime", "device", "memory", "kernels", "memcpy", "memset")
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
+    MEMCPY_FIELD_NUMBER: _ClassVar[int]
+    MEMSET_FIELD_NUMBER: _ClassVar[int]
+    host: int
+    runtime: int
+    device: int
+    memory: int
+    kernels: int
+    memcpy: int
+    memset: int
+    def __init__(self, host: _Optional[int] = ..., runtime: _Optional[int] = ..., device: _Optional[int] = ..., memory: _Optional[int] = ..., kernels: _Optional[int] = ..., memcpy: _Optional[int] = ..., memset: _Optional[int] = ...) -> None: ...
+
+class ThreadInfo(_message.Message):
+    __slots__ = ("tid", "name", "host_events", "runtime_events", "memory_events")
+    TID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    tid: int
+    name: str
+    host_events: int
+    runtime_events: int
+    memory_events: int
+    def __init__(self, tid: _Optional[int] = ..., name: _Optional[str] = ..., host_events: _Optional[int] = ..., runtime_events: _Optional[int] = ..., memory_events: _Optional[int] = ...) -> None: ...
+
+class DeviceProperties(_message.Message):
+    __slots__ = ("id", "name", "total_global_mem", "compute_major", "compute_minor", "max_threads_per_block", "max_threads_per_multiprocessor", "regs_per_block", "regs_per_multiprocessor", "warp_size", "shared_mem_per_block", "shared_mem_per_multiprocessor", "sm_count", "shared_mem_per_block_optin")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_GLOBAL_MEM_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_MAJOR_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_MINOR_FIELD_NUMBER: _ClassVar[int]
+    MAX_THREADS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    MAX_THREADS_PER_MULTIPROCESSOR_FIELD_NUMBER: _ClassVar[int]
+    REGS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    REGS_PER_MULTIPROCESSOR_FIELD_NUMBER: _ClassVar[int]
+    WARP_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHARED_MEM_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    SHARED_MEM_PER_MULTIPROCESSOR_FIELD_NUMBER: _ClassVar[int]
+    SM_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SHARED_MEM_PER_BLOCK_OPTIN_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    name: str
+    total_global_mem: int
+    compute_major: int
+    compute_minor: int
+    max_threads_per_block: int
+    max_threads_per_multiprocessor: int
+    regs_per_block: int
+    regs_per_multiprocessor: int
+    warp_size: int
+    shared_mem_per_block: int
+    shared_mem_per_multiprocessor: int
+    sm_count: int
+    shared_mem_per_block_optin: int
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., total_global_mem: _Optional[int] = ..., compute_major: _Optional[int] = ..., compute_minor: _Optional[int] = ..., max_threads_per_block: _Optional[int] = ..., max_threads_per_multiprocessor: _Optional[int] = ..., regs_per_block: _Optional[int] = ..., regs_per_multiprocessor: _Optional[int] = ..., warp_size: _Optional[int] = ..., shared_mem_per_block: _Optional[int] = ..., shared_mem_per_multiprocessor: _Optional[int] = ..., sm_count: _Optional[int] = ..., shared_mem_per_block_optin: _Optional[int] = ...) -> None: ...
+
+class TimeStats(_message.Message):
+    __slots__ = ("total_ns", "max_ns", "min_ns")
+    TOTAL_NS_FIELD_NUMBER: _ClassVar[int]
+    MAX_NS_FIELD_NUMBER: _ClassVar[int]
+    MIN_NS_FIELD_NUMBER: _ClassVar[int]
+    total_ns: int
+    max_ns: int
+    min_ns: int
+    def __init__(self, total_ns: _Optional[int] = ..., max_ns: _Optional[int] = ..., min_ns: _Optional[int] = ...) -> None: ...
+
+class EventStats(_message.Message):
+    __slots__ = ("name", "calls", "cpu", "gpu", "general_gpu", "flops")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    GENERAL_GPU_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    calls: int
+    cpu: TimeStats
+    gpu: TimeStats
+    general_gpu: TimeStats
+    flops: int
+    def __init__(self, name: _Optional[str] = ..., calls: _Optional[int] = ..., cpu: _Optional[_Union[TimeStats, _Mapping]] = ..., gpu: _Optional[_Union[TimeStats, _Mapping]] = ..., general_gpu: _Optional[_Union[TimeStats, _Mapping]] = ..., flops: _Optional[int] = ...) -> None: ...
+
+class TimeRange(_message.Message):
+    __slots__ = ("start_ns", "end_ns")
+    START_NS_FIELD_NUMBER: _ClassVar[int]
+    END_NS_FIELD_NUMBER: _ClassVar[int]
+    start_ns: int
+    end_ns: int
+    def __init__(self, start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ...) -> None: ...
+
+class DeviceView(_message.Message):
+    __slots__ = ("cpu_process_utilization", "cpu_system_utilization", "gpus")
+    CPU_PROCESS_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    CPU_SYSTEM_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    cpu_process_utilization: float
+    cpu_system_utilization: float
+    gpus: _containers.RepeatedCompositeFieldContainer[DeviceBusy]
+    def __init__(self, cpu_process_utilization: _Optional[float] = ..., cpu_system_utilization: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[DeviceBusy, _Mapping]]] = ...) -> None: ...
+
+class DeviceBusy(_message.Message):
+    __slots__ = ("device_id", "kernel_time_ns")
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    device_id: int
+    kernel_time_ns: int
+    def __init__(self, device_id: _Optional[int] = ..., kernel_time_ns: _Optional[int] = ...) -> None: ...
+
+class OverviewRow(_message.Message):
+    __slots__ = ("event_type", "calls", "time_ns")
+    EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    event_type: str
+    calls: int
+    time_ns: int
+    def __init__(self, event_type: _Optional[str] = ..., calls: _Optional[int] = ..., time_ns: _Optional[int] = ...) -> None: ...
+
+class OverviewView(_message.Message):
+    __slots__ = ("cpu", "gpu")
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    cpu: _containers.RepeatedCompositeFieldContainer[OverviewRow]
+    gpu: _containers.RepeatedCompositeFieldContainer[OverviewRow]
+    def __init__(self, cpu: _Optional[_Iterable[_Union[OverviewRow, _Mapping]]] = ..., gpu: _Optional[_Iterable[_Union[OverviewRow, _Mapping]]] = ...) -> None: ...
+
+class ModelStep(_message.Message):
+    __slots__ = ("step", "range", "dataloader_cpu_ns", "forward_cpu_ns", "backward_cpu_ns", "optimization_cpu_ns", "dataloader_gpu_ns", "forward_gpu_ns", "backward_gpu_ns", "optimization_gpu_ns", "gpu_ns")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    DATALOADER_CPU_NS_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_CPU_NS_FIELD_NUMBER: _ClassVar[int]
+    BACKWARD_CPU_NS_FIELD_NUMBER: _ClassVar[int]
+    OPTIMIZATION_CPU_NS_FIELD_NUMBER: _ClassVar[int]
+    DATALOADER_GPU_NS_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_GPU_NS_FIELD_NUMBER: _ClassVar[int]
+    BACKWARD_GPU_NS_FIELD_NUMBER: _ClassVar[int]
+    OPTIMIZATION_GPU_NS_FIELD_NUMBER: _ClassVar[int]
+    GPU_NS_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    range: TimeRange
+    dataloader_cpu_ns: int
+    forward_cpu_ns: int
+    backward_cpu_ns: int
+    optimization_cpu_ns: int
+    dataloader_gpu_ns: int
+    forward_gpu_ns: int
+    backward_gpu_ns: int
+    optimization_gpu_ns: int
+    gpu_ns: int
+    def __init__(self, step: _Optional[int] = ..., range: _Optional[_Union[TimeRange, _Mapping]] = ..., dataloader_cpu_ns: _Optional[int] = ..., forward_cpu_ns: _Optional[int] = ..., backward_cpu_ns: _Optional[int] = ..., optimization_cpu_ns: _Optional[int] = ..., dataloader_gpu_ns: _Optional[int] = ..., forward_gpu_ns: _Optional[int] = ..., backward_gpu_ns: _Optional[int] = ..., optimization_gpu_ns: _Optional[int] = ..., gpu_ns: _Optional[int] = ...) -> None: ...
+
+class ModelView(_message.Message):
+    __slots__ = ("items", "steps")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[EventStats]
+    steps: _containers.RepeatedCompositeFieldContainer[ModelStep]
+    def __init__(self, items: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., steps: _Optional[_Iterable[_Union[ModelStep, _Mapping]]] = ...) -> None: ...
+
+class DistributedStep(_message.Message):
+    __slots__ = ("step", "range", "communication_ns", "computation_ns", "overlap_ns")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTATION_NS_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_NS_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    range: TimeRange
+    communication_ns: int
+    computation_ns: int
+    overlap_ns: int
+    def __init__(self, step: _Optional[int] = ..., range: _Optional[_Union[TimeRange, _Mapping]] = ..., communication_ns: _Optional[int] = ..., computation_ns: _Optional[int] = ..., overlap_ns: _Optional[int] = ...) -> None: ...
+
+class DistributedView(_message.Message):
+    __slots__ = ("present", "communication_ns", "computation_ns", "overlap_ns", "cpu_calls", "gpu_calls", "cpu_communication_ns", "gpu_communication_ns", "steps")
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTATION_NS_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_NS_FIELD_NUMBER: _ClassVar[int]
+    CPU_CALLS_FIELD_NUMBER: _ClassVar[int]
+    GPU_CALLS_FIELD_NUMBER: _ClassVar[int]
+    CPU_COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    GPU_COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    present: bool
+    communication_ns: int
+    computation_ns: int
+    overlap_ns: int
+    cpu_calls: int
+    gpu_calls: int
+    cpu_communication_ns: int
+    gpu_communication_ns: int
+    steps: _containers.RepeatedCompositeFieldContainer[DistributedStep]
+    def __init__(self, present: _Optional[bool] = ..., communication_ns: _Optional[int] = ..., computation_ns: _Optional[int] = ..., overlap_ns: _Optional[int] = ..., cpu_calls: _Optional[int] = ..., gpu_calls: _Optional[int] = ..., cpu_communication_ns: _Optional[int] = ..., gpu_communication_ns: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[DistributedStep, _Mapping]]] = ...) -> None: ...
+
+class DeviceStats(_message.Message):
+    __slots__ = ("name", "event_type", "calls", "gpu")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    event_type: str
+    calls: int
+    gpu: TimeStats
+    def __init__(self, name: _Optional[str] = ..., event_type: _Optional[str] = ..., calls: _Optional[int] = ..., gpu: _Optional[_Union[TimeStats, _Mapping]] = ...) -> None: ...
+
+class ShapeGroup(_message.Message):
+    __slots__ = ("input_shapes", "input_dtypes", "stats")
+    INPUT_SHAPES_FIELD_NUMBER: _ClassVar[int]
+    INPUT_DTYPES_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    input_shapes: str
+    input_dtypes: str
+    stats: EventStats
+    def __init__(self, input_shapes: _Optional[str] = ..., input_dtypes: _Optional[str] = ..., stats: _Optional[_Union[EventStats, _Mapping]] = ...) -> None: ...
+
+class OperatorNode(_message.Message):
+    __slots__ = ("stats", "inners", "devices", "shapes")
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    INNERS_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    SHAPES_FIELD_NUMBER: _ClassVar[int]
+    stats: EventStats
+    inners: _containers.RepeatedCompositeFieldContainer[OperatorNode]
+    devices: _containers.RepeatedCompositeFieldContainer[DeviceStats]
+    shapes: _containers.RepeatedCompositeFieldContainer[ShapeGroup]
+    def __init__(self, stats: _Optional[_Union[EventStats, _Mapping]] = ..., inners: _Optional[_Iterable[_Union[OperatorNode, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[DeviceStats, _Mapping]]] = ..., shapes: _Optional[_Iterable[_Union[ShapeGroup, _Mapping]]] = ...) -> None: ...
+
+class ThreadOperators(_message.Message):
+    __slots__ = ("thread_id", "operators")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    thread_id: int
+    operators: _containers.RepeatedCompositeFieldContainer[OperatorNode]
+    def __init__(self, thread_id: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[OperatorNode, _Mapping]]] = ...) -> None: ...
+
+class OperatorView(_message.Message):
+    __slots__ = ("operators", "threads")
+    OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    operators: _containers.RepeatedCompositeFieldContainer[OperatorNode]
+    threads: _containers.RepeatedCompositeFieldContainer[ThreadOperators]
+    def __init__(self, operators: _Optional[_Iterable[_Union[OperatorNode, _Mapping]]] = ..., threads: _Optional[_Iterable[_Union[ThreadOperators, _Mapping]]] = ...) -> None: ...
+
+class LaunchConfig(_message.Message):
+    __slots__ = ("grid", "block", "registers_per_thread", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy_pct", "calls", "total_ns")
+    GRID_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    REGISTERS_PER_THREAD_FIELD_NUMBER: _ClassVar[int]
+    SHARED_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    BLOCKS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    WARPS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    OCCUPANCY_PCT_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_NS_FIELD_NUMBER: _ClassVar[int]
+    grid: _containers.RepeatedScalarFieldContainer[int]
+    block: _containers.RepeatedScalarFieldContainer[int]
+    registers_per_thread: int
+    shared_memory: int
+    blocks_per_sm: float
+    warps_per_sm: float
+    occupancy_pct: float
+    calls: int
+    total_ns: int
+    def __init__(self, grid: _Optional[_Iterable[int]] = ..., block: _Optional[_Iterable[int]] = ..., registers_per_thread: _Optional[int] = ..., shared_memory: _Optional[int] = ..., blocks_per_sm: _Optional[float] = ..., warps_per_sm: _Optional[float] = ..., occupancy_pct: _Optional[float] = ..., calls: _Optional[int] = ..., total_ns: _Optional[int] = ...) -> None: ...
+
+class KernelByOperator(_message.Message):
+    __slots__ = ("operator", "calls", "gpu")
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    operator: str
+    calls: int
+    gpu: TimeStats
+    def __init__(self, operator: _Optional[str] = ..., calls: _Optional[int] = ..., gpu: _Optional[_Union[TimeStats, _Mapping]] = ...) -> None: ...
+
+class KernelStats(_message.Message):
+    __slots__ = ("name", "calls", "gpu", "configs", "operators")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    calls: int
+    gpu: TimeStats
+    configs: _containers.RepeatedCompositeFieldContainer[LaunchConfig]
+    operators: _containers.RepeatedCompositeFieldContainer[KernelByOperator]
+    def __init__(self, name: _Optional[str] = ..., calls: _Optional[int] = ..., gpu: _Optional[_Union[TimeStats, _Mapping]] = ..., configs: _Optional[_Iterable[_Union[LaunchConfig, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[KernelByOperator, _Mapping]]] = ...) -> None: ...
+
+class KernelView(_message.Message):
+    __slots__ = ("kernels",)
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
+    kernels: _containers.RepeatedCompositeFieldContainer[KernelStats]
+    def __init__(self, kernels: _Optional[_Iterable[_Union[KernelStats, _Mapping]]] = ...) -> None: ...
+
+class MemoryItem(_message.Message):
+    __slots__ = ("name", "allocation_count", "free_count", "allocation_size", "free_size")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    FREE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_SIZE_FIELD_NUMBER: _ClassVar[int]
+    FREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    allocation_count: int
+    free_count: int
+    allocation_size: int
+    free_size: int
+    def __init__(self, name: _Optional[str] = ..., allocation_count: _Optional[int] = ..., free_count: _Optional[int] = ..., allocation_size: _Optional[int] = ..., free_size: _Optional[int] = ...) -> None: ...
+
+class MemoryCurve(_message.Message):
+    __slots__ = ("time_ns", "allocated", "reserved", "decimated", "events")
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FIELD_NUMBER: _ClassVar[int]
+    DECIMATED_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    time_ns: _containers.RepeatedScalarFieldContainer[int]
+    allocated: _containers.RepeatedScalarFieldContainer[int]
+    reserved: _containers.RepeatedScalarFieldContainer[int]
+    decimated: bool
+    events: int
+    def __init__(self, time_ns: _Optional[_Iterable[int]] = ..., allocated: _Optional[_Iterable[int]] = ..., reserved: _Optional[_Iterable[int]] = ..., decimated: _Optional[bool] = ..., events: _Optional[int] = ...) -> None: ...
+
+class MemoryPlace(_message.Message):
+    __slots__ = ("place", "peak_allocated", "peak_reserved", "allocated", "reserved", "curve")
+    PLACE_FIELD_NUMBER: _ClassVar[int]
+    PEAK_ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    PEAK_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FIELD_NUMBER: _ClassVar[int]
+    CURVE_FIELD_NUMBER: _ClassVar[int]
+    place: str
+    peak_allocated: int
+    peak_reserved: int
+    allocated: _containers.RepeatedCompositeFieldContainer[MemoryItem]
+    reserved: _containers.RepeatedCompositeFieldContainer[MemoryItem]
+    curve: MemoryCurve
+    def __init__(self, place: _Optional[str] = ..., peak_allocated: _Optional[int] = ..., peak_reserved: _Optional[int] = ..., allocated: _Optional[_Iterable[_Union[MemoryItem, _Mapping]]] = ..., reserved: _Optional[_Iterable[_Union[MemoryItem, _Mapping]]] = ..., curve: _Optional[_Union[MemoryCurve, _Mapping]] = ...) -> None: ...
+
+class MemoryView(_message.Message):
+    __slots__ = ("places",)
+    PLACES_FIELD_NUMBER: _ClassVar[int]
+    places: _containers.RepeatedCompositeFieldContainer[MemoryPlace]
+    def __init__(self, places: _Optional[_Iterable[_Union[MemoryPlace, _Mapping]]] = ...) -> None: ...
+
+class ThreadUserDefined(_message.Message):
+    __slots__ = ("thread_id", "items")
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    thread_id: int
+    items: _containers.RepeatedCompositeFieldContainer[EventStats]
+    def __init__(self, thread_id: _Optional[int] = ..., items: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ...) -> None: ...
+
+class UserDefinedView(_message.Message):
+    __slots__ = ("items", "threads")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[EventStats]
+    threads: _containers.RepeatedCompositeFieldContainer[ThreadUserDefined]
+    def __init__(self, items: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., threads: _Optional[_Iterable[_Union[ThreadUserDefined, _Mapping]]] = ...) -> None: ...

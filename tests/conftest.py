@@ -1,0 +1,21 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+sys.path.insert(0, str(TESTS))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: runs real Paddle training or other long work (CI runs it)")
+    config.addinivalue_line("markers", "browser: drives a real Chromium through Playwright")
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"the shared traces are not beside the repository ({SHARED_TRACES.name})")
+    return SHARED_TRACES
