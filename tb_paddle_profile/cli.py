@@ -9,12 +9,11 @@ import os
 import sys
 from typing import List, Optional
 
-from google.protobuf import json_format
-
 from .engine import summarize_file
 from .errors import TraceError
 from .naming import is_trace_file
 from .render import text
+from .v1 import to_json
 
 VIEW_ALIASES = {
     "device": "DeviceView", "overview": "OverView", "model": "ModelView", "distributed": "DistributedView",
@@ -27,11 +26,9 @@ def _view(name: str) -> str:
     if name in text.VIEWS:
         return name
     key = name.lower().replace("-", "_")
-    if key.endswith("view"):
-        key = key[:-4]
-    key = key.rstrip("_")
-    if key in VIEW_ALIASES:
-        return VIEW_ALIASES[key]
+    for candidate in (key, key[:-4].rstrip("_") if key.endswith("view") else None):
+        if candidate in VIEW_ALIASES:
+            return VIEW_ALIASES[candidate]
     raise argparse.ArgumentTypeError(
         f"unknown view {name!r}; use one of {', '.join(text.VIEWS)} or {', '.join(VIEW_ALIASES)}")
 
@@ -62,7 +59,7 @@ def _cmd_summary(args) -> int:
         if len(paths) > 1:
             print(f"{'' if i == 0 else chr(10)}==> {path} <==")
         if args.format == "json":
-            print(json_format.MessageToJson(summary))
+            print(to_json(summary))
         else:
             print(text.render(summary, sorted_by=args.sorted_by, time_unit=args.time_unit,
                               op_detail=not args.no_op_detail, thread_sep=args.thread_sep, views=args.views))

@@ -221,12 +221,6 @@ def peek_span(head: bytes) -> Optional[str]:
     return m.group(1).decode("utf-8", "replace") if m else None
 
 
-def _rel_us_to_ns(text: Optional[str]) -> Optional[int]:
-    if text is None:
-        return None
-    return round(float(text.split(" ", 1)[0]) * 1000)
-
-
 def read_trace(data: bytes, file_name: str) -> EventTables:
     """Decode a whole trace file's bytes into EventTables."""
     trace, repaired = decode(data, file_name)
@@ -236,179 +230,200 @@ def read_trace(data: bytes, file_name: str) -> EventTables:
         raise TraceError(file_name, f"not a Paddle trace: malformed event ({exc})") from None
 
 
+_NO_ARGS = Args()
+
+
+class _Interner:
+    def __init__(self):
+        self.ids: Dict[str, int] = {}
+        self.names: List[str] = []
+
+    def many(self, strings: List[str]) -> np.ndarray:
+        ids = self.ids
+        get = ids.get
+        out = []
+        append = out.append
+        for s in strings:
+            i = get(s)
+            if i is None:
+                i = ids[s] = len(ids)
+                self.names.append(s)
+            append(i)
+        return np.array(out, dtype=np.int32)
+
+
+def _thread_ids(tids: list) -> np.ndarray:
+    """'1234(Python)' / '1234(C++)' / 1234 → 1234."""
+    cache = {t: (t if isinstance(t, int) else int(str(t).split("(", 1)[0])) for t in set(tids)}
+    return np.array([cache[t] for t in tids], dtype=np.int64)
+
+
+def _strip_duration(name: str) -> str:
+    """'matmul dygraph[12.345 us]' → 'matmul dygraph' (only the last bracket group goes)."""
+    if name.endswith("]"):
+        i = name.rfind("[")
+        if i >= 0:
+            return name[:i]
+    return name
+
+
+def _times(events: list) -> "tuple[np.ndarray, np.ndarray, bool]":
+    """Start and end in ns from args.start_time (relative µs text) and dur (µs).
+
+    Returns (start, end, relative); when an event lacks args.start_time (very old files) the
+    whole table uses the absolute ``ts`` instead, and relative is False.
+    """
+    rel = [(e.args or _NO_ARGS).start_time for e in events]
+    dur = np.rint(np.array([e.dur for e in events], dtype=np.float64) * 1000).astype(np.int64)
+    if None not in rel:
+        start = np.rint(np.array([float(r.split(" ", 1)[0]) for r in rel], dtype=np.float64) * 1000)
+        relative = True
+    else:
+        start = np.rint(np.array([e.ts for e in events], dtype=np.float64) * 1000)
+        relative = False
+    start = start.astype(np.int64)
+    return start, start + dur, relative
+
+
+def _origin(tables) -> int:
+    """Absolute ns of the relative origin: ts·1000 − start over a few events (ts is truncated µs)."""
+    candidates = []
+    absolute = []
+    for events, start, relative in tables:
+        if relative:
+            k = min(len(events), 64)
+            candidates.extend(round(events[i].ts * 1000) - int(start[i]) for i in range(k))
+        elif len(start):
+            absolute.append(int(start.min()))
+    if candidates:
+        return min(candidates)
+    return min(absolute) if absolute else 0
+
+
+def _memory_owners(host_tid, host_pos, mem_tid, mem_pos) -> np.ndarray:
+    """Each memory event's nearest preceding host event of its thread, in file order (-1: none)."""
+    owner = np.full(len(mem_tid), -1, dtype=np.int64)
+    if not len(mem_tid) or not len(host_tid):
+        return owner
+    span = int(max(host_pos.max(), mem_pos.max())) + 1
+    host_key = host_tid * span + host_pos
+    order = np.argsort(host_key, kind="stable")
+    sorted_key = host_key[order]
+    i = np.searchsorted(sorted_key, mem_tid * span + mem_pos) - 1
+    ok = i >= 0
+    same_thread = np.zeros(len(mem_tid), dtype=bool)
+    same_thread[ok] = host_tid[order[i[ok]]] == mem_tid[ok]
+    owner[same_thread] = order[i[same_thread]]
+    return owner
+
+
 def _tabulate(trace: Trace, repaired: int) -> EventTables:
-    names: List[str] = []
-    name_ids: Dict[str, int] = {}
-
-    def intern(s: str) -> int:
-        i = name_ids.get(s)
-        if i is None:
-            i = name_ids[s] = len(names)
-            names.append(s)
-        return i
-
-    tid_cache: Dict[object, int] = {}
-
-    def thread_of(tid) -> int:
-        t = tid_cache.get(tid)
-        if t is None:
-            t = tid if isinstance(tid, int) else int(str(tid).split("(", 1)[0])
-            tid_cache[tid] = t
-        return t
-
-    def strip(name: str) -> str:
-        if name.endswith("]"):
-            i = name.rfind("[")
-            if i >= 0:
-                return name[:i]
-        return name
-
-    host = ([], [], [], [], [])          # tid, type, name, start, end
-    host_shapes: Dict[int, tuple] = {}
-    rt = ([], [], [], [], [], [])        # tid, type, name, start, end, corr
-    dev = ([], [], [], [], [], [], [])   # id, stream, type, name, start, end, corr
-    dev_cfg = ([], [], [], [], [], [], [], [])  # grid, block, regs, smem, bps, wps, occ, bytes
-    mem = ([], [], [], [], [], [], [], [], [], [])
-    last_host: Dict[int, int] = {}
-    thread_names: Dict[int, str] = {}
-    origin_candidates = []
-    missing_rel = []  # (table, row, ts) where args.start_time is missing
-    pid = -1
-    type_id = et.TYPE_ID
+    events = trace.traceEvents
+    host_ev: list = []
+    rt_ev: list = []
+    dev_ev: list = []
+    mem_ev: list = []
+    host_pos: list = []   # file positions, to find each memory event's owner
+    mem_pos: list = []
     device_cats = et.DEVICE_CATS
     runtime_cats = et.RUNTIME_CATS
-    mem_type_id = et.MEM_TYPE_ID
-
-    for ev in trace.traceEvents:
+    mem_cats = et.MEM_TYPE_ID
+    for i, ev in enumerate(events):
         ph = ev.ph
         if ph == "X":
             cat = ev.cat
-            args = ev.args
-            start = _rel_us_to_ns(args.start_time) if args is not None else None
-            dur = round(ev.dur * 1000)
-            if start is None:  # no relative time: use the absolute one, rebased below
-                start = round(ev.ts * 1000)
-                missing_rel.append((dev if cat in device_cats else rt if cat in runtime_cats else host,
-                                    len((dev if cat in device_cats else rt if cat in runtime_cats else host)[0])))
-            elif len(origin_candidates) < 64:
-                origin_candidates.append(round(ev.ts * 1000) - start)
-            name = intern(strip(ev.name))
-            dtype = device_cats.get(cat)
-            if dtype is not None:
-                dev[0].append(int(ev.pid))
-                dev[1].append(int(ev.tid))
-                dev[2].append(dtype)
-                dev[3].append(name)
-                dev[4].append(start)
-                dev[5].append(start + dur)
-                corr = args.correlation_id if args is not None else None
-                dev[6].append(-1 if corr is None else corr)
-                if args is not None:
-                    g = args.grid or (0, 0, 0)
-                    b = args.block or (0, 0, 0)
-                    dev_cfg[0].append(tuple(g[:3]) + (0,) * (3 - len(g[:3])))
-                    dev_cfg[1].append(tuple(b[:3]) + (0,) * (3 - len(b[:3])))
-                    dev_cfg[2].append(args.registers or 0)
-                    dev_cfg[3].append(args.shared_memory or 0)
-                    dev_cfg[4].append(args.blocks_per_sm or 0.0)
-                    dev_cfg[5].append(args.warps_per_sm or 0.0)
-                    dev_cfg[6].append(args.occupancy or 0.0)
-                    dev_cfg[7].append(args.bytes or 0)
-                else:
-                    for col, v in zip(dev_cfg, ((0, 0, 0), (0, 0, 0), 0, 0, 0.0, 0.0, 0.0, 0)):
-                        col.append(v)
-                continue
-            tid = thread_of(ev.tid)
-            rtype = runtime_cats.get(cat)
-            if rtype is not None:
-                rt[0].append(tid)
-                rt[1].append(rtype)
-                rt[2].append(name)
-                rt[3].append(start)
-                rt[4].append(start + dur)
-                corr = args.correlation_id if args is not None else None
-                rt[5].append(-1 if corr is None else corr)
-                continue
-            htype = type_id.get(cat)
-            if htype is None:
-                htype = type_id["UserDefined"]
-            row = len(host[0])
-            host[0].append(tid)
-            host[1].append(htype)
-            host[2].append(name)
-            host[3].append(start)
-            host[4].append(start + dur)
-            if pid < 0 and isinstance(ev.pid, int):
-                pid = ev.pid
-            last_host[tid] = row
-            if args is not None and len(args.input_shapes) > 2:
-                shapes = bytes(args.input_shapes)
-                if shapes.strip() not in (b"{}", b"null", b""):
-                    dtypes = bytes(args.input_dtypes) or b"{}"
-                    host_shapes[row] = (shapes.decode("utf-8", "replace"), dtypes.decode("utf-8", "replace"))
-        elif ph == "i":
-            mtype = mem_type_id.get(ev.cat)
-            if mtype is None:
-                continue
-            tid = thread_of(ev.tid)
-            a = ev.args or Args()
-            mem[0].append(tid)
-            mem[1].append(mtype)
-            mem[2].append(intern(a.place or ""))
-            mem[3].append(round(ev.ts * 1000))
-            mem[4].append(a.increase_bytes or 0)
-            mem[5].append(a.current_allocated or 0)
-            mem[6].append(a.current_reserved or 0)
-            mem[7].append(a.peak_allocated or 0)
-            mem[8].append(a.peak_reserved or 0)
-            mem[9].append(last_host.get(tid, -1))
-        elif ph == "M" and ev.name == "thread_name" and ev.args is not None:
-            pass  # thread names come from ExtraInfo, which holds them unsuffixed
+            if cat in device_cats:
+                dev_ev.append(ev)
+            elif cat in runtime_cats:
+                rt_ev.append(ev)
+            else:
+                host_ev.append(ev)
+                host_pos.append(i)
+        elif ph == "i" and ev.cat in mem_cats:
+            mem_ev.append(ev)
+            mem_pos.append(i)
 
-    if origin_candidates:
-        origin = min(origin_candidates)
-    else:
-        starts = [tbl[3 if tbl is not dev else 4][row] for tbl, row in missing_rel]
-        origin = min(starts) if starts else 0
-    for tbl, row in missing_rel:
-        s_col, e_col = (4, 5) if tbl is dev else (3, 4)
-        tbl[s_col][row] -= origin
-        tbl[e_col][row] -= origin
-    for key, value in trace.ExtraInfo.items():
-        if key.isdigit():
-            thread_names[int(key)] = value
-
+    names = _Interner()
     i64 = np.int64
+
+    # host
+    host_tid = _thread_ids([e.tid for e in host_ev])
+    type_id = et.TYPE_ID
+    user_defined = type_id["UserDefined"]
+    host_type = np.array([type_id.get(e.cat, user_defined) for e in host_ev], dtype=np.int16)
+    host_name = names.many([_strip_duration(e.name) for e in host_ev])
+    host_start, host_end, host_rel = _times(host_ev)
+    host_shapes: Dict[int, tuple] = {}
+    for row, e in enumerate(host_ev):
+        a = e.args
+        if a is not None and len(a.input_shapes) > 2:
+            shapes = bytes(a.input_shapes).strip()
+            if shapes not in (b"{}", b"null"):
+                dtypes = bytes(a.input_dtypes) or b"{}"
+                host_shapes[row] = (shapes.decode("utf-8", "replace"), dtypes.decode("utf-8", "replace"))
+
+    # runtime
+    rt_tid = _thread_ids([e.tid for e in rt_ev])
+    rt_type = np.array([runtime_cats[e.cat] for e in rt_ev], dtype=np.int16)
+    rt_name = names.many([_strip_duration(e.name) for e in rt_ev])
+    rt_start, rt_end, rt_rel = _times(rt_ev)
+    rt_args = [e.args or _NO_ARGS for e in rt_ev]
+    rt_corr = np.array([-1 if a.correlation_id is None else a.correlation_id for a in rt_args], dtype=i64)
+
+    # device
+    dev_args = [e.args or _NO_ARGS for e in dev_ev]
+    dev_start, dev_end, dev_rel = _times(dev_ev)
+
+    def triple(values):
+        return np.array([tuple((v or (0, 0, 0))[:3]) + (0,) * (3 - len((v or (0, 0, 0))[:3])) for v in values],
+                        dtype=np.int32).reshape(-1, 3)
+
+    # memory
+    mem_args = [e.args or _NO_ARGS for e in mem_ev]
+    mem_tid = _thread_ids([e.tid for e in mem_ev])
+
+    timed = ((host_ev, host_start, host_rel), (rt_ev, rt_start, rt_rel), (dev_ev, dev_start, dev_rel))
+    origin = _origin(timed)
+    if not (host_rel and rt_rel and dev_rel):
+        for (_, start, relative), end in zip(timed, (host_end, rt_end, dev_end)):
+            if not relative:
+                start -= origin
+                end -= origin
+
+    mem_owner = _memory_owners(host_tid, np.array(host_pos, dtype=i64), mem_tid, np.array(mem_pos, dtype=i64))
+
+    thread_names = {int(k): v for k, v in trace.ExtraInfo.items() if k.isdigit()}
+    pid = next((e.pid for e in host_ev if isinstance(e.pid, int)), -1)
     span = trace.span_index if trace.span_index is not None else trace.span_indx
-    tables = EventTables(
-        names=names,
-        host_tid=np.array(host[0], dtype=i64), host_type=np.array(host[1], dtype=np.int16),
-        host_name=np.array(host[2], dtype=np.int32), host_start=np.array(host[3], dtype=i64),
-        host_end=np.array(host[4], dtype=i64), host_shapes=host_shapes,
-        rt_tid=np.array(rt[0], dtype=i64), rt_type=np.array(rt[1], dtype=np.int16),
-        rt_name=np.array(rt[2], dtype=np.int32), rt_start=np.array(rt[3], dtype=i64),
-        rt_end=np.array(rt[4], dtype=i64), rt_corr=np.array(rt[5], dtype=i64),
-        dev_id=np.array(dev[0], dtype=i64), dev_stream=np.array(dev[1], dtype=i64),
-        dev_type=np.array(dev[2], dtype=np.int16), dev_name=np.array(dev[3], dtype=np.int32),
-        dev_start=np.array(dev[4], dtype=i64), dev_end=np.array(dev[5], dtype=i64),
-        dev_corr=np.array(dev[6], dtype=i64),
-        dev_grid=np.array(dev_cfg[0], dtype=np.int32).reshape(-1, 3),
-        dev_block=np.array(dev_cfg[1], dtype=np.int32).reshape(-1, 3),
-        dev_registers=np.array(dev_cfg[2], dtype=np.int32),
-        dev_shared_memory=np.array(dev_cfg[3], dtype=i64),
-        dev_blocks_per_sm=np.array(dev_cfg[4], dtype=np.float64),
-        dev_warps_per_sm=np.array(dev_cfg[5], dtype=np.float64),
-        dev_occupancy=np.array(dev_cfg[6], dtype=np.float64),
-        dev_bytes=np.array(dev_cfg[7], dtype=i64),
-        mem_tid=np.array(mem[0], dtype=i64), mem_type=np.array(mem[1], dtype=np.int8),
-        mem_place=np.array(mem[2], dtype=np.int32),
-        mem_ts_ns=np.array(mem[3], dtype=i64) - origin,
-        mem_increase=np.array(mem[4], dtype=i64),
-        mem_current_allocated=np.array(mem[5], dtype=i64),
-        mem_current_reserved=np.array(mem[6], dtype=i64),
-        mem_peak_allocated=np.array(mem[7], dtype=i64),
-        mem_peak_reserved=np.array(mem[8], dtype=i64),
-        mem_owner=np.array(mem[9], dtype=i64),
+    return EventTables(
+        names=names.names,
+        host_tid=host_tid, host_type=host_type, host_name=host_name, host_start=host_start, host_end=host_end,
+        host_shapes=host_shapes,
+        rt_tid=rt_tid, rt_type=rt_type, rt_name=rt_name, rt_start=rt_start, rt_end=rt_end, rt_corr=rt_corr,
+        dev_id=np.array([int(e.pid) for e in dev_ev], dtype=i64),
+        dev_stream=np.array([int(e.tid) for e in dev_ev], dtype=i64),
+        dev_type=np.array([device_cats[e.cat] for e in dev_ev], dtype=np.int16),
+        dev_name=names.many([_strip_duration(e.name) for e in dev_ev]),
+        dev_start=dev_start, dev_end=dev_end,
+        dev_corr=np.array([-1 if a.correlation_id is None else a.correlation_id for a in dev_args], dtype=i64),
+        dev_grid=triple([a.grid for a in dev_args]),
+        dev_block=triple([a.block for a in dev_args]),
+        dev_registers=np.array([a.registers or 0 for a in dev_args], dtype=np.int32),
+        dev_shared_memory=np.array([a.shared_memory or 0 for a in dev_args], dtype=i64),
+        dev_blocks_per_sm=np.array([a.blocks_per_sm or 0.0 for a in dev_args], dtype=np.float64),
+        dev_warps_per_sm=np.array([a.warps_per_sm or 0.0 for a in dev_args], dtype=np.float64),
+        dev_occupancy=np.array([a.occupancy or 0.0 for a in dev_args], dtype=np.float64),
+        dev_bytes=np.array([a.bytes or 0 for a in dev_args], dtype=i64),
+        mem_tid=mem_tid,
+        mem_type=np.array([mem_cats[e.cat] for e in mem_ev], dtype=np.int8),
+        mem_place=names.many([a.place or "" for a in mem_args]),
+        mem_ts_ns=np.rint(np.array([e.ts for e in mem_ev], dtype=np.float64) * 1000).astype(i64) - origin,
+        mem_increase=np.array([a.increase_bytes or 0 for a in mem_args], dtype=i64),
+        mem_current_allocated=np.array([a.current_allocated or 0 for a in mem_args], dtype=i64),
+        mem_current_reserved=np.array([a.current_reserved or 0 for a in mem_args], dtype=i64),
+        mem_peak_allocated=np.array([a.peak_allocated or 0 for a in mem_args], dtype=i64),
+        mem_peak_reserved=np.array([a.peak_reserved or 0 for a in mem_args], dtype=i64),
+        mem_owner=mem_owner,
         schema_version=trace.schemaVersion or "",
         span="" if span is None else str(span),
         extra_info=dict(trace.ExtraInfo),
@@ -418,4 +433,3 @@ def _tabulate(trace: Trace, repaired: int) -> EventTables:
         pid=pid,
         repaired_lines=repaired,
     )
-    return tables

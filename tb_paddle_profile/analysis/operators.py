@@ -5,80 +5,136 @@ children that are not operators become inner items by name (infer_meta, kernel
 launch, node_creation, user events...), and the device events of its own runtime
 calls become device items by name; each inner item likewise carries the device
 events of its own runtime calls. Nested operators also count as their own item.
-Items are kept in the order Paddle's walk meets them; sorting is the renderer's.
+Items keep the order in which Paddle's walk meets them; sorting is the renderer's.
+Computed as group-bys over the tables (groupby.py), in one pass for all threads
+merged and one keyed by thread as well.
 """
 from __future__ import annotations
 
-from typing import Dict
+from collections import defaultdict
+
+import numpy as np
 
 from .. import event_types as et
 from ..v1 import summary_pb2 as pb
+from .groupby import Groups, group
 from .profile import Profile
-from .stats import DeviceAcc, EventAcc
 
 
-def _add_devices(p: Profile, row: int, devices: Dict[int, DeviceAcc]) -> None:
-    t, tree = p.tables, p.tree
-    for rt in tree.runtimes(row).tolist():
-        for d in tree.devices(rt).tolist():
-            key = int(t.dev_name[d])
-            acc = devices.get(key)
-            if acc is None:
-                acc = devices[key] = DeviceAcc(t.names[key], et.TYPE_NAMES[t.dev_type[d]])
-            acc.add(int(t.dev_end[d] - t.dev_start[d]))
+def _stats(msg: pb.EventStats, name: str, g: Groups, i: int) -> None:
+    msg.name = name
+    msg.calls = int(g.counts[i])
+    for field, col in (("cpu", "cpu"), ("gpu", "gpu"), ("general_gpu", "general")):
+        ts = getattr(msg, field)
+        ts.total_ns, ts.max_ns, ts.min_ns = int(g.sums[col][i]), int(g.maxs[col][i]), int(g.mins[col][i])
 
 
-def _add_operator(p: Profile, items: Dict[int, EventAcc], row: int) -> None:
-    t, tree, tm = p.tables, p.tree, p.times
-    key = int(t.host_name[row])
-    item = items.get(key)
-    if item is None:
-        item = items[key] = EventAcc(t.names[key])
-    item.add(int(tm.cpu[row]), int(tm.gpu[row]), int(tm.general_gpu[row]))
-    for child in tree.children(row).tolist():
-        if t.host_type[child] == et.OPERATOR:
-            continue
-        ckey = int(t.host_name[child])
-        inner = item.inners.get(ckey)
-        if inner is None:
-            inner = item.inners[ckey] = EventAcc(t.names[ckey])
-        inner.add(int(tm.cpu[child]), int(tm.gpu[child]), int(tm.general_gpu[child]))
-        _add_devices(p, child, inner.devices)
-    _add_devices(p, row, item.devices)
-    shapes = t.host_shapes.get(row)
-    if shapes is not None:
-        group = item.shapes.get(shapes)
-        if group is None:
-            group = item.shapes[shapes] = EventAcc(item.name)
-        group.add(int(tm.cpu[row]), int(tm.gpu[row]), int(tm.general_gpu[row]))
-
-
-def _write(items: Dict[int, EventAcc], out) -> None:
-    for item in items.values():
-        node = out.add()
-        item.to_pb(node.stats)
-        for inner in item.inners.values():
-            n = node.inners.add()
-            inner.to_pb(n.stats)
-            for dev in inner.devices.values():
-                dev.to_pb(n.devices.add())
-        for dev in item.devices.values():
-            dev.to_pb(node.devices.add())
-        for (shapes, dtypes), group in item.shapes.items():
-            g = node.shapes.add(input_shapes=shapes, input_dtypes=dtypes)
-            group.to_pb(g.stats)
+def _devices(msg_list, names, types, g: Groups, rows) -> None:
+    for i in rows:
+        d = msg_list.add(name=names[g.keys[-1][i]], event_type=et.TYPE_NAMES[types[g.first_row[i]]],
+                         calls=int(g.counts[i]))
+        d.gpu.total_ns, d.gpu.max_ns, d.gpu.min_ns = int(g.sums["d"][i]), int(g.maxs["d"][i]), int(g.mins["d"][i])
 
 
 def operator_view(p: Profile, out: pb.OperatorView) -> None:
-    merged: Dict[int, EventAcc] = {}
-    t = p.tables
-    for tid in p.tree.threads:
-        per_thread: Dict[int, EventAcc] = {}
-        for row in p.tree.walk[tid].tolist():
-            if t.host_type[row] == et.OPERATOR:
-                _add_operator(p, merged, row)
-                _add_operator(p, per_thread, row)
-        if per_thread:
-            th = out.threads.add(thread_id=int(tid))
-            _write(per_thread, th.operators)
-    _write(merged, out.operators)
+    t, tree, tm = p.tables, p.tree, p.times
+    names = t.names
+    rank = p.walk_rank
+    n_host = len(t.host_tid)
+    is_op = t.host_type == et.OPERATOR
+
+    # positions of children among their siblings, runtimes in their host, devices in their runtime
+    child_pos = np.zeros(n_host, dtype=np.int64)
+    child_pos[tree.child_idx] = np.arange(len(tree.child_idx))
+    rt_pos = np.zeros(len(t.rt_tid), dtype=np.int64)
+    rt_pos[tree.host_rt_idx] = np.arange(len(tree.host_rt_idx))
+    dev_pos = np.zeros(len(t.dev_id), dtype=np.int64)
+    dev_pos[tree.rt_dev_idx] = np.arange(len(tree.rt_dev_idx))
+
+    ops = np.nonzero(is_op)[0]
+    parent = tree.host_parent
+    inner = np.nonzero(~is_op & (parent >= 0))[0]
+    inner = inner[is_op[parent[inner]]]
+    inner_op = parent[inner]
+
+    dev_rows = np.nonzero(tree.dev_rt >= 0)[0]
+    dev_host = tree.rt_host[tree.dev_rt[dev_rows]]
+    dev_rows, dev_host = dev_rows[dev_host >= 0], dev_host[dev_host >= 0]
+    dur = t.dev_end - t.dev_start
+    # devices of an operator's own runtime calls
+    own = is_op[dev_host]
+    od_rows, od_op = dev_rows[own], dev_host[own]
+    # devices of an inner event's own runtime calls
+    in_inner = ~is_op[dev_host] & (parent[dev_host] >= 0)
+    in_inner[in_inner] = is_op[parent[dev_host[in_inner]]]
+    id_rows, id_inner = dev_rows[in_inner], dev_host[in_inner]
+    id_op = parent[id_inner]
+
+    host_vals = lambda rows: {"cpu": tm.cpu[rows], "gpu": tm.gpu[rows], "general": tm.general_gpu[rows]}
+
+    for thread_key in (False, True):
+        tid_of = (lambda rows: t.host_tid[rows]) if thread_key else (lambda rows: np.zeros(len(rows), np.int64))
+        g_op = group([tid_of(ops), t.host_name[ops]], [rank[ops]], host_vals(ops))
+        g_in = group([tid_of(inner_op), t.host_name[inner_op], t.host_name[inner]],
+                     [rank[inner_op], child_pos[inner]], host_vals(inner))
+        g_od = group([tid_of(od_op), t.host_name[od_op], t.dev_name[od_rows]],
+                     [rank[od_op], rt_pos[tree.dev_rt[od_rows]], dev_pos[od_rows]], {"d": dur[od_rows]})
+        g_id = group([tid_of(id_op), t.host_name[id_op], t.host_name[id_inner], t.dev_name[id_rows]],
+                     [rank[id_op], child_pos[id_inner], rt_pos[tree.dev_rt[id_rows]], dev_pos[id_rows]],
+                     {"d": dur[id_rows]})
+
+        inners_of = defaultdict(list)
+        for i in range(len(g_in)):
+            inners_of[(int(g_in.keys[0][i]), int(g_in.keys[1][i]))].append(i)
+        op_devs = defaultdict(list)
+        for i in range(len(g_od)):
+            op_devs[(int(g_od.keys[0][i]), int(g_od.keys[1][i]))].append(i)
+        inner_devs = defaultdict(list)
+        for i in range(len(g_id)):
+            inner_devs[(int(g_id.keys[0][i]), int(g_id.keys[1][i]), int(g_id.keys[2][i]))].append(i)
+
+        lists = {}
+        for i in range(len(g_op)):
+            tid, name = int(g_op.keys[0][i]), int(g_op.keys[1][i])
+            if thread_key:
+                target = lists.get(tid)
+                if target is None:
+                    target = lists[tid] = out.threads.add(thread_id=tid).operators
+            else:
+                target = out.operators
+            node = target.add()
+            _stats(node.stats, names[name], g_op, i)
+            for j in inners_of.get((tid, name), ()):
+                inner_node = node.inners.add()
+                inner_name = int(g_in.keys[2][j])
+                _stats(inner_node.stats, names[inner_name], g_in, j)
+                _devices(inner_node.devices, names, t.dev_type, g_id, inner_devs.get((tid, name, inner_name), ()))
+            _devices(node.devices, names, t.dev_type, g_od, op_devs.get((tid, name), ()))
+    _shape_groups(p, out)
+
+
+def _shape_groups(p: Profile, out: pb.OperatorView) -> None:
+    """Per operator name, calls grouped by input shapes (only where the trace recorded shapes)."""
+    t, tm = p.tables, p.times
+    if not t.host_shapes:
+        return
+    by_name = {}
+    for row in sorted(t.host_shapes, key=lambda r: p.walk_rank[r]):
+        if t.host_type[row] != et.OPERATOR:
+            continue
+        key = (int(t.host_name[row]), t.host_shapes[row])
+        acc = by_name.setdefault(key, [0, [0, 0, 0], [0, 0, 0], [0, 0, 0]])
+        acc[0] += 1
+        for k, v in enumerate((int(tm.cpu[row]), int(tm.gpu[row]), int(tm.general_gpu[row]))):
+            acc[k + 1][0] += v
+            acc[k + 1][1] = max(acc[k + 1][1], v)
+            acc[k + 1][2] = v if acc[0] == 1 else min(acc[k + 1][2], v)
+    nodes = {node.stats.name: node for node in out.operators}
+    for (name_id, (shapes, dtypes)), (calls, cpu, gpu, general) in by_name.items():
+        node = nodes.get(t.names[name_id])
+        if node is None:
+            continue
+        g = node.shapes.add(input_shapes=shapes, input_dtypes=dtypes)
+        g.stats.name, g.stats.calls = node.stats.name, calls
+        for ts, (total, mx, mn) in ((g.stats.cpu, cpu), (g.stats.gpu, gpu), (g.stats.general_gpu, general)):
+            ts.total_ns, ts.max_ns, ts.min_ns = total, mx, mn

@@ -1,0 +1,145 @@
+"""The reader: Paddle's layouts and quirks load; wrong input fails with one line naming the file."""
+import gzip
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.errors import TraceError
+from tb_paddle_profile.reader import peek_span, read_trace
+from tb_paddle_profile.render.text import render
+
+NAME = "rank0_time_2026_11_29_00_00_00_000000.paddle_trace.json"
+
+
+@pytest.fixture(scope="module")
+def gpu_trace(shared_traces):
+    return sorted((shared_traces / "gpu-synthetic-2rank").glob("rank0_*.paddle_trace.json"))[0].read_bytes()
+
+
+@pytest.fixture(scope="module")
+def cpu_trace(shared_traces):
+    return sorted((shared_traces / "cpu-gpt-single").glob("*.paddle_trace.json"))[0].read_bytes()
+
+
+def _text(data: bytes, name=NAME) -> str:
+    return render(summarize_bytes(data, name), time_unit="us")
+
+
+def test_gzip_gives_the_same_summary(gpu_trace):
+    plain = summarize_bytes(gpu_trace, NAME)
+    packed = summarize_bytes(gzip.compress(gpu_trace), NAME + ".gz")
+    assert packed.meta.file_size < plain.meta.file_size
+    for s in (plain, packed):
+        s.meta.ClearField("file_size")
+        s.meta.ClearField("file_name")
+    assert packed == plain
+    assert _text(gzip.compress(gpu_trace)) == _text(gpu_trace)
+
+
+def test_paddle2_layout_loads_like_paddle3(gpu_trace):
+    """2.x files: "span_indx", schemaVersion 1.0.1 and the "Deivce" typo in process names."""
+    old = gpu_trace.replace(b'"span_index"', b'"span_indx"').replace(b'"schemaVersion": "1.0.2"',
+                                                                     b'"schemaVersion": "1.0.1"')
+    old = old.replace(b'"Device ', b'"Deivce ')
+    assert old != gpu_trace
+    s = summarize_bytes(old, NAME)
+    assert s.meta.schema_version == "1.0.1" and s.meta.span == "0"
+    assert _text(old) == _text(gpu_trace)
+
+
+def test_unescaped_quote_backslash_and_tab_in_names_are_repaired(cpu_trace):
+    """Paddle writes names with printf and no escaping (format doc §3.4)."""
+    data = cpu_trace.decode()
+    assert '"name": "train_step[' in data
+    broken = data.replace('"name": "train_step[', '"name": "train "step"\\ \tx[')
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(broken)
+    s = summarize_bytes(broken.encode(), NAME)
+    names = [it.name for it in s.user_defined.items]
+    assert 'train "step"\\ \tx' in names and "train_step" not in names
+    assert s.meta.repaired_lines > 0
+    ok = summarize_bytes(cpu_trace, NAME)
+    assert [it.calls for it in s.user_defined.items] == [it.calls for it in ok.user_defined.items]
+
+
+def test_span_is_read_from_the_head_only(gpu_trace):
+    assert peek_span(gpu_trace[:300]) == "0"
+    assert peek_span(gpu_trace[:300].replace(b"span_index", b"span_indx")) == "0"
+    assert peek_span(b'{"traceEvents": [') is None
+
+
+def test_columns_are_numpy_with_interned_names(cpu_trace):
+    t = read_trace(cpu_trace, NAME)
+    assert t.host_start.dtype.kind == "i" and len(t.host_start) == len(t.host_name)
+    assert len(set(t.names)) == len(t.names)
+    assert len(t.names) < len(t.host_name) / 5
+
+
+def _half(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+BROKEN = {
+    "empty": (lambda d: b"", "empty file"),
+    "whitespace": (lambda d: b"  \n\n", "empty file"),
+    "truncated": (_half, "truncated JSON"),
+    "truncated-gzip": (lambda d: _half(gzip.compress(d)), "truncated gzip"),
+    "not-json": (lambda d: b"step,time\n1,2\n", "not JSON"),
+    "json-array": (lambda d: b"[1, 2, 3]", "not a Paddle trace"),
+    "kineto-like": (lambda d: json.dumps({"schemaVersion": 1, "traceEvents": []}).encode(), "not a Paddle trace"),
+    "chrome-trace": (lambda d: json.dumps({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}]}).encode(),
+                     "not a Paddle trace"),
+    "garbage": (lambda d: bytes(range(256)) * 4, "JSON"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN))
+def test_bad_input_raises_one_line_naming_the_file(cpu_trace, kind):
+    make, reason = BROKEN[kind]
+    with pytest.raises(TraceError) as err:
+        summarize_bytes(make(cpu_trace), "dir/" + NAME)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(NAME + ": ")
+    assert reason in message
+
+
+@pytest.mark.parametrize("kind", ["empty", "truncated", "not-json", "kineto-like"])
+def test_cli_prints_one_line_and_exits_2(tmp_path, cpu_trace, kind):
+    path = tmp_path / NAME
+    path.write_bytes(BROKEN[kind][0](cpu_trace))
+    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and NAME in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_cli_folder_summarizes_good_files_and_reports_bad_ones(tmp_path, cpu_trace, gpu_trace):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / NAME).write_bytes(gpu_trace)
+    (tmp_path / "b_time_x.paddle_trace.json").write_bytes(_half(cpu_trace))
+    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(tmp_path), "--views", "overview"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout.count("Overview Summary") == 1
+    assert re.search(r"b_time_x\.paddle_trace\.json: truncated JSON", proc.stderr)
+
+
+def test_cli_json_is_the_summary_message(tmp_path, gpu_trace):
+    path = tmp_path / NAME
+    path.write_bytes(gpu_trace)
+    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(path), "--format", "json"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    doc = json.loads(proc.stdout)
+    assert doc["meta"]["worker"] == "rank0" and doc["meta"]["rank"] == 0
+    assert int(doc["meta"]["totalTimeNs"]) == 10_000_000
+    assert {k["name"] for k in doc["kernels"]["kernels"]} >= {
+        "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"}
