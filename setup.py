@@ -28,6 +28,16 @@ setup(
         "s3": ["s3fs"],
         "gcs": ["gcsfs"],
         "tensorboard": ["tensorboard>=2.12"],
+        "test": [
+            "pytest>=7",
+            "tensorboard>=2.12",
+            "paddlepaddle==3.3.1",     # the slow parity test runs real training with the profiler
+            "playwright>=1.40",        # drives Debian's Chromium in the browser tests (no browser download)
+            "moto[server]>=5",         # a real S3-compatible server on 127.0.0.1 for remote logdirs
+            "boto3",
+            "s3fs",
+            "grpcio-tools==1.85.1",    # protoc for tools/gen_proto.py --check (pinned: output must not drift)
+        ],
     },
     entry_points={
         "console_scripts": ["tb-paddle-profile=tb_paddle_profile.cli:main"],

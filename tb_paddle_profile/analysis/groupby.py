@@ -11,6 +11,8 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from ..v1 import summary_pb2 as pb
+
 
 @dataclass
 class Groups:
@@ -69,3 +71,17 @@ def group(keys: Sequence[np.ndarray], order: Sequence[np.ndarray], values: Dict[
         sums[name], maxs[name], mins[name] = s, mx, mn
     first_row = first[group_order]
     return Groups([np.asarray(k)[first_row] for k in keys], counts, sums, maxs, mins, first_row)
+
+
+def write_stats(msg: pb.EventStats, name: str, g: Groups, i: int) -> None:
+    """One group of host rows (values cpu, gpu, general) as an EventStats row."""
+    msg.name = name
+    msg.calls = int(g.counts[i])
+    for field, col in (("cpu", "cpu"), ("gpu", "gpu"), ("general_gpu", "general")):
+        ts = getattr(msg, field)
+        ts.total_ns, ts.max_ns, ts.min_ns = int(g.sums[col][i]), int(g.maxs[col][i]), int(g.mins[col][i])
+
+
+def host_values(p, rows: np.ndarray) -> dict:
+    """The per-node time columns of these host rows, for group()."""
+    return {"cpu": p.times.cpu[rows], "gpu": p.times.gpu[rows], "general": p.times.general_gpu[rows]}

@@ -1,82 +1,78 @@
 """Paddle's Kernel Summary, plus launch configurations and the operators that launched each kernel.
 
 Items: every Kernel-type device event under any runtime call, those of thread
-roots included, keyed by the full name, in the order Paddle's walk meets them.
+roots included, keyed by the full name, in the order Paddle's walk meets them
+(per thread: the root's runtime calls first, then the host nodes in walk order).
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+import numpy as np
 
 from .. import event_types as et
 from ..v1 import summary_pb2 as pb
+from .groupby import group
 from .profile import Profile
-from .stats import TimeAcc
 
 
-class _Kernel:
-    __slots__ = ("name", "calls", "gpu", "configs", "operators")
-
-    def __init__(self, name):
-        self.name = name
-        self.calls = 0
-        self.gpu = TimeAcc()
-        self.configs: Dict[tuple, list] = {}
-        self.operators: Dict[str, Tuple[list]] = {}
+def _operator_owner(p: Profile) -> np.ndarray:
+    """Per host row: the nearest Operator at or above it, else the row itself."""
+    t, parent = p.tables, p.tree.host_parent
+    is_op = t.host_type == et.OPERATOR
+    owner = np.arange(len(t.host_tid))
+    cur = owner.copy()
+    pending = ~is_op
+    while pending.any():
+        cur[pending] = parent[cur[pending]]
+        pending &= cur >= 0
+        found = pending.copy()
+        found[pending] = is_op[cur[pending]]
+        owner[found] = cur[found]
+        pending &= ~found
+    return owner
 
 
 def kernel_view(p: Profile, out: pb.KernelView) -> None:
     t, tree = p.tables, p.tree
-    kernels: Dict[int, _Kernel] = {}
-    owner_cache: Dict[int, str] = {}
+    rows = np.nonzero((tree.dev_rt >= 0) & (t.dev_type == et.KERNEL))[0]
+    rt = tree.dev_rt[rows]
+    host = tree.rt_host[rt]
+    thread_index = np.searchsorted(np.array(tree.threads, dtype=np.int64), t.rt_tid[rt])
+    rank = np.where(host >= 0, p.walk_rank[np.maximum(host, 0)], -1)
+    dev_pos = np.zeros(len(t.dev_id), dtype=np.int64)
+    dev_pos[tree.rt_dev_idx] = np.arange(len(tree.rt_dev_idx))
+    order = [thread_index, rank, t.rt_start[rt], rt, dev_pos[rows]]
+    dur = {"d": (t.dev_end - t.dev_start)[rows]}
+    name = t.dev_name[rows]
 
-    def owner_name(host_row: int) -> str:
-        if host_row < 0:
-            return ""
-        name = owner_cache.get(host_row)
-        if name is None:
-            r = host_row
-            while r >= 0 and t.host_type[r] != et.OPERATOR:
-                r = int(tree.host_parent[r])
-            name = t.names[t.host_name[r if r >= 0 else host_row]]
-            owner_cache[host_row] = name
-        return name
+    g = group([name], order, dur)
+    owner = _operator_owner(p)
+    op_name = np.where(host >= 0, t.host_name[owner[np.maximum(host, 0)]] if len(owner) else -1, -1)
+    g_op = group([name, op_name], order, dur)
+    cfg_cols = [t.dev_grid[rows, 0], t.dev_grid[rows, 1], t.dev_grid[rows, 2], t.dev_block[rows, 0],
+                t.dev_block[rows, 1], t.dev_block[rows, 2], t.dev_registers[rows], t.dev_shared_memory[rows],
+                np.round(t.dev_occupancy[rows] * 1000).astype(np.int64)]
+    g_cfg = group([name] + cfg_cols, order, dur)
 
-    def visit(rt_rows, host_row):
-        for rt in rt_rows:
-            for d in tree.devices(rt).tolist():
-                if t.dev_type[d] != et.KERNEL:
-                    continue
-                key = int(t.dev_name[d])
-                k = kernels.get(key)
-                if k is None:
-                    k = kernels[key] = _Kernel(t.names[key])
-                dur = int(t.dev_end[d] - t.dev_start[d])
-                k.calls += 1
-                k.gpu.add(dur)
-                cfg = (tuple(t.dev_grid[d].tolist()), tuple(t.dev_block[d].tolist()),
-                       int(t.dev_registers[d]), int(t.dev_shared_memory[d]),
-                       float(t.dev_blocks_per_sm[d]), float(t.dev_warps_per_sm[d]), float(t.dev_occupancy[d]))
-                c = k.configs.setdefault(cfg, [0, 0])
-                c[0] += 1
-                c[1] += dur
-                op = k.operators.get(owner_name(host_row))
-                if op is None:
-                    op = k.operators[owner_name(host_row)] = [0, TimeAcc()]
-                op[0] += 1
-                op[1].add(dur)
+    by_kernel_ops = {}
+    for i in range(len(g_op)):
+        by_kernel_ops.setdefault(int(g_op.keys[0][i]), []).append(i)
+    by_kernel_cfg = {}
+    for i in np.argsort(-g_cfg.sums["d"], kind="stable").tolist():
+        by_kernel_cfg.setdefault(int(g_cfg.keys[0][i]), []).append(i)
 
-    for tid in tree.threads:
-        visit(tree.root_runtimes[tid].tolist(), -1)
-        for row in tree.walk[tid].tolist():
-            visit(tree.runtimes(row).tolist(), row)
-
-    for k in kernels.values():
-        msg = out.kernels.add(name=k.name, calls=k.calls)
-        k.gpu.to_pb(msg.gpu)
-        for cfg, (calls, total) in sorted(k.configs.items(), key=lambda kv: kv[1][1], reverse=True):
-            grid, block, regs, smem, bps, wps, occ = cfg
-            msg.configs.add(grid=grid, block=block, registers_per_thread=regs, shared_memory=smem,
-                            blocks_per_sm=bps, warps_per_sm=wps, occupancy_pct=occ, calls=calls, total_ns=total)
-        for name, (calls, acc) in k.operators.items():
-            o = msg.operators.add(operator=name, calls=calls)
-            acc.to_pb(o.gpu)
+    for i in range(len(g)):
+        key = int(g.keys[0][i])
+        msg = out.kernels.add(name=t.names[key], calls=int(g.counts[i]))
+        msg.gpu.total_ns, msg.gpu.max_ns, msg.gpu.min_ns = int(g.sums["d"][i]), int(g.maxs["d"][i]), int(g.mins["d"][i])
+        for j in by_kernel_cfg.get(key, ()):
+            d = rows[g_cfg.first_row[j]]
+            msg.configs.add(grid=t.dev_grid[d].tolist(), block=t.dev_block[d].tolist(),
+                            registers_per_thread=int(t.dev_registers[d]), shared_memory=int(t.dev_shared_memory[d]),
+                            blocks_per_sm=float(t.dev_blocks_per_sm[d]), warps_per_sm=float(t.dev_warps_per_sm[d]),
+                            occupancy_pct=float(t.dev_occupancy[d]), calls=int(g_cfg.counts[j]),
+                            total_ns=int(g_cfg.sums["d"][j]))
+        for j in by_kernel_ops.get(key, ()):
+            op = int(g_op.keys[1][j])
+            o = msg.operators.add(operator=t.names[op] if op >= 0 else "", calls=int(g_op.counts[j]))
+            o.gpu.total_ns, o.gpu.max_ns, o.gpu.min_ns = (int(g_op.sums["d"][j]), int(g_op.maxs["d"][j]),
+                                                          int(g_op.mins["d"][j]))

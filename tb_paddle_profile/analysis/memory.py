@@ -8,22 +8,14 @@ place, in time order.
 """
 from __future__ import annotations
 
-from typing import Dict
-
 import numpy as np
 
 from .. import event_types as et
 from ..v1 import summary_pb2 as pb
+from .groupby import group
 from .profile import Profile
 
 MAX_CURVE_POINTS = 4000
-
-
-class _Item:
-    __slots__ = ("alloc_count", "free_count", "alloc_size", "free_size")
-
-    def __init__(self):
-        self.alloc_count = self.free_count = self.alloc_size = self.free_size = 0
 
 
 def _curve(t, place_id: int, out: pb.MemoryCurve) -> None:
@@ -46,59 +38,51 @@ def _curve(t, place_id: int, out: pb.MemoryCurve) -> None:
 
 def memory_view(p: Profile, out: pb.MemoryView) -> None:
     t, tree = p.tables, p.tree
-    n_host = len(t.host_tid)
-    owned = np.nonzero(t.mem_owner >= 0)[0]
-    order = owned[np.argsort(t.mem_owner[owned], kind="stable")]
-    counts = np.bincount(t.mem_owner[owned], minlength=n_host)
-    ptr = np.zeros(n_host + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    ptr_l, order_l = ptr.tolist(), order.tolist()
+    owner = t.mem_owner
+    m_rows = np.nonzero(owner >= 0)[0]
+    m_host = owner[m_rows]
+    # Own events of every host node but OperatorInner ...
+    own = t.host_type[m_host] != et.OPERATOR_INNER
+    # ... and the events of an Operator's direct children, credited to the Operator.
+    parent = tree.host_parent[m_host]
+    via_op = parent >= 0
+    via_op[via_op] = t.host_type[parent[via_op]] == et.OPERATOR
+    child_pos = np.zeros(len(t.host_tid), dtype=np.int64)
+    child_pos[tree.child_idx] = np.arange(len(tree.child_idx))
 
-    allocated: Dict[int, Dict[int, _Item]] = {}
-    reserved: Dict[int, Dict[int, _Item]] = {}
-    peak_alloc: Dict[int, int] = {}
-    peak_res: Dict[int, int] = {}
-    mtype = t.mem_type.tolist()
-    mplace = t.mem_place.tolist()
-    minc = t.mem_increase.tolist()
-    mpa = t.mem_peak_allocated.tolist()
-    mpr = t.mem_peak_reserved.tolist()
+    rows = np.concatenate([m_rows[own], m_rows[via_op]])
+    credited = np.concatenate([m_host[own], parent[via_op]])
+    # Paddle's walk credits an Operator's children (in order) before the Operator itself.
+    phase = np.concatenate([np.ones(int(own.sum()), np.int64), np.zeros(int(via_op.sum()), np.int64)])
+    sub = np.concatenate([np.zeros(int(own.sum()), np.int64), child_pos[m_host[via_op]]])
+    order = [p.walk_rank[credited], phase, sub, rows]
 
-    def credit(name_id: int, row: int) -> None:
-        for m in order_l[ptr_l[row]:ptr_l[row + 1]]:
-            ty, place = mtype[m], mplace[m]
-            table = allocated if ty in (et.ALLOCATE, et.FREE) else reserved
-            items = table.setdefault(place, {})
-            item = items.get(name_id)
-            if item is None:
-                item = items[name_id] = _Item()
-            if ty in (et.ALLOCATE, et.RESERVED_ALLOCATE):
-                item.alloc_count += 1
-                item.alloc_size += minc[m]
-            else:
-                item.free_count += 1
-                item.free_size -= minc[m]
-            peak_alloc[place] = max(peak_alloc.get(place, 0), mpa[m])
-            peak_res[place] = max(peak_res.get(place, 0), mpr[m])
+    mtype = t.mem_type[rows]
+    inc = t.mem_increase[rows]
+    alloc = (mtype == et.ALLOCATE) | (mtype == et.RESERVED_ALLOCATE)
+    values = {"alloc_count": alloc.astype(np.int64), "alloc_size": np.where(alloc, inc, 0),
+              "free_count": (~alloc).astype(np.int64), "free_size": np.where(alloc, 0, -inc)}
+    places_seen = []
+    tables = {}
+    for kind, mask in (("allocated", (mtype == et.ALLOCATE) | (mtype == et.FREE)),
+                       ("reserved", (mtype == et.RESERVED_ALLOCATE) | (mtype == et.RESERVED_FREE))):
+        sel = np.nonzero(mask)[0]
+        g = group([t.mem_place[rows[sel]], t.host_name[credited[sel]]], [o[sel] for o in order],
+                  {k: v[sel] for k, v in values.items()})
+        tables[kind] = g
+        for pl in g.keys[0].tolist():
+            if pl not in places_seen:
+                places_seen.append(pl)
 
-    if len(owned):
-        for tid in tree.threads:
-            for row in tree.walk[tid].tolist():
-                ty = t.host_type[row]
-                if ty == et.OPERATOR_INNER:
-                    continue
-                name_id = int(t.host_name[row])
-                if ty == et.OPERATOR:
-                    for child in tree.children(row).tolist():
-                        credit(name_id, child)
-                credit(name_id, row)
-
-    places = list(allocated) + [pl for pl in reserved if pl not in allocated]
-    for pl in places:
-        msg = out.places.add(place=t.names[pl], peak_allocated=peak_alloc.get(pl, 0),
-                             peak_reserved=peak_res.get(pl, 0))
-        for target, table in ((msg.allocated, allocated), (msg.reserved, reserved)):
-            for name_id, item in table.get(pl, {}).items():
-                target.add(name=t.names[name_id], allocation_count=item.alloc_count, free_count=item.free_count,
-                           allocation_size=item.alloc_size, free_size=item.free_size)
+    peak_rows = np.unique(rows)
+    for pl in places_seen:
+        on_place = peak_rows[t.mem_place[peak_rows] == pl]
+        msg = out.places.add(place=t.names[pl],
+                             peak_allocated=max(0, int(t.mem_peak_allocated[on_place].max())),
+                             peak_reserved=max(0, int(t.mem_peak_reserved[on_place].max())))
+        for target, g in ((msg.allocated, tables["allocated"]), (msg.reserved, tables["reserved"])):
+            for i in np.nonzero(g.keys[0] == pl)[0].tolist():
+                target.add(name=t.names[g.keys[1][i]], allocation_count=int(g.sums["alloc_count"][i]),
+                           free_count=int(g.sums["free_count"][i]), allocation_size=int(g.sums["alloc_size"][i]),
+                           free_size=int(g.sums["free_size"][i]))
         _curve(t, pl, msg.curve)

@@ -17,16 +17,8 @@ import numpy as np
 
 from .. import event_types as et
 from ..v1 import summary_pb2 as pb
-from .groupby import Groups, group
+from .groupby import Groups, group, host_values, write_stats
 from .profile import Profile
-
-
-def _stats(msg: pb.EventStats, name: str, g: Groups, i: int) -> None:
-    msg.name = name
-    msg.calls = int(g.counts[i])
-    for field, col in (("cpu", "cpu"), ("gpu", "gpu"), ("general_gpu", "general")):
-        ts = getattr(msg, field)
-        ts.total_ns, ts.max_ns, ts.min_ns = int(g.sums[col][i]), int(g.maxs[col][i]), int(g.mins[col][i])
 
 
 def _devices(msg_list, names, types, g: Groups, rows) -> None:
@@ -70,13 +62,12 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
     id_rows, id_inner = dev_rows[in_inner], dev_host[in_inner]
     id_op = parent[id_inner]
 
-    host_vals = lambda rows: {"cpu": tm.cpu[rows], "gpu": tm.gpu[rows], "general": tm.general_gpu[rows]}
 
     for thread_key in (False, True):
         tid_of = (lambda rows: t.host_tid[rows]) if thread_key else (lambda rows: np.zeros(len(rows), np.int64))
-        g_op = group([tid_of(ops), t.host_name[ops]], [rank[ops]], host_vals(ops))
+        g_op = group([tid_of(ops), t.host_name[ops]], [rank[ops]], host_values(p, ops))
         g_in = group([tid_of(inner_op), t.host_name[inner_op], t.host_name[inner]],
-                     [rank[inner_op], child_pos[inner]], host_vals(inner))
+                     [rank[inner_op], child_pos[inner]], host_values(p, inner))
         g_od = group([tid_of(od_op), t.host_name[od_op], t.dev_name[od_rows]],
                      [rank[od_op], rt_pos[tree.dev_rt[od_rows]], dev_pos[od_rows]], {"d": dur[od_rows]})
         g_id = group([tid_of(id_op), t.host_name[id_op], t.host_name[id_inner], t.dev_name[id_rows]],
@@ -103,11 +94,11 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
             else:
                 target = out.operators
             node = target.add()
-            _stats(node.stats, names[name], g_op, i)
+            write_stats(node.stats, names[name], g_op, i)
             for j in inners_of.get((tid, name), ()):
                 inner_node = node.inners.add()
                 inner_name = int(g_in.keys[2][j])
-                _stats(inner_node.stats, names[inner_name], g_in, j)
+                write_stats(inner_node.stats, names[inner_name], g_in, j)
                 _devices(inner_node.devices, names, t.dev_type, g_id, inner_devs.get((tid, name, inner_name), ()))
             _devices(node.devices, names, t.dev_type, g_od, op_devs.get((tid, name), ()))
     _shape_groups(p, out)

@@ -7,45 +7,35 @@ as `<op> pybind_imperative_func` appear in neither table.
 """
 from __future__ import annotations
 
-from typing import Dict
+import numpy as np
 
 from .. import event_types as et
 from ..v1 import summary_pb2 as pb
+from .groupby import group, host_values, write_stats
 from .profile import Profile
-from .stats import EventAcc
 
 MEMORY_WORDS = ("memcpy", "memorycopy", "memset")
 
 
 def user_defined_views(p: Profile, memory_out, udf_out: pb.UserDefinedView) -> None:
-    t, tm = p.tables, p.times
-    is_memory = [any(w in n.lower() for w in MEMORY_WORDS) for n in t.names]
-    memory: Dict[int, EventAcc] = {}
-    udf: Dict[int, EventAcc] = {}
+    t = p.tables
+    is_memory = np.array([any(w in n.lower() for w in MEMORY_WORDS) for n in t.names], dtype=bool)
+    user = (t.host_type == et.USER_DEFINED) | (t.host_type == et.PYTHON_USER_DEFINED)
+    named_memory = is_memory[t.host_name] if len(t.host_name) else np.zeros(0, bool)
+    mem_rows = np.nonzero(user & named_memory)[0]
+    udf_rows = np.nonzero(user & ~named_memory & (t.host_type == et.PYTHON_USER_DEFINED))[0]
 
-    def add(items, row):
-        key = int(t.host_name[row])
-        item = items.get(key)
-        if item is None:
-            item = items[key] = EventAcc(t.names[key])
-        item.add(int(tm.cpu[row]), int(tm.gpu[row]), int(tm.general_gpu[row]))
+    g = group([t.host_name[mem_rows]], [p.walk_rank[mem_rows]], host_values(p, mem_rows))
+    for i in range(len(g)):
+        write_stats(memory_out.add(), t.names[g.keys[0][i]], g, i)
 
-    for tid in p.tree.threads:
-        per_thread: Dict[int, EventAcc] = {}
-        for row in p.tree.walk[tid].tolist():
-            ty = t.host_type[row]
-            if ty != et.USER_DEFINED and ty != et.PYTHON_USER_DEFINED:
-                continue
-            if is_memory[t.host_name[row]]:
-                add(memory, row)
-            elif ty == et.PYTHON_USER_DEFINED:
-                add(udf, row)
-                add(per_thread, row)
-        if per_thread:
-            th = udf_out.threads.add(thread_id=int(tid))
-            for item in per_thread.values():
-                item.to_pb(th.items.add())
-    for item in udf.values():
-        item.to_pb(udf_out.items.add())
-    for item in memory.values():
-        item.to_pb(memory_out.add())
+    g = group([t.host_name[udf_rows]], [p.walk_rank[udf_rows]], host_values(p, udf_rows))
+    for i in range(len(g)):
+        write_stats(udf_out.items.add(), t.names[g.keys[0][i]], g, i)
+    g = group([t.host_tid[udf_rows], t.host_name[udf_rows]], [p.walk_rank[udf_rows]], host_values(p, udf_rows))
+    threads = {}
+    for i in range(len(g)):
+        tid = int(g.keys[0][i])
+        if tid not in threads:
+            threads[tid] = udf_out.threads.add(thread_id=tid)
+        write_stats(threads[tid].items.add(), t.names[g.keys[1][i]], g, i)
