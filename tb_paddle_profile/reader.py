@@ -13,11 +13,12 @@ order. Paddle writes names without JSON escaping, so a name holding ``"`` or
 """
 from __future__ import annotations
 
+import gc
 import gzip
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Union
+from typing import Dict, Iterator, List, Optional, Union
 
 import msgspec
 import numpy as np
@@ -26,9 +27,8 @@ from . import event_types as et
 from .errors import TraceError
 
 
-class Args(msgspec.Struct):
+class Args(msgspec.Struct, gc=False):
     start_time: Optional[str] = None
-    end_time: Optional[str] = None
     correlation_id: Optional[int] = msgspec.field(default=None, name="correlation id")
     grid: Optional[List[int]] = None
     block: Optional[List[int]] = None
@@ -48,7 +48,7 @@ class Args(msgspec.Struct):
     input_dtypes: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     name: str = ""
     ph: str = ""
     cat: str = ""
@@ -77,7 +77,8 @@ class DeviceProp(msgspec.Struct, rename="camel"):
 
 
 class Trace(msgspec.Struct):
-    traceEvents: List[Event]
+    # Kept raw: events are decoded in chunks (bounded memory), see _event_chunks.
+    traceEvents: msgspec.Raw
     schemaVersion: Optional[str] = None
     span_index: Optional[Union[str, int]] = None
     span_indx: Optional[Union[str, int]] = None
@@ -87,6 +88,9 @@ class Trace(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(Trace)
+_EVENTS = msgspec.json.Decoder(List[Event])
+_SEPARATOR = re.compile(rb"\}\s*,\s*\{")
+CHUNK_BYTES = 8 << 20
 
 
 @dataclass
@@ -221,13 +225,63 @@ def peek_span(head: bytes) -> Optional[str]:
     return m.group(1).decode("utf-8", "replace") if m else None
 
 
+def _event_chunks(raw) -> "Iterator[List[Event]]":
+    """Decode the traceEvents array a few MB at a time, so that only one chunk of event
+    objects lives at once; columns are built per chunk. A split that lands inside a string
+    (a name holding "}, {") shows as a decode error, and the array is then decoded whole."""
+    mv = memoryview(raw)
+    start, end = _first_bracket(mv) + 1, _last_bracket(mv)
+    pos = start
+    while pos < end:
+        cut = pos + CHUNK_BYTES
+        m = _SEPARATOR.search(mv, cut, end) if cut < end else None
+        stop, nxt = (m.start() + 1, m.end() - 1) if m else (end, end)
+        try:
+            events = _EVENTS.decode(b"[" + mv[pos:stop] + b"]")
+        except msgspec.DecodeError:
+            if pos == start and stop == end:
+                raise
+            raise _ChunkSplitError() from None
+        yield events
+        pos = nxt
+
+
+class _ChunkSplitError(Exception):
+    pass
+
+
+def _first_bracket(mv) -> int:
+    for i in range(min(len(mv), 1 << 16)):
+        if mv[i] == 0x5B:  # "["
+            return i
+    raise msgspec.ValidationError("Expected `array` for `$.traceEvents`")
+
+
+def _last_bracket(mv) -> int:
+    for i in range(len(mv) - 1, max(-1, len(mv) - (1 << 16)), -1):
+        if mv[i] == 0x5D:  # "]"
+            return i
+    raise msgspec.ValidationError("Expected `array` for `$.traceEvents`")
+
+
 def read_trace(data: bytes, file_name: str) -> EventTables:
     """Decode a whole trace file's bytes into EventTables."""
-    trace, repaired = decode(data, file_name)
+    # Millions of small acyclic objects: the cyclic GC would only rescan them over and over.
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        return _tabulate(trace, repaired)
+        trace, repaired = decode(data, file_name)
+        try:
+            return _tabulate(trace, _event_chunks(trace.traceEvents), repaired)
+        except _ChunkSplitError:
+            return _tabulate(trace, iter([_EVENTS.decode(trace.traceEvents)]), repaired)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
     except (TypeError, ValueError, AttributeError) as exc:
         raise TraceError(file_name, f"not a Paddle trace: malformed event ({exc})") from None
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 _NO_ARGS = Args()
@@ -258,15 +312,6 @@ def _thread_ids(tids: list) -> np.ndarray:
     return np.array([cache[t] for t in tids], dtype=np.int64)
 
 
-def _strip_duration(name: str) -> str:
-    """'matmul dygraph[12.345 us]' → 'matmul dygraph' (only the last bracket group goes)."""
-    if name.endswith("]"):
-        i = name.rfind("[")
-        if i >= 0:
-            return name[:i]
-    return name
-
-
 def _times(events: list) -> "tuple[np.ndarray, np.ndarray, bool]":
     """Start and end in ns from args.start_time (relative µs text) and dur (µs).
 
@@ -285,19 +330,17 @@ def _times(events: list) -> "tuple[np.ndarray, np.ndarray, bool]":
     return start, start + dur, relative
 
 
-def _origin(tables) -> int:
-    """Absolute ns of the relative origin: ts·1000 − start over a few events (ts is truncated µs)."""
-    candidates = []
-    absolute = []
+def _origin(tables) -> Optional[int]:
+    """Absolute ns of the relative origin. ts is the absolute start truncated to µs, so each
+    ts·1000 − start is a lower bound of the origin; the largest is the best estimate.
+    None when no table has relative times."""
+    best = None
     for events, start, relative in tables:
-        if relative:
-            k = min(len(events), 64)
-            candidates.extend(round(events[i].ts * 1000) - int(start[i]) for i in range(k))
-        elif len(start):
-            absolute.append(int(start.min()))
-    if candidates:
-        return min(candidates)
-    return min(absolute) if absolute else 0
+        if relative and len(events):
+            ts = np.array([e.ts for e in events], dtype=np.float64)
+            bound = int((np.rint(ts * 1000).astype(np.int64) - start).max())
+            best = bound if best is None else max(best, bound)
+    return best
 
 
 def _memory_owners(host_tid, host_pos, mem_tid, mem_pos) -> np.ndarray:
@@ -317,119 +360,141 @@ def _memory_owners(host_tid, host_pos, mem_tid, mem_pos) -> np.ndarray:
     return owner
 
 
-def _tabulate(trace: Trace, repaired: int) -> EventTables:
-    events = trace.traceEvents
-    host_ev: list = []
-    rt_ev: list = []
-    dev_ev: list = []
-    mem_ev: list = []
-    host_pos: list = []   # file positions, to find each memory event's owner
-    mem_pos: list = []
-    device_cats = et.DEVICE_CATS
-    runtime_cats = et.RUNTIME_CATS
-    mem_cats = et.MEM_TYPE_ID
-    for i, ev in enumerate(events):
-        ph = ev.ph
-        if ph == "X":
-            cat = ev.cat
-            if cat in device_cats:
-                dev_ev.append(ev)
-            elif cat in runtime_cats:
-                rt_ev.append(ev)
-            else:
-                host_ev.append(ev)
-                host_pos.append(i)
-        elif ph == "i" and ev.cat in mem_cats:
-            mem_ev.append(ev)
-            mem_pos.append(i)
+_KIND_OF = {("X", c): 1 for c in et.DEVICE_CATS}
+_KIND_OF.update({("X", c): 2 for c in et.RUNTIME_CATS})
+_KIND_OF.update({("i", c): 4 for c in et.MEM_TYPE_ID})
 
-    names = _Interner()
+
+def _triples(values) -> np.ndarray:
+    out = [tuple(v[:3]) + (0,) * (3 - len(v[:3])) if v else (0, 0, 0) for v in values]
+    return np.array(out, dtype=np.int32).reshape(-1, 3)
+
+
+def _strip_names(events) -> list:
+    """'matmul dygraph[12.345 us]' → 'matmul dygraph': the last bracket group is the duration."""
+    return [n.rpartition("[")[0] if n[-1:] == "]" and "[" in n else n for n in (e.name for e in events)]
+
+
+def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
+    """Columns of one chunk of events; `offset` is the chunk's position in the file's event list."""
+    kind = np.array([_KIND_OF.get((e.ph, e.cat), 3 if e.ph == "X" else 0) for e in events], dtype=np.int8)
+    picks = {k: np.nonzero(kind == k)[0] for k in (1, 2, 3, 4)}
+    dev_ev = [events[i] for i in picks[1].tolist()]
+    rt_ev = [events[i] for i in picks[2].tolist()]
+    host_ev = [events[i] for i in picks[3].tolist()]
+    mem_ev = [events[i] for i in picks[4].tolist()]
     i64 = np.int64
+    c: dict = {"host_pos": picks[3].astype(i64) + offset, "mem_pos": picks[4].astype(i64) + offset}
 
-    # host
-    host_tid = _thread_ids([e.tid for e in host_ev])
     type_id = et.TYPE_ID
     user_defined = type_id["UserDefined"]
-    host_type = np.array([type_id.get(e.cat, user_defined) for e in host_ev], dtype=np.int16)
-    host_name = names.many([_strip_duration(e.name) for e in host_ev])
-    host_start, host_end, host_rel = _times(host_ev)
-    host_shapes: Dict[int, tuple] = {}
+    c["host_tid"] = _thread_ids([e.tid for e in host_ev])
+    c["host_type"] = np.array([type_id.get(e.cat, user_defined) for e in host_ev], dtype=np.int16)
+    c["host_name"] = names.many(_strip_names(host_ev))
+    c["host_start"], c["host_end"], host_rel = _times(host_ev)
+    shapes = {}
     for row, e in enumerate(host_ev):
         a = e.args
         if a is not None and len(a.input_shapes) > 2:
-            shapes = bytes(a.input_shapes).strip()
-            if shapes not in (b"{}", b"null"):
+            text = bytes(a.input_shapes).strip()
+            if text not in (b"{}", b"null"):
                 dtypes = bytes(a.input_dtypes) or b"{}"
-                host_shapes[row] = (shapes.decode("utf-8", "replace"), dtypes.decode("utf-8", "replace"))
+                shapes[row] = (text.decode("utf-8", "replace"), dtypes.decode("utf-8", "replace"))
+    c["host_shapes"] = shapes
 
-    # runtime
-    rt_tid = _thread_ids([e.tid for e in rt_ev])
-    rt_type = np.array([runtime_cats[e.cat] for e in rt_ev], dtype=np.int16)
-    rt_name = names.many([_strip_duration(e.name) for e in rt_ev])
-    rt_start, rt_end, rt_rel = _times(rt_ev)
+    runtime_cats = et.RUNTIME_CATS
+    c["rt_tid"] = _thread_ids([e.tid for e in rt_ev])
+    c["rt_type"] = np.array([runtime_cats[e.cat] for e in rt_ev], dtype=np.int16)
+    c["rt_name"] = names.many(_strip_names(rt_ev))
+    c["rt_start"], c["rt_end"], rt_rel = _times(rt_ev)
     rt_args = [e.args or _NO_ARGS for e in rt_ev]
-    rt_corr = np.array([-1 if a.correlation_id is None else a.correlation_id for a in rt_args], dtype=i64)
+    c["rt_corr"] = np.array([-1 if a.correlation_id is None else a.correlation_id for a in rt_args], dtype=i64)
 
-    # device
+    device_cats = et.DEVICE_CATS
     dev_args = [e.args or _NO_ARGS for e in dev_ev]
-    dev_start, dev_end, dev_rel = _times(dev_ev)
+    c["dev_id"] = np.array([int(e.pid) for e in dev_ev], dtype=i64)
+    c["dev_stream"] = np.array([int(e.tid) for e in dev_ev], dtype=i64)
+    c["dev_type"] = np.array([device_cats[e.cat] for e in dev_ev], dtype=np.int16)
+    c["dev_name"] = names.many(_strip_names(dev_ev))
+    c["dev_start"], c["dev_end"], dev_rel = _times(dev_ev)
+    c["dev_corr"] = np.array([-1 if a.correlation_id is None else a.correlation_id for a in dev_args], dtype=i64)
+    c["dev_grid"] = _triples([a.grid for a in dev_args])
+    c["dev_block"] = _triples([a.block for a in dev_args])
+    c["dev_registers"] = np.array([a.registers or 0 for a in dev_args], dtype=np.int32)
+    c["dev_shared_memory"] = np.array([a.shared_memory or 0 for a in dev_args], dtype=i64)
+    c["dev_blocks_per_sm"] = np.array([a.blocks_per_sm or 0.0 for a in dev_args], dtype=np.float64)
+    c["dev_warps_per_sm"] = np.array([a.warps_per_sm or 0.0 for a in dev_args], dtype=np.float64)
+    c["dev_occupancy"] = np.array([a.occupancy or 0.0 for a in dev_args], dtype=np.float64)
+    c["dev_bytes"] = np.array([a.bytes or 0 for a in dev_args], dtype=i64)
 
-    def triple(values):
-        return np.array([tuple((v or (0, 0, 0))[:3]) + (0,) * (3 - len((v or (0, 0, 0))[:3])) for v in values],
-                        dtype=np.int32).reshape(-1, 3)
-
-    # memory
     mem_args = [e.args or _NO_ARGS for e in mem_ev]
-    mem_tid = _thread_ids([e.tid for e in mem_ev])
+    c["mem_tid"] = _thread_ids([e.tid for e in mem_ev])
+    c["mem_type"] = np.array([et.MEM_TYPE_ID[e.cat] for e in mem_ev], dtype=np.int8)
+    c["mem_place"] = names.many([a.place or "" for a in mem_args])
+    c["mem_ts_ns"] = np.rint(np.array([e.ts for e in mem_ev], dtype=np.float64) * 1000).astype(i64)
+    c["mem_increase"] = np.array([a.increase_bytes or 0 for a in mem_args], dtype=i64)
+    c["mem_current_allocated"] = np.array([a.current_allocated or 0 for a in mem_args], dtype=i64)
+    c["mem_current_reserved"] = np.array([a.current_reserved or 0 for a in mem_args], dtype=i64)
+    c["mem_peak_allocated"] = np.array([a.peak_allocated or 0 for a in mem_args], dtype=i64)
+    c["mem_peak_reserved"] = np.array([a.peak_reserved or 0 for a in mem_args], dtype=i64)
 
-    timed = ((host_ev, host_start, host_rel), (rt_ev, rt_start, rt_rel), (dev_ev, dev_start, dev_rel))
-    origin = _origin(timed)
-    if not (host_rel and rt_rel and dev_rel):
-        for (_, start, relative), end in zip(timed, (host_end, rt_end, dev_end)):
-            if not relative:
-                start -= origin
-                end -= origin
+    # Relative times are rebased by the origin later only where a table lacked them.
+    c["host_abs"] = np.full(len(host_ev), not host_rel)
+    c["rt_abs"] = np.full(len(rt_ev), not rt_rel)
+    c["dev_abs"] = np.full(len(dev_ev), not dev_rel)
+    c["origin"] = _origin(((host_ev, c["host_start"], host_rel), (rt_ev, c["rt_start"], rt_rel),
+                           (dev_ev, c["dev_start"], dev_rel)))
+    starts = [c[f"{t}_start"] for t, rel in (("host", host_rel), ("rt", rt_rel), ("dev", dev_rel))
+              if not rel and len(c[f"{t}_start"])]
+    c["abs_min"] = min(int(x.min()) for x in starts) if starts else None
+    c["pid"] = next((e.pid for e in host_ev if isinstance(e.pid, int)), -1)
+    c["n"] = len(events)
+    return c
 
-    mem_owner = _memory_owners(host_tid, np.array(host_pos, dtype=i64), mem_tid, np.array(mem_pos, dtype=i64))
 
-    thread_names = {int(k): v for k, v in trace.ExtraInfo.items() if k.isdigit()}
-    pid = next((e.pid for e in host_ev if isinstance(e.pid, int)), -1)
+def _tabulate(trace: Trace, chunks: "Iterator[List[Event]]", repaired: int) -> EventTables:
+    names = _Interner()
+    parts: List[dict] = []
+    offset = 0
+    for events in chunks:
+        parts.append(_chunk_columns(events, names, offset))
+        offset += parts[-1]["n"]
+        del events
+    if not parts:
+        parts.append(_chunk_columns([], names, 0))
+
+    def cat(key):
+        return np.concatenate([p[key] for p in parts])
+
+    host_shapes: Dict[int, tuple] = {}
+    host_base = 0
+    for p in parts:
+        for row, v in p["host_shapes"].items():
+            host_shapes[host_base + row] = v
+        host_base += len(p["host_tid"])
+
+    rel_origins = [p["origin"] for p in parts if p["origin"] is not None]
+    abs_starts = [p["abs_min"] for p in parts if p["abs_min"] is not None]
+    origin = max(rel_origins) if rel_origins else min(abs_starts, default=0)
+    cols = {k: cat(k) for k in parts[0] if k not in ("host_shapes", "origin", "abs_min", "pid", "n")}
+    for table in ("host", "rt", "dev"):
+        absolute = cols.pop(f"{table}_abs")
+        if absolute.any():
+            cols[f"{table}_start"][absolute] -= origin
+            cols[f"{table}_end"][absolute] -= origin
+    cols["mem_ts_ns"] -= origin
+    host_pos, mem_pos = cols.pop("host_pos"), cols.pop("mem_pos")
+    cols["mem_owner"] = _memory_owners(cols["host_tid"], host_pos, cols["mem_tid"], mem_pos)
+
     span = trace.span_index if trace.span_index is not None else trace.span_indx
     return EventTables(
-        names=names.names,
-        host_tid=host_tid, host_type=host_type, host_name=host_name, host_start=host_start, host_end=host_end,
-        host_shapes=host_shapes,
-        rt_tid=rt_tid, rt_type=rt_type, rt_name=rt_name, rt_start=rt_start, rt_end=rt_end, rt_corr=rt_corr,
-        dev_id=np.array([int(e.pid) for e in dev_ev], dtype=i64),
-        dev_stream=np.array([int(e.tid) for e in dev_ev], dtype=i64),
-        dev_type=np.array([device_cats[e.cat] for e in dev_ev], dtype=np.int16),
-        dev_name=names.many([_strip_duration(e.name) for e in dev_ev]),
-        dev_start=dev_start, dev_end=dev_end,
-        dev_corr=np.array([-1 if a.correlation_id is None else a.correlation_id for a in dev_args], dtype=i64),
-        dev_grid=triple([a.grid for a in dev_args]),
-        dev_block=triple([a.block for a in dev_args]),
-        dev_registers=np.array([a.registers or 0 for a in dev_args], dtype=np.int32),
-        dev_shared_memory=np.array([a.shared_memory or 0 for a in dev_args], dtype=i64),
-        dev_blocks_per_sm=np.array([a.blocks_per_sm or 0.0 for a in dev_args], dtype=np.float64),
-        dev_warps_per_sm=np.array([a.warps_per_sm or 0.0 for a in dev_args], dtype=np.float64),
-        dev_occupancy=np.array([a.occupancy or 0.0 for a in dev_args], dtype=np.float64),
-        dev_bytes=np.array([a.bytes or 0 for a in dev_args], dtype=i64),
-        mem_tid=mem_tid,
-        mem_type=np.array([mem_cats[e.cat] for e in mem_ev], dtype=np.int8),
-        mem_place=names.many([a.place or "" for a in mem_args]),
-        mem_ts_ns=np.rint(np.array([e.ts for e in mem_ev], dtype=np.float64) * 1000).astype(i64) - origin,
-        mem_increase=np.array([a.increase_bytes or 0 for a in mem_args], dtype=i64),
-        mem_current_allocated=np.array([a.current_allocated or 0 for a in mem_args], dtype=i64),
-        mem_current_reserved=np.array([a.current_reserved or 0 for a in mem_args], dtype=i64),
-        mem_peak_allocated=np.array([a.peak_allocated or 0 for a in mem_args], dtype=i64),
-        mem_peak_reserved=np.array([a.peak_reserved or 0 for a in mem_args], dtype=i64),
-        mem_owner=mem_owner,
+        names=names.names, host_shapes=host_shapes, **cols,
         schema_version=trace.schemaVersion or "",
         span="" if span is None else str(span),
         extra_info=dict(trace.ExtraInfo),
         devices=list(trace.deviceProperties),
-        thread_names=thread_names,
+        thread_names={int(k): v for k, v in trace.ExtraInfo.items() if k.isdigit()},
         origin_unix_ns=origin,
-        pid=pid,
+        pid=next((p["pid"] for p in parts if p["pid"] >= 0), -1),
         repaired_lines=repaired,
     )

@@ -143,3 +143,22 @@ def test_cli_json_is_the_summary_message(tmp_path, gpu_trace):
     assert int(doc["meta"]["totalTimeNs"]) == 10_000_000
     assert {k["name"] for k in doc["kernels"]["kernels"]} >= {
         "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"}
+
+
+def test_chunked_decoding_gives_the_same_tables(monkeypatch, cpu_trace, gpu_trace):
+    """Events are decoded a few MB at a time; tiny chunks must not change any result."""
+    from tb_paddle_profile import reader
+
+    whole = [summarize_bytes(d, NAME) for d in (cpu_trace, gpu_trace)]
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 3000)
+    chunked = [summarize_bytes(d, NAME) for d in (cpu_trace, gpu_trace)]
+    assert chunked == whole
+
+
+def test_a_name_that_looks_like_an_event_boundary_still_loads(monkeypatch, cpu_trace):
+    from tb_paddle_profile import reader
+
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 3000)
+    odd = cpu_trace.replace(b'"name": "train_step[', b'"name": "train}, {step[')
+    s = summarize_bytes(odd, NAME)
+    assert "train}, {step" in [it.name for it in s.user_defined.items]
