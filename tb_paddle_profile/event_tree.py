@@ -70,58 +70,79 @@ def _float32_tolerance(end_ns: np.ndarray) -> np.ndarray:
     return np.spacing(us).astype(np.float64) * 2000.0
 
 
+def nest(tid, start, end, tol, rt_tid, rt_start, rt_end):
+    """Parents of host events and owners of runtime events, as host rows (-1: the thread root).
+
+    Paddle's nesting is a stack sweep over each thread's events sorted by (start asc, end
+    desc): an event is a child of the stack top iff it starts before the top ends and ends
+    within the top's end plus tolerance. For nested events that parent is the nearest earlier
+    event containing it, always on the chain previous event → its parent → its parent ...;
+    this climbs that chain for all events at once. An unresolved candidate's own candidate is
+    never above its parent, so jumping to it is safe, and jumps double like pointer jumping.
+    A runtime event's owner is the innermost host event containing it, found by climbing from
+    the last host event sorted before it.
+    """
+    n = len(tid)
+    order = np.lexsort((-end, start, tid))
+    s, e, v, t = start[order], end[order], end[order] + tol[order], tid[order]
+    cand = np.arange(n, dtype=np.int64) - 1
+    if n:
+        cand[1:][t[1:] != t[:-1]] = -1
+        cand[0] = -1
+    pending = np.nonzero(cand >= 0)[0]
+    while pending.size:
+        c = cand[pending]
+        fits = (s[pending] < e[c]) & (e[pending] <= v[c])
+        pending, c = pending[~fits], c[~fits]
+        cand[pending] = cand[c]
+        pending = pending[cand[pending] >= 0]
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[order] = np.where(cand >= 0, order[np.maximum(cand, 0)], -1)
+
+    # runtime owners: climb from the last host sorted at or before each runtime event
+    m = len(rt_tid)
+    owner = np.full(m, -1, dtype=np.int64)
+    if m and n:
+        all_tid = np.concatenate([t, rt_tid])
+        all_start = np.concatenate([s, rt_start])
+        all_end = np.concatenate([e, rt_end])
+        kind = np.concatenate([np.zeros(n, np.int8), np.ones(m, np.int8)])
+        merged = np.lexsort((kind, -all_end, all_start, all_tid))
+        hosts_before = np.cumsum(kind[merged] == 0) - 1
+        is_rt = merged >= n
+        rc = np.empty(m, dtype=np.int64)
+        rc[merged[is_rt] - n] = hosts_before[is_rt]
+        valid = rc >= 0
+        valid[valid] = t[rc[valid]] == rt_tid[valid]
+        rc[~valid] = -1
+        pending = np.nonzero(rc >= 0)[0]
+        while pending.size:
+            c = rc[pending]
+            fits = (s[c] <= rt_start[pending]) & (rt_start[pending] < e[c]) & (rt_end[pending] <= v[c])
+            pending, c = pending[~fits], c[~fits]
+            rc[pending] = cand[c]
+            pending = pending[rc[pending] >= 0]
+        owner = np.where(rc >= 0, order[np.maximum(rc, 0)], -1)
+    return parent, owner
+
+
+def _depth(parent: np.ndarray) -> np.ndarray:
+    depth = np.ones(len(parent), dtype=np.int64)
+    anc = parent.copy()
+    live = np.nonzero(anc >= 0)[0]
+    while live.size:
+        depth[live] += 1
+        anc[live] = parent[anc[live]]
+        live = live[anc[live] >= 0]
+    return depth
+
+
 def build_tree(t: EventTables) -> EventTree:
-    n_host = len(t.host_tid)
-    n_rt = len(t.rt_tid)
-    parent = np.full(n_host, -1, dtype=np.int64)
-    depth = np.zeros(n_host, dtype=np.int64)
-    rt_host = np.full(n_rt, -1, dtype=np.int64)
+    n_host, n_rt = len(t.host_tid), len(t.rt_tid)
     tol = _float32_tolerance(t.host_end)
-
     threads = sorted(set(t.host_tid.tolist()) | set(t.rt_tid.tolist()) | set(t.mem_tid.tolist()))
-
-    # One sweep per thread over host and runtime events together, in time order.
-    # kind 0 = host, 1 = runtime; at equal (start, end) a host comes first.
-    starts = np.concatenate([t.host_start, t.rt_start])
-    ends = np.concatenate([t.host_end, t.rt_end])
-    kinds = np.concatenate([np.zeros(n_host, np.int8), np.ones(n_rt, np.int8)])
-    tids = np.concatenate([t.host_tid, t.rt_tid])
-    order = np.lexsort((kinds, -ends, starts, tids))
-    h_start = t.host_start.tolist()
-    h_end = t.host_end.tolist()
-    h_tol = tol.tolist()
-    all_start = starts.tolist()
-    all_end = ends.tolist()
-    tid_list = tids.tolist()
-
-    stack: List[int] = []
-    current_tid = None
-    par = parent  # local aliases for speed
-    for idx in order.tolist():
-        tid = tid_list[idx]
-        if tid != current_tid:
-            stack = []
-            current_tid = tid
-        s = all_start[idx]
-        e = all_end[idx]
-        if idx < n_host:
-            while stack:
-                top = stack[-1]
-                if s < h_end[top] and e <= h_end[top] + h_tol[top]:
-                    break
-                stack.pop()
-            if stack:
-                par[idx] = stack[-1]
-            depth[idx] = len(stack) + 1
-            stack.append(idx)
-        else:
-            j = len(stack) - 1
-            while j >= 0:
-                top = stack[j]
-                if h_start[top] <= s and s < h_end[top] and e <= h_end[top] + h_tol[top]:
-                    break
-                j -= 1
-            rt_host[idx - n_host] = stack[j] if j >= 0 else -1
+    parent, rt_host = nest(t.host_tid, t.host_start, t.host_end, tol, t.rt_tid, t.rt_start, t.rt_end)
+    depth = _depth(parent)
 
     child_ptr, child_idx = _csr(parent, n_host, t.host_start)
     host_rt_ptr, host_rt_idx = _csr(rt_host, n_host, t.rt_start)
@@ -144,17 +165,21 @@ def build_tree(t: EventTables) -> EventTree:
         dev_rt[hit] = rt_order[pos_clipped[hit]]
     rt_dev_ptr, rt_dev_idx = _csr(dev_rt, n_rt, np.arange(len(dev_rt)))
 
+    # Paddle's walk (a stack that pushes children in time order) is the reverse of the
+    # postorder; in a forest listed in preorder, postorder rank = pre + subtree size - depth.
+    pre = np.empty(n_host, dtype=np.int64)
+    pre[np.lexsort((-t.host_end, t.host_start, t.host_tid))] = np.arange(n_host)
+    size = np.ones(n_host, dtype=np.int64)
+    if n_host:
+        for d in range(int(depth.max()), 1, -1):
+            rows = np.nonzero(depth == d)[0]
+            np.add.at(size, parent[rows], size[rows])
+    post = pre + size - depth
     walk = {}
-    cptr = child_ptr.tolist()
-    cidx = child_idx.tolist()
+    by_post = np.argsort(-post, kind="stable")
+    tid_sorted = t.host_tid[by_post]
     for tid in threads:
-        out: List[int] = []
-        stack2 = list(root_children[tid].tolist())
-        while stack2:
-            row = stack2.pop()
-            out.append(row)
-            stack2.extend(cidx[cptr[row]:cptr[row + 1]])
-        walk[tid] = np.array(out, dtype=np.int64)
+        walk[tid] = by_post[tid_sorted == tid]
 
     return EventTree(
         tables=t, threads=threads, host_parent=parent, host_depth=depth,

@@ -1,0 +1,67 @@
+"""The vectorised nesting equals the plain stack sweep that Paddle's rule describes.
+
+The sweep below is the rule of ../shared/docs/paddle-trace-format.md §6, written as directly as
+possible: one thread at a time, events sorted by (start asc, end desc), a stack of open host
+events. The engine's `nest` climbs parent chains with numpy instead; both must agree event for
+event on every trace we have.
+"""
+import numpy as np
+import pytest
+
+from conftest import REPO, SHARED_TRACES
+from tb_paddle_profile.event_tree import _float32_tolerance, build_tree, nest
+from tb_paddle_profile.reader import read_trace
+
+
+def stack_sweep(t):
+    n_host = len(t.host_tid)
+    tol = _float32_tolerance(t.host_end)
+    parent = np.full(n_host, -1)
+    owner = np.full(len(t.rt_tid), -1)
+    starts = np.concatenate([t.host_start, t.rt_start])
+    ends = np.concatenate([t.host_end, t.rt_end])
+    kinds = np.concatenate([np.zeros(n_host), np.ones(len(t.rt_tid))])
+    tids = np.concatenate([t.host_tid, t.rt_tid])
+    stack, current = [], None
+    for idx in np.lexsort((kinds, -ends, starts, tids)).tolist():
+        if tids[idx] != current:
+            stack, current = [], tids[idx]
+        s, e = starts[idx], ends[idx]
+        if idx < n_host:
+            while stack and not (s < ends[stack[-1]] and e <= ends[stack[-1]] + tol[stack[-1]]):
+                stack.pop()
+            parent[idx] = stack[-1] if stack else -1
+            stack.append(idx)
+        else:
+            inside = [h for h in stack if starts[h] <= s < ends[h] and e <= ends[h] + tol[h]]
+            owner[idx - n_host] = inside[-1] if inside else -1
+    return parent, owner
+
+
+def _traces():
+    found = sorted(SHARED_TRACES.glob("*/*.paddle_trace.json")) if SHARED_TRACES.is_dir() else []
+    return found + sorted((REPO / "examples" / "profiler_log").rglob("*.paddle_trace.json"))
+
+
+@pytest.mark.parametrize("path", _traces(), ids=lambda p: p.name)
+def test_nesting_matches_the_stack_sweep(path):
+    t = read_trace(path.read_bytes(), path.name)
+    parent, owner = nest(t.host_tid, t.host_start, t.host_end, _float32_tolerance(t.host_end),
+                         t.rt_tid, t.rt_start, t.rt_end)
+    ref_parent, ref_owner = stack_sweep(t)
+    assert (parent == ref_parent).all()
+    assert (owner == ref_owner).all()
+    assert (parent >= 0).sum() > len(parent) / 2  # the trace really nests
+
+
+def test_walk_is_paddles_stack_order(shared_traces):
+    path = sorted((shared_traces / "cpu-gpt-single").glob("*.paddle_trace.json"))[0]
+    tree = build_tree(read_trace(path.read_bytes(), path.name))
+    for tid in tree.threads:
+        expected = []
+        stack = list(tree.root_children[tid].tolist())
+        while stack:
+            row = stack.pop()
+            expected.append(row)
+            stack.extend(tree.children(row).tolist())
+        assert tree.walk[tid].tolist() == expected
