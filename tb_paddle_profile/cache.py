@@ -1,0 +1,226 @@
+"""The summary cache: a trace is parsed once, its serialized ``Summary`` is kept.
+
+An entry is keyed by the trace's location, size and modification time (or ETag), the tool's version and
+a fingerprint of the summary schema, so a changed trace or a new release never reads a stale summary.
+Entries live in a local folder (default ``~/.cache/tb_paddle_profile``; env ``TB_PADDLE_PROFILE_CACHE``
+moves it, ``off`` disables it). Optionally, and only when asked (``TB_PADDLE_PROFILE_SIDECAR=1``), a
+sidecar file next to the trace holds the same entry, so a team sharing a logdir parses each trace once.
+
+A failure (a trace that is not usable) is cached too, so that a restart does not parse it again.
+Every write is atomic: a temporary file in the same folder, then a rename (a single PUT on object stores).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+from tb_paddle_profile import __version__
+from tb_paddle_profile.engine import SUMMARY_SCHEMA
+from tb_paddle_profile.v1 import summary_pb2
+
+logger = logging.getLogger(__name__)
+
+ENV_CACHE_DIR = "TB_PADDLE_PROFILE_CACHE"
+ENV_SIDECAR = "TB_PADDLE_PROFILE_SIDECAR"
+SIDECAR_SUFFIX = ".tb_paddle_profile.pb"
+_MAGIC = b"TBPPSUM1\n"
+_MAX_HEADER = 1 << 16
+_DISABLED = {"off", "none", "0", "false", "no"}
+
+
+@functools.lru_cache(maxsize=1)
+def schema_fingerprint() -> str:
+    """The engine's summary schema number and a digest of summary.proto: a change of either retires
+    every entry, so an old entry is never read as a new summary."""
+    proto = hashlib.sha256(summary_pb2.DESCRIPTOR.serialized_pb).hexdigest()[:12]
+    return f"{SUMMARY_SCHEMA}-{proto}"
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """What identifies one version of one trace file."""
+
+    source: str  # protocol-qualified location, e.g. "file:///…/x.paddle_trace.json" or "s3://b/k"
+    size: int
+    version: str  # ETag, generation or modification time, as the store reports it
+
+    def header(self, ok: bool, error: str = "") -> dict:
+        return {
+            "source": self.source,
+            "size": self.size,
+            "version": self.version,
+            "tool": __version__,
+            "schema": schema_fingerprint(),
+            "ok": ok,
+            "error": error,
+        }
+
+    def digest(self) -> str:
+        text = "\0".join([self.source, str(self.size), self.version, __version__, schema_fingerprint()])
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class CachedResult(NamedTuple):
+    ok: bool
+    data: bytes  # serialized Summary when ok
+    error: str  # one-line reason when not ok
+
+
+def encode_entry(key: CacheKey, result: CachedResult) -> bytes:
+    header = json.dumps(key.header(result.ok, result.error), sort_keys=True).encode("utf-8")
+    return _MAGIC + header + b"\n" + (result.data if result.ok else b"")
+
+
+def decode_entry(blob: bytes, key: CacheKey, check_source: bool = True) -> Optional[CachedResult]:
+    """The entry in ``blob`` if it is whole and belongs to ``key``; None otherwise."""
+    if not blob.startswith(_MAGIC):
+        return None
+    end = blob.find(b"\n", len(_MAGIC))
+    if end < 0:
+        return None
+    try:
+        header = json.loads(blob[len(_MAGIC):end])
+    except ValueError:
+        return None
+    if not isinstance(header, dict):
+        return None
+    expected = key.header(bool(header.get("ok")), header.get("error", ""))
+    fields = ["size", "version", "tool", "schema"] + (["source"] if check_source else [])
+    if any(header.get(f) != expected[f] for f in fields):
+        return None
+    if not header.get("ok"):
+        return CachedResult(False, b"", str(header.get("error", "")))
+    return CachedResult(True, blob[end + 1:], "")
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tb_paddle_profile"
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _is_local(fs) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return "file" in protocol or "local" in protocol
+
+
+def sidecar_path(trace_path: str) -> str:
+    return trace_path + SIDECAR_SUFFIX
+
+
+def read_sidecar(fs, trace_path: str, key: CacheKey) -> Optional[CachedResult]:
+    """The sidecar entry of a trace if it exists and matches ``key`` (any read error counts as absent).
+
+    The sidecar travels with the logdir (mounts, copies to another machine), so its location is not checked,
+    only the size, version, tool and schema.
+    """
+    try:
+        blob = fs.cat_file(sidecar_path(trace_path))
+    except (OSError, ValueError):
+        return None
+    except Exception:  # a store's own error types (botocore, gcsfs): treat as no sidecar
+        return None
+    return decode_entry(blob, key, check_source=False)
+
+
+def write_sidecar(fs, trace_path: str, key: CacheKey, result: CachedResult) -> str:
+    """Write the sidecar next to a trace; returns "" or the one-line reason it could not be written."""
+    blob = encode_entry(key, result)
+    target = sidecar_path(trace_path)
+    try:
+        if _is_local(fs):
+            atomic_write(Path(target), blob)
+        else:
+            fs.pipe_file(target, blob)  # one PUT: object stores make it visible whole or not at all
+        return ""
+    except Exception as err:  # read-only store, permissions: the cache still works without a sidecar
+        return f"sidecar not written: {' '.join(str(err).split())[:200]}"
+
+
+class SummaryCache:
+    """Summaries on local disk, keyed by :class:`CacheKey`; ``cache_dir=None`` keeps nothing on disk."""
+
+    def __init__(self, cache_dir: Optional[os.PathLike | str], sidecar: bool = False):
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
+        self.sidecar = sidecar
+        self._warned = False
+
+    @classmethod
+    def from_env(cls, cache_dir: Optional[str] = None, sidecar: Optional[bool] = None) -> "SummaryCache":
+        """Explicit arguments first, then ``TB_PADDLE_PROFILE_CACHE`` / ``TB_PADDLE_PROFILE_SIDECAR``."""
+        if cache_dir is None:
+            cache_dir = os.environ.get(ENV_CACHE_DIR, "").strip() or str(default_cache_dir())
+        if str(cache_dir).strip().lower() in _DISABLED:
+            cache_dir = None
+        if sidecar is None:
+            sidecar = env_flag(ENV_SIDECAR)
+        return cls(cache_dir, sidecar=sidecar)
+
+    def _path(self, key: CacheKey) -> Optional[Path]:
+        if self.cache_dir is None:
+            return None
+        digest = key.digest()
+        return self.cache_dir / "v1" / digest[:2] / (digest + ".pb")
+
+    def get(self, key: CacheKey) -> Optional[CachedResult]:
+        path = self._path(key)
+        if path is None:
+            return None
+        try:
+            blob = path.read_bytes()
+        except OSError:
+            return None
+        return decode_entry(blob, key)
+
+    def peek(self, key: CacheKey) -> Optional[CachedResult]:
+        """Like :meth:`get` but reads only the header: ``data`` is empty. For deciding states quickly."""
+        path = self._path(key)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as f:
+                head = f.readline(len(_MAGIC)) + f.readline(_MAX_HEADER)
+        except OSError:
+            return None
+        found = decode_entry(head, key) if head.endswith(b"\n") else None
+        return found._replace(data=b"") if found else None
+
+    def put(self, key: CacheKey, result: CachedResult) -> bool:
+        """Store an entry; False when the cache is off or the folder is not writable (logged once)."""
+        path = self._path(key)
+        if path is None:
+            return False
+        try:
+            atomic_write(path, encode_entry(key, result))
+            return True
+        except OSError as err:
+            if not self._warned:
+                logger.warning("tb_paddle_profile: summary cache not writable (%s); keeping summaries in memory", err)
+                self._warned = True
+            return False

@@ -1,0 +1,310 @@
+"""Find runs, workers and spans under a logdir, local or remote, without parsing any trace.
+
+Every folder that holds ``*.paddle_trace.json`` or ``*.paddle_trace.json.gz`` is a run, named by its path
+relative to the logdir (``.`` for the logdir itself). The worker, host, pid and rank come from the file
+name; the span from the first few KB of the file (one ranged read), never from a full parse.
+
+A background thread rescans periodically, so runs and spans written during training appear without a
+restart. Each scan is published as an immutable :class:`Snapshot`; request threads only ever read the
+latest one. A file whose size or version changed since the previous scan is marked ``changed``: it is
+still being written, and the loader waits for it to settle.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import posixpath
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
+
+import fsspec
+
+from tb_paddle_profile.cache import CacheKey
+from tb_paddle_profile.naming import is_trace_file, parse_file_name
+from tb_paddle_profile.reader import peek_span
+
+logger = logging.getLogger(__name__)
+
+HEAD_BYTES = 8192
+MIN_SCAN_GAP_S = 2.0
+SLOW_SCAN_FACTOR = 5
+UNKNOWN_SPAN = "?"
+# Keys under which fsspec implementations report a content identity, best first.
+_VERSION_KEYS = ("ETag", "etag", "md5Hash", "generation", "version_id", "VersionId")
+_TIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "modified", "mtime_ns", "created", "timeCreated")
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One trace file: one worker's one span of one run."""
+
+    run: str
+    worker: str
+    span: str
+    file_name: str
+    path: str  # the store's own path; internal, never built from a request
+    source: str  # protocol-qualified location, for cache keys
+    size: int
+    version: str
+    mtime: Optional[float]
+    rank: int = -1
+    hostname: str = ""
+    pid: int = -1
+    export_time: str = ""
+    changed: bool = False  # size or version differ from the previous scan
+
+    @property
+    def key(self) -> CacheKey:
+        return CacheKey(self.source, self.size, self.version)
+
+    @property
+    def gzipped(self) -> bool:
+        return self.file_name.endswith(".gz")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The result of one scan: run -> worker -> span -> file, in display order."""
+
+    logdir: str
+    scanned_at: float = 0.0  # 0 until the first scan completes
+    runs: Mapping[str, Mapping[str, Mapping[str, TraceFile]]] = field(default_factory=dict)
+    error: str = ""  # why the last listing failed, if it did (the files of the scan before are kept)
+    generation: int = 0
+
+    @property
+    def files(self) -> List[TraceFile]:
+        return [f for workers in self.runs.values() for spans in workers.values() for f in spans.values()]
+
+
+def _as_epoch(value) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return value.timestamp()
+    if isinstance(value, (int, float)):
+        value = float(value)
+        if value > 1e17:  # nanoseconds
+            return value / 1e9
+        if value > 1e11:  # milliseconds
+            return value / 1e3
+        return value
+    if isinstance(value, str):
+        try:
+            return _as_epoch(_dt.datetime.fromisoformat(value.replace("Z", "+00:00")))
+        except ValueError:
+            try:
+                return _as_epoch(float(value))
+            except ValueError:
+                return None
+    return None
+
+
+def file_identity(info: Mapping) -> Tuple[str, Optional[float]]:
+    """(version, mtime) of a listing entry: an ETag-like identity when the store has one, else the time."""
+    mtime = None
+    for k in _TIME_KEYS:
+        if info.get(k) is not None:
+            mtime = _as_epoch(info[k])
+            if mtime is not None:
+                break
+    for k in _VERSION_KEYS:
+        if info.get(k):
+            return str(info[k]).strip('"'), mtime
+    return (repr(mtime) if mtime is not None else ""), mtime
+
+
+def _span_order(span: str):
+    base = span.partition("@")[0]
+    return (0, int(base), span) if base.isdigit() else (1, 0, span)
+
+
+def _worker_order(item):
+    name, spans = item
+    rank = next(iter(spans.values())).rank
+    return (rank if rank >= 0 else 1 << 30, name)
+
+
+class Discovery:
+    """Scans one logdir through fsspec; read-only."""
+
+    def __init__(self, logdir: str, interval: Optional[float] = 30.0):
+        self.logdir = logdir
+        url = logdir
+        if "://" not in url and "::" not in url:
+            url = os.path.abspath(os.path.expanduser(url))
+        # Credentials and endpoints come from each store's usual environment and from fsspec's config.
+        self.fs, self.root = fsspec.core.url_to_fs(url)
+        self.root = self.root.rstrip("/") or "/"
+        self.interval = interval
+        self._snapshot = Snapshot(logdir=logdir)
+        self._known: Dict[str, Tuple[int, str, Optional[str]]] = {}  # path -> (size, version, span)
+        self._listeners: List[Callable[[Snapshot], None]] = []
+        self._scan_lock = threading.Lock()
+        self._first = threading.Event()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    # ---------------------------------------------------------------- public
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def subscribe(self, listener: Callable[[Snapshot], None]) -> None:
+        """``listener(snapshot)`` runs on the scanning thread after every scan."""
+        self._listeners.append(listener)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="paddle-profile-scan", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+
+    def request_scan(self) -> None:
+        """Ask the background thread for a scan now; returns at once."""
+        self._wake.set()
+
+    def wait_first_scan(self, timeout: Optional[float]) -> bool:
+        return self._first.wait(timeout)
+
+    def scan(self) -> Snapshot:
+        """List the logdir, read the heads of new files, publish and return the snapshot."""
+        with self._scan_lock:
+            snapshot = self._scan_once()
+            # Listeners first, so that a published snapshot always has its files' states.
+            for listener in list(self._listeners):
+                try:
+                    listener(snapshot)
+                except Exception:  # a listener's bug must not stop discovery
+                    logger.exception("tb_paddle_profile: scan listener failed")
+            self._snapshot = snapshot
+            self._first.set()
+        return snapshot
+
+    # -------------------------------------------------------------- internal
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.scan()
+            except Exception:
+                logger.exception("tb_paddle_profile: scan of %s failed", self.logdir)
+            if self.interval is None:
+                return
+            took = time.monotonic() - started
+            # A large bucket that takes long to list is listed less often, so scans never dominate.
+            self._wake.wait(max(self.interval, SLOW_SCAN_FACTOR * took))
+            self._wake.clear()
+            # Scans asked for by requests come at most every MIN_SCAN_GAP_S.
+            self._stop.wait(max(0.0, started + MIN_SCAN_GAP_S - time.monotonic()))
+
+    def _list(self) -> Dict[str, Mapping]:
+        self.fs.invalidate_cache()
+        if not self.fs.exists(self.root):
+            return {}
+        found = self.fs.find(self.root, withdirs=False, detail=True)
+        return {p: info for p, info in found.items() if is_trace_file(posixpath.basename(p))}
+
+    def _run_name(self, path: str) -> Optional[str]:
+        parent = posixpath.dirname(path)
+        if parent == self.root:
+            return "."
+        prefix = self.root if self.root.endswith("/") else self.root + "/"
+        if not parent.startswith(prefix):
+            return None
+        return parent[len(prefix):]
+
+    def _read_heads(self, entries: List[Tuple[str, int]]) -> Dict[str, bytes]:
+        if not entries:
+            return {}
+        paths = [p for p, _ in entries]
+        ends = [min(HEAD_BYTES, size) for _, size in entries]
+        try:
+            # Async stores (s3, gcs, http) fetch all the ranges concurrently.
+            heads = self.fs.cat_ranges(paths, [0] * len(paths), ends, on_error="return")
+        except Exception as err:
+            logger.warning("tb_paddle_profile: reading trace heads failed: %s", err)
+            return {}
+        return {p: h for p, h in zip(paths, heads) if isinstance(h, bytes)}
+
+    def _scan_once(self) -> Snapshot:
+        previous = self._snapshot
+        try:
+            listing = self._list()
+        except Exception as err:
+            message = " ".join(str(err).split()) or type(err).__name__
+            logger.warning("tb_paddle_profile: cannot list %s: %s", self.logdir, message)
+            return Snapshot(previous.logdir, time.time(), previous.runs, message, previous.generation + 1)
+
+        entries = []
+        for path, info in listing.items():
+            run = self._run_name(path)
+            if run is None:
+                continue
+            size = int(info.get("size") or 0)
+            version, mtime = file_identity(info)
+            entries.append((run, path, size, version, mtime))
+
+        need_head = []
+        for run, path, size, version, _ in entries:
+            known = self._known.get(path)
+            if size > 0 and (known is None or (known[2] is None and known[:2] != (size, version))):
+                need_head.append((path, size))
+        heads = self._read_heads(need_head)
+
+        known_now: Dict[str, Tuple[int, str, Optional[str]]] = {}
+        grouped: Dict[str, Dict[str, List[TraceFile]]] = {}
+        for run, path, size, version, mtime in entries:
+            known = self._known.get(path)
+            if path in heads:
+                span = peek_span(heads[path])
+            else:
+                span = known[2] if known else None
+            known_now[path] = (size, version, span)
+            name = posixpath.basename(path)
+            parsed = parse_file_name(name)
+            trace = TraceFile(
+                run=run,
+                worker=parsed.worker,
+                span=span if span else UNKNOWN_SPAN,
+                file_name=name,
+                path=path,
+                source=self.fs.unstrip_protocol(path),
+                size=size,
+                version=version,
+                mtime=mtime,
+                rank=parsed.rank,
+                hostname=parsed.hostname,
+                pid=parsed.pid,
+                export_time=parsed.export_time,
+                changed=known is not None and known[:2] != (size, version),
+            )
+            grouped.setdefault(run, {}).setdefault(parsed.worker, []).append(trace)
+        self._known = known_now
+
+        runs: Dict[str, Dict[str, Dict[str, TraceFile]]] = {}
+        for run in sorted(grouped):
+            workers: Dict[str, Dict[str, TraceFile]] = {}
+            for worker, traces in grouped[run].items():
+                spans: Dict[str, TraceFile] = {}
+                # A worker name reused by a second training in the same folder repeats its span
+                # numbers: the later files get "<span>@2", "<span>@3", ... in export order.
+                for trace in sorted(traces, key=lambda t: (t.export_time, t.file_name)):
+                    span, n = trace.span, 1
+                    while span in spans:
+                        n += 1
+                        span = f"{trace.span}@{n}"
+                    spans[span] = trace if span == trace.span else replace(trace, span=span)
+                workers[worker] = dict(sorted(spans.items(), key=lambda kv: _span_order(kv[0])))
+            runs[run] = dict(sorted(workers.items(), key=_worker_order))
+        return Snapshot(previous.logdir, time.time(), runs, "", previous.generation + 1)

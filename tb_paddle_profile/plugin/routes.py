@@ -1,0 +1,433 @@
+"""The plugin's HTTP routes (WSGI), served by TensorBoard under ``/data/plugin/paddle_profile/``.
+
+Every request parameter is looked up among the runs, workers and spans of the latest scan: a value from
+the client is only ever a dictionary key, never part of a filesystem path. Unknown values get 400/404
+with a one-line message. Responses are gzip-compressed when the client accepts it. Nothing here parses a
+trace: summaries come finished from the loader.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import gzip
+import json
+import mimetypes
+import os
+import threading
+import zlib
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import quote
+
+from google.protobuf import json_format
+from werkzeug.wrappers import Request, Response
+
+from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
+from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, Loader, SizedLRU
+from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+
+PLUGIN_NAME = "paddle_profile"
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+_CTYPES = {"pb": PROTOBUF, "json": JSON}
+_MAX_PARAM = 1024
+_GZIP_MIN = 256
+_CHUNK = 1 << 20
+_COMPRESSIBLE = ("text/", "application/json", "application/javascript", PROTOBUF, "image/svg+xml",
+                 "application/wasm")
+_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".html": "text/html; charset=utf-8",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".svg": "image/svg+xml",
+    ".wasm": "application/wasm",
+    ".txt": "text/plain; charset=utf-8",
+}
+FALLBACK_MODULE = b"""// tb_paddle_profile: the frontend bundle is not installed (tb_paddle_profile/static/index.js).
+export async function render() {
+  const p = document.createElement("p");
+  p.style.fontFamily = "sans-serif";
+  p.textContent = "Paddle Profile: the frontend bundle is missing from this installation. " +
+    "The data routes work: see ./runs?format=json";
+  document.body.appendChild(p);
+}
+"""
+
+
+class HttpError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _shown(value: str) -> str:
+    """A client value as it may appear in a message: quoted, escaped, short."""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _accepts_gzip(request: Request) -> bool:
+    return request.accept_encodings["gzip"] > 0
+
+
+def _compressible(content_type: str) -> bool:
+    return content_type.startswith(_COMPRESSIBLE)
+
+
+def respond(request: Request, body: bytes, content_type: str, status: int = 200,
+            headers: Optional[List[Tuple[str, str]]] = None, gzipped: Optional[bytes] = None) -> Response:
+    """A response, gzip-encoded when the client accepts it (``gzipped``: the body already compressed)."""
+    headers = list(headers or [])
+    headers += [("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-cache, must-revalidate")]
+    if _compressible(content_type):
+        headers.append(("Vary", "Accept-Encoding"))
+        if _accepts_gzip(request) and len(body) >= _GZIP_MIN:
+            body = gzipped if gzipped is not None else gzip.compress(body, compresslevel=3, mtime=0)
+            headers.append(("Content-Encoding", "gzip"))
+    headers.append(("Content-Length", str(len(body))))
+    return Response(body, status=status, headers=headers, content_type=content_type)
+
+
+def _handler(fn: Callable[["Routes", Request], Response]):
+    @functools.wraps(fn)
+    def app(self: "Routes", environ, start_response):
+        request = Request(environ)
+        try:
+            if request.method not in ("GET", "HEAD"):
+                raise HttpError(405, f"method {request.method} not allowed: use GET")
+            response = fn(self, request)
+        except HttpError as err:
+            response = respond(request, (err.message + "\n").encode("utf-8"), "text/plain; charset=utf-8",
+                               err.code)
+        return response(environ, start_response)
+
+    return app
+
+
+def _param(request: Request, name: str, required: bool = True) -> str:
+    values = request.args.getlist(name)
+    if not values:
+        if required:
+            raise HttpError(400, f"missing parameter '{name}'")
+        return ""
+    if len(values) > 1:
+        raise HttpError(400, f"parameter '{name}' given more than once")
+    value = values[0]
+    if len(value) > _MAX_PARAM or "\x00" in value:
+        raise HttpError(400, f"invalid value for parameter '{name}'")
+    return value
+
+
+def _format(request: Request) -> str:
+    value = _param(request, "format", required=False).lower()
+    if value in ("", "pb", "proto", "protobuf", "binary"):
+        return "pb"
+    if value == "json":
+        return "json"
+    raise HttpError(400, f"unknown format {_shown(value)}: use 'json' or leave it out for protobuf")
+
+
+def _encode(message, fmt: str) -> bytes:
+    """Serialized protobuf, or proto3 JSON (lowerCamelCase names, enums by name, 64-bit ints as strings)."""
+    if fmt == "json":
+        return json_format.MessageToJson(message, indent=None).encode("utf-8")
+    return message.SerializeToString()
+
+
+class _FileStream:
+    """Iterates a store's file in chunks, optionally gzip-compressing; closed by the WSGI server."""
+
+    def __init__(self, handle, length: int, compress: bool):
+        self._handle = handle
+        self._left = length
+        self._deflate = zlib.compressobj(3, zlib.DEFLATED, 31) if compress else None
+
+    def __iter__(self) -> Iterator[bytes]:
+        while self._left > 0:
+            chunk = self._handle.read(min(_CHUNK, self._left))
+            if not chunk:
+                break
+            self._left -= len(chunk)
+            if self._deflate is not None:
+                chunk = self._deflate.compress(chunk)
+            if chunk:
+                yield chunk
+        if self._deflate is not None:
+            yield self._deflate.flush()
+        self.close()
+
+    def close(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.close()
+
+
+def _download_name(file_name: str) -> str:
+    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "._-")) else "_" for c in file_name)
+    return f"attachment; filename=\"{safe}\"; filename*=UTF-8''{quote(file_name, safe='')}"
+
+
+class Routes:
+    """The WSGI apps; ``apps()`` is what the plugin's ``get_plugin_apps()`` returns."""
+
+    def __init__(self, discovery: Optional[Discovery], loader: Optional[Loader], static_dir: Path = STATIC_DIR,
+                 error: str = ""):
+        self.discovery = discovery
+        self.error = error  # why there is no discovery, shown by the status route
+        self.loader = loader
+        self.static_dir = Path(static_dir)
+        self._lock = threading.Lock()
+        # Encoded responses as (body, gzipped), by a key naming their content; RankDistributed parts.
+        self._bodies = SizedLRU(64 << 20, sizeof=lambda v: len(v[0]))
+        self._ranks = SizedLRU(32 << 20)
+        self._static: Dict[str, Path] = {}
+
+    def apps(self) -> Dict[str, Callable]:
+        return {
+            "/runs": self.runs,
+            "/summary": self.summary,
+            "/distributed": self.distributed,
+            "/trace": self.trace,
+            "/status": self.status,
+            "/index.js": self.asset,
+            "/*": self.asset,
+        }
+
+    # --------------------------------------------------------------- lookups
+    def _snapshot(self) -> Snapshot:
+        if self.discovery is None:
+            return Snapshot(logdir="")
+        return self.discovery.snapshot()
+
+    def _run(self, snapshot: Snapshot, request: Request) -> Tuple[str, Mapping[str, Mapping[str, TraceFile]]]:
+        run = _param(request, "run")
+        workers = snapshot.runs.get(run)
+        if workers is None:
+            raise HttpError(404, f"unknown run {_shown(run)}")
+        return run, workers
+
+    def _file(self, request: Request) -> TraceFile:
+        snapshot = self._snapshot()
+        run, workers = self._run(snapshot, request)
+        worker = _param(request, "worker")
+        spans = workers.get(worker)
+        if spans is None:
+            raise HttpError(404, f"unknown worker {_shown(worker)} in run {_shown(run)}")
+        span = _param(request, "span")
+        trace = spans.get(span)
+        if trace is None:
+            raise HttpError(404, f"unknown span {_shown(span)} of worker {_shown(worker)} in run {_shown(run)}")
+        return trace
+
+    def _send(self, request: Request, memo_key: tuple, ctype: str, build: Callable[[], bytes],
+              headers: Optional[List[Tuple[str, str]]] = None) -> Response:
+        """Answer with a body memoized (compressed or not) under a key that names its content."""
+        gz = _accepts_gzip(request) and _compressible(ctype)
+        with self._lock:
+            hit = self._bodies.get(memo_key + (gz,))
+        if hit is None:
+            body, compressed = build(), False
+            if gz and len(body) >= _GZIP_MIN:
+                body, compressed = gzip.compress(body, compresslevel=3, mtime=0), True
+            hit = (body, compressed)
+            with self._lock:
+                self._bodies.put(memo_key + (gz,), hit)
+        body, compressed = hit
+        return respond(request, body, ctype, headers=headers, gzipped=body if compressed else None)
+
+    # ---------------------------------------------------------------- routes
+    @_handler
+    def runs(self, request: Request) -> Response:
+        fmt = _format(request)
+        if _param(request, "refresh", required=False) and self.discovery is not None:
+            self.discovery.request_scan()
+        snapshot = self._snapshot()
+        version = self.loader.version if self.loader is not None else 0
+
+        def build():
+            return _encode(self._run_list(snapshot), fmt)
+
+        return self._send(request, ("runs", snapshot.generation, version, fmt), _CTYPES[fmt], build)
+
+    def _run_list(self, snapshot: Snapshot) -> plugin_pb2.RunList:
+        out = plugin_pb2.RunList(logdir=snapshot.logdir, scanned_at=snapshot.scanned_at)
+        files = snapshot.files
+        states = iter(self.loader.states(files) if self.loader is not None else [])
+        for run, workers in snapshot.runs.items():
+            entry = out.runs.add(run=run)
+            for worker, spans in workers.items():
+                first = next(iter(spans.values()))
+                w = entry.workers.add(worker=worker, rank=first.rank, hostname=first.hostname, pid=first.pid)
+                for span, trace in spans.items():
+                    st = next(states)
+                    w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
+                                error=st.error, cached=st.cached)
+        return out
+
+    @_handler
+    def summary(self, request: Request) -> Response:
+        trace = self._file(request)
+        fmt = _format(request)
+        loader = self._require_loader()
+        state = loader.state(trace)
+        if state.state == READY:
+            data = loader.summary_bytes(trace)
+            if data is not None:
+                loader.prioritize((), trace.run)
+
+                def build():
+                    return data if fmt == "pb" else _encode(summary_pb2.Summary.FromString(data), fmt)
+
+                return self._send(request, ("summary", trace.key, fmt), _CTYPES[fmt], build)
+            state = loader.state(trace)
+        if state.state == FAILED:
+            raise HttpError(422, state.error or f"{trace.file_name}: failed")
+        loader.prioritize([trace], trace.run)
+        entry = plugin_pb2.SpanEntry(span=trace.span, file_name=trace.file_name, file_size=trace.size,
+                                     state=state.state, error=state.error, cached=state.cached)
+        return respond(request, _encode(entry, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+
+    @_handler
+    def distributed(self, request: Request) -> Response:
+        snapshot = self._snapshot()
+        run, workers = self._run(snapshot, request)
+        span = _param(request, "span")
+        fmt = _format(request)
+        files = [spans[span] for spans in workers.values() if span in spans]
+        if not files:
+            raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
+        loader = self._require_loader()
+        out = plugin_pb2.RunDistributed(run=run, span=span)
+        waiting = []
+        for trace, state in zip(files, loader.states(files)):
+            rank = out.ranks.add()
+            part = self._rank_part(trace) if state.state == READY else None
+            if part is not None:
+                rank.MergeFromString(part)
+            elif state.state == READY:  # its cache entry vanished; it is being loaded again
+                state = loader.state(trace)
+            rank.worker, rank.rank, rank.state, rank.error = trace.worker, trace.rank, state.state, state.error
+            if state.state in (QUEUED, LOADING, GROWING):
+                waiting.append(trace)
+        loader.prioritize(waiting, run)
+        return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
+                       [("Retry-After", "1")] if waiting else [])
+
+    def _rank_part(self, trace: TraceFile) -> Optional[bytes]:
+        with self._lock:
+            part = self._ranks.get(trace.key)
+        if part is not None:
+            return part
+        data = self.loader.summary_bytes(trace)
+        if data is None:
+            return None
+        summary = summary_pb2.Summary.FromString(data)
+        rank = plugin_pb2.RankDistributed(total_time_ns=summary.meta.total_time_ns)
+        rank.distributed.CopyFrom(summary.distributed)
+        rank.steps.extend(summary.model.steps)
+        part = rank.SerializeToString()
+        with self._lock:
+            self._ranks.put(trace.key, part)
+        return part
+
+    @_handler
+    def trace(self, request: Request) -> Response:
+        trace = self._file(request)
+        fs = self.discovery.fs
+        try:
+            size = fs.size(trace.path)
+            handle = fs.open(trace.path, "rb")
+        except FileNotFoundError:
+            raise HttpError(404, f"{trace.file_name}: the file no longer exists")
+        except Exception as err:  # the store's own errors (permissions, network)
+            raise HttpError(502, f"{trace.file_name}: cannot read: {' '.join(str(err).split())[:200]}")
+        headers = [
+            ("Content-Disposition", _download_name(trace.file_name)),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Cache-Control", "no-cache, must-revalidate"),
+        ]
+        if trace.gzipped:
+            ctype, compress = "application/gzip", False
+        else:
+            ctype, compress = JSON, _accepts_gzip(request)
+            headers.append(("Vary", "Accept-Encoding"))
+        if compress:
+            headers.append(("Content-Encoding", "gzip"))
+        else:
+            headers.append(("Content-Length", str(size)))
+        stream = _FileStream(handle, size, compress)
+        if request.method == "HEAD":
+            stream.close()
+            stream = []
+        return Response(stream, headers=headers, content_type=ctype, direct_passthrough=True)
+
+    @_handler
+    def status(self, request: Request) -> Response:
+        if _param(request, "format", required=False) not in ("", "json"):
+            raise HttpError(400, "the status route answers JSON only")
+        snapshot = self._snapshot()
+        files = snapshot.files
+        states = self.loader.states(files) if self.loader is not None else []
+        names = plugin_pb2.LoadState.Name
+        body = {
+            "logdir": snapshot.logdir,
+            "scanned_at": snapshot.scanned_at,
+            "scan_error": snapshot.error or self.error,
+            "workers": self.loader.max_workers if self.loader is not None else 0,
+            "stats": dict(self.loader.stats) if self.loader is not None else {},
+            "counts": dict(sorted(collections.Counter(names(s.state) for s in states).items())),
+            "files": [
+                {"run": f.run, "worker": f.worker, "span": f.span, "file_name": f.file_name, "file_size": f.size,
+                 "state": names(s.state), "error": s.error, "cached": s.cached}
+                for f, s in zip(files, states)
+            ],
+        }
+        return respond(request, json.dumps(body).encode("utf-8"), JSON)
+
+    @_handler
+    def asset(self, request: Request) -> Response:
+        path = request.path
+        marker = f"/{PLUGIN_NAME}/"
+        name = path.split(marker, 1)[1] if marker in path else path.lstrip("/")
+        found = self._static_file(name)
+        if found is None:
+            if name == "index.js":
+                return respond(request, FALLBACK_MODULE, _TYPES[".js"])
+            raise HttpError(404, f"not found: {_shown(name)}")
+        suffix = found.suffix.lower()
+        ctype = _TYPES.get(suffix) or mimetypes.guess_type(found.name)[0] or "application/octet-stream"
+        headers = []
+        if ctype.startswith("text/html"):
+            headers.append(("Content-Security-Policy", "default-src 'self'"))
+        stat = found.stat()
+        return self._send(request, ("asset", name, stat.st_size, stat.st_mtime_ns), ctype, found.read_bytes, headers)
+
+    def _static_file(self, name: str) -> Optional[Path]:
+        """The bundled asset of that name; the table is rebuilt from the folder on a miss."""
+        with self._lock:
+            found = self._static.get(name)
+        if found is not None and found.is_file():
+            return found
+        table: Dict[str, Path] = {}
+        root = self.static_dir
+        if root.is_dir():
+            base = root.resolve()
+            for folder, _, names in os.walk(base):
+                for n in names:
+                    p = Path(folder) / n
+                    if p.is_file() and not p.is_symlink():
+                        table[p.relative_to(base).as_posix()] = p
+        with self._lock:
+            self._static = table
+        return table.get(name)
+
+    def _require_loader(self) -> Loader:
+        if self.loader is None:
+            raise HttpError(404, "no logdir")
+        return self.loader
+

@@ -1,0 +1,114 @@
+"""Helpers shared by the plugin's tests: building logdirs from the shared traces, a plugin behind
+TensorBoard's own WSGI routing, a fingerprint of a folder tree, free ports and waiting for servers."""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Dict, Optional
+
+from werkzeug.test import Client
+
+GLOO = "cpu-gpt-2rank-gloo"
+SINGLE = "cpu-gpt-single"
+GPU = "gpu-synthetic-2rank"
+PREFIX = "/data/plugin/paddle_profile"
+OLD = 1_600_000_000  # an mtime long past: a truncated file this old is broken, not growing
+
+
+def trace_files(shared_traces: Path, folder: str):
+    return sorted((shared_traces / folder).glob("*.paddle_trace.json"))
+
+
+def place(src_bytes: bytes, dst: Path, gz: bool = False, span: Optional[str] = None, old_key: bool = False,
+          mtime: Optional[float] = None) -> Path:
+    """Write a trace into a logdir, optionally gzipped, with another span number or the 2.x key."""
+    data = src_bytes
+    if span is not None:
+        data = data.replace(b'"span_index": "0"', f'"span_index": "{span}"'.encode(), 1)
+    if old_key:
+        data = data.replace(b'"span_index"', b'"span_indx"', 1)
+    if gz:
+        data = gzip.compress(data, mtime=0)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(data)
+    if mtime is not None:
+        os.utime(dst, (mtime, mtime))
+    return dst
+
+
+def tree_digest(root: Path) -> Dict[str, str]:
+    """Every file and folder under ``root`` (hidden ones too) with its content hash and mtime."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for d in dirs:
+            out[os.path.relpath(os.path.join(folder, d), root) + "/"] = "dir"
+        for f in files:
+            p = os.path.join(folder, f)
+            with open(p, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            out[os.path.relpath(p, root)] = f"{digest}:{os.stat(p).st_mtime_ns}"
+    return out
+
+
+def tb_context(logdir: str, reload_interval: float = 0.0):
+    from tensorboard.plugins import base_plugin
+
+    flags = argparse.Namespace(reload_interval=reload_interval, logdir=logdir)
+    return base_plugin.TBContext(logdir=logdir, flags=flags)
+
+
+def make_plugin(logdir: str):
+    """The plugin as TensorBoard builds it, and a test client over TensorBoard's routing of its apps."""
+    from tensorboard.backend import application
+
+    from tb_paddle_profile.plugin import PaddleProfilePlugin
+
+    plugin = PaddleProfilePlugin(tb_context(str(logdir)))
+    client = Client(application.TensorBoardWSGI([plugin]))
+    return plugin, client
+
+
+def ready(plugin, timeout: float = 120.0) -> None:
+    """Wait for the first scan and for the loader to finish what it has."""
+    assert plugin.discovery.wait_first_scan(timeout)
+    assert plugin.loader.wait_idle(timeout), plugin.loader.counts()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, proc, timeout: float) -> None:
+    """Poll ``url`` until it answers 200 (bounded), failing early if ``proc`` exits."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited with {proc.returncode} before answering {url}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError as err:
+            last = err
+        time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer within {timeout}s: {last}")
+
+
+def stop(proc, timeout: float = 30.0) -> None:
+    """Ask a server we started to exit (SIGTERM), then kill it if it does not."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,162 @@
+"""The summary cache: a restart on a cached logdir parses nothing; sidecars are off unless asked for."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from plugin_testlib import GLOO, GPU, OLD, make_plugin, place, ready, trace_files, tree_digest
+from tb_paddle_profile.cache import SIDECAR_SUFFIX, CachedResult, CacheKey, SummaryCache
+from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.preprocess import preprocess
+from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+
+
+@pytest.fixture
+def logdir(shared_traces, tmp_path) -> Path:
+    root = tmp_path / "logdir"
+    for src in trace_files(shared_traces, GLOO):
+        place(src.read_bytes(), root / "gloo" / src.name)
+    for src in trace_files(shared_traces, GPU):
+        place(src.read_bytes(), root / "gpu" / src.name)
+    place(b'{"traceEvents": [', root / "gpu" / "rank7_time_2026_01_01_00_00_00_000000.paddle_trace.json", mtime=OLD)
+    return root
+
+
+def start(logdir: Path, monkeypatch, cache: Path, sidecar: bool = False):
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(cache))
+    monkeypatch.setenv("TB_PADDLE_PROFILE_WORKERS", "2")
+    if sidecar:
+        monkeypatch.setenv("TB_PADDLE_PROFILE_SIDECAR", "1")
+    else:
+        monkeypatch.delenv("TB_PADDLE_PROFILE_SIDECAR", raising=False)
+    plugin, client = make_plugin(str(logdir))
+    ready(plugin)
+    return plugin
+
+
+def states(plugin):
+    files = plugin.discovery.snapshot().files
+    return {(f.run, f.worker, f.span): s for f, s in zip(files, plugin.loader.states(files))}
+
+
+def summaries(plugin):
+    return {(f.run, f.worker, f.span): plugin.loader.summary_bytes(f) for f in plugin.discovery.snapshot().files}
+
+
+def test_restart_on_a_cached_logdir_parses_nothing(logdir, tmp_path, monkeypatch):
+    before = tree_digest(logdir)
+    first = start(logdir, monkeypatch, tmp_path / "cache")
+    try:
+        assert first.loader.stats["parsed"] == 5
+        first_states, first_summaries = states(first), summaries(first)
+    finally:
+        first.close()
+    assert [s.state for s in first_states.values()].count(plugin_pb2.READY) == 4
+    failed = first_states[("gpu", "rank7", "?")]
+    assert failed.state == plugin_pb2.FAILED and "truncated JSON" in failed.error
+
+    second = start(logdir, monkeypatch, tmp_path / "cache")
+    try:
+        assert second.loader.stats["parsed"] == 0
+        assert second.loader.stats["cache_hits"] == 5
+        again = states(second)
+        assert {k: (s.state, s.error) for k, s in again.items()} == \
+            {k: (s.state, s.error) for k, s in first_states.items()}
+        assert all(s.cached for s in again.values())
+        assert summaries(second) == first_summaries
+        for f in second.discovery.snapshot().files:
+            if again[(f.run, f.worker, f.span)].state == plugin_pb2.READY:
+                served = summary_pb2.Summary.FromString(second.loader.summary_bytes(f))
+                assert served == summarize_bytes(Path(f.path).read_bytes(), f.file_name)
+    finally:
+        second.close()
+    assert tree_digest(logdir) == before  # the sidecar is off by default: nothing written into the logdir
+    assert not list(logdir.rglob("*" + SIDECAR_SUFFIX))
+
+
+def test_a_changed_trace_is_parsed_again(logdir, tmp_path, monkeypatch):
+    start(logdir, monkeypatch, tmp_path / "cache").close()
+    touched = next((logdir / "gloo").glob("rank1_*"))
+    os.utime(touched, (OLD + 10, OLD + 10))
+    plugin = start(logdir, monkeypatch, tmp_path / "cache")
+    try:
+        assert plugin.loader.stats["parsed"] == 1
+        assert plugin.loader.stats["cache_hits"] == 4
+    finally:
+        plugin.close()
+
+
+def test_sidecars_let_a_second_user_parse_nothing(logdir, tmp_path, monkeypatch):
+    first = start(logdir, monkeypatch, tmp_path / "cache-a", sidecar=True)
+    first.close()
+    sidecars = sorted(p.name for p in logdir.rglob("*" + SIDECAR_SUFFIX))
+    assert len(sidecars) == 5  # the failure too, so nobody parses the broken file again
+    # A teammate with an empty cache of their own, sharing the logdir:
+    second = start(logdir, monkeypatch, tmp_path / "cache-b", sidecar=True)
+    try:
+        assert second.loader.stats["parsed"] == 0 and second.loader.stats["sidecar_hits"] == 5
+        assert [s.state for s in states(second).values()].count(plugin_pb2.READY) == 4
+    finally:
+        second.close()
+    # With the option off, sidecars are neither read nor written.
+    third = start(logdir, monkeypatch, tmp_path / "cache-c")
+    try:
+        assert third.loader.stats["parsed"] == 5 and third.loader.stats["sidecar_hits"] == 0
+    finally:
+        third.close()
+    assert sorted(p.name for p in logdir.rglob("*" + SIDECAR_SUFFIX)) == sidecars
+
+
+def test_preprocess_fills_the_cache(logdir, tmp_path, monkeypatch):
+    before = tree_digest(logdir)
+    results = preprocess(str(logdir), cache_dir=str(tmp_path / "cache"), jobs=1)
+    assert len(results) == 5
+    by_name = {Path(p).name: (ok, msg) for p, ok, msg in results}
+    assert by_name["rank7_time_2026_01_01_00_00_00_000000.paddle_trace.json"][0] is False
+    assert "truncated JSON" in by_name["rank7_time_2026_01_01_00_00_00_000000.paddle_trace.json"][1]
+    assert sorted(msg for ok, msg in by_name.values() if ok) == ["parsed"] * 4
+    assert all(Path(p).is_absolute() for p, _, _ in results)
+    assert tree_digest(logdir) == before
+    assert [m for _, _, m in preprocess(str(logdir), cache_dir=str(tmp_path / "cache"))].count("cached") == 4
+
+    plugin = start(logdir, monkeypatch, tmp_path / "cache")
+    try:
+        assert plugin.loader.stats["parsed"] == 0
+    finally:
+        plugin.close()
+
+
+def test_cache_entries_are_validated_and_written_atomically(tmp_path):
+    cache = SummaryCache(tmp_path / "c")
+    key = CacheKey("file:///x/rank0_time_1.paddle_trace.json", 123, "1700000000.5")
+    assert cache.get(key) is None
+    assert cache.put(key, CachedResult(True, b"\x0a\x02\x08\x01", ""))
+    assert cache.get(key) == CachedResult(True, b"\x0a\x02\x08\x01", "")
+    assert cache.peek(key) == CachedResult(True, b"", "")
+    for other in (CacheKey(key.source, 124, key.version), CacheKey(key.source, 123, "1700000001.0"),
+                  CacheKey("file:///y/rank0_time_1.paddle_trace.json", 123, key.version)):
+        assert cache.get(other) is None
+    files = [p for p in (tmp_path / "c").rglob("*") if p.is_file()]
+    assert len(files) == 1 and not files[0].name.startswith(".tmp-")
+    files[0].write_bytes(files[0].read_bytes()[:20])  # a cut entry is ignored, not trusted
+    assert cache.get(key) is None
+    assert cache.put(key, CachedResult(False, b"", "x.json: empty file"))
+    assert cache.get(key) == CachedResult(False, b"", "x.json: empty file")
+
+    off = SummaryCache.from_env(cache_dir="off")
+    assert off.cache_dir is None and not off.put(key, CachedResult(True, b"", ""))
+
+
+def test_cache_location_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(tmp_path / "here"))
+    monkeypatch.delenv("TB_PADDLE_PROFILE_SIDECAR", raising=False)
+    cache = SummaryCache.from_env()
+    assert cache.cache_dir == tmp_path / "here" and cache.sidecar is False
+    monkeypatch.delenv("TB_PADDLE_PROFILE_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert SummaryCache.from_env().cache_dir == tmp_path / "home" / ".cache" / "tb_paddle_profile"
+    monkeypatch.setenv("TB_PADDLE_PROFILE_SIDECAR", "1")
+    assert SummaryCache.from_env().sidecar is True

@@ -1,0 +1,351 @@
+"""The plugin's routes over a logdir with several runs, driven through TensorBoard's own WSGI routing.
+
+The logdir holds copies of the shared traces (one gzipped, one nested, one at the top, a worker with two
+spans one of which uses the 2.x ``span_indx`` key), a truncated file, a non-Paddle JSON, an empty file
+and a file that grows during the test. Summaries served must equal the engine's for the same bytes;
+parameters are only ever looked up; the logdir is left exactly as it was.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+from google.protobuf import json_format
+
+from plugin_testlib import GLOO, GPU, OLD, PREFIX, SINGLE, make_plugin, place, ready, trace_files, tree_digest
+from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+
+READY, FAILED, GROWING = plugin_pb2.READY, plugin_pb2.FAILED, plugin_pb2.GROWING
+
+
+@pytest.fixture(scope="module")
+def env(shared_traces, tmp_path_factory):
+    root = tmp_path_factory.mktemp("routes")
+    logdir, cache = root / "logdir", root / "cache"
+    gloo = trace_files(shared_traces, GLOO)
+    gpu = trace_files(shared_traces, GPU)
+    single = trace_files(shared_traces, SINGLE)[0]
+    files = {}
+    for i, src in enumerate(gloo):
+        files[f"gloo{i}"] = place(src.read_bytes(), logdir / "gloo" / src.name)
+    files["gz"] = place(single.read_bytes(), logdir / "gz" / (single.name + ".gz"), gz=True)
+    files["top"] = place(single.read_bytes(), logdir / single.name)
+    files["nested"] = place(single.read_bytes(), logdir / "team" / "a" / "single" / single.name)
+    files["gpu0"] = place(gpu[0].read_bytes(), logdir / "gpu" / gpu[0].name)
+    files["gpu1"] = place(gpu[1].read_bytes(), logdir / "gpu" / gpu[1].name)
+    later = "rank0_time_2026_11_29_00_00_02_000000.paddle_trace.json"  # rank0's next span, 2.x key
+    files["gpu0-span1"] = place(gpu[0].read_bytes(), logdir / "gpu" / later, span="1", old_key=True)
+    half = gloo[0].read_bytes()
+    half = half[: len(half) // 2]
+    broken = logdir / "broken"
+    files["truncated"] = place(half, broken / "rank0_time_2026_01_01_00_00_00_000000.paddle_trace.json", mtime=OLD)
+    files["foreign"] = place(b'{"hello": "world"}\n',
+                             broken / "rank1_time_2026_01_01_00_00_00_000000.paddle_trace.json")
+    files["empty"] = place(b"", broken / "rank2_time_2026_01_01_00_00_00_000000.paddle_trace.json", mtime=OLD)
+    place(b'{"not": "a trace name"}', broken / "notes.json")
+    files["growing"] = place(half, logdir / "growing" / gloo[0].name)  # recent: still being written
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TB_PADDLE_PROFILE_CACHE", str(cache))
+        mp.setenv("TB_PADDLE_PROFILE_WORKERS", "2")
+        mp.delenv("TB_PADDLE_PROFILE_SIDECAR", raising=False)
+        expected_tree = tree_digest(logdir)
+        plugin, client = make_plugin(str(logdir))
+        ready(plugin)
+        yield {"logdir": logdir, "files": files, "plugin": plugin, "client": client, "tree": expected_tree,
+               "full": gloo[0].read_bytes()}
+        plugin.close()
+
+
+def get(env, route, **params):
+    return env["client"].get(f"{PREFIX}/{route}?{urlencode(params)}" if params else f"{PREFIX}/{route}")
+
+
+def run_list(env) -> plugin_pb2.RunList:
+    r = get(env, "runs")
+    assert r.status_code == 200 and r.mimetype == "application/x-protobuf"
+    return plugin_pb2.RunList.FromString(r.get_data())
+
+
+def spans_by_path(rl: plugin_pb2.RunList):
+    """SpanEntry by the file's path relative to the logdir."""
+    return {os.path.normpath(f"{run.run}/{s.file_name}"): s for run in rl.runs for w in run.workers for s in w.spans}
+
+
+def engine_summary(path: Path) -> summary_pb2.Summary:
+    return summarize_bytes(path.read_bytes(), path.name)
+
+
+def test_tensorboard_lists_the_plugin(env):
+    r = env["client"].get("/data/plugins_listing")
+    entry = r.get_json()["paddle_profile"]
+    assert entry["enabled"] is True
+    assert entry["tab_name"] == "Paddle Profile"
+    assert entry["loading_mechanism"] == {"type": "IFRAME", "module_path": f"{PREFIX}/index.js"}
+
+
+def test_run_list_has_runs_workers_spans_and_states(env):
+    rl = run_list(env)
+    assert rl.logdir == str(env["logdir"])
+    assert rl.scanned_at > 0
+    assert [r.run for r in rl.runs] == [".", "broken", "gloo", "gpu", "growing", "gz", "team/a/single"]
+    runs = {r.run: r for r in rl.runs}
+    assert [(w.worker, w.rank) for w in runs["gloo"].workers] == [("rank0", 0), ("rank1", 1)]
+    gpu = {w.worker: [s.span for s in w.spans] for w in runs["gpu"].workers}
+    assert gpu == {"rank0": ["0", "1"], "rank1": ["0"]}
+    host = runs["gz"].workers[0]
+    assert (host.worker, host.hostname, host.pid, host.rank) == ("host_vmpid_20369", "vm", 20369, -1)
+
+    by_path = spans_by_path(rl)
+    assert "broken/notes.json" not in by_path
+
+    def span(key):
+        return by_path[os.path.relpath(env["files"][key], env["logdir"])]
+
+    for key in ("top", "nested", "gz", "gpu0", "gpu1", "gpu0-span1", "gloo0", "gloo1"):
+        assert span(key).state == READY, key
+        assert span(key).file_size == env["files"][key].stat().st_size
+    for key, reason in (("truncated", "truncated JSON"), ("foreign", "not a Paddle trace"), ("empty", "empty file")):
+        assert span(key).state == FAILED, key
+        assert reason in span(key).error and env["files"][key].name in span(key).error
+    assert span("growing").state == GROWING and "truncated" in span("growing").error
+
+    as_json = json_format.Parse(get(env, "runs", format="json").get_data(as_text=True), plugin_pb2.RunList())
+    assert as_json == rl
+
+
+def test_every_summary_equals_the_engines(env):
+    rl = run_list(env)
+    checked = 0
+    for run in rl.runs:
+        for w in run.workers:
+            for s in w.spans:
+                if s.state != READY:
+                    continue
+                r = get(env, "summary", run=run.run, worker=w.worker, span=s.span)
+                assert r.status_code == 200 and r.mimetype == "application/x-protobuf"
+                got = summary_pb2.Summary.FromString(r.get_data())
+                assert got == engine_summary(env["logdir"] / run.run / s.file_name), s.file_name
+                checked += 1
+    assert checked == 8
+
+
+def test_summary_json_and_gzip(env):
+    path = env["files"]["gpu0-span1"]
+    expected = engine_summary(path)
+    assert expected.meta.span == "1"
+    q = {"run": "gpu", "worker": "rank0", "span": "1"}
+    r = get(env, "summary", format="json", **q)
+    assert r.status_code == 200 and r.mimetype == "application/json"
+    assert json_format.Parse(r.get_data(as_text=True), summary_pb2.Summary()) == expected
+    r = env["client"].get(f"{PREFIX}/summary?{urlencode(q)}", headers={"Accept-Encoding": "gzip, deflate"})
+    assert r.headers["Content-Encoding"] == "gzip"
+    assert summary_pb2.Summary.FromString(gzip.decompress(r.get_data())) == expected
+    r = env["client"].head(f"{PREFIX}/summary?{urlencode(q)}")
+    assert r.status_code == 200 and r.get_data() == b""
+
+
+def test_failed_unknown_and_bad_requests(env):
+    truncated = env["files"]["truncated"].name
+    r = get(env, "summary", run="broken", worker="rank0", span="0")
+    assert r.status_code == 422
+    assert truncated in r.get_data(as_text=True) and "truncated JSON" in r.get_data(as_text=True)
+    r = get(env, "summary", run="broken", worker="rank2", span="?")  # the empty file has no span to read
+    assert r.status_code == 422 and "empty file" in r.get_data(as_text=True)
+
+    cases = [
+        ({"run": "nope", "worker": "rank0", "span": "0"}, 404, "unknown run 'nope'", ("summary", "trace")),
+        ({"run": "gloo", "worker": "rank9", "span": "0"}, 404, "unknown worker 'rank9'", ("summary", "trace")),
+        ({"run": "gloo", "worker": "rank0", "span": "7"}, 404, "unknown span '7'", ("summary", "trace")),
+        ({"worker": "rank0", "span": "0"}, 400, "missing parameter 'run'", ("summary", "trace", "distributed")),
+        ({"run": "gloo", "worker": "rank0", "span": "0", "format": "xml"}, 400, "unknown format",
+         ("summary", "distributed", "runs")),
+    ]
+    for params, code, message, routes in cases:
+        for route in routes:
+            r = get(env, route, **params)
+            assert r.status_code == code and message in r.get_data(as_text=True), (route, params, r.get_data())
+    r = env["client"].get(f"{PREFIX}/summary?run=gloo&run=gloo&worker=rank0&span=0")
+    assert r.status_code == 400 and "more than once" in r.get_data(as_text=True)
+    r = env["client"].post(f"{PREFIX}/summary?run=gloo&worker=rank0&span=0")
+    assert r.status_code == 405
+    r = get(env, "distributed", run="gloo", span="5")
+    assert r.status_code == 404 and "unknown span '5'" in r.get_data(as_text=True)
+
+
+def test_distributed_puts_every_rank_side_by_side(env):
+    r = get(env, "distributed", run="gloo", span="0")
+    assert r.status_code == 200 and r.mimetype == "application/x-protobuf"
+    dist = plugin_pb2.RunDistributed.FromString(r.get_data())
+    assert (dist.run, dist.span) == ("gloo", "0")
+    assert [(x.worker, x.rank, x.state) for x in dist.ranks] == [("rank0", 0, READY), ("rank1", 1, READY)]
+    for rank in dist.ranks:
+        path = env["files"][f"gloo{rank.rank}"]
+        s = engine_summary(path)
+        assert rank.distributed == s.distributed and rank.distributed.present
+        assert list(rank.steps) == list(s.model.steps) and len(rank.steps) > 0
+        assert rank.total_time_ns == s.meta.total_time_ns > 0
+    as_json = json_format.Parse(get(env, "distributed", run="gloo", span="0", format="json").get_data(as_text=True),
+                                plugin_pb2.RunDistributed())
+    assert as_json == dist
+
+    # Of the broken run only the truncated file has a readable span 0; the others have none ("?").
+    r = get(env, "distributed", run="broken", span="0")
+    assert r.status_code == 200
+    broken = plugin_pb2.RunDistributed.FromString(r.get_data())
+    assert [(x.worker, x.state) for x in broken.ranks] == [("rank0", FAILED)]
+    assert "truncated JSON" in broken.ranks[0].error and not broken.ranks[0].steps
+    unknown = plugin_pb2.RunDistributed.FromString(get(env, "distributed", run="broken", span="?").get_data())
+    assert [(x.worker, x.state) for x in unknown.ranks] == [("rank1", FAILED), ("rank2", FAILED)]
+
+
+def test_trace_download(env):
+    path = env["files"]["gpu1"]
+    q = {"run": "gpu", "worker": "rank1", "span": "0"}
+    r = get(env, "trace", **q)
+    assert r.status_code == 200 and r.get_data() == path.read_bytes()
+    assert r.headers["Content-Disposition"].startswith(f'attachment; filename="{path.name}"')
+    assert r.headers["Content-Length"] == str(path.stat().st_size)
+    r = env["client"].get(f"{PREFIX}/trace?{urlencode(q)}", headers={"Accept-Encoding": "gzip"})
+    assert r.headers["Content-Encoding"] == "gzip" and gzip.decompress(r.get_data()) == path.read_bytes()
+    gz = env["files"]["gz"]
+    r = get(env, "trace", run="gz", worker="host_vmpid_20369", span="0")
+    assert r.mimetype == "application/gzip" and r.get_data() == gz.read_bytes()
+    assert gz.name in r.headers["Content-Disposition"]
+
+
+def test_status_route(env):
+    r = get(env, "status")
+    assert r.status_code == 200
+    body = r.get_json()
+    assert body["counts"] == {"FAILED": 3, "GROWING": 1, "READY": 8}
+    assert body["stats"]["parsed"] == 12
+    assert len(body["files"]) == 12
+    assert all(set(f) >= {"run", "worker", "span", "state", "error"} for f in body["files"])
+    assert get(env, "status", format="pb").status_code == 400
+
+
+def test_static_assets(env):
+    r = env["client"].get(f"{PREFIX}/index.js")
+    assert r.status_code == 200 and r.mimetype == "text/javascript"
+    assert b"render" in r.get_data()
+    r = env["client"].get("/data/plugin_entry.html?name=paddle_profile")
+    assert r.status_code == 200 and b"./index.js" in r.get_data()
+    assert env["client"].get(f"{PREFIX}/no-such-asset.js").status_code == 404
+
+
+TRAVERSAL = [
+    "..", "../", "../../../../etc/passwd", "/etc/passwd", "gloo/..", "gloo/../gloo", "./gloo", "gloo/", "gloo/.",
+    "..\\..\\setup.py", "....//....//etc/passwd", "..;/", "%2e%2e%2f", "%2e%2e/%2e%2e/etc/passwd", "..%2f..%2f",
+    "%252e%252e%252f", "%2Fetc%2Fpasswd", "%c0%ae%c0%ae/", "\u2024\u2024/", "gloo%00", "~", "~/.ssh/id_rsa",
+    "file:///etc/passwd", "s3://bucket/key",
+]
+
+
+def test_path_traversal_is_refused_in_every_parameter(env):
+    logdir = env["logdir"]
+    real = env["files"]["gloo0"]
+    payloads = TRAVERSAL + [str(real), str(real.parent), str(logdir), os.path.relpath(real, logdir),
+                            real.name, real.as_uri()]
+    valid = {"run": "gloo", "worker": "rank0", "span": "0"}
+    for route, names in (("summary", ("run", "worker", "span")), ("trace", ("run", "worker", "span")),
+                         ("distributed", ("run", "span"))):
+        for name in names:
+            for payload in payloads:
+                for encoded in (payload, quote(payload, safe="")):  # as typed, and encoded once more
+                    params = {k: v for k, v in valid.items() if k in names}
+                    query = "&".join(f"{k}={quote(v)}" for k, v in params.items() if k != name)
+                    r = env["client"].get(f"{PREFIX}/{route}?{query}&{name}={encoded}")
+                    body = r.get_data()
+                    assert r.status_code in (400, 404), (route, name, payload, r.status_code)
+                    assert b"traceEvents" not in body and len(body) < 2000
+    for path in ("../../../setup.py", "%2e%2e/%2e%2e/cache.py", "..%2f..%2fplugin%2froutes.py", "/etc/passwd",
+                 "static/../plugin/routes.py", "..\\routes.py", "%252e%252e/setup.py", "plugin/routes.py",
+                 "../__init__.py"):
+        r = env["client"].get(f"{PREFIX}/{path}")
+        assert r.status_code == 404, path
+        assert b"import" not in r.get_data()
+
+
+def test_growing_file_is_retried_not_cached_as_failed(env):
+    plugin, path = env["plugin"], env["files"]["growing"]
+    q = {"run": "growing", "worker": "rank0", "span": "0"}
+    r = get(env, "summary", **q)
+    assert r.status_code == 202 and r.headers["Retry-After"]
+    entry = plugin_pb2.SpanEntry.FromString(r.get_data())
+    assert entry.state == GROWING and "truncated" in entry.error
+    r = get(env, "distributed", run="growing", span="0")
+    assert r.status_code == 202  # not every rank is there yet: the partial view, to poll again
+    ranks = plugin_pb2.RunDistributed.FromString(r.get_data()).ranks
+    assert [(x.worker, x.state) for x in ranks] == [("rank0", GROWING)]
+    old = plugin.discovery.snapshot().runs["growing"]["rank0"]["0"]
+    assert plugin.loader.cache.peek(old.key) is None  # a growing file is never cached as failed
+
+    with open(path, "ab") as f:  # the writer finishes the file
+        f.write(env["full"][path.stat().st_size:])
+    env["tree"].update({k: v for k, v in tree_digest(env["logdir"]).items() if k.startswith("growing/")})
+    plugin.discovery.scan()
+    r = get(env, "summary", format="json", **q)
+    assert r.status_code == 202 and r.get_json()["state"] == "GROWING"  # changed since the last scan
+    plugin.discovery.scan()  # unchanged now: it settles and loads
+    ready(plugin)
+    r = get(env, "summary", **q)
+    assert r.status_code == 200
+    assert summary_pb2.Summary.FromString(r.get_data()) == engine_summary(path)
+
+
+def test_new_runs_and_spans_appear_on_rescan(env, shared_traces):
+    plugin = env["plugin"]
+    src = trace_files(shared_traces, GPU)[1]
+    added = place(src.read_bytes(), env["logdir"] / "later" / src.name)
+    env["tree"].update({k: v for k, v in tree_digest(env["logdir"]).items() if k.startswith("later")})
+    assert "later" not in [r.run for r in run_list(env).runs]
+    plugin.discovery.scan()
+    assert "later" in [r.run for r in run_list(env).runs]
+    ready(plugin)
+    r = get(env, "summary", run="later", worker="rank1", span="0")
+    assert r.status_code == 200 and summary_pb2.Summary.FromString(r.get_data()) == engine_summary(added)
+
+
+def worker_processes():
+    """Our own worker processes: children of this test process started by multiprocessing's spawn."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if ppid == os.getpid() and b"spawn_main" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_a_dead_worker_process_is_replaced(env, shared_traces):
+    plugin = env["plugin"]
+    workers = worker_processes()
+    assert workers, "the worker processes of the loads above are still there (idle)"
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer does
+    src = trace_files(shared_traces, GPU)[0]
+    added = place(src.read_bytes(), env["logdir"] / "after-crash" / src.name)
+    env["tree"].update({k: v for k, v in tree_digest(env["logdir"]).items() if k.startswith("after-crash")})
+    plugin.discovery.scan()
+    ready(plugin)
+    r = get(env, "summary", run="after-crash", worker="rank0", span="0")
+    assert r.status_code == 200 and summary_pb2.Summary.FromString(r.get_data()) == engine_summary(added)
+
+
+def test_zz_logdir_is_unchanged(env):
+    """Last in this module: after every route above, the logdir holds exactly what the tests wrote."""
+    assert tree_digest(env["logdir"]) == env["tree"]
