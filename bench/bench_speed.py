@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Speed and memory against the parse floor and VisualDL, measured side by side in one run.
+
+    python bench/bench_speed.py [--quick] [--out docs/benchmarks.md] [--work DIR] [--no-visualdl]
+
+Generates GPU-shaped GPT traces with `python -m tb_paddle_profile.synth` (one rank of ~200k
+events, one of ~1M events, and an 8-rank DP2 x MP2 x PP2 run of ~200k events per rank; each
+also in Paddle 2.x layout for VisualDL), then, per file, in fresh child processes:
+  (a) floor   - read the bytes and msgspec-decode them into typed structs holding only the fields
+                the engine needs, GC off: the fastest plain decode of those bytes;
+  (b) cold    - our whole path: read, tables, tree, every view, serialized Summary;
+  (c) warm    - the same Summary from the plugin's cache (key lookup, read, parse);
+  (d) visualdl- VisualDL 2.5.3's own loader (load_profiler_json + ProfilerData) on the 2.x copy,
+                from its own virtual environment (created under --work from PyPI if missing).
+and reports wall time, peak RSS, and the ratios (b)/(a), (d)/(b), peak RSS / file size; then the
+time until all 8 ranks are summarized from cold with one worker process per core, against
+(sum of single-file cold times) / cores. Timings are not asserted anywhere; read the table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import gc, json, resource, sys, time
+mode, path = sys.argv[1], sys.argv[2]
+if mode == "floor":
+    from typing import List, Optional, Union
+    import msgspec
+    class A(msgspec.Struct, gc=False):
+        start_time: Optional[str] = None
+        corr: Optional[int] = msgspec.field(default=None, name="correlation id")
+        place: Optional[str] = None
+        increase_bytes: Optional[int] = None
+        current_allocated: Optional[int] = None
+        current_reserved: Optional[int] = None
+        peak_allocated: Optional[int] = None
+        peak_reserved: Optional[int] = None
+    class E(msgspec.Struct, gc=False):
+        name: str = ""
+        ph: str = ""
+        cat: str = ""
+        pid: Union[int, str] = 0
+        tid: Union[int, str] = 0
+        ts: float = 0.0
+        dur: float = 0.0
+        args: Optional[A] = None
+    class T(msgspec.Struct):
+        traceEvents: List[E]
+    dec = msgspec.json.Decoder(T)
+    t0 = time.perf_counter()
+    gc.disable()
+    with open(path, "rb") as f:
+        n = len(dec.decode(f.read()).traceEvents)
+elif mode == "cold":
+    from tb_paddle_profile.engine import summarize_file
+    t0 = time.perf_counter()
+    n = len(summarize_file(path).SerializeToString())
+elif mode == "warm":
+    import os
+    from tb_paddle_profile.cache import SummaryCache
+    from tb_paddle_profile.plugin.discovery import Discovery
+    from tb_paddle_profile.v1 import summary_pb2
+    t0 = time.perf_counter()
+    # what the plugin does for a cached file: list, build the key, read and parse the entry
+    snap = Discovery(os.path.dirname(path), interval=None).scan()
+    entry = [f for f in snap.files if f.file_name == os.path.basename(path)][0]
+    hit = SummaryCache(os.environ["BENCH_CACHE"]).get(entry.key)
+    n = len(summary_pb2.Summary.FromString(hit.data).operators.operators)
+elif mode == "visualdl":
+    from visualdl.component.profiler.parser.event_node import load_profiler_json
+    from visualdl.component.profiler.profiler_data import ProfilerData
+    t0 = time.perf_counter()
+    result = load_profiler_json(path)
+    data = ProfilerData("run", "worker", result.get_span_idx(), result)
+    n = 1
+t = time.perf_counter() - t0
+print(json.dumps({"seconds": t, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "n": n}))
+"""
+
+
+def run_child(python: str, mode: str, path: Path, env=None, timeout=900) -> dict:
+    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    e.update(env or {})
+    out = subprocess.run([python, "-c", CHILD, mode, str(path)], cwd=ROOT, capture_output=True, text=True,
+                         env=e, timeout=timeout)
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def generate(work: Path, name: str, args: list, layout: int) -> list:
+    out = work / f"{name}-v{layout}"
+    if not out.exists():
+        subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--out", str(out), "--layout", str(layout),
+                        *args], cwd=ROOT, check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return sorted(out.glob("*.paddle_trace.json"))
+
+
+def visualdl_python(work: Path) -> str:
+    venv = work / "venv-visualdl"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "visualdl==2.5.3"], check=True)
+    return str(py)
+
+
+def prime_cache(folder: Path, cache_dir: Path) -> None:
+    subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(folder), "--cache-dir",
+                    str(cache_dir)], cwd=ROOT, check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def fmt(r: dict, key="seconds") -> str:
+    return "error: " + r["error"] if "error" in r else f"{r[key]:.3f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tbpp-bench")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--quick", action="store_true", help="smaller traces (a minute instead of several)")
+    ap.add_argument("--no-visualdl", action="store_true")
+    args = ap.parse_args()
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    scale = 0.1 if args.quick else 1.0
+    single = [("200k", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4",
+                        "--events-per-rank", str(int(200_000 * scale))]),
+              ("1M", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4",
+                      "--events-per-rank", str(int(1_000_000 * scale))])]
+    vdl = None if args.no_visualdl else visualdl_python(work)
+    cache_dir = work / "cache"
+    rows = []
+    cold_of = {}
+    for label, gen_args in single + [("8-rank rank0", ["--dp", "2", "--mp", "2", "--pp", "2", "--steps", "4",
+                                                          "--events-per-rank", str(int(200_000 * scale))])]:
+        v3 = generate(work, label.split()[0], gen_args, 3)
+        v2 = generate(work, label.split()[0], gen_args, 2) if vdl else []
+        path = v3[0]
+        size = path.stat().st_size
+        floor = run_child(sys.executable, "floor", path)
+        cold = run_child(sys.executable, "cold", path)
+        prime_cache(path.parent, cache_dir)
+        warm = run_child(sys.executable, "warm", path, env={"BENCH_CACHE": str(cache_dir)})
+        vis = run_child(vdl, "visualdl", v2[0], timeout=1800) if vdl else {"error": "skipped"}
+        cold_of[label] = cold
+        ratio_floor = cold.get("seconds", float("nan")) / floor.get("seconds", float("nan"))
+        ratio_vdl = vis.get("seconds", float("nan")) / cold.get("seconds", float("nan"))
+        rss = cold.get("maxrss_kb", 0) * 1024
+        rows.append(f"| {label} | {size / 1e6:.0f} | {fmt(floor)} | {fmt(cold)} | {fmt(warm)} | {fmt(vis)} "
+                    f"| {ratio_floor:.2f} | {ratio_vdl:.1f} | {rss / 1e6:.0f} "
+                    f"| {vis.get('maxrss_kb', 0) * 1024 / 1e6:.0f} | {rss / size:.2f} |")
+        print(rows[-1], flush=True)
+
+    # 8 ranks from cold, one worker process per core, through the plugin's preprocess
+    ranks = sorted((work / "8-rank-v3").glob("*.paddle_trace.json"))
+    singles = [run_child(sys.executable, "cold", p)["seconds"] for p in ranks]
+    cores = os.cpu_count() or 1
+    fresh = work / "cache-8rank"
+    shutil.rmtree(fresh, ignore_errors=True)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(work / "8-rank-v3"),
+                    "--cache-dir", str(fresh), "--jobs", str(cores)], cwd=ROOT, check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    all_ready = time.perf_counter() - t0
+    target = sum(singles) / cores * 1.2
+
+    header = [
+        f"Measured on {platform.machine()}, {cores} cores, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}; generated GPU-shaped GPT traces (`tb_paddle_profile.synth`).",
+        "",
+        "| trace | MB | (a) floor s | (b) cold s | (c) warm s | (d) VisualDL s | (b)/(a) | (d)/(b) "
+        "| peak RSS cold MB | peak RSS VisualDL MB | RSS cold / size |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    footer = [
+        "",
+        f"8-rank run (DP2 x MP2 x PP2, {len(ranks)} files): all ranks summarized from cold with {cores} worker "
+        f"processes in {all_ready:.2f} s; sum of single-file cold times / cores + 20 % = {target:.2f} s.",
+    ]
+    table = "\n".join(header + rows + footer)
+    print()
+    print(table)
+    if args.out:
+        args.out.write_text("# Benchmarks\n\n" + __doc__.split("\n\n", 2)[2].strip() + "\n\n" + table + "\n")
+
+
+if __name__ == "__main__":
+    main()
