@@ -1,0 +1,1305 @@
+"""Simulated GPT hybrid-parallel (DP x MP x PP) training spans, written as Paddle GPU traces.
+
+Each rank runs the same kind of program a PaddleNLP GPT trainer runs under ``paddle.profiler``:
+per ``ProfileStep#N`` a dataloader fetch, host-to-device copies, forward and backward passes
+(1F1B over micro-batches when pp > 1), the optimizer and a synchronising ``loss.item()``.
+Every operator has Paddle's inner events (``node_creation``, ``infer_meta``, ``kernel launch``)
+whose CUDA runtime calls launch device work on streams, linked by correlation id.
+
+Timing is simulated, not drawn: the host issues work asynchronously, each stream runs in
+order, a kernel waits for what it depends on, and an NCCL kernel ends when the last member of
+its collective has arrived plus the transfer time, so a late rank lengthens its peers' NCCL
+kernels. Ranks are first simulated together (without recording) so collective instances can be
+matched; then each rank is re-run alone, recorded, written and dropped, so memory stays bounded
+by one rank. The planted ground truth (step times, exposed communication by kind, the slow rank)
+goes into a manifest beside the traces.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import random
+import zlib
+from dataclasses import asdict, dataclass, field, replace
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from . import writer as _writer
+from .model import (ALLOCATE, BACKWARD, COMMUNICATION, DATALOADER, DYGRAPH_KERNEL_LAUNCH,
+                    FORWARD, FREE, KERNEL, MEMCPY, MEMSET, OPERATOR, OPERATOR_INNER,
+                    OPTIMIZATION, PROFILE_STEP, PYTHON_USER_DEFINED, RESERVED_ALLOCATE,
+                    RESERVED_FREE, USER_DEFINED, DeviceProps, KernelSpec, RankTrace,
+                    build_node_trees)
+
+EPOCH_NS = 1_795_936_680_000_000_000  # 2026-11-29, where the recorded span starts
+MANIFEST_NAME = "synth_manifest.json"
+
+# CUDA streams as CUPTI numbers them: the compute stream and one per communicator.
+COMPUTE_STREAM = 7
+MP_STREAM = 13
+PP_FWD_STREAM = 14
+PP_BWD_STREAM = 15
+DP_STREAM = 16
+
+COMM_KINDS = ("mp_allreduce", "pp_sendrecv", "dp_allreduce")
+
+_LAUNCH = "cudaLaunchKernel_v7000"
+_MEMCPY_ASYNC = "cudaMemcpyAsync_v3020"
+_MEMCPY_SYNC = "cudaMemcpy_v3020"
+_MEMSET_ASYNC = "cudaMemsetAsync_v3020"
+_STREAM_SYNC = "cudaStreamSynchronize_v3020"
+
+
+@dataclass
+class SynthConfig:
+    """What to simulate. ``layers`` counts decoder layers of the whole model; each pipeline
+    stage holds ``layers / pp`` of them (the first stages take the remainder)."""
+
+    dp: int = 2
+    mp: int = 2
+    pp: int = 2
+    steps: int = 4
+    layers: int = 4
+    micro_batches: int = 4
+    seed: int = 0
+    slow_rank: Optional[int] = None
+    slow_factor: float = 1.0
+    events_per_rank: Optional[int] = None
+    first_step: int = 1
+    hidden: int = 4096
+    heads: int = 32
+    seq_len: int = 2048
+    micro_batch_size: int = 1
+    vocab: int = 50304
+    dp_bucket_layers: int = 2
+    gpus_per_node: int = 8
+
+    def validate(self) -> None:
+        for name in ("dp", "mp", "pp", "steps", "layers", "micro_batches", "hidden", "heads",
+                     "seq_len", "micro_batch_size", "vocab", "dp_bucket_layers",
+                     "gpus_per_node"):
+            if getattr(self, name) < 1:
+                raise ValueError("%s must be at least 1" % name)
+        if self.layers < self.pp:
+            raise ValueError("need at least one decoder layer per pipeline stage")
+        if self.hidden % self.heads or self.heads % self.mp or self.hidden % self.mp:
+            raise ValueError("hidden and heads must divide by mp, hidden by heads")
+        world = self.dp * self.mp * self.pp
+        if self.slow_rank is not None and not 0 <= self.slow_rank < world:
+            raise ValueError("slow_rank must be a rank below %d" % world)
+        if self.slow_factor <= 0:
+            raise ValueError("slow_factor must be positive")
+
+
+class Topology:
+    """Rank layout of Paddle's hybrid topology (order dp, pp, mp; mp varies fastest)."""
+
+    def __init__(self, dp: int, mp: int, pp: int):
+        self.dp, self.mp, self.pp = dp, mp, pp
+        self.world = dp * mp * pp
+
+    def coords(self, rank: int) -> Dict[str, int]:
+        return {"dp": rank // (self.mp * self.pp), "pp": (rank // self.mp) % self.pp,
+                "mp": rank % self.mp}
+
+    def rank(self, dp: int, pp: int, mp: int) -> int:
+        return (dp * self.pp + pp) * self.mp + mp
+
+    def groups(self) -> Dict[str, List[List[int]]]:
+        """The communicators: mp and dp groups, and the pipeline of each (dp, mp) pair."""
+        r = self.rank
+        return {
+            "mp": [[r(d, p, m) for m in range(self.mp)]
+                   for d in range(self.dp) for p in range(self.pp)],
+            "pp": [[r(d, p, m) for p in range(self.pp)]
+                   for d in range(self.dp) for m in range(self.mp)],
+            "dp": [[r(d, p, m) for d in range(self.dp)]
+                   for p in range(self.pp) for m in range(self.mp)],
+        }
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+def _ew(name: str, numel: int, regs: int = 28) -> KernelSpec:
+    return KernelSpec(name, (max(1, min(65535, -(-numel // 2048))), 1, 1), (512, 1, 1), regs)
+
+
+def _gemm(name: str, m: int, n: int, tile_n: int = 256) -> KernelSpec:
+    return KernelSpec(name, (max(1, -(-m // 128)), max(1, -(-n // tile_n)), 1), (384, 1, 1),
+                      168, 0, 213248 if tile_n == 256 else 164864)
+
+
+_BF16 = "phi::dtype::bfloat16"
+_EW_ARGS = "(phi::Array<char const* __restrict__, %d>, phi::Array<char*, 1>, long, long, int, %s)"
+
+
+def _vectorized(functor: str, arity: int) -> str:
+    return ("void phi::funcs::VectorizedElementwiseKernel<%s, %s, %d, 1, 4>" % (_BF16, functor, arity)
+            + _EW_ARGS % (arity, functor))
+
+
+def _nccl(coll: str) -> str:
+    return "ncclDevKernel_%s(ncclDevComm*, unsigned long, ncclWork*)" % coll
+
+
+class _Catalog:
+    """Kernel launch configurations and durations of one model shard (times in ns)."""
+
+    TFLOPS = 330e12  # sustained bf16 tensor-core rate of the simulated GPU
+    HBM = 2.4e12  # bytes/s for memory-bound kernels
+
+    def __init__(self, cfg: SynthConfig):
+        T = cfg.seq_len * cfg.micro_batch_size
+        H, mp, V = cfg.hidden, cfg.mp, cfg.vocab
+        heads = cfg.heads // mp
+        self.T, self.H = T, H
+        act = T * H
+        g_tn = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas"
+        g_nn = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas"
+        g_nt = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+        bmm = ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x5_tn_align8>"
+               "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x5_tn_align8::Params)")
+        self.spec: Dict[str, KernelSpec] = {}
+        self.ns: Dict[str, int] = {}
+
+        def gemm(key, name, m, n, k, tile_n=256):
+            self.spec[key] = _gemm(name, m, n, tile_n)
+            self.ns[key] = int(2 * m * n * k / self.TFLOPS * 1e9) + 4000
+
+        def ew(key, name, numel, bytes_per, regs=28):
+            self.spec[key] = _ew(name, numel, regs)
+            self.ns[key] = int(numel * bytes_per / self.HBM * 1e9) + 2500
+
+        gemm("qkv", g_tn, T, 3 * H // mp, H)
+        gemm("qkv_dx", g_nn, T, H, 3 * H // mp)
+        gemm("qkv_dw", g_nt, H, 3 * H // mp, T, 128)
+        gemm("proj", g_tn, T, H, H // mp)
+        gemm("proj_dx", g_nn, T, H // mp, H)
+        gemm("proj_dw", g_nt, H // mp, H, T, 128)
+        gemm("fc1", g_tn, T, 4 * H // mp, H)
+        gemm("fc1_dx", g_nn, T, H, 4 * H // mp)
+        gemm("fc1_dw", g_nt, H, 4 * H // mp, T, 128)
+        gemm("fc2", g_tn, T, H, 4 * H // mp)
+        gemm("fc2_dx", g_nn, T, 4 * H // mp, H)
+        gemm("fc2_dw", g_nt, 4 * H // mp, H, T, 128)
+        gemm("lm_head", g_tn, T, V // mp, H)
+        gemm("lm_head_dx", g_nn, T, H, V // mp)
+        gemm("lm_head_dw", g_nt, H, V // mp, T, 128)
+        hd = H // cfg.heads
+        for key in ("qk", "qk_grad_a", "qk_grad_b", "av", "av_grad_a", "av_grad_b"):
+            self.spec[key] = KernelSpec(bmm, (T // 128 or 1, T // 128 or 1, heads), (128, 1, 1),
+                                        230, 0, 81920)
+            self.ns[key] = int(2 * T * T * hd * heads / self.TFLOPS * 1e9) + 4000
+        scores = heads * T * T
+        ew("add", _vectorized("phi::funcs::AddFunctor<%s>" % _BF16, 2), act, 6)
+        ew("bias_grad", "void phi::funcs::ReduceHigherDimKernel<%s, float, phi::kps::AddFunctor<float>, "
+           "phi::kps::IdentityFunctor<%s, float>, int>(%s const*, %s*, phi::kps::AddFunctor<float>, "
+           "phi::kps::IdentityFunctor<%s, float>, float, int, int, int, phi::kps::DimConfig, bool)"
+           % (_BF16, _BF16, _BF16, _BF16, _BF16), act, 2, 40)
+        ew("gelu", _vectorized("phi::GeluWithApproximateFunctor<%s>" % _BF16, 1), 4 * act // mp, 4)
+        ew("gelu_grad", _vectorized("phi::GeluWithApproximateGradFunctor<%s>" % _BF16, 2),
+           4 * act // mp, 6)
+        ew("scale", _vectorized("phi::funcs::ScaleFunctor<%s, float>" % _BF16, 1), scores, 4)
+        ew("softmax", "void phi::funcs::WarpSoftmaxForward<%s, float, 11, 4, 32, 1, false>(%s*, %s const*, "
+           "int, int, int)" % (_BF16, _BF16, _BF16), scores, 4, 64)
+        ew("softmax_grad", "void phi::funcs::WarpSoftmaxBackward<%s, float, 11, 4, 32, 1, false>(%s*, "
+           "%s const*, %s const*, int, int, int)" % (_BF16, _BF16, _BF16, _BF16), scores, 6, 64)
+        ew("dropout", "void phi::funcs::VectorizedRandomGenerator<%s>(unsigned long, unsigned long, %s const*, "
+           "%s*, unsigned char*, float, float, bool, unsigned long, unsigned long)"
+           % (_BF16, _BF16, _BF16), act, 5, 38)
+        ew("dropout_attn", self.spec["dropout"].name, scores, 5, 38)
+        ew("dropout_grad", _vectorized("phi::funcs::DropoutGradFunctor<%s>" % _BF16, 2), act, 5)
+        ew("dropout_attn_grad", self.spec["dropout_grad"].name, scores, 5)
+        ew("transpose", "void phi::funcs::TilingSwapDim1And2<%s, 32, 8, long>(%s const*, phi::Dim3, %s*)"
+           % (_BF16, _BF16, _BF16), act // mp, 4, 32)
+        ew("layer_norm", "void phi::funcs::LayerNormForward<%s, float, 1024, true>(%s const*, float const*, "
+           "float const*, %s*, float*, float*, float, long)" % (_BF16, _BF16, _BF16), act, 4, 40)
+        ew("layer_norm_grad", "void phi::funcs::LayerNormBackwardGradientAll<%s, float, 1024, true>(%s const*, "
+           "%s const*, float const*, float const*, float const*, float*, float*, %s*, float, long, long)"
+           % (_BF16, _BF16, _BF16, _BF16), act, 6, 48)
+        ew("layer_norm_grad_sb", "void phi::funcs::LayerNormBackwardSumGradGammaBeta<float, 1024, 8, 64>"
+           "(float const*, float*, float*, long, long)", H * 32, 8, 32)
+        ew("embedding", "void phi::EmbeddingFW<%s, long, false>(%s*, %s const*, long const*, long, long, "
+           "long, long)" % (_BF16, _BF16, _BF16), act, 4, 24)
+        ew("embedding_grad", "void phi::EmbeddingGrad<%s, long>(%s*, %s const*, long const*, long, long, "
+           "long)" % (_BF16, _BF16, _BF16), act, 6, 30)
+        ew("ce", "void phi::SoftmaxWithCrossEntropyHardLabel<%s, long, false>(%s*, long const*, %s*, "
+           "%s const*, long, long, long, int)" % (_BF16, _BF16, _BF16, _BF16), T * V // mp, 4, 56)
+        ew("ce_grad", "void phi::SoftmaxWithCrossEntropyGradHardLabel<%s, long>(%s*, %s const*, long const*, "
+           "%s const*, long, long, long, int)" % (_BF16, _BF16, _BF16, _BF16), T * V // mp, 6, 40)
+        ew("mean", "void phi::funcs::ReduceAnyKernel<float, float, phi::kps::AddFunctor<float>, "
+           "phi::kps::DivideFunctor<float, float>, int, float, phi::funcs::IndexCalculator, "
+           "phi::funcs::IndexCalculator, true>(float const*, float*, phi::kps::AddFunctor<float>, "
+           "phi::kps::DivideFunctor<float, float>, phi::kps::IdentityFunctor<float, float>, int, int, "
+           "int, int, phi::funcs::IndexCalculator, phi::funcs::IndexCalculator, int, bool, float*, bool)",
+           T, 4, 32)
+        ew("mean_grad", _vectorized("phi::funcs::ScaleFunctor<float, float>", 1), T, 4)
+        layer_params = 12 * H * H // mp
+        ew("adamw", "void phi::AdamWKernelREG<%s, float, float>(float, float, float, float, float, float, "
+           "float, float const*, float const*, float, float const*, float*, float const*, float*, %s const*, "
+           "%s*, float const*, float*, long)" % (_BF16, _BF16, _BF16), layer_params // 6, 20, 46)
+        self.spec["nccl_mp"] = KernelSpec(_nccl("AllReduce_Sum_bf16_RING_LL"), (8, 1, 1), (640, 1, 1), 96)
+        self.spec["nccl_ce_max"] = KernelSpec(_nccl("AllReduce_Max_f32_RING_LL"), (2, 1, 1), (640, 1, 1), 96)
+        self.spec["nccl_ce_sum"] = KernelSpec(_nccl("AllReduce_Sum_f32_RING_LL"), (2, 1, 1), (640, 1, 1), 96)
+        self.spec["nccl_pp"] = KernelSpec(_nccl("SendRecv"), (1, 1, 1), (640, 1, 1), 96)
+        self.spec["nccl_dp"] = KernelSpec(_nccl("AllReduce_Sum_bf16_RING_LL128"), (16, 1, 1), (640, 1, 1), 96)
+        # bytes moved per call, and the link each kind uses (bytes/s)
+        self.act_bytes = act * 2
+        self.layer_grad_bytes = layer_params * 2
+        self.embed_grad_bytes = V // mp * H * 2
+        self.bw = {"mp": 180e9, "pp": 90e9, "dp": 140e9}
+        # memory: bf16 params + fp32 master + two fp32 moments + bf16 grads per parameter
+        self.layer_params = layer_params
+        self.scores_bytes = scores * 2
+
+
+# ----------------------------------------------------------------------------- collectives
+
+
+class _Pending:
+    """The end time of an NCCL kernel whose collective has not met all its members yet."""
+
+    __slots__ = ("end", "waiters")
+
+    def __init__(self):
+        self.end = None
+        self.waiters: List[int] = []
+
+
+class _LiveBook:
+    """Phase 1: matches collective instances across the simulated ranks and times them."""
+
+    def __init__(self):
+        self.open: Dict[tuple, list] = {}
+        self.times: Dict[int, list] = collections.defaultdict(list)
+        self.woken: List[int] = []
+
+    def launch(self, rank: int, key: tuple, size: int, start: int, xfer: int):
+        inst = self.open.get(key)
+        if inst is None:
+            inst = self.open[key] = [size, xfer, []]
+        elif inst[0] != size or inst[1] != xfer:
+            raise AssertionError("collective %r launched differently by its members" % (key,))
+        handle = _Pending()
+        slots = self.times[rank]
+        inst[2].append((rank, start, handle, len(slots)))
+        slots.append(None)
+        if len(inst[2]) == size:
+            del self.open[key]
+            end = max(m[1] for m in inst[2]) + xfer
+            for r, s, h, slot in inst[2]:
+                h.end = end
+                self.times[r][slot] = (s, end)
+                self.woken.extend(h.waiters)
+                h.waiters = []
+        return handle
+
+
+class _ReplayBook:
+    """Phase 2: a rank re-run alone reads its NCCL kernels' times from phase 1."""
+
+    def __init__(self, times: Sequence[Tuple[int, int]]):
+        self.times = times
+        self.i = 0
+
+    def launch(self, rank, key, size, start, xfer):
+        s, e = self.times[self.i]
+        self.i += 1
+        if s != start:
+            raise AssertionError("rank %d re-ran collective %r differently" % (rank, key))
+        return e
+
+
+class _SoloBook:
+    """For sizing only: every collective completes as if its peers were already there."""
+
+    def launch(self, rank, key, size, start, xfer):
+        return start + xfer
+
+
+class _NullSink:
+    """Stands in for a RankTrace while ranks are only being timed."""
+
+    n_device = 0
+
+    def name_id(self, name):
+        return 0
+
+    def spec_id(self, spec):
+        return 0
+
+    def place_id(self, place):
+        return 0
+
+    def host_open(self, name_id, etype, tid, start):
+        return -1
+
+    def host_close(self, row, end):
+        pass
+
+    def runtime(self, *a):
+        pass
+
+    def device_event(self, *a):
+        return -1
+
+    def mem(self, *a):
+        pass
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+class _Allocator:
+    """One place's allocator: live blocks, current/peak counters and reserved chunks."""
+
+    def __init__(self, place: str, base: int, allocated: int, reserved: int, chunk: int):
+        self.place = place
+        self.cur = allocated
+        self.res = max(reserved, allocated)
+        self.peak = self.cur
+        self.peak_res = self.res
+        self.chunk = chunk
+        self.base = base
+        self.top = base
+        self.free_blocks: Dict[int, List[int]] = collections.defaultdict(list)
+        self.size_of: Dict[int, int] = {}
+
+
+@dataclass
+class _Entry:
+    """One forward op as autograd remembers it: what its grad node will run."""
+
+    grad: str  # e.g. "Matmul" -> Global_MatmulGradNode
+    kernel: str  # e.g. "matmul_grad" -> "matmul_grad infer_meta" / "matmul_grad kernel launch"
+    kernels: Tuple[str, ...]
+    out_bytes: int
+    saved: int  # address freed by the grad node, or 0
+    params: int = 0  # parameters whose GradNodeAccumulation follows
+    layer: int = -1  # decoder layer it belongs to (for DP buckets)
+    comm: bool = False  # the grad kernel is an MP all-reduce
+
+
+# ----------------------------------------------------------------------------- one rank
+
+
+class _RankProgram:
+    """One rank's training loop, run as a generator that yields when it needs the end time
+    of a collective whose peers have not reached it yet."""
+
+    def __init__(self, cfg: SynthConfig, topo: Topology, cat: _Catalog, rank: int, sink, book):
+        self.cfg, self.topo, self.cat, self.rank = cfg, topo, cat, rank
+        self.sink, self.book = sink, book
+        c = topo.coords(rank)
+        self.dp_i, self.pp_i, self.mp_i = c["dp"], c["pp"], c["mp"]
+        self.rng = random.Random(cfg.seed * 1_000_003 + rank)
+        rnd = self.rng.random
+        self.pid = 30000 + 1000 * rank + int(rnd() * 900)
+        self.main_tid = self.pid
+        self.pin_tid = self.pid + 17 + int(rnd() * 60)
+        self.device_id = rank % cfg.gpus_per_node
+        self.slow = 1.0 if cfg.slow_rank != rank else cfg.slow_factor
+        self.t = EPOCH_NS + (int(rnd() * 200_000) & ~1)
+        self.corr = 1000 + int(rnd() * 500)
+        self.stream_free = {COMPUTE_STREAM: 0, MP_STREAM: 0, PP_FWD_STREAM: 0, PP_BWD_STREAM: 0,
+                            DP_STREAM: 0}
+        self.compute_wait: List = []
+        self.step_idx = 0
+        self.seq: Dict[str, int] = collections.defaultdict(int)
+        per_stage = [cfg.layers // cfg.pp + (1 if p < cfg.layers % cfg.pp else 0)
+                     for p in range(cfg.pp)]
+        self.n_layers = per_stage[self.pp_i]
+        self.layer0 = sum(per_stage[:self.pp_i])
+        self.first_stage = self.pp_i == 0
+        self.last_stage = self.pp_i == cfg.pp - 1
+        self.pending_free: List[Tuple[_Allocator, int]] = []
+        self.tape: Dict[int, List[_Entry]] = {}
+        self.mb_buffers: Dict[int, List[int]] = collections.defaultdict(list)
+        self.dp_handles: List = []
+        self.batch_cpu: List[int] = []
+        self.cur_mb = 0
+        # ground truth, filled while recording
+        self.steps: List[dict] = []
+        self.comm_log: List[Tuple[str, int, int, int, int, int]] = []
+        self._spec_ids: Dict[str, Tuple[int, int]] = {}
+        self._setup_memory()
+
+    # -- small helpers
+    def _adv(self, lo: int, hi: int) -> None:
+        self.t += (lo + int(self.rng.random() * (hi - lo))) & ~1
+
+    # Host times stay even and memory timestamps odd, so a memory event never sits on a host
+    # event's boundary and every nesting is unambiguous for Paddle's tree rules.
+    def _open(self, name: str, etype: int) -> int:
+        self.t += 2 + (int(self.rng.random() * 600) & ~1)
+        return self.sink.host_open(self.sink.name_id(name), etype, self.main_tid, self.t)
+
+    def _close(self, row: int) -> None:
+        self.t += 2 + (int(self.rng.random() * 600) & ~1)
+        self.sink.host_close(row, self.t)
+
+    def _leaf(self, name: str, etype: int, lo: int, hi: int) -> None:
+        row = self._open(name, etype)
+        self._adv(lo, hi)
+        self._close(row)
+
+    def _spec(self, key: str) -> Tuple[int, int]:
+        ids = self._spec_ids.get(key)
+        if ids is None:
+            spec = self.cat.spec[key]
+            ids = self._spec_ids[key] = (self.sink.name_id(spec.name), self.sink.spec_id(spec))
+        return ids
+
+    def _next_corr(self) -> int:
+        self.corr += 1
+        return self.corr
+
+    def _runtime(self, name: str, lo: int, hi: int) -> Tuple[int, int, int]:
+        start = self.t
+        self._adv(lo, hi)
+        corr = self._next_corr()
+        self.sink.runtime(self.sink.name_id(name), self.main_tid, start, self.t, corr)
+        return start, self.t, corr
+
+    @staticmethod
+    def _resolve(x):
+        while x.end is None:
+            yield x
+        return x.end
+
+    def _ready_after(self, t: int, deps: Iterable, gap: int = 0):
+        """The later of ``t`` and each dependency's end plus ``gap``, waiting for any end
+        still pending."""
+        for d in deps:
+            v = (d if type(d) is int else (yield from self._resolve(d))) + gap
+            if v > t:
+                t = v
+        return t
+
+    def _kernel_gap(self) -> int:
+        return 700 + int(self.rng.random() * 900)
+
+    def _xfer(self, key: tuple, nbytes: float, kind: str, factor: float = 1.0) -> int:
+        jitter = (zlib.crc32(repr((self.cfg.seed,) + key).encode()) % 1000) / 1000.0
+        return int(8000 + factor * nbytes / self.cat.bw[kind] * 1e9 * (0.97 + 0.06 * jitter))
+
+    # -- memory
+    def _setup_memory(self) -> None:
+        cfg, cat, rnd = self.cfg, self.cat, self.rng.random
+        params = cat.layer_params * self.n_layers
+        if self.first_stage or self.last_stage:
+            params += cfg.vocab // cfg.mp * cfg.hidden
+        static = params * 16
+        inflight = min(cfg.micro_batches, cfg.pp - self.pp_i) if cfg.pp > 1 else 1
+        per_layer = 14 * cat.act_bytes + 3 * cat.scores_bytes  # saved for backward
+        budget = 60 * 1024 ** 3
+        need = static + per_layer * self.n_layers * inflight
+        self.mem_scale = min(1.0, budget / need)
+        chunk = 1 << 30
+        base = 0x7F3A00000000 + (self.rank << 36)
+        static = int(static * self.mem_scale)
+        self.gpu = _Allocator("Place(gpu:%d)" % self.device_id, base, static,
+                              -(-static // chunk) * chunk + chunk, chunk)
+        host_now = 180_000_000 + int(rnd() * 20_000_000)  # what the process already holds
+        self.cpu = _Allocator("Place(cpu)", 0x55D000000000 + (self.rank << 32), host_now,
+                              host_now, 64 << 20)
+        self.pinned = _Allocator("Place(gpu_pinned)", 0x7F9000000000 + (self.rank << 32), 0, 0,
+                                 32 << 20)
+        self.pinned_live: collections.deque = collections.deque()
+
+    def _mem_event(self, a: _Allocator, mtype: int, addr: int, inc: int, tid: int) -> None:
+        self.sink.mem(mtype, tid, self.t + 1, self.sink.place_id(a.place), addr, inc, a.cur,
+                      a.res, a.peak, a.peak_res)
+        self.t += 2
+
+    def _alloc(self, a: _Allocator, size: int, tid: int = 0) -> int:
+        tid = tid or self.main_tid
+        size = max(256, -(-int(size * (self.mem_scale if a is self.gpu else 1.0)) // 256) * 256)
+        while a.cur + size > a.res:
+            grow = max(a.chunk, -(-(a.cur + size - a.res) // a.chunk) * a.chunk)
+            a.res += grow
+            a.peak_res = max(a.peak_res, a.res)
+            self._mem_event(a, RESERVED_ALLOCATE, a.top, grow, tid)
+        blocks = a.free_blocks.get(size)
+        if blocks:
+            addr = blocks.pop()
+        else:
+            addr = a.top
+            a.top += size
+        a.size_of[addr] = size
+        a.cur += size
+        if a.cur > a.peak:
+            a.peak = a.cur
+        self._mem_event(a, ALLOCATE, addr, size, tid)
+        return addr
+
+    def _free(self, a: _Allocator, addr: int, tid: int = 0) -> None:
+        size = a.size_of.pop(addr)
+        a.cur -= size
+        a.free_blocks[size].append(addr)
+        self._mem_event(a, FREE, addr, -size, tid or self.main_tid)
+
+    def _trim(self, a: _Allocator) -> None:
+        """Give one cached chunk back when much more is reserved than allocated."""
+        if a.res - a.cur > 3 * a.chunk:
+            a.res -= a.chunk
+            self._mem_event(a, RESERVED_FREE, a.base + a.res, -a.chunk, self.main_tid)
+
+    def _flush_frees(self) -> None:
+        for a, addr in self.pending_free:
+            self._free(a, addr)
+        self.pending_free.clear()
+
+    # -- device work
+    def _kdur(self, key: str) -> int:
+        """A compute kernel's duration: the catalogue's, jittered, slowed on the slow rank."""
+        return int(self.cat.ns[key] * (0.97 + 0.06 * self.rng.random()) * self.slow)
+
+    def _launch(self, key: str):
+        """cudaLaunchKernel of one compute kernel on the compute stream."""
+        _, rt_end, corr = self._runtime(_LAUNCH, 2400, 5200)
+        ready = rt_end + 400 + int(self.rng.random() * 1200)
+        free = self.stream_free[COMPUTE_STREAM]
+        deps = self.compute_wait
+        if deps:
+            self.compute_wait = []
+            ready = yield from self._ready_after(ready, deps, self._kernel_gap())
+        # a queued kernel starts a little after the one before it, as on real GPUs
+        ready = yield from self._ready_after(ready, (free,), self._kernel_gap())
+        end = ready + self._kdur(key)
+        self.stream_free[COMPUTE_STREAM] = end
+        nid, sid = self._spec(key)
+        self.sink.device_event(nid, KERNEL, COMPUTE_STREAM, ready, end, corr, sid)
+        self.t += 200 + (int(self.rng.random() * 600) & ~1)
+
+    def _nccl(self, spec_key: str, kind: str, key: tuple, size: int, xfer: int, stream: int):
+        """cudaLaunchKernel of an NCCL kernel; returns its end (or a pending end).
+
+        On a communication stream the kernel first waits for the compute stream (Paddle
+        records an event there so the data it sends is ready)."""
+        _, rt_end, corr = self._runtime(_LAUNCH, 2800, 6400)
+        ready = rt_end + 500 + int(self.rng.random() * 1500)
+        gap = self._kernel_gap()
+        deps = [self.stream_free[stream]]
+        if stream != COMPUTE_STREAM:
+            deps.append(self.stream_free[COMPUTE_STREAM])
+        elif self.compute_wait:
+            deps.extend(self.compute_wait)
+            self.compute_wait = []
+        start = yield from self._ready_after(ready, deps, gap)
+        end = self.book.launch(self.rank, key, size, start, xfer)
+        self.stream_free[stream] = end
+        nid, sid = self._spec(spec_key)
+        row = self.sink.device_event(nid, KERNEL, stream, start, end, corr, sid)
+        if row >= 0:
+            self.comm_log.append((kind, self.step_idx, row, start, end, xfer))
+        self.t += 200 + (int(self.rng.random() * 600) & ~1)
+        return end
+
+    def _mp_key(self) -> tuple:
+        self.seq["mp"] += 1
+        return ("mp", self.dp_i, self.pp_i, self.step_idx, self.seq["mp"])
+
+    def _mp_allreduce(self, nbytes: int, spec_key: str = "nccl_mp", stream: int = MP_STREAM):
+        key = self._mp_key()
+        mp = self.cfg.mp
+        xfer = self._xfer(key, nbytes, "mp", 2.0 * (mp - 1) / mp)
+        return (yield from self._nccl(spec_key, "mp_allreduce", key, mp, xfer, stream))
+
+    # -- operators
+    def _op(self, name: str, kernels: Sequence[str] = (), out: int = 0, saved: bool = False,
+            grad: Optional[Tuple[str, str, Tuple[str, ...]]] = None, params: int = 0,
+            pybind: bool = False, layer: int = -1, grad_comm: bool = False):
+        """``<name> dygraph`` with node_creation, infer_meta and a kernel launch that allocates
+        the output and launches ``kernels``; records its grad node on the tape."""
+        wrap = None
+        if pybind:
+            wrap = self._open(name + " pybind_imperative_func", USER_DEFINED)
+            self._adv(600, 2400)
+        row = self._open(name + " dygraph", OPERATOR)
+        self._adv(400, 1800)
+        if grad is not None:
+            self._leaf(name + " node_creation", OPERATOR_INNER, 300, 1400)
+        self._leaf(name + " infer_meta", OPERATOR_INNER, 200, 1800)
+        lrow = self._open(name + " kernel launch", DYGRAPH_KERNEL_LAUNCH)
+        self._adv(300, 1400)
+        addr = self._alloc(self.gpu, out) if out else 0
+        for key in kernels:
+            yield from self._launch(key)
+        self._adv(200, 800)
+        self._close(lrow)
+        self._adv(300, 1500)
+        self._close(row)
+        if wrap is not None:
+            self._adv(400, 1600)
+            self._close(wrap)
+        self._flush_frees()
+        keep = saved and grad is not None
+        if addr and not keep:
+            self.pending_free.append((self.gpu, addr))
+        if grad is not None:
+            gname, gkernel, gkernels = grad
+            self.tape[self.cur_mb].append(_Entry(gname, gkernel, gkernels,
+                                                 out or self.cat.act_bytes, addr if keep else 0,
+                                                 params, layer, grad_comm))
+        self._adv(6000, 22_000)  # Python between ops
+
+    def _allreduce_op(self, nbytes: int):
+        """``c_allreduce_sum dygraph``: the MP all-reduce of a row-parallel layer's output."""
+        row = self._open("c_allreduce_sum dygraph", OPERATOR)
+        self._adv(400, 1600)
+        self._leaf("c_allreduce_sum infer_meta", OPERATOR_INNER, 200, 900)
+        lrow = self._open("c_allreduce_sum kernel launch", DYGRAPH_KERNEL_LAUNCH)
+        self._adv(300, 1200)
+        end = yield from self._mp_allreduce(nbytes)
+        self.compute_wait.append(end)
+        self._adv(200, 800)
+        self._close(lrow)
+        self._adv(300, 1200)
+        self._close(row)
+        self._adv(1500, 5000)
+
+    def _layer(self, name: str) -> int:
+        row = self._open(name, FORWARD)
+        self._adv(2000, 7000)
+        return row
+
+    def _end_layer(self, row: int) -> None:
+        self._adv(800, 3000)
+        self._flush_frees()
+        self._close(row)
+
+    def _linear(self, cls: str, key: str, layer: int, row_parallel: bool):
+        cfg = self.cfg
+        lname = cls if cfg.mp > 1 else "Linear"
+        L = self._layer(lname)
+        if cfg.mp > 1 and not row_parallel:
+            yield from self._op("c_identity", (), grad=("CIdentity", "c_identity_grad", ("nccl",)),
+                                layer=layer, grad_comm=True)
+        yield from self._op("matmul", (key,), out=self.cat.act_bytes, saved=True,
+                            grad=("Matmul", "matmul_grad", (key + "_dx", key + "_dw")), params=1,
+                            layer=layer)
+        if cfg.mp > 1 and row_parallel:
+            yield from self._allreduce_op(self.cat.act_bytes)
+        yield from self._op("add", ("add",), out=self.cat.act_bytes,
+                            grad=("Add", "add_grad", ("bias_grad",)), params=1, layer=layer)
+        self._end_layer(L)
+
+    def _decoder_layer(self, layer: int):
+        act = self.cat.act_bytes
+        L = self._layer("GPTDecoderLayer")
+        ln = self._layer("LayerNorm")
+        yield from self._op("layer_norm", ("layer_norm",), out=act, saved=True, pybind=True,
+                            grad=("LayerNorm", "layer_norm_grad",
+                                  ("layer_norm_grad", "layer_norm_grad_sb")), params=2,
+                            layer=layer)
+        self._end_layer(ln)
+        att = self._layer("MultiHeadAttention")
+        yield from self._linear("ColumnParallelLinear", "qkv", layer, False)
+        yield from self._op("reshape", (), out=0, pybind=True,
+                            grad=("Reshape", "reshape_grad", ()), layer=layer)
+        yield from self._op("transpose", ("transpose",), out=act, saved=False, pybind=True,
+                            grad=("Transpose", "transpose_grad", ("transpose",)), layer=layer)
+        yield from self._op("matmul", ("qk",), out=self.cat.scores_bytes, saved=True, pybind=True,
+                            grad=("Matmul", "matmul_grad", ("qk_grad_a", "qk_grad_b")), layer=layer)
+        yield from self._op("scale", ("scale",), out=self.cat.scores_bytes,
+                            grad=("Scale", "scale", ("scale",)), layer=layer)
+        yield from self._op("softmax", ("softmax",), out=self.cat.scores_bytes, saved=True,
+                            pybind=True, grad=("Softmax", "softmax_grad", ("softmax_grad",)),
+                            layer=layer)
+        dr = self._layer("Dropout")
+        yield from self._op("dropout", ("dropout_attn",), out=self.cat.scores_bytes, saved=True,
+                            grad=("Dropout", "dropout_grad", ("dropout_attn_grad",)), layer=layer)
+        self._end_layer(dr)
+        yield from self._op("matmul", ("av",), out=act, saved=True, pybind=True,
+                            grad=("Matmul", "matmul_grad", ("av_grad_a", "av_grad_b")), layer=layer)
+        yield from self._op("transpose", ("transpose",), out=act, pybind=True,
+                            grad=("Transpose", "transpose_grad", ("transpose",)), layer=layer)
+        yield from self._op("reshape", (), pybind=True, grad=("Reshape", "reshape_grad", ()),
+                            layer=layer)
+        yield from self._linear("RowParallelLinear", "proj", layer, True)
+        self._end_layer(att)
+        dr = self._layer("Dropout")
+        yield from self._op("dropout", ("dropout",), out=act, saved=True,
+                            grad=("Dropout", "dropout_grad", ("dropout_grad",)), layer=layer)
+        self._end_layer(dr)
+        yield from self._op("add", ("add",), out=act, grad=("Add", "add_grad", ()), layer=layer)
+        ln = self._layer("LayerNorm")
+        yield from self._op("layer_norm", ("layer_norm",), out=act, saved=True, pybind=True,
+                            grad=("LayerNorm", "layer_norm_grad",
+                                  ("layer_norm_grad", "layer_norm_grad_sb")), params=2,
+                            layer=layer)
+        self._end_layer(ln)
+        mlp = self._layer("GPTMLP")
+        yield from self._linear("ColumnParallelLinear", "fc1", layer, False)
+        yield from self._op("gelu", ("gelu",), out=4 * act // self.cfg.mp, saved=True, pybind=True,
+                            grad=("Gelu", "gelu_grad", ("gelu_grad",)), layer=layer)
+        yield from self._linear("RowParallelLinear", "fc2", layer, True)
+        self._end_layer(mlp)
+        dr = self._layer("Dropout")
+        yield from self._op("dropout", ("dropout",), out=act, saved=True,
+                            grad=("Dropout", "dropout_grad", ("dropout_grad",)), layer=layer)
+        self._end_layer(dr)
+        yield from self._op("add", ("add",), out=act, grad=("Add", "add_grad", ()), layer=layer)
+        self._end_layer(L)
+
+    def _embeddings(self):
+        act = self.cat.act_bytes
+        E = self._layer("GPTEmbeddings")
+        if self.cfg.mp > 1:
+            V = self._layer("VocabParallelEmbedding")
+            yield from self._op("c_embedding", ("embedding",), out=act, pybind=True,
+                                grad=("CEmbedding", "c_embedding_grad", ("embedding_grad",)),
+                                params=1)
+            yield from self._allreduce_op(act)
+        else:
+            V = self._layer("Embedding")
+            yield from self._op("embedding", ("embedding",), out=act, pybind=True,
+                                grad=("Embedding", "embedding_grad", ("embedding_grad",)), params=1)
+        self._end_layer(V)
+        yield from self._op("add", ("add",), out=act, grad=("Add", "add_grad", ()))
+        dr = self._layer("Dropout")
+        yield from self._op("dropout", ("dropout",), out=act, saved=True,
+                            grad=("Dropout", "dropout_grad", ("dropout_grad",)))
+        self._end_layer(dr)
+        self._end_layer(E)
+
+    def _final_norm_and_head(self):
+        act, T = self.cat.act_bytes, self.cat.T
+        ln = self._layer("LayerNorm")
+        yield from self._op("layer_norm", ("layer_norm",), out=act, saved=True, pybind=True,
+                            grad=("LayerNorm", "layer_norm_grad",
+                                  ("layer_norm_grad", "layer_norm_grad_sb")), params=2)
+        self._end_layer(ln)
+        head = self._layer("GPTLMHead")
+        if self.cfg.mp > 1:
+            yield from self._op("c_identity", (), grad=("CIdentity", "c_identity_grad", ("nccl",)),
+                                grad_comm=True)
+        yield from self._op("matmul", ("lm_head",), out=T * self.cfg.vocab * 2 // self.cfg.mp,
+                            saved=True, grad=("Matmul", "matmul_grad", ("lm_head_dx", "lm_head_dw")),
+                            params=1)
+        self._end_layer(head)
+
+    def _criterion(self):
+        """GPTPretrainingCriterion: (parallel) cross entropy and the mean loss."""
+        T, mp = self.cat.T, self.cfg.mp
+        C = self._layer("GPTPretrainingCriterion")
+        if mp > 1:
+            row = self._open("c_softmax_with_cross_entropy dygraph", OPERATOR)
+            self._adv(500, 2000)
+            self._leaf("c_softmax_with_cross_entropy node_creation", OPERATOR_INNER, 300, 1200)
+            self._leaf("c_softmax_with_cross_entropy infer_meta", OPERATOR_INNER, 300, 1500)
+            lrow = self._open("c_softmax_with_cross_entropy kernel launch", DYGRAPH_KERNEL_LAUNCH)
+            self._adv(300, 1200)
+            addr = self._alloc(self.gpu, T * 4)
+            saved = self._alloc(self.gpu, T * self.cfg.vocab * 2 // mp)
+            # the op reduces max and sum over the model-parallel group on the calc stream
+            yield from self._launch("ce")
+            yield from self._mp_allreduce(T * 4, "nccl_ce_max", COMPUTE_STREAM)
+            yield from self._launch("ce")
+            yield from self._mp_allreduce(T * 4, "nccl_ce_sum", COMPUTE_STREAM)
+            yield from self._launch("ce")
+            self._adv(200, 800)
+            self._close(lrow)
+            self._adv(300, 1200)
+            self._close(row)
+            self._flush_frees()
+            self.pending_free.append((self.gpu, addr))
+            self.tape[self.cur_mb].append(_Entry("CSoftmaxWithCrossEntropy",
+                                                 "c_softmax_with_cross_entropy_grad", ("ce_grad",),
+                                                 T * self.cfg.vocab * 2 // mp, saved))
+            self._adv(1500, 5000)
+        else:
+            yield from self._op("cross_entropy_with_softmax", ("ce",), out=T * 4, saved=True,
+                                pybind=True, grad=("CrossEntropyWithSoftmax",
+                                                   "cross_entropy_with_softmax_grad", ("ce_grad",)))
+        yield from self._op("mean", ("mean",), out=256, pybind=True,
+                            grad=("Mean", "mean_grad", ("mean_grad",)))
+        self._end_layer(C)
+
+    def _forward(self, mb: int):
+        self.cur_mb = mb
+        self.tape[mb] = []
+        model = "GPTForCausalLMPipe" if self.cfg.pp > 1 else "GPTForCausalLM"
+        F = self._layer(model)
+        if self.first_stage:
+            yield from self._embeddings()
+        for i in range(self.n_layers):
+            yield from self._decoder_layer(self.layer0 + i)
+        if self.last_stage:
+            yield from self._final_norm_and_head()
+        self._end_layer(F)
+        if self.last_stage:
+            yield from self._criterion()
+
+    # -- backward
+    def _grad_node(self, e: _Entry):
+        g = self._open("Global_%sGradNode" % e.grad, OPERATOR)
+        self._adv(300, 1200)
+        loc = self._open("Local_%sGradNode" % e.grad, OPERATOR_INNER)
+        self._adv(400, 2400)
+        self._leaf(e.kernel + " infer_meta", OPERATOR_INNER, 200, 1500)
+        lname = ("c_allreduce_sum" if e.comm else e.kernel) + " kernel launch"
+        lrow = self._open(lname, DYGRAPH_KERNEL_LAUNCH)
+        self._adv(300, 1400)
+        addr = self._alloc(self.gpu, e.out_bytes) if e.kernels and not e.comm else 0
+        if e.comm:
+            end = yield from self._mp_allreduce(self.cat.act_bytes)
+            self.compute_wait.append(end)
+        else:
+            for key in e.kernels:
+                yield from self._launch(key)
+        self._adv(200, 800)
+        self._close(lrow)
+        self._adv(300, 1500)
+        self._close(loc)
+        self._adv(200, 900)
+        if e.saved:
+            self._free(self.gpu, e.saved)
+        self._flush_frees()
+        self._close(g)
+        if addr:
+            self.pending_free.append((self.gpu, addr))
+        for _ in range(e.params):
+            self._leaf("Global_GradNodeAccumulation", OPERATOR, 600, 2400)
+        self._adv(300, 1500)
+
+    def _dp_bucket(self, nbytes: int):
+        """The fused gradient all-reduce of one bucket, a Communication event."""
+        self.seq["dp"] += 1
+        key = ("dp", self.pp_i, self.mp_i, self.step_idx, self.seq["dp"])
+        dp = self.cfg.dp
+        xfer = self._xfer(key, nbytes, "dp", 2.0 * (dp - 1) / dp)
+        row = self._open("allreduce_grads", COMMUNICATION)
+        self._adv(800, 3000)
+        end = yield from self._nccl("nccl_dp", "dp_allreduce", key, dp, xfer, DP_STREAM)
+        self.dp_handles.append(end)
+        self._adv(400, 1500)
+        self._close(row)
+
+    def _backward(self, mb: int, last: bool):
+        self.cur_mb = mb
+        B = self._open("Gradient Backward", BACKWARD)
+        self._adv(3000, 9000)
+        tape = self.tape.pop(mb)
+        dp_on = last and self.cfg.dp > 1
+        bucket_layers = self.cfg.dp_bucket_layers
+        pending = 0  # decoder layers whose gradients are complete but not yet all-reduced
+        cur_layer = None
+        for e in reversed(tape):
+            if dp_on and e.layer != cur_layer:
+                if cur_layer is not None and cur_layer >= 0:
+                    pending += 1
+                    if pending == bucket_layers:
+                        yield from self._dp_bucket(pending * self.cat.layer_grad_bytes)
+                        pending = 0
+                cur_layer = e.layer
+            yield from self._grad_node(e)
+        if dp_on:
+            if cur_layer is not None and cur_layer >= 0:
+                pending += 1
+            nbytes = pending * self.cat.layer_grad_bytes
+            if self.first_stage or self.last_stage:
+                nbytes += self.cat.embed_grad_bytes
+            if nbytes:
+                yield from self._dp_bucket(nbytes)
+        for addr in self.mb_buffers.pop(mb, []):
+            self._free(self.gpu, addr)
+        self._adv(2000, 6000)
+        self._flush_frees()
+        self._close(B)
+
+    # -- pipeline
+    def _p2p(self, send: bool, fwd: bool, mb: int):
+        """``send_v2``/``recv_v2`` of one micro-batch's activations (fwd) or gradients."""
+        link = self.pp_i if (send == fwd) else self.pp_i - 1
+        key = ("pf" if fwd else "pb", self.dp_i, self.mp_i, link, self.step_idx, mb)
+        xfer = self._xfer(key, self.cat.act_bytes, "pp")
+        name = "send_v2" if send else "recv_v2"
+        row = self._open(name + " dygraph", OPERATOR)
+        self._adv(500, 2000)
+        self._leaf(name + " infer_meta", OPERATOR_INNER, 200, 1000)
+        lrow = self._open(name + " kernel launch", DYGRAPH_KERNEL_LAUNCH)
+        self._adv(300, 1200)
+        addr = 0 if send else self._alloc(self.gpu, self.cat.act_bytes)
+        end = yield from self._nccl("nccl_pp", "pp_sendrecv", key, 2, xfer,
+                                    PP_FWD_STREAM if fwd else PP_BWD_STREAM)
+        if not send:
+            self.compute_wait.append(end)
+            self.mb_buffers[mb].append(addr)
+        self._adv(200, 800)
+        self._close(lrow)
+        self._adv(300, 1200)
+        self._close(row)
+        self._adv(2000, 6000)
+
+    def _pp_forward(self, mb: int):
+        if not self.first_stage:
+            yield from self._p2p(False, True, mb)
+        yield from self._forward(mb)
+        if not self.last_stage:
+            yield from self._p2p(True, True, mb)
+
+    def _pp_backward(self, mb: int, last: bool):
+        if not self.last_stage:
+            yield from self._p2p(False, False, mb)
+        yield from self._backward(mb, last)
+        if not self.first_stage:
+            yield from self._p2p(True, False, mb)
+
+    # -- step pieces
+    def _dataloader(self):
+        row = self._open("_DataLoaderIterMultiProcess", DATALOADER)
+        self._adv(20_000, 60_000)
+        # the pin-memory thread prepared this batch a moment ago; it frees the batch before last
+        pin_t = self.t
+        self.t -= 18_000
+        if len(self.pinned_live) >= 4:
+            for _ in range(2):
+                self._free(self.pinned, self.pinned_live.popleft(), self.pin_tid)
+        for _ in range(2):
+            self.pinned_live.append(self._alloc(self.pinned, self.cat.T * 8, self.pin_tid))
+        self.t = pin_t
+        if self.batch_cpu:
+            for addr in self.batch_cpu:
+                self._free(self.cpu, addr)
+        self.batch_cpu = [self._alloc(self.cpu, self.cat.T * 8) for _ in range(2)]
+        self._adv(40_000, 160_000)
+        self._close(row)
+        self._adv(3000, 9000)
+
+    def _h2d(self):
+        addrs = []
+        for _ in range(2):  # input ids and labels
+            row = self._open("GpuMemcpyAsync:CPU->GPU", USER_DEFINED)
+            self._adv(800, 2500)
+            addrs.append(self._alloc(self.gpu, self.cat.T * 8))
+            _, rt_end, corr = self._runtime(_MEMCPY_ASYNC, 3000, 7000)
+            ready = rt_end + 800
+            free = self.stream_free[COMPUTE_STREAM]
+            start = yield from self._ready_after(ready, (free,), self._kernel_gap())
+            end = start + 1500 + int(self.cat.T * 8 / 22e9 * 1e9)
+            self.stream_free[COMPUTE_STREAM] = end
+            self.sink.device_event(self.sink.name_id("MEMCPY_HtoD"), MEMCPY, COMPUTE_STREAM,
+                                   start, end, corr, self.cat.T * 8)
+            self._adv(500, 1500)
+            self._close(row)
+        self._adv(3000, 8000)
+        return addrs
+
+    def _optimizer(self):
+        O = self._open("Optimization Step", OPTIMIZATION)
+        self._adv(20_000, 60_000)
+        self.compute_wait.extend(self.dp_handles)
+        self.dp_handles = []
+        n_params = 12 * self.n_layers + (2 if self.first_stage else 0) + (3 if self.last_stage else 0)
+        for _ in range(n_params):
+            w = self._open("adamw_ pybind_imperative_func", USER_DEFINED)
+            self._adv(600, 2000)
+            row = self._open("adamw_ dygraph", OPERATOR)
+            self._adv(1500, 6000)
+            self._leaf("adamw_ infer_meta", OPERATOR_INNER, 400, 2000)
+            lrow = self._open("adamw kernel launch", DYGRAPH_KERNEL_LAUNCH)
+            self._adv(300, 1200)
+            yield from self._launch("adamw")
+            self._adv(200, 800)
+            self._close(lrow)
+            self._adv(300, 1500)
+            self._close(row)
+            self._adv(300, 1200)
+            self._close(w)
+            self._adv(1500, 5000)
+        # clear_grad: zero the fused gradient buffer
+        row = self._open("full_ dygraph", OPERATOR)
+        self._adv(500, 2000)
+        self._leaf("full_ infer_meta", OPERATOR_INNER, 200, 1000)
+        lrow = self._open("full kernel launch", DYGRAPH_KERNEL_LAUNCH)
+        self._adv(300, 1200)
+        for _ in range(2):
+            _, rt_end, corr = self._runtime(_MEMSET_ASYNC, 2500, 5000)
+            start = yield from self._ready_after(rt_end + 700, (self.stream_free[COMPUTE_STREAM],),
+                                                 self._kernel_gap())
+            nbytes = self.cat.layer_grad_bytes * max(1, self.n_layers) // 2
+            end = start + 2000 + int(nbytes / 2.8e12 * 1e9)
+            self.stream_free[COMPUTE_STREAM] = end
+            self.sink.device_event(self.sink.name_id("MEMSET"), MEMSET, COMPUTE_STREAM, start, end,
+                                   corr, nbytes)
+            self._adv(300, 900)
+        self._close(lrow)
+        self._adv(300, 1200)
+        self._close(row)
+        self._adv(5000, 15_000)
+        self._close(O)
+
+    def _loss_sync(self):
+        """``loss.item()``: a synchronous device-to-host copy that waits for the GPU."""
+        row = self._open("GpuMemcpySync:GPU->CPU", USER_DEFINED)
+        self._adv(800, 2500)
+        addr = self._alloc(self.cpu, 4)
+        rt_start = self.t
+        corr = self._next_corr()
+        start = yield from self._ready_after(rt_start + 2500, (self.stream_free[COMPUTE_STREAM],),
+                                             self._kernel_gap())
+        end = start + 500 + int(self.rng.random() * 450)  # a 4-byte copy: under 1 us
+        self.stream_free[COMPUTE_STREAM] = end
+        self.t = max(self.t + 4000, end + 2000 + int(self.rng.random() * 2000)) & ~1
+        self.sink.runtime(self.sink.name_id(_MEMCPY_SYNC), self.main_tid, rt_start, self.t, corr)
+        self.sink.device_event(self.sink.name_id("MEMCPY_DtoH"), MEMCPY, COMPUTE_STREAM, start, end,
+                               corr, 4)
+        self._adv(300, 900)
+        self._runtime(_STREAM_SYNC, 1200, 3000)
+        self._adv(300, 900)
+        self._close(row)
+        self._adv(2000, 6000)
+        return addr
+
+    def run(self):
+        cfg = self.cfg
+        for si in range(cfg.steps):
+            self.step_idx = si
+            self.seq.clear()
+            row0 = self.sink.n_device
+            ps = self._open("ProfileStep#%d" % (cfg.first_step + si), PROFILE_STEP)
+            start = self.t
+            self._adv(5000, 15_000)
+            self._dataloader()
+            inputs = yield from self._h2d()
+            M = cfg.micro_batches
+            if cfg.pp == 1:
+                for mb in range(M):
+                    yield from self._forward(mb)
+                    yield from self._backward(mb, mb == M - 1)
+            else:
+                warm = min(cfg.pp - self.pp_i - 1, M)
+                for mb in range(warm):
+                    yield from self._pp_forward(mb)
+                for j in range(M - warm):
+                    yield from self._pp_forward(warm + j)
+                    yield from self._pp_backward(j, j == M - 1)
+                for j in range(M - warm, M):
+                    yield from self._pp_backward(j, j == M - 1)
+            yield from self._optimizer()
+            loss = yield from self._loss_sync()
+            L = self._open("log_metrics", PYTHON_USER_DEFINED)
+            self._adv(20_000, 80_000)
+            self._free(self.cpu, loss)
+            for addr in inputs:
+                self._free(self.gpu, addr)
+            self._trim(self.gpu)
+            self._adv(3000, 9000)
+            self._close(L)
+            self._adv(5000, 20_000)
+            self._close(ps)
+            self.steps.append({"step": cfg.first_step + si, "start_ns": start,
+                               "end_ns": self.t, "device_rows": (row0, self.sink.n_device)})
+            self._adv(8000, 30_000)
+
+
+def _drive_alone(prog: _RankProgram) -> None:
+    for pending in prog.run():
+        raise AssertionError("rank %d waited on a collective while re-run alone" % prog.rank)
+
+
+def _simulate_together(cfg: SynthConfig, topo: Topology, cat: _Catalog) -> _LiveBook:
+    """Phase 1: run every rank's program, unrecorded, until all collectives are timed."""
+    book = _LiveBook()
+    progs = [_RankProgram(cfg, topo, cat, r, _NullSink(), book) for r in range(topo.world)]
+    gens = [p.run() for p in progs]
+    runnable = collections.deque(range(topo.world))
+    done = 0
+    while runnable:
+        r = runnable.popleft()
+        try:
+            pending = next(gens[r])
+        except StopIteration:
+            done += 1
+        else:
+            if pending.end is None:
+                pending.waiters.append(r)
+            else:
+                runnable.append(r)
+        if book.woken:
+            runnable.extend(book.woken)
+            book.woken.clear()
+    if done != topo.world:
+        raise RuntimeError("the simulated ranks deadlocked; open collectives: %s"
+                           % sorted(book.open)[:8])
+    return book
+
+
+# ----------------------------------------------------------------------------- ground truth
+
+
+def _union(iv: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    out: List[List[int]] = []
+    for s, e in sorted(iv):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def _length(iv: List[Tuple[int, int]]) -> int:
+    return sum(e - s for s, e in iv)
+
+
+def _overlap(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> int:
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        s = max(a[i][0], b[j][0])
+        e = min(a[i][1], b[j][1])
+        if e > s:
+            total += e - s
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def _ground_truth(prog: _RankProgram, trace: RankTrace) -> List[dict]:
+    """Per step: its time, and per communication kind the NCCL kernels' time, the part spent
+    waiting for peers, and the part not hidden behind compute kernels on this GPU."""
+    comm_rows = {c[2]: c for c in prog.comm_log}
+    out = []
+    for s in prog.steps:
+        lo, hi = s["device_rows"]
+        compute, by_kind = [], {k: [] for k in COMM_KINDS}
+        busy = []
+        for d in range(lo, hi):
+            iv = (trace.d_start[d], trace.d_end[d])
+            busy.append(iv)
+            c = comm_rows.get(d)
+            if c is not None:
+                by_kind[c[0]].append(c)
+            elif trace.d_type[d] == KERNEL:
+                compute.append(iv)
+        cu = _union(compute)
+        comm = {}
+        all_comm = []
+        for kind, rows in by_kind.items():
+            iv = _union([(c[3], c[4]) for c in rows])
+            all_comm.extend(iv)
+            comm[kind] = {"calls": len(rows), "kernel_ns": sum(c[4] - c[3] for c in rows),
+                          "wait_ns": sum(c[4] - c[3] - c[5] for c in rows),
+                          "exposed_ns": _length(iv) - _overlap(iv, cu)}
+        ac = _union(all_comm)
+        out.append({"step": s["step"], "start_ns": s["start_ns"], "end_ns": s["end_ns"],
+                    "step_time_ns": s["end_ns"] - s["start_ns"],
+                    "compute_busy_ns": _length(cu), "gpu_busy_ns": _length(_union(busy)),
+                    "exposed_comm_ns": _length(ac) - _overlap(ac, cu), "comm": comm})
+    return out
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def build_rank(cfg: SynthConfig, rank: int, times: Sequence[Tuple[int, int]],
+               topo: Optional[Topology] = None,
+               cat: Optional[_Catalog] = None) -> Tuple[RankTrace, _RankProgram]:
+    """Phase 2 for one rank: re-run it with its collectives' times and record every event."""
+    topo = topo or Topology(cfg.dp, cfg.mp, cfg.pp)
+    cat = cat or _Catalog(cfg)
+    probe = _RankProgram(cfg, topo, cat, rank, _NullSink(), _SoloBook())
+    threads = {probe.main_tid: "MainThread",
+               probe.pin_tid: "Dataloader_%d" % (140_000_000_000_000 + probe.pid * 4096)}
+    rng = random.Random(cfg.seed * 7919 + rank)
+    trace = RankTrace(probe.pid, DeviceProps(probe.device_id), threads,
+                      process_cpu_util=1.1 + rng.random(), system_cpu_util=0.05 + 0.2 * rng.random())
+    prog = _RankProgram(cfg, topo, cat, rank, trace,
+                        _ReplayBook(times) if times is not None else _SoloBook())
+    _drive_alone(prog)
+    return trace, prog
+
+
+def _events_of(cfg: SynthConfig, layers_per_stage: int) -> int:
+    c = replace(cfg, layers=layers_per_stage * cfg.pp, steps=1, events_per_rank=None)
+    trace, _ = build_rank(c, 0, None)
+    return _writer.count_trace_events(trace, build_node_trees(trace))
+
+
+def size_for(cfg: SynthConfig) -> SynthConfig:
+    """Choose layers (and, past 96 layers per stage, micro-batches) so rank 0 writes about
+    ``cfg.events_per_rank`` trace events."""
+    if not cfg.events_per_rank:
+        return cfg
+    target = cfg.events_per_rank / cfg.steps
+    while True:
+        e1, e2 = _events_of(cfg, 1), _events_of(cfg, 2)
+        per_layer = max(1, e2 - e1)
+        n = max(1, round((target - (e1 - per_layer)) / per_layer))
+        if n <= 96 or cfg.micro_batches >= 512:
+            return replace(cfg, layers=n * cfg.pp)
+        cfg = replace(cfg, micro_batches=min(512, cfg.micro_batches * math.ceil(n / 96)))
+
+
+@dataclass
+class SynthResult:
+    out_dir: str
+    config: SynthConfig
+    traces: Dict[int, str] = field(default_factory=dict)
+    manifest: dict = field(default_factory=dict)
+
+
+def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,
+             ranks: Optional[Iterable[int]] = None, log=None) -> SynthResult:
+    """Simulate every rank, then write the chosen ranks' traces, the ground-truth manifest and,
+    with ``tables``, Paddle's expected summary tables beside each trace."""
+    cfg.validate()
+    cfg = size_for(cfg)
+    topo = Topology(cfg.dp, cfg.mp, cfg.pp)
+    cat = _Catalog(cfg)
+    os.makedirs(out_dir, exist_ok=True)
+    book = _simulate_together(cfg, topo, cat)
+    chosen = sorted(set(range(topo.world) if ranks is None else ranks))
+    result = SynthResult(out_dir, cfg)
+    rank_entries = []
+    for r in chosen:
+        trace, prog = build_rank(cfg, r, book.times[r], topo, cat)
+        trees = build_node_trees(trace)
+        name = _writer.trace_file_name("rank%d" % r, prog.t + 50_000_000 + r * 1000)
+        path = os.path.join(out_dir, name)
+        with open(path, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as f:
+            n_events = _writer.write_trace(trace, trees, f, layout)
+        result.traces[r] = path
+        if log:
+            log("rank %d: %d events -> %s" % (r, n_events, path))
+        entry = {"rank": r, "coords": topo.coords(r), "trace": name, "pid": trace.pid,
+                 "device_id": trace.device.id, "is_slow": r == cfg.slow_rank,
+                 "trace_events": n_events, "steps": _ground_truth(prog, trace)}
+        if tables:
+            from .oracle import write_reference_tables
+            entry["summaries"] = write_reference_tables(trace, trees, out_dir, name)
+        rank_entries.append(entry)
+        del trace, trees, prog
+    groups = topo.groups()
+    manifest = {
+        "generator": "tb_paddle_profile.synth",
+        "format_version": 1,
+        "layout": layout,
+        "config": asdict(cfg),
+        "world_size": topo.world,
+        "groups": groups,
+        "comm_streams": {"mp_allreduce": MP_STREAM, "pp_sendrecv": [PP_FWD_STREAM, PP_BWD_STREAM],
+                         "dp_allreduce": DP_STREAM, "compute": COMPUTE_STREAM},
+        "slow_rank": cfg.slow_rank,
+        "slow_factor": cfg.slow_factor if cfg.slow_rank is not None else 1.0,
+        "definitions": {
+            "step_time_ns": "ProfileStep#N duration on the rank's main thread",
+            "kernel_ns": "sum of the kind's NCCL kernel durations in the step",
+            "wait_ns": "part of kernel_ns spent waiting for the collective's last member",
+            "exposed_ns": "time the kind's NCCL kernels run while no compute kernel runs on the GPU",
+            "exposed_comm_ns": "the same for all NCCL kernels together",
+        },
+        "ranks": rank_entries,
+    }
+    with open(os.path.join(out_dir, MANIFEST_NAME), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    result.manifest = manifest
+    return result
