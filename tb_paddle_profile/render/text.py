@@ -21,6 +21,8 @@ VIEWS = ("DeviceView", "OverView", "ModelView", "DistributedView", "KernelView",
 _UNIT_DIVISOR = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": None}
 _KERNEL_NAME = re.compile(r"(.+?)(<.*>)(\(.*\))")
 INF = float("inf")
+CPU_STATS = "CPU Total / Avg / Max / Min / Ratio(%)"
+GPU_STATS = "GPU Total / Avg / Max / Min / Ratio(%)"
 
 
 def format_time(ns, unit: str) -> str:
@@ -53,6 +55,15 @@ class _Table:
         left = self.length - len(text)
         half = left // 2
         return "-" * half + text + "-" * (left - half)
+
+    def head(self, out: "_Out", title: str, unit: Optional[str], headers) -> None:
+        """Title, time unit line (when given) and the column headers between separators."""
+        out(self.title(title))
+        if unit is not None:
+            out(f"Time unit: {unit}")
+        out(self.sep)
+        out(self.row(headers))
+        out(self.sep)
 
 
 class _Stats:
@@ -159,10 +170,7 @@ def render(summary: pb.Summary, sorted_by: str = "CPUTotal", time_unit: str = "m
 
 def _device(s: pb.Summary, out: _Out, total: int) -> None:
     t = _Table([30, 20])
-    out(t.title("Device Summary"))
-    out(t.sep)
-    out(t.row(["Device", "Utilization (%)"]))
-    out(t.sep)
+    t.head(out, "Device Summary", None, ["Device", "Utilization (%)"])
     out(t.row(["CPU(Process)", format_ratio(s.device.cpu_process_utilization)]))
     out(t.row(["CPU(System)", format_ratio(s.device.cpu_system_utilization)]))
     for gpu in s.device.gpus:
@@ -181,11 +189,7 @@ def _device(s: pb.Summary, out: _Out, total: int) -> None:
 
 def _overview(s: pb.Summary, out: _Out, total: int, unit: str) -> None:
     t = _Table([25] * 4)
-    out(t.title("Overview Summary"))
-    out(f"Time unit: {unit}")
-    out(t.sep)
-    out(t.row(["Event Type", "Calls", "CPU Time", "Ratio (%)"]))
-    out(t.sep)
+    t.head(out, "Overview Summary", unit, ["Event Type", "Calls", "CPU Time", "Ratio (%)"])
     for i, row in enumerate(s.overview.cpu):
         name = row.event_type if i == 0 else "  " + row.event_type
         out(t.row([name, row.calls, format_time(row.time_ns, unit), format_ratio(float(row.time_ns) / total)]))
@@ -241,11 +245,7 @@ def _model(s: pb.Summary, out: _Out, total: int, unit: str) -> None:
                  f"{format_time(other, unit)} / - / - / - / {format_ratio(float(other) / total)}",
                  f"{format_time(other_gpu, unit)} / - / - / - / {format_ratio(gpu_ratio)}"])
     t = _Table([15, _calls_width(rows), _text_width(rows, 2, 40), _text_width(rows, 3, 40)])
-    out(t.title("Model Summary"))
-    out(f"Time unit: {unit}")
-    out(t.sep)
-    out(t.row(["Name", "Calls", "CPU Total / Avg / Max / Min / Ratio(%)", "GPU Total / Avg / Max / Min / Ratio(%)"]))
-    out(t.sep)
+    t.head(out, "Model Summary", unit, ["Name", "Calls", CPU_STATS, GPU_STATS])
     for r in rows:
         out(t.row(r))
     out(t.sep)
@@ -262,11 +262,7 @@ def _distributed(s: pb.Summary, out: _Out, total: int, unit: str) -> None:
     if not d.present:
         return
     t = _Table([25] * 3)
-    out(t.title("Distribution Summary"))
-    out(f"Time unit: {unit}")
-    out(t.sep)
-    out(t.row(["Name", "Total Time", "Ratio (%)"]))
-    out(t.sep)
+    t.head(out, "Distribution Summary", unit, ["Name", "Total Time", "Ratio (%)"])
     for name, value in (("ProfileStep", total), ("  Communication", d.communication_ns),
                         ("  Computation", d.computation_ns), ("  Overlap", d.overlap_ns)):
         out(t.row([name, format_time(value, unit), format_ratio(float(value) / total)]))
@@ -331,12 +327,8 @@ def _operators(s: pb.Summary, out: _Out, unit: str, sorted_by: str, op_detail: b
                 rows.append(["  " + _truncate(dev.name, 2, name_width), dev.calls, "- / - / - / - / -",
                              _Stats(dev.gpu, dev.calls).cells(unit, ratio), "-"])
     t = _Table([name_width, _calls_width(rows), _text_width(rows, 2, 40), _text_width(rows, 3, 40), 10])
-    out(t.title("Operator Summary"))
-    out(f"Time unit: {unit}")
-    out(t.sep)
-    out(t.row(["Name", "Calls", "CPU Total / Avg / Max / Min / Ratio(%)", "GPU Total / Avg / Max / Min / Ratio(%)",
-               "FLOPs"]))
-    out(t.sep)
+    t.head(out, "Operator Summary", unit, ["Name", "Calls", CPU_STATS, GPU_STATS,
+               "FLOPs"])
     for r in rows:
         out(t.title(r) if isinstance(r, str) else t.row(r))
     out(t.sep)
@@ -363,11 +355,7 @@ def _kernels(s: pb.Summary, out: _Out, unit: str, sorted_by: str) -> None:
         rows.append([k.name, k.calls, _Stats(k.gpu, k.calls).cells(unit, ratio)])
     name_width = 90
     t = _Table([name_width, _calls_width(rows), _text_width(rows, 2, 40)])
-    out(t.title("Kernel Summary"))
-    out(f"Time unit: {unit}")
-    out(t.sep)
-    out(t.row(["Name", "Calls", "GPU Total / Avg / Max / Min / Ratio(%)"]))
-    out(t.sep)
+    t.head(out, "Kernel Summary", unit, ["Name", "Calls", GPU_STATS])
     for r in rows:
         out(t.row([display_kernel_name(r[0], name_width)] + r[1:]))
     out(t.sep)
@@ -408,11 +396,7 @@ def _memory_manipulation(s: pb.Summary, out: _Out, total: int, unit: str) -> Non
         return
     rows = _general_rows(s.memory_manipulation, total, _step_general_gpu(s), unit)
     t = _Table([_name_width(rows), _calls_width(rows), _text_width(rows, 2, 40), _text_width(rows, 3, 40)])
-    out(t.title("Memory Manipulation Summary"))
-    out(f"Time unit: {unit}")
-    out(t.sep)
-    out(t.row(["Name", "Calls", "CPU Total / Avg / Max / Min / Ratio(%)", "GPU Total / Avg / Max / Min / Ratio(%)"]))
-    out(t.sep)
+    t.head(out, "Memory Manipulation Summary", unit, ["Name", "Calls", CPU_STATS, GPU_STATS])
     for r in rows:
         out(t.row(r))
     out(t.sep)
@@ -431,11 +415,7 @@ def _user_defined(s: pb.Summary, out: _Out, total: int, unit: str, sorted_by: st
         rows.append(title)
         rows.extend(_general_rows(_sort_items(items, sorted_by), total, gpu_total, unit))
     t = _Table([_name_width(rows), _calls_width(rows), _text_width(rows, 2, 40), _text_width(rows, 3, 40)])
-    out(t.title("UserDefined Summary"))
-    out(f"Time unit: {unit}")
-    out(t.sep)
-    out(t.row(["Name", "Calls", "CPU Total / Avg / Max / Min / Ratio(%)", "GPU Total / Avg / Max / Min / Ratio(%)"]))
-    out(t.sep)
+    t.head(out, "UserDefined Summary", unit, ["Name", "Calls", CPU_STATS, GPU_STATS])
     for r in rows:
         out(t.title(r) if isinstance(r, str) else t.row(r))
     out("")
