@@ -5,6 +5,7 @@ This is the one entry point the CLI, the cache and the plugin's workers call.
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from . import __version__
 from . import event_types as et
@@ -22,7 +23,7 @@ from .reader import EventTables, read_trace
 from .v1 import summary_pb2 as pb
 
 # Bump when the analyses change what they put into a Summary (part of the cache key).
-SUMMARY_SCHEMA = 1
+SUMMARY_SCHEMA = 2
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
@@ -48,20 +49,39 @@ def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) ->
 def summarize_bytes(data: bytes, file_name: str) -> pb.Summary:
     """Summarize one trace file's bytes (plain or gzip). Raises TraceError on bad input."""
     base = os.path.basename(file_name)
-    tables = read_trace(data, base)
-    try:
-        return summarize_tables(tables, base, len(data))
-    except (IndexError, ValueError, KeyError) as exc:  # inconsistent events that decoded fine
-        raise TraceError(base, f"inconsistent trace: {type(exc).__name__}: {exc}") from None
+    return _summarize(read_trace(data, base), base, len(data))
+
+
+def summarize_reader(read: Callable[[], bytes], file_name: str) -> pb.Summary:
+    """Like summarize_bytes, for bytes that `read()` returns: they are freed as soon as the event
+    tables are built, before the analyses, so that peak memory is the larger of the two phases
+    instead of their sum."""
+    base = os.path.basename(file_name)
+    tables, size = _tables(read, base)
+    return _summarize(tables, base, size)
 
 
 def summarize_file(path: str) -> pb.Summary:
+    def read() -> bytes:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise TraceError(os.path.basename(path), exc.strerror or str(exc)) from None
+
+    return summarize_reader(read, path)
+
+
+def _tables(read: Callable[[], bytes], base: str):
+    data = read()
+    return read_trace(data, base), len(data)
+
+
+def _summarize(tables: EventTables, base: str, size: int) -> pb.Summary:
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise TraceError(os.path.basename(path), exc.strerror or str(exc)) from None
-    return summarize_bytes(data, path)
+        return summarize_tables(tables, base, size)
+    except (IndexError, ValueError, KeyError) as exc:  # inconsistent events that decoded fine
+        raise TraceError(base, f"inconsistent trace: {type(exc).__name__}: {exc}") from None
 
 
 def _meta(p: Profile, file_name: str, file_size: int, m: pb.TraceMeta) -> None:

@@ -182,25 +182,50 @@ def _decompress(data: bytes, file_name: str) -> bytes:
         raise TraceError(file_name, reason) from None
 
 
-def decode(data: bytes, file_name: str) -> "tuple[Trace, int]":
-    """Typed decode with Paddle's quirks tolerated. Raises TraceError with a one-line reason."""
+_BLANK = re.compile(rb"\s*\Z")
+
+
+def _split_head(data: bytes):
+    """Fast path for Paddle's own layout: cut the traceEvents array out, so that the small rest
+    ("head") decodes alone and the events are only decoded once, in chunks. None when the file
+    does not look like that (truncated, other key order...): the caller then decodes it whole."""
+    key = data.find(b'"traceEvents"')
+    info = data.rfind(b'"ExtraInfo"')
+    if key < 0 or info < key:
+        return None
+    open_ = data.find(b"[", key)
+    close = data.rfind(b"]", open_, info)
+    if open_ < 0 or close < 0:
+        return None
+    try:
+        head = _DECODER.decode(data[:open_] + b"[]" + data[close + 1:])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    head.traceEvents = memoryview(data)[open_:close + 1]
+    return head
+
+
+def decode(data: bytes, file_name: str, repair: bool = False) -> "tuple[Trace, int]":
+    """Typed decode of everything but the events (kept raw) with Paddle's quirks tolerated.
+    Raises TraceError with a one-line reason."""
     data = _decompress(data, file_name)
-    if not data.strip():
+    if _BLANK.match(data):
         raise TraceError(file_name, "empty file")
     repaired = 0
-    try:
-        trace = _DECODER.decode(data)
-    except msgspec.ValidationError as exc:
-        raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
-    except msgspec.DecodeError as exc:
-        if "truncated" in str(exc):
-            raise TraceError(file_name, "truncated JSON: the file ends early (cut off or still being written)") from None
-        fixed, repaired = _repair(data)
+    if repair:
+        data, repaired = _repair(data)
+    trace = _split_head(data)
+    if trace is None:
         try:
-            trace = _DECODER.decode(fixed)
-        except msgspec.ValidationError as exc2:
-            raise TraceError(file_name, f"not a Paddle trace: {exc2}") from None
-        except msgspec.DecodeError:
+            trace = _DECODER.decode(data)
+        except msgspec.ValidationError as exc:
+            raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
+        except msgspec.DecodeError as exc:
+            if "truncated" in str(exc):
+                raise TraceError(file_name, "truncated JSON: the file ends early (cut off or still being written)") \
+                    from None
+            if not repair:
+                return decode(data, file_name, repair=True)
             lead = data.lstrip()[:1]
             what = "not JSON" if lead not in (b"{", b"[") else "invalid JSON"
             raise TraceError(file_name, f"{what}: {exc}") from None
@@ -270,11 +295,7 @@ def read_trace(data: bytes, file_name: str) -> EventTables:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        trace, repaired = decode(data, file_name)
-        try:
-            return _tabulate(trace, _event_chunks(trace.traceEvents), repaired)
-        except _ChunkSplitError:
-            return _tabulate(trace, iter([_EVENTS.decode(trace.traceEvents)]), repaired)
+        return _read(data, file_name, repair=False)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
     except (TypeError, ValueError, AttributeError) as exc:
@@ -282,6 +303,20 @@ def read_trace(data: bytes, file_name: str) -> EventTables:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _read(data: bytes, file_name: str, repair: bool) -> EventTables:
+    trace, repaired = decode(data, file_name, repair=repair)
+    try:
+        try:
+            return _tabulate(trace, _event_chunks(trace.traceEvents), repaired)
+        except _ChunkSplitError:
+            return _tabulate(trace, iter([_EVENTS.decode(trace.traceEvents)]), repaired)
+    except msgspec.DecodeError as exc:
+        if repair:
+            raise TraceError(file_name, f"invalid JSON: {exc}") from None
+        del trace
+        return _read(data, file_name, repair=True)  # names Paddle wrote without escaping
 
 
 _NO_ARGS = Args()

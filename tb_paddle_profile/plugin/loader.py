@@ -123,6 +123,13 @@ def _worker_init() -> None:
     import tb_paddle_profile.engine  # noqa: F401  (imported once per worker, not per file)
 
 
+def _reread_looks_truncated(fs, path: str) -> bool:
+    try:
+        return looks_truncated(fs.cat_file(path))
+    except Exception:
+        return False
+
+
 def looks_truncated(data: bytes) -> bool:
     """True when the bytes end before the JSON document does (a file still being written)."""
     if data[:2] == b"\x1f\x8b":
@@ -164,10 +171,13 @@ def load_in_worker(fs, path: str, file_name: str, size: int, key: CacheKey, side
         return {"kind": "changed"}
     from tb_paddle_profile import engine
 
+    box = [data]
+    del data  # the engine frees the bytes once its tables are built
+
     try:
-        summary = engine.summarize_bytes(data, file_name)
+        summary = engine.summarize_reader(box.pop, file_name)
     except TraceError as err:
-        if recent and looks_truncated(data):
+        if recent and _reread_looks_truncated(fs, path):
             return {"kind": "growing", "error": str(err), "engine_called": True}
         result = CachedResult(False, b"", str(err))
     else:
