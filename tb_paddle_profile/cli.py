@@ -12,8 +12,10 @@ from typing import List, Optional
 from .engine import summarize_file
 from .errors import TraceError
 from .naming import is_trace_file
+from .reader import peek_span
 from .render import text
 from .v1 import to_json
+from .v1.summary_pb2 import Summary
 
 VIEW_ALIASES = {
     "device": "DeviceView", "overview": "OverView", "model": "ModelView", "distributed": "DistributedView",
@@ -66,6 +68,88 @@ def _cmd_summary(args) -> int:
     return 2 if failed else 0
 
 
+def _span_of(path: str) -> str:
+    with open(path, "rb") as f:
+        span = peek_span(f.read(1 << 14))
+    return span if span is not None else ""
+
+
+def _span_key(span: str):
+    return (0, int(span), "") if span.isdigit() else (1, 0, span)
+
+
+def _cmd_distributed(args) -> int:
+    from .analysis.cross_rank import analyze_run
+    from .render import parallel_text
+
+    paths = _traces(args.run_dir)
+    if not paths:
+        print(f"{args.run_dir}: no *.paddle_trace.json files found", file=sys.stderr)
+        return 2
+    by_span = {}
+    for path in paths:
+        try:
+            by_span.setdefault(_span_of(path), []).append(path)
+        except OSError as exc:
+            print(f"error: {os.path.basename(path)}: {exc.strerror or exc}", file=sys.stderr)
+    spans = sorted(by_span, key=_span_key)
+    span = args.span if args.span is not None else (spans[0] if spans else "")
+    if span not in by_span:
+        print(f"{args.run_dir}: no trace of span {span!r} (spans: {', '.join(spans) or 'none'})", file=sys.stderr)
+        return 2
+    summaries, failed = _summarize_all(by_span[span], args.jobs)
+    notes = []
+    if len(spans) > 1:
+        notes.append(f"Spans {', '.join(spans)} found; this is span {span} (--span chooses).")
+    latest = {}
+    for s in summaries:  # a worker exported twice in one span: keep its latest file
+        key = (s.meta.worker, s.meta.pid)
+        if key not in latest or s.meta.export_time > latest[key].meta.export_time:
+            latest[key] = s
+    if len(latest) < len(summaries):
+        notes.append(f"{len(summaries) - len(latest)} older file(s) of the same worker and span left out.")
+    summaries = sorted(latest.values(), key=lambda s: (s.meta.rank, s.meta.file_name))
+    if not summaries:
+        return 2
+    result = analyze_run(summaries, run=args.run_dir, span=span)
+    result.notes.extend(notes)
+    if args.format == "json":
+        print(to_json(result))
+    else:
+        print(parallel_text.render(result, time_unit=args.time_unit), end="")
+    return 2 if failed else 0
+
+
+def _summarize_all(paths: List[str], jobs: Optional[int]):
+    """Summaries of the files (in worker processes when there are several), and how many failed."""
+    jobs = min(len(paths), jobs or os.cpu_count() or 1, 8)
+    results = []
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs) as pool:
+            results = list(pool.map(_summarize_or_error, paths))
+    else:
+        results = [_summarize_or_error(p) for p in paths]
+    summaries, failed = [], 0
+    for data, error in results:
+        if error:
+            print(f"error: {error}", file=sys.stderr)
+            failed += 1
+        else:
+            s = Summary()
+            s.ParseFromString(data)
+            summaries.append(s)
+    return summaries, failed
+
+
+def _summarize_or_error(path: str):
+    try:
+        return summarize_file(path).SerializeToString(), None
+    except TraceError as err:
+        return None, str(err)
+
+
 def _cmd_preprocess(args) -> int:
     from .preprocess import preprocess
 
@@ -97,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: Paddle's tables; json: the Summary protobuf as proto3 JSON")
     s.set_defaults(func=_cmd_summary)
+
+    d = sub.add_parser("distributed", help="hybrid-parallel analysis across the ranks of a run: collectives by kind, "
+                                           "exposed communication, stragglers, pipeline bubbles, advice")
+    d.add_argument("run_dir", help="the folder holding the run's traces (one per rank; searched recursively)")
+    d.add_argument("--span", default=None, help="which recorded span (Paddle's span_index; default the first)")
+    d.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
+    d.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: tables; json: the RunParallel protobuf as proto3 JSON")
+    d.add_argument("--jobs", type=int, default=None, help="worker processes for parsing (default: cores, at most 8)")
+    d.set_defaults(func=_cmd_distributed)
 
     p = sub.add_parser("preprocess", help="summarize every trace under a logdir into the cache ahead of time")
     p.add_argument("logdir", help="a folder or an fsspec URL (s3://bucket/prefix, ...)")

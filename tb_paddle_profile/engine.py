@@ -9,6 +9,7 @@ from typing import Callable
 
 from . import __version__
 from . import event_types as et
+from .analysis.collectives import parallel_view
 from .analysis.distributed import DistributedAnalysis
 from .analysis.kernels import kernel_view
 from .analysis.memory import memory_view
@@ -23,7 +24,7 @@ from .reader import EventTables, read_trace
 from .v1 import summary_pb2 as pb
 
 # Bump when the analyses change what they put into a Summary (part of the cache key).
-SUMMARY_SCHEMA = 2
+SUMMARY_SCHEMA = 3
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
@@ -43,6 +44,7 @@ def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) ->
     kernel_view(p, s.kernels)
     memory_view(p, s.memory)
     user_defined_views(p, s.memory_manipulation, s.user_defined)
+    parallel_view(p, model.steps, s.parallel)
     return s
 
 

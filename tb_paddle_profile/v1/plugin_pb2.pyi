@@ -98,3 +98,291 @@ class RunDistributed(_message.Message):
     span: str
     ranks: _containers.RepeatedCompositeFieldContainer[RankDistributed]
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankDistributed, _Mapping]]] = ...) -> None: ...
+
+class RunParallel(_message.Message):
+    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    SPAN_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_COMMUNICATION_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    MATCHING_FIELD_NUMBER: _ClassVar[int]
+    STRAGGLER_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    ADVICE_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    run: str
+    span: str
+    ranks: _containers.RepeatedCompositeFieldContainer[RankParallel]
+    steps: _containers.RepeatedScalarFieldContainer[int]
+    step_time: RankStepMatrix
+    exposed_communication: RankStepMatrix
+    kinds: _containers.RepeatedCompositeFieldContainer[KindAcrossRanks]
+    matched: _containers.RepeatedCompositeFieldContainer[MatchedCollective]
+    matching: MatchingInfo
+    straggler: StragglerVerdict
+    pipeline: PipelineView
+    advice: _containers.RepeatedCompositeFieldContainer[Advice]
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RankStepMatrix(_message.Message):
+    __slots__ = ("values_ns",)
+    VALUES_NS_FIELD_NUMBER: _ClassVar[int]
+    values_ns: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, values_ns: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class RankKind(_message.Message):
+    __slots__ = ("kind", "calls", "device_ns", "host_ns", "exposed_ns", "bytes", "wait_ns", "transfer_ns", "matched")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_NS_FIELD_NUMBER: _ClassVar[int]
+    HOST_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_NS_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    kind: _summary_pb2.CollectiveKind
+    calls: int
+    device_ns: int
+    host_ns: int
+    exposed_ns: int
+    bytes: int
+    wait_ns: int
+    transfer_ns: int
+    matched: int
+    def __init__(self, kind: _Optional[_Union[_summary_pb2.CollectiveKind, str]] = ..., calls: _Optional[int] = ..., device_ns: _Optional[int] = ..., host_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., bytes: _Optional[int] = ..., wait_ns: _Optional[int] = ..., transfer_ns: _Optional[int] = ..., matched: _Optional[int] = ...) -> None: ...
+
+class RankParallel(_message.Message):
+    __slots__ = ("worker", "rank", "rank_inferred", "file_name", "timeline", "steps", "step_time_ns", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches", "kinds", "wait_ns", "caused_wait_ns", "last_arrivals", "matched", "peers", "peer_compute_ns", "pipeline_stage", "bubble_ns", "bubble_ratio")
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    RANK_INFERRED_FIELD_NUMBER: _ClassVar[int]
+    FILE_NAME_FIELD_NUMBER: _ClassVar[int]
+    TIMELINE_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
+    COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_MEMORY_NS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_NS_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    SYNC_NS_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    LAUNCHES_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    CAUSED_WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ARRIVALS_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    PEERS_FIELD_NUMBER: _ClassVar[int]
+    PEER_COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_STAGE_FIELD_NUMBER: _ClassVar[int]
+    BUBBLE_NS_FIELD_NUMBER: _ClassVar[int]
+    BUBBLE_RATIO_FIELD_NUMBER: _ClassVar[int]
+    worker: str
+    rank: int
+    rank_inferred: bool
+    file_name: str
+    timeline: _summary_pb2.Timeline
+    steps: int
+    step_time_ns: int
+    compute_ns: int
+    communication_ns: int
+    hidden_communication_ns: int
+    exposed_communication_ns: int
+    memory_ns: int
+    exposed_memory_ns: int
+    idle_ns: int
+    runtime_ns: int
+    sync_ns: int
+    kernel_ns: int
+    launches: int
+    kinds: _containers.RepeatedCompositeFieldContainer[RankKind]
+    wait_ns: int
+    caused_wait_ns: int
+    last_arrivals: int
+    matched: int
+    peers: _containers.RepeatedScalarFieldContainer[int]
+    peer_compute_ns: int
+    pipeline_stage: int
+    bubble_ns: int
+    bubble_ratio: float
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., rank_inferred: _Optional[bool] = ..., file_name: _Optional[str] = ..., timeline: _Optional[_Union[_summary_pb2.Timeline, str]] = ..., steps: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., runtime_ns: _Optional[int] = ..., sync_ns: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., launches: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[RankKind, _Mapping]]] = ..., wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., peers: _Optional[_Iterable[int]] = ..., peer_compute_ns: _Optional[int] = ..., pipeline_stage: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ...) -> None: ...
+
+class KindAcrossRanks(_message.Message):
+    __slots__ = ("kind", "calls", "device_ns", "host_ns", "exposed_ns", "bytes", "matched", "wait_ns", "transfer_ns", "ranks")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_NS_FIELD_NUMBER: _ClassVar[int]
+    HOST_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_NS_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    kind: _summary_pb2.CollectiveKind
+    calls: int
+    device_ns: int
+    host_ns: int
+    exposed_ns: int
+    bytes: int
+    matched: int
+    wait_ns: int
+    transfer_ns: int
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, kind: _Optional[_Union[_summary_pb2.CollectiveKind, str]] = ..., calls: _Optional[int] = ..., device_ns: _Optional[int] = ..., host_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., bytes: _Optional[int] = ..., matched: _Optional[int] = ..., wait_ns: _Optional[int] = ..., transfer_ns: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CollectiveMember(_message.Message):
+    __slots__ = ("rank", "ordinal", "duration_ns", "wait_ns", "start_unix_ns", "direction")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    ORDINAL_FIELD_NUMBER: _ClassVar[int]
+    DURATION_NS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    START_UNIX_NS_FIELD_NUMBER: _ClassVar[int]
+    DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    ordinal: int
+    duration_ns: int
+    wait_ns: int
+    start_unix_ns: int
+    direction: _summary_pb2.P2PDirection
+    def __init__(self, rank: _Optional[int] = ..., ordinal: _Optional[int] = ..., duration_ns: _Optional[int] = ..., wait_ns: _Optional[int] = ..., start_unix_ns: _Optional[int] = ..., direction: _Optional[_Union[_summary_pb2.P2PDirection, str]] = ...) -> None: ...
+
+class MatchedCollective(_message.Message):
+    __slots__ = ("step", "kind", "name", "transfer_ns", "last_rank", "members")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_NS_FIELD_NUMBER: _ClassVar[int]
+    LAST_RANK_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    kind: _summary_pb2.CollectiveKind
+    name: str
+    transfer_ns: int
+    last_rank: int
+    members: _containers.RepeatedCompositeFieldContainer[CollectiveMember]
+    def __init__(self, step: _Optional[int] = ..., kind: _Optional[_Union[_summary_pb2.CollectiveKind, str]] = ..., name: _Optional[str] = ..., transfer_ns: _Optional[int] = ..., last_rank: _Optional[int] = ..., members: _Optional[_Iterable[_Union[CollectiveMember, _Mapping]]] = ...) -> None: ...
+
+class MatchingInfo(_message.Message):
+    __slots__ = ("instances", "matched_instances", "method", "end_tolerance_ns")
+    INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    END_TOLERANCE_NS_FIELD_NUMBER: _ClassVar[int]
+    instances: int
+    matched_instances: int
+    method: str
+    end_tolerance_ns: int
+    def __init__(self, instances: _Optional[int] = ..., matched_instances: _Optional[int] = ..., method: _Optional[str] = ..., end_tolerance_ns: _Optional[int] = ...) -> None: ...
+
+class Straggler(_message.Message):
+    __slots__ = ("rank", "worker", "net_caused_wait_ns", "caused_wait_ns", "own_wait_ns", "last_arrivals", "matched", "compute_ns", "peer_compute_ns", "compute_excess", "longer_compute", "reason", "pipeline_wait_excess_ns")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    NET_CAUSED_WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    CAUSED_WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    OWN_WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ARRIVALS_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
+    PEER_COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_EXCESS_FIELD_NUMBER: _ClassVar[int]
+    LONGER_COMPUTE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_WAIT_EXCESS_NS_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    worker: str
+    net_caused_wait_ns: int
+    caused_wait_ns: int
+    own_wait_ns: int
+    last_arrivals: int
+    matched: int
+    compute_ns: int
+    peer_compute_ns: int
+    compute_excess: float
+    longer_compute: bool
+    reason: str
+    pipeline_wait_excess_ns: int
+    def __init__(self, rank: _Optional[int] = ..., worker: _Optional[str] = ..., net_caused_wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., own_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., compute_ns: _Optional[int] = ..., peer_compute_ns: _Optional[int] = ..., compute_excess: _Optional[float] = ..., longer_compute: _Optional[bool] = ..., reason: _Optional[str] = ..., pipeline_wait_excess_ns: _Optional[int] = ...) -> None: ...
+
+class StragglerVerdict(_message.Message):
+    __slots__ = ("found", "stragglers", "summary", "min_wait_fraction", "min_share_of_top", "compute_excess_threshold")
+    FOUND_FIELD_NUMBER: _ClassVar[int]
+    STRAGGLERS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    MIN_WAIT_FRACTION_FIELD_NUMBER: _ClassVar[int]
+    MIN_SHARE_OF_TOP_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_EXCESS_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    found: bool
+    stragglers: _containers.RepeatedCompositeFieldContainer[Straggler]
+    summary: str
+    min_wait_fraction: float
+    min_share_of_top: float
+    compute_excess_threshold: float
+    def __init__(self, found: _Optional[bool] = ..., stragglers: _Optional[_Iterable[_Union[Straggler, _Mapping]]] = ..., summary: _Optional[str] = ..., min_wait_fraction: _Optional[float] = ..., min_share_of_top: _Optional[float] = ..., compute_excess_threshold: _Optional[float] = ...) -> None: ...
+
+class PipelineStage(_message.Message):
+    __slots__ = ("stage", "ranks", "step_time_ns", "compute_ns", "bubble_ns", "bubble_ratio")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
+    BUBBLE_NS_FIELD_NUMBER: _ClassVar[int]
+    BUBBLE_RATIO_FIELD_NUMBER: _ClassVar[int]
+    stage: int
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    step_time_ns: int
+    compute_ns: int
+    bubble_ns: int
+    bubble_ratio: float
+    def __init__(self, stage: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ...) -> None: ...
+
+class PipelineView(_message.Message):
+    __slots__ = ("present", "pipelines", "stages", "definition")
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    PIPELINES_FIELD_NUMBER: _ClassVar[int]
+    STAGES_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    present: bool
+    pipelines: int
+    stages: _containers.RepeatedCompositeFieldContainer[PipelineStage]
+    definition: str
+    def __init__(self, present: _Optional[bool] = ..., pipelines: _Optional[int] = ..., stages: _Optional[_Iterable[_Union[PipelineStage, _Mapping]]] = ..., definition: _Optional[str] = ...) -> None: ...
+
+class AdviceTrigger(_message.Message):
+    __slots__ = ("metric", "value", "threshold", "unit", "rank")
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    metric: str
+    value: float
+    threshold: float
+    unit: str
+    rank: int
+    def __init__(self, metric: _Optional[str] = ..., value: _Optional[float] = ..., threshold: _Optional[float] = ..., unit: _Optional[str] = ..., rank: _Optional[int] = ...) -> None: ...
+
+class Advice(_message.Message):
+    __slots__ = ("rule", "title", "text", "triggers", "ranks")
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TRIGGERS_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    rule: str
+    title: str
+    text: str
+    triggers: _containers.RepeatedCompositeFieldContainer[AdviceTrigger]
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, rule: _Optional[str] = ..., title: _Optional[str] = ..., text: _Optional[str] = ..., triggers: _Optional[_Iterable[_Union[AdviceTrigger, _Mapping]]] = ..., ranks: _Optional[_Iterable[int]] = ...) -> None: ...

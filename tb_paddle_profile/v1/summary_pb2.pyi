@@ -1,4 +1,5 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -6,8 +7,45 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class CollectiveKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    COLLECTIVE_KIND_UNSPECIFIED: _ClassVar[CollectiveKind]
+    COLLECTIVE_KIND_ALL_REDUCE: _ClassVar[CollectiveKind]
+    COLLECTIVE_KIND_ALL_GATHER: _ClassVar[CollectiveKind]
+    COLLECTIVE_KIND_REDUCE_SCATTER: _ClassVar[CollectiveKind]
+    COLLECTIVE_KIND_BROADCAST: _ClassVar[CollectiveKind]
+    COLLECTIVE_KIND_SEND_RECV: _ClassVar[CollectiveKind]
+    COLLECTIVE_KIND_ALL_TO_ALL: _ClassVar[CollectiveKind]
+    COLLECTIVE_KIND_OTHER: _ClassVar[CollectiveKind]
+
+class P2PDirection(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    P2P_DIRECTION_UNSPECIFIED: _ClassVar[P2PDirection]
+    P2P_DIRECTION_SEND: _ClassVar[P2PDirection]
+    P2P_DIRECTION_RECV: _ClassVar[P2PDirection]
+
+class Timeline(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TIMELINE_UNSPECIFIED: _ClassVar[Timeline]
+    TIMELINE_DEVICE: _ClassVar[Timeline]
+    TIMELINE_HOST: _ClassVar[Timeline]
+COLLECTIVE_KIND_UNSPECIFIED: CollectiveKind
+COLLECTIVE_KIND_ALL_REDUCE: CollectiveKind
+COLLECTIVE_KIND_ALL_GATHER: CollectiveKind
+COLLECTIVE_KIND_REDUCE_SCATTER: CollectiveKind
+COLLECTIVE_KIND_BROADCAST: CollectiveKind
+COLLECTIVE_KIND_SEND_RECV: CollectiveKind
+COLLECTIVE_KIND_ALL_TO_ALL: CollectiveKind
+COLLECTIVE_KIND_OTHER: CollectiveKind
+P2P_DIRECTION_UNSPECIFIED: P2PDirection
+P2P_DIRECTION_SEND: P2PDirection
+P2P_DIRECTION_RECV: P2PDirection
+TIMELINE_UNSPECIFIED: Timeline
+TIMELINE_DEVICE: Timeline
+TIMELINE_HOST: Timeline
+
 class Summary(_message.Message):
-    __slots__ = ("meta", "device", "overview", "model", "distributed", "operators", "kernels", "memory", "memory_manipulation", "user_defined")
+    __slots__ = ("meta", "device", "overview", "model", "distributed", "operators", "kernels", "memory", "memory_manipulation", "user_defined", "parallel")
     META_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     OVERVIEW_FIELD_NUMBER: _ClassVar[int]
@@ -18,6 +56,7 @@ class Summary(_message.Message):
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     MEMORY_MANIPULATION_FIELD_NUMBER: _ClassVar[int]
     USER_DEFINED_FIELD_NUMBER: _ClassVar[int]
+    PARALLEL_FIELD_NUMBER: _ClassVar[int]
     meta: TraceMeta
     device: DeviceView
     overview: OverviewView
@@ -28,7 +67,8 @@ class Summary(_message.Message):
     memory: MemoryView
     memory_manipulation: _containers.RepeatedCompositeFieldContainer[EventStats]
     user_defined: UserDefinedView
-    def __init__(self, meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., device: _Optional[_Union[DeviceView, _Mapping]] = ..., overview: _Optional[_Union[OverviewView, _Mapping]] = ..., model: _Optional[_Union[ModelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., operators: _Optional[_Union[OperatorView, _Mapping]] = ..., kernels: _Optional[_Union[KernelView, _Mapping]] = ..., memory: _Optional[_Union[MemoryView, _Mapping]] = ..., memory_manipulation: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., user_defined: _Optional[_Union[UserDefinedView, _Mapping]] = ...) -> None: ...
+    parallel: ParallelView
+    def __init__(self, meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., device: _Optional[_Union[DeviceView, _Mapping]] = ..., overview: _Optional[_Union[OverviewView, _Mapping]] = ..., model: _Optional[_Union[ModelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., operators: _Optional[_Union[OperatorView, _Mapping]] = ..., kernels: _Optional[_Union[KernelView, _Mapping]] = ..., memory: _Optional[_Union[MemoryView, _Mapping]] = ..., memory_manipulation: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., user_defined: _Optional[_Union[UserDefinedView, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ...) -> None: ...
 
 class TraceMeta(_message.Message):
     __slots__ = ("summary_schema", "tool_version", "file_name", "file_size", "worker", "export_time", "rank", "hostname", "pid", "span", "schema_version", "origin_unix_ns", "start_ns", "end_ns", "counts", "threads", "devices", "total_time_ns", "repaired_lines")
@@ -443,3 +483,95 @@ class UserDefinedView(_message.Message):
     items: _containers.RepeatedCompositeFieldContainer[EventStats]
     threads: _containers.RepeatedCompositeFieldContainer[ThreadUserDefined]
     def __init__(self, items: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., threads: _Optional[_Iterable[_Union[ThreadUserDefined, _Mapping]]] = ...) -> None: ...
+
+class KindStep(_message.Message):
+    __slots__ = ("kind", "calls", "device_ns", "host_ns", "exposed_ns", "bytes")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_NS_FIELD_NUMBER: _ClassVar[int]
+    HOST_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    kind: CollectiveKind
+    calls: int
+    device_ns: int
+    host_ns: int
+    exposed_ns: int
+    bytes: int
+    def __init__(self, kind: _Optional[_Union[CollectiveKind, str]] = ..., calls: _Optional[int] = ..., device_ns: _Optional[int] = ..., host_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class ParallelStep(_message.Message):
+    __slots__ = ("step", "range", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "kinds", "runtime_ns", "runtime_calls", "launches", "sync_ns", "sync_calls", "kernels", "kernel_ns")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
+    COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_COMMUNICATION_NS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_MEMORY_NS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_NS_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_CALLS_FIELD_NUMBER: _ClassVar[int]
+    LAUNCHES_FIELD_NUMBER: _ClassVar[int]
+    SYNC_NS_FIELD_NUMBER: _ClassVar[int]
+    SYNC_CALLS_FIELD_NUMBER: _ClassVar[int]
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    range: TimeRange
+    compute_ns: int
+    communication_ns: int
+    hidden_communication_ns: int
+    exposed_communication_ns: int
+    memory_ns: int
+    exposed_memory_ns: int
+    idle_ns: int
+    kinds: _containers.RepeatedCompositeFieldContainer[KindStep]
+    runtime_ns: int
+    runtime_calls: int
+    launches: int
+    sync_ns: int
+    sync_calls: int
+    kernels: int
+    kernel_ns: int
+    def __init__(self, step: _Optional[int] = ..., range: _Optional[_Union[TimeRange, _Mapping]] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[KindStep, _Mapping]]] = ..., runtime_ns: _Optional[int] = ..., runtime_calls: _Optional[int] = ..., launches: _Optional[int] = ..., sync_ns: _Optional[int] = ..., sync_calls: _Optional[int] = ..., kernels: _Optional[int] = ..., kernel_ns: _Optional[int] = ...) -> None: ...
+
+class CollectiveInstances(_message.Message):
+    __slots__ = ("kind", "name", "op", "step", "ordinal", "start_ns", "duration_ns", "device_id", "stream", "bytes", "direction")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    ORDINAL_FIELD_NUMBER: _ClassVar[int]
+    START_NS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_NS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    kind: _containers.RepeatedScalarFieldContainer[CollectiveKind]
+    name: _containers.RepeatedScalarFieldContainer[int]
+    op: _containers.RepeatedScalarFieldContainer[int]
+    step: _containers.RepeatedScalarFieldContainer[int]
+    ordinal: _containers.RepeatedScalarFieldContainer[int]
+    start_ns: _containers.RepeatedScalarFieldContainer[int]
+    duration_ns: _containers.RepeatedScalarFieldContainer[int]
+    device_id: _containers.RepeatedScalarFieldContainer[int]
+    stream: _containers.RepeatedScalarFieldContainer[int]
+    bytes: _containers.RepeatedScalarFieldContainer[int]
+    direction: _containers.RepeatedScalarFieldContainer[P2PDirection]
+    def __init__(self, kind: _Optional[_Iterable[_Union[CollectiveKind, str]]] = ..., name: _Optional[_Iterable[int]] = ..., op: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., ordinal: _Optional[_Iterable[int]] = ..., start_ns: _Optional[_Iterable[int]] = ..., duration_ns: _Optional[_Iterable[int]] = ..., device_id: _Optional[_Iterable[int]] = ..., stream: _Optional[_Iterable[int]] = ..., bytes: _Optional[_Iterable[int]] = ..., direction: _Optional[_Iterable[_Union[P2PDirection, str]]] = ...) -> None: ...
+
+class ParallelView(_message.Message):
+    __slots__ = ("timeline", "steps", "collectives", "names")
+    TIMELINE_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIVES_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    timeline: Timeline
+    steps: _containers.RepeatedCompositeFieldContainer[ParallelStep]
+    collectives: CollectiveInstances
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, timeline: _Optional[_Union[Timeline, str]] = ..., steps: _Optional[_Iterable[_Union[ParallelStep, _Mapping]]] = ..., collectives: _Optional[_Union[CollectiveInstances, _Mapping]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
