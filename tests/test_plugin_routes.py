@@ -349,3 +349,21 @@ def test_a_dead_worker_process_is_replaced(env, shared_traces):
 def test_zz_logdir_is_unchanged(env):
     """Last in this module: after every route above, the logdir holds exactly what the tests wrote."""
     assert tree_digest(env["logdir"]) == env["tree"]
+
+
+def test_a_small_gzipped_body_says_so(tmp_path):
+    """A body compressed below the size threshold must still carry Content-Encoding: gzip."""
+    import gzip as gz
+
+
+    from tb_paddle_profile.plugin.routes import _GZIP_MIN, respond
+    from werkzeug.wrappers import Request
+
+    raw = b"x" * (_GZIP_MIN + 10)
+    packed = gz.compress(raw)
+    assert len(packed) < _GZIP_MIN
+    req = Request({"REQUEST_METHOD": "GET", "HTTP_ACCEPT_ENCODING": "gzip", "wsgi.url_scheme": "http",
+                   "SERVER_NAME": "x", "SERVER_PORT": "80", "PATH_INFO": "/"})
+    resp = respond(req, packed, "application/x-protobuf", gzipped=packed)
+    assert resp.headers.get("Content-Encoding") == "gzip"
+    assert gz.decompress(resp.get_data()) == raw

@@ -86,7 +86,7 @@ def respond(request: Request, body: bytes, content_type: str, status: int = 200,
     headers += [("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-cache, must-revalidate")]
     if _compressible(content_type):
         headers.append(("Vary", "Accept-Encoding"))
-        if _accepts_gzip(request) and len(body) >= _GZIP_MIN:
+        if gzipped is not None or (_accepts_gzip(request) and len(body) >= _GZIP_MIN):
             body = gzipped if gzipped is not None else gzip.compress(body, compresslevel=3, mtime=0)
             headers.append(("Content-Encoding", "gzip"))
     headers.append(("Content-Length", str(len(body))))

@@ -1,0 +1,465 @@
+// The plugin's page: navigation (run, worker, span, unit, views, file states) and the selected panel.
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { Fetched, SpanKey } from "./api";
+import { fetchDistributed, fetchRuns, fetchSummary, traceUrl } from "./api";
+import { Notice, Segmented } from "./components/ui";
+import { fmtBytes, TIME_UNITS } from "./format";
+import type { TimeUnit } from "./format";
+import { LoadState } from "./gen/tb_paddle_profile/v1/plugin_pb";
+import type { RunDistributed, RunEntry, RunList, SpanEntry, WorkerEntry } from "./gen/tb_paddle_profile/v1/plugin_pb";
+import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
+import { connectHost, hostHashKeys, hostUrlData, mirrorToHost } from "./host";
+import { Distributed } from "./panels/Distributed";
+import { Kernels } from "./panels/Kernels";
+import { Memory } from "./panels/Memory";
+import { Operators } from "./panels/Operators";
+import { Overview } from "./panels/Overview";
+import type { Selection, View } from "./state";
+import { DEFAULT_SELECTION, parseSelection, readHash, selectionKeys, VIEW_TITLES, VIEWS, writeHash } from "./state";
+
+const BUSY = new Set([LoadState.QUEUED, LoadState.LOADING, LoadState.GROWING, LoadState.LOAD_STATE_UNSPECIFIED]);
+const POLL_BUSY_MS = 1000;
+const POLL_IDLE_MS = 15000;
+const RETRY_PENDING_MS = 700;
+const SUMMARY_CACHE_SIZE = 8;
+
+function allSpans(list: RunList | null): SpanEntry[] {
+  return (list?.runs ?? []).flatMap((r) => r.workers.flatMap((w) => w.spans));
+}
+
+function sortedWorkers(run: RunEntry): WorkerEntry[] {
+  return [...run.workers].sort((a, b) => {
+    const ra = a.rank >= 0 ? a.rank : Number.MAX_SAFE_INTEGER;
+    const rb = b.rank >= 0 ? b.rank : Number.MAX_SAFE_INTEGER;
+    return ra - rb || a.worker.localeCompare(b.worker);
+  });
+}
+
+export function workerLabel(w: WorkerEntry): string {
+  if (w.rank >= 0) return w.worker === `rank${w.rank}` ? `rank ${w.rank}` : `rank ${w.rank} · ${w.worker}`;
+  if (w.hostname || w.pid > 0n) return [w.hostname, w.pid > 0n ? `pid ${w.pid}` : ""].filter(Boolean).join(" · ");
+  return w.worker;
+}
+
+/** The selection made valid for the run list: unknown run, worker or span fall back to the first one. */
+function resolve(sel: Selection, list: RunList): Selection {
+  const run = list.runs.find((r) => r.run === sel.run) ?? list.runs[0];
+  if (!run) return sel;
+  const workers = sortedWorkers(run);
+  const worker = workers.find((w) => w.worker === sel.worker) ?? workers[0];
+  const span = worker?.spans.find((s) => s.span === sel.span) ?? worker?.spans[0];
+  return { ...sel, run: run.run, worker: worker?.worker ?? "", span: span?.span ?? "" };
+}
+
+function stateName(s: LoadState): string {
+  return (LoadState[s] ?? "UNKNOWN").toLowerCase();
+}
+
+/** A stable fingerprint of the run list, so a poll that changed nothing does not re-render the page. */
+function fingerprint(list: RunList): string {
+  return JSON.stringify(list.runs, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
+}
+
+type Loaded<T> = { key: string } & (
+  | { status: "loading" }
+  | { status: "pending"; partial?: T }
+  | { status: "error"; message: string }
+  | { status: "ok"; value: T }
+);
+
+/**
+ * Fetches `load()` whenever `key` changes, retrying while the route answers 202. Results are kept in
+ * a small cache so switching back and forth does not fetch again.
+ */
+function useLoaded<T>(key: string | null, load: (signal: AbortSignal) => Promise<Fetched<T>>, cacheSize: number): Loaded<T> | null {
+  const cache = useRef(new Map<string, T>());
+  const [state, setState] = useState<Loaded<T> | null>(null);
+  useEffect(() => {
+    if (key === null) {
+      setState(null);
+      return;
+    }
+    const hit = cache.current.get(key);
+    if (hit) {
+      setState({ key, status: "ok", value: hit });
+      return;
+    }
+    let alive = true;
+    let timer = 0;
+    const ctl = new AbortController();
+    setState({ key, status: "loading" });
+    const attempt = async () => {
+      let r: Fetched<T>;
+      try {
+        r = await load(ctl.signal);
+      } catch {
+        return; // aborted
+      }
+      if (!alive) return;
+      if (r.kind === "ok") {
+        cache.current.set(key, r.value);
+        while (cache.current.size > cacheSize) cache.current.delete(cache.current.keys().next().value!);
+        setState({ key, status: "ok", value: r.value });
+      } else if (r.kind === "pending") {
+        setState({ key, status: "pending", partial: r.partial });
+        timer = window.setTimeout(attempt, RETRY_PENDING_MS);
+      } else {
+        setState({ key, status: "error", message: r.message });
+      }
+    };
+    attempt();
+    return () => {
+      alive = false;
+      ctl.abort();
+      window.clearTimeout(timer);
+    };
+  }, [key]);
+  return state && state.key === key ? state : key === null ? null : { key, status: "loading" };
+}
+
+/**
+ * The summary named by the URL, requested at once, in parallel with the run list (which the page
+ * otherwise waits for before it knows what to ask). Used by the first load of that key only.
+ */
+const early = new Map<string, Promise<Fetched<Summary>>>();
+
+function prefetchSummary(sel: Selection): void {
+  if (sel.run && sel.worker && sel.span && sel.view !== "distributed") {
+    early.set(`${sel.run}\u0000${sel.worker}\u0000${sel.span}`, fetchSummary(sel).catch(() => ({ kind: "pending" }) as const));
+  }
+}
+
+function takeSummary(key: SpanKey, signal: AbortSignal): Promise<Fetched<Summary>> {
+  const id = `${key.run}\u0000${key.worker}\u0000${key.span}`;
+  const hit = early.get(id);
+  early.delete(id);
+  return hit ?? fetchSummary(key, signal);
+}
+
+export function App() {
+  // The iframe's own hash (the tab was shown before), else the TensorBoard page's link.
+  const [sel, setSel] = useState<Selection>(() => {
+    const initial = {
+      ...DEFAULT_SELECTION,
+      ...parseSelection(window.location.hash.length > 1 ? readHash(window.location.hash) : hostHashKeys()),
+    };
+    prefetchSummary(initial);
+    return initial;
+  });
+  const [runs, setRuns] = useState<RunList | null>(null);
+  const [runsError, setRunsError] = useState("");
+  const [reloads, setReloads] = useState(0);
+  const lastRuns = useRef("");
+
+  // TensorBoard: reload button, and the selection of a shared TensorBoard link.
+  useEffect(() => {
+    connectHost(() => setReloads((n) => n + 1));
+    if (window.location.hash.length <= 1 && Object.keys(hostHashKeys()).length === 0) {
+      hostUrlData().then((data) => {
+        const fromLink = parseSelection(data);
+        if (Object.keys(fromLink).length) setSel((s) => ({ ...s, ...fromLink }));
+      });
+    }
+    const onHash = () => setSel((s) => ({ ...s, ...parseSelection(readHash(window.location.hash)) }));
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+
+  // The run list: polled quickly while files are loading, slowly otherwise (new runs and spans appear).
+  useEffect(() => {
+    let alive = true;
+    let timer = 0;
+    const ctl = new AbortController();
+    const poll = async () => {
+      let r: Fetched<RunList>;
+      try {
+        r = await fetchRuns(ctl.signal);
+      } catch {
+        return;
+      }
+      if (!alive) return;
+      let busy = true;
+      if (r.kind === "ok") {
+        const fp = fingerprint(r.value);
+        if (fp !== lastRuns.current) {
+          lastRuns.current = fp;
+          setRuns(r.value);
+        }
+        setRunsError("");
+        busy = allSpans(r.value).some((s) => BUSY.has(s.state));
+      } else if (r.kind === "error") {
+        setRunsError(r.message);
+      }
+      timer = window.setTimeout(poll, busy ? POLL_BUSY_MS : POLL_IDLE_MS);
+    };
+    poll();
+    return () => {
+      alive = false;
+      ctl.abort();
+      window.clearTimeout(timer);
+    };
+  }, [reloads]);
+
+  // Keep the selection valid for the run list.
+  useEffect(() => {
+    if (!runs) return;
+    const fixed = resolve(sel, runs);
+    if (fixed.run !== sel.run || fixed.worker !== sel.worker || fixed.span !== sel.span) setSel(fixed);
+  }, [runs, sel]);
+
+  // The selection lives in the iframe's hash (and, for sharing, in TensorBoard's own URL).
+  useEffect(() => {
+    const hash = writeHash(sel);
+    if (window.location.hash.replace(/^#/, "") !== hash) {
+      // An absolute URL: a bare "#…" would resolve against the page's <base href> and change its path.
+      const url = new URL(window.location.href);
+      url.hash = hash;
+      window.history.replaceState(window.history.state, "", url.href);
+    }
+    mirrorToHost(selectionKeys(sel));
+  }, [sel]);
+
+  const run = runs?.runs.find((r) => r.run === sel.run);
+  const worker = run?.workers.find((w) => w.worker === sel.worker);
+  const span = worker?.spans.find((s) => s.span === sel.span);
+  const spanKey = { run: sel.run, worker: sel.worker, span: sel.span };
+
+  const needsSummary = sel.view !== "distributed";
+  // A file the run list reports as failed is not requested: the list carries its reason.
+  const summaryKey =
+    span && needsSummary && span.state !== LoadState.FAILED ? `${sel.run}\u0000${sel.worker}\u0000${sel.span}\u0000${span.fileSize}\u0000${reloads}` : null;
+  const summary = useLoaded<Summary>(summaryKey, (signal) => takeSummary(spanKey, signal), SUMMARY_CACHE_SIZE);
+
+  const distKey =
+    run && sel.view === "distributed"
+      ? `${sel.run}\u0000${sel.span}\u0000${run.workers.map((w) => `${w.worker}:${w.spans.find((s) => s.span === sel.span)?.state}`).join(",")}\u0000${reloads}`
+      : null;
+  const dist = useLoaded<RunDistributed>(distKey, (signal) => fetchDistributed(sel.run, sel.span, signal), 4);
+
+  const update = (patch: Partial<Selection>) => setSel((s) => ({ ...s, ...patch }));
+
+  return (
+    <div class="app" data-testid="app">
+      <Sidebar runs={runs} sel={sel} update={update} />
+      <main class="main">
+        <MainHeader sel={sel} span={span} worker={worker} traceHref={span ? traceUrl(spanKey) : undefined} />
+        <div class="content">
+          {runsError ? (
+            <Notice kind="error" testId="runs-error">{`Could not list the runs: ${runsError}`}</Notice>
+          ) : null}
+          {!runs && !runsError ? <Notice kind="loading">Looking for Paddle profiler traces…</Notice> : null}
+          {runs && runs.runs.length === 0 ? (
+            <Notice kind="info" testId="no-runs">
+              No Paddle profiler traces in this logdir. A run is a folder that holds files named
+              {" "}<code>*.paddle_trace.json</code> (or <code>.json.gz</code>), as written by
+              {" "}<code>paddle.profiler.export_chrome_tracing</code>.
+            </Notice>
+          ) : null}
+          {run && span ? <PanelArea sel={sel} span={span} summary={summary} dist={dist} update={update} /> : null}
+        </div>
+      </main>
+    </div>
+  );
+}
+
+function PanelArea({
+  sel,
+  span,
+  summary,
+  dist,
+  update,
+}: {
+  sel: Selection;
+  span: SpanEntry;
+  summary: Loaded<Summary> | null;
+  dist: Loaded<RunDistributed> | null;
+  update: (p: Partial<Selection>) => void;
+}) {
+  if (sel.view === "distributed") {
+    if (dist?.status === "error") return <Notice kind="error" testId="panel-error">{dist.message}</Notice>;
+    const data = dist?.status === "ok" ? dist.value : dist?.status === "pending" ? dist.partial : undefined;
+    if (!data) return <Notice kind="loading">Loading every rank of this span…</Notice>;
+    return (
+      <>
+        {dist?.status === "pending" ? <Notice kind="loading" testId="panel-pending">Some ranks are still being parsed; they appear as they are ready.</Notice> : null}
+        <Distributed data={data} unit={sel.unit} current={sel.worker} onOpenRank={(worker) => update({ worker, view: "overview" })} />
+      </>
+    );
+  }
+  if (span.state === LoadState.FAILED) {
+    return (
+      <Notice kind="error" testId="panel-error">
+        {`This file could not be read. ${span.error || span.fileName}`}
+      </Notice>
+    );
+  }
+  if (!summary || summary.status === "loading") return <Notice kind="loading">Loading the summary…</Notice>;
+  if (summary.status === "pending") {
+    const file = `${span.fileName} (${fmtBytes(Number(span.fileSize))})`;
+    const text =
+      span.state === LoadState.GROWING
+        ? `${file} is still being written; it is read again once it stops changing.`
+        : span.state === LoadState.QUEUED
+          ? `${file} is waiting for a parsing process…`
+          : `Parsing ${file}…`;
+    return (
+      <Notice kind="loading" testId="panel-pending">
+        {text}
+      </Notice>
+    );
+  }
+  if (summary.status === "error") return <Notice kind="error" testId="panel-error">{summary.message}</Notice>;
+  const s = summary.value;
+  switch (sel.view) {
+    case "operators":
+      return <Operators summary={s} unit={sel.unit} />;
+    case "kernels":
+      return <Kernels summary={s} unit={sel.unit} />;
+    case "memory":
+      return <Memory summary={s} unit={sel.unit} />;
+    default:
+      return <Overview summary={s} unit={sel.unit} onOpen={(view) => update({ view })} />;
+  }
+}
+
+function MainHeader({ sel, span, worker, traceHref }: { sel: Selection; span?: SpanEntry; worker?: WorkerEntry; traceHref?: string }) {
+  return (
+    <header class="main-head">
+      <div class="crumbs" data-testid="crumbs">
+        <span class="crumb-view">{VIEW_TITLES[sel.view]}</span>
+        {sel.run ? <span class="crumb">{sel.run}</span> : null}
+        {worker && sel.view !== "distributed" ? <span class="crumb">{workerLabel(worker)}</span> : null}
+        {span ? <span class="crumb">{`span ${span.span}`}</span> : null}
+      </div>
+      <div class="head-tools">
+        {span && sel.view !== "distributed" ? (
+          <span class="file" title={span.fileName}>
+            {span.fileName}
+            {span.cached ? <span class="badge">cached</span> : null}
+          </span>
+        ) : null}
+        {traceHref && sel.view !== "distributed" ? (
+          <a class="btn" href={traceHref} download={span?.fileName} data-testid="download-trace" title="The raw trace, for Perfetto or chrome://tracing">
+            Download trace
+          </a>
+        ) : null}
+      </div>
+    </header>
+  );
+}
+
+function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Selection; update: (p: Partial<Selection>) => void }) {
+  const run = runs?.runs.find((r) => r.run === sel.run);
+  const workers = useMemo(() => (run ? sortedWorkers(run) : []), [run]);
+  const worker = workers.find((w) => w.worker === sel.worker);
+  const spans = allSpans(runs);
+  const done = spans.filter((s) => !BUSY.has(s.state)).length;
+  const failed = spans.filter((s) => s.state === LoadState.FAILED).length;
+  const multiRank = (run?.workers.length ?? 0) > 1;
+
+  return (
+    <aside class="side" data-testid="sidebar">
+      <div class="brand">
+        <span class="logo" aria-hidden="true" />
+        <span>Paddle Profile</span>
+      </div>
+      <label class="field">
+        <span>Run</span>
+        <select value={sel.run} onChange={(e) => update({ run: (e.target as HTMLSelectElement).value, worker: "", span: "" })} data-testid="select-run" disabled={!runs?.runs.length}>
+          {(runs?.runs ?? []).map((r) => (
+            <option value={r.run}>{r.workers.length > 1 ? `${r.run} · ${r.workers.length} workers` : r.run}</option>
+          ))}
+        </select>
+      </label>
+      <label class="field">
+        <span>Worker</span>
+        <select value={sel.worker} onChange={(e) => update({ worker: (e.target as HTMLSelectElement).value })} data-testid="select-worker" disabled={!workers.length || sel.view === "distributed"}>
+          {workers.map((w) => (
+            <option value={w.worker}>{workerLabel(w)}</option>
+          ))}
+        </select>
+      </label>
+      <label class="field">
+        <span>Span</span>
+        <select value={sel.span} onChange={(e) => update({ span: (e.target as HTMLSelectElement).value })} data-testid="select-span" disabled={!worker?.spans.length}>
+          {(worker?.spans ?? []).map((s) => (
+            <option value={s.span}>{`span ${s.span}`}</option>
+          ))}
+        </select>
+      </label>
+      <div class="field">
+        <span>Time unit</span>
+        <Segmented<TimeUnit>
+          value={sel.unit}
+          options={TIME_UNITS.map((u) => ({ value: u, label: u }))}
+          onChange={(unit) => update({ unit })}
+          testId="select-unit"
+          label="Time unit"
+        />
+      </div>
+      <nav class="views" data-testid="views">
+        {VIEWS.map((v: View) => (
+          <button
+            class={`view ${sel.view === v ? "on" : ""}`}
+            data-view={v}
+            onClick={() => update({ view: v })}
+            title={v === "distributed" && !multiRank ? "This run has one worker" : undefined}
+          >
+            {VIEW_TITLES[v]}
+            {v === "distributed" && multiRank ? <span class="count">{run!.workers.length}</span> : null}
+          </button>
+        ))}
+      </nav>
+      <div class="files" data-testid="files">
+        <div class="files-head">
+          <span>Files</span>
+          <span class="muted" data-testid="files-progress">
+            {`${done - failed}/${spans.length} ready${failed ? ` · ${failed} failed` : ""}`}
+          </span>
+        </div>
+        {spans.length && done < spans.length ? (
+          <div class="progress" role="progressbar" aria-valuemin={0} aria-valuemax={spans.length} aria-valuenow={done}>
+            <span style={{ width: `${(100 * done) / spans.length}%` }} />
+          </div>
+        ) : null}
+        <ul>
+          {(run ? sortedWorkers(run) : []).flatMap((w) =>
+            w.spans.map((s) => (
+              <li class={`file-item ${stateName(s.state)} ${w.worker === sel.worker && s.span === sel.span ? "current" : ""}`} data-state={stateName(s.state)} data-file={s.fileName}>
+                <button class="file-link" onClick={() => update({ worker: w.worker, span: s.span })} title={s.fileName}>
+                  <span class={`dot ${stateName(s.state)}`} />
+                  <span class="file-name">{`${workerLabel(w)} · span ${s.span}`}</span>
+                  <span class="file-state">{s.state === LoadState.READY ? fmtBytes(Number(s.fileSize)) : stateName(s.state)}</span>
+                </button>
+                {s.error ? (
+                  <div class={`file-error ${s.state === LoadState.FAILED ? "" : "warn"}`} data-testid="file-error">
+                    {s.error}
+                  </div>
+                ) : null}
+              </li>
+            )),
+          )}
+        </ul>
+        {runs && runs.runs.length > 1 ? <OtherRunsFailures runs={runs} current={sel.run} /> : null}
+      </div>
+    </aside>
+  );
+}
+
+/** Failed files of the runs that are not selected: they must not go unnoticed. */
+function OtherRunsFailures({ runs, current }: { runs: RunList; current: string }) {
+  const failed = runs.runs
+    .filter((r) => r.run !== current)
+    .flatMap((r) => r.workers.flatMap((w) => w.spans.filter((s) => s.state === LoadState.FAILED).map((s) => ({ run: r.run, s }))));
+  if (!failed.length) return null;
+  return (
+    <ul class="other-failures">
+      {failed.map(({ run, s }) => (
+        <li class="file-item failed" data-state="failed" data-file={s.fileName}>
+          <div class="file-name">{`${run} / ${s.fileName}`}</div>
+          <div class="file-error">{s.error}</div>
+        </li>
+      ))}
+    </ul>
+  );
+}

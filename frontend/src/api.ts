@@ -1,0 +1,84 @@
+// The plugin's data routes. Every URL is relative: the iframe's document has
+// <base href="plugin/paddle_profile/">, so "runs" resolves to /data/plugin/paddle_profile/runs
+// below whatever path prefix TensorBoard is served at.
+import { fromBinary } from "@bufbuild/protobuf";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import { RunDistributedSchema, RunListSchema } from "./gen/tb_paddle_profile/v1/plugin_pb";
+import type { RunDistributed, RunList } from "./gen/tb_paddle_profile/v1/plugin_pb";
+import { SummarySchema } from "./gen/tb_paddle_profile/v1/summary_pb";
+import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
+
+/** What a route answered: the message, "not ready yet" (HTTP 202) or an error message. */
+export type Fetched<T> =
+  | { kind: "ok"; value: T }
+  | { kind: "pending"; partial?: T }
+  | { kind: "error"; message: string };
+
+function query(params: Record<string, string>): string {
+  return new URLSearchParams(params).toString();
+}
+
+/**
+ * GET a protobuf route. HTTP 202 means "not ready yet"; with `partialOn202` its body is the same message,
+ * partly filled (the distributed route lists every rank with its state while some still load).
+ */
+async function fetchMessage<Desc extends DescMessage>(
+  schema: Desc,
+  url: string,
+  signal?: AbortSignal,
+  partialOn202 = false,
+): Promise<Fetched<MessageShape<Desc>>> {
+  let response: Response;
+  try {
+    response = await fetch(url, { headers: { Accept: "application/x-protobuf" }, signal });
+  } catch (err) {
+    if ((err as Error).name === "AbortError") throw err;
+    return { kind: "error", message: `request failed: ${(err as Error).message}` };
+  }
+  if (response.status === 202) {
+    if (!partialOn202) return { kind: "pending" };
+    try {
+      return { kind: "pending", partial: fromBinary(schema, new Uint8Array(await response.arrayBuffer())) };
+    } catch {
+      return { kind: "pending" };
+    }
+  }
+  if (!response.ok) {
+    const text = (await response.text()).trim();
+    return { kind: "error", message: `${response.status} ${response.statusText}${text ? `: ${firstLine(text)}` : ""}` };
+  }
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  try {
+    return { kind: "ok", value: fromBinary(schema, bytes) };
+  } catch (err) {
+    return { kind: "error", message: `could not decode the answer of ${url.split("?")[0]}: ${(err as Error).message}` };
+  }
+}
+
+function firstLine(text: string): string {
+  // An HTML error page would be noise: keep the first line of plain text only.
+  const plain = text.replace(/<[^>]*>/g, " ");
+  return plain.split("\n").map((l) => l.trim()).find((l) => l) ?? "";
+}
+
+export function fetchRuns(signal?: AbortSignal): Promise<Fetched<RunList>> {
+  return fetchMessage(RunListSchema, "runs", signal);
+}
+
+export interface SpanKey {
+  run: string;
+  worker: string;
+  span: string;
+}
+
+export function fetchSummary(key: SpanKey, signal?: AbortSignal): Promise<Fetched<Summary>> {
+  return fetchMessage(SummarySchema, `summary?${query({ run: key.run, worker: key.worker, span: key.span })}`, signal);
+}
+
+export function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<Fetched<RunDistributed>> {
+  return fetchMessage(RunDistributedSchema, `distributed?${query({ run, span })}`, signal, true);
+}
+
+export function traceUrl(key: SpanKey): string {
+  return `trace?${query({ run: key.run, worker: key.worker, span: key.span })}`;
+}

@@ -1,0 +1,134 @@
+// A thin ECharts wrapper. Only the chart types and components the panels use are registered, which
+// keeps the bundle small. Tooltips are built as DOM nodes with textContent: names never become HTML.
+import { BarChart, LineChart, PieChart } from "echarts/charts";
+import {
+  DataZoomComponent,
+  GridComponent,
+  LegendComponent,
+  MarkPointComponent,
+  TooltipComponent,
+} from "echarts/components";
+import type { ComposeOption } from "echarts/core";
+import * as echarts from "echarts/core";
+import { CanvasRenderer } from "echarts/renderers";
+import type { BarSeriesOption, LineSeriesOption, PieSeriesOption } from "echarts/charts";
+import type {
+  DataZoomComponentOption,
+  GridComponentOption,
+  LegendComponentOption,
+  TooltipComponentOption,
+} from "echarts/components";
+import { useEffect, useRef } from "preact/hooks";
+
+echarts.use([
+  BarChart,
+  LineChart,
+  PieChart,
+  GridComponent,
+  TooltipComponent,
+  LegendComponent,
+  DataZoomComponent,
+  MarkPointComponent,
+  CanvasRenderer,
+]);
+
+export type ChartOption = ComposeOption<
+  | BarSeriesOption
+  | LineSeriesOption
+  | PieSeriesOption
+  | GridComponentOption
+  | TooltipComponentOption
+  | LegendComponentOption
+  | DataZoomComponentOption
+>;
+
+/** Colours close to TensorBoard's own chart palette. */
+export const PALETTE = [
+  "#1976d2",
+  "#f57c00",
+  "#43a047",
+  "#8e24aa",
+  "#e53935",
+  "#00897b",
+  "#6d4c41",
+  "#d81b60",
+  "#546e7a",
+  "#c0ca33",
+  "#5e35b1",
+  "#039be5",
+];
+
+export const BASE_TEXT = { color: "#424242", fontSize: 11, fontFamily: "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif" };
+
+/** One tooltip line: a colour dot, a name and a value, as DOM nodes (no HTML strings). */
+export function tooltipBox(title: string, lines: { color?: string; name: string; value: string }[]): HTMLElement {
+  const box = document.createElement("div");
+  box.className = "tbpp-tip";
+  if (title) {
+    const t = document.createElement("div");
+    t.className = "tbpp-tip-title";
+    t.textContent = title;
+    box.appendChild(t);
+  }
+  for (const line of lines) {
+    const row = document.createElement("div");
+    row.className = "tbpp-tip-row";
+    const dot = document.createElement("span");
+    dot.className = "tbpp-tip-dot";
+    if (line.color) dot.style.background = line.color;
+    const name = document.createElement("span");
+    name.className = "tbpp-tip-name";
+    name.textContent = line.name;
+    const value = document.createElement("span");
+    value.className = "tbpp-tip-value";
+    value.textContent = line.value;
+    row.append(dot, name, value);
+    box.appendChild(row);
+  }
+  return box;
+}
+
+export interface ChartProps {
+  option: ChartOption;
+  height: number;
+  onClick?: (params: { name: string; seriesName?: string; dataIndex: number; seriesIndex?: number; data?: unknown }) => void;
+  testId?: string;
+}
+
+export function Chart({ option, height, onClick, testId }: ChartProps) {
+  const el = useRef<HTMLDivElement>(null);
+  const chart = useRef<echarts.ECharts | null>(null);
+  const click = useRef(onClick);
+  click.current = onClick;
+
+  useEffect(() => {
+    const node = el.current!;
+    const instance = echarts.init(node, null, { renderer: "canvas" });
+    chart.current = instance;
+    instance.on("click", (p) => click.current?.(p as never));
+    const observer = new ResizeObserver(() => instance.resize());
+    observer.observe(node);
+    return () => {
+      observer.disconnect();
+      instance.dispose();
+      chart.current = null;
+    };
+  }, []);
+
+  useEffect(() => {
+    chart.current?.setOption(
+      {
+        color: PALETTE,
+        textStyle: BASE_TEXT,
+        animation: false,
+        ...option,
+        tooltip: option.tooltip ? { confine: true, ...(option.tooltip as object), className: "tbpp-tooltip" } : undefined,
+      } as ChartOption,
+      { notMerge: true },
+    );
+    // Marks the container once drawn (setOption draws synchronously), so tests and the benchmark can wait for it.
+    el.current?.setAttribute("data-drawn", "1");
+  }, [option]);
+
+  return <div class="chart" ref={el} style={{ height: `${height}px` }} data-testid={testId} />;
+}

@@ -1,0 +1,348 @@
+// A table (or tree table) that renders only the rows in view, so 10,000+ rows scroll smoothly.
+// Every cell is text: names are never parsed as HTML.
+import { Component } from "preact";
+import type { ComponentChildren, JSX } from "preact";
+import { useCallback, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
+
+export type SortDir = "asc" | "desc";
+export interface SortState {
+  key: string;
+  dir: SortDir;
+}
+
+export interface Column<R> {
+  key: string;
+  title: string;
+  /** Group header above the column ("CPU (ms)"); neighbouring columns with the same group share it. */
+  group?: string;
+  width: number;
+  align?: "left" | "right";
+  text: (row: R) => string;
+  /** Value for sorting; undefined sorts last. Columns without it cannot be sorted. */
+  sort?: (row: R) => number | string | undefined;
+  /** Direction of the first click on the header. */
+  firstDir?: SortDir;
+  tooltip?: string;
+  /** Extra class for the cells (e.g. a bar showing a ratio). */
+  cellClass?: (row: R) => string;
+}
+
+export interface FlatRow<R> {
+  row: R;
+  id: string;
+  depth: number;
+  expandable: boolean;
+  expanded: boolean;
+  /** The key that onToggle flips in the set of expanded ids. */
+  toggleId: string;
+}
+
+interface Props<R> {
+  rows: FlatRow<R>[];
+  columns: Column<R>[];
+  /** The first column shows the tree: indentation, expander, name, detail. */
+  name: (row: R) => string;
+  detail?: (row: R) => string | undefined;
+  nameWidth: number;
+  nameTitle: string;
+  sort?: SortState;
+  onSort?: (key: string) => void;
+  onToggle?: (id: string) => void;
+  onRowClick?: (row: R) => void;
+  maxHeight: number;
+  testId: string;
+  empty?: ComponentChildren;
+  rowClass?: (row: R, depth: number) => string;
+}
+
+export const ROW_HEIGHT = 24;
+const OVERSCAN = 12;
+
+export function VirtualTable<R>(props: Props<R>) {
+  const { rows, columns, maxHeight, sort } = props;
+  const scroller = useRef<HTMLDivElement>(null);
+  // Only the index of the first row in view is state: scrolling within a row re-renders nothing.
+  const [top, setTop] = useState(0);
+  const [viewport, setViewport] = useState(maxHeight);
+  const [clientWidth, setClientWidth] = useState(0);
+  const columnsWidth = columns.reduce((a, c) => a + c.width, 0);
+  // The name column takes the room the other columns leave (at least props.nameWidth).
+  const nameWidth = Math.max(props.nameWidth, clientWidth - columnsWidth);
+  const hasGroups = columns.some((c) => c.group);
+  const headerHeight = hasGroups ? 2 * ROW_HEIGHT + 2 : ROW_HEIGHT + 4;
+  const bodyHeight = rows.length * ROW_HEIGHT;
+  const height = Math.min(maxHeight, headerHeight + Math.max(bodyHeight, ROW_HEIGHT * 2) + 2);
+  const totalWidth = nameWidth + columnsWidth;
+
+  useLayoutEffect(() => {
+    const node = scroller.current;
+    if (!node) return;
+    const measure = () => setClientWidth(node.clientWidth);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, []);
+
+  useLayoutEffect(() => {
+    const node = scroller.current;
+    if (!node) return;
+    setViewport(node.clientHeight);
+    // Keep the scroll position valid when the rows shrink (search, collapse).
+    if (node.scrollTop > bodyHeight) node.scrollTop = Math.max(0, bodyHeight - node.clientHeight);
+    setTop(Math.floor(node.scrollTop / ROW_HEIGHT));
+  }, [height, bodyHeight]);
+
+  const onScroll = useCallback(() => {
+    const node = scroller.current;
+    if (node) setTop(Math.floor(node.scrollTop / ROW_HEIGHT));
+  }, []);
+
+  // A fixed number of row slots; row i always lands in slot i % slots. While scrolling, a slot's DOM
+  // nodes are kept and only their text changes (no nodes created or moved), the cheapest update there is.
+  const slots = Math.ceil(viewport / ROW_HEIGHT) + 2 * OVERSCAN + 1;
+  const first = Math.max(0, top - OVERSCAN);
+  const last = Math.min(rows.length, first + slots);
+
+  const groups = useMemo(() => {
+    const out: { title: string; width: number }[] = [];
+    for (const c of columns) {
+      const title = c.group ?? "";
+      const prev = out[out.length - 1];
+      if (prev && prev.title === title) prev.width += c.width;
+      else out.push({ title, width: c.width });
+    }
+    return out;
+  }, [columns]);
+
+  const headerCell = (key: string, title: string, width: number, align: string, sortable: boolean, tooltip?: string) => {
+    const active = sort?.key === key;
+    return (
+      <div
+        class={`vt-th ${align} ${sortable ? "sortable" : ""} ${active ? "sorted" : ""}`}
+        style={{ width: `${width}px` }}
+        title={tooltip ?? (sortable ? `Sort by ${title}` : undefined)}
+        data-col={key}
+        role="columnheader"
+        aria-sort={active ? (sort!.dir === "asc" ? "ascending" : "descending") : undefined}
+        onClick={sortable && props.onSort ? () => props.onSort!(key) : undefined}
+      >
+        <span class="vt-th-text">{title}</span>
+        {active ? <span class="vt-sort">{sort!.dir === "asc" ? "▲" : "▼"}</span> : null}
+      </div>
+    );
+  };
+
+  const visible: (JSX.Element | null)[] = new Array(Math.min(slots, rows.length)).fill(null);
+  for (let i = first; i < last; i++) {
+    const r = rows[i];
+    visible[i % slots] = (
+      <Row
+        key={i % slots}
+        flat={r}
+        index={i}
+        columns={columns}
+        nameWidth={nameWidth}
+        name={props.name}
+        detail={props.detail}
+        rowClass={props.rowClass}
+        onToggle={props.onToggle}
+        onRowClick={props.onRowClick}
+      />
+    );
+  }
+  return (
+    <div
+      class="vt"
+      ref={scroller}
+      onScroll={onScroll}
+      style={{ height: `${height}px` }}
+      data-testid={props.testId}
+      data-rows={rows.length}
+      role="table"
+    >
+      <div class="vt-inner" style={{ width: `${totalWidth}px`, height: `${headerHeight + bodyHeight}px` }}>
+        <div class="vt-head" style={{ width: `${totalWidth}px` }}>
+          {hasGroups ? (
+            <div class="vt-hrow groups">
+              <div class="vt-th left group" style={{ width: `${nameWidth}px` }} />
+              {groups.map((g) => (
+                <div class="vt-th group" style={{ width: `${g.width}px` }}>
+                  {g.title}
+                </div>
+              ))}
+            </div>
+          ) : null}
+          <div class="vt-hrow" role="row">
+            {headerCell("name", props.nameTitle, nameWidth, "left", true)}
+            {columns.map((c) => headerCell(c.key, c.title, c.width, c.align ?? "right", !!c.sort, c.tooltip))}
+          </div>
+        </div>
+        {rows.length === 0 ? <div class="vt-empty">{props.empty ?? "No rows"}</div> : null}
+        <div class="vt-body" style={{ top: `${headerHeight}px` }}>
+          {visible}
+        </div>
+      </div>
+    </div>
+  );
+}
+
+interface RowProps<R> {
+  flat: FlatRow<R>;
+  index: number;
+  columns: Column<R>[];
+  nameWidth: number;
+  name: (row: R) => string;
+  detail?: (row: R) => string | undefined;
+  rowClass?: (row: R, depth: number) => string;
+  onToggle?: (id: string) => void;
+  onRowClick?: (row: R) => void;
+}
+
+/**
+ * One row, placed at its index. It re-renders only when its row, index, columns or width change: rows
+ * that stay in view while the table scrolls are not touched.
+ */
+class Row<R> extends Component<RowProps<R>> {
+  shouldComponentUpdate(next: RowProps<R>): boolean {
+    const p = this.props;
+    return next.flat !== p.flat || next.index !== p.index || next.columns !== p.columns || next.nameWidth !== p.nameWidth;
+  }
+
+  render() {
+    const { flat: r, index, columns, nameWidth, onToggle, onRowClick } = this.props;
+    const name = this.props.name(r.row);
+    const detail = this.props.detail?.(r.row);
+    return (
+      <div
+        class={`vt-row depth-${Math.min(r.depth, 3)} ${index % 2 ? "odd" : ""} ${this.props.rowClass?.(r.row, r.depth) ?? ""} ${onRowClick ? "clickable" : ""}`}
+        style={{ transform: `translateY(${index * ROW_HEIGHT}px)` }}
+        data-id={r.id}
+        data-index={index}
+        data-depth={r.depth}
+        role="row"
+        onClick={onRowClick ? () => onRowClick(r.row) : undefined}
+      >
+        <div class="vt-td left name" style={{ width: `${nameWidth}px`, paddingLeft: `${6 + r.depth * 16}px` }} title={detail ? `${name}\n${detail}` : name}>
+          {r.expandable ? (
+            <button
+              class="vt-toggle"
+              aria-label={r.expanded ? "Collapse" : "Expand"}
+              aria-expanded={r.expanded}
+              onClick={(e) => {
+                e.stopPropagation();
+                onToggle?.(r.toggleId);
+              }}
+            >
+              {r.expanded ? "▾" : "▸"}
+            </button>
+          ) : (
+            <span class="vt-toggle-space" />
+          )}
+          <span class="vt-name">{name}</span>
+          {detail ? <span class="vt-detail">{detail}</span> : null}
+        </div>
+        {columns.map((c) => (
+          <div class={`vt-td ${c.align ?? "right"} ${c.cellClass?.(r.row) ?? ""}`} style={{ width: `${c.width}px` }} data-col={c.key}>
+            {c.text(r.row)}
+          </div>
+        ))}
+      </div>
+    );
+  }
+}
+
+// ------------------------------------------------------------------ tree helpers
+
+export interface TreeNode {
+  id: string;
+  name: string;
+  detail?: string;
+  children?: TreeNode[];
+}
+
+/**
+ * Sorts each level (stable: ties keep the summary's order, as Paddle's tables do), filters by a search
+ * text that keeps every branch leading to a match (a matching row keeps its whole subtree), and
+ * flattens the expanded part into rows for the virtual table.
+ */
+export function flattenTree<R extends TreeNode>(
+  roots: R[],
+  expanded: Set<string>,
+  compare: ((a: R, b: R) => number) | null,
+  search: string,
+): FlatRow<R>[] {
+  const q = search.trim().toLowerCase();
+  const out: FlatRow<R>[] = [];
+  const matches = (r: R) => r.name.toLowerCase().includes(q) || (r.detail ?? "").toLowerCase().includes(q);
+
+  // With a search, which rows are kept and which are opened to show a match below them.
+  const keep = new Map<string, "self" | "path">();
+  const mark = (r: R): boolean => {
+    let below = false;
+    for (const c of (r.children ?? []) as R[]) if (mark(c)) below = true;
+    if (matches(r)) keep.set(r.id, "self");
+    else if (below) keep.set(r.id, "path");
+    return matches(r) || below;
+  };
+  if (q) roots.forEach(mark);
+
+  const walk = (level: R[], depth: number, insideMatch: boolean) => {
+    const items = compare ? stableSort(level, compare) : level;
+    for (const r of items) {
+      const state = keep.get(r.id);
+      if (q && !insideMatch && !state) continue;
+      const kids = (r.children ?? []) as R[];
+      // A path row opens by itself during a search; the user's toggle flips that.
+      const auto = q && !insideMatch && state === "path";
+      const open = auto ? !expanded.has(`!${r.id}`) : expanded.has(r.id);
+      const toggleId = auto ? `!${r.id}` : r.id;
+      out.push({ row: r, id: r.id, depth, expandable: kids.length > 0, expanded: kids.length > 0 && open, toggleId });
+      if (kids.length && open) walk(kids, depth + 1, insideMatch || state === "self" || !q);
+    }
+  };
+  walk(roots, 0, !q);
+  return out;
+}
+
+export function stableSort<T>(items: T[], compare: (a: T, b: T) => number): T[] {
+  return items
+    .map((v, i) => [v, i] as const)
+    .sort((a, b) => compare(a[0], b[0]) || a[1] - b[1])
+    .map((p) => p[0]);
+}
+
+/** Text order that does not depend on the browser's locale: case-insensitive, then by code unit. */
+export function compareText(a: string, b: string): number {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  if (x !== y) return x < y ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A comparator from a column's sort value: undefined last, numbers numerically, text by compareText. */
+export function comparator<R>(value: (r: R) => number | string | undefined, dir: SortDir): (a: R, b: R) => number {
+  const sign = dir === "asc" ? 1 : -1;
+  return (a, b) => {
+    const x = value(a);
+    const y = value(b);
+    if (x === undefined && y === undefined) return 0;
+    if (x === undefined) return 1;
+    if (y === undefined) return -1;
+    if (typeof x === "number" && typeof y === "number") return sign * (x - y);
+    return sign * compareText(String(x), String(y));
+  };
+}
+
+/** The sort value of a column key ("name" sorts by the name). */
+export function sortValue<R extends { name: string }>(columns: Column<R>[], key: string): (r: R) => number | string | undefined {
+  if (key === "name") return (r) => r.name;
+  return columns.find((c) => c.key === key)?.sort ?? (() => undefined);
+}
+
+/** Sort state after a click on a header: a new column starts in its natural direction, the same one flips. */
+export function nextSort<R>(current: SortState | undefined, key: string, columns: Column<R>[]): SortState {
+  if (current?.key === key) return { key, dir: current.dir === "asc" ? "desc" : "asc" };
+  const first = key === "name" ? "asc" : (columns.find((c) => c.key === key)?.firstDir ?? "desc");
+  return { key, dir: first };
+}

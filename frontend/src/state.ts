@@ -1,0 +1,61 @@
+// The selection (run, worker, span, unit, view) and its place in the URL.
+import type { TimeUnit } from "./format";
+import { TIME_UNITS } from "./format";
+
+export const VIEWS = ["overview", "operators", "kernels", "distributed", "memory"] as const;
+export type View = (typeof VIEWS)[number];
+
+export const VIEW_TITLES: Record<View, string> = {
+  overview: "Overview",
+  operators: "Operators",
+  kernels: "Kernels",
+  distributed: "Distributed",
+  memory: "Memory",
+};
+
+export interface Selection {
+  run: string;
+  worker: string;
+  span: string;
+  unit: TimeUnit;
+  view: View;
+}
+
+export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", view: "overview" };
+
+/** Reads a selection from "run=…&worker=…" pairs; unknown or malformed values fall back to defaults. */
+export function parseSelection(pairs: Record<string, string>): Partial<Selection> {
+  const out: Partial<Selection> = {};
+  if (pairs.run !== undefined) out.run = pairs.run;
+  if (pairs.worker !== undefined) out.worker = pairs.worker;
+  if (pairs.span !== undefined) out.span = pairs.span;
+  if (TIME_UNITS.includes(pairs.unit as TimeUnit)) out.unit = pairs.unit as TimeUnit;
+  if ((VIEWS as readonly string[]).includes(pairs.view)) out.view = pairs.view as View;
+  return out;
+}
+
+export function selectionKeys(sel: Selection): Record<string, string> {
+  return { run: sel.run, worker: sel.worker, span: sel.span, unit: sel.unit, view: sel.view };
+}
+
+export function readHash(hash: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of hash.replace(/^#/, "").split("&")) {
+    if (!part) continue;
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    try {
+      out[decodeURIComponent(part.slice(0, eq))] = decodeURIComponent(part.slice(eq + 1));
+    } catch {
+      /* a malformed escape: ignore that pair */
+    }
+  }
+  return out;
+}
+
+export function writeHash(sel: Selection): string {
+  return Object.entries(selectionKeys(sel))
+    .filter(([, v]) => v !== "")
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
+    .join("&");
+}
