@@ -204,6 +204,23 @@ def test_distributed_puts_every_rank_side_by_side(env):
     assert [(x.worker, x.state) for x in unknown.ranks] == [("rank1", FAILED), ("rank2", FAILED)]
 
 
+def test_parallel_is_the_cross_rank_analysis_of_the_ranks(env):
+    """The route serves what cross_rank.analyze_run gives for the same files' engine summaries."""
+    from tb_paddle_profile.analysis.cross_rank import analyze_run
+
+    r = get(env, "parallel", run="gpu", span="0")
+    assert r.status_code == 200 and r.mimetype == "application/x-protobuf"
+    served = plugin_pb2.RunParallel.FromString(r.get_data())
+    expected = analyze_run([engine_summary(env["files"]["gpu0"]), engine_summary(env["files"]["gpu1"])], "gpu", "0")
+    assert served == expected
+    assert len(served.ranks) == 2
+    as_json = json_format.Parse(get(env, "parallel", run="gpu", span="0", format="json").get_data(as_text=True),
+                                plugin_pb2.RunParallel())
+    assert as_json == served
+    assert get(env, "parallel", run="gpu", span="9").status_code == 404
+    assert get(env, "parallel", run="../gpu", span="0").status_code in (400, 404)
+
+
 def test_trace_download(env):
     path = env["files"]["gpu1"]
     q = {"run": "gpu", "worker": "rank1", "span": "0"}

@@ -24,6 +24,7 @@ from werkzeug.wrappers import Request, Response
 
 from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
 from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, Loader, SizedLRU
+from tb_paddle_profile.analysis import cross_rank
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 PLUGIN_NAME = "paddle_profile"
@@ -192,6 +193,7 @@ class Routes:
             "/runs": self.runs,
             "/summary": self.summary,
             "/distributed": self.distributed,
+            "/parallel": self.parallel,
             "/trace": self.trace,
             "/status": self.status,
             "/index.js": self.asset,
@@ -317,6 +319,41 @@ class Routes:
         loader.prioritize(waiting, run)
         return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
                        [("Retry-After", "1")] if waiting else [])
+
+    @_handler
+    def parallel(self, request: Request) -> Response:
+        """The cross-rank hybrid-parallel analysis (RunParallel) of one run and span, once every
+        rank's summary is ready; 202 with a note while some are still loading."""
+        snapshot = self._snapshot()
+        run, workers = self._run(snapshot, request)
+        span = _param(request, "span")
+        fmt = _format(request)
+        files = [spans[span] for spans in workers.values() if span in spans]
+        if not files:
+            raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
+        loader = self._require_loader()
+        states = loader.states(files)
+        waiting = [t for t, st in zip(files, states) if st.state in (QUEUED, LOADING, GROWING)]
+        if waiting:
+            loader.prioritize(waiting, run)
+            out = plugin_pb2.RunParallel(run=run, span=span)
+            out.notes.append(f"waiting for {len(waiting)} of {len(files)} ranks to load")
+            return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+        ready = [t for t, st in zip(files, states) if st.state == READY]
+
+        def build() -> bytes:
+            summaries = []
+            for trace in ready:
+                data = loader.summary_bytes(trace)
+                if data is not None:
+                    summaries.append(summary_pb2.Summary.FromString(data))
+            out = cross_rank.analyze_run(summaries, run, span)
+            for trace, st in zip(files, states):
+                if st.state == FAILED:
+                    out.notes.append(f"left out: {st.error}")
+            return _encode(out, fmt)
+
+        return self._send(request, ("parallel", tuple(t.key for t in ready), fmt), _CTYPES[fmt], build)
 
     def _rank_part(self, trace: TraceFile) -> Optional[bytes]:
         with self._lock:
