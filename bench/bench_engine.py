@@ -30,7 +30,7 @@ from typing import List, Optional, Union
 import msgspec
 from tb_paddle_profile.engine import summarize_file  # imports are not part of any timing
 if mode == "floor":
-    class A(msgspec.Struct):
+    class A(msgspec.Struct, gc=False):
         start_time: Optional[str] = None
         corr: Optional[int] = msgspec.field(default=None, name="correlation id")
         place: Optional[str] = None
@@ -39,7 +39,7 @@ if mode == "floor":
         current_reserved: Optional[int] = None
         peak_allocated: Optional[int] = None
         peak_reserved: Optional[int] = None
-    class E(msgspec.Struct):
+    class E(msgspec.Struct, gc=False):
         name: str = ""
         ph: str = ""
         cat: str = ""

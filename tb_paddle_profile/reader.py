@@ -329,16 +329,12 @@ class _Interner:
 
     def many(self, strings: List[str]) -> np.ndarray:
         ids = self.ids
-        get = ids.get
-        out = []
-        append = out.append
-        for s in strings:
-            i = get(s)
-            if i is None:
-                i = ids[s] = len(ids)
-                self.names.append(s)
-            append(i)
-        return np.array(out, dtype=np.int32)
+        known = len(ids)
+        # setdefault evaluates len(ids) before inserting: a new string gets the next id
+        out = np.array([ids.setdefault(s, len(ids)) for s in strings], dtype=np.int32)
+        if len(ids) > known:
+            self.names.extend(list(ids)[known:])
+        return out
 
 
 def _thread_ids(tids: list) -> np.ndarray:
@@ -356,7 +352,11 @@ def _times(events: list) -> "tuple[np.ndarray, np.ndarray, bool]":
     rel = [(e.args or _NO_ARGS).start_time for e in events]
     dur = np.rint(np.array([e.dur for e in events], dtype=np.float64) * 1000).astype(np.int64)
     if None not in rel:
-        start = np.rint(np.array([float(r.split(" ", 1)[0]) for r in rel], dtype=np.float64) * 1000)
+        # one C-level parse of "12.345 us 67.890 us ..." instead of a float() per event
+        values = np.fromstring(" ".join(rel).replace(" us", ""), sep=" ") if rel else np.zeros(0)
+        if len(values) != len(rel):  # some other unit or text: parse one by one
+            values = np.array([float(r.split(" ", 1)[0]) for r in rel], dtype=np.float64)
+        start = np.rint(values * 1000)
         relative = True
     else:
         start = np.rint(np.array([e.ts for e in events], dtype=np.float64) * 1000)
@@ -395,9 +395,12 @@ def _memory_owners(host_tid, host_pos, mem_tid, mem_pos) -> np.ndarray:
     return owner
 
 
-_KIND_OF = {("X", c): 1 for c in et.DEVICE_CATS}
-_KIND_OF.update({("X", c): 2 for c in et.RUNTIME_CATS})
-_KIND_OF.update({("i", c): 4 for c in et.MEM_TYPE_ID})
+# Event kind by "cat" alone (one dict lookup per event): 1 device, 2 runtime, 3 host, 4 memory,
+# 0 ignored; host and memory kinds are then confirmed by "ph" ("X" / "i").
+_KIND_OF = {c: 1 for c in et.DEVICE_CATS}
+_KIND_OF.update({c: 2 for c in et.RUNTIME_CATS})
+_KIND_OF.update({c: 4 for c in et.MEM_TYPE_ID})
+_KIND_OF.update({"": 0, "async": 0})
 
 
 def _triples(values) -> np.ndarray:
@@ -412,7 +415,11 @@ def _strip_names(events) -> list:
 
 def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     """Columns of one chunk of events; `offset` is the chunk's position in the file's event list."""
-    kind = np.array([_KIND_OF.get((e.ph, e.cat), 3 if e.ph == "X" else 0) for e in events], dtype=np.int8)
+    get = _KIND_OF.get
+    kind = np.array([get(e.cat, 3) for e in events], dtype=np.int8)
+    phs = np.array([e.ph for e in events])
+    want = np.where(kind == 4, "i", "X")
+    kind[(kind > 0) & (phs != want)] = 0
     picks = {k: np.nonzero(kind == k)[0] for k in (1, 2, 3, 4)}
     dev_ev = [events[i] for i in picks[1].tolist()]
     rt_ev = [events[i] for i in picks[2].tolist()]
