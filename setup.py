@@ -25,7 +25,7 @@ setup(
         "werkzeug>=2.0",   # the plugin's WSGI routes (TensorBoard uses it too)
     ],
     extras_require={
-        "s3": ["s3fs"],
+        "s3": ["s3fs>=2025.1"],
         "gcs": ["gcsfs"],
         "tensorboard": ["tensorboard>=2.12"],
         "test": [
@@ -34,8 +34,7 @@ setup(
             "paddlepaddle==3.3.1",     # the slow parity test runs real training with the profiler
             "playwright>=1.40",        # drives Debian's Chromium in the browser tests (no browser download)
             "moto[server]>=5",         # a real S3-compatible server on 127.0.0.1 for remote logdirs
-            "boto3",
-            "s3fs",
+            "s3fs>=2025.1",            # (a floor: without it pip backtracks to a 2019 s3fs)
             "grpcio-tools==1.85.1",    # protoc for tools/gen_proto.py --check (pinned: output must not drift)
         ],
     },
