@@ -19,3 +19,15 @@ def shared_traces() -> Path:
     if not SHARED_TRACES.is_dir():
         pytest.skip(f"the shared traces are not beside the repository ({SHARED_TRACES.name})")
     return SHARED_TRACES
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for all browser tests (Playwright's sync API allows one per process)."""
+    from browser_util import launch_browser
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        yield b
+        b.close()

@@ -24,7 +24,6 @@ from browser_util import (
     REPO,
     PageLog,
     chromium_missing_reason,
-    launch_browser,
     new_page,
     read_simple_table,
     read_virtual_table,
@@ -91,16 +90,6 @@ def tb(logdir, tmp_path_factory):
     with tensorboard(logdir, work) as server:
         wait_all_loaded(server)
         yield server
-
-
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import { Kernels } from "./panels/Kernels";
 import { Memory } from "./panels/Memory";
 import { Operators } from "./panels/Operators";
 import { Overview } from "./panels/Overview";
+import { Timeline } from "./panels/timeline/Timeline";
 import type { Selection, View } from "./state";
 import { DEFAULT_SELECTION, parseSelection, readHash, selectionKeys, VIEW_TITLES, VIEWS, writeHash } from "./state";
 
@@ -124,7 +125,7 @@ function useLoaded<T>(key: string | null, load: (signal: AbortSignal) => Promise
 const early = new Map<string, Promise<Fetched<Summary>>>();
 
 function prefetchSummary(sel: Selection): void {
-  if (sel.run && sel.worker && sel.span && sel.view !== "distributed") {
+  if (sel.run && sel.worker && sel.span && sel.view !== "distributed" && sel.view !== "timeline") {
     early.set(`${sel.run}\u0000${sel.worker}\u0000${sel.span}`, fetchSummary(sel).catch(() => ({ kind: "pending" }) as const));
   }
 }
@@ -224,7 +225,7 @@ export function App() {
   const span = worker?.spans.find((s) => s.span === sel.span);
   const spanKey = { run: sel.run, worker: sel.worker, span: sel.span };
 
-  const needsSummary = sel.view !== "distributed";
+  const needsSummary = sel.view !== "distributed" && sel.view !== "timeline";
   // A file the run list reports as failed is not requested: the list carries its reason.
   const summaryKey =
     span && needsSummary && span.state !== LoadState.FAILED ? `${sel.run}\u0000${sel.worker}\u0000${sel.span}\u0000${span.fileSize}\u0000${reloads}` : null;
@@ -286,6 +287,18 @@ function PanelArea({
       </>
     );
   }
+  if (sel.view === "timeline") {
+    return (
+      <Timeline
+        run={sel.run}
+        span={sel.span}
+        worker={sel.worker}
+        state={sel}
+        traceHref={traceUrl({ run: sel.run, worker: sel.worker, span: sel.span })}
+        update={(p) => update(p as Partial<Selection>)}
+      />
+    );
+  }
   if (span.state === LoadState.FAILED) {
     return (
       <Notice kind="error" testId="panel-error">
@@ -312,9 +325,9 @@ function PanelArea({
   const s = summary.value;
   switch (sel.view) {
     case "operators":
-      return <Operators summary={s} unit={sel.unit} />;
+      return <Operators summary={s} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: "1", tl: "", tlsel: "" })} />;
     case "kernels":
-      return <Kernels summary={s} unit={sel.unit} />;
+      return <Kernels summary={s} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: "1", tl: "", tlsel: "" })} />;
     case "memory":
       return <Memory summary={s} unit={sel.unit} />;
     default:

@@ -3,8 +3,8 @@
 // below whatever path prefix TensorBoard is served at.
 import { fromBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { RunDistributedSchema, RunListSchema } from "./gen/tb_paddle_profile/v1/plugin_pb";
-import type { RunDistributed, RunList } from "./gen/tb_paddle_profile/v1/plugin_pb";
+import { RunDistributedSchema, RunListSchema, RunParallelSchema } from "./gen/tb_paddle_profile/v1/plugin_pb";
+import type { RunDistributed, RunList, RunParallel } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import { SummarySchema } from "./gen/tb_paddle_profile/v1/summary_pb";
 import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
 
@@ -77,6 +77,11 @@ export function fetchSummary(key: SpanKey, signal?: AbortSignal): Promise<Fetche
 
 export function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<Fetched<RunDistributed>> {
   return fetchMessage(RunDistributedSchema, `distributed?${query({ run, span })}`, signal, true);
+}
+
+/** The cross-rank hybrid-parallel analysis; "pending" (with a note) while some ranks still load. */
+export function fetchParallel(run: string, span: string, signal?: AbortSignal): Promise<Fetched<RunParallel>> {
+  return fetchMessage(RunParallelSchema, `parallel?${query({ run, span })}`, signal, true);
 }
 
 export function traceUrl(key: SpanKey): string {

@@ -2,7 +2,7 @@
 import type { TimeUnit } from "./format";
 import { TIME_UNITS } from "./format";
 
-export const VIEWS = ["overview", "operators", "kernels", "distributed", "memory"] as const;
+export const VIEWS = ["overview", "operators", "kernels", "distributed", "memory", "timeline"] as const;
 export type View = (typeof VIEWS)[number];
 
 export const VIEW_TITLES: Record<View, string> = {
@@ -11,6 +11,7 @@ export const VIEW_TITLES: Record<View, string> = {
   kernels: "Kernels",
   distributed: "Distributed",
   memory: "Memory",
+  timeline: "Timeline",
 };
 
 export interface Selection {
@@ -19,9 +20,16 @@ export interface Selection {
   span: string;
   unit: TimeUnit;
   view: View;
+  /** Timeline: window "start,end" (ns), search, selected slice "worker:id", open the first match. */
+  tl: string;
+  tlq: string;
+  tlsel: string;
+  tlfind: string;
+  /** A name to search for in the Operators/Kernels tables (links from the timeline). */
+  find: string;
 }
 
-export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", view: "overview" };
+export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", view: "overview", tl: "", tlq: "", tlsel: "", tlfind: "", find: "" };
 
 /** Reads a selection from "run=…&worker=…" pairs; unknown or malformed values fall back to defaults. */
 export function parseSelection(pairs: Record<string, string>): Partial<Selection> {
@@ -31,11 +39,15 @@ export function parseSelection(pairs: Record<string, string>): Partial<Selection
   if (pairs.span !== undefined) out.span = pairs.span;
   if (TIME_UNITS.includes(pairs.unit as TimeUnit)) out.unit = pairs.unit as TimeUnit;
   if ((VIEWS as readonly string[]).includes(pairs.view)) out.view = pairs.view as View;
+  for (const k of ["tl", "tlq", "tlsel", "tlfind", "find"] as const) if (pairs[k] !== undefined) out[k] = pairs[k];
   return out;
 }
 
 export function selectionKeys(sel: Selection): Record<string, string> {
-  return { run: sel.run, worker: sel.worker, span: sel.span, unit: sel.unit, view: sel.view };
+  const keys: Record<string, string> = { run: sel.run, worker: sel.worker, span: sel.span, unit: sel.unit, view: sel.view };
+  if (sel.view === "timeline") Object.assign(keys, { tl: sel.tl, tlq: sel.tlq, tlsel: sel.tlsel, tlfind: sel.tlfind });
+  if (sel.find && (sel.view === "kernels" || sel.view === "operators")) keys.find = sel.find;
+  return keys;
 }
 
 export function readHash(hash: string): Record<string, string> {

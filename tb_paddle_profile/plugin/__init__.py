@@ -89,3 +89,4 @@ class PaddleProfilePlugin(base_plugin.TBPlugin if base_plugin is not None else o
             self.discovery.stop()
         if self.loader is not None:
             self.loader.close()
+        self._routes.close()

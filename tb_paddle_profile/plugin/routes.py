@@ -26,6 +26,7 @@ from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
 from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, Loader, SizedLRU
 from tb_paddle_profile.analysis import cross_rank
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+from tb_paddle_profile import timeline
 
 PLUGIN_NAME = "paddle_profile"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -195,6 +196,11 @@ class Routes:
             "/distributed": self.distributed,
             "/parallel": self.parallel,
             "/trace": self.trace,
+            "/timeline": self.timeline,
+            "/timeline_event": self.timeline_event,
+            "/timeline_search": self.timeline_search,
+            "/timeline_range": self.timeline_range,
+            "/trace_window": self.trace_window,
             "/status": self.status,
             "/index.js": self.asset,
             "/*": self.asset,
@@ -467,4 +473,137 @@ class Routes:
         if self.loader is None:
             raise HttpError(404, "no logdir")
         return self.loader
+
+    def close(self) -> None:
+        """Stop the timeline store's worker processes, if any were started."""
+        store = getattr(self, "_timeline_store", None)
+        if store is not None:
+            store.close()
+
+    # ------------------------------------------------------------- timeline (tb_paddle_profile.timeline)
+    def _timelines(self):
+        loader = self._require_loader()
+        with self._lock:
+            store = getattr(self, "_timeline_store", None)
+            if store is None:
+                store = self._timeline_store = timeline.TimelineStore(loader.fs, loader.cache.cache_dir)
+        return store
+
+    def _span_files(self, request: Request, many: str = "workers") -> Tuple[str, str, List[TraceFile]]:
+        """The run's files of one span: all workers, or those named (comma-separated) in ``many``."""
+        snapshot = self._snapshot()
+        run, workers = self._run(snapshot, request)
+        span = _param(request, "span")
+        names = [w for w in _param(request, many, required=False).split(",") if w]
+        for w in names:
+            if w not in workers:
+                raise HttpError(404, f"unknown worker {_shown(w)} in run {_shown(run)}")
+        chosen = names or list(workers)
+        files = [workers[w][span] for w in chosen if span in workers[w]]
+        if not files:
+            raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
+        files.sort(key=lambda f: (f.rank if f.rank >= 0 else 1 << 30, f.worker))
+        return run, span, files
+
+    def _indexes(self, files: List[TraceFile]) -> list:
+        store = self._timelines()
+        return [(f,) + store.get(f) for f in files]
+
+    @_handler
+    def timeline(self, request: Request) -> Response:
+        """Level-of-detail slices of a window (TimelineWindow); 202 while an index is being built."""
+        run, span, files = self._span_files(request)
+        fmt = _format(request)
+        ws, we = _int(request, "start_ns"), _int(request, "end_ns")
+        px = _int(request, "px") or 1000
+        base = _int(request, "base_unix_ns")
+        query = _param(request, "q", required=False)
+        flows = _param(request, "flows", required=False) in ("1", "true")
+        ranks = self._indexes(files)
+        msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows)
+        building = any(state == "building" for _, _, state in ranks)
+        return respond(request, _encode(msg, fmt), _CTYPES[fmt], 202 if building else 200,
+                       [("Retry-After", "1")] if building else [])
+
+    def _one_index(self, request: Request):
+        trace = self._file(request)
+        idx, state = self._timelines().get(trace)
+        if idx is None:
+            if state == "building":
+                raise HttpError(503, f"{trace.file_name}: its timeline is being built; try again shortly")
+            raise HttpError(422, state)
+        return trace, idx
+
+    @_handler
+    def timeline_event(self, request: Request) -> Response:
+        trace, idx = self._one_index(request)
+        fmt = _format(request)
+        ev = _int(request, "id")
+        if ev is None or not 0 <= ev < len(idx.a["ev_start"]):
+            raise HttpError(404, f"no event {_shown(_param(request, 'id', required=False))} in {trace.file_name}")
+        return respond(request, _encode(timeline.event_message(trace.worker, idx, ev, _int(request, "base_unix_ns")), fmt),
+                       _CTYPES[fmt])
+
+    @_handler
+    def timeline_search(self, request: Request) -> Response:
+        run, span, files = self._span_files(request)
+        fmt = _format(request)
+        query = _param(request, "q")
+        if not query:
+            raise HttpError(400, "empty query")
+        exact = _param(request, "exact", required=False) in ("1", "true")
+        limit = max(1, min(_int(request, "limit") or timeline.MATCH_CAP, timeline.MATCH_CAP))
+        ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
+        msg = timeline.search_message(ranks, query, exact, _int(request, "base_unix_ns"), limit)
+        return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+
+    @_handler
+    def timeline_range(self, request: Request) -> Response:
+        run, span, files = self._span_files(request)
+        fmt = _format(request)
+        ws, we = _int(request, "start_ns"), _int(request, "end_ns")
+        if ws is None or we is None or we < ws:
+            raise HttpError(400, "start_ns and end_ns are required, start_ns <= end_ns")
+        by_worker = {f.worker: f for f in files}
+        tracks: Dict[str, Optional[List[int]]] = {}
+        for item in [t for t in _param(request, "tracks", required=False).split(",") if t]:
+            worker, _, tid = item.rpartition(":")
+            if worker not in by_worker or not tid.isdigit():
+                raise HttpError(400, f"invalid track {_shown(item)}: use worker:track")
+            lst = tracks.setdefault(worker, [])
+            if lst is not None:
+                lst.append(int(tid))
+        if not tracks:
+            tracks = {w: None for w in by_worker}
+        ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
+        msg = timeline.range_message(ranks, ws, we, tracks, _int(request, "base_unix_ns"))
+        return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+
+    @_handler
+    def trace_window(self, request: Request) -> Response:
+        """A Chrome-trace JSON of one worker's slices in a window, for Perfetto or chrome://tracing."""
+        trace, idx = self._one_index(request)
+        base = _int(request, "base_unix_ns")
+        off = idx.origin - (idx.origin if base is None else base)
+        ws, we = _int(request, "start_ns"), _int(request, "end_ns")
+        ws = idx.start_ns if ws is None else ws - off
+        we = idx.end_ns if we is None else we - off
+        if we < ws:
+            raise HttpError(400, "end_ns is before start_ns")
+        body = timeline.chrome_subset(idx, ws, we, trace.file_name)
+        stem = trace.file_name[:-3] if trace.file_name.endswith(".gz") else trace.file_name
+        stem = stem[:-5] if stem.endswith(".json") else stem
+        name = f"{stem}.window_{max(ws, 0) // 1000}us_{max(we, 0) // 1000}us.json"
+        return respond(request, body, JSON, headers=[("Content-Disposition", _download_name(name))])
+
+
+def _int(request: Request, name: str) -> Optional[int]:
+    """An optional integer parameter (None when absent); 400 when it is not an integer."""
+    value = _param(request, name, required=False)
+    if value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise HttpError(400, f"parameter '{name}' must be an integer, not {_shown(value)}") from None
 

@@ -1,27 +1,30 @@
 // A thin ECharts wrapper. Only the chart types and components the panels use are registered, which
 // keeps the bundle small. Tooltips are built as DOM nodes with textContent: names never become HTML.
-import { BarChart, LineChart, PieChart } from "echarts/charts";
+import { BarChart, HeatmapChart, LineChart, PieChart } from "echarts/charts";
 import {
   DataZoomComponent,
   GridComponent,
   LegendComponent,
   MarkPointComponent,
   TooltipComponent,
+  VisualMapContinuousComponent,
 } from "echarts/components";
 import type { ComposeOption } from "echarts/core";
 import * as echarts from "echarts/core";
 import { CanvasRenderer } from "echarts/renderers";
-import type { BarSeriesOption, LineSeriesOption, PieSeriesOption } from "echarts/charts";
+import type { BarSeriesOption, HeatmapSeriesOption, LineSeriesOption, PieSeriesOption } from "echarts/charts";
 import type {
   DataZoomComponentOption,
   GridComponentOption,
   LegendComponentOption,
   TooltipComponentOption,
+  VisualMapComponentOption,
 } from "echarts/components";
 import { useEffect, useRef } from "preact/hooks";
 
 echarts.use([
   BarChart,
+  HeatmapChart,
   LineChart,
   PieChart,
   GridComponent,
@@ -29,6 +32,7 @@ echarts.use([
   LegendComponent,
   DataZoomComponent,
   MarkPointComponent,
+  VisualMapContinuousComponent,
   CanvasRenderer,
 ]);
 
@@ -36,10 +40,12 @@ export type ChartOption = ComposeOption<
   | BarSeriesOption
   | LineSeriesOption
   | PieSeriesOption
+  | HeatmapSeriesOption
   | GridComponentOption
   | TooltipComponentOption
   | LegendComponentOption
   | DataZoomComponentOption
+  | VisualMapComponentOption
 >;
 
 /** Colours close to TensorBoard's own chart palette. */

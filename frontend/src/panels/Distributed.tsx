@@ -9,6 +9,8 @@ import { fmtInt, fmtRatio, fmtTime, inUnit, ratio } from "../format";
 import { LoadState } from "../gen/tb_paddle_profile/v1/plugin_pb";
 import type { RankDistributed, RunDistributed } from "../gen/tb_paddle_profile/v1/plugin_pb";
 import { num } from "../summary";
+import { useParallel } from "./parallel/data";
+import { ParallelSection, VerdictBanner } from "./parallel/Parallel";
 
 export const PARTS = ["Computation", "Overlap", "Communication", "Other"] as const;
 type Part = (typeof PARTS)[number];
@@ -159,8 +161,12 @@ export function Distributed({
     { key: "steps", title: "Steps", text: (x) => (x.ready ? fmtInt(x.r.steps.length) : "-") },
   ];
   const open = (worker: string) => onOpenRank(worker);
+  const parallelKey = `${data.run}\u0000${data.span}\u0000${data.ranks.map((r) => `${r.worker}:${r.state}`).join(",")}`;
+  const parallel = useParallel(data.run, data.span, parallelKey);
+  const jump = () => document.getElementById("tbpp-parallel")?.scrollIntoView({ behavior: "smooth", block: "start" });
   return (
     <div class="panel distributed" data-testid="panel-distributed">
+      <VerdictBanner state={parallel} onJump={jump} />
       {!anyComm && ready.length ? (
         <Notice kind="info" testId="no-communication">
           No rank of this span recorded communication (Paddle prints no Distribution Summary): every step is
@@ -189,6 +195,7 @@ export function Distributed({
           rowClass={(x) => `${x.r.worker === current ? "current" : ""} ${x.r.state === LoadState.FAILED ? "failed" : ""}`}
         />
       </Card>
+      <ParallelSection state={parallel} run={data.run} span={data.span} unit={unit} current={current} onOpenRank={open} />
     </div>
   );
 }

@@ -70,10 +70,11 @@ function topBars(rows: StatRow[], n: number, unit: TimeUnit): ChartOption {
   };
 }
 
-export function Kernels({ summary, unit }: { summary: Summary; unit: TimeUnit }) {
+export function Kernels({ summary, unit, find, onTimeline }: { summary: Summary; unit: TimeUnit; find?: string; onTimeline?: (name: string) => void }) {
   const kernels = summary.kernels?.kernels ?? [];
   const [grouping, setGrouping] = useState<KernelGrouping>("kernel");
-  const [search, setSearch] = useState("");
+  const [search, setSearch] = useState(find ?? "");
+  const [picked, setPicked] = useState("");
   const [sort, setSort] = useState<SortState>({ key: "gpu.total", dir: "desc" });
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
   const [topN, setTopN] = useState(10);
@@ -152,6 +153,11 @@ export function Kernels({ summary, unit }: { summary: Summary; unit: TimeUnit })
               testId="kernels-grouping"
               label="Group kernels"
             />
+            {onTimeline ? (
+              <button class="btn" disabled={!picked} onClick={() => onTimeline(picked)} data-testid="kernels-to-timeline" title={picked ? `Open the timeline at the first occurrence of ${picked}` : "Click a kernel row first"}>
+                Show in timeline
+              </button>
+            ) : null}
           </>
         }
       >
@@ -167,6 +173,7 @@ export function Kernels({ summary, unit }: { summary: Summary; unit: TimeUnit })
           onToggle={toggle}
           maxHeight={620}
           testId="kernel-table"
+          onRowClick={onTimeline ? (r) => setPicked(r.kind === "kernel" ? r.name : "") : undefined}
           rowClass={(r) => `kind-${r.kind}`}
           empty={`Nothing matches “${search}”`}
         />

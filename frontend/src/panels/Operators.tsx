@@ -62,10 +62,11 @@ export function topPie(rows: StatRow[], side: "cpu" | "gpu", n: number, unit: Ti
   return { option, top };
 }
 
-export function Operators({ summary, unit }: { summary: Summary; unit: TimeUnit }) {
+export function Operators({ summary, unit, find, onTimeline }: { summary: Summary; unit: TimeUnit; find?: string; onTimeline?: (name: string) => void }) {
   const gpu = hasGpu(summary);
   const threads = summary.operators?.threads ?? [];
-  const [search, setSearch] = useState("");
+  const [search, setSearch] = useState(find ?? "");
+  const [picked, setPicked] = useState("");
   const [grouping, setGrouping] = useState<OperatorGrouping>("name");
   const [thread, setThread] = useState("all");
   const [sort, setSort] = useState<SortState>({ key: "cpu.total", dir: "desc" });
@@ -166,6 +167,11 @@ export function Operators({ summary, unit }: { summary: Summary; unit: TimeUnit 
                 ))}
               </select>
             ) : null}
+            {onTimeline ? (
+              <button class="btn" disabled={!picked} onClick={() => onTimeline(picked)} data-testid="operators-to-timeline" title={picked ? `Open the timeline at the first occurrence of ${picked}` : "Click a row first"}>
+                Show in timeline
+              </button>
+            ) : null}
             <button class="btn" onClick={expandAll} data-testid="operators-expand-all">
               Expand all
             </button>
@@ -187,6 +193,7 @@ export function Operators({ summary, unit }: { summary: Summary; unit: TimeUnit 
           onToggle={toggle}
           maxHeight={620}
           testId="operator-table"
+          onRowClick={onTimeline ? (r) => setPicked(r.kind === "op" || r.kind === "shape" || r.kind === "inner" || r.kind === "kernel" || r.kind === "device" ? r.name : "") : undefined}
           rowClass={(r) => `kind-${r.kind}`}
           empty={search ? `Nothing matches “${search}”` : "No operator events in this trace"}
         />

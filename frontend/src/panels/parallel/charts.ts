@@ -1,0 +1,268 @@
+// ECharts options of the hybrid-parallel section: step breakdown (rank × step), waits, rank × step heatmaps.
+import type { ChartOption } from "../../components/Chart";
+import { tooltipBox } from "../../components/Chart";
+import type { TimeUnit } from "../../format";
+import { fmtTime, inUnit } from "../../format";
+import type { RankParallel, RunParallel } from "../../gen/tb_paddle_profile/v1/plugin_pb";
+import type { CollectiveKind, ParallelStep } from "../../gen/tb_paddle_profile/v1/summary_pb";
+import { num } from "../../summary";
+import { KIND_COLORS, KIND_ORDER, kindLabel, pct1 } from "./pyfmt";
+
+export function parRankLabel(r: { rank: number; rankInferred?: boolean }): string {
+  return `rank ${r.rank}${r.rankInferred ? "*" : ""}`;
+}
+
+/** One bar's parts: the step split exactly (compute only + hidden comm + exposed by kind + memcpy + idle = step). */
+export interface Breakdown {
+  step: number;
+  computeOnly: number;
+  hidden: number;
+  exposed: number;
+  /** Each kind's own exposed time (kinds can overlap each other). */
+  kinds: Map<CollectiveKind, number>;
+  memcpy: number;
+  idle: number;
+  total: number;
+}
+
+export const FIXED_PARTS = {
+  compute: { name: "Compute", color: "#1976d2" },
+  hidden: { name: "Hidden comm", color: "#90caf9" },
+  memcpy: { name: "Exposed memcpy", color: "#00897b" },
+  idle: { name: "Idle", color: "#cfd8dc" },
+} as const;
+
+export function exposedName(kind: CollectiveKind): string {
+  return `Exposed ${kindLabel(kind)}`;
+}
+
+export function stepBreakdown(s: ParallelStep): Breakdown {
+  const compute = num(s.computeNs);
+  const hidden = num(s.hiddenCommunicationNs);
+  const kinds = new Map<CollectiveKind, number>();
+  for (const k of s.kinds) kinds.set(k.kind, num(k.exposedNs));
+  return {
+    step: num(s.step),
+    computeOnly: compute - hidden,
+    hidden,
+    exposed: num(s.exposedCommunicationNs),
+    kinds,
+    memcpy: num(s.exposedMemoryNs),
+    idle: num(s.idleNs),
+    total: num(s.range?.endNs) - num(s.range?.startNs),
+  };
+}
+
+export function meanBreakdown(r: RankParallel): Breakdown {
+  const n = Math.max(1, r.steps);
+  const kinds = new Map<CollectiveKind, number>();
+  for (const k of r.kinds) kinds.set(k.kind, num(k.exposedNs) / n);
+  const hidden = num(r.hiddenCommunicationNs);
+  return {
+    step: -1,
+    computeOnly: num(r.computeNs) - hidden,
+    hidden,
+    exposed: num(r.exposedCommunicationNs),
+    kinds,
+    memcpy: num(r.exposedMemoryNs),
+    idle: num(r.idleNs),
+    total: num(r.stepTimeNs),
+  };
+}
+
+/** Drawn heights: kinds stacked in order, each cut so the kinds together fill exactly the exposed total. */
+function drawnKinds(b: Breakdown, kinds: CollectiveKind[]): Map<CollectiveKind, number> {
+  const out = new Map<CollectiveKind, number>();
+  let left = b.exposed;
+  for (const k of kinds) {
+    const v = Math.max(0, Math.min(b.kinds.get(k) ?? 0, left));
+    out.set(k, v);
+    left -= v;
+  }
+  // Exposed time no kind accounts for (should not happen): drawn with the last kind present.
+  if (left > 0 && kinds.length) out.set(kinds[kinds.length - 1], (out.get(kinds[kinds.length - 1]) ?? 0) + left);
+  return out;
+}
+
+export function kindsPresent(rp: RunParallel): CollectiveKind[] {
+  const have = new Set(rp.kinds.map((k) => k.kind));
+  return KIND_ORDER.filter((k) => have.has(k));
+}
+
+interface Part {
+  name: string;
+  color: string;
+  value: (b: Breakdown, drawn: Map<CollectiveKind, number>) => number;
+  own: (b: Breakdown) => number;
+}
+
+function parts(kinds: CollectiveKind[]): Part[] {
+  return [
+    { ...FIXED_PARTS.compute, value: (b) => b.computeOnly, own: (b) => b.computeOnly },
+    { ...FIXED_PARTS.hidden, value: (b) => b.hidden, own: (b) => b.hidden },
+    ...kinds.map((k) => ({
+      name: exposedName(k),
+      color: KIND_COLORS[k],
+      value: (_b: Breakdown, d: Map<CollectiveKind, number>) => d.get(k) ?? 0,
+      own: (b: Breakdown) => b.kinds.get(k) ?? 0,
+    })),
+    { ...FIXED_PARTS.memcpy, value: (b) => b.memcpy, own: (b) => b.memcpy },
+    { ...FIXED_PARTS.idle, value: (b) => b.idle, own: (b) => b.idle },
+  ];
+}
+
+function breakdownTip(title: string, b: Breakdown, ps: Part[], unit: TimeUnit): HTMLElement {
+  return tooltipBox(`${title} · step time ${fmtTime(b.total, unit)} ${unit}`, [
+    ...ps.map((p) => ({ color: p.color, name: p.name, value: `${fmtTime(p.own(b), unit)} ${unit} (${b.total ? pct1(p.own(b) / b.total) : "-"})` })),
+    { name: "Exposed comm (all kinds)", value: `${fmtTime(b.exposed, unit)} ${unit}` },
+  ]);
+}
+
+/**
+ * Stacked bars, x = rank; per rank one bar per step (`perStep`) or one bar of the means per step.
+ * `cells[rank index][step index]` is null where the rank lacks the step.
+ */
+export function breakdownOption(
+  ranks: RankParallel[],
+  stepIds: number[],
+  cells: (Breakdown | null)[][],
+  kinds: CollectiveKind[],
+  unit: TimeUnit,
+): ChartOption {
+  const drawn = cells.map((row) => row.map((b) => (b ? drawnKinds(b, kinds) : null)));
+  // Parts that are zero everywhere (no memcpy, nothing hidden on a host timeline) stay out of the legend.
+  const ps = parts(kinds).filter((p) => cells.some((row, ri) => row.some((b, si) => b && p.value(b, drawn[ri][si]!) > 0)));
+  const perStep = stepIds.length > 1 || stepIds[0] !== -1;
+  const nBars = Math.max(1, stepIds.length);
+  return {
+    legend: { top: 0, itemWidth: 10, itemHeight: 10, data: ps.map((p) => p.name) },
+    grid: { left: 8, right: 16, top: 34, bottom: 4, containLabel: true },
+    tooltip: {
+      trigger: "item",
+      formatter: ((p: { dataIndex: number; seriesIndex: number }) => {
+        const si = Math.floor(p.seriesIndex / ps.length);
+        const b = cells[p.dataIndex][si];
+        const r = ranks[p.dataIndex];
+        if (!b) return tooltipBox(parRankLabel(r), []);
+        return breakdownTip(`${parRankLabel(r)} · ${perStep ? `step ${stepIds[si]}` : "mean per step"}`, b, ps, unit);
+      }) as never,
+    },
+    xAxis: { type: "category", data: ranks.map((r) => parRankLabel(r)), axisTick: { show: false } },
+    yAxis: { type: "value", name: unit, splitLine: { lineStyle: { color: "#eee" } } },
+    series: stepIds.flatMap((_s, si) =>
+      ps.map((p) => ({
+        name: p.name,
+        type: "bar" as const,
+        stack: `s${si}`,
+        barMaxWidth: nBars > 1 ? 18 : 48,
+        barGap: "15%",
+        itemStyle: { color: p.color, borderColor: "#fff", borderWidth: 0 },
+        emphasis: { focus: "none" as const },
+        data: ranks.map((_r, ri) => {
+          const b = cells[ri][si];
+          return b ? inUnit(Math.max(0, p.value(b, drawn[ri][si]!)), unit) : 0;
+        }),
+      })),
+    ),
+  };
+}
+
+export const WAIT_COLORS = { waited: "#90a4ae", caused: "#c62828" };
+
+/** Per rank: time it waited at collectives vs time its peers waited for it (per step). */
+export function waitsOption(rp: RunParallel, unit: TimeUnit, named: Set<number>): ChartOption {
+  const ranks = rp.ranks;
+  return {
+    legend: { top: 0, itemWidth: 10, itemHeight: 10 },
+    grid: { left: 8, right: 16, top: 34, bottom: 4, containLabel: true },
+    tooltip: {
+      trigger: "axis",
+      axisPointer: { type: "shadow" },
+      formatter: ((ps: { dataIndex: number }[]) => {
+        const r = ranks[ps[0].dataIndex];
+        return tooltipBox(`${parRankLabel(r)} · per step`, [
+          { color: WAIT_COLORS.waited, name: "Waited for peers", value: `${fmtTime(num(r.waitNs), unit)} ${unit}` },
+          { color: WAIT_COLORS.caused, name: "Made peers wait", value: `${fmtTime(num(r.causedWaitNs), unit)} ${unit}` },
+          { name: "Arrived last", value: `${r.lastArrivals}/${r.matched}` },
+        ]);
+      }) as never,
+    },
+    xAxis: {
+      type: "category",
+      data: ranks.map((r) => parRankLabel(r)),
+      axisTick: { show: false },
+      axisLabel: { formatter: (v: string, i: number) => (named.has(ranks[i]?.rank) ? `{b|${v}}` : v), rich: { b: { fontWeight: "bold", color: "#c62828" } } },
+    },
+    yAxis: { type: "value", name: unit, splitLine: { lineStyle: { color: "#eee" } } },
+    series: [
+      { name: "Waited for peers", type: "bar", barMaxWidth: 22, itemStyle: { color: WAIT_COLORS.waited }, data: ranks.map((r) => inUnit(num(r.waitNs), unit)) },
+      { name: "Made peers wait", type: "bar", barMaxWidth: 22, itemStyle: { color: WAIT_COLORS.caused }, data: ranks.map((r) => inUnit(num(r.causedWaitNs), unit)) },
+    ],
+  };
+}
+
+/** A rank × step heatmap (rows = ranks, top to bottom; columns = steps); -1 cells are left empty. */
+export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit, colors: string[], label: string): ChartOption {
+  const steps = rp.steps.map((s) => num(s));
+  const ranks = rp.ranks;
+  const data: [number, number, number][] = [];
+  let lo = Infinity;
+  let hi = -Infinity;
+  ranks.forEach((_r, ri) =>
+    steps.forEach((_s, si) => {
+      const v = num(values[ri * steps.length + si]);
+      if (v < 0) return;
+      data.push([si, ri, v]);
+      lo = Math.min(lo, v);
+      hi = Math.max(hi, v);
+    }),
+  );
+  if (!data.length) {
+    lo = 0;
+    hi = 1;
+  }
+  if (hi === lo) hi = lo + 1;
+  const showLabels = steps.length <= 24 && ranks.length <= 32;
+  return {
+    grid: { left: 8, right: 70, top: 8, bottom: 4, containLabel: true },
+    tooltip: {
+      trigger: "item",
+      formatter: ((p: { data: [number, number, number] }) => {
+        const [si, ri, v] = p.data;
+        return tooltipBox(`${parRankLabel(ranks[ri])} · step ${steps[si]}`, [{ name: label, value: `${fmtTime(v, unit)} ${unit}` }]);
+      }) as never,
+    },
+    xAxis: { type: "category", data: steps.map((s) => `#${s}`), splitArea: { show: false }, axisTick: { show: false } },
+    yAxis: { type: "category", inverse: true, data: ranks.map((r) => parRankLabel(r)), axisTick: { show: false } },
+    visualMap: {
+      type: "continuous",
+      min: lo,
+      max: hi,
+      dimension: 2,
+      calculable: false,
+      orient: "vertical",
+      right: 4,
+      top: "middle",
+      itemHeight: Math.max(60, Math.min(160, 26 * ranks.length - 40)),
+      text: [fmtTime(hi, unit), fmtTime(lo, unit)],
+      itemWidth: 10,
+      inRange: { color: colors },
+      textStyle: { fontSize: 10 },
+    },
+    series: [
+      {
+        type: "heatmap",
+        data,
+        itemStyle: { borderColor: "#fff", borderWidth: 1 },
+        label: showLabels
+          ? {
+              show: true,
+              formatter: ((p: { data: [number, number, number] }) => `{${(p.data[2] - lo) / (hi - lo) > 0.55 ? "light" : "dark"}|${fmtTime(p.data[2], unit)}}`) as never,
+              rich: { light: { color: "#ffffff", fontSize: 10 }, dark: { color: "#212121", fontSize: 10 } },
+            }
+          : { show: false },
+        emphasis: { itemStyle: { borderColor: "#212121", borderWidth: 1 } },
+      },
+    ],
+  };
+}

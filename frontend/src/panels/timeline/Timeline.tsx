@@ -1,0 +1,639 @@
+// The timeline view: every rank of a run on one canvas, its level of detail chosen by the server.
+//
+// The page keeps one decoded window (a little wider than the view, at ~2 samples per pixel) and
+// draws it at whatever zoom the view is at; after each zoom or pan settles it asks for the window
+// that is in view. Nothing here is a DOM node per slice.
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { Notice } from "../../components/ui";
+import type { TimelineEvent, TimelineRange, TimelineSearch } from "../../gen/tb_paddle_profile/v1/timeline_pb";
+import type { Decoded } from "./data";
+import { decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, windowTraceUrl } from "./data";
+import type { Layout, Marks, View } from "./draw";
+import "./timeline.css";
+import { drawTimeline, hitLane, LABEL_W, layout, RULER_H } from "./draw";
+
+export interface TimelineState {
+  /** "start,end" ns relative to the run's base (the earliest origin of its ranks). */
+  tl: string;
+  /** Search text (highlighted); with tlfind "1" the first occurrence is opened. */
+  tlq: string;
+  /** Selected slice: "worker:id". */
+  tlsel: string;
+  tlfind: string;
+}
+
+interface Props {
+  run: string;
+  span: string;
+  worker: string;
+  state: TimelineState;
+  update: (patch: Partial<TimelineState> & { view?: string; worker?: string; find?: string }) => void;
+  traceHref?: string;
+}
+
+const VIEW_H = 560;
+const FETCH_DELAY_MS = 60;
+const RETRY_MS = 700;
+
+interface Stats {
+  frames: number;
+  drawMs: number;
+  requests: number;
+  bytes: number;
+  lastBytes: number;
+  firstDrawAt: number;
+  items: number;
+}
+
+declare global {
+  interface Window {
+    __tbppTimeline?: Stats & { view: () => View; data: () => Decoded | null; rows: () => Layout["rows"] };
+  }
+}
+
+function parseWindow(tl: string): View | null {
+  const [a, b] = tl.split(",").map(Number);
+  return Number.isFinite(a) && Number.isFinite(b) && b > a ? { start: a, end: b } : null;
+}
+
+export function Timeline(props: Props) {
+  const { run, span } = props;
+  const canvasRef = useRef<HTMLCanvasElement>(null);
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const [data, setData] = useState<Decoded | null>(null);
+  const [error, setError] = useState("");
+  const [building, setBuildingState] = useState(0);
+  const buildingRef = useRef(0);
+  const setBuilding = (n: number) => {
+    buildingRef.current = n;
+    setBuildingState(n);
+  };
+  const [flows, setFlows] = useState(false);
+  const [query, setQuery] = useState(props.state.tlq);
+  const [activeQuery, setActiveQuery] = useState(props.state.tlq);
+  const [found, setFound] = useState<TimelineSearch | null>(null);
+  const [matchAt, setMatchAt] = useState(0);
+  const [detail, setDetail] = useState<TimelineEvent | null>(null);
+  const [range, setRange] = useState<TimelineRange | null>(null);
+  const view = useRef<View | null>(parseWindow(props.state.tl));
+  const dataRef = useRef<Decoded | null>(null);
+  const marks = useRef<Marks>({ selected: null, box: null, hover: null, flows: false, query: props.state.tlq });
+  const base = useRef<string | undefined>(undefined);
+  const frame = useRef(0);
+  const fetchTimer = useRef(0);
+  const hashTimer = useRef(0);
+  const inflight = useRef<AbortController | null>(null);
+  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, firstDrawAt: 0, items: 0 });
+  const lay = useMemo<Layout>(() => layout(data, new Set()), [data && data.ranks.map((r) => r.tracks.length + r.state).join(",")]);
+  const layRef = useRef(lay);
+  layRef.current = lay;
+  dataRef.current = data;
+  marks.current.flows = flows;
+  marks.current.query = activeQuery;
+
+  // ------------------------------------------------------------------ drawing
+  const draw = () => {
+    frame.current = 0;
+    const canvas = canvasRef.current;
+    const v = view.current;
+    if (!canvas || !v) return;
+    const t0 = performance.now();
+    const dpr = window.devicePixelRatio || 1;
+    const w = canvas.clientWidth;
+    const h = canvas.clientHeight;
+    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+    }
+    const ctx = canvas.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    drawTimeline(ctx, w, h, scrollRef.current?.scrollTop ?? 0, dataRef.current, layRef.current, v, marks.current);
+    const s = stats.current;
+    s.frames++;
+    s.drawMs = performance.now() - t0;
+    if (!s.firstDrawAt && dataRef.current && dataRef.current.items > 0) s.firstDrawAt = performance.now();
+  };
+  const redraw = () => {
+    if (!frame.current) frame.current = requestAnimationFrame(draw);
+  };
+
+  useEffect(() => {
+    window.__tbppTimeline = Object.assign(stats.current, { view: () => view.current!, data: () => dataRef.current, rows: () => layRef.current.rows });
+    const ro = new ResizeObserver(() => {
+      redraw();
+      scheduleFetch();
+    });
+    if (canvasRef.current) ro.observe(canvasRef.current);
+    return () => {
+      ro.disconnect();
+      inflight.current?.abort();
+      window.clearTimeout(fetchTimer.current);
+      window.clearTimeout(hashTimer.current);
+      if (frame.current) cancelAnimationFrame(frame.current);
+    };
+  }, []);
+
+  // ------------------------------------------------------------------ fetching
+  const load = async (v: View | null) => {
+    inflight.current?.abort();
+    const ctl = new AbortController();
+    inflight.current = ctl;
+    const canvas = canvasRef.current;
+    const plot = Math.max(200, (canvas?.clientWidth ?? 1200) - LABEL_W);
+    let start: number | undefined;
+    let end: number | undefined;
+    if (v) {
+      const w = v.end - v.start;
+      start = v.start - w * 0.5;
+      end = v.end + w * 0.5;
+    }
+    stats.current.requests++;
+    let got;
+    try {
+      got = await fetchWindow({ run, span, start, end, px: v ? plot * 2 : plot, base: base.current, q: marks.current.query, flows: marks.current.flows }, ctl.signal);
+    } catch {
+      return; // aborted
+    }
+    if (inflight.current !== ctl) return;
+    inflight.current = null;
+    if (got.kind === "error") {
+      setError(got.message);
+      return;
+    }
+    setError("");
+    const d = decodeWindow(got.value, got.bytes);
+    stats.current.bytes += got.bytes;
+    stats.current.lastBytes = got.bytes;
+    stats.current.items = d.items;
+    const anyReady = d.ranks.some((r) => r.state === "" && r.tracks.length > 0);
+    if (anyReady) {
+      base.current = d.base;
+      if (!view.current) view.current = { start: d.rangeStart, end: Math.max(d.rangeEnd, d.rangeStart + 1) };
+    }
+    dataRef.current = d;
+    setData(d);
+    const waiting = d.ranks.filter((r) => r.state === "building").length;
+    setBuilding(waiting);
+    if (got.pending) {
+      fetchTimer.current = window.setTimeout(() => load(view.current), RETRY_MS);
+    }
+    redraw();
+  };
+
+  const needsFetch = (): boolean => {
+    const d = dataRef.current;
+    const v = view.current;
+    if (!d || !v) return true;
+    if (d.query !== marks.current.query) return true;
+    if (v.start < d.windowStart || v.end > d.windowEnd) return true;
+    const plot = Math.max(200, (canvasRef.current?.clientWidth ?? 1200) - LABEL_W);
+    return d.resolution > (2 * (v.end - v.start)) / plot; // the data is coarser than half a pixel
+  };
+
+  const scheduleFetch = (force = false) => {
+    window.clearTimeout(fetchTimer.current);
+    fetchTimer.current = window.setTimeout(() => {
+      if (force || needsFetch()) load(view.current);
+    }, FETCH_DELAY_MS);
+    window.clearTimeout(hashTimer.current);
+    hashTimer.current = window.setTimeout(() => {
+      const v = view.current;
+      if (v) props.update({ tl: `${Math.round(v.start)},${Math.round(v.end)}` });
+    }, 400);
+  };
+
+  // First load, and again when the run or span changes.
+  useEffect(() => {
+    base.current = undefined;
+    dataRef.current = null;
+    setData(null);
+    setDetail(null);
+    setRange(null);
+    view.current = parseWindow(props.state.tl);
+    load(view.current);
+    if (props.state.tlq && props.state.tlfind) runSearch(props.state.tlq, true);
+  }, [run, span]);
+
+  useEffect(() => {
+    scheduleFetch(true);
+  }, [flows, activeQuery]);
+
+  // ------------------------------------------------------------------ view changes
+  const setView = (v: View) => {
+    const d = dataRef.current;
+    const minW = 1000; // 1 µs
+    let { start, end } = v;
+    if (end - start < minW) {
+      const c = (start + end) / 2;
+      start = c - minW / 2;
+      end = c + minW / 2;
+    }
+    if (d) {
+      const full = Math.max(1, d.rangeEnd - d.rangeStart);
+      const lo = d.rangeStart - full * 0.05;
+      const hi = d.rangeEnd + full * 0.05;
+      if (end - start > hi - lo) {
+        start = lo;
+        end = hi;
+      }
+    }
+    view.current = { start, end };
+    redraw();
+    scheduleFetch();
+  };
+
+  const zoom = (factor: number, atX?: number) => {
+    const v = view.current;
+    const canvas = canvasRef.current;
+    if (!v || !canvas) return;
+    const plot = Math.max(1, canvas.clientWidth - LABEL_W);
+    const frac = atX === undefined ? 0.5 : Math.min(1, Math.max(0, (atX - LABEL_W) / plot));
+    const at = v.start + (v.end - v.start) * frac;
+    const w = (v.end - v.start) * factor;
+    setView({ start: at - w * frac, end: at - w * frac + w });
+  };
+  const pan = (fraction: number) => {
+    const v = view.current;
+    if (!v) return;
+    const d = (v.end - v.start) * fraction;
+    setView({ start: v.start + d, end: v.end + d });
+  };
+  const reset = () => {
+    const d = dataRef.current;
+    if (d) setView({ start: d.rangeStart, end: Math.max(d.rangeEnd, d.rangeStart + 1) });
+  };
+  const focusOn = (start: number, end: number) => {
+    const w = Math.max((end - start) * 6, 20_000);
+    const c = (start + end) / 2;
+    setView({ start: c - w / 2, end: c + w / 2 });
+  };
+
+  // ------------------------------------------------------------------ selection
+  const select = async (worker: string, id: number, focus = false) => {
+    const got = await fetchEvent(run, span, worker, id, base.current);
+    if (got.kind === "error") {
+      setError(got.message);
+      return;
+    }
+    const e = got.value;
+    setDetail(e);
+    marks.current.selected = { worker, id, track: e.track, depth: e.depth, start: Number(e.startNs), end: Number(e.endNs) };
+    if (focus) focusOn(Number(e.startNs), Number(e.endNs));
+    else redraw();
+    props.update({ tlsel: `${worker}:${id}` });
+  };
+
+  const runSearch = async (text: string, open: boolean) => {
+    const t = text.trim();
+    setActiveQuery(t);
+    marks.current.query = t;
+    props.update({ tlq: t, tlfind: "" });
+    if (!t) {
+      setFound(null);
+      return;
+    }
+    if (base.current === undefined || buildingRef.current) {
+      // the indexes are still being built: wait for the first window, which fixes the base
+      window.setTimeout(() => runSearch(t, open), RETRY_MS);
+      return;
+    }
+    let got = await fetchSearch(run, span, t, true, base.current);
+    if (got.kind === "ok" && Number(got.value.total) === 0) got = await fetchSearch(run, span, t, false, base.current);
+    if (got.kind === "error") {
+      setError(got.message);
+      return;
+    }
+    setFound(got.value);
+    setMatchAt(0);
+    const m = got.value.matches[0];
+    if (open && m) await select(m.worker, Number(m.id), true);
+  };
+
+  const step = (d: number) => {
+    if (!found || !found.matches.length) return;
+    const i = (matchAt + d + found.matches.length) % found.matches.length;
+    setMatchAt(i);
+    const m = found.matches[i];
+    select(m.worker, Number(m.id), true);
+  };
+
+  // ------------------------------------------------------------------ mouse and keys
+  const drag = useRef<{ x: number; y: number; v: View; top: number; box: boolean; moved: boolean } | null>(null);
+
+  const rowAt = (y: number) => {
+    const cy = y - RULER_H + (scrollRef.current?.scrollTop ?? 0);
+    return layRef.current.rows.find((r) => cy >= r.y && cy < r.y + r.h);
+  };
+  const timeAt = (x: number) => {
+    const v = view.current!;
+    const plot = Math.max(1, (canvasRef.current?.clientWidth ?? 1) - LABEL_W);
+    return v.start + ((x - LABEL_W) / plot) * (v.end - v.start);
+  };
+  const local = (e: MouseEvent) => {
+    const r = canvasRef.current!.getBoundingClientRect();
+    return { x: e.clientX - r.left, y: e.clientY - r.top };
+  };
+
+  const onMouseDown = (e: MouseEvent) => {
+    if (e.button !== 0 || !view.current) return;
+    const p = local(e);
+    (e.currentTarget as HTMLElement).focus();
+    drag.current = { x: p.x, y: p.y, v: { ...view.current }, top: scrollRef.current?.scrollTop ?? 0, box: e.shiftKey, moved: false };
+    const move = (ev: MouseEvent) => {
+      const g = drag.current;
+      if (!g) return;
+      const q = local(ev);
+      if (Math.abs(q.x - g.x) + Math.abs(q.y - g.y) > 3) g.moved = true;
+      if (g.box) {
+        marks.current.box = { x0: Math.max(g.x, LABEL_W), y0: g.y, x1: Math.max(q.x, LABEL_W), y1: q.y };
+        redraw();
+      } else if (g.moved) {
+        const plot = Math.max(1, canvasRef.current!.clientWidth - LABEL_W);
+        const dt = ((q.x - g.x) / plot) * (g.v.end - g.v.start);
+        setView({ start: g.v.start - dt, end: g.v.end - dt });
+        if (scrollRef.current) scrollRef.current.scrollTop = g.top - (q.y - g.y);
+      }
+    };
+    const up = (ev: MouseEvent) => {
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
+      const g = drag.current;
+      drag.current = null;
+      if (!g) return;
+      const q = local(ev);
+      if (g.box && g.moved) {
+        boxSelect(g.x, g.y, q.x, q.y);
+      } else if (!g.moved) {
+        marks.current.box = null;
+        click(q.x, q.y);
+      }
+    };
+    window.addEventListener("mousemove", move);
+    window.addEventListener("mouseup", up);
+  };
+
+  const click = (x: number, y: number) => {
+    const d = dataRef.current;
+    if (!d || x < LABEL_W) return;
+    const row = rowAt(y);
+    if (!row || row.kind !== "lane") return;
+    const lane = d.ranks[row.rank]?.lanes.get(`${row.track}:${row.depth}`);
+    if (!lane) return;
+    const v = view.current!;
+    const plot = Math.max(1, canvasRef.current!.clientWidth - LABEL_W);
+    const i = hitLane(lane, timeAt(x), (2 * (v.end - v.start)) / plot);
+    if (i < 0) {
+      marks.current.selected = null;
+      setDetail(null);
+      props.update({ tlsel: "" });
+      redraw();
+      return;
+    }
+    if (lane.count[i] > 1) {
+      focusOn(lane.start[i], lane.start[i] + lane.dur[i]); // a merged block: zoom into it
+      return;
+    }
+    select(row.worker, lane.id[i]);
+  };
+
+  const boxSelect = async (x0: number, y0: number, x1: number, y1: number) => {
+    const d = dataRef.current;
+    if (!d) return;
+    const t0 = timeAt(Math.max(LABEL_W, Math.min(x0, x1)));
+    const t1 = timeAt(Math.max(LABEL_W, Math.max(x0, x1)));
+    const top = scrollRef.current?.scrollTop ?? 0;
+    const ya = Math.min(y0, y1) - RULER_H + top;
+    const yb = Math.max(y0, y1) - RULER_H + top;
+    const tracks = new Set<string>();
+    for (const r of layRef.current.rows) if (r.kind === "lane" && r.y + r.h > ya && r.y < yb) tracks.add(`${r.worker}:${r.track}`);
+    if (!tracks.size) return;
+    const got = await fetchRange(run, span, t0, t1, [...tracks], base.current);
+    if (got.kind === "ok") setRange(got.value);
+    else setError(got.message);
+  };
+
+  const onWheel = (e: WheelEvent) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) {
+      e.preventDefault();
+      zoom(Math.pow(1.0018, e.deltaY), local(e).x);
+    } else if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      e.preventDefault();
+      pan((e.shiftKey ? e.deltaY : e.deltaX) / 800);
+    }
+  };
+
+  const onKey = (e: KeyboardEvent) => {
+    const k = e.key.toLowerCase();
+    if (k === "w") zoom(0.8);
+    else if (k === "s") zoom(1.25);
+    else if (k === "a") pan(-0.15);
+    else if (k === "d") pan(0.15);
+    else if (k === "0") reset();
+    else if (k === "escape") {
+      marks.current.box = null;
+      setRange(null);
+      redraw();
+    } else return;
+    e.preventDefault();
+  };
+
+  const onMove = (e: MouseEvent) => {
+    marks.current.hover = local(e);
+    redraw();
+  };
+
+  useEffect(() => {
+    const c = canvasRef.current;
+    if (!c) return;
+    c.addEventListener("wheel", onWheel, { passive: false });
+    return () => c.removeEventListener("wheel", onWheel);
+  });
+
+  // Re-select the slice named by the URL once the index is there.
+  useEffect(() => {
+    const [w, id] = splitSel(props.state.tlsel);
+    if (data && w && id !== null && !detail && !data.ranks.some((r) => r.state === "building")) select(w, id);
+  }, [data && data.ranks.length]);
+
+  useEffect(redraw);
+
+  const d = data;
+  const v = view.current;
+  const selWorker = detail?.worker ?? props.worker;
+  const contentH = lay.height + RULER_H;
+  return (
+    <div class="panel timeline" data-testid="panel-timeline">
+      <div class="tl-bar">
+        <form
+          class="tl-search"
+          onSubmit={(e) => {
+            e.preventDefault();
+            runSearch(query, true);
+          }}
+        >
+          <input class="search" type="search" placeholder="Search slices by name (Enter)" value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} data-testid="timeline-search" aria-label="Search the timeline" />
+        </form>
+        {found ? (
+          <span class="tl-found" data-testid="timeline-found">
+            <button class="btn small" onClick={() => step(-1)} disabled={!found.matches.length} aria-label="Previous match">‹</button>
+            <span>{found.matches.length ? `${matchAt + 1} / ${Number(found.total)}` : "no match"}</span>
+            <button class="btn small" onClick={() => step(1)} disabled={!found.matches.length} aria-label="Next match">›</button>
+          </span>
+        ) : null}
+        <label class="tl-check">
+          <input type="checkbox" checked={flows} onChange={(e) => setFlows((e.target as HTMLInputElement).checked)} data-testid="timeline-flows" />
+          launch → kernel arrows
+        </label>
+        <span class="tl-tools">
+          <button class="btn small" onClick={() => zoom(0.5)} data-testid="timeline-zoom-in" title="Zoom in (W)">+</button>
+          <button class="btn small" onClick={() => zoom(2)} data-testid="timeline-zoom-out" title="Zoom out (S)">−</button>
+          <button class="btn small" onClick={reset} data-testid="timeline-reset" title="Whole span (0)">Fit</button>
+          {v ? (
+            <a class="btn small" href={windowTraceUrl(run, span, selWorker, v.start, v.end, base.current)} download data-testid="timeline-download-window" title={`The slices of ${selWorker} in this window, as Chrome-trace JSON (Perfetto, chrome://tracing)`}>
+              Window JSON
+            </a>
+          ) : null}
+          {props.traceHref ? (
+            <a class="btn small" href={props.traceHref} download data-testid="timeline-download-raw" title="The whole raw trace of the selected worker">
+              Raw trace
+            </a>
+          ) : null}
+        </span>
+      </div>
+      <div class="tl-hint">
+        Drag: pan · Ctrl+wheel or W/S: zoom · A/D: pan · Shift+drag: sum a box · click: details · 0: fit
+        {d ? (
+          <span class="tl-status" data-testid="timeline-status">
+            {` · ${d.items.toLocaleString()} items for ${d.ranks.reduce((a, r) => a + r.events, 0).toLocaleString()} events · ${(d.bytes / 1024).toFixed(0)} KB · ${fmtDur(d.resolution)}/px`}
+          </span>
+        ) : null}
+      </div>
+      {error ? <Notice kind="error" testId="timeline-error">{error}</Notice> : null}
+      {building ? <Notice kind="loading" testId="timeline-building">{`Building the timeline index of ${building} rank${building > 1 ? "s" : ""}…`}</Notice> : null}
+      {!d && !error ? <Notice kind="loading">Loading the timeline…</Notice> : null}
+      <div class="tl-scroll" ref={scrollRef} style={{ height: `${VIEW_H}px` }} onScroll={redraw}>
+        <canvas
+          ref={canvasRef}
+          class="tl-canvas"
+          style={{ height: `${VIEW_H}px` }}
+          tabIndex={0}
+          data-testid="timeline-canvas"
+          data-window={v ? `${Math.round(v.start)},${Math.round(v.end)}` : ""}
+          data-rows={lay.rows.length}
+          onMouseDown={onMouseDown}
+          onMouseMove={onMove}
+          onMouseLeave={() => {
+            marks.current.hover = null;
+            redraw();
+          }}
+          onKeyDown={onKey}
+        />
+        <div style={{ height: `${Math.max(0, contentH - VIEW_H)}px` }} />
+      </div>
+      <TrackList data={d} />
+      <div class="tl-below">
+        {detail ? <Details e={detail} onJump={(w, id) => select(w, id, true)} onTable={(view, name) => props.update({ view, worker: detail.worker, find: name })} /> : <div class="tl-empty muted">Click a slice to see its details.</div>}
+        {range ? <RangeSums r={range} onClose={() => setRange(null)} /> : null}
+      </div>
+    </div>
+  );
+}
+
+function splitSel(s: string): [string, number | null] {
+  const i = s.lastIndexOf(":");
+  if (i < 0) return ["", null];
+  const id = Number(s.slice(i + 1));
+  return [s.slice(0, i), Number.isInteger(id) ? id : null];
+}
+
+/** The tracks as text (hidden visually small): what the canvas shows, for assistive tools and tests. */
+function TrackList({ data }: { data: Decoded | null }) {
+  if (!data) return null;
+  return (
+    <ul class="tl-tracks" data-testid="timeline-tracks">
+      {data.ranks.map((r) =>
+        r.tracks.map((t) => (
+          <li data-worker={r.worker} data-track={t.id} data-kind={t.kind === 2 ? "gpu" : "host"} data-events={String(t.events)}>
+            {`${r.rank >= 0 ? `rank ${r.rank}` : r.worker} · ${t.label} · ${Number(t.events).toLocaleString()} events`}
+          </li>
+        )),
+      )}
+    </ul>
+  );
+}
+
+function Details({ e, onJump, onTable }: { e: TimelineEvent; onJump: (worker: string, id: number) => void; onTable: (view: string, name: string) => void }) {
+  const dur = Number(e.endNs - e.startNs);
+  const isDevice = e.type === "Kernel" || e.type === "Memcpy" || e.type === "Memset";
+  return (
+    <section class="card tl-details" data-testid="timeline-details">
+      <header class="card-head">
+        <h3 data-testid="timeline-detail-name" title={e.name}>{e.name}</h3>
+      </header>
+      <div class="card-body">
+        <table class="tl-kv">
+          <tbody>
+            <tr><th>Type</th><td data-key="type">{e.type}</td></tr>
+            <tr><th>Duration</th><td data-key="duration">{fmtDur(dur)}</td></tr>
+            <tr><th>Start</th><td data-key="start">{fmtDur(Number(e.startNs))}</td></tr>
+            <tr><th>Track</th><td data-key="track">{`${e.worker} · ${e.trackLabel} · row ${e.depth + 1}`}</td></tr>
+            {e.correlationId >= 0n ? <tr><th>Correlation id</th><td data-key="correlation id">{e.correlationId.toString()}</td></tr> : null}
+            {e.operator ? <tr><th>Operator</th><td data-key="operator">{e.operator}</td></tr> : null}
+            {e.args.map((a) => (
+              <tr><th>{a.key}</th><td data-key={a.key}>{a.value}</td></tr>
+            ))}
+          </tbody>
+        </table>
+        {e.related.length ? (
+          <div class="tl-related">
+            {e.related.map((r) => (
+              <button class="btn small" onClick={() => onJump(r.worker, Number(r.id))} data-relation={r.relation} title={r.name}>
+                {`${r.relation}: ${r.name.length > 60 ? `${r.name.slice(0, 59)}…` : r.name}`}
+              </button>
+            ))}
+          </div>
+        ) : null}
+        <div class="tl-related">
+          {isDevice && e.type === "Kernel" ? (
+            <button class="btn small" data-testid="timeline-to-kernels" onClick={() => onTable("kernels", e.name)}>Show in Kernels table</button>
+          ) : null}
+          {e.operator ? (
+            <button class="btn small" data-testid="timeline-to-operators" onClick={() => onTable("operators", e.operator)}>Show operator in Operators table</button>
+          ) : null}
+        </div>
+      </div>
+    </section>
+  );
+}
+
+function RangeSums({ r, onClose }: { r: TimelineRange; onClose: () => void }) {
+  return (
+    <section class="card tl-range" data-testid="timeline-range">
+      <header class="card-head">
+        <h3>{`Selection: ${fmtDur(Number(r.endNs - r.startNs))}, ${Number(r.events).toLocaleString()} slices`}</h3>
+        <div class="card-tools">
+          <button class="btn small" onClick={onClose}>Close</button>
+        </div>
+      </header>
+      <div class="card-body tl-range-body">
+        <table class="tl-sums">
+          <thead>
+            <tr><th>Name</th><th>Type</th><th>Count</th><th>Total</th><th>In range</th></tr>
+          </thead>
+          <tbody>
+            {r.rows.slice(0, 200).map((x) => (
+              <tr>
+                <td title={x.name}>{x.name}</td>
+                <td>{x.type}</td>
+                <td>{Number(x.count).toLocaleString()}</td>
+                <td>{fmtDur(Number(x.totalNs))}</td>
+                <td>{fmtDur(Number(x.overlapNs))}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}

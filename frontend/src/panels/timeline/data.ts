@@ -1,0 +1,200 @@
+// The timeline routes (relative URLs) and the decoded window: per rank, per lane, columns of numbers.
+import { fromBinary } from "@bufbuild/protobuf";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import {
+  TimelineEventSchema,
+  TimelineRangeSchema,
+  TimelineSearchSchema,
+  TimelineWindowSchema,
+} from "../../gen/tb_paddle_profile/v1/timeline_pb";
+import type { TimelineEvent, TimelineRange, TimelineSearch, TimelineTrack, TimelineWindow } from "../../gen/tb_paddle_profile/v1/timeline_pb";
+
+export type Got<T> = { kind: "ok"; value: T; pending: boolean; bytes: number } | { kind: "error"; message: string };
+
+function q(params: Record<string, string | number | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") p.set(k, String(v));
+  return p.toString();
+}
+
+async function get<D extends DescMessage>(schema: D, url: string, signal?: AbortSignal): Promise<Got<MessageShape<D>>> {
+  let r: Response;
+  try {
+    r = await fetch(url, { headers: { Accept: "application/x-protobuf" }, signal });
+  } catch (err) {
+    if ((err as Error).name === "AbortError") throw err;
+    return { kind: "error", message: `request failed: ${(err as Error).message}` };
+  }
+  if (!r.ok) {
+    const text = (await r.text()).trim().split("\n")[0] ?? "";
+    return { kind: "error", message: `${r.status} ${r.statusText}${text ? `: ${text}` : ""}` };
+  }
+  const bytes = new Uint8Array(await r.arrayBuffer());
+  try {
+    return { kind: "ok", value: fromBinary(schema, bytes), pending: r.status === 202, bytes: bytes.length };
+  } catch (err) {
+    return { kind: "error", message: `could not decode ${url.split("?")[0]}: ${(err as Error).message}` };
+  }
+}
+
+export interface WindowQuery {
+  run: string;
+  span: string;
+  start?: number;
+  end?: number;
+  px: number;
+  base?: string; // unix ns as a decimal string (beyond a double's precision)
+  q?: string;
+  flows?: boolean;
+}
+
+export function fetchWindow(w: WindowQuery, signal?: AbortSignal): Promise<Got<TimelineWindow>> {
+  const url = `timeline?${q({
+    run: w.run,
+    span: w.span,
+    start_ns: w.start === undefined ? undefined : Math.floor(w.start),
+    end_ns: w.end === undefined ? undefined : Math.ceil(w.end),
+    px: Math.round(w.px),
+    base_unix_ns: w.base,
+    q: w.q,
+    flows: w.flows ? 1 : undefined,
+  })}`;
+  return get(TimelineWindowSchema, url, signal);
+}
+
+export function fetchEvent(run: string, span: string, worker: string, id: number, base: string | undefined, signal?: AbortSignal): Promise<Got<TimelineEvent>> {
+  return get(TimelineEventSchema, `timeline_event?${q({ run, span, worker, id, base_unix_ns: base })}`, signal);
+}
+
+export function fetchSearch(run: string, span: string, text: string, exact: boolean, base: string | undefined, signal?: AbortSignal): Promise<Got<TimelineSearch>> {
+  return get(TimelineSearchSchema, `timeline_search?${q({ run, span, q: text, exact: exact ? 1 : undefined, base_unix_ns: base, limit: 500 })}`, signal);
+}
+
+export function fetchRange(run: string, span: string, start: number, end: number, tracks: string[], base: string | undefined): Promise<Got<TimelineRange>> {
+  return get(TimelineRangeSchema, `timeline_range?${q({ run, span, start_ns: Math.floor(start), end_ns: Math.ceil(end), tracks: tracks.join(","), base_unix_ns: base })}`);
+}
+
+export function windowTraceUrl(run: string, span: string, worker: string, start: number, end: number, base: string | undefined): string {
+  return `trace_window?${q({ run, span, worker, start_ns: Math.floor(start), end_ns: Math.ceil(end), base_unix_ns: base })}`;
+}
+
+/** One row of slices, decoded: absolute times (ns in window coordinates) as doubles. */
+export interface Lane {
+  track: number;
+  depth: number;
+  start: Float64Array;
+  dur: Float64Array;
+  name: Uint32Array;
+  count: Uint32Array;
+  id: Float64Array;
+  type: Uint16Array;
+  match: Uint8Array | null;
+}
+
+export interface RankData {
+  worker: string;
+  rank: number;
+  fileName: string;
+  state: string;
+  offset: number;
+  start: number;
+  end: number;
+  tracks: TimelineTrack[];
+  lanes: Map<string, Lane>; // key `${track}:${depth}`
+  events: number;
+}
+
+export interface Decoded {
+  windowStart: number;
+  windowEnd: number;
+  resolution: number;
+  base: string;
+  rangeStart: number;
+  rangeEnd: number;
+  names: string[];
+  types: string[];
+  ranks: RankData[];
+  flows: { rank: number; srcTrack: number; srcDepth: number; srcStart: number; dstTrack: number; dstDepth: number; dstStart: number }[];
+  query: string;
+  items: number;
+  bytes: number;
+}
+
+export function decodeWindow(w: TimelineWindow, bytes: number): Decoded {
+  const ws = Number(w.windowStartNs);
+  let items = 0;
+  const ranks: RankData[] = w.ranks.map((r) => {
+    const lanes = new Map<string, Lane>();
+    for (const l of r.lanes) {
+      const n = l.durations.length;
+      const start = new Float64Array(n);
+      const dur = new Float64Array(n);
+      const id = new Float64Array(n);
+      let s = ws;
+      let i0 = 0;
+      for (let i = 0; i < n; i++) {
+        s += Number(l.startDeltas[i]);
+        start[i] = s;
+        dur[i] = Number(l.durations[i]);
+        i0 += Number(l.idDeltas[i]);
+        id[i] = i0;
+      }
+      items += n;
+      lanes.set(`${l.track}:${l.depth}`, {
+        track: l.track,
+        depth: l.depth,
+        start,
+        dur,
+        id,
+        name: Uint32Array.from(l.names),
+        count: Uint32Array.from(l.counts),
+        type: Uint16Array.from(l.types),
+        match: l.matches.length ? Uint8Array.from(l.matches) : null,
+      });
+    }
+    return {
+      worker: r.worker,
+      rank: r.rank,
+      fileName: r.fileName,
+      state: r.state,
+      offset: Number(r.offsetNs),
+      start: Number(r.startNs),
+      end: Number(r.endNs),
+      tracks: r.tracks,
+      lanes,
+      events: Number(r.eventsInWindow),
+    };
+  });
+  return {
+    windowStart: ws,
+    windowEnd: Number(w.windowEndNs),
+    resolution: w.resolutionNs,
+    base: w.baseUnixNs.toString(),
+    rangeStart: Number(w.rangeStartNs),
+    rangeEnd: Number(w.rangeEndNs),
+    names: w.names,
+    types: w.types,
+    ranks,
+    flows: w.flows.map((f) => ({
+      rank: f.rank,
+      srcTrack: f.srcTrack,
+      srcDepth: f.srcDepth,
+      srcStart: ws + Number(f.srcStartNs),
+      dstTrack: f.dstTrack,
+      dstDepth: f.dstDepth,
+      dstStart: ws + Number(f.dstStartNs),
+    })),
+    query: w.query,
+    items,
+    bytes,
+  };
+}
+
+/** A duration in the unit that reads best. */
+export function fmtDur(ns: number): string {
+  const a = Math.abs(ns);
+  if (a >= 1e9) return `${(ns / 1e9).toFixed(3)} s`;
+  if (a >= 1e6) return `${(ns / 1e6).toFixed(3)} ms`;
+  if (a >= 1e3) return `${(ns / 1e3).toFixed(3)} µs`;
+  return `${Math.round(ns)} ns`;
+}

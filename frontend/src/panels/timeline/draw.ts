@@ -1,0 +1,343 @@
+// Drawing the timeline on a 2D canvas: ruler, rank headers, track labels, slices, merged blocks,
+// search matches, the selected slice, launch→kernel arrows and the box selection.
+import type { Decoded, Lane } from "./data";
+import { fmtDur } from "./data";
+
+export const LABEL_W = 200;
+export const RULER_H = 26;
+export const LANE_H = 17;
+export const RANK_H = 22;
+export const TRACK_GAP = 5;
+
+export interface Row {
+  kind: "rank" | "lane";
+  y: number; // content y (below the ruler, before scrolling)
+  h: number;
+  rank: number;
+  worker: string;
+  track: number;
+  depth: number;
+  label: string;
+  first: boolean; // the first lane of its track (draws the track label)
+}
+
+export interface Layout {
+  rows: Row[];
+  height: number;
+  key: string;
+}
+
+/** Rows for every rank's tracks; depends only on the tracks, so it stays put while zooming. */
+export function layout(data: Decoded | null, collapsed: Set<string>): Layout {
+  const rows: Row[] = [];
+  let y = 0;
+  const keyParts: string[] = [];
+  (data?.ranks ?? []).forEach((r, ri) => {
+    const title = r.rank >= 0 ? `rank ${r.rank}` : r.worker;
+    rows.push({ kind: "rank", y, h: RANK_H, rank: ri, worker: r.worker, track: -1, depth: -1, label: `${title}${r.state ? ` · ${r.state}` : ""}`, first: true });
+    y += RANK_H;
+    for (const t of r.tracks) {
+      const depth = collapsed.has(`${r.worker}:${t.id}`) ? 1 : Math.max(1, t.depth);
+      for (let d = 0; d < depth; d++) {
+        rows.push({ kind: "lane", y, h: LANE_H, rank: ri, worker: r.worker, track: t.id, depth: d, label: t.label, first: d === 0 });
+        y += LANE_H;
+      }
+      y += TRACK_GAP;
+      keyParts.push(`${r.worker}:${t.id}:${depth}`);
+    }
+  });
+  return { rows, height: y, key: keyParts.join("|") };
+}
+
+const colorCache = new Map<string, string>();
+export function colorOf(name: string, type: string): string {
+  const key = `${type}\u0000${name}`;
+  let c = colorCache.get(key);
+  if (c) return c;
+  if (type === "CudaRuntime") c = "#b0bec5";
+  else if (type === "ProfileStep") c = "#cfd8dc";
+  else if (type === "Memcpy") c = "#66bb6a";
+  else if (type === "Memset") c = "#26a69a";
+  else {
+    let h = 2166136261;
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
+    const hue = ((h >>> 0) % 360);
+    const sat = type === "Kernel" ? 65 : 45;
+    const light = type === "Kernel" ? 55 : 68;
+    c = `hsl(${hue},${sat}%,${light}%)`;
+  }
+  if (colorCache.size > 5000) colorCache.clear();
+  colorCache.set(key, c);
+  return c;
+}
+
+export interface View {
+  start: number;
+  end: number;
+}
+
+export interface Marks {
+  selected: { worker: string; id: number; track: number; depth: number; start: number; end: number } | null;
+  box: { x0: number; y0: number; x1: number; y1: number } | null;
+  hover: { x: number; y: number } | null;
+  flows: boolean;
+  query: string;
+}
+
+function niceStep(ns: number): number {
+  const p = Math.pow(10, Math.floor(Math.log10(ns)));
+  for (const m of [1, 2, 5, 10]) if (m * p >= ns) return m * p;
+  return 10 * p;
+}
+
+export function drawTimeline(
+  ctx: CanvasRenderingContext2D,
+  width: number,
+  height: number,
+  scrollTop: number,
+  data: Decoded | null,
+  lay: Layout,
+  view: View,
+  marks: Marks,
+): void {
+  ctx.save();
+  ctx.clearRect(0, 0, width, height);
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, width, height);
+  const plotW = Math.max(1, width - LABEL_W);
+  const scale = plotW / Math.max(1, view.end - view.start);
+  const X = (t: number) => LABEL_W + (t - view.start) * scale;
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+
+  // rows
+  const top = RULER_H - scrollTop;
+  const rowOf = new Map<string, Row>();
+  for (const row of lay.rows) rowOf.set(`${row.rank}:${row.track}:${row.depth}`, row);
+  const names = data?.names ?? [];
+  const types = data?.types ?? [];
+  const hasQuery = marks.query !== "";
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(LABEL_W, RULER_H, plotW, height - RULER_H);
+  ctx.clip();
+  for (const row of lay.rows) {
+    const y = top + row.y;
+    if (y + row.h < RULER_H || y > height) continue;
+    if (row.kind === "rank") {
+      ctx.fillStyle = "#eceff1";
+      ctx.fillRect(LABEL_W, y, plotW, row.h);
+      continue;
+    }
+    if (row.depth === 0) {
+      ctx.fillStyle = "#fafafa";
+      ctx.fillRect(LABEL_W, y - 1, plotW, 1);
+    }
+    const lane = data?.ranks[row.rank]?.lanes.get(`${row.track}:${row.depth}`);
+    if (lane) drawLane(ctx, lane, y, row.h, X, scale, view, names, types, hasQuery, LABEL_W, width);
+  }
+  // selected slice
+  if (marks.selected && data) {
+    const s = marks.selected;
+    const ri = data.ranks.findIndex((r) => r.worker === s.worker);
+    const row = rowOf.get(`${ri}:${s.track}:${s.depth}`);
+    if (row) {
+      const x0 = X(s.start);
+      const w = Math.max(2, (s.end - s.start) * scale);
+      ctx.strokeStyle = "#0d47a1";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(x0 - 1, top + row.y, w + 2, row.h - 1);
+    }
+  }
+  // launch → kernel arrows
+  if (marks.flows && data) {
+    ctx.strokeStyle = "rgba(33,33,33,0.55)";
+    ctx.fillStyle = "rgba(33,33,33,0.7)";
+    ctx.lineWidth = 1;
+    for (const f of data.flows) {
+      const a = rowOf.get(`${f.rank}:${f.srcTrack}:${f.srcDepth}`);
+      const b = rowOf.get(`${f.rank}:${f.dstTrack}:${f.dstDepth}`);
+      if (!a || !b) continue;
+      const x0 = X(f.srcStart);
+      const y0 = top + a.y + a.h - 2;
+      const x1 = X(f.dstStart);
+      const y1 = top + b.y + 2;
+      if ((x0 < LABEL_W && x1 < LABEL_W) || (x0 > width && x1 > width)) continue;
+      ctx.beginPath();
+      ctx.moveTo(x0, y0);
+      const my = (y0 + y1) / 2;
+      ctx.bezierCurveTo(x0, my, x1, my, x1, y1);
+      ctx.stroke();
+      ctx.beginPath();
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - 3, y1 - 5);
+      ctx.lineTo(x1 + 3, y1 - 5);
+      ctx.fill();
+    }
+  }
+  // box selection
+  if (marks.box) {
+    const b = marks.box;
+    ctx.fillStyle = "rgba(25,118,210,0.12)";
+    ctx.strokeStyle = "#1976d2";
+    ctx.lineWidth = 1;
+    const x = Math.min(b.x0, b.x1);
+    const y = Math.min(b.y0, b.y1);
+    ctx.fillRect(x, y, Math.abs(b.x1 - b.x0), Math.abs(b.y1 - b.y0));
+    ctx.strokeRect(x + 0.5, y + 0.5, Math.abs(b.x1 - b.x0), Math.abs(b.y1 - b.y0));
+  }
+  ctx.restore();
+
+  // labels
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, RULER_H, LABEL_W, height - RULER_H);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(0, RULER_H, LABEL_W, height - RULER_H);
+  ctx.clip();
+  for (const row of lay.rows) {
+    const y = top + row.y;
+    if (y + row.h < RULER_H || y > height) continue;
+    if (row.kind === "rank") {
+      ctx.fillStyle = "#eceff1";
+      ctx.fillRect(0, y, LABEL_W, row.h);
+      ctx.fillStyle = "#212121";
+      ctx.font = "bold 12px system-ui, sans-serif";
+      ctx.fillText(row.label, 8, y + row.h / 2);
+      ctx.font = "11px system-ui, sans-serif";
+    } else if (row.first) {
+      ctx.fillStyle = "#424242";
+      ctx.fillText(truncate(row.label, LABEL_W - 20), 14, y + row.h / 2);
+    }
+  }
+  ctx.restore();
+  ctx.fillStyle = "#e0e0e0";
+  ctx.fillRect(LABEL_W - 1, RULER_H, 1, height - RULER_H);
+
+  // ruler
+  ctx.fillStyle = "#fafafa";
+  ctx.fillRect(0, 0, width, RULER_H);
+  ctx.fillStyle = "#e0e0e0";
+  ctx.fillRect(0, RULER_H - 1, width, 1);
+  const span = view.end - view.start;
+  const step = niceStep(span / Math.max(1, plotW / 110));
+  ctx.fillStyle = "#616161";
+  ctx.strokeStyle = "#bdbdbd";
+  ctx.textBaseline = "middle";
+  const first = Math.ceil(view.start / step) * step;
+  for (let t = first; t <= view.end; t += step) {
+    const x = Math.round(X(t)) + 0.5;
+    ctx.beginPath();
+    ctx.moveTo(x, RULER_H - 8);
+    ctx.lineTo(x, RULER_H);
+    ctx.stroke();
+    ctx.fillText(fmtDur(t), x + 3, RULER_H / 2 - 2);
+  }
+  ctx.fillStyle = "#424242";
+  ctx.fillText(`window ${fmtDur(span)}`, 8, RULER_H / 2);
+  if (marks.hover && marks.hover.x > LABEL_W) {
+    const x = Math.round(marks.hover.x) + 0.5;
+    ctx.strokeStyle = "rgba(0,0,0,0.25)";
+    ctx.beginPath();
+    ctx.moveTo(x, RULER_H);
+    ctx.lineTo(x, height);
+    ctx.stroke();
+  }
+  ctx.restore();
+}
+
+function truncate(text: string, px: number): string {
+  const max = Math.floor(px / 6.2);
+  return text.length > max ? `${text.slice(0, Math.max(0, max - 1))}…` : text;
+}
+
+function drawLane(
+  ctx: CanvasRenderingContext2D,
+  lane: Lane,
+  y: number,
+  h: number,
+  X: (t: number) => number,
+  scale: number,
+  view: View,
+  names: string[],
+  types: string[],
+  hasQuery: boolean,
+  left: number,
+  right: number,
+): void {
+  const n = lane.start.length;
+  // first item that may be visible
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (lane.start[mid] + lane.dur[mid] < view.start) lo = mid + 1;
+    else hi = mid;
+  }
+  // items are sorted by start; a long item before `lo` may still cover the view: look back a little
+  let i0 = Math.max(0, lo - 64);
+  let lastX = -Infinity;
+  for (let i = i0; i < n; i++) {
+    const s = lane.start[i];
+    if (s > view.end) break;
+    const e = s + lane.dur[i];
+    if (e < view.start) continue;
+    let x0 = X(s);
+    let x1 = X(e);
+    if (x1 - x0 < 1) x1 = x0 + 1;
+    if (x1 < lastX + 0.3 && lane.count[i] === 1 && x1 - x0 <= 1) continue; // sub-pixel overdraw
+    lastX = x1;
+    x0 = Math.max(x0, left - 2);
+    x1 = Math.min(x1, right + 2);
+    const nm = names[lane.name[i]] ?? "";
+    const type = types[lane.type[i]] ?? "";
+    const merged = lane.count[i] > 1;
+    const matched = lane.match ? lane.match[i] === 1 : false;
+    let color = merged && !nm ? "#9e9e9e" : colorOf(nm, type);
+    if (hasQuery && !matched) color = merged ? "#e0e0e0" : "#eeeeee";
+    ctx.fillStyle = color;
+    ctx.fillRect(x0, y + 1, x1 - x0, h - 2);
+    if (merged) {
+      ctx.fillStyle = "rgba(255,255,255,0.35)";
+      ctx.fillRect(x0, y + h / 2, x1 - x0, 1);
+    }
+    if (hasQuery && matched) {
+      ctx.strokeStyle = "#d50000";
+      ctx.lineWidth = 1.5;
+      ctx.strokeRect(x0 + 0.5, y + 1.5, Math.max(1, x1 - x0 - 1), h - 3);
+    }
+    const w = x1 - x0;
+    if (w > 36) {
+      const label = merged ? (nm ? `${nm} ×${lane.count[i]}` : `${lane.count[i]} events`) : nm;
+      ctx.fillStyle = hasQuery && !matched ? "#9e9e9e" : "#111";
+      ctx.fillText(truncate(label, w - 6), Math.max(x0, left) + 3, y + h / 2);
+    }
+  }
+  void scale;
+  void i0;
+}
+
+/** The item of `lane` under time `t` (± `tol` ns), or -1. */
+export function hitLane(lane: Lane, t: number, tol: number): number {
+  const n = lane.start.length;
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (lane.start[mid] <= t + tol) lo = mid + 1;
+    else hi = mid;
+  }
+  let best = -1;
+  let bestDist = Infinity;
+  for (let i = lo - 1; i >= 0 && i >= lo - 64; i--) {
+    const s = lane.start[i];
+    const e = s + lane.dur[i];
+    const d = t < s ? s - t : t > e ? t - e : 0;
+    if (d <= tol && d < bestDist) {
+      best = i;
+      bestDist = d;
+      if (d === 0) break;
+    }
+  }
+  return best;
+}

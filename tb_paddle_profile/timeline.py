@@ -1,0 +1,811 @@
+"""The timeline: a columnar index of a trace's slices, and the level-of-detail queries over it.
+
+A trace is parsed once more, in a worker process, the first time its timeline is asked for; the result
+is a compact binary index file in the cache folder (``timeline-v1/``), memory-mapped by the request
+threads. Every query then touches only the rows of the window it asks for:
+
+- events are grouped into *lanes* (track, depth), each lane sorted by start, with its longest slice,
+  so the slices overlapping a window are one ``searchsorted`` pair away;
+- slices shorter than a pixel of the window are merged with their short neighbours less than a pixel
+  apart into blocks ("merged N events"), so what is sent grows with the pixels, not with the events;
+- a lane never sends more than ``LANE_CAP`` items (coarser merging when it would).
+
+Tracks: each host thread (host events nested by depth, CUDA runtime calls one row under the host event
+that holds them) and each GPU stream (kernels, memcpy, memset). Event ids are positions in the index
+(lane order); they stay valid for one version of one file.
+"""
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import event_types as et
+
+MAGIC = b"TBPPTL1\n"
+INDEX_VERSION = 1
+LANE_CAP = 4000  # items per lane and response, at most
+MAX_PX = 8192
+FLOW_CAP = 2000
+MATCH_CAP = 2000
+
+KIND_HOST, KIND_RUNTIME, KIND_DEVICE = 0, 1, 2
+TYPE_NAMES = list(et.TYPE_NAMES)
+
+
+# ------------------------------------------------------------------ building (worker process)
+
+
+def _depths(tables, tree) -> Tuple[np.ndarray, np.ndarray]:
+    host_depth = (tree.host_depth - 1).astype(np.int32)
+    rt_depth = np.zeros(len(tables.rt_tid), dtype=np.int32)
+    owned = tree.rt_host >= 0
+    rt_depth[owned] = tree.host_depth[tree.rt_host[owned]].astype(np.int32)
+    return host_depth, rt_depth
+
+
+def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
+    """The index of one trace as (header, arrays)."""
+    t = tables
+    host_depth, rt_depth = _depths(t, tree)
+    threads = sorted(set(t.host_tid.tolist()) | set(t.rt_tid.tolist()))
+    # The busiest thread first (the training loop), then by tid.
+    busy = {tid: int((t.host_tid == tid).sum()) for tid in threads}
+    threads.sort(key=lambda tid: (-busy[tid], tid))
+    streams = sorted(set(zip(t.dev_id.tolist(), t.dev_stream.tolist())))
+    tracks: List[dict] = []
+    thread_track = {}
+    for tid in threads:
+        thread_track[tid] = len(tracks)
+        name = t.thread_names.get(tid, "")
+        tracks.append({"id": len(tracks), "kind": 1, "tid": int(tid), "device": -1, "stream": -1,
+                       "label": f"thread {tid}" + (f" · {name}" if name and name != str(tid) else "")})
+    stream_track = {}
+    for dev, stream in streams:
+        stream_track[(dev, stream)] = len(tracks)
+        tracks.append({"id": len(tracks), "kind": 2, "tid": -1, "device": int(dev), "stream": int(stream),
+                       "label": f"GPU {dev} · stream {stream}"})
+
+    def track_of(tids, table):
+        lut = thread_track if table != "dev" else None
+        if lut is not None:
+            keys = np.array(sorted(lut), dtype=np.int64)
+            vals = np.array([lut[k] for k in keys.tolist()], dtype=np.int32)
+            return vals[np.searchsorted(keys, tids)] if len(tids) else np.zeros(0, np.int32)
+        return tids
+
+    n_h, n_r, n_d = len(t.host_tid), len(t.rt_tid), len(t.dev_id)
+    h_track = track_of(t.host_tid, "host")
+    r_track = track_of(t.rt_tid, "rt")
+    if n_d:
+        skey = t.dev_id * (1 << 32) + t.dev_stream
+        keys = np.array(sorted(d * (1 << 32) + s for d, s in streams), dtype=np.int64)
+        vals = np.array([stream_track[(d, s)] for d, s in streams], dtype=np.int32)
+        d_track = vals[np.searchsorted(keys, skey)]
+    else:
+        d_track = np.zeros(0, np.int32)
+
+    track = np.concatenate([h_track, r_track, d_track]).astype(np.int32)
+    depth = np.concatenate([host_depth, rt_depth, np.zeros(n_d, np.int32)])
+    start = np.concatenate([t.host_start, t.rt_start, t.dev_start]).astype(np.int64)
+    end = np.concatenate([t.host_end, t.rt_end, t.dev_end]).astype(np.int64)
+    end = np.maximum(end, start)
+    name = np.concatenate([t.host_name, t.rt_name, t.dev_name]).astype(np.int32)
+    kind = np.concatenate([np.full(n_h, KIND_HOST, np.int8), np.full(n_r, KIND_RUNTIME, np.int8),
+                           np.full(n_d, KIND_DEVICE, np.int8)])
+    etype = np.concatenate([t.host_type, t.rt_type, t.dev_type]).astype(np.int16)
+    row = np.concatenate([np.arange(n_h), np.arange(n_r), np.arange(n_d)]).astype(np.int32)
+
+    order = np.lexsort((-end, start, depth, track))
+    track, depth, start, end = track[order], depth[order], start[order], end[order]
+    name, kind, etype, row = name[order], kind[order], etype[order], row[order]
+    n = len(order)
+    lane_key = track.astype(np.int64) * 65536 + depth
+    brk = np.nonzero(np.diff(lane_key))[0] + 1 if n else np.zeros(0, np.int64)
+    lane_ptr = np.concatenate([[0], brk, [n]]).astype(np.int64) if n else np.zeros(1, np.int64)
+    lane_first = lane_ptr[:-1]
+    lane_track = track[lane_first].astype(np.int32)
+    lane_depth = depth[lane_first].astype(np.int32)
+    lane_maxdur = (np.maximum.reduceat(end - start, lane_first) if n else np.zeros(0, np.int64)).astype(np.int64)
+
+    pos = np.empty(n, dtype=np.int32)
+    pos[order] = np.arange(n, dtype=np.int32)
+    host_pos, rt_pos, dev_pos = pos[:n_h], pos[n_h:n_h + n_r], pos[n_h + n_r:]
+
+    for tr in tracks:
+        sel = lane_track == tr["id"]
+        tr["depth"] = int(lane_depth[sel].max()) + 1 if sel.any() else 1
+        tr["events"] = int((lane_ptr[1:] - lane_ptr[:-1])[sel].sum())
+
+    names_blob = "\0".join(t.names).encode("utf-8", "surrogatepass")
+    shape_rows = np.array(sorted(t.host_shapes), dtype=np.int32)
+    shape_text = [json.dumps(list(t.host_shapes[r])) for r in shape_rows.tolist()]
+    shape_bytes = [s.encode("utf-8", "surrogatepass") for s in shape_text]
+    shape_ptr = np.zeros(len(shape_bytes) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in shape_bytes], out=shape_ptr[1:])
+
+    starts = [a.min() for a in (t.host_start, t.rt_start, t.dev_start) if a.size]
+    ends = [a.max() for a in (t.host_end, t.rt_end, t.dev_end) if a.size]
+    header = {
+        "version": INDEX_VERSION,
+        "origin_unix_ns": int(t.origin_unix_ns),
+        "start_ns": int(min(starts)) if starts else 0,
+        "end_ns": int(max(ends)) if ends else 0,
+        "pid": int(t.pid),
+        "tracks": tracks,
+        "devices": {str(d.id): d.name for d in t.devices},
+    }
+    arrays = {
+        "ev_start": start, "ev_end": end, "ev_name": name, "ev_kind": kind, "ev_type": etype, "ev_row": row,
+        "lane_ptr": lane_ptr, "lane_track": lane_track, "lane_depth": lane_depth, "lane_maxdur": lane_maxdur,
+        "host_pos": host_pos, "rt_pos": rt_pos, "dev_pos": dev_pos,
+        "host_parent": tree.host_parent.astype(np.int32), "host_type": t.host_type.astype(np.int16),
+        "rt_host": tree.rt_host.astype(np.int32), "rt_corr": t.rt_corr.astype(np.int64),
+        "dev_rt": tree.dev_rt.astype(np.int32), "dev_corr": t.dev_corr.astype(np.int64),
+        "dev_grid": t.dev_grid.astype(np.int32), "dev_block": t.dev_block.astype(np.int32),
+        "dev_registers": t.dev_registers.astype(np.int32), "dev_shared_memory": t.dev_shared_memory.astype(np.int64),
+        "dev_blocks_per_sm": t.dev_blocks_per_sm, "dev_warps_per_sm": t.dev_warps_per_sm,
+        "dev_occupancy": t.dev_occupancy, "dev_bytes": t.dev_bytes.astype(np.int64),
+        "names_blob": np.frombuffer(names_blob, dtype=np.uint8),
+        "shape_rows": shape_rows, "shape_ptr": shape_ptr,
+        "shape_blob": np.frombuffer(b"".join(shape_bytes), dtype=np.uint8),
+    }
+    return header, arrays
+
+
+def encode_index(header: dict, arrays: Dict[str, np.ndarray]) -> bytes:
+    table = {}
+    parts = []
+    offset = 0
+    for key, arr in arrays.items():
+        arr = np.ascontiguousarray(arr)
+        pad = (-offset) % 64
+        if pad:
+            parts.append(b"\0" * pad)
+            offset += pad
+        table[key] = [arr.dtype.str, list(arr.shape), offset]
+        data = arr.tobytes()
+        parts.append(data)
+        offset += len(data)
+    head = dict(header, arrays=table)
+    head_bytes = json.dumps(head).encode("utf-8")
+    prefix = MAGIC + len(head_bytes).to_bytes(8, "little") + head_bytes
+    pad = (-len(prefix)) % 64
+    return prefix + b"\0" * pad + b"".join(parts)
+
+
+def build_file_index(read_bytes, file_name: str, target: str) -> dict:
+    """Worker side: parse the trace and write its index to ``target`` atomically."""
+    from .event_tree import build_tree
+    from .reader import read_trace
+
+    data = read_bytes()
+    tables = read_trace(data, os.path.basename(file_name))
+    del data
+    tree = build_tree(tables)
+    header, arrays = build_index(tables, tree)
+    blob = encode_index(header, arrays)
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return {"events": int(len(arrays["ev_start"])), "bytes": len(blob)}
+
+
+def index_in_worker(fs, path: str, file_name: str, size: int, target: str) -> dict:
+    """Runs in a worker process (picklable arguments only). Returns {"ok", "error"}."""
+    from .errors import TraceError
+
+    def read() -> bytes:
+        data = fs.cat_file(path)
+        if len(data) != size:
+            raise TraceError(file_name, "the file changed while its timeline was being built")
+        return data
+
+    try:
+        info = build_file_index(read, file_name, target)
+    except TraceError as err:
+        return {"ok": False, "error": str(err)}
+    except FileNotFoundError:
+        return {"ok": False, "error": f"{file_name}: the file no longer exists"}
+    except MemoryError:
+        return {"ok": False, "error": f"{file_name}: out of memory while building its timeline"}
+    return {"ok": True, "error": "", **info}
+
+
+# ------------------------------------------------------------------ reading (request threads)
+
+
+class TimelineIndex:
+    """A memory-mapped index file."""
+
+    def __init__(self, path: str):
+        with open(path, "rb") as f:
+            self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        mm = self._mm
+        if mm[:len(MAGIC)] != MAGIC:
+            raise ValueError("not a timeline index")
+        n = int.from_bytes(mm[len(MAGIC):len(MAGIC) + 8], "little")
+        start = len(MAGIC) + 8
+        self.header = json.loads(mm[start:start + n])
+        base = start + n + ((-(start + n)) % 64)
+        self.a: Dict[str, np.ndarray] = {}
+        for key, (dtype, shape, off) in self.header["arrays"].items():
+            count = int(np.prod(shape)) if shape else 1
+            self.a[key] = np.frombuffer(mm, dtype=np.dtype(dtype), count=count, offset=base + off).reshape(shape)
+        blob = self.a["names_blob"].tobytes().decode("utf-8", "surrogatepass")
+        self.names: List[str] = blob.split("\0") if blob or len(self.a["names_blob"]) else []
+        if not self.names:
+            self.names = [""]
+        self.tracks: List[dict] = self.header["tracks"]
+        self.origin = int(self.header["origin_unix_ns"])
+        self.start_ns = int(self.header["start_ns"])
+        self.end_ns = int(self.header["end_ns"])
+        self.n_lanes = len(self.a["lane_track"])
+        self._lower = None
+        self.nbytes = len(mm)
+
+    def lower_names(self) -> List[str]:
+        if self._lower is None:
+            self._lower = [s.lower() for s in self.names]
+        return self._lower
+
+    def name_mask(self, query: str, exact: bool = False) -> np.ndarray:
+        """A bool per name id: does it match the query."""
+        if exact:
+            return np.array([s == query for s in self.names], dtype=bool)
+        q = query.lower()
+        return np.array([q in s for s in self.lower_names()], dtype=bool)
+
+    def lanes_in_window(self, ws: int, we: int, lane: int) -> Tuple[int, int, np.ndarray]:
+        """Positions [lo, hi) of the lane's events that may overlap [ws, we], and which do."""
+        a = self.a
+        p0, p1 = int(a["lane_ptr"][lane]), int(a["lane_ptr"][lane + 1])
+        st = a["ev_start"][p0:p1]
+        lo = p0 + int(np.searchsorted(st, ws - int(a["lane_maxdur"][lane]), "left"))
+        hi = p0 + int(np.searchsorted(st, we, "right"))
+        keep = a["ev_end"][lo:hi] >= ws
+        return lo, hi, keep
+
+    def shapes(self, host_row: int) -> Optional[Tuple[str, str]]:
+        rows = self.a["shape_rows"]
+        i = int(np.searchsorted(rows, host_row))
+        if i >= len(rows) or int(rows[i]) != host_row:
+            return None
+        p = self.a["shape_ptr"]
+        text = self.a["shape_blob"][int(p[i]):int(p[i + 1])].tobytes().decode("utf-8", "surrogatepass")
+        shapes, dtypes = json.loads(text)
+        return shapes, dtypes
+
+    def close(self) -> None:
+        self.a = {}
+        try:
+            self._mm.close()
+        except BufferError:  # arrays still referenced by a response being built: the GC closes it
+            pass
+
+
+def merge_lane(start: np.ndarray, end: np.ndarray, name: np.ndarray, pixel: float):
+    """Merge slices shorter than ``pixel`` that are less than ``pixel`` apart.
+
+    Returns (first index of each item, count, item start, item end, name or -1 when mixed)."""
+    n = len(start)
+    if n == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z, z
+    short = (end - start) < pixel
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        joined = short[1:] & short[:-1] & ((start[1:] - end[:-1]) < pixel)
+        new[1:] = ~joined
+    first = np.nonzero(new)[0]
+    count = np.diff(np.append(first, n))
+    s = start[first]
+    e = np.maximum.reduceat(end, first)
+    nmin = np.minimum.reduceat(name, first)
+    nmax = np.maximum.reduceat(name, first)
+    nm = np.where(nmin == nmax, nmin, -1)
+    return first, count, s, e, nm
+
+
+def query_lane(idx: TimelineIndex, lane: int, ws: int, we: int, pixel: float, cap: int = LANE_CAP,
+               match: Optional[np.ndarray] = None) -> dict:
+    """The items of one lane in [ws, we] (index-local ns) at ``pixel`` ns per pixel."""
+    a = idx.a
+    lo, hi, keep = idx.lanes_in_window(ws, we, lane)
+    pos = np.nonzero(keep)[0] + lo
+    start, end, name = a["ev_start"][pos], a["ev_end"][pos], a["ev_name"][pos]
+    p = max(float(pixel), 1.0)
+    for _ in range(40):
+        first, count, s, e, nm = merge_lane(start, end, name, p)
+        if len(first) <= cap:
+            break
+        p *= 2.0
+    dropped = 0
+    if len(first) > cap:  # pathological (nested overlaps): keep the longest
+        top = np.sort(np.argsort(-(e - s), kind="stable")[:cap])
+        dropped = int(count.sum() - count[top].sum())
+        first, count, s, e, nm = first[top], count[top], s[top], e[top], nm[top]
+    ids = pos[first] if len(pos) else np.zeros(0, np.int64)
+    out = {"ids": ids.astype(np.int64), "count": count, "start": s, "end": e, "name": nm,
+           "type": a["ev_type"][ids].astype(np.int64) if len(ids) else np.zeros(0, np.int64),
+           "events": int(len(pos)), "dropped": dropped}
+    if match is not None:
+        hits = match[name].astype(np.int8) if len(name) else np.zeros(0, np.int8)
+        out["match"] = np.maximum.reduceat(hits, first) if len(first) else np.zeros(0, np.int8)
+    return out
+
+
+def row_of(idx: TimelineIndex, ev: int) -> Tuple[int, int, int]:
+    """(lane, track, depth) of an event id."""
+    lane = int(np.searchsorted(idx.a["lane_ptr"], ev, "right")) - 1
+    return lane, int(idx.a["lane_track"][lane]), int(idx.a["lane_depth"][lane])
+
+
+def type_name(code: int) -> str:
+    return TYPE_NAMES[code] if 0 <= code < len(TYPE_NAMES) else str(code)
+
+
+def event_details(idx: TimelineIndex, ev: int) -> dict:
+    """Everything about one event: its name, times, arguments, enclosing operator and linked events."""
+    a = idx.a
+    n = len(a["ev_start"])
+    if not 0 <= ev < n:
+        raise KeyError(ev)
+    kind, row = int(a["ev_kind"][ev]), int(a["ev_row"][ev])
+    _, track, depth = row_of(idx, ev)
+    out = {"id": ev, "name": idx.names[int(a["ev_name"][ev])], "type": type_name(int(a["ev_type"][ev])),
+           "start": int(a["ev_start"][ev]), "end": int(a["ev_end"][ev]), "track": track, "depth": depth,
+           "track_label": idx.tracks[track]["label"], "corr": -1, "args": [], "operator": "", "related": []}
+    args = out["args"]
+
+    def ref(pos: int, relation: str) -> dict:
+        _, tr, dp = row_of(idx, pos)
+        return {"id": pos, "name": idx.names[int(a["ev_name"][pos])], "type": type_name(int(a["ev_type"][pos])),
+                "start": int(a["ev_start"][pos]), "end": int(a["ev_end"][pos]), "track": tr, "depth": dp,
+                "relation": relation}
+
+    def operator_of(host_row: int) -> int:
+        r = host_row
+        for _ in range(256):
+            if r < 0:
+                return -1
+            if int(a["host_type"][r]) == et.OPERATOR:
+                return r
+            r = int(a["host_parent"][r])
+        return -1
+
+    host_row = -1
+    if kind == KIND_HOST:
+        host_row = row
+        found = idx.shapes(row)
+        if found is not None:
+            args.append(("input shapes", found[0]))
+            args.append(("input dtypes", found[1]))
+        parent = int(a["host_parent"][row])
+        if parent >= 0:
+            out["related"].append(ref(int(a["host_pos"][parent]), "parent"))
+        op = operator_of(int(a["host_parent"][row]))
+    elif kind == KIND_RUNTIME:
+        corr = int(a["rt_corr"][row])
+        out["corr"] = corr
+        host_row = int(a["rt_host"][row])
+        op = operator_of(host_row)
+        if host_row >= 0:
+            out["related"].append(ref(int(a["host_pos"][host_row]), "parent"))
+        devs = np.nonzero(a["dev_rt"] == row)[0][:64]
+        for d in devs.tolist():
+            out["related"].append(ref(int(a["dev_pos"][d]), "kernel"))
+    else:
+        corr = int(a["dev_corr"][row])
+        out["corr"] = corr
+        g, b = a["dev_grid"][row].tolist(), a["dev_block"][row].tolist()
+        code = int(a["ev_type"][ev])
+        if code == et.KERNEL:
+            args += [("grid", ", ".join(map(str, g))), ("block", ", ".join(map(str, b))),
+                     ("registers per thread", str(int(a["dev_registers"][row]))),
+                     ("shared memory", f"{int(a['dev_shared_memory'][row])} B"),
+                     ("blocks per SM", f"{float(a['dev_blocks_per_sm'][row]):.2f}"),
+                     ("warps per SM", f"{float(a['dev_warps_per_sm'][row]):.2f}"),
+                     ("theoretical achieved occupancy %", f"{float(a['dev_occupancy'][row]):.2f}")]
+        else:
+            args.append(("bytes", str(int(a["dev_bytes"][row]))))
+        rt = int(a["dev_rt"][row])
+        op = -1
+        if rt >= 0:
+            out["related"].append(ref(int(a["rt_pos"][rt]), "launch"))
+            op = operator_of(int(a["rt_host"][rt]))
+    if kind == KIND_HOST and int(a["host_type"][row]) == et.OPERATOR:
+        op = row
+    if op >= 0:
+        out["operator"] = idx.names[int(a["ev_name"][int(a["host_pos"][op])])]
+        if op != host_row or kind != KIND_HOST:
+            out["related"].append(ref(int(a["host_pos"][op]), "operator"))
+    out["args"] = [{"key": k, "value": v} for k, v in args]
+    return out
+
+
+def search(idx: TimelineIndex, query: str, exact: bool, limit: int = MATCH_CAP) -> Tuple[int, np.ndarray]:
+    """(total, first `limit` matching event ids in time order)."""
+    mask = idx.name_mask(query, exact)
+    if not mask.any():
+        return 0, np.zeros(0, np.int64)
+    hit = np.nonzero(mask[idx.a["ev_name"]])[0]
+    order = np.argsort(idx.a["ev_start"][hit], kind="stable")
+    return int(len(hit)), hit[order[:limit]]
+
+
+def range_sums(idx: TimelineIndex, ws: int, we: int, tracks: Optional[Sequence[int]]) -> Dict[Tuple[str, str], list]:
+    """Per (name, type): [count, total ns, overlap ns] of the slices of ``tracks`` overlapping [ws, we]."""
+    a = idx.a
+    out: Dict[Tuple[int, int], list] = {}
+    wanted = None if tracks is None else set(tracks)
+    for lane in range(idx.n_lanes):
+        if wanted is not None and int(a["lane_track"][lane]) not in wanted:
+            continue
+        lo, hi, keep = idx.lanes_in_window(ws, we, lane)
+        pos = np.nonzero(keep)[0] + lo
+        if not len(pos):
+            continue
+        s, e = a["ev_start"][pos], a["ev_end"][pos]
+        key = a["ev_name"][pos].astype(np.int64) * 1024 + a["ev_type"][pos]
+        uniq, inv = np.unique(key, return_inverse=True)
+        cnt = np.bincount(inv)
+        tot = np.bincount(inv, weights=(e - s).astype(np.float64))
+        ovl = np.bincount(inv, weights=(np.minimum(e, we) - np.maximum(s, ws)).clip(0).astype(np.float64))
+        for k, c, t_, o in zip(uniq.tolist(), cnt.tolist(), tot.tolist(), ovl.tolist()):
+            acc = out.setdefault((k // 1024, k % 1024), [0, 0, 0])
+            acc[0] += c
+            acc[1] += int(t_)
+            acc[2] += int(o)
+    return {(idx.names[n], type_name(t)): v for (n, t), v in out.items()}
+
+
+def chrome_subset(idx: TimelineIndex, ws: int, we: int, file_name: str) -> bytes:
+    """A Chrome-trace JSON of the slices overlapping [ws, we] (index-local ns), for Perfetto."""
+    a = idx.a
+    pid = idx.header.get("pid", 0)
+    events: List[str] = []
+    dumps = json.dumps
+    for tr in idx.tracks:
+        if tr["kind"] == 1:
+            events.append(dumps({"name": "thread_name", "ph": "M", "pid": pid, "tid": tr["tid"],
+                                 "args": {"name": tr["label"]}}))
+        else:
+            events.append(dumps({"name": "thread_name", "ph": "M", "pid": tr["device"], "tid": tr["stream"],
+                                 "args": {"name": tr["label"]}}))
+    origin_us = idx.origin / 1000.0
+    for lane in range(idx.n_lanes):
+        lo, hi, keep = idx.lanes_in_window(ws, we, lane)
+        pos = (np.nonzero(keep)[0] + lo).tolist()
+        tr = idx.tracks[int(a["lane_track"][lane])]
+        for p in pos:
+            s, e = int(a["ev_start"][p]), int(a["ev_end"][p])
+            kind, row = int(a["ev_kind"][p]), int(a["ev_row"][p])
+            args = {"start_time": f"{s / 1000:.3f} us", "end_time": f"{e / 1000:.3f} us"}
+            if kind == KIND_DEVICE:
+                corr = int(a["dev_corr"][row])
+                if corr >= 0:
+                    args["correlation id"] = corr
+                if int(a["ev_type"][p]) == et.KERNEL:
+                    args["grid"] = a["dev_grid"][row].tolist()
+                    args["block"] = a["dev_block"][row].tolist()
+                    args["registers per thread"] = int(a["dev_registers"][row])
+                    args["shared memory"] = int(a["dev_shared_memory"][row])
+                    args["blocks per SM"] = float(a["dev_blocks_per_sm"][row])
+                    args["warps per SM"] = float(a["dev_warps_per_sm"][row])
+                    args["theoretical achieved occupancy %"] = float(a["dev_occupancy"][row])
+                else:
+                    args["bytes"] = int(a["dev_bytes"][row])
+                ev_pid, ev_tid = tr["device"], tr["stream"]
+            else:
+                ev_pid, ev_tid = pid, tr["tid"]
+                if kind == KIND_RUNTIME:
+                    corr = int(a["rt_corr"][row])
+                    if corr >= 0:
+                        args["correlation id"] = corr
+                else:
+                    found = idx.shapes(row)
+                    if found is not None:
+                        try:
+                            args["input_shapes"] = json.loads(found[0])
+                            args["input_dtypes"] = json.loads(found[1])
+                        except ValueError:
+                            pass
+            events.append(dumps({"name": idx.names[int(a["ev_name"][p])], "pid": ev_pid, "tid": ev_tid,
+                                 "ts": origin_us + s / 1000.0, "dur": (e - s) / 1000.0, "ph": "X",
+                                 "cat": type_name(int(a["ev_type"][p])), "args": args}))
+    head = {"displayTimeUnit": "ms", "schemaVersion": "1.0.2",
+            "ExtraInfo": {"trimmed_from": file_name, "window_ns": f"{ws},{we}"}}
+    text = json.dumps(head)[:-1] + ', "traceEvents": [\n' + ",\n".join(events) + "\n]}\n"
+    return text.encode("utf-8", "surrogatepass")
+
+
+# ------------------------------------------------------------------ the store (plugin side)
+
+
+class TimelineStore:
+    """Builds indexes in worker processes, on demand, and keeps the built ones open.
+
+    ``state(file)`` is "" (ready), "building" or the one-line reason building failed."""
+
+    def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2):
+        self.fs = fs
+        self._tmp = None
+        if cache_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="tbpp-timeline-")
+            cache_dir = Path(self._tmp.name)
+        self.folder = Path(cache_dir) / f"timeline-v{INDEX_VERSION}"
+        self.workers = max(1, workers)
+        self._lock = threading.Lock()
+        self._open: Dict[str, TimelineIndex] = {}
+        self._order: List[str] = []
+        self._building: Dict[str, object] = {}
+        self._failed: Dict[str, str] = {}
+        self._executor = None
+
+    def _path(self, file) -> Path:
+        digest = file.key.digest()
+        return self.folder / digest[:2] / (digest + ".tl")
+
+    def get(self, file) -> Tuple[Optional[TimelineIndex], str]:
+        """(index, "") when ready; else (None, "building") or (None, reason)."""
+        digest = file.key.digest()
+        with self._lock:
+            idx = self._open.get(digest)
+            if idx is not None:
+                return idx, ""
+            if digest in self._failed:
+                return None, self._failed[digest]
+            if digest in self._building:
+                return None, "building"
+        path = self._path(file)
+        if path.is_file():
+            try:
+                idx = TimelineIndex(str(path))
+            except (OSError, ValueError, KeyError):
+                idx = None
+            if idx is not None and idx.header.get("version") == INDEX_VERSION:
+                with self._lock:
+                    self._open[digest] = idx
+                    self._order.append(digest)
+                    while len(self._order) > 64:
+                        old = self._open.pop(self._order.pop(0), None)
+                        if old is not None:
+                            old.close()
+                return idx, ""
+        self._start(file, digest, path)
+        return None, "building"
+
+    def _start(self, file, digest: str, path: Path) -> None:
+        import concurrent.futures
+        import multiprocessing
+
+        with self._lock:
+            if digest in self._building:
+                return
+            if self._executor is None:
+                self._executor = concurrent.futures.ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+            fut = self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size, str(path))
+            self._building[digest] = fut
+
+        def done(f, digest=digest):
+            try:
+                res = f.result()
+            except Exception as err:  # a dead worker (memory), a bug: report, retry on a later request
+                res = {"ok": False, "error": f"{file.file_name}: timeline not built: {' '.join(str(err).split())[:200]}",
+                       "transient": True}
+            with self._lock:
+                self._building.pop(digest, None)
+                if not res["ok"] and not res.get("transient"):
+                    self._failed[digest] = res["error"]
+                if res.get("transient"):
+                    self._executor = None
+
+        fut.add_done_callback(done)
+
+    def close(self) -> None:
+        with self._lock:
+            for idx in self._open.values():
+                idx.close()
+            self._open.clear()
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
+# ------------------------------------------------------------------ responses
+
+
+def _deltas(values: np.ndarray, first: int = 0) -> np.ndarray:
+    if not len(values):
+        return values
+    out = np.empty(len(values), dtype=np.int64)
+    out[0] = values[0] - first
+    out[1:] = np.diff(values)
+    return out
+
+
+def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Optional[int], px: int,
+                   base: Optional[int], query: str = "", flows: bool = False):
+    """The TimelineWindow of ``ranks`` [(TraceFile, index or None, state)] for [ws, we] at ``px`` pixels.
+
+    ``ws``/``we`` are ns relative to ``base`` (unix ns; default: the earliest origin of the ready ranks);
+    None means the whole extent."""
+    from .v1 import timeline_pb2 as tpb
+
+    ready = [(f, idx) for f, idx, _ in ranks if idx is not None]
+    if base is None:
+        base = min((idx.origin for _, idx in ready), default=0)
+    lo_all = min((idx.start_ns + idx.origin - base for _, idx in ready), default=0)
+    hi_all = max((idx.end_ns + idx.origin - base for _, idx in ready), default=0)
+    if ws is None or we is None or we <= ws:
+        ws, we = lo_all, max(hi_all, lo_all + 1)
+    px = max(1, min(int(px or 1000), MAX_PX))
+    pixel = (we - ws) / px
+    msg = tpb.TimelineWindow(run=run, span=span, base_unix_ns=base, window_start_ns=ws, window_end_ns=we, px=px,
+                             resolution_ns=pixel, range_start_ns=lo_all, range_end_ns=hi_all, query=query)
+    msg.types.extend(TYPE_NAMES)
+    names = [""]
+    name_ids: Dict[Tuple[int, int], int] = {}
+    flow_count = 0
+    for ri, (f, idx, state) in enumerate(ranks):
+        r = msg.ranks.add(worker=f.worker, rank=f.rank, file_name=f.file_name, state=state)
+        if idx is None:
+            continue
+        off = idx.origin - base
+        r.offset_ns = off
+        r.start_ns, r.end_ns = idx.start_ns + off, idx.end_ns + off
+        for tr in idx.tracks:
+            r.tracks.add(id=tr["id"], kind=tr["kind"], label=tr["label"], depth=tr["depth"], tid=tr["tid"],
+                         device=tr["device"], stream=tr["stream"], events=tr["events"])
+        lws, lwe = ws - off, we - off  # the window in this index's own times
+        match = idx.name_mask(query) if query else None
+        total = 0
+        lane_items = {}
+        for lane in range(idx.n_lanes):
+            q = query_lane(idx, lane, lws, lwe, pixel, LANE_CAP, match)
+            total += q["events"]
+            if not len(q["ids"]):
+                continue
+            lane_items[lane] = q
+            nm = q["name"]
+            local = np.zeros(len(nm), dtype=np.int64)
+            for j, g in enumerate(nm.tolist()):
+                if g < 0:
+                    continue
+                k = name_ids.get((ri, g))
+                if k is None:
+                    k = name_ids[(ri, g)] = len(names)
+                    names.append(idx.names[g])
+                local[j] = k
+            lane_msg = r.lanes.add(track=int(idx.a["lane_track"][lane]), depth=int(idx.a["lane_depth"][lane]),
+                                   dropped=q["dropped"])
+            lane_msg.start_deltas.extend(_deltas(q["start"] + off, ws).tolist())
+            lane_msg.durations.extend((q["end"] - q["start"]).tolist())
+            lane_msg.names.extend(local.tolist())
+            lane_msg.counts.extend(q["count"].tolist())
+            lane_msg.id_deltas.extend(_deltas(q["ids"]).tolist())
+            lane_msg.types.extend(q["type"].tolist())
+            if "match" in q:
+                lane_msg.matches.extend(q["match"].tolist())
+        r.events_in_window = total
+        if flows:
+            flow_count += _add_flows(msg, ri, idx, lane_items, off, ws)
+    # Names are shared across ranks when equal.
+    msg.names.extend(names)
+    if flow_count > FLOW_CAP:
+        msg.flows_dropped = flow_count - len(msg.flows)
+    return msg
+
+
+def _add_flows(msg, ri: int, idx: TimelineIndex, lane_items: dict, off: int, ws: int) -> int:
+    """Launch→kernel pairs whose kernel is a visible single slice in the window."""
+    a = idx.a
+    dev_ids = []
+    for lane, q in lane_items.items():
+        tr = idx.tracks[int(a["lane_track"][lane])]
+        if tr["kind"] != 2:
+            continue
+        single = q["count"] == 1
+        dev_ids.append(q["ids"][single])
+    if not dev_ids:
+        return 0
+    ids = np.concatenate(dev_ids)
+    rows = a["ev_row"][ids]
+    rts = a["dev_rt"][rows]
+    ok = rts >= 0
+    ids, rts = ids[ok], rts[ok]
+    total = len(ids)
+    room = FLOW_CAP - len(msg.flows)
+    for dst, rt in zip(ids[:max(room, 0)].tolist(), rts[:max(room, 0)].tolist()):
+        src = int(a["rt_pos"][rt])
+        _, st, sd = row_of(idx, src)
+        _, dt, dd = row_of(idx, dst)
+        msg.flows.add(rank=ri, src_track=st, src_depth=sd, src_start_ns=int(a["ev_start"][src]) + off - ws, src_id=src,
+                      dst_track=dt, dst_depth=dd, dst_start_ns=int(a["ev_start"][dst]) + off - ws, dst_id=dst)
+    return total
+
+
+def event_message(worker: str, idx: TimelineIndex, ev: int, base: Optional[int]):
+    from .v1 import timeline_pb2 as tpb
+
+    d = event_details(idx, ev)
+    base = idx.origin if base is None else base
+    off = idx.origin - base
+    msg = tpb.TimelineEvent(worker=worker, id=ev, name=d["name"], type=d["type"], start_ns=d["start"] + off,
+                            end_ns=d["end"] + off, track=d["track"], depth=d["depth"], track_label=d["track_label"],
+                            correlation_id=d["corr"], operator=d["operator"], base_unix_ns=base)
+    for arg in d["args"]:
+        msg.args.add(key=arg["key"], value=arg["value"])
+    for r in d["related"]:
+        msg.related.add(worker=worker, id=r["id"], name=r["name"], type=r["type"], start_ns=r["start"] + off,
+                        end_ns=r["end"] + off, track=r["track"], depth=r["depth"], relation=r["relation"])
+    return msg
+
+
+def search_message(ranks: list, query: str, exact: bool, base: Optional[int], limit: int = MATCH_CAP):
+    from .v1 import timeline_pb2 as tpb
+
+    ready = [(f, idx) for f, idx in ranks if idx is not None]
+    if base is None:
+        base = min((idx.origin for _, idx in ready), default=0)
+    msg = tpb.TimelineSearch(query=query, base_unix_ns=base)
+    found = []
+    for f, idx in ready:
+        total, ids = search(idx, query, exact, limit)
+        msg.total += total
+        off = idx.origin - base
+        a = idx.a
+        for ev in ids.tolist():
+            found.append((int(a["ev_start"][ev]) + off, f, idx, ev, off))
+    found.sort(key=lambda x: x[0])
+    for start, f, idx, ev, off in found[:limit]:
+        _, tr, dp = row_of(idx, ev)
+        msg.matches.add(worker=f.worker, id=ev, name=idx.names[int(idx.a["ev_name"][ev])], start_ns=start,
+                        end_ns=int(idx.a["ev_end"][ev]) + off, track=tr, depth=dp)
+    if msg.matches:
+        msg.first_start_ns = msg.matches[0].start_ns
+        msg.last_end_ns = max(m.end_ns for m in msg.matches)
+    return msg
+
+
+def range_message(ranks: list, ws: int, we: int, tracks: Dict[str, Optional[List[int]]], base: Optional[int]):
+    """Sums over [ws, we] of the tracks named per worker (None: all its tracks)."""
+    from .v1 import timeline_pb2 as tpb
+
+    ready = [(f, idx) for f, idx in ranks if idx is not None]
+    if base is None:
+        base = min((idx.origin for _, idx in ready), default=0)
+    acc: Dict[Tuple[str, str], list] = {}
+    for f, idx in ready:
+        if f.worker not in tracks:
+            continue
+        off = idx.origin - base
+        for key, v in range_sums(idx, ws - off, we - off, tracks[f.worker]).items():
+            t = acc.setdefault(key, [0, 0, 0])
+            for i in range(3):
+                t[i] += v[i]
+    msg = tpb.TimelineRange(start_ns=ws, end_ns=we)
+    for (name, typ), (c, tot, ovl) in sorted(acc.items(), key=lambda kv: -kv[1][2]):
+        msg.rows.add(name=name, type=typ, count=c, total_ns=tot, overlap_ns=ovl)
+        msg.events += c
+    return msg
