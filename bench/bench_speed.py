@@ -132,6 +132,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--quick", action="store_true", help="smaller traces (a minute instead of several)")
     ap.add_argument("--no-visualdl", action="store_true")
+    ap.add_argument("--with-2gb", action="store_true",
+                    help="also summarize a ~2 GB single-rank trace (cold path only; ~5 more minutes)")
     args = ap.parse_args()
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -177,6 +179,15 @@ def main() -> None:
     all_ready = time.perf_counter() - t0
     target = sum(singles) / cores * 1.2
 
+    big_rows = []
+    if args.with_2gb:
+        big = generate(work, "2GB", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4",
+                                     "--events-per-rank", "6000000"], 3)[0]
+        r = run_child(sys.executable, "cold", big, timeout=3600)
+        size = big.stat().st_size
+        big_rows = ["", f"~2 GB trace ({size / 1e9:.2f} GB, one rank): cold summary in {fmt(r)} s, peak RSS "
+                        f"{r.get('maxrss_kb', 0) * 1024 / 1e9:.2f} GB ({r.get('maxrss_kb', 0) * 1024 / size:.2f} x the file)."]
+
     header = [
         f"Measured on {platform.machine()}, {cores} cores, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}; generated GPU-shaped GPT traces (`tb_paddle_profile.synth`).",
@@ -190,7 +201,7 @@ def main() -> None:
         f"8-rank run (DP2 x MP2 x PP2, {len(ranks)} files): all ranks summarized from cold with {cores} worker "
         f"processes in {all_ready:.2f} s; sum of single-file cold times / cores + 20 % = {target:.2f} s.",
     ]
-    table = "\n".join(header + rows + footer)
+    table = "\n".join(header + rows + footer + big_rows)
     print()
     print(table)
     if args.out:

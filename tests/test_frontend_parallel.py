@@ -1,0 +1,314 @@
+"""The hybrid-parallel section of the Distributed view in a real browser (Debian's Chromium driven by
+Playwright) against a real ``tensorboard`` serving a generated 8-rank DP2 × MP2 × PP2 run with a slow
+rank and the example ``gpt-2rank`` run.
+
+What the page shows is compared with ``tb-paddle-profile distributed RUN_DIR --format json``, run here on
+the very folder TensorBoard serves, formatted with the CLI's own text helpers: the straggler verdict names
+the same rank, every per-rank, per-kind, wait, pipeline and heatmap number equals the CLI's, the advice
+items carry their thresholds, the heatmaps and the step breakdown are drawn, and clicking a rank opens its
+overview. The page must log no console error and make no request outside 127.0.0.1.
+"""
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from browser_util import (
+    REPO,
+    PageLog,
+    chromium_missing_reason,
+    new_page,
+    read_simple_table,
+    save_screenshot,
+    tensorboard,
+    wait_all_loaded,
+)
+
+pytestmark = [pytest.mark.browser]
+
+_missing = chromium_missing_reason()
+if _missing:
+    pytest.skip(f"browser tests need Chromium: {_missing}", allow_module_level=True)
+
+from google.protobuf import json_format  # noqa: E402
+
+from tb_paddle_profile.analysis.collectives import KIND_LABELS  # noqa: E402
+from tb_paddle_profile.render.parallel_text import _bytes, _pct  # noqa: E402
+from tb_paddle_profile.render.text import format_time  # noqa: E402
+from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
+from tb_paddle_profile.v1 import summary_pb2  # noqa: E402
+
+EXAMPLE_2RANK = REPO / "examples" / "profiler_log" / "gpt-2rank"
+SYNTH = "synth-dp2mp2pp2"
+GPT = "gpt-2rank"
+SLOW_RANK = 5
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("parallel_logdir")
+    subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile.synth", "--dp", "2", "--mp", "2", "--pp", "2", "--steps", "3",
+         "--layers", "2", "--micro-batches", "2", "--slow-rank", str(SLOW_RANK), "--slow-factor", "1.5",
+         "--out", str(root / SYNTH)],
+        check=True, capture_output=True, text=True, cwd=str(REPO),
+    )
+    if EXAMPLE_2RANK.is_dir():
+        for trace in EXAMPLE_2RANK.glob("*.paddle_trace.json"):
+            (root / GPT).mkdir(exist_ok=True)
+            shutil.copyfile(trace, root / GPT / trace.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def tb(logdir, tmp_path_factory):
+    work = tmp_path_factory.mktemp("parallel_tb")
+    with tensorboard(logdir, work) as server:
+        wait_all_loaded(server)
+        yield server
+
+
+@pytest.fixture
+def page_and_log(browser):
+    """A fresh page; after the test, no console error, no page error and no request outside 127.0.0.1."""
+    log = PageLog()
+    page = new_page(browser, log, width=1440, height=1000)
+    yield page, log
+    page.context.close()
+    assert log.page_errors == [], log.page_errors
+    assert log.console_errors == [], log.console_errors
+    assert log.outside_requests() == [], log.outside_requests()
+    assert any("/data/plugin/paddle_profile/parallel?" in u for u in log.requests), "the page never asked for the analysis"
+
+
+@functools.lru_cache(maxsize=None)
+def cli_parallel(run_dir: str) -> plugin_pb2.RunParallel:
+    """What `tb-paddle-profile distributed RUN_DIR --format json` prints, as the protobuf it describes."""
+    out = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "distributed", run_dir, "--format", "json"],
+                         capture_output=True, text=True, check=True, cwd=str(REPO))
+    return json_format.Parse(out.stdout, plugin_pb2.RunParallel())
+
+
+def open_distributed(page, tb, run: str, unit: str):
+    keys = {"run": run, "worker": "rank0", "span": "0", "unit": unit, "view": "distributed"}
+    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
+    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    frame = handle.content_frame()
+    try:
+        frame.wait_for_selector('[data-testid="par-ranks"]', timeout=60_000)
+    except Exception as err:
+        shown = frame.evaluate("() => document.body.innerText.slice(0, 3000)")
+        raise AssertionError(f"the hybrid-parallel section did not appear; the plugin showed:\n{shown}") from err
+    return frame
+
+
+# ---------------------------------------------------------------- what the CLI prints, cell by cell
+
+
+def expected_ranks(rp, unit):
+    t = lambda ns: format_time(ns, unit)  # noqa: E731
+    rows = []
+    for r in rp.ranks:
+        share = (lambda ns: _pct(ns / r.step_time_ns) if r.step_time_ns else "-")  # noqa: E731
+        rows.append({"rank": str(r.rank), "worker": r.worker, "steps": str(r.steps), "step": t(r.step_time_ns),
+                     "compute": t(r.compute_ns), "exposed": t(r.exposed_communication_ns),
+                     "exposed_share": share(r.exposed_communication_ns), "hidden": t(r.hidden_communication_ns),
+                     "memcpy": t(r.exposed_memory_ns), "idle": t(r.idle_ns),
+                     "timeline": "host" if r.timeline == summary_pb2.TIMELINE_HOST else "GPU"})
+    return rows
+
+
+def expected_host(rp, unit):
+    t = lambda ns: format_time(ns, unit)  # noqa: E731
+    return [{"rank": str(r.rank), "runtime": t(r.runtime_ns),
+             "runtime_share": _pct(r.runtime_ns / r.step_time_ns) if r.step_time_ns else "-",
+             "launches": str(r.launches), "sync": t(r.sync_ns), "kernel": t(r.kernel_ns)} for r in rp.ranks]
+
+
+def expected_waits(rp, unit):
+    t = lambda ns: format_time(ns, unit)  # noqa: E731
+    return [{"rank": str(r.rank), "waited": t(r.wait_ns), "caused": t(r.caused_wait_ns),
+             "last": f"{r.last_arrivals}/{r.matched}", "compute": t(r.compute_ns),
+             "peer_compute": t(r.peer_compute_ns) if r.peers else "-", "peers": ",".join(map(str, r.peers)) or "-"}
+            for r in rp.ranks]
+
+
+def expected_kinds(rp, unit):
+    t = lambda ns: format_time(ns, unit)  # noqa: E731
+    return [{"kind": KIND_LABELS.get(k.kind, "other"), "calls": str(k.calls), "device": t(k.device_ns),
+             "host": t(k.host_ns), "exposed": t(k.exposed_ns), "matched": str(k.matched), "wait": t(k.wait_ns),
+             "transfer": t(k.transfer_ns), "bytes": _bytes(k.bytes), "ranks": ",".join(map(str, k.ranks))}
+            for k in rp.kinds]
+
+
+def expected_rank_kinds(rp, unit):
+    t = lambda ns: format_time(ns, unit)  # noqa: E731
+    rows = []
+    for r in rp.ranks:
+        n = max(1, r.steps)
+        for k in r.kinds:
+            rows.append({"rank": str(r.rank), "kind": KIND_LABELS.get(k.kind, "other"), "calls": f"{k.calls / n:.1f}",
+                         "device": t(k.device_ns / n), "exposed": t(k.exposed_ns / n), "wait": t(k.wait_ns / n),
+                         "matched": f"{k.matched}/{k.calls}"})
+    return rows
+
+
+def expected_stages(rp, unit):
+    t = lambda ns: format_time(ns, unit)  # noqa: E731
+    return [{"stage": str(s.stage), "ranks": ",".join(map(str, s.ranks)), "step": t(s.step_time_ns),
+             "compute": t(s.compute_ns), "bubble": t(s.bubble_ns), "ratio": _pct(s.bubble_ratio)}
+            for s in rp.pipeline.stages]
+
+
+def expected_matrix(rp, matrix, unit):
+    n = len(rp.steps)
+    rows = []
+    for i, r in enumerate(rp.ranks):
+        row = {"rank": str(r.rank)}
+        for j, s in enumerate(rp.steps):
+            v = matrix.values_ns[i * n + j]
+            row[f"s{s}"] = format_time(v, unit) if v >= 0 else "-"
+        rows.append(row)
+    return rows
+
+
+def cells(rows):
+    return [{k: v for k, v in r.items() if k != "_key"} for r in rows]
+
+
+def trigger_text(value, unit):
+    return _pct(value) if "fraction" in unit else f"{value:g}"
+
+
+CANVAS_INK = """(testId) => {
+  const canvas = document.querySelector(`[data-testid="${testId}"] canvas`);
+  if (!canvas) return -1;
+  const ctx = canvas.getContext("2d");
+  const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+  let ink = 0;
+  for (let i = 0; i < data.length; i += 4) if (data[i + 3] > 0 && (data[i] < 235 || data[i + 1] < 235 || data[i + 2] < 235)) ink++;
+  return ink;
+}"""
+
+
+def check_against_cli(frame, rp, unit):
+    """Every number of the section against the CLI's RunParallel, formatted as the CLI formats it."""
+    assert cells(read_simple_table(frame, "par-ranks")) == expected_ranks(rp, unit)
+    assert cells(read_simple_table(frame, "par-waits")) == expected_waits(rp, unit)
+    if not all(r.timeline == summary_pb2.TIMELINE_HOST for r in rp.ranks):
+        assert cells(read_simple_table(frame, "par-host")) == expected_host(rp, unit)
+    assert cells(read_simple_table(frame, "par-kinds")) == expected_kinds(rp, unit)
+    assert cells(read_simple_table(frame, "par-rank-kinds")) == expected_rank_kinds(rp, unit)
+    if rp.pipeline.stages:
+        assert cells(read_simple_table(frame, "par-stages")) == expected_stages(rp, unit)
+
+    # Verdict: the CLI's summary line, the same ranks, the CLI's thresholds sentence.
+    v = rp.straggler
+    assert frame.inner_text('[data-testid="par-verdict-summary"]').strip() == v.summary
+    assert frame.inner_text('[data-testid="par-banner"] .par-banner-text') == v.summary
+    shown = [int(x) for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")]
+    assert shown == [s.rank for s in v.stragglers]
+    reasons = frame.eval_on_selector_all('[data-testid="par-straggler"] .par-reason', "els => els.map(e => e.textContent)")
+    assert reasons == [s.reason for s in v.stragglers]
+    assert frame.inner_text('[data-testid="par-verdict-rule"]') == (
+        f"(A rank is named when the wait it causes its peers, net of its own, is at least "
+        f"{v.min_wait_fraction:.0%} of the median step and at least {v.min_share_of_top:.0%} of the largest; "
+        f"'longer compute' means at least {v.compute_excess_threshold:.0%} more than its peers' median.)")
+
+    # Advice: the CLI's rules in its order, each trigger with its value and threshold.
+    if rp.advice:
+        rules = frame.eval_on_selector_all('[data-testid="par-advice"] > li', "els => els.map(e => e.dataset.rule)")
+        assert rules == [a.rule for a in rp.advice]
+        triggers = frame.eval_on_selector_all(
+            '[data-testid="par-trigger"]', "els => els.map(e => [e.dataset.metric, e.dataset.value, e.dataset.threshold, e.textContent])")
+        want = [(tr.metric, trigger_text(tr.value, tr.unit), trigger_text(tr.threshold, tr.unit),
+                 "all ranks" if tr.rank < 0 else f"rank {tr.rank}") for a in rp.advice for tr in a.triggers]
+        assert [tuple(t[:3]) for t in triggers] == [w[:3] for w in want]
+        for (metric, value, threshold, who), t in zip(want, triggers):
+            assert t[3] == f"{metric} ({who}){value}≥ threshold{threshold}"
+        texts = frame.eval_on_selector_all('[data-testid="par-advice"] .par-advice-text', "els => els.map(e => e.textContent)")
+        assert texts == [a.text for a in rp.advice]
+    else:
+        assert frame.locator('[data-testid="par-advice-none"]').count() == 1
+
+    # Heatmaps: drawn (ink on the canvas), and as tables equal to the CLI's rank × step tables.
+    for test_id, matrix in (("par-heat-step", rp.step_time), ("par-heat-exposed", rp.exposed_communication)):
+        frame.wait_for_selector(f'[data-testid="{test_id}"][data-drawn]')
+        assert frame.evaluate(CANVAS_INK, test_id) > 500, f"{test_id} looks empty"
+        frame.click(f'[data-testid="{test_id}-mode"] button[data-value="table"]')
+        assert cells(read_simple_table(frame, f"{test_id}-table")) == expected_matrix(rp, matrix, unit)
+        frame.click(f'[data-testid="{test_id}-mode"] button[data-value="heatmap"]')
+        frame.wait_for_selector(f'[data-testid="{test_id}"][data-drawn]')
+
+    # The rank × step breakdown (reads every rank's summary) is drawn.
+    frame.wait_for_selector('[data-testid="par-breakdown-chart"][data-drawn]', timeout=30_000)
+    assert frame.evaluate(CANVAS_INK, "par-breakdown-chart") > 500
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_parallel_synth_names_the_slow_rank_and_shows_the_cli_numbers(tb, logdir, page_and_log):
+    page, _ = page_and_log
+    unit = "ms"
+    rp = cli_parallel(str(logdir / SYNTH))
+    assert [s.rank for s in rp.straggler.stragglers] == [SLOW_RANK], rp.straggler.summary  # what the generator planted
+    frame = open_distributed(page, tb, SYNTH, unit)
+    check_against_cli(frame, rp, unit)
+    assert f"rank {SLOW_RANK}" in frame.inner_text('[data-testid="par-verdict-summary"]')
+    assert frame.locator('[data-testid="par-pipeline-card"] [data-testid="par-stages"]').count() == 1
+
+    # The other views of the breakdown card draw too.
+    for mode in ("mean", "waits", "steps"):
+        frame.click(f'[data-testid="par-breakdown-mode"] button[data-value="{mode}"]')
+        frame.wait_for_selector('[data-testid="par-breakdown-chart"][data-drawn]')
+        assert frame.evaluate(CANVAS_INK, "par-breakdown-chart") > 500
+
+    # Screenshot: the verdict, the advice and the charts of the section.
+    section = frame.locator('[data-testid="parallel"]')
+    section.scroll_into_view_if_needed()
+    frame.evaluate("() => document.getElementById('tbpp-parallel').scrollIntoView({block: 'start'})")
+    page.set_viewport_size({"width": 1440, "height": 1640})
+    frame.evaluate("() => document.getElementById('tbpp-parallel').scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)
+    path = save_screenshot(page, "parallel")
+    assert path.stat().st_size > 10_000
+
+    # Clicking the straggler opens its overview.
+    frame.click('[data-testid="par-straggler-open"]')
+    frame.wait_for_selector('[data-testid="panel-overview"]')
+    assert frame.locator('[data-testid="select-worker"]').input_value() == f"rank{SLOW_RANK}"
+    frame.wait_for_function("(w) => location.hash.includes('worker=' + w)", arg=f"rank{SLOW_RANK}")
+
+
+def test_parallel_gpt_2rank_in_us_and_open_a_rank(tb, logdir, page_and_log):
+    if not (logdir / GPT).is_dir():
+        pytest.skip("examples/profiler_log/gpt-2rank is not here")
+    page, _ = page_and_log
+    unit = "us"
+    rp = cli_parallel(str(logdir / GPT))
+    frame = open_distributed(page, tb, GPT, unit)
+    check_against_cli(frame, rp, unit)
+
+    # Clicking a rank's row opens its overview.
+    last = rp.ranks[-1].worker
+    frame.click(f'[data-testid="par-waits"] tr[data-key="{last}"]')
+    frame.wait_for_selector('[data-testid="panel-overview"]')
+    assert frame.locator('[data-testid="select-worker"]').input_value() == last
+
+
+def test_parallel_switches_unit_and_back(tb, logdir, page_and_log):
+    """Changing the time unit reformats every table like `--time-unit` does."""
+    page, _ = page_and_log
+    rp = cli_parallel(str(logdir / SYNTH))
+    frame = open_distributed(page, tb, SYNTH, "ms")
+    frame.click('[data-testid="select-unit"] button[data-value="us"]')
+    frame.wait_for_function("() => location.hash.includes('unit=us')")
+    assert cells(read_simple_table(frame, "par-ranks")) == expected_ranks(rp, "us")
+    assert cells(read_simple_table(frame, "par-kinds")) == expected_kinds(rp, "us")
