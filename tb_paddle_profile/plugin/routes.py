@@ -287,6 +287,7 @@ class Routes:
             data = loader.summary_bytes(trace)
             if data is not None:
                 loader.prioritize((), trace.run)
+                self._prewarm_timelines(trace)
 
                 def build():
                     return data if fmt == "pb" else _encode(summary_pb2.Summary.FromString(data), fmt)
@@ -481,6 +482,21 @@ class Routes:
             store.close()
 
     # ------------------------------------------------------------- timeline (tb_paddle_profile.timeline)
+    def _prewarm_timelines(self, trace: TraceFile) -> None:
+        """Someone looks at a rank: start building the timeline indexes of its run and span in the
+        background, so that opening the Timeline view does not wait for them."""
+        snapshot = self._snapshot()
+        files = [spans[trace.span] for spans in snapshot.runs.get(trace.run, {}).values() if trace.span in spans]
+        if not files or self.loader is None:
+            return
+        store = self._timelines()
+        for f, st in zip(files, self.loader.states(files)):
+            if st.state == READY:
+                try:
+                    store.get(f)
+                except Exception:  # a timeline that cannot be built must not break the summary
+                    pass
+
     def _timelines(self):
         loader = self._require_loader()
         with self._lock:
