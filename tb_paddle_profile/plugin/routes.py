@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
-from google.protobuf import json_format
 from werkzeug.wrappers import Request, Response
 
 from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
 from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, Loader, SizedLRU
 from tb_paddle_profile.analysis import cross_rank
-from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, to_json
 from tb_paddle_profile import timeline
 
 PLUGIN_NAME = "paddle_profile"
@@ -135,9 +134,10 @@ def _format(request: Request) -> str:
 
 
 def _encode(message, fmt: str) -> bytes:
-    """Serialized protobuf, or proto3 JSON (lowerCamelCase names, enums by name, 64-bit ints as strings)."""
+    """Serialized protobuf, or proto3 JSON (lowerCamelCase names, enums by name, 64-bit ints as strings,
+    fields with default values included so that rank 0 or a 0 ns time is explicit, as in the CLI's JSON)."""
     if fmt == "json":
-        return json_format.MessageToJson(message, indent=None).encode("utf-8")
+        return to_json(message, indent=None).encode("utf-8")
     return message.SerializeToString()
 
 
