@@ -417,9 +417,13 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     """Columns of one chunk of events; `offset` is the chunk's position in the file's event list."""
     get = _KIND_OF.get
     kind = np.array([get(e.cat, 3) for e in events], dtype=np.int8)
-    phs = np.array([e.ph for e in events])
-    want = np.where(kind == 4, "i", "X")
-    kind[(kind > 0) & (phs != want)] = 0
+    # Metadata, flow and the final {} have no category or "async" and are already 0; confirm
+    # the phase only where another tool's event could hide (host and memory categories).
+    for k, ph in ((3, "X"), (4, "i")):
+        rows = np.nonzero(kind == k)[0]
+        odd = [i for i in rows.tolist() if events[i].ph != ph]
+        if odd:
+            kind[odd] = 0
     picks = {k: np.nonzero(kind == k)[0] for k in (1, 2, 3, 4)}
     dev_ev = [events[i] for i in picks[1].tolist()]
     rt_ev = [events[i] for i in picks[2].tolist()]
