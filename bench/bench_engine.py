@@ -15,70 +15,22 @@ With no TRACE, uses the shared traces and examples/profiler_log.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-CHILD = r"""
-import gc, json, resource, sys, time
-mode, path = sys.argv[1], sys.argv[2]
-from typing import List, Optional, Union
-import msgspec
-from tb_paddle_profile.engine import summarize_file  # imports are not part of any timing
-if mode == "floor":
-    class A(msgspec.Struct, gc=False):
-        start_time: Optional[str] = None
-        corr: Optional[int] = msgspec.field(default=None, name="correlation id")
-        place: Optional[str] = None
-        increase_bytes: Optional[int] = None
-        current_allocated: Optional[int] = None
-        current_reserved: Optional[int] = None
-        peak_allocated: Optional[int] = None
-        peak_reserved: Optional[int] = None
-    class E(msgspec.Struct, gc=False):
-        name: str = ""
-        ph: str = ""
-        cat: str = ""
-        pid: Union[int, str] = 0
-        tid: Union[int, str] = 0
-        ts: float = 0.0
-        dur: float = 0.0
-        args: Optional[A] = None
-    class T(msgspec.Struct):
-        traceEvents: List[E]
-    t0 = time.perf_counter()
-    gc.disable()
-    with open(path, "rb") as f:
-        data = f.read()
-    n = len(msgspec.json.decode(data, type=T).traceEvents)
-elif mode == "python-json":
-    t0 = time.perf_counter()
-    with open(path, "rb") as f:
-        data = f.read()
-    n = len(json.loads(data)["traceEvents"])
-elif mode == "cold":
-    t0 = time.perf_counter()
-    n = len(summarize_file(path).SerializeToString())
-t = time.perf_counter() - t0
-print(json.dumps({"seconds": t, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "n": n}))
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_speed import run_child  # noqa: E402  (one measuring child for all benchmarks)
 
 MODES = ("floor", "cold", "python-json")
 
 
 def measure(mode: str, path: Path, repeat: int) -> dict:
-    best = None
-    for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", CHILD, mode, str(path)], cwd=ROOT, capture_output=True,
-                             text=True, check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        if best is None or r["seconds"] < best["seconds"]:
-            best = r
-    return best
+    runs = [run_child(sys.executable, mode, path) for _ in range(repeat)]
+    bad = [r for r in runs if "error" in r]
+    if bad:
+        raise SystemExit(f"{mode} on {path.name}: {bad[0]['error']}")
+    return min(runs, key=lambda r: r["seconds"])
 
 
 def default_traces() -> list[Path]:

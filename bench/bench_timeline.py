@@ -12,7 +12,6 @@ No assertions: numbers only.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys

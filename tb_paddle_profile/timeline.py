@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import event_types as et
+from .cache import atomic_write
 
 MAGIC = b"TBPPTL1\n"
 INDEX_VERSION = 1
@@ -191,19 +192,7 @@ def build_file_index(read_bytes, file_name: str, target: str) -> dict:
     tree = build_tree(tables)
     header, arrays = build_index(tables, tree)
     blob = encode_index(header, arrays)
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(Path(target), blob)
     return {"events": int(len(arrays["ev_start"])), "bytes": len(blob)}
 
 

@@ -14,7 +14,6 @@ import pytest
 from plugin_testlib import GPU, PREFIX, make_plugin, ready, trace_files
 from tb_paddle_profile import event_types as et
 from tb_paddle_profile import timeline
-from tb_paddle_profile.event_tree import build_tree
 from tb_paddle_profile.reader import read_trace
 from tb_paddle_profile.v1 import timeline_pb2 as tpb
 

@@ -26,7 +26,7 @@ _STAGE_FIELD = {et.DATALOADER: "dataloader", et.FORWARD: "forward", et.BACKWARD:
 
 class ModelAnalysis:
     def __init__(self, p: Profile):
-        t, tree, tm = p.tables, p.tree, p.times
+        t, tree = p.tables, p.tree
         self.items: Dict[int, EventAcc] = {}   # type → acc, insertion order
         stage_rows: List[int] = []
         step_rows: List[int] = []

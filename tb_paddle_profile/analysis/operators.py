@@ -29,7 +29,7 @@ def _devices(msg_list, names, types, g: Groups, rows) -> None:
 
 
 def operator_view(p: Profile, out: pb.OperatorView) -> None:
-    t, tree, tm = p.tables, p.tree, p.times
+    t, tree = p.tables, p.tree
     names = t.names
     rank = p.walk_rank
     n_host = len(t.host_tid)
