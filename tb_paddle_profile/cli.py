@@ -153,7 +153,8 @@ def _summarize_or_error(path: str):
 def _cmd_preprocess(args) -> int:
     from .preprocess import preprocess
 
-    results = preprocess(args.logdir, cache_dir=args.cache_dir, sidecar=args.sidecar, jobs=args.jobs)
+    results = preprocess(args.logdir, cache_dir=args.cache_dir, sidecar=args.sidecar, jobs=args.jobs,
+                         timeline=not args.no_timeline)
     failed = 0
     for path, ok, message in results:
         if not ok:
@@ -197,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", default=None, help="cache folder (default: $TB_PADDLE_PROFILE_CACHE or ~/.cache)")
     p.add_argument("--sidecar", action="store_true", help="also write the summary next to each trace")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
+    p.add_argument("--no-timeline", action="store_true",
+                   help="summaries only; do not build the timeline indexes (built on first view then)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=_cmd_preprocess)
     return parser

@@ -13,12 +13,13 @@ from tb_paddle_profile.plugin.loader import FAILED, GROWING, READY, Loader
 
 
 def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = False,
-               jobs: Optional[int] = None) -> List[Tuple[str, bool, str]]:
+               jobs: Optional[int] = None, timeline: bool = False) -> List[Tuple[str, bool, str]]:
     """Summarize every trace under ``logdir`` into the cache; one ``(path, ok, message)`` per trace.
 
     ``cache_dir`` defaults to ``TB_PADDLE_PROFILE_CACHE`` or ``~/.cache/tb_paddle_profile``; ``sidecar``
     (or ``TB_PADDLE_PROFILE_SIDECAR=1``) also writes each summary next to its trace; ``jobs`` is the number
-    of worker processes (default: the cores, at most 8).
+    of worker processes (default: the cores, at most 8); ``timeline`` also builds each trace's timeline
+    index into the cache, so that the Timeline view opens without waiting for it.
     """
     cache = SummaryCache.from_env(cache_dir=cache_dir, sidecar=bool(sidecar) or env_flag(ENV_SIDECAR))
     discovery = Discovery(logdir, interval=None)
@@ -40,6 +41,9 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
                 results.append((shown, False, f"still being written, try again later ({state.error})"))
             else:
                 results.append((shown, False, state.error or "not loaded"))
+        if timeline and cache.cache_dir is not None:
+            ready = [t for t, st in zip(snapshot.files, loader.states(snapshot.files)) if st.state == READY]
+            _build_timelines(discovery.fs, cache.cache_dir, ready, jobs)
         return results
     finally:
         discovery.stop()
@@ -53,3 +57,20 @@ def _ensure_sidecar(fs, trace, cache: SummaryCache) -> None:
     entry = cache.get(trace.key)
     if entry is not None:
         write_sidecar(fs, trace.path, trace.key, entry)
+
+
+def _build_timelines(fs, cache_dir, files, jobs: Optional[int]) -> None:
+    """Build the timeline index of every file (in worker processes) and wait for them."""
+    import time
+
+    from tb_paddle_profile.timeline import TimelineStore
+
+    store = TimelineStore(fs, cache_dir, workers=jobs or 2)
+    try:
+        pending = list(files)
+        while pending:
+            pending = [f for f in pending if store.get(f)[1] == "building"]
+            if pending:
+                time.sleep(0.2)
+    finally:
+        store.close()

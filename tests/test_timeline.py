@@ -290,3 +290,30 @@ def test_event_search_range_and_window_routes(plugin_client, shared_traces):
     assert "attachment" in r.headers["Content-Disposition"]
     doc = json.loads(r.data)
     assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == len(t.host_tid) + len(t.rt_tid) + len(t.dev_id)
+
+
+def test_preprocess_builds_the_timeline_indexes(shared_traces, tmp_path, monkeypatch):
+    """After `tb-paddle-profile preprocess`, the first timeline request is answered at once (200, no 202)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    logdir, cache = tmp_path / "logdir", tmp_path / "cache"
+    (logdir / "gpu").mkdir(parents=True)
+    for f in trace_files(shared_traces, GPU):
+        (logdir / "gpu" / f.name).write_bytes(f.read_bytes())
+    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir",
+                           str(cache)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list(cache.glob("timeline-v*/*/*.tl"))) == 2
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(cache))
+    plugin, client = make_plugin(str(logdir))
+    try:
+        ready(plugin)
+        r = client.get(f"{PREFIX}/timeline?run=gpu&span=0&px=800")
+        assert r.status_code == 200
+        window = tpb.TimelineWindow.FromString(r.get_data())
+        assert len(window.ranks) == 2
+    finally:
+        plugin.close()
