@@ -121,8 +121,8 @@ def visualdl_python(work: Path) -> str:
 
 
 def prime_cache(folder: Path, cache_dir: Path) -> None:
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(folder), "--cache-dir",
-                    str(cache_dir)], cwd=ROOT, check=True, capture_output=True,
+    subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(folder), "--no-timeline",
+                    "--cache-dir", str(cache_dir)], cwd=ROOT, check=True, capture_output=True,
                    env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
@@ -178,7 +178,7 @@ def main() -> None:
     shutil.rmtree(fresh, ignore_errors=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(work / "8-rank-v3"),
-                    "--cache-dir", str(fresh), "--jobs", str(cores)], cwd=ROOT, check=True, capture_output=True,
+                    "--cache-dir", str(fresh), "--jobs", str(cores), "--no-timeline"], cwd=ROOT, check=True, capture_output=True,
                    env=dict(os.environ, PYTHONPATH=str(ROOT)))
     all_ready = time.perf_counter() - t0
     target = sum(singles) / cores * 1.2
