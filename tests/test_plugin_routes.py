@@ -211,9 +211,13 @@ def test_parallel_is_the_cross_rank_analysis_of_the_ranks(env):
     r = get(env, "parallel", run="gpu", span="0")
     assert r.status_code == 200 and r.mimetype == "application/x-protobuf"
     served = plugin_pb2.RunParallel.FromString(r.get_data())
-    expected = analyze_run([engine_summary(env["files"]["gpu0"]), engine_summary(env["files"]["gpu1"])], "gpu", "0")
+    summaries = [engine_summary(env["files"]["gpu0"]), engine_summary(env["files"]["gpu1"])]
+    expected = analyze_run(summaries, "gpu", "0")
     assert served == expected
     assert len(served.ranks) == 2
+    # every rank carries its own per-step breakdown, so per-step charts need no further request
+    assert [list(r.step_breakdown) for r in served.ranks] == [list(s.parallel.steps) for s in summaries]
+    assert all(len(r.step_breakdown) == 2 for r in served.ranks)
     as_json = json_format.Parse(get(env, "parallel", run="gpu", span="0", format="json").get_data(as_text=True),
                                 plugin_pb2.RunParallel())
     assert as_json == served

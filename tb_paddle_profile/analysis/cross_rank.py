@@ -317,6 +317,7 @@ def analyze_run(summaries: Sequence[pb.Summary], run: str = "", span: str = "") 
         m = out.ranks.add(worker=r.worker, rank=r.rank, rank_inferred=r.inferred,
                           file_name=r.summary.meta.file_name, timeline=r.summary.parallel.timeline,
                           steps=len(r.steps))
+        m.step_breakdown.extend(r.summary.parallel.steps)
         m.step_time_ns = int(round(sum(_step_time(s) for s in r.steps.values()) / n_steps))
         for f in ("compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns",
                   "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches"):

@@ -158,7 +158,7 @@ class RankKind(_message.Message):
     def __init__(self, kind: _Optional[_Union[_summary_pb2.CollectiveKind, str]] = ..., calls: _Optional[int] = ..., device_ns: _Optional[int] = ..., host_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., bytes: _Optional[int] = ..., wait_ns: _Optional[int] = ..., transfer_ns: _Optional[int] = ..., matched: _Optional[int] = ...) -> None: ...
 
 class RankParallel(_message.Message):
-    __slots__ = ("worker", "rank", "rank_inferred", "file_name", "timeline", "steps", "step_time_ns", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches", "kinds", "wait_ns", "caused_wait_ns", "last_arrivals", "matched", "peers", "peer_compute_ns", "pipeline_stage", "bubble_ns", "bubble_ratio")
+    __slots__ = ("worker", "rank", "rank_inferred", "file_name", "timeline", "steps", "step_time_ns", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches", "kinds", "wait_ns", "caused_wait_ns", "last_arrivals", "matched", "peers", "peer_compute_ns", "pipeline_stage", "bubble_ns", "bubble_ratio", "step_breakdown")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     RANK_INFERRED_FIELD_NUMBER: _ClassVar[int]
@@ -187,6 +187,7 @@ class RankParallel(_message.Message):
     PIPELINE_STAGE_FIELD_NUMBER: _ClassVar[int]
     BUBBLE_NS_FIELD_NUMBER: _ClassVar[int]
     BUBBLE_RATIO_FIELD_NUMBER: _ClassVar[int]
+    STEP_BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     rank_inferred: bool
@@ -215,7 +216,8 @@ class RankParallel(_message.Message):
     pipeline_stage: int
     bubble_ns: int
     bubble_ratio: float
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., rank_inferred: _Optional[bool] = ..., file_name: _Optional[str] = ..., timeline: _Optional[_Union[_summary_pb2.Timeline, str]] = ..., steps: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., runtime_ns: _Optional[int] = ..., sync_ns: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., launches: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[RankKind, _Mapping]]] = ..., wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., peers: _Optional[_Iterable[int]] = ..., peer_compute_ns: _Optional[int] = ..., pipeline_stage: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ...) -> None: ...
+    step_breakdown: _containers.RepeatedCompositeFieldContainer[_summary_pb2.ParallelStep]
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., rank_inferred: _Optional[bool] = ..., file_name: _Optional[str] = ..., timeline: _Optional[_Union[_summary_pb2.Timeline, str]] = ..., steps: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., runtime_ns: _Optional[int] = ..., sync_ns: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., launches: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[RankKind, _Mapping]]] = ..., wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., peers: _Optional[_Iterable[int]] = ..., peer_compute_ns: _Optional[int] = ..., pipeline_stage: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ..., step_breakdown: _Optional[_Iterable[_Union[_summary_pb2.ParallelStep, _Mapping]]] = ...) -> None: ...
 
 class KindAcrossRanks(_message.Message):
     __slots__ = ("kind", "calls", "device_ns", "host_ns", "exposed_ns", "bytes", "matched", "wait_ns", "transfer_ns", "ranks")

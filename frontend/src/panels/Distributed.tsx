@@ -195,7 +195,7 @@ export function Distributed({
           rowClass={(x) => `${x.r.worker === current ? "current" : ""} ${x.r.state === LoadState.FAILED ? "failed" : ""}`}
         />
       </Card>
-      <ParallelSection state={parallel} run={data.run} span={data.span} unit={unit} current={current} onOpenRank={open} />
+      <ParallelSection state={parallel} unit={unit} current={current} onOpenRank={open} />
     </div>
   );
 }

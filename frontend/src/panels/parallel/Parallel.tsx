@@ -14,7 +14,6 @@ import { num } from "../../summary";
 import type { Breakdown } from "./charts";
 import { breakdownOption, heatmapOption, kindsPresent, meanBreakdown, stepBreakdown, waitsOption } from "./charts";
 import type { ParallelState } from "./data";
-import { useRankSteps } from "./data";
 import "./parallel.css";
 import { kindLabel, pct0, pct1, pyBytes, pyFixed, pyG } from "./pyfmt";
 
@@ -44,15 +43,11 @@ export function VerdictBanner({ state, onJump }: { state: ParallelState; onJump:
 
 export function ParallelSection({
   state,
-  run,
-  span,
   unit,
   current,
   onOpenRank,
 }: {
   state: ParallelState;
-  run: string;
-  span: string;
   unit: TimeUnit;
   current: string;
   onOpenRank: Open;
@@ -72,7 +67,7 @@ export function ParallelSection({
         </Notice>
       ) : null}
       {state.status === "error" ? <Notice kind="error" testId="par-error">{`The hybrid-parallel analysis failed: ${state.message}`}</Notice> : null}
-      {state.status === "ok" ? <ParallelBody rp={state.value} run={run} span={span} unit={unit} current={current} open={onOpenRank} /> : null}
+      {state.status === "ok" ? <ParallelBody rp={state.value} unit={unit} current={current} open={onOpenRank} /> : null}
     </section>
   );
 }
@@ -83,7 +78,7 @@ function headline(rp: RunParallel, unit: TimeUnit): string {
   return `${rp.ranks.length} ranks, ${stepTxt} · times in ${unit}, per step (means over the rank's steps)`;
 }
 
-function ParallelBody({ rp, run, span, unit, current, open }: { rp: RunParallel; run: string; span: string; unit: TimeUnit; current: string; open: Open }) {
+function ParallelBody({ rp, unit, current, open }: { rp: RunParallel; unit: TimeUnit; current: string; open: Open }) {
   const workerOf = (rank: number) => rp.ranks.find((r) => r.rank === rank)?.worker;
   const openRank = (rank: number) => {
     const w = workerOf(rank);
@@ -95,7 +90,7 @@ function ParallelBody({ rp, run, span, unit, current, open }: { rp: RunParallel;
     <>
       <VerdictCard rp={rp} unit={unit} open={open} />
       <AdviceCard advice={rp.advice} openRank={openRank} />
-      <BreakdownCard rp={rp} run={run} span={span} unit={unit} open={open} named={named} />
+      <BreakdownCard rp={rp} unit={unit} open={open} named={named} />
       <div class="grid two">
         <HeatmapCard
           rp={rp}
@@ -241,28 +236,23 @@ function AdviceCard({ advice, openRank }: { advice: Advice[]; openRank: (rank: n
 
 type BreakdownMode = "steps" | "mean" | "waits";
 
-function BreakdownCard({ rp, run, span, unit, open, named }: { rp: RunParallel; run: string; span: string; unit: TimeUnit; open: Open; named: Set<number> }) {
+function BreakdownCard({ rp, unit, open, named }: { rp: RunParallel; unit: TimeUnit; open: Open; named: Set<number> }) {
   const stepIds = useMemo(() => rp.steps.map((s) => num(s)), [rp]);
   const [mode, setMode] = useState<BreakdownMode>(rp.ranks.length * Math.max(1, stepIds.length) <= MAX_PER_STEP_BARS ? "steps" : "mean");
-  const workers = useMemo(() => rp.ranks.map((r) => r.worker), [rp]);
-  const key = `${run}\u0000${span}\u0000${workers.join(",")}\u0000${rp.ranks.map((r) => `${r.stepTimeNs}`).join(",")}`;
-  const loaded = useRankSteps(run, span, workers, key, mode === "steps");
   const kinds = useMemo(() => kindsPresent(rp), [rp]);
   const host = rp.ranks.length > 0 && rp.ranks.every((r) => r.timeline === Timeline.HOST);
 
   const option = useMemo(() => {
     if (mode === "waits") return waitsOption(rp, unit, named);
     if (mode === "mean") return breakdownOption(rp.ranks, [-1], rp.ranks.map((r) => [meanBreakdown(r)]), kinds, unit);
-    if (!loaded || loaded.done < loaded.total) return null;
-    const cells: (Breakdown | null)[][] = rp.ranks.map((r) => {
-      const steps = loaded.steps.get(r.worker) ?? [];
-      return stepIds.map((id) => {
-        const s = steps.find((x) => num(x.step) === id);
+    const cells: (Breakdown | null)[][] = rp.ranks.map((r) =>
+      stepIds.map((id) => {
+        const s = r.stepBreakdown.find((x) => num(x.step) === id);
         return s ? stepBreakdown(s) : null;
-      });
-    });
+      }),
+    );
     return breakdownOption(rp.ranks, stepIds, cells, kinds, unit);
-  }, [mode, rp, unit, loaded, kinds, stepIds, named]);
+  }, [mode, rp, unit, kinds, stepIds, named]);
 
   const subtitle =
     mode === "waits"
@@ -277,7 +267,7 @@ function BreakdownCard({ rp, run, span, unit, open, named }: { rp: RunParallel; 
         <Segmented<BreakdownMode>
           value={mode}
           options={[
-            { value: "steps", label: "Per step", title: "One bar per rank and step (reads each rank's summary)" },
+            { value: "steps", label: "Per step", title: "One bar per rank and step" },
             { value: "mean", label: "Mean per step", title: "One bar per rank: the means over its steps" },
             { value: "waits", label: "Waits", title: "Waited vs made peers wait, per rank" },
           ]}
@@ -287,14 +277,7 @@ function BreakdownCard({ rp, run, span, unit, open, named }: { rp: RunParallel; 
         />
       }
     >
-      {option ? (
-        <Chart option={option} height={320} testId="par-breakdown-chart" onClick={(p) => rp.ranks[p.dataIndex] && open(rp.ranks[p.dataIndex].worker)} />
-      ) : (
-        <div class="par-chart-wait">
-          <Notice kind="loading">{`Reading the ranks' per-step breakdown… ${loaded?.done ?? 0}/${rp.ranks.length}`}</Notice>
-        </div>
-      )}
-      {loaded?.errors.length && mode === "steps" ? <p class="note">{`Not shown: ${loaded.errors.join("; ")}`}</p> : null}
+      <Chart option={option} height={320} testId="par-breakdown-chart" onClick={(p) => rp.ranks[p.dataIndex] && open(rp.ranks[p.dataIndex].worker)} />
       {kinds.length > 1 && mode !== "waits" ? (
         <p class="note">Where kinds overlap one another, the overlap is drawn with the first kind; the tooltip gives each kind's own exposed time.</p>
       ) : null}

@@ -1,13 +1,11 @@
-// Loading for the hybrid-parallel section: the run's RunParallel (retried while the route answers 202),
-// and, for the per-step breakdown, each rank's ParallelSteps from its Summary.
-import { useEffect, useRef, useState } from "preact/hooks";
-import { fetchParallel, fetchSummary } from "../../api";
+// Loading for the hybrid-parallel section: the run's RunParallel (retried while the route answers 202);
+// it carries every rank's per-step breakdown too.
+import { useEffect, useState } from "preact/hooks";
+import { fetchParallel } from "../../api";
 import type { RunParallel } from "../../gen/tb_paddle_profile/v1/plugin_pb";
-import type { ParallelStep } from "../../gen/tb_paddle_profile/v1/summary_pb";
 
 const RETRY_MS = 800;
 const CACHE_SIZE = 4;
-const SUMMARY_CONCURRENCY = 4;
 
 export type ParallelState =
   | { status: "loading" }
@@ -63,57 +61,3 @@ export function useParallel(run: string, span: string, key: string): ParallelSta
   return state.key === key ? state.s : { status: "loading" };
 }
 
-export interface RankSteps {
-  /** worker → its ParallelSteps (only what the chart needs is kept, not the whole Summary). */
-  steps: Map<string, ParallelStep[]>;
-  done: number;
-  total: number;
-  errors: string[];
-}
-
-const stepsCache = new Map<string, RankSteps>();
-
-/** Each rank's per-step breakdown, fetched from the summary route a few ranks at a time (when `enabled`). */
-export function useRankSteps(run: string, span: string, workers: string[], key: string, enabled: boolean): RankSteps | null {
-  const [state, setState] = useState<{ key: string; v: RankSteps } | null>(null);
-  const latest = useRef(workers);
-  latest.current = workers;
-  useEffect(() => {
-    if (!enabled) return;
-    const hit = stepsCache.get(key);
-    if (hit) {
-      setState({ key, v: hit });
-      return;
-    }
-    let alive = true;
-    const ctl = new AbortController();
-    const list = latest.current;
-    const acc: RankSteps = { steps: new Map(), done: 0, total: list.length, errors: [] };
-    setState({ key, v: { ...acc } });
-    let next = 0;
-    const worker = async () => {
-      while (alive && next < list.length) {
-        const w = list[next++];
-        let r;
-        try {
-          r = await fetchSummary({ run, worker: w, span }, ctl.signal);
-        } catch {
-          return; // aborted
-        }
-        if (!alive) return;
-        if (r.kind === "ok") acc.steps.set(w, r.value.parallel?.steps ?? []);
-        else acc.errors.push(`${w}: ${r.kind === "error" ? r.message : "not ready"}`);
-        acc.done++;
-        setState({ key, v: { ...acc } });
-      }
-    };
-    Promise.all(Array.from({ length: Math.min(SUMMARY_CONCURRENCY, list.length) }, worker)).then(() => {
-      if (alive && acc.done === list.length && !acc.errors.length) remember(stepsCache, key, acc);
-    });
-    return () => {
-      alive = false;
-      ctl.abort();
-    };
-  }, [key, enabled]);
-  return state && state.key === key ? state.v : null;
-}
