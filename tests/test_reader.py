@@ -162,3 +162,17 @@ def test_a_name_that_looks_like_an_event_boundary_still_loads(monkeypatch, cpu_t
     odd = cpu_trace.replace(b'"name": "train_step[', b'"name": "train}, {step[')
     s = summarize_bytes(odd, NAME)
     assert "train}, {step" in [it.name for it in s.user_defined.items]
+
+
+def test_operators_are_grouped_by_input_shape_where_recorded(gpu_trace):
+    """Paddle 3.3.1 writes empty input_shapes; a trace that has them gets one group per shape."""
+    assert b'"input_shapes": {}' in gpu_trace
+    shaped = gpu_trace.replace(b'"input_shapes": {}', b'"input_shapes": {"X": [[2, 3]]}')
+    plain, grouped = summarize_bytes(gpu_trace, NAME), summarize_bytes(shaped, NAME)
+    assert all(not node.shapes for node in plain.operators.operators)
+    for node in grouped.operators.operators:
+        assert len(node.shapes) == 1
+        group = node.shapes[0]
+        assert json.loads(group.input_shapes) == {"X": [[2, 3]]}
+        assert group.stats.calls == node.stats.calls
+        assert group.stats.cpu == node.stats.cpu and group.stats.general_gpu == node.stats.general_gpu

@@ -19,6 +19,7 @@ from .. import event_types as et
 from ..v1 import summary_pb2 as pb
 from .groupby import Groups, group, host_values, write_stats
 from .profile import Profile
+from .stats import EventAcc
 
 
 def _devices(msg_list, names, types, g: Groups, rows) -> None:
@@ -109,23 +110,17 @@ def _shape_groups(p: Profile, out: pb.OperatorView) -> None:
     t, tm = p.tables, p.times
     if not t.host_shapes:
         return
-    by_name = {}
+    groups: dict = {}
     for row in sorted(t.host_shapes, key=lambda r: p.walk_rank[r]):
         if t.host_type[row] != et.OPERATOR:
             continue
         key = (int(t.host_name[row]), t.host_shapes[row])
-        acc = by_name.setdefault(key, [0, [0, 0, 0], [0, 0, 0], [0, 0, 0]])
-        acc[0] += 1
-        for k, v in enumerate((int(tm.cpu[row]), int(tm.gpu[row]), int(tm.general_gpu[row]))):
-            acc[k + 1][0] += v
-            acc[k + 1][1] = max(acc[k + 1][1], v)
-            acc[k + 1][2] = v if acc[0] == 1 else min(acc[k + 1][2], v)
+        acc = groups.get(key)
+        if acc is None:
+            acc = groups[key] = EventAcc(t.names[key[0]])
+        acc.add(int(tm.cpu[row]), int(tm.gpu[row]), int(tm.general_gpu[row]))
     nodes = {node.stats.name: node for node in out.operators}
-    for (name_id, (shapes, dtypes)), (calls, cpu, gpu, general) in by_name.items():
+    for (name_id, (shapes, dtypes)), acc in groups.items():
         node = nodes.get(t.names[name_id])
-        if node is None:
-            continue
-        g = node.shapes.add(input_shapes=shapes, input_dtypes=dtypes)
-        g.stats.name, g.stats.calls = node.stats.name, calls
-        for ts, (total, mx, mn) in ((g.stats.cpu, cpu), (g.stats.gpu, gpu), (g.stats.general_gpu, general)):
-            ts.total_ns, ts.max_ns, ts.min_ns = total, mx, mn
+        if node is not None:
+            acc.to_pb(node.shapes.add(input_shapes=shapes, input_dtypes=dtypes).stats)

@@ -1,11 +1,7 @@
-"""Accumulators shared by the analyses: calls and total/max/min of CPU and GPU times.
-
-They mirror Paddle's EventSummary item classes (calls, cpu_time, gpu_time,
-general_gpu_time with their max and min) and write themselves into protobuf.
+"""Accumulators for the few analyses that walk nodes one by one (most use groupby.py):
+calls and total/max/min of CPU and GPU times, as Paddle's EventSummary items keep them.
 """
 from __future__ import annotations
-
-from typing import Dict
 
 from ..v1 import summary_pb2 as pb
 
@@ -36,7 +32,7 @@ class TimeAcc:
 class EventAcc:
     """One row of Paddle's Operator / UserDefined / Model tables, keyed by name."""
 
-    __slots__ = ("name", "calls", "cpu", "gpu", "general", "inners", "devices", "shapes")
+    __slots__ = ("name", "calls", "cpu", "gpu", "general")
 
     def __init__(self, name: str):
         self.name = name
@@ -44,9 +40,6 @@ class EventAcc:
         self.cpu = TimeAcc()
         self.gpu = TimeAcc()
         self.general = TimeAcc()
-        self.inners: Dict[int, "EventAcc"] = {}
-        self.devices: Dict[int, "DeviceAcc"] = {}
-        self.shapes: Dict[tuple, "EventAcc"] = {}
 
     def add(self, cpu: int, gpu: int, general: int) -> None:
         self.calls += 1
@@ -60,23 +53,3 @@ class EventAcc:
         self.cpu.to_pb(msg.cpu)
         self.gpu.to_pb(msg.gpu)
         self.general.to_pb(msg.general_gpu)
-
-
-class DeviceAcc:
-    __slots__ = ("name", "event_type", "calls", "gpu")
-
-    def __init__(self, name: str, event_type: str):
-        self.name = name
-        self.event_type = event_type
-        self.calls = 0
-        self.gpu = TimeAcc()
-
-    def add(self, dur: int) -> None:
-        self.calls += 1
-        self.gpu.add(dur)
-
-    def to_pb(self, msg: pb.DeviceStats) -> None:
-        msg.name = self.name
-        msg.event_type = self.event_type
-        msg.calls = self.calls
-        self.gpu.to_pb(msg.gpu)

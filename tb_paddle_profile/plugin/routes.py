@@ -301,15 +301,20 @@ class Routes:
                                      state=state.state, error=state.error, cached=state.cached)
         return respond(request, _encode(entry, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
 
-    @_handler
-    def distributed(self, request: Request) -> Response:
+    def _run_span(self, request: Request) -> Tuple[str, str, List[TraceFile]]:
+        """The files of every worker of a run that recorded the span, in run-list order."""
         snapshot = self._snapshot()
         run, workers = self._run(snapshot, request)
         span = _param(request, "span")
-        fmt = _format(request)
         files = [spans[span] for spans in workers.values() if span in spans]
         if not files:
             raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
+        return run, span, files
+
+    @_handler
+    def distributed(self, request: Request) -> Response:
+        run, span, files = self._run_span(request)
+        fmt = _format(request)
         loader = self._require_loader()
         out = plugin_pb2.RunDistributed(run=run, span=span)
         waiting = []
@@ -331,13 +336,8 @@ class Routes:
     def parallel(self, request: Request) -> Response:
         """The cross-rank hybrid-parallel analysis (RunParallel) of one run and span, once every
         rank's summary is ready; 202 with a note while some are still loading."""
-        snapshot = self._snapshot()
-        run, workers = self._run(snapshot, request)
-        span = _param(request, "span")
+        run, span, files = self._run_span(request)
         fmt = _format(request)
-        files = [spans[span] for spans in workers.values() if span in spans]
-        if not files:
-            raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
         loader = self._require_loader()
         states = loader.states(files)
         waiting = [t for t, st in zip(files, states) if st.state in (QUEUED, LOADING, GROWING)]
