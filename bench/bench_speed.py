@@ -8,7 +8,9 @@ events, one of ~1M events, and an 8-rank DP2 x MP2 x PP2 run of ~200k events per
 also in Paddle 2.x layout for VisualDL), then, per file, in fresh child processes:
   (a) floor   - read the bytes and msgspec-decode them into typed structs holding only the fields
                 the engine needs, GC off: the fastest plain decode of those bytes;
-  (b) cold    - our whole path: read, tables, tree, every view, serialized Summary;
+  (b) cold    - our whole path: read, tables, tree, every view, serialized Summary; once in one
+                process (b1) and once with the file's events decoded by one process per core
+                (bN, forked workers taking contiguous chunks; the Summary is the same);
   (c) warm    - the same Summary from the plugin's cache (key lookup, read, parse);
   (d) visualdl- VisualDL 2.5.3's own loader (load_profiler_json + ProfilerData) on the 2.x copy,
                 from its own virtual environment (created under --work from PyPI if missing).
@@ -34,6 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import gc, json, resource, sys, time
 mode, path = sys.argv[1], sys.argv[2]
+CPU0 = 0.0
+def start():
+    global CPU0
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    CPU0 = r.ru_utime + r.ru_stime
+    return time.perf_counter()
 if mode == "floor":
     from typing import List, Optional, Union
     import msgspec
@@ -58,24 +66,25 @@ if mode == "floor":
     class T(msgspec.Struct):
         traceEvents: List[E]
     dec = msgspec.json.Decoder(T)
-    t0 = time.perf_counter()
+    t0 = start()
     gc.disable()
     with open(path, "rb") as f:
         n = len(dec.decode(f.read()).traceEvents)
 elif mode == "python-json":
-    t0 = time.perf_counter()
+    t0 = start()
     with open(path, "rb") as f:
         n = len(json.loads(f.read())["traceEvents"])
 elif mode == "cold":
+    import os
     from tb_paddle_profile.engine import summarize_file
-    t0 = time.perf_counter()
-    n = len(summarize_file(path).SerializeToString())
+    t0 = start()
+    n = len(summarize_file(path, workers=int(os.environ.get("BENCH_WORKERS", "1"))).SerializeToString())
 elif mode == "warm":
     import os
     from tb_paddle_profile.cache import SummaryCache
     from tb_paddle_profile.plugin.discovery import Discovery
     from tb_paddle_profile.v1 import summary_pb2
-    t0 = time.perf_counter()
+    t0 = start()
     # what the plugin does for a cached file: list, build the key, read and parse the entry
     snap = Discovery(os.path.dirname(path), interval=None).scan()
     entry = [f for f in snap.files if f.file_name == os.path.basename(path)][0]
@@ -84,12 +93,16 @@ elif mode == "warm":
 elif mode == "visualdl":
     from visualdl.component.profiler.parser.event_node import load_profiler_json
     from visualdl.component.profiler.profiler_data import ProfilerData
-    t0 = time.perf_counter()
+    t0 = start()
     result = load_profiler_json(path)
     data = ProfilerData("run", "worker", result.get_span_idx(), result)
     n = 1
 t = time.perf_counter() - t0
-print(json.dumps({"seconds": t, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "n": n}))
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": t, "maxrss_kb": me.ru_maxrss, "n": n,
+                  # CPU of this process (from t0) and of its forked decode workers
+                  "cpu_s": me.ru_utime + me.ru_stime - CPU0 + kids.ru_utime + kids.ru_stime,
+                  "worker_maxrss_kb": kids.ru_maxrss}))
 """
 
 
@@ -148,8 +161,8 @@ def main() -> None:
                       "--events-per-rank", str(int(1_000_000 * scale))])]
     vdl = None if args.no_visualdl else visualdl_python(work)
     cache_dir = work / "cache"
+    cores = os.cpu_count() or 1
     rows = []
-    cold_of = {}
     for label, gen_args in single + [("8-rank rank0", ["--dp", "2", "--mp", "2", "--pp", "2", "--steps", "4",
                                                           "--events-per-rank", str(int(200_000 * scale))])]:
         v3 = generate(work, label.split()[0], gen_args, 3)
@@ -157,23 +170,26 @@ def main() -> None:
         path = v3[0]
         size = path.stat().st_size
         floor = run_child(sys.executable, "floor", path)
-        cold = run_child(sys.executable, "cold", path)
+        cold1 = run_child(sys.executable, "cold", path)
+        coldn = run_child(sys.executable, "cold", path, env={"BENCH_WORKERS": str(cores)})
         prime_cache(path.parent, cache_dir)
         warm = run_child(sys.executable, "warm", path, env={"BENCH_CACHE": str(cache_dir)})
         vis = run_child(vdl, "visualdl", v2[0], timeout=1800) if vdl else {"error": "skipped"}
-        cold_of[label] = cold
-        ratio_floor = cold.get("seconds", float("nan")) / floor.get("seconds", float("nan"))
-        ratio_vdl = vis.get("seconds", float("nan")) / cold.get("seconds", float("nan"))
-        rss = cold.get("maxrss_kb", 0) * 1024
-        rows.append(f"| {label} | {size / 1e6:.0f} | {fmt(floor)} | {fmt(cold)} | {fmt(warm)} | {fmt(vis)} "
-                    f"| {ratio_floor:.2f} | {ratio_vdl:.1f} | {rss / 1e6:.0f} "
-                    f"| {vis.get('maxrss_kb', 0) * 1024 / 1e6:.0f} | {rss / size:.2f} |")
+        nan = float("nan")
+        f_s, c1_s, cn_s = (r.get("seconds", nan) for r in (floor, cold1, coldn))
+        v_s = vis.get("seconds", nan)
+        rss = max(cold1.get("maxrss_kb", 0), coldn.get("maxrss_kb", 0)) * 1024
+        rss_worker = coldn.get("worker_maxrss_kb", 0) * 1024
+        rows.append(f"| {label} | {size / 1e6:.0f} | {fmt(floor)} | {fmt(cold1)} | {fmt(coldn)} "
+                    f"({coldn.get('cpu_s', nan):.2f} CPU) | {fmt(warm)} | {fmt(vis)} "
+                    f"| **{c1_s / f_s:.2f}** / **{cn_s / f_s:.2f}** | **{v_s / c1_s:.1f}** / **{v_s / cn_s:.1f}** "
+                    f"| {rss / 1e6:.0f} / {rss_worker / 1e6:.0f} | {vis.get('maxrss_kb', 0) * 1024 / 1e6:.0f} "
+                    f"| {rss / size:.2f} |")
         print(rows[-1], flush=True)
 
     # 8 ranks from cold, one worker process per core, through the plugin's preprocess
     ranks = sorted((work / "8-rank-v3").glob("*.paddle_trace.json"))
     singles = [run_child(sys.executable, "cold", p)["seconds"] for p in ranks]
-    cores = os.cpu_count() or 1
     fresh = work / "cache-8rank"
     shutil.rmtree(fresh, ignore_errors=True)
     t0 = time.perf_counter()
@@ -187,18 +203,27 @@ def main() -> None:
     if args.with_2gb:
         big = generate(work, "2GB", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4",
                                      "--events-per-rank", "6000000"], 3)[0]
-        r = run_child(sys.executable, "cold", big, timeout=3600)
         size = big.stat().st_size
-        big_rows = ["", f"~2 GB trace ({size / 1e9:.2f} GB, one rank): cold summary in {fmt(r)} s, peak RSS "
-                        f"{r.get('maxrss_kb', 0) * 1024 / 1e9:.2f} GB ({r.get('maxrss_kb', 0) * 1024 / size:.2f} x the file)."]
+        big_rows = [""]
+        for w in (1, cores):
+            r = run_child(sys.executable, "cold", big, env={"BENCH_WORKERS": str(w)}, timeout=3600)
+            big_rows.append(
+                f"~2 GB trace ({size / 1e9:.2f} GB, one rank), {w} decode process(es): cold summary in {fmt(r)} s, "
+                f"peak RSS {r.get('maxrss_kb', 0) * 1024 / 1e9:.2f} GB ({r.get('maxrss_kb', 0) * 1024 / size:.2f} x "
+                f"the file)" + (f", largest worker {r.get('worker_maxrss_kb', 0) * 1024 / 1e9:.2f} GB." if w > 1 else "."))
 
     header = [
         f"Measured on {platform.machine()}, {cores} cores, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}; generated GPU-shaped GPT traces (`tb_paddle_profile.synth`).",
         "",
-        "| trace | MB | (a) floor s | (b) cold s | (c) warm s | (d) VisualDL s | (b)/(a) | (d)/(b) "
-        "| peak RSS cold MB | peak RSS VisualDL MB | RSS cold / size |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"(b1) is the cold path in one process; (b{cores}) lets {cores} processes decode the file together "
+        "(`workers`, what the CLI and a lone file in the plugin use), with their total CPU time beside it. "
+        f"Ratios are given as b1 / b{cores}. Peak RSS is the largest of the two runs' main process / the "
+        "largest decode worker (forked: it shares the file's pages with the main process, so the two overlap).",
+        "",
+        f"| trace | MB | (a) floor s | (b1) cold s | (b{cores}) cold s | (c) warm s | (d) VisualDL s | (b)/(a) "
+        "| (d)/(b) | peak RSS cold MB | peak RSS VisualDL MB | RSS cold / size |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     footer = [
         "",

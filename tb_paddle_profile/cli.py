@@ -12,7 +12,7 @@ from typing import List, Optional
 from .engine import summarize_file
 from .errors import TraceError
 from .naming import is_trace_file
-from .reader import peek_span
+from .reader import parse_workers, peek_span
 from .render import text
 from .v1 import to_json
 from .v1.summary_pb2 import Summary
@@ -53,7 +53,7 @@ def _cmd_summary(args) -> int:
     failed = 0
     for i, path in enumerate(paths):
         try:
-            summary = summarize_file(path)
+            summary = summarize_file(path, workers=args.jobs or parse_workers())
         except TraceError as err:
             print(f"error: {err}", file=sys.stderr)
             failed += 1
@@ -122,15 +122,17 @@ def _cmd_distributed(args) -> int:
 
 def _summarize_all(paths: List[str], jobs: Optional[int]):
     """Summaries of the files (in worker processes when there are several), and how many failed."""
-    jobs = min(len(paths), jobs or os.cpu_count() or 1, 8)
+    cores = jobs or parse_workers()
+    jobs = min(len(paths), cores, 8)
+    per_file = max(1, cores // max(1, jobs))  # fewer files than cores: each file's decode shares them
     results = []
     if jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(jobs) as pool:
-            results = list(pool.map(_summarize_or_error, paths))
+            results = list(pool.map(_summarize_or_error, paths, [per_file] * len(paths)))
     else:
-        results = [_summarize_or_error(p) for p in paths]
+        results = [_summarize_or_error(p, per_file) for p in paths]
     summaries, failed = [], 0
     for data, error in results:
         if error:
@@ -143,9 +145,9 @@ def _summarize_all(paths: List[str], jobs: Optional[int]):
     return summaries, failed
 
 
-def _summarize_or_error(path: str):
+def _summarize_or_error(path: str, workers: int = 1):
     try:
-        return summarize_file(path).SerializeToString(), None
+        return summarize_file(path, workers=workers).SerializeToString(), None
     except TraceError as err:
         return None, str(err)
 
@@ -181,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--thread-sep", action="store_true", help="one Operator/UserDefined table per thread")
     s.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: Paddle's tables; json: the Summary protobuf as proto3 JSON")
+    s.add_argument("--jobs", type=int, default=None,
+                   help="processes that decode a large trace together (default: the CPUs available; 1: serial)")
     s.set_defaults(func=_cmd_summary)
 
     d = sub.add_parser("distributed", help="hybrid-parallel analysis across the ranks of a run: collectives by kind, "

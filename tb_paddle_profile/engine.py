@@ -48,22 +48,24 @@ def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) ->
     return s
 
 
-def summarize_bytes(data: bytes, file_name: str) -> pb.Summary:
-    """Summarize one trace file's bytes (plain or gzip). Raises TraceError on bad input."""
+def summarize_bytes(data: bytes, file_name: str, workers: int = 1) -> pb.Summary:
+    """Summarize one trace file's bytes (plain or gzip). Raises TraceError on bad input.
+    `workers` > 1 lets that many processes decode a large file's events together
+    (reader.read_trace); the Summary is the same."""
     base = os.path.basename(file_name)
-    return _summarize(read_trace(data, base), base, len(data))
+    return _summarize(read_trace(data, base, workers), base, len(data))
 
 
-def summarize_reader(read: Callable[[], bytes], file_name: str) -> pb.Summary:
+def summarize_reader(read: Callable[[], bytes], file_name: str, workers: int = 1) -> pb.Summary:
     """Like summarize_bytes, for bytes that `read()` returns: they are freed as soon as the event
     tables are built, before the analyses, so that peak memory is the larger of the two phases
     instead of their sum."""
     base = os.path.basename(file_name)
-    tables, size = _tables(read, base)
+    tables, size = _tables(read, base, workers)
     return _summarize(tables, base, size)
 
 
-def summarize_file(path: str) -> pb.Summary:
+def summarize_file(path: str, workers: int = 1) -> pb.Summary:
     def read() -> bytes:
         try:
             with open(path, "rb") as f:
@@ -71,12 +73,12 @@ def summarize_file(path: str) -> pb.Summary:
         except OSError as exc:
             raise TraceError(os.path.basename(path), exc.strerror or str(exc)) from None
 
-    return summarize_reader(read, path)
+    return summarize_reader(read, path, workers)
 
 
-def _tables(read: Callable[[], bytes], base: str):
+def _tables(read: Callable[[], bytes], base: str, workers: int):
     data = read()
-    return read_trace(data, base), len(data)
+    return read_trace(data, base, workers), len(data)
 
 
 def _summarize(tables: EventTables, base: str, size: int) -> pb.Summary:

@@ -13,9 +13,13 @@ order. Paddle writes names without JSON escaping, so a name holding ``"`` or
 """
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import gzip
+import multiprocessing
+import os
 import re
+import threading
 import zlib
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Union
@@ -250,25 +254,37 @@ def peek_span(head: bytes) -> Optional[str]:
     return m.group(1).decode("utf-8", "replace") if m else None
 
 
-def _event_chunks(raw) -> "Iterator[List[Event]]":
-    """Decode the traceEvents array a few MB at a time, so that only one chunk of event
-    objects lives at once; columns are built per chunk. A split that lands inside a string
-    (a name holding "}, {") shows as a decode error, and the array is then decoded whole."""
+def _event_bounds(raw) -> "tuple[memoryview, int, int]":
+    """The traceEvents array's bytes and the range between its brackets."""
     mv = memoryview(raw)
-    start, end = _first_bracket(mv) + 1, _last_bracket(mv)
+    return mv, _first_bracket(mv) + 1, _last_bracket(mv)
+
+
+def _chunk_ranges(mv: memoryview, start: int, end: int) -> "List[tuple]":
+    """mv[start:end] cut at event boundaries about every CHUNK_BYTES: (start, stop) per chunk."""
+    ranges = []
     pos = start
     while pos < end:
         cut = pos + CHUNK_BYTES
         m = _SEPARATOR.search(mv, cut, end) if cut < end else None
         stop, nxt = (m.start() + 1, m.end() - 1) if m else (end, end)
+        ranges.append((pos, stop))
+        pos = nxt
+    return ranges
+
+
+def _event_chunks(mv: memoryview, ranges: "List[tuple]") -> "Iterator[List[Event]]":
+    """Decode the events a chunk at a time, so that only one chunk of event objects lives at
+    once; columns are built per chunk. A cut that lands inside a string (a name holding "}, {")
+    shows as a decode error, and the array is then decoded whole."""
+    for pos, stop in ranges:
         try:
-            events = _EVENTS.decode(b"[" + mv[pos:stop] + b"]")
+            events = _EVENTS.decode(b"".join((b"[", mv[pos:stop], b"]")))
         except msgspec.DecodeError:
-            if pos == start and stop == end:
+            if len(ranges) == 1:
                 raise
             raise _ChunkSplitError() from None
         yield events
-        pos = nxt
 
 
 class _ChunkSplitError(Exception):
@@ -289,13 +305,17 @@ def _last_bracket(mv) -> int:
     raise msgspec.ValidationError("Expected `array` for `$.traceEvents`")
 
 
-def read_trace(data: bytes, file_name: str) -> EventTables:
-    """Decode a whole trace file's bytes into EventTables."""
+def read_trace(data: bytes, file_name: str, workers: int = 1) -> EventTables:
+    """Decode a whole trace file's bytes into EventTables.
+
+    With workers > 1, large files (PARALLEL_MIN_BYTES of events per process) are decoded by that
+    many forked processes at once, each taking a contiguous range of the events; the tables are
+    the same as a serial read's. Any failure there falls back to the serial read."""
     # Millions of small acyclic objects: the cyclic GC would only rescan them over and over.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(data, file_name, repair=False)
+        return _read(data, file_name, repair=False, workers=workers)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
     except (TypeError, ValueError, AttributeError) as exc:
@@ -305,11 +325,16 @@ def read_trace(data: bytes, file_name: str) -> EventTables:
             gc.enable()
 
 
-def _read(data: bytes, file_name: str, repair: bool) -> EventTables:
+def _read(data: bytes, file_name: str, repair: bool, workers: int = 1) -> EventTables:
     trace, repaired = decode(data, file_name, repair=repair)
     try:
+        if workers > 1 and not repair:
+            tables = _parallel_tabulate(trace, repaired, workers)
+            if tables is not None:
+                return tables
         try:
-            return _tabulate(trace, _event_chunks(trace.traceEvents), repaired)
+            mv, start, end = _event_bounds(trace.traceEvents)
+            return _tabulate(trace, _event_chunks(mv, _chunk_ranges(mv, start, end)), repaired)
         except _ChunkSplitError:
             return _tabulate(trace, iter([_EVENTS.decode(trace.traceEvents)]), repaired)
     except msgspec.DecodeError as exc:
@@ -317,6 +342,74 @@ def _read(data: bytes, file_name: str, repair: bool) -> EventTables:
             raise TraceError(file_name, f"invalid JSON: {exc}") from None
         del trace
         return _read(data, file_name, repair=True)  # names Paddle wrote without escaping
+
+
+# ---------------------------------------------------------------- parallel decode
+
+# Below this many bytes of events per process, forking costs more than it saves.
+PARALLEL_MIN_BYTES = 24 << 20
+
+_SHARED: Optional[memoryview] = None  # the events' bytes, inherited by forked workers
+
+
+def parse_workers() -> int:
+    """Processes a reader may use on this machine: the CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _range_columns(ranges: "List[tuple]") -> "tuple[dict, List[str]]":
+    """Columns of the events in these chunks of _SHARED, with names numbered locally."""
+    names = _Interner()
+    parts = []
+    offset = 0
+    for events in _event_chunks(_SHARED, ranges):
+        parts.append(_chunk_columns(events, names, offset))
+        offset += parts[-1]["n"]
+        del events
+    return _concat(parts or [_chunk_columns([], names, 0)]), names.names
+
+
+def _parallel_tabulate(trace: Trace, repaired: int, workers: int) -> Optional[EventTables]:
+    """Events decoded by `workers` processes (this one included), or None when not worth it or
+    not possible here (no fork, threads running, a worker failed): the caller then reads serially."""
+    global _SHARED
+    mv, start, end = _event_bounds(trace.traceEvents)
+    workers = min(workers, (end - start) // PARALLEL_MIN_BYTES)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return None
+    # The same chunks as a serial read, dealt out in contiguous groups: names are then numbered
+    # in the same order (first appearance, chunk by chunk) and the tables are identical.
+    chunks = _chunk_ranges(mv, start, end)
+    workers = min(workers, len(chunks))
+    if workers < 2:
+        return None
+    groups = [chunks[len(chunks) * i // workers:len(chunks) * (i + 1) // workers] for i in range(workers)]
+    _SHARED = mv
+    try:
+        # fork: the children see the file's bytes without a copy; this process takes the first range.
+        with concurrent.futures.ProcessPoolExecutor(workers - 1,
+                                                    mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_range_columns, group) for group in groups[1:]]
+            results = [_range_columns(groups[0])] + [f.result() for f in futures]
+    except Exception:  # a split inside a string, a broken worker...: the serial read decides
+        return None
+    finally:
+        _SHARED = None
+    names = _Interner()
+    parts = []
+    offset = 0
+    for part, local_names in results:
+        remap = names.many(local_names)
+        for key in ("host_name", "rt_name", "dev_name", "mem_place"):
+            part[key] = remap[part[key]] if len(remap) else part[key]
+        part["host_pos"] += offset
+        part["mem_pos"] += offset
+        offset += part["n"]
+        parts.append(part)
+    return _assemble(trace, _concat(parts), names.names, repaired)
 
 
 _NO_ARGS = Args()
@@ -506,23 +599,36 @@ def _tabulate(trace: Trace, chunks: "Iterator[List[Event]]", repaired: int) -> E
         parts.append(_chunk_columns(events, names, offset))
         offset += parts[-1]["n"]
         del events
-    if not parts:
-        parts.append(_chunk_columns([], names, 0))
+    return _assemble(trace, _concat(parts or [_chunk_columns([], names, 0)]), names.names, repaired)
 
-    def cat(key):
-        return np.concatenate([p[key] for p in parts])
 
+_SCALARS = ("host_shapes", "origin", "abs_min", "pid", "n")
+
+
+def _concat(parts: List[dict]) -> dict:
+    """Consecutive parts' columns as one part (positions must already be in one numbering)."""
+    if len(parts) == 1:
+        return parts[0]
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in _SCALARS}
     host_shapes: Dict[int, tuple] = {}
     host_base = 0
     for p in parts:
         for row, v in p["host_shapes"].items():
             host_shapes[host_base + row] = v
         host_base += len(p["host_tid"])
+    out["host_shapes"] = host_shapes
+    origins = [p["origin"] for p in parts if p["origin"] is not None]
+    out["origin"] = max(origins) if origins else None
+    abs_mins = [p["abs_min"] for p in parts if p["abs_min"] is not None]
+    out["abs_min"] = min(abs_mins) if abs_mins else None
+    out["pid"] = next((p["pid"] for p in parts if p["pid"] >= 0), -1)
+    out["n"] = sum(p["n"] for p in parts)
+    return out
 
-    rel_origins = [p["origin"] for p in parts if p["origin"] is not None]
-    abs_starts = [p["abs_min"] for p in parts if p["abs_min"] is not None]
-    origin = max(rel_origins) if rel_origins else min(abs_starts, default=0)
-    cols = {k: cat(k) for k in parts[0] if k not in ("host_shapes", "origin", "abs_min", "pid", "n")}
+
+def _assemble(trace: Trace, part: dict, names: List[str], repaired: int) -> EventTables:
+    origin = part["origin"] if part["origin"] is not None else (part["abs_min"] or 0)
+    cols = {k: v for k, v in part.items() if k not in _SCALARS}
     for table in ("host", "rt", "dev"):
         absolute = cols.pop(f"{table}_abs")
         if absolute.any():
@@ -534,13 +640,13 @@ def _tabulate(trace: Trace, chunks: "Iterator[List[Event]]", repaired: int) -> E
 
     span = trace.span_index if trace.span_index is not None else trace.span_indx
     return EventTables(
-        names=names.names, host_shapes=host_shapes, **cols,
+        names=names, host_shapes=part["host_shapes"], **cols,
         schema_version=trace.schemaVersion or "",
         span="" if span is None else str(span),
         extra_info=dict(trace.ExtraInfo),
         devices=list(trace.deviceProperties),
         thread_names={int(k): v for k, v in trace.ExtraInfo.items() if k.isdigit()},
         origin_unix_ns=origin,
-        pid=next((p["pid"] for p in parts if p["pid"] >= 0), -1),
+        pid=part["pid"],
         repaired_lines=repaired,
     )

@@ -181,13 +181,14 @@ def encode_index(header: dict, arrays: Dict[str, np.ndarray]) -> bytes:
     return prefix + b"\0" * pad + b"".join(parts)
 
 
-def build_file_index(read_bytes, file_name: str, target: str) -> dict:
-    """Worker side: parse the trace and write its index to ``target`` atomically."""
+def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int = 1) -> dict:
+    """Worker side: parse the trace (`parse_workers` processes decoding a large file together)
+    and write its index to ``target`` atomically."""
     from .event_tree import build_tree
     from .reader import read_trace
 
     data = read_bytes()
-    tables = read_trace(data, os.path.basename(file_name))
+    tables = read_trace(data, os.path.basename(file_name), parse_workers)
     del data
     tree = build_tree(tables)
     header, arrays = build_index(tables, tree)
@@ -196,7 +197,7 @@ def build_file_index(read_bytes, file_name: str, target: str) -> dict:
     return {"events": int(len(arrays["ev_start"])), "bytes": len(blob)}
 
 
-def index_in_worker(fs, path: str, file_name: str, size: int, target: str) -> dict:
+def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse_workers: int = 1) -> dict:
     """Runs in a worker process (picklable arguments only). Returns {"ok", "error"}."""
     from .errors import TraceError
 
@@ -207,7 +208,7 @@ def index_in_worker(fs, path: str, file_name: str, size: int, target: str) -> di
         return data
 
     try:
-        info = build_file_index(read, file_name, target)
+        info = build_file_index(read, file_name, target, parse_workers)
     except TraceError as err:
         return {"ok": False, "error": str(err)}
     except FileNotFoundError:
@@ -585,13 +586,18 @@ class TimelineStore:
         import concurrent.futures
         import multiprocessing
 
+        from .reader import parse_workers
+
         with self._lock:
             if digest in self._building:
                 return
             if self._executor is None:
                 self._executor = concurrent.futures.ProcessPoolExecutor(
                     max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
-            fut = self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size, str(path))
+            # cores not taken by other builds help decode this file
+            share = max(1, parse_workers() // (len(self._building) + 1))
+            fut = self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size, str(path),
+                                        share)
             self._building[digest] = fut
 
         def done(f, digest=digest):

@@ -176,3 +176,60 @@ def test_operators_are_grouped_by_input_shape_where_recorded(gpu_trace):
         assert json.loads(group.input_shapes) == {"X": [[2, 3]]}
         assert group.stats.calls == node.stats.calls
         assert group.stats.cpu == node.stats.cpu and group.stats.general_gpu == node.stats.general_gpu
+
+
+def _tables_equal(a, b) -> list:
+    """Names of the EventTables fields that differ."""
+    import numpy as np
+
+    diff = []
+    for k, v in vars(a).items():
+        w = getattr(b, k)
+        same = (v.dtype == w.dtype and v.shape == w.shape and np.array_equal(v, w)) \
+            if isinstance(v, np.ndarray) else v == w
+        if not same:
+            diff.append(k)
+    return diff
+
+
+def test_parallel_decode_gives_the_same_tables(monkeypatch, cpu_trace, gpu_trace):
+    """Several forked processes decoding one file's chunks give exactly the serial tables
+    (names numbered in the same order), and the parallel path really ran."""
+    from tb_paddle_profile import reader
+
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 4000)
+    monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1)
+    for data in (cpu_trace, gpu_trace):
+        serial = read_trace(data, NAME, workers=1)
+        trace, _ = reader.decode(data, NAME)
+        direct = reader._parallel_tabulate(trace, 0, 3)
+        assert direct is not None, "the parallel path fell back"
+        assert _tables_equal(serial, direct) == []
+        assert _tables_equal(serial, read_trace(data, NAME, workers=3)) == []
+        assert summarize_bytes(data, NAME, workers=3) == summarize_bytes(data, NAME)
+
+
+def test_parallel_decode_falls_back_on_a_chunk_cut_inside_a_name(monkeypatch, cpu_trace):
+    from tb_paddle_profile import reader
+
+    monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1)
+    odd = cpu_trace.replace(b'"name": "train_step[', b'"name": "train}, {step[')
+
+    def cut_inside_the_name(mv, start, end):  # the chunk boundary a separator search could pick
+        j = bytes(mv).index(b"train}, {step") + len(b"train")
+        return [(start, j + 1), (j + 3, end)]
+
+    monkeypatch.setattr(reader, "_chunk_ranges", cut_inside_the_name)
+    trace, _ = reader.decode(odd, NAME)
+    assert reader._parallel_tabulate(trace, 0, 2) is None
+    s = summarize_bytes(odd, NAME, workers=2)
+    assert "train}, {step" in [it.name for it in s.user_defined.items]
+    assert s == summarize_bytes(odd, NAME)
+
+
+def test_cli_summary_jobs_do_not_change_the_tables(tmp_path, gpu_trace):
+    path = tmp_path / NAME
+    path.write_bytes(gpu_trace)
+    out = [subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(path), "--jobs", j],
+                          capture_output=True, text=True, check=True, cwd=REPO).stdout for j in ("1", "3")]
+    assert out[0] == out[1] and "Kernel Summary" in out[0]

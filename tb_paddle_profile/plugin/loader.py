@@ -151,8 +151,10 @@ def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
-def load_in_worker(fs, path: str, file_name: str, size: int, key: CacheKey, sidecar: bool, recent: bool) -> dict:
-    """Runs in a worker process: the summary of one file, from its sidecar or by parsing it.
+def load_in_worker(fs, path: str, file_name: str, size: int, key: CacheKey, sidecar: bool, recent: bool,
+                   parse_workers: int = 1) -> dict:
+    """Runs in a worker process: the summary of one file, from its sidecar or by parsing it
+    (with `parse_workers` processes decoding a large file together).
 
     Returns a dict: ``kind`` is "sidecar", "parsed", "growing", "changed", "gone" or "io"; "sidecar" and
     "parsed" carry ``ok`` and ``data`` or ``error``; ``engine_called`` tells whether the trace was parsed.
@@ -175,7 +177,7 @@ def load_in_worker(fs, path: str, file_name: str, size: int, key: CacheKey, side
     del data  # the engine frees the bytes once its tables are built
 
     try:
-        summary = engine.summarize_reader(box.pop, file_name)
+        summary = engine.summarize_reader(box.pop, file_name, workers=parse_workers)
     except TraceError as err:
         if recent and _reread_looks_truncated(fs, path):
             return {"kind": "growing", "error": str(err), "engine_called": True}
@@ -477,7 +479,12 @@ class Loader:
         f = e.file
         pool = self._pool()
         try:
-            fut = pool.submit(load_in_worker, self.fs, f.path, f.file_name, f.size, f.key, self.cache.sidecar, recent)
+            # Cores not taken by other files in flight help decode this one (a lone large file
+            # then loads on all of them; many files get one process each).
+            with self._cond:
+                share = max(1, self.max_workers // max(1, len(self._inflight)))
+            fut = pool.submit(load_in_worker, self.fs, f.path, f.file_name, f.size, f.key, self.cache.sidecar, recent,
+                              share)
         except (BrokenProcessPool, RuntimeError) as err:
             fut = concurrent.futures.Future()
             fut.set_exception(BrokenProcessPool(str(err)))
