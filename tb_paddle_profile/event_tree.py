@@ -36,6 +36,12 @@ def _csr(owner: np.ndarray, n_owners: int, order_key: np.ndarray):
     return ptr, rows
 
 
+def _distinct(*cols: np.ndarray) -> List[int]:
+    """Sorted distinct values of a few columns that hold few values in long runs (thread ids)."""
+    runs = [c[np.r_[True, c[1:] != c[:-1]]] for c in cols if c.size]  # one value per run
+    return sorted(set(np.concatenate(runs).tolist())) if runs else []
+
+
 @dataclass
 class EventTree:
     tables: EventTables
@@ -53,6 +59,8 @@ class EventTree:
     rt_dev_ptr: np.ndarray             # CSR over runtime rows: device rows in file order
     rt_dev_idx: np.ndarray
     walk: Dict[int, np.ndarray]        # tid → host rows in Paddle's stack-walk order (root excluded)
+    by_depth: np.ndarray               # host rows by depth (roots ascending, then breadth-first);
+    depth_ptr: np.ndarray              # depth d is by_depth[depth_ptr[d - 1]:depth_ptr[d]]
 
     def children(self, row: int) -> np.ndarray:
         return self.child_idx[self.child_ptr[row]:self.child_ptr[row + 1]]
@@ -63,6 +71,14 @@ class EventTree:
     def devices(self, rt_row: int) -> np.ndarray:
         return self.rt_dev_idx[self.rt_dev_ptr[rt_row]:self.rt_dev_ptr[rt_row + 1]]
 
+    @property
+    def max_depth(self) -> int:
+        return len(self.depth_ptr) - 1
+
+    def level(self, depth: int) -> np.ndarray:
+        """Host rows at this depth (1: children of the thread roots)."""
+        return self.by_depth[self.depth_ptr[depth - 1]:self.depth_ptr[depth]]
+
 
 def _float32_tolerance(end_ns: np.ndarray) -> np.ndarray:
     """Two float32 ulps of each end time (Paddle wrote times as float32 µs), in ns."""
@@ -71,7 +87,13 @@ def _float32_tolerance(end_ns: np.ndarray) -> np.ndarray:
 
 
 def nest(tid, start, end, tol, rt_tid, rt_start, rt_end):
-    """Parents of host events and owners of runtime events, as host rows (-1: the thread root).
+    """Parents of host events and owners of runtime events, as host rows (-1: the thread root)."""
+    parent, owner, _ = _nest(tid, start, end, tol, rt_tid, rt_start, rt_end)
+    return parent, owner
+
+
+def _nest(tid, start, end, tol, rt_tid, rt_start, rt_end):
+    """nest(), plus the host rows sorted by (tid, start asc, end desc) (a preorder of the forest).
 
     Paddle's nesting is a stack sweep over each thread's events sorted by (start asc, end
     desc): an event is a child of the stack top iff it starts before the top ends and ends
@@ -82,8 +104,13 @@ def nest(tid, start, end, tol, rt_tid, rt_start, rt_end):
     A runtime event's owner is the innermost host event containing it, found by climbing from
     the last host event sorted before it.
     """
-    n = len(tid)
-    order = np.lexsort((-end, start, tid))
+    n, m = len(tid), len(rt_tid)
+    packed = _pack_thread_start(tid, start, rt_tid, rt_start)
+    if packed is None:
+        order = np.lexsort((-end, start, tid))
+    else:
+        key, rt_key = packed
+        order = _sort_with_ties(key, -end)
     s, e, v, t = start[order], end[order], end[order] + tol[order], tid[order]
     cand = np.arange(n, dtype=np.int64) - 1
     if n:
@@ -100,18 +127,16 @@ def nest(tid, start, end, tol, rt_tid, rt_start, rt_end):
     parent[order] = np.where(cand >= 0, order[np.maximum(cand, 0)], -1)
 
     # runtime owners: climb from the last host sorted at or before each runtime event
-    m = len(rt_tid)
     owner = np.full(m, -1, dtype=np.int64)
     if m and n:
-        all_tid = np.concatenate([t, rt_tid])
-        all_start = np.concatenate([s, rt_start])
-        all_end = np.concatenate([e, rt_end])
-        kind = np.concatenate([np.zeros(n, np.int8), np.ones(m, np.int8)])
-        merged = np.lexsort((kind, -all_end, all_start, all_tid))
-        hosts_before = np.cumsum(kind[merged] == 0) - 1
-        is_rt = merged >= n
-        rc = np.empty(m, dtype=np.int64)
-        rc[merged[is_rt] - n] = hosts_before[is_rt]
+        # Rows of the query's thread (a contiguous range of the sorted hosts), narrowed to
+        # those of equal start when (tid, start) is packed into one key.
+        if packed is None:
+            lo, hi = np.searchsorted(t, rt_tid, side="left"), np.searchsorted(t, rt_tid, side="right")
+        else:
+            key = key[order]
+            lo, hi = np.searchsorted(key, rt_key, side="left"), np.searchsorted(key, rt_key, side="right")
+        rc = _hosts_up_to(s, e, lo, hi, rt_start, rt_end) - 1
         valid = rc >= 0
         valid[valid] = t[rc[valid]] == rt_tid[valid]
         rc[~valid] = -1
@@ -123,36 +148,91 @@ def nest(tid, start, end, tol, rt_tid, rt_start, rt_end):
             rc[pending] = cand[c]
             pending = pending[rc[pending] >= 0]
         owner = np.where(rc >= 0, order[np.maximum(rc, 0)], -1)
-    return parent, owner
+    return parent, owner, order
 
 
-def _depth(parent: np.ndarray) -> np.ndarray:
-    depth = np.ones(len(parent), dtype=np.int64)
-    anc = parent.copy()
-    live = np.nonzero(anc >= 0)[0]
-    while live.size:
-        depth[live] += 1
-        anc[live] = parent[anc[live]]
-        live = live[anc[live] >= 0]
-    return depth
+def _pack_thread_start(tid, start, q_tid, q_start):
+    """(tid, start) of hosts and of queries as one int64 each, ordered like the pairs:
+    thread index * span + start. None when that would not fit."""
+    if len(tid) == 0:
+        return None
+    tids = np.array(_distinct(tid, q_tid), dtype=np.int64)
+    base = min(int(a.min()) for a in (start, q_start) if a.size)
+    span = max(int(a.max()) for a in (start, q_start) if a.size) - base + 1
+    if len(tids) * span >= 2 ** 62:
+        return None
+    return (np.searchsorted(tids, tid) * span + (start - base),
+            np.searchsorted(tids, q_tid) * span + (q_start - base))
+
+
+def _sort_with_ties(key: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
+    """np.lexsort((tiebreak, key)), faster when keys are mostly distinct: a stable sort by key
+    (quick on nearly sorted keys), then only the runs of equal keys sorted by tiebreak."""
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    tie = np.zeros(len(k), dtype=bool)
+    tie[1:] = k[1:] == k[:-1]            # equal to the previous position
+    in_run = tie.copy()
+    in_run[:-1] |= tie[1:]               # ... or to the next one
+    pos = np.nonzero(in_run)[0]
+    if pos.size:
+        run = np.cumsum(~tie[pos])       # a run starts where a position is not a tie
+        pos_sorted = pos[np.lexsort((tiebreak[order[pos]], run))]
+        order[pos] = order[pos_sorted]
+    return order
+
+
+def _hosts_up_to(s, e, lo, hi, q_start, q_end) -> np.ndarray:
+    """For each query, lo + how many hosts of [lo, hi) sort at or before it by (start asc, end
+    desc): a binary search per query within its own range (hosts in it sorted that way)."""
+    lo, hi = lo.copy(), hi.copy()
+    act = np.nonzero(lo < hi)[0]
+    while act.size:
+        mid = (lo[act] + hi[act]) // 2
+        qs = q_start[act]
+        before = (s[mid] < qs) | ((s[mid] == qs) & (e[mid] >= q_end[act]))
+        lo[act[before]] = mid[before] + 1
+        hi[act[~before]] = mid[~before]
+        act = act[lo[act] < hi[act]]
+    return lo
+
+
+def _levels(parent: np.ndarray, child_ptr: np.ndarray, child_idx: np.ndarray):
+    """Depth of each host row (1: children of the thread root), and the rows level by level
+    (by_depth, with depth d at by_depth[ptr[d - 1]:ptr[d]]): a breadth-first walk of the CSR
+    children, one level per step."""
+    depth = np.zeros(len(parent), dtype=np.int64)
+    level = np.nonzero(parent < 0)[0]
+    levels = []
+    while level.size:
+        levels.append(level)
+        depth[level] = len(levels)
+        # the next level: the CSR slices of this level's rows, gathered in one go
+        first, count = child_ptr[level], child_ptr[level + 1] - child_ptr[level]
+        slice_start = np.cumsum(count) - count          # where each slice goes in the output
+        level = child_idx[np.repeat(first - slice_start, count) + np.arange(int(count.sum()))]
+    ptr = np.zeros(len(levels) + 1, dtype=np.int64)
+    np.cumsum([lv.size for lv in levels], out=ptr[1:])
+    by_depth = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
+    return depth, by_depth, ptr
 
 
 def build_tree(t: EventTables) -> EventTree:
     n_host, n_rt = len(t.host_tid), len(t.rt_tid)
     tol = _float32_tolerance(t.host_end)
-    threads = sorted(set(t.host_tid.tolist()) | set(t.rt_tid.tolist()) | set(t.mem_tid.tolist()))
-    parent, rt_host = nest(t.host_tid, t.host_start, t.host_end, tol, t.rt_tid, t.rt_start, t.rt_end)
-    depth = _depth(parent)
-
+    threads = _distinct(t.host_tid, t.rt_tid, t.mem_tid)
+    parent, rt_host, pre_order = _nest(t.host_tid, t.host_start, t.host_end, tol, t.rt_tid, t.rt_start, t.rt_end)
     child_ptr, child_idx = _csr(parent, n_host, t.host_start)
+    depth, by_depth, depth_ptr = _levels(parent, child_ptr, child_idx)
     host_rt_ptr, host_rt_idx = _csr(rt_host, n_host, t.rt_start)
 
-    roots = np.nonzero(parent < 0)[0]
+    # roots and root runtimes by (tid, start): slices of one array per thread
+    roots = by_depth[:depth_ptr[1]] if n_host else np.zeros(0, np.int64)
     roots = roots[np.lexsort((t.host_start[roots], t.host_tid[roots]))]
-    root_children = {tid: roots[t.host_tid[roots] == tid] for tid in threads}
+    root_children = _split_by_thread(roots, t.host_tid[roots], threads)
     root_rts_rows = np.nonzero(rt_host < 0)[0]
     root_rts_rows = root_rts_rows[np.lexsort((t.rt_start[root_rts_rows], t.rt_tid[root_rts_rows]))]
-    root_runtimes = {tid: root_rts_rows[t.rt_tid[root_rts_rows] == tid] for tid in threads}
+    root_runtimes = _split_by_thread(root_rts_rows, t.rt_tid[root_rts_rows], threads)
 
     # Device → runtime by correlation id (first runtime with that id wins).
     dev_rt = np.full(len(t.dev_id), -1, dtype=np.int64)
@@ -167,27 +247,36 @@ def build_tree(t: EventTables) -> EventTree:
 
     # Paddle's walk (a stack that pushes children in time order) is the reverse of the
     # postorder; in a forest listed in preorder, postorder rank = pre + subtree size - depth.
+    # The forest here is all threads' trees, threads ascending, so each thread's postorder
+    # ranks are one contiguous range, in thread order.
     pre = np.empty(n_host, dtype=np.int64)
-    pre[np.lexsort((-t.host_end, t.host_start, t.host_tid))] = np.arange(n_host)
+    pre[pre_order] = np.arange(n_host)
     size = np.ones(n_host, dtype=np.int64)
-    if n_host:
-        for d in range(int(depth.max()), 1, -1):
-            rows = np.nonzero(depth == d)[0]
-            np.add.at(size, parent[rows], size[rows])
+    for d in range(len(depth_ptr) - 1, 1, -1):
+        rows = by_depth[depth_ptr[d - 1]:depth_ptr[d]]
+        np.add.at(size, parent[rows], size[rows])
     post = pre + size - depth
-    walk = {}
-    by_post = np.argsort(-post, kind="stable")
-    tid_sorted = t.host_tid[by_post]
-    for tid in threads:
-        walk[tid] = by_post[tid_sorted == tid]
+    by_post = np.empty(n_host, dtype=np.int64)
+    by_post[post] = np.arange(n_host)          # post is a permutation: invert it, no sort
+    # each thread's rows, by descending postorder
+    walk = {tid: rows[::-1] for tid, rows in _split_by_thread(by_post, t.host_tid[by_post], threads).items()}
 
     return EventTree(
         tables=t, threads=threads, host_parent=parent, host_depth=depth,
         child_ptr=child_ptr, child_idx=child_idx, root_children=root_children,
         rt_host=rt_host, host_rt_ptr=host_rt_ptr, host_rt_idx=host_rt_idx,
         root_runtimes=root_runtimes, dev_rt=dev_rt, rt_dev_ptr=rt_dev_ptr,
-        rt_dev_idx=rt_dev_idx, walk=walk,
+        rt_dev_idx=rt_dev_idx, walk=walk, by_depth=by_depth, depth_ptr=depth_ptr,
     )
+
+
+def _split_by_thread(rows: np.ndarray, tids: np.ndarray, threads: List[int]) -> Dict[int, np.ndarray]:
+    """rows sorted by tid → {tid: its rows}, every thread present (maybe empty)."""
+    out = {}
+    for tid in threads:
+        lo, hi = np.searchsorted(tids, tid, side="left"), np.searchsorted(tids, tid, side="right")
+        out[tid] = rows[lo:hi]
+    return out
 
 
 @dataclass
@@ -213,10 +302,9 @@ def node_times(tree: EventTree) -> NodeTimes:
     gpu = np.bincount(tree.rt_host[owned], weights=rt_gpu[owned], minlength=n_host).astype(np.int64)
     general = np.bincount(tree.rt_host[owned], weights=rt_general[owned], minlength=n_host).astype(np.int64)
     # Subtree sums, deepest level first.
-    if n_host:
-        for d in range(int(tree.host_depth.max()), 1, -1):
-            rows = np.nonzero(tree.host_depth == d)[0]
-            np.add.at(gpu, tree.host_parent[rows], gpu[rows])
-            np.add.at(general, tree.host_parent[rows], general[rows])
+    for d in range(tree.max_depth, 1, -1):
+        rows = tree.level(d)
+        np.add.at(gpu, tree.host_parent[rows], gpu[rows])
+        np.add.at(general, tree.host_parent[rows], general[rows])
     return NodeTimes(cpu=t.host_end - t.host_start, gpu=gpu, general_gpu=general,
                      rt_gpu=rt_gpu, rt_general_gpu=rt_general)

@@ -54,6 +54,30 @@ def test_nesting_matches_the_stack_sweep(path):
     assert (parent >= 0).sum() > len(parent) / 2  # the trace really nests
 
 
+@pytest.mark.parametrize("path", _traces()[:3], ids=lambda p: p.name)
+def test_nesting_without_the_packed_key_matches_the_stack_sweep(monkeypatch, path):
+    """(thread, start) is packed into one int64 when it fits; the lexsort used when it would
+    overflow (many threads times a very long span) must give the same nesting."""
+    from tb_paddle_profile import event_tree
+
+    monkeypatch.setattr(event_tree, "_pack_thread_start", lambda *a: None)
+    t = read_trace(path.read_bytes(), path.name)
+    parent, owner = nest(t.host_tid, t.host_start, t.host_end, _float32_tolerance(t.host_end),
+                         t.rt_tid, t.rt_start, t.rt_end)
+    ref_parent, ref_owner = stack_sweep(t)
+    assert (parent == ref_parent).all()
+    assert (owner == ref_owner).all()
+
+
+def test_packed_key_refuses_what_would_overflow():
+    from tb_paddle_profile.event_tree import _pack_thread_start
+
+    tid = np.array([1, 2, 3], dtype=np.int64)
+    start = np.array([0, 1, 2 ** 61], dtype=np.int64)
+    assert _pack_thread_start(tid, start, tid[:1], start[:1]) is None
+    assert _pack_thread_start(tid[:2], start[:2], tid[:1], start[:1]) is not None
+
+
 def test_walk_is_paddles_stack_order(shared_traces):
     path = sorted((shared_traces / "cpu-gpt-single").glob("*.paddle_trace.json"))[0]
     tree = build_tree(read_trace(path.read_bytes(), path.name))

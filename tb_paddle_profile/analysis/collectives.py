@@ -26,6 +26,7 @@ docs/distributed.md:
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ _DTYPE_BYTES = {"float64": 8, "double": 8, "int64": 8, "complex64": 8, "uint64":
                 "int8": 1, "uint8": 1, "bool": 1, "complex128": 16, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
+@functools.lru_cache(maxsize=4096)   # asked for each name up to three times per trace
 def kind_of_name(name: str) -> int:
     """The collective kind a name tells, or NOT_COMMUNICATION when it tells none."""
     compact = re.sub(r"[^a-z0-9]", "", name.lower())
@@ -133,14 +135,13 @@ def shape_bytes(shapes_json: str, dtypes_json: str) -> int:
     return total
 
 
-def _outermost(parent: np.ndarray, depth: np.ndarray, mark: np.ndarray) -> np.ndarray:
+def _outermost(tree, mark: np.ndarray) -> np.ndarray:
     """For each host row, the outermost marked row among itself and its ancestors (-1: none)."""
     out = np.where(mark, np.arange(len(mark)), -1)
-    if len(mark):
-        for d in range(2, int(depth.max()) + 1):
-            rows = np.nonzero(depth == d)[0]
-            up = out[parent[rows]]
-            out[rows] = np.where(up >= 0, up, out[rows])
+    for d in range(2, tree.max_depth + 1):
+        rows = tree.level(d)
+        up = out[tree.host_parent[rows]]
+        out[rows] = np.where(up >= 0, up, out[rows])
     return out
 
 
@@ -178,8 +179,8 @@ class CollectiveAnalysis:
         if n_host:
             host_k = np.where(t.host_type == et.OPERATOR, op_kind[t.host_name],
                               np.where(t.host_type == et.COMMUNICATION, comm_kind[t.host_name], 0)).astype(np.int16)
-        comm_root = _outermost(tree.host_parent, tree.host_depth, host_k > 0)
-        op_root = _outermost(tree.host_parent, tree.host_depth, t.host_type == et.OPERATOR)
+        comm_root = _outermost(tree, host_k > 0)
+        op_root = _outermost(tree, t.host_type == et.OPERATOR)
         outer_comm = np.nonzero(comm_root == np.arange(n_host))[0]
 
         # Communication kernels and the host event that launched each.

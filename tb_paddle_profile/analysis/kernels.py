@@ -10,25 +10,21 @@ import numpy as np
 
 from .. import event_types as et
 from ..v1 import summary_pb2 as pb
-from .groupby import group
+from .groupby import group, merge
 from .profile import Profile
 
 
 def _operator_owner(p: Profile) -> np.ndarray:
     """Per host row: the nearest Operator at or above it, else the row itself."""
-    t, parent = p.tables, p.tree.host_parent
+    t, tree = p.tables, p.tree
     is_op = t.host_type == et.OPERATOR
-    owner = np.arange(len(t.host_tid))
-    cur = owner.copy()
-    pending = ~is_op
-    while pending.any():
-        cur[pending] = parent[cur[pending]]
-        pending &= cur >= 0
-        found = pending.copy()
-        found[pending] = is_op[cur[pending]]
-        owner[found] = cur[found]
-        pending &= ~found
-    return owner
+    rows = np.arange(len(t.host_tid))
+    nearest = np.where(is_op, rows, -1)   # nearest Operator at or above, -1: none
+    for d in range(2, tree.max_depth + 1):  # top down: a row without its own takes its parent's
+        level = tree.level(d)
+        level = level[~is_op[level]]
+        nearest[level] = nearest[tree.host_parent[level]]
+    return np.where(nearest >= 0, nearest, rows)
 
 
 def kernel_view(p: Profile, out: pb.KernelView) -> None:
@@ -44,10 +40,10 @@ def kernel_view(p: Profile, out: pb.KernelView) -> None:
     dur = {"d": (t.dev_end - t.dev_start)[rows]}
     name = t.dev_name[rows]
 
-    g = group([name], order, dur)
     owner = _operator_owner(p)
     op_name = np.where(host >= 0, t.host_name[owner[np.maximum(host, 0)]] if len(owner) else -1, -1)
     g_op = group([name, op_name], order, dur)
+    g = merge(g_op, 1)   # by name alone
     cfg_cols = [t.dev_grid[rows, 0], t.dev_grid[rows, 1], t.dev_grid[rows, 2], t.dev_block[rows, 0],
                 t.dev_block[rows, 1], t.dev_block[rows, 2], t.dev_registers[rows], t.dev_shared_memory[rows],
                 np.round(t.dev_occupancy[rows] * 1000).astype(np.int64)]

@@ -6,8 +6,8 @@ launch, node_creation, user events...), and the device events of its own runtime
 calls become device items by name; each inner item likewise carries the device
 events of its own runtime calls. Nested operators also count as their own item.
 Items keep the order in which Paddle's walk meets them; sorting is the renderer's.
-Computed as group-bys over the tables (groupby.py), in one pass for all threads
-merged and one keyed by thread as well.
+Computed as group-bys over the tables (groupby.py), keyed by thread; the view over
+all threads merges the threads' groups.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import event_types as et
 from ..v1 import summary_pb2 as pb
-from .groupby import Groups, group, host_values, write_stats
+from .groupby import Groups, group, host_values, merge, write_stats
 from .profile import Profile
 from .stats import EventAcc
 
@@ -63,17 +63,20 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
     id_rows, id_inner = dev_rows[in_inner], dev_host[in_inner]
     id_op = parent[id_inner]
 
-
+    # Grouped by thread first; the view over all threads merges the threads' groups.
+    tid = t.host_tid
+    by_thread = (
+        group([tid[ops], t.host_name[ops]], [rank[ops]], host_values(p, ops)),
+        group([tid[inner_op], t.host_name[inner_op], t.host_name[inner]],
+              [rank[inner_op], child_pos[inner]], host_values(p, inner)),
+        group([tid[od_op], t.host_name[od_op], t.dev_name[od_rows]],
+              [rank[od_op], rt_pos[tree.dev_rt[od_rows]], dev_pos[od_rows]], {"d": dur[od_rows]}),
+        group([tid[id_op], t.host_name[id_op], t.host_name[id_inner], t.dev_name[id_rows]],
+              [rank[id_op], child_pos[id_inner], rt_pos[tree.dev_rt[id_rows]], dev_pos[id_rows]],
+              {"d": dur[id_rows]}),
+    )
     for thread_key in (False, True):
-        tid_of = (lambda rows: t.host_tid[rows]) if thread_key else (lambda rows: np.zeros(len(rows), np.int64))
-        g_op = group([tid_of(ops), t.host_name[ops]], [rank[ops]], host_values(p, ops))
-        g_in = group([tid_of(inner_op), t.host_name[inner_op], t.host_name[inner]],
-                     [rank[inner_op], child_pos[inner]], host_values(p, inner))
-        g_od = group([tid_of(od_op), t.host_name[od_op], t.dev_name[od_rows]],
-                     [rank[od_op], rt_pos[tree.dev_rt[od_rows]], dev_pos[od_rows]], {"d": dur[od_rows]})
-        g_id = group([tid_of(id_op), t.host_name[id_op], t.host_name[id_inner], t.dev_name[id_rows]],
-                     [rank[id_op], child_pos[id_inner], rt_pos[tree.dev_rt[id_rows]], dev_pos[id_rows]],
-                     {"d": dur[id_rows]})
+        g_op, g_in, g_od, g_id = by_thread if thread_key else (merge(g, 0) for g in by_thread)
 
         inners_of = defaultdict(list)
         for i in range(len(g_in)):

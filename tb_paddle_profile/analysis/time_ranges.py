@@ -14,17 +14,15 @@ import numpy as np
 from .. import event_types as et
 from ..v1 import summary_pb2 as pb
 from . import ranges
+from .groupby import split_rows
 from .profile import Profile
 
 
-def _first_seen(keys: np.ndarray, order_key: np.ndarray) -> List[int]:
-    """Distinct values of keys, ordered by the smallest order_key at which each occurs."""
-    if keys.size == 0:
-        return []
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    first = np.full(uniq.size, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, inverse, order_key)
-    return uniq[np.argsort(first, kind="stable")].tolist()
+def _first_seen(rows_of: Dict[int, np.ndarray], order_key: np.ndarray) -> List[int]:
+    """The keys of rows_of (key → rows), ordered by the smallest order_key of their rows
+    (ties: smaller key first)."""
+    first = {k: int(order_key[rows].min()) for k, rows in rows_of.items()}
+    return sorted(first, key=lambda k: (first[k], k))
 
 
 class TimeRanges:
@@ -38,37 +36,41 @@ class TimeRanges:
         dev_host = np.where(tree.dev_rt >= 0, tree.rt_host[np.maximum(tree.dev_rt, 0)], -1)
         self.dev_mask = (tree.dev_rt >= 0) & (dev_host >= 0)
 
+        # Rows of each type, split once instead of a mask per type.
+        host_rows = split_rows(t.host_type, np.arange(len(t.host_type)))
+        rt_rows = split_rows(t.rt_type[self.rt_mask], np.nonzero(self.rt_mask)[0])
         # Order keys: a host's own type comes before its runtimes' types.
-        host_key = rank * 4
-        rt_key = rank[tree.rt_host[self.rt_mask]] * 4 + 1
-        types = np.concatenate([t.host_type.astype(np.int64), t.rt_type[self.rt_mask].astype(np.int64)])
-        self.cpu_type_order = _first_seen(types, np.concatenate([host_key, rt_key]))
+        first = {ty: int(rank[rows].min()) * 4 for ty, rows in host_rows.items()}
+        for ty, rows in rt_rows.items():
+            key = int(rank[tree.rt_host[rows]].min()) * 4 + 1
+            first[ty] = min(first.get(ty, key), key)
+        self.cpu_type_order = sorted(first, key=lambda ty: (first[ty], ty))
 
+        none = np.zeros(0, dtype=np.int64)
         self.calls: Dict[int, int] = {}
-        for ty in self.cpu_type_order:
-            self.calls[ty] = int((t.host_type == ty).sum() + (t.rt_type[self.rt_mask] == ty).sum())
         self.cpu_sum: Dict[int, int] = {}
         for ty in self.cpu_type_order:
-            hm = t.host_type == ty
-            rm = self.rt_mask & (t.rt_type == ty)
-            u = ranges.union(np.concatenate([t.host_start[hm], t.rt_start[rm]]),
-                             np.concatenate([t.host_end[hm], t.rt_end[rm]]))
+            hr, rr = host_rows.get(ty, none), rt_rows.get(ty, none)
+            self.calls[ty] = int(hr.size + rr.size)
+            u = ranges.union(np.concatenate([t.host_start[hr], t.rt_start[rr]]),
+                             np.concatenate([t.host_end[hr], t.rt_end[rr]]))
             self.cpu_sum[ty] = ranges.measure(u)
 
-        dm = self.dev_mask
-        dev_key = rank[dev_host[dm]] * (len(t.dev_id) + 1) + np.nonzero(dm)[0]
-        self.device_order = _first_seen(t.dev_id[dm], dev_key)
+        dev_rows = np.nonzero(self.dev_mask)[0]
+        dev_key = rank[dev_host[dev_rows]] * (len(t.dev_id) + 1) + dev_rows
+        on_dev = split_rows(t.dev_id[dev_rows], np.arange(dev_rows.size))   # positions in dev_rows
+        self.device_order = _first_seen(on_dev, dev_key)
         self.gpu_union = {}      # device → type → union
         self.gpu_type_order = {}
         for d in self.device_order:
-            on_dev = dm & (t.dev_id == d)
-            order = _first_seen(t.dev_type[on_dev].astype(np.int64), dev_key[on_dev[dm]])
+            of_type = split_rows(t.dev_type[dev_rows[on_dev[d]]], on_dev[d])
+            order = _first_seen(of_type, dev_key)
             self.gpu_type_order[d] = order
             self.gpu_union[d] = {}
             for ty in order:
-                m = on_dev & (t.dev_type == ty)
+                m = dev_rows[of_type[ty]]
                 self.gpu_union[d][ty] = ranges.union(t.dev_start[m], t.dev_end[m])
-                self.calls[ty] = self.calls.get(ty, 0) + int(m.sum())
+                self.calls[ty] = self.calls.get(ty, 0) + int(m.size)
 
         self.total_time = self.cpu_sum.get(et.PROFILE_STEP, 0)
 
