@@ -43,8 +43,15 @@ def _traces():
     return found + sorted((REPO / "examples" / "profiler_log").rglob("*.paddle_trace.json"))
 
 
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "lexsort"])
 @pytest.mark.parametrize("path", _traces(), ids=lambda p: p.name)
-def test_nesting_matches_the_stack_sweep(path):
+def test_nesting_matches_the_stack_sweep(monkeypatch, path, packed):
+    """packed: (thread, start) as one int64 key; lexsort: the path taken when that would
+    overflow (many threads times a very long span)."""
+    from tb_paddle_profile import event_tree
+
+    if not packed:
+        monkeypatch.setattr(event_tree, "_pack_thread_start", lambda *a: None)
     t = read_trace(path.read_bytes(), path.name)
     parent, owner = nest(t.host_tid, t.host_start, t.host_end, _float32_tolerance(t.host_end),
                          t.rt_tid, t.rt_start, t.rt_end)
@@ -52,21 +59,6 @@ def test_nesting_matches_the_stack_sweep(path):
     assert (parent == ref_parent).all()
     assert (owner == ref_owner).all()
     assert (parent >= 0).sum() > len(parent) / 2  # the trace really nests
-
-
-@pytest.mark.parametrize("path", _traces()[:3], ids=lambda p: p.name)
-def test_nesting_without_the_packed_key_matches_the_stack_sweep(monkeypatch, path):
-    """(thread, start) is packed into one int64 when it fits; the lexsort used when it would
-    overflow (many threads times a very long span) must give the same nesting."""
-    from tb_paddle_profile import event_tree
-
-    monkeypatch.setattr(event_tree, "_pack_thread_start", lambda *a: None)
-    t = read_trace(path.read_bytes(), path.name)
-    parent, owner = nest(t.host_tid, t.host_start, t.host_end, _float32_tolerance(t.host_end),
-                         t.rt_tid, t.rt_start, t.rt_end)
-    ref_parent, ref_owner = stack_sweep(t)
-    assert (parent == ref_parent).all()
-    assert (owner == ref_owner).all()
 
 
 def test_packed_key_refuses_what_would_overflow():
