@@ -14,6 +14,21 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives a real Chromium through Playwright")
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so that a fixture's teardown can tell whether the
+    test body ran (see ran())."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+def ran(request) -> bool:
+    """True when the test's body ran (passed or failed), False when it was skipped."""
+    report = getattr(request.node, "report_call", None)
+    return report is not None and not report.skipped
+
+
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
     if not SHARED_TRACES.is_dir():

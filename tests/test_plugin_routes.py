@@ -333,6 +333,44 @@ def test_new_runs_and_spans_appear_on_rescan(env, shared_traces):
     assert r.status_code == 200 and summary_pb2.Summary.FromString(r.get_data()) == engine_summary(added)
 
 
+def test_a_rewritten_rank_changes_its_version_and_the_parallel_analysis(env, shared_traces):
+    """A trace rewritten in place (a new profile under the same name) gets a new file_version in the
+    distributed route, which the Distributed view keys its cached cross-rank analysis on, and the
+    parallel route answers for the new bytes."""
+    from tb_paddle_profile.analysis.cross_rank import analyze_run
+
+    plugin = env["plugin"]
+    gpu = trace_files(shared_traces, GPU)
+    paths = [place(src.read_bytes(), env["logdir"] / "rewrite" / src.name, mtime=OLD) for src in gpu]
+    env["tree"].update({k: v for k, v in tree_digest(env["logdir"]).items() if k.startswith("rewrite")})
+    plugin.discovery.scan()
+    plugin.discovery.scan()  # unchanged since the last scan (a background scan may have seen it half-written)
+    ready(plugin)
+
+    def versions():
+        r = get(env, "distributed", run="rewrite", span="0")
+        assert r.status_code == 200, plugin_pb2.RunDistributed.FromString(r.get_data())
+        return [x.file_version for x in plugin_pb2.RunDistributed.FromString(r.get_data()).ranks]
+
+    def parallel():
+        r = get(env, "parallel", run="rewrite", span="0")
+        assert r.status_code == 200
+        return plugin_pb2.RunParallel.FromString(r.get_data())
+
+    before, first = versions(), parallel()
+    assert all(len(v) == 16 for v in before) and before[0] != before[1]
+    assert versions() == before  # stable while nothing changes
+    place(gpu[0].read_bytes() + b"\n", paths[1], mtime=OLD + 60)  # rank1's file now holds another profile
+    env["tree"].update({k: v for k, v in tree_digest(env["logdir"]).items() if k.startswith("rewrite")})
+    plugin.discovery.scan()
+    plugin.discovery.scan()  # unchanged since the last scan (a background scan may have seen it half-written)
+    ready(plugin)
+    after = versions()
+    assert after[0] == before[0] and after[1] != before[1]
+    expected = analyze_run([engine_summary(p) for p in paths], "rewrite", "0")
+    assert parallel() == expected != first
+
+
 def worker_processes():
     """Our own worker processes: children of this test process started by multiprocessing's spawn."""
     found = []

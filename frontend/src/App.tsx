@@ -233,7 +233,12 @@ export function App() {
 
   const distKey =
     run && sel.view === "distributed"
-      ? `${sel.run}\u0000${sel.span}\u0000${run.workers.map((w) => `${w.worker}:${w.spans.find((s) => s.span === sel.span)?.state}`).join(",")}\u0000${reloads}`
+      ? `${sel.run}\u0000${sel.span}\u0000${run.workers
+          .map((w) => {
+            const s = w.spans.find((x) => x.span === sel.span);
+            return `${w.worker}:${s?.state}:${s?.fileSize}`; // a rewritten trace changes its size
+          })
+          .join(",")}\u0000${reloads}`
       : null;
   const dist = useLoaded<RunDistributed>(distKey, (signal) => fetchDistributed(sel.run, sel.span, signal), 4);
 

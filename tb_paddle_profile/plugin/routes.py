@@ -326,6 +326,7 @@ class Routes:
             elif state.state == READY:  # its cache entry vanished; it is being loaded again
                 state = loader.state(trace)
             rank.worker, rank.rank, rank.state, rank.error = trace.worker, trace.rank, state.state, state.error
+            rank.file_version = trace.key.digest()[:16]
             if state.state in (QUEUED, LOADING, GROWING):
                 waiting.append(trace)
         loader.prioritize(waiting, run)

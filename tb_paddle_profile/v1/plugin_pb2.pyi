@@ -72,7 +72,7 @@ class RunList(_message.Message):
     def __init__(self, logdir: _Optional[str] = ..., runs: _Optional[_Iterable[_Union[RunEntry, _Mapping]]] = ..., scanned_at: _Optional[float] = ...) -> None: ...
 
 class RankDistributed(_message.Message):
-    __slots__ = ("worker", "rank", "state", "error", "total_time_ns", "distributed", "steps")
+    __slots__ = ("worker", "rank", "state", "error", "total_time_ns", "distributed", "steps", "file_version")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +80,7 @@ class RankDistributed(_message.Message):
     TOTAL_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     DISTRIBUTED_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
+    FILE_VERSION_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     state: LoadState
@@ -87,7 +88,8 @@ class RankDistributed(_message.Message):
     total_time_ns: int
     distributed: _summary_pb2.DistributedView
     steps: _containers.RepeatedCompositeFieldContainer[_summary_pb2.ModelStep]
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., state: _Optional[_Union[LoadState, str]] = ..., error: _Optional[str] = ..., total_time_ns: _Optional[int] = ..., distributed: _Optional[_Union[_summary_pb2.DistributedView, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[_summary_pb2.ModelStep, _Mapping]]] = ...) -> None: ...
+    file_version: str
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., state: _Optional[_Union[LoadState, str]] = ..., error: _Optional[str] = ..., total_time_ns: _Optional[int] = ..., distributed: _Optional[_Union[_summary_pb2.DistributedView, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[_summary_pb2.ModelStep, _Mapping]]] = ..., file_version: _Optional[str] = ...) -> None: ...
 
 class RunDistributed(_message.Message):
     __slots__ = ("run", "span", "ranks")

@@ -161,7 +161,7 @@ export function Distributed({
     { key: "steps", title: "Steps", text: (x) => (x.ready ? fmtInt(x.r.steps.length) : "-") },
   ];
   const open = (worker: string) => onOpenRank(worker);
-  const parallelKey = `${data.run}\u0000${data.span}\u0000${data.ranks.map((r) => `${r.worker}:${r.state}`).join(",")}`;
+  const parallelKey = `${data.run}\u0000${data.span}\u0000${data.ranks.map((r) => `${r.worker}:${r.state}:${r.fileVersion}`).join(",")}`;
   const parallel = useParallel(data.run, data.span, parallelKey);
   const jump = () => document.getElementById("tbpp-parallel")?.scrollIntoView({ behavior: "smooth", block: "start" });
   return (

@@ -20,7 +20,8 @@ function remember<T>(cache: Map<string, T>, key: string, value: T): void {
   while (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
 }
 
-/** RunParallel of `run`/`span`; `key` changes when the ranks' load states change (fetch again). */
+/** RunParallel of `run`/`span`; `key` changes when the ranks' load states or file versions change
+ * (fetch again). */
 export function useParallel(run: string, span: string, key: string): ParallelState {
   const [state, setState] = useState<{ key: string; s: ParallelState }>({ key: "", s: { status: "loading" } });
   useEffect(() => {
