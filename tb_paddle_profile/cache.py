@@ -8,6 +8,11 @@ sidecar file next to the trace holds the same entry, so a team sharing a logdir 
 
 A failure (a trace that is not usable) is cached too, so that a restart does not parse it again.
 Every write is atomic: a temporary file in the same folder, then a rename (a single PUT on object stores).
+
+The folder is bounded (``TB_PADDLE_PROFILE_CACHE_MAX_MB``, default 8192; 0: unbounded): after writes, the
+least recently used entries (summaries and timeline indexes; a read refreshes an entry's modification
+time) are deleted until the folder is back under 90 % of the bound. Only the tool's own entry files are
+ever deleted.
 """
 from __future__ import annotations
 
@@ -16,10 +21,13 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Iterable, List, NamedTuple, Optional, Tuple
 
 from tb_paddle_profile import __version__
 from tb_paddle_profile.engine import SUMMARY_SCHEMA
@@ -29,6 +37,13 @@ logger = logging.getLogger(__name__)
 
 ENV_CACHE_DIR = "TB_PADDLE_PROFILE_CACHE"
 ENV_SIDECAR = "TB_PADDLE_PROFILE_SIDECAR"
+ENV_CACHE_MAX_MB = "TB_PADDLE_PROFILE_CACHE_MAX_MB"
+DEFAULT_CACHE_MAX_MB = 8192
+TRIM_INTERVAL_S = 30.0  # a folder is walked at most this often per process (and always when told to)
+# The entry files the bound applies to: <cache>/v<N>/xx/<digest>.pb (summaries) and
+# <cache>/timeline-v<N>/xx/<digest>.tl (timeline indexes), any layout version N; nothing else is touched.
+_ENTRY_FOLDER = re.compile(r"(v|timeline-v)[0-9]+")
+_ENTRY_SUFFIX = {"v": ".pb", "timeline-v": ".tl"}
 SIDECAR_SUFFIX = ".tb_paddle_profile.pb"
 _MAGIC = b"TBPPSUM1\n"
 _MAX_HEADER = 1 << 16
@@ -163,13 +178,107 @@ def write_sidecar(fs, trace_path: str, key: CacheKey, result: CachedResult) -> s
         return f"sidecar not written: {' '.join(str(err).split())[:200]}"
 
 
+def cache_limit_bytes() -> int:
+    """The cache folder's bound in bytes from ``TB_PADDLE_PROFILE_CACHE_MAX_MB`` (0: none)."""
+    text = os.environ.get(ENV_CACHE_MAX_MB, "").strip()
+    try:
+        mb = float(text) if text else DEFAULT_CACHE_MAX_MB
+    except ValueError:
+        mb = DEFAULT_CACHE_MAX_MB
+    return max(0, int(mb * (1 << 20)))
+
+
+def touch(path: Path) -> None:
+    """Mark an entry as just used (its modification time is the LRU clock; atime is often off)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _entries(cache_dir: Path) -> List[Tuple[float, int, Path]]:
+    found = []
+    for root in os.scandir(cache_dir):
+        m = _ENTRY_FOLDER.fullmatch(root.name)
+        if m is None or not root.is_dir(follow_symlinks=False):
+            continue
+        suffix = _ENTRY_SUFFIX[m.group(1)]
+        for sub in os.scandir(root.path):
+            if not sub.is_dir(follow_symlinks=False):
+                continue
+            for entry in os.scandir(sub.path):
+                if entry.name.endswith(suffix) and not entry.name.startswith(".") \
+                        and entry.is_file(follow_symlinks=False):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    found.append((st.st_mtime, st.st_size, Path(entry.path)))
+    return found
+
+
+def trim(cache_dir: Path, limit: int, keep: Iterable[Path] = ()) -> int:
+    """Delete the least recently used entries until the folder's entries fit in 90 % of ``limit``
+    bytes (``keep``: paths never deleted, e.g. the entry just written). Returns the bytes freed."""
+    if limit <= 0:
+        return 0
+    entries = _entries(cache_dir)
+    total = sum(size for _, size, _ in entries)
+    if total <= limit:
+        return 0
+    keep = {Path(p) for p in keep}
+    target = int(limit * 0.9)
+    freed = 0
+    for _, size, path in sorted(entries, key=lambda e: (e[0], str(e[2]))):
+        if total - freed <= target:
+            break
+        if path in keep:
+            continue
+        try:
+            path.unlink()  # a memory-mapped timeline index stays readable by whoever has it open
+        except OSError:
+            continue
+        freed += size
+    return freed
+
+
+class Trimmer:
+    """Calls :func:`trim` after writes, at most every TRIM_INTERVAL_S seconds unless forced."""
+
+    def __init__(self, cache_dir: Optional[Path], limit: Optional[int] = None):
+        self.cache_dir = cache_dir
+        self.limit = cache_limit_bytes() if limit is None else limit
+        self._lock = threading.Lock()
+        self._last = -float("inf")
+
+    def after_write(self, written: Path, force: bool = False) -> int:
+        if self.cache_dir is None or self.limit <= 0:
+            return 0
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._last < TRIM_INTERVAL_S:
+                return 0
+            self._last = now
+        try:
+            freed = trim(self.cache_dir, self.limit, keep=[written])
+        except OSError as err:  # a folder removed underneath us: nothing to bound
+            logger.debug("tb_paddle_profile: cache trim skipped: %s", err)
+            return 0
+        if freed:
+            logger.info("tb_paddle_profile: cache over %d MB: %d MB of least recently used entries removed",
+                        self.limit >> 20, freed >> 20)
+        return freed
+
+
 class SummaryCache:
     """Summaries on local disk, keyed by :class:`CacheKey`; ``cache_dir=None`` keeps nothing on disk."""
 
-    def __init__(self, cache_dir: Optional[os.PathLike | str], sidecar: bool = False):
+    def __init__(self, cache_dir: Optional[os.PathLike | str], sidecar: bool = False,
+                 limit: Optional[int] = None):
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.sidecar = sidecar
         self._warned = False
+        self.trimmer = Trimmer(self.cache_dir, limit)
 
     @classmethod
     def from_env(cls, cache_dir: Optional[str] = None, sidecar: Optional[bool] = None) -> "SummaryCache":
@@ -196,7 +305,10 @@ class SummaryCache:
             blob = path.read_bytes()
         except OSError:
             return None
-        return decode_entry(blob, key)
+        found = decode_entry(blob, key)
+        if found is not None:
+            touch(path)
+        return found
 
     def peek(self, key: CacheKey) -> Optional[CachedResult]:
         """Like :meth:`get` but reads only the header: ``data`` is empty. For deciding states quickly."""
@@ -218,6 +330,7 @@ class SummaryCache:
             return False
         try:
             atomic_write(path, encode_entry(key, result))
+            self.trimmer.after_write(path)
             return True
         except OSError as err:
             if not self._warned:

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import event_types as et
-from .cache import atomic_write
+from .cache import Trimmer, atomic_write, touch
 
 MAGIC = b"TBPPTL1\n"
 INDEX_VERSION = 1
@@ -541,6 +541,7 @@ class TimelineStore:
             self._tmp = tempfile.TemporaryDirectory(prefix="tbpp-timeline-")
             cache_dir = Path(self._tmp.name)
         self.folder = Path(cache_dir) / f"timeline-v{INDEX_VERSION}"
+        self.trimmer = Trimmer(Path(cache_dir))  # the cache folder's bound covers the indexes too
         self.workers = max(1, workers)
         self._lock = threading.Lock()
         self._open: Dict[str, TimelineIndex] = {}
@@ -571,6 +572,7 @@ class TimelineStore:
             except (OSError, ValueError, KeyError):
                 idx = None
             if idx is not None and idx.header.get("version") == INDEX_VERSION:
+                touch(path)  # used: the last to be trimmed
                 with self._lock:
                     self._open[digest] = idx
                     self._order.append(digest)
@@ -612,6 +614,8 @@ class TimelineStore:
                     self._failed[digest] = res["error"]
                 if res.get("transient"):
                     self._executor = None
+            if res["ok"]:
+                self.trimmer.after_write(path)
 
         fut.add_done_callback(done)
 

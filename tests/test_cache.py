@@ -160,3 +160,70 @@ def test_cache_location_comes_from_the_environment(tmp_path, monkeypatch):
     assert SummaryCache.from_env().cache_dir == tmp_path / "home" / ".cache" / "tb_paddle_profile"
     monkeypatch.setenv("TB_PADDLE_PROFILE_SIDECAR", "1")
     assert SummaryCache.from_env().sidecar is True
+
+
+def test_the_cache_folder_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
+    """Over TB_PADDLE_PROFILE_CACHE_MAX_MB, the entries used longest ago go (a read counts as a use),
+    down to 90 % of the bound; the entry just written and files that are not entries stay."""
+    from tb_paddle_profile import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "TRIM_INTERVAL_S", 0.0)
+    root = tmp_path / "c"
+    keys = [CacheKey(f"file:///x/rank{i}_time_1.paddle_trace.json", 100 + i, "1") for i in range(10)]
+    payload = b"\x00" * 100_000
+    big = SummaryCache(root, limit=0)  # unbounded: fill it first
+    for i, key in enumerate(keys):
+        assert big.put(key, CachedResult(True, payload, ""))
+        os.utime(big._path(key), (1_700_000_000 + i, 1_700_000_000 + i))  # rank0 oldest ... rank9 newest
+    index = root / "timeline-v1" / "ab" / ("ab" + "0" * 62 + ".tl")
+    index.parent.mkdir(parents=True)
+    index.write_bytes(b"\x00" * 100_000)
+    os.utime(index, (1_700_000_000 + 2.5, 1_700_000_000 + 2.5))
+    stranger = root / "notes.txt"
+    stranger.write_bytes(b"\x00" * 300_000)  # not an entry: never counted, never deleted
+    os.utime(stranger, (1_000_000_000, 1_000_000_000))
+
+    assert big.get(keys[1]) is not None  # a read: rank1 is now the most recently used
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_MAX_MB", str(700_000 / (1 << 20)))
+    bounded = SummaryCache(root)
+    assert bounded.trimmer.limit == 700_000
+    newest = CacheKey("file:///x/rank10_time_1.paddle_trace.json", 110, "1")
+    assert bounded.put(newest, CachedResult(True, payload, ""))
+
+    left = {k.source.split("/")[-1][:6].rstrip("_") for k in keys + [newest] if bounded.get(k) is not None}
+    # 12 entries of ~100 KB against 630 KB (90 %): the six least recently used went, the index among them
+    assert left == {"rank1", "rank6", "rank7", "rank8", "rank9", "rank10"}, left
+    assert not index.exists() and stranger.exists()
+    sizes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and p != stranger)
+    assert sizes <= 630_000
+
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_MAX_MB", "0")
+    assert cache_mod.cache_limit_bytes() == 0
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_MAX_MB", "junk")
+    assert cache_mod.cache_limit_bytes() == cache_mod.DEFAULT_CACHE_MAX_MB << 20
+
+
+def test_a_bounded_cache_still_serves_every_file(logdir, tmp_path, monkeypatch):
+    """A bound smaller than one summary: entries are dropped as soon as others are written, and every
+    file is still served (from memory, or parsed again after a restart), equal to the engine's."""
+    from tb_paddle_profile import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "TRIM_INTERVAL_S", 0.0)
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_MAX_MB", "0.001")
+    for _ in range(2):
+        plugin = start(logdir, monkeypatch, tmp_path / "cache")
+        try:
+            entries = [p for p in (tmp_path / "cache").rglob("*.pb")]
+            assert len(entries) <= 1  # all but the last written were trimmed away
+            for f in plugin.discovery.snapshot().files:
+                data = plugin.loader.summary_bytes(f)
+                for _ in range(3):  # an entry trimmed away is parsed again (the route answers 202 meanwhile)
+                    if data is not None or f.worker == "rank7":
+                        break
+                    assert plugin.loader.wait_idle(60)
+                    data = plugin.loader.summary_bytes(f)
+                if f.worker != "rank7":
+                    assert summary_pb2.Summary.FromString(data) == summarize_bytes(Path(f.path).read_bytes(),
+                                                                                  f.file_name)
+        finally:
+            plugin.close()
