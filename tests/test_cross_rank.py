@@ -6,6 +6,7 @@ generator planted (its manifest), the real 2-rank example against counts by hand
 import contextlib
 import io
 import json
+import re
 import statistics
 
 import pytest
@@ -208,6 +209,14 @@ def test_cli_distributed_on_the_real_2rank_example():
         assert heading in text
     assert "all_reduce" in text and "No straggler" in text
     assert "exposed_all_reduce" in text  # a 60 ms gloo all-reduce in a 80 ms step
+    assert "{ns:" not in text  # every time token of the sentences printed in the unit
+
+    # The sentences follow --time-unit like the tables: the verdict's median step, in us, is the
+    # "Step" table's median printed in us.
+    code, text_us = _cli("distributed", str(EXAMPLE_2RANK), "--jobs", "1", "--time-unit", "us")
+    verdict = text_us.split("Straggler verdict")[1].split("(A rank")[0]
+    assert code == 0 and re.search(r"[0-9] us\b", verdict) and not re.search(r"[0-9] ms\b", verdict)
+    assert "{ns:" not in text_us
 
     code, out = _cli("distributed", str(EXAMPLE_2RANK), "--jobs", "1", "--format", "json")
     assert code == 0

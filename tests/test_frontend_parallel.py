@@ -40,7 +40,7 @@ if _missing:
 from google.protobuf import json_format  # noqa: E402
 
 from tb_paddle_profile.analysis.collectives import KIND_LABELS  # noqa: E402
-from tb_paddle_profile.render.parallel_text import _bytes, _pct  # noqa: E402
+from tb_paddle_profile.render.parallel_text import _bytes, _pct, fill_times  # noqa: E402
 from tb_paddle_profile.render.text import format_time  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 from tb_paddle_profile.v1 import summary_pb2  # noqa: E402
@@ -211,14 +211,17 @@ def check_against_cli(frame, rp, unit):
     if rp.pipeline.stages:
         assert cells(read_simple_table(frame, "par-stages")) == expected_stages(rp, unit)
 
-    # Verdict: the CLI's summary line, the same ranks, the CLI's thresholds sentence.
+    # Verdict: the CLI's summary line (its times in the page's unit, as `--time-unit` prints them), the
+    # same ranks, the CLI's thresholds sentence.
     v = rp.straggler
-    assert frame.inner_text('[data-testid="par-verdict-summary"]').strip() == v.summary
-    assert frame.inner_text('[data-testid="par-banner"] .par-banner-text') == v.summary
+    sentences = v.summary + "".join(s.reason for s in v.stragglers) + "".join(a.text for a in rp.advice)
+    assert "{ns:" in sentences and "{ns:" not in fill_times(sentences, unit)
+    assert frame.inner_text('[data-testid="par-verdict-summary"]').strip() == fill_times(v.summary, unit)
+    assert frame.inner_text('[data-testid="par-banner"] .par-banner-text') == fill_times(v.summary, unit)
     shown = [int(x) for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")]
     assert shown == [s.rank for s in v.stragglers]
     reasons = frame.eval_on_selector_all('[data-testid="par-straggler"] .par-reason', "els => els.map(e => e.textContent)")
-    assert reasons == [s.reason for s in v.stragglers]
+    assert reasons == [fill_times(s.reason, unit) for s in v.stragglers]
     assert frame.inner_text('[data-testid="par-verdict-rule"]') == (
         f"(A rank is named when the wait it causes its peers, net of its own, is at least "
         f"{v.min_wait_fraction:.0%} of the median step and at least {v.min_share_of_top:.0%} of the largest; "
@@ -236,7 +239,7 @@ def check_against_cli(frame, rp, unit):
         for (metric, value, threshold, who), t in zip(want, triggers):
             assert t[3] == f"{metric} ({who}){value}≥ threshold{threshold}"
         texts = frame.eval_on_selector_all('[data-testid="par-advice"] .par-advice-text', "els => els.map(e => e.textContent)")
-        assert texts == [a.text for a in rp.advice]
+        assert texts == [fill_times(a.text, unit) for a in rp.advice]
     else:
         assert frame.locator('[data-testid="par-advice-none"]').count() == 1
 
@@ -315,6 +318,11 @@ def test_parallel_switches_unit_and_back(tb, logdir, page_and_log):
     frame.wait_for_function("() => location.hash.includes('unit=us')")
     assert cells(read_simple_table(frame, "par-ranks")) == expected_ranks(rp, "us")
     assert cells(read_simple_table(frame, "par-kinds")) == expected_kinds(rp, "us")
+    # ... and the sentences: the verdict's and the straggler's times now in us
+    v = rp.straggler
+    assert frame.inner_text('[data-testid="par-verdict-summary"]').strip() == fill_times(v.summary, "us")
+    reasons = frame.eval_on_selector_all('[data-testid="par-straggler"] .par-reason', "els => els.map(e => e.textContent)")
+    assert reasons == [fill_times(s.reason, "us") for s in v.stragglers] and " us" in reasons[0]
 
 
 def test_a_rewritten_rank_refreshes_the_analysis(browser, tmp_path):

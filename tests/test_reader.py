@@ -192,39 +192,90 @@ def _tables_equal(a, b) -> list:
     return diff
 
 
-def test_parallel_decode_gives_the_same_tables(monkeypatch, cpu_trace, gpu_trace):
+_PARALLEL_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from test_reader import NAME, _tables_equal
+from tb_paddle_profile import reader
+from tb_paddle_profile.engine import summarize_bytes
+reader.CHUNK_BYTES = 4000
+reader.PARALLEL_MIN_BYTES = 1
+for path in sys.argv[2:]:
+    data = open(path, "rb").read()
+    serial = reader.read_trace(data, NAME, workers=1)
+    trace, _ = reader.decode(data, NAME)
+    direct = reader._parallel_tabulate(trace, 0, 3)
+    assert direct is not None, "the parallel path fell back"
+    assert _tables_equal(serial, direct) == [], _tables_equal(serial, direct)
+    assert _tables_equal(serial, reader.read_trace(data, NAME, workers=3)) == []
+    assert summarize_bytes(data, NAME, workers=3) == summarize_bytes(data, NAME)
+print("parallel == serial")
+"""
+
+
+def test_parallel_decode_gives_the_same_tables(tmp_path, cpu_trace, gpu_trace):
     """Several forked processes decoding one file's chunks give exactly the serial tables
-    (names numbered in the same order), and the parallel path really ran."""
+    (names numbered in the same order), and the parallel path really ran. In a fresh interpreter:
+    this test process has other tests' threads, and the reader never forks a threaded process."""
+    paths = []
+    for i, data in enumerate((cpu_trace, gpu_trace)):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_bytes(data)
+    proc = subprocess.run([sys.executable, "-c", _PARALLEL_CHILD, str(REPO / "tests"), *map(str, paths)],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0 and "parallel == serial" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_parallel_decode_is_not_used_while_other_threads_run(monkeypatch, gpu_trace):
+    import threading
+
     from tb_paddle_profile import reader
 
     monkeypatch.setattr(reader, "CHUNK_BYTES", 4000)
     monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1)
-    for data in (cpu_trace, gpu_trace):
-        serial = read_trace(data, NAME, workers=1)
-        trace, _ = reader.decode(data, NAME)
-        direct = reader._parallel_tabulate(trace, 0, 3)
-        assert direct is not None, "the parallel path fell back"
-        assert _tables_equal(serial, direct) == []
-        assert _tables_equal(serial, read_trace(data, NAME, workers=3)) == []
-        assert summarize_bytes(data, NAME, workers=3) == summarize_bytes(data, NAME)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        trace, _ = reader.decode(gpu_trace, NAME)
+        assert reader._parallel_tabulate(trace, 0, 3) is None  # serial instead: forking now could deadlock
+        assert _tables_equal(read_trace(gpu_trace, NAME, workers=3), read_trace(gpu_trace, NAME)) == []
+    finally:
+        stop.set()
+        other.join()
 
 
-def test_parallel_decode_falls_back_on_a_chunk_cut_inside_a_name(monkeypatch, cpu_trace):
-    from tb_paddle_profile import reader
+_CUT_CHILD = r"""
+import sys
+from tb_paddle_profile import reader
+from tb_paddle_profile.engine import summarize_bytes
+NAME = "rank0_time_2026_11_29_00_00_00_000000.paddle_trace.json"
+reader.PARALLEL_MIN_BYTES = 1
+odd = open(sys.argv[1], "rb").read().replace(b'"name": "train_step[', b'"name": "train}, {step[')
+ran = []
 
-    monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1)
-    odd = cpu_trace.replace(b'"name": "train_step[', b'"name": "train}, {step[')
+def cut_inside_the_name(mv, start, end):  # a chunk boundary the separator search could pick
+    ran.append(1)
+    j = bytes(mv).index(b"train}, {step") + len(b"train")
+    return [(start, j + 1), (j + 3, end)]
 
-    def cut_inside_the_name(mv, start, end):  # the chunk boundary a separator search could pick
-        j = bytes(mv).index(b"train}, {step") + len(b"train")
-        return [(start, j + 1), (j + 3, end)]
+reader._chunk_ranges = cut_inside_the_name
+trace, _ = reader.decode(odd, NAME)
+assert reader._parallel_tabulate(trace, 0, 2) is None and ran, "the parallel path did not try"
+s = summarize_bytes(odd, NAME, workers=2)
+assert "train}, {step" in [it.name for it in s.user_defined.items]
+assert s == summarize_bytes(odd, NAME)
+print("fell back")
+"""
 
-    monkeypatch.setattr(reader, "_chunk_ranges", cut_inside_the_name)
-    trace, _ = reader.decode(odd, NAME)
-    assert reader._parallel_tabulate(trace, 0, 2) is None
-    s = summarize_bytes(odd, NAME, workers=2)
-    assert "train}, {step" in [it.name for it in s.user_defined.items]
-    assert s == summarize_bytes(odd, NAME)
+
+def test_parallel_decode_falls_back_on_a_chunk_cut_inside_a_name(tmp_path, cpu_trace):
+    """Workers whose chunk was cut inside a string fail to decode it; the read falls back to the
+    serial path (whose whole-array decode handles it). In a fresh, single-threaded interpreter."""
+    path = tmp_path / NAME
+    path.write_bytes(cpu_trace)
+    proc = subprocess.run([sys.executable, "-c", _CUT_CHILD, str(path)], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0 and "fell back" in proc.stdout, proc.stderr[-3000:]
 
 
 def test_cli_summary_jobs_do_not_change_the_tables(tmp_path, gpu_trace):

@@ -34,6 +34,12 @@ export function fmtTime(ns: number | undefined, unit: TimeUnit): string {
   return fixed2(ns / DIVISOR[unit]);
 }
 
+/** A sentence of the hybrid-parallel analysis with its "{ns:N}" time tokens printed in `unit`
+ * (what the CLI's fill_times does). */
+export function fillTimes(text: string, unit: TimeUnit): string {
+  return text.replace(/\{ns:(-?[0-9]+)\}/g, (_m, ns: string) => `${fmtTime(Number(ns), unit)} ${unit}`);
+}
+
 /** Paddle's format_ratio: a fraction as a percentage with 2 decimals. */
 export function fmtRatio(ratio: number | undefined): string {
   if (ratio === undefined) return "-";

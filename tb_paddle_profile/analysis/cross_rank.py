@@ -367,8 +367,13 @@ def analyze_run(summaries: Sequence[pb.Summary], run: str = "", span: str = "") 
     return out
 
 
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.2f} ms"
+# Times inside sentences (verdict, reasons, advice) are written as "{ns:N}" tokens, which the CLI
+# (render.parallel_text.fill_times) and the tab print in the unit the user chose.
+TIME_TOKEN = "{ns:%d}"
+
+
+def _t(ns: float) -> str:
+    return TIME_TOKEN % int(round(ns))
 
 
 def _straggler(out: ppb.RunParallel, ranks: List[_Rank], msgs: Dict[int, ppb.RankParallel]) -> None:
@@ -403,14 +408,14 @@ def _straggler(out: ppb.RunParallel, ranks: List[_Rank], msgs: Dict[int, ppb.Ran
         s.compute_excess = (m.compute_ns / m.peer_compute_ns - 1) if m.peer_compute_ns else 0.0
         s.longer_compute = s.compute_excess >= COMPUTE_EXCESS_THRESHOLD
         lead = (f"rank {m.rank} arrives last at {m.last_arrivals} of the {m.matched} collectives it shares; its peers "
-                f"wait {_ms(m.caused_wait_ns)} per step for it (net of its own waits: {_ms(net[m.rank])}, "
-                f"{net[m.rank] / median_step:.1%} of the median step {_ms(median_step)})")
+                f"wait {_t(m.caused_wait_ns)} per step for it (net of its own waits: {_t(net[m.rank])}, "
+                f"{net[m.rank] / median_step:.1%} of the median step {_t(median_step)})")
         if s.longer_compute:
-            s.reason = (f"{lead}, because its compute takes {_ms(m.compute_ns)} per step, {s.compute_excess:.0%} more "
-                        f"than its peers' median {_ms(m.peer_compute_ns)}.")
+            s.reason = (f"{lead}, because its compute takes {_t(m.compute_ns)} per step, {s.compute_excess:.0%} more "
+                        f"than its peers' median {_t(m.peer_compute_ns)}.")
         else:
-            s.reason = (f"{lead}, while its compute ({_ms(m.compute_ns)} per step) is within "
-                        f"{COMPUTE_EXCESS_THRESHOLD:.0%} of its peers' median ({_ms(m.peer_compute_ns)}): it starts its "
+            s.reason = (f"{lead}, while its compute ({_t(m.compute_ns)} per step) is within "
+                        f"{COMPUTE_EXCESS_THRESHOLD:.0%} of its peers' median ({_t(m.peer_compute_ns)}): it starts its "
                         f"collectives late for host-side reasons (CPU, data loading, kernel launches).")
     v.found = bool(v.stragglers)
     if v.found:
@@ -420,13 +425,13 @@ def _straggler(out: ppb.RunParallel, ranks: List[_Rank], msgs: Dict[int, ppb.Ran
         v.summary = f"Straggler: {names} ({why})."
     else:
         v.summary = (f"No straggler: no rank makes its peers wait {STRAGGLER_MIN_WAIT_FRACTION:.0%} of the median step "
-                     f"({_ms(floor)}) per step or more beyond its own waits (largest: {_ms(max(top, 0))}).")
+                     f"({_t(floor)}) per step or more beyond its own waits (largest: {_t(max(top, 0))}).")
     named = {s.rank for s in v.stragglers}
     for m in out.ranks:
         if m.rank not in named and m.peer_compute_ns and m.compute_ns >= (1 + COMPUTE_EXCESS_THRESHOLD) * m.peer_compute_ns:
             v.summary += (f" Rank {m.rank} computes {m.compute_ns / m.peer_compute_ns - 1:.0%} more than its peers "
-                          f"({_ms(m.compute_ns)} against {_ms(m.peer_compute_ns)} per step), but they hardly wait for "
-                          f"it ({_ms(max(net[m.rank], 0))} per step net).")
+                          f"({_t(m.compute_ns)} against {_t(m.peer_compute_ns)} per step), but they hardly wait for "
+                          f"it ({_t(max(net[m.rank], 0))} per step net).")
 
 
 def _pipeline(out: ppb.RunParallel, ranks: List[_Rank], matched, msgs: Dict[int, ppb.RankParallel]) -> None:
@@ -543,8 +548,8 @@ def _advice(out: ppb.RunParallel, msgs: Dict[int, ppb.RankParallel]) -> None:
                  else "blocks the host (CPU trace)")
         exposed, wait = kind_exposed(m, {ALL_REDUCE}), kind_wait(m, {ALL_REDUCE})
         add("exposed_all_reduce", "All-reduce is not hidden behind computation",
-            f"On rank {m.rank} all-reduce {where} for {_ms(exposed)} per step, {_ms(wait)} of which is waiting for "
-            f"late ranks; the remaining {_ms(exposed - wait)} is {v:.0%} of the step (threshold "
+            f"On rank {m.rank} all-reduce {where} for {_t(exposed)} per step, {_t(wait)} of which is waiting for "
+            f"late ranks; the remaining {_t(exposed - wait)} is {v:.0%} of the step (threshold "
             f"{EXPOSED_ALL_REDUCE_FRACTION:.0%}). Fewer, larger and overlapped all-reduces help: accumulate gradients "
             "over more micro-batches per optimizer step (gradient accumulation), fuse gradients into larger buckets "
             "(tensor fusion, e.g. DataParallel's comm_buffer_size), and let the data-parallel all-reduce run during "
@@ -559,7 +564,7 @@ def _advice(out: ppb.RunParallel, msgs: Dict[int, ppb.RankParallel]) -> None:
     if m is not None and v >= EXPOSED_OTHER_COLLECTIVES_FRACTION:
         add("exposed_collectives", "All-gather / reduce-scatter / broadcast / all-to-all are exposed",
             f"On rank {m.rank} these collectives run with no computation beside them for "
-            f"{_ms(kind_exposed(m, others))} per step ({v:.0%}; threshold {EXPOSED_OTHER_COLLECTIVES_FRACTION:.0%}). "
+            f"{_t(kind_exposed(m, others))} per step ({v:.0%}; threshold {EXPOSED_OTHER_COLLECTIVES_FRACTION:.0%}). "
             "With sharding, enable its communication overlap and tensor fusion; for all-to-all (MoE), fewer and "
             "larger exchanges.",
             "exposed all-gather/reduce-scatter/broadcast/all-to-all per step", m, v, EXPOSED_OTHER_COLLECTIVES_FRACTION)
@@ -567,17 +572,17 @@ def _advice(out: ppb.RunParallel, msgs: Dict[int, ppb.RankParallel]) -> None:
     m, v = worst(lambda m: max(0, m.runtime_ns - m.sync_ns) / m.step_time_ns)
     if m is not None and v >= LAUNCH_BOUND_RUNTIME_FRACTION:
         add("launch_bound", "CUDA runtime calls dominate the host's time (launch bound)",
-            f"On rank {m.rank} CUDA runtime calls other than synchronisations take {_ms(m.runtime_ns - m.sync_ns)} of "
-            f"the {_ms(m.step_time_ns)} step ({v:.0%}; threshold {LAUNCH_BOUND_RUNTIME_FRACTION:.0%}) for "
-            f"{m.launches} launches, while kernels run {_ms(m.kernel_ns)}. Fuse operators (fused attention, fused "
+            f"On rank {m.rank} CUDA runtime calls other than synchronisations take {_t(m.runtime_ns - m.sync_ns)} of "
+            f"the {_t(m.step_time_ns)} step ({v:.0%}; threshold {LAUNCH_BOUND_RUNTIME_FRACTION:.0%}) for "
+            f"{m.launches} launches, while kernels run {_t(m.kernel_ns)}. Fuse operators (fused attention, fused "
             "layer norm / bias / activation), use larger micro-batches, or capture the step in a CUDA Graph.",
             "CUDA runtime time per step", m, v, LAUNCH_BOUND_RUNTIME_FRACTION)
 
     m, v = worst(lambda m: m.memory_ns / m.step_time_ns)
     if m is not None and v >= MEMCPY_FRACTION:
         add("memcpy", "Memory copies take a large share of the GPU's step",
-            f"On rank {m.rank} memcpy/memset run {_ms(m.memory_ns)} per step ({v:.0%}; threshold "
-            f"{MEMCPY_FRACTION:.0%}), {_ms(m.exposed_memory_ns)} of it with no kernel beside it. Load batches into "
+            f"On rank {m.rank} memcpy/memset run {_t(m.memory_ns)} per step ({v:.0%}; threshold "
+            f"{MEMCPY_FRACTION:.0%}), {_t(m.exposed_memory_ns)} of it with no kernel beside it. Load batches into "
             "pinned memory (DataLoader with pinned/shared memory) and copy asynchronously; keep tensors on the GPU "
             "between steps; avoid host synchronisations that serialise copies.",
             "memcpy/memset per step", m, v, MEMCPY_FRACTION)
@@ -589,9 +594,9 @@ def _advice(out: ppb.RunParallel, msgs: Dict[int, ppb.RankParallel]) -> None:
             m, v = x, x.idle_ns / x.step_time_ns
     if m is not None and v >= GPU_IDLE_FRACTION:
         add("gpu_idle", "The GPU idles: the host does not keep it fed",
-            f"On rank {m.rank} no kernel, memcpy or memset runs for {_ms(m.idle_ns)} per step ({v:.0%}; threshold "
+            f"On rank {m.rank} no kernel, memcpy or memset runs for {_t(m.idle_ns)} per step ({v:.0%}; threshold "
             f"{GPU_IDLE_FRACTION:.0%}). Look at what the host does then: synchronising CUDA calls take "
-            f"{_ms(m.sync_ns)} per step (fewer host syncs: no loss.item(), .numpy() or tensor printing every step), "
+            f"{_t(m.sync_ns)} per step (fewer host syncs: no loss.item(), .numpy() or tensor printing every step), "
             "data loading (more DataLoader workers, pinned memory), Python work between steps.",
             "GPU idle per step", m, v, GPU_IDLE_FRACTION)
 
@@ -602,7 +607,7 @@ def _advice(out: ppb.RunParallel, msgs: Dict[int, ppb.RankParallel]) -> None:
             comp = [s.compute_ns for s in pv.stages]
             imbalance = (max(comp) / min(comp) - 1) if min(comp) > 0 else 0.0
             text = (f"Stage {worst_stage.stage} (ranks {', '.join(map(str, worst_stage.ranks))}) waits for its "
-                    f"neighbours {_ms(worst_stage.bubble_ns)} per step ({worst_stage.bubble_ratio:.0%} of the step; "
+                    f"neighbours {_t(worst_stage.bubble_ns)} per step ({worst_stage.bubble_ratio:.0%} of the step; "
                     f"threshold {PIPELINE_BUBBLE_FRACTION:.0%}). More micro-batches per step (accumulate_steps) "
                     "shrink the fill and drain; an interleaved schedule (virtual pipeline stages) shrinks them "
                     "further.")
@@ -619,7 +624,7 @@ def _advice(out: ppb.RunParallel, msgs: Dict[int, ppb.RankParallel]) -> None:
         m, v = worst(lambda m: m.bubble_ratio)
         if m is not None and v >= PIPELINE_BUBBLE_FRACTION:
             add("pipeline_bubble", "Pipeline bubbles",
-                f"Rank {m.rank} waits for pipeline neighbours {_ms(m.bubble_ns)} per step ({v:.0%}; threshold "
+                f"Rank {m.rank} waits for pipeline neighbours {_t(m.bubble_ns)} per step ({v:.0%}; threshold "
                 f"{PIPELINE_BUBBLE_FRACTION:.0%}). More micro-batches per step (accumulate_steps) or an interleaved "
                 "schedule shrink the fill and drain.",
                 "pipeline bubble per step", m, v, PIPELINE_BUBBLE_FRACTION)

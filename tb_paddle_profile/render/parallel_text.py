@@ -6,6 +6,7 @@ the advice with the thresholds that triggered it.
 """
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import List, Sequence
 
@@ -44,6 +45,14 @@ def _bytes(n: int) -> str:
         if n >= div:
             return f"{n / div:.2f} {unit}"
     return f"{n} B"
+
+
+_TIME_TOKEN = re.compile(r"\{ns:(-?[0-9]+)\}")
+
+
+def fill_times(text: str, unit: str) -> str:
+    """A sentence of the analysis with its "{ns:N}" time tokens printed in `unit`."""
+    return _TIME_TOKEN.sub(lambda m: f"{format_time(int(m.group(1)), unit)} {unit}", text)
 
 
 def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
@@ -119,9 +128,10 @@ def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
 
     v = rp.straggler
     out.append("Straggler verdict".center(WIDTH, "-"))
-    out.extend(textwrap.wrap(v.summary, WIDTH))
+    out.extend(textwrap.wrap(fill_times(v.summary, time_unit), WIDTH))
     for s in v.stragglers:
-        out.extend(textwrap.wrap(s.reason, WIDTH, initial_indent="  - ", subsequent_indent="    "))
+        out.extend(textwrap.wrap(fill_times(s.reason, time_unit), WIDTH, initial_indent="  - ",
+                                 subsequent_indent="    "))
     out.extend(textwrap.wrap(
         f"(A rank is named when the wait it causes its peers, net of its own, is at least "
         f"{v.min_wait_fraction:.0%} of the median step and at least {v.min_share_of_top:.0%} of the largest; "
@@ -145,7 +155,7 @@ def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
     if not rp.advice:
         out.append("No rule fired.")
     for i, a in enumerate(rp.advice, 1):
-        out.extend(textwrap.wrap(f"{i}. {a.title}. {a.text}", WIDTH, subsequent_indent="   "))
+        out.extend(textwrap.wrap(f"{i}. {a.title}. {fill_times(a.text, time_unit)}", WIDTH, subsequent_indent="   "))
         for tr in a.triggers:
             who = f"rank {tr.rank}" if tr.rank >= 0 else "all ranks"
             val = _pct(tr.value) if "fraction" in tr.unit else f"{tr.value:g}"

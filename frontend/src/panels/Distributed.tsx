@@ -166,7 +166,7 @@ export function Distributed({
   const jump = () => document.getElementById("tbpp-parallel")?.scrollIntoView({ behavior: "smooth", block: "start" });
   return (
     <div class="panel distributed" data-testid="panel-distributed">
-      <VerdictBanner state={parallel} onJump={jump} />
+      <VerdictBanner state={parallel} unit={unit} onJump={jump} />
       {!anyComm && ready.length ? (
         <Notice kind="info" testId="no-communication">
           No rank of this span recorded communication (Paddle prints no Distribution Summary): every step is

@@ -7,7 +7,7 @@ import { Chart } from "../../components/Chart";
 import { Card, Notice, Segmented, SimpleTable } from "../../components/ui";
 import type { SimpleColumn } from "../../components/ui";
 import type { TimeUnit } from "../../format";
-import { fmtTime } from "../../format";
+import { fillTimes, fmtTime } from "../../format";
 import type { Advice, KindAcrossRanks, PipelineStage, RankKind, RankParallel, RunParallel, Straggler } from "../../gen/tb_paddle_profile/v1/plugin_pb";
 import { Timeline } from "../../gen/tb_paddle_profile/v1/summary_pb";
 import { num } from "../../summary";
@@ -26,14 +26,14 @@ function ranksText(ranks: number[]): string {
 }
 
 /** The verdict in one line, for the top of the Distributed view (the full card is further down). */
-export function VerdictBanner({ state, onJump }: { state: ParallelState; onJump: () => void }) {
+export function VerdictBanner({ state, unit, onJump }: { state: ParallelState; unit: TimeUnit; onJump: () => void }) {
   if (state.status !== "ok") return null;
   const v = state.value.straggler;
   if (!v?.summary) return null;
   return (
     <div class={`par-banner ${v.found ? "found" : "clear"}`} data-testid="par-banner" role="status">
       <span class="par-banner-mark" aria-hidden="true">{v.found ? "!" : "✓"}</span>
-      <span class="par-banner-text">{v.summary}</span>
+      <span class="par-banner-text">{fillTimes(v.summary, unit)}</span>
       <button class="link" onClick={onJump}>
         Hybrid-parallel analysis ↓
       </button>
@@ -89,7 +89,7 @@ function ParallelBody({ rp, unit, current, open }: { rp: RunParallel; unit: Time
   return (
     <>
       <VerdictCard rp={rp} unit={unit} open={open} />
-      <AdviceCard advice={rp.advice} openRank={openRank} />
+      <AdviceCard advice={rp.advice} unit={unit} openRank={openRank} />
       <BreakdownCard rp={rp} unit={unit} open={open} named={named} />
       <div class="grid two">
         <HeatmapCard
@@ -138,7 +138,7 @@ function VerdictCard({ rp, unit, open }: { rp: RunParallel; unit: TimeUnit; open
       </header>
       <div class="card-body">
         <div class="par-verdict-summary" data-testid="par-verdict-summary">
-          {v.summary}
+          {fillTimes(v.summary, unit)}
         </div>
         {v.stragglers.map((s) => (
           <StragglerBlock s={s} unit={unit} open={open} />
@@ -175,7 +175,7 @@ function StragglerBlock({ s, unit, open }: { s: Straggler; unit: TimeUnit; open:
           </div>
         ))}
       </dl>
-      <p class="par-reason">{s.reason}</p>
+      <p class="par-reason">{fillTimes(s.reason, unit)}</p>
     </div>
   );
 }
@@ -184,7 +184,7 @@ function triggerValue(value: number, unit: string): string {
   return unit.includes("fraction") ? pct1(value) : pyG(value);
 }
 
-function AdviceCard({ advice, openRank }: { advice: Advice[]; openRank: (rank: number) => void }) {
+function AdviceCard({ advice, unit, openRank }: { advice: Advice[]; unit: TimeUnit; openRank: (rank: number) => void }) {
   return (
     <Card title="Advice" subtitle="rule-based; each rule cites the value that fired it and its threshold" testId="par-advice-card">
       {advice.length ? (
@@ -195,7 +195,7 @@ function AdviceCard({ advice, openRank }: { advice: Advice[]; openRank: (rank: n
                 <span>{a.title}</span>
                 <code class="par-rule">{a.rule}</code>
               </div>
-              <p class="par-advice-text">{a.text}</p>
+              <p class="par-advice-text">{fillTimes(a.text, unit)}</p>
               <ul class="par-triggers">
                 {a.triggers.map((tr) => {
                   const who = tr.rank >= 0 ? `rank ${tr.rank}` : "all ranks";

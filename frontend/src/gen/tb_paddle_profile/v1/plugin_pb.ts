@@ -857,7 +857,8 @@ export type Straggler = Message<"tb_paddle_profile.v1.Straggler"> & {
   longerCompute: boolean;
 
   /**
-   * One sentence with the numbers.
+   * One sentence with the numbers; times in it are "{ns:N}" tokens (N ns) that
+   * the viewer prints in its unit, as the CLI and the tab do.
    *
    * @generated from field: string reason = 12;
    */
@@ -891,7 +892,7 @@ export type StragglerVerdict = Message<"tb_paddle_profile.v1.StragglerVerdict"> 
   stragglers: Straggler[];
 
   /**
-   * One line: who and why, or why nobody.
+   * One line: who and why, or why nobody ("{ns:N}" time tokens, as in reason).
    *
    * @generated from field: string summary = 3;
    */
@@ -1062,7 +1063,7 @@ export type Advice = Message<"tb_paddle_profile.v1.Advice"> & {
   title: string;
 
   /**
-   * What to try, in a few sentences.
+   * What to try, in a few sentences ("{ns:N}" time tokens, as in Straggler.reason).
    *
    * @generated from field: string text = 3;
    */
