@@ -13,7 +13,8 @@ import pytest
 
 from conftest import REPO, SHARED_TRACES
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
-from tb_paddle_profile.analysis.cross_rank import analyze_run
+from tb_paddle_profile.analysis.cross_rank import (COMPUTE_EXCESS_THRESHOLD, STRAGGLER_MIN_WAIT_FRACTION,
+                                                   analyze_run)
 from tb_paddle_profile.cli import main
 from tb_paddle_profile.engine import summarize_file
 from tb_paddle_profile.synth import SynthConfig, generate
@@ -29,6 +30,9 @@ def _run(tmp_path_factory, name, **cfg):
     return res.manifest, analyze_run(summaries, run=name, span="0")
 
 
+HOST_DELAY_US = 20_000  # about a fifth of the step: beyond stage 1's pipeline fill at step start
+
+
 @pytest.fixture(scope="module", params=[5, 2], ids=["slow-rank5-stage0", "slow-rank2-stage1"])
 def slow(request, tmp_path_factory):
     return _run(tmp_path_factory, f"slow{request.param}", dp=2, mp=2, pp=2, steps=3,
@@ -38,6 +42,17 @@ def slow(request, tmp_path_factory):
 @pytest.fixture(scope="module")
 def even(tmp_path_factory):
     return _run(tmp_path_factory, "even", dp=2, mp=2, pp=2, steps=3)
+
+
+@pytest.fixture(scope="module", params=[5, 2], ids=["slow-host-rank5-stage0", "slow-host-rank2-stage1"])
+def host(request, tmp_path_factory):
+    """A host-side straggler: the rank's data loader stalls HOST_DELAY_US every step, its kernels
+    keep their durations. Also returns the generator's planted caused waits (per rank, per step)."""
+    res = generate(SynthConfig(dp=2, mp=2, pp=2, steps=3, slow_host_rank=request.param,
+                               host_delay_us=HOST_DELAY_US),
+                   str(tmp_path_factory.mktemp(f"host{request.param}")))
+    summaries = [summarize_file(p) for _, p in sorted(res.traces.items())]
+    return res.manifest, analyze_run(summaries, run="host", span="0"), res.caused_wait_ns
 
 
 def test_the_slowed_rank_is_named_the_straggler(slow):
@@ -61,10 +76,62 @@ def test_no_straggler_when_no_rank_is_slowed(even):
     assert "straggler" not in [a.rule for a in rp.advice]
 
 
+def test_the_late_host_rank_is_named_the_straggler_with_normal_compute(host, even):
+    manifest, rp, _ = host
+    _, rp_even = even
+    v = rp.straggler
+    assert v.found
+    assert [s.rank for s in v.stragglers] == [manifest["slow_host_rank"]]
+    assert manifest["slow_rank"] is None
+    (s,) = v.stragglers
+    assert not s.longer_compute  # its kernels run as fast as its peers'
+    assert abs(s.compute_excess) < COMPUTE_EXCESS_THRESHOLD
+    assert s.compute_ns == pytest.approx(s.peer_compute_ns, rel=COMPUTE_EXCESS_THRESHOLD)
+    assert "late arrival with normal compute" in v.summary and "longer compute" not in v.summary
+    assert f"rank {s.rank}" in s.reason and "host-side reasons" in s.reason
+    assert s.net_caused_wait_ns >= STRAGGLER_MIN_WAIT_FRACTION * statistics.median(m.step_time_ns for m in rp.ranks)
+    advice = rp.advice[0]
+    assert advice.rule == "straggler" and list(advice.ranks) == [s.rank]
+    assert "Check its host" in advice.text and "Check its GPU" not in advice.text
+    trigger = advice.triggers[0]
+    assert trigger.value >= trigger.threshold == pytest.approx(0.05)
+    # Only the host stalled: every rank computes what it computes in the same run without the stall,
+    # and every step is longer.
+    for m, m_even in zip(rp.ranks, rp_even.ranks):
+        assert m.compute_ns == pytest.approx(m_even.compute_ns, rel=1e-4)
+        assert m.step_time_ns > m_even.step_time_ns
+    assert rp_even.straggler.stragglers == []
+
+
+def test_host_straggler_caused_waits_match_the_planted_ones(host):
+    """The wait the straggler causes its peers (it arrives last, the others' NCCL kernels wait) is
+    what the generator planted at the instances where it arrived last."""
+    manifest, rp, planted = host
+    steps = len(manifest["ranks"][0]["steps"])
+    _check_waits(manifest, rp)
+    (s,) = rp.straggler.stragglers
+    m = rp.ranks[s.rank]
+    assert m.rank == s.rank and s.caused_wait_ns == m.caused_wait_ns
+    # per step, 1 % or 1 µs per instance it arrived last at (the JSON prints float32 µs)
+    truth = sum(planted[s.rank]) / steps
+    assert abs(m.caused_wait_ns - truth) <= max(0.01 * truth, 1000 * m.last_arrivals / steps)
+    assert truth > 0.5 * HOST_DELAY_US * 1000  # the stall, less what a pipeline fill hides
+    # All caused waits together: each wait is caused by someone. (Per rank the figures of ranks 0
+    # and 1 can swap where two of their data-parallel groups, lined up together, end within
+    # 100 ns of each other and are matched as one group; the total is kept.)
+    total = sum(map(sum, planted.values())) / steps
+    got = sum(x.caused_wait_ns for x in rp.ranks)
+    assert abs(got - total) <= max(0.01 * total, 1000 * sum(x.last_arrivals for x in rp.ranks) / steps)
+
+
 def test_waits_match_the_planted_waits(slow):
     """wait = duration − the instance's shortest duration; the generator planted the time each
     NCCL kernel spent waiting for the last member of its collective."""
     manifest, rp = slow
+    _check_waits(manifest, rp)
+
+
+def _check_waits(manifest, rp):
     assert rp.matching.matched_instances == rp.matching.instances
     for entry, m in zip(manifest["ranks"], rp.ranks):
         assert m.rank == entry["rank"]

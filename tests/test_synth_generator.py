@@ -24,10 +24,12 @@ TINY = dict(hidden=512, heads=8, seq_len=256, vocab=8192)
 FILE_NAME = re.compile(r"rank(\d+)_time_\d{4}(_\d\d){5}_\d{6}\.paddle_trace\.json$")
 
 
-@pytest.fixture(scope="module")
-def run8(tmp_path_factory):
-    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, slow_rank=3,
-                      slow_factor=2.0, **TINY)
+@pytest.fixture(scope="module", params=["gpu", "host"], ids=["slow-gpu-rank3", "slow-host-rank3"])
+def run8(request, tmp_path_factory):
+    """Rank 3 a straggler: its compute kernels slowed, or its host stalled before every step."""
+    slow = (dict(slow_rank=3, slow_factor=2.0) if request.param == "gpu"
+            else dict(slow_host_rank=3, host_delay_us=500))
+    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, **slow, **TINY)
     return generate(cfg, str(tmp_path_factory.mktemp("synth8")))
 
 
@@ -174,7 +176,10 @@ def test_dp2_mp2_pp2_has_matching_collectives_in_every_group(run8):
     m = json.loads((Path(run8.out_dir) / MANIFEST_NAME).read_text())
     assert m["world_size"] == 8 and [r["rank"] for r in m["ranks"]] == list(range(8))
     assert m["groups"] == Topology(2, 2, 2).groups()
-    assert [r["is_slow"] for r in m["ranks"]] == [r == 3 for r in range(8)]
+    assert [r["is_slow"] for r in m["ranks"]] == [r == m["slow_rank"] for r in range(8)]
+    assert [r.get("is_slow_host", False) for r in m["ranks"]] == \
+        [r == m.get("slow_host_rank") for r in range(8)]
+    assert (m["slow_rank"], m.get("slow_host_rank")) in ((3, None), (None, 3))
     assert len({_load(p)["traceEvents"][0]["pid"] for p in run8.traces.values()}) == 8
     for group in m["groups"]["mp"]:
         counts = {_kernels(run8.traces[r], MP_STREAM, "ncclDevKernel_AllReduce") for r in group}
@@ -204,6 +209,45 @@ def test_a_slow_rank_makes_its_peers_wait(tmp_path):
     assert wait(7, "dp_allreduce") > 10 * wait(3, "dp_allreduce")
     step = lambda r: ranks[r]["steps"][0]["step_time_ns"]
     assert max(map(step, ranks)) < 1.05 * min(map(step, ranks))  # collectives keep ranks in step
+
+
+def _dataloader_us(path):
+    return [e["dur"] for e in _load(path)["traceEvents"][:-1]
+            if e.get("cat") == "Dataloader" and e["name"].startswith("_DataLoaderIterMultiProcess")]
+
+
+def test_a_slow_host_makes_its_peers_wait_with_normal_kernels(tmp_path):
+    """--slow-host-rank: rank 3 (dp 1, mp 1) waits 5 ms longer in its data loader every step. Its
+    kernels keep their durations (every rank computes exactly what it computes in the same run
+    without the stall), its peers (rank 2 at the model-parallel all-reduces, rank 1 at the
+    data-parallel ones) wait for it, and it hardly waits itself."""
+    common = ["--dp", "2", "--mp", "2", "--pp", "1", "--steps", "2", "--layers", "2",
+              "--micro-batches", "2"]  # default (GPU-bound) model size
+    assert synth_main(common + ["--out", str(tmp_path / "even")]) == 0
+    assert synth_main(common + ["--out", str(tmp_path / "host"), "--slow-host-rank", "3",
+                                "--host-delay-us", "5000"]) == 0
+    even, host = (json.loads((tmp_path / d / MANIFEST_NAME).read_text()) for d in ("even", "host"))
+    assert (host["slow_host_rank"], host["host_delay_us"], host["slow_rank"]) == (3, 5000, None)
+    assert host["config"]["slow_host_rank"] == 3 and "host_delay_ns" in host["definitions"]
+    assert [(r["is_slow_host"], r["host_delay_ns"], r["is_slow"]) for r in host["ranks"]] == \
+        [(r == 3, 5_000_000 if r == 3 else 0, False) for r in range(4)]
+    assert "slow_host_rank" not in even and "slow_host_rank" not in even["config"]
+    assert "is_slow_host" not in even["ranks"][0]
+    for e, h in zip(even["ranks"], host["ranks"]):
+        # the stall is on the host only: the data loader's event, on rank 3 alone
+        loader_e = _dataloader_us(tmp_path / "even" / e["trace"])
+        loader_h = _dataloader_us(tmp_path / "host" / h["trace"])
+        extra = 5000 if h["rank"] == 3 else 0
+        assert len(loader_h) == 2 and loader_h == pytest.approx([x + extra for x in loader_e], abs=0.002)
+        for se, sh in zip(e["steps"], h["steps"]):
+            assert sh["compute_busy_ns"] == se["compute_busy_ns"]  # identical kernel durations
+    step = lambda m, r, i: m["ranks"][r]["steps"][i]["step_time_ns"]
+    wait = lambda m, r, i, kind: m["ranks"][r]["steps"][i]["comm"][kind]["wait_ns"]
+    for i in range(2):
+        assert min(step(host, r, i) - step(even, r, i) for r in range(4)) > 4_000_000
+        assert wait(host, 2, i, "mp_allreduce") - wait(even, 2, i, "mp_allreduce") > 4_000_000
+        assert wait(host, 1, i, "dp_allreduce") - wait(even, 1, i, "dp_allreduce") > 4_000_000
+        assert wait(host, 3, i, "mp_allreduce") + wait(host, 3, i, "dp_allreduce") < 1_000_000
 
 
 def test_memory_counters_follow_the_events():
@@ -311,8 +355,9 @@ def _paddle_cpp_trees(trace):
     return parent, rt_owner, mem_owner, bfs
 
 
-def test_trees_follow_paddle_cpp_nesting_rules():
-    cfg = SynthConfig(dp=1, mp=2, pp=2, steps=1, layers=2, micro_batches=2, **TINY)
+@pytest.mark.parametrize("slow", [{}, dict(slow_host_rank=1, host_delay_us=300)], ids=["even", "slow-host"])
+def test_trees_follow_paddle_cpp_nesting_rules(slow):
+    cfg = SynthConfig(dp=1, mp=2, pp=2, steps=1, layers=2, micro_batches=2, **slow, **TINY)
     trace, _ = build_rank(cfg, 1, None)
     trees = build_node_trees(trace)
     parent, rt_owner, mem_owner, bfs = _paddle_cpp_trees(trace)

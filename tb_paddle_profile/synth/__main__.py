@@ -33,6 +33,13 @@ def main(argv=None) -> int:
     p.add_argument("--slow-rank", type=int, default=None, help="rank whose compute is slowed")
     p.add_argument("--slow-factor", type=float, default=1.5,
                    help="compute-kernel slowdown of --slow-rank (default %(default)s)")
+    p.add_argument("--slow-host-rank", type=int, default=None,
+                   help="rank whose host stalls: its data loader takes --host-delay-us longer at "
+                        "the start of every step, so its kernels (NCCL ones included) start late "
+                        "while their durations stay normal, and its peers wait for it")
+    p.add_argument("--host-delay-us", type=float, default=20_000.0,
+                   help="extra data-loader stall per step of --slow-host-rank, in microseconds "
+                        "(default %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--first-step", type=int, default=d.first_step,
                    help="number of the first ProfileStep (default %(default)s)")
@@ -50,7 +57,9 @@ def main(argv=None) -> int:
                       micro_batches=a.micro_batches, seed=a.seed, slow_rank=a.slow_rank,
                       slow_factor=a.slow_factor if a.slow_rank is not None else 1.0,
                       events_per_rank=a.events_per_rank, first_step=a.first_step,
-                      hidden=a.hidden, heads=a.heads, seq_len=a.seq_len)
+                      hidden=a.hidden, heads=a.heads, seq_len=a.seq_len,
+                      slow_host_rank=a.slow_host_rank,
+                      host_delay_us=a.host_delay_us if a.slow_host_rank is not None else 0.0)
     t0 = time.perf_counter()
     try:
         res = generate(cfg, a.out, layout=a.layout, tables=a.tables, ranks=a.ranks,

@@ -13,6 +13,13 @@ kernels. Ranks are first simulated together (without recording) so collective in
 matched; then each rank is re-run alone, recorded, written and dropped, so memory stays bounded
 by one rank. The planted ground truth (step times, exposed communication by kind, the slow rank)
 goes into a manifest beside the traces.
+
+Two kinds of straggler can be planted. ``slow_rank`` runs its compute kernels ``slow_factor``
+times longer (a slower GPU). ``slow_host_rank`` keeps normal kernels but its host stalls
+``host_delay_us`` longer in the data loader at the start of every step (a slow input pipeline,
+CPU contention): its GPU, idle since the previous step's ``loss.item()``, gets its first work
+that much later, so its kernels, NCCL ones included, start late and its peers wait for it at
+the collectives they share.
 """
 
 from __future__ import annotations
@@ -75,6 +82,8 @@ class SynthConfig:
     vocab: int = 50304
     dp_bucket_layers: int = 2
     gpus_per_node: int = 8
+    slow_host_rank: Optional[int] = None
+    host_delay_us: float = 0.0
 
     def validate(self) -> None:
         for name in ("dp", "mp", "pp", "steps", "layers", "micro_batches", "hidden", "heads",
@@ -91,6 +100,16 @@ class SynthConfig:
             raise ValueError("slow_rank must be a rank below %d" % world)
         if self.slow_factor <= 0:
             raise ValueError("slow_factor must be positive")
+        if self.slow_host_rank is not None and not 0 <= self.slow_host_rank < world:
+            raise ValueError("slow_host_rank must be a rank below %d" % world)
+        if self.host_delay_us < 0:
+            raise ValueError("host_delay_us must not be negative")
+
+    def host_delay_ns(self, rank: int) -> int:
+        """The extra data-loader stall per step of ``rank`` (even, as host times are)."""
+        if rank != self.slow_host_rank:
+            return 0
+        return int(round(self.host_delay_us * 1000)) & ~1
 
 
 class Topology:
@@ -270,12 +289,18 @@ class _Pending:
 
 
 class _LiveBook:
-    """Phase 1: matches collective instances across the simulated ranks and times them."""
+    """Phase 1: matches collective instances across the simulated ranks and times them.
+
+    ``caused[rank][step index]`` is the planted wait a rank caused its peers at collectives
+    other than send/recv: at each instance the member that arrived last (latest start; the
+    lowest rank among equals) made each other member wait its start minus theirs."""
 
     def __init__(self):
         self.open: Dict[tuple, list] = {}
         self.times: Dict[int, list] = collections.defaultdict(list)
         self.woken: List[int] = []
+        self.caused: Dict[int, Dict[int, int]] = collections.defaultdict(
+            lambda: collections.defaultdict(int))
 
     def launch(self, rank: int, key: tuple, size: int, start: int, xfer: int):
         inst = self.open.get(key)
@@ -290,6 +315,10 @@ class _LiveBook:
         if len(inst[2]) == size:
             del self.open[key]
             end = max(m[1] for m in inst[2]) + xfer
+            if key[0] in ("mp", "dp"):  # (kind, group coords..., step index, sequence)
+                last_rank, last_start = max(((m[0], m[1]) for m in inst[2]),
+                                            key=lambda m: (m[1], -m[0]))
+                self.caused[last_rank][key[3]] += sum(last_start - m[1] for m in inst[2])
             for r, s, h, slot in inst[2]:
                 h.end = end
                 self.times[r][slot] = (s, end)
@@ -402,6 +431,7 @@ class _RankProgram:
         self.pin_tid = self.pid + 17 + int(rnd() * 60)
         self.device_id = rank % cfg.gpus_per_node
         self.slow = 1.0 if cfg.slow_rank != rank else cfg.slow_factor
+        self.host_delay = cfg.host_delay_ns(rank)
         self.t = EPOCH_NS + (int(rnd() * 200_000) & ~1)
         self.corr = 1000 + int(rnd() * 500)
         self.stream_free = {COMPUTE_STREAM: 0, MP_STREAM: 0, PP_FWD_STREAM: 0, PP_BWD_STREAM: 0,
@@ -954,6 +984,9 @@ class _RankProgram:
     def _dataloader(self):
         row = self._open("_DataLoaderIterMultiProcess", DATALOADER)
         self._adv(20_000, 60_000)
+        # a host-side straggler waits this much longer for its batch (no random draw, so the
+        # other ranks' and the default output's events stay exactly as they were)
+        self.t += self.host_delay
         # the pin-memory thread prepared this batch a moment ago; it frees the batch before last
         pin_t = self.t
         self.t -= 18_000
@@ -1244,6 +1277,10 @@ class SynthResult:
     config: SynthConfig
     traces: Dict[int, str] = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
+    # Per rank (all simulated ranks), per step in order: the wait it caused its peers at
+    # collectives other than send/recv by arriving last (not written to the manifest, which
+    # stays as it was).
+    caused_wait_ns: Dict[int, List[int]] = field(default_factory=dict)
 
 
 def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,
@@ -1258,7 +1295,12 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     book = _simulate_together(cfg, topo, cat)
     chosen = sorted(set(range(topo.world) if ranks is None else ranks))
     result = SynthResult(out_dir, cfg)
+    result.caused_wait_ns = {r: [book.caused[r][si] for si in range(cfg.steps)]
+                             for r in range(topo.world)}
     rank_entries = []
+    # The host-side straggler's keys appear only when one is planted, so that a run without one
+    # writes exactly the manifest it always wrote.
+    host_straggler = cfg.slow_host_rank is not None
     for r in chosen:
         trace, prog = build_rank(cfg, r, book.times[r], topo, cat)
         trees = build_node_trees(trace)
@@ -1272,29 +1314,40 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         entry = {"rank": r, "coords": topo.coords(r), "trace": name, "pid": trace.pid,
                  "device_id": trace.device.id, "is_slow": r == cfg.slow_rank,
                  "trace_events": n_events, "steps": _ground_truth(prog, trace)}
+        if host_straggler:
+            entry["is_slow_host"] = r == cfg.slow_host_rank
+            entry["host_delay_ns"] = cfg.host_delay_ns(r)
         if tables:
             from .oracle import write_reference_tables
             entry["summaries"] = write_reference_tables(trace, trees, out_dir, name)
         rank_entries.append(entry)
         del trace, trees, prog
     groups = topo.groups()
+    config = asdict(cfg)
+    if not host_straggler:
+        del config["slow_host_rank"], config["host_delay_us"]
     manifest = {
         "generator": "tb_paddle_profile.synth",
         "format_version": 1,
         "layout": layout,
-        "config": asdict(cfg),
+        "config": config,
         "world_size": topo.world,
         "groups": groups,
         "comm_streams": {"mp_allreduce": MP_STREAM, "pp_sendrecv": [PP_FWD_STREAM, PP_BWD_STREAM],
                          "dp_allreduce": DP_STREAM, "compute": COMPUTE_STREAM},
         "slow_rank": cfg.slow_rank,
         "slow_factor": cfg.slow_factor if cfg.slow_rank is not None else 1.0,
+        **({"slow_host_rank": cfg.slow_host_rank, "host_delay_us": cfg.host_delay_us}
+           if host_straggler else {}),
         "definitions": {
             "step_time_ns": "ProfileStep#N duration on the rank's main thread",
             "kernel_ns": "sum of the kind's NCCL kernel durations in the step",
             "wait_ns": "part of kernel_ns spent waiting for the collective's last member",
             "exposed_ns": "time the kind's NCCL kernels run while no compute kernel runs on the GPU",
             "exposed_comm_ns": "the same for all NCCL kernels together",
+            **({"host_delay_ns": "extra time the rank's data loader (host thread) stalls at the start "
+                                 "of every step; its kernels keep their normal durations"}
+               if host_straggler else {}),
         },
         "ranks": rank_entries,
     }
