@@ -361,15 +361,8 @@ def parse_workers() -> int:
 
 
 def _range_columns(ranges: "List[tuple]") -> "tuple[dict, List[str]]":
-    """Columns of the events in these chunks of _SHARED, with names numbered locally."""
-    names = _Interner()
-    parts = []
-    offset = 0
-    for events in _event_chunks(_SHARED, ranges):
-        parts.append(_chunk_columns(events, names, offset))
-        offset += parts[-1]["n"]
-        del events
-    return _concat(parts or [_chunk_columns([], names, 0)]), names.names
+    """In a forked worker: the columns of these chunks of _SHARED, names numbered locally."""
+    return _columns(_event_chunks(_SHARED, ranges))
 
 
 def _parallel_tabulate(trace: Trace, repaired: int, workers: int) -> Optional[EventTables]:
@@ -591,7 +584,9 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     return c
 
 
-def _tabulate(trace: Trace, chunks: "Iterator[List[Event]]", repaired: int) -> EventTables:
+def _columns(chunks: "Iterator[List[Event]]") -> "tuple[dict, List[str]]":
+    """The chunks' columns as one part (event positions counted from the first chunk), and the
+    names their ids refer to, in order of first appearance."""
     names = _Interner()
     parts: List[dict] = []
     offset = 0
@@ -599,7 +594,12 @@ def _tabulate(trace: Trace, chunks: "Iterator[List[Event]]", repaired: int) -> E
         parts.append(_chunk_columns(events, names, offset))
         offset += parts[-1]["n"]
         del events
-    return _assemble(trace, _concat(parts or [_chunk_columns([], names, 0)]), names.names, repaired)
+    return _concat(parts or [_chunk_columns([], names, 0)]), names.names
+
+
+def _tabulate(trace: Trace, chunks: "Iterator[List[Event]]", repaired: int) -> EventTables:
+    part, names = _columns(chunks)
+    return _assemble(trace, part, names, repaired)
 
 
 _SCALARS = ("host_shapes", "origin", "abs_min", "pid", "n")
