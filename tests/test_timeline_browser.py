@@ -299,3 +299,269 @@ def test_screenshot_of_a_selected_kernel_with_launch_arrows(tb, page_and_log):
     frame.wait_for_function("() => window.__tbppTimeline.data().flows.length > 0", timeout=20_000)
     frame.wait_for_timeout(300)
     save_screenshot(page, "timeline")
+
+
+
+# ---------------------------------------------------------------- folding ranks and tracks
+
+def rows(frame) -> list:
+    """The drawn layout: every row (rank header, lane of a track, folded track) with its content y."""
+    return frame.evaluate("""() => window.__tbppTimeline.rows().map((r) => ({ kind: r.kind, worker: r.worker,
+      track: r.track, depth: r.depth, y: r.y, h: r.h, folded: r.folded }))""")
+
+
+def canvas_attr(frame, name: str) -> str:
+    return frame.locator('[data-testid="timeline-canvas"]').get_attribute(name) or ""
+
+
+def wait_folds(frame, ranks: str, tracks: str = ""):
+    """Until the canvas says these ranks and tracks are folded ("rank0,rank1"; "rank1:0")."""
+    frame.wait_for_function(
+        """([ranks, tracks]) => { const c = document.querySelector('[data-testid="timeline-canvas"]');
+          return c.dataset.foldedRanks === ranks && c.dataset.foldedTracks === tracks; }""",
+        arg=[ranks, tracks], timeout=20_000)
+
+
+def track_tops(rs: list) -> dict:
+    return {f"{r['worker']}:{r['track']}": r["y"] for r in rs if r["kind"] == "lane" and r["depth"] == 0}
+
+
+# Single slices of `type` on `worker`'s tracks, in view and at least minPx wide: where to click them.
+_SLICES = """([worker, type, minPx]) => { const t = window.__tbppTimeline, d = t.data(), v = t.view();
+  const c = document.querySelector('[data-testid="timeline-canvas"]'); const plot = c.clientWidth - 200;
+  const top = c.parentElement.scrollTop; const out = [];
+  for (const row of t.rows()) { if (row.kind !== 'lane' || row.worker !== worker) continue;
+    const lane = d.ranks[row.rank].lanes.get(row.track + ':' + row.depth); if (!lane) continue;
+    for (let i = 0; i < lane.start.length; i++) {
+      const s = lane.start[i], e = s + lane.dur[i];
+      if (lane.count[i] !== 1 || d.types[lane.type[i]] !== type || s < v.start || e > v.end) continue;
+      if ((e - s) / (v.end - v.start) * plot < minPx) continue;
+      const y = 26 + row.y + row.h / 2 - top;
+      if (y < 30 || y > c.clientHeight - 4) continue;
+      out.push({ x: 200 + ((s + e) / 2 - v.start) / (v.end - v.start) * plot, y, name: d.names[lane.name[i]],
+                 dur: lane.dur[i], worker: row.worker, track: row.track }); } }
+  return out; }"""
+
+# What a click at canvas (x, y) hits in the layout drawn now: "item" (a single slice, nothing else within
+# 3 px), "empty" (a folded track, or a lane with nothing within 3 px), or "other" (anything else).
+_UNDER = """([x, y]) => { const t = window.__tbppTimeline, d = t.data(), v = t.view();
+  const c = document.querySelector('[data-testid="timeline-canvas"]'); const plot = c.clientWidth - 200;
+  const cy = y - 26 + c.parentElement.scrollTop;
+  const row = t.rows().find((r) => cy >= r.y && cy < r.y + r.h);
+  if (!row) return { kind: 'other' };
+  if (row.kind === 'fold') return { kind: 'empty', worker: row.worker };
+  if (row.kind !== 'lane') return { kind: 'other' };
+  const lane = d.ranks[row.rank].lanes.get(row.track + ':' + row.depth); if (!lane) return { kind: 'other' };
+  const at = v.start + (x - 200) / plot * (v.end - v.start), tol = 3 / plot * (v.end - v.start);
+  const near = [];
+  for (let i = 0; i < lane.start.length; i++) {
+    const s = lane.start[i], e = s + lane.dur[i];
+    if (s - tol <= at && at <= e + tol) near.push(i); }
+  if (near.length === 0) return { kind: 'empty', worker: row.worker };
+  const i = near[0], s = lane.start[i], e = s + lane.dur[i];
+  if (near.length === 1 && lane.count[i] === 1 && s + tol < at && at < e - tol)
+    return { kind: 'item', worker: row.worker, name: d.names[lane.name[i]] };
+  return { kind: 'other' }; }"""
+
+
+def click_canvas(frame, x: float, y: float):
+    frame.locator('[data-testid="timeline-canvas"]').click(position={"x": x, "y": y})
+
+
+def wait_detail(frame, name: str, track_prefix: str) -> dict:
+    frame.wait_for_function(
+        """([name, prefix]) => { const n = document.querySelector('[data-testid="timeline-detail-name"]');
+          const t = document.querySelector('[data-testid="timeline-details"] td[data-key="track"]');
+          return n && t && n.textContent === name && t.textContent.startsWith(prefix); }""",
+        arg=[name, track_prefix], timeout=20_000)
+    return details(frame)
+
+
+def assert_real_kernel(tables, worker: str, d: dict, dur: float):
+    """The selected slice is a kernel of the trace with that correlation id, name, stream and duration."""
+    t = tables[worker]
+    names = np.array(t.names, dtype=object)[t.dev_name]
+    stream = int(d["track"].split(" · stream ")[1].split(" · ")[0])
+    hits = np.nonzero((t.dev_type == et.KERNEL) & (t.dev_corr == int(d["correlation id"])) & (names == d["name"])
+                      & (t.dev_stream == stream) & ((t.dev_end - t.dev_start) == int(dur)))[0]
+    assert len(hits) >= 1
+
+
+def test_folding_a_rank_hides_its_tracks_and_clicks_hit_what_is_drawn(tb, page_and_log):
+    page, _ = page_and_log
+    frame = open_view(page, tb, GPU_RUN)
+    wait_drawn(frame)
+    tables = gpu_tables()
+    before = rows(frame)
+    tops = track_tops(before)
+    assert {k.split(":")[0] for k in tops} == {"rank0", "rank1"}
+    assert canvas_attr(frame, "data-visible-tracks") == ",".join(tops)  # in drawing order
+    hidden = frame.evaluate(_SLICES, ["rank0", "Kernel", 6])
+    assert hidden, "no rank0 kernel wide enough to click at the whole span"
+
+    # fold rank 0 with its header's button: its tracks leave the layout, rank 1's move up as one block
+    frame.click('[data-testid="timeline-fold-rank"][data-worker="rank0"]')
+    wait_folds(frame, "rank0")
+    folded = rows(frame)
+    assert not [r for r in folded if r["worker"] == "rank0" and r["kind"] != "rank"]
+    assert [r for r in folded if r["kind"] == "rank" and r["worker"] == "rank0"][0]["folded"]
+    visible = canvas_attr(frame, "data-visible-tracks").split(",")
+    assert visible == [k for k in tops if k.startswith("rank1:")]
+    after = track_tops(folded)
+    shifts = {tops[k] - after[k] for k in after}
+    assert len(shifts) == 1 and shifts.pop() > 0
+    folds_li = frame.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="timeline-tracks"] li'))
+      .map((li) => [li.dataset.worker, li.dataset.fold])""")
+    assert {f for w, f in folds_li if w == "rank0"} == {"rank"} and {f for w, f in folds_li if w == "rank1"} == {""}
+    assert frame.locator('[data-testid="timeline-fold-rank"][data-worker="rank0"]').get_attribute("aria-expanded") == "false"
+    frame.wait_for_function("() => location.hash.includes('tlfold=')")
+    # a hidden kernel whose place now shows something unambiguous (a single slice, or nothing)
+    target = under = None
+    for cand in hidden:
+        u = frame.evaluate(_UNDER, [cand["x"], cand["y"]])
+        if u["kind"] != "other":
+            target, under = cand, u
+            break
+    assert target is not None, "every hidden kernel's place is now ambiguous"
+
+    # the keyboard unfolds it again (the header's button focused, Enter): the layout is exactly as before
+    frame.focus('[data-testid="timeline-fold-rank"][data-worker="rank0"]')
+    frame.press('[data-testid="timeline-fold-rank"][data-worker="rank0"]', "Enter")
+    wait_folds(frame, "")
+    assert rows(frame) == before
+    click_canvas(frame, target["x"], target["y"])
+    d = wait_detail(frame, target["name"], "rank0 · ")
+    assert_real_kernel(tables, "rank0", d, target["dur"])
+
+    # fold it again, from the header row in the plot area this time
+    rank0 = [r for r in before if r["kind"] == "rank" and r["worker"] == "rank0"][0]
+    click_canvas(frame, 500, 26 + rank0["y"] + rank0["h"] / 2)
+    wait_folds(frame, "rank0")
+    assert rows(frame) == folded
+    # a click where the hidden kernel was drawn hits what is drawn there now, never the hidden kernel
+    click_canvas(frame, target["x"], target["y"])
+    if under["kind"] == "item":
+        assert under["worker"] == "rank1"
+        wait_detail(frame, under["name"], "rank1 · ")
+    else:
+        frame.wait_for_selector('[data-testid="timeline-details"]', state="detached", timeout=20_000)
+        frame.wait_for_function("() => !location.hash.includes('tlsel=rank0')")
+    # a kernel of a track below (rank 1's streams) is selected at its new place
+    below = frame.evaluate(_SLICES, ["rank1", "Kernel", 6])
+    assert below
+    k = below[len(below) // 2]
+    assert k["y"] < tops[f"rank1:{k['track']}"] + 26  # it moved up
+    click_canvas(frame, k["x"], k["y"])
+    d = wait_detail(frame, k["name"], "rank1 · GPU")
+    assert_real_kernel(tables, "rank1", d, k["dur"])
+    frame.wait_for_function("() => location.hash.includes('tlsel=rank1')")
+
+
+def test_folding_tracks_collapse_all_expand_all_and_the_folds_outlive_a_view_switch(tb, page_and_log):
+    page, log = page_and_log
+    frame = open_view(page, tb, GPU_RUN)
+    wait_drawn(frame)
+    before = rows(frame)
+    tops = track_tops(before)
+    host = [r for r in before if r["kind"] == "lane" and r["worker"] == "rank1" and r["track"] == 0]
+    assert len(host) > 1  # rank 1's host thread has nested rows
+
+    # fold one track: one thin row, the tracks below move up by what it gave back
+    frame.click('[data-testid="timeline-fold-track"][data-worker="rank1"][data-track="0"]')
+    wait_folds(frame, "", "rank1:0")
+    rs = rows(frame)
+    fold = [r for r in rs if r["kind"] == "fold"]
+    assert [(r["worker"], r["track"]) for r in fold] == [("rank1", 0)]
+    assert fold[0]["y"] == tops["rank1:0"] and fold[0]["h"] < host[0]["h"]
+    assert not [r for r in rs if r["kind"] == "lane" and r["worker"] == "rank1" and r["track"] == 0]
+    gave = sum(r["h"] for r in host) - fold[0]["h"]
+    for key, y in track_tops(rs).items():
+        assert y == (tops[key] - gave if key in ("rank1:1", "rank1:2", "rank1:3") else tops[key])
+    assert "rank1:0" not in canvas_attr(frame, "data-visible-tracks").split(",")
+    # nothing in the folded track can be selected: select a kernel first, then click the thin row
+    k = frame.evaluate(_SLICES, ["rank0", "Kernel", 6])[0]
+    click_canvas(frame, k["x"], k["y"])
+    wait_detail(frame, k["name"], "rank0 · ")
+    click_canvas(frame, 200 + 954 / 2, 26 + fold[0]["y"] + fold[0]["h"] / 2)
+    frame.wait_for_selector('[data-testid="timeline-details"]', state="detached", timeout=20_000)
+    # a box over the folded track and rank 1's streams sums the streams only
+    box = frame.locator('[data-testid="timeline-canvas"]').bounding_box()
+    y0 = box["y"] + 26 + fold[0]["y"] + 2
+    y1 = box["y"] + 26 + track_tops(rs)["rank1:3"] + 8
+    page.mouse.move(box["x"] + 260, y0)
+    page.keyboard.down("Shift")
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] - 40, y1, steps=5)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    frame.wait_for_selector('[data-testid="timeline-range"] tbody tr', timeout=20_000)
+    from urllib.parse import parse_qs, urlparse
+    asked = [parse_qs(urlparse(u).query)["tracks"][0] for u in log.requests if "/timeline_range?" in u]
+    assert asked and set(asked[-1].split(",")) == {"rank1:1", "rank1:2", "rank1:3"}
+
+    # launch → kernel arrows: none to or from a folded rank or track
+    frame.check('[data-testid="timeline-flows"]')
+    frame.wait_for_function("() => window.__tbppTimeline.data().flows.length > 0", timeout=20_000)
+    frame.wait_for_function("() => window.__tbppTimeline.arrows === window.__tbppTimeline.data().flows.filter((f) => f.rank === 0).length && window.__tbppTimeline.arrows > 0")
+    frame.click('[data-testid="timeline-fold-rank"][data-worker="rank0"]')
+    wait_folds(frame, "rank0", "rank1:0")
+    frame.wait_for_function("() => window.__tbppTimeline.arrows === 0")
+    frame.uncheck('[data-testid="timeline-flows"]')
+
+    # the folds stay while zooming and panning (the layout does not depend on the window)
+    folded = rows(frame)
+    canvas = frame.locator('[data-testid="timeline-canvas"]')
+    w0 = state(frame)["window"]
+    for key in "wwwwd":
+        canvas.press(key)
+    frame.wait_for_function(f"() => {{ const d = window.__tbppTimeline.data(); return d.windowEnd - d.windowStart < {w0[1] - w0[0]}; }}", timeout=20_000)
+    assert rows(frame) == folded and canvas_attr(frame, "data-folded-ranks") == "rank0"
+
+    # and when another view is shown, and this one again
+    frame.click('[data-testid="views"] button[data-view="kernels"]')
+    frame.wait_for_selector('[data-testid="kernel-table"] .vt-row', timeout=60_000)
+    frame.click('[data-testid="views"] button[data-view="timeline"]')
+    wait_drawn(frame)
+    wait_folds(frame, "rank0", "rank1:0")
+    assert rows(frame) == folded
+    assert frame.evaluate("() => window.__tbppTimeline.folds()") == "rank0:*,rank1:0"
+
+    # collapse all: rank headers only; expand all: every rank and track as at first
+    frame.click('[data-testid="timeline-collapse-all"]')
+    wait_folds(frame, "rank0,rank1")
+    assert [r["kind"] for r in rows(frame)] == ["rank", "rank"]
+    assert canvas_attr(frame, "data-visible-tracks") == ""
+    assert frame.locator('[data-testid="timeline-collapse-all"]').is_disabled()
+    frame.click('[data-testid="timeline-expand-all"]')
+    wait_folds(frame, "")
+    assert rows(frame) == before
+    assert frame.locator('[data-testid="timeline-expand-all"]').is_disabled()
+
+    # a search opens its first match in view: a folded rank is unfolded for it, the other stays folded
+    frame.click('[data-testid="timeline-collapse-all"]')
+    wait_folds(frame, "rank0,rank1")
+    tables = gpu_tables()
+    t = tables["rank1"]
+    name = t.names[int(t.dev_name[int(np.nonzero(t.dev_type == et.KERNEL)[0][0])])]
+    frame.fill('[data-testid="timeline-search"]', name)
+    frame.press('[data-testid="timeline-search"]', "Enter")
+    d = details(frame)
+    worker = d["track"].split(" · ")[0]
+    wait_folds(frame, "rank1" if worker == "rank0" else "rank0")
+    assert any(r["kind"] == "lane" and r["worker"] == worker for r in rows(frame))
+
+
+def test_screenshot_with_a_folded_rank(tb, page_and_log):
+    page, _ = page_and_log
+    frame = open_view(page, tb, GPU_RUN)
+    wait_drawn(frame)
+    frame.click('[data-testid="timeline-fold-rank"][data-worker="rank0"]')
+    frame.click('[data-testid="timeline-fold-track"][data-worker="rank1"][data-track="2"]')
+    wait_folds(frame, "rank0", "rank1:2")
+    k = frame.evaluate(_SLICES, ["rank1", "Kernel", 6])[0]
+    click_canvas(frame, k["x"], k["y"])
+    wait_detail(frame, k["name"], "rank1 · ")
+    frame.check('[data-testid="timeline-flows"]')
+    frame.wait_for_function("() => window.__tbppTimeline.arrows > 0", timeout=20_000)
+    frame.wait_for_timeout(300)
+    save_screenshot(page, "timeline-folded")

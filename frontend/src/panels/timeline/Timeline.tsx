@@ -8,9 +8,9 @@ import { Notice } from "../../components/ui";
 import type { TimelineEvent, TimelineRange, TimelineSearch } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 import type { Decoded } from "./data";
 import { decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, windowTraceUrl } from "./data";
-import type { Layout, Marks, View } from "./draw";
+import type { Folds, Layout, Marks, Row, View } from "./draw";
 import "./timeline.css";
-import { drawTimeline, hitLane, LABEL_W, layout, RULER_H } from "./draw";
+import { drawTimeline, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
 
 export interface TimelineState {
   /** "start,end" ns relative to the run's base (the earliest origin of its ranks). */
@@ -20,6 +20,8 @@ export interface TimelineState {
   /** Selected slice: "worker:id". */
   tlsel: string;
   tlfind: string;
+  /** Folded ranks and tracks: "worker:*" and "worker:track", comma-separated (see parseFolds). */
+  tlfold: string;
 }
 
 interface Props {
@@ -43,11 +45,13 @@ interface Stats {
   lastBytes: number;
   firstDrawAt: number;
   items: number;
+  /** launch → kernel arrows drawn in the last frame */
+  arrows: number;
 }
 
 declare global {
   interface Window {
-    __tbppTimeline?: Stats & { view: () => View; data: () => Decoded | null; rows: () => Layout["rows"] };
+    __tbppTimeline?: Stats & { view: () => View; data: () => Decoded | null; rows: () => Layout["rows"]; folds: () => string };
   }
 }
 
@@ -60,6 +64,7 @@ export function Timeline(props: Props) {
   const { run, span } = props;
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const scrollRef = useRef<HTMLDivElement>(null);
+  const foldBoxRef = useRef<HTMLDivElement>(null);
   const [data, setData] = useState<Decoded | null>(null);
   const [error, setError] = useState("");
   const [building, setBuildingState] = useState(0);
@@ -83,8 +88,12 @@ export function Timeline(props: Props) {
   const fetchTimer = useRef(0);
   const hashTimer = useRef(0);
   const inflight = useRef<AbortController | null>(null);
-  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, firstDrawAt: 0, items: 0 });
-  const lay = useMemo<Layout>(() => layout(data, new Set()), [data && data.ranks.map((r) => r.tracks.length + r.state).join(",")]);
+  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, firstDrawAt: 0, items: 0, arrows: 0 });
+  const foldText = props.state.tlfold ?? "";
+  const folds = useMemo<Folds>(() => parseFolds(foldText), [foldText]);
+  const foldsRef = useRef(folds);
+  foldsRef.current = folds;
+  const lay = useMemo<Layout>(() => layout(data, folds), [data && data.ranks.map((r) => r.worker + r.tracks.length + r.state).join(","), folds]);
   const layRef = useRef(lay);
   layRef.current = lay;
   dataRef.current = data;
@@ -108,9 +117,13 @@ export function Timeline(props: Props) {
     const ctx = canvas.getContext("2d");
     if (!ctx) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    drawTimeline(ctx, w, h, scrollRef.current?.scrollTop ?? 0, dataRef.current, layRef.current, v, marks.current);
+    const top = scrollRef.current?.scrollTop ?? 0;
+    const arrows = drawTimeline(ctx, w, h, top, dataRef.current, layRef.current, v, marks.current);
+    // the fold buttons scroll with the tracks; none of them shows (or takes a click) over the ruler
+    if (foldBoxRef.current) foldBoxRef.current.style.clipPath = `inset(${top + RULER_H}px 0 0 0)`;
     const s = stats.current;
     s.frames++;
+    s.arrows = arrows;
     s.drawMs = performance.now() - t0;
     if (!s.firstDrawAt && dataRef.current && dataRef.current.items > 0) s.firstDrawAt = performance.now();
   };
@@ -119,7 +132,7 @@ export function Timeline(props: Props) {
   };
 
   useEffect(() => {
-    window.__tbppTimeline = Object.assign(stats.current, { view: () => view.current!, data: () => dataRef.current, rows: () => layRef.current.rows });
+    window.__tbppTimeline = Object.assign(stats.current, { view: () => view.current!, data: () => dataRef.current, rows: () => layRef.current.rows, folds: () => writeFolds(foldsRef.current) });
     const ro = new ResizeObserver(() => {
       redraw();
       scheduleFetch();
@@ -269,6 +282,43 @@ export function Timeline(props: Props) {
     setView({ start: c - w / 2, end: c + w / 2 });
   };
 
+  // ------------------------------------------------------------------ folding
+  // The folds live in the selection (URL hash `tlfold`), like the window and the search: they stay
+  // while zooming and panning, and when another view is shown and this one again.
+  const setFolds = (f: Folds) => {
+    foldsRef.current = f; // a second toggle before the next render starts from this one
+    props.update({ tlfold: writeFolds(f) });
+  };
+  const toggleRank = (worker: string) => {
+    const f = foldsRef.current;
+    const ranks = new Set(f.ranks);
+    if (!ranks.delete(worker)) ranks.add(worker);
+    setFolds({ ranks, tracks: f.tracks });
+  };
+  const toggleTrack = (worker: string, track: number) => {
+    const f = foldsRef.current;
+    const tracks = new Set(f.tracks);
+    const k = `${worker}:${track}`;
+    if (!tracks.delete(k)) tracks.add(k);
+    setFolds({ ranks: f.ranks, tracks });
+  };
+  const collapseAll = () => {
+    const d = dataRef.current;
+    if (d) setFolds({ ranks: new Set([...foldsRef.current.ranks, ...d.ranks.map((r) => r.worker)]), tracks: foldsRef.current.tracks });
+  };
+  const expandAll = () => setFolds({ ranks: new Set(), tracks: new Set() });
+  /** Unfolds the rank and track of a slice that is being shown (search, related slices). */
+  const reveal = (worker: string, track: number) => {
+    const f = foldsRef.current;
+    const k = `${worker}:${track}`;
+    if (!f.ranks.has(worker) && !f.tracks.has(k)) return;
+    const ranks = new Set(f.ranks);
+    const tracks = new Set(f.tracks);
+    ranks.delete(worker);
+    tracks.delete(k);
+    setFolds({ ranks, tracks });
+  };
+
   // ------------------------------------------------------------------ selection
   const select = async (worker: string, id: number, focus = false) => {
     const got = await fetchEvent(run, span, worker, id, base.current);
@@ -279,8 +329,10 @@ export function Timeline(props: Props) {
     const e = got.value;
     setDetail(e);
     marks.current.selected = { worker, id, track: e.track, depth: e.depth, start: Number(e.startNs), end: Number(e.endNs) };
-    if (focus) focusOn(Number(e.startNs), Number(e.endNs));
-    else redraw();
+    if (focus) {
+      reveal(worker, e.track);
+      focusOn(Number(e.startNs), Number(e.endNs));
+    } else redraw();
     props.update({ tlsel: `${worker}:${id}` });
   };
 
@@ -377,12 +429,17 @@ export function Timeline(props: Props) {
     const d = dataRef.current;
     if (!d || x < LABEL_W) return;
     const row = rowAt(y);
-    if (!row || row.kind !== "lane") return;
-    const lane = d.ranks[row.rank]?.lanes.get(`${row.track}:${row.depth}`);
-    if (!lane) return;
+    if (row && row.kind === "rank") {
+      toggleRank(row.worker); // a rank's header folds or unfolds it
+      return;
+    }
+    if (!row) return;
+    // nothing in a folded track can be selected: a click there is a click on empty space
+    const lane = row.kind === "lane" ? d.ranks[row.rank]?.lanes.get(`${row.track}:${row.depth}`) : undefined;
+    if (row.kind === "lane" && !lane) return;
     const v = view.current!;
     const plot = Math.max(1, canvasRef.current!.clientWidth - LABEL_W);
-    const i = hitLane(lane, timeAt(x), (2 * (v.end - v.start)) / plot);
+    const i = lane ? hitLane(lane, timeAt(x), (2 * (v.end - v.start)) / plot) : -1;
     if (i < 0) {
       marks.current.selected = null;
       setDetail(null);
@@ -390,6 +447,7 @@ export function Timeline(props: Props) {
       redraw();
       return;
     }
+    if (!lane) return;
     if (lane.count[i] > 1) {
       focusOn(lane.start[i], lane.start[i] + lane.dur[i]); // a merged block: zoom into it
       return;
@@ -489,6 +547,12 @@ export function Timeline(props: Props) {
           <button class="btn small" onClick={() => zoom(0.5)} data-testid="timeline-zoom-in" title="Zoom in (W)">+</button>
           <button class="btn small" onClick={() => zoom(2)} data-testid="timeline-zoom-out" title="Zoom out (S)">−</button>
           <button class="btn small" onClick={reset} data-testid="timeline-reset" title="Whole span (0)">Fit</button>
+          <button class="btn small" onClick={collapseAll} disabled={!d || d.ranks.every((r) => folds.ranks.has(r.worker))} data-testid="timeline-collapse-all" title="Fold every rank to its header">
+            Collapse all
+          </button>
+          <button class="btn small" onClick={expandAll} disabled={!folds.ranks.size && !folds.tracks.size} data-testid="timeline-expand-all" title="Unfold every rank and track">
+            Expand all
+          </button>
           {v ? (
             <a class="btn small" href={windowTraceUrl(run, span, selWorker, v.start, v.end, base.current)} download data-testid="timeline-download-window" title={`The slices of ${selWorker} in this window, as Chrome-trace JSON (Perfetto, chrome://tracing)`}>
               Window JSON
@@ -502,7 +566,7 @@ export function Timeline(props: Props) {
         </span>
       </div>
       <div class="tl-hint">
-        Drag: pan · Ctrl+wheel or W/S: zoom · A/D: pan · Shift+drag: sum a box · click: details · 0: fit
+        Drag: pan · Ctrl+wheel or W/S: zoom · A/D: pan · Shift+drag: sum a box · click: details · 0: fit · click a rank or track name: fold
         {d ? (
           <span class="tl-status" data-testid="timeline-status">
             {` · ${d.items.toLocaleString()} items for ${d.ranks.reduce((a, r) => a + r.events, 0).toLocaleString()} events · ${(d.bytes / 1024).toFixed(0)} KB · ${fmtDur(d.resolution)}/px`}
@@ -521,6 +585,9 @@ export function Timeline(props: Props) {
           data-testid="timeline-canvas"
           data-window={v ? `${Math.round(v.start)},${Math.round(v.end)}` : ""}
           data-rows={lay.rows.length}
+          data-visible-tracks={trackIds(lay.rows, "lane")}
+          data-folded-tracks={trackIds(lay.rows, "fold")}
+          data-folded-ranks={lay.rows.filter((r) => r.kind === "rank" && r.folded).map((r) => r.worker).join(",")}
           onMouseDown={onMouseDown}
           onMouseMove={onMove}
           onMouseLeave={() => {
@@ -530,13 +597,45 @@ export function Timeline(props: Props) {
           onKeyDown={onKey}
         />
         <div style={{ height: `${Math.max(0, contentH - VIEW_H)}px` }} />
+        <div class="tl-folds" ref={foldBoxRef} style={{ width: `${LABEL_W - 1}px`, height: `${lay.height + RULER_H}px` }}>
+          {lay.rows.map((row) => (row.first ? <FoldButton row={row} onToggle={() => (row.kind === "rank" ? toggleRank(row.worker) : toggleTrack(row.worker, row.track))} /> : null))}
+        </div>
       </div>
-      <TrackList data={d} />
+      <TrackList data={d} folds={folds} />
       <div class="tl-below">
         {detail ? <Details e={detail} onJump={(w, id) => select(w, id, true)} onTable={(view, name) => props.update({ view, worker: detail.worker, find: name })} /> : <div class="tl-empty muted">Click a slice to see its details.</div>}
         {range ? <RangeSums r={range} onClose={() => setRange(null)} /> : null}
       </div>
     </div>
+  );
+}
+
+/** "worker:track" of the tracks drawn as `kind` rows (lanes: unfolded; fold: folded), in drawing order. */
+function trackIds(rows: Row[], kind: Row["kind"]): string {
+  const out: string[] = [];
+  for (const r of rows) if (r.kind === kind && r.first) out.push(`${r.worker}:${r.track}`);
+  return out.join(",");
+}
+
+/** A rank header's or a track label's button over the canvas: click, Enter or Space folds or unfolds. */
+function FoldButton({ row, onToggle }: { row: Row; onToggle: () => void }) {
+  const rank = row.kind === "rank";
+  const name = rank ? row.label : `${row.worker} · ${row.label}`;
+  const h = rank ? row.h : Math.min(row.h, 17);
+  return (
+    <button
+      type="button"
+      class={`tl-fold${rank ? " tl-fold-rank" : ""}`}
+      style={{ top: `${RULER_H + row.y}px`, height: `${h}px` }}
+      onClick={onToggle}
+      aria-expanded={!row.folded}
+      aria-label={name}
+      title={`${row.folded ? "Unfold" : "Fold"} ${name}`}
+      data-testid={rank ? "timeline-fold-rank" : "timeline-fold-track"}
+      data-worker={row.worker}
+      data-track={rank ? undefined : String(row.track)}
+      data-folded={row.folded ? "1" : "0"}
+    />
   );
 }
 
@@ -548,13 +647,19 @@ function splitSel(s: string): [string, number | null] {
 }
 
 /** The tracks as text (hidden visually small): what the canvas shows, for assistive tools and tests. */
-function TrackList({ data }: { data: Decoded | null }) {
+function TrackList({ data, folds }: { data: Decoded | null; folds: Folds }) {
   if (!data) return null;
   return (
     <ul class="tl-tracks" data-testid="timeline-tracks">
       {data.ranks.map((r) =>
         r.tracks.map((t) => (
-          <li data-worker={r.worker} data-track={t.id} data-kind={t.kind === 2 ? "gpu" : "host"} data-events={String(t.events)}>
+          <li
+            data-worker={r.worker}
+            data-track={t.id}
+            data-kind={t.kind === 2 ? "gpu" : "host"}
+            data-events={String(t.events)}
+            data-fold={folds.ranks.has(r.worker) ? "rank" : folds.tracks.has(`${r.worker}:${t.id}`) ? "track" : ""}
+          >
             {`${r.rank >= 0 ? `rank ${r.rank}` : r.worker} · ${t.label} · ${Number(t.events).toLocaleString()} events`}
           </li>
         )),

@@ -9,16 +9,22 @@ export const LANE_H = 17;
 export const RANK_H = 22;
 export const TRACK_GAP = 5;
 
+export const FOLD_H = 10; // a folded track: where its slices are, no names
+
 export interface Row {
-  kind: "rank" | "lane";
+  /** rank: the header of a rank (its tracks follow unless folded); lane: one row of a track's slices;
+   * fold: a folded track, one thin row (nothing in it can be selected). */
+  kind: "rank" | "lane" | "fold";
   y: number; // content y (below the ruler, before scrolling)
   h: number;
   rank: number;
   worker: string;
-  track: number;
-  depth: number;
+  track: number; // -1 for a rank header
+  depth: number; // -1 for a rank header or a folded track
   label: string;
-  first: boolean; // the first lane of its track (draws the track label)
+  first: boolean; // the first lane of its track (draws the track label), a fold row, a rank header
+  folded: boolean; // a folded rank's header or a fold row
+  lanes: number; // the lanes of the track (fold rows), the tracks of the rank (rank headers)
 }
 
 export interface Layout {
@@ -27,19 +33,72 @@ export interface Layout {
   key: string;
 }
 
-/** Rows for every rank's tracks; depends only on the tracks, so it stays put while zooming. */
-export function layout(data: Decoded | null, collapsed: Set<string>): Layout {
+/** Folded ranks (by worker) and folded tracks ("worker:track"). Kept in the URL as `tlfold`. */
+export interface Folds {
+  ranks: Set<string>;
+  tracks: Set<string>;
+}
+
+/** `tlfold`: comma-separated "worker:*" (a rank) and "worker:track" (a track); the worker is
+ * URI-encoded so that a comma or colon in it stays inside its part. Malformed parts are ignored. */
+export function parseFolds(s: string): Folds {
+  const out: Folds = { ranks: new Set(), tracks: new Set() };
+  for (const part of s.split(",")) {
+    const i = part.lastIndexOf(":");
+    if (i <= 0) continue;
+    let worker: string;
+    try {
+      worker = decodeURIComponent(part.slice(0, i));
+    } catch {
+      continue;
+    }
+    const what = part.slice(i + 1);
+    if (what === "*") out.ranks.add(worker);
+    else if (/^\d+$/.test(what)) out.tracks.add(`${worker}:${Number(what)}`);
+  }
+  return out;
+}
+
+export function writeFolds(f: Folds): string {
+  const parts: string[] = [];
+  for (const w of [...f.ranks].sort()) parts.push(`${encodeURIComponent(w)}:*`);
+  const tracks = [...f.tracks].map((k) => {
+    const i = k.lastIndexOf(":");
+    return [k.slice(0, i), Number(k.slice(i + 1))] as const;
+  });
+  tracks.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+  for (const [w, t] of tracks) parts.push(`${encodeURIComponent(w)}:${t}`);
+  return parts.join(",");
+}
+
+/** Rows for every rank's tracks; depends only on the tracks and the folds, so it stays put while zooming.
+ * A folded rank is its header alone; a folded track is one thin row. */
+export function layout(data: Decoded | null, folds: Folds): Layout {
   const rows: Row[] = [];
   let y = 0;
   const keyParts: string[] = [];
   (data?.ranks ?? []).forEach((r, ri) => {
     const title = r.rank >= 0 ? `rank ${r.rank}` : r.worker;
-    rows.push({ kind: "rank", y, h: RANK_H, rank: ri, worker: r.worker, track: -1, depth: -1, label: `${title}${r.state ? ` · ${r.state}` : ""}`, first: true });
+    const rankFolded = folds.ranks.has(r.worker);
+    const n = r.tracks.length;
+    const label = `${title}${r.state ? ` · ${r.state}` : ""}${rankFolded && n ? ` · ${n} track${n > 1 ? "s" : ""}` : ""}`;
+    rows.push({ kind: "rank", y, h: RANK_H, rank: ri, worker: r.worker, track: -1, depth: -1, label, first: true, folded: rankFolded, lanes: n });
     y += RANK_H;
+    if (rankFolded) {
+      y += TRACK_GAP;
+      keyParts.push(`${r.worker}:*`);
+      return;
+    }
     for (const t of r.tracks) {
-      const depth = collapsed.has(`${r.worker}:${t.id}`) ? 1 : Math.max(1, t.depth);
+      const depth = Math.max(1, t.depth);
+      if (folds.tracks.has(`${r.worker}:${t.id}`)) {
+        rows.push({ kind: "fold", y, h: FOLD_H, rank: ri, worker: r.worker, track: t.id, depth: -1, label: t.label, first: true, folded: true, lanes: depth });
+        y += FOLD_H + TRACK_GAP;
+        keyParts.push(`${r.worker}:${t.id}:f`);
+        continue;
+      }
       for (let d = 0; d < depth; d++) {
-        rows.push({ kind: "lane", y, h: LANE_H, rank: ri, worker: r.worker, track: t.id, depth: d, label: t.label, first: d === 0 });
+        rows.push({ kind: "lane", y, h: LANE_H, rank: ri, worker: r.worker, track: t.id, depth: d, label: t.label, first: d === 0, folded: false, lanes: depth });
         y += LANE_H;
       }
       y += TRACK_GAP;
@@ -99,7 +158,8 @@ export function drawTimeline(
   lay: Layout,
   view: View,
   marks: Marks,
-): void {
+): number {
+  let arrows = 0;
   ctx.save();
   ctx.clearRect(0, 0, width, height);
   ctx.fillStyle = "#fff";
@@ -112,8 +172,8 @@ export function drawTimeline(
 
   // rows
   const top = RULER_H - scrollTop;
-  const rowOf = new Map<string, Row>();
-  for (const row of lay.rows) rowOf.set(`${row.rank}:${row.track}:${row.depth}`, row);
+  const rowOf = new Map<string, Row>(); // the lanes drawn (not those of folded ranks or tracks)
+  for (const row of lay.rows) if (row.kind === "lane") rowOf.set(`${row.rank}:${row.track}:${row.depth}`, row);
   const names = data?.names ?? [];
   const types = data?.types ?? [];
   const hasQuery = marks.query !== "";
@@ -127,6 +187,29 @@ export function drawTimeline(
     if (row.kind === "rank") {
       ctx.fillStyle = "#eceff1";
       ctx.fillRect(LABEL_W, y, plotW, row.h);
+      const r = data?.ranks[row.rank];
+      if (row.folded && r) {
+        // where the rank was busy: its threads' top rows above, its streams' below
+        for (const pass of hasQuery ? [false, true] : [false]) {
+          for (const t of r.tracks) {
+            const lane = r.lanes.get(`${t.id}:0`);
+            const gpu = t.kind === 2;
+            if (lane) drawMarks(ctx, lane, gpu ? y + 12 : y + 4, 6, X, view, names, types, gpu ? "#7e57c2" : "#78909c", hasQuery, LABEL_W, width, pass);
+          }
+        }
+      }
+      continue;
+    }
+    if (row.kind === "fold") {
+      ctx.fillStyle = "#f5f5f5";
+      ctx.fillRect(LABEL_W, y, plotW, row.h);
+      const r = data?.ranks[row.rank];
+      for (const pass of hasQuery ? [false, true] : [false]) {
+        for (let d = 0; r && d < row.lanes; d++) {
+          const lane = r.lanes.get(`${row.track}:${d}`);
+          if (lane) drawMarks(ctx, lane, y + 1, row.h - 2, X, view, names, types, null, hasQuery, LABEL_W, width, pass);
+        }
+      }
       continue;
     }
     if (row.depth === 0) {
@@ -157,7 +240,7 @@ export function drawTimeline(
     for (const f of data.flows) {
       const a = rowOf.get(`${f.rank}:${f.srcTrack}:${f.srcDepth}`);
       const b = rowOf.get(`${f.rank}:${f.dstTrack}:${f.dstDepth}`);
-      if (!a || !b) continue;
+      if (!a || !b) continue; // an end in a folded rank or track: no arrow
       const x0 = X(f.srcStart);
       const y0 = top + a.y + a.h - 2;
       const x1 = X(f.dstStart);
@@ -173,6 +256,7 @@ export function drawTimeline(
       ctx.lineTo(x1 - 3, y1 - 5);
       ctx.lineTo(x1 + 3, y1 - 5);
       ctx.fill();
+      arrows++;
     }
   }
   // box selection
@@ -202,10 +286,19 @@ export function drawTimeline(
       ctx.fillStyle = "#eceff1";
       ctx.fillRect(0, y, LABEL_W, row.h);
       ctx.fillStyle = "#212121";
+      triangle(ctx, 8, y + row.h / 2, !row.folded, 4);
       ctx.font = "bold 12px system-ui, sans-serif";
-      ctx.fillText(row.label, 8, y + row.h / 2);
+      ctx.fillText(truncate(row.label, LABEL_W - 30), 16, y + row.h / 2);
+      ctx.font = "11px system-ui, sans-serif";
+    } else if (row.kind === "fold") {
+      ctx.fillStyle = "#9e9e9e";
+      triangle(ctx, 8, y + row.h / 2, false, 3);
+      ctx.font = "9px system-ui, sans-serif";
+      ctx.fillText(truncate(row.label, LABEL_W - 10), 14, y + row.h / 2);
       ctx.font = "11px system-ui, sans-serif";
     } else if (row.first) {
+      ctx.fillStyle = "#bdbdbd";
+      triangle(ctx, 8, y + row.h / 2, true, 3);
       ctx.fillStyle = "#424242";
       ctx.fillText(truncate(row.label, LABEL_W - 20), 14, y + row.h / 2);
     }
@@ -244,6 +337,94 @@ export function drawTimeline(
     ctx.stroke();
   }
   ctx.restore();
+  return arrows;
+}
+
+/** ▾ (open) or ▸ (folded), centred on (x, y). */
+function triangle(ctx: CanvasRenderingContext2D, x: number, y: number, open: boolean, r: number): void {
+  ctx.beginPath();
+  if (open) {
+    ctx.moveTo(x - r, y - r / 2);
+    ctx.lineTo(x + r, y - r / 2);
+    ctx.lineTo(x, y + r * 0.8);
+  } else {
+    ctx.moveTo(x - r / 2, y - r);
+    ctx.lineTo(x - r / 2, y + r);
+    ctx.lineTo(x + r * 0.8, y);
+  }
+  ctx.closePath();
+  ctx.fill();
+}
+
+/** Where a lane's slices are, as blocks without names (folded tracks, folded ranks): adjacent blocks of
+ * one colour are drawn as one rectangle. `color` null: each slice's colour. With a query, the matches
+ * are red and the rest grey; `matchesOnly` draws the matches alone (a second pass, so that no grey
+ * slice of another lane covers them). */
+function drawMarks(
+  ctx: CanvasRenderingContext2D,
+  lane: Lane,
+  y: number,
+  h: number,
+  X: (t: number) => number,
+  view: View,
+  names: string[],
+  types: string[],
+  color: string | null,
+  hasQuery: boolean,
+  left: number,
+  right: number,
+  matchesOnly = false,
+): void {
+  const n = lane.start.length;
+  if (matchesOnly && !lane.match) return;
+  const lo = firstEndingAfter(lane, view.start);
+  let runColor = "";
+  let run0 = 0;
+  let run1 = -Infinity;
+  const flush = () => {
+    if (run1 > run0) {
+      ctx.fillStyle = runColor;
+      ctx.fillRect(run0, y, run1 - run0, h);
+    }
+  };
+  for (let i = Math.max(0, lo - 64); i < n; i++) {
+    const s = lane.start[i];
+    if (s > view.end) break;
+    const e = s + lane.dur[i];
+    if (e < view.start) continue;
+    if (matchesOnly && lane.match![i] !== 1) continue;
+    const x0 = Math.max(X(s), left);
+    const x1 = Math.min(Math.max(X(e), X(s) + 1), right);
+    if (x1 <= x0) continue;
+    let c: string;
+    if (hasQuery) c = lane.match && lane.match[i] === 1 ? "#d50000" : "#e0e0e0";
+    else if (color) c = color;
+    else {
+      const nm = names[lane.name[i]] ?? "";
+      c = lane.count[i] > 1 && !nm ? "#9e9e9e" : colorOf(nm, types[lane.type[i]] ?? "");
+    }
+    if (c === runColor && x0 <= run1 + 0.5) {
+      run1 = Math.max(run1, x1);
+      continue;
+    }
+    flush();
+    runColor = c;
+    run0 = x0;
+    run1 = x1;
+  }
+  flush();
+}
+
+/** Binary search: the first item of the lane whose end is at or after t (items sorted by start). */
+function firstEndingAfter(lane: Lane, t: number): number {
+  let lo = 0;
+  let hi = lane.start.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (lane.start[mid] + lane.dur[mid] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function truncate(text: string, px: number): string {
@@ -267,13 +448,7 @@ function drawLane(
 ): void {
   const n = lane.start.length;
   // first item that may be visible
-  let lo = 0;
-  let hi = n;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (lane.start[mid] + lane.dur[mid] < view.start) lo = mid + 1;
-    else hi = mid;
-  }
+  const lo = firstEndingAfter(lane, view.start);
   // items are sorted by start; a long item before `lo` may still cover the view: look back a little
   let i0 = Math.max(0, lo - 64);
   let lastX = -Infinity;
