@@ -40,6 +40,6 @@ setup(
     },
     entry_points={
         "console_scripts": ["tb-paddle-profile=tb_paddle_profile.cli:main"],
-        "tensorboard_plugins": ["paddle_profile=tb_paddle_profile.plugin:PaddleProfilePlugin"],
+        "tensorboard_plugins": ["paddle_profile=tb_paddle_profile.plugin.tb_plugin:PaddleProfilePlugin"],
     },
 )

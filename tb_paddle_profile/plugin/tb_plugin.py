@@ -1,0 +1,80 @@
+"""The TensorBoard plugin class (TensorBoard's entry point ``tensorboard_plugins``): wiring only."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Optional
+
+from tb_paddle_profile.cache import SummaryCache
+from tb_paddle_profile.plugin.discovery import Discovery
+from tb_paddle_profile.plugin.loader import Loader
+from tb_paddle_profile.plugin.routes import PLUGIN_NAME, Routes
+
+try:
+    from tensorboard.plugins import base_plugin
+except ImportError:  # the CLI (preprocess) works without TensorBoard
+    base_plugin = None
+
+logger = logging.getLogger(__name__)
+
+TAB_NAME = "Paddle Profile"
+ENV_RESCAN_S = "TB_PADDLE_PROFILE_RESCAN_S"
+MIN_RESCAN_S = 10.0
+IS_ACTIVE_WAIT_S = 2.0  # is_active() waits this long, at most, for the first background scan
+
+
+def rescan_interval(flags) -> Optional[float]:
+    """Seconds between scans, or None to scan once."""
+    env = os.environ.get(ENV_RESCAN_S, "").strip()
+    if env:
+        try:
+            value = float(env)
+            return value if value > 0 else None
+        except ValueError:
+            pass
+    reload = getattr(flags, "reload_interval", None)
+    if reload is not None and reload <= 0:
+        return None
+    return max(float(reload or 0), MIN_RESCAN_S)
+
+
+class PaddleProfilePlugin(base_plugin.TBPlugin if base_plugin is not None else object):
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context):
+        logdir = getattr(context, "logdir", None) or ""
+        self.discovery: Optional[Discovery] = None
+        self.loader: Optional[Loader] = None
+        error = ""
+        if logdir:
+            try:
+                self.discovery = Discovery(logdir, interval=rescan_interval(getattr(context, "flags", None)))
+            except Exception as err:  # e.g. hdfs:// without its driver: the tab stays off, TensorBoard runs
+                error = f"cannot open {logdir}: {' '.join(str(err).split()) or type(err).__name__}"
+                logger.error("tb_paddle_profile: %s", error)
+        if self.discovery is not None:
+            self.loader = Loader(self.discovery.fs, SummaryCache.from_env())
+            self.discovery.subscribe(self.loader.update)
+            self.discovery.start()
+        self._routes = Routes(self.discovery, self.loader, error=error)
+
+    def get_plugin_apps(self):
+        return self._routes.apps()
+
+    def is_active(self) -> bool:
+        """True once the last background scan found a trace; never lists or parses on this thread."""
+        if self.discovery is None:
+            return False
+        self.discovery.wait_first_scan(IS_ACTIVE_WAIT_S)
+        return bool(self.discovery.snapshot().runs)
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name=TAB_NAME)
+
+    def close(self) -> None:
+        """Stop the scanning thread and the worker processes (TensorBoard itself never calls this)."""
+        if self.discovery is not None:
+            self.discovery.stop()
+        if self.loader is not None:
+            self.loader.close()
+        self._routes.close()
