@@ -152,6 +152,35 @@ def _split_by_end(members: List[Tuple[int, int]], ranks: List[_Rank]) -> List[Li
     return [[members[i] for i in g] for g in groups if len(g) > 1]
 
 
+def _refine_by_other_steps(per_step):
+    """[(step, groups)] of one line-up position → the same, where a step's groups that are a union of
+    the groups most steps show at that position are split like them. Two groups that happen to end
+    within the gap tolerance of each other in one step (the same collective of two data-parallel
+    groups, say) are then still told apart."""
+    def ranks_of(groups):
+        return frozenset(frozenset(ri for ri, _ in g) for g in groups)
+
+    shapes = [ranks_of(groups) for _, groups in per_step]
+    usual, seen = max(((sh, shapes.count(sh)) for sh in set(shapes)), key=lambda x: (x[1], len(x[0])),
+                      default=(frozenset(), 0))
+    if seen < 2:
+        return per_step
+    out = []
+    for (step, groups), shape in zip(per_step, shapes):
+        if shape != usual:
+            refined = []
+            for g in groups:
+                members = frozenset(ri for ri, _ in g)
+                parts = [u for u in usual if u <= members]
+                if len(parts) > 1 and frozenset().union(*parts) == members:
+                    refined.extend([m for m in g if m[0] in u] for u in parts)
+                else:
+                    refined.append(g)
+            groups = refined
+        out.append((step, groups))
+    return out
+
+
 def _p2p_coincide(a: Tuple[int, int], b: Tuple[int, int], ranks: List[_Rank]) -> bool:
     """Two send/recv instances of different ranks that can be one transfer: they end together and
     are not two sends (or two recvs)."""
@@ -212,8 +241,10 @@ def _match(ranks: List[_Rank]) -> List[Tuple[int, int, List[Tuple[int, int]]]]:
     out = []
     steps = sorted({int(s) for r in ranks for s in np.unique(r.step) if s >= 0} or
                    {int(s) for r in ranks for s in np.unique(r.step)})
+    # Collectives: line up ranks with the same sequence of kinds in a step; each position of a
+    # line-up splits into the groups that ended together.
+    lineups: Dict[tuple, List[Tuple[int, List[List[Tuple[int, int]]]]]] = defaultdict(list)
     for step in steps:
-        # Collectives: line up ranks with the same sequence of kinds in this step.
         classes: Dict[tuple, List[int]] = defaultdict(list)
         seqs = {}
         for ri, r in enumerate(ranks):
@@ -226,8 +257,11 @@ def _match(ranks: List[_Rank]) -> List[Tuple[int, int, List[Tuple[int, int]]]]:
                 continue
             for pos, kind in enumerate(signature):
                 line = [(ri, int(seqs[ri][pos])) for ri in members]
-                for g in _split_by_end(line, ranks):
-                    out.append((step, kind, g))
+                lineups[(signature, tuple(members), pos, kind)].append((step, _split_by_end(line, ranks)))
+    for (_, _, _, kind), per_step in lineups.items():
+        for step, groups in _refine_by_other_steps(per_step):
+            out.extend((step, kind, g) for g in groups)
+    out.sort(key=lambda x: x[0])  # step by step, as the line-ups were met (a stable sort)
     # Send/recv: pairs of partner ranks that end together.
     pools = {step: [(ri, int(i)) for ri, r in enumerate(ranks)
                     for i in np.nonzero((r.step == step) & (r.kind == SEND_RECV))[0]] for step in steps}
