@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: Paddle's tables; json: the Summary protobuf as proto3 JSON")
     s.add_argument("--jobs", type=int, default=None,
-                   help="processes that decode a large trace together (default: the CPUs available; 1: serial)")
+                   help="processes that decode a large trace together (default: the CPUs available, at most 8; 1: serial)")
     s.set_defaults(func=_cmd_summary)
 
     d = sub.add_parser("distributed", help="hybrid-parallel analysis across the ranks of a run: collectives by kind, "

@@ -348,16 +348,21 @@ def _read(data: bytes, file_name: str, repair: bool, workers: int = 1) -> EventT
 
 # Below this many bytes of events per process, forking costs more than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
+# At most this many by default: each process holds a chunk of decoded events (~50 MB), and past a
+# few the parent's serial part (reading, merging, the analyses) dominates anyway.
+MAX_PARSE_WORKERS = 8
 
 _SHARED: Optional[memoryview] = None  # the events' bytes, inherited by forked workers
 
 
 def parse_workers() -> int:
-    """Processes a reader may use on this machine: the CPUs this process may run on."""
+    """Processes a reader may use on this machine: the CPUs this process may run on, at most
+    MAX_PARSE_WORKERS."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_PARSE_WORKERS))
 
 
 def _range_columns(ranges: "List[tuple]") -> "tuple[dict, List[str]]":
