@@ -39,7 +39,7 @@ ENV_CACHE_DIR = "TB_PADDLE_PROFILE_CACHE"
 ENV_SIDECAR = "TB_PADDLE_PROFILE_SIDECAR"
 ENV_CACHE_MAX_MB = "TB_PADDLE_PROFILE_CACHE_MAX_MB"
 DEFAULT_CACHE_MAX_MB = 8192
-TRIM_INTERVAL_S = 30.0  # a folder is walked at most this often per process (and always when told to)
+TRIM_INTERVAL_S = 30.0  # a folder is walked at most this often per Trimmer
 # The entry files the bound applies to: <cache>/v<N>/xx/<digest>.pb (summaries) and
 # <cache>/timeline-v<N>/xx/<digest>.tl (timeline indexes), any layout version N; nothing else is touched.
 _ENTRY_FOLDER = re.compile(r"(v|timeline-v)[0-9]+")
@@ -243,7 +243,7 @@ def trim(cache_dir: Path, limit: int, keep: Iterable[Path] = ()) -> int:
 
 
 class Trimmer:
-    """Calls :func:`trim` after writes, at most every TRIM_INTERVAL_S seconds unless forced."""
+    """Calls :func:`trim` after writes, at most every TRIM_INTERVAL_S seconds."""
 
     def __init__(self, cache_dir: Optional[Path], limit: Optional[int] = None):
         self.cache_dir = cache_dir
@@ -251,12 +251,12 @@ class Trimmer:
         self._lock = threading.Lock()
         self._last = -float("inf")
 
-    def after_write(self, written: Path, force: bool = False) -> int:
+    def after_write(self, written: Path) -> int:
         if self.cache_dir is None or self.limit <= 0:
             return 0
         with self._lock:
             now = time.monotonic()
-            if not force and now - self._last < TRIM_INTERVAL_S:
+            if now - self._last < TRIM_INTERVAL_S:
                 return 0
             self._last = now
         try:
