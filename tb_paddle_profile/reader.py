@@ -22,7 +22,7 @@ import re
 import threading
 import zlib
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Union
+from typing import Dict, List, Optional, Union
 
 import msgspec
 import numpy as np
@@ -81,7 +81,7 @@ class DeviceProp(msgspec.Struct, rename="camel"):
 
 
 class Trace(msgspec.Struct):
-    # Kept raw: events are decoded in chunks (bounded memory), see _event_chunks.
+    # Kept raw: events are decoded in chunks (bounded memory), see _columns.
     traceEvents: msgspec.Raw
     schemaVersion: Optional[str] = None
     span_index: Optional[Union[str, int]] = None
@@ -273,18 +273,15 @@ def _chunk_ranges(mv: memoryview, start: int, end: int) -> "List[tuple]":
     return ranges
 
 
-def _event_chunks(mv: memoryview, ranges: "List[tuple]") -> "Iterator[List[Event]]":
-    """Decode the events a chunk at a time, so that only one chunk of event objects lives at
-    once; columns are built per chunk. A cut that lands inside a string (a name holding "}, {")
+def _decode_chunk(mv: memoryview, pos: int, stop: int, single: bool) -> List[Event]:
+    """One chunk's events as structs. A cut that lands inside a string (a name holding "}, {")
     shows as a decode error, and the array is then decoded whole."""
-    for pos, stop in ranges:
-        try:
-            events = _EVENTS.decode(b"".join((b"[", mv[pos:stop], b"]")))
-        except msgspec.DecodeError:
-            if len(ranges) == 1:
-                raise
-            raise _ChunkSplitError() from None
-        yield events
+    try:
+        return _EVENTS.decode(b"".join((b"[", mv[pos:stop], b"]")))
+    except msgspec.DecodeError:
+        if single:
+            raise
+        raise _ChunkSplitError() from None
 
 
 class _ChunkSplitError(Exception):
@@ -318,7 +315,7 @@ def read_trace(data: bytes, file_name: str, workers: int = 1) -> EventTables:
         return _read(data, file_name, repair=False, workers=workers)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise TraceError(file_name, f"not a Paddle trace: malformed event ({exc})") from None
     finally:
         if was_enabled:
@@ -334,9 +331,12 @@ def _read(data: bytes, file_name: str, repair: bool, workers: int = 1) -> EventT
                 return tables
         try:
             mv, start, end = _event_bounds(trace.traceEvents)
-            return _tabulate(trace, _event_chunks(mv, _chunk_ranges(mv, start, end)), repaired)
+            part, names = _columns(mv, _chunk_ranges(mv, start, end))
         except _ChunkSplitError:
-            return _tabulate(trace, iter([_EVENTS.decode(trace.traceEvents)]), repaired)
+            names = _Interner()
+            part = _chunk_columns(_EVENTS.decode(trace.traceEvents), names, 0)
+            names = names.names
+        return _assemble(trace, part, names, repaired)
     except msgspec.DecodeError as exc:
         if repair:
             raise TraceError(file_name, f"invalid JSON: {exc}") from None
@@ -367,7 +367,7 @@ def parse_workers() -> int:
 
 def _range_columns(ranges: "List[tuple]") -> "tuple[dict, List[str]]":
     """In a forked worker: the columns of these chunks of _SHARED, names numbered locally."""
-    return _columns(_event_chunks(_SHARED, ranges))
+    return _columns(_SHARED, ranges)
 
 
 def _parallel_tabulate(trace: Trace, repaired: int, workers: int) -> Optional[EventTables]:
@@ -441,30 +441,39 @@ def _times(events: list) -> "tuple[np.ndarray, np.ndarray, bool]":
     whole table uses the absolute ``ts`` instead, and relative is False.
     """
     rel = [(e.args or _NO_ARGS).start_time for e in events]
-    dur = np.rint(np.array([e.dur for e in events], dtype=np.float64) * 1000).astype(np.int64)
+    dur = _ns(np.array([e.dur for e in events], dtype=np.float64))
     if None not in rel:
         # one C-level parse of "12.345 us 67.890 us ..." instead of a float() per event
         values = np.fromstring(" ".join(rel).replace(" us", ""), sep=" ") if rel else np.zeros(0)
         if len(values) != len(rel):  # some other unit or text: parse one by one
             values = np.array([float(r.split(" ", 1)[0]) for r in rel], dtype=np.float64)
-        start = np.rint(values * 1000)
+        start = _ns(values)
         relative = True
     else:
-        start = np.rint(np.array([e.ts for e in events], dtype=np.float64) * 1000)
+        start = _ns(np.array([e.ts for e in events], dtype=np.float64))
         relative = False
-    start = start.astype(np.int64)
     return start, start + dur, relative
+
+
+# µs values beyond this (about 290 years) do not fit int64 ns
+_MAX_US = 9.2e15
+
+
+def _ns(us: np.ndarray) -> np.ndarray:
+    """µs (float) → ns (int64, rounded); ValueError for a value that is not a finite time."""
+    if len(us) and not (np.abs(us) < _MAX_US).all():  # also false for nan
+        raise ValueError("a time that is not a finite number of microseconds")
+    return np.rint(us * 1000).astype(np.int64)
 
 
 def _origin(tables) -> Optional[int]:
     """Absolute ns of the relative origin. ts is the absolute start truncated to µs, so each
     ts·1000 − start is a lower bound of the origin; the largest is the best estimate.
-    None when no table has relative times."""
+    tables: (ts in µs, start ns, relative) per table. None when no table has relative times."""
     best = None
-    for events, start, relative in tables:
-        if relative and len(events):
-            ts = np.array([e.ts for e in events], dtype=np.float64)
-            bound = int((np.rint(ts * 1000).astype(np.int64) - start).max())
+    for ts, start, relative in tables:
+        if relative and len(start):
+            bound = int((_ns(ts()) - start).max())
             best = bound if best is None else max(best, bound)
     return best
 
@@ -568,7 +577,7 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     c["mem_tid"] = _thread_ids([e.tid for e in mem_ev])
     c["mem_type"] = np.array([et.MEM_TYPE_ID[e.cat] for e in mem_ev], dtype=np.int8)
     c["mem_place"] = names.many([a.place or "" for a in mem_args])
-    c["mem_ts_ns"] = np.rint(np.array([e.ts for e in mem_ev], dtype=np.float64) * 1000).astype(i64)
+    c["mem_ts_ns"] = _ns(np.array([e.ts for e in mem_ev], dtype=np.float64))
     c["mem_increase"] = np.array([a.increase_bytes or 0 for a in mem_args], dtype=i64)
     c["mem_current_allocated"] = np.array([a.current_allocated or 0 for a in mem_args], dtype=i64)
     c["mem_current_reserved"] = np.array([a.current_reserved or 0 for a in mem_args], dtype=i64)
@@ -579,8 +588,9 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     c["host_abs"] = np.full(len(host_ev), not host_rel)
     c["rt_abs"] = np.full(len(rt_ev), not rt_rel)
     c["dev_abs"] = np.full(len(dev_ev), not dev_rel)
-    c["origin"] = _origin(((host_ev, c["host_start"], host_rel), (rt_ev, c["rt_start"], rt_rel),
-                           (dev_ev, c["dev_start"], dev_rel)))
+    c["origin"] = _origin(((lambda ev=ev: np.array([e.ts for e in ev], dtype=np.float64), c[f"{t}_start"], rel)
+                           for t, ev, rel in (("host", host_ev, host_rel), ("rt", rt_ev, rt_rel),
+                                              ("dev", dev_ev, dev_rel))))
     starts = [c[f"{t}_start"] for t, rel in (("host", host_rel), ("rt", rt_rel), ("dev", dev_rel))
               if not rel and len(c[f"{t}_start"])]
     c["abs_min"] = min(int(x.min()) for x in starts) if starts else None
@@ -589,22 +599,151 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     return c
 
 
-def _columns(chunks: "Iterator[List[Event]]") -> "tuple[dict, List[str]]":
-    """The chunks' columns as one part (event positions counted from the first chunk), and the
-    names their ids refer to, in order of first appearance."""
+# ---------------------------------------------------------------- native scanner
+
+# The records of the native scanner (_scan.c, struct record): the same fields in the same order.
+_RECORD = np.dtype([(f, "=i8") for f in (
+    "pid", "tid", "corr", "shared_memory", "bytes", "increase", "cur_alloc", "cur_reserved",
+    "peak_alloc", "peak_reserved", "shapes_start", "shapes_stop", "dtypes_start", "dtypes_stop")]
+    + [(f, "=f8") for f in ("ts", "dur", "start", "blocks_per_sm", "warps_per_sm", "occupancy")]
+    + [(f, "=i4") for f in ("name", "cat", "ph", "place", "registers")]
+    + [("grid", "=i4", (3,)), ("block", "=i4", (3,))]
+    + [(f, "u1") for f in ("pid_is_str", "tid_kind", "has_start", "pad_")])
+
+# Set TB_PADDLE_PROFILE_NATIVE=0 to read with msgspec only (the tables are the same).
+USE_NATIVE = os.environ.get("TB_PADDLE_PROFILE_NATIVE", "1") != "0"
+
+
+def native_scanner():
+    """The compiled scanner's scan function, or None when it is not built (a pure-Python install),
+    does not match this reader, or is switched off (USE_NATIVE)."""
+    if not USE_NATIVE:
+        return None
+    try:
+        from . import _scan
+    except ImportError:
+        return None
+    return _scan.scan if _scan.RECORD_SIZE == _RECORD.itemsize else None
+
+
+def _lut(strings: List[str], value, dtype) -> np.ndarray:
+    """value(string) for every string of a chunk, indexable by the chunk's string ids."""
+    return np.array([value(s) for s in strings], dtype=dtype)
+
+
+def _global_ids(local: np.ndarray, strings: List[str], names: "_Interner") -> np.ndarray:
+    """Chunk string ids → the file's name ids, numbering new names in their order of first
+    appearance in `local` (what _Interner.many does on the strings themselves)."""
+    if not len(local):
+        return np.zeros(0, dtype=np.int32)
+    uniq, first = np.unique(local, return_index=True)
+    order = uniq[np.argsort(first, kind="stable")]
+    lut = np.zeros(len(strings), dtype=np.int32)
+    lut[order] = names.many([strings[i] for i in order.tolist()])
+    return lut[local]
+
+
+def _native_times(rec: np.ndarray, rows: np.ndarray) -> "tuple[np.ndarray, np.ndarray, bool]":
+    """_times on scanned records."""
+    dur = _ns(rec["dur"][rows])
+    relative = bool(rec["has_start"][rows].all())
+    start = _ns(rec["start" if relative else "ts"][rows])
+    return start, start + dur, relative
+
+
+def _native_chunk_columns(scan, mv: memoryview, pos: int, stop: int, names: "_Interner",
+                          offset: int) -> Optional[dict]:
+    """_chunk_columns of mv[pos:stop] from the native scanner's records; None where the scanner
+    declines the chunk (or the Python reader would reject it): msgspec then reads it."""
+    got = scan(mv, pos, stop)
+    if got is None:
+        return None
+    n, strings, raw = got
+    rec = np.frombuffer(raw, dtype=_RECORD)
+    cat, ph = rec["cat"], rec["ph"]
+    kind = _lut(strings, lambda s: _KIND_OF.get(s, 3), np.int8)[cat]
+    for k, want in ((3, "X"), (4, "i")):
+        kind[(kind == k) & ~_lut(strings, lambda s: s == want, bool)[ph]] = 0
+    host, rt, dev, mem = (np.nonzero(kind == k)[0] for k in (3, 2, 1, 4))
+    if (rec["tid_kind"][dev] == 2).any():  # int("7(...)") fails in the Python reader: let it say so
+        return None
+    i64 = np.int64
+    c: dict = {"host_pos": host.astype(i64) + offset, "mem_pos": mem.astype(i64) + offset}
+    type_id = et.TYPE_ID
+    user_defined = type_id["UserDefined"]
+
+    c["host_tid"] = rec["tid"][host]
+    c["host_type"] = _lut(strings, lambda s: type_id.get(s, user_defined), np.int16)[cat[host]]
+    c["host_name"] = _global_ids(rec["name"][host], strings, names)
+    c["host_start"], c["host_end"], host_rel = _native_times(rec, host)
+    shapes = {}
+    spans = rec[["shapes_start", "shapes_stop", "dtypes_start", "dtypes_stop"]][host]
+    for row in np.nonzero(spans["shapes_stop"] - spans["shapes_start"] > 2)[0].tolist():
+        s0, s1, d0, d1 = spans[row].tolist()
+        text = bytes(mv[s0:s1]).strip()
+        if text not in (b"{}", b"null"):
+            dtypes = bytes(mv[d0:d1]) or b"{}"
+            shapes[row] = (text.decode("utf-8", "replace"), dtypes.decode("utf-8", "replace"))
+    c["host_shapes"] = shapes
+
+    c["rt_tid"] = rec["tid"][rt]
+    c["rt_type"] = _lut(strings, lambda s: et.RUNTIME_CATS.get(s, -1), np.int16)[cat[rt]]
+    c["rt_name"] = _global_ids(rec["name"][rt], strings, names)
+    c["rt_start"], c["rt_end"], rt_rel = _native_times(rec, rt)
+    c["rt_corr"] = rec["corr"][rt]
+
+    c["dev_id"] = rec["pid"][dev]
+    c["dev_stream"] = rec["tid"][dev]
+    c["dev_type"] = _lut(strings, lambda s: et.DEVICE_CATS.get(s, -1), np.int16)[cat[dev]]
+    c["dev_name"] = _global_ids(rec["name"][dev], strings, names)
+    c["dev_start"], c["dev_end"], dev_rel = _native_times(rec, dev)
+    c["dev_corr"] = rec["corr"][dev]
+    c["dev_grid"] = rec["grid"][dev]
+    c["dev_block"] = rec["block"][dev]
+    for key, field in (("registers", "registers"), ("shared_memory", "shared_memory"),
+                       ("blocks_per_sm", "blocks_per_sm"), ("warps_per_sm", "warps_per_sm"),
+                       ("occupancy", "occupancy"), ("bytes", "bytes")):
+        c[f"dev_{key}"] = rec[field][dev]
+
+    c["mem_tid"] = rec["tid"][mem]
+    c["mem_type"] = _lut(strings, lambda s: et.MEM_TYPE_ID.get(s, -1), np.int8)[cat[mem]]
+    c["mem_place"] = _global_ids(rec["place"][mem], strings, names)
+    c["mem_ts_ns"] = _ns(rec["ts"][mem])
+    for key, field in (("increase", "increase"), ("current_allocated", "cur_alloc"),
+                       ("current_reserved", "cur_reserved"), ("peak_allocated", "peak_alloc"),
+                       ("peak_reserved", "peak_reserved")):
+        c[f"mem_{key}"] = rec[field][mem]
+
+    c["host_abs"] = np.full(len(host), not host_rel)
+    c["rt_abs"] = np.full(len(rt), not rt_rel)
+    c["dev_abs"] = np.full(len(dev), not dev_rel)
+    c["origin"] = _origin(((lambda rows=rows: rec["ts"][rows], c[f"{t}_start"], rel)
+                           for t, rows, rel in (("host", host, host_rel), ("rt", rt, rt_rel),
+                                                ("dev", dev, dev_rel))))
+    starts = [c[f"{t}_start"] for t, rel in (("host", host_rel), ("rt", rt_rel), ("dev", dev_rel))
+              if not rel and len(c[f"{t}_start"])]
+    c["abs_min"] = min(int(x.min()) for x in starts) if starts else None
+    by_int = host[rec["pid_is_str"][host] == 0]
+    c["pid"] = int(rec["pid"][by_int[0]]) if len(by_int) else -1
+    c["n"] = n
+    return c
+
+
+def _columns(mv: memoryview, ranges: "List[tuple]") -> "tuple[dict, List[str]]":
+    """The columns of these chunks of mv as one part (event positions counted from the first
+    chunk), and the names their ids refer to, in order of first appearance. Each chunk goes
+    through the native scanner when it is built and takes the chunk, else through msgspec."""
     names = _Interner()
     parts: List[dict] = []
     offset = 0
-    for events in chunks:
-        parts.append(_chunk_columns(events, names, offset))
-        offset += parts[-1]["n"]
-        del events
+    scanner = native_scanner()
+    for pos, stop in ranges:
+        c = _native_chunk_columns(scanner, mv, pos, stop, names, offset) if scanner else None
+        if c is None:
+            c = _chunk_columns(_decode_chunk(mv, pos, stop, len(ranges) == 1), names, offset)
+        parts.append(c)
+        offset += c["n"]
     return _concat(parts or [_chunk_columns([], names, 0)]), names.names
-
-
-def _tabulate(trace: Trace, chunks: "Iterator[List[Event]]", repaired: int) -> EventTables:
-    part, names = _columns(chunks)
-    return _assemble(trace, part, names, repaired)
 
 
 _SCALARS = ("host_shapes", "origin", "abs_min", "pid", "n")

@@ -1,0 +1,801 @@
+/* Native fast path of the reader: one chunk of a Paddle trace's "traceEvents" array → records.
+ *
+ * scan(buffer, start, stop) reads the comma-separated JSON objects in buffer[start:stop] (the
+ * inside of the array, as reader._chunk_ranges cuts it) and returns
+ *     (count, strings, records)
+ * where records is a bytes object of `count` fixed-size records (layout: struct record below,
+ * mirrored by reader._RECORD) and strings the chunk's interned strings (names with their
+ * "[duration]" suffix stripped, categories, phases, memory places) in order of first appearance.
+ *
+ * It is a fast path only: whatever it does not recognise exactly (malformed JSON, a value of an
+ * unexpected type, a duplicate key, a \u escape, an integer that does not fit, a number that is
+ * not exactly convertible, a thread id string it cannot read as the Python reader would) makes
+ * it return None, and the reader then decodes that chunk with msgspec, which either gives the
+ * same columns or the one-line error. The tests compare both paths on every trace they have and
+ * on damaged copies.
+ *
+ * Every read is bounds-checked against `stop`; nothing is written outside the buffers it owns.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* One event. Field order: 8-byte fields, then 4-byte, then 1-byte, so there is no padding
+ * inside; reader._RECORD lists the same fields in the same order. */
+typedef struct {
+    int64_t pid, tid, corr, shared_memory, bytes;
+    int64_t increase, cur_alloc, cur_reserved, peak_alloc, peak_reserved;
+    int64_t shapes_start, shapes_stop, dtypes_start, dtypes_stop;   /* raw JSON spans, 0/0: none */
+    double ts, dur, start, blocks_per_sm, warps_per_sm, occupancy;
+    int32_t name, cat, ph, place, registers;
+    int32_t grid[3], block[3];
+    uint8_t pid_is_str, tid_kind, has_start, pad_;
+} record;
+
+/* ------------------------------------------------------------------ interned strings */
+
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t off;     /* into the arena */
+    Py_ssize_t len;
+    int32_t id;         /* -1: empty slot */
+} slot;
+
+typedef struct {
+    slot *slots;
+    Py_ssize_t cap;     /* power of two */
+    Py_ssize_t used;
+    char *arena;
+    Py_ssize_t arena_len, arena_cap;
+    PyObject *list;     /* the strings, as Python str, in id order */
+} interner;
+
+static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
+    /* 8 bytes at a time, multiply-xorshift mixing (any good spread will do: collisions only
+     * cost a memcmp) */
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, s + i, (size_t)(n - i));
+        h = (h ^ w) * 0x94D049BB133111EBULL;
+        h ^= h >> 29;
+    }
+    return h ^ (h >> 32);
+}
+
+static int interner_init(interner *in) {
+    in->cap = 1024;
+    in->used = 0;
+    in->slots = (slot *)PyMem_Malloc(sizeof(slot) * in->cap);
+    in->arena_cap = 1 << 16;
+    in->arena_len = 0;
+    in->arena = (char *)PyMem_Malloc(in->arena_cap);
+    in->list = PyList_New(0);
+    if (!in->slots || !in->arena || !in->list) return -1;
+    for (Py_ssize_t i = 0; i < in->cap; i++) in->slots[i].id = -1;
+    return 0;
+}
+
+static void interner_free(interner *in) {
+    PyMem_Free(in->slots);
+    PyMem_Free(in->arena);
+    Py_XDECREF(in->list);
+}
+
+static int interner_grow(interner *in) {
+    Py_ssize_t cap = in->cap * 2;
+    slot *slots = (slot *)PyMem_Malloc(sizeof(slot) * cap);
+    if (!slots) return -1;
+    for (Py_ssize_t i = 0; i < cap; i++) slots[i].id = -1;
+    for (Py_ssize_t i = 0; i < in->cap; i++) {
+        if (in->slots[i].id < 0) continue;
+        Py_ssize_t j = (Py_ssize_t)(in->slots[i].hash & (uint64_t)(cap - 1));
+        while (slots[j].id >= 0) j = (j + 1) & (cap - 1);
+        slots[j] = in->slots[i];
+    }
+    PyMem_Free(in->slots);
+    in->slots = slots;
+    in->cap = cap;
+    return 0;
+}
+
+/* The id of s[0:n]; -2 on an error (memory, or bytes that are not UTF-8: the caller bails). */
+static int32_t intern(interner *in, const char *s, Py_ssize_t n) {
+    uint64_t h = hash_bytes(s, n);
+    Py_ssize_t mask = in->cap - 1;
+    Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)mask);
+    while (in->slots[j].id >= 0) {
+        slot *sl = &in->slots[j];
+        if (sl->hash == h && sl->len == n && memcmp(in->arena + sl->off, s, (size_t)n) == 0) return sl->id;
+        j = (j + 1) & mask;
+    }
+    PyObject *str = PyUnicode_DecodeUTF8(s, n, "strict");
+    if (!str) {
+        PyErr_Clear();
+        return -2;
+    }
+    int rc = PyList_Append(in->list, str);
+    Py_DECREF(str);
+    if (rc < 0 || PyList_GET_SIZE(in->list) > INT32_MAX - 1) return -2;
+    if (in->arena_len + n > in->arena_cap) {
+        Py_ssize_t cap = in->arena_cap;
+        while (in->arena_len + n > cap) cap *= 2;
+        char *arena = (char *)PyMem_Realloc(in->arena, cap);
+        if (!arena) return -2;
+        in->arena = arena;
+        in->arena_cap = cap;
+    }
+    memcpy(in->arena + in->arena_len, s, (size_t)n);
+    int32_t id = (int32_t)(PyList_GET_SIZE(in->list) - 1);
+    in->slots[j].hash = h;
+    in->slots[j].off = in->arena_len;
+    in->slots[j].len = n;
+    in->slots[j].id = id;
+    in->arena_len += n;
+    if (++in->used * 2 > in->cap && interner_grow(in) < 0) return -2;
+    return id;
+}
+
+/* ------------------------------------------------------------------ the parser */
+
+typedef struct {
+    const unsigned char *p;     /* cursor */
+    const unsigned char *end;   /* one past the last byte it may read */
+    const unsigned char *base;  /* the buffer's first byte (spans are offsets from it) */
+    char *tmp;                  /* unescaped string bytes */
+    Py_ssize_t tmp_cap;
+    interner names;
+} parser;
+
+#define FAIL (-1)
+
+/* WS[c]: JSON whitespace. PLAIN[c]: a byte that may stand in a string as itself (not '"', not
+ * '\\', not a control character). Filled by the module's init. */
+static unsigned char WS[256], PLAIN[256];
+
+static inline void skip_ws(parser *ps) {
+    const unsigned char *p = ps->p, *end = ps->end;
+    while (p < end && WS[*p]) p++;
+    ps->p = p;
+}
+
+/* A JSON string at the cursor (which is at its opening quote). On success *out/*len hold its
+ * bytes: a span of the buffer when it has no escapes, else the unescaped copy in ps->tmp.
+ * \u escapes and raw control characters fail (the msgspec path decides those). */
+static int parse_string(parser *ps, const char **out, Py_ssize_t *len) {
+    const unsigned char *p = ps->p + 1, *end = ps->end;
+    const unsigned char *s = p;
+    while (end - p >= 4 && PLAIN[p[0]] && PLAIN[p[1]] && PLAIN[p[2]] && PLAIN[p[3]]) p += 4;
+    while (p < end && PLAIN[*p]) p++;
+    if (p >= end || *p < 0x20) return FAIL;
+    if (*p == '"') {
+        *out = (const char *)s;
+        *len = p - s;
+        ps->p = p + 1;
+        return 0;
+    }
+    /* escapes: copy into tmp */
+    Py_ssize_t n = 0;
+    p = s;
+    while (1) {
+        if (p >= end) return FAIL;
+        unsigned char c = *p;
+        if (c == '"') break;
+        if (c < 0x20) return FAIL;
+        if (n + 1 > ps->tmp_cap) {
+            Py_ssize_t cap = ps->tmp_cap * 2 + 64;
+            char *t = (char *)PyMem_Realloc(ps->tmp, cap);
+            if (!t) return FAIL;
+            ps->tmp = t;
+            ps->tmp_cap = cap;
+        }
+        if (c != '\\') {
+            ps->tmp[n++] = (char)c;
+            p++;
+            continue;
+        }
+        if (p + 1 >= end) return FAIL;
+        switch (p[1]) {
+            case '"': c = '"'; break;
+            case '\\': c = '\\'; break;
+            case '/': c = '/'; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            default: return FAIL;   /* \u and invalid escapes */
+        }
+        ps->tmp[n++] = (char)c;
+        p += 2;
+    }
+    *out = ps->tmp;
+    *len = n;
+    ps->p = p + 1;
+    return 0;
+}
+
+/* A JSON number at the cursor: mant·10^exp10 (negative when neg), is_int when written without
+ * fraction or exponent; big when it has more than 19 digits or a huge exponent (mant unusable). */
+typedef struct {
+    uint64_t mant;
+    int exp10;
+    int neg, is_int, big;
+} number;
+
+static int parse_number(parser *ps, number *num) {
+    const unsigned char *p = ps->p, *end = ps->end;
+    uint64_t mant = 0;
+    int exp10 = 0;
+    num->neg = 0;
+    num->is_int = 1;
+    num->big = 0;
+    if (p < end && *p == '-') {
+        num->neg = 1;
+        p++;
+    }
+    if (p >= end) return FAIL;
+    const unsigned char *d0 = p;
+    if (*p == '0') {
+        p++;
+        if (p < end && *p >= '0' && *p <= '9') return FAIL;   /* leading zero */
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && (unsigned)(*p - '0') < 10) mant = mant * 10 + (uint64_t)(*p++ - '0');
+    } else {
+        return FAIL;
+    }
+    Py_ssize_t digits = p - d0;
+    if (p < end && *p == '.') {
+        num->is_int = 0;
+        p++;
+        const unsigned char *f0 = p;
+        while (p < end && (unsigned)(*p - '0') < 10) mant = mant * 10 + (uint64_t)(*p++ - '0');
+        if (p == f0) return FAIL;
+        digits += p - f0;
+        exp10 = -(int)(p - f0 > 100000 ? 100000 : p - f0);
+    }
+    /* more than 19 digits (leading zeros included): the mantissa may have wrapped */
+    if (digits > 19) num->big = 1;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        num->is_int = 0;
+        p++;
+        int eneg = 0, e = 0;
+        if (p < end && (*p == '+' || *p == '-')) {
+            eneg = *p == '-';
+            p++;
+        }
+        if (p >= end || *p < '0' || *p > '9') return FAIL;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (e < 100000) e = e * 10 + (*p - '0');
+            p++;
+        }
+        if (e > 400) num->big = 1;
+        else exp10 += eneg ? -e : e;
+    }
+    num->mant = mant;
+    num->exp10 = exp10;
+    ps->p = p;
+    return 0;
+}
+
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The exactly rounded double of a number, when one multiplication or division of two exact
+ * doubles gives it (mantissa < 2^53, |exponent| <= 22); otherwise FAIL. */
+static int number_to_double(const number *num, double *out) {
+    if (num->big || num->mant >= (1ULL << 53) || num->exp10 < -22 || num->exp10 > 22) return FAIL;
+    double v = (double)num->mant;
+    v = num->exp10 < 0 ? v / POW10[-num->exp10] : v * POW10[num->exp10];
+    *out = num->neg ? -v : v;
+    return 0;
+}
+
+static int number_to_int(const number *num, int64_t *out) {
+    /* 18 digits always fit in int64 */
+    if (!num->is_int || num->big || num->mant > 999999999999999999ULL) return FAIL;
+    *out = num->neg ? -(int64_t)num->mant : (int64_t)num->mant;
+    return 0;
+}
+
+static int skip_value(parser *ps, int depth);
+
+static int expect_literal(parser *ps, const char *lit, Py_ssize_t n) {
+    if (ps->end - ps->p < n || memcmp(ps->p, lit, (size_t)n) != 0) return FAIL;
+    ps->p += n;
+    return 0;
+}
+
+/* Validates and skips any JSON value (nesting at most 64 deep). */
+static int skip_value(parser *ps, int depth) {
+    if (depth > 64 || ps->p >= ps->end) return FAIL;
+    const char *s;
+    Py_ssize_t n;
+    number num;
+    switch (*ps->p) {
+        case '"':
+            return parse_string(ps, &s, &n);
+        case '{':
+        case '[': {
+            unsigned char close = *ps->p == '{' ? '}' : ']';
+            int obj = close == '}';
+            ps->p++;
+            skip_ws(ps);
+            if (ps->p < ps->end && *ps->p == close) {
+                ps->p++;
+                return 0;
+            }
+            while (1) {
+                if (obj) {
+                    if (ps->p >= ps->end || *ps->p != '"' || parse_string(ps, &s, &n) < 0) return FAIL;
+                    skip_ws(ps);
+                    if (ps->p >= ps->end || *ps->p != ':') return FAIL;
+                    ps->p++;
+                    skip_ws(ps);
+                }
+                if (skip_value(ps, depth + 1) < 0) return FAIL;
+                skip_ws(ps);
+                if (ps->p >= ps->end) return FAIL;
+                if (*ps->p == ',') {
+                    ps->p++;
+                    skip_ws(ps);
+                    continue;
+                }
+                if (*ps->p != close) return FAIL;
+                ps->p++;
+                return 0;
+            }
+        }
+        case 't':
+            return expect_literal(ps, "true", 4);
+        case 'f':
+            return expect_literal(ps, "false", 5);
+        case 'n':
+            return expect_literal(ps, "null", 4);
+        default:
+            return parse_number(ps, &num);
+    }
+}
+
+static int is_null(parser *ps) {
+    if (ps->end - ps->p >= 4 && memcmp(ps->p, "null", 4) == 0) {
+        ps->p += 4;
+        return 1;
+    }
+    return 0;
+}
+
+static int read_int(parser *ps, int64_t *out) {
+    number num;
+    if (parse_number(ps, &num) < 0) return FAIL;
+    return number_to_int(&num, out);
+}
+
+static int read_float(parser *ps, double *out) {
+    number num;
+    if (parse_number(ps, &num) < 0) return FAIL;
+    return number_to_double(&num, out);
+}
+
+/* Optional[int] → *out (default when null). */
+static int read_opt_int(parser *ps, int64_t *out, int64_t dflt) {
+    if (is_null(ps)) {
+        *out = dflt;
+        return 0;
+    }
+    return read_int(ps, out);
+}
+
+static int read_opt_int32(parser *ps, int32_t *out) {
+    int64_t v;
+    if (read_opt_int(ps, &v, 0) < 0 || v < INT32_MIN || v > INT32_MAX) return FAIL;
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int read_opt_float(parser *ps, double *out) {
+    if (is_null(ps)) {
+        *out = 0.0;
+        return 0;
+    }
+    return read_float(ps, out);
+}
+
+/* Optional[List[int]] → the first three values as int32, missing ones 0. */
+static int read_triple(parser *ps, int32_t *out) {
+    out[0] = out[1] = out[2] = 0;
+    if (is_null(ps)) return 0;
+    if (ps->p >= ps->end || *ps->p != '[') return FAIL;
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == ']') {
+        ps->p++;
+        return 0;
+    }
+    for (int i = 0;; i++) {
+        int64_t v;
+        if (read_int(ps, &v) < 0) return FAIL;
+        if (i < 3) {
+            if (v < INT32_MIN || v > INT32_MAX) return FAIL;
+            out[i] = (int32_t)v;
+        }
+        skip_ws(ps);
+        if (ps->p >= ps->end) return FAIL;
+        if (*ps->p == ']') {
+            ps->p++;
+            return 0;
+        }
+        if (*ps->p != ',') return FAIL;
+        ps->p++;
+        skip_ws(ps);
+    }
+}
+
+/* Optional[str] interned (None → ""). */
+static int read_opt_interned(parser *ps, int32_t *out) {
+    const char *s;
+    Py_ssize_t n;
+    if (is_null(ps)) {
+        s = "";
+        n = 0;
+    } else {
+        if (ps->p >= ps->end || *ps->p != '"' || parse_string(ps, &s, &n) < 0) return FAIL;
+    }
+    int32_t id = intern(&ps->names, s, n);
+    if (id < 0) return FAIL;
+    *out = id;
+    return 0;
+}
+
+/* A plain (non-optional) str, interned. */
+static int read_interned(parser *ps, int32_t *out, int strip_brackets) {
+    const char *s;
+    Py_ssize_t n;
+    if (ps->p >= ps->end || *ps->p != '"' || parse_string(ps, &s, &n) < 0) return FAIL;
+    if (strip_brackets && n > 0 && s[n - 1] == ']') {
+        /* 'matmul dygraph[12.345 us]' → 'matmul dygraph' (the last "[" and what follows) */
+        Py_ssize_t i = n - 1;
+        while (i > 0 && s[i - 1] != '[') i--;
+        if (i > 0) {
+            /* the prefix is checked as UTF-8 when interned; the cut suffix must be too */
+            for (Py_ssize_t j = i; j < n; j++)
+                if ((unsigned char)s[j] >= 0x80) return FAIL;
+            n = i - 1;
+        }
+    }
+    int32_t id = intern(&ps->names, s, n);
+    if (id < 0) return FAIL;
+    *out = id;
+    return 0;
+}
+
+/* Digits with an optional leading "-" as int64 (at most 18 digits). */
+static int digits_to_int(const char *s, Py_ssize_t n, int64_t *out) {
+    Py_ssize_t i = 0;
+    int neg = 0;
+    if (n > 0 && s[0] == '-') {
+        neg = 1;
+        i = 1;
+    }
+    if (i >= n || n - i > 18) return FAIL;
+    int64_t v = 0;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return FAIL;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* pid: Union[int, str]; a string must be digits (what int() reads the same way). */
+static int read_pid(parser *ps, record *r) {
+    if (ps->p < ps->end && *ps->p == '"') {
+        const char *s;
+        Py_ssize_t n;
+        if (parse_string(ps, &s, &n) < 0 || digits_to_int(s, n, &r->pid) < 0) return FAIL;
+        r->pid_is_str = 1;
+        return 0;
+    }
+    r->pid_is_str = 0;
+    return read_int(ps, &r->pid);
+}
+
+/* tid: Union[int, str]. tid_kind 0: a number, 1: a string of digits, 2: digits then "(...)"
+ * ("1234(Python)"); anything else fails. */
+static int read_tid(parser *ps, record *r) {
+    if (ps->p < ps->end && *ps->p == '"') {
+        const char *s;
+        Py_ssize_t n;
+        if (parse_string(ps, &s, &n) < 0) return FAIL;
+        Py_ssize_t cut = 0;
+        while (cut < n && s[cut] != '(') cut++;
+        if (digits_to_int(s, cut, &r->tid) < 0) return FAIL;
+        /* msgspec decodes the whole string: a suffix that is not UTF-8 is its error to report */
+        for (Py_ssize_t i = cut; i < n; i++)
+            if ((unsigned char)s[i] >= 0x80) return FAIL;
+        r->tid_kind = cut < n ? 2 : 1;
+        return 0;
+    }
+    r->tid_kind = 0;
+    return read_int(ps, &r->tid);
+}
+
+/* "12.345 us" → 12.345; only "<plain number> us" (anything else: FAIL). */
+static int read_start_time(parser *ps, record *r) {
+    if (is_null(ps)) {
+        r->has_start = 0;
+        return 0;
+    }
+    const char *s;
+    Py_ssize_t n;
+    if (ps->p >= ps->end || *ps->p != '"' || parse_string(ps, &s, &n) < 0) return FAIL;
+    if (n < 4 || memcmp(s + n - 3, " us", 3) != 0) return FAIL;
+    parser sub = *ps;
+    sub.p = (const unsigned char *)s;
+    sub.end = (const unsigned char *)s + n - 3;
+    number num;
+    if (parse_number(&sub, &num) < 0 || sub.p != sub.end || num.exp10 > 0) return FAIL;
+    /* no exponent written: exp10 <= 0 is the count of decimals */
+    if (number_to_double(&num, &r->start) < 0) return FAIL;
+    r->has_start = 1;
+    return 0;
+}
+
+/* The raw JSON value's span (as msgspec.Raw: without surrounding whitespace). */
+static int read_raw(parser *ps, int64_t *start, int64_t *stop) {
+    const unsigned char *s = ps->p;
+    if (skip_value(ps, 0) < 0) return FAIL;
+    *start = s - ps->base;
+    *stop = ps->p - ps->base;
+    return 0;
+}
+
+static int key_is(const char *k, Py_ssize_t n, const char *lit) {
+    return (Py_ssize_t)strlen(lit) == n && memcmp(k, lit, (size_t)n) == 0;
+}
+
+/* Iterates over an object's keys: calls field(ps, key, len, ctx, &seen) with the cursor at the
+ * value; field returns 1 when it read the value, 0 to have it skipped, FAIL to fail. */
+typedef int (*field_fn)(parser *, const char *, Py_ssize_t, record *, uint32_t *);
+
+static int parse_object(parser *ps, record *r, field_fn field) {
+    uint32_t seen = 0;
+    if (ps->p >= ps->end || *ps->p != '{') return FAIL;
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+        return 0;
+    }
+    while (1) {
+        const char *k;
+        Py_ssize_t kn;
+        if (ps->p >= ps->end || *ps->p != '"') return FAIL;
+        /* keys with escapes fail too: their unescaped text could name a field */
+        const unsigned char *q = ps->p + 1;
+        while (q < ps->end && PLAIN[*q]) q++;
+        if (q >= ps->end || *q != '"') return FAIL;
+        k = (const char *)ps->p + 1;
+        kn = (const char *)q - k;
+        ps->p = q + 1;
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != ':') return FAIL;
+        ps->p++;
+        skip_ws(ps);
+        int rc = field(ps, k, kn, r, &seen);
+        if (rc < 0) return FAIL;
+        if (rc == 0 && skip_value(ps, 1) < 0) return FAIL;
+        skip_ws(ps);
+        if (ps->p >= ps->end) return FAIL;
+        if (*ps->p == ',') {
+            ps->p++;
+            skip_ws(ps);
+            continue;
+        }
+        if (*ps->p != '}') return FAIL;
+        ps->p++;
+        return 0;
+    }
+}
+
+#define ONCE(bit) do { if (*seen & (1u << (bit))) return FAIL; *seen |= 1u << (bit); } while (0)
+
+static int args_field(parser *ps, const char *k, Py_ssize_t n, record *r, uint32_t *seen) {
+    switch (n ? k[0] : 0) {
+        case 's':
+            if (key_is(k, n, "start_time")) { ONCE(0); return read_start_time(ps, r) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "shared memory")) {
+                ONCE(1); return read_opt_int(ps, &r->shared_memory, 0) < 0 ? FAIL : 1;
+            }
+            break;
+        case 'c':
+            if (key_is(k, n, "correlation id")) { ONCE(2); return read_opt_int(ps, &r->corr, -1) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "current_allocated")) {
+                ONCE(3); return read_opt_int(ps, &r->cur_alloc, 0) < 0 ? FAIL : 1;
+            }
+            if (key_is(k, n, "current_reserved")) {
+                ONCE(4); return read_opt_int(ps, &r->cur_reserved, 0) < 0 ? FAIL : 1;
+            }
+            break;
+        case 'g':
+            if (key_is(k, n, "grid")) { ONCE(5); return read_triple(ps, r->grid) < 0 ? FAIL : 1; }
+            break;
+        case 'b':
+            if (key_is(k, n, "block")) { ONCE(6); return read_triple(ps, r->block) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "bytes")) { ONCE(7); return read_opt_int(ps, &r->bytes, 0) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "blocks per SM")) {
+                ONCE(8); return read_opt_float(ps, &r->blocks_per_sm) < 0 ? FAIL : 1;
+            }
+            break;
+        case 'r':
+            if (key_is(k, n, "registers per thread")) { ONCE(9); return read_opt_int32(ps, &r->registers) < 0 ? FAIL : 1; }
+            break;
+        case 'w':
+            if (key_is(k, n, "warps per SM")) { ONCE(10); return read_opt_float(ps, &r->warps_per_sm) < 0 ? FAIL : 1; }
+            break;
+        case 't':
+            if (key_is(k, n, "theoretical achieved occupancy %")) {
+                ONCE(11); return read_opt_float(ps, &r->occupancy) < 0 ? FAIL : 1;
+            }
+            break;
+        case 'p':
+            if (key_is(k, n, "place")) { ONCE(12); return read_opt_interned(ps, &r->place) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "peak_allocated")) { ONCE(13); return read_opt_int(ps, &r->peak_alloc, 0) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "peak_reserved")) { ONCE(14); return read_opt_int(ps, &r->peak_reserved, 0) < 0 ? FAIL : 1; }
+            break;
+        case 'i':
+            if (key_is(k, n, "increase_bytes")) { ONCE(15); return read_opt_int(ps, &r->increase, 0) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "input_shapes")) {
+                ONCE(16); return read_raw(ps, &r->shapes_start, &r->shapes_stop) < 0 ? FAIL : 1;
+            }
+            if (key_is(k, n, "input_dtypes")) {
+                ONCE(17); return read_raw(ps, &r->dtypes_start, &r->dtypes_stop) < 0 ? FAIL : 1;
+            }
+            break;
+    }
+    return 0;
+}
+
+#define EMPTY_ID 0   /* the id of "": a missing name, category, phase or place */
+
+static int event_field(parser *ps, const char *k, Py_ssize_t n, record *r, uint32_t *seen) {
+    switch (n ? k[0] : 0) {
+        case 'n':
+            if (key_is(k, n, "name")) { ONCE(0); return read_interned(ps, &r->name, 1) < 0 ? FAIL : 1; }
+            break;
+        case 'p':
+            if (key_is(k, n, "ph")) { ONCE(1); return read_interned(ps, &r->ph, 0) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "pid")) { ONCE(2); return read_pid(ps, r) < 0 ? FAIL : 1; }
+            break;
+        case 'c':
+            if (key_is(k, n, "cat")) { ONCE(3); return read_interned(ps, &r->cat, 0) < 0 ? FAIL : 1; }
+            break;
+        case 't':
+            if (key_is(k, n, "tid")) { ONCE(4); return read_tid(ps, r) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "ts")) { ONCE(5); return read_float(ps, &r->ts) < 0 ? FAIL : 1; }
+            break;
+        case 'd':
+            if (key_is(k, n, "dur")) { ONCE(6); return read_float(ps, &r->dur) < 0 ? FAIL : 1; }
+            break;
+        case 'a':
+            if (key_is(k, n, "args")) {
+                ONCE(7);
+                if (is_null(ps)) return 1;
+                return parse_object(ps, r, args_field) < 0 ? FAIL : 1;
+            }
+            break;
+    }
+    return 0;
+}
+
+static int parse_event(parser *ps, record *r) {
+    memset(r, 0, sizeof(*r));
+    r->corr = -1;
+    r->name = r->cat = r->ph = r->place = EMPTY_ID;
+    return parse_object(ps, r, event_field);
+}
+
+/* ------------------------------------------------------------------ the module */
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &start, &stop)) return NULL;
+    if (start < 0 || stop > view.len || start > stop) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "scan: range outside the buffer");
+        return NULL;
+    }
+    parser ps;
+    memset(&ps, 0, sizeof(ps));
+    ps.base = (const unsigned char *)view.buf;
+    ps.p = ps.base + start;
+    ps.end = ps.base + stop;
+    PyObject *result = NULL;
+    record *recs = NULL;
+    Py_ssize_t count = 0, cap = 0;
+    if (interner_init(&ps.names) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (intern(&ps.names, "", 0) != EMPTY_ID) {   /* "" is always string 0 */
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int ok = 1;
+    skip_ws(&ps);
+    while (ps.p < ps.end) {
+        if (count == cap) {
+            Py_ssize_t ncap = cap ? cap * 2 : 4096;
+            record *n = (record *)PyMem_Realloc(recs, sizeof(record) * ncap);
+            if (!n) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            recs = n;
+            cap = ncap;
+        }
+        if (ps.p >= ps.end || *ps.p != '{' || parse_event(&ps, &recs[count]) < 0) {
+            ok = 0;
+            break;
+        }
+        count++;
+        skip_ws(&ps);
+        if (ps.p >= ps.end) break;
+        if (*ps.p != ',') {
+            ok = 0;
+            break;
+        }
+        ps.p++;
+        skip_ws(&ps);
+        if (ps.p >= ps.end) {   /* a trailing comma */
+            ok = 0;
+            break;
+        }
+    }
+    if (!ok) {
+        PyErr_Clear();   /* a failed allocation inside the parser also just means: not here */
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    PyObject *data = PyBytes_FromStringAndSize((const char *)recs, (Py_ssize_t)sizeof(record) * count);
+    if (!data) goto done;
+    result = Py_BuildValue("(nON)", count, ps.names.list, data);
+done:
+    PyMem_Free(recs);
+    PyMem_Free(ps.tmp);
+    interner_free(&ps.names);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(buffer, start, stop) -> (count, strings, records) or None: see reader._native_columns."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    for (int c = 0; c < 256; c++) {
+        WS[c] = c == ' ' || c == '\n' || c == '\r' || c == '\t';
+        PLAIN[c] = c >= 0x20 && c != '"' && c != '\\';
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(record)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
