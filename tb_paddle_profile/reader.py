@@ -462,7 +462,7 @@ _MAX_US = 9.2e15
 def _ns(us: np.ndarray) -> np.ndarray:
     """µs (float) → ns (int64, rounded); ValueError for a value that is not a finite time."""
     if len(us) and not (np.abs(us) < _MAX_US).all():  # also false for nan
-        raise ValueError("a time that is not a finite number of microseconds")
+        raise ValueError("a time out of range (beyond ±9.2e15 µs, or not a number)")
     return np.rint(us * 1000).astype(np.int64)
 
 

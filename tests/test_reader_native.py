@@ -304,3 +304,19 @@ def test_switched_off_by_the_environment():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env={**__import__("os").environ, "TB_PADDLE_PROFILE_NATIVE": "0"})
     assert proc.stdout.strip() == "True", proc.stderr
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["msgspec", "native"])
+def test_values_out_of_range_give_the_one_line_error(native):
+    """A time beyond int64 nanoseconds, infinite or not a number, or a grid beyond int32 is a broken
+    trace, not a crash nor a silently wrapped number."""
+    cases = [(_HOST.replace('"dur": 12.345', '"dur": 1e400'), "Number out of range"),  # msgspec's words
+             (_HOST.replace('"dur": 12.345', '"dur": 1e300'), "time out of range"),
+             (_HOST.replace('"start_time": "1.000 us"', '"start_time": "1e300 us"'), "time out of range"),
+             (_HOST.replace('"start_time": "1.000 us"', '"start_time": "nan us"'), "time out of range"),
+             (_KERNEL.replace("[4, 2, 1]", "[4294967296, 1, 1]"), "out of bounds")]
+    for event, reason in cases:
+        got = _read(_trace(event), native)
+        assert isinstance(got, tuple), f"{reason}: it loaded"
+        message = got[1]
+        assert message.startswith(NAME + ": ") and reason in message and "\n" not in message, message
