@@ -585,17 +585,14 @@ class TimelineStore:
         return None, "building"
 
     def _start(self, file, digest: str, path: Path) -> None:
-        import concurrent.futures
-        import multiprocessing
-
         from .reader import parse_workers
+        from .workers import process_pool
 
         with self._lock:
             if digest in self._building:
                 return
             if self._executor is None:
-                self._executor = concurrent.futures.ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+                self._executor = process_pool(self.workers)
             # cores not taken by other builds help decode this file
             share = max(1, parse_workers() // (len(self._building) + 1))
             fut = self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size, str(path),

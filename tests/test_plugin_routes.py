@@ -371,28 +371,16 @@ def test_a_rewritten_rank_changes_its_version_and_the_parallel_analysis(env, sha
     assert parallel() == expected != first
 
 
-def worker_processes():
-    """Our own worker processes: children of this test process started by multiprocessing's spawn."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        if ppid == os.getpid() and b"spawn_main" in cmdline:
-            found.append(int(entry))
-    return found
+def worker_processes(loader):
+    """The loader's worker processes (children of the forkserver, not of this process), alive."""
+    pool = loader._executor
+    pids = list(pool._processes) if pool is not None and pool._processes else []
+    return [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
 
 
 def test_a_dead_worker_process_is_replaced(env, shared_traces):
     plugin = env["plugin"]
-    workers = worker_processes()
+    workers = worker_processes(plugin.loader)
     assert workers, "the worker processes of the loads above are still there (idle)"
     for pid in workers:
         os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer does

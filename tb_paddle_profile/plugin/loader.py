@@ -17,7 +17,6 @@ import collections
 import concurrent.futures
 import itertools
 import logging
-import multiprocessing
 import os
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from tb_paddle_profile.cache import CacheKey, CachedResult, SummaryCache, read_sidecar, write_sidecar
 from tb_paddle_profile.errors import TraceError
+from tb_paddle_profile.workers import process_pool
 from tb_paddle_profile.plugin.discovery import Snapshot, TraceFile
 from tb_paddle_profile.v1 import plugin_pb2
 
@@ -467,12 +467,8 @@ class Loader:
 
     def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._executor is None:
-            # "spawn": TensorBoard is multi-threaded, and forking a threaded process is unsafe.
-            self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self.max_workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_init,
-            )
+            # not forks of TensorBoard (threaded): forkserver or spawn, see workers.py
+            self._executor = process_pool(self.max_workers, _worker_init)
         return self._executor
 
     def _submit(self, e: _Entry, recent: bool) -> None:
