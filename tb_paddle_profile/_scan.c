@@ -35,20 +35,24 @@ typedef struct {
 
 /* ------------------------------------------------------------------ interned strings */
 
+/* The interner holds no Python objects: a chunk is scanned without the GIL, and its strings
+ * become Python str (checked as UTF-8) only at the end. All memory is PyMem_Raw*. */
 typedef struct {
     uint64_t hash;
-    Py_ssize_t off;     /* into the arena */
-    Py_ssize_t len;
     int32_t id;         /* -1: empty slot */
 } slot;
 
 typedef struct {
+    Py_ssize_t off, len;   /* into the arena */
+} entry;
+
+typedef struct {
     slot *slots;
     Py_ssize_t cap;     /* power of two */
-    Py_ssize_t used;
+    entry *entries;     /* by id */
+    Py_ssize_t count, entries_cap;
     char *arena;
     Py_ssize_t arena_len, arena_cap;
-    PyObject *list;     /* the strings, as Python str, in id order */
 } interner;
 
 static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
@@ -72,27 +76,27 @@ static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
 }
 
 static int interner_init(interner *in) {
+    memset(in, 0, sizeof(*in));
     in->cap = 1024;
-    in->used = 0;
-    in->slots = (slot *)PyMem_Malloc(sizeof(slot) * in->cap);
+    in->slots = (slot *)PyMem_RawMalloc(sizeof(slot) * in->cap);
+    in->entries_cap = 512;
+    in->entries = (entry *)PyMem_RawMalloc(sizeof(entry) * in->entries_cap);
     in->arena_cap = 1 << 16;
-    in->arena_len = 0;
-    in->arena = (char *)PyMem_Malloc(in->arena_cap);
-    in->list = PyList_New(0);
-    if (!in->slots || !in->arena || !in->list) return -1;
+    in->arena = (char *)PyMem_RawMalloc(in->arena_cap);
+    if (!in->slots || !in->entries || !in->arena) return -1;
     for (Py_ssize_t i = 0; i < in->cap; i++) in->slots[i].id = -1;
     return 0;
 }
 
 static void interner_free(interner *in) {
-    PyMem_Free(in->slots);
-    PyMem_Free(in->arena);
-    Py_XDECREF(in->list);
+    PyMem_RawFree(in->slots);
+    PyMem_RawFree(in->entries);
+    PyMem_RawFree(in->arena);
 }
 
 static int interner_grow(interner *in) {
     Py_ssize_t cap = in->cap * 2;
-    slot *slots = (slot *)PyMem_Malloc(sizeof(slot) * cap);
+    slot *slots = (slot *)PyMem_RawMalloc(sizeof(slot) * cap);
     if (!slots) return -1;
     for (Py_ssize_t i = 0; i < cap; i++) slots[i].id = -1;
     for (Py_ssize_t i = 0; i < in->cap; i++) {
@@ -101,47 +105,67 @@ static int interner_grow(interner *in) {
         while (slots[j].id >= 0) j = (j + 1) & (cap - 1);
         slots[j] = in->slots[i];
     }
-    PyMem_Free(in->slots);
+    PyMem_RawFree(in->slots);
     in->slots = slots;
     in->cap = cap;
     return 0;
 }
 
-/* The id of s[0:n]; -2 on an error (memory, or bytes that are not UTF-8: the caller bails). */
+/* The id of s[0:n]; -2 when out of memory (the caller declines the chunk). */
 static int32_t intern(interner *in, const char *s, Py_ssize_t n) {
     uint64_t h = hash_bytes(s, n);
     Py_ssize_t mask = in->cap - 1;
     Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)mask);
     while (in->slots[j].id >= 0) {
         slot *sl = &in->slots[j];
-        if (sl->hash == h && sl->len == n && memcmp(in->arena + sl->off, s, (size_t)n) == 0) return sl->id;
+        if (sl->hash == h) {
+            entry *e = &in->entries[sl->id];
+            if (e->len == n && memcmp(in->arena + e->off, s, (size_t)n) == 0) return sl->id;
+        }
         j = (j + 1) & mask;
     }
-    PyObject *str = PyUnicode_DecodeUTF8(s, n, "strict");
-    if (!str) {
-        PyErr_Clear();
-        return -2;
+    if (in->count >= INT32_MAX - 1) return -2;
+    if (in->count == in->entries_cap) {
+        Py_ssize_t cap = in->entries_cap * 2;
+        entry *entries = (entry *)PyMem_RawRealloc(in->entries, sizeof(entry) * cap);
+        if (!entries) return -2;
+        in->entries = entries;
+        in->entries_cap = cap;
     }
-    int rc = PyList_Append(in->list, str);
-    Py_DECREF(str);
-    if (rc < 0 || PyList_GET_SIZE(in->list) > INT32_MAX - 1) return -2;
     if (in->arena_len + n > in->arena_cap) {
         Py_ssize_t cap = in->arena_cap;
         while (in->arena_len + n > cap) cap *= 2;
-        char *arena = (char *)PyMem_Realloc(in->arena, cap);
+        char *arena = (char *)PyMem_RawRealloc(in->arena, cap);
         if (!arena) return -2;
         in->arena = arena;
         in->arena_cap = cap;
     }
     memcpy(in->arena + in->arena_len, s, (size_t)n);
-    int32_t id = (int32_t)(PyList_GET_SIZE(in->list) - 1);
-    in->slots[j].hash = h;
-    in->slots[j].off = in->arena_len;
-    in->slots[j].len = n;
-    in->slots[j].id = id;
+    int32_t id = (int32_t)in->count++;
+    in->entries[id].off = in->arena_len;
+    in->entries[id].len = n;
     in->arena_len += n;
-    if (++in->used * 2 > in->cap && interner_grow(in) < 0) return -2;
+    in->slots[j].hash = h;
+    in->slots[j].id = id;
+    if (in->count * 2 > in->cap && interner_grow(in) < 0) return -2;
     return id;
+}
+
+/* The strings as a list of str, in id order; NULL with no exception set when one is not UTF-8
+ * (the chunk is then declined: msgspec reports it), NULL with an exception on a failure. */
+static PyObject *interner_strings(interner *in) {
+    PyObject *list = PyList_New(in->count);
+    if (!list) return NULL;
+    for (Py_ssize_t i = 0; i < in->count; i++) {
+        PyObject *str = PyUnicode_DecodeUTF8(in->arena + in->entries[i].off, in->entries[i].len, "strict");
+        if (!str) {
+            Py_DECREF(list);
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, str);
+    }
+    return list;
 }
 
 /* ------------------------------------------------------------------ the parser */
@@ -192,7 +216,7 @@ static int parse_string(parser *ps, const char **out, Py_ssize_t *len) {
         if (c < 0x20) return FAIL;
         if (n + 1 > ps->tmp_cap) {
             Py_ssize_t cap = ps->tmp_cap * 2 + 64;
-            char *t = (char *)PyMem_Realloc(ps->tmp, cap);
+            char *t = (char *)PyMem_RawRealloc(ps->tmp, cap);
             if (!t) return FAIL;
             ps->tmp = t;
             ps->tmp_cap = cap;
@@ -705,6 +729,32 @@ static int parse_event(parser *ps, record *r) {
 
 /* ------------------------------------------------------------------ the module */
 
+/* Parses the chunk into *recs / *count; 1 when all of it was taken, 0 when declined, -1 when
+ * out of memory. Touches no Python object: runs without the GIL. */
+static int scan_events(parser *ps, record **recs, Py_ssize_t *count) {
+    Py_ssize_t cap = 0;
+    if (intern(&ps->names, "", 0) != EMPTY_ID) return -1;   /* "" is always string 0 */
+    skip_ws(ps);
+    while (ps->p < ps->end) {
+        if (*count == cap) {
+            Py_ssize_t ncap = cap ? cap * 2 : 4096;
+            record *n = (record *)PyMem_RawRealloc(*recs, sizeof(record) * ncap);
+            if (!n) return -1;
+            *recs = n;
+            cap = ncap;
+        }
+        if (*ps->p != '{' || parse_event(ps, &(*recs)[*count]) < 0) return 0;
+        (*count)++;
+        skip_ws(ps);
+        if (ps->p >= ps->end) break;
+        if (*ps->p != ',') return 0;
+        ps->p++;
+        skip_ws(ps);
+        if (ps->p >= ps->end) return 0;   /* a trailing comma */
+    }
+    return 1;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t start, stop;
@@ -719,60 +769,37 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     ps.base = (const unsigned char *)view.buf;
     ps.p = ps.base + start;
     ps.end = ps.base + stop;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *strings = NULL, *data = NULL;
     record *recs = NULL;
-    Py_ssize_t count = 0, cap = 0;
-    if (interner_init(&ps.names) < 0) {
+    Py_ssize_t count = 0;
+    int rc = -1;
+    if (interner_init(&ps.names) == 0) {
+        /* The view keeps the buffer alive and unmoved; other threads may scan other chunks. */
+        Py_BEGIN_ALLOW_THREADS
+        rc = scan_events(&ps, &recs, &count);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc < 0) {
         PyErr_NoMemory();
         goto done;
     }
-    if (intern(&ps.names, "", 0) != EMPTY_ID) {   /* "" is always string 0 */
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        goto done;
+    if (rc == 1) {
+        strings = interner_strings(&ps.names);
+        if (!strings && PyErr_Occurred()) goto done;
     }
-    int ok = 1;
-    skip_ws(&ps);
-    while (ps.p < ps.end) {
-        if (count == cap) {
-            Py_ssize_t ncap = cap ? cap * 2 : 4096;
-            record *n = (record *)PyMem_Realloc(recs, sizeof(record) * ncap);
-            if (!n) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            recs = n;
-            cap = ncap;
-        }
-        if (ps.p >= ps.end || *ps.p != '{' || parse_event(&ps, &recs[count]) < 0) {
-            ok = 0;
-            break;
-        }
-        count++;
-        skip_ws(&ps);
-        if (ps.p >= ps.end) break;
-        if (*ps.p != ',') {
-            ok = 0;
-            break;
-        }
-        ps.p++;
-        skip_ws(&ps);
-        if (ps.p >= ps.end) {   /* a trailing comma */
-            ok = 0;
-            break;
-        }
-    }
-    if (!ok) {
-        PyErr_Clear();   /* a failed allocation inside the parser also just means: not here */
+    if (!strings) {   /* declined */
         result = Py_None;
         Py_INCREF(result);
         goto done;
     }
-    PyObject *data = PyBytes_FromStringAndSize((const char *)recs, (Py_ssize_t)sizeof(record) * count);
+    data = PyBytes_FromStringAndSize((const char *)recs, (Py_ssize_t)sizeof(record) * count);
     if (!data) goto done;
-    result = Py_BuildValue("(nON)", count, ps.names.list, data);
+    result = Py_BuildValue("(nOO)", count, strings, data);
 done:
-    PyMem_Free(recs);
-    PyMem_Free(ps.tmp);
+    Py_XDECREF(strings);
+    Py_XDECREF(data);
+    PyMem_RawFree(recs);
+    PyMem_RawFree(ps.tmp);
     interner_free(&ps.names);
     PyBuffer_Release(&view);
     return result;

@@ -13,6 +13,7 @@ order. Paddle writes names without JSON escaping, so a name holding ``"`` or
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import gc
 import gzip
@@ -305,9 +306,10 @@ def _last_bracket(mv) -> int:
 def read_trace(data: bytes, file_name: str, workers: int = 1) -> EventTables:
     """Decode a whole trace file's bytes into EventTables.
 
-    With workers > 1, large files (PARALLEL_MIN_BYTES of events per process) are decoded by that
-    many forked processes at once, each taking a contiguous range of the events; the tables are
-    the same as a serial read's. Any failure there falls back to the serial read."""
+    With workers > 1, that many cores read the file's chunks at once: threads running the native
+    scanner (which releases the GIL) when it is built, else (msgspec only) forked processes for
+    large files (PARALLEL_MIN_BYTES of events per process), each taking a contiguous range of the
+    events. The tables are the same as a serial read's; any failure falls back to the serial read."""
     # Millions of small acyclic objects: the cyclic GC would only rescan them over and over.
     was_enabled = gc.isenabled()
     gc.disable()
@@ -325,13 +327,14 @@ def read_trace(data: bytes, file_name: str, workers: int = 1) -> EventTables:
 def _read(data: bytes, file_name: str, repair: bool, workers: int = 1) -> EventTables:
     trace, repaired = decode(data, file_name, repair=repair)
     try:
-        if workers > 1 and not repair:
+        if workers > 1 and not repair and native_scanner() is None:
             tables = _parallel_tabulate(trace, repaired, workers)
             if tables is not None:
                 return tables
         try:
             mv, start, end = _event_bounds(trace.traceEvents)
-            part, names = _columns(mv, _chunk_ranges(mv, start, end))
+            # with the native scanner, the cores read chunks as threads of this process
+            part, names = _columns(mv, _chunk_ranges(mv, start, end), threads=1 if repair else workers)
         except _ChunkSplitError:
             names = _Interner()
             part = _chunk_columns(_EVENTS.decode(trace.traceEvents), names, 0)
@@ -651,11 +654,9 @@ def _native_times(rec: np.ndarray, rows: np.ndarray) -> "tuple[np.ndarray, np.nd
     return start, start + dur, relative
 
 
-def _native_chunk_columns(scan, mv: memoryview, pos: int, stop: int, names: "_Interner",
-                          offset: int) -> Optional[dict]:
-    """_chunk_columns of mv[pos:stop] from the native scanner's records; None where the scanner
-    declines the chunk (or the Python reader would reject it): msgspec then reads it."""
-    got = scan(mv, pos, stop)
+def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) -> Optional[dict]:
+    """_chunk_columns from the native scanner's answer for a chunk of mv; None where the scanner
+    declined the chunk (or the Python reader would reject it): msgspec then reads it."""
     if got is None:
         return None
     n, strings, raw = got
@@ -729,20 +730,47 @@ def _native_chunk_columns(scan, mv: memoryview, pos: int, stop: int, names: "_In
     return c
 
 
-def _columns(mv: memoryview, ranges: "List[tuple]") -> "tuple[dict, List[str]]":
+def _columns(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "tuple[dict, List[str]]":
     """The columns of these chunks of mv as one part (event positions counted from the first
     chunk), and the names their ids refer to, in order of first appearance. Each chunk goes
-    through the native scanner when it is built and takes the chunk, else through msgspec."""
+    through the native scanner when it is built and takes the chunk, else through msgspec.
+    With threads > 1 the scanner reads that many chunks at once (it runs without the GIL) while
+    this thread turns finished ones into columns, in order."""
     names = _Interner()
     parts: List[dict] = []
     offset = 0
     scanner = native_scanner()
-    for pos, stop in ranges:
-        c = _native_chunk_columns(scanner, mv, pos, stop, names, offset) if scanner else None
-        if c is None:
-            c = _chunk_columns(_decode_chunk(mv, pos, stop, len(ranges) == 1), names, offset)
-        parts.append(c)
-        offset += c["n"]
+    pool = None
+    if scanner is not None and threads > 1 and len(ranges) > 1:
+        pool = concurrent.futures.ThreadPoolExecutor(min(threads, len(ranges)), thread_name_prefix="tbpp-scan")
+    try:
+        ahead = collections.deque()
+        todo = iter(ranges)
+
+        def submit() -> None:
+            nxt = next(todo, None)
+            if nxt is not None:
+                ahead.append((nxt, pool.submit(scanner, mv, *nxt)))
+
+        if pool is not None:
+            for _ in range(2 * pool._max_workers):  # bounded: a few chunks of records at a time
+                submit()
+        for pos, stop in ranges:
+            c = None
+            if pool is not None:
+                _, fut = ahead.popleft()
+                got = fut.result()
+                submit()
+                c = _native_chunk_columns(got, mv, names, offset)
+            elif scanner is not None:
+                c = _native_chunk_columns(scanner(mv, pos, stop), mv, names, offset)
+            if c is None:
+                c = _chunk_columns(_decode_chunk(mv, pos, stop, len(ranges) == 1), names, offset)
+            parts.append(c)
+            offset += c["n"]
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     return _concat(parts or [_chunk_columns([], names, 0)]), names.names
 
 

@@ -19,21 +19,22 @@ from tb_paddle_profile.errors import TraceError
 from test_reader import NAME, _tables_equal
 
 
-def _read(data: bytes, native: bool, chunk: int = reader.CHUNK_BYTES):
-    """The reader's result with or without the scanner: its tables, or ("error", message)."""
+def _read(data: bytes, native: bool, chunk: int = reader.CHUNK_BYTES, workers: int = 1):
+    """The reader's result with or without the scanner: its tables, or ("error", message).
+    workers > 1 with the scanner: that many threads scan chunks at once."""
     saved = reader.USE_NATIVE, reader.CHUNK_BYTES
     reader.USE_NATIVE, reader.CHUNK_BYTES = native, chunk
     try:
-        return reader.read_trace(data, NAME)
+        return reader.read_trace(data, NAME, workers=workers if native else 1)
     except TraceError as exc:
         return ("error", str(exc))
     finally:
         reader.USE_NATIVE, reader.CHUNK_BYTES = saved
 
 
-def _same_result(data: bytes, chunk: int = reader.CHUNK_BYTES) -> str:
+def _same_result(data: bytes, chunk: int = reader.CHUNK_BYTES, workers: int = 1) -> str:
     """'' when both paths agree, else what differs."""
-    a, b = _read(data, False, chunk), _read(data, True, chunk)
+    a, b = _read(data, False, chunk), _read(data, True, chunk, workers)
     if isinstance(a, tuple) or isinstance(b, tuple):
         return "" if a == b else f"msgspec: {str(a)[:300]} / native: {str(b)[:300]}"
     diff = _tables_equal(a, b)
@@ -44,7 +45,7 @@ def _scan_all(data: bytes):
     """The native path's columns of a whole trace's events as one chunk (None: it declined)."""
     trace, _ = reader.decode(data, NAME)
     mv, start, end = reader._event_bounds(trace.traceEvents)
-    return reader._native_chunk_columns(reader.native_scanner(), mv, start, end, reader._Interner(), 0)
+    return reader._native_chunk_columns(reader.native_scanner()(mv, start, end), mv, reader._Interner(), 0)
 
 
 def test_the_scanner_is_built():
@@ -66,6 +67,7 @@ def test_same_tables_on_every_trace_and_the_scanner_takes_them(shared_traces):
         assert _scan_all(data) is not None, f"{path.name}: the scanner declined a real trace"
         assert _same_result(data) == "", path.name
         assert _same_result(data, chunk=5000) == "", path.name
+        assert _same_result(data, chunk=5000, workers=3) == "", path.name  # threads scanning at once
 
 
 def test_same_tables_on_generated_gpu_traces(tmp_path):
@@ -81,6 +83,7 @@ def test_same_tables_on_generated_gpu_traces(tmp_path):
             assert _scan_all(data) is not None
             assert _same_result(data) == "", path.name
             assert _same_result(data, chunk=20000) == "", path.name
+            assert _same_result(data, chunk=20000, workers=2) == "", path.name
 
 
 _HEAD = (b'{"schemaVersion": "1.0.2", "span_index": "0", "displayTimeUnit": "ms", "traceEvents": [\n%s\n],'
@@ -259,7 +262,8 @@ def test_damaged_traces_give_what_msgspec_gives(shared_traces):
         src = sources[i % 2]
         data = _damaged(src, rng)
         chunk = rng.choice((reader.CHUNK_BYTES, 4000))
-        assert _same_result(data, chunk) == "", f"case {i}"
+        workers = rng.choice((1, 3))
+        assert _same_result(data, chunk, workers) == "", f"case {i}"
         outcomes["error" if isinstance(_read(data, True, chunk), tuple) else "tables"] += 1
     assert outcomes["tables"] > 100 and outcomes["error"] > 100, outcomes
 
