@@ -742,7 +742,8 @@ def _columns(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "tuple[
     scanner = native_scanner()
     pool = None
     if scanner is not None and threads > 1 and len(ranges) > 1:
-        pool = concurrent.futures.ThreadPoolExecutor(min(threads, len(ranges)), thread_name_prefix="tbpp-scan")
+        threads = min(threads, len(ranges))
+        pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="tbpp-scan")
     try:
         ahead = collections.deque()
         todo = iter(ranges)
@@ -753,7 +754,7 @@ def _columns(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "tuple[
                 ahead.append((nxt, pool.submit(scanner, mv, *nxt)))
 
         if pool is not None:
-            for _ in range(2 * pool._max_workers):  # bounded: a few chunks of records at a time
+            for _ in range(threads + 1):  # bounded: a chunk of records per thread, one more ready
                 submit()
         for pos, stop in ranges:
             c = None
