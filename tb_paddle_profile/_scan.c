@@ -185,10 +185,60 @@ typedef struct {
  * '\\', not a control character). Filled by the module's init. */
 static unsigned char WS[256], PLAIN[256];
 
-static inline void skip_ws(parser *ps) {
-    const unsigned char *p = ps->p, *end = ps->end;
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+/* 16 bytes at a time where the compiler targets SSE2 (every x86-64); loads stay below `end`. */
+#include <emmintrin.h>
+#define HAVE_SSE2_SCAN 1
+
+/* The first byte at or after p that is not PLAIN (or end). */
+static inline const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    /* c < 0x20 (unsigned) <=> (c ^ 0x80) < (0x20 ^ 0x80) as signed bytes */
+    const __m128i flip = _mm_set1_epi8((char)0x80), ctl = _mm_set1_epi8((char)(0x20 ^ 0x80));
+    while (end - p >= 16) {
+        __m128i c = _mm_loadu_si128((const __m128i *)p);
+        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, quote), _mm_cmpeq_epi8(c, bslash)),
+                                       _mm_cmplt_epi8(_mm_xor_si128(c, flip), ctl));
+        int mask = _mm_movemask_epi8(special);
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+        p += 16;
+    }
+    while (p < end && PLAIN[*p]) p++;
+    return p;
+}
+
+static inline const unsigned char *skip_space(const unsigned char *p, const unsigned char *end) {
+    /* most runs are one space (after ':' and ','): settle those without vectors */
+    if (p >= end || !WS[*p]) return p;
+    p++;
+    if (p >= end || !WS[*p]) return p;
+    const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+                  tab = _mm_set1_epi8('\t');
+    while (end - p >= 16) {
+        __m128i c = _mm_loadu_si128((const __m128i *)p);
+        __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, sp), _mm_cmpeq_epi8(c, nl)),
+                                  _mm_or_si128(_mm_cmpeq_epi8(c, cr), _mm_cmpeq_epi8(c, tab)));
+        int other = ~_mm_movemask_epi8(ws) & 0xFFFF;
+        if (other) return p + __builtin_ctz((unsigned)other);
+        p += 16;
+    }
     while (p < end && WS[*p]) p++;
-    ps->p = p;
+    return p;
+}
+#else
+static inline const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
+    while (p < end && PLAIN[*p]) p++;
+    return p;
+}
+
+static inline const unsigned char *skip_space(const unsigned char *p, const unsigned char *end) {
+    while (p < end && WS[*p]) p++;
+    return p;
+}
+#endif
+
+static inline void skip_ws(parser *ps) {
+    ps->p = skip_space(ps->p, ps->end);
 }
 
 /* A JSON string at the cursor (which is at its opening quote). On success *out/*len hold its
@@ -197,8 +247,7 @@ static inline void skip_ws(parser *ps) {
 static int parse_string(parser *ps, const char **out, Py_ssize_t *len) {
     const unsigned char *p = ps->p + 1, *end = ps->end;
     const unsigned char *s = p;
-    while (end - p >= 4 && PLAIN[p[0]] && PLAIN[p[1]] && PLAIN[p[2]] && PLAIN[p[3]]) p += 4;
-    while (p < end && PLAIN[*p]) p++;
+    p = skip_plain(p, end);
     if (p >= end || *p < 0x20) return FAIL;
     if (*p == '"') {
         *out = (const char *)s;
@@ -605,7 +654,7 @@ static int parse_object(parser *ps, record *r, field_fn field) {
         if (ps->p >= ps->end || *ps->p != '"') return FAIL;
         /* keys with escapes fail too: their unescaped text could name a field */
         const unsigned char *q = ps->p + 1;
-        while (q < ps->end && PLAIN[*q]) q++;
+        q = skip_plain(q, ps->end);
         if (q >= ps->end || *q != '"') return FAIL;
         k = (const char *)ps->p + 1;
         kn = (const char *)q - k;

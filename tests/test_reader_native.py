@@ -324,3 +324,13 @@ def test_values_out_of_range_give_the_one_line_error(native):
         assert isinstance(got, tuple), f"{reason}: it loaded"
         message = got[1]
         assert message.startswith(NAME + ": ") and reason in message and "\n" not in message, message
+
+
+def test_special_bytes_at_every_position_of_a_long_name():
+    """The scanner looks at 16 bytes at a time where it can: an escape, a quote or a control
+    character at any offset of a name (and a name ending at any offset) must still be seen."""
+    for length in range(0, 40):
+        for special in ('\\"', "\\\\", "\t", "\\n", ""):
+            name = "k" * length + special + "x" * (length % 7)
+            assert _same_result(_trace(_HOST.replace("matmul", name), _KERNEL.replace("gemm", name))) == "", \
+                (length, special)
