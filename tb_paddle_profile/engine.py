@@ -77,8 +77,9 @@ def summarize_file(path: str, workers: int = 1) -> pb.Summary:
 
 
 def _tables(read: Callable[[], bytes], base: str, workers: int):
-    data = read()
-    return read_trace(data, base, workers), len(data)
+    box = [read()]  # the reader takes the bytes out and drops them once the events are read
+    size = len(box[0])
+    return read_trace(box, base, workers), size
 
 
 def _summarize(tables: EventTables, base: str, size: int) -> pb.Summary:

@@ -303,18 +303,24 @@ def _last_bracket(mv) -> int:
     raise msgspec.ValidationError("Expected `array` for `$.traceEvents`")
 
 
-def read_trace(data: bytes, file_name: str, workers: int = 1) -> EventTables:
+def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1) -> EventTables:
     """Decode a whole trace file's bytes into EventTables.
+
+    `data` may be a one-item list holding the bytes: the reader then takes them out and drops
+    them as soon as the events are read, before the columns are joined, so that a large file's
+    bytes and its joined columns are not held at once (the caller keeps no other reference).
 
     With workers > 1, that many cores read the file's chunks at once: threads running the native
     scanner (which releases the GIL) when it is built, else (msgspec only) forked processes for
     large files (PARALLEL_MIN_BYTES of events per process), each taking a contiguous range of the
     events. The tables are the same as a serial read's; any failure falls back to the serial read."""
+    box = data if isinstance(data, list) else [data]
+    del data
     # Millions of small acyclic objects: the cyclic GC would only rescan them over and over.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(data, file_name, repair=False, workers=workers)
+        return _read(box, file_name, repair=False, workers=workers)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
@@ -324,8 +330,8 @@ def read_trace(data: bytes, file_name: str, workers: int = 1) -> EventTables:
             gc.enable()
 
 
-def _read(data: bytes, file_name: str, repair: bool, workers: int = 1) -> EventTables:
-    trace, repaired = decode(data, file_name, repair=repair)
+def _read(box: List[bytes], file_name: str, repair: bool, workers: int = 1) -> EventTables:
+    trace, repaired = decode(box[0], file_name, repair=repair)
     try:
         if workers > 1 and not repair and native_scanner() is None:
             tables = _parallel_tabulate(trace, repaired, workers)
@@ -334,17 +340,21 @@ def _read(data: bytes, file_name: str, repair: bool, workers: int = 1) -> EventT
         try:
             mv, start, end = _event_bounds(trace.traceEvents)
             # with the native scanner, the cores read chunks as threads of this process
-            part, names = _columns(mv, _chunk_ranges(mv, start, end), threads=1 if repair else workers)
+            parts, names = _column_parts(mv, _chunk_ranges(mv, start, end), threads=1 if repair else workers)
+            del mv
         except _ChunkSplitError:
             names = _Interner()
-            part = _chunk_columns(_EVENTS.decode(trace.traceEvents), names, 0)
+            parts = [_chunk_columns(_EVENTS.decode(trace.traceEvents), names, 0)]
             names = names.names
-        return _assemble(trace, part, names, repaired)
     except msgspec.DecodeError as exc:
         if repair:
             raise TraceError(file_name, f"invalid JSON: {exc}") from None
         del trace
-        return _read(data, file_name, repair=True)  # names Paddle wrote without escaping
+        return _read(box, file_name, repair=True)  # names Paddle wrote without escaping
+    # The events are read: the file's bytes (and the repaired copy) can go before the join.
+    trace.traceEvents = None
+    box.clear()
+    return _assemble(trace, _concat(parts), names, repaired)
 
 
 # ---------------------------------------------------------------- parallel decode
@@ -731,8 +741,14 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
 
 
 def _columns(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "tuple[dict, List[str]]":
-    """The columns of these chunks of mv as one part (event positions counted from the first
-    chunk), and the names their ids refer to, in order of first appearance. Each chunk goes
+    """_column_parts joined into one part."""
+    parts, names = _column_parts(mv, ranges, threads)
+    return _concat(parts), names
+
+
+def _column_parts(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "tuple[List[dict], List[str]]":
+    """The columns of these chunks of mv, one part per chunk (event positions counted from the
+    first chunk), and the names their ids refer to, in order of first appearance. Each chunk goes
     through the native scanner when it is built and takes the chunk, else through msgspec.
     With threads > 1 the scanner reads that many chunks at once (it runs without the GIL) while
     this thread turns finished ones into columns, in order."""
@@ -772,7 +788,7 @@ def _columns(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "tuple[
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    return _concat(parts or [_chunk_columns([], names, 0)]), names.names
+    return parts or [_chunk_columns([], names, 0)], names.names
 
 
 _SCALARS = ("host_shapes", "origin", "abs_min", "pid", "n")
@@ -782,13 +798,18 @@ def _concat(parts: List[dict]) -> dict:
     """Consecutive parts' columns as one part (positions must already be in one numbering)."""
     if len(parts) == 1:
         return parts[0]
-    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in _SCALARS}
+    host_rows = [len(p["host_tid"]) for p in parts]
+    out = {}
+    for k in [k for k in parts[0] if k not in _SCALARS]:
+        out[k] = np.concatenate([p[k] for p in parts])
+        for p in parts:  # each part's copy goes once joined: one column at a time is held twice
+            del p[k]
     host_shapes: Dict[int, tuple] = {}
     host_base = 0
-    for p in parts:
+    for p, rows in zip(parts, host_rows):
         for row, v in p["host_shapes"].items():
             host_shapes[host_base + row] = v
-        host_base += len(p["host_tid"])
+        host_base += rows
     out["host_shapes"] = host_shapes
     origins = [p["origin"] for p in parts if p["origin"] is not None]
     out["origin"] = max(origins) if origins else None

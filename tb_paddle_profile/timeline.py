@@ -182,14 +182,13 @@ def encode_index(header: dict, arrays: Dict[str, np.ndarray]) -> bytes:
 
 
 def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int = 1) -> dict:
-    """Worker side: parse the trace (`parse_workers` processes decoding a large file together)
-    and write its index to ``target`` atomically."""
+    """Worker side: parse the trace (`parse_workers` cores reading a large file together) and
+    write its index to ``target`` atomically."""
     from .event_tree import build_tree
     from .reader import read_trace
 
-    data = read_bytes()
-    tables = read_trace(data, os.path.basename(file_name), parse_workers)
-    del data
+    # in a box: the reader drops the bytes as soon as the events are read
+    tables = read_trace([read_bytes()], os.path.basename(file_name), parse_workers)
     tree = build_tree(tables)
     header, arrays = build_index(tables, tree)
     blob = encode_index(header, arrays)

@@ -334,3 +334,34 @@ def test_special_bytes_at_every_position_of_a_long_name():
             name = "k" * length + special + "x" * (length % 7)
             assert _same_result(_trace(_HOST.replace("matmul", name), _KERNEL.replace("gemm", name))) == "", \
                 (length, special)
+
+
+def test_bytes_given_in_a_box_are_dropped_once_the_events_are_read(shared_traces):
+    """read_trace([data]) takes the bytes out of the list and lets them go before the columns are
+    joined (peak memory: the file or the columns, not both); the tables are the same."""
+    import weakref
+
+    path = sorted((shared_traces / "cpu-gpt-single").glob("*.paddle_trace.json"))[0]
+
+    class Bytes(bytearray):  # bytes cannot be weakly referenced, not even a subclass; this can
+        pass
+
+    data = Bytes(path.read_bytes())
+    gone = weakref.ref(data)
+    seen = {}
+    join = reader._concat
+
+    def spy(parts):
+        seen["alive at the join"] = gone() is not None
+        return join(parts)
+
+    box = [data]
+    del data
+    expected = reader.read_trace(path.read_bytes(), NAME)
+    try:
+        reader._concat = spy
+        tables = reader.read_trace(box, NAME, workers=2)
+    finally:
+        reader._concat = join
+    assert box == [] and seen == {"alive at the join": False} and gone() is None
+    assert _tables_equal(tables, expected) == []
