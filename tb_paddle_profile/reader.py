@@ -639,9 +639,12 @@ def native_scanner():
     return _scan.scan if _scan.RECORD_SIZE == _RECORD.itemsize else None
 
 
-def _lut(strings: List[str], value, dtype) -> np.ndarray:
-    """value(string) for every string of a chunk, indexable by the chunk's string ids."""
-    return np.array([value(s) for s in strings], dtype=dtype)
+def _lut(strings: List[str], used: np.ndarray, value, dtype) -> np.ndarray:
+    """value(string) for the strings whose ids are `used` (0 for the others), indexable by the
+    chunk's string ids."""
+    lut = np.zeros(len(strings), dtype=dtype)
+    lut[used] = [value(strings[i]) for i in used.tolist()]
+    return lut
 
 
 def _global_ids(local: np.ndarray, strings: List[str], names: "_Interner") -> np.ndarray:
@@ -672,9 +675,12 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
     n, strings, raw = got
     rec = np.frombuffer(raw, dtype=_RECORD)
     cat, ph = rec["cat"], rec["ph"]
-    kind = _lut(strings, lambda s: _KIND_OF.get(s, 3), np.int8)[cat]
+    # categories and phases are a handful of the chunk's strings: look only those up
+    cats = np.flatnonzero(np.bincount(cat, minlength=len(strings)))
+    phases = np.flatnonzero(np.bincount(ph, minlength=len(strings)))
+    kind = _lut(strings, cats, lambda s: _KIND_OF.get(s, 3), np.int8)[cat]
     for k, want in ((3, "X"), (4, "i")):
-        kind[(kind == k) & ~_lut(strings, lambda s: s == want, bool)[ph]] = 0
+        kind[(kind == k) & ~_lut(strings, phases, lambda s: s == want, bool)[ph]] = 0
     host, rt, dev, mem = (np.nonzero(kind == k)[0] for k in (3, 2, 1, 4))
     if (rec["tid_kind"][dev] == 2).any():  # int("7(...)") fails in the Python reader: let it say so
         return None
@@ -684,7 +690,7 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
     user_defined = type_id["UserDefined"]
 
     c["host_tid"] = rec["tid"][host]
-    c["host_type"] = _lut(strings, lambda s: type_id.get(s, user_defined), np.int16)[cat[host]]
+    c["host_type"] = _lut(strings, cats, lambda s: type_id.get(s, user_defined), np.int16)[cat[host]]
     c["host_name"] = _global_ids(rec["name"][host], strings, names)
     c["host_start"], c["host_end"], host_rel = _native_times(rec, host)
     shapes = {}
@@ -698,14 +704,14 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
     c["host_shapes"] = shapes
 
     c["rt_tid"] = rec["tid"][rt]
-    c["rt_type"] = _lut(strings, lambda s: et.RUNTIME_CATS.get(s, -1), np.int16)[cat[rt]]
+    c["rt_type"] = _lut(strings, cats, lambda s: et.RUNTIME_CATS.get(s, -1), np.int16)[cat[rt]]
     c["rt_name"] = _global_ids(rec["name"][rt], strings, names)
     c["rt_start"], c["rt_end"], rt_rel = _native_times(rec, rt)
     c["rt_corr"] = rec["corr"][rt]
 
     c["dev_id"] = rec["pid"][dev]
     c["dev_stream"] = rec["tid"][dev]
-    c["dev_type"] = _lut(strings, lambda s: et.DEVICE_CATS.get(s, -1), np.int16)[cat[dev]]
+    c["dev_type"] = _lut(strings, cats, lambda s: et.DEVICE_CATS.get(s, -1), np.int16)[cat[dev]]
     c["dev_name"] = _global_ids(rec["name"][dev], strings, names)
     c["dev_start"], c["dev_end"], dev_rel = _native_times(rec, dev)
     c["dev_corr"] = rec["corr"][dev]
@@ -717,7 +723,7 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
         c[f"dev_{key}"] = rec[field][dev]
 
     c["mem_tid"] = rec["tid"][mem]
-    c["mem_type"] = _lut(strings, lambda s: et.MEM_TYPE_ID.get(s, -1), np.int8)[cat[mem]]
+    c["mem_type"] = _lut(strings, cats, lambda s: et.MEM_TYPE_ID.get(s, -1), np.int8)[cat[mem]]
     c["mem_place"] = _global_ids(rec["place"][mem], strings, names)
     c["mem_ts_ns"] = _ns(rec["ts"][mem])
     for key, field in (("increase", "increase"), ("current_allocated", "cur_alloc"),
