@@ -5,20 +5,26 @@
 
 Generates GPU-shaped GPT traces with `python -m tb_paddle_profile.synth` (one rank of ~200k
 events, one of ~1M events, and an 8-rank DP2 x MP2 x PP2 run of ~200k events per rank; each
-also in Paddle 2.x layout for VisualDL), then, per file, in fresh child processes:
+also in Paddle 2.x layout for VisualDL), then, per file, in fresh child processes, each
+measurement --repeat times (default 3) taken in turn, the median reported:
   (a) floor   - read the bytes and msgspec-decode them into typed structs holding only the fields
-                the engine needs, GC off: the fastest plain decode of those bytes;
+                the engine needs, GC off: the fastest decode of those bytes with a JSON library;
+  (a') scan    - read the bytes and run our native scanner (tb_paddle_profile/_scan.c) over the
+                events, chunk by chunk, and nothing else: the floor of our own reader;
   (b) cold    - our whole path: read, tables, tree, every view, serialized Summary; once in one
-                process (b1) and once with the file's events decoded by one process per core
-                (bN, forked workers taking contiguous chunks; the Summary is the same);
+                process (b1) and once with the file's chunks read by all cores (bN: threads
+                running the native scanner; the Summary is the same); and once
+                more in one process with the native scanner switched off (b1 msgspec), to show
+                what it gains;
   (c) warm    - the same Summary from the plugin's cache (key lookup, read, parse);
   (d) visualdl- VisualDL 2.5.3's own loader (load_profiler_json + ProfilerData) on the 2.x copy,
                 from its own virtual environment (created under --work from PyPI if missing).
 and reports wall time, peak RSS, and the ratios (b)/(a), (d)/(b), peak RSS / file size; then the
 time until all 8 ranks are summarized from cold with one worker process per core, against
 (sum of single-file cold times) / cores. Timings are not asserted anywhere; read the table.
-From scratch (generating the traces, creating VisualDL's environment) it runs in about 5 minutes
-on a 2-core machine; --with-2gb adds about 4.
+With the traces and VisualDL's environment already under --work it runs in about 4 minutes on a
+2-core machine (from scratch: see docs/benchmarks.md); --with-2gb adds about 1 (4 more the
+first time, to write the file).
 """
 from __future__ import annotations
 
@@ -72,6 +78,17 @@ if mode == "floor":
     gc.disable()
     with open(path, "rb") as f:
         n = len(dec.decode(f.read()).traceEvents)
+elif mode == "scan":
+    from tb_paddle_profile import reader
+    scan = reader.native_scanner()
+    assert scan is not None, "the native scanner is not built"
+    t0 = start()
+    gc.disable()
+    with open(path, "rb") as f:
+        data = f.read()
+    trace, _ = reader.decode(data, path)
+    mv, s, e = reader._event_bounds(trace.traceEvents)
+    n = sum(scan(mv, a, b)[0] for a, b in reader._chunk_ranges(mv, s, e))
 elif mode == "python-json":
     t0 = start()
     with open(path, "rb") as f:
@@ -158,6 +175,17 @@ def prime_cache(folder: Path, cache_dir: Path) -> None:
                    env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
+def median_run(runs: list) -> dict:
+    """The run with the median time (its other figures with it), peak RSS the largest of all."""
+    ok = sorted((r for r in runs if "error" not in r), key=lambda r: r["seconds"])
+    if not ok:
+        return runs[0]
+    best = dict(ok[(len(ok) - 1) // 2])
+    for key in ("maxrss_kb", "worker_maxrss_kb"):
+        best[key] = max(r.get(key, 0) for r in ok)
+    return best
+
+
 def fmt(r: dict, key="seconds") -> str:
     return "error: " + r["error"] if "error" in r else f"{r[key]:.3f}"
 
@@ -168,6 +196,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--quick", action="store_true", help="smaller traces (a minute instead of several)")
     ap.add_argument("--no-visualdl", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each measurement, interleaved; the table shows the median (default 3)")
     ap.add_argument("--with-2gb", action="store_true",
                     help="also summarize a ~2 GB single-rank trace (cold path only; ~5 more minutes)")
     args = ap.parse_args()
@@ -188,30 +218,44 @@ def main() -> None:
         v2 = generate(work, label.split()[0], gen_args, 2) if vdl else []
         path = v3[0]
         size = path.stat().st_size
-        floor = run_child(sys.executable, "floor", path)
-        cold1 = run_child(sys.executable, "cold", path)
-        coldn = run_child(sys.executable, "cold", path, env={"BENCH_WORKERS": str(cores)})
         prime_cache(path.parent, cache_dir)
-        warm = run_child(sys.executable, "warm", path, env={"BENCH_CACHE": str(cache_dir)})
-        vis = run_child(vdl, "visualdl", v2[0], timeout=1800) if vdl else {"error": "skipped"}
+        runs = {"floor": ("floor", {}), "scan": ("scan", {}), "cold1": ("cold", {}),
+                "cold_py": ("cold", {"TB_PADDLE_PROFILE_NATIVE": "0"}),
+                "coldn": ("cold", {"BENCH_WORKERS": str(cores)}), "warm": ("warm", {"BENCH_CACHE": str(cache_dir)})}
+        got = {k: [] for k in runs}
+        for _ in range(args.repeat):  # interleaved, so that a slow minute hits every measurement alike
+            for k, (mode, env) in runs.items():
+                got[k].append(run_child(sys.executable, mode, path, env=env))
+        floor, scan, cold1, cold_py, coldn, warm = (median_run(got[k]) for k in runs)
+        # VisualDL's own run is long enough that the machine's swings average out within it; on
+        # the 1M trace (about a minute) it runs once
+        vis = median_run([run_child(vdl, "visualdl", v2[0], timeout=1800)
+                          for _ in range(1 if size > 200e6 else args.repeat)]) if vdl else {"error": "skipped"}
         nan = float("nan")
-        f_s, c1_s, cn_s = (r.get("seconds", nan) for r in (floor, cold1, coldn))
+        f_s, s_s, c1_s, cn_s = (r.get("seconds", nan) for r in (floor, scan, cold1, coldn))
         v_s = vis.get("seconds", nan)
         rss = max(cold1.get("maxrss_kb", 0), coldn.get("maxrss_kb", 0)) * 1024
         rss_worker = coldn.get("worker_maxrss_kb", 0) * 1024
-        rows.append(f"| {label} | {size / 1e6:.0f} | {fmt(floor)} | {fmt(cold1)} | {fmt(coldn)} "
-                    f"({coldn.get('cpu_s', nan):.2f} CPU) | {fmt(warm)} | {fmt(vis)} "
-                    f"| **{c1_s / f_s:.2f}** / **{cn_s / f_s:.2f}** | **{v_s / c1_s:.1f}** / **{v_s / cn_s:.1f}** "
-                    f"| {rss / 1e6:.0f} / {rss_worker / 1e6:.0f} | {vis.get('maxrss_kb', 0) * 1024 / 1e6:.0f} "
+        rows.append(f"| {label} | {size / 1e6:.0f} | {fmt(floor)} | {fmt(scan)} | {fmt(cold1)} | {fmt(coldn)} "
+                    f"({coldn.get('cpu_s', nan):.2f} CPU) | {fmt(cold_py)} | {fmt(warm)} | {fmt(vis)} "
+                    f"| **{c1_s / f_s:.2f}** / **{cn_s / f_s:.2f}** | {c1_s / s_s:.2f} / {cn_s / s_s:.2f} "
+                    f"| **{v_s / c1_s:.1f}** / **{v_s / cn_s:.1f}** "
+                    f"| {rss / 1e6:.0f}{f' / {rss_worker / 1e6:.0f}' if rss_worker else ''} "
+                    f"| {vis.get('maxrss_kb', 0) * 1024 / 1e6:.0f} "
                     f"| {rss / size:.2f} |")
         print(rows[-1], flush=True)
 
     # 8 ranks from cold, one worker process per core, through the plugin's preprocess
     ranks = sorted((work / "8-rank-v3").glob("*.paddle_trace.json"))
-    singles = [run_child(sys.executable, "cold", p)["seconds"] for p in ranks]
     fresh = work / "cache-8rank"
-    shutil.rmtree(fresh, ignore_errors=True)
-    ready = run_child(sys.executable, "ready", work / "8-rank-v3", env={"BENCH_CACHE": str(fresh)})
+    single_runs, ready_runs = {p: [] for p in ranks}, []
+    for _ in range(args.repeat):
+        for p in ranks:
+            single_runs[p].append(run_child(sys.executable, "cold", p))
+        shutil.rmtree(fresh, ignore_errors=True)
+        ready_runs.append(run_child(sys.executable, "ready", work / "8-rank-v3", env={"BENCH_CACHE": str(fresh)}))
+    singles = [median_run(single_runs[p])["seconds"] for p in ranks]
+    ready = median_run(ready_runs)
     shutil.rmtree(fresh, ignore_errors=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(work / "8-rank-v3"),
@@ -229,22 +273,26 @@ def main() -> None:
         for w in (1, cores):
             r = run_child(sys.executable, "cold", big, env={"BENCH_WORKERS": str(w)}, timeout=3600)
             big_rows.append(
-                f"~2 GB trace ({size / 1e9:.2f} GB, one rank), {w} decode process(es): cold summary in {fmt(r)} s, "
+                f"~2 GB trace ({size / 1e9:.2f} GB, one rank), {w} core(s) reading it: cold summary in {fmt(r)} s, "
                 f"peak RSS {r.get('maxrss_kb', 0) * 1024 / 1e9:.2f} GB ({r.get('maxrss_kb', 0) * 1024 / size:.2f} x "
-                f"the file)" + (f", largest worker {r.get('worker_maxrss_kb', 0) * 1024 / 1e9:.2f} GB." if w > 1 else "."))
+                f"the file)" + (f", largest forked worker {r['worker_maxrss_kb'] * 1024 / 1e9:.2f} GB."
+                                if r.get("worker_maxrss_kb") else "."))
 
     header = [
         f"Measured on {platform.machine()}, {cores} cores, Python {platform.python_version()}, "
-        f"{time.strftime('%Y-%m-%d')}; generated GPU-shaped GPT traces (`tb_paddle_profile.synth`).",
+        f"{time.strftime('%Y-%m-%d')}; generated GPU-shaped GPT traces (`tb_paddle_profile.synth`). Each time is "
+        f"the median of {args.repeat} runs taken in turn (VisualDL on the 1M trace: one run of about a minute).",
         "",
-        f"(b1) is the cold path in one process; (b{cores}) lets {cores} processes decode the file together "
-        "(`workers`, what the CLI and a lone file in the plugin use), with their total CPU time beside it. "
-        f"Ratios are given as b1 / b{cores}. Peak RSS is the largest of the two runs' main process / the "
-        "largest decode worker (forked: it shares the file's pages with the main process, so the two overlap).",
+        f"(b1) is the cold path on one core; (b{cores}) lets {cores} cores read the file together (`workers`: threads "
+        "running the native scanner, what the CLI and a lone file in the plugin use), with the CPU time beside it. "
+        f"Ratios are given as b1 / b{cores}. (b1) msgspec only is the same cold path with the native scanner "
+        "switched off (`TB_PADDLE_PROFILE_NATIVE=0`). Peak RSS is the largest of the two runs' process (and, after a slash, of a "
+        "forked decode worker, which only the msgspec-only path uses).",
         "",
-        f"| trace | MB | (a) floor s | (b1) cold s | (b{cores}) cold s | (c) warm s | (d) VisualDL s | (b)/(a) "
-        "| (d)/(b) | peak RSS cold MB | peak RSS VisualDL MB | RSS cold / size |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| trace | MB | (a) floor s | (a') scan s | (b1) cold s | (b{cores}) cold s | (b1) msgspec only s "
+        "| (c) warm s | (d) VisualDL s | (b)/(a) | (b)/(a') | (d)/(b) | peak RSS cold MB | peak RSS VisualDL MB "
+        "| RSS cold / size |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     footer = [
         "",
