@@ -717,10 +717,8 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
     c["dev_corr"] = rec["corr"][dev]
     c["dev_grid"] = rec["grid"][dev]
     c["dev_block"] = rec["block"][dev]
-    for key, field in (("registers", "registers"), ("shared_memory", "shared_memory"),
-                       ("blocks_per_sm", "blocks_per_sm"), ("warps_per_sm", "warps_per_sm"),
-                       ("occupancy", "occupancy"), ("bytes", "bytes")):
-        c[f"dev_{key}"] = rec[field][dev]
+    for key in ("registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy", "bytes"):
+        c[f"dev_{key}"] = rec[key][dev]
 
     c["mem_tid"] = rec["tid"][mem]
     c["mem_type"] = _lut(strings, cats, lambda s: et.MEM_TYPE_ID.get(s, -1), np.int8)[cat[mem]]
@@ -773,7 +771,7 @@ def _column_parts(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "t
         def submit() -> None:
             nxt = next(todo, None)
             if nxt is not None:
-                ahead.append((nxt, pool.submit(scanner, mv, *nxt)))
+                ahead.append(pool.submit(scanner, mv, *nxt))
 
         if pool is not None:
             for _ in range(threads + 1):  # bounded: a chunk of records per thread, one more ready
@@ -781,8 +779,7 @@ def _column_parts(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "t
         for pos, stop in ranges:
             c = None
             if pool is not None:
-                _, fut = ahead.popleft()
-                got = fut.result()
+                got = ahead.popleft().result()
                 submit()
                 c = _native_chunk_columns(got, mv, names, offset)
             elif scanner is not None:
