@@ -241,7 +241,7 @@ static inline void skip_ws(parser *ps) {
     ps->p = skip_space(ps->p, ps->end);
 }
 
-/* A JSON string at the cursor (which is at its opening quote). On success *out/*len hold its
+/* A JSON string at the cursor (which is at its opening quote). On success *out and *len hold its
  * bytes: a span of the buffer when it has no escapes, else the unescaped copy in ps->tmp.
  * \u escapes and raw control characters fail (the msgspec path decides those). */
 static int parse_string(parser *ps, const char **out, Py_ssize_t *len) {
@@ -680,58 +680,46 @@ static int parse_object(parser *ps, record *r, field_fn field) {
 }
 
 #define ONCE(bit) do { if (*seen & (1u << (bit))) return FAIL; *seen |= 1u << (bit); } while (0)
+/* A known field, the bit-th of its object: read it once with `call` (1: read, FAIL: declined). */
+#define FIELD(bit, call) do { ONCE(bit); return (call) < 0 ? FAIL : 1; } while (0)
 
 static int args_field(parser *ps, const char *k, Py_ssize_t n, record *r, uint32_t *seen) {
     switch (n ? k[0] : 0) {
         case 's':
-            if (key_is(k, n, "start_time")) { ONCE(0); return read_start_time(ps, r) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "shared memory")) {
-                ONCE(1); return read_opt_int(ps, &r->shared_memory, 0) < 0 ? FAIL : 1;
-            }
+            if (key_is(k, n, "start_time")) FIELD(0, read_start_time(ps, r));
+            if (key_is(k, n, "shared memory")) FIELD(1, read_opt_int(ps, &r->shared_memory, 0));
             break;
         case 'c':
-            if (key_is(k, n, "correlation id")) { ONCE(2); return read_opt_int(ps, &r->corr, -1) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "current_allocated")) {
-                ONCE(3); return read_opt_int(ps, &r->cur_alloc, 0) < 0 ? FAIL : 1;
-            }
-            if (key_is(k, n, "current_reserved")) {
-                ONCE(4); return read_opt_int(ps, &r->cur_reserved, 0) < 0 ? FAIL : 1;
-            }
+            if (key_is(k, n, "correlation id")) FIELD(2, read_opt_int(ps, &r->corr, -1));
+            if (key_is(k, n, "current_allocated")) FIELD(3, read_opt_int(ps, &r->cur_alloc, 0));
+            if (key_is(k, n, "current_reserved")) FIELD(4, read_opt_int(ps, &r->cur_reserved, 0));
             break;
         case 'g':
-            if (key_is(k, n, "grid")) { ONCE(5); return read_triple(ps, r->grid) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "grid")) FIELD(5, read_triple(ps, r->grid));
             break;
         case 'b':
-            if (key_is(k, n, "block")) { ONCE(6); return read_triple(ps, r->block) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "bytes")) { ONCE(7); return read_opt_int(ps, &r->bytes, 0) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "blocks per SM")) {
-                ONCE(8); return read_opt_float(ps, &r->blocks_per_sm) < 0 ? FAIL : 1;
-            }
+            if (key_is(k, n, "block")) FIELD(6, read_triple(ps, r->block));
+            if (key_is(k, n, "bytes")) FIELD(7, read_opt_int(ps, &r->bytes, 0));
+            if (key_is(k, n, "blocks per SM")) FIELD(8, read_opt_float(ps, &r->blocks_per_sm));
             break;
         case 'r':
-            if (key_is(k, n, "registers per thread")) { ONCE(9); return read_opt_int32(ps, &r->registers) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "registers per thread")) FIELD(9, read_opt_int32(ps, &r->registers));
             break;
         case 'w':
-            if (key_is(k, n, "warps per SM")) { ONCE(10); return read_opt_float(ps, &r->warps_per_sm) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "warps per SM")) FIELD(10, read_opt_float(ps, &r->warps_per_sm));
             break;
         case 't':
-            if (key_is(k, n, "theoretical achieved occupancy %")) {
-                ONCE(11); return read_opt_float(ps, &r->occupancy) < 0 ? FAIL : 1;
-            }
+            if (key_is(k, n, "theoretical achieved occupancy %")) FIELD(11, read_opt_float(ps, &r->occupancy));
             break;
         case 'p':
-            if (key_is(k, n, "place")) { ONCE(12); return read_opt_interned(ps, &r->place) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "peak_allocated")) { ONCE(13); return read_opt_int(ps, &r->peak_alloc, 0) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "peak_reserved")) { ONCE(14); return read_opt_int(ps, &r->peak_reserved, 0) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "place")) FIELD(12, read_opt_interned(ps, &r->place));
+            if (key_is(k, n, "peak_allocated")) FIELD(13, read_opt_int(ps, &r->peak_alloc, 0));
+            if (key_is(k, n, "peak_reserved")) FIELD(14, read_opt_int(ps, &r->peak_reserved, 0));
             break;
         case 'i':
-            if (key_is(k, n, "increase_bytes")) { ONCE(15); return read_opt_int(ps, &r->increase, 0) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "input_shapes")) {
-                ONCE(16); return read_raw(ps, &r->shapes_start, &r->shapes_stop) < 0 ? FAIL : 1;
-            }
-            if (key_is(k, n, "input_dtypes")) {
-                ONCE(17); return read_raw(ps, &r->dtypes_start, &r->dtypes_stop) < 0 ? FAIL : 1;
-            }
+            if (key_is(k, n, "increase_bytes")) FIELD(15, read_opt_int(ps, &r->increase, 0));
+            if (key_is(k, n, "input_shapes")) FIELD(16, read_raw(ps, &r->shapes_start, &r->shapes_stop));
+            if (key_is(k, n, "input_dtypes")) FIELD(17, read_raw(ps, &r->dtypes_start, &r->dtypes_stop));
             break;
     }
     return 0;
@@ -742,21 +730,21 @@ static int args_field(parser *ps, const char *k, Py_ssize_t n, record *r, uint32
 static int event_field(parser *ps, const char *k, Py_ssize_t n, record *r, uint32_t *seen) {
     switch (n ? k[0] : 0) {
         case 'n':
-            if (key_is(k, n, "name")) { ONCE(0); return read_interned(ps, &r->name, 1) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "name")) FIELD(0, read_interned(ps, &r->name, 1));
             break;
         case 'p':
-            if (key_is(k, n, "ph")) { ONCE(1); return read_interned(ps, &r->ph, 0) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "pid")) { ONCE(2); return read_pid(ps, r) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "ph")) FIELD(1, read_interned(ps, &r->ph, 0));
+            if (key_is(k, n, "pid")) FIELD(2, read_pid(ps, r));
             break;
         case 'c':
-            if (key_is(k, n, "cat")) { ONCE(3); return read_interned(ps, &r->cat, 0) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "cat")) FIELD(3, read_interned(ps, &r->cat, 0));
             break;
         case 't':
-            if (key_is(k, n, "tid")) { ONCE(4); return read_tid(ps, r) < 0 ? FAIL : 1; }
-            if (key_is(k, n, "ts")) { ONCE(5); return read_float(ps, &r->ts) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "tid")) FIELD(4, read_tid(ps, r));
+            if (key_is(k, n, "ts")) FIELD(5, read_float(ps, &r->ts));
             break;
         case 'd':
-            if (key_is(k, n, "dur")) { ONCE(6); return read_float(ps, &r->dur) < 0 ? FAIL : 1; }
+            if (key_is(k, n, "dur")) FIELD(6, read_float(ps, &r->dur));
             break;
         case 'a':
             if (key_is(k, n, "args")) {
@@ -856,11 +844,11 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buffer, start, stop) -> (count, strings, records) or None: see reader._native_columns."},
+     "scan(buffer, start, stop) -> (count, strings, records) or None: see reader._native_chunk_columns."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__scan(void) {
     for (int c = 0; c < 256; c++) {

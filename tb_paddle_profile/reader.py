@@ -1,8 +1,9 @@
 """Paddle Chrome-tracing JSON → columnar event tables.
 
-One typed msgspec decode of the whole file, then one pass over the events that
-sorts them into four tables (host, runtime, device, memory) of numpy columns
-with interned names. The reader knows the format, nothing of the analyses.
+The events array is read in chunks of a few MB, each by the native scanner
+(_scan.c: JSON → fixed records) or, where it declines, by a typed msgspec decode,
+and sorted into four tables (host, runtime, device, memory) of numpy columns with
+interned names. The reader knows the format, nothing of the analyses.
 
 Format facts (../docs/paddle-trace-format.md): host times come from
 ``args.start_time`` (µs, relative, float32 printed with 3 decimals) and ``dur``;
