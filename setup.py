@@ -37,6 +37,7 @@ setup(
             "moto[server]>=5",         # a real S3-compatible server on 127.0.0.1 for remote logdirs
             "s3fs>=2025.1",            # (a floor: without it pip backtracks to a 2019 s3fs)
             "grpcio-tools==1.85.1",    # protoc for tools/gen_proto.py --check (pinned: output must not drift)
+            "hypothesis>=6.100",       # the reader's fuzz test (tests/test_fuzz_reader.py)
         ],
     },
     # The reader's native fast path (tb_paddle_profile/_scan.c, plain C against Python's API, no

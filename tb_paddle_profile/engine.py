@@ -49,7 +49,8 @@ def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) ->
 
 
 def summarize_bytes(data: bytes, file_name: str, workers: int = 1) -> pb.Summary:
-    """Summarize one trace file's bytes (plain or gzip). Raises TraceError on bad input.
+    """Summarize one trace file's bytes (plain or gzip). Raises TraceError on bad input; any other
+    exception is a bug of ours.
     `workers` > 1 lets that many processes decode a large file's events together
     (reader.read_trace); the Summary is the same."""
     base = os.path.basename(file_name)
@@ -83,10 +84,9 @@ def _tables(read: Callable[[], bytes], base: str, workers: int):
 
 
 def _summarize(tables: EventTables, base: str, size: int) -> pb.Summary:
-    try:
-        return summarize_tables(tables, base, size)
-    except (IndexError, ValueError, KeyError) as exc:  # inconsistent events that decoded fine
-        raise TraceError(base, f"inconsistent trace: {type(exc).__name__}: {exc}") from None
+    # No exception is turned into a TraceError here: the reader refuses what is not a usable trace,
+    # so whatever the analyses raise on tables it accepted is a bug of ours (errors.our_bug).
+    return summarize_tables(tables, base, size)
 
 
 def _meta(p: Profile, file_name: str, file_size: int, m: pb.TraceMeta) -> None:

@@ -26,6 +26,17 @@ from . import event_types as et
 from .reader import EventTables
 
 
+def gather(values: np.ndarray, index: np.ndarray, fill=-1) -> np.ndarray:
+    """values[index] where index >= 0, `fill` elsewhere: np.where(index >= 0, values[max(index, 0)],
+    fill) without its values[0], which fails when values is empty (a trace without host or runtime
+    events, say) even though no index then points into it."""
+    index = np.asarray(index)
+    out = np.full(index.shape, fill, dtype=values.dtype)  # what np.where gives for a fill that fits
+    ok = index >= 0
+    out[ok] = values[index[ok]]
+    return out
+
+
 def _csr(owner: np.ndarray, n_owners: int, order_key: np.ndarray):
     """Group rows by owner (rows with owner < 0 are left out), each group sorted by order_key."""
     rows = np.nonzero(owner >= 0)[0]
@@ -124,7 +135,7 @@ def _nest(tid, start, end, tol, rt_tid, rt_start, rt_end):
         cand[pending] = cand[c]
         pending = pending[cand[pending] >= 0]
     parent = np.full(n, -1, dtype=np.int64)
-    parent[order] = np.where(cand >= 0, order[np.maximum(cand, 0)], -1)
+    parent[order] = gather(order, cand, -1)
 
     # runtime owners: climb from the last host sorted at or before each runtime event
     owner = np.full(m, -1, dtype=np.int64)
@@ -147,7 +158,7 @@ def _nest(tid, start, end, tol, rt_tid, rt_start, rt_end):
             pending, c = pending[~fits], c[~fits]
             rc[pending] = cand[c]
             pending = pending[rc[pending] >= 0]
-        owner = np.where(rc >= 0, order[np.maximum(rc, 0)], -1)
+        owner = gather(order, rc, -1)
     return parent, owner, order
 
 

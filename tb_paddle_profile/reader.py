@@ -11,20 +11,30 @@ device and runtime events the same; memory events only carry an absolute ``ts``
 in µs and belong to the nearest preceding host event of their thread in file
 order. Paddle writes names without JSON escaping, so a name holding ``"`` or
 ``\\`` makes the file invalid JSON; such lines are repaired.
+
+Hostile input is refused with a one-line TraceError: a .gz is inflated in bounded steps, once
+(a gzip inside a gzip in the same pass, a third layer refused), and refused past MAX_GZIP_RATIO x
+its size (beyond 64 MB) or past $TB_PADDLE_PROFILE_MAX_INFLATE_GB; nesting beyond the decoder's
+limit, a traceEvents that is not an array, a negative duration, a time beyond ±4.6e15 µs and
+integers that do not fit their columns are refused too. A UTF-8 byte order mark is read as blanks.
+Byte offsets in messages count the file's (decompressed) bytes. Anything else raised while reading
+is a bug of ours and is not turned into a TraceError.
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import concurrent.futures
 import gc
-import gzip
+import itertools
+import math
 import multiprocessing
 import os
 import re
 import threading
 import zlib
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Union
+from typing import Annotated, Dict, List, Optional, Union
 
 import msgspec
 import numpy as np
@@ -65,21 +75,28 @@ class Event(msgspec.Struct, gc=False):
     args: Optional[Args] = None
 
 
+# The ranges of the Summary's fields that these values go into (TraceMeta.devices): a value beyond
+# them is not a device property, and the one-line error says which.
+_I32 = Annotated[int, msgspec.Meta(ge=-(1 << 31), le=(1 << 31) - 1)]
+_I64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+_U64 = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # (msgspec bounds stop at int64)
+
+
 class DeviceProp(msgspec.Struct, rename="camel"):
-    id: int = 0
+    id: _I64 = 0
     name: str = ""
-    total_global_mem: int = 0
-    compute_major: int = 0
-    compute_minor: int = 0
-    max_threads_per_block: int = 0
-    max_threads_per_multiprocessor: int = 0
-    regs_per_block: int = 0
-    regs_per_multiprocessor: int = 0
-    warp_size: int = 0
-    shared_mem_per_block: int = 0
-    shared_mem_per_multiprocessor: int = 0
-    sm_count: int = 0
-    shared_mem_per_block_optin: int = 0
+    total_global_mem: _U64 = 0
+    compute_major: _I32 = 0
+    compute_minor: _I32 = 0
+    max_threads_per_block: _I32 = 0
+    max_threads_per_multiprocessor: _I32 = 0
+    regs_per_block: _I32 = 0
+    regs_per_multiprocessor: _I32 = 0
+    warp_size: _I32 = 0
+    shared_mem_per_block: _U64 = 0
+    shared_mem_per_multiprocessor: _U64 = 0
+    sm_count: _I32 = 0
+    shared_mem_per_block_optin: _U64 = 0
 
 
 class Trace(msgspec.Struct):
@@ -159,39 +176,330 @@ class EventTables:
 _NAME_LINE = re.compile(rb'^(\s*"name": ")(.*)(", "(?:pid|id)":.*)$')
 
 
-def _repair(data: bytes) -> "tuple[bytes, int]":
-    """Re-escape names that Paddle wrote without JSON escaping; escape raw tabs."""
+def _repair(data: bytes) -> "tuple[bytes, int, list]":
+    """Re-escape names that Paddle wrote without JSON escaping; escape raw tabs.
+
+    Returns the repaired copy, how many lines changed, and where: (start in the copy, start in
+    `data`, length in `data`) of each changed line, so that an offset in the copy can be told as
+    an offset in the file (_Where)."""
     out = []
     repaired = 0
+    changed = []
+    here = there = 0  # line starts in data and in the copy
     for line in data.split(b"\n"):
+        fixed = line
         m = _NAME_LINE.match(line)
         if m:
             raw = m.group(2)
-            fixed = raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\t", b"\\t")
-            if fixed != raw:
-                repaired += 1
-                line = m.group(1) + fixed + m.group(3)
+            escaped = raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\t", b"\\t")
+            if escaped != raw:
+                fixed = m.group(1) + escaped + m.group(3)
         elif b"\t" in line and b'"' in line:
+            fixed = line.replace(b"\t", b"\\t")
+        if fixed is not line:
             repaired += 1
-            line = line.replace(b"\t", b"\\t")
-        out.append(line)
-    return b"\n".join(out), repaired
+            changed.append((there, here, len(line)))
+        out.append(fixed)
+        here += len(line) + 1
+        there += len(fixed) + 1
+    return b"\n".join(out), repaired, changed
 
 
-def _decompress(data: bytes, file_name: str) -> bytes:
-    if data[:2] != b"\x1f\x8b":
-        return data
+class _Where:
+    """Offsets in the bytes being decoded (the file's bytes, or their repaired copy) → offsets
+    in the file's (decompressed) bytes."""
+
+    def __init__(self, data, changed: Optional[list] = None):
+        self.data = data
+        self.changed = changed or []
+
+    def file_offset(self, off: int) -> int:
+        if not self.changed:
+            return off
+        i = bisect.bisect_right([c[0] for c in self.changed], off) - 1
+        if i < 0:
+            return off
+        there, here, length = self.changed[i]
+        line = bytes(self.data[here:here + length])
+        col = off - there
+        m = _NAME_LINE.match(line)
+        lo, hi, special = (m.start(2), m.end(2), b'\\"\t') if m else (0, length, b"\t")
+        width = 0
+        for j in range(length):  # each byte of the original line, and how wide the repair made it
+            w = 2 if lo <= j < hi and line[j] in special else 1
+            if width + w > col:
+                return here + j
+            width += w
+        return here + length + (col - width)  # on the newline or after: the line's growth undone
+
+
+# ---------------------------------------------------------------- gzip
+
+GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+# deflate's best case (runs of one byte: 258-byte matches in about 2 bits) is about 1032:1
+DEFLATE_MAX_RATIO = 1032
+# Real traces compress 10-15 x (the sample and synthetic ones: 9-15 x at gzip -1..-9). Past this
+# ratio a .gz is refused as a gzip bomb once its output is beyond RATIO_FREE_BYTES.
+MAX_GZIP_RATIO = 200
+RATIO_FREE_BYTES = 64 << 20
+# A gzip inside a gzip is inflated in the same streaming pass; a third layer is refused.
+MAX_GZIP_LAYERS = 2
+# Default bound of a .gz's inflated size, and the variable that sets it (GB, 0: no bound).
+DEFAULT_MAX_INFLATE_GB = 16
+MAX_INFLATE_ENV = "TB_PADDLE_PROFILE_MAX_INFLATE_GB"
+_INFLATE_STEP = 1 << 20   # output of one decompress call
+_INFLATE_PIECE = 1 << 16  # input of one decompress call (unconsumed input is copied per call)
+_GB = 10 ** 9
+
+
+def max_inflate_bytes() -> int:
+    """How far a .gz trace may inflate (0: no bound): $TB_PADDLE_PROFILE_MAX_INFLATE_GB, else
+    DEFAULT_MAX_INFLATE_GB but at most half of this machine's memory (the inflated bytes are held
+    in memory and the parse needs about 1.4 x them: a larger file cannot be summarized here)."""
+    value = os.environ.get(MAX_INFLATE_ENV, "").strip()
+    if value:
+        try:
+            gb = float(value)
+        except ValueError:
+            gb = -1.0
+        if gb == 0:
+            return 0
+        if gb > 0 and math.isfinite(gb):
+            return int(gb * _GB)
+    limit = DEFAULT_MAX_INFLATE_GB * _GB
     try:
-        return gzip.decompress(data)
-    except (EOFError, OSError, zlib.error) as exc:
-        reason = "truncated gzip stream" if isinstance(exc, EOFError) else f"corrupt gzip data ({exc})"
-        raise TraceError(file_name, reason) from None
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        if memory > 0:
+            limit = min(limit, memory // 2)
+    except (AttributeError, ValueError, OSError):
+        pass
+    return limit
 
+
+def _inflate_bound(compressed_size: int) -> "tuple[int, str]":
+    """The most bytes a .gz of that size may inflate to, and the refusal that names the bound."""
+    limit = max_inflate_bytes()
+    by_ratio = max(RATIO_FREE_BYTES, MAX_GZIP_RATIO * compressed_size)
+    if limit and limit <= by_ratio:
+        return limit, (f"inflates beyond {limit / _GB:.3g} GB (the bound for a .gz trace; "
+                       f"{MAX_INFLATE_ENV} sets it)")
+    return by_ratio, (f"inflates more than {MAX_GZIP_RATIO} x its size (a gzip bomb? real traces compress "
+                      f"10-15 x; gunzip it to read it)")
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _pieces(chunks, size: int = _INFLATE_PIECE):
+    """The bytes of `chunks` in slices of at most `size` (zlib copies a call's unconsumed input)."""
+    for chunk in chunks:
+        mv = memoryview(chunk)
+        for i in range(0, len(mv), size):
+            yield mv[i:i + size]
+
+
+def _gunzip(pieces, file_name: str, bound: int, partial: bool = False):
+    """The inflated bytes of the gzip stream given in pieces, in steps of at most _INFLATE_STEP
+    (members one after another, zero padding after the last ignored). _TooBig past `bound`
+    bytes; a TraceError for corrupt or (unless `partial`) truncated data."""
+    d = None
+    started = False
+    total = 0
+    for piece in pieces:
+        data = piece
+        while data:
+            if d is None:
+                if started:  # after a member: another member, or zero padding
+                    data = bytes(data).lstrip(b"\0")
+                    if not data:
+                        break
+                d = zlib.decompressobj(31)
+                started = True
+            out = _inflate_step(d, data, file_name)
+            data = d.unconsumed_tail
+            while out:
+                total += len(out)
+                if total > bound:
+                    raise _TooBig()
+                yield out
+                # a full step with the input used up: zlib may hold more output
+                if len(out) < _INFLATE_STEP or data or d.eof:
+                    break
+                out = _inflate_step(d, b"", file_name)
+            if d.eof:
+                data = d.unused_data
+                d = None
+    if not started or (d is not None and not partial):
+        raise TraceError(file_name, "truncated gzip stream")
+
+
+def _inflate_step(d, data, file_name: str) -> bytes:
+    try:
+        return d.decompress(data, _INFLATE_STEP)
+    except zlib.error as exc:
+        raise TraceError(file_name, f"corrupt gzip data ({exc})") from None
+
+
+def _layers(data, file_name: str, bound: int, partial: bool = False):
+    """The innermost inflated stream of a .gz (a gzip in a gzip: both layers in one pass), and the
+    first bytes of its output."""
+    stream = _gunzip(_pieces([data]), file_name, bound, partial)
+    for layer in range(1, MAX_GZIP_LAYERS + 1):
+        first = b""
+        for chunk in stream:
+            first += chunk
+            if len(first) >= 2:
+                break
+        if first[:2] != GZIP_MAGIC:
+            return stream, first
+        if layer == MAX_GZIP_LAYERS:
+            raise TraceError(file_name, f"compressed more than {MAX_GZIP_LAYERS} times (gzip inside gzip "
+                                        f"inside gzip): refused")
+        stream = _gunzip(_pieces(itertools.chain([first], stream)), file_name, bound, partial)
+    raise AssertionError("unreachable")
+
+
+_JSON_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*")
+
+
+def _inflate(data, file_name: str) -> bytearray:
+    """A .gz trace's bytes inflated in bounded steps (at most _inflate_bound), gzip in gzip in the
+    same pass. Refused as soon as the output cannot start a JSON document."""
+    bound, refusal = _inflate_bound(len(data))
+    try:
+        stream, first = _layers(data, file_name, bound)
+        out = bytearray(first)
+        checked = _starts_json(out, file_name)
+        for chunk in stream:
+            out += chunk
+            checked = checked or _starts_json(out, file_name)
+        return out
+    except _TooBig:
+        raise TraceError(file_name, refusal) from None
+
+
+def _starts_json(out: bytearray, file_name: str) -> bool:
+    """True once the inflated bytes show their first character (which must open a JSON value's
+    object or array: else the rest is not inflated)."""
+    lead = _JSON_START.match(out).end()
+    if lead == len(out):
+        return False
+    if out[lead] not in b"{[":
+        raise TraceError(file_name, f"not JSON (inside the gzip): invalid character (byte {lead})")
+    return True
+
+
+def inflated_size(head: bytes, tail: bytes, compressed_size: int) -> int:
+    """For memory planning: about how many bytes a .gz trace inflates to, from its first bytes
+    (`head`, a MB or so), its last 4 (`tail`: gzip's ISIZE, the size mod 2**32) and its size;
+    never more than the reader inflates before it refuses the file (_inflate_bound).
+
+    The size is ISIZE + k * 2**32 for some k with at most DEFLATE_MAX_RATIO x the compressed size;
+    k is chosen by the compression ratio of the head. For a gzip in a gzip (ISIZE is then the
+    inner layer's compressed size) and for a head that does not inflate, the head's ratio alone
+    decides. Not gzip: the size itself."""
+    if head[:2] != GZIP_MAGIC or len(tail) < 4:
+        return compressed_size
+    bound, _ = _inflate_bound(compressed_size)
+    fed = [0]
+
+    def counted(pieces):
+        for p in pieces:
+            fed[0] += len(p)
+            yield p
+
+    out = 0
+    nested = False
+    try:
+        stream = _gunzip(counted(_pieces([head])), "", bound, partial=True)
+        first = next(stream, b"")
+        nested = first[:2] == GZIP_MAGIC
+        if nested:
+            stream = _gunzip(_pieces(itertools.chain([first], stream)), "", bound, partial=True)
+            first = b""
+        out = len(first)
+        for chunk in stream:
+            out += len(chunk)
+            if out >= 8 << 20:
+                break
+    except (TraceError, _TooBig):
+        pass
+    ratio = out / fed[0] if fed[0] and out else None
+    estimate = int(ratio * compressed_size) if ratio else None
+    isize = int.from_bytes(bytes(tail[-4:]), "little")
+    if nested or isize > DEFLATE_MAX_RATIO * compressed_size:
+        size = estimate if estimate is not None else compressed_size
+    else:
+        most = (DEFLATE_MAX_RATIO * compressed_size - isize) >> 32
+        candidates = [isize + (k << 32) for k in range(most + 1)]
+        if estimate is None:
+            size = next((c for c in candidates if c >= compressed_size), candidates[-1])
+        else:
+            size = min(candidates, key=lambda c: abs(c - estimate))
+    return max(0, min(max(size, out), bound))
+
+
+def _prepare(data, file_name: str):
+    """The file's JSON bytes: a .gz inflated (bounded, once, every layer), a UTF-8 byte order mark
+    blanked to spaces (so that byte offsets stay those of the file)."""
+    if data[:2] == GZIP_MAGIC:
+        data = _inflate(data, file_name)
+    if data[:3] == _BOM:
+        if isinstance(data, bytearray):
+            data[:3] = b"   "
+        else:
+            data = b"".join((b"   ", memoryview(data)[3:]))
+    return data
+
+
+# ---------------------------------------------------------------- decoding, errors located
 
 _BLANK = re.compile(rb"\s*\Z")
+_LEAD = re.compile(rb"\s*(.)", re.S)
+_BYTE = re.compile(r"\(byte (\d+)\)")
+_EVENT_PATH = re.compile(r"`\$\[(\d+)\]")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+NESTED_TOO_DEEP = ("JSON nested too deeply (objects or arrays inside each other beyond the decoder's limit; "
+                   "a Paddle trace nests fewer than 10)")
 
 
-def _split_head(data: bytes):
+class _BadJSON(Exception):
+    """A msgspec error decoding part of the bytes. `shift`: where that part's offset 0 lies in the
+    view decoded (the events' bytes or the whole buffer); `first_event`: the index in traceEvents
+    of the part's first event (msgspec's `$[i]` paths are counted from it)."""
+
+    def __init__(self, exc: Exception, shift: int = 0, first_event: Optional[int] = None):
+        super().__init__(str(exc))
+        self.exc = exc
+        self.shift = shift
+        self.first_event = first_event
+        self.base = 0  # where the view decoded starts in the buffer (set by the reader)
+
+    @property
+    def truncated(self) -> bool:
+        return "truncated" in str(self.exc)
+
+    def message(self, where: _Where) -> str:
+        text = _BYTE.sub(lambda m: f"(byte {where.file_offset(self.base + self.shift + int(m.group(1)))})",
+                         str(self.exc))
+        if self.first_event is not None:
+            text = _EVENT_PATH.sub(lambda m: f"`$.traceEvents[{self.first_event + int(m.group(1))}]", text)
+        return text
+
+
+class _Malformed(Exception):
+    """An event value that decoded but cannot be one Paddle writes (a time out of range, a thread
+    id that is not a number...): read_trace reports it as the file's one-line TraceError."""
+
+
+def _offset_in(buf, part) -> int:
+    """Where `part` (a zero-copy view into `buf`: a memoryview slice or a msgspec.Raw) starts in buf."""
+    return int(np.frombuffer(part, np.uint8).ctypes.data - np.frombuffer(buf, np.uint8).ctypes.data)
+
+
+def _split_head(data):
     """Fast path for Paddle's own layout: cut the traceEvents array out, so that the small rest
     ("head") decodes alone and the events are only decoded once, in chunks. None when the file
     does not look like that (truncated, other key order...): the caller then decodes it whole."""
@@ -199,47 +507,78 @@ def _split_head(data: bytes):
     info = data.rfind(b'"ExtraInfo"')
     if key < 0 or info < key:
         return None
-    open_ = data.find(b"[", key)
+    m = _EVENTS_KEY.match(data, key)  # the value must be an array, not a string holding "["
+    if m is None:
+        return None
+    open_ = m.end() - 1
     close = data.rfind(b"]", open_, info)
-    if open_ < 0 or close < 0:
+    if close < 0:
         return None
     try:
-        head = _DECODER.decode(data[:open_] + b"[]" + data[close + 1:])
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        head = _DECODER.decode(b"".join((memoryview(data)[:open_], b"[]", memoryview(data)[close + 1:])))
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     head.traceEvents = memoryview(data)[open_:close + 1]
     return head
 
 
-def decode(data: bytes, file_name: str, repair: bool = False) -> "tuple[Trace, int]":
-    """Typed decode of everything but the events (kept raw) with Paddle's quirks tolerated.
-    Raises TraceError with a one-line reason."""
-    data = _decompress(data, file_name)
-    if _BLANK.match(data):
-        raise TraceError(file_name, "empty file")
-    repaired = 0
-    if repair:
-        data, repaired = _repair(data)
-    trace = _split_head(data)
-    if trace is None:
-        try:
-            trace = _DECODER.decode(data)
-        except msgspec.ValidationError as exc:
-            raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
-        except msgspec.DecodeError as exc:
-            if "truncated" in str(exc):
-                raise TraceError(file_name, "truncated JSON: the file ends early (cut off or still being written)") \
-                    from None
-            if not repair:
-                return decode(data, file_name, repair=True)
-            lead = data.lstrip()[:1]
-            what = "not JSON" if lead not in (b"{", b"[") else "invalid JSON"
-            raise TraceError(file_name, f"{what}: {exc}") from None
+def _decode_whole(data, file_name: str) -> Trace:
+    """The typed decode of the whole document (the events kept raw): TraceError for what no repair
+    can change, _BadJSON for malformed JSON."""
+    try:
+        trace = _DECODER.decode(data)
+    except msgspec.ValidationError as exc:
+        raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
+    except msgspec.DecodeError as exc:
+        if "truncated" in str(exc):
+            raise TraceError(file_name, "truncated JSON: the file ends early (cut off or still being written)") \
+                from None
+        raise _BadJSON(exc) from None
+    except RecursionError:
+        raise TraceError(file_name, NESTED_TOO_DEEP) from None
+    lead = bytes(memoryview(trace.traceEvents)[:1])
+    if lead != b"[":
+        kind = {b'"': "a string", b"{": "an object", b"t": "a boolean", b"f": "a boolean", b"n": "null"}.get(
+            lead, "a number")
+        raise TraceError(file_name, f"not a Paddle trace: traceEvents is {kind}, not an array "
+                                    f"(byte {_offset_in(data, trace.traceEvents)})")
+    return trace
+
+
+def _check_paddle(trace: Trace, file_name: str) -> None:
     if not isinstance(trace.schemaVersion, str) or not (
         trace.span_index is not None or trace.span_indx is not None or trace.ExtraInfo
     ):
         raise TraceError(file_name, "not a Paddle trace: no Paddle schemaVersion/span_index/ExtraInfo")
+
+
+def decode(data: bytes, file_name: str, repair: bool = False) -> "tuple[Trace, int]":
+    """Typed decode of everything but the events (kept raw) with Paddle's quirks tolerated.
+    Raises TraceError with a one-line reason."""
+    data = _prepare(data, file_name)
+    if _BLANK.match(data):
+        raise TraceError(file_name, "empty file")
+    buf, repaired, changed = data, 0, None
+    if repair:
+        buf, repaired, changed = _repair(data)
+    try:
+        trace = _split_head(buf)
+        if trace is None:
+            trace = _decode_whole(buf, file_name)
+    except _BadJSON as exc:
+        if not repair:
+            return decode(data, file_name, repair=True)
+        raise TraceError(file_name, _json_reason(data, exc, _Where(data, changed))) from None
+    _check_paddle(trace, file_name)
     return trace, repaired
+
+
+def _json_reason(data, exc: _BadJSON, where: _Where) -> str:
+    if isinstance(exc.exc, msgspec.ValidationError):
+        return f"not a Paddle trace: {exc.message(where)}"
+    m = _LEAD.match(data)
+    what = "not JSON" if m is None or m.group(1) not in (b"{", b"[") else "invalid JSON"
+    return f"{what}: {exc.message(where)}"
 
 
 _HEAD_SPAN = re.compile(rb'"span_ind(?:ex|x)"\s*:\s*"?([^",}\s]*)')
@@ -247,9 +586,11 @@ _HEAD_SPAN = re.compile(rb'"span_ind(?:ex|x)"\s*:\s*"?([^",}\s]*)')
 
 def peek_span(head: bytes) -> Optional[str]:
     """The span of a trace from its first kilobytes, without parsing the file."""
-    if head[:2] == b"\x1f\x8b":
+    for _ in range(MAX_GZIP_LAYERS):
+        if head[:2] != GZIP_MAGIC:
+            break
         try:
-            head = zlib.decompressobj(31).decompress(head)
+            head = zlib.decompressobj(31).decompress(head, 1 << 16)
         except zlib.error:
             return None
     m = _HEAD_SPAN.search(head)
@@ -259,7 +600,9 @@ def peek_span(head: bytes) -> Optional[str]:
 def _event_bounds(raw) -> "tuple[memoryview, int, int]":
     """The traceEvents array's bytes and the range between its brackets."""
     mv = memoryview(raw)
-    return mv, _first_bracket(mv) + 1, _last_bracket(mv)
+    if len(mv) < 2 or mv[0] != 0x5B or mv[-1] != 0x5D:  # "[" ... "]"
+        raise AssertionError("traceEvents is not an array")  # checked where the head is decoded
+    return mv, 1, len(mv) - 1
 
 
 def _chunk_ranges(mv: memoryview, start: int, end: int) -> "List[tuple]":
@@ -275,33 +618,35 @@ def _chunk_ranges(mv: memoryview, start: int, end: int) -> "List[tuple]":
     return ranges
 
 
-def _decode_chunk(mv: memoryview, pos: int, stop: int, single: bool) -> List[Event]:
+def _decode_chunk(mv: memoryview, pos: int, stop: int, single: bool, first_event: int = 0) -> List[Event]:
     """One chunk's events as structs. A cut that lands inside a string (a name holding "}, {")
     shows as a decode error, and the array is then decoded whole."""
     try:
         return _EVENTS.decode(b"".join((b"[", mv[pos:stop], b"]")))
-    except msgspec.DecodeError:
+    except RecursionError:
+        raise _Nested() from None
+    except msgspec.DecodeError as exc:
         if single:
-            raise
+            raise _BadJSON(exc, shift=pos - 1, first_event=first_event) from None  # "[" stands at pos - 1
         raise _ChunkSplitError() from None
+
+
+def _decode_events(raw) -> List[Event]:
+    """The whole traceEvents array decoded at once."""
+    try:
+        return _EVENTS.decode(raw)
+    except RecursionError:
+        raise _Nested() from None
+    except msgspec.DecodeError as exc:
+        raise _BadJSON(exc, first_event=0) from None
 
 
 class _ChunkSplitError(Exception):
     pass
 
 
-def _first_bracket(mv) -> int:
-    for i in range(min(len(mv), 1 << 16)):
-        if mv[i] == 0x5B:  # "["
-            return i
-    raise msgspec.ValidationError("Expected `array` for `$.traceEvents`")
-
-
-def _last_bracket(mv) -> int:
-    for i in range(len(mv) - 1, max(-1, len(mv) - (1 << 16)), -1):
-        if mv[i] == 0x5D:  # "]"
-            return i
-    raise msgspec.ValidationError("Expected `array` for `$.traceEvents`")
+class _Nested(Exception):
+    pass
 
 
 def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1) -> EventTables:
@@ -314,48 +659,87 @@ def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1
     With workers > 1, that many cores read the file's chunks at once: threads running the native
     scanner (which releases the GIL) when it is built, else (msgspec only) forked processes for
     large files (PARALLEL_MIN_BYTES of events per process), each taking a contiguous range of the
-    events. The tables are the same as a serial read's; any failure falls back to the serial read."""
+    events. The tables are the same as a serial read's; any failure falls back to the serial read.
+
+    Bad input raises TraceError (one line naming the file and the reason, byte offsets counted in
+    the file's decompressed bytes); any other exception is a bug of ours."""
     box = data if isinstance(data, list) else [data]
     del data
     # Millions of small acyclic objects: the cyclic GC would only rescan them over and over.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(box, file_name, repair=False, workers=workers)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
-    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+        return _read(box, file_name, workers=workers)
+    except _Malformed as exc:
         raise TraceError(file_name, f"not a Paddle trace: malformed event ({exc})") from None
+    except _Nested:
+        raise TraceError(file_name, NESTED_TOO_DEEP) from None
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(box: List[bytes], file_name: str, repair: bool, workers: int = 1) -> EventTables:
-    trace, repaired = decode(box[0], file_name, repair=repair)
-    try:
-        if workers > 1 and not repair and native_scanner() is None:
-            tables = _parallel_tabulate(trace, repaired, workers)
-            if tables is not None:
-                return tables
+def _read(box: list, file_name: str, workers: int = 1) -> EventTables:
+    box[0] = data = _prepare(box[0], file_name)  # inflated once; the compressed bytes go
+    if _BLANK.match(data):
+        raise TraceError(file_name, "empty file")
+    buf, repaired, changed = data, 0, None
+    while True:
         try:
-            mv, start, end = _event_bounds(trace.traceEvents)
-            # with the native scanner, the cores read chunks as threads of this process
-            parts, names = _column_parts(mv, _chunk_ranges(mv, start, end), threads=1 if repair else workers)
-            del mv
-        except _ChunkSplitError:
-            names = _Interner()
-            parts = [_chunk_columns(_EVENTS.decode(trace.traceEvents), names, 0)]
-            names = names.names
-    except msgspec.DecodeError as exc:
-        if repair:
-            raise TraceError(file_name, f"invalid JSON: {exc}") from None
-        del trace
-        return _read(box, file_name, repair=True)  # names Paddle wrote without escaping
-    # The events are read: the file's bytes (and the repaired copy) can go before the join.
-    trace.traceEvents = None
-    box.clear()
-    return _assemble(trace, _concat(parts), names, repaired)
+            trace, parts, names = _read_buffer(buf, file_name, workers if not repaired else 1, repaired)
+        except _BadJSON as exc:
+            error = exc
+        else:
+            if isinstance(parts, EventTables):
+                return parts
+            # The events are read: the file's bytes (and the repaired copy) can go before the join.
+            trace.traceEvents = None
+            del buf, data
+            box.clear()
+            return _assemble(trace, _concat(parts), names, repaired)
+        if repaired or error.truncated:
+            break
+        fixed, count, changed = _repair(data)  # names Paddle wrote without escaping
+        if not count:
+            break
+        buf, repaired = fixed, count
+    raise TraceError(file_name, _json_reason(data, error, _Where(data, changed)))
+
+
+def _read_buffer(buf, file_name: str, workers: int, repaired: int):
+    """(head, event columns in parts, names) of the trace in `buf`; _BadJSON when it is not JSON.
+    First the fast cut of Paddle's layout, then (when the events do not decode in that cut, or it
+    does not apply) the whole document's decode, which decides."""
+    trace = _split_head(buf)
+    if trace is not None:
+        _check_paddle(trace, file_name)
+        try:
+            return (trace,) + _event_parts(trace, workers, repaired)
+        except _BadJSON:
+            pass  # the cut may be wrong (another key after the events...)
+    trace = _decode_whole(buf, file_name)
+    _check_paddle(trace, file_name)
+    try:
+        return (trace,) + _event_parts(trace, workers, repaired)
+    except _BadJSON as exc:
+        exc.base = _offset_in(buf, trace.traceEvents)
+        raise
+
+
+def _event_parts(trace: Trace, workers: int, repaired: int):
+    """The events' columns in parts (or, read by forked processes, the whole EventTables)."""
+    if workers > 1 and not repaired and native_scanner() is None:
+        tables = _parallel_tabulate(trace, repaired, workers)
+        if tables is not None:
+            return tables, None
+    mv, start, end = _event_bounds(trace.traceEvents)
+    try:
+        # with the native scanner, the cores read chunks as threads of this process
+        return _column_parts(mv, _chunk_ranges(mv, start, end), threads=workers)
+    except _ChunkSplitError:
+        names = _Interner()
+        parts = [_chunk_columns(_decode_events(trace.traceEvents), names, 0)]
+        return parts, names.names
 
 
 # ---------------------------------------------------------------- parallel decode
@@ -442,10 +826,33 @@ class _Interner:
         return out
 
 
+def _int_of(value, what: str) -> int:
+    """int(value) for an id written as a number or a string of digits; _Malformed otherwise."""
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise _Malformed(f"{what} {_quoted(value)} is not a number") from None
+
+
+def _quoted(value, most: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= most else text[:most] + "..."
+
+
+def _int_array(values, dtype, what: str) -> np.ndarray:
+    """np.array(values, dtype) for integers read from the file; _Malformed for one that does not fit."""
+    try:
+        return np.array(values, dtype=dtype)
+    except OverflowError as exc:
+        raise _Malformed(f"{what}: {exc}") from None
+
+
 def _thread_ids(tids: list) -> np.ndarray:
     """'1234(Python)' / '1234(C++)' / 1234 → 1234."""
-    cache = {t: (t if isinstance(t, int) else int(str(t).split("(", 1)[0])) for t in set(tids)}
-    return np.array([cache[t] for t in tids], dtype=np.int64)
+    cache = {t: _int_of(t if isinstance(t, int) else str(t).split("(", 1)[0], "thread id") for t in set(tids)}
+    return _int_array([cache[t] for t in tids], np.int64, "thread id")
 
 
 def _times(events: list) -> "tuple[np.ndarray, np.ndarray, bool]":
@@ -458,25 +865,54 @@ def _times(events: list) -> "tuple[np.ndarray, np.ndarray, bool]":
     dur = _ns(np.array([e.dur for e in events], dtype=np.float64))
     if None not in rel:
         # one C-level parse of "12.345 us 67.890 us ..." instead of a float() per event
-        values = np.fromstring(" ".join(rel).replace(" us", ""), sep=" ") if rel else np.zeros(0)
+        try:
+            values = np.fromstring(" ".join(rel).replace(" us", ""), sep=" ") if rel else np.zeros(0)
+        except ValueError:  # text that is not a number (numpy >= 2.3 says so; older ones stop short)
+            values = np.zeros(0)
         if len(values) != len(rel):  # some other unit or text: parse one by one
-            values = np.array([float(r.split(" ", 1)[0]) for r in rel], dtype=np.float64)
+            values = np.array([_start_time(r) for r in rel], dtype=np.float64)
         start = _ns(values)
         relative = True
     else:
         start = _ns(np.array([e.ts for e in events], dtype=np.float64))
         relative = False
-    return start, start + dur, relative
+    return start, _end(start, dur, events=events), relative
 
 
-# µs values beyond this (about 290 years) do not fit int64 ns
-_MAX_US = 9.2e15
+def _start_time(text: str) -> float:
+    """'12.345 us' (or a bare number) → 12.345; _Malformed for anything else."""
+    parts = text.split()
+    try:
+        if len(parts) == 1 or (len(parts) == 2 and parts[1] == "us"):
+            return float(parts[0])
+    except ValueError:
+        pass
+    raise _Malformed(f"start_time {_quoted(text)} is not a time in µs")
+
+
+def _end(start: np.ndarray, dur: np.ndarray, events=None, names=None) -> np.ndarray:
+    """start + dur (ns); _Malformed for a negative duration (the time algebra of the analyses
+    needs end >= start: one such event would cancel others' time), or an end out of range."""
+    if len(dur) and dur.min() < 0:
+        i = int(np.argmin(dur))
+        name = _strip_names([events[i]])[0] if events is not None else names(i)  # as the scanner keeps it
+        raise _Malformed(f"a negative duration ({dur[i] / 1000:.3f} µs) for the event {_quoted(name)}")
+    end = start + dur
+    if len(end) and np.abs(end).max() >= _MAX_NS:
+        raise _Malformed(f"a time out of range (beyond ±{_MAX_US:.3g} µs, or not a number)")
+    return end
+
+
+# |µs| below this: every time, start + duration and difference of two fits int64 ns (2**62 ns,
+# about 146 years from Paddle's origin or from 1970)
+_MAX_US = 4.6e15
+_MAX_NS = 1 << 62
 
 
 def _ns(us: np.ndarray) -> np.ndarray:
-    """µs (float) → ns (int64, rounded); ValueError for a value that is not a finite time."""
+    """µs (float) → ns (int64, rounded); _Malformed for a value that is not a finite time."""
     if len(us) and not (np.abs(us) < _MAX_US).all():  # also false for nan
-        raise ValueError("a time out of range (beyond ±9.2e15 µs, or not a number)")
+        raise _Malformed(f"a time out of range (beyond ±{_MAX_US:.3g} µs, or not a number)")
     return np.rint(us * 1000).astype(np.int64)
 
 
@@ -498,6 +934,11 @@ def _memory_owners(host_tid, host_pos, mem_tid, mem_pos) -> np.ndarray:
     if not len(mem_tid) or not len(host_tid):
         return owner
     span = int(max(host_pos.max(), mem_pos.max())) + 1
+    if max(abs(int(host_tid.min())), abs(int(host_tid.max())), abs(int(mem_tid.min())),
+           abs(int(mem_tid.max()))) + 1 >= (1 << 62) // span:
+        # thread ids too large for tid * span + pos to fit int64: their ranks keep the same order
+        rank = np.unique(np.concatenate([host_tid, mem_tid]), return_inverse=True)[1].reshape(-1)
+        host_tid, mem_tid = rank[:len(host_tid)], rank[len(host_tid):]
     host_key = host_tid * span + host_pos
     order = np.argsort(host_key, kind="stable")
     sorted_key = host_key[order]
@@ -519,7 +960,7 @@ _KIND_OF.update({"": 0, "async": 0})
 
 def _triples(values) -> np.ndarray:
     out = [tuple(v[:3]) + (0,) * (3 - len(v[:3])) if v else (0, 0, 0) for v in values]
-    return np.array(out, dtype=np.int32).reshape(-1, 3)
+    return _int_array(out, np.int32, "grid or block").reshape(-1, 3)
 
 
 def _strip_names(events) -> list:
@@ -568,35 +1009,37 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     c["rt_name"] = names.many(_strip_names(rt_ev))
     c["rt_start"], c["rt_end"], rt_rel = _times(rt_ev)
     rt_args = [e.args or _NO_ARGS for e in rt_ev]
-    c["rt_corr"] = np.array([-1 if a.correlation_id is None else a.correlation_id for a in rt_args], dtype=i64)
+    c["rt_corr"] = _int_array([-1 if a.correlation_id is None else a.correlation_id for a in rt_args], i64,
+                              "correlation id")
 
     device_cats = et.DEVICE_CATS
     dev_args = [e.args or _NO_ARGS for e in dev_ev]
-    c["dev_id"] = np.array([int(e.pid) for e in dev_ev], dtype=i64)
-    c["dev_stream"] = np.array([int(e.tid) for e in dev_ev], dtype=i64)
+    c["dev_id"] = _int_array([_int_of(e.pid, "device id") for e in dev_ev], i64, "device id")
+    c["dev_stream"] = _int_array([_int_of(e.tid, "stream id") for e in dev_ev], i64, "stream id")
     c["dev_type"] = np.array([device_cats[e.cat] for e in dev_ev], dtype=np.int16)
     c["dev_name"] = names.many(_strip_names(dev_ev))
     c["dev_start"], c["dev_end"], dev_rel = _times(dev_ev)
-    c["dev_corr"] = np.array([-1 if a.correlation_id is None else a.correlation_id for a in dev_args], dtype=i64)
+    c["dev_corr"] = _int_array([-1 if a.correlation_id is None else a.correlation_id for a in dev_args], i64,
+                               "correlation id")
     c["dev_grid"] = _triples([a.grid for a in dev_args])
     c["dev_block"] = _triples([a.block for a in dev_args])
-    c["dev_registers"] = np.array([a.registers or 0 for a in dev_args], dtype=np.int32)
-    c["dev_shared_memory"] = np.array([a.shared_memory or 0 for a in dev_args], dtype=i64)
+    c["dev_registers"] = _int_array([a.registers or 0 for a in dev_args], np.int32, "registers per thread")
+    c["dev_shared_memory"] = _int_array([a.shared_memory or 0 for a in dev_args], i64, "shared memory")
     c["dev_blocks_per_sm"] = np.array([a.blocks_per_sm or 0.0 for a in dev_args], dtype=np.float64)
     c["dev_warps_per_sm"] = np.array([a.warps_per_sm or 0.0 for a in dev_args], dtype=np.float64)
     c["dev_occupancy"] = np.array([a.occupancy or 0.0 for a in dev_args], dtype=np.float64)
-    c["dev_bytes"] = np.array([a.bytes or 0 for a in dev_args], dtype=i64)
+    c["dev_bytes"] = _int_array([a.bytes or 0 for a in dev_args], i64, "bytes")
 
     mem_args = [e.args or _NO_ARGS for e in mem_ev]
     c["mem_tid"] = _thread_ids([e.tid for e in mem_ev])
     c["mem_type"] = np.array([et.MEM_TYPE_ID[e.cat] for e in mem_ev], dtype=np.int8)
     c["mem_place"] = names.many([a.place or "" for a in mem_args])
     c["mem_ts_ns"] = _ns(np.array([e.ts for e in mem_ev], dtype=np.float64))
-    c["mem_increase"] = np.array([a.increase_bytes or 0 for a in mem_args], dtype=i64)
-    c["mem_current_allocated"] = np.array([a.current_allocated or 0 for a in mem_args], dtype=i64)
-    c["mem_current_reserved"] = np.array([a.current_reserved or 0 for a in mem_args], dtype=i64)
-    c["mem_peak_allocated"] = np.array([a.peak_allocated or 0 for a in mem_args], dtype=i64)
-    c["mem_peak_reserved"] = np.array([a.peak_reserved or 0 for a in mem_args], dtype=i64)
+    c["mem_increase"] = _int_array([a.increase_bytes or 0 for a in mem_args], i64, "increase_bytes")
+    c["mem_current_allocated"] = _int_array([a.current_allocated or 0 for a in mem_args], i64, "current_allocated")
+    c["mem_current_reserved"] = _int_array([a.current_reserved or 0 for a in mem_args], i64, "current_reserved")
+    c["mem_peak_allocated"] = _int_array([a.peak_allocated or 0 for a in mem_args], i64, "peak_allocated")
+    c["mem_peak_reserved"] = _int_array([a.peak_reserved or 0 for a in mem_args], i64, "peak_reserved")
 
     # Relative times are rebased by the origin later only where a table lacked them.
     c["host_abs"] = np.full(len(host_ev), not host_rel)
@@ -660,12 +1103,12 @@ def _global_ids(local: np.ndarray, strings: List[str], names: "_Interner") -> np
     return lut[local]
 
 
-def _native_times(rec: np.ndarray, rows: np.ndarray) -> "tuple[np.ndarray, np.ndarray, bool]":
+def _native_times(rec: np.ndarray, rows: np.ndarray, strings: List[str]) -> "tuple[np.ndarray, np.ndarray, bool]":
     """_times on scanned records."""
     dur = _ns(rec["dur"][rows])
     relative = bool(rec["has_start"][rows].all())
     start = _ns(rec["start" if relative else "ts"][rows])
-    return start, start + dur, relative
+    return start, _end(start, dur, names=lambda i: strings[rec["name"][rows[i]]]), relative
 
 
 def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) -> Optional[dict]:
@@ -693,7 +1136,7 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
     c["host_tid"] = rec["tid"][host]
     c["host_type"] = _lut(strings, cats, lambda s: type_id.get(s, user_defined), np.int16)[cat[host]]
     c["host_name"] = _global_ids(rec["name"][host], strings, names)
-    c["host_start"], c["host_end"], host_rel = _native_times(rec, host)
+    c["host_start"], c["host_end"], host_rel = _native_times(rec, host, strings)
     shapes = {}
     spans = rec[["shapes_start", "shapes_stop", "dtypes_start", "dtypes_stop"]][host]
     for row in np.nonzero(spans["shapes_stop"] - spans["shapes_start"] > 2)[0].tolist():
@@ -707,14 +1150,14 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
     c["rt_tid"] = rec["tid"][rt]
     c["rt_type"] = _lut(strings, cats, lambda s: et.RUNTIME_CATS.get(s, -1), np.int16)[cat[rt]]
     c["rt_name"] = _global_ids(rec["name"][rt], strings, names)
-    c["rt_start"], c["rt_end"], rt_rel = _native_times(rec, rt)
+    c["rt_start"], c["rt_end"], rt_rel = _native_times(rec, rt, strings)
     c["rt_corr"] = rec["corr"][rt]
 
     c["dev_id"] = rec["pid"][dev]
     c["dev_stream"] = rec["tid"][dev]
     c["dev_type"] = _lut(strings, cats, lambda s: et.DEVICE_CATS.get(s, -1), np.int16)[cat[dev]]
     c["dev_name"] = _global_ids(rec["name"][dev], strings, names)
-    c["dev_start"], c["dev_end"], dev_rel = _native_times(rec, dev)
+    c["dev_start"], c["dev_end"], dev_rel = _native_times(rec, dev, strings)
     c["dev_corr"] = rec["corr"][dev]
     c["dev_grid"] = rec["grid"][dev]
     c["dev_block"] = rec["block"][dev]
@@ -786,7 +1229,7 @@ def _column_parts(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "t
             elif scanner is not None:
                 c = _native_chunk_columns(scanner(mv, pos, stop), mv, names, offset)
             if c is None:
-                c = _chunk_columns(_decode_chunk(mv, pos, stop, len(ranges) == 1), names, offset)
+                c = _chunk_columns(_decode_chunk(mv, pos, stop, len(ranges) == 1, offset), names, offset)
             parts.append(c)
             offset += c["n"]
     finally:
@@ -843,7 +1286,7 @@ def _assemble(trace: Trace, part: dict, names: List[str], repaired: int) -> Even
         span="" if span is None else str(span),
         extra_info=dict(trace.ExtraInfo),
         devices=list(trace.deviceProperties),
-        thread_names={int(k): v for k, v in trace.ExtraInfo.items() if k.isdigit()},
+        thread_names={int(k): v for k, v in trace.ExtraInfo.items() if k.isascii() and k.isdigit()},
         origin_unix_ns=origin,
         pid=part["pid"],
         repaired_lines=repaired,

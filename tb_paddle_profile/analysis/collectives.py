@@ -35,6 +35,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from .. import event_types as et
+from ..event_tree import gather
 from ..v1 import summary_pb2 as pb
 from . import ranges
 from .profile import Profile
@@ -125,14 +126,27 @@ def shape_bytes(shapes_json: str, dtypes_json: str) -> int:
         shapes, dtypes = json.loads(shapes_json), json.loads(dtypes_json or "{}")
     except ValueError:
         return 0
+    # Any JSON may stand there in a file: only Paddle's {input: [shape, ...]} and {input: [dtype, ...]} count.
+    if not isinstance(shapes, dict):
+        return 0
+    if not isinstance(dtypes, dict):
+        dtypes = {}
     total = 0
-    for name, shape_list in (shapes or {}).items():
-        types = (dtypes or {}).get(name) or []
-        for i, shape in enumerate(shape_list or []):
+    for name, shape_list in shapes.items():
+        types = dtypes.get(name)
+        if not isinstance(shape_list, list) or not isinstance(types, list):
+            continue
+        for i, shape in enumerate(shape_list):
             size = _DTYPE_BYTES.get(str(types[i]).lower().replace("paddle.", "") if i < len(types) else "", 0)
             if size and isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape):
-                total += int(np.prod(shape, dtype=np.int64)) * size
-    return total
+                count = 1
+                for d in shape:  # Python ints: no wrap-around
+                    count *= d
+                total += count * size
+    return min(total, _MAX_BYTES)
+
+
+_MAX_BYTES = (1 << 63) - 1  # what an int64 column holds
 
 
 def _outermost(tree, mark: np.ndarray) -> np.ndarray:
@@ -186,16 +200,16 @@ class CollectiveAnalysis:
         # Communication kernels and the host event that launched each.
         is_kernel = t.dev_type == et.KERNEL
         dev_comm = is_kernel & (comm_name[t.dev_name] if len(t.dev_name) else np.zeros(0, bool))
-        dev_host = np.where(tree.dev_rt >= 0, tree.rt_host[np.maximum(tree.dev_rt, 0)], -1)
-        launcher_comm = np.where(dev_host >= 0, comm_root[np.maximum(dev_host, 0)], -1)
-        launcher_op = np.where(dev_host >= 0, op_root[np.maximum(dev_host, 0)], -1)
+        dev_host = gather(tree.rt_host, tree.dev_rt, -1)
+        launcher_comm = gather(comm_root, dev_host, -1)
+        launcher_op = gather(op_root, dev_host, -1)
         k_rows = np.nonzero(dev_comm)[0]
         k_kind = name_kind[t.dev_name[k_rows]].astype(np.int16)
         k_host = launcher_comm[k_rows]
-        fallback = np.where(k_host >= 0, host_k[np.maximum(k_host, 0)], OTHER)
+        fallback = gather(host_k, k_host, OTHER)
         k_kind = np.where(k_kind > 0, k_kind, fallback).astype(np.int16)
-        k_launch = np.where(tree.dev_rt[k_rows] >= 0, t.rt_start[np.maximum(tree.dev_rt[k_rows], 0)],
-                            t.dev_start[k_rows])
+        k_rt = tree.dev_rt[k_rows]
+        k_launch = np.where(k_rt >= 0, gather(t.rt_start, k_rt, 0), t.dev_start[k_rows])
         k_op_row = np.where(k_host >= 0, k_host, launcher_op[k_rows])
 
         # Host communication events without a communication kernel are instances themselves.
@@ -207,7 +221,7 @@ class CollectiveAnalysis:
             if row in t.host_shapes:
                 op_bytes[row] = shape_bytes(*t.host_shapes[row])
         one_kernel = kernels_of == 1
-        k_bytes = np.where((k_host >= 0) & one_kernel[np.maximum(k_host, 0)], op_bytes[np.maximum(k_host, 0)], 0)
+        k_bytes = np.where(gather(one_kernel, k_host, False), gather(op_bytes, k_host, 0), 0)
 
         def op_name(row: int) -> str:
             return names[t.host_name[row]] if row >= 0 else ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import event_types as et
+from ..event_tree import gather
 from ..v1 import summary_pb2 as pb
 from . import ranges
 from .profile import Profile
@@ -51,10 +52,10 @@ class DistributedAnalysis:
         gpu_rows = np.array(gpu_rows, dtype=np.int64)
 
         # Case 3: kernels of the own runtime calls of every other host node.
-        dev_host = np.where(tree.dev_rt >= 0, tree.rt_host[np.maximum(tree.dev_rt, 0)], -1)
+        dev_host = gather(tree.rt_host, tree.dev_rt, -1)
         own = (dev_host >= 0) & (t.dev_type == et.KERNEL)
         if own.any():
-            own &= ~is_comm_host[np.maximum(dev_host, 0)]
+            own &= ~gather(is_comm_host, dev_host, False)
         k_comm = own & comm_kernel[t.dev_name] if own.any() else own
         k_comp = own & ~k_comm
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import event_types as et
+from ..event_tree import gather
 from ..v1 import summary_pb2 as pb
 from .groupby import group, merge
 from .profile import Profile
@@ -33,7 +34,7 @@ def kernel_view(p: Profile, out: pb.KernelView) -> None:
     rt = tree.dev_rt[rows]
     host = tree.rt_host[rt]
     thread_index = np.searchsorted(np.array(tree.threads, dtype=np.int64), t.rt_tid[rt])
-    rank = np.where(host >= 0, p.walk_rank[np.maximum(host, 0)], -1)
+    rank = gather(p.walk_rank, host, -1)
     dev_pos = np.zeros(len(t.dev_id), dtype=np.int64)
     dev_pos[tree.rt_dev_idx] = np.arange(len(tree.rt_dev_idx))
     order = [thread_index, rank, t.rt_start[rt], rt, dev_pos[rows]]

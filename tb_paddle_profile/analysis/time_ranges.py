@@ -12,6 +12,7 @@ from typing import Dict, List
 import numpy as np
 
 from .. import event_types as et
+from ..event_tree import gather
 from ..v1 import summary_pb2 as pb
 from . import ranges
 from .groupby import split_rows
@@ -33,7 +34,7 @@ class TimeRanges:
         self.p = p
         rank = p.walk_rank
         self.rt_mask = tree.rt_host >= 0
-        dev_host = np.where(tree.dev_rt >= 0, tree.rt_host[np.maximum(tree.dev_rt, 0)], -1)
+        dev_host = gather(tree.rt_host, tree.dev_rt, -1)
         self.dev_mask = (tree.dev_rt >= 0) & (dev_host >= 0)
 
         # Rows of each type, split once instead of a mask per type.
