@@ -7,7 +7,11 @@ moves it, ``off`` disables it). Optionally, and only when asked (``TB_PADDLE_PRO
 sidecar file next to the trace holds the same entry, so a team sharing a logdir parses each trace once.
 
 A failure (a trace that is not usable) is cached too, so that a restart does not parse it again.
-Every write is atomic: a temporary file in the same folder, then a rename (a single PUT on object stores).
+Every write is atomic: a temporary file in the same folder, flushed to disk (fsync), then a rename (a single
+PUT on object stores). Every entry carries a checksum (blake2b of its header and body) and its body's
+length: an entry that is cut short, has flipped bytes or is not an entry at all is a miss, never served;
+a damaged cache entry is deleted (logged once) and the trace summarized again, a damaged sidecar is
+ignored and rewritten.
 
 The folder is bounded (``TB_PADDLE_PROFILE_CACHE_MAX_MB``, default 8192; 0: unbounded): after writes, the
 least recently used entries (summaries and timeline indexes; a read refreshes an entry's modification
@@ -45,8 +49,14 @@ TRIM_INTERVAL_S = 30.0  # a folder is walked at most this often per Trimmer
 _ENTRY_FOLDER = re.compile(r"(v|timeline-v)[0-9]+")
 _ENTRY_SUFFIX = {"v": ".pb", "timeline-v": ".tl"}
 SIDECAR_SUFFIX = ".tb_paddle_profile.pb"
-_MAGIC = b"TBPPSUM1\n"
+# Entry layout 2: magic, the checksum line (hex blake2b-128 of header line + body), the JSON header line
+# (with the body's length), the body. Layout 1 had no checksum: its files (in ``v1/``, with another magic)
+# are never read, only trimmed away by the bound like any old entry.
+LAYOUT = 2
+_MAGIC = b"TBPPSUM2\n"
+_CHECK_LEN = 32
 _MAX_HEADER = 1 << 16
+MAX_SIDECAR_BYTES = 1 << 30  # a "sidecar" larger than this is not one of ours: ignored
 _DISABLED = {"off", "none", "0", "false", "no"}
 
 
@@ -88,40 +98,112 @@ class CachedResult(NamedTuple):
     error: str  # one-line reason when not ok
 
 
+def _check(header: bytes, body: bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=_CHECK_LEN // 2)
+    h.update(header)
+    h.update(b"\n")
+    h.update(body)
+    return h.hexdigest().encode("ascii")
+
+
 def encode_entry(key: CacheKey, result: CachedResult) -> bytes:
-    header = json.dumps(key.header(result.ok, result.error), sort_keys=True).encode("utf-8")
-    return _MAGIC + header + b"\n" + (result.data if result.ok else b"")
+    body = result.data if result.ok else b""
+    fields = dict(key.header(result.ok, result.error), body_size=len(body))
+    header = json.dumps(fields, sort_keys=True).encode("utf-8")
+    return b"".join([_MAGIC, _check(header, body), b"\n", header, b"\n", body])
 
 
-def decode_entry(blob: bytes, key: CacheKey, check_source: bool = True) -> Optional[CachedResult]:
-    """The entry in ``blob`` if it is whole and belongs to ``key``; None otherwise."""
+def _split(blob: bytes) -> Tuple[Optional[Tuple[bytes, bytes, bytes]], str]:
+    """(checksum, header line, rest) of an entry, or (None, why it is not one)."""
     if not blob.startswith(_MAGIC):
-        return None
-    end = blob.find(b"\n", len(_MAGIC))
+        return None, "not a cache entry of this layout"
+    start = len(_MAGIC) + _CHECK_LEN + 1
+    if len(blob) < start or blob[start - 1:start] != b"\n":
+        return None, "cut short"
+    end = blob.find(b"\n", start)
     if end < 0:
-        return None
+        return None, "cut short"
+    return (blob[len(_MAGIC):start - 1], blob[start:end], blob[end + 1:]), ""
+
+
+def _parse_header(line: bytes, key: CacheKey, check_source: bool) -> Tuple[Optional[dict], str, bool]:
+    """(header, problem, damaged): problem "" when the header belongs to ``key``; damaged when it is
+    not even a header (rather than one of another version of the trace)."""
     try:
-        header = json.loads(blob[len(_MAGIC):end])
+        header = json.loads(line)
     except ValueError:
-        return None
-    if not isinstance(header, dict):
-        return None
+        return None, "header does not decode", True
+    if not isinstance(header, dict) or not isinstance(header.get("body_size"), int) \
+            or not isinstance(header.get("error", ""), str):
+        return None, "header is not an entry's", True
     expected = key.header(bool(header.get("ok")), header.get("error", ""))
     fields = ["size", "version", "tool", "schema"] + (["source"] if check_source else [])
     if any(header.get(f) != expected[f] for f in fields):
-        return None
+        return None, "entry of another file, version or release", False
+    return header, "", False
+
+
+def check_entry(blob: bytes, key: CacheKey, check_source: bool = True) -> Tuple[Optional[CachedResult], str, bool]:
+    """(entry, problem, damaged): the entry in ``blob`` when it is whole, intact and belongs to ``key``;
+    else None, the reason, and whether the blob is damaged (cut, corrupt, not an entry) rather than
+    merely another version's."""
+    parts, why = _split(blob)
+    if parts is None:
+        return None, why, True
+    check, line, body = parts
+    header, why, damaged = _parse_header(line, key, check_source)
+    if header is None:
+        return None, why, damaged
+    if len(body) != header["body_size"]:
+        return None, f"body of {len(body)} bytes, {header['body_size']} expected (cut short or padded)", True
+    if _check(line, body) != check:
+        return None, "checksum mismatch (corrupt bytes)", True
     if not header.get("ok"):
-        return CachedResult(False, b"", str(header.get("error", "")))
-    return CachedResult(True, blob[end + 1:], "")
+        if body:
+            return None, "a failure entry with a body", True
+        return CachedResult(False, b"", str(header.get("error", ""))), "", False
+    return CachedResult(True, body, ""), "", False
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never a part."""
+def decode_entry(blob: bytes, key: CacheKey, check_source: bool = True) -> Optional[CachedResult]:
+    """The entry in ``blob`` if it is whole, intact (its checksum matches) and belongs to ``key``; None otherwise."""
+    return check_entry(blob, key, check_source)[0]
+
+
+def check_head(head: bytes, file_size: int, key: CacheKey) -> Tuple[Optional[CachedResult], str, bool]:
+    """Like :func:`check_entry` from the first lines only (magic, checksum, header) and the file's size:
+    a cut or padded entry is caught, flipped body bytes only when the body is read."""
+    parts, why = _split(head)
+    if parts is None:
+        return None, why, True
+    _, line, rest = parts
+    if rest:
+        return None, "header too long", True
+    header, why, damaged = _parse_header(line, key, True)
+    if header is None:
+        return None, why, damaged
+    if file_size != len(head) + header["body_size"]:
+        return None, f"file of {file_size} bytes, {len(head) + header['body_size']} expected (cut short or padded)", True
+    if not header.get("ok"):
+        return CachedResult(False, b"", str(header.get("error", ""))), "", False
+    return CachedResult(True, b"", ""), "", False
+
+
+def atomic_write(path: Path, data) -> None:
+    """Write ``data`` (bytes, or an iterable of bytes-like chunks) to ``path`` so that readers see the old
+    file or the new one, never a part: a temporary file in the same folder, fsync, rename, fsync of the
+    folder (so that a crash right after leaves the whole new file or the old one, never an empty one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                f.write(data)
+            else:
+                for chunk in data:
+                    f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -129,6 +211,54 @@ def atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    if not hasattr(os, "O_DIRECTORY"):
+        return  # Windows: folders cannot be opened; the rename is as durable as it gets
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+_LOGGED: "set[str]" = set()
+_LOGGED_LOCK = threading.Lock()
+
+
+def log_once(key: str, level: int, message: str, *args) -> None:
+    """Log ``message`` the first time ``key`` is seen in this process (bounded: 10,000 keys)."""
+    with _LOGGED_LOCK:
+        if key in _LOGGED:
+            return
+        if len(_LOGGED) > 10_000:
+            _LOGGED.clear()
+        _LOGGED.add(key)
+    logger.log(level, message, *args)
+
+
+def discard(path: Path, inode: Optional[int], reason: str, what: str = "cache entry") -> None:
+    """Delete a damaged entry file of ours (only if it is still the file that was read), logged once."""
+    try:
+        st = os.stat(path)
+        if inode is None or st.st_ino == inode:
+            path.unlink()
+            removed = "deleted; it will be built again"
+        else:
+            removed = "already replaced"
+    except FileNotFoundError:
+        removed = "already gone"
+    except OSError as err:
+        removed = f"could not be deleted ({err.strerror or err}); it is ignored"
+    log_once(f"damaged:{path}:{inode}", logging.WARNING, "tb_paddle_profile: %s %s is damaged (%s): %s",
+             what, path, reason, removed)
 
 
 def default_cache_dir() -> Path:
@@ -149,19 +279,36 @@ def sidecar_path(trace_path: str) -> str:
     return trace_path + SIDECAR_SUFFIX
 
 
-def read_sidecar(fs, trace_path: str, key: CacheKey) -> Optional[CachedResult]:
-    """The sidecar entry of a trace if it exists and matches ``key`` (any read error counts as absent).
+def read_sidecar(fs, trace_path: str, key: CacheKey, root: Optional[str] = None) -> Optional[CachedResult]:
+    """The sidecar entry of a trace if it exists, is intact and matches ``key`` (any read error counts as
+    absent; a damaged one is absent too, and is replaced when the summary is written again).
 
     The sidecar travels with the logdir (mounts, copies to another machine), so its location is not checked,
-    only the size, version, tool and schema.
+    only the size, version, tool and schema. On local stores it is read under the logdir's path policy
+    (:mod:`tb_paddle_profile.paths`; ``root``: the logdir, None for a trace named by the user): a FIFO, a
+    device, a link out of the logdir or a file over MAX_SIDECAR_BYTES is not read.
     """
+    from tb_paddle_profile.paths import is_local, open_checked
+
+    target = sidecar_path(trace_path)
     try:
-        blob = fs.cat_file(sidecar_path(trace_path))
+        if is_local(fs):
+            with open_checked(fs, target, root) as handle:
+                blob = handle.read(MAX_SIDECAR_BYTES + 1)
+            if len(blob) > MAX_SIDECAR_BYTES:
+                return None
+        else:
+            blob = fs.cat_file(target)
     except (OSError, ValueError):
         return None
-    except Exception:  # a store's own error types (botocore, gcsfs): treat as no sidecar
+    except Exception:  # refused by the path policy, a store's own error types (botocore, gcsfs): no sidecar
         return None
-    return decode_entry(blob, key, check_source=False)
+    found, why, damaged = check_entry(blob, key, check_source=False)
+    if damaged:
+        log_once(f"sidecar:{target}:{len(blob)}", logging.WARNING,
+                 "tb_paddle_profile: sidecar %s is damaged (%s): ignored, rewritten with the next summary",
+                 target, why)
+    return found
 
 
 def write_sidecar(fs, trace_path: str, key: CacheKey, result: CachedResult) -> str:
@@ -295,33 +442,46 @@ class SummaryCache:
         if self.cache_dir is None:
             return None
         digest = key.digest()
-        return self.cache_dir / "v1" / digest[:2] / (digest + ".pb")
+        return self.cache_dir / f"v{LAYOUT}" / digest[:2] / (digest + ".pb")
 
     def get(self, key: CacheKey) -> Optional[CachedResult]:
-        path = self._path(key)
-        if path is None:
-            return None
-        try:
-            blob = path.read_bytes()
-        except OSError:
-            return None
-        found = decode_entry(blob, key)
-        if found is not None:
-            touch(path)
-        return found
-
-    def peek(self, key: CacheKey) -> Optional[CachedResult]:
-        """Like :meth:`get` but reads only the header: ``data`` is empty. For deciding states quickly."""
+        """The entry of ``key``, checked whole (checksum); a damaged one is deleted and None returned."""
         path = self._path(key)
         if path is None:
             return None
         try:
             with open(path, "rb") as f:
-                head = f.readline(len(_MAGIC)) + f.readline(_MAX_HEADER)
+                inode = os.fstat(f.fileno()).st_ino
+                blob = f.read()
         except OSError:
             return None
-        found = decode_entry(head, key) if head.endswith(b"\n") else None
-        return found._replace(data=b"") if found else None
+        found, why, _ = check_entry(blob, key)
+        if found is None:
+            discard(path, inode, why)  # at its key's own path, any mismatch is damage
+            return None
+        touch(path)
+        return found
+
+    def peek(self, key: CacheKey) -> Optional[CachedResult]:
+        """Like :meth:`get` but reads only the header: ``data`` is empty. For deciding states quickly.
+        An entry cut short or padded is caught here (by its length); flipped body bytes by :meth:`get`."""
+        path = self._path(key)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                head = f.read(len(_MAGIC) + _CHECK_LEN + 1)
+                head += f.readline(_MAX_HEADER)
+        except OSError:
+            return None
+        if not head.endswith(b"\n") and len(head) < st.st_size:  # a header over _MAX_HEADER: read it all
+            found = self.get(key)
+            return found._replace(data=b"") if found else None
+        found, why, _ = check_head(head, st.st_size, key)
+        if found is None:
+            discard(path, st.st_ino, why)
+        return found
 
     def put(self, key: CacheKey, result: CachedResult) -> bool:
         """Store an entry; False when the cache is off or the folder is not writable (logged once)."""

@@ -1,8 +1,10 @@
 """The timeline: a columnar index of a trace's slices, and the level-of-detail queries over it.
 
 A trace is parsed once more, in a worker process, the first time its timeline is asked for; the result
-is a compact binary index file in the cache folder (``timeline-v1/``), memory-mapped by the request
-threads. Every query then touches only the rows of the window it asks for:
+is a compact binary index file in the cache folder (``timeline-v2/``), memory-mapped by the request
+threads. The file ends with a CRC-32 of everything before it and its length: an index that is cut short,
+has flipped bytes or is not an index is a miss (deleted and built again), never drawn. Every query then
+touches only the rows of the window it asks for:
 
 - events are grouped into *lanes* (track, depth), each lane sorted by start, with its longest slice,
   so the slices overlapping a window are one ``searchsorted`` pair away;
@@ -13,24 +15,40 @@ threads. Every query then touches only the rows of the window it asks for:
 Tracks: each host thread (host events nested by depth, CUDA runtime calls one row under the host event
 that holds them) and each GPU stream (kernels, memcpy, memset). Event ids are positions in the index
 (lane order); they stay valid for one version of one file.
+
+Names are stored as one UTF-8 blob with explicit offsets (``names_ptr``), so any name, ``\0`` and empty
+ones included, reads back as it was.
 """
 from __future__ import annotations
 
+import collections
+import concurrent.futures
+import concurrent.futures.process
 import json
+import logging
 import mmap
 import os
 import tempfile
 import threading
+import time
+import traceback
+import zlib
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import event_types as et
-from .cache import Trimmer, atomic_write, touch
+from .cache import Trimmer, atomic_write, discard, log_once, touch
 
-MAGIC = b"TBPPTL1\n"
-INDEX_VERSION = 1
+logger = logging.getLogger(__name__)
+
+MAGIC = b"TBPPTL2\n"
+TRAILER_MAGIC = b"TBPPTLCK"
+_TRAILER = len(TRAILER_MAGIC) + 4 + 8  # magic, CRC-32 of all bytes before the trailer, their count
+INDEX_VERSION = 2  # 2: names with offsets, checksummed trailer (1: names joined by "\0", no checksum)
+ENV_WINDOW_MAX_MB = "TB_PADDLE_PROFILE_WINDOW_MAX_MB"
+DEFAULT_WINDOW_MAX_MB = 256  # trace_window refuses windows whose JSON may exceed this (0: no bound)
 LANE_CAP = 4000  # items per lane and response, at most
 MAX_PX = 8192
 FLOW_CAP = 2000
@@ -124,7 +142,10 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
         tr["depth"] = int(lane_depth[sel].max()) + 1 if sel.any() else 1
         tr["events"] = int((lane_ptr[1:] - lane_ptr[:-1])[sel].sum())
 
-    names_blob = "\0".join(t.names).encode("utf-8", "surrogatepass")
+    name_bytes = [n.encode("utf-8", "surrogatepass") for n in t.names]
+    names_ptr = np.zeros(len(name_bytes) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in name_bytes], out=names_ptr[1:])
+    names_blob = b"".join(name_bytes)
     shape_rows = np.array(sorted(t.host_shapes), dtype=np.int32)
     shape_text = [json.dumps(list(t.host_shapes[r])) for r in shape_rows.tolist()]
     shape_bytes = [s.encode("utf-8", "surrogatepass") for s in shape_text]
@@ -153,100 +174,224 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
         "dev_registers": t.dev_registers.astype(np.int32), "dev_shared_memory": t.dev_shared_memory.astype(np.int64),
         "dev_blocks_per_sm": t.dev_blocks_per_sm, "dev_warps_per_sm": t.dev_warps_per_sm,
         "dev_occupancy": t.dev_occupancy, "dev_bytes": t.dev_bytes.astype(np.int64),
-        "names_blob": np.frombuffer(names_blob, dtype=np.uint8),
+        "names_blob": np.frombuffer(names_blob, dtype=np.uint8), "names_ptr": names_ptr,
         "shape_rows": shape_rows, "shape_ptr": shape_ptr,
         "shape_blob": np.frombuffer(b"".join(shape_bytes), dtype=np.uint8),
     }
     return header, arrays
 
 
-def encode_index(header: dict, arrays: Dict[str, np.ndarray]) -> bytes:
+def encode_parts(header: dict, arrays: Dict[str, np.ndarray]) -> Iterator[bytes]:
+    """The index file as chunks (the arrays' own memory, no copy), ending with the checksum trailer."""
     table = {}
-    parts = []
+    layout = []
     offset = 0
     for key, arr in arrays.items():
         arr = np.ascontiguousarray(arr)
         pad = (-offset) % 64
-        if pad:
-            parts.append(b"\0" * pad)
-            offset += pad
+        offset += pad
         table[key] = [arr.dtype.str, list(arr.shape), offset]
-        data = arr.tobytes()
-        parts.append(data)
-        offset += len(data)
+        layout.append((pad, arr))
+        offset += arr.nbytes
     head = dict(header, arrays=table)
     head_bytes = json.dumps(head).encode("utf-8")
     prefix = MAGIC + len(head_bytes).to_bytes(8, "little") + head_bytes
-    pad = (-len(prefix)) % 64
-    return prefix + b"\0" * pad + b"".join(parts)
+    prefix += b"\0" * ((-len(prefix)) % 64)
+    crc, count = 0, 0
+    for pad, arr in [(0, None)] + layout:
+        chunks = [prefix] if arr is None else [b"\0" * pad, memoryview(arr.reshape(-1).view(np.uint8))]
+        for chunk in chunks:
+            if len(chunk):
+                crc = zlib.crc32(chunk, crc)
+                count += len(chunk)
+                yield chunk
+    yield TRAILER_MAGIC + crc.to_bytes(4, "little") + count.to_bytes(8, "little")
 
 
-def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int = 1) -> dict:
-    """Worker side: parse the trace (`parse_workers` cores reading a large file together) and
-    write its index to ``target`` atomically."""
+def encode_index(header: dict, arrays: Dict[str, np.ndarray]) -> bytes:
+    return b"".join(bytes(c) for c in encode_parts(header, arrays))
+
+
+def _parse(read_bytes, file_name: str, parse_workers: int = 1):
     from .event_tree import build_tree
     from .reader import read_trace
 
     # in a box: the reader drops the bytes as soon as the events are read
     tables = read_trace([read_bytes()], os.path.basename(file_name), parse_workers)
     tree = build_tree(tables)
-    header, arrays = build_index(tables, tree)
-    blob = encode_index(header, arrays)
-    atomic_write(Path(target), blob)
-    return {"events": int(len(arrays["ev_start"])), "bytes": len(blob)}
+    return build_index(tables, tree)
 
 
-def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse_workers: int = 1) -> dict:
-    """Runs in a worker process (picklable arguments only). Returns {"ok", "error"}."""
-    from .errors import TraceError
+def _write(target: str, header: dict, arrays: Dict[str, np.ndarray]) -> int:
+    size = 0
+
+    def counted():
+        nonlocal size
+        for chunk in encode_parts(header, arrays):
+            size += len(chunk)
+            yield chunk
+
+    atomic_write(Path(target), counted())
+    return size
+
+
+def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int = 1) -> dict:
+    """Worker side: parse the trace (`parse_workers` cores reading a large file together) and
+    write its index to ``target`` atomically."""
+    header, arrays = _parse(read_bytes, file_name, parse_workers)
+    size = _write(target, header, arrays)
+    return {"events": int(len(arrays["ev_start"])), "bytes": size}
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())[:300] or type(err).__name__
+
+
+def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse_workers: int = 1,
+                    root: Optional[str] = None, fallback: Optional[str] = None) -> dict:
+    """Runs in a worker process (picklable arguments only): read the trace under the logdir's path policy
+    (``root``: the logdir), build its index, write it to ``target`` or, when that folder is not
+    writable, to ``fallback``.
+
+    Returns ``{"ok": True, "path", "note", "events", "bytes"}`` or ``{"ok": False, "kind", "error"}`` with
+    kind "trace" (the file is not a usable trace: permanent for this version of it), "transient" (the
+    store could not be read, nothing could be written, memory: worth retrying; "retry": False when not
+    right away) or "bug" (an error of ours: the one line of errors.our_bug, and "traceback")."""
+    from .errors import TraceError, TransientError, our_bug
+    from .paths import read_checked
 
     def read() -> bytes:
-        data = fs.cat_file(path)
+        try:
+            data = read_checked(fs, path, root, file_name)
+        except (TraceError, TransientError, MemoryError):
+            raise
+        except FileNotFoundError:
+            raise TransientError(file_name, "the file no longer exists") from None
+        except Exception as err:  # OSError, a store's own error types (botocore, gcsfs): the store, not the file
+            raise TransientError(file_name, f"cannot read: {_one_line(err)}") from None
         if len(data) != size:
             raise TraceError(file_name, "the file changed while its timeline was being built")
         return data
 
     try:
-        info = build_file_index(read, file_name, target, parse_workers)
+        header, arrays = _parse(read, file_name, parse_workers)
     except TraceError as err:
-        return {"ok": False, "error": str(err)}
-    except FileNotFoundError:
-        return {"ok": False, "error": f"{file_name}: the file no longer exists"}
+        return {"ok": False, "kind": "trace", "error": str(err)}
+    except TransientError as err:
+        return {"ok": False, "kind": "transient", "error": str(err)}
     except MemoryError:
-        return {"ok": False, "error": f"{file_name}: out of memory while building its timeline"}
-    return {"ok": True, "error": "", **info}
+        return {"ok": False, "kind": "transient", "retry": False,
+                "error": f"{file_name}: out of memory while building its timeline"}
+    except Exception as err:
+        return {"ok": False, "kind": "bug", "error": our_bug(file_name, err), "traceback": traceback.format_exc()}
+    note = ""
+    try:
+        written, nbytes = target, _write(target, header, arrays)
+    except OSError as err:
+        if fallback is None:
+            return {"ok": False, "kind": "transient",
+                    "error": f"{file_name}: cannot write its timeline index: {_one_line(err)}"}
+        try:
+            written, nbytes = fallback, _write(fallback, header, arrays)
+        except OSError as err2:
+            return {"ok": False, "kind": "transient",
+                    "error": f"{file_name}: cannot write its timeline index (cache folder: {_one_line(err)}; "
+                             f"temporary folder: {_one_line(err2)})"}
+        note = f"cache folder not writable ({_one_line(err)})"
+    except Exception as err:
+        return {"ok": False, "kind": "bug", "error": our_bug(file_name, err), "traceback": traceback.format_exc()}
+    return {"ok": True, "path": written, "note": note, "events": int(len(arrays["ev_start"])), "bytes": nbytes}
 
 
 # ------------------------------------------------------------------ reading (request threads)
 
 
+class CorruptIndex(ValueError):
+    """An index file that is cut short, corrupt or not an index of this version."""
+
+
+_REQUIRED = ("ev_start", "ev_end", "ev_name", "ev_kind", "ev_type", "ev_row", "lane_ptr", "lane_track",
+             "lane_depth", "lane_maxdur", "names_blob", "names_ptr", "shape_rows", "shape_ptr", "shape_blob")
+
+
 class TimelineIndex:
-    """A memory-mapped index file."""
+    """A memory-mapped index file, checked whole (CRC-32) when opened; CorruptIndex when it is damaged."""
 
     def __init__(self, path: str):
         with open(path, "rb") as f:
-            self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            self.inode = os.fstat(f.fileno()).st_ino
+            try:
+                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # an empty file cannot be mapped
+                raise CorruptIndex("empty file") from None
+        try:
+            self._load()
+        except CorruptIndex:
+            self.close()
+            raise
+        except (ValueError, KeyError, TypeError, IndexError, OverflowError) as err:
+            self.close()
+            raise CorruptIndex(f"malformed: {type(err).__name__}: {_one_line(err)}") from None
+
+    def _load(self) -> None:
         mm = self._mm
-        if mm[:len(MAGIC)] != MAGIC:
-            raise ValueError("not a timeline index")
+        size = len(mm)
+        if size < len(MAGIC) + 8 + _TRAILER or mm[:len(MAGIC)] != MAGIC:
+            raise CorruptIndex("not a timeline index of this version")
+        trailer = mm[size - _TRAILER:]
+        if trailer[:len(TRAILER_MAGIC)] != TRAILER_MAGIC:
+            raise CorruptIndex("cut short (no trailer)")
+        crc = int.from_bytes(trailer[len(TRAILER_MAGIC):len(TRAILER_MAGIC) + 4], "little")
+        count = int.from_bytes(trailer[len(TRAILER_MAGIC) + 4:], "little")
+        if count != size - _TRAILER:
+            raise CorruptIndex(f"{size - _TRAILER} bytes before the trailer, {count} expected")
+        with memoryview(mm) as view:
+            with view[:count] as covered:
+                if zlib.crc32(covered) != crc:
+                    raise CorruptIndex("checksum mismatch (corrupt bytes)")
         n = int.from_bytes(mm[len(MAGIC):len(MAGIC) + 8], "little")
         start = len(MAGIC) + 8
+        if start + n > count:
+            raise CorruptIndex("header beyond the end")
         self.header = json.loads(mm[start:start + n])
+        if self.header.get("version") != INDEX_VERSION:
+            raise CorruptIndex(f"index version {self.header.get('version')!r}, {INDEX_VERSION} expected")
         base = start + n + ((-(start + n)) % 64)
         self.a: Dict[str, np.ndarray] = {}
         for key, (dtype, shape, off) in self.header["arrays"].items():
-            count = int(np.prod(shape)) if shape else 1
-            self.a[key] = np.frombuffer(mm, dtype=np.dtype(dtype), count=count, offset=base + off).reshape(shape)
-        blob = self.a["names_blob"].tobytes().decode("utf-8", "surrogatepass")
-        self.names: List[str] = blob.split("\0") if blob or len(self.a["names_blob"]) else []
+            dt = np.dtype(dtype)
+            if dt.hasobject:
+                raise CorruptIndex(f"array {key!r} of objects")
+            count_items = int(np.prod(shape)) if shape else 1
+            if off < 0 or base + off + count_items * dt.itemsize > count:
+                raise CorruptIndex(f"array {key!r} beyond the end")
+            self.a[key] = np.frombuffer(mm, dtype=dt, count=count_items, offset=base + off).reshape(shape)
+        missing = [k for k in _REQUIRED if k not in self.a]
+        if missing:
+            raise CorruptIndex(f"arrays missing: {', '.join(missing)}")
+        blob = self.a["names_blob"].tobytes()
+        ptr = self.a["names_ptr"].tolist()
+        if not ptr or ptr[0] != 0 or ptr[-1] != len(blob) or any(b < a for a, b in zip(ptr, ptr[1:])):
+            raise CorruptIndex("name offsets do not fit the name blob")
+        self.names: List[str] = [blob[i:j].decode("utf-8", "surrogatepass") for i, j in zip(ptr, ptr[1:])]
         if not self.names:
             self.names = [""]
+        n_ev = len(self.a["ev_start"])
+        lane_ptr = self.a["lane_ptr"]
+        if len(lane_ptr) < 1 or int(lane_ptr[0]) != 0 or int(lane_ptr[-1]) != n_ev \
+                or len(lane_ptr) != len(self.a["lane_track"]) + 1:
+            raise CorruptIndex("lane offsets do not fit the events")
+        if n_ev and not (0 <= int(self.a["ev_name"].min()) and int(self.a["ev_name"].max()) < len(self.names)):
+            raise CorruptIndex("name ids beyond the name table")
         self.tracks: List[dict] = self.header["tracks"]
+        if len(self.a["lane_track"]) and int(self.a["lane_track"].max()) >= len(self.tracks):
+            raise CorruptIndex("lanes of unknown tracks")
         self.origin = int(self.header["origin_unix_ns"])
         self.start_ns = int(self.header["start_ns"])
         self.end_ns = int(self.header["end_ns"])
         self.n_lanes = len(self.a["lane_track"])
         self._lower = None
+        self._name_extra = None
         self.nbytes = len(mm)
 
     def lower_names(self) -> List[str]:
@@ -465,166 +610,479 @@ def range_sums(idx: TimelineIndex, ws: int, we: int, tracks: Optional[Sequence[i
     return {(idx.names[n], type_name(t)): v for (n, t), v in out.items()}
 
 
-def chrome_subset(idx: TimelineIndex, ws: int, we: int, file_name: str) -> bytes:
-    """A Chrome-trace JSON of the slices overlapping [ws, we] (index-local ns), for Perfetto."""
+def _window_blocks(idx: TimelineIndex, ws: int, we: int, block: int = 1 << 16) -> Iterator[np.ndarray]:
+    """The positions of the events overlapping [ws, we], lane by lane, at most ``block`` at a time (so that
+    what a window costs in memory does not grow with the window)."""
     a = idx.a
-    pid = idx.header.get("pid", 0)
-    events: List[str] = []
-    dumps = json.dumps
-    for tr in idx.tracks:
-        if tr["kind"] == 1:
-            events.append(dumps({"name": "thread_name", "ph": "M", "pid": pid, "tid": tr["tid"],
-                                 "args": {"name": tr["label"]}}))
-        else:
-            events.append(dumps({"name": "thread_name", "ph": "M", "pid": tr["device"], "tid": tr["stream"],
-                                 "args": {"name": tr["label"]}}))
-    origin_us = idx.origin / 1000.0
     for lane in range(idx.n_lanes):
-        lo, hi, keep = idx.lanes_in_window(ws, we, lane)
-        pos = (np.nonzero(keep)[0] + lo).tolist()
-        tr = idx.tracks[int(a["lane_track"][lane])]
-        for p in pos:
-            s, e = int(a["ev_start"][p]), int(a["ev_end"][p])
-            kind, row = int(a["ev_kind"][p]), int(a["ev_row"][p])
-            args = {"start_time": f"{s / 1000:.3f} us", "end_time": f"{e / 1000:.3f} us"}
-            if kind == KIND_DEVICE:
-                corr = int(a["dev_corr"][row])
-                if corr >= 0:
-                    args["correlation id"] = corr
-                if int(a["ev_type"][p]) == et.KERNEL:
-                    args["grid"] = a["dev_grid"][row].tolist()
-                    args["block"] = a["dev_block"][row].tolist()
-                    args["registers per thread"] = int(a["dev_registers"][row])
-                    args["shared memory"] = int(a["dev_shared_memory"][row])
-                    args["blocks per SM"] = float(a["dev_blocks_per_sm"][row])
-                    args["warps per SM"] = float(a["dev_warps_per_sm"][row])
-                    args["theoretical achieved occupancy %"] = float(a["dev_occupancy"][row])
-                else:
-                    args["bytes"] = int(a["dev_bytes"][row])
-                ev_pid, ev_tid = tr["device"], tr["stream"]
-            else:
-                ev_pid, ev_tid = pid, tr["tid"]
-                if kind == KIND_RUNTIME:
-                    corr = int(a["rt_corr"][row])
-                    if corr >= 0:
-                        args["correlation id"] = corr
-                else:
-                    found = idx.shapes(row)
-                    if found is not None:
-                        try:
-                            args["input_shapes"] = json.loads(found[0])
-                            args["input_dtypes"] = json.loads(found[1])
-                        except ValueError:
-                            pass
-            events.append(dumps({"name": idx.names[int(a["ev_name"][p])], "pid": ev_pid, "tid": ev_tid,
-                                 "ts": origin_us + s / 1000.0, "dur": (e - s) / 1000.0, "ph": "X",
-                                 "cat": type_name(int(a["ev_type"][p])), "args": args}))
+        p0, p1 = int(a["lane_ptr"][lane]), int(a["lane_ptr"][lane + 1])
+        st = a["ev_start"][p0:p1]
+        lo = p0 + int(np.searchsorted(st, ws - int(a["lane_maxdur"][lane]), "left"))
+        hi = p0 + int(np.searchsorted(st, we, "right"))
+        for b0 in range(lo, hi, block):
+            b1 = min(hi, b0 + block)
+            pos = np.nonzero(a["ev_end"][b0:b1] >= ws)[0] + b0
+            if len(pos):
+                yield pos
+
+
+def _head_json(file_name: str, ws: int, we: int) -> str:
     head = {"displayTimeUnit": "ms", "schemaVersion": "1.0.2",
             "ExtraInfo": {"trimmed_from": file_name, "window_ns": f"{ws},{we}"}}
-    text = json.dumps(head)[:-1] + ', "traceEvents": [\n' + ",\n".join(events) + "\n]}\n"
-    return text.encode("utf-8", "surrogatepass")
+    return json.dumps(head)[:-1] + ', "traceEvents": [\n'
+
+
+def _meta_events(idx: TimelineIndex) -> List[str]:
+    pid = idx.header.get("pid", 0)
+    out = []
+    for tr in idx.tracks:
+        if tr["kind"] == 1:
+            out.append(json.dumps({"name": "thread_name", "ph": "M", "pid": pid, "tid": tr["tid"],
+                                   "args": {"name": tr["label"]}}))
+        else:
+            out.append(json.dumps({"name": "thread_name", "ph": "M", "pid": tr["device"], "tid": tr["stream"],
+                                   "args": {"name": tr["label"]}}))
+    return out
+
+
+def _x_event(name, pid, tid, ts, dur, cat, args) -> str:
+    return json.dumps({"name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "ph": "X", "cat": cat,
+                       "args": args})
+
+
+def _times(s: int, e: int) -> dict:
+    return {"start_time": f"{s / 1000:.3f} us", "end_time": f"{e / 1000:.3f} us"}
+
+
+def _kernel_args(args: dict, corr, grid, block, regs, smem, bps, wps, occ) -> dict:
+    if corr >= 0:
+        args["correlation id"] = corr
+    args["grid"], args["block"] = grid, block
+    args["registers per thread"], args["shared memory"] = regs, smem
+    args["blocks per SM"], args["warps per SM"] = bps, wps
+    args["theoretical achieved occupancy %"] = occ
+    return args
+
+
+def _chrome_events(idx: TimelineIndex, pos: np.ndarray, pid: int, origin_us: float) -> List[str]:
+    """The Chrome-trace "X" events of the index positions ``pos`` (one lane's), as JSON texts."""
+    a = idx.a
+    names = idx.names
+    tr_ids = a["lane_track"][np.searchsorted(a["lane_ptr"], pos, "right") - 1].tolist()
+    starts, ends = a["ev_start"][pos].tolist(), a["ev_end"][pos].tolist()
+    kinds, rows = a["ev_kind"][pos].tolist(), a["ev_row"][pos].tolist()
+    types, name_ids = a["ev_type"][pos].tolist(), a["ev_name"][pos].tolist()
+    out = []
+    for tr_id, s, e, kind, row, code, nid in zip(tr_ids, starts, ends, kinds, rows, types, name_ids):
+        tr = idx.tracks[tr_id]
+        args = _times(s, e)
+        if kind == KIND_DEVICE:
+            corr = int(a["dev_corr"][row])
+            if code == et.KERNEL:
+                _kernel_args(args, corr, a["dev_grid"][row].tolist(), a["dev_block"][row].tolist(),
+                             int(a["dev_registers"][row]), int(a["dev_shared_memory"][row]),
+                             float(a["dev_blocks_per_sm"][row]), float(a["dev_warps_per_sm"][row]),
+                             float(a["dev_occupancy"][row]))
+            else:
+                if corr >= 0:
+                    args["correlation id"] = corr
+                args["bytes"] = int(a["dev_bytes"][row])
+            ev_pid, ev_tid = tr["device"], tr["stream"]
+        else:
+            ev_pid, ev_tid = pid, tr["tid"]
+            if kind == KIND_RUNTIME:
+                corr = int(a["rt_corr"][row])
+                if corr >= 0:
+                    args["correlation id"] = corr
+            else:
+                found = idx.shapes(row)
+                if found is not None:
+                    try:
+                        args["input_shapes"] = json.loads(found[0])
+                        args["input_dtypes"] = json.loads(found[1])
+                    except ValueError:
+                        args.pop("input_shapes", None)
+        out.append(_x_event(names[nid], ev_pid, ev_tid, origin_us + s / 1000.0, (e - s) / 1000.0,
+                            type_name(code), args))
+    return out
+
+
+def _worst_cases() -> Dict[str, int]:
+    """The longest JSON text an event of each kind can have with an empty name and no shapes (every number
+    at its widest), and what a host event's shapes add besides 5 x their stored bytes."""
+    i64, i32, f = -(1 << 63), -(1 << 31), -2.2250738585072014e-308  # the widest int64, int32, float repr
+    cat = max(TYPE_NAMES + [str(-(1 << 15))], key=len)
+    times = _times(i64, i64)
+    base = dict(name="", pid=i64, tid=i64, ts=f, dur=f, cat=cat)
+    host = _x_event(args=dict(times), **base)
+    runtime = _x_event(args=dict(times, **{"correlation id": i64}), **base)
+    kernel = _x_event(args=_kernel_args(dict(times), i64, [i32] * 3, [i32] * 3, i32, i64, f, f, f), **base)
+    copy = _x_event(args=dict(times, **{"correlation id": i64, "bytes": i64}), **base)
+    shapes = _x_event(args=dict(times, input_shapes=None, input_dtypes=None), **base)
+    return {"host": len(host), "runtime": len(runtime), "kernel": len(kernel), "copy": len(copy),
+            "shapes": len(shapes) - len(host) - 2 * len("null") + 16}
+
+
+_WORST = _worst_cases()
+
+
+def window_limit_bytes() -> int:
+    """The bound on a trace_window answer, from ``TB_PADDLE_PROFILE_WINDOW_MAX_MB`` (0: none)."""
+    text = os.environ.get(ENV_WINDOW_MAX_MB, "").strip()
+    try:
+        mb = float(text) if text else DEFAULT_WINDOW_MAX_MB
+    except ValueError:
+        mb = DEFAULT_WINDOW_MAX_MB
+    return max(0, int(mb * (1 << 20)))
+
+
+def window_size(idx: TimelineIndex, ws: int, we: int, file_name: str = "") -> Tuple[int, int]:
+    """(events overlapping [ws, we], an upper bound of the bytes :func:`chrome_chunks` writes for them),
+    from the index alone, in memory bounded by a block of events."""
+    a = idx.a
+    if idx._name_extra is None:  # each name's JSON length beyond the empty name's ""
+        idx._name_extra = np.array([len(json.dumps(n)) - 2 for n in idx.names], dtype=np.int64)
+    extra = idx._name_extra
+    shape_rows = a["shape_rows"]
+    shape_len = np.diff(a["shape_ptr"]).astype(np.int64)
+    meta = _meta_events(idx)
+    total = len(_head_json(file_name, ws, we).encode()) + sum(len(m) + 2 for m in meta) + 8
+    pid_extra = max(0, len(json.dumps(idx.header.get("pid", 0))) - 20)  # a pid wider than an int64
+    events = 0
+    for pos in _window_blocks(idx, ws, we):
+        events += len(pos)
+        kind, code = a["ev_kind"][pos], a["ev_type"][pos]
+        host = kind == KIND_HOST
+        kernel = (kind == KIND_DEVICE) & (code == et.KERNEL)
+        n_host, n_rt, n_kernel = int(host.sum()), int((kind == KIND_RUNTIME).sum()), int(kernel.sum())
+        n_copy = len(pos) - n_host - n_rt - n_kernel
+        total += (n_host * _WORST["host"] + n_rt * _WORST["runtime"] + n_kernel * _WORST["kernel"]
+                  + n_copy * _WORST["copy"] + 2 * len(pos)  # ",\n" between events
+                  + pid_extra * (n_host + n_rt))
+        total += int(extra[a["ev_name"][pos]].sum())
+        if len(shape_rows) and n_host:
+            rows = a["ev_row"][pos[host]]
+            i = np.minimum(np.searchsorted(shape_rows, rows), len(shape_rows) - 1)
+            has = shape_rows[i] == rows
+            total += int(has.sum()) * _WORST["shapes"] + 5 * int(shape_len[i[has]].sum())
+    return events, total
+
+
+def chrome_chunks(idx: TimelineIndex, ws: int, we: int, file_name: str, chunk: int = 1 << 18,
+                  block: int = 1024) -> Iterator[bytes]:
+    """A Chrome-trace JSON of the slices overlapping [ws, we] (index-local ns), for Perfetto, as chunks of
+    about ``chunk`` bytes: what is held at once is a chunk and a block of ``block`` events, whatever the
+    window."""
+    pid = idx.header.get("pid", 0)
+    origin_us = idx.origin / 1000.0
+    buf: List[str] = [_head_json(file_name, ws, we)]
+    size = len(buf[0])
+    sep = ""
+
+    def emit(texts: Iterable[str]):
+        nonlocal sep, size
+        for t in texts:
+            buf.append(sep)
+            buf.append(t)
+            sep = ",\n"
+            size += len(t) + 2
+
+    emit(_meta_events(idx))
+    for pos in _window_blocks(idx, ws, we, block=block):
+        emit(_chrome_events(idx, pos, pid, origin_us))
+        if size >= chunk:
+            text = "".join(buf)
+            buf.clear()
+            size = 0
+            data = text.encode("utf-8", "surrogatepass")
+            del text
+            yield data
+    buf.append("\n]}\n")
+    yield "".join(buf).encode("utf-8", "surrogatepass")
+
+
+def chrome_subset(idx: TimelineIndex, ws: int, we: int, file_name: str) -> bytes:
+    """The whole of :func:`chrome_chunks` as one bytes object (for tests and small windows)."""
+    return b"".join(chrome_chunks(idx, ws, we, file_name))
 
 
 # ------------------------------------------------------------------ the store (plugin side)
 
 
+class _Job:
+    """What the store knows of one file version's index besides an open one."""
+
+    __slots__ = ("future", "attempts", "next_at", "kind", "reason", "path", "fresh")
+
+    def __init__(self):
+        self.future = None  # the build in flight
+        self.attempts = 0  # builds that failed transiently in the current round
+        self.next_at = 0.0  # monotonic time before which no new build starts
+        self.kind = ""  # "" (none), "trace", "transient" (given up for now) or "bug"
+        self.reason = ""  # the one-line message of that failure
+        self.path: Optional[Path] = None  # where the last build wrote the index (the cache or the temp folder)
+        self.fresh = False  # built and not opened yet: a failure to open it is ours, not retried
+
+
 class TimelineStore:
     """Builds indexes in worker processes, on demand, and keeps the built ones open.
 
-    ``state(file)`` is "" (ready), "building" or the one-line reason building failed."""
+    :meth:`get` returns one of:
 
-    def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2):
+    - ``(index, "")``: ready;
+    - ``(None, "building")``: a build is running, or a failed one is waiting to be retried; ask again;
+    - ``(None, reason)``: it cannot be built now; ``reason`` is one line naming the file, and
+      :meth:`failure` tells whose fault it is: "trace" (the file is not a usable trace), "transient"
+      (the store could not be read or nothing could be written, RETRIES times; a request COOLDOWN_S
+      later starts a new round) or "bug" (an error of ours, logged with its traceback, not retried).
+
+    A request never starts a build while one runs, nor right after one failed: a transient failure is
+    retried after BACKOFF_S, doubled each time, RETRIES builds at most in a round. When the cache folder
+    is not writable (or the cache is off) the indexes are kept in a temporary folder of the process,
+    deleted at close. ``root`` is the logdir: traces are read under its path policy (paths.read_checked).
+    """
+
+    RETRIES = 3
+    BACKOFF_S = 2.0
+    COOLDOWN_S = 120.0
+    KEEP_OPEN = 64
+
+    def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2, root: Optional[str] = None):
         self.fs = fs
+        self.root = root
         self._tmp = None
+        self._spill: Optional[Path] = None  # the temporary folder, when one is used
+        self._spill_trimmer = None
         if cache_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="tbpp-timeline-")
-            cache_dir = Path(self._tmp.name)
-        self.folder = Path(cache_dir) / f"timeline-v{INDEX_VERSION}"
+            cache_dir = self._temp_folder().parent
+            self.folder = self._spill
+        else:
+            self.folder = Path(cache_dir) / f"timeline-v{INDEX_VERSION}"
         self.trimmer = Trimmer(Path(cache_dir))  # the cache folder's bound covers the indexes too
         self.workers = max(1, workers)
         self._lock = threading.Lock()
-        self._open: Dict[str, TimelineIndex] = {}
-        self._order: List[str] = []
-        self._building: Dict[str, object] = {}
-        self._failed: Dict[str, str] = {}
+        self._open: "collections.OrderedDict[str, TimelineIndex]" = collections.OrderedDict()
+        self._jobs: Dict[str, _Job] = {}
         self._executor = None
+        self._closed = False
+        self._clock = time.monotonic  # tests may replace it
+
+    def _temp_folder(self) -> Path:
+        if self._spill is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="tbpp-timeline-")
+            self._spill = Path(self._tmp.name) / f"timeline-v{INDEX_VERSION}"
+            self._spill_trimmer = Trimmer(Path(self._tmp.name))
+        return self._spill
 
     def _path(self, file) -> Path:
         digest = file.key.digest()
         return self.folder / digest[:2] / (digest + ".tl")
 
+    def failure(self, file) -> Optional[Tuple[str, str]]:
+        """(kind, reason) when the index of ``file`` cannot be built now (see the class); else None."""
+        with self._lock:
+            job = self._jobs.get(file.key.digest())
+            if job is None or not job.kind or job.future is not None:
+                return None
+            return job.kind, job.reason
+
     def get(self, file) -> Tuple[Optional[TimelineIndex], str]:
-        """(index, "") when ready; else (None, "building") or (None, reason)."""
+        """(index, "") when ready; else (None, "building") or (None, reason): see the class."""
         digest = file.key.digest()
+        now = self._clock()
         with self._lock:
             idx = self._open.get(digest)
             if idx is not None:
+                self._open.move_to_end(digest)
                 return idx, ""
-            if digest in self._failed:
-                return None, self._failed[digest]
-            if digest in self._building:
-                return None, "building"
-        path = self._path(file)
-        if path.is_file():
-            try:
-                idx = TimelineIndex(str(path))
-            except (OSError, ValueError, KeyError):
-                idx = None
-            if idx is not None and idx.header.get("version") == INDEX_VERSION:
-                touch(path)  # used: the last to be trimmed
-                with self._lock:
-                    self._open[digest] = idx
-                    self._order.append(digest)
-                    while len(self._order) > 64:
-                        old = self._open.pop(self._order.pop(0), None)
-                        if old is not None:
-                            old.close()
-                return idx, ""
-        self._start(file, digest, path)
-        return None, "building"
+            job = self._jobs.get(digest)
+            if job is not None:
+                if job.future is not None:
+                    return None, "building"
+                if job.kind in ("trace", "bug"):
+                    return None, job.reason
+                if job.kind == "transient":
+                    if now < job.next_at:
+                        return None, job.reason
+                    job.kind, job.reason, job.attempts = "", "", 0  # cooled down: a new round
+                elif now < job.next_at:
+                    return None, "building"  # waiting to retry
+            path = job.path if job is not None and job.path is not None else self._path(file)
+            fresh = job is not None and job.fresh
+        try:
+            idx = TimelineIndex(str(path))
+        except FileNotFoundError:
+            idx = None
+            if fresh:  # built, then gone before it was opened (trimmed, folder cleaned): build again
+                self._job(digest).fresh = False
+        except CorruptIndex as err:
+            if fresh:
+                return self._give_up(file, digest, "bug", f"{file.file_name}: the timeline index just built "
+                                     f"does not read back ({err})", "")
+            discard(path, None, str(err), "timeline index")
+            idx = None
+        except OSError as err:  # unreadable: built again (into the temporary folder if need be)
+            if fresh:
+                return self._give_up(file, digest, "transient",
+                                     f"{file.file_name}: cannot open its timeline index: {_one_line(err)}", "")
+            idx = None
+        except Exception as err:  # an error of ours reading a whole, intact index
+            from .errors import our_bug
 
-    def _start(self, file, digest: str, path: Path) -> None:
+            return self._give_up(file, digest, "bug", our_bug(file.file_name, err), traceback.format_exc())
+        if idx is not None:
+            touch(path)  # used: the last to be trimmed
+            with self._lock:
+                job = self._jobs.get(digest)
+                if job is not None:
+                    job.fresh = False
+                    job.kind, job.reason, job.attempts = "", "", 0
+                known = self._open.get(digest)
+                if known is not None:  # another request opened it meanwhile: one copy
+                    idx = known
+                else:
+                    self._open[digest] = idx
+                while len(self._open) > self.KEEP_OPEN:
+                    # Dropped, not closed: a request may still be reading it (its arrays keep the mapping
+                    # alive; the garbage collector unmaps it when the last one is done).
+                    self._open.popitem(last=False)
+            return idx, ""
+        return self._start(file, digest)
+
+    def _job(self, digest: str) -> _Job:
+        with self._lock:
+            return self._jobs.setdefault(digest, _Job())
+
+    def _give_up(self, file, digest: str, kind: str, reason: str, trace_text: str) -> Tuple[None, str]:
+        with self._lock:
+            job = self._jobs.setdefault(digest, _Job())
+            job.fresh, job.kind, job.reason = False, kind, reason
+            job.next_at = self._clock() + (self.COOLDOWN_S if kind == "transient" else 0.0)
+        if kind == "bug":
+            logger.error("tb_paddle_profile: %s%s", reason, f"\n{trace_text}" if trace_text else "")
+        else:
+            logger.warning("tb_paddle_profile: %s", reason)
+        return None, reason
+
+    def _start(self, file, digest: str) -> Tuple[None, str]:
         from .reader import parse_workers
         from .workers import process_pool
 
         with self._lock:
-            if digest in self._building:
-                return
-            if self._executor is None:
-                self._executor = process_pool(self.workers)
-            # cores not taken by other builds help decode this file
-            share = max(1, parse_workers() // (len(self._building) + 1))
-            fut = self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size, str(path),
-                                        share)
-            self._building[digest] = fut
-
-        def done(f, digest=digest):
+            if self._closed:
+                return None, f"{file.file_name}: the timeline store is closed"
+            job = self._jobs.setdefault(digest, _Job())
+            if job.future is not None:
+                return None, "building"
+            target = self._path(file)
+            fallback = None
+            if self.folder != self._spill:
+                spill = self._temp_folder()
+                fallback = str(spill / target.relative_to(self.folder))
             try:
-                res = f.result()
-            except Exception as err:  # a dead worker (memory), a bug: report, retry on a later request
-                res = {"ok": False, "error": f"{file.file_name}: timeline not built: {' '.join(str(err).split())[:200]}",
-                       "transient": True}
+                if self._executor is None:
+                    self._executor = process_pool(self.workers)
+                # cores not taken by other builds help decode this file
+                building = sum(1 for j in self._jobs.values() if j.future is not None)
+                share = max(1, parse_workers() // (building + 1))
+                fut = self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size,
+                                            str(target), share, getattr(file, "root", "") or self.root, fallback)
+            except Exception as err:  # no worker process could be started (resources): transient
+                self._executor = None
+                failed = {"ok": False, "kind": "transient",
+                          "error": f"{file.file_name}: timeline not built: cannot start a worker process: "
+                                   f"{_one_line(err)}"}
+                fut = None
+            else:
+                job.future = fut
+        if fut is None:
+            self._finish(file, digest, None, failed)
             with self._lock:
-                self._building.pop(digest, None)
-                if not res["ok"] and not res.get("transient"):
-                    self._failed[digest] = res["error"]
-                if res.get("transient"):
-                    self._executor = None
-            if res["ok"]:
-                self.trimmer.after_write(path)
+                job = self._jobs[digest]
+                return None, (job.reason if job.kind else "building")
+        fut.add_done_callback(lambda f: self._finish(file, digest, f, None))
+        return None, "building"
 
-        fut.add_done_callback(done)
+    def _finish(self, file, digest: str, fut, res: Optional[dict]) -> None:
+        """A build ended (in the executor's thread): record its outcome. Never raises."""
+        try:
+            if res is None:
+                try:
+                    res = fut.result()
+                except concurrent.futures.process.BrokenProcessPool as err:  # a worker died (memory?)
+                    res = {"ok": False, "kind": "transient", "broken": True,
+                           "error": f"{file.file_name}: timeline not built: the worker process died "
+                                    f"({_one_line(err)}; out of memory?)"}
+                except concurrent.futures.CancelledError:
+                    res = {"ok": False, "kind": "transient", "retry": True,
+                           "error": f"{file.file_name}: timeline build cancelled"}
+                except Exception as err:  # the call itself failed (arguments, results): ours
+                    from .errors import our_bug
+
+                    res = {"ok": False, "kind": "bug", "error": our_bug(file.file_name, err),
+                           "traceback": "".join(traceback.format_exception(type(err), err, err.__traceback__))}
+            self._record(file, digest, res)
+        except Exception:  # whatever happens, the job must not stay "building" forever
+            logger.exception("tb_paddle_profile: %s: recording a timeline build failed", file.file_name)
+            with self._lock:
+                job = self._jobs.setdefault(digest, _Job())
+                job.future, job.kind = None, "bug"
+                job.reason = f"{file.file_name}: internal error in tb_paddle_profile while building its timeline"
+
+    def _record(self, file, digest: str, res: dict) -> None:
+        now = self._clock()
+        written = None
+        with self._lock:
+            job = self._jobs.setdefault(digest, _Job())
+            job.future = None
+            if self._closed:
+                return
+            if res.get("broken") and self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=False)
+                self._executor = None
+            if res["ok"]:
+                job.path, job.fresh = Path(res["path"]), True
+                job.kind, job.reason, job.attempts = "", "", 0
+                written = job.path
+            elif res["kind"] == "transient":
+                job.attempts += 1
+                if job.attempts >= self.RETRIES or res.get("retry") is False:
+                    tries = f"{job.attempts} attempt{'s' if job.attempts > 1 else ''}"
+                    job.kind = "transient"
+                    job.reason = f"{res['error']} (gave up after {tries}; tried again on a request in " \
+                                 f"{self.COOLDOWN_S:.0f} s)"
+                    job.next_at = now + self.COOLDOWN_S
+                else:
+                    job.next_at = now + self.BACKOFF_S * (2 ** (job.attempts - 1))
+            else:
+                job.kind, job.reason = res["kind"], res["error"]
+        if res["ok"]:
+            if res.get("note"):
+                log_once(f"timeline-spill:{self.folder}", logging.WARNING,
+                         "tb_paddle_profile: timeline index folder %s: %s; timeline indexes are kept in a "
+                         "temporary folder until TensorBoard exits", self.folder, res["note"])
+            trimmer = self.trimmer if written.is_relative_to(self.folder) else self._spill_trimmer
+            if trimmer is not None:
+                trimmer.after_write(written)
+        elif res["kind"] == "bug":
+            logger.error("tb_paddle_profile: %s%s", res["error"],
+                         f"\n{res['traceback']}" if res.get("traceback") else "")
+        elif res["kind"] == "transient":
+            logger.warning("tb_paddle_profile: %s", job.reason or f"{res['error']} (will retry)")
 
     def close(self) -> None:
         with self._lock:
-            for idx in self._open.values():
-                idx.close()
+            self._closed = True
+            # Dropped, not closed: a request still answering keeps its index until it is done.
             self._open.clear()
             if self._executor is not None:
                 self._executor.shutdown(wait=False, cancel_futures=True)
                 self._executor = None
         if self._tmp is not None:
-            self._tmp.cleanup()
+            try:
+                self._tmp.cleanup()
+            except OSError:  # a file still mapped (Windows): left to the system's temporary-file cleanup
+                pass
 
 
 # ------------------------------------------------------------------ responses

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from plugin_testlib import GLOO, GPU, OLD, make_plugin, place, ready, trace_files, tree_digest
-from tb_paddle_profile.cache import SIDECAR_SUFFIX, CachedResult, CacheKey, SummaryCache
+from tb_paddle_profile.cache import SIDECAR_SUFFIX, CachedResult, CacheKey, SummaryCache, encode_entry
 from tb_paddle_profile.engine import summarize_bytes
 from tb_paddle_profile.preprocess import preprocess
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
@@ -227,3 +227,140 @@ def test_a_bounded_cache_still_serves_every_file(logdir, tmp_path, monkeypatch):
                                                                                   f.file_name)
         finally:
             plugin.close()
+
+
+# ------------------------------------------------------------------ damaged entries (issue 17, defect 5)
+
+
+def _cut_body(blob: bytes) -> bytes:
+    return blob[:len(blob) - 3]  # the header (and its checksum) kept, the body cut
+
+
+def _flip_body(blob: bytes) -> bytes:
+    return blob[:-2] + bytes([blob[-2] ^ 0x01]) + blob[-1:]
+
+
+def _garbage(blob: bytes) -> bytes:
+    return bytes((b * 7 + 3) % 256 for b in blob)
+
+
+def _empty(blob: bytes) -> bytes:
+    return b""
+
+
+DAMAGES = [_cut_body, _flip_body, _garbage, _empty]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_summary_entry_is_a_miss_deleted_and_written_again(damage, tmp_path, caplog):
+    import logging
+
+    cache = SummaryCache(tmp_path / "c")
+    key = CacheKey("file:///x/rank0_time_1.paddle_trace.json", 123, "1700000000.5")
+    body = b"\x0a\x04\x08\x01\x10\x02" * 20
+    assert cache.put(key, CachedResult(True, body, ""))
+    path = cache._path(key)
+    path.write_bytes(damage(path.read_bytes()))
+    with caplog.at_level(logging.WARNING):
+        if damage is not _flip_body:  # cut, garbage, empty: seen from the header and the length alone
+            assert cache.peek(key) is None
+            assert not path.exists()
+            path.write_bytes(damage(encode_entry(key, CachedResult(True, body, ""))))  # damaged again, for get
+        assert cache.get(key) is None  # never the damaged body
+    assert not path.exists(), "a damaged entry is deleted"
+    damaged = [r for r in caplog.records if "is damaged" in r.getMessage()]
+    assert damaged and all(str(path) in r.getMessage() for r in damaged)
+    assert 1 <= len(damaged) <= (1 if damage is _flip_body else 2)  # at most once per damaged read
+    assert cache.put(key, CachedResult(True, body, ""))
+    assert cache.get(key) == CachedResult(True, body, "")
+    assert cache.peek(key) == CachedResult(True, b"", "")
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_sidecar_is_ignored(damage, tmp_path):
+    from tb_paddle_profile.cache import read_sidecar, sidecar_path, write_sidecar
+    import fsspec
+
+    fs = fsspec.filesystem("file")
+    trace = tmp_path / "rank0_time_1.paddle_trace.json"
+    trace.write_bytes(b"{}")
+    key = CacheKey("file://" + str(trace), 2, "1")
+    body = b"\x0a\x04\x08\x01\x10\x02" * 10
+    assert write_sidecar(fs, str(trace), key, CachedResult(True, body, "")) == ""
+    assert read_sidecar(fs, str(trace), key) == CachedResult(True, body, "")
+    side = Path(sidecar_path(str(trace)))
+    side.write_bytes(damage(side.read_bytes()))
+    assert read_sidecar(fs, str(trace), key) is None
+
+
+def test_a_sidecar_that_is_a_fifo_is_not_read(tmp_path):
+    """A FIFO named like a sidecar used to block the worker reading it forever."""
+    import threading
+
+    import fsspec
+
+    from tb_paddle_profile.cache import read_sidecar, sidecar_path
+
+    fs = fsspec.filesystem("file")
+    trace = tmp_path / "rank0_time_1.paddle_trace.json"
+    trace.write_bytes(b"{}")
+    fifo = sidecar_path(str(trace))
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(read_sidecar(fs, str(trace), CacheKey("x", 2, "1"))),
+                              daemon=True)
+    reader.start()
+    reader.join(30)  # a hang guard: the read is refused at once
+    blocked = reader.is_alive()
+    if blocked:  # release the blocked reader before failing
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        reader.join(5)
+    assert not blocked, "reading the sidecar blocked on a FIFO"
+    assert got == [None]
+
+
+def test_damaged_cache_entries_are_summarized_again_never_served(logdir, tmp_path, monkeypatch):
+    """Entries cut after their header, or with a flipped byte: the views of the run (summary, distributed,
+    parallel) never answer 500 nor a wrong summary; the damaged files are parsed again."""
+    from urllib.parse import urlencode
+
+    from plugin_testlib import PREFIX
+
+    start(logdir, monkeypatch, tmp_path / "cache").close()
+    entries = sorted((tmp_path / "cache").rglob("*.pb"))
+    assert len(entries) == 5
+    damaged = 0
+    for path in entries:
+        blob = path.read_bytes()
+        if len(blob) > 2000:  # summaries (not the cached failure)
+            path.write_bytes(_cut_body(blob) if damaged % 2 == 0 else _flip_body(blob))
+            damaged += 1
+    assert damaged == 4
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(tmp_path / "cache"))
+    plugin, client = make_plugin(str(logdir))
+    try:
+        ready(plugin)
+        for run in ("gloo", "gpu"):
+            for route in ("parallel", "distributed"):
+                for _ in range(60):
+                    r = client.get(f"{PREFIX}/{route}?{urlencode({'run': run, 'span': '0'})}")
+                    assert r.status_code in (200, 202), (route, r.status_code, r.data[:300])
+                    if r.status_code == 200:
+                        break
+                    assert plugin.loader.wait_idle(60)
+                assert r.status_code == 200
+                msg = (plugin_pb2.RunParallel if route == "parallel" else plugin_pb2.RunDistributed).FromString(r.data)
+                assert len(msg.ranks) == 2, (run, route)  # every rank in it, none left out for its damaged entry
+        for f in plugin.discovery.snapshot().files:
+            if f.worker == "rank7":
+                continue
+            for _ in range(3):
+                data = plugin.loader.summary_bytes(f)
+                if data is not None:
+                    break
+                assert plugin.loader.wait_idle(60)
+            assert summary_pb2.Summary.FromString(data) == summarize_bytes(Path(f.path).read_bytes(), f.file_name)
+        assert plugin.loader.stats["parsed"] == damaged
+    finally:
+        plugin.close()
