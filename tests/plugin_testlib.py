@@ -112,3 +112,59 @@ def stop(proc, timeout: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+# ------------------------------------------------------------------ fault injection (real worker processes)
+
+def wait_for(condition, timeout: float = 60.0, what: str = "condition"):
+    """Poll ``condition()`` until it returns something truthy (returned); fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def pid_gone(pid: int) -> bool:
+    """True when no process (not even a zombie) has this id."""
+    return not os.path.exists(f"/proc/{pid}")
+
+
+try:
+    from fsspec.implementations.local import LocalFileSystem as _LocalFileSystem
+except ImportError:  # pragma: no cover
+    _LocalFileSystem = object
+
+
+class GateFS(_LocalFileSystem):
+    """A local folder seen as a remote store (no links: the loader reads with ``cat_file``) whose
+    whole-file reads of a trace wait until the test creates ``<gates>/<file name>``: a worker process
+    then stays on that file for as long as the test needs (picklable: rebuilt in the worker)."""
+
+    protocol = ("gatefile",)
+
+    def __init__(self, gates: str, **kwargs):
+        super().__init__(**kwargs)
+        self.gates = gates
+
+    def cat_file(self, path, start=None, end=None, **kwargs):
+        name = os.path.basename(str(path))
+        if start is None and end is None and ".paddle_trace.json" in name and not name.endswith(".pb"):
+            while not os.path.exists(os.path.join(self.gates, name)):
+                time.sleep(0.02)
+        return super().cat_file(path, start=start, end=end, **kwargs)
+
+
+def _buggy_summarize_reader(read, file_name, workers=1):
+    read()
+    return [][0]  # an IndexError of "our" code, after the bytes were read
+
+
+def break_the_engine() -> None:
+    """A worker-process initializer that makes the engine fail with a bug of ours (an IndexError)."""
+    from tb_paddle_profile import engine
+
+    engine.summarize_reader = _buggy_summarize_reader

@@ -72,3 +72,90 @@ def test_workers_see_the_environment_of_when_their_pool_started(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=REPO,
                           timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "set later", proc.stderr[-2000:]
+
+
+# ------------------------------------------------------------------ WorkerPool: one job per known process
+
+def wait_for_file(path):
+    """A job that runs until `path` exists (the test decides how long a job is in progress)."""
+    import time
+
+    while not os.path.exists(path):
+        time.sleep(0.02)
+    return os.getpid()
+
+
+def fail_with_a_bug():
+    return {}["missing"]
+
+
+def _pid_gone(pid):
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def _started(job, timeout=60):
+    assert job.started.wait(timeout), "the job did not start"
+    return job.pid
+
+
+def test_a_killed_worker_fails_only_its_own_job(tmp_path):
+    import signal
+
+    from tb_paddle_profile.workers import WorkerDied, WorkerPool
+
+    pool = WorkerPool(2)
+    try:
+        a = pool.submit(wait_for_file, str(tmp_path / "a"))
+        b = pool.submit(wait_for_file, str(tmp_path / "b"))
+        pid_a, pid_b = _started(a), _started(b)
+        assert pid_a != pid_b and sorted(pool.pids()) == sorted([pid_a, pid_b])
+        os.kill(pid_a, signal.SIGKILL)
+        with pytest.raises(WorkerDied) as died:
+            a.future.result(60)
+        assert died.value.pid == pid_a and died.value.exitcode == -signal.SIGKILL
+        assert "SIGKILL" in str(died.value)
+        assert not b.future.done()
+        (tmp_path / "b").touch()
+        assert b.future.result(60) == pid_b
+        # the survivor takes the next job; the dead one is gone, not a zombie
+        (tmp_path / "c").touch()
+        assert pool.submit(wait_for_file, str(tmp_path / "c")).future.result(60) == pid_b
+        assert _pid_gone(pid_a) and pool.pids() == [pid_b]
+    finally:
+        pool.shutdown()
+
+
+def test_a_job_can_be_cancelled_and_shutdown_ends_jobs_in_progress(tmp_path):
+    from tb_paddle_profile.workers import JobCancelled, WorkerPool
+
+    pool = WorkerPool(2)
+    try:
+        a = pool.submit(wait_for_file, str(tmp_path / "never-a"))
+        b = pool.submit(wait_for_file, str(tmp_path / "never-b"))
+        pid_a, pid_b = _started(a), _started(b)
+        assert pool.cancel(a)
+        with pytest.raises(JobCancelled):
+            a.future.result(60)
+        assert _pid_gone(pid_a) and not b.future.done()
+    finally:
+        pool.shutdown()  # returns with b still "running": its process is ended
+    with pytest.raises(JobCancelled):
+        b.future.result(60)
+    assert _pid_gone(pid_b) and pool.pids() == []
+    with pytest.raises(RuntimeError):
+        pool.submit(wait_for_file, str(tmp_path))
+
+
+def test_a_job_that_raises_reports_its_traceback_and_keeps_its_process(tmp_path):
+    from tb_paddle_profile.workers import JobError, WorkerPool
+
+    pool = WorkerPool(1)
+    try:
+        job = pool.submit(fail_with_a_bug)
+        with pytest.raises(JobError) as err:
+            job.future.result(60)
+        assert err.value.type_name == "KeyError" and "fail_with_a_bug" in err.value.traceback_text
+        (tmp_path / "go").touch()
+        assert pool.submit(wait_for_file, str(tmp_path / "go")).future.result(60) == job.pid
+    finally:
+        pool.shutdown()

@@ -1,33 +1,50 @@
 """Summaries of the discovered traces, computed in background worker processes.
 
 The request threads never parse: they read states and finished summaries. A dispatcher thread hands
-files to a process pool, bounded by the cores and by the memory available against the size of the files
-in flight, most wanted first (a file someone asked for, then the run being looked at, then the others in
-run-list order). Each file is in one state:
+files to worker processes (workers.WorkerPool: one job per process at a time), bounded by the cores and
+by the memory available against the planned peak of the files in flight (from their real size: a
+gzipped file's inflated size is read from its gzip trailer), most wanted first (a file someone asked
+for, then the run being looked at, then the others in run-list order). Each file is in one state:
 
-- QUEUED: waiting for a worker; LOADING: being parsed (or read from a sidecar);
+- QUEUED: waiting for a worker (with the reason in its error when it waits to be retried);
+  LOADING: being parsed (or read from a sidecar);
 - READY: its summary is in the cache (or in memory when there is no writable cache);
-- FAILED: not a usable trace, with the one-line reason; cached, so a restart does not parse it again;
+- FAILED: not a usable trace, with the one-line reason; cached, so a restart does not parse it again.
+  Failures that are not the file's fault are never cached: a refused file (a link out of the logdir,
+  a FIFO: see paths.py), a bug of ours (logged with its traceback, not retried until the file changes
+  or the tool is restarted), and transient ones, retried (see below);
 - GROWING: still being written (its size changed since the last scan, or it is truncated JSON and was
   modified recently); it is retried once it settles and is never cached as failed.
+
+Retries. A worker process that dies (kill -9, the OOM killer) fails only the file it was parsing; that
+file is parsed again at once, alone, up to MAX_CRASH_RETRIES times, then shown FAILED and tried again
+(another round) at a scan after a backoff (RETRY_BACKOFF_S, doubling, at most MAX_BACKOFF_S). A file
+that could not be read (not found — an object store briefly empty —, a network or permission error) is
+read again at the next scan that lists it, then with the same backoff. A worker process that cannot be
+started charges no file: the queued files show why and wait, retried with a backoff from
+POOL_RETRY_S, and after POOL_MAX_TRIES failures in a row they are shown FAILED until a later scan.
+
+A file that leaves the listing (deleted, or rewritten: a new size or version is another file) while it
+is being parsed has its worker process ended; closing the loader ends all of them at once.
 """
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import itertools
 import logging
 import os
 import threading
 import time
 import zlib
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from tb_paddle_profile import paths
 from tb_paddle_profile.cache import CacheKey, CachedResult, SummaryCache, read_sidecar, write_sidecar
-from tb_paddle_profile.errors import TraceError
-from tb_paddle_profile.workers import process_pool
+from tb_paddle_profile.errors import TraceError, TransientError, our_bug
+from tb_paddle_profile.reader import inflated_size
+from tb_paddle_profile.workers import (Job, JobCancelled, JobError, WorkerDied, WorkerLost, WorkerPool,
+                                       WorkerStartError, describe_exit)
 from tb_paddle_profile.plugin.discovery import Snapshot, TraceFile
 from tb_paddle_profile.v1 import plugin_pb2
 
@@ -47,13 +64,21 @@ DEFAULT_GROWING_S = 300.0  # a truncated file modified within this time is still
 MAX_DEFAULT_WORKERS = 8
 IDLE_SHUTDOWN_S = 120.0  # worker processes are ended after this long without work, freeing their memory
 MEMORY_FRACTION = 0.6  # of the memory available, for the files in flight
-# Peak memory of one parse: a worker's own base plus a multiple of the file size (the bytes, the decoded
-# tables, the summary). Measured: a 70 MB trace peaks at about 2.5x its size above the base.
+# Peak memory of one parse: a worker's own base plus a multiple of the JSON's size (the bytes, the decoded
+# tables, the summary); a gzipped file also holds its compressed bytes while they are inflated.
+# Measured: a 70 MB trace peaks at about 2.5x its size above the base.
 WORKER_BASE_MEMORY = 150 << 20
 JSON_MEMORY_FACTOR = 3
-GZIP_MEMORY_FACTOR = 40  # JSON traces compress about tenfold
+INFLATE_HEAD_BYTES = 64 << 10  # of a .gz, inflated to tell how much ISIZE wrapped
+GZIP_FALLBACK_RATIO = 10  # inflated/compressed, when a gzip trailer cannot be read (JSON traces: about 10)
 MEMORY_LRU_BYTES = 256 << 20  # finished summaries kept in memory for fast answers
-_MAX_CRASH_RETRIES = 1
+# Retries (see the module's docstring).
+MAX_CRASH_RETRIES = 2
+CRASH_RETRY_S = 1.0
+RETRY_BACKOFF_S = 60.0
+MAX_BACKOFF_S = 1800.0
+POOL_RETRY_S = 1.0
+POOL_MAX_TRIES = 6
 
 CHANGED_REASON = "still being written: its size or modification time changed since the last scan"
 
@@ -66,7 +91,8 @@ class FileState:
 
 
 class _Entry:
-    __slots__ = ("file", "state", "error", "cached", "data", "seq", "crashes", "why", "first_seen")
+    __slots__ = ("file", "state", "error", "cached", "data", "seq", "crashes", "rounds", "not_before", "why",
+                 "first_seen", "job", "plan")
 
     def __init__(self, file: TraceFile, seq: int, now: float):
         self.file = file
@@ -75,9 +101,15 @@ class _Entry:
         self.cached = False
         self.data: Optional[bytes] = None  # pinned summary when the disk cache could not take it
         self.seq = seq
-        self.crashes = 0
-        self.why = ""  # GROWING: "changed" or "truncated"; FAILED: "io" when worth retrying
+        self.crashes = 0  # worker deaths in this round of attempts
+        self.rounds = 0  # rounds of attempts that ended in a transient failure, in a row
+        self.not_before = 0.0  # monotonic time before which it is not retried
+        # GROWING: "changed" or "truncated"; FAILED: "transient" (retried after not_before), "refused",
+        # "bug" (not retried) or "" (the file's own fault, cached)
+        self.why = ""
         self.first_seen = now
+        self.job: Optional[Job] = None
+        self.plan: Optional[int] = None  # planned peak memory of its parse
 
 
 class SizedLRU:
@@ -123,9 +155,9 @@ def _worker_init() -> None:
     import tb_paddle_profile.engine  # noqa: F401  (imported once per worker, not per file)
 
 
-def _reread_looks_truncated(fs, path: str) -> bool:
+def _reread_looks_truncated(fs, path: str, root: Optional[str], file_name: str) -> bool:
     try:
-        return looks_truncated(fs.cat_file(path))
+        return looks_truncated(paths.read_checked(fs, path, root, file_name))
     except Exception:
         return False
 
@@ -152,22 +184,43 @@ def _one_line(err: BaseException) -> str:
 
 
 def load_in_worker(fs, path: str, file_name: str, size: int, key: CacheKey, sidecar: bool, recent: bool,
-                   parse_workers: int = 1) -> dict:
+                   parse_workers: int = 1, root: Optional[str] = None) -> dict:
     """Runs in a worker process: the summary of one file, from its sidecar or by parsing it
-    (with `parse_workers` processes decoding a large file together).
+    (with `parse_workers` processes decoding a large file together). The file is read under the path
+    policy of paths.py with the logdir `root`.
 
-    Returns a dict: ``kind`` is "sidecar", "parsed", "growing", "changed", "gone" or "io"; "sidecar" and
-    "parsed" carry ``ok`` and ``data`` or ``error``; ``engine_called`` tells whether the trace was parsed.
+    Returns a dict: ``kind`` is "sidecar", "parsed", "growing", "changed", "gone", "io", "refused",
+    "memory" or "bug"; "sidecar" and "parsed" carry ``ok`` and ``data`` or ``error``, the others an
+    ``error``; "bug" (an exception of our own code) also its ``traceback``; ``engine_called`` tells
+    whether the trace was parsed.
     """
+    try:
+        return _load(fs, path, file_name, size, key, sidecar, recent, parse_workers, root)
+    except MemoryError:
+        return {"kind": "memory", "error": f"{file_name}: ran out of memory while parsing it", "engine_called": True}
+    except TransientError as err:
+        return {"kind": "io", "error": str(err)}
+    except Exception as err:  # not the file's fault: ours
+        import traceback
+
+        return {"kind": "bug", "error": our_bug(file_name, err), "traceback": traceback.format_exc(),
+                "engine_called": True}
+
+
+def _load(fs, path, file_name, size, key, sidecar, recent, parse_workers, root) -> dict:
     if sidecar:
-        found = read_sidecar(fs, path, key)
+        found = read_sidecar(fs, path, key, root)
         if found is not None:
             return {"kind": "sidecar", "ok": found.ok, "data": found.data, "error": found.error}
     try:
-        data = fs.cat_file(path)
+        data = paths.read_checked(fs, path, root, file_name)
+    except TraceError as err:  # refused by the path policy (a FIFO, a link out of the logdir...)
+        return {"kind": "refused", "error": str(err)}
     except FileNotFoundError:
-        return {"kind": "gone", "error": f"{file_name}: the file no longer exists"}
-    except Exception as err:
+        return {"kind": "gone", "error": f"{file_name}: the file could not be found when it was read"}
+    except (TransientError, MemoryError):
+        raise
+    except Exception as err:  # the store's own errors (network, permissions)
         return {"kind": "io", "error": f"{file_name}: cannot read: {_one_line(err)}"}
     if len(data) != size:
         return {"kind": "changed"}
@@ -179,7 +232,7 @@ def load_in_worker(fs, path: str, file_name: str, size: int, key: CacheKey, side
     try:
         summary = engine.summarize_reader(box.pop, file_name, workers=parse_workers)
     except TraceError as err:
-        if recent and _reread_looks_truncated(fs, path):
+        if recent and _reread_looks_truncated(fs, path, root, file_name):
             return {"kind": "growing", "error": str(err), "engine_called": True}
         result = CachedResult(False, b"", str(err))
     else:
@@ -230,8 +283,46 @@ def available_memory() -> Optional[int]:
     return avail
 
 
-def memory_estimate(file: TraceFile) -> int:
-    return WORKER_BASE_MEMORY + file.size * (GZIP_MEMORY_FACTOR if file.gzipped else JSON_MEMORY_FACTOR)
+def read_inflated_sizes(fs, files: List[TraceFile], root: Optional[str]) -> Dict[CacheKey, int]:
+    """The inflated sizes of gzipped files (reader.inflated_size: the trailer's ISIZE, its wrap past 4 GiB
+    told by the compression ratio of the first INFLATE_HEAD_BYTES); two small ranged reads each,
+    concurrent on object stores; files that cannot be read are left out (their reader will say why)."""
+    files = [f for f in files if f.gzipped and f.size >= 18]
+    if not files:
+        return {}
+    parts: Dict[CacheKey, Tuple[bytes, bytes]] = {}
+    if paths.is_local(fs):
+        for f in files:
+            try:
+                with paths.open_checked(fs, f.path, root, f.file_name) as handle:
+                    head = handle.read(min(INFLATE_HEAD_BYTES, f.size))
+                    handle.seek(f.size - 4)
+                    parts[f.key] = (head, handle.read(4))
+            except Exception:  # gone, refused, unreadable
+                continue
+    else:
+        n = len(files)
+        try:
+            got = fs.cat_ranges([f.path for f in files] * 2, [0] * n + [f.size - 4 for f in files],
+                                [min(INFLATE_HEAD_BYTES, f.size) for f in files] + [f.size for f in files],
+                                on_error="return")
+        except Exception as err:
+            logger.debug("tb_paddle_profile: gzip heads and trailers not read: %s", err)
+            got = []
+        for f, head, tail in zip(files, got[:n], got[n:]):
+            if isinstance(head, bytes) and isinstance(tail, bytes):
+                parts[f.key] = (head, tail)
+    return {key: inflated_size(head, tail, size) for key, (head, tail), size in
+            ((f.key, parts[f.key], f.size) for f in files if f.key in parts)}
+
+
+def memory_estimate(file: TraceFile, inflated: Optional[int] = None) -> int:
+    """Planned peak memory of parsing `file`; `inflated`: a gzipped file's real inflated size."""
+    if not file.gzipped:
+        return WORKER_BASE_MEMORY + JSON_MEMORY_FACTOR * file.size
+    if inflated is None:
+        inflated = GZIP_FALLBACK_RATIO * file.size
+    return WORKER_BASE_MEMORY + file.size + JSON_MEMORY_FACTOR * inflated
 
 
 def _growing_window() -> float:
@@ -241,20 +332,30 @@ def _growing_window() -> float:
         return DEFAULT_GROWING_S
 
 
+def _backoff(n: int) -> float:
+    """The wait before the `n`-th (1, 2, ...) deferred retry."""
+    return min(MAX_BACKOFF_S, RETRY_BACKOFF_S * 2 ** max(0, n - 1))
+
+
 class Loader:
-    """Keeps every discovered file's state and its summary; feed it snapshots with :meth:`update`."""
+    """Keeps every discovered file's state and its summary; feed it snapshots with :meth:`update`.
+
+    Files are read only under the path policy of paths.py, against the logdir root each TraceFile
+    carries (``TraceFile.root``; `root` for files without one; None: links followed, as for a path the
+    user named). A file discovery already refused (``TraceFile.refused``) is shown FAILED, never read."""
 
     def __init__(self, fs, cache: SummaryCache, workers: Optional[int] = None,
-                 growing_window: Optional[float] = None):
+                 growing_window: Optional[float] = None, root: Optional[str] = None):
         self.fs = fs
         self.cache = cache
+        self.root = root
         self.max_workers = workers or default_workers()
         self.growing_window = _growing_window() if growing_window is None else growing_window
         self._cond = threading.Condition(threading.RLock())
         self._entries: Dict[CacheKey, _Entry] = {}
         self._pending: Dict[CacheKey, _Entry] = {}
         self._inflight: Dict[CacheKey, int] = {}  # key -> memory estimate
-        self._done: List[Tuple[_Entry, concurrent.futures.Future, object]] = []  # (entry, future, its pool)
+        self._done: List[Tuple[_Entry, Job]] = []
         self._urgent: set = set()
         self._focus: Optional[str] = None
         self._run_order: Dict[str, int] = {}
@@ -262,8 +363,11 @@ class Loader:
         self._seq = itertools.count()
         self._version = 0
         self._closed = False
-        self._executor: Optional[concurrent.futures.ProcessPoolExecutor] = None
+        self._executor: Optional[WorkerPool] = None
         self._idle_since = time.monotonic()
+        self._pool_error = ""  # why no worker process could be started, while that lasts
+        self._pool_fails = 0
+        self._pool_retry_at = 0.0
         self.stats: Dict[str, int] = collections.Counter()
         self._thread = threading.Thread(target=self._dispatch_loop, name="paddle-profile-loader", daemon=True)
         self._thread.start()
@@ -283,8 +387,32 @@ class Loader:
             out = []
             for f in files:
                 e = self._entries.get(f.key)
-                out.append(FileState(QUEUED) if e is None else FileState(e.state, e.error, e.cached))
+                if e is None:
+                    out.append(FileState(QUEUED))
+                elif e.state == QUEUED and not e.error and self._pool_error:
+                    out.append(FileState(QUEUED, f"{e.file.file_name}: waiting: {self._pool_error}"))
+                else:
+                    out.append(FileState(e.state, e.error, e.cached))
             return out
+
+    def worker_pids(self) -> List[int]:
+        """The process ids of the loader's worker processes (busy or idle)."""
+        with self._cond:
+            pool = self._executor
+        return pool.pids() if pool is not None else []
+
+    def job_pid(self, file: TraceFile) -> Optional[int]:
+        """The process id of the worker parsing `file` now, once it has started; else None."""
+        with self._cond:
+            e = self._entries.get(file.key)
+            job = e.job if e is not None and e.state == LOADING else None
+        return job.pid if job is not None else None
+
+    def planned_memory(self, file: TraceFile) -> Optional[int]:
+        """The peak memory planned for parsing `file` (None before it was planned)."""
+        with self._cond:
+            e = self._entries.get(file.key)
+            return None if e is None else e.plan
 
     def summary_bytes(self, file: TraceFile) -> Optional[bytes]:
         """The serialized Summary of a READY file; None otherwise (never parses)."""
@@ -331,29 +459,40 @@ class Loader:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._cond.wait(left if left is not None else 1.0)
+                self._cond.wait(min(left, 1.0) if left is not None else 1.0)
             return True
 
     def close(self) -> None:
+        """Stop loading: the worker processes are ended at once, work in progress included."""
         with self._cond:
             self._closed = True
+            pool, self._executor = self._executor, None
             self._cond.notify_all()
+        if pool is not None:
+            pool.shutdown()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=30)
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        with self._cond:  # a pool the dispatcher was creating meanwhile
+            pool, self._executor = self._executor, None
+        if pool is not None:
+            pool.shutdown()
 
     # ------------------------------------------------------------- scanning
     def update(self, snapshot: Snapshot) -> None:
         """Reconcile the states with a new scan (runs on the scanning thread)."""
         now = time.time()
+        mono = time.monotonic()
         files = snapshot.files
         with self._cond:
-            new = [f for f in files if f.key not in self._entries and not f.changed]
-        # Cache headers are read outside the lock: requests keep being answered meanwhile.
+            new = [f for f in files if f.key not in self._entries and not f.changed and not _refused(f)]
+        # Cache headers and gzip trailers are read outside the lock: requests keep being answered meanwhile.
         found = {f.key: self.cache.peek(f.key) for f in new}
+        inflated = {}
+        for root in {self._root_of(f) for f in new}:
+            inflated.update(read_inflated_sizes(self.fs, [f for f in new if found.get(f.key) is None
+                                                          and self._root_of(f) == root], root))
         to_cache_failed = []
+        cancel = []
         with self._cond:
             seen = set()
             for f in files:
@@ -362,7 +501,11 @@ class Loader:
                 e = self._entries.get(key)
                 if e is None:
                     e = self._entries[key] = _Entry(f, next(self._seq), now)
-                    if f.changed:
+                    if key in inflated:
+                        e.plan = memory_estimate(f, inflated[key])
+                    if _refused(f):
+                        self._refuse(e, _refused(f))
+                    elif f.changed:
                         self._set_growing(e, "changed", CHANGED_REASON)
                     elif found.get(key) is not None:
                         hit = found[key]
@@ -372,20 +515,34 @@ class Loader:
                         self._enqueue(e)
                     continue
                 e.file = f
-                if e.state == GROWING and e.why == "changed" and not f.changed:
+                if _refused(f):
+                    if e.why != "refused":
+                        if e.job is not None and key in self._inflight:
+                            cancel.append(e.job)
+                        self._refuse(e, _refused(f))
+                elif e.state == FAILED and e.why == "refused":
+                    self._enqueue(e)  # no longer refused (a link put right): read it
+                elif e.state == GROWING and e.why == "changed" and not f.changed:
                     self._enqueue(e)
-                elif e.state == FAILED and e.why == "io":
-                    self._enqueue(e)  # a read error (network, permissions) is retried at each scan
+                elif e.state == FAILED and e.why == "transient" and mono >= e.not_before:
+                    self.stats["retries"] += 1
+                    self._enqueue(e)  # another round: read errors, a file not found, a worker that died
                 elif e.state == GROWING and e.why == "truncated" and not self._recent(e, now):
                     e.state, e.why = FAILED, ""
                     to_cache_failed.append((key, e.error))
             for key in [k for k in self._entries if k not in seen]:
-                del self._entries[key]
+                e = self._entries.pop(key)
                 self._pending.pop(key, None)
                 self._urgent.discard(key)
                 self._memory.discard(key)
+                if e.job is not None and key in self._inflight:
+                    cancel.append(e.job)  # deleted or rewritten while parsed: stop spending a worker on it
             self._run_order = {run: i for i, run in enumerate(snapshot.runs)}
+            pool = self._executor
             self._touch()
+        for job in cancel:
+            if pool is not None and pool.cancel(job):
+                self.stats["cancelled"] += 1
         for key, error in to_cache_failed:
             self.cache.put(key, CachedResult(False, b"", error))
 
@@ -402,12 +559,26 @@ class Loader:
         e.state, e.why, e.error, e.cached = GROWING, why, error, False
         self._pending.pop(e.file.key, None)
 
-    def _enqueue(self, e: _Entry) -> None:
-        e.state, e.error, e.cached, e.why = QUEUED, "", False, ""
+    def _enqueue(self, e: _Entry, error: str = "", not_before: float = 0.0) -> None:
+        e.state, e.error, e.cached, e.why = QUEUED, error, False, ""
+        e.not_before = not_before
         self._pending[e.file.key] = e
 
-    def _pick(self) -> Optional[_Entry]:
-        if not self._pending:
+    def _root_of(self, f: TraceFile) -> Optional[str]:
+        return getattr(f, "root", "") or self.root
+
+    def _refuse(self, e: _Entry, reason: str) -> None:
+        self._pending.pop(e.file.key, None)
+        self._urgent.discard(e.file.key)
+        e.state, e.why, e.error, e.cached = FAILED, "refused", f"{e.file.file_name}: {reason}", False
+
+    def _plan(self, e: _Entry) -> int:
+        if e.plan is None:
+            e.plan = memory_estimate(e.file)
+        return e.plan
+
+    def _pick(self, now: float) -> Optional[_Entry]:
+        if not self._pending or now < self._pool_retry_at:
             return None
         last = len(self._run_order)
 
@@ -416,113 +587,209 @@ class Loader:
             tier = 0 if key in self._urgent else (1 if e.file.run == self._focus else 2)
             return (tier, self._run_order.get(e.file.run, last), e.seq)
 
-        return min(self._pending.values(), key=rank)
+        due = [e for e in self._pending.values() if e.not_before <= now]
+        return min(due, key=rank) if due else None
+
+    def _next_wake(self, now: float) -> float:
+        """Seconds until a waiting retry is due (at most 1)."""
+        times = [e.not_before for e in self._pending.values() if e.not_before > now]
+        if self._pool_retry_at > now:
+            times.append(self._pool_retry_at)
+        return max(0.01, min([1.0] + [t - now for t in times]))
 
     def _can_start(self, e: _Entry) -> bool:
         if len(self._inflight) >= self.max_workers:
             return False
         if not self._inflight:
             return True  # one file at a time always goes, however large
+        if e.crashes:
+            return False  # a file whose worker died is retried alone (the kernel may have killed it for memory)
         avail = available_memory()
         if avail is None:
             return True
-        return sum(self._inflight.values()) + memory_estimate(e.file) <= MEMORY_FRACTION * avail
+        return sum(self._inflight.values()) + self._plan(e) <= MEMORY_FRACTION * avail
 
     def _dispatch_loop(self) -> None:
         while True:
-            with self._cond:
-                while not self._closed and not self._done:
-                    nxt = self._pick()
-                    if nxt is not None and self._can_start(nxt):
-                        break
-                    self._maybe_stop_idle_pool()
-                    self._cond.wait(1.0)
-                if self._closed:
+            try:
+                if not self._dispatch_once():
                     return
-                done, self._done = self._done, []
-                starts = []
-                while True:
-                    nxt = self._pick()
-                    if nxt is None or not self._can_start(nxt):
-                        break
-                    key = nxt.file.key
-                    del self._pending[key]
-                    self._urgent.discard(key)
-                    nxt.state = LOADING
-                    self._inflight[key] = memory_estimate(nxt.file)
-                    starts.append((nxt, self._recent(nxt, time.time())))
-                if starts:
-                    self._touch()
-            for e, fut, pool in done:
-                self._finish(e, fut, pool)
-            for e, recent in starts:
-                self._submit(e, recent)
+            except Exception:  # a bug of ours: keep the loader alive, say so
+                logger.exception("tb_paddle_profile: internal error in the loader's dispatcher")
+                time.sleep(1.0)
+
+    def _dispatch_once(self) -> bool:
+        with self._cond:
+            while not self._closed and not self._done:
+                now = time.monotonic()
+                nxt = self._pick(now)
+                if nxt is not None and self._can_start(nxt):
+                    break
+                self._maybe_stop_idle_pool()
+                self._cond.wait(self._next_wake(now))
+            if self._closed:
+                return False
+            done, self._done = self._done, []
+            starts = []
+            while True:
+                nxt = self._pick(time.monotonic())
+                if nxt is None or not self._can_start(nxt):
+                    break
+                key = nxt.file.key
+                del self._pending[key]
+                self._urgent.discard(key)
+                nxt.state = LOADING
+                self._inflight[key] = self._plan(nxt)
+                starts.append((nxt, self._recent(nxt, time.time())))
+            if starts:
+                self._touch()
+        for e, job in done:
+            try:
+                self._finish(e, job)
+            except Exception as err:  # a bug of ours: that file says so, the others go on
+                logger.exception("tb_paddle_profile: internal error finishing %s", e.file.file_name)
+                self._fail_bug(e, our_bug(e.file.file_name, err))
+        for e, recent in starts:
+            self._submit(e, recent)
+        return True
 
     def _maybe_stop_idle_pool(self) -> None:
         if self._inflight or self._pending:
             self._idle_since = time.monotonic()
         elif self._executor is not None and time.monotonic() - self._idle_since > IDLE_SHUTDOWN_S:
-            self._executor.shutdown(wait=False)
+            self._executor.shutdown()  # all idle: nothing is lost
             self._executor = None
 
-    def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
-        if self._executor is None:
-            # not forks of TensorBoard (threaded): forkserver or spawn, see workers.py
-            self._executor = process_pool(self.max_workers, _worker_init)
-        return self._executor
+    def _pool(self) -> WorkerPool:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the loader is closed")
+            if self._executor is None:
+                # not forks of TensorBoard (threaded): forkserver or spawn, see workers.py
+                self._executor = WorkerPool(self.max_workers, _worker_init)
+            return self._executor
 
     def _submit(self, e: _Entry, recent: bool) -> None:
         f = e.file
-        pool = self._pool()
         try:
+            pool = self._pool()
             # Cores not taken by other files in flight help decode this one (a lone large file
             # then loads on all of them; many files get one process each).
             with self._cond:
                 share = max(1, self.max_workers // max(1, len(self._inflight)))
-            fut = pool.submit(load_in_worker, self.fs, f.path, f.file_name, f.size, f.key, self.cache.sidecar, recent,
-                              share)
-        except (BrokenProcessPool, RuntimeError) as err:
-            fut = concurrent.futures.Future()
-            fut.set_exception(BrokenProcessPool(str(err)))
+            job = pool.submit(load_in_worker, self.fs, f.path, f.file_name, f.size, f.key, self.cache.sidecar,
+                              recent, share, self._root_of(f))
+        except Exception as err:  # no worker process could be started: no file's fault, retried
+            self._pool_failed(e, err)
+            return
+        with self._cond:
+            e.job = job
+            if self._pool_fails:
+                self._pool_fails, self._pool_error, self._pool_retry_at = 0, "", 0.0
+                self._touch()
 
-        def done(fut, e=e, pool=pool):
+        def done(fut, e=e, job=job):
             with self._cond:
-                self._done.append((e, fut, pool))
+                self._done.append((e, job))
                 self._cond.notify_all()
 
-        fut.add_done_callback(done)
+        job.future.add_done_callback(done)
 
-    def _finish(self, e: _Entry, fut: concurrent.futures.Future, pool) -> None:
+    def _pool_failed(self, e: _Entry, err: BaseException) -> None:
+        if isinstance(err, (WorkerStartError, WorkerLost)):
+            reason = _one_line(err)
+        else:
+            reason = f"cannot start a worker process: {_one_line(err)}"
+        with self._cond:
+            key = e.file.key
+            self._inflight.pop(key, None)
+            e.job = None
+            if self._closed:
+                return
+            self._pool_fails += 1
+            self._pool_error = reason
+            self.stats["pool_failures"] += 1
+            if self._entries.get(key) is e:
+                self._enqueue(e)
+            if self._pool_fails >= POOL_MAX_TRIES:
+                logger.error("tb_paddle_profile: %s (%d times in a row); the queued files wait for a later scan",
+                             reason, self._pool_fails)
+                now = time.monotonic()
+                for p in list(self._pending.values()):
+                    self._defer(p, f"{p.file.file_name}: not loaded: {reason}; tried again at a later scan",
+                                now + _backoff(p.rounds + 1))
+                self._pool_fails, self._pool_error, self._pool_retry_at = 0, "", 0.0
+            else:
+                wait = POOL_RETRY_S * 2 ** (self._pool_fails - 1)
+                logger.warning("tb_paddle_profile: %s; retrying in %.0f s", reason, wait)
+                self._pool_retry_at = time.monotonic() + wait
+            self._touch()
+
+    def _defer(self, e: _Entry, error: str, not_before: float) -> None:
+        """FAILED for now, not cached, tried again (a new round) at a scan after `not_before`."""
+        self._pending.pop(e.file.key, None)
+        self._urgent.discard(e.file.key)
+        e.state, e.why, e.error, e.cached = FAILED, "transient", error, False
+        e.rounds += 1
+        e.crashes = 0
+        e.not_before = not_before
+        self.stats["failed"] += 1
+
+    def _fail_bug(self, e: _Entry, error: str) -> None:
+        with self._cond:
+            self._inflight.pop(e.file.key, None)
+            if self._entries.get(e.file.key) is e:
+                self._pending.pop(e.file.key, None)
+                e.state, e.why, e.error, e.cached, e.job = FAILED, "bug", error, False, None
+                self.stats["bugs"] += 1
+            self._touch()
+
+    def _finish(self, e: _Entry, job: Job) -> None:
         key = e.file.key
+        name = e.file.file_name
         try:
-            res = fut.result()
-        except BrokenProcessPool:  # a worker died (killed for memory?): that pool is unusable
-            res = {"kind": "crash"}
-            if self._executor is pool:
-                pool.shutdown(wait=False)
-                self._executor = None
-        except Exception as err:  # a bug in the engine or the worker: report it, do not cache it
-            res = {"kind": "error", "error": f"{e.file.file_name}: internal error: {_one_line(err)}"}
+            res = job.future.result()
+        except WorkerDied as err:  # the process parsing this file died: this file, and only it, is charged
+            res = {"kind": "crash", "error": f"{name}: the worker process parsing it {describe_exit(err.exitcode)}"}
+        except WorkerLost as err:  # ended before it started the job: the file is not charged
+            res = {"kind": "lost", "error": _one_line(err)}
+        except JobCancelled:
+            res = {"kind": "cancelled"}
+        except JobError as err:  # load_in_worker itself failed: ours
+            res = {"kind": "bug", "error": our_bug(name, _Remote.make(err.type_name, err.message)),
+                   "traceback": err.traceback_text}
         kind = res["kind"]
+        if kind == "lost":
+            self._pool_failed(e, WorkerLost(res["error"]))
+            return
         stored = False
         result = None
         if kind in ("parsed", "sidecar"):
             if res.get("note"):
-                logger.warning("tb_paddle_profile: %s: %s", e.file.file_name, res["note"])
+                logger.warning("tb_paddle_profile: %s: %s", name, res["note"])
             result = CachedResult(res["ok"], res["data"], res["error"])
             stored = self.cache.put(key, result)
+        elif kind == "bug":
+            logger.error("tb_paddle_profile: %s\n%s", res["error"], res.get("traceback", "").rstrip())
         with self._cond:
             self._inflight.pop(key, None)
+            e.job = None
             self.stats["parsed"] += bool(res.get("engine_called"))
             self.stats["sidecar_hits"] += kind == "sidecar"
-            current = self._entries.get(key) is e
-            if not current:
+            current = self._entries.get(key) is e and e.state == LOADING  # (not refused meanwhile)
+            if not current or self._closed:
+                self._touch()
+                return
+            now = time.monotonic()
+            if kind == "cancelled":  # not asked for by us while it is listed: load it again
+                self._enqueue(e)
                 self._touch()
                 return
             if result is not None:
                 e.state = READY if result.ok else FAILED
-                e.error, e.cached = result.error, kind == "sidecar"
+                e.error, e.cached, e.why = result.error, kind == "sidecar", ""
                 e.data = None if stored or not result.ok else result.data
+                e.crashes = e.rounds = 0
                 if result.ok:
                     self._memory.put(key, result.data)
                 self.stats["ready" if result.ok else "failed"] += 1
@@ -531,13 +798,39 @@ class Loader:
                 self._set_growing(e, "truncated", res["error"])
             elif kind == "changed":
                 self._set_growing(e, "changed", CHANGED_REASON)
-            elif kind == "crash" and e.crashes < _MAX_CRASH_RETRIES:
+            elif kind in ("crash", "memory"):
+                self.stats["worker_crashes" if kind == "crash" else "out_of_memory"] += 1
+                logger.warning("tb_paddle_profile: %s", res["error"])
                 e.crashes += 1
-                self._enqueue(e)
-            else:
-                e.state = FAILED
-                e.why = "io" if kind == "io" else ""
-                e.error = res.get("error") or (
-                    f"{e.file.file_name}: the worker process died while parsing it (out of memory?)")
-                self.stats["failed"] += 1
+                if e.crashes <= MAX_CRASH_RETRIES:
+                    self._enqueue(e, f"{res['error']}; retrying ({e.crashes} of {MAX_CRASH_RETRIES})",
+                                  now + CRASH_RETRY_S * 2 ** (e.crashes - 1))
+                else:
+                    tries = e.crashes
+                    self._defer(e, f"{res['error']} ({tries} attempts in a row, out of memory?); "
+                                   "tried again at a later scan", now + _backoff(e.rounds + 1))
+            elif kind in ("gone", "io"):
+                # Read again at the next scan that lists it (an object store briefly empty), then with backoff.
+                later = now if e.rounds == 0 else now + _backoff(e.rounds)
+                what = "read again when a later scan lists it" if kind == "gone" else "tried again at a later scan"
+                self._defer(e, f"{res['error']}; {what}", later)
+            elif kind == "refused":  # by the path policy when opened (discovery had let it through)
+                e.state, e.why, e.error, e.cached = FAILED, "refused-read", res["error"], False
+                self.stats["refused"] += 1
+            else:  # "bug": ours; not cached (a fixed release parses the file again), not retried in a loop
+                e.state, e.why, e.error, e.cached = FAILED, "bug", res["error"], False
+                self.stats["bugs"] += 1
             self._touch()
+
+
+def _refused(f: TraceFile) -> str:
+    return getattr(f, "refused", "") or ""
+
+
+class _Remote(Exception):
+    """Stands for an exception raised in a worker process, under its own type name (for errors.our_bug)."""
+
+    @staticmethod
+    def make(type_name: str, message: str) -> BaseException:
+        cls = type(type_name if type_name.isidentifier() else "Exception", (_Remote,), {})
+        return cls(message)
