@@ -5,13 +5,16 @@ Each subcommand is a thin shell over the engine and one renderer.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
+import traceback
 from typing import List, Optional
 
-from .engine import summarize_file
-from .errors import TraceError
+from .engine import summarize_reader
+from .errors import TraceError, TransientError, our_bug
 from .naming import is_trace_file
+from .paths import open_checked, read_checked
 from .reader import parse_workers, peek_span
 from .render import text
 from .v1 import to_json
@@ -36,13 +39,34 @@ def _view(name: str) -> str:
 
 
 def _traces(target: str) -> List[str]:
+    """The traces a command reads: the file named, or every trace-named file under the folder named.
+    Linked folders are not walked (no loops, nothing outside); linked files are listed and then read
+    under the path policy of paths.py with the folder as the root (see _root)."""
     if os.path.isdir(target):
         found = []
-        for root, dirs, files in os.walk(target):
+        for root, dirs, files in os.walk(target):  # followlinks=False
             dirs.sort()
             found.extend(os.path.join(root, f) for f in sorted(files) if is_trace_file(f))
         return found
     return [target]
+
+
+def _root(target: str) -> Optional[str]:
+    """The root for paths.open_checked: the folder given; None for a file named explicitly (followed)."""
+    return target if os.path.isdir(target) else None
+
+
+def _summarize_path(path: str, root: Optional[str], workers: int = 1) -> Summary:
+    """The Summary of one trace, read under the path policy (a refused file is a one-line TraceError)."""
+    name = os.path.basename(path)
+
+    def read() -> bytes:
+        try:
+            return read_checked(None, path, root, name)
+        except OSError as exc:
+            raise TraceError(name, exc.strerror or str(exc)) from None
+
+    return summarize_reader(read, path, workers)
 
 
 def _cmd_summary(args) -> int:
@@ -50,26 +74,37 @@ def _cmd_summary(args) -> int:
     if not paths:
         print(f"{args.trace}: no *.paddle_trace.json files found", file=sys.stderr)
         return 2
-    failed = 0
+    root = _root(args.trace)
+    failed = internal = 0
     for i, path in enumerate(paths):
+        # Every file is tried, whatever happened to the others. Exit status: 0 all summarized,
+        # 2 some files were not usable traces (or could not be read), 3 an internal error (ours).
         try:
-            summary = summarize_file(path, workers=args.jobs or parse_workers())
-        except TraceError as err:
+            summary = _summarize_path(path, root, workers=args.jobs or parse_workers())
+            if args.format == "json":
+                out = to_json(summary)
+            else:
+                out = text.render(summary, sorted_by=args.sorted_by, time_unit=args.time_unit,
+                                  op_detail=not args.no_op_detail, thread_sep=args.thread_sep, views=args.views)
+        except (TraceError, TransientError) as err:
             print(f"error: {err}", file=sys.stderr)
             failed += 1
             continue
+        except Exception as exc:  # a bug of ours: said as such, with the traceback under --debug
+            print(f"error: {our_bug(os.path.basename(path), exc)}", file=sys.stderr)
+            logging.getLogger(__name__).debug("internal error on %s", path, exc_info=True)
+            if args.debug:
+                traceback.print_exc(file=sys.stderr)
+            internal += 1
+            continue
         if len(paths) > 1:
             print(f"{'' if i == 0 else chr(10)}==> {path} <==")
-        if args.format == "json":
-            print(to_json(summary))
-        else:
-            print(text.render(summary, sorted_by=args.sorted_by, time_unit=args.time_unit,
-                              op_detail=not args.no_op_detail, thread_sep=args.thread_sep, views=args.views))
-    return 2 if failed else 0
+        print(out)
+    return 3 if internal else 2 if failed else 0
 
 
-def _span_of(path: str) -> str:
-    with open(path, "rb") as f:
+def _span_of(path: str, root: Optional[str]) -> str:
+    with open_checked(None, path, root) as f:
         span = peek_span(f.read(1 << 14))
     return span if span is not None else ""
 
@@ -86,18 +121,25 @@ def _cmd_distributed(args) -> int:
     if not paths:
         print(f"{args.run_dir}: no *.paddle_trace.json files found", file=sys.stderr)
         return 2
+    root = _root(args.run_dir)
     by_span = {}
+    unreadable = 0
     for path in paths:
         try:
-            by_span.setdefault(_span_of(path), []).append(path)
+            by_span.setdefault(_span_of(path, root), []).append(path)
+        except TraceError as err:  # refused by the path policy
+            print(f"error: {err}", file=sys.stderr)
+            unreadable += 1
         except OSError as exc:
             print(f"error: {os.path.basename(path)}: {exc.strerror or exc}", file=sys.stderr)
+            unreadable += 1
     spans = sorted(by_span, key=_span_key)
     span = args.span if args.span is not None else (spans[0] if spans else "")
     if span not in by_span:
         print(f"{args.run_dir}: no trace of span {span!r} (spans: {', '.join(spans) or 'none'})", file=sys.stderr)
         return 2
-    summaries, failed = _summarize_all(by_span[span], args.jobs)
+    summaries, failed = _summarize_all(by_span[span], args.jobs, root)
+    failed += unreadable
     notes = []
     if len(spans) > 1:
         notes.append(f"Spans {', '.join(spans)} found; this is span {span} (--span chooses).")
@@ -120,7 +162,7 @@ def _cmd_distributed(args) -> int:
     return 2 if failed else 0
 
 
-def _summarize_all(paths: List[str], jobs: Optional[int]):
+def _summarize_all(paths: List[str], jobs: Optional[int], root: Optional[str] = None):
     """Summaries of the files (in worker processes when there are several), and how many failed."""
     cores = jobs or parse_workers()
     jobs = min(len(paths), cores, 8)
@@ -130,9 +172,9 @@ def _summarize_all(paths: List[str], jobs: Optional[int]):
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(jobs) as pool:
-            results = list(pool.map(_summarize_or_error, paths, [per_file] * len(paths)))
+            results = list(pool.map(_summarize_or_error, paths, [per_file] * len(paths), [root] * len(paths)))
     else:
-        results = [_summarize_or_error(p, per_file) for p in paths]
+        results = [_summarize_or_error(p, per_file, root) for p in paths]
     summaries, failed = [], 0
     for data, error in results:
         if error:
@@ -145,18 +187,25 @@ def _summarize_all(paths: List[str], jobs: Optional[int]):
     return summaries, failed
 
 
-def _summarize_or_error(path: str, workers: int = 1):
+def _summarize_or_error(path: str, workers: int = 1, root: Optional[str] = None):
     try:
-        return summarize_file(path, workers=workers).SerializeToString(), None
-    except TraceError as err:
+        return _summarize_path(path, root, workers=workers).SerializeToString(), None
+    except (TraceError, TransientError) as err:
         return None, str(err)
+    except Exception as exc:  # a bug of ours: one line, and the other files still go on
+        logging.getLogger(__name__).debug("internal error on %s", path, exc_info=True)
+        return None, our_bug(os.path.basename(path), exc)
 
 
 def _cmd_preprocess(args) -> int:
     from .preprocess import preprocess
 
-    results = preprocess(args.logdir, cache_dir=args.cache_dir, sidecar=args.sidecar, jobs=args.jobs,
-                         timeline=not args.no_timeline)
+    try:
+        results = preprocess(args.logdir, cache_dir=args.cache_dir, sidecar=args.sidecar, jobs=args.jobs,
+                             timeline=not args.no_timeline)
+    except OSError as exc:  # the logdir cannot be listed
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     failed = 0
     for path, ok, message in results:
         if not ok:
@@ -164,7 +213,8 @@ def _cmd_preprocess(args) -> int:
             print(f"error: {message}", file=sys.stderr)
         elif args.verbose:
             print(f"{path}: {message}")
-    print(f"{len(results) - failed} of {len(results)} traces summarized into the cache")
+    done = "summarized" if args.no_timeline else "summarized and indexed"
+    print(f"{len(results) - failed} of {len(results)} traces {done} into the cache")
     return 2 if failed else 0
 
 
@@ -185,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text: Paddle's tables; json: the Summary protobuf as proto3 JSON")
     s.add_argument("--jobs", type=int, default=None,
                    help="processes that decode a large trace together (default: the CPUs available, at most 8; 1: serial)")
+    s.add_argument("--debug", action="store_true", help="print the traceback of an internal error (a bug of the tool)")
     s.set_defaults(func=_cmd_summary)
 
     d = sub.add_parser("distributed", help="hybrid-parallel analysis across the ranks of a run: collectives by kind, "

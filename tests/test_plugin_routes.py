@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import signal
+import time
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -293,6 +294,78 @@ def test_path_traversal_is_refused_in_every_parameter(env):
         assert b"import" not in r.get_data()
 
 
+BAD_INTEGERS = ["99999999999999999999999", "-99999999999999999999999", str(2 ** 63), str(-2 ** 63 - 1), str(10 ** 30),
+                "1e3", "0x10", "+1", " 1", "1_000", "\u0661\u0662", "\u00b2", "-", "1.5", "nan"]
+OUT_OF_RANGE = {  # per parameter, beyond the integers that are bad everywhere
+    "start_ns": [str(2 ** 62 + 1), str(-2 ** 62 - 1)], "end_ns": [str(2 ** 62 + 1)], "base_unix_ns": [str(2 ** 63 - 1)],
+    "px": ["-5", "0", "100001"], "id": ["-1"], "limit": ["0", "-1"],
+}
+EDGES = {"start_ns": str(-2 ** 62), "end_ns": str(2 ** 62), "base_unix_ns": str(2 ** 62), "px": "100000", "limit": "1"}
+
+
+def _index_built(env, run="gloo", span="0"):
+    for _ in range(600):  # bounded: about 120 s
+        r = get(env, "timeline", run=run, span=span)
+        if r.status_code != 202:
+            return r.status_code
+        time.sleep(0.2)
+    return 202
+
+
+def test_integer_parameters_out_of_range_are_400_in_every_timeline_route(env):
+    assert _index_built(env) == 200
+    one = {"run": "gloo", "span": "0", "worker": "rank0"}
+    routes = {
+        "timeline": ({}, ("start_ns", "end_ns", "px", "base_unix_ns")),
+        "timeline_event": ({"id": "0"}, ("id", "base_unix_ns")),
+        "timeline_search": ({"q": "matmul"}, ("limit", "base_unix_ns")),
+        "timeline_range": ({"start_ns": "0", "end_ns": "1000"}, ("start_ns", "end_ns", "base_unix_ns")),
+        "trace_window": ({"start_ns": "0", "end_ns": "1000"}, ("start_ns", "end_ns", "base_unix_ns")),
+    }
+    for route, (extra, names) in routes.items():
+        assert get(env, route, **one, **extra).status_code == 200, route
+        for name in names:
+            for value in BAD_INTEGERS + OUT_OF_RANGE.get(name, []):
+                r = get(env, route, **one, **dict(extra, **{name: value}))
+                text = r.get_data(as_text=True)
+                assert r.status_code == 400, (route, name, value, r.status_code, text[:300])
+                assert f"parameter '{name}' must be an integer" in text and len(text.splitlines()) == 1
+            if name in EDGES:  # the ends of the range are answered
+                r = get(env, route, **one, **dict(extra, **{name: EDGES[name]}))
+                assert r.status_code == 200, (route, name, r.status_code, r.get_data()[:300])
+    for track in ("rank0:\u00b2", "rank0:" + "9" * 30, "rank0:-1", "rank0:1e3"):
+        r = get(env, "timeline_range", run="gloo", span="0", start_ns="0", end_ns="1000", tracks=track)
+        assert r.status_code == 400 and "invalid track" in r.get_data(as_text=True), track
+
+
+def test_every_response_says_nosniff_and_our_own_bug_is_a_500_that_says_so(env, monkeypatch, caplog):
+    from tb_paddle_profile.plugin import routes
+
+    gloo = {"run": "gloo", "worker": "rank0", "span": "0"}
+    answers = [get(env, "runs"), get(env, "status"), get(env, "summary", **gloo), get(env, "trace", **gloo),
+               get(env, "summary", run="nope", worker="x", span="0"), get(env, "summary", run="gloo"),
+               get(env, "summary", run="broken", worker="rank0", span="0"), env["client"].post(f"{PREFIX}/runs"),
+               env["client"].get(f"{PREFIX}/index.js"), env["client"].get(f"{PREFIX}/nothing.css"),
+               get(env, "timeline", run="gloo", span="0", px="-5")]
+    assert sorted({r.status_code for r in answers}) == [200, 400, 404, 405, 422]
+    for r in answers:
+        assert r.headers.get("X-Content-Type-Options") == "nosniff", (r.status_code, r.headers)
+
+    def boom(self, *args, **kwargs):
+        raise KeyError("lane_ptr")
+
+    monkeypatch.setattr(routes.Routes, "_states", boom)
+    with caplog.at_level("ERROR", logger="tb_paddle_profile.plugin.routes"):
+        for r in (get(env, "status"), get(env, "summary", **gloo)):
+            text = r.get_data(as_text=True)
+            assert r.status_code == 500 and r.headers["X-Content-Type-Options"] == "nosniff"
+            assert r.mimetype == "text/plain" and len(text.splitlines()) == 1
+            assert "internal error in tb_paddle_profile" in text and "a bug in the tool" in text
+            assert "KeyError: 'lane_ptr'" in text
+    logged = [rec for rec in caplog.records if rec.exc_info and rec.exc_info[0] is KeyError]
+    assert len(logged) == 2 and "internal error" in logged[0].getMessage()
+
+
 def test_growing_file_is_retried_not_cached_as_failed(env):
     plugin, path = env["plugin"], env["files"]["growing"]
     q = {"run": "growing", "worker": "rank0", "span": "0"}
@@ -373,9 +446,7 @@ def test_a_rewritten_rank_changes_its_version_and_the_parallel_analysis(env, sha
 
 def worker_processes(loader):
     """The loader's worker processes (children of the forkserver, not of this process), alive."""
-    pool = loader._executor
-    pids = list(pool._processes) if pool is not None and pool._processes else []
-    return [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+    return [pid for pid in loader.worker_pids() if os.path.exists(f"/proc/{pid}")]
 
 
 def test_a_dead_worker_process_is_replaced(env, shared_traces):

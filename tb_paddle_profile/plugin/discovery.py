@@ -8,6 +8,13 @@ A background thread rescans periodically, so runs and spans written during train
 restart. Each scan is published as an immutable :class:`Snapshot`; request threads only ever read the
 latest one. A file whose size or version changed since the previous scan is marked ``changed``: it is
 still being written, and the loader waits for it to settle.
+
+The path policy of :mod:`tb_paddle_profile.paths` is applied to every listed file of a local logdir: a
+file it refuses (a link leading outside the logdir or nowhere, a FIFO, a device, ...) is still listed,
+so that the user sees why, with the reason in ``TraceFile.refused``; nothing of it is read (not even its
+head), and the loader shows it FAILED with that reason. Folders that are symbolic links are not walked
+(fsspec's local listing does not descend into them), so a link out of the logdir or a link loop is never
+followed; a linked file is listed with its target's size and modification time.
 """
 from __future__ import annotations
 
@@ -22,7 +29,9 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import fsspec
 
+from tb_paddle_profile import paths
 from tb_paddle_profile.cache import CacheKey
+from tb_paddle_profile.errors import TraceError
 from tb_paddle_profile.naming import is_trace_file, parse_file_name
 from tb_paddle_profile.reader import peek_span
 
@@ -55,6 +64,8 @@ class TraceFile:
     pid: int = -1
     export_time: str = ""
     changed: bool = False  # size or version differ from the previous scan
+    refused: str = ""  # why the path policy (paths.py) forbids reading it; "" when it may be read
+    root: str = ""  # the logdir as the store names it: the `root` for paths.open_checked/read_checked
 
     @property
     def key(self) -> CacheKey:
@@ -141,6 +152,7 @@ class Discovery:
         # Credentials and endpoints come from each store's usual environment and from fsspec's config.
         self.fs, self.root = fsspec.core.url_to_fs(url)
         self.root = self.root.rstrip("/") or "/"
+        self.local = paths.is_local(self.fs)
         self.interval = interval
         self._snapshot = Snapshot(logdir=logdir)
         self._known: Dict[str, Tuple[int, str, Optional[str]]] = {}  # path -> (size, version, span)
@@ -224,18 +236,45 @@ class Discovery:
             return None
         return parent[len(prefix):]
 
-    def _read_heads(self, entries: List[Tuple[str, int]]) -> Dict[str, bytes]:
+    def _checked(self, path: str, info: Mapping, root_real: str) -> Tuple[str, Mapping]:
+        """(why the path policy refuses the file or "", its listing entry). A local link that may be
+        read is described by its target: fsspec gives the target's size but the link's own mtime, which
+        would hide a rewrite of the target."""
+        if not self.local:
+            return "", info
+        reason = paths.refusal(self.fs, path, root_real) or ""
+        if not reason and info.get("islink"):
+            try:
+                st = os.stat(path)
+                info = dict(info, size=st.st_size, mtime=st.st_mtime)
+            except OSError:
+                pass
+        return reason, info
+
+    def _read_heads(self, entries: List[Tuple[str, int]]) -> Tuple[Dict[str, bytes], Dict[str, str]]:
+        """The first bytes of each file, and the files refused when opened (swapped since the check)."""
         if not entries:
-            return {}
-        paths = [p for p, _ in entries]
+            return {}, {}
+        if self.local:
+            heads, refused = {}, {}
+            for path, size in entries:
+                try:
+                    with paths.open_checked(self.fs, path, self.root, posixpath.basename(path)) as handle:
+                        heads[path] = handle.read(min(HEAD_BYTES, size))
+                except TraceError as err:
+                    refused[path] = err.reason
+                except OSError as err:  # gone or unreadable: its span stays unknown, the loader says why
+                    logger.debug("tb_paddle_profile: cannot read the head of %s: %s", path, err)
+            return heads, refused
+        names = [p for p, _ in entries]
         ends = [min(HEAD_BYTES, size) for _, size in entries]
         try:
             # Async stores (s3, gcs, http) fetch all the ranges concurrently.
-            heads = self.fs.cat_ranges(paths, [0] * len(paths), ends, on_error="return")
+            heads = self.fs.cat_ranges(names, [0] * len(names), ends, on_error="return")
         except Exception as err:
             logger.warning("tb_paddle_profile: reading trace heads failed: %s", err)
-            return {}
-        return {p: h for p, h in zip(paths, heads) if isinstance(h, bytes)}
+            return {}, {}
+        return {p: h for p, h in zip(names, heads) if isinstance(h, bytes)}, {}
 
     def _scan_once(self) -> Snapshot:
         previous = self._snapshot
@@ -247,30 +286,39 @@ class Discovery:
             return Snapshot(previous.logdir, time.time(), previous.runs, message, previous.generation + 1)
 
         entries = []
+        root_real = paths.real_root(self.root) if self.local else self.root
         for path, info in listing.items():
             run = self._run_name(path)
             if run is None:
                 continue
+            refused, info = self._checked(path, info, root_real)
             size = int(info.get("size") or 0)
             version, mtime = file_identity(info)
-            entries.append((run, path, size, version, mtime))
+            entries.append((run, path, size, version, mtime, refused))
 
         need_head = []
-        for run, path, size, version, _ in entries:
+        for run, path, size, version, _, refused in entries:
             known = self._known.get(path)
+            if refused:
+                continue  # nothing of a refused file is read, not even its head
             if size > 0 and (known is None or (known[2] is None and known[:2] != (size, version))):
                 need_head.append((path, size))
-        heads = self._read_heads(need_head)
+        heads, late = self._read_heads(need_head)
 
         known_now: Dict[str, Tuple[int, str, Optional[str]]] = {}
         grouped: Dict[str, Dict[str, List[TraceFile]]] = {}
-        for run, path, size, version, mtime in entries:
+        for run, path, size, version, mtime, refused in entries:
+            refused = refused or late.get(path, "")
             known = self._known.get(path)
-            if path in heads:
+            if refused:
+                span = None
+                known = None  # its span is not remembered: it is read afresh once the file may be read
+            elif path in heads:
                 span = peek_span(heads[path])
             else:
                 span = known[2] if known else None
-            known_now[path] = (size, version, span)
+            if not refused:
+                known_now[path] = (size, version, span)
             name = posixpath.basename(path)
             parsed = parse_file_name(name)
             trace = TraceFile(
@@ -288,6 +336,8 @@ class Discovery:
                 pid=parsed.pid,
                 export_time=parsed.export_time,
                 changed=known is not None and known[:2] != (size, version),
+                refused=refused,
+                root=self.root,
             )
             grouped.setdefault(run, {}).setdefault(parsed.worker, []).append(trace)
         self._known = known_now

@@ -4,6 +4,12 @@ Every request parameter is looked up among the runs, workers and spans of the la
 the client is only ever a dictionary key, never part of a filesystem path. Unknown values get 400/404
 with a one-line message. Responses are gzip-compressed when the client accepts it. Nothing here parses a
 trace: summaries come finished from the loader.
+
+A file that the path policy (tb_paddle_profile/paths.py) refuses is listed FAILED with the reason, is
+never handed to the timeline, and is never served (403); the raw trace is opened with
+paths.open_checked. Every response carries ``X-Content-Type-Options: nosniff``; an exception of our
+own code is answered 500 with a one-line message saying it is a bug of the tool, and logged with its
+traceback.
 """
 from __future__ import annotations
 
@@ -11,8 +17,10 @@ import collections
 import functools
 import gzip
 import json
+import logging
 import mimetypes
 import os
+import re
 import threading
 import zlib
 from pathlib import Path
@@ -21,11 +29,15 @@ from urllib.parse import quote
 
 from werkzeug.wrappers import Request, Response
 
+from tb_paddle_profile import __version__, paths
+from tb_paddle_profile.errors import TraceError, TransientError
 from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
-from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, Loader, SizedLRU
+from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, FileState, Loader, SizedLRU
 from tb_paddle_profile.analysis import cross_rank
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, to_json
 from tb_paddle_profile import timeline
+
+logger = logging.getLogger(__name__)
 
 PLUGIN_NAME = "paddle_profile"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -94,6 +106,18 @@ def respond(request: Request, body: bytes, content_type: str, status: int = 200,
     return Response(body, status=status, headers=headers, content_type=content_type)
 
 
+def _text(request: Request, message: str, code: int, headers: Optional[List[Tuple[str, str]]] = None) -> Response:
+    return respond(request, (message + "\n").encode("utf-8"), "text/plain; charset=utf-8", code, headers)
+
+
+def internal_error(route: str, exc: BaseException) -> str:
+    """The one line that answers a request which our own code failed (errors.our_bug's wording)."""
+    what = " ".join(str(exc).split())[:300]
+    detail = f"{type(exc).__name__}: {what}" if what else type(exc).__name__
+    return (f"{route}: internal error in tb_paddle_profile {__version__} (a bug in the tool, not a fault of "
+            f"your files; please report it with TensorBoard's log): {detail}")
+
+
 def _handler(fn: Callable[["Routes", Request], Response]):
     @functools.wraps(fn)
     def app(self: "Routes", environ, start_response):
@@ -103,8 +127,14 @@ def _handler(fn: Callable[["Routes", Request], Response]):
                 raise HttpError(405, f"method {request.method} not allowed: use GET")
             response = fn(self, request)
         except HttpError as err:
-            response = respond(request, (err.message + "\n").encode("utf-8"), "text/plain; charset=utf-8",
-                               err.code)
+            response = _text(request, err.message, err.code)
+        except TraceError as err:  # a file that is not a usable trace
+            response = _text(request, str(err), 422)
+        except TransientError as err:  # worth asking again
+            response = _text(request, str(err), 503, [("Retry-After", "5")])
+        except Exception as exc:  # a bug of ours: said so, with its traceback in the log
+            logger.exception("tb_paddle_profile: internal error answering %s", _shown(request.full_path))
+            response = _text(request, internal_error(fn.__name__, exc), 500)
         return response(environ, start_response)
 
     return app
@@ -212,16 +242,24 @@ class Routes:
             return Snapshot(logdir="")
         return self.discovery.snapshot()
 
-    def _run(self, snapshot: Snapshot, request: Request) -> Tuple[str, Mapping[str, Mapping[str, TraceFile]]]:
+    def _run(self, snapshot: Snapshot, request: Request,
+             refused: bool = False) -> Tuple[str, Mapping[str, Mapping[str, TraceFile]]]:
+        """The run named by the request: worker -> span -> file; without the files the path policy
+        refuses unless `refused` (those are only ever listed, never handed to code that reads)."""
         run = _param(request, "run")
         workers = snapshot.runs.get(run)
         if workers is None:
             raise HttpError(404, f"unknown run {_shown(run)}")
+        if not refused and any(f.refused for spans in workers.values() for f in spans.values()):
+            kept = {w: {s: f for s, f in spans.items() if not f.refused} for w, spans in workers.items()}
+            workers = {w: spans for w, spans in kept.items() if spans}
         return run, workers
 
-    def _file(self, request: Request) -> TraceFile:
+    def _file(self, request: Request, refused: bool = False) -> TraceFile:
+        """The file named by run, worker and span; 403 when the path policy refuses it, unless
+        `refused` (the caller then only reports its state)."""
         snapshot = self._snapshot()
-        run, workers = self._run(snapshot, request)
+        run, workers = self._run(snapshot, request, refused=True)
         worker = _param(request, "worker")
         spans = workers.get(worker)
         if spans is None:
@@ -230,7 +268,15 @@ class Routes:
         trace = spans.get(span)
         if trace is None:
             raise HttpError(404, f"unknown span {_shown(span)} of worker {_shown(worker)} in run {_shown(run)}")
+        if trace.refused and not refused:
+            raise HttpError(403, f"{trace.file_name}: {trace.refused}")
         return trace
+
+    def _states(self, files: List[TraceFile]) -> List[FileState]:
+        """The loader's states, a refused file FAILED with its reason whatever the loader says."""
+        states = self.loader.states(files) if self.loader is not None else [FileState(QUEUED)] * len(files)
+        return [FileState(FAILED, f"{f.file_name}: {f.refused}") if f.refused else st
+                for f, st in zip(files, states)]
 
     def _send(self, request: Request, memo_key: tuple, ctype: str, build: Callable[[], bytes],
               headers: Optional[List[Tuple[str, str]]] = None) -> Response:
@@ -265,7 +311,7 @@ class Routes:
     def _run_list(self, snapshot: Snapshot) -> plugin_pb2.RunList:
         out = plugin_pb2.RunList(logdir=snapshot.logdir, scanned_at=snapshot.scanned_at)
         files = snapshot.files
-        states = iter(self.loader.states(files) if self.loader is not None else [])
+        states = iter(self._states(files))
         for run, workers in snapshot.runs.items():
             entry = out.runs.add(run=run)
             for worker, spans in workers.items():
@@ -279,10 +325,10 @@ class Routes:
 
     @_handler
     def summary(self, request: Request) -> Response:
-        trace = self._file(request)
+        trace = self._file(request, refused=True)
         fmt = _format(request)
         loader = self._require_loader()
-        state = loader.state(trace)
+        state = self._states([trace])[0]
         if state.state == READY:
             data = loader.summary_bytes(trace)
             if data is not None:
@@ -304,7 +350,7 @@ class Routes:
     def _run_span(self, request: Request) -> Tuple[str, str, List[TraceFile]]:
         """The files of every worker of a run that recorded the span, in run-list order."""
         snapshot = self._snapshot()
-        run, workers = self._run(snapshot, request)
+        run, workers = self._run(snapshot, request, refused=True)
         span = _param(request, "span")
         files = [spans[span] for spans in workers.values() if span in spans]
         if not files:
@@ -318,7 +364,7 @@ class Routes:
         loader = self._require_loader()
         out = plugin_pb2.RunDistributed(run=run, span=span)
         waiting = []
-        for trace, state in zip(files, loader.states(files)):
+        for trace, state in zip(files, self._states(files)):
             rank = out.ranks.add()
             part = self._rank_part(trace) if state.state == READY else None
             if part is not None:
@@ -340,7 +386,7 @@ class Routes:
         run, span, files = self._run_span(request)
         fmt = _format(request)
         loader = self._require_loader()
-        states = loader.states(files)
+        states = self._states(files)
         waiting = [t for t, st in zip(files, states) if st.state in (QUEUED, LOADING, GROWING)]
         if waiting:
             loader.prioritize(waiting, run)
@@ -349,19 +395,28 @@ class Routes:
             return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
         ready = [t for t, st in zip(files, states) if st.state == READY]
 
+        class Reloading(Exception):
+            """A READY rank's cached summary was damaged or removed: it is being summarized again."""
+
         def build() -> bytes:
             summaries = []
             for trace in ready:
                 data = loader.summary_bytes(trace)
-                if data is not None:
-                    summaries.append(summary_pb2.Summary.FromString(data))
+                if data is None:  # never an analysis without it (it would be memoized as the run's)
+                    raise Reloading
+                summaries.append(summary_pb2.Summary.FromString(data))
             out = cross_rank.analyze_run(summaries, run, span)
             for trace, st in zip(files, states):
                 if st.state == FAILED:
                     out.notes.append(f"left out: {st.error}")
             return _encode(out, fmt)
 
-        return self._send(request, ("parallel", tuple(t.key for t in ready), fmt), _CTYPES[fmt], build)
+        try:
+            return self._send(request, ("parallel", tuple(t.key for t in ready), fmt), _CTYPES[fmt], build)
+        except Reloading:
+            out = plugin_pb2.RunParallel(run=run, span=span)
+            out.notes.append("waiting for a rank whose cached summary is being computed again")
+            return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
 
     def _rank_part(self, trace: TraceFile) -> Optional[bytes]:
         with self._lock:
@@ -380,17 +435,30 @@ class Routes:
             self._ranks.put(trace.key, part)
         return part
 
-    @_handler
-    def trace(self, request: Request) -> Response:
-        trace = self._file(request)
+    def _open(self, trace: TraceFile):
+        """(handle, size) of a trace file, opened under the path policy; HttpError when it cannot be."""
         fs = self.discovery.fs
         try:
-            size = fs.size(trace.path)
-            handle = fs.open(trace.path, "rb")
+            # Checked again on the open file: a file swapped for a link since the scan is refused too.
+            handle = paths.open_checked(fs, trace.path, self.discovery.root, trace.file_name)
+        except TraceError as err:
+            raise HttpError(403, str(err)) from None
         except FileNotFoundError:
-            raise HttpError(404, f"{trace.file_name}: the file no longer exists")
+            raise HttpError(404, f"{trace.file_name}: the file no longer exists") from None
         except Exception as err:  # the store's own errors (permissions, network)
-            raise HttpError(502, f"{trace.file_name}: cannot read: {' '.join(str(err).split())[:200]}")
+            raise HttpError(502, f"{trace.file_name}: cannot read: {' '.join(str(err).split())[:200]}") from None
+        try:
+            return handle, (os.fstat(handle.fileno()).st_size if paths.is_local(fs) else fs.size(trace.path))
+        except Exception as err:
+            handle.close()
+            if isinstance(err, FileNotFoundError):
+                raise HttpError(404, f"{trace.file_name}: the file no longer exists") from None
+            raise HttpError(502, f"{trace.file_name}: cannot read: {' '.join(str(err).split())[:200]}") from None
+
+    @_handler
+    def trace(self, request: Request) -> Response:
+        trace = self._file(request)  # 403 for a file the path policy refuses
+        handle, size = self._open(trace)
         headers = [
             ("Content-Disposition", _download_name(trace.file_name)),
             ("X-Content-Type-Options", "nosniff"),
@@ -417,7 +485,7 @@ class Routes:
             raise HttpError(400, "the status route answers JSON only")
         snapshot = self._snapshot()
         files = snapshot.files
-        states = self.loader.states(files) if self.loader is not None else []
+        states = self._states(files)
         names = plugin_pb2.LoadState.Name
         body = {
             "logdir": snapshot.logdir,
@@ -428,7 +496,7 @@ class Routes:
             "counts": dict(sorted(collections.Counter(names(s.state) for s in states).items())),
             "files": [
                 {"run": f.run, "worker": f.worker, "span": f.span, "file_name": f.file_name, "file_size": f.size,
-                 "state": names(s.state), "error": s.error, "cached": s.cached}
+                 "state": names(s.state), "error": s.error, "cached": s.cached, "refused": f.refused}
                 for f, s in zip(files, states)
             ],
         }
@@ -492,18 +560,20 @@ class Routes:
             return
         store = self._timelines()
         for f, st in zip(files, self.loader.states(files)):
-            if st.state == READY:
+            if st.state == READY and not getattr(f, "refused", ""):
                 try:
                     store.get(f)
-                except Exception:  # a timeline that cannot be built must not break the summary
-                    pass
+                except Exception:  # a bug of ours: logged, but it must not break the summary
+                    logging.getLogger(__name__).exception(
+                        "tb_paddle_profile: %s: starting its timeline index failed", f.file_name)
 
     def _timelines(self):
         loader = self._require_loader()
         with self._lock:
             store = getattr(self, "_timeline_store", None)
             if store is None:
-                store = self._timeline_store = timeline.TimelineStore(loader.fs, loader.cache.cache_dir)
+                root = self.discovery.root if self.discovery is not None else None
+                store = self._timeline_store = timeline.TimelineStore(loader.fs, loader.cache.cache_dir, root=root)
         return store
 
     def _span_files(self, request: Request, many: str = "workers") -> Tuple[str, str, List[TraceFile]]:
@@ -537,18 +607,30 @@ class Routes:
         query = _param(request, "q", required=False)
         flows = _param(request, "flows", required=False) in ("1", "true")
         ranks = self._indexes(files)
-        msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows)
         building = any(state == "building" for _, _, state in ranks)
+        if not building and all(idx is None for _, idx, _ in ranks):  # not one rank can be drawn: say why
+            store = self._timelines()
+            code = max(self._failure_code(store, f) for f, _, _ in ranks)
+            raise HttpError(code, "; ".join(state for _, _, state in ranks))
+        msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows)
         return respond(request, _encode(msg, fmt), _CTYPES[fmt], 202 if building else 200,
                        [("Retry-After", "1")] if building else [])
 
+    @staticmethod
+    def _failure_code(store, trace: TraceFile) -> int:
+        """The status of a timeline that cannot be built: 422 a file that is not a usable trace, 503 the
+        store or cache failing (retried later), 500 a bug of ours."""
+        kind = (store.failure(trace) or ("transient", ""))[0]
+        return {"trace": 422, "transient": 503, "bug": 500}.get(kind, 500)
+
     def _one_index(self, request: Request):
         trace = self._file(request)
-        idx, state = self._timelines().get(trace)
+        store = self._timelines()
+        idx, state = store.get(trace)
         if idx is None:
             if state == "building":
                 raise HttpError(503, f"{trace.file_name}: its timeline is being built; try again shortly")
-            raise HttpError(422, state)
+            raise HttpError(self._failure_code(store, trace), state)
         return trace, idx
 
     @_handler
@@ -585,7 +667,7 @@ class Routes:
         tracks: Dict[str, Optional[List[int]]] = {}
         for item in [t for t in _param(request, "tracks", required=False).split(",") if t]:
             worker, _, tid = item.rpartition(":")
-            if worker not in by_worker or not tid.isdigit():
+            if worker not in by_worker or not (tid.isascii() and tid.isdigit() and len(tid) <= 18):
                 raise HttpError(400, f"invalid track {_shown(item)}: use worker:track")
             lst = tracks.setdefault(worker, [])
             if lst is not None:
@@ -595,6 +677,19 @@ class Routes:
         ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
         msg = timeline.range_message(ranks, ws, we, tracks, _int(request, "base_unix_ns"))
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+
+    @staticmethod
+    def _gzip_chunks(chunks) -> Iterator[bytes]:
+        """The gzip stream of ``chunks``, compressed as they come."""
+        deflate = zlib.compressobj(3, zlib.DEFLATED, 31)
+        try:
+            for chunk in chunks:
+                out = deflate.compress(chunk)
+                if out:
+                    yield out
+            yield deflate.flush()
+        finally:
+            chunks.close()
 
     @_handler
     def trace_window(self, request: Request) -> Response:
@@ -607,20 +702,52 @@ class Routes:
         we = idx.end_ns if we is None else we - off
         if we < ws:
             raise HttpError(400, "end_ns is before start_ns")
-        body = timeline.chrome_subset(idx, ws, we, trace.file_name)
+        # Bounded: the answer's size is estimated from the index (an upper bound) before anything is sent.
+        events, upper = timeline.window_size(idx, ws, we, trace.file_name)
+        limit = timeline.window_limit_bytes()
+        if limit and upper > limit:
+            raise HttpError(413, f"{trace.file_name}: the window holds {events:,} events, up to "
+                                 f"{upper / (1 << 20):,.1f} MB of JSON, over the {limit / (1 << 20):,.1f} MB that "
+                                 f"trace_window sends at most ({timeline.ENV_WINDOW_MAX_MB}): narrow the window "
+                                 f"(zoom in) and download again")
         stem = trace.file_name[:-3] if trace.file_name.endswith(".gz") else trace.file_name
         stem = stem[:-5] if stem.endswith(".json") else stem
         name = f"{stem}.window_{max(ws, 0) // 1000}us_{max(we, 0) // 1000}us.json"
-        return respond(request, body, JSON, headers=[("Content-Disposition", _download_name(name))])
+        headers = [("Content-Disposition", _download_name(name)), ("X-Content-Type-Options", "nosniff"),
+                   ("Cache-Control", "no-cache, must-revalidate"), ("Vary", "Accept-Encoding")]
+        # Streamed: one block of events is formatted at a time, whatever the window.
+        chunks = timeline.chrome_chunks(idx, ws, we, trace.file_name)
+        if _accepts_gzip(request):
+            headers.append(("Content-Encoding", "gzip"))
+            chunks = self._gzip_chunks(chunks)
+        if request.method == "HEAD":
+            chunks.close()
+            chunks = []
+        return Response(chunks, headers=headers, content_type=JSON, direct_passthrough=True)
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_TIME = (-(1 << 62), 1 << 62)  # ns (about 146 years either way): sums and differences of two stay in int64
+_INT_RANGES = {
+    "start_ns": _TIME,
+    "end_ns": _TIME,
+    "base_unix_ns": _TIME,
+    "px": (1, 100_000),  # the width drawn, in pixels
+    "id": (0, _INT64[1]),  # an event's index
+    "limit": (1, 1_000_000),  # matches asked for (the route caps them further)
+}
+_DECIMAL = re.compile(r"-?[0-9]{1,20}")
 
 
 def _int(request: Request, name: str) -> Optional[int]:
-    """An optional integer parameter (None when absent); 400 when it is not an integer."""
+    """An optional integer parameter (None when absent): ASCII decimal digits, within the parameter's
+    range (_INT_RANGES, else int64); 400 otherwise, so that no route meets an integer it cannot hold."""
     value = _param(request, name, required=False)
     if value == "":
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise HttpError(400, f"parameter '{name}' must be an integer, not {_shown(value)}") from None
+    low, high = _INT_RANGES.get(name, _INT64)
+    number = int(value) if _DECIMAL.fullmatch(value) else None
+    if number is None or not low <= number <= high:
+        raise HttpError(400, f"parameter '{name}' must be an integer from {low} to {high}, not {_shown(value)}")
+    return number
 
