@@ -30,9 +30,9 @@ class TransientError(Exception):
         super().__init__(f"{file_name}: {self.reason}")
 
 
-def our_bug(file_name: str, exc: BaseException) -> str:
-    """The one line that reports an exception of our own code while handling `file_name`."""
-    what = " ".join(str(exc).split())
+def our_bug(file_name: str, exc: BaseException, not_fault_of: str = "this file", report: str = "") -> str:
+    """The one line that reports an exception of our own code while handling `file_name` (or a route)."""
+    what = " ".join(str(exc).split())[:300]
     detail = f"{type(exc).__name__}: {what}" if what else type(exc).__name__
     return (f"{file_name}: internal error in tb_paddle_profile {__version__} (a bug in the tool, not a "
-            f"fault of this file; please report it): {detail}")
+            f"fault of {not_fault_of}; please report it{report}): {detail}")

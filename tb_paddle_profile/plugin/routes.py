@@ -29,8 +29,8 @@ from urllib.parse import quote
 
 from werkzeug.wrappers import Request, Response
 
-from tb_paddle_profile import __version__, paths
-from tb_paddle_profile.errors import TraceError, TransientError
+from tb_paddle_profile import paths
+from tb_paddle_profile.errors import TraceError, TransientError, our_bug
 from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
 from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, FileState, Loader, SizedLRU
 from tb_paddle_profile.analysis import cross_rank
@@ -112,10 +112,7 @@ def _text(request: Request, message: str, code: int, headers: Optional[List[Tupl
 
 def internal_error(route: str, exc: BaseException) -> str:
     """The one line that answers a request which our own code failed (errors.our_bug's wording)."""
-    what = " ".join(str(exc).split())[:300]
-    detail = f"{type(exc).__name__}: {what}" if what else type(exc).__name__
-    return (f"{route}: internal error in tb_paddle_profile {__version__} (a bug in the tool, not a fault of "
-            f"your files; please report it with TensorBoard's log): {detail}")
+    return our_bug(route, exc, "your files", " with TensorBoard's log")
 
 
 def _handler(fn: Callable[["Routes", Request], Response]):
