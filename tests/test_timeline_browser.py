@@ -565,3 +565,58 @@ def test_screenshot_with_a_folded_rank(tb, page_and_log):
     frame.wait_for_function("() => window.__tbppTimeline.arrows > 0", timeout=20_000)
     frame.wait_for_timeout(300)
     save_screenshot(page, "timeline-folded")
+
+
+@pytest.fixture(scope="module")
+def tb_tiny_window(tmp_path_factory):
+    """A tensorboard on the CPU example whose trace_window refuses any window (a bound of ~100 bytes).
+
+    The bound is read from the server's environment at each request, so it is set for that process only.
+    """
+    if not (EXAMPLES / CPU_RUN).is_dir():
+        pytest.skip("examples/profiler_log is not here")
+    root = tmp_path_factory.mktemp("timeline_tiny_logdir")
+    for trace in (EXAMPLES / CPU_RUN).glob("*.paddle_trace.json"):
+        (root / CPU_RUN).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(trace, root / CPU_RUN / trace.name)
+    env = {"TB_PADDLE_PROFILE_WINDOW_MAX_MB": "0.0001"}
+    with tensorboard(root, tmp_path_factory.mktemp("timeline_tiny_tb"), extra_env=env) as server:
+        wait_all_loaded(server)
+        yield server
+
+
+def test_window_json_over_the_bound_shows_the_413_message_and_downloads_nothing(tb_tiny_window, page_and_log):
+    page, log = page_and_log
+    downloads = []
+    page.on("download", lambda d: downloads.append(d))
+    frame = open_view(page, tb_tiny_window, CPU_RUN)
+    wait_drawn(frame)
+    frame.click('[data-testid="timeline-download-window"]')
+    notice = frame.wait_for_selector('[data-testid="timeline-download-error"]', timeout=20_000)
+    text = notice.text_content()
+    assert "413" in text and "TB_PADDLE_PROFILE_WINDOW_MAX_MB" in text and "narrow the window" in text, text
+    frame.wait_for_timeout(1000)
+    assert downloads == []
+    # the refused requests are reported by Chromium itself ("Failed to load resource ... 413"): expected here
+    log.console_errors[:] = [m for m in log.console_errors if "status of 413" not in m]
+    # the message goes with the next window
+    frame.locator('[data-testid="timeline-canvas"]').press("w")
+    frame.wait_for_selector('[data-testid="timeline-download-error"]', state="detached", timeout=20_000)
+
+
+def test_window_json_within_the_bound_downloads_the_chrome_trace(tb, page_and_log):
+    import json
+
+    page, _ = page_and_log
+    if not (EXAMPLES / CPU_RUN).is_dir():
+        pytest.skip("examples/profiler_log is not here")
+    frame = open_view(page, tb, CPU_RUN)
+    wait_drawn(frame)
+    with page.expect_download(timeout=30_000) as got:
+        frame.click('[data-testid="timeline-download-window"]')
+    dl = got.value
+    assert dl.failure() is None
+    assert ".window_" in dl.suggested_filename and dl.suggested_filename.endswith(".json"), dl.suggested_filename
+    trace = json.loads(Path(dl.path()).read_text())
+    assert trace["traceEvents"], "the window's Chrome trace holds events"
+    assert frame.locator('[data-testid="timeline-download-error"]').count() == 0

@@ -7,7 +7,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Notice } from "../../components/ui";
 import type { TimelineEvent, TimelineRange, TimelineSearch } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 import type { Decoded } from "./data";
-import { decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, windowTraceUrl } from "./data";
+import { checkWindowTrace, decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, windowTraceUrl } from "./data";
 import type { Folds, Layout, Marks, Row, View } from "./draw";
 import "./timeline.css";
 import { drawTimeline, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
@@ -67,6 +67,7 @@ export function Timeline(props: Props) {
   const foldBoxRef = useRef<HTMLDivElement>(null);
   const [data, setData] = useState<Decoded | null>(null);
   const [error, setError] = useState("");
+  const [downloadError, setDownloadError] = useState(""); // a refused "Window JSON", until the view changes
   const [building, setBuildingState] = useState(0);
   const buildingRef = useRef(0);
   const setBuilding = (n: number) => {
@@ -252,6 +253,7 @@ export function Timeline(props: Props) {
       }
     }
     view.current = { start, end };
+    setDownloadError("");
     redraw();
     scheduleFetch();
   };
@@ -275,6 +277,21 @@ export function Timeline(props: Props) {
   const reset = () => {
     const d = dataRef.current;
     if (d) setView({ start: d.rangeStart, end: Math.max(d.rangeEnd, d.rangeStart + 1) });
+  };
+  /** "Window JSON": asks trace_window with HEAD first, so a refusal (413: over the bound) is shown, not downloaded. */
+  const downloadWindow = async (e: MouseEvent) => {
+    const a = e.currentTarget as HTMLAnchorElement;
+    if (a.dataset.checked) {
+      delete a.dataset.checked; // the click below, once checked: the browser downloads
+      return;
+    }
+    e.preventDefault();
+    const message = await checkWindowTrace(a.getAttribute("href") ?? "");
+    setDownloadError(message);
+    if (!message) {
+      a.dataset.checked = "1";
+      a.click();
+    }
   };
   const focusOn = (start: number, end: number) => {
     const w = Math.max((end - start) * 6, 20_000);
@@ -554,7 +571,7 @@ export function Timeline(props: Props) {
             Expand all
           </button>
           {v ? (
-            <a class="btn small" href={windowTraceUrl(run, span, selWorker, v.start, v.end, base.current)} download data-testid="timeline-download-window" title={`The slices of ${selWorker} in this window, as Chrome-trace JSON (Perfetto, chrome://tracing)`}>
+            <a class="btn small" href={windowTraceUrl(run, span, selWorker, v.start, v.end, base.current)} download onClick={downloadWindow} data-testid="timeline-download-window" title={`The slices of ${selWorker} in this window, as Chrome-trace JSON (Perfetto, chrome://tracing)`}>
               Window JSON
             </a>
           ) : null}
@@ -574,6 +591,7 @@ export function Timeline(props: Props) {
         ) : null}
       </div>
       {error ? <Notice kind="error" testId="timeline-error">{error}</Notice> : null}
+      {downloadError ? <Notice kind="error" testId="timeline-download-error">{downloadError}</Notice> : null}
       {building ? <Notice kind="loading" testId="timeline-building">{`Building the timeline index of ${building} rank${building > 1 ? "s" : ""}…`}</Notice> : null}
       {!d && !error ? <Notice kind="loading">Loading the timeline…</Notice> : null}
       <div class="tl-scroll" ref={scrollRef} style={{ height: `${VIEW_H}px` }} onScroll={redraw}>

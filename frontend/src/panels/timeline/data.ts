@@ -74,6 +74,22 @@ export function fetchRange(run: string, span: string, start: number, end: number
   return get(TimelineRangeSchema, `timeline_range?${q({ run, span, start_ns: Math.floor(start), end_ns: Math.ceil(end), tracks: tracks.join(","), base_unix_ns: base })}`);
 }
 
+/** "" when trace_window would send this window (asked with HEAD, no body); else its one-line message (read with a GET). */
+export async function checkWindowTrace(url: string): Promise<string> {
+  try {
+    if ((await fetch(url, { method: "HEAD" })).ok) return "";
+    const r = await fetch(url);
+    if (r.ok) {
+      await r.body?.cancel(); // it answers now: the download goes ahead
+      return "";
+    }
+    const text = (await r.text()).trim().split("\n")[0] ?? "";
+    return `${r.status} ${r.statusText}${text ? `: ${text}` : ""}`;
+  } catch (err) {
+    return `request failed: ${(err as Error).message}`;
+  }
+}
+
 export function windowTraceUrl(run: string, span: string, worker: string, start: number, end: number, base: string | undefined): string {
   return `trace_window?${q({ run, span, worker, start_ns: Math.floor(start), end_ns: Math.ceil(end), base_unix_ns: base })}`;
 }
