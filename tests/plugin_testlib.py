@@ -168,3 +168,9 @@ def break_the_engine() -> None:
     from tb_paddle_profile import engine
 
     engine.summarize_reader = _buggy_summarize_reader
+
+
+def die_at_start() -> None:
+    """A worker-process initializer that ends the process before it takes any job (a broken worker
+    environment: an import that fails, a library that aborts)."""
+    os._exit(3)

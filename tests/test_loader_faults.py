@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from plugin_testlib import (GLOO, GPU, OLD, GateFS, break_the_engine, pid_gone, place, trace_files, tree_digest,
+from plugin_testlib import (GLOO, GPU, OLD, GateFS, break_the_engine, die_at_start, pid_gone, place, trace_files, tree_digest,
                             wait_for)
 from tb_paddle_profile import errors, workers
 from tb_paddle_profile.cache import SummaryCache
@@ -139,6 +139,22 @@ def test_a_worker_process_that_cannot_be_started_is_shown_and_retried(make, shar
     assert loader.wait_idle(60)
     assert loader.state(f) == loader_mod.FileState(READY)
     assert loader.summary_bytes(f) == expected_summary(paths[f.file_name])
+
+
+def test_workers_that_die_before_taking_a_job_end_in_a_shown_failure_not_a_loop(make, shared_traces, monkeypatch):
+    """Each worker process starts, then ends before its job (submitting succeeds every time): after
+    POOL_MAX_TRIES in a row the queued files are FAILED with the reason, not QUEUED for ever."""
+    monkeypatch.setattr(loader_mod, "POOL_RETRY_S", 0.01)
+    monkeypatch.setattr(loader_mod, "_worker_init", die_at_start)
+    srcs = trace_files(shared_traces, GLOO)
+    discovery, loader, paths = make(srcs)
+    files = discovery.scan().files
+    assert loader.wait_idle(120), loader.counts()
+    for f in files:
+        state = loader.state(f)
+        assert state.state == FAILED and not state.cached, state
+        assert state.error.startswith(f.file_name) and "before starting its job" in state.error
+    assert loader.stats["pool_failures"] >= loader_mod.POOL_MAX_TRIES
 
 
 def test_a_file_not_found_when_read_is_ready_once_it_is_back(make, shared_traces, tmp_path):

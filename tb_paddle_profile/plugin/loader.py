@@ -684,9 +684,6 @@ class Loader:
             return
         with self._cond:
             e.job = job
-            if self._pool_fails:
-                self._pool_fails, self._pool_error, self._pool_retry_at = 0, "", 0.0
-                self._touch()
 
         def done(fut, e=e, job=job):
             with self._cond:
@@ -762,6 +759,9 @@ class Loader:
         if kind == "lost":
             self._pool_failed(e, WorkerLost(res["error"]))
             return
+        with self._cond:  # a worker took its job: processes can be started (a submit alone does not tell)
+            if self._pool_fails:
+                self._pool_fails, self._pool_error, self._pool_retry_at = 0, "", 0.0
         stored = False
         result = None
         if kind in ("parsed", "sidecar"):
