@@ -8,6 +8,7 @@ import hashlib
 import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -174,3 +175,12 @@ def die_at_start() -> None:
     """A worker-process initializer that ends the process before it takes any job (a broken worker
     environment: an import that fails, a library that aborts)."""
     os._exit(3)
+
+
+def generate_rank(out: Path, events: int, steps: int = 2) -> Path:
+    """One generated GPU-shaped rank (the project's generator, DP1 x MP1 x PP1) of about `events`
+    events in folder `out`; the trace's path."""
+    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--dp", "1", "--mp", "1", "--pp", "1",
+                    "--steps", str(steps), "--out", str(out), "--events-per-rank", str(events)], check=True,
+                   capture_output=True)
+    return next(Path(out).glob("*.paddle_trace.json"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plugin_testlib import GPU, PREFIX, make_plugin, ready, trace_files
+from plugin_testlib import GPU, PREFIX, generate_rank, make_plugin, ready, trace_files
 from tb_paddle_profile import event_types as et
 from tb_paddle_profile import timeline
 from tb_paddle_profile.reader import read_trace
@@ -39,15 +39,8 @@ def gpu_index(shared_traces, tmp_path_factory):
 @pytest.fixture(scope="module")
 def big_index(tmp_path_factory):
     """A generated rank of about a million events."""
-    import subprocess
-    import sys
-
     out = tmp_path_factory.mktemp("big")
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--dp", "1", "--mp", "1", "--pp", "1",
-                    "--steps", "4", "--out", str(out), "--events-per-rank", "1000000"], check=True,
-                   capture_output=True)
-    path = next(out.glob("*.paddle_trace.json"))
-    return _index(path, out / "big.tl")
+    return _index(generate_rank(out, 1_000_000, steps=4), out / "big.tl")
 
 
 def _decode_lane(lane, ws):

@@ -11,8 +11,6 @@ import gzip
 import json
 import logging
 import os
-import subprocess
-import sys
 import threading
 import time
 import tracemalloc
@@ -21,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plugin_testlib import GPU, OLD, PREFIX, make_plugin, place, ready, trace_files
+from plugin_testlib import GPU, OLD, PREFIX, generate_rank, make_plugin, place, ready, trace_files
 from tb_paddle_profile import timeline, workers
 from tb_paddle_profile.cache import CacheKey
 from tb_paddle_profile.reader import read_trace
@@ -373,10 +371,7 @@ def test_an_index_in_use_stays_readable_when_others_push_it_out(tmp_path, thread
 def generated(tmp_path_factory):
     """A generated rank of about 100,000 events (some 17 MB as a Perfetto window), and its index."""
     out = tmp_path_factory.mktemp("gen")
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--dp", "1", "--mp", "1", "--pp", "1",
-                    "--steps", "2", "--out", str(out), "--events-per-rank", "100000"], check=True,
-                   capture_output=True)
-    path = next(out.glob("*.paddle_trace.json"))
+    path = generate_rank(out, 100_000)
     timeline.build_file_index(path.read_bytes, path.name, str(out / "gen.tl"))
     return path, timeline.TimelineIndex(str(out / "gen.tl"))
 

@@ -704,7 +704,7 @@ class Routes:
         limit = timeline.window_limit_bytes()
         if limit and upper > limit:
             raise HttpError(413, f"{trace.file_name}: the window holds {events:,} events, up to "
-                                 f"{upper / (1 << 20):,.1f} MB of JSON, over the {limit / (1 << 20):,.1f} MB that "
+                                 f"{upper / (1 << 20):,.1f} MB of JSON, over the {limit / (1 << 20):,.4g} MB that "
                                  f"trace_window sends at most ({timeline.ENV_WINDOW_MAX_MB}): narrow the window "
                                  f"(zoom in) and download again")
         stem = trace.file_name[:-3] if trace.file_name.endswith(".gz") else trace.file_name
