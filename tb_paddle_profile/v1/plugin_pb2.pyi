@@ -40,18 +40,20 @@ class SpanEntry(_message.Message):
     def __init__(self, span: _Optional[str] = ..., file_name: _Optional[str] = ..., file_size: _Optional[int] = ..., state: _Optional[_Union[LoadState, str]] = ..., error: _Optional[str] = ..., cached: _Optional[bool] = ...) -> None: ...
 
 class WorkerEntry(_message.Message):
-    __slots__ = ("worker", "rank", "hostname", "pid", "spans")
+    __slots__ = ("worker", "rank", "hostname", "pid", "spans", "label")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     SPANS_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     hostname: str
     pid: int
     spans: _containers.RepeatedCompositeFieldContainer[SpanEntry]
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., spans: _Optional[_Iterable[_Union[SpanEntry, _Mapping]]] = ...) -> None: ...
+    label: str
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., spans: _Optional[_Iterable[_Union[SpanEntry, _Mapping]]] = ..., label: _Optional[str] = ...) -> None: ...
 
 class RunEntry(_message.Message):
     __slots__ = ("run", "workers")
@@ -102,7 +104,7 @@ class RunDistributed(_message.Message):
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankDistributed, _Mapping]]] = ...) -> None: ...
 
 class RunParallel(_message.Message):
-    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes")
+    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total")
     RUN_FIELD_NUMBER: _ClassVar[int]
     SPAN_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +118,11 @@ class RunParallel(_message.Message):
     PIPELINE_FIELD_NUMBER: _ClassVar[int]
     ADVICE_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CLOCKS_FIELD_NUMBER: _ClassVar[int]
+    FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    ANALYSIS_KEY_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     run: str
     span: str
     ranks: _containers.RepeatedCompositeFieldContainer[RankParallel]
@@ -129,7 +136,102 @@ class RunParallel(_message.Message):
     pipeline: PipelineView
     advice: _containers.RepeatedCompositeFieldContainer[Advice]
     notes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+    topology: TopologyView
+    clocks: _containers.RepeatedCompositeFieldContainer[HostClock]
+    findings: _containers.RepeatedCompositeFieldContainer[Finding]
+    analysis_key: str
+    matched_total: int
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ...) -> None: ...
+
+class MatchedPage(_message.Message):
+    __slots__ = ("run", "span", "analysis_key", "total", "offset", "matched")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    SPAN_FIELD_NUMBER: _ClassVar[int]
+    ANALYSIS_KEY_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    run: str
+    span: str
+    analysis_key: str
+    total: int
+    offset: int
+    matched: _containers.RepeatedCompositeFieldContainer[MatchedCollective]
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., analysis_key: _Optional[str] = ..., total: _Optional[int] = ..., offset: _Optional[int] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ...) -> None: ...
+
+class ProcessGroup(_message.Message):
+    __slots__ = ("axis", "ranks", "instances", "kinds")
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    axis: str
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    instances: int
+    kinds: _containers.RepeatedScalarFieldContainer[_summary_pb2.CollectiveKind]
+    def __init__(self, axis: _Optional[str] = ..., ranks: _Optional[_Iterable[int]] = ..., instances: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[_summary_pb2.CollectiveKind, str]]] = ...) -> None: ...
+
+class TopologyView(_message.Message):
+    __slots__ = ("dp", "pp", "mp", "sharding", "groups", "method", "complete", "matches_fleet_order", "notes")
+    DP_FIELD_NUMBER: _ClassVar[int]
+    PP_FIELD_NUMBER: _ClassVar[int]
+    MP_FIELD_NUMBER: _ClassVar[int]
+    SHARDING_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FLEET_ORDER_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    dp: int
+    pp: int
+    mp: int
+    sharding: int
+    groups: _containers.RepeatedCompositeFieldContainer[ProcessGroup]
+    method: str
+    complete: bool
+    matches_fleet_order: bool
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, dp: _Optional[int] = ..., pp: _Optional[int] = ..., mp: _Optional[int] = ..., sharding: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[ProcessGroup, _Mapping]]] = ..., method: _Optional[str] = ..., complete: _Optional[bool] = ..., matches_fleet_order: _Optional[bool] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HostClock(_message.Message):
+    __slots__ = ("hostname", "ranks", "offset_ns", "spread_ns", "samples", "reference")
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_NS_FIELD_NUMBER: _ClassVar[int]
+    SPREAD_NS_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    hostname: str
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    offset_ns: int
+    spread_ns: int
+    samples: int
+    reference: bool
+    def __init__(self, hostname: _Optional[str] = ..., ranks: _Optional[_Iterable[int]] = ..., offset_ns: _Optional[int] = ..., spread_ns: _Optional[int] = ..., samples: _Optional[int] = ..., reference: _Optional[bool] = ...) -> None: ...
+
+class Finding(_message.Message):
+    __slots__ = ("rule", "category", "cause", "ranks", "stage", "cost_ns", "excess_ns", "absorbed", "text", "triggers")
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    COST_NS_FIELD_NUMBER: _ClassVar[int]
+    EXCESS_NS_FIELD_NUMBER: _ClassVar[int]
+    ABSORBED_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TRIGGERS_FIELD_NUMBER: _ClassVar[int]
+    rule: str
+    category: str
+    cause: str
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    stage: int
+    cost_ns: int
+    excess_ns: int
+    absorbed: bool
+    text: str
+    triggers: _containers.RepeatedCompositeFieldContainer[AdviceTrigger]
+    def __init__(self, rule: _Optional[str] = ..., category: _Optional[str] = ..., cause: _Optional[str] = ..., ranks: _Optional[_Iterable[int]] = ..., stage: _Optional[int] = ..., cost_ns: _Optional[int] = ..., excess_ns: _Optional[int] = ..., absorbed: _Optional[bool] = ..., text: _Optional[str] = ..., triggers: _Optional[_Iterable[_Union[AdviceTrigger, _Mapping]]] = ...) -> None: ...
 
 class RankStepMatrix(_message.Message):
     __slots__ = ("values_ns",)
@@ -160,7 +262,7 @@ class RankKind(_message.Message):
     def __init__(self, kind: _Optional[_Union[_summary_pb2.CollectiveKind, str]] = ..., calls: _Optional[int] = ..., device_ns: _Optional[int] = ..., host_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., bytes: _Optional[int] = ..., wait_ns: _Optional[int] = ..., transfer_ns: _Optional[int] = ..., matched: _Optional[int] = ...) -> None: ...
 
 class RankParallel(_message.Message):
-    __slots__ = ("worker", "rank", "rank_inferred", "file_name", "timeline", "steps", "step_time_ns", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches", "kinds", "wait_ns", "caused_wait_ns", "last_arrivals", "matched", "peers", "peer_compute_ns", "pipeline_stage", "bubble_ns", "bubble_ratio", "step_breakdown")
+    __slots__ = ("worker", "rank", "rank_inferred", "file_name", "timeline", "steps", "step_time_ns", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches", "kinds", "wait_ns", "caused_wait_ns", "last_arrivals", "matched", "peers", "peer_compute_ns", "pipeline_stage", "bubble_ns", "bubble_ratio", "step_breakdown", "label", "hostname", "pid", "device_id", "dp", "mp", "sharding", "clock_offset_ns", "coverage", "dataloader_ns", "first_device_ns", "deviation")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     RANK_INFERRED_FIELD_NUMBER: _ClassVar[int]
@@ -190,6 +292,18 @@ class RankParallel(_message.Message):
     BUBBLE_NS_FIELD_NUMBER: _ClassVar[int]
     BUBBLE_RATIO_FIELD_NUMBER: _ClassVar[int]
     STEP_BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    DP_FIELD_NUMBER: _ClassVar[int]
+    MP_FIELD_NUMBER: _ClassVar[int]
+    SHARDING_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_OFFSET_NS_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_FIELD_NUMBER: _ClassVar[int]
+    DATALOADER_NS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_DEVICE_NS_FIELD_NUMBER: _ClassVar[int]
+    DEVIATION_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     rank_inferred: bool
@@ -219,7 +333,19 @@ class RankParallel(_message.Message):
     bubble_ns: int
     bubble_ratio: float
     step_breakdown: _containers.RepeatedCompositeFieldContainer[_summary_pb2.ParallelStep]
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., rank_inferred: _Optional[bool] = ..., file_name: _Optional[str] = ..., timeline: _Optional[_Union[_summary_pb2.Timeline, str]] = ..., steps: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., runtime_ns: _Optional[int] = ..., sync_ns: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., launches: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[RankKind, _Mapping]]] = ..., wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., peers: _Optional[_Iterable[int]] = ..., peer_compute_ns: _Optional[int] = ..., pipeline_stage: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ..., step_breakdown: _Optional[_Iterable[_Union[_summary_pb2.ParallelStep, _Mapping]]] = ...) -> None: ...
+    label: str
+    hostname: str
+    pid: int
+    device_id: int
+    dp: int
+    mp: int
+    sharding: int
+    clock_offset_ns: int
+    coverage: float
+    dataloader_ns: int
+    first_device_ns: int
+    deviation: float
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., rank_inferred: _Optional[bool] = ..., file_name: _Optional[str] = ..., timeline: _Optional[_Union[_summary_pb2.Timeline, str]] = ..., steps: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., runtime_ns: _Optional[int] = ..., sync_ns: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., launches: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[RankKind, _Mapping]]] = ..., wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., peers: _Optional[_Iterable[int]] = ..., peer_compute_ns: _Optional[int] = ..., pipeline_stage: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ..., step_breakdown: _Optional[_Iterable[_Union[_summary_pb2.ParallelStep, _Mapping]]] = ..., label: _Optional[str] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., device_id: _Optional[int] = ..., dp: _Optional[int] = ..., mp: _Optional[int] = ..., sharding: _Optional[int] = ..., clock_offset_ns: _Optional[int] = ..., coverage: _Optional[float] = ..., dataloader_ns: _Optional[int] = ..., first_device_ns: _Optional[int] = ..., deviation: _Optional[float] = ...) -> None: ...
 
 class KindAcrossRanks(_message.Message):
     __slots__ = ("kind", "calls", "device_ns", "host_ns", "exposed_ns", "bytes", "matched", "wait_ns", "transfer_ns", "ranks")
@@ -278,19 +404,31 @@ class MatchedCollective(_message.Message):
     def __init__(self, step: _Optional[int] = ..., kind: _Optional[_Union[_summary_pb2.CollectiveKind, str]] = ..., name: _Optional[str] = ..., transfer_ns: _Optional[int] = ..., last_rank: _Optional[int] = ..., members: _Optional[_Iterable[_Union[CollectiveMember, _Mapping]]] = ...) -> None: ...
 
 class MatchingInfo(_message.Message):
-    __slots__ = ("instances", "matched_instances", "method", "end_tolerance_ns")
+    __slots__ = ("instances", "matched_instances", "method", "end_tolerance_ns", "coverage")
     INSTANCES_FIELD_NUMBER: _ClassVar[int]
     MATCHED_INSTANCES_FIELD_NUMBER: _ClassVar[int]
     METHOD_FIELD_NUMBER: _ClassVar[int]
     END_TOLERANCE_NS_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_FIELD_NUMBER: _ClassVar[int]
     instances: int
     matched_instances: int
     method: str
     end_tolerance_ns: int
-    def __init__(self, instances: _Optional[int] = ..., matched_instances: _Optional[int] = ..., method: _Optional[str] = ..., end_tolerance_ns: _Optional[int] = ...) -> None: ...
+    coverage: _containers.RepeatedCompositeFieldContainer[KindCoverage]
+    def __init__(self, instances: _Optional[int] = ..., matched_instances: _Optional[int] = ..., method: _Optional[str] = ..., end_tolerance_ns: _Optional[int] = ..., coverage: _Optional[_Iterable[_Union[KindCoverage, _Mapping]]] = ...) -> None: ...
+
+class KindCoverage(_message.Message):
+    __slots__ = ("kind", "instances", "matched")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    kind: _summary_pb2.CollectiveKind
+    instances: int
+    matched: int
+    def __init__(self, kind: _Optional[_Union[_summary_pb2.CollectiveKind, str]] = ..., instances: _Optional[int] = ..., matched: _Optional[int] = ...) -> None: ...
 
 class Straggler(_message.Message):
-    __slots__ = ("rank", "worker", "net_caused_wait_ns", "caused_wait_ns", "own_wait_ns", "last_arrivals", "matched", "compute_ns", "peer_compute_ns", "compute_excess", "longer_compute", "reason", "pipeline_wait_excess_ns")
+    __slots__ = ("rank", "worker", "net_caused_wait_ns", "caused_wait_ns", "own_wait_ns", "last_arrivals", "matched", "compute_ns", "peer_compute_ns", "compute_excess", "longer_compute", "reason", "pipeline_wait_excess_ns", "cause", "job_cost_ns", "absorbed", "label")
     RANK_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     NET_CAUSED_WAIT_NS_FIELD_NUMBER: _ClassVar[int]
@@ -304,6 +442,10 @@ class Straggler(_message.Message):
     LONGER_COMPUTE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_WAIT_EXCESS_NS_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    JOB_COST_NS_FIELD_NUMBER: _ClassVar[int]
+    ABSORBED_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
     rank: int
     worker: str
     net_caused_wait_ns: int
@@ -317,23 +459,33 @@ class Straggler(_message.Message):
     longer_compute: bool
     reason: str
     pipeline_wait_excess_ns: int
-    def __init__(self, rank: _Optional[int] = ..., worker: _Optional[str] = ..., net_caused_wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., own_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., compute_ns: _Optional[int] = ..., peer_compute_ns: _Optional[int] = ..., compute_excess: _Optional[float] = ..., longer_compute: _Optional[bool] = ..., reason: _Optional[str] = ..., pipeline_wait_excess_ns: _Optional[int] = ...) -> None: ...
+    cause: str
+    job_cost_ns: int
+    absorbed: bool
+    label: str
+    def __init__(self, rank: _Optional[int] = ..., worker: _Optional[str] = ..., net_caused_wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., own_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., compute_ns: _Optional[int] = ..., peer_compute_ns: _Optional[int] = ..., compute_excess: _Optional[float] = ..., longer_compute: _Optional[bool] = ..., reason: _Optional[str] = ..., pipeline_wait_excess_ns: _Optional[int] = ..., cause: _Optional[str] = ..., job_cost_ns: _Optional[int] = ..., absorbed: _Optional[bool] = ..., label: _Optional[str] = ...) -> None: ...
 
 class StragglerVerdict(_message.Message):
-    __slots__ = ("found", "stragglers", "summary", "min_wait_fraction", "min_share_of_top", "compute_excess_threshold")
+    __slots__ = ("found", "stragglers", "summary", "min_wait_fraction", "min_share_of_top", "compute_excess_threshold", "uncertain", "coverage", "min_rank_coverage")
     FOUND_FIELD_NUMBER: _ClassVar[int]
     STRAGGLERS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     MIN_WAIT_FRACTION_FIELD_NUMBER: _ClassVar[int]
     MIN_SHARE_OF_TOP_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_EXCESS_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    UNCERTAIN_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_FIELD_NUMBER: _ClassVar[int]
+    MIN_RANK_COVERAGE_FIELD_NUMBER: _ClassVar[int]
     found: bool
     stragglers: _containers.RepeatedCompositeFieldContainer[Straggler]
     summary: str
     min_wait_fraction: float
     min_share_of_top: float
     compute_excess_threshold: float
-    def __init__(self, found: _Optional[bool] = ..., stragglers: _Optional[_Iterable[_Union[Straggler, _Mapping]]] = ..., summary: _Optional[str] = ..., min_wait_fraction: _Optional[float] = ..., min_share_of_top: _Optional[float] = ..., compute_excess_threshold: _Optional[float] = ...) -> None: ...
+    uncertain: bool
+    coverage: float
+    min_rank_coverage: float
+    def __init__(self, found: _Optional[bool] = ..., stragglers: _Optional[_Iterable[_Union[Straggler, _Mapping]]] = ..., summary: _Optional[str] = ..., min_wait_fraction: _Optional[float] = ..., min_share_of_top: _Optional[float] = ..., compute_excess_threshold: _Optional[float] = ..., uncertain: _Optional[bool] = ..., coverage: _Optional[float] = ..., min_rank_coverage: _Optional[float] = ...) -> None: ...
 
 class PipelineStage(_message.Message):
     __slots__ = ("stage", "ranks", "step_time_ns", "compute_ns", "bubble_ns", "bubble_ratio")

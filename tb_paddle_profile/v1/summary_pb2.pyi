@@ -501,7 +501,7 @@ class KindStep(_message.Message):
     def __init__(self, kind: _Optional[_Union[CollectiveKind, str]] = ..., calls: _Optional[int] = ..., device_ns: _Optional[int] = ..., host_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
 
 class ParallelStep(_message.Message):
-    __slots__ = ("step", "range", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "kinds", "runtime_ns", "runtime_calls", "launches", "sync_ns", "sync_calls", "kernels", "kernel_ns")
+    __slots__ = ("step", "range", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "kinds", "runtime_ns", "runtime_calls", "launches", "sync_ns", "sync_calls", "kernels", "kernel_ns", "dataloader_ns", "first_device_ns")
     STEP_FIELD_NUMBER: _ClassVar[int]
     RANGE_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
@@ -519,6 +519,8 @@ class ParallelStep(_message.Message):
     SYNC_CALLS_FIELD_NUMBER: _ClassVar[int]
     KERNELS_FIELD_NUMBER: _ClassVar[int]
     KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    DATALOADER_NS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_DEVICE_NS_FIELD_NUMBER: _ClassVar[int]
     step: int
     range: TimeRange
     compute_ns: int
@@ -536,7 +538,9 @@ class ParallelStep(_message.Message):
     sync_calls: int
     kernels: int
     kernel_ns: int
-    def __init__(self, step: _Optional[int] = ..., range: _Optional[_Union[TimeRange, _Mapping]] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[KindStep, _Mapping]]] = ..., runtime_ns: _Optional[int] = ..., runtime_calls: _Optional[int] = ..., launches: _Optional[int] = ..., sync_ns: _Optional[int] = ..., sync_calls: _Optional[int] = ..., kernels: _Optional[int] = ..., kernel_ns: _Optional[int] = ...) -> None: ...
+    dataloader_ns: int
+    first_device_ns: int
+    def __init__(self, step: _Optional[int] = ..., range: _Optional[_Union[TimeRange, _Mapping]] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[KindStep, _Mapping]]] = ..., runtime_ns: _Optional[int] = ..., runtime_calls: _Optional[int] = ..., launches: _Optional[int] = ..., sync_ns: _Optional[int] = ..., sync_calls: _Optional[int] = ..., kernels: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., dataloader_ns: _Optional[int] = ..., first_device_ns: _Optional[int] = ...) -> None: ...
 
 class CollectiveInstances(_message.Message):
     __slots__ = ("kind", "name", "op", "step", "ordinal", "start_ns", "duration_ns", "device_id", "stream", "bytes", "direction")
@@ -575,3 +579,19 @@ class ParallelView(_message.Message):
     collectives: CollectiveInstances
     names: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, timeline: _Optional[_Union[Timeline, str]] = ..., steps: _Optional[_Iterable[_Union[ParallelStep, _Mapping]]] = ..., collectives: _Optional[_Union[CollectiveInstances, _Mapping]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RankDigest(_message.Message):
+    __slots__ = ("digest_schema", "meta", "parallel", "distributed", "steps", "device_id")
+    DIGEST_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    DISTRIBUTED_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    digest_schema: int
+    meta: TraceMeta
+    parallel: ParallelView
+    distributed: DistributedView
+    steps: _containers.RepeatedCompositeFieldContainer[ModelStep]
+    device_id: int
+    def __init__(self, digest_schema: _Optional[int] = ..., meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[ModelStep, _Mapping]]] = ..., device_id: _Optional[int] = ...) -> None: ...

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/plugin.proto.
  */
 export const file_tb_paddle_profile_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("CiF0Yl9wYWRkbGVfcHJvZmlsZS92MS9wbHVnaW4ucHJvdG8SFHRiX3BhZGRsZV9wcm9maWxlLnYxIo4BCglTcGFuRW50cnkSDAoEc3BhbhgBIAEoCRIRCglmaWxlX25hbWUYAiABKAkSEQoJZmlsZV9zaXplGAMgASgEEi4KBXN0YXRlGAQgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAUgASgJEg4KBmNhY2hlZBgGIAEoCCJ6CgtXb3JrZXJFbnRyeRIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIQCghob3N0bmFtZRgDIAEoCRILCgNwaWQYBCABKAMSLgoFc3BhbnMYBSADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5TcGFuRW50cnkiSwoIUnVuRW50cnkSCwoDcnVuGAEgASgJEjIKB3dvcmtlcnMYAiADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5Xb3JrZXJFbnRyeSJbCgdSdW5MaXN0Eg4KBmxvZ2RpchgBIAEoCRIsCgRydW5zGAIgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuUnVuRW50cnkSEgoKc2Nhbm5lZF9hdBgDIAEoASKHAgoPUmFua0Rpc3RyaWJ1dGVkEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEi4KBXN0YXRlGAMgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAQgASgJEhUKDXRvdGFsX3RpbWVfbnMYBSABKAMSOgoLZGlzdHJpYnV0ZWQYBiABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFZpZXcSLgoFc3RlcHMYByADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFN0ZXASFAoMZmlsZV92ZXJzaW9uGAggASgJImEKDlJ1bkRpc3RyaWJ1dGVkEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEjQKBXJhbmtzGAMgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua0Rpc3RyaWJ1dGVkIrwECgtSdW5QYXJhbGxlbBILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIxCgVyYW5rcxgDIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtQYXJhbGxlbBINCgVzdGVwcxgEIAMoAxI3CglzdGVwX3RpbWUYBSABKAsyJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rU3RlcE1hdHJpeBJDChVleHBvc2VkX2NvbW11bmljYXRpb24YBiABKAsyJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rU3RlcE1hdHJpeBI0CgVraW5kcxgHIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLktpbmRBY3Jvc3NSYW5rcxI4CgdtYXRjaGVkGAggAygLMicudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWF0Y2hlZENvbGxlY3RpdmUSNAoIbWF0Y2hpbmcYCSABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGluZ0luZm8SOQoJc3RyYWdnbGVyGAogASgLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuU3RyYWdnbGVyVmVyZGljdBI0CghwaXBlbGluZRgLIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlBpcGVsaW5lVmlldxIsCgZhZHZpY2UYDCADKAsyHC50Yl9wYWRkbGVfcHJvZmlsZS52MS5BZHZpY2USDQoFbm90ZXMYDSADKAkiJwoOUmFua1N0ZXBNYXRyaXgSFQoJdmFsdWVzX25zGAEgAygDQgIQASLLAQoIUmFua0tpbmQSMgoEa2luZBgBIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEg0KBWNhbGxzGAIgASgEEhEKCWRldmljZV9ucxgDIAEoAxIPCgdob3N0X25zGAQgASgDEhIKCmV4cG9zZWRfbnMYBSABKAMSDQoFYnl0ZXMYBiABKAQSDwoHd2FpdF9ucxgHIAEoAxITCgt0cmFuc2Zlcl9ucxgIIAEoAxIPCgdtYXRjaGVkGAkgASgEIswFCgxSYW5rUGFyYWxsZWwSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSFQoNcmFua19pbmZlcnJlZBgDIAEoCBIRCglmaWxlX25hbWUYBCABKAkSMAoIdGltZWxpbmUYBSABKA4yHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZRINCgVzdGVwcxgGIAEoDRIUCgxzdGVwX3RpbWVfbnMYByABKAMSEgoKY29tcHV0ZV9ucxgIIAEoAxIYChBjb21tdW5pY2F0aW9uX25zGAkgASgDEh8KF2hpZGRlbl9jb21tdW5pY2F0aW9uX25zGAogASgDEiAKGGV4cG9zZWRfY29tbXVuaWNhdGlvbl9ucxgLIAEoAxIRCgltZW1vcnlfbnMYDCABKAMSGQoRZXhwb3NlZF9tZW1vcnlfbnMYDSABKAMSDwoHaWRsZV9ucxgOIAEoAxISCgpydW50aW1lX25zGA8gASgDEg8KB3N5bmNfbnMYECABKAMSEQoJa2VybmVsX25zGBEgASgDEhAKCGxhdW5jaGVzGBIgASgEEi0KBWtpbmRzGBMgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua0tpbmQSDwoHd2FpdF9ucxgUIAEoAxIWCg5jYXVzZWRfd2FpdF9ucxgVIAEoAxIVCg1sYXN0X2Fycml2YWxzGBYgASgNEg8KB21hdGNoZWQYFyABKA0SDQoFcGVlcnMYGCADKAUSFwoPcGVlcl9jb21wdXRlX25zGBkgASgDEhYKDnBpcGVsaW5lX3N0YWdlGBogASgFEhEKCWJ1YmJsZV9ucxgbIAEoAxIUCgxidWJibGVfcmF0aW8YHCABKAESOgoOc3RlcF9icmVha2Rvd24YHSADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFN0ZXAi4QEKD0tpbmRBY3Jvc3NSYW5rcxIyCgRraW5kGAEgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDQoFY2FsbHMYAiABKAQSEQoJZGV2aWNlX25zGAMgASgDEg8KB2hvc3RfbnMYBCABKAMSEgoKZXhwb3NlZF9ucxgFIAEoAxINCgVieXRlcxgGIAEoBBIPCgdtYXRjaGVkGAcgASgEEg8KB3dhaXRfbnMYCCABKAMSEwoLdHJhbnNmZXJfbnMYCSABKAMSDQoFcmFua3MYCiADKAUipQEKEENvbGxlY3RpdmVNZW1iZXISDAoEcmFuaxgBIAEoBRIPCgdvcmRpbmFsGAIgASgNEhMKC2R1cmF0aW9uX25zGAMgASgDEg8KB3dhaXRfbnMYBCABKAMSFQoNc3RhcnRfdW5peF9ucxgFIAEoAxI1CglkaXJlY3Rpb24YBiABKA4yIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QMlBEaXJlY3Rpb24ixAEKEU1hdGNoZWRDb2xsZWN0aXZlEgwKBHN0ZXAYASABKAMSMgoEa2luZBgCIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEgwKBG5hbWUYAyABKAkSEwoLdHJhbnNmZXJfbnMYBCABKAMSEQoJbGFzdF9yYW5rGAUgASgFEjcKB21lbWJlcnMYBiADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlTWVtYmVyImYKDE1hdGNoaW5nSW5mbxIRCglpbnN0YW5jZXMYASABKAQSGQoRbWF0Y2hlZF9pbnN0YW5jZXMYAiABKAQSDgoGbWV0aG9kGAMgASgJEhgKEGVuZF90b2xlcmFuY2VfbnMYBCABKAMiqAIKCVN0cmFnZ2xlchIMCgRyYW5rGAEgASgFEg4KBndvcmtlchgCIAEoCRIaChJuZXRfY2F1c2VkX3dhaXRfbnMYAyABKAMSFgoOY2F1c2VkX3dhaXRfbnMYBCABKAMSEwoLb3duX3dhaXRfbnMYBSABKAMSFQoNbGFzdF9hcnJpdmFscxgGIAEoDRIPCgdtYXRjaGVkGAcgASgNEhIKCmNvbXB1dGVfbnMYCCABKAMSFwoPcGVlcl9jb21wdXRlX25zGAkgASgDEhYKDmNvbXB1dGVfZXhjZXNzGAogASgBEhYKDmxvbmdlcl9jb21wdXRlGAsgASgIEg4KBnJlYXNvbhgMIAEoCRIfChdwaXBlbGluZV93YWl0X2V4Y2Vzc19ucxgNIAEoAyK+AQoQU3RyYWdnbGVyVmVyZGljdBINCgVmb3VuZBgBIAEoCBIzCgpzdHJhZ2dsZXJzGAIgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3RyYWdnbGVyEg8KB3N1bW1hcnkYAyABKAkSGQoRbWluX3dhaXRfZnJhY3Rpb24YBCABKAESGAoQbWluX3NoYXJlX29mX3RvcBgFIAEoARIgChhjb21wdXRlX2V4Y2Vzc190aHJlc2hvbGQYBiABKAEigAEKDVBpcGVsaW5lU3RhZ2USDQoFc3RhZ2UYASABKAUSDQoFcmFua3MYAiADKAUSFAoMc3RlcF90aW1lX25zGAMgASgDEhIKCmNvbXB1dGVfbnMYBCABKAMSEQoJYnViYmxlX25zGAUgASgDEhQKDGJ1YmJsZV9yYXRpbxgGIAEoASJ7CgxQaXBlbGluZVZpZXcSDwoHcHJlc2VudBgBIAEoCBIRCglwaXBlbGluZXMYAiABKA0SMwoGc3RhZ2VzGAMgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVTdGFnZRISCgpkZWZpbml0aW9uGAQgASgJIl0KDUFkdmljZVRyaWdnZXISDgoGbWV0cmljGAEgASgJEg0KBXZhbHVlGAIgASgBEhEKCXRocmVzaG9sZBgDIAEoARIMCgR1bml0GAQgASgJEgwKBHJhbmsYBSABKAUieQoGQWR2aWNlEgwKBHJ1bGUYASABKAkSDQoFdGl0bGUYAiABKAkSDAoEdGV4dBgDIAEoCRI1Cgh0cmlnZ2VycxgEIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZVRyaWdnZXISDQoFcmFua3MYBSADKAUqZAoJTG9hZFN0YXRlEhoKFkxPQURfU1RBVEVfVU5TUEVDSUZJRUQQABIKCgZRVUVVRUQQARILCgdMT0FESU5HEAISCQoFUkVBRFkQAxIKCgZGQUlMRUQQBBILCgdHUk9XSU5HEAViBnByb3RvMw", [file_tb_paddle_profile_v1_summary]);
+  fileDesc("CiF0Yl9wYWRkbGVfcHJvZmlsZS92MS9wbHVnaW4ucHJvdG8SFHRiX3BhZGRsZV9wcm9maWxlLnYxIo4BCglTcGFuRW50cnkSDAoEc3BhbhgBIAEoCRIRCglmaWxlX25hbWUYAiABKAkSEQoJZmlsZV9zaXplGAMgASgEEi4KBXN0YXRlGAQgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAUgASgJEg4KBmNhY2hlZBgGIAEoCCKJAQoLV29ya2VyRW50cnkSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEAoIaG9zdG5hbWUYAyABKAkSCwoDcGlkGAQgASgDEi4KBXNwYW5zGAUgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbkVudHJ5Eg0KBWxhYmVsGAYgASgJIksKCFJ1bkVudHJ5EgsKA3J1bhgBIAEoCRIyCgd3b3JrZXJzGAIgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuV29ya2VyRW50cnkiWwoHUnVuTGlzdBIOCgZsb2dkaXIYASABKAkSLAoEcnVucxgCIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJ1bkVudHJ5EhIKCnNjYW5uZWRfYXQYAyABKAEihwIKD1JhbmtEaXN0cmlidXRlZBIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIuCgVzdGF0ZRgDIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkxvYWRTdGF0ZRINCgVlcnJvchgEIAEoCRIVCg10b3RhbF90aW1lX25zGAUgASgDEjoKC2Rpc3RyaWJ1dGVkGAYgASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGlzdHJpYnV0ZWRWaWV3Ei4KBXN0ZXBzGAcgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTW9kZWxTdGVwEhQKDGZpbGVfdmVyc2lvbhgIIAEoCSJhCg5SdW5EaXN0cmlidXRlZBILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRI0CgVyYW5rcxgDIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtEaXN0cmlidXRlZCKBBgoLUnVuUGFyYWxsZWwSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSMQoFcmFua3MYAyADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rUGFyYWxsZWwSDQoFc3RlcHMYBCADKAMSNwoJc3RlcF90aW1lGAUgASgLMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua1N0ZXBNYXRyaXgSQwoVZXhwb3NlZF9jb21tdW5pY2F0aW9uGAYgASgLMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua1N0ZXBNYXRyaXgSNAoFa2luZHMYByADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5LaW5kQWNyb3NzUmFua3MSOAoHbWF0Y2hlZBgIIAMoCzInLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoZWRDb2xsZWN0aXZlEjQKCG1hdGNoaW5nGAkgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWF0Y2hpbmdJbmZvEjkKCXN0cmFnZ2xlchgKIAEoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLlN0cmFnZ2xlclZlcmRpY3QSNAoIcGlwZWxpbmUYCyABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QaXBlbGluZVZpZXcSLAoGYWR2aWNlGAwgAygLMhwudGJfcGFkZGxlX3Byb2ZpbGUudjEuQWR2aWNlEg0KBW5vdGVzGA0gAygJEjQKCHRvcG9sb2d5GA4gASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVG9wb2xvZ3lWaWV3Ei8KBmNsb2NrcxgPIAMoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkhvc3RDbG9jaxIvCghmaW5kaW5ncxgQIAMoCzIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLkZpbmRpbmcSFAoMYW5hbHlzaXNfa2V5GBEgASgJEhUKDW1hdGNoZWRfdG90YWwYEiABKAQilwEKC01hdGNoZWRQYWdlEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEhQKDGFuYWx5c2lzX2tleRgDIAEoCRINCgV0b3RhbBgEIAEoBBIOCgZvZmZzZXQYBSABKAQSOAoHbWF0Y2hlZBgGIAMoCzInLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoZWRDb2xsZWN0aXZlInMKDFByb2Nlc3NHcm91cBIMCgRheGlzGAEgASgJEg0KBXJhbmtzGAIgAygFEhEKCWluc3RhbmNlcxgDIAEoBBIzCgVraW5kcxgEIAMoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kIsYBCgxUb3BvbG9neVZpZXcSCgoCZHAYASABKA0SCgoCcHAYAiABKA0SCgoCbXAYAyABKA0SEAoIc2hhcmRpbmcYBCABKA0SMgoGZ3JvdXBzGAUgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUHJvY2Vzc0dyb3VwEg4KBm1ldGhvZBgGIAEoCRIQCghjb21wbGV0ZRgHIAEoCBIbChNtYXRjaGVzX2ZsZWV0X29yZGVyGAggASgIEg0KBW5vdGVzGAkgAygJInYKCUhvc3RDbG9jaxIQCghob3N0bmFtZRgBIAEoCRINCgVyYW5rcxgCIAMoBRIRCglvZmZzZXRfbnMYAyABKAMSEQoJc3ByZWFkX25zGAQgASgDEg8KB3NhbXBsZXMYBSABKAQSEQoJcmVmZXJlbmNlGAYgASgIItEBCgdGaW5kaW5nEgwKBHJ1bGUYASABKAkSEAoIY2F0ZWdvcnkYAiABKAkSDQoFY2F1c2UYAyABKAkSDQoFcmFua3MYBCADKAUSDQoFc3RhZ2UYBSABKAUSDwoHY29zdF9ucxgGIAEoAxIRCglleGNlc3NfbnMYByABKAMSEAoIYWJzb3JiZWQYCCABKAgSDAoEdGV4dBgJIAEoCRI1Cgh0cmlnZ2VycxgKIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZVRyaWdnZXIiJwoOUmFua1N0ZXBNYXRyaXgSFQoJdmFsdWVzX25zGAEgAygDQgIQASLLAQoIUmFua0tpbmQSMgoEa2luZBgBIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEg0KBWNhbGxzGAIgASgEEhEKCWRldmljZV9ucxgDIAEoAxIPCgdob3N0X25zGAQgASgDEhIKCmV4cG9zZWRfbnMYBSABKAMSDQoFYnl0ZXMYBiABKAQSDwoHd2FpdF9ucxgHIAEoAxITCgt0cmFuc2Zlcl9ucxgIIAEoAxIPCgdtYXRjaGVkGAkgASgEIqUHCgxSYW5rUGFyYWxsZWwSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSFQoNcmFua19pbmZlcnJlZBgDIAEoCBIRCglmaWxlX25hbWUYBCABKAkSMAoIdGltZWxpbmUYBSABKA4yHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZRINCgVzdGVwcxgGIAEoDRIUCgxzdGVwX3RpbWVfbnMYByABKAMSEgoKY29tcHV0ZV9ucxgIIAEoAxIYChBjb21tdW5pY2F0aW9uX25zGAkgASgDEh8KF2hpZGRlbl9jb21tdW5pY2F0aW9uX25zGAogASgDEiAKGGV4cG9zZWRfY29tbXVuaWNhdGlvbl9ucxgLIAEoAxIRCgltZW1vcnlfbnMYDCABKAMSGQoRZXhwb3NlZF9tZW1vcnlfbnMYDSABKAMSDwoHaWRsZV9ucxgOIAEoAxISCgpydW50aW1lX25zGA8gASgDEg8KB3N5bmNfbnMYECABKAMSEQoJa2VybmVsX25zGBEgASgDEhAKCGxhdW5jaGVzGBIgASgEEi0KBWtpbmRzGBMgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua0tpbmQSDwoHd2FpdF9ucxgUIAEoAxIWCg5jYXVzZWRfd2FpdF9ucxgVIAEoAxIVCg1sYXN0X2Fycml2YWxzGBYgASgNEg8KB21hdGNoZWQYFyABKA0SDQoFcGVlcnMYGCADKAUSFwoPcGVlcl9jb21wdXRlX25zGBkgASgDEhYKDnBpcGVsaW5lX3N0YWdlGBogASgFEhEKCWJ1YmJsZV9ucxgbIAEoAxIUCgxidWJibGVfcmF0aW8YHCABKAESOgoOc3RlcF9icmVha2Rvd24YHSADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFN0ZXASDQoFbGFiZWwYHiABKAkSEAoIaG9zdG5hbWUYHyABKAkSCwoDcGlkGCAgASgDEhEKCWRldmljZV9pZBghIAEoBRIKCgJkcBgiIAEoBRIKCgJtcBgjIAEoBRIQCghzaGFyZGluZxgkIAEoBRIXCg9jbG9ja19vZmZzZXRfbnMYJSABKAMSEAoIY292ZXJhZ2UYJiABKAESFQoNZGF0YWxvYWRlcl9ucxgnIAEoAxIXCg9maXJzdF9kZXZpY2VfbnMYKCABKAMSEQoJZGV2aWF0aW9uGCkgASgBIuEBCg9LaW5kQWNyb3NzUmFua3MSMgoEa2luZBgBIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEg0KBWNhbGxzGAIgASgEEhEKCWRldmljZV9ucxgDIAEoAxIPCgdob3N0X25zGAQgASgDEhIKCmV4cG9zZWRfbnMYBSABKAMSDQoFYnl0ZXMYBiABKAQSDwoHbWF0Y2hlZBgHIAEoBBIPCgd3YWl0X25zGAggASgDEhMKC3RyYW5zZmVyX25zGAkgASgDEg0KBXJhbmtzGAogAygFIqUBChBDb2xsZWN0aXZlTWVtYmVyEgwKBHJhbmsYASABKAUSDwoHb3JkaW5hbBgCIAEoDRITCgtkdXJhdGlvbl9ucxgDIAEoAxIPCgd3YWl0X25zGAQgASgDEhUKDXN0YXJ0X3VuaXhfbnMYBSABKAMSNQoJZGlyZWN0aW9uGAYgASgOMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUDJQRGlyZWN0aW9uIsQBChFNYXRjaGVkQ29sbGVjdGl2ZRIMCgRzdGVwGAEgASgDEjIKBGtpbmQYAiABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBIMCgRuYW1lGAMgASgJEhMKC3RyYW5zZmVyX25zGAQgASgDEhEKCWxhc3RfcmFuaxgFIAEoBRI3CgdtZW1iZXJzGAYgAygLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZU1lbWJlciKcAQoMTWF0Y2hpbmdJbmZvEhEKCWluc3RhbmNlcxgBIAEoBBIZChFtYXRjaGVkX2luc3RhbmNlcxgCIAEoBBIOCgZtZXRob2QYAyABKAkSGAoQZW5kX3RvbGVyYW5jZV9ucxgEIAEoAxI0Cghjb3ZlcmFnZRgFIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLktpbmRDb3ZlcmFnZSJmCgxLaW5kQ292ZXJhZ2USMgoEa2luZBgBIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEhEKCWluc3RhbmNlcxgCIAEoBBIPCgdtYXRjaGVkGAMgASgEIu0CCglTdHJhZ2dsZXISDAoEcmFuaxgBIAEoBRIOCgZ3b3JrZXIYAiABKAkSGgoSbmV0X2NhdXNlZF93YWl0X25zGAMgASgDEhYKDmNhdXNlZF93YWl0X25zGAQgASgDEhMKC293bl93YWl0X25zGAUgASgDEhUKDWxhc3RfYXJyaXZhbHMYBiABKA0SDwoHbWF0Y2hlZBgHIAEoDRISCgpjb21wdXRlX25zGAggASgDEhcKD3BlZXJfY29tcHV0ZV9ucxgJIAEoAxIWCg5jb21wdXRlX2V4Y2VzcxgKIAEoARIWCg5sb25nZXJfY29tcHV0ZRgLIAEoCBIOCgZyZWFzb24YDCABKAkSHwoXcGlwZWxpbmVfd2FpdF9leGNlc3NfbnMYDSABKAMSDQoFY2F1c2UYDiABKAkSEwoLam9iX2Nvc3RfbnMYDyABKAMSEAoIYWJzb3JiZWQYECABKAgSDQoFbGFiZWwYESABKAki/gEKEFN0cmFnZ2xlclZlcmRpY3QSDQoFZm91bmQYASABKAgSMwoKc3RyYWdnbGVycxgCIAMoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlN0cmFnZ2xlchIPCgdzdW1tYXJ5GAMgASgJEhkKEW1pbl93YWl0X2ZyYWN0aW9uGAQgASgBEhgKEG1pbl9zaGFyZV9vZl90b3AYBSABKAESIAoYY29tcHV0ZV9leGNlc3NfdGhyZXNob2xkGAYgASgBEhEKCXVuY2VydGFpbhgHIAEoCBIQCghjb3ZlcmFnZRgIIAEoARIZChFtaW5fcmFua19jb3ZlcmFnZRgJIAEoASKAAQoNUGlwZWxpbmVTdGFnZRINCgVzdGFnZRgBIAEoBRINCgVyYW5rcxgCIAMoBRIUCgxzdGVwX3RpbWVfbnMYAyABKAMSEgoKY29tcHV0ZV9ucxgEIAEoAxIRCglidWJibGVfbnMYBSABKAMSFAoMYnViYmxlX3JhdGlvGAYgASgBInsKDFBpcGVsaW5lVmlldxIPCgdwcmVzZW50GAEgASgIEhEKCXBpcGVsaW5lcxgCIAEoDRIzCgZzdGFnZXMYAyADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5QaXBlbGluZVN0YWdlEhIKCmRlZmluaXRpb24YBCABKAkiXQoNQWR2aWNlVHJpZ2dlchIOCgZtZXRyaWMYASABKAkSDQoFdmFsdWUYAiABKAESEQoJdGhyZXNob2xkGAMgASgBEgwKBHVuaXQYBCABKAkSDAoEcmFuaxgFIAEoBSJ5CgZBZHZpY2USDAoEcnVsZRgBIAEoCRINCgV0aXRsZRgCIAEoCRIMCgR0ZXh0GAMgASgJEjUKCHRyaWdnZXJzGAQgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuQWR2aWNlVHJpZ2dlchINCgVyYW5rcxgFIAMoBSpkCglMb2FkU3RhdGUSGgoWTE9BRF9TVEFURV9VTlNQRUNJRklFRBAAEgoKBlFVRVVFRBABEgsKB0xPQURJTkcQAhIJCgVSRUFEWRADEgoKBkZBSUxFRBAEEgsKB0dST1dJTkcQBWIGcHJvdG8z", [file_tb_paddle_profile_v1_summary]);
 
 /**
  * One recorded span of one worker: one trace file.
@@ -92,6 +92,15 @@ export type WorkerEntry = Message<"tb_paddle_profile.v1.WorkerEntry"> & {
    * @generated from field: repeated tb_paddle_profile.v1.SpanEntry spans = 5;
    */
   spans: SpanEntry[];
+
+  /**
+   * The one label of this rank everywhere (analysis/crossrank/labels.py):
+   * "rank 5 · dp1 pp0 mp1 · gpunode1 GPU1 · pid 305113"; the coordinates only
+   * once the run's analysis is known, the rest from the worker name.
+   *
+   * @generated from field: string label = 6;
+   */
+  label: string;
 };
 
 /**
@@ -320,6 +329,44 @@ export type RunParallel = Message<"tb_paddle_profile.v1.RunParallel"> & {
    * @generated from field: repeated string notes = 13;
    */
   notes: string[];
+
+  /**
+   * Process groups and each rank's DP/PP/MP coordinate, found from the traces.
+   *
+   * @generated from field: tb_paddle_profile.v1.TopologyView topology = 14;
+   */
+  topology?: TopologyView | undefined;
+
+  /**
+   * Each host's clock offset, estimated from matched collectives.
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.HostClock clocks = 15;
+   */
+  clocks: HostClock[];
+
+  /**
+   * What the analysis found, most costly first: anomalies (a rank unlike its
+   * role peers), structure (the same on every replica) and evidence caveats.
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.Finding findings = 16;
+   */
+  findings: Finding[];
+
+  /**
+   * Identifies this result (a hash of the analysis schema and its ranks'
+   * digest keys): the same key, the same message.
+   *
+   * @generated from field: string analysis_key = 17;
+   */
+  analysisKey: string;
+
+  /**
+   * Matched instances in the whole analysis; `matched` above holds them only
+   * when asked for (the parallel route's matched page, see MatchedPage).
+   *
+   * @generated from field: uint64 matched_total = 18;
+   */
+  matchedTotal: bigint;
 };
 
 /**
@@ -328,6 +375,285 @@ export type RunParallel = Message<"tb_paddle_profile.v1.RunParallel"> & {
  */
 export const RunParallelSchema: GenMessage<RunParallel> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_plugin, 6);
+
+/**
+ * A page of matched instances (route parallel_matched: by rank, step, offset).
+ *
+ * @generated from message tb_paddle_profile.v1.MatchedPage
+ */
+export type MatchedPage = Message<"tb_paddle_profile.v1.MatchedPage"> & {
+  /**
+   * @generated from field: string run = 1;
+   */
+  run: string;
+
+  /**
+   * @generated from field: string span = 2;
+   */
+  span: string;
+
+  /**
+   * @generated from field: string analysis_key = 3;
+   */
+  analysisKey: string;
+
+  /**
+   * Instances that pass the filter, and where this page starts among them.
+   *
+   * @generated from field: uint64 total = 4;
+   */
+  total: bigint;
+
+  /**
+   * @generated from field: uint64 offset = 5;
+   */
+  offset: bigint;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.MatchedCollective matched = 6;
+   */
+  matched: MatchedCollective[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MatchedPage.
+ * Use `create(MatchedPageSchema)` to create a new message.
+ */
+export const MatchedPageSchema: GenMessage<MatchedPage> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 7);
+
+/**
+ * One communicator found from the traces: ranks that take part in the same
+ * collective instances.
+ *
+ * @generated from message tb_paddle_profile.v1.ProcessGroup
+ */
+export type ProcessGroup = Message<"tb_paddle_profile.v1.ProcessGroup"> & {
+  /**
+   * "mp", "dp", "pp" (a pipeline: ranks chained by send/recv), "pp_group"
+   * (collectives across the stages of one pipeline: clip all-reduce, loss
+   * broadcast), "sharding", "world", "other".
+   *
+   * @generated from field: string axis = 1;
+   */
+  axis: string;
+
+  /**
+   * @generated from field: repeated int32 ranks = 2;
+   */
+  ranks: number[];
+
+  /**
+   * Matched instances with exactly these members, and their kinds.
+   *
+   * @generated from field: uint64 instances = 3;
+   */
+  instances: bigint;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.CollectiveKind kinds = 4;
+   */
+  kinds: CollectiveKind[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.ProcessGroup.
+ * Use `create(ProcessGroupSchema)` to create a new message.
+ */
+export const ProcessGroupSchema: GenMessage<ProcessGroup> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 8);
+
+/**
+ * @generated from message tb_paddle_profile.v1.TopologyView
+ */
+export type TopologyView = Message<"tb_paddle_profile.v1.TopologyView"> & {
+  /**
+   * Degrees found (0 when unknown); dp × pp × mp × sharding = ranks when complete.
+   *
+   * @generated from field: uint32 dp = 1;
+   */
+  dp: number;
+
+  /**
+   * @generated from field: uint32 pp = 2;
+   */
+  pp: number;
+
+  /**
+   * @generated from field: uint32 mp = 3;
+   */
+  mp: number;
+
+  /**
+   * @generated from field: uint32 sharding = 4;
+   */
+  sharding: number;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.ProcessGroup groups = 5;
+   */
+  groups: ProcessGroup[];
+
+  /**
+   * How the coordinates were found, in words.
+   *
+   * @generated from field: string method = 6;
+   */
+  method: string;
+
+  /**
+   * Every rank has a coordinate and the coordinates fill the grid exactly once.
+   *
+   * @generated from field: bool complete = 7;
+   */
+  complete: boolean;
+
+  /**
+   * True when the rank numbering agrees with Fleet's order for the found coordinates.
+   *
+   * @generated from field: bool matches_fleet_order = 8;
+   */
+  matchesFleetOrder: boolean;
+
+  /**
+   * @generated from field: repeated string notes = 9;
+   */
+  notes: string[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.TopologyView.
+ * Use `create(TopologyViewSchema)` to create a new message.
+ */
+export const TopologyViewSchema: GenMessage<TopologyView> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 9);
+
+/**
+ * @generated from message tb_paddle_profile.v1.HostClock
+ */
+export type HostClock = Message<"tb_paddle_profile.v1.HostClock"> & {
+  /**
+   * @generated from field: string hostname = 1;
+   */
+  hostname: string;
+
+  /**
+   * @generated from field: repeated int32 ranks = 2;
+   */
+  ranks: number[];
+
+  /**
+   * Offset of this host's clock from the reference host's, ns (subtracted from
+   * its times before matching and in the waits); 0 for the reference.
+   *
+   * @generated from field: int64 offset_ns = 3;
+   */
+  offsetNs: bigint;
+
+  /**
+   * Spread of the per-instance estimates (interquartile range), ns.
+   *
+   * @generated from field: int64 spread_ns = 4;
+   */
+  spreadNs: bigint;
+
+  /**
+   * @generated from field: uint64 samples = 5;
+   */
+  samples: bigint;
+
+  /**
+   * @generated from field: bool reference = 6;
+   */
+  reference: boolean;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.HostClock.
+ * Use `create(HostClockSchema)` to create a new message.
+ */
+export const HostClockSchema: GenMessage<HostClock> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 10);
+
+/**
+ * @generated from message tb_paddle_profile.v1.Finding
+ */
+export type Finding = Message<"tb_paddle_profile.v1.Finding"> & {
+  /**
+   * Stable id: "straggler", "absorbed_stall", "stage_imbalance",
+   * "structural_wait", "uncertain", ...
+   *
+   * @generated from field: string rule = 1;
+   */
+  rule: string;
+
+  /**
+   * "anomaly", "structure" or "evidence".
+   *
+   * @generated from field: string category = 2;
+   */
+  category: string;
+
+  /**
+   * "device_compute", "host_dataloader", "host", "launch_overhead", "memcpy",
+   * "pipeline", or "" when not about a cause.
+   *
+   * @generated from field: string cause = 3;
+   */
+  cause: string;
+
+  /**
+   * @generated from field: repeated int32 ranks = 4;
+   */
+  ranks: number[];
+
+  /**
+   * The pipeline stage concerned; -1 for none.
+   *
+   * @generated from field: int32 stage = 5;
+   */
+  stage: number;
+
+  /**
+   * Cost to the whole job, ns per step: what fixing it would save.
+   *
+   * @generated from field: int64 cost_ns = 6;
+   */
+  costNs: bigint;
+
+  /**
+   * The excess on the rank(s) themselves, ns per step, against role peers.
+   *
+   * @generated from field: int64 excess_ns = 7;
+   */
+  excessNs: bigint;
+
+  /**
+   * Most of the excess is hidden (e.g. by the pipeline fill).
+   *
+   * @generated from field: bool absorbed = 8;
+   */
+  absorbed: boolean;
+
+  /**
+   * One or a few sentences with "{ns:N}" time tokens.
+   *
+   * @generated from field: string text = 9;
+   */
+  text: string;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.AdviceTrigger triggers = 10;
+   */
+  triggers: AdviceTrigger[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.Finding.
+ * Use `create(FindingSchema)` to create a new message.
+ */
+export const FindingSchema: GenMessage<Finding> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 11);
 
 /**
  * values[r * len(steps) + s]: rank row r, step column s; -1 where the rank
@@ -347,7 +673,7 @@ export type RankStepMatrix = Message<"tb_paddle_profile.v1.RankStepMatrix"> & {
  * Use `create(RankStepMatrixSchema)` to create a new message.
  */
 export const RankStepMatrixSchema: GenMessage<RankStepMatrix> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 7);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 12);
 
 /**
  * @generated from message tb_paddle_profile.v1.RankKind
@@ -409,7 +735,7 @@ export type RankKind = Message<"tb_paddle_profile.v1.RankKind"> & {
  * Use `create(RankKindSchema)` to create a new message.
  */
 export const RankKindSchema: GenMessage<RankKind> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 8);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 13);
 
 /**
  * @generated from message tb_paddle_profile.v1.RankParallel
@@ -580,6 +906,83 @@ export type RankParallel = Message<"tb_paddle_profile.v1.RankParallel"> & {
    * @generated from field: repeated tb_paddle_profile.v1.ParallelStep step_breakdown = 29;
    */
   stepBreakdown: ParallelStep[];
+
+  /**
+   * The one label of this rank (as WorkerEntry.label).
+   *
+   * @generated from field: string label = 30;
+   */
+  label: string;
+
+  /**
+   * @generated from field: string hostname = 31;
+   */
+  hostname: string;
+
+  /**
+   * @generated from field: int64 pid = 32;
+   */
+  pid: bigint;
+
+  /**
+   * The GPU it ran on (RankDigest.device_id); -1 unknown.
+   *
+   * @generated from field: int32 device_id = 33;
+   */
+  deviceId: number;
+
+  /**
+   * Coordinates in the hybrid topology; -1 unknown. The stage is pipeline_stage.
+   *
+   * @generated from field: int32 dp = 34;
+   */
+  dp: number;
+
+  /**
+   * @generated from field: int32 mp = 35;
+   */
+  mp: number;
+
+  /**
+   * @generated from field: int32 sharding = 36;
+   */
+  sharding: number;
+
+  /**
+   * Its host's clock offset (HostClock.offset_ns), subtracted from its times.
+   *
+   * @generated from field: int64 clock_offset_ns = 37;
+   */
+  clockOffsetNs: bigint;
+
+  /**
+   * Matched instances ÷ instances, over its collectives of every kind.
+   *
+   * @generated from field: double coverage = 38;
+   */
+  coverage: number;
+
+  /**
+   * Per step (means): the data loader's time and the device's wait for the
+   * host's first work (ParallelStep).
+   *
+   * @generated from field: int64 dataloader_ns = 39;
+   */
+  dataloaderNs: bigint;
+
+  /**
+   * @generated from field: int64 first_device_ns = 40;
+   */
+  firstDeviceNs: bigint;
+
+  /**
+   * The rank's largest excess over its role peers' median (compute, data
+   * loader, host, launches, memcpy), as a fraction of the median step time:
+   * the colour of the rank grid (0 = like its peers).
+   *
+   * @generated from field: double deviation = 41;
+   */
+  deviation: number;
 };
 
 /**
@@ -587,7 +990,7 @@ export type RankParallel = Message<"tb_paddle_profile.v1.RankParallel"> & {
  * Use `create(RankParallelSchema)` to create a new message.
  */
 export const RankParallelSchema: GenMessage<RankParallel> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 9);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 14);
 
 /**
  * @generated from message tb_paddle_profile.v1.KindAcrossRanks
@@ -653,7 +1056,7 @@ export type KindAcrossRanks = Message<"tb_paddle_profile.v1.KindAcrossRanks"> & 
  * Use `create(KindAcrossRanksSchema)` to create a new message.
  */
 export const KindAcrossRanksSchema: GenMessage<KindAcrossRanks> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 10);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 15);
 
 /**
  * @generated from message tb_paddle_profile.v1.CollectiveMember
@@ -699,7 +1102,7 @@ export type CollectiveMember = Message<"tb_paddle_profile.v1.CollectiveMember"> 
  * Use `create(CollectiveMemberSchema)` to create a new message.
  */
 export const CollectiveMemberSchema: GenMessage<CollectiveMember> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 11);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 16);
 
 /**
  * One collective instance across the ranks that took part in it.
@@ -748,7 +1151,7 @@ export type MatchedCollective = Message<"tb_paddle_profile.v1.MatchedCollective"
  * Use `create(MatchedCollectiveSchema)` to create a new message.
  */
 export const MatchedCollectiveSchema: GenMessage<MatchedCollective> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 12);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 17);
 
 /**
  * @generated from message tb_paddle_profile.v1.MatchingInfo
@@ -779,6 +1182,13 @@ export type MatchingInfo = Message<"tb_paddle_profile.v1.MatchingInfo"> & {
    * @generated from field: int64 end_tolerance_ns = 4;
    */
   endToleranceNs: bigint;
+
+  /**
+   * Coverage (matched ÷ instances) per kind over all ranks.
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.KindCoverage coverage = 5;
+   */
+  coverage: KindCoverage[];
 };
 
 /**
@@ -786,7 +1196,34 @@ export type MatchingInfo = Message<"tb_paddle_profile.v1.MatchingInfo"> & {
  * Use `create(MatchingInfoSchema)` to create a new message.
  */
 export const MatchingInfoSchema: GenMessage<MatchingInfo> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 13);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 18);
+
+/**
+ * @generated from message tb_paddle_profile.v1.KindCoverage
+ */
+export type KindCoverage = Message<"tb_paddle_profile.v1.KindCoverage"> & {
+  /**
+   * @generated from field: tb_paddle_profile.v1.CollectiveKind kind = 1;
+   */
+  kind: CollectiveKind;
+
+  /**
+   * @generated from field: uint64 instances = 2;
+   */
+  instances: bigint;
+
+  /**
+   * @generated from field: uint64 matched = 3;
+   */
+  matched: bigint;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.KindCoverage.
+ * Use `create(KindCoverageSchema)` to create a new message.
+ */
+export const KindCoverageSchema: GenMessage<KindCoverage> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 19);
 
 /**
  * @generated from message tb_paddle_profile.v1.Straggler
@@ -868,6 +1305,29 @@ export type Straggler = Message<"tb_paddle_profile.v1.Straggler"> & {
    * @generated from field: int64 pipeline_wait_excess_ns = 13;
    */
   pipelineWaitExcessNs: bigint;
+
+  /**
+   * What made it late (Finding.cause), what it costs the whole job per step,
+   * and whether the pipeline hides most of it.
+   *
+   * @generated from field: string cause = 14;
+   */
+  cause: string;
+
+  /**
+   * @generated from field: int64 job_cost_ns = 15;
+   */
+  jobCostNs: bigint;
+
+  /**
+   * @generated from field: bool absorbed = 16;
+   */
+  absorbed: boolean;
+
+  /**
+   * @generated from field: string label = 17;
+   */
+  label: string;
 };
 
 /**
@@ -875,7 +1335,7 @@ export type Straggler = Message<"tb_paddle_profile.v1.Straggler"> & {
  * Use `create(StragglerSchema)` to create a new message.
  */
 export const StragglerSchema: GenMessage<Straggler> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 14);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 20);
 
 /**
  * @generated from message tb_paddle_profile.v1.StragglerVerdict
@@ -915,6 +1375,26 @@ export type StragglerVerdict = Message<"tb_paddle_profile.v1.StragglerVerdict"> 
    * @generated from field: double compute_excess_threshold = 6;
    */
   computeExcessThreshold: number;
+
+  /**
+   * The evidence is incomplete (coverage below the documented threshold): the
+   * verdict says "uncertain" and why.
+   *
+   * @generated from field: bool uncertain = 7;
+   */
+  uncertain: boolean;
+
+  /**
+   * Matched ÷ instances over all ranks and kinds, and the lowest rank's.
+   *
+   * @generated from field: double coverage = 8;
+   */
+  coverage: number;
+
+  /**
+   * @generated from field: double min_rank_coverage = 9;
+   */
+  minRankCoverage: number;
 };
 
 /**
@@ -922,7 +1402,7 @@ export type StragglerVerdict = Message<"tb_paddle_profile.v1.StragglerVerdict"> 
  * Use `create(StragglerVerdictSchema)` to create a new message.
  */
 export const StragglerVerdictSchema: GenMessage<StragglerVerdict> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 15);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 21);
 
 /**
  * @generated from message tb_paddle_profile.v1.PipelineStage
@@ -966,7 +1446,7 @@ export type PipelineStage = Message<"tb_paddle_profile.v1.PipelineStage"> & {
  * Use `create(PipelineStageSchema)` to create a new message.
  */
 export const PipelineStageSchema: GenMessage<PipelineStage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 16);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 22);
 
 /**
  * @generated from message tb_paddle_profile.v1.PipelineView
@@ -1002,7 +1482,7 @@ export type PipelineView = Message<"tb_paddle_profile.v1.PipelineView"> & {
  * Use `create(PipelineViewSchema)` to create a new message.
  */
 export const PipelineViewSchema: GenMessage<PipelineView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 17);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 23);
 
 /**
  * @generated from message tb_paddle_profile.v1.AdviceTrigger
@@ -1044,7 +1524,7 @@ export type AdviceTrigger = Message<"tb_paddle_profile.v1.AdviceTrigger"> & {
  * Use `create(AdviceTriggerSchema)` to create a new message.
  */
 export const AdviceTriggerSchema: GenMessage<AdviceTrigger> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 18);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 24);
 
 /**
  * @generated from message tb_paddle_profile.v1.Advice
@@ -1085,7 +1565,7 @@ export type Advice = Message<"tb_paddle_profile.v1.Advice"> & {
  * Use `create(AdviceSchema)` to create a new message.
  */
 export const AdviceSchema: GenMessage<Advice> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 19);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 25);
 
 /**
  * @generated from enum tb_paddle_profile.v1.LoadState

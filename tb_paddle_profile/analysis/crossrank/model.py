@@ -1,0 +1,111 @@
+"""The data the questions of the cross-rank analysis share (the contract between its modules).
+
+    digests ──load_ranks──▶ [RankData] ──clocks──▶ offsets ──match──▶ [Group] ──topology──▶ Topology
+                                                                         │
+                                       waits ◀───────────────────────────┘──▶ verdict, pipeline, findings, advice
+
+* ``RankData``: one rank, loaded from its ``RankDigest`` (instance columns as numpy arrays).
+* ``Group``: one matched collective instance (or send/recv pair) with its exact members.
+* ``MatchResult``: every group, the clock offsets that were applied, coverage, notes.
+* ``Topology``: process groups and each rank's coordinate.
+
+Times are ns. ``start``/``end`` are absolute (origin_unix_ns + relative) **before** any clock
+correction; ``RankData.offset_ns`` is the host clock offset found by ``clocks``, and the
+corrected times are ``start - offset_ns`` / ``end - offset_ns`` (``RankData.cstart``/``cend``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...v1 import summary_pb2 as pb
+
+
+@dataclass
+class RankData:
+    index: int                 # position in the analysis' rank list (sorted by rank)
+    rank: int                  # the rank number (from the file name, else inferred)
+    rank_inferred: bool
+    worker: str
+    file_name: str
+    hostname: str
+    pid: int
+    device_id: int
+    origin_unix_ns: int
+    digest: pb.RankDigest
+    steps: Dict[int, pb.ParallelStep]
+    # one entry per collective instance (ParallelView.collectives), in the trace's order
+    kind: np.ndarray
+    name: np.ndarray           # index into names
+    op: np.ndarray             # index into names
+    step: np.ndarray
+    ordinal: np.ndarray
+    start: np.ndarray          # absolute, uncorrected
+    end: np.ndarray            # absolute, uncorrected
+    direction: np.ndarray
+    nbytes: np.ndarray
+    names: List[str]
+    offset_ns: int = 0         # this rank's (host's) clock offset, subtracted from its times
+    # filled by the waits: per instance
+    wait: Optional[np.ndarray] = None
+    transfer: Optional[np.ndarray] = None
+    group: Optional[np.ndarray] = None   # index of its Group in MatchResult.groups, -1 unmatched
+
+    @property
+    def cstart(self) -> np.ndarray:
+        return self.start - self.offset_ns
+
+    @property
+    def cend(self) -> np.ndarray:
+        return self.end - self.offset_ns
+
+
+@dataclass
+class Group:
+    step: int
+    kind: int                  # CollectiveKind
+    ranks: np.ndarray          # RankData.index of each member, ascending
+    insts: np.ndarray          # the member's instance index in its RankData columns
+    axis: str = ""             # "mp", "dp", "pp", "pp_group", "sharding", "world", "other" (topology)
+    communicator: int = -1     # index into MatchResult.communicators (the member set)
+
+
+@dataclass
+class MatchResult:
+    groups: List[Group]
+    # distinct member sets (sorted tuples of RankData.index) and how many groups each had
+    communicators: List[Tuple[int, ...]] = field(default_factory=list)
+    # per host: (hostname, offset_ns, spread_ns, samples, ranks (indexes), reference)
+    clocks: List[Tuple[str, int, int, int, List[int], bool]] = field(default_factory=list)
+    method: str = ""
+    end_tolerance_ns: int = 0
+    notes: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Topology:
+    dp: int = 0
+    pp: int = 0
+    mp: int = 0
+    sharding: int = 0
+    # per RankData.index: coordinate, -1 unknown
+    coord_dp: List[int] = field(default_factory=list)
+    coord_pp: List[int] = field(default_factory=list)
+    coord_mp: List[int] = field(default_factory=list)
+    coord_sharding: List[int] = field(default_factory=list)
+    # (axis, member indexes, instances, kinds)
+    groups: List[Tuple[str, Tuple[int, ...], int, Tuple[int, ...]]] = field(default_factory=list)
+    # pipelines: ordered chains of RankData.index, stage 0 first
+    pipelines: List[List[int]] = field(default_factory=list)
+    method: str = ""
+    complete: bool = False
+    matches_fleet_order: bool = False
+    notes: List[str] = field(default_factory=list)
+
+    def role(self, i: int) -> Tuple[int, int]:
+        """The role of rank index i: (stage, mp index); ranks of one role differ only in dp (and
+        sharding) and should do the same work."""
+        return (self.coord_pp[i], self.coord_mp[i])
