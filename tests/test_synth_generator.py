@@ -196,7 +196,9 @@ def test_dp2_mp2_pp2_has_matching_collectives_in_every_group(run8):
     for r in by_rank.values():
         assert [s["step"] for s in r["steps"]] == [1, 2]
         for s in r["steps"]:
-            assert set(s["comm"]) == {"mp_allreduce", "pp_sendrecv", "dp_allreduce"}
+            # pp > 1: the clip all-reduce and loss broadcasts over the pipeline group too
+            assert set(s["comm"]) == {"mp_allreduce", "pp_sendrecv", "dp_allreduce", "pp_group"}
+            assert s["comm"]["pp_group"]["calls"] == 3
             assert 0 <= s["exposed_comm_ns"] <= s["step_time_ns"]
 
 
@@ -272,7 +274,8 @@ def test_deeper_pipelines_schedule_without_deadlock():
     topo = Topology(1, 1, 4)
     book = _simulate_together(cfg, topo, _Catalog(cfg))
     assert not book.open
-    assert all(len(book.times[r]) == 12 for r in (0, 3)) and len(book.times[1]) == 24
+    # 6 micro-batches each way over every link, plus 2 loss broadcasts and 1 clip all-reduce
+    assert all(len(book.times[r]) == 12 + 3 for r in (0, 3)) and len(book.times[1]) == 24 + 3
 
 
 def test_events_per_rank_sets_the_size(tmp_path):
@@ -478,3 +481,16 @@ def test_cli_writes_traces_tables_and_manifests(tmp_path):
             assert s["file"] == "%s.summary.%s.%s.txt" % (stem, s["sorted_by"], s["time_unit"])
             assert (tmp_path / s["file"]).read_text().startswith("-" * 19 + "Device Summary")
         assert trace.exists()
+
+
+def test_parallel_writers_write_the_same_files(tmp_path):
+    """--jobs: ranks written by forked processes are byte for byte the serial ones."""
+    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=1, layers=2, micro_batches=2, names="default",
+                      gpus_per_node=4, clock_skew_us=500, **TINY)
+    one = generate(cfg, str(tmp_path / "one"), jobs=1)
+    two = generate(cfg, str(tmp_path / "two"), jobs=2)
+    assert sorted(one.traces) == sorted(two.traces) == list(range(8))
+    for r in range(8):
+        a, b = Path(one.traces[r]), Path(two.traces[r])
+        assert a.name == b.name and a.read_bytes() == b.read_bytes()
+    assert one.manifest["ranks"] == two.manifest["ranks"]

@@ -2,13 +2,16 @@
 
 ``generate(SynthConfig(dp=2, mp=2, pp=2), out_dir)`` writes one Chrome-tracing file per rank in
 the layout of Paddle 3.3.1's writer (or the 2.x layout VisualDL reads), a ground-truth manifest,
-and optionally the tables Paddle's own summary code prints for each rank (:mod:`.oracle`).
+the cross-rank truth (``load_truth(out_dir)``, :mod:`.truth`) and optionally the tables
+Paddle's own summary code prints for each rank (:mod:`.oracle`).
 Command line: ``python -m tb_paddle_profile.synth --help``.
 """
 
 from .generator import MANIFEST_NAME, SynthConfig, SynthResult, Topology, build_rank, generate
 from .model import NodeTrees, RankTrace, build_node_trees
+from .truth import Truth, load_truth
 from .writer import trace_file_name, write_trace
 
 __all__ = ["MANIFEST_NAME", "NodeTrees", "RankTrace", "SynthConfig", "SynthResult", "Topology",
-           "build_node_trees", "build_rank", "generate", "trace_file_name", "write_trace"]
+           "Truth", "build_node_trees", "build_rank", "generate", "load_truth", "trace_file_name",
+           "write_trace"]

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 from .generator import MANIFEST_NAME, SynthConfig, generate
+from .truth import TRUTH_JSON, TRUTH_NPZ
 
 
 def _ranks(text: str):
     return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _one_or_more(text: str):
+    """``3`` -> 3, ``2,9`` -> (2, 9)."""
+    ranks = _ranks(text)
+    if not ranks:
+        raise argparse.ArgumentTypeError("expected a rank or a comma-separated list of ranks")
+    return ranks[0] if len(ranks) == 1 else tuple(ranks)
 
 
 def main(argv=None) -> int:
@@ -30,16 +40,35 @@ def main(argv=None) -> int:
                    help="micro-batches per step (default %(default)s)")
     p.add_argument("--events-per-rank", type=int, default=None,
                    help="aim for about this many trace events per rank (sets --layers)")
-    p.add_argument("--slow-rank", type=int, default=None, help="rank whose compute is slowed")
+    p.add_argument("--slow-rank", type=_one_or_more, default=None,
+                   help="rank (or comma-separated ranks) whose compute kernels are slowed")
     p.add_argument("--slow-factor", type=float, default=1.5,
                    help="compute-kernel slowdown of --slow-rank (default %(default)s)")
-    p.add_argument("--slow-host-rank", type=int, default=None,
-                   help="rank whose host stalls: its data loader takes --host-delay-us longer at "
+    p.add_argument("--slow-host-rank", type=_one_or_more, default=None,
+                   help="rank (or comma-separated ranks) whose host stalls: its data loader takes "
+                        "--host-delay-us longer at "
                         "the start of every step, so its kernels (NCCL ones included) start late "
                         "while their durations stay normal, and its peers wait for it")
     p.add_argument("--host-delay-us", type=float, default=20_000.0,
                    help="extra data-loader stall per step of --slow-host-rank, in microseconds "
                         "(default %(default)s)")
+    p.add_argument("--control", action="store_true",
+                   help="a control run: no anomaly (ignores --slow-rank and --slow-host-rank)")
+    p.add_argument("--stage-layers", type=_ranks, default=None,
+                   help="decoder layers of each pipeline stage, e.g. 5,3 (sets --layers)")
+    p.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node,
+                   help="GPUs per host: rank = host * this + local GPU (default %(default)s)")
+    p.add_argument("--names", choices=("rank", "default"), default=d.names,
+                   help="worker names: rankN (default) or Paddle's default host_<hostname>pid_<pid>")
+    p.add_argument("--clock-skew-us", type=float, default=d.clock_skew_us,
+                   help="each host but the first gets a fixed clock offset within +- this many "
+                        "microseconds (default %(default)s)")
+    p.add_argument("--no-pp-group-collectives", action="store_true",
+                   help="leave out the loss broadcasts and the gradient-clip all-reduce over each "
+                        "pipeline's stages (on by default when pp > 1, as in Paddle)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="processes writing traces (default: the CPU count, %(default)s)")
+    p.add_argument("--quiet", action="store_true", help="no line per rank")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--first-step", type=int, default=d.first_step,
                    help="number of the first ProfileStep (default %(default)s)")
@@ -53,24 +82,40 @@ def main(argv=None) -> int:
     p.add_argument("--ranks", type=_ranks, default=None,
                    help="comma-separated ranks to write (all are simulated); default all")
     a = p.parse_args(argv)
+    if a.control:
+        a.slow_rank = a.slow_host_rank = None
     cfg = SynthConfig(dp=a.dp, mp=a.mp, pp=a.pp, steps=a.steps, layers=a.layers,
                       micro_batches=a.micro_batches, seed=a.seed, slow_rank=a.slow_rank,
                       slow_factor=a.slow_factor if a.slow_rank is not None else 1.0,
                       events_per_rank=a.events_per_rank, first_step=a.first_step,
                       hidden=a.hidden, heads=a.heads, seq_len=a.seq_len,
                       slow_host_rank=a.slow_host_rank,
-                      host_delay_us=a.host_delay_us if a.slow_host_rank is not None else 0.0)
+                      host_delay_us=a.host_delay_us if a.slow_host_rank is not None else 0.0,
+                      gpus_per_node=a.gpus_per_node, names=a.names, clock_skew_us=a.clock_skew_us,
+                      pp_group_collectives=not a.no_pp_group_collectives,
+                      stage_layers=tuple(a.stage_layers) if a.stage_layers else None)
     t0 = time.perf_counter()
+    log = (lambda msg: print(msg, flush=True))
+    quiet = (lambda msg: None if msg.startswith("rank ") else log(msg))
     try:
         res = generate(cfg, a.out, layout=a.layout, tables=a.tables, ranks=a.ranks,
-                       log=lambda msg: print(msg, flush=True))
+                       log=quiet if a.quiet else log, jobs=a.jobs)
     except ValueError as e:
         p.error(str(e))
     c = res.config
-    print("%d ranks (dp %d, mp %d, pp %d), %d layers, %d micro-batches, %d steps in %.1fs; "
-          "ground truth in %s" % (c.dp * c.mp * c.pp, c.dp, c.mp, c.pp, c.layers,
-                                  c.micro_batches, c.steps, time.perf_counter() - t0,
-                                  MANIFEST_NAME))
+    t = res.timings
+    print("%d ranks (dp %d, mp %d, pp %d), %d layers, %d micro-batches, %d steps in %.1fs "
+          "(simulation %.1fs, control runs %.1fs, writing %.1fs with %d jobs); ground truth in "
+          "%s, %s and %s" % (c.dp * c.mp * c.pp, c.dp, c.mp, c.pp, c.layers,
+                             c.micro_batches, c.steps, time.perf_counter() - t0,
+                             t["simulate"], t["controls"], t["write"], a.jobs,
+                             MANIFEST_NAME, TRUTH_JSON, TRUTH_NPZ))
+    for entry in res.truth.get("planted", []):
+        print("planted %s on rank %d (stage %d): %.3f ms per step on the rank, costs the job "
+              "%.3f ms per step%s" % (entry["type"], entry["rank"], entry["stage"],
+                                      entry["excess_ns_per_step"] / 1e6,
+                                      entry["job_cost_ns_per_step"] / 1e6,
+                                      " (absorbed)" if entry["absorbed"] else ""))
     return 0
 
 

@@ -11,11 +11,21 @@ order, a kernel waits for what it depends on, and an NCCL kernel ends when the l
 its collective has arrived plus the transfer time, so a late rank lengthens its peers' NCCL
 kernels. Ranks are first simulated together (without recording) so collective instances can be
 matched; then each rank is re-run alone, recorded, written and dropped, so memory stays bounded
-by one rank. The planted ground truth (step times, exposed communication by kind, the slow rank)
-goes into a manifest beside the traces.
+by one rank (``jobs`` > 1: in forked processes). The planted ground truth (step times, exposed
+communication by kind, the slow rank) goes into a manifest beside the traces, and the
+cross-rank truth (every collective instance with its members' ordinals and waits, ranks'
+hosts, pids and clock offsets, planted anomalies with their cost to the job) into the files
+of :mod:`.truth`.
 
-Two kinds of straggler can be planted. ``slow_rank`` runs its compute kernels ``slow_factor``
-times longer (a slower GPU). ``slow_host_rank`` keeps normal kernels but its host stalls
+Ranks sit on hosts in Fleet's layout (``rank = host * gpus_per_node + GPU``), named ``rankN``
+or, with ``names="default"``, ``host_<hostname>pid_<pid>`` as Paddle names workers;
+``clock_skew_us`` shifts every timestamp of each host's traces by a fixed offset. With pp > 1
+each step also has the loss broadcasts and the gradient-clip all-reduce over each pipeline's
+stages (``pp_group_collectives``). docs/generator.md describes every option.
+
+Two kinds of straggler can be planted (each on one rank or several). ``slow_rank`` runs its
+compute kernels ``slow_factor`` times longer (a slower GPU). ``slow_host_rank`` keeps normal
+kernels but its host stalls
 ``host_delay_us`` longer in the data loader at the start of every step (a slow input pipeline,
 CPU contention): its GPU, idle since the previous step's ``loss.item()``, gets its first work
 that much later, so its kernels, NCCL ones included, start late and its peers wait for it at
@@ -29,11 +39,16 @@ import json
 import math
 import os
 import random
+import time
 import zlib
+from array import array
 from dataclasses import asdict, dataclass, field, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from . import writer as _writer
+from . import truth as _truth
 from .model import (ALLOCATE, BACKWARD, COMMUNICATION, DATALOADER, DYGRAPH_KERNEL_LAUNCH,
                     FORWARD, FREE, KERNEL, MEMCPY, MEMSET, OPERATOR, OPERATOR_INNER,
                     OPTIMIZATION, PROFILE_STEP, PYTHON_USER_DEFINED, RESERVED_ALLOCATE,
@@ -49,8 +64,15 @@ MP_STREAM = 13
 PP_FWD_STREAM = 14
 PP_BWD_STREAM = 15
 DP_STREAM = 16
+PP_GROUP_STREAM = 17  # the pipeline group's communicator (clip all-reduce, loss broadcast)
 
 COMM_KINDS = ("mp_allreduce", "pp_sendrecv", "dp_allreduce")
+PP_GROUP_KIND = "pp_group"
+
+# key[0] of a collective -> (kind code, axis code) of the truth (truth.KIND_NAMES, AXIS_NAMES)
+_KEY_KIND = {"mp": (0, 0), "dp": (0, 1), "pf": (2, 2), "pb": (2, 2), "clip": (0, 3),
+             "bcast": (1, 3)}
+TRUTH_KINDS = ("all_reduce", "broadcast", "send_recv")
 
 _LAUNCH = "cudaLaunchKernel_v7000"
 _MEMCPY_ASYNC = "cudaMemcpyAsync_v3020"
@@ -59,10 +81,28 @@ _MEMSET_ASYNC = "cudaMemsetAsync_v3020"
 _STREAM_SYNC = "cudaStreamSynchronize_v3020"
 
 
+def _rank_tuple(x) -> Tuple[int, ...]:
+    """None, one rank or several (a sequence or "2,9") as a tuple of ranks."""
+    if x is None:
+        return ()
+    if isinstance(x, str):
+        return tuple(int(v) for v in x.split(",") if v.strip())
+    if isinstance(x, int):
+        return (x,)
+    return tuple(int(v) for v in x)
+
+
 @dataclass
 class SynthConfig:
     """What to simulate. ``layers`` counts decoder layers of the whole model; each pipeline
-    stage holds ``layers / pp`` of them (the first stages take the remainder)."""
+    stage holds ``layers / pp`` of them (the first stages take the remainder), unless
+    ``stage_layers`` gives the count of each stage.
+
+    ``slow_rank`` and ``slow_host_rank`` take one rank or a sequence of ranks. ``names``:
+    ``"rank"`` names workers ``rankN``; ``"default"`` uses Paddle's default worker name
+    ``host_<hostname>pid_<pid>``. ``clock_skew_us`` gives each host but host 0 a fixed clock
+    offset within +-that many microseconds. ``pp_group_collectives`` (with pp > 1): the loss
+    broadcasts and the gradient-clip all-reduce over each pipeline's stages."""
 
     dp: int = 2
     mp: int = 2
@@ -71,7 +111,7 @@ class SynthConfig:
     layers: int = 4
     micro_batches: int = 4
     seed: int = 0
-    slow_rank: Optional[int] = None
+    slow_rank: Optional[object] = None
     slow_factor: float = 1.0
     events_per_rank: Optional[int] = None
     first_step: int = 1
@@ -82,8 +122,12 @@ class SynthConfig:
     vocab: int = 50304
     dp_bucket_layers: int = 2
     gpus_per_node: int = 8
-    slow_host_rank: Optional[int] = None
+    slow_host_rank: Optional[object] = None
     host_delay_us: float = 0.0
+    names: str = "rank"
+    clock_skew_us: float = 0.0
+    pp_group_collectives: bool = True
+    stage_layers: Optional[Tuple[int, ...]] = None
 
     def validate(self) -> None:
         for name in ("dp", "mp", "pp", "steps", "layers", "micro_batches", "hidden", "heads",
@@ -91,25 +135,108 @@ class SynthConfig:
                      "gpus_per_node"):
             if getattr(self, name) < 1:
                 raise ValueError("%s must be at least 1" % name)
-        if self.layers < self.pp:
+        if self.stage_layers is not None:
+            if len(self.stage_layers) != self.pp or min(self.stage_layers) < 1:
+                raise ValueError("stage_layers must give at least one layer for each of the "
+                                 "%d pipeline stages" % self.pp)
+        elif self.layers < self.pp:
             raise ValueError("need at least one decoder layer per pipeline stage")
         if self.hidden % self.heads or self.heads % self.mp or self.hidden % self.mp:
             raise ValueError("hidden and heads must divide by mp, hidden by heads")
         world = self.dp * self.mp * self.pp
-        if self.slow_rank is not None and not 0 <= self.slow_rank < world:
-            raise ValueError("slow_rank must be a rank below %d" % world)
+        for r in self.slow_ranks():
+            if not 0 <= r < world:
+                raise ValueError("slow_rank must be a rank below %d" % world)
         if self.slow_factor <= 0:
             raise ValueError("slow_factor must be positive")
-        if self.slow_host_rank is not None and not 0 <= self.slow_host_rank < world:
-            raise ValueError("slow_host_rank must be a rank below %d" % world)
+        for r in self.slow_host_ranks():
+            if not 0 <= r < world:
+                raise ValueError("slow_host_rank must be a rank below %d" % world)
         if self.host_delay_us < 0:
             raise ValueError("host_delay_us must not be negative")
+        if self.names not in ("rank", "default"):
+            raise ValueError("names must be 'rank' or 'default'")
+        if self.clock_skew_us < 0:
+            raise ValueError("clock_skew_us must not be negative")
+
+    def slow_ranks(self) -> Tuple[int, ...]:
+        return _rank_tuple(self.slow_rank)
+
+    def slow_host_ranks(self) -> Tuple[int, ...]:
+        return _rank_tuple(self.slow_host_rank)
 
     def host_delay_ns(self, rank: int) -> int:
         """The extra data-loader stall per step of ``rank`` (even, as host times are)."""
-        if rank != self.slow_host_rank:
+        if rank not in self.slow_host_ranks():
             return 0
         return int(round(self.host_delay_us * 1000)) & ~1
+
+    def compute_factor(self, rank: int) -> float:
+        return self.slow_factor if rank in self.slow_ranks() else 1.0
+
+    def per_stage_layers(self) -> List[int]:
+        if self.stage_layers is not None:
+            return [int(n) for n in self.stage_layers]
+        return [self.layers // self.pp + (1 if p < self.layers % self.pp else 0)
+                for p in range(self.pp)]
+
+    def pp_group_on(self) -> bool:
+        return bool(self.pp_group_collectives) and self.pp > 1
+
+    def world(self) -> int:
+        return self.dp * self.mp * self.pp
+
+    def without_anomalies(self) -> "SynthConfig":
+        return replace(self, slow_rank=None, slow_factor=1.0, slow_host_rank=None,
+                       host_delay_us=0.0)
+
+
+# ----------------------------------------------------------------------------- hosts
+
+
+def host_of(cfg: SynthConfig, rank: int) -> int:
+    """Fleet's layout: rank = host * gpus_per_node + local GPU."""
+    return rank // cfg.gpus_per_node
+
+
+def hostname(host: int) -> str:
+    return "gpunode%d" % host
+
+
+def host_gpus(cfg: SynthConfig, host: int) -> int:
+    return max(0, min(cfg.gpus_per_node, cfg.world() - host * cfg.gpus_per_node))
+
+
+_PID_CACHE: Dict[tuple, List[int]] = {}
+
+
+def host_pids(cfg: SynthConfig, host: int) -> List[int]:
+    """The pids of one host's ranks, by local GPU: distinct and never in GPU order, so only
+    the device id tells Fleet's rank order (as when processes start in any order)."""
+    n = host_gpus(cfg, host)
+    key = (cfg.seed, host, n)
+    pids = _PID_CACHE.get(key)
+    if pids is None:
+        rng = random.Random(cfg.seed * 2_654_435_761 + host * 7919 + 4242)
+        pids = rng.sample(range(2000, 4_000_000), n)
+        if n > 1 and pids == sorted(pids):
+            pids[0], pids[1] = pids[1], pids[0]
+        _PID_CACHE[key] = pids
+    return pids
+
+
+def clock_offset_ns(cfg: SynthConfig, host: int) -> int:
+    """How far host ``host``'s clock is ahead of the global one (even ns; host 0: 0)."""
+    if host == 0 or not cfg.clock_skew_us:
+        return 0
+    u = random.Random(cfg.seed * 7_368_787 + host * 31 + 977).random()
+    return int(round(cfg.clock_skew_us * 1000 * (2 * u - 1))) & ~1
+
+
+def worker_name(cfg: SynthConfig, rank: int, pid: int) -> str:
+    if cfg.names == "default":
+        return "host_%spid_%d" % (hostname(host_of(cfg, rank)), pid)
+    return "rank%d" % rank
 
 
 class Topology:
@@ -265,6 +392,10 @@ class _Catalog:
         self.spec["nccl_ce_sum"] = KernelSpec(_nccl("AllReduce_Sum_f32_RING_LL"), (2, 1, 1), (640, 1, 1), 96)
         self.spec["nccl_pp"] = KernelSpec(_nccl("SendRecv"), (1, 1, 1), (640, 1, 1), 96)
         self.spec["nccl_dp"] = KernelSpec(_nccl("AllReduce_Sum_bf16_RING_LL128"), (16, 1, 1), (640, 1, 1), 96)
+        self.spec["nccl_clip"] = KernelSpec(_nccl("AllReduce_Sum_f32_RING_LL"), (1, 1, 1), (640, 1, 1), 96)
+        self.spec["nccl_bcast"] = KernelSpec(_nccl("Broadcast_RING_LL"), (1, 1, 1), (640, 1, 1), 96)
+        ew("squared_l2_norm", "void phi::SquaredL2NormKernel<float, 256>(float const*, float*, long)",
+           layer_params, 2, 32)
         # bytes moved per call, and the link each kind uses (bytes/s)
         self.act_bytes = act * 2
         self.layer_grad_bytes = layer_params * 2
@@ -293,16 +424,33 @@ class _LiveBook:
 
     ``caused[rank][step index]`` is the planted wait a rank caused its peers at collectives
     other than send/recv: at each instance the member that arrived last (latest start; the
-    lowest rank among equals) made each other member wait its start minus theirs."""
+    lowest rank among equals) made each other member wait its start minus theirs.
 
-    def __init__(self):
+    Every completed instance is also recorded, with its members, for the truth file
+    (:mod:`.truth`): ``ordinal`` counts a rank's launches per (step, kind) in launch order."""
+
+    def __init__(self, record: bool = True):
         self.open: Dict[tuple, list] = {}
         self.times: Dict[int, list] = collections.defaultdict(list)
         self.woken: List[int] = []
         self.caused: Dict[int, Dict[int, int]] = collections.defaultdict(
             lambda: collections.defaultdict(int))
+        self.record = record
+        self.seen: Dict[int, Dict[tuple, int]] = collections.defaultdict(dict)
+        self.inst_step = array("q")
+        self.inst_kind = array("b")
+        self.inst_axis = array("b")
+        self.inst_xfer = array("q")
+        self.inst_root = array("i")
+        self.inst_ptr = array("q", [0])
+        self.mem_rank = array("i")
+        self.mem_ordinal = array("i")
+        self.mem_start = array("q")
+        self.mem_end = array("q")
+        self.info: Dict[int, dict] = {}
 
-    def launch(self, rank: int, key: tuple, size: int, start: int, xfer: int):
+    def launch(self, rank: int, key: tuple, size: int, start: int, xfer: int, step: int = 0,
+               role: int = 0):
         inst = self.open.get(key)
         if inst is None:
             inst = self.open[key] = [size, xfer, []]
@@ -310,21 +458,74 @@ class _LiveBook:
             raise AssertionError("collective %r launched differently by its members" % (key,))
         handle = _Pending()
         slots = self.times[rank]
-        inst[2].append((rank, start, handle, len(slots)))
+        kind, axis = _KEY_KIND[key[0]]
+        ordinal = 0
+        if self.record:
+            seen = self.seen[rank]
+            ordinal = seen.get((step, kind), 0)
+            seen[(step, kind)] = ordinal + 1
+        inst[2].append((rank, start, handle, len(slots), role, ordinal))
         slots.append(None)
         if len(inst[2]) == size:
             del self.open[key]
-            end = max(m[1] for m in inst[2]) + xfer
+            members = inst[2]
+            end = max(m[1] for m in members) + xfer
             if key[0] in ("mp", "dp"):  # (kind, group coords..., step index, sequence)
-                last_rank, last_start = max(((m[0], m[1]) for m in inst[2]),
+                last_rank, last_start = max(((m[0], m[1]) for m in members),
                                             key=lambda m: (m[1], -m[0]))
-                self.caused[last_rank][key[3]] += sum(last_start - m[1] for m in inst[2])
-            for r, s, h, slot in inst[2]:
+                self.caused[last_rank][key[3]] += sum(last_start - m[1] for m in members)
+            for r, s, h, slot, _, _ in members:
                 h.end = end
                 self.times[r][slot] = (s, end)
                 self.woken.extend(h.waiters)
                 h.waiters = []
+            if self.record:
+                members.sort(key=lambda m: (m[4], m[0]) if kind == 2 else (m[0],))
+                self.inst_step.append(step)
+                self.inst_kind.append(kind)
+                self.inst_axis.append(axis)
+                self.inst_xfer.append(xfer)
+                self.inst_root.append(next((m[0] for m in members if m[4] == 0), -1)
+                                      if kind == 1 else -1)
+                for r, s, _, _, _, o in members:
+                    self.mem_rank.append(r)
+                    self.mem_ordinal.append(o)
+                    self.mem_start.append(s)
+                    self.mem_end.append(end)
+                self.inst_ptr.append(len(self.mem_rank))
         return handle
+
+    def finished(self, prog: "_RankProgram") -> None:
+        """Keep what the truth needs of a rank whose program ended."""
+        self.info[prog.rank] = {"pid": prog.pid, "end_t": prog.t,
+                                "steps": [(s["start_ns"], s["end_ns"]) for s in prog.steps],
+                                "compute_ns": list(prog.compute_ns)}
+
+    def step_arrays(self, world: int) -> Dict[str, np.ndarray]:
+        st = np.array([[a for a, _ in self.info[r]["steps"]] for r in range(world)], dtype=np.int64)
+        en = np.array([[b for _, b in self.info[r]["steps"]] for r in range(world)], dtype=np.int64)
+        comp = np.array([self.info[r]["compute_ns"] for r in range(world)], dtype=np.int64)
+        return {"step_start_ns": st, "step_end_ns": en, "step_time_ns": en - st,
+                "compute_ns": comp}
+
+    def job_step_ns(self, world: int) -> float:
+        """The job's mean step time: mean over ranks and steps of the ProfileStep durations."""
+        a = self.step_arrays(world)["step_time_ns"]
+        return float(a.mean()) if a.size else 0.0
+
+    def columns(self) -> Dict[str, np.ndarray]:
+        def np_(col, dtype):
+            return np.frombuffer(col, dtype=dtype).copy() if len(col) else np.zeros(0, dtype)
+        start, end = np_(self.mem_start, np.int64), np_(self.mem_end, np.int64)
+        xfer = np_(self.inst_xfer, np.int64)
+        ptr = np_(self.inst_ptr, np.int64)
+        wait = end - start - np.repeat(xfer, np.diff(ptr))
+        return {"inst_step": np_(self.inst_step, np.int64), "inst_kind": np_(self.inst_kind, np.int8),
+                "inst_axis": np_(self.inst_axis, np.int8), "inst_transfer_ns": xfer,
+                "inst_root": np_(self.inst_root, np.int32), "inst_ptr": ptr,
+                "mem_rank": np_(self.mem_rank, np.int32),
+                "mem_ordinal": np_(self.mem_ordinal, np.int32), "mem_start_ns": start,
+                "mem_end_ns": end, "mem_wait_ns": wait}
 
 
 class _ReplayBook:
@@ -334,7 +535,7 @@ class _ReplayBook:
         self.times = times
         self.i = 0
 
-    def launch(self, rank, key, size, start, xfer):
+    def launch(self, rank, key, size, start, xfer, step=0, role=0):
         s, e = self.times[self.i]
         self.i += 1
         if s != start:
@@ -345,7 +546,7 @@ class _ReplayBook:
 class _SoloBook:
     """For sizing only: every collective completes as if its peers were already there."""
 
-    def launch(self, rank, key, size, start, xfer):
+    def launch(self, rank, key, size, start, xfer, step=0, role=0):
         return start + xfer
 
 
@@ -425,22 +626,25 @@ class _RankProgram:
         c = topo.coords(rank)
         self.dp_i, self.pp_i, self.mp_i = c["dp"], c["pp"], c["mp"]
         self.rng = random.Random(cfg.seed * 1_000_003 + rank)
-        rnd = self.rng.random
+        rnd = self._rnd = self.rng.random
         self.pid = 30000 + 1000 * rank + int(rnd() * 900)
+        self.device_id = rank % cfg.gpus_per_node
+        if cfg.names == "default":  # the draw above still happens: other times stay the same
+            self.pid = host_pids(cfg, host_of(cfg, rank))[self.device_id]
         self.main_tid = self.pid
         self.pin_tid = self.pid + 17 + int(rnd() * 60)
-        self.device_id = rank % cfg.gpus_per_node
-        self.slow = 1.0 if cfg.slow_rank != rank else cfg.slow_factor
+        self.slow = cfg.compute_factor(rank)
+        self.pp_group = cfg.pp_group_on()
+        self.compute_ns = [0] * cfg.steps
         self.host_delay = cfg.host_delay_ns(rank)
         self.t = EPOCH_NS + (int(rnd() * 200_000) & ~1)
         self.corr = 1000 + int(rnd() * 500)
         self.stream_free = {COMPUTE_STREAM: 0, MP_STREAM: 0, PP_FWD_STREAM: 0, PP_BWD_STREAM: 0,
-                            DP_STREAM: 0}
+                            DP_STREAM: 0, PP_GROUP_STREAM: 0}
         self.compute_wait: List = []
         self.step_idx = 0
         self.seq: Dict[str, int] = collections.defaultdict(int)
-        per_stage = [cfg.layers // cfg.pp + (1 if p < cfg.layers % cfg.pp else 0)
-                     for p in range(cfg.pp)]
+        per_stage = cfg.per_stage_layers()
         self.n_layers = per_stage[self.pp_i]
         self.layer0 = sum(per_stage[:self.pp_i])
         self.first_stage = self.pp_i == 0
@@ -459,22 +663,27 @@ class _RankProgram:
 
     # -- small helpers
     def _adv(self, lo: int, hi: int) -> None:
-        self.t += (lo + int(self.rng.random() * (hi - lo))) & ~1
+        self.t += (lo + int(self._rnd() * (hi - lo))) & ~1
 
     # Host times stay even and memory timestamps odd, so a memory event never sits on a host
     # event's boundary and every nesting is unambiguous for Paddle's tree rules.
     def _open(self, name: str, etype: int) -> int:
-        self.t += 2 + (int(self.rng.random() * 600) & ~1)
-        return self.sink.host_open(self.sink.name_id(name), etype, self.main_tid, self.t)
+        t = self.t = self.t + 2 + (int(self._rnd() * 600) & ~1)
+        sink = self.sink
+        return sink.host_open(sink.name_id(name), etype, self.main_tid, t)
 
     def _close(self, row: int) -> None:
-        self.t += 2 + (int(self.rng.random() * 600) & ~1)
-        self.sink.host_close(row, self.t)
+        t = self.t = self.t + 2 + (int(self._rnd() * 600) & ~1)
+        self.sink.host_close(row, t)
 
     def _leaf(self, name: str, etype: int, lo: int, hi: int) -> None:
-        row = self._open(name, etype)
-        self._adv(lo, hi)
-        self._close(row)
+        rnd, sink = self._rnd, self.sink
+        t = self.t + 2 + (int(rnd() * 600) & ~1)
+        row = sink.host_open(sink.name_id(name), etype, self.main_tid, t)
+        t += (lo + int(rnd() * (hi - lo))) & ~1
+        t += 2 + (int(rnd() * 600) & ~1)
+        self.t = t
+        sink.host_close(row, t)
 
     def _spec(self, key: str) -> Tuple[int, int]:
         ids = self._spec_ids.get(key)
@@ -600,12 +809,14 @@ class _RankProgram:
         # a queued kernel starts a little after the one before it, as on real GPUs
         ready = yield from self._ready_after(ready, (free,), self._kernel_gap())
         end = ready + self._kdur(key)
+        self.compute_ns[self.step_idx] += end - ready
         self.stream_free[COMPUTE_STREAM] = end
         nid, sid = self._spec(key)
         self.sink.device_event(nid, KERNEL, COMPUTE_STREAM, ready, end, corr, sid)
         self.t += 200 + (int(self.rng.random() * 600) & ~1)
 
-    def _nccl(self, spec_key: str, kind: str, key: tuple, size: int, xfer: int, stream: int):
+    def _nccl(self, spec_key: str, kind: str, key: tuple, size: int, xfer: int, stream: int,
+              role: int = 0):
         """cudaLaunchKernel of an NCCL kernel; returns its end (or a pending end).
 
         On a communication stream the kernel first waits for the compute stream (Paddle
@@ -620,7 +831,8 @@ class _RankProgram:
             deps.extend(self.compute_wait)
             self.compute_wait = []
         start = yield from self._ready_after(ready, deps, gap)
-        end = self.book.launch(self.rank, key, size, start, xfer)
+        end = self.book.launch(self.rank, key, size, start, xfer, self.cfg.first_step + self.step_idx,
+                               role)
         self.stream_free[stream] = end
         nid, sid = self._spec(spec_key)
         row = self.sink.device_event(nid, KERNEL, stream, start, end, corr, sid)
@@ -956,7 +1168,7 @@ class _RankProgram:
         self._adv(300, 1200)
         addr = 0 if send else self._alloc(self.gpu, self.cat.act_bytes)
         end = yield from self._nccl("nccl_pp", "pp_sendrecv", key, 2, xfer,
-                                    PP_FWD_STREAM if fwd else PP_BWD_STREAM)
+                                    PP_FWD_STREAM if fwd else PP_BWD_STREAM, 0 if send else 1)
         if not send:
             self.compute_wait.append(end)
             self.mb_buffers[mb].append(addr)
@@ -965,6 +1177,50 @@ class _RankProgram:
         self._adv(300, 1200)
         self._close(row)
         self._adv(2000, 6000)
+
+    def _pp_group_op(self, op: str, spec_key: str, key0: str, nbytes: int, role: int = 0):
+        """One collective over the pipeline's stages (dygraph operator ``op``) on the pipeline
+        group's stream; the compute stream waits for its result (``sync_op=True``)."""
+        self.seq[key0] += 1
+        key = (key0, self.dp_i, self.mp_i, self.step_idx, self.seq[key0])
+        pp = self.cfg.pp
+        factor = 2.0 * (pp - 1) / pp if key0 == "clip" else 1.0
+        xfer = self._xfer(key, nbytes, "pp", factor)
+        row = self._open(op + " dygraph", OPERATOR)
+        self._adv(500, 2000)
+        self._leaf(op + " infer_meta", OPERATOR_INNER, 200, 1000)
+        lrow = self._open(op + " kernel launch", DYGRAPH_KERNEL_LAUNCH)
+        self._adv(300, 1200)
+        end = yield from self._nccl(spec_key, PP_GROUP_KIND, key, pp, xfer, PP_GROUP_STREAM, role)
+        self.compute_wait.append(end)
+        self._adv(200, 800)
+        self._close(lrow)
+        self._adv(300, 1200)
+        self._close(row)
+        self._adv(2000, 6000)
+
+    def _broadcast_final_loss(self):
+        """PipelineParallel._broadcast_final_loss: the last stage broadcasts whether the loss
+        is fp32, then the loss, to every stage of its pipeline."""
+        role = 0 if self.last_stage else 1
+        yield from self._pp_group_op("broadcast", "nccl_bcast", "bcast", 4, role)
+        yield from self._pp_group_op("broadcast", "nccl_bcast", "bcast", 4, role)
+
+    def _clip_global_norm(self):
+        """HybridParallelClipGrad: the squared norms of this stage's gradients, summed over
+        the pipeline group by an all-reduce."""
+        row = self._open("squared_l2_norm dygraph", OPERATOR)
+        self._adv(500, 2000)
+        self._leaf("squared_l2_norm infer_meta", OPERATOR_INNER, 200, 1000)
+        lrow = self._open("squared_l2_norm kernel launch", DYGRAPH_KERNEL_LAUNCH)
+        self._adv(300, 1200)
+        yield from self._launch("squared_l2_norm")
+        self._adv(200, 800)
+        self._close(lrow)
+        self._adv(300, 1200)
+        self._close(row)
+        self._adv(2000, 6000)
+        yield from self._pp_group_op("c_allreduce_sum", "nccl_clip", "clip", 4)
 
     def _pp_forward(self, mb: int):
         if not self.first_stage:
@@ -1028,6 +1284,8 @@ class _RankProgram:
         self._adv(20_000, 60_000)
         self.compute_wait.extend(self.dp_handles)
         self.dp_handles = []
+        if self.pp_group:
+            yield from self._clip_global_norm()
         n_params = 12 * self.n_layers + (2 if self.first_stage else 0) + (3 if self.last_stage else 0)
         for _ in range(n_params):
             w = self._open("adamw_ pybind_imperative_func", USER_DEFINED)
@@ -1114,6 +1372,8 @@ class _RankProgram:
                     yield from self._pp_backward(j, j == M - 1)
                 for j in range(M - warm, M):
                     yield from self._pp_backward(j, j == M - 1)
+                if self.pp_group:
+                    yield from self._broadcast_final_loss()
             yield from self._optimizer()
             loss = yield from self._loss_sync()
             L = self._open("log_metrics", PYTHON_USER_DEFINED)
@@ -1136,9 +1396,11 @@ def _drive_alone(prog: _RankProgram) -> None:
         raise AssertionError("rank %d waited on a collective while re-run alone" % prog.rank)
 
 
-def _simulate_together(cfg: SynthConfig, topo: Topology, cat: _Catalog) -> _LiveBook:
-    """Phase 1: run every rank's program, unrecorded, until all collectives are timed."""
-    book = _LiveBook()
+def _simulate_together(cfg: SynthConfig, topo: Topology, cat: _Catalog,
+                       record: bool = True) -> _LiveBook:
+    """Phase 1: run every rank's program, unrecorded, until all collectives are timed
+    (``record``: also keep every instance with its members, for the truth)."""
+    book = _LiveBook(record)
     progs = [_RankProgram(cfg, topo, cat, r, _NullSink(), book) for r in range(topo.world)]
     gens = [p.run() for p in progs]
     runnable = collections.deque(range(topo.world))
@@ -1149,6 +1411,8 @@ def _simulate_together(cfg: SynthConfig, topo: Topology, cat: _Catalog) -> _Live
             pending = next(gens[r])
         except StopIteration:
             done += 1
+            book.finished(progs[r])
+            progs[r] = gens[r] = None
         else:
             if pending.end is None:
                 pending.waiters.append(r)
@@ -1202,7 +1466,8 @@ def _ground_truth(prog: _RankProgram, trace: RankTrace) -> List[dict]:
     out = []
     for s in prog.steps:
         lo, hi = s["device_rows"]
-        compute, by_kind = [], {k: [] for k in COMM_KINDS}
+        kinds = COMM_KINDS + ((PP_GROUP_KIND,) if prog.pp_group else ())
+        compute, by_kind = [], {k: [] for k in kinds}
         busy = []
         for d in range(lo, hi):
             iv = (trace.d_start[d], trace.d_end[d])
@@ -1244,6 +1509,8 @@ def build_rank(cfg: SynthConfig, rank: int, times: Sequence[Tuple[int, int]],
     rng = random.Random(cfg.seed * 7919 + rank)
     trace = RankTrace(probe.pid, DeviceProps(probe.device_id), threads,
                       process_cpu_util=1.1 + rng.random(), system_cpu_util=0.05 + 0.2 * rng.random())
+    if cfg.names == "default":  # CUPTI lists every GPU the process sees: the node's
+        trace.devices = [DeviceProps(i) for i in range(host_gpus(cfg, host_of(cfg, rank)))]
     prog = _RankProgram(cfg, topo, cat, rank, trace,
                         _ReplayBook(times) if times is not None else _SoloBook())
     _drive_alone(prog)
@@ -1259,7 +1526,7 @@ def _events_of(cfg: SynthConfig, layers_per_stage: int) -> int:
 def size_for(cfg: SynthConfig) -> SynthConfig:
     """Choose layers (and, past 96 layers per stage, micro-batches) so rank 0 writes about
     ``cfg.events_per_rank`` trace events."""
-    if not cfg.events_per_rank:
+    if not cfg.events_per_rank or cfg.stage_layers is not None:
         return cfg
     target = cfg.events_per_rank / cfg.steps
     while True:
@@ -1281,70 +1548,177 @@ class SynthResult:
     # collectives other than send/recv by arriving last (not written to the manifest, which
     # stays as it was).
     caused_wait_ns: Dict[int, List[int]] = field(default_factory=dict)
+    # Wall seconds of each phase ("simulate", "controls", "write", "total").
+    timings: Dict[str, float] = field(default_factory=dict)
+    # The truth's metadata (what synth_truth.json holds); load_truth(out_dir) reads it all.
+    truth: dict = field(default_factory=dict)
+
+
+def _identities(cfg: SynthConfig, topo: Topology, book: _LiveBook, chosen) -> List[dict]:
+    """Per rank: worker name, trace file name, host, GPU, pid, coordinates, clock offset."""
+    chosen = set(chosen)
+    out = []
+    for r in range(topo.world):
+        info = book.info[r]
+        host = host_of(cfg, r)
+        off = clock_offset_ns(cfg, host)
+        worker = worker_name(cfg, r, info["pid"])
+        ident = {"rank": r, "worker": worker,
+                 "file": _writer.trace_file_name(worker, info["end_t"] + 50_000_000 + r * 1000 + off),
+                 "written": r in chosen, "hostname": hostname(host), "host": host,
+                 "gpu": r % cfg.gpus_per_node, "pid": info["pid"], **topo.coords(r),
+                 "clock_offset_ns": off}
+        ident["label"] = _truth._label(ident)
+        out.append(ident)
+    return out
+
+
+def _planted(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook,
+             steps: Dict[str, np.ndarray]) -> List[dict]:
+    """Each planted anomaly with its cost to the job, from a control simulation without it."""
+    world = topo.world
+    job = book.job_step_ns(world)
+    out = []
+    slow, hosts = cfg.slow_ranks(), cfg.slow_host_ranks()
+    for kind, ranks in (("device_slow", slow), ("host_stall", hosts)):
+        for r in ranks:
+            rest = tuple(x for x in ranks if x != r) or None
+            control = (replace(cfg, slow_rank=rest) if kind == "device_slow"
+                       else replace(cfg, slow_host_rank=rest))
+            cbook = _simulate_together(control, topo, cat, record=False)
+            csteps = cbook.step_arrays(world)
+            cost = job - cbook.job_step_ns(world)
+            entry = {"type": kind, "rank": r, "stage": topo.coords(r)["pp"]}
+            if kind == "device_slow":
+                entry["factor"] = cfg.slow_factor
+                excess = float((steps["compute_ns"][r] - csteps["compute_ns"][r]).mean())
+            else:
+                entry["delay_ns"] = cfg.host_delay_ns(r)
+                excess = float(entry["delay_ns"])
+            entry.update(excess_ns_per_step=excess, job_cost_ns_per_step=cost,
+                         absorbed=bool(cost < excess / 2))
+            out.append(entry)
+    return out
+
+
+_JOB: Optional[tuple] = None  # what forked writer processes read (set before the fork)
+
+
+def _write_rank(r: int) -> dict:
+    cfg, topo, cat, times, out_dir, layout, tables, idents, host_straggler = _JOB
+    trace, prog = build_rank(cfg, r, times[r], topo, cat)
+    ident = idents[r]
+    entry = {"rank": r, "coords": topo.coords(r), "trace": ident["file"], "pid": trace.pid,
+             "device_id": trace.device.id, "is_slow": r in cfg.slow_ranks(),
+             "worker": ident["worker"], "hostname": ident["hostname"],
+             "clock_offset_ns": ident["clock_offset_ns"]}
+    steps = _ground_truth(prog, trace)
+    if ident["clock_offset_ns"]:
+        trace.shift_times(ident["clock_offset_ns"])
+    trees = build_node_trees(trace)
+    path = os.path.join(out_dir, ident["file"])
+    with open(path, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as f:
+        n_events = _writer.write_trace(trace, trees, f, layout)
+    entry["trace_events"] = n_events
+    entry["steps"] = steps
+    if host_straggler:
+        entry["is_slow_host"] = r in cfg.slow_host_ranks()
+        entry["host_delay_ns"] = cfg.host_delay_ns(r)
+    if tables:
+        from .oracle import write_reference_tables
+        entry["summaries"] = write_reference_tables(trace, trees, out_dir, ident["file"])
+    return entry
 
 
 def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,
-             ranks: Optional[Iterable[int]] = None, log=None) -> SynthResult:
-    """Simulate every rank, then write the chosen ranks' traces, the ground-truth manifest and,
-    with ``tables``, Paddle's expected summary tables beside each trace."""
+             ranks: Optional[Iterable[int]] = None, log=None, jobs: int = 1) -> SynthResult:
+    """Simulate every rank, then write the chosen ranks' traces, the ground-truth manifest,
+    the truth files (:mod:`.truth`) and, with ``tables``, Paddle's expected summary tables
+    beside each trace. ``jobs`` > 1 writes the traces in that many forked processes."""
+    global _JOB
+    t_start = time.perf_counter()
     cfg.validate()
+    if cfg.stage_layers is not None:
+        cfg = replace(cfg, stage_layers=tuple(int(x) for x in cfg.stage_layers),
+                      layers=sum(int(x) for x in cfg.stage_layers))
     cfg = size_for(cfg)
     topo = Topology(cfg.dp, cfg.mp, cfg.pp)
     cat = _Catalog(cfg)
     os.makedirs(out_dir, exist_ok=True)
     book = _simulate_together(cfg, topo, cat)
-    chosen = sorted(set(range(topo.world) if ranks is None else ranks))
+    world = topo.world
+    timings = {"simulate": time.perf_counter() - t_start}
+    if log:
+        log("simulated %d ranks together in %.1fs" % (world, timings["simulate"]))
+    chosen = sorted(set(range(world) if ranks is None else ranks))
     result = SynthResult(out_dir, cfg)
     result.caused_wait_ns = {r: [book.caused[r][si] for si in range(cfg.steps)]
-                             for r in range(topo.world)}
-    rank_entries = []
+                             for r in range(world)}
+    idents = _identities(cfg, topo, book, chosen)
+    steps = book.step_arrays(world)
+    t1 = time.perf_counter()
+    planted = _planted(cfg, topo, cat, book, steps)
+    timings["controls"] = time.perf_counter() - t1
+    if log and planted:
+        log("simulated %d control runs in %.1fs" % (len(planted), timings["controls"]))
+
     # The host-side straggler's keys appear only when one is planted, so that a run without one
     # writes exactly the manifest it always wrote.
-    host_straggler = cfg.slow_host_rank is not None
-    for r in chosen:
-        trace, prog = build_rank(cfg, r, book.times[r], topo, cat)
-        trees = build_node_trees(trace)
-        name = _writer.trace_file_name("rank%d" % r, prog.t + 50_000_000 + r * 1000)
-        path = os.path.join(out_dir, name)
-        with open(path, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as f:
-            n_events = _writer.write_trace(trace, trees, f, layout)
-        result.traces[r] = path
-        if log:
-            log("rank %d: %d events -> %s" % (r, n_events, path))
-        entry = {"rank": r, "coords": topo.coords(r), "trace": name, "pid": trace.pid,
-                 "device_id": trace.device.id, "is_slow": r == cfg.slow_rank,
-                 "trace_events": n_events, "steps": _ground_truth(prog, trace)}
-        if host_straggler:
-            entry["is_slow_host"] = r == cfg.slow_host_rank
-            entry["host_delay_ns"] = cfg.host_delay_ns(r)
-        if tables:
-            from .oracle import write_reference_tables
-            entry["summaries"] = write_reference_tables(trace, trees, out_dir, name)
-        rank_entries.append(entry)
-        del trace, trees, prog
+    host_straggler = bool(cfg.slow_host_ranks())
+    t2 = time.perf_counter()
+    _JOB = (cfg, topo, cat, book.times, out_dir, layout, tables, idents, host_straggler)
+    rank_entries = []
+    try:
+        jobs = max(1, min(int(jobs or 1), len(chosen)))
+        if jobs == 1:
+            entries = map(_write_rank, chosen)
+        else:
+            import multiprocessing
+            pool = multiprocessing.get_context("fork").Pool(jobs)
+            entries = pool.imap(_write_rank, chosen, chunksize=max(1, min(16, len(chosen) // (4 * jobs))))
+        for entry in entries:
+            rank_entries.append(entry)
+            r = entry["rank"]
+            result.traces[r] = os.path.join(out_dir, entry["trace"])
+            if log:
+                log("rank %d: %d events -> %s" % (r, entry["trace_events"], result.traces[r]))
+        if jobs > 1:
+            pool.close()
+            pool.join()
+    finally:
+        if jobs > 1:
+            pool.terminate()
+        _JOB = None
+    timings["write"] = time.perf_counter() - t2
+
     groups = topo.groups()
     config = asdict(cfg)
     if not host_straggler:
         del config["slow_host_rank"], config["host_delay_us"]
+    comm_streams = {"mp_allreduce": MP_STREAM, "pp_sendrecv": [PP_FWD_STREAM, PP_BWD_STREAM],
+                    "dp_allreduce": DP_STREAM, "compute": COMPUTE_STREAM}
+    if cfg.pp_group_on():
+        comm_streams[PP_GROUP_KIND] = PP_GROUP_STREAM
     manifest = {
         "generator": "tb_paddle_profile.synth",
         "format_version": 1,
         "layout": layout,
         "config": config,
-        "world_size": topo.world,
+        "world_size": world,
         "groups": groups,
-        "comm_streams": {"mp_allreduce": MP_STREAM, "pp_sendrecv": [PP_FWD_STREAM, PP_BWD_STREAM],
-                         "dp_allreduce": DP_STREAM, "compute": COMPUTE_STREAM},
+        "comm_streams": comm_streams,
         "slow_rank": cfg.slow_rank,
-        "slow_factor": cfg.slow_factor if cfg.slow_rank is not None else 1.0,
+        "slow_factor": cfg.slow_factor if cfg.slow_ranks() else 1.0,
         **({"slow_host_rank": cfg.slow_host_rank, "host_delay_us": cfg.host_delay_us}
            if host_straggler else {}),
+        "truth": [_truth.TRUTH_JSON, _truth.TRUTH_NPZ],
         "definitions": {
             "step_time_ns": "ProfileStep#N duration on the rank's main thread",
             "kernel_ns": "sum of the kind's NCCL kernel durations in the step",
             "wait_ns": "part of kernel_ns spent waiting for the collective's last member",
             "exposed_ns": "time the kind's NCCL kernels run while no compute kernel runs on the GPU",
             "exposed_comm_ns": "the same for all NCCL kernels together",
+            "start_ns": "global clock (a trace shows it plus its host's clock_offset_ns)",
             **({"host_delay_ns": "extra time the rank's data loader (host thread) stalls at the start "
                                  "of every step; its kernels keep their normal durations"}
                if host_straggler else {}),
@@ -1352,7 +1726,41 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         "ranks": rank_entries,
     }
     with open(os.path.join(out_dir, MANIFEST_NAME), "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1)
+        json.dump(manifest, f, indent=1 if world <= 256 else None)
         f.write("\n")
     result.manifest = manifest
+
+    stage_of = np.array([topo.coords(r)["pp"] for r in range(world)])
+    n_hosts = host_of(cfg, world - 1) + 1
+    meta = {
+        "generator": "tb_paddle_profile.synth",
+        "config": config_dict(cfg),
+        "world_size": world,
+        "gpus_per_node": cfg.gpus_per_node,
+        "ranks": idents,
+        "steps": [cfg.first_step + i for i in range(cfg.steps)],
+        "planted": planted,
+        "stage_layers": cfg.per_stage_layers(),
+        "stage_compute_ns": [float(steps["compute_ns"][stage_of == p].mean()) for p in range(cfg.pp)],
+        "host_offsets_ns": [clock_offset_ns(cfg, h) for h in range(n_hosts)],
+        "job_step_ns": book.job_step_ns(world),
+        "pp_group_collectives": cfg.pp_group_on(),
+        "groups": groups,
+        "streams": comm_streams,
+    }
+    caused = np.array([[book.caused[r][si] for si in range(cfg.steps)] for r in range(world)],
+                      dtype=np.int64).reshape(world, cfg.steps)
+    _truth.write_truth(out_dir, meta, {**book.columns(), **steps, "caused_wait_ns": caused})
+    result.truth = meta
+    timings["total"] = time.perf_counter() - t_start
+    result.timings = timings
     return result
+
+
+def config_dict(cfg: SynthConfig) -> dict:
+    """The config as plain JSON values (rank lists as lists)."""
+    d = asdict(cfg)
+    for k in ("slow_rank", "slow_host_rank", "stage_layers"):
+        if isinstance(d[k], tuple):
+            d[k] = list(d[k])
+    return d

@@ -102,6 +102,7 @@ class RankTrace:
                  process_cpu_util: float, system_cpu_util: float, span_index: int = 0):
         self.pid = pid
         self.device = device
+        self.devices: List[DeviceProps] = [device]  # deviceProperties, in order
         self.threads = dict(threads)  # tid -> thread name, as in ExtraInfo
         self.process_cpu_util = process_cpu_util
         self.system_cpu_util = system_cpu_util
@@ -209,6 +210,13 @@ class RankTrace:
         self.m_cur_res.append(cur_res)
         self.m_peak_alloc.append(peak_alloc)
         self.m_peak_res.append(peak_res)
+
+    def shift_times(self, ns: int) -> None:
+        """Add ``ns`` to every timestamp (a host clock ahead of the global one by ``ns``)."""
+        for col in (self.h_start, self.h_end, self.r_start, self.r_end, self.d_start, self.d_end,
+                    self.m_ts):
+            if len(col):
+                np.frombuffer(col, dtype=np.int64)[:] += ns
 
     # -- sizes
     @property

@@ -229,11 +229,14 @@ def write_trace(trace: RankTrace, trees: NodeTrees, out: TextIO, layout: int = 3
     sink = _Sink(out)
     dev = trace.device
     sink.add(L.header % (L.schema, trace.span_index))
-    props = (dev.id, dev.name, dev.total_global_mem, dev.compute_major, dev.compute_minor,
-             dev.max_threads_per_block, dev.max_threads_per_sm, dev.regs_per_block,
-             dev.regs_per_sm, dev.warp_size, dev.smem_per_block, dev.smem_per_sm,
-             dev.sm_count, dev.smem_per_block_optin)
-    sink.add(L.dev_open + L.dev_last % props)
+    sink.add(L.dev_open)
+    listed = trace.devices or [dev]
+    for i, p in enumerate(listed):
+        props = (p.id, p.name, p.total_global_mem, p.compute_major, p.compute_minor,
+                 p.max_threads_per_block, p.max_threads_per_sm, p.regs_per_block,
+                 p.regs_per_sm, p.warp_size, p.smem_per_block, p.smem_per_sm,
+                 p.sm_count, p.smem_per_block_optin)
+        sink.add((L.dev_last if i == len(listed) - 1 else L.dev_mid) % props)
     sink.add(L.events_open)
 
     t0 = trees.start_time_ns
