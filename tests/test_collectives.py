@@ -192,7 +192,7 @@ def _within(got, planted, rel=0.01, abs_ns=0):
 
 @pytest.fixture(scope="module")
 def slow_run(tmp_path_factory):
-    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=3, slow_rank=5, slow_factor=1.5)
+    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=3, slow_rank=5, slow_factor=1.5, pp_group_collectives=False)
     res = generate(cfg, str(tmp_path_factory.mktemp("dp2mp2pp2")))
     return res, {r: summarize_file(p) for r, p in res.traces.items()}
 
@@ -223,7 +223,7 @@ def test_exposed_communication_matches_the_planted_truth(slow_run):
 
 def test_data_parallel_all_reduce_alone_matches_exactly(tmp_path):
     """Without model parallelism every all-reduce is the data-parallel one."""
-    res = generate(SynthConfig(dp=2, mp=1, pp=2, steps=2), str(tmp_path))
+    res = generate(SynthConfig(dp=2, mp=1, pp=2, steps=2, pp_group_collectives=False), str(tmp_path))
     for entry in res.manifest["ranks"]:
         s = summarize_file(res.traces[entry["rank"]])
         for st, truth in zip(s.parallel.steps, entry["steps"]):
@@ -233,3 +233,27 @@ def test_data_parallel_all_reduce_alone_matches_exactly(tmp_path):
             assert kinds["all_reduce"].calls == dp["calls"]
             assert _within(kinds["all_reduce"].exposed_ns, dp["exposed_ns"])
             assert _within(st.exposed_communication_ns, truth["exposed_comm_ns"])
+
+
+def _device_cats():
+    return ("Kernel", "Memcpy", "Memset")
+
+
+@pytest.mark.parametrize("rank", [0, 5])
+def test_dataloader_and_first_device_work_match_a_count_by_hand(slow_run, rank):
+    """Per step: the union of the Dataloader events clipped to the step, and the time from the step's
+    start to the first kernel/memcpy/memset that starts in it (from the JSON with plain `json`)."""
+    res, summaries = slow_run
+    events = [e for e in json.loads(Path(res.traces[rank]).read_text())["traceEvents"] if e.get("ph") == "X"]
+    steps = {int(_name(e).split("#")[1]): (_start(e), _start(e) + _dur(e)) for e in events
+             if e["cat"] == "ProfileStep"}
+    loader = [(_start(e), _start(e) + _dur(e)) for e in events if e["cat"] == "Dataloader"]
+    device = sorted(_start(e) for e in events if e["cat"] in _device_cats())
+    got = {st.step: (st.dataloader_ns, st.first_device_ns) for st in summaries[rank].parallel.steps}
+    expected = {}
+    for n, (lo, hi) in steps.items():
+        clip = [(max(s, lo), min(e, hi)) for s, e in loader if min(e, hi) > max(s, lo)]
+        first = next((t for t in device if lo <= t < hi), None)
+        expected[n] = (sum(e - s for s, e in _union(clip)), first - lo if first is not None else -1)
+    assert got == expected
+    assert all(d > 0 and f > 0 for d, f in got.values())  # every step loads a batch before its first kernel

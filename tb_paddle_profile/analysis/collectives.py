@@ -20,6 +20,9 @@ docs/distributed.md:
   hidden = communication ∩ compute; exposed = communication − compute (per kind: that
   kind's union − compute); memory = union of memcpy/memset; exposed memory = memory while no
   kernel runs; idle = no device event. compute + exposed + exposed memory + idle = step.
+- Per step also: the data loader's time (union of Dataloader events, clipped to the step) and the
+  device's wait for the host's first work (the step's start to its first kernel, memcpy or memset
+  starting in it; -1 without any).
 - A trace without device events (CPU run) uses the host timeline: communication = union of
   host communication events (they block the calling thread, so all of it is exposed);
   compute = union of the other operators outside communication; idle = the rest.
@@ -342,8 +345,17 @@ class CollectiveAnalysis:
         kern_dur = t.dev_end[kern_rows] - t.dev_start[kern_rows]
         inst_dev_dur = np.where(inst.on_device, inst.end - inst.start, 0)
 
+        dl = t.host_type == et.DATALOADER
+        dataloader_u = ranges.union(t.host_start[dl], t.host_end[dl])
+        dev_order = np.argsort(t.dev_start, kind="stable")
+        dev_starts = t.dev_start[dev_order]
+
         def m(r, lo, hi):
             return ranges.measure(ranges.clip(r, lo, hi))
+
+        def first_device(lo, hi) -> int:
+            i = int(np.searchsorted(dev_starts, lo, side="left"))
+            return int(dev_starts[i] - lo) if i < dev_starts.size and dev_starts[i] < hi else -1
 
         for si, (number, lo, hi) in enumerate(self.steps):
             s = out.steps.add(step=number)
@@ -375,6 +387,8 @@ class CollectiveAnalysis:
             km = kern_step == si
             s.kernels = int(km.sum())
             s.kernel_ns = int(kern_dur[km].sum())
+            s.dataloader_ns = m(dataloader_u, lo, hi)
+            s.first_device_ns = first_device(lo, hi)
 
 
 def _subtract(a, b):

@@ -1,8 +1,9 @@
 """RunParallel protobuf → terminal tables for ``tb-paddle-profile distributed``.
 
 Same data the plugin's panels draw: per-rank step times and breakdown, the rank × step
-heatmaps as tables, collectives by kind, waits, the straggler verdict, pipeline bubbles and
-the advice with the thresholds that triggered it.
+heatmaps as tables, collectives by kind, waits, each rank against its role peers, the topology,
+the host clocks, the straggler verdict, the findings, pipeline bubbles and the advice with the
+thresholds that triggered it. Ranks are shown by their one label (analysis/crossrank/labels.py).
 """
 from __future__ import annotations
 
@@ -55,6 +56,14 @@ def fill_times(text: str, unit: str) -> str:
     return _TIME_TOKEN.sub(lambda m: f"{format_time(int(m.group(1)), unit)} {unit}", text)
 
 
+def _short(ranks, limit: int = 16) -> str:
+    ranks = list(ranks)
+    if not ranks:
+        return "-"
+    text = ",".join(map(str, ranks[:limit]))
+    return text + (f",… ({len(ranks)})" if len(ranks) > limit else "")
+
+
 def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
     t = lambda ns: format_time(ns, time_unit)  # noqa: E731
     out: List[str] = []
@@ -69,11 +78,11 @@ def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
     rows = []
     for r in rp.ranks:
         share = (lambda ns: _pct(ns / r.step_time_ns) if r.step_time_ns else "-")
-        rows.append([r.rank, r.worker, r.steps, t(r.step_time_ns), t(r.compute_ns), t(r.exposed_communication_ns),
+        rows.append([r.rank, r.label or r.worker, r.steps, t(r.step_time_ns), t(r.compute_ns), t(r.exposed_communication_ns),
                      share(r.exposed_communication_ns), t(r.hidden_communication_ns), t(r.exposed_memory_ns),
                      t(r.idle_ns), "host" if r.timeline == pb.TIMELINE_HOST else "GPU"])
     out += _table("Per-rank step breakdown",
-                  ["Rank", "Worker", "Steps", "Step", "Compute", "Exposed comm", "(of step)", "Hidden comm",
+                  ["Rank", "Label", "Steps", "Step", "Compute", "Exposed comm", "(of step)", "Hidden comm",
                    "Exposed memcpy", "Idle", "Timeline"], rows,
                   "Step = Compute + Exposed comm + Exposed memcpy + Idle. GPU timeline: Compute = some non-"
                   "communication kernel runs; Exposed comm = a communication kernel runs and no computation; "
@@ -94,7 +103,7 @@ def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
     rows = []
     for k in rp.kinds:
         rows.append([KIND_LABELS.get(k.kind, "other"), k.calls, t(k.device_ns), t(k.host_ns), t(k.exposed_ns),
-                     k.matched, t(k.wait_ns), t(k.transfer_ns), _bytes(k.bytes), ",".join(map(str, k.ranks))])
+                     k.matched, t(k.wait_ns), t(k.transfer_ns), _bytes(k.bytes), _short(k.ranks)])
     out += _table("Collectives by kind (all ranks, all steps)",
                   ["Kind", "Calls", "Device time", "Host time", "Exposed", "Matched", "Wait", "Transfer", "Bytes",
                    "Ranks"], rows,
@@ -122,9 +131,35 @@ def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
     rows = []
     for r in rp.ranks:
         rows.append([r.rank, t(r.wait_ns), t(r.caused_wait_ns), f"{r.last_arrivals}/{r.matched}", t(r.compute_ns),
-                     t(r.peer_compute_ns) if r.peers else "-", ",".join(map(str, r.peers)) or "-"])
-    out += _table("Waits at collectives other than send/recv (per step)",
-                  ["Rank", "Waited", "Made peers wait", "Arrived last", "Compute", "Peers' compute", "Peers"], rows)
+                     t(r.peer_compute_ns) if r.peer_compute_ns else "-", t(r.dataloader_ns),
+                     t(r.first_device_ns) if r.first_device_ns >= 0 else "-", _pct(r.coverage), _pct(r.deviation),
+                     _short(r.peers)])
+    out += _table("Waits at collectives other than send/recv, and each rank against its role peers (per step)",
+                  ["Rank", "Waited", "Made peers wait", "Arrived last", "Compute", "Role peers' compute",
+                   "Data loader", "First work", "Matched", "Deviation", "Peers"], rows,
+                  "Role peers: the ranks of the same pipeline stage and mp index (other replicas). First work = "
+                  "from the step's start to its first device event. Matched = matched instances of all its "
+                  "collectives. Deviation = its largest excess over its role peers' median, as a share of the "
+                  "median step.")
+
+    tv = rp.topology
+    if tv.groups or tv.dp or tv.pp or tv.mp:
+        by_axis = {}
+        for g in tv.groups:
+            by_axis.setdefault(g.axis, []).append(g)
+        rows = [[axis, len(gs), sorted({len(g.ranks) for g in gs}), sum(g.instances for g in gs),
+                 "; ".join(_short(g.ranks, 8) for g in gs[:3]) + (" …" if len(gs) > 3 else "")]
+                for axis, gs in sorted(by_axis.items())]
+        head = (f"DP {tv.dp} x PP {tv.pp} x MP {tv.mp}" + (" (complete" if tv.complete else " (incomplete")
+                + (", Fleet's rank order)" if tv.matches_fleet_order else ")"))
+        out += _table(f"Topology: {head}", ["Axis", "Groups", "Sizes", "Instances", "Examples"], rows,
+                      tv.method + ("" if not tv.notes else " " + " ".join(tv.notes)))
+    if rp.clocks:
+        rows = [[c.hostname or "-", t(c.offset_ns), t(c.spread_ns), c.samples, "reference" if c.reference else "",
+                 _short(c.ranks, 8)] for c in rp.clocks]
+        out += _table("Host clocks", ["Host", "Offset", "Spread (IQR)", "Samples", "", "Ranks"], rows,
+                      "Offset of each host's clock from the reference host's, found from collectives spanning "
+                      "hosts (their members end together); subtracted from its times before matching.")
 
     v = rp.straggler
     out.append("Straggler verdict".center(WIDTH, "-"))
@@ -133,15 +168,21 @@ def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
         out.extend(textwrap.wrap(fill_times(s.reason, time_unit), WIDTH, initial_indent="  - ",
                                  subsequent_indent="    "))
     out.extend(textwrap.wrap(
-        f"(A rank is named when the wait it causes its peers, net of its own, is at least "
-        f"{v.min_wait_fraction:.0%} of the median step and at least {v.min_share_of_top:.0%} of the largest; "
-        f"'longer compute' means at least {v.compute_excess_threshold:.0%} more than its peers' median.)", WIDTH))
+        f"({v.rule} Evidence: {_pct(v.coverage)} of the instances matched, the "
+        f"least covered rank {_pct(v.min_rank_coverage)}{'; UNCERTAIN' if v.uncertain else ''}.)", WIDTH))
     out.append("")
+
+    if rp.findings:
+        out.append("Findings".center(WIDTH, "-"))
+        for f in rp.findings:
+            tag = f"[{f.category}: {f.rule}{', ' + f.cause if f.cause else ''}]"
+            out.extend(textwrap.wrap(f"{tag} {fill_times(f.text, time_unit)}", WIDTH, subsequent_indent="   "))
+        out.append("")
 
     pv = rp.pipeline
     if pv.present:
         if pv.stages:
-            rows = [[s.stage, ",".join(map(str, s.ranks)), t(s.step_time_ns), t(s.compute_ns), t(s.bubble_ns),
+            rows = [[s.stage, _short(s.ranks), t(s.step_time_ns), t(s.compute_ns), t(s.bubble_ns),
                      _pct(s.bubble_ratio)] for s in pv.stages]
             out += _table(f"Pipeline ({pv.pipelines} pipelines)",
                           ["Stage", "Ranks", "Step", "Compute", "Bubble", "Bubble ratio"], rows, pv.definition)

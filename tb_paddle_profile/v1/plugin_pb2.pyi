@@ -466,7 +466,7 @@ class Straggler(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., worker: _Optional[str] = ..., net_caused_wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., own_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., compute_ns: _Optional[int] = ..., peer_compute_ns: _Optional[int] = ..., compute_excess: _Optional[float] = ..., longer_compute: _Optional[bool] = ..., reason: _Optional[str] = ..., pipeline_wait_excess_ns: _Optional[int] = ..., cause: _Optional[str] = ..., job_cost_ns: _Optional[int] = ..., absorbed: _Optional[bool] = ..., label: _Optional[str] = ...) -> None: ...
 
 class StragglerVerdict(_message.Message):
-    __slots__ = ("found", "stragglers", "summary", "min_wait_fraction", "min_share_of_top", "compute_excess_threshold", "uncertain", "coverage", "min_rank_coverage")
+    __slots__ = ("found", "stragglers", "summary", "min_wait_fraction", "min_share_of_top", "compute_excess_threshold", "uncertain", "coverage", "min_rank_coverage", "rule")
     FOUND_FIELD_NUMBER: _ClassVar[int]
     STRAGGLERS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
@@ -476,6 +476,7 @@ class StragglerVerdict(_message.Message):
     UNCERTAIN_FIELD_NUMBER: _ClassVar[int]
     COVERAGE_FIELD_NUMBER: _ClassVar[int]
     MIN_RANK_COVERAGE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     found: bool
     stragglers: _containers.RepeatedCompositeFieldContainer[Straggler]
     summary: str
@@ -485,7 +486,8 @@ class StragglerVerdict(_message.Message):
     uncertain: bool
     coverage: float
     min_rank_coverage: float
-    def __init__(self, found: _Optional[bool] = ..., stragglers: _Optional[_Iterable[_Union[Straggler, _Mapping]]] = ..., summary: _Optional[str] = ..., min_wait_fraction: _Optional[float] = ..., min_share_of_top: _Optional[float] = ..., compute_excess_threshold: _Optional[float] = ..., uncertain: _Optional[bool] = ..., coverage: _Optional[float] = ..., min_rank_coverage: _Optional[float] = ...) -> None: ...
+    rule: str
+    def __init__(self, found: _Optional[bool] = ..., stragglers: _Optional[_Iterable[_Union[Straggler, _Mapping]]] = ..., summary: _Optional[str] = ..., min_wait_fraction: _Optional[float] = ..., min_share_of_top: _Optional[float] = ..., compute_excess_threshold: _Optional[float] = ..., uncertain: _Optional[bool] = ..., coverage: _Optional[float] = ..., min_rank_coverage: _Optional[float] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class PipelineStage(_message.Message):
     __slots__ = ("stage", "ranks", "step_time_ns", "compute_ns", "bubble_ns", "bubble_ratio")

@@ -5,8 +5,12 @@
                                        waits ◀───────────────────────────┘──▶ verdict, pipeline, findings, advice
 
 * ``RankData``: one rank, loaded from its ``RankDigest`` (instance columns as numpy arrays).
-* ``Group``: one matched collective instance (or send/recv pair) with its exact members.
-* ``MatchResult``: every group, the clock offsets that were applied, coverage, notes.
+* ``Group``: one matched collective instance (or send/recv pair) with its exact members. The
+  analysis keeps all groups as columns instead (``match.Flat``: per group its step and kind, CSR
+  offsets into the members' rank index and instance index columns, members by rank index), so
+  that nothing is done per group in Python; ``Flat.group(i)`` gives one as a ``Group``.
+* ``MatchResult``: every group, the clock offsets that were applied, coverage, notes (the fields
+  the modules exchange are returned directly by ``build._match_with_clocks``).
 * ``Topology``: process groups and each rank's coordinate.
 
 Times are ns. ``start``/``end`` are absolute (origin_unix_ns + relative) **before** any clock
@@ -17,7 +21,7 @@ corrected times are ``start - offset_ns`` / ``end - offset_ns`` (``RankData.csta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -48,6 +52,8 @@ class RankData:
     direction: np.ndarray
     nbytes: np.ndarray
     names: List[str]
+    stream: Optional[np.ndarray] = None   # device stream per instance (-1: host instance)
+    host: int = 0              # index of its host in MatchResult.clocks order (one clock per host)
     offset_ns: int = 0         # this rank's (host's) clock offset, subtracted from its times
     # filled by the waits: per instance
     wait: Optional[np.ndarray] = None
@@ -83,6 +89,8 @@ class MatchResult:
     method: str = ""
     end_tolerance_ns: int = 0
     notes: List[str] = field(default_factory=list)
+    # per group: index into communicators
+    group_comm: Optional[np.ndarray] = None
 
 
 @dataclass

@@ -1,0 +1,25 @@
+"""The cross-rank analysis: all ranks of one run and span, from their digests only.
+
+    analyze_run(inputs, run="", span="") -> RunParallel
+
+`inputs` are RankDigest messages (a Summary is converted with analysis.digest.digest_of). The
+questions are answered by one module each (definitions in their docstrings and in
+docs/distributed.md):
+
+    load.py       digests → RankData, numbered by rank (file names, else Fleet's order)
+    match.py      channels, line-ups, groups by end time, persistence, send/recv, residue
+    clocks.py     each host's clock offset (coarse from line-ups, fine from matched groups)
+    waits.py      transfer and wait per member; communicators
+    topology.py   pipelines, process groups, DP/PP/MP coordinates
+    labels.py     the one label of a rank
+    verdict.py    each rank against its role peers: anomalies, cause, cost to the job
+    findings.py   straggler, absorbed stall, stage imbalance, structural waits, evidence
+    pipeline.py   bubbles per rank and stage
+    advice.py     rules as data
+    build.py      the RunParallel message
+"""
+
+from __future__ import annotations
+
+from .build import analyze_run  # noqa: F401
+from .thresholds import *  # noqa: F401,F403

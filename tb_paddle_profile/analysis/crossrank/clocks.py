@@ -1,0 +1,173 @@
+"""Each host's clock offset, from collectives that span hosts (their members end together).
+
+Ranks on one host share its clock; the host is the worker name's (``host_<hostname>pid_<pid>``,
+TraceMeta.hostname). Without hostnames there is nothing to tell which ranks share a clock, and no
+correction is made (the notes say so).
+
+1. **Coarse** (before any matching): line-ups (match.py) are built from the channels' structure,
+   not from times. For a channel on host h and one on the line-up's first host, the end difference
+   at each position is offset(h) − offset(first) when they are members of one collective at every
+   position, and drifts otherwise; the most constant pair (coarse_pairs) gives the estimate.
+2. **Fine** (after matching): for every matched group spanning hosts, each member's corrected end
+   minus the corrected end of the group's member on its first host: the median per host pair is
+   the correction (voted the same way, so that groups a loose first matching merged do not pull it),
+   the interquartile range of the samples near it the spread. The analysis matches again with the fine
+   offsets, the end-time cut at least CLOCK_SPREAD_FACTOR × the largest median absolute deviation
+   of those samples (robust to the groups a loose first matching merged). The first matching cuts
+   at CLOCK_SPREAD_FACTOR × the coarse estimate's spread (the interquartile range of the
+   candidates in the last window), at most CLOCK_BIN_NS.
+
+Host pairs are joined into offsets from the reference host (the first in natural order) along the
+best supported pairs (a maximum spanning tree by number of samples).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from . import thresholds as T
+from .match import Flat, Lineup, _gather, member_values
+from .model import RankData
+
+
+def has_hosts(ranks: Sequence[RankData]) -> bool:
+    return len({r.host for r in ranks}) > 1 and all(r.hostname for r in ranks)
+
+
+def coarse_pairs(ranks: Sequence[RankData], lineups: List[Lineup]) -> Dict[Tuple[int, int], Tuple[int, int, int]]:
+    """Per host pair (h, ref): (estimate, spread, positions) of the most constant channel pair.
+
+    For two channels of a line-up on hosts h and ref, the end difference at each position is
+    offset(h) − offset(ref) when the two are members of one collective at every position (its
+    members end together), and drifts from position to position otherwise (two replicas' groups,
+    even in lock-step). The pair whose differences are the most constant (smallest interquartile
+    range, among pairs seen at ≥ 2 positions where there are such) gives the estimate (their median)."""
+    best: Dict[Tuple[int, int], Tuple[float, int, int, int]] = {}
+    for lu in lineups:
+        hosts = np.array([ranks[i].host for i in lu.rows.tolist()])
+        uh = np.unique(hosts)
+        if uh.size < 2:
+            continue
+        E = _gather(ranks, lu.rows, lu.inst, "end")
+        P = E.shape[1]
+        ref = int(uh[0])
+        er = E[np.nonzero(hosts == ref)[0][:T.CLOCK_MAX_CHANNELS]]
+        for h in uh[1:].tolist():
+            eh = E[np.nonzero(hosts == h)[0][:T.CLOCK_MAX_CHANNELS]]
+            d = np.sort((eh[:, None, :] - er[None, :, :]).reshape(-1, P), axis=1)
+            q1, med, q3 = d[:, P // 4], d[:, P // 2], d[:, (3 * P) // 4]
+            iqr = q3 - q1
+            k = int(np.argmin(iqr))
+            cand = (float(iqr[k]) if P >= 2 else float("inf"), -P, int(round(med[k])), int(round(iqr[k])))
+            key = (h, ref)
+            if key not in best or cand < best[key]:
+                best[key] = cand
+    return {k: (v[2], v[3], -v[1]) for k, v in best.items()}
+
+
+def _mode_estimate(d: np.ndarray) -> Tuple[int, int, int]:
+    """(estimate, votes, spread) of candidates d: the CLOCK_BIN_NS bin that holds the most of them
+    together with its two neighbours; the estimate is their median, the spread their interquartile
+    range. The bins are fine on purpose: the true difference recurs exactly (a collective's members
+    end together) while a pair that is no collective (two replicas' groups at the same position)
+    drifts from position to position, so its candidates spread even when there are more of them."""
+    if d.size == 0:
+        return 0, 0, 0
+    b = np.floor(d / T.CLOCK_BIN_NS).astype(np.int64)
+    vals, counts = np.unique(b, return_counts=True)
+    near = counts.copy()
+    adj = np.diff(vals) == 1
+    near[1:] += np.where(adj, counts[:-1], 0)
+    near[:-1] += np.where(adj, counts[1:], 0)
+    best = vals[int(np.argmax(near))]
+    x = d[np.abs(b - best) <= 1]
+    q1, med, q3 = np.percentile(x, [25, 50, 75])
+    return int(round(med)), int(x.size), int(round(q3 - q1))
+
+
+def join(n_hosts: int, edges: Dict[Tuple[int, int], Tuple[int, int, int, int]]):
+    """edges (a, b) → (offset(a) − offset(b), weight, spread, samples). Offsets from host 0 along a
+    maximum spanning tree; returns (offsets, spread, samples, reached) per host."""
+    adj: Dict[int, List[Tuple[int, int, int, int, int]]] = defaultdict(list)
+    for (a, b), (d, w, spread, n) in edges.items():
+        adj[b].append((a, d, w, spread, n))      # offset(a) = offset(b) + d
+        adj[a].append((b, -d, w, spread, n))
+    off = [0] * n_hosts
+    spread = [0] * n_hosts
+    samples = [0] * n_hosts
+    reached = [False] * n_hosts
+    if n_hosts == 0:
+        return off, spread, samples, reached
+    reached[0] = True
+    heap = [(-w, 0, a, d, s, n) for a, d, w, s, n in adj[0]]
+    heapq.heapify(heap)
+    while heap:
+        negw, frm, to, d, s, n = heapq.heappop(heap)
+        if reached[to]:
+            continue
+        reached[to] = True
+        off[to] = off[frm] + d
+        spread[to], samples[to] = s, n
+        for a, d2, w, s2, n2 in adj[to]:
+            if not reached[a]:
+                heapq.heappush(heap, (-w, to, a, d2, s2, n2))
+    return off, spread, samples, reached
+
+
+def coarse_offsets(ranks: Sequence[RankData], lineups: List[Lineup], n_hosts: int):
+    edges = {}
+    for k, (est, spread, positions) in coarse_pairs(ranks, lineups).items():
+        # the join prefers the most constant pairs: weight = positions / (spread + 1 bin)
+        edges[k] = (est, positions / (spread + T.CLOCK_BIN_NS), spread, positions)
+    return join(n_hosts, edges)
+
+
+def fine_offsets(ranks: Sequence[RankData], flat: Flat, n_hosts: int):
+    """Corrections to the applied offsets from the matched groups that span hosts."""
+    if flat.n == 0:
+        return join(n_hosts, {}) + ([0] * n_hosts,)
+    host = member_values(ranks, flat, "host")
+    cend = member_values(ranks, flat, "cend")
+    g = flat.m_group
+    first = flat.ptr[:-1]
+    # the group's reference member: its first member on the group's lowest host
+    # (members are sorted by rank index; hosts follow rank order closely but not necessarily)
+    lo_host = np.minimum.reduceat(host, first) if host.size else host
+    ref_of = np.full(flat.n, -1, dtype=np.int64)
+    is_lo = host == lo_host[g]
+    pos = np.nonzero(is_lo)[0]
+    # first member with the lowest host per group
+    _, firsts = np.unique(g[pos], return_index=True)
+    ref_of[g[pos[firsts]]] = pos[firsts]
+    other = ~is_lo
+    if not other.any():
+        return join(n_hosts, {}) + ([0] * n_hosts,)
+    d = cend[other] - cend[ref_of[g[other]]]
+    a, b = host[other], lo_host[g[other]]
+    key = a * n_hosts + b
+    order = np.lexsort((d, key))
+    ks, ds = key[order], d[order]
+    bounds = np.concatenate([[0], np.nonzero(np.diff(ks))[0] + 1, [ks.size]])
+    edges = {}
+    mad = {}
+    for i in range(bounds.size - 1):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        x = ds[lo:hi]
+        k = int(ks[bounds[i]])
+        n = hi - lo
+        q1, med0, q3 = x[n // 4], x[n // 2], x[(3 * n) // 4]   # sorted: quartiles by index
+        if q3 - q1 <= T.CLOCK_BIN_NS:
+            med, votes, spread = int(med0), n, int(q3 - q1)
+        else:   # contaminated by merged groups: vote
+            med, votes, spread = _mode_estimate(x)
+        edges[(k // n_hosts, k % n_hosts)] = (med, votes, spread, votes)
+        mad[(k // n_hosts, k % n_hosts)] = float(np.median(np.abs(x - med))) if spread > T.CLOCK_BIN_NS \
+            else spread / 2.0
+    off, spread, samples, reached = join(n_hosts, edges)
+    # per host: the robust spread (median absolute deviation) of the pair that reached it
+    _, host_mad, _, _ = join(n_hosts, {k: (e[0], e[1], int(round(mad[k])), e[3]) for k, e in edges.items()})
+    return off, spread, samples, reached, host_mad

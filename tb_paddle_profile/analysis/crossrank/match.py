@@ -1,0 +1,529 @@
+"""Which instances of which ranks are one collective (or one send/recv transfer).
+
+Paddle traces carry no communicator ids. What they do carry, and what this uses:
+
+* **Channels.** On one rank, the instances of one device stream and one issuing operator (host
+  instances: stream -1) form a channel: one communicator's traffic in practice. Its *signature*
+  is the sequence of (step, kind) of its instances.
+* **Line-ups.** Channels of different ranks with the same signature (and, for collectives, the
+  same operator name) are lined up: the j-th instance of each is one position. Ranks that run
+  different programs (pipeline stages) still line up on the channel they share (the clip
+  all-reduce, the loss broadcast). All send/recv channels with the same signature form one
+  line-up, sends and receives together.
+* **End times.** The members of one collective end together. At each position the members are
+  sorted by their end (after the hosts' clock correction) and cut where neighbours are further
+  apart than END_GAP_FACTOR × the typical distance to the nearest other end (at least
+  END_GAP_MIN_NS and CLOCK_SPREAD_FACTOR × the clock estimate's spread). Members left alone are
+  not matched. A line-up of two channels is one group at every position (this also covers two
+  ranks whose clocks disagree).
+* **Persistence.** A communicator's member set recurs at every position. The partition of a
+  line-up's channels found at most positions (the modal one) splits positions where two groups
+  happened to end together (a position whose partition is coarser than the modal one).
+* **Send/recv.** A group is one send and one receive (or two instances of unknown direction) of
+  two ranks; a position that still holds more is paired by the partners found elsewhere, then by
+  nearest end.
+* **Residue.** Instances no line-up matched (a rank missing a step, a channel shared by several
+  communicators) are pooled by (step, kind) over all ranks and cut by end time the same way.
+
+Everything is sorting and hashing: O(N log N) in the number of instances.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...v1 import summary_pb2 as pb
+from . import thresholds as T
+from .model import Group, RankData
+
+SEND_RECV = pb.COLLECTIVE_KIND_SEND_RECV
+SEND, RECV = pb.P2P_DIRECTION_SEND, pb.P2P_DIRECTION_RECV
+
+
+@dataclass
+class Lineup:
+    p2p: bool
+    rows: np.ndarray        # C: RankData.index of each channel
+    inst: np.ndarray        # C × P: instance index per channel and position
+    steps: np.ndarray       # P
+    kinds: np.ndarray       # P
+
+
+def channels_of(r: RankData):
+    """(key, instance indexes in launch order) of each channel of a rank."""
+    n = r.kind.size
+    if not n:
+        return []
+    p2p = (r.kind == SEND_RECV).astype(np.int64)
+    nn = len(r.names) + 1
+    key = ((r.stream + 2) * nn + r.op) * 2 + p2p
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    cut = np.nonzero(np.diff(ks))[0] + 1
+    return np.split(order, cut)
+
+
+def build_lineups(ranks: Sequence[RankData]) -> List[Lineup]:
+    classes: Dict[tuple, List[Tuple[int, np.ndarray]]] = defaultdict(list)
+    for r in ranks:
+        for idx in channels_of(r):
+            is_p2p = bool(r.kind[idx[0]] == SEND_RECV)
+            op = "" if is_p2p else r.names[r.op[idx[0]]]
+            sig = (is_p2p, op, r.kind[idx].tobytes(), r.step[idx].tobytes())
+            classes[sig].append((r.index, idx))
+    out = []
+    for (is_p2p, _, _, _), chans in classes.items():
+        if len(chans) < 2:
+            continue
+        rows = np.array([c[0] for c in chans], dtype=np.int64)
+        inst = np.vstack([c[1] for c in chans])
+        r0 = ranks[chans[0][0]]
+        out.append(Lineup(is_p2p, rows, inst, r0.step[chans[0][1]], r0.kind[chans[0][1]]))
+    return out
+
+
+def _gather(ranks: Sequence[RankData], rows: np.ndarray, inst: np.ndarray, what: str) -> np.ndarray:
+    out = np.empty(inst.shape, dtype=np.int64)
+    for i, ri in enumerate(rows.tolist()):
+        r = ranks[ri]
+        if what == "cend":
+            out[i] = r.end[inst[i]] - r.offset_ns
+        elif what == "end":
+            out[i] = r.end[inst[i]]
+        elif what == "dir":
+            out[i] = r.direction[inst[i]]
+    return out
+
+
+def cut_columns(E: np.ndarray, floor_ns: float, hosts: Optional[np.ndarray] = None,
+                cross_floor_ns=None) -> Tuple[np.ndarray, np.ndarray]:
+    """Cluster each column of E (members × positions, end times) by gaps; returns (order, cluster id
+    in sorted order), both members × positions. A gap between members of hosts a and b is cut only
+    beyond cross_floor_ns[a] + cross_floor_ns[b] too (the clocks' residual error, per host); within
+    a host the clock is the same."""
+    C, P = E.shape
+    order = np.argsort(E, axis=0, kind="stable")
+    Es = np.take_along_axis(E, order, 0)
+    gaps = np.diff(Es, axis=0)
+    left = np.vstack([gaps[:1], gaps])
+    right = np.vstack([gaps, gaps[-1:]])
+    nearest = np.minimum(left, right)
+    tol = np.maximum(floor_ns, T.END_GAP_FACTOR * np.median(nearest, axis=0))
+    thr = np.broadcast_to(tol[None, :], gaps.shape)
+    if hosts is not None and cross_floor_ns is not None:
+        hs = hosts[order]
+        cross = hs[1:] != hs[:-1]
+        sp = np.asarray(cross_floor_ns, dtype=np.float64)
+        thr = np.where(cross, np.maximum(thr, sp[hs[1:]] + sp[hs[:-1]]), thr)
+    cut = gaps > thr
+    cid = np.vstack([np.zeros((1, P), dtype=np.int64), np.cumsum(cut, axis=0)])
+    return order, cid
+
+
+def _leaders(order: np.ndarray, cid: np.ndarray) -> np.ndarray:
+    """Per member and position, the smallest member (row) of its cluster: a canonical partition."""
+    C, P = order.shape
+    flat = (cid + np.arange(P)[None, :] * C).ravel()
+    lead = np.full(C * P, C, dtype=np.int64)
+    np.minimum.at(lead, flat, order.ravel())
+    L = np.empty((C, P), dtype=np.int64)
+    np.put_along_axis(L, order, lead[flat].reshape(C, P), 0)
+    return L
+
+
+def _persist(L: np.ndarray) -> np.ndarray:
+    """Per position, the partition of the channels into groups, using that a communicator's members
+    end together at every position while two groups end together only by coincidence.
+
+    The meet of all positions' partitions separates every two channels that were apart somewhere;
+    blocks of it that were together at ≥ PERSIST_SHARE of the positions (a position's cut split a
+    true group) are joined again. Each position then keeps the meet of its own partition and that
+    one: coincidental merges are split, and a position of another communicator (a channel shared
+    by two) keeps its own groups."""
+    C, P = L.shape
+    if P < 2:
+        return L
+    _, block = np.unique(L, axis=0, return_inverse=True)
+    block = block.ravel()
+    nb = int(block.max()) + 1
+    if nb > 1:
+        # co-clustering counts of block pairs, over clusters holding a few blocks
+        key = (np.arange(P)[None, :] * C + L)              # cluster id, unique over positions
+        trip = np.unique(np.stack([key.ravel(), np.repeat(block, P)], axis=1), axis=0)
+        starts = np.concatenate([[0], np.nonzero(np.diff(trip[:, 0]))[0] + 1, [trip.shape[0]]])
+        sizes = np.diff(starts)
+        count: Dict[Tuple[int, int], int] = defaultdict(int)
+        for i in np.nonzero((sizes > 1) & (sizes <= PERSIST_MAX_BLOCKS))[0].tolist():
+            bl = trip[starts[i]:starts[i + 1], 1].tolist()
+            for x in range(len(bl)):
+                for y in range(x + 1, len(bl)):
+                    count[(bl[x], bl[y])] += 1
+        parent = list(range(nb))
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for (x, y), c in count.items():
+            if c >= PERSIST_SHARE * P:
+                parent[find(x)] = find(y)
+        block = np.array([find(x) for x in block.tolist()], dtype=np.int64)
+    out = np.empty_like(L)
+    for p in range(P):
+        _, out[:, p] = np.unique(L[:, p] * (nb + 1) + block, return_inverse=True)
+    return out
+
+
+PERSIST_SHARE = 0.75
+PERSIST_MAX_BLOCKS = 16
+
+
+class Collector:
+    """Groups as flat columns: members sorted by group, then by rank index."""
+
+    def __init__(self):
+        self.g_step: List[np.ndarray] = []
+        self.g_kind: List[np.ndarray] = []
+        self.g_size: List[np.ndarray] = []
+        self.m_rank: List[np.ndarray] = []
+        self.m_inst: List[np.ndarray] = []
+
+    def add(self, steps, kinds, sizes, m_rank, m_inst):
+        if len(sizes):
+            self.g_step.append(np.asarray(steps, dtype=np.int64))
+            self.g_kind.append(np.asarray(kinds, dtype=np.int64))
+            self.g_size.append(np.asarray(sizes, dtype=np.int64))
+            self.m_rank.append(np.asarray(m_rank, dtype=np.int64))
+            self.m_inst.append(np.asarray(m_inst, dtype=np.int64))
+
+    def arrays(self):
+        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)  # noqa: E731
+        return (cat(self.g_step), cat(self.g_kind), cat(self.g_size), cat(self.m_rank), cat(self.m_inst))
+
+
+def _emit(col: Collector, L: np.ndarray, lu: Lineup, dirs: Optional[np.ndarray], E: np.ndarray,
+          oversize: list):
+    """Clusters of ≥ 2 members → groups (p2p: exactly one send and one receive)."""
+    C, P = L.shape
+    key = L + np.arange(P)[None, :] * C              # cluster id unique over positions
+    flat = key.T.ravel()                             # position-major
+    rows_flat = np.tile(np.arange(C), P)
+    order = np.lexsort((lu.rows[rows_flat], flat))
+    fk = flat[order]
+    starts = np.concatenate([[0], np.nonzero(np.diff(fk))[0] + 1])
+    sizes = np.diff(np.concatenate([starts, [fk.size]]))
+    pos = fk[starts] // C
+    keep = sizes >= 2
+    if lu.p2p:
+        d = dirs.T.ravel()[order]
+        ok2 = sizes == 2
+        two = starts[ok2 & keep]
+        da, db = d[two], d[two + 1]
+        valid = ~((da != 0) & (da == db))
+        big = np.nonzero(sizes > 2)[0]
+        for b in big.tolist():
+            s0, n = starts[b], sizes[b]
+            mem = order[s0:s0 + n]
+            oversize.append((lu, int(pos[b]), mem % C, E.T.ravel()[mem], d[s0:s0 + n]))
+        sel = np.zeros(sizes.size, bool)
+        sel[np.nonzero(ok2 & keep)[0][valid]] = True
+        keep = sel
+    if not keep.any():
+        return
+    g_starts, g_sizes, g_pos = starts[keep], sizes[keep], pos[keep]
+    idx = _ranges(g_starts, g_sizes)
+    mem = order[idx]
+    m_row = mem % C
+    m_pos = mem // C
+    col.add(lu.steps[g_pos], lu.kinds[g_pos], g_sizes, lu.rows[m_row], lu.inst[m_row, m_pos])
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Concatenated aranges [s, s+n) for each (s, n)."""
+    total = int(sizes.sum())
+    out = np.ones(total, dtype=np.int64)
+    ends = np.cumsum(sizes)
+    out[0] = starts[0]
+    if sizes.size > 1:
+        out[ends[:-1]] = starts[1:] - (starts[:-1] + sizes[:-1] - 1)
+    return np.cumsum(out)
+
+
+def _pair_oversize(col: Collector, oversize: list, partners: set, ranks: Sequence[RankData]):
+    """A send/recv position that still holds several transfers: known partner pairs first, then
+    neighbours in end order (a send with a receive)."""
+    partner_of: dict = {}
+    for a, b in partners:
+        partner_of.setdefault(a, []).append(b)
+        partner_of.setdefault(b, []).append(a)
+    for lu, p, rows, ends, dirs in oversize:
+        o = np.argsort(ends, kind="stable")
+        rows, dirs = rows[o].tolist(), dirs[o].tolist()
+        rk = [int(lu.rows[x]) for x in rows]
+        where: dict = {}
+        for i, r in enumerate(rk):
+            where.setdefault(r, []).append(i)
+        used = [False] * len(rows)
+        pairs = []
+
+        def ok(i, j):
+            return not used[j] and j != i and rk[j] != rk[i] and not (dirs[i] and dirs[i] == dirs[j])
+
+        for i in range(len(rows)):
+            if used[i]:
+                continue
+            best = None
+            for q in partner_of.get(rk[i], ()):
+                for j in where.get(q, ()):
+                    if ok(i, j) and (best is None or abs(j - i) < abs(best - i)):
+                        best = j
+            if best is not None:
+                used[i] = used[best] = True
+                pairs.append((i, best))
+        free = [i for i in range(len(rows)) if not used[i]]
+        k = 0
+        while k + 1 < len(free):
+            i, j = free[k], free[k + 1]
+            if ok(i, j):
+                used[i] = used[j] = True
+                pairs.append((i, j))
+                k += 2
+            else:
+                k += 1
+        for i, j in pairs:
+            a, b = sorted((i, j), key=lambda x: rk[x])
+            col.add([lu.steps[p]], [lu.kinds[p]], [2], [rk[a], rk[b]],
+                    [lu.inst[rows[a], p], lu.inst[rows[b], p]])
+
+
+def match_lineups(ranks: Sequence[RankData], lineups: List[Lineup], floor_ns: float,
+                  cross_floor_ns=None) -> Collector:
+    col = Collector()
+    oversize: list = []
+    for lu in lineups:
+        E = _gather(ranks, lu.rows, lu.inst, "cend")
+        C, P = E.shape
+        if C == 2:
+            L = np.zeros((2, P), dtype=np.int64)
+        else:
+            hosts = np.array([ranks[i].host for i in lu.rows.tolist()])
+            order, cid = cut_columns(E, floor_ns, hosts, cross_floor_ns)
+            L = _persist(_leaders(order, cid))
+        dirs = _gather(ranks, lu.rows, lu.inst, "dir") if lu.p2p else None
+        _emit(col, L, lu, dirs, E, oversize)
+    if oversize:
+        g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
+        ptr = np.concatenate([[0], np.cumsum(g_size)])
+        partners = set()
+        p2p = np.nonzero((g_kind == SEND_RECV) & (g_size == 2))[0]
+        for a, b in zip(m_rank[ptr[p2p]].tolist(), m_rank[ptr[p2p] + 1].tolist()):
+            partners.add((min(a, b), max(a, b)))
+        _pair_oversize(col, oversize, partners, ranks)
+    return col
+
+
+def match_residue(ranks: Sequence[RankData], col: Collector, taken: List[np.ndarray], floor_ns: float):
+    """Instances no line-up matched: pooled by (step, kind) over all ranks, cut by end time."""
+    rk, ins, st, kd, en, dr, du = [], [], [], [], [], [], []
+    for r, t in zip(ranks, taken):
+        free = np.nonzero(~t)[0]
+        if free.size:
+            rk.append(np.full(free.size, r.index))
+            ins.append(free)
+            st.append(r.step[free])
+            kd.append(r.kind[free])
+            en.append(r.end[free] - r.offset_ns)
+            dr.append(r.direction[free])
+            du.append(r.end[free] - r.start[free])
+    if not rk:
+        return
+    rk, ins, st, kd, en, dr, du = map(np.concatenate, (rk, ins, st, kd, en, dr, du))
+    order = np.lexsort((en, kd, st))
+    rk, ins, st, kd, en, dr, du = (x[order] for x in (rk, ins, st, kd, en, dr, du))
+    pool = np.concatenate([[True], (np.diff(st) != 0) | (np.diff(kd) != 0)])
+    gaps = np.diff(en)
+    # the typical distance to the nearest other end, per pool
+    pid = np.cumsum(pool) - 1
+    n = en.size
+    left = np.concatenate([[np.inf], gaps.astype(float)])
+    right = np.concatenate([gaps.astype(float), [np.inf]])
+    left[pool] = np.inf
+    right[np.concatenate([pool[1:], [True]])] = np.inf
+    nearest = np.minimum(left, right)
+    p2p = kd == SEND_RECV
+    tol_p2p = np.maximum(T.END_TOLERANCE_NS, T.END_TOLERANCE_FRACTION * du)
+    med = np.zeros(pid[-1] + 1)
+    fin = np.isfinite(nearest)
+    if fin.any():
+        srt = np.lexsort((nearest[fin], pid[fin]))
+        pf, nf = pid[fin][srt], nearest[fin][srt]
+        b = np.concatenate([[0], np.nonzero(np.diff(pf))[0] + 1, [pf.size]])
+        for i in range(b.size - 1):
+            med[pf[b[i]]] = nf[(b[i] + b[i + 1]) // 2]
+    tol = np.maximum(floor_ns, T.END_GAP_FACTOR * med[pid])
+    thr = np.where(p2p, np.maximum(tol_p2p, floor_ns), tol)
+    cut = np.concatenate([[True], pool[1:] | (gaps > thr[1:])])
+    cstart = np.nonzero(cut)[0]
+    csize = np.diff(np.concatenate([cstart, [n]]))
+    steps, kinds, sizes, mr, mi = [], [], [], [], []
+    for s, k in zip(cstart.tolist(), csize.tolist()):
+        if k < 2:
+            continue
+        rr = rk[s:s + k]
+        if np.unique(rr).size != k:
+            continue
+        if p2p[s]:
+            if k != 2 or (dr[s] and dr[s] == dr[s + 1]):
+                continue
+        o = np.argsort(rr, kind="stable")
+        steps.append(st[s])
+        kinds.append(kd[s])
+        sizes.append(k)
+        mr.extend(rr[o].tolist())
+        mi.extend(ins[s:s + k][o].tolist())
+    col.add(steps, kinds, sizes, mr, mi)
+
+
+@dataclass
+class Flat:
+    """Every matched group as columns; members of group g are m_*[ptr[g]:ptr[g+1]], by rank index."""
+    g_step: np.ndarray
+    g_kind: np.ndarray
+    ptr: np.ndarray
+    m_rank: np.ndarray
+    m_inst: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.g_step.size
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.ptr)
+
+    @property
+    def m_group(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n), self.sizes)
+
+    def group(self, i: int) -> Group:
+        a, b = int(self.ptr[i]), int(self.ptr[i + 1])
+        return Group(step=int(self.g_step[i]), kind=int(self.g_kind[i]), ranks=self.m_rank[a:b].copy(),
+                     insts=self.m_inst[a:b].copy())
+
+
+def match(ranks: Sequence[RankData], lineups: List[Lineup], floor_ns: float, cross_floor_ns=None) -> Flat:
+    """floor_ns: the smallest end-time cut; cross_floor_ns: per host, its share of the smallest cut
+    between two hosts (None: one clock)."""
+    col = match_lineups(ranks, lineups, floor_ns, cross_floor_ns)
+    g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
+    taken = [np.zeros(r.kind.size, bool) for r in ranks]
+    if m_rank.size:
+        # an instance matched twice (cannot happen by construction, but keep it once)
+        for ri, ii in _by_rank(m_rank, m_inst, len(ranks)):
+            taken[ri][ii] = True
+    match_residue(ranks, col, taken, max([floor_ns] + [2 * x for x in (cross_floor_ns or [])]))
+    g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
+    # order groups by step, then kind, then their first member's start (deterministic)
+    ptr = np.concatenate([[0], np.cumsum(g_size)])
+    first_rank = m_rank[ptr[:-1]] if g_size.size else np.zeros(0, np.int64)
+    first_inst = m_inst[ptr[:-1]] if g_size.size else np.zeros(0, np.int64)
+    first_end = _ends(ranks, first_rank, first_inst)
+    go = np.lexsort((first_end, g_kind, g_step))
+    sizes = g_size[go]
+    new_ptr = np.concatenate([[0], np.cumsum(sizes)])
+    idx = _ranges(ptr[:-1][go], sizes) if sizes.size else np.zeros(0, np.int64)
+    return Flat(g_step[go], g_kind[go], new_ptr, m_rank[idx], m_inst[idx])
+
+
+def _ends(ranks, rows, inst):
+    out = np.zeros(rows.size, dtype=np.int64)
+    for ri, sel in _groups_of(rows, len(ranks)):
+        out[sel] = ranks[ri].end[inst[sel]] - ranks[ri].offset_ns
+    return out
+
+
+def _groups_of(rows: np.ndarray, n: int):
+    """(rank index, positions in `rows` holding it) for each rank present."""
+    if rows.size == 0:
+        return
+    order = np.argsort(rows, kind="stable")
+    rs = rows[order]
+    b = np.concatenate([[0], np.nonzero(np.diff(rs))[0] + 1, [rs.size]])
+    for i in range(b.size - 1):
+        yield int(rs[b[i]]), order[b[i]:b[i + 1]]
+
+
+def _by_rank(m_rank, m_inst, n):
+    for ri, sel in _groups_of(m_rank, n):
+        yield ri, m_inst[sel]
+
+
+def member_values(ranks: Sequence[RankData], flat: Flat, what: str) -> np.ndarray:
+    """A per-instance column of each member: 'dur', 'cend', 'end', 'start', 'dir', 'ordinal'."""
+    out = np.zeros(flat.m_rank.size, dtype=np.int64)
+    for ri, sel in _groups_of(flat.m_rank, len(ranks)):
+        r, ii = ranks[ri], flat.m_inst[sel]
+        if what == "dur":
+            out[sel] = r.end[ii] - r.start[ii]
+        elif what == "cend":
+            out[sel] = r.end[ii] - r.offset_ns
+        elif what == "end":
+            out[sel] = r.end[ii]
+        elif what == "start":
+            out[sel] = r.start[ii]
+        elif what == "dir":
+            out[sel] = r.direction[ii]
+        elif what == "ordinal":
+            out[sel] = r.ordinal[ii]
+        elif what == "host":
+            out[sel] = r.host
+    return out
+
+
+def split_pipeline_unions(flat: Flat, chains: List[List[int]]) -> Flat:
+    """Groups across stages that are exactly a union of two or more pipelines (the loss broadcasts
+    or clip all-reduces of pipelines running in lock-step, e.g. tensor-parallel partners', end
+    together) are split into one group per pipeline, provided some collective elsewhere has exactly
+    one pipeline's members (the run has pipeline-group collectives)."""
+    if flat.n == 0 or len(chains) < 2:
+        return flat
+    n_ranks = int(flat.m_rank.max()) + 1
+    ch = np.full(max(n_ranks, max(max(c) for c in chains) + 1), -1, dtype=np.int64)
+    for ci, c in enumerate(chains):
+        ch[c] = ci
+    clen = np.array([len(c) for c in chains], dtype=np.int64)
+    sizes = flat.sizes
+    coll = flat.g_kind != SEND_RECV
+    mc = ch[flat.m_rank]
+    lo = np.minimum.reduceat(mc, flat.ptr[:-1])
+    hi = np.maximum.reduceat(mc, flat.ptr[:-1])
+    # some collective holds exactly one pipeline's ranks
+    if not (coll & (lo == hi) & (lo >= 0) & (sizes == clen[np.maximum(lo, 0)])).any():
+        return flat
+    g = flat.m_group
+    cand = coll & (sizes >= 4) & (lo != hi) & (lo >= 0)
+    if not cand.any():
+        return flat
+    # a candidate holds every member of each pipeline it touches
+    key = g * (len(chains) + 1) + np.maximum(mc, 0)
+    uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+    whole = cnt[inv.ravel()] == clen[np.maximum(mc, 0)]
+    whole_g = np.minimum.reduceat(whole.astype(np.int64), flat.ptr[:-1]).astype(bool)
+    split = cand & whole_g
+    if not split.any():
+        return flat
+    part = np.where(split[g], mc, -1)
+    order = np.lexsort((part, g))           # stable: members stay in rank order within a part
+    gs, ps = g[order], part[order]
+    new = np.concatenate([[True], (gs[1:] != gs[:-1]) | (ps[1:] != ps[:-1])])
+    starts = np.nonzero(new)[0]
+    new_sizes = np.diff(np.concatenate([starts, [gs.size]]))
+    src = gs[starts]
+    return Flat(flat.g_step[src], flat.g_kind[src], np.concatenate([[0], np.cumsum(new_sizes)]).astype(np.int64),
+                flat.m_rank[order], flat.m_inst[order])

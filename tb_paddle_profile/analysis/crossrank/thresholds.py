@@ -1,0 +1,53 @@
+"""Every threshold of the cross-rank analysis, in one place (docs/distributed.md explains each)."""
+
+# ---- matching
+# A position of a line-up is cut where neighbouring end times (after clock correction) differ by
+# more than END_GAP_FACTOR × the typical distance of a member to its nearest other end, and at
+# least END_GAP_MIN_NS (and at least CLOCK_SPREAD_FACTOR × the clock estimate's spread).
+END_GAP_FACTOR = 10
+END_GAP_MIN_NS = 100
+CLOCK_SPREAD_FACTOR = 4
+# Send/recv (the residual pass, for instances no line-up explains): ends agree within this much,
+# or this share of the shorter duration.
+END_TOLERANCE_NS = 5_000
+END_TOLERANCE_FRACTION = 0.01
+# Kept for the old API (analysis.cross_rank); partner pairs are no longer voted on.
+P2P_PARTNER_SHARE = 0.25
+
+# ---- clocks
+# Coarse estimate: end differences of the same line-up position on two hosts, voted in bins of
+# CLOCK_BIN_NS; at most CLOCK_MAX_CHANNELS channels per host and position take part. The first
+# matching after it cuts at no more than CLOCK_LOOSE_MAX_NS.
+CLOCK_BIN_NS = 100
+CLOCK_LOOSE_MAX_NS = 2_000
+CLOCK_MAX_CHANNELS = 4
+# Offsets whose magnitude is below this are reported but not applied (no skew).
+CLOCK_MIN_OFFSET_NS = 0
+
+# ---- verdict
+# Old API names (analysis.cross_rank): the straggler's cost threshold and the compute excess.
+STRAGGLER_MIN_WAIT_FRACTION = 0.05
+STRAGGLER_SHARE_OF_TOP = 0.5
+COMPUTE_EXCESS_THRESHOLD = 0.10
+# A rank is an anomaly when one of its per-step figures exceeds its role peers' median by at least
+# ANOMALY_MIN_EXCESS_FRACTION of the median step time (and, for compute, by COMPUTE_EXCESS_THRESHOLD
+# of the peers' compute).
+ANOMALY_MIN_EXCESS_FRACTION = 0.02
+# ... and the excess is at least this much in ns per step (timer noise).
+ANOMALY_MIN_EXCESS_NS = 200_000
+# An anomaly is "absorbed" when its cost to the job is below this share of its excess.
+ABSORBED_SHARE = 0.5
+# The verdict is uncertain when a rank's matched coverage is below this.
+MIN_COVERAGE = 0.9
+
+# ---- structure
+STAGE_IMBALANCE_FRACTION = 0.10
+STRUCTURAL_WAIT_FRACTION = 0.05
+
+# ---- advice (fractions of the step time unless said otherwise)
+EXPOSED_ALL_REDUCE_FRACTION = 0.10
+EXPOSED_OTHER_COLLECTIVES_FRACTION = 0.10
+LAUNCH_BOUND_RUNTIME_FRACTION = 0.50
+MEMCPY_FRACTION = 0.10
+GPU_IDLE_FRACTION = 0.20
+PIPELINE_BUBBLE_FRACTION = 0.20

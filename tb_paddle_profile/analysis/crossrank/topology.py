@@ -1,0 +1,199 @@
+"""Process groups, pipelines and each rank's DP / PP / MP coordinate, from the matched member sets.
+
+* **Pipelines**: ranks linked by matched send/recv (a link needs at least P2P_PARTNER_SHARE of the
+  transfers of its busier end's busiest link, so a stray pair does not join two chains) form
+  chains, one per (dp, mp); stage 0 is the end whose first send/recv is a send.
+* **pp_group**: a communicator whose members are exactly one pipeline's ranks (clip all-reduce,
+  loss broadcast).
+* Communicators whose members all sit in one stage: per rank, the one with the most instances per
+  step is its **mp** group (per-layer collectives; on ties the one within one host), the one that
+  meets it only in the rank itself is its **dp** group (same stage and mp index across replicas).
+  A rank with a single such communicator: **mp** when every such group lies within one host of
+  several, else **dp** when it has at most DP_MAX_RATE instances per step, else **mp**.
+  Communicators of only all-gather / reduce-scatter beyond those two are **sharding**.
+* Communicators across stages that are no pipeline: **world** when they hold every rank, else
+  **other**.
+* Coordinates: pp = the position in the chain; mp and dp = the position in the rank's mp / dp
+  group, members in rank order (Fleet numbers them so). `matches_fleet_order` when every rank
+  equals (dp·PP + pp)·MP + mp, Paddle's CommunicateTopology order ["data", "pipe", "sharding",
+  "sep", "model"] with the model axis fastest (python/paddle/distributed/fleet/base/topology.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Sequence, Set, Tuple
+
+import numpy as np
+
+from ...v1 import summary_pb2 as pb
+from . import thresholds as T
+from .match import Flat, SEND, SEND_RECV
+from .model import RankData, Topology
+
+DP_MAX_RATE = 4
+SHARDING_KINDS = {pb.COLLECTIVE_KIND_ALL_GATHER, pb.COLLECTIVE_KIND_REDUCE_SCATTER}
+
+
+def _first_p2p_is_send(r: RankData) -> bool:
+    idx = np.nonzero(r.kind == SEND_RECV)[0]
+    return bool(idx.size) and r.direction[idx[0]] == SEND
+
+
+def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[List[List[int]], Dict]:
+    sel = np.nonzero((flat.g_kind == SEND_RECV) & (flat.sizes == 2))[0]
+    a = flat.m_rank[flat.ptr[sel]]
+    b = flat.m_rank[flat.ptr[sel] + 1]
+    count: Dict[Tuple[int, int], int] = defaultdict(int)
+    for x, y in zip(a.tolist(), b.tolist()):
+        count[(x, y)] += 1
+    best: Dict[int, int] = defaultdict(int)
+    for (x, y), c in count.items():
+        best[x] = max(best[x], c)
+        best[y] = max(best[y], c)
+    adj: Dict[int, Set[int]] = defaultdict(set)
+    for (x, y), c in count.items():
+        if c >= T.P2P_PARTNER_SHARE * max(best[x], best[y]):
+            adj[x].add(y)
+            adj[y].add(x)
+    seen: Set[int] = set()
+    chains = []
+    for start in sorted(adj):
+        if start in seen:
+            continue
+        comp, stack = [], [start]
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            comp.append(x)
+            stack.extend(adj[x] - seen)
+        ends = [x for x in comp if len(adj[x]) == 1]
+        if not (len(comp) >= 2 and len(ends) == 2 and all(len(adj[x]) <= 2 for x in comp)):
+            notes.append(f"Ranks {sorted(ranks[x].rank for x in comp)} exchange send/recv but do not form one "
+                         "chain; no stages given for them.")
+            continue
+        head = min(ends, key=lambda x: (0 if _first_p2p_is_send(ranks[x]) else 1, x))
+        chain, prev = [head], None
+        while len(chain) < len(comp):
+            nxt = [y for y in adj[chain[-1]] if y != prev]
+            prev = chain[-1]
+            chain.append(nxt[0])
+        chains.append(chain)
+    return chains, count
+
+
+def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g_comm: np.ndarray,
+          counts: List[int], notes: List[str]) -> Tuple[Topology, List[str], np.ndarray]:
+    """The topology, the axis of each communicator, and the axis of each group (as comm axes)."""
+    n = len(ranks)
+    topo = Topology()
+    chains, p2p_count = pipelines(ranks, flat, topo.notes)
+    stage = [-1] * n
+    chain_of = [-1] * n
+    for ci, c in enumerate(chains):
+        for s, x in enumerate(c):
+            stage[x] = s
+            chain_of[x] = ci
+    pp_deg = max((len(c) for c in chains), default=1)
+    if not chains:
+        stage = [0] * n
+    chain_sets = {tuple(sorted(c)): ci for ci, c in enumerate(chains)}
+    steps = max(1, max((len(r.steps) for r in ranks), default=1))
+
+    kinds_of: Dict[int, Set[int]] = defaultdict(set)
+    if flat.n:
+        for c, k in set(zip(g_comm.tolist(), flat.g_kind.tolist())):
+            kinds_of[c].add(k)
+    axis = ["other"] * len(comms)
+    within: Dict[int, List[int]] = defaultdict(list)   # rank index → within-stage communicators
+    for c, members in enumerate(comms):
+        ks = kinds_of[c]
+        if ks == {SEND_RECV}:
+            axis[c] = "pp"
+            continue
+        if members in chain_sets and len(members) > 1:
+            axis[c] = "pp_group"
+            continue
+        st = {stage[x] for x in members}
+        if len(st) == 1 and -1 not in st:
+            for x in members:
+                within[x].append(c)
+            axis[c] = "?"
+        else:
+            axis[c] = "world" if len(members) == n else "other"
+
+    multi_host = len({r.host for r in ranks}) > 1 and all(r.hostname for r in ranks)
+
+    def one_host(c):
+        return len({ranks[x].host for x in comms[c]}) == 1
+
+    mp_of = [-1] * n
+    dp_of = [-1] * n
+    for x in range(n):
+        cs = [c for c in within.get(x, []) if not (kinds_of[c] <= SHARDING_KINDS)]
+        if not cs:
+            continue
+        cs.sort(key=lambda c: (-counts[c], 0 if one_host(c) else 1, c))
+        if len(cs) == 1:
+            c = cs[0]
+            if multi_host and all(one_host(y) for y in [c]):
+                mp_of[x] = c
+            elif counts[c] / steps <= DP_MAX_RATE:
+                dp_of[x] = c
+            else:
+                mp_of[x] = c
+            continue
+        mp_of[x] = cs[0]
+        mset = set(comms[cs[0]])
+        for c in cs[1:]:
+            if mset & set(comms[c]) == {x}:
+                dp_of[x] = c
+                break
+    for x in range(n):
+        if mp_of[x] >= 0:
+            axis[mp_of[x]] = "mp"
+        if dp_of[x] >= 0 and axis[dp_of[x]] != "mp":
+            axis[dp_of[x]] = "dp"
+    for c in range(len(comms)):
+        if axis[c] == "?":
+            axis[c] = "sharding" if kinds_of[c] <= SHARDING_KINDS else "other"
+    # a communicator called mp by some ranks and dp by others is neither
+    for x in range(n):
+        if dp_of[x] >= 0 and axis[dp_of[x]] != "dp":
+            dp_of[x] = -1
+        if mp_of[x] >= 0 and axis[mp_of[x]] != "mp":
+            mp_of[x] = -1
+
+    any_mp = any(c >= 0 for c in mp_of)
+    any_dp = any(c >= 0 for c in dp_of)
+    topo.pp = pp_deg if chains else 1
+    topo.mp = max((len(comms[c]) for c in mp_of if c >= 0), default=1)
+    topo.dp = max((len(comms[c]) for c in dp_of if c >= 0), default=1)
+    topo.coord_pp = list(stage)
+    topo.coord_mp = [comms[mp_of[x]].index(x) if mp_of[x] >= 0 else (-1 if any_mp else 0) for x in range(n)]
+    topo.coord_dp = [comms[dp_of[x]].index(x) if dp_of[x] >= 0 else (-1 if any_dp else 0) for x in range(n)]
+    topo.coord_sharding = [-1] * n
+    topo.pipelines = chains
+    # groups: communicators other than send/recv pairs, then one "pp" group per pipeline
+    for c, members in enumerate(comms):
+        if axis[c] == "pp":
+            continue
+        topo.groups.append((axis[c], members, counts[c], tuple(sorted(kinds_of[c]))))
+    for c in chains:
+        inst = sum(p2p_count.get((min(a, b), max(a, b)), 0) for a, b in zip(c, c[1:]))
+        topo.groups.append(("pp", tuple(sorted(c)), inst, (SEND_RECV,)))
+    coords = list(zip(topo.coord_dp, topo.coord_pp, topo.coord_mp))
+    topo.complete = (all(min(c) >= 0 for c in coords) and len(set(coords)) == n
+                     and topo.dp * topo.pp * topo.mp == n)
+    topo.matches_fleet_order = topo.complete and all(
+        ranks[x].rank == (d * topo.pp + p) * topo.mp + m for x, (d, p, m) in enumerate(coords))
+    topo.method = ("pipelines from matched send/recv pairs (stage 0 sends first); pp_group = a communicator "
+                   "holding exactly one pipeline; per rank, its within-stage communicator with the most "
+                   "instances per step is mp, the one meeting it only in the rank is dp; indexes in rank order")
+    if not topo.complete and n > 1:
+        topo.notes.append("The coordinates do not fill a DP x PP x MP grid exactly once: some ranks' groups "
+                          "could not be told apart (see the matching coverage).")
+    g_axis = np.array([axis[c] for c in g_comm.tolist()], dtype=object) if flat.n else np.zeros(0, dtype=object)
+    return topo, axis, g_axis

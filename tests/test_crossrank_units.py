@@ -1,0 +1,115 @@
+"""Parts of the cross-rank analysis on small made-up inputs: the wire-format encoder of the matched
+instances against the protobuf library's own encoding, labels, Fleet's rank order, the evidence
+caveat (uncertain verdict) and the matching of skewed hosts."""
+import pytest
+
+from tb_paddle_profile.analysis.crossrank import analyze_run
+from tb_paddle_profile.analysis.crossrank.encode import matched_bytes
+from tb_paddle_profile.analysis.crossrank.labels import label, natural_key, prior_label
+from tb_paddle_profile.analysis.crossrank.thresholds import MIN_COVERAGE
+from tb_paddle_profile.v1 import plugin_pb2 as ppb
+from tb_paddle_profile.v1 import summary_pb2 as pb
+
+import numpy as np
+
+AR, AG, SR = pb.COLLECTIVE_KIND_ALL_REDUCE, pb.COLLECTIVE_KIND_ALL_GATHER, pb.COLLECTIVE_KIND_SEND_RECV
+
+
+def test_encoder_writes_what_the_protobuf_library_writes():
+    rng = np.random.default_rng(7)
+    groups = [(-1, AR, "", 0, 0, [(0, 0, 5, 0, 1 << 62, 0)]),
+              (3, SR, "ncclDevKernel_SendRecv(ncclDevComm*)", 12_345, 1,
+               [(1, 2, 300, 0, 1_795_936_680_000_000_123, 1), (7, 0, 500, 200, 17, 2)]),
+              (2**40, AG, "c_allgather · ü", 2**35, 4095,
+               [(r, int(rng.integers(0, 1000)), int(rng.integers(0, 2**40)), int(rng.integers(0, 2**20)),
+                 int(rng.integers(0, 2**62)), 0) for r in range(9)])]
+    expected = ppb.RunParallel()
+    for step, kind, name, transfer, last, members in groups:
+        m = expected.matched.add(step=step, kind=kind, name=name, transfer_ns=transfer, last_rank=last)
+        for r, o, d, w, s, dr in members:
+            m.members.add(rank=r, ordinal=o, duration_ns=d, wait_ns=w, start_unix_ns=s, direction=dr)
+    names = sorted({g[2] for g in groups})
+    cols = [np.array([m[i] for g in groups for m in g[5]], dtype=np.int64) for i in range(6)]
+    ptr = np.cumsum([0] + [len(g[5]) for g in groups])
+    data = matched_bytes(np.array([g[0] for g in groups]), np.array([g[1] for g in groups]),
+                         np.array([names.index(g[2]) for g in groups]), names, np.array([g[3] for g in groups]),
+                         np.array([g[4] for g in groups]), ptr, *cols)
+    got = ppb.RunParallel(run="r")
+    got.MergeFromString(data)
+    assert list(got.matched) == list(expected.matched) and got.run == "r"
+
+
+def test_label_leaves_out_what_is_unknown():
+    assert label(5, "gpunode1", 1, 305113, 1, 0, 1) == "rank 5 · dp1 pp0 mp1 · gpunode1 GPU1 · pid 305113"
+    assert label(3) == "rank 3"
+    assert label(2, device_id=0) == "rank 2 · GPU0"
+    assert label(-1, "gpunode0", -1, 77, worker="host_gpunode0pid_77") == "host_gpunode0pid_77 · gpunode0 · pid 77"
+    meta = pb.TraceMeta(worker="host_gpunode3pid_11", hostname="gpunode3", pid=11, rank=-1)
+    assert prior_label(meta, 2, 26) == "rank 26 · gpunode3 GPU2 · pid 11"
+    assert sorted(["gpunode10", "gpunode2", "gpunode1"], key=natural_key) == ["gpunode1", "gpunode2", "gpunode10"]
+
+
+def _digest(worker, hostname, pid, gpu, instances, origin=0, steps=((1, 0, 10_000_000),), rank=-1):
+    s = pb.Summary()
+    s.meta.worker, s.meta.hostname, s.meta.pid, s.meta.rank = worker, hostname, pid, rank
+    s.meta.origin_unix_ns = origin
+    s.meta.file_name = f"{worker}_time_x.paddle_trace.json"
+    s.parallel.timeline = pb.TIMELINE_DEVICE
+    for n, lo, hi in steps:
+        st = s.parallel.steps.add(step=n, compute_ns=hi - lo)
+        st.range.start_ns, st.range.end_ns = lo, hi
+    s.parallel.names.extend(["", "nccl", "op"])
+    counters = {}
+    c = s.parallel.collectives
+    for kind, start, end, stream in instances:
+        step = next(n for n, lo, hi in steps if lo <= start < hi)
+        o = counters.get((step, kind), 0)
+        counters[(step, kind)] = o + 1
+        for column, value in ((c.kind, kind), (c.name, 1), (c.op, 2), (c.step, step), (c.ordinal, o),
+                              (c.start_ns, start), (c.duration_ns, end - start), (c.device_id, gpu),
+                              (c.stream, stream), (c.bytes, 0), (c.direction, 0)):
+            column.append(value)
+    from tb_paddle_profile.analysis.digest import digest_of
+    d = digest_of(s)
+    d.device_id = gpu
+    return d
+
+
+def test_ranks_follow_fleets_order_and_skewed_hosts_still_match():
+    """Default worker names: hosts in natural order, then the GPU (pids out of order). Two hosts,
+    the second's clock 3.2 ms ahead: both data-parallel all-reduces ({0,2} and {1,3}) end at 500 and
+    800 µs of the global clock; without correction rank 2's would end nearer rank 1's."""
+    skew = 3_200_000
+    ins = lambda lo, end: [(AR, lo, end, 16), (AR, lo + 1_000_000, end + 1_000_000, 16)]  # noqa: E731
+    ds = [_digest("host_gpunode10pid_5", "gpunode10", 5, 1, ins(610_000, 800_000), origin=skew),
+          _digest("host_gpunode2pid_9", "gpunode2", 9, 0, ins(100_000, 500_000)),
+          _digest("host_gpunode2pid_3", "gpunode2", 3, 1, ins(300_000, 800_000)),
+          _digest("host_gpunode10pid_7", "gpunode10", 7, 0, ins(420_000, 500_000), origin=skew)]
+    rp = analyze_run(ds)
+    assert [(r.rank, r.hostname, r.device_id, r.pid) for r in rp.ranks] == [
+        (0, "gpunode2", 0, 9), (1, "gpunode2", 1, 3), (2, "gpunode10", 0, 7), (3, "gpunode10", 1, 5)]
+    assert any("Fleet's order" in n for n in rp.notes)
+    groups = sorted((m.step, tuple(x.rank for x in m.members)) for m in rp.matched)
+    assert groups == [(1, (0, 2)), (1, (0, 2)), (1, (1, 3)), (1, (1, 3))]
+    (ref, other) = sorted(rp.clocks, key=lambda c: not c.reference)
+    assert ref.hostname == "gpunode2" and other.hostname == "gpunode10"
+    assert other.offset_ns == skew and other.samples > 0
+    assert [r.clock_offset_ns for r in rp.ranks] == [0, 0, skew, skew]
+    assert rp.ranks[2].label == "rank 2 · dp1 pp0 mp0 · gpunode10 GPU0 · pid 7"  # {0,2} is its dp group
+
+
+def test_low_coverage_makes_the_verdict_uncertain():
+    """Rank 1 has all-gathers nobody else has: a quarter of its instances can be matched."""
+    base = [(AR, 100_000, 400_000, 13)]
+    extra = [(AG, 500_000 + i * 10_000, 505_000 + i * 10_000, 14) for i in range(3)]
+    ds = [_digest("rank0", "", -1, 0, base, rank=0), _digest("rank1", "", -1, 0, base + extra, rank=1)]
+    rp = analyze_run(ds)
+    v = rp.straggler
+    assert [r.coverage for r in rp.ranks] == [1.0, 0.25]
+    assert v.uncertain and v.min_rank_coverage == 0.25 < MIN_COVERAGE
+    assert v.coverage == pytest.approx(2 / 5)
+    (f,) = [f for f in rp.findings if f.rule == "uncertain"]
+    assert f.category == "evidence" and list(f.ranks) == [1]
+    assert "Uncertain" in v.summary
+    cov = {c.kind: (c.matched, c.instances) for c in rp.matching.coverage}
+    assert cov == {AR: (2, 2), AG: (0, 3)}
