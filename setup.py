@@ -29,6 +29,9 @@ setup(
         "s3": ["s3fs>=2025.1"],
         "gcs": ["gcsfs"],
         "tensorboard": ["tensorboard>=2.12"],
+        # preprocess --dask: the per-file job mapped over a Dask cluster's workers (scheduling, worker
+        # deaths rescheduled on other workers, a bound on retries); made for this, so not written here
+        "dask": ["distributed>=2024.1"],
         "test": [
             "pytest>=7",
             "tensorboard>=2.12",
@@ -38,6 +41,7 @@ setup(
             "s3fs>=2025.1",            # (a floor: without it pip backtracks to a 2019 s3fs)
             "grpcio-tools==1.85.1",    # protoc for tools/gen_proto.py --check (pinned: output must not drift)
             "hypothesis>=6.100",       # the reader's fuzz test (tests/test_fuzz_reader.py)
+            "distributed>=2024.1",     # a real Dask scheduler and workers (tests/test_dask_preprocess.py)
         ],
     },
     # The reader's native fast path (tb_paddle_profile/_scan.c, plain C against Python's API, no

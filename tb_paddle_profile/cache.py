@@ -44,10 +44,14 @@ ENV_SIDECAR = "TB_PADDLE_PROFILE_SIDECAR"
 ENV_CACHE_MAX_MB = "TB_PADDLE_PROFILE_CACHE_MAX_MB"
 DEFAULT_CACHE_MAX_MB = 8192
 TRIM_INTERVAL_S = 30.0  # a folder is walked at most this often per Trimmer
-# The entry files the bound applies to: <cache>/v<N>/xx/<digest>.pb (summaries) and
-# <cache>/timeline-v<N>/xx/<digest>.tl (timeline indexes), any layout version N; nothing else is touched.
-_ENTRY_FOLDER = re.compile(r"(v|timeline-v)[0-9]+")
-_ENTRY_SUFFIX = {"v": ".pb", "timeline-v": ".tl"}
+# The entry files the bound applies to: <cache>/v<N>/xx/<digest>.pb (summaries),
+# <cache>/timeline-v<N>/xx/<digest>.tl (timeline indexes), <cache>/digest-v<N>/xx/<digest>.dg (rank digests)
+# and <cache>/analysis-v<N>/xx/<key>.ra (cross-rank analyses), any layout version N; nothing else is touched.
+_ENTRY_FOLDER = re.compile(r"(v|timeline-v|digest-v|analysis-v)[0-9]+")
+_ENTRY_SUFFIX = {"v": ".pb", "timeline-v": ".tl", "digest-v": ".dg", "analysis-v": ".ra"}
+TIMELINE_FOLDER = "timeline-v2"  # = timeline.INDEX_VERSION's folder (checked there)
+DIGEST_FOLDER = "digest-v1"
+ANALYSIS_FOLDER = "analysis-v1"
 SIDECAR_SUFFIX = ".tb_paddle_profile.pb"
 # Entry layout 2: magic, the checksum line (hex blake2b-128 of header line + body), the JSON header line
 # (with the body's length), the body. Layout 1 had no checksum: its files (in ``v1/``, with another magic)
@@ -436,6 +440,9 @@ class SummaryCache:
             cache_dir = None
         if sidecar is None:
             sidecar = env_flag(ENV_SIDECAR)
+        if cache_dir is not None and ("://" in str(cache_dir) or "::" in str(cache_dir)):  # [J2 dask] a
+            from tb_paddle_profile.cache_store import UrlSummaryCache  # cache at an fsspec URL (s3://…)
+            return UrlSummaryCache(str(cache_dir).strip(), sidecar=sidecar)
         return cls(cache_dir, sidecar=sidecar)
 
     def _path(self, key: CacheKey) -> Optional[Path]:
@@ -446,7 +453,12 @@ class SummaryCache:
 
     def get(self, key: CacheKey) -> Optional[CachedResult]:
         """The entry of ``key``, checked whole (checksum); a damaged one is deleted and None returned."""
-        path = self._path(key)
+        return self._read_checked(self._path(key), key, need_ok=False)
+
+    @staticmethod
+    def _read_checked(path: Optional[Path], key: CacheKey, need_ok: bool) -> Optional[CachedResult]:
+        """The entry at ``path`` checked whole against ``key``; a damaged one (or, with ``need_ok``, one
+        that holds a failure) is deleted and None returned: at its key's own path any mismatch is damage."""
         if path is None:
             return None
         try:
@@ -456,8 +468,8 @@ class SummaryCache:
         except OSError:
             return None
         found, why, _ = check_entry(blob, key)
-        if found is None:
-            discard(path, inode, why)  # at its key's own path, any mismatch is damage
+        if found is None or (need_ok and not found.ok):
+            discard(path, inode, why or "not a result")
             return None
         touch(path)
         return found
@@ -482,6 +494,74 @@ class SummaryCache:
         if found is None:
             discard(path, st.st_ino, why)
         return found
+
+    # ---- the other parts of a job's entry (jobs.py) and the cross-rank analyses
+    #
+    # One job writes, for one trace version: its timeline index, then its digest, then its summary
+    # entry. The summary entry is written last and is what makes the job's entry visible: a reader
+    # that finds it finds the digest and the index too (unless trimmed or damaged since, which is a
+    # miss that runs the job again); a job that dies half way leaves no summary entry, so the
+    # trace counts as not done. Each file is itself written atomically (atomic_write).
+
+    def index_path(self, key: CacheKey) -> Optional[Path]:
+        """Where the timeline index of ``key`` lives in this cache (None when the cache is off)."""
+        if self.cache_dir is None:
+            return None
+        digest = key.digest()
+        return self.cache_dir / TIMELINE_FOLDER / digest[:2] / (digest + ".tl")
+
+    def has_index(self, key: CacheKey) -> bool:
+        path = self.index_path(key)
+        return path is not None and path.is_file()
+
+    def put_index(self, key: CacheKey, chunks) -> Optional[str]:
+        """Write a timeline index (an iterable of byte chunks) atomically; its path, or None when the
+        cache is off. Raises OSError when it cannot be written."""
+        path = self.index_path(key)
+        if path is None:
+            return None
+        atomic_write(path, chunks)
+        return str(path)
+
+    def _blob_path(self, folder: str, name: str, suffix: str) -> Optional[Path]:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / folder / name[:2] / (name + suffix)
+
+    def _get_blob(self, path: Optional[Path], key: CacheKey) -> Optional[bytes]:
+        found = self._read_checked(path, key, need_ok=True)
+        return found.data if found is not None else None
+
+    def _put_blob(self, path: Optional[Path], key: CacheKey, data: bytes) -> bool:
+        if path is None:
+            return False
+        try:
+            atomic_write(path, encode_entry(key, CachedResult(True, data, "")))
+            self.trimmer.after_write(path)
+            return True
+        except OSError as err:
+            if not self._warned:
+                logger.warning("tb_paddle_profile: cache not writable (%s); keeping results in memory", err)
+                self._warned = True
+            return False
+
+    def get_digest(self, key: CacheKey) -> Optional[bytes]:
+        """The serialized RankDigest of a trace version, or None."""
+        return self._get_blob(self._blob_path(DIGEST_FOLDER, key.digest(), ".dg"), key)
+
+    def put_digest(self, key: CacheKey, data: bytes) -> bool:
+        return self._put_blob(self._blob_path(DIGEST_FOLDER, key.digest(), ".dg"), key, data)
+
+    @staticmethod
+    def _analysis_key(name: str) -> CacheKey:
+        return CacheKey("analysis:" + name, 0, "")
+
+    def get_analysis(self, name: str) -> Optional[bytes]:
+        """A serialized cross-rank analysis stored under ``name`` (RunParallel.analysis_key), or None."""
+        return self._get_blob(self._blob_path(ANALYSIS_FOLDER, name, ".ra"), self._analysis_key(name))
+
+    def put_analysis(self, name: str, data: bytes) -> bool:
+        return self._put_blob(self._blob_path(ANALYSIS_FOLDER, name, ".ra"), self._analysis_key(name), data)
 
     def put(self, key: CacheKey, result: CachedResult) -> bool:
         """Store an entry; False when the cache is off or the folder is not writable (logged once)."""

@@ -9,13 +9,10 @@ import logging
 import os
 import sys
 import traceback
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-from .engine import summarize_reader
-from .errors import TraceError, TransientError, our_bug
-from .naming import is_trace_file
-from .paths import open_checked, read_checked
-from .reader import parse_workers, peek_span
+from .errors import our_bug
+from .reader import parse_workers
 from .render import text
 from .v1 import to_json
 from .v1.summary_pb2 import Summary
@@ -38,168 +35,228 @@ def _view(name: str) -> str:
         f"unknown view {name!r}; use one of {', '.join(text.VIEWS)} or {', '.join(VIEW_ALIASES)}")
 
 
-def _traces(target: str) -> List[str]:
-    """The traces a command reads: the file named, or every trace-named file under the folder named.
-    Linked folders are not walked (no loops, nothing outside); linked files are listed and then read
-    under the path policy of paths.py with the folder as the root (see _root)."""
-    if os.path.isdir(target):
-        found = []
-        for root, dirs, files in os.walk(target):  # followlinks=False
-            dirs.sort()
-            found.extend(os.path.join(root, f) for f in sorted(files) if is_trace_file(f))
-        return found
-    return [target]
+class _Loaded:
+    """The CLI's files, loaded by the plugin's own loader and per-file job (jobs.run_job): the summaries
+    and digests come from the cache the plugin reads (default folder, ``--cache-dir``; ``--no-cache``:
+    nothing kept), and a trace parsed here is in that cache afterwards, timeline index included."""
+
+    def __init__(self, args, fs, root: Optional[str], files: List):
+        from .cache import SummaryCache
+        from .plugin.discovery import Snapshot
+        from .plugin.loader import Loader
+
+        cache = SummaryCache(None) if args.no_cache else SummaryCache.from_env(cache_dir=args.cache_dir)
+        self.files = files
+        if len(files) == 1 and not files[0].refused:
+            # One file: the same job, run in this process (no worker process to start for it).
+            self.loader = _Inline(fs, cache, files[0], root, args.jobs or parse_workers())
+            return
+        # growing_window 0: a truncated file is a failed one here (nobody waits for it to settle)
+        self.loader = Loader(fs, cache, workers=args.jobs or parse_workers(), root=root, growing_window=0.0,
+                             index=cache.cache_dir is not None)
+        runs: dict = {}
+        for f in files:
+            runs.setdefault(f.run, {}).setdefault(f.worker, {})[f.span] = f
+        self.loader.update(Snapshot(logdir="", scanned_at=1.0, runs=runs))
+
+    def wait(self):
+        self.loader.wait_idle()
+        return self.loader.states(self.files)
+
+    def report(self, verbose: bool) -> None:
+        if verbose:
+            st = self.loader.stats
+            print(f"{len(self.files)} trace(s): {st['parsed']} parsed, {st['cache_hits']} from the cache",
+                  file=sys.stderr)
+
+    def close(self) -> None:
+        self.loader.close()
 
 
-def _root(target: str) -> Optional[str]:
-    """The root for paths.open_checked: the folder given; None for a file named explicitly (followed)."""
-    return target if os.path.isdir(target) else None
+class _Inline:
+    """The part of the Loader the CLI uses, for one file whose job (jobs.run_job) runs in this process."""
+
+    def __init__(self, fs, cache, f, root: Optional[str], workers: int):
+        import collections
+
+        from .jobs import JobSpec
+
+        self.cache = cache
+        self.stats = collections.Counter()
+        self._spec = JobSpec(path=f.path, file_name=f.file_name, key=f.key,
+                             cache_dir=str(cache.cache_dir) if cache.cache_dir is not None else None,
+                             sidecar=cache.sidecar, fs=fs, root=root, index=cache.cache_dir is not None,
+                             parse_workers=workers)
+        self._out = None
+
+    def wait_idle(self, timeout=None) -> bool:
+        from .jobs import run_job
+
+        if self._out is None:
+            self._out = out = run_job(self._spec)
+            self.stats["parsed"] += out.parsed
+            self.stats["cache_hits"] += out.kind == "cached"
+            if out.kind == "bug":
+                logging.getLogger(__name__).debug("%s\n%s", out.error, out.traceback)
+            if out.ok and not out.stored and self.cache.cache_dir is None and hasattr(self.cache, "url"):
+                self.cache.put_digest(self._spec.key, out.digest)  # a cache at a URL: stored here
+                from .cache import CachedResult
+
+                self.cache.put(self._spec.key, CachedResult(True, out.summary, ""))
+        return True
+
+    def states(self, files):
+        from .plugin.loader import FAILED, READY, FileState
+
+        out = self._out
+        if out.ok:
+            return [FileState(READY)]
+        why = {"bug": "bug", "refused": "refused-read"}.get(out.kind, "" if out.error_kind == "trace" else "transient")
+        error = out.error or f"{self._spec.file_name}: not loaded ({out.kind})"
+        return [FileState(FAILED, error, out.kind == "cached", why)]
+
+    def summary_bytes(self, f):
+        return self._out.summary if self._out is not None and self._out.ok else None
+
+    def digest_bytes(self, f):
+        return self._out.digest if self._out is not None and self._out.ok else None
+
+    def close(self) -> None:
+        pass
 
 
-def _summarize_path(path: str, root: Optional[str], workers: int = 1) -> Summary:
-    """The Summary of one trace, read under the path policy (a refused file is a one-line TraceError)."""
-    name = os.path.basename(path)
-
-    def read() -> bytes:
-        try:
-            return read_checked(None, path, root, name)
-        except OSError as exc:
-            raise TraceError(name, exc.strerror or str(exc)) from None
-
-    return summarize_reader(read, path, workers)
+def _failure(state, file_name: str) -> Tuple[str, bool]:
+    """(the one line to print, whether it is a bug of ours) of a file that did not load."""
+    error = state.error or f"{file_name}: not loaded"
+    return error, state.why == "bug"
 
 
 def _cmd_summary(args) -> int:
-    paths = _traces(args.trace)
-    if not paths:
+    from .plugin.loader import READY
+    from .runs import local_traces
+
+    try:
+        fs, root, files = local_traces(args.trace)
+    except OSError as exc:
+        print(f"error: {args.trace}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    if not files or (not os.path.isdir(args.trace) and not os.path.lexists(args.trace)):
         print(f"{args.trace}: no *.paddle_trace.json files found", file=sys.stderr)
         return 2
-    root = _root(args.trace)
+    files.sort(key=lambda f: f.path)
+    loaded = _Loaded(args, fs, root, files)
     failed = internal = 0
-    for i, path in enumerate(paths):
-        # Every file is tried, whatever happened to the others. Exit status: 0 all summarized,
-        # 2 some files were not usable traces (or could not be read), 3 an internal error (ours).
-        try:
-            summary = _summarize_path(path, root, workers=args.jobs or parse_workers())
-            if args.format == "json":
-                out = to_json(summary)
-            else:
-                out = text.render(summary, sorted_by=args.sorted_by, time_unit=args.time_unit,
-                                  op_detail=not args.no_op_detail, thread_sep=args.thread_sep, views=args.views)
-        except (TraceError, TransientError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            failed += 1
-            continue
-        except Exception as exc:  # a bug of ours: said as such, with the traceback under --debug
-            print(f"error: {our_bug(os.path.basename(path), exc)}", file=sys.stderr)
-            logging.getLogger(__name__).debug("internal error on %s", path, exc_info=True)
-            if args.debug:
-                traceback.print_exc(file=sys.stderr)
-            internal += 1
-            continue
-        if len(paths) > 1:
-            print(f"{'' if i == 0 else chr(10)}==> {path} <==")
-        print(out)
+    try:
+        states = loaded.wait()
+        for i, (f, state) in enumerate(zip(files, states)):
+            # Every file is tried, whatever happened to the others. Exit status: 0 all summarized,
+            # 2 some files were not usable traces (or could not be read), 3 an internal error (ours).
+            data = loaded.loader.summary_bytes(f) if state.state == READY else None
+            if data is None:
+                error, bug = _failure(state, f.file_name)
+                print(f"error: {error}", file=sys.stderr)
+                internal += bug
+                failed += not bug
+                continue
+            try:
+                summary = Summary.FromString(data)
+                if args.format == "json":
+                    out = to_json(summary)
+                else:
+                    out = text.render(summary, sorted_by=args.sorted_by, time_unit=args.time_unit,
+                                      op_detail=not args.no_op_detail, thread_sep=args.thread_sep, views=args.views)
+            except Exception as exc:  # a bug of ours: said as such, with the traceback under --debug
+                print(f"error: {our_bug(f.file_name, exc)}", file=sys.stderr)
+                logging.getLogger(__name__).debug("internal error on %s", f.path, exc_info=True)
+                if args.debug:
+                    traceback.print_exc(file=sys.stderr)
+                internal += 1
+                continue
+            if len(files) > 1:
+                print(f"{'' if i == 0 else chr(10)}==> {f.path} <==")
+            print(out)
+        loaded.report(args.verbose)
+    finally:
+        loaded.close()
     return 3 if internal else 2 if failed else 0
 
 
-def _span_of(path: str, root: Optional[str]) -> str:
-    with open_checked(None, path, root) as f:
-        span = peek_span(f.read(1 << 14))
-    return span if span is not None else ""
-
-
-def _span_key(span: str):
-    return (0, int(span), "") if span.isdigit() else (1, 0, span)
-
-
 def _cmd_distributed(args) -> int:
-    from .analysis.cross_rank import analyze_run
+    from .plugin.loader import READY
     from .render import parallel_text
+    from .runs import RunAnalyses, analysis_key, analyze_digests, duplicate_notes, local_traces, span_files, span_order
+    from .v1 import summary_pb2
 
-    paths = _traces(args.run_dir)
-    if not paths:
+    if not os.path.isdir(args.run_dir):
         print(f"{args.run_dir}: no *.paddle_trace.json files found", file=sys.stderr)
         return 2
-    root = _root(args.run_dir)
-    by_span = {}
-    unreadable = 0
-    for path in paths:
-        try:
-            by_span.setdefault(_span_of(path, root), []).append(path)
-        except TraceError as err:  # refused by the path policy
-            print(f"error: {err}", file=sys.stderr)
-            unreadable += 1
-        except OSError as exc:
-            print(f"error: {os.path.basename(path)}: {exc.strerror or exc}", file=sys.stderr)
-            unreadable += 1
-    spans = sorted(by_span, key=_span_key)
+    try:
+        fs, root, files = local_traces(args.run_dir)
+    except OSError as exc:
+        print(f"error: {args.run_dir}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    if not files:
+        print(f"{args.run_dir}: no *.paddle_trace.json files found", file=sys.stderr)
+        return 2
+    refused = [f for f in files if f.refused]
+    for f in refused:
+        print(f"error: {f.file_name}: {f.refused}", file=sys.stderr)
+    workers: dict = {}
+    for f in files:
+        if not f.refused:
+            workers.setdefault(f.worker, {})[f.span] = f
+    spans = sorted({f.span for f in files if not f.refused and "@" not in f.span}, key=span_order)
     span = args.span if args.span is not None else (spans[0] if spans else "")
-    if span not in by_span:
+    chosen = span_files(workers, span)
+    if not chosen:
         print(f"{args.run_dir}: no trace of span {span!r} (spans: {', '.join(spans) or 'none'})", file=sys.stderr)
         return 2
-    summaries, failed = _summarize_all(by_span[span], args.jobs, root)
-    failed += unreadable
-    notes = []
-    if len(spans) > 1:
-        notes.append(f"Spans {', '.join(spans)} found; this is span {span} (--span chooses).")
-    latest = {}
-    for s in summaries:  # a worker exported twice in one span: keep its latest file
-        key = (s.meta.worker, s.meta.pid)
-        if key not in latest or s.meta.export_time > latest[key].meta.export_time:
-            latest[key] = s
-    if len(latest) < len(summaries):
-        notes.append(f"{len(summaries) - len(latest)} older file(s) of the same worker and span left out.")
-    summaries = sorted(latest.values(), key=lambda s: (s.meta.rank, s.meta.file_name))
-    if not summaries:
-        return 2
-    result = analyze_run(summaries, run=args.run_dir, span=span)
-    result.notes.extend(notes)
+    loaded = _Loaded(args, fs, root, chosen)
+    failed = len(refused)
+    internal = 0
+    try:
+        states = loaded.wait()
+        digests, keys, notes = [], [], []
+        for f, state in zip(chosen, states):
+            data = loaded.loader.digest_bytes(f) if state.state == READY else None
+            if data is None:
+                error, bug = _failure(state, f.file_name)
+                print(f"error: {error}", file=sys.stderr)
+                notes.append(f"left out: {error}")
+                internal += bug
+                failed += not bug
+                continue
+            digests.append(summary_pb2.RankDigest.FromString(data))
+            keys.append(f.key)
+        loaded.report(args.verbose)
+        if not digests:
+            return 3 if internal else 2
+        if len(spans) > 1:
+            notes.append(f"Spans {', '.join(spans)} found; this is span {span} (--span chooses).")
+        notes.extend(duplicate_notes(workers, span))
+        analyses = RunAnalyses(loaded.loader.cache if loaded.loader.cache.cache_dir is not None else None)
+        from .v1 import plugin_pb2
+
+        data = analyses.get(analysis_key(keys), lambda: analyze_digests(digests, ".", span))
+        result = plugin_pb2.RunParallel.FromString(data)
+        result.run = args.run_dir
+        result.notes.extend(notes)
+    finally:
+        loaded.close()
     if args.format == "json":
         print(to_json(result))
     else:
         print(parallel_text.render(result, time_unit=args.time_unit), end="")
-    return 2 if failed else 0
-
-
-def _summarize_all(paths: List[str], jobs: Optional[int], root: Optional[str] = None):
-    """Summaries of the files (in worker processes when there are several), and how many failed."""
-    cores = jobs or parse_workers()
-    jobs = min(len(paths), cores, 8)
-    per_file = max(1, cores // max(1, jobs))  # fewer files than cores: each file's decode shares them
-    results = []
-    if jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(jobs) as pool:
-            results = list(pool.map(_summarize_or_error, paths, [per_file] * len(paths), [root] * len(paths)))
-    else:
-        results = [_summarize_or_error(p, per_file, root) for p in paths]
-    summaries, failed = [], 0
-    for data, error in results:
-        if error:
-            print(f"error: {error}", file=sys.stderr)
-            failed += 1
-        else:
-            s = Summary()
-            s.ParseFromString(data)
-            summaries.append(s)
-    return summaries, failed
-
-
-def _summarize_or_error(path: str, workers: int = 1, root: Optional[str] = None):
-    try:
-        return _summarize_path(path, root, workers=workers).SerializeToString(), None
-    except (TraceError, TransientError) as err:
-        return None, str(err)
-    except Exception as exc:  # a bug of ours: one line, and the other files still go on
-        logging.getLogger(__name__).debug("internal error on %s", path, exc_info=True)
-        return None, our_bug(os.path.basename(path), exc)
+    return 3 if internal else 2 if failed else 0
 
 
 def _cmd_preprocess(args) -> int:
     from .preprocess import preprocess
 
+    from .dask_preprocess import cli_main, wants_dask  # [J2 dask] the per-file job on a Dask cluster, and
+
+    if wants_dask(args):  # a cache at a URL (filled through dask_preprocess.py only)
+        return cli_main(args)
     try:
         results = preprocess(args.logdir, cache_dir=args.cache_dir, sidecar=args.sidecar, jobs=args.jobs,
                              timeline=not args.no_timeline)
@@ -216,6 +273,16 @@ def _cmd_preprocess(args) -> int:
     done = "summarized" if args.no_timeline else "summarized and indexed"
     print(f"{len(results) - failed} of {len(results)} traces {done} into the cache")
     return 2 if failed else 0
+
+
+def _cache_args(p) -> None:
+    p.add_argument("--cache-dir", default=None,
+                   help="the cache the TensorBoard plugin reads (default: $TB_PADDLE_PROFILE_CACHE or "
+                        "~/.cache/tb_paddle_profile): summaries, digests and timeline indexes are read from it "
+                        "and stored into it")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor fill the cache")
+    p.add_argument("-v", "--verbose", action="store_true", help="say how many traces were parsed and how many "
+                                                               "came from the cache (on stderr)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -236,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=None,
                    help="processes that decode a large trace together (default: the CPUs available, at most 8; 1: serial)")
     s.add_argument("--debug", action="store_true", help="print the traceback of an internal error (a bug of the tool)")
+    _cache_args(s)
     s.set_defaults(func=_cmd_summary)
 
     d = sub.add_parser("distributed", help="hybrid-parallel analysis across the ranks of a run: collectives by kind, "
@@ -246,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: tables; json: the RunParallel protobuf as proto3 JSON")
     d.add_argument("--jobs", type=int, default=None, help="worker processes for parsing (default: cores, at most 8)")
+    _cache_args(d)
     d.set_defaults(func=_cmd_distributed)
 
     p = sub.add_parser("preprocess", help="summarize every trace under a logdir into the cache ahead of time")
@@ -256,12 +325,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-timeline", action="store_true",
                    help="summaries only; do not build the timeline indexes (built on first view then)")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--dask", metavar="ADDRESS", default=None,  # [J2 dask]
+                   help="parse on a Dask cluster: a scheduler (tcp://host:8786) or local:N (N local worker "
+                        "processes); needs tb_paddle_profile[dask]")
     p.set_defaults(func=_cmd_preprocess)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    if not getattr(args, "debug", False):
+        # The CLI prints one line per file that did not load (and the traceback of a bug of ours under
+        # --debug); the loader's own log of the same failures, made for TensorBoard's log, stays quiet.
+        logging.getLogger("tb_paddle_profile.plugin.loader").setLevel(logging.CRITICAL)
     try:
         return args.func(args)
     except BrokenPipeError:

@@ -28,7 +28,12 @@ SUMMARY_SCHEMA = 3
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
-    p = Profile.build(tables)
+    return summarize_profile(Profile.build(tables), file_name, file_size)
+
+
+def summarize_profile(p: Profile, file_name: str, file_size: int = 0) -> pb.Summary:
+    """The Summary of a built Profile (its tables and tree stay usable: jobs.py builds the timeline
+    index from the same ones, so that a trace is parsed once)."""
     s = pb.Summary()
     _meta(p, file_name, file_size, s.meta)
 

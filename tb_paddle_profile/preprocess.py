@@ -1,18 +1,18 @@
 """Fill the summary cache ahead of time: ``tb-paddle-profile preprocess LOGDIR``.
 
-Runs the same discovery and worker processes as the TensorBoard plugin, once, and waits for them, so
-that TensorBoard started afterwards on the same logdir (and cache) parses nothing.
+Runs the same discovery, loader and per-file job (jobs.run_job: one parse gives the summary, the rank
+digest and the timeline index) as the TensorBoard plugin, once, and waits for them, so that TensorBoard
+started afterwards on the same logdir (and cache) parses nothing.
 
 A trace counts as done only when what was asked for is really stored: its summary in the cache folder
 (or its sidecar), and its timeline index when timelines are asked for. A cache folder that cannot be
 written is reported per trace (with the reason) instead of being filled silently in memory, and the
-timeline indexes are then not built at all; waiting for a timeline build is bounded.
+timeline indexes are then reported as not stored.
 """
 from __future__ import annotations
 
 import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -23,7 +23,6 @@ from tb_paddle_profile.plugin.loader import FAILED, GROWING, READY, Loader
 # The longest wait for one trace's timeline index: TIMELINE_WAIT_S, plus TIMELINE_WAIT_S_PER_MB per MB.
 TIMELINE_WAIT_S = 600.0
 TIMELINE_WAIT_S_PER_MB = 2.0
-POLL_S = 0.2
 
 
 def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = False,
@@ -39,7 +38,9 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
     """
     cache = SummaryCache.from_env(cache_dir=cache_dir, sidecar=bool(sidecar) or env_flag(ENV_SIDECAR))
     discovery = Discovery(logdir, interval=None)
-    loader = Loader(discovery.fs, cache, workers=jobs, root=discovery.root)
+    # The loader's jobs (jobs.run_job) make each trace's summary, digest and (with `timeline`) timeline
+    # index from one parse, into the cache.
+    loader = Loader(discovery.fs, cache, workers=jobs, root=discovery.root, index=timeline)
     discovery.subscribe(loader.update)
     try:
         snapshot = discovery.scan()
@@ -66,8 +67,8 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
                 results.append((shown, False, f"still being written, try again later ({state.error})"))
             else:
                 results.append((shown, False, state.error or f"{trace.file_name}: not loaded"))
-        if timeline and cache.cache_dir is not None and stored:
-            failed = _build_timelines(discovery.fs, cache.cache_dir, stored, jobs, discovery.root)
+        if timeline and stored:
+            failed = _check_timelines(cache, loader, stored)
             results = [(shown, False, failed[shown]) if ok and shown in failed else (shown, ok, message)
                        for shown, ok, message in results]
         return results
@@ -114,50 +115,27 @@ def _ensure_sidecar(fs, trace, cache: SummaryCache, root: Optional[str]) -> None
         write_sidecar(fs, trace.path, trace.key, entry)
 
 
-def _build_timelines(fs, cache_dir, files, jobs: Optional[int], root: Optional[str]) -> Dict[str, str]:
-    """Build the timeline index of every file (in worker processes) and wait for them, each for a bounded
-    time; returns the one-line reason of each file whose index was not stored, by its shown path."""
-    from tb_paddle_profile.timeline import INDEX_VERSION, TimelineStore
+def _check_timelines(cache: SummaryCache, loader: Loader, files) -> Dict[str, str]:
+    """The one-line reason of each file whose timeline index is not in the cache folder, by shown path.
+    The job that made a summary made its index from the same parse; a summary found in the cache
+    without its index (an older cache, or one filled with --no-timeline) has its job run again."""
+    from tb_paddle_profile.timeline import INDEX_VERSION
 
     failed: Dict[str, str] = {}
-    problem = _write_problem(Path(cache_dir) / f"timeline-v{INDEX_VERSION}")
-    if problem:  # built into a temporary folder it would be lost at exit: say so instead
-        return {_shown(f): f"{f.file_name}: timeline index not built: {problem}" for f in files}
-    store = TimelineStore(fs, cache_dir, workers=jobs or 2, root=root)
-    try:
-        now = time.monotonic()
-        deadline = {f.key: now + TIMELINE_WAIT_S + TIMELINE_WAIT_S_PER_MB * f.size / (1 << 20) for f in files}
-        pending = list(files)
-        while pending:
-            still = []
-            for f in pending:
-                idx, state = store.get(f)
-                if idx is not None:
-                    if not _index_stored(store, f, cache_dir):
-                        failed[_shown(f)] = (f"{f.file_name}: timeline index built, but not stored in "
-                                             f"{cache_dir}")
-                elif state != "building":
-                    failed[_shown(f)] = state
-                elif time.monotonic() > deadline[f.key]:
-                    failed[_shown(f)] = (f"{f.file_name}: timeline index not built within "
-                                         f"{deadline[f.key] - now:.0f} s")
-                else:
-                    still.append(f)
-            pending = still
-            if pending:
-                time.sleep(POLL_S)
-    finally:
-        store.close()
+    if cache.cache_dir is not None:
+        wanted = [(f, loader.request_index(f)) for f in files if not cache.has_index(f.key)]
+        for f, fut in wanted:
+            try:
+                fut.result(timeout=TIMELINE_WAIT_S + TIMELINE_WAIT_S_PER_MB * f.size / (1 << 20))
+            except Exception:  # timed out: reported below as not stored
+                pass
+    for f in files:
+        if cache.has_index(f.key):
+            continue
+        problem = ""
+        if cache.cache_dir is not None:
+            problem = _write_problem(Path(cache.cache_dir) / f"timeline-v{INDEX_VERSION}" / f.key.digest()[:2])
+        else:
+            problem = "the cache is off: an index is only kept in a cache folder"
+        failed[_shown(f)] = f"{f.file_name}: timeline index not built: {problem or 'not stored in the cache'}"
     return failed
-
-
-def _index_stored(store, trace, cache_dir) -> bool:
-    """Whether the index of `trace` is in the cache folder (not in a temporary folder of this process)."""
-    path = getattr(store, "_path", None)
-    if path is None:
-        return True
-    try:
-        target = Path(path(trace))
-        return target.is_file() and Path(cache_dir) in target.parents
-    except Exception:
-        return True

@@ -1,8 +1,9 @@
 """The timeline: a columnar index of a trace's slices, and the level-of-detail queries over it.
 
-A trace is parsed once more, in a worker process, the first time its timeline is asked for; the result
-is a compact binary index file in the cache folder (``timeline-v2/``), memory-mapped by the request
-threads. The file ends with a CRC-32 of everything before it and its length: an index that is cut short,
+The index is built by the per-file job (jobs.run_job) from the same parse as the trace's summary, and
+written as a compact binary index file in the cache folder (``timeline-v2/``), memory-mapped by the
+request threads; the store (TimelineStore) only opens these files and asks the loader to run a file's
+job again when its index is missing. The file ends with a CRC-32 of everything before it and its length: an index that is cut short,
 has flipped bytes or is not an index is a miss (deleted and built again), never drawn. Every query then
 touches only the rows of the window it asks for:
 
@@ -53,6 +54,10 @@ LANE_CAP = 4000  # items per lane and response, at most
 MAX_PX = 8192
 FLOW_CAP = 2000
 MATCH_CAP = 2000
+# One timeline window answers at most WINDOW_MAX_RANKS ranks and at most WINDOW_MAX_BYTES of message:
+# more ranks are asked for page by page (TimelineWindow.rank_offset / ranks_total; docs/timeline.md).
+WINDOW_MAX_RANKS = 32
+WINDOW_MAX_BYTES = 2 << 20
 
 KIND_HOST, KIND_RUNTIME, KIND_DEVICE = 0, 1, 2
 TYPE_NAMES = list(et.TYPE_NAMES)
@@ -217,7 +222,11 @@ def _parse(read_bytes, file_name: str, parse_workers: int = 1):
     from .reader import read_trace
 
     # in a box: the reader drops the bytes as soon as the events are read
-    tables = read_trace([read_bytes()], os.path.basename(file_name), parse_workers)
+    from .jobs import _count_parse
+
+    box = [read_bytes()]  # the reader drops the bytes as soon as the events are read
+    _count_parse(os.path.basename(file_name))
+    tables = read_trace(box, os.path.basename(file_name), parse_workers)
     tree = build_tree(tables)
     return build_index(tables, tree)
 
@@ -847,9 +856,14 @@ class TimelineStore:
     COOLDOWN_S = 120.0
     KEEP_OPEN = 64
 
-    def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2, root: Optional[str] = None):
+    def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2, root: Optional[str] = None,
+                 runner=None):
         self.fs = fs
         self.root = root
+        # runner(file) -> concurrent.futures.Future of a build result (index_in_worker's dict): the
+        # plugin's loader (Loader.request_index), whose per-file job makes the summary and the index
+        # from one parse. Without one (a store used on its own), builds run in a pool of its own.
+        self.runner = runner
         self._tmp = None
         self._spill: Optional[Path] = None  # the temporary folder, when one is used
         self._spill_trimmer = None
@@ -965,36 +979,17 @@ class TimelineStore:
         return None, reason
 
     def _start(self, file, digest: str) -> Tuple[None, str]:
-        from .reader import parse_workers
-        from .workers import process_pool
-
         with self._lock:
             if self._closed:
                 return None, f"{file.file_name}: the timeline store is closed"
             job = self._jobs.setdefault(digest, _Job())
             if job.future is not None:
                 return None, "building"
-            target = self._path(file)
-            fallback = None
-            if self.folder != self._spill:
-                spill = self._temp_folder()
-                fallback = str(spill / target.relative_to(self.folder))
-            try:
-                if self._executor is None:
-                    self._executor = process_pool(self.workers)
-                # cores not taken by other builds help decode this file
-                building = sum(1 for j in self._jobs.values() if j.future is not None)
-                share = max(1, parse_workers() // (building + 1))
-                fut = self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size,
-                                            str(target), share, getattr(file, "root", "") or self.root, fallback)
-            except Exception as err:  # no worker process could be started (resources): transient
-                self._executor = None
-                failed = {"ok": False, "kind": "transient",
-                          "error": f"{file.file_name}: timeline not built: cannot start a worker process: "
-                                   f"{_one_line(err)}"}
-                fut = None
+            if self.runner is not None:
+                fut, failed = self._run_elsewhere(file)
             else:
-                job.future = fut
+                fut, failed = self._run_here(file)
+            job.future = fut
         if fut is None:
             self._finish(file, digest, None, failed)
             with self._lock:
@@ -1002,6 +997,39 @@ class TimelineStore:
                 return None, (job.reason if job.kind else "building")
         fut.add_done_callback(lambda f: self._finish(file, digest, f, None))
         return None, "building"
+
+    def _run_elsewhere(self, file):
+        """(future, None) of the runner's build (the loader's job), or (None, the failure)."""
+        try:
+            return self.runner(file), None
+        except Exception as err:  # the loader closed meanwhile, or a bug of ours: said, never raised
+            return None, {"ok": False, "kind": "transient",
+                          "error": f"{file.file_name}: timeline not built: {_one_line(err)}"}
+
+    def _run_here(self, file):
+        """(future, None) of a build in this store's own pool (under the lock), or (None, the failure)."""
+        from .reader import parse_workers
+        from .workers import process_pool
+
+        target = self._path(file)
+        fallback = None
+        if self.folder != self._spill:
+            spill = self._temp_folder()
+            fallback = str(spill / target.relative_to(self.folder))
+        try:
+            if self._executor is None:
+                self._executor = process_pool(self.workers)
+            # cores not taken by other builds help decode this file
+            building = sum(1 for j in self._jobs.values() if j.future is not None)
+            share = max(1, parse_workers() // (building + 1))
+            return self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size,
+                                         str(target), share, getattr(file, "root", "") or self.root,
+                                         fallback), None
+        except Exception as err:  # no worker process could be started (resources): transient
+            self._executor = None
+            return None, {"ok": False, "kind": "transient",
+                          "error": f"{file.file_name}: timeline not built: cannot start a worker process: "
+                                   f"{_one_line(err)}"}
 
     def _finish(self, file, digest: str, fut, res: Optional[dict]) -> None:
         """A build ended (in the executor's thread): record its outcome. Never raises."""
@@ -1098,18 +1126,23 @@ def _deltas(values: np.ndarray, first: int = 0) -> np.ndarray:
 
 
 def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Optional[int], px: int,
-                   base: Optional[int], query: str = "", flows: bool = False):
+                   base: Optional[int], query: str = "", flows: bool = False, ranks_total: Optional[int] = None,
+                   rank_offset: int = 0, max_bytes: int = WINDOW_MAX_BYTES,
+                   clock: Optional[Dict[str, int]] = None):
     """The TimelineWindow of ``ranks`` [(TraceFile, index or None, state)] for [ws, we] at ``px`` pixels.
 
     ``ws``/``we`` are ns relative to ``base`` (unix ns; default: the earliest origin of the ready ranks);
-    None means the whole extent."""
+    None means the whole extent. ``ranks`` is one page (from ``rank_offset``) of the ``ranks_total``
+    ranks asked for; a rank whose slices would take the message past ``max_bytes`` is left to the next
+    page (the first rank of a page is always answered; one rank's window stays within the bound by the
+    lane cap). ``clock``: worker -> its host's clock offset (ns), subtracted from its origin."""
     from .v1 import timeline_pb2 as tpb
 
     ready = [(f, idx) for f, idx, _ in ranks if idx is not None]
     if base is None:
-        base = min((idx.origin for _, idx in ready), default=0)
-    lo_all = min((idx.start_ns + idx.origin - base for _, idx in ready), default=0)
-    hi_all = max((idx.end_ns + idx.origin - base for _, idx in ready), default=0)
+        base = min((_origin(f.worker, idx, clock) for f, idx in ready), default=0)
+    lo_all = min((idx.start_ns + _origin(f.worker, idx, clock) - base for f, idx in ready), default=0)
+    hi_all = max((idx.end_ns + _origin(f.worker, idx, clock) - base for f, idx in ready), default=0)
     if ws is None or we is None or we <= ws:
         ws, we = lo_all, max(hi_all, lo_all + 1)
     px = max(1, min(int(px or 1000), MAX_PX))
@@ -1120,12 +1153,16 @@ def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Opti
     names = [""]
     name_ids: Dict[Tuple[int, int], int] = {}
     flow_count = 0
+    used = 0
     for ri, (f, idx, state) in enumerate(ranks):
         r = msg.ranks.add(worker=f.worker, rank=f.rank, file_name=f.file_name, state=state)
+        names_before = len(names)
         if idx is None:
+            used += r.ByteSize() + 4
             continue
-        off = idx.origin - base
+        off = _origin(f.worker, idx, clock) - base
         r.offset_ns = off
+        r.clock_offset_ns = (clock or {}).get(f.worker, 0)
         r.start_ns, r.end_ns = idx.start_ns + off, idx.end_ns + off
         for tr in idx.tracks:
             r.tracks.add(id=tr["id"], kind=tr["kind"], label=tr["label"], depth=tr["depth"], tid=tr["tid"],
@@ -1161,8 +1198,18 @@ def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Opti
             if "match" in q:
                 lane_msg.matches.extend(q["match"].tolist())
         r.events_in_window = total
+        cost = r.ByteSize() + 8 + sum(len(n.encode("utf-8", "surrogatepass")) + 3 for n in names[names_before:])
+        if ri and max_bytes and used + cost > max_bytes:  # left to the next page
+            del msg.ranks[-1]
+            del names[names_before:]
+            for k in [k for k, v in name_ids.items() if v >= names_before]:
+                del name_ids[k]
+            break
+        used += cost
         if flows:
             flow_count += _add_flows(msg, ri, idx, lane_items, off, ws)
+    msg.ranks_total = len(ranks) + rank_offset if ranks_total is None else ranks_total
+    msg.rank_offset = rank_offset
     # Names are shared across ranks when equal.
     msg.names.extend(names)
     if flow_count > FLOW_CAP:
@@ -1198,12 +1245,19 @@ def _add_flows(msg, ri: int, idx: TimelineIndex, lane_items: dict, off: int, ws:
     return total
 
 
-def event_message(worker: str, idx: TimelineIndex, ev: int, base: Optional[int]):
+def _origin(worker: str, idx: TimelineIndex, clock: Optional[Dict[str, int]]) -> int:
+    """The index's origin on the run's common clock: its own origin less its host's clock offset."""
+    return idx.origin - (clock or {}).get(worker, 0)
+
+
+def event_message(worker: str, idx: TimelineIndex, ev: int, base: Optional[int],
+                  clock: Optional[Dict[str, int]] = None):
     from .v1 import timeline_pb2 as tpb
 
     d = event_details(idx, ev)
-    base = idx.origin if base is None else base
-    off = idx.origin - base
+    origin = _origin(worker, idx, clock)
+    base = origin if base is None else base
+    off = origin - base
     msg = tpb.TimelineEvent(worker=worker, id=ev, name=d["name"], type=d["type"], start_ns=d["start"] + off,
                             end_ns=d["end"] + off, track=d["track"], depth=d["depth"], track_label=d["track_label"],
                             correlation_id=d["corr"], operator=d["operator"], base_unix_ns=base)
@@ -1215,18 +1269,19 @@ def event_message(worker: str, idx: TimelineIndex, ev: int, base: Optional[int])
     return msg
 
 
-def search_message(ranks: list, query: str, exact: bool, base: Optional[int], limit: int = MATCH_CAP):
+def search_message(ranks: list, query: str, exact: bool, base: Optional[int], limit: int = MATCH_CAP,
+                   clock: Optional[Dict[str, int]] = None):
     from .v1 import timeline_pb2 as tpb
 
     ready = [(f, idx) for f, idx in ranks if idx is not None]
     if base is None:
-        base = min((idx.origin for _, idx in ready), default=0)
+        base = min((_origin(f.worker, idx, clock) for f, idx in ready), default=0)
     msg = tpb.TimelineSearch(query=query, base_unix_ns=base)
     found = []
     for f, idx in ready:
         total, ids = search(idx, query, exact, limit)
         msg.total += total
-        off = idx.origin - base
+        off = _origin(f.worker, idx, clock) - base
         a = idx.a
         for ev in ids.tolist():
             found.append((int(a["ev_start"][ev]) + off, f, idx, ev, off))
@@ -1241,18 +1296,19 @@ def search_message(ranks: list, query: str, exact: bool, base: Optional[int], li
     return msg
 
 
-def range_message(ranks: list, ws: int, we: int, tracks: Dict[str, Optional[List[int]]], base: Optional[int]):
+def range_message(ranks: list, ws: int, we: int, tracks: Dict[str, Optional[List[int]]], base: Optional[int],
+                  clock: Optional[Dict[str, int]] = None):
     """Sums over [ws, we] of the tracks named per worker (None: all its tracks)."""
     from .v1 import timeline_pb2 as tpb
 
     ready = [(f, idx) for f, idx in ranks if idx is not None]
     if base is None:
-        base = min((idx.origin for _, idx in ready), default=0)
+        base = min((_origin(f.worker, idx, clock) for f, idx in ready), default=0)
     acc: Dict[Tuple[str, str], list] = {}
     for f, idx in ready:
         if f.worker not in tracks:
             continue
-        off = idx.origin - base
+        off = _origin(f.worker, idx, clock) - base
         for key, v in range_sums(idx, ws - off, we - off, tracks[f.worker]).items():
             t = acc.setdefault(key, [0, 0, 0])
             for i in range(3):

@@ -3,6 +3,7 @@ TensorBoard's own WSGI routing, a fingerprint of a folder tree, free ports and w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import hashlib
 import os
@@ -105,6 +106,29 @@ def wait_http(url: str, proc, timeout: float) -> None:
     raise AssertionError(f"{url} did not answer within {timeout}s: {last}")
 
 
+@contextlib.contextmanager
+def tensorboard_process(logdir, env_updates: dict, workdir: Path, timeout: float = 300.0):
+    """A real ``tensorboard`` over ``logdir`` on a free port of 127.0.0.1, with ``env_updates`` in its
+    environment (sidecars off unless asked); yields (base URL, process, log path); stopped on exit."""
+    port = free_port()
+    env = dict(os.environ)
+    env.pop("TB_PADDLE_PROFILE_SIDECAR", None)
+    env.update(env_updates)
+    log = workdir / "tensorboard.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
+                                 "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(workdir))
+    base = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            wait_http(f"{base}/data/plugins_listing", proc, timeout)
+        except AssertionError:
+            raise AssertionError(log.read_text()[-3000:])
+        yield base, proc, log
+    finally:
+        stop(proc)
+
+
 def stop(proc, timeout: float = 30.0) -> None:
     """Ask a server we started to exit (SIGTERM), then kill it if it does not."""
     proc.terminate()
@@ -164,11 +188,27 @@ def _buggy_summarize_reader(read, file_name, workers=1):
     return [][0]  # an IndexError of "our" code, after the bytes were read
 
 
+def _buggy_summarize_profile(p, file_name, file_size=0):
+    return [][0]  # the same bug, on the path of jobs.run_job (one parse for summary and index)
+
+
 def break_the_engine() -> None:
     """A worker-process initializer that makes the engine fail with a bug of ours (an IndexError)."""
     from tb_paddle_profile import engine
 
     engine.summarize_reader = _buggy_summarize_reader
+    engine.summarize_profile = _buggy_summarize_profile
+
+
+def _oops(*args, **kwargs):
+    raise KeyError("oops")
+
+
+def break_kernel_view() -> None:
+    """A worker-process initializer: the Kernel view of the engine fails with a KeyError of ours."""
+    from tb_paddle_profile import engine
+
+    engine.kernel_view = _oops
 
 
 def die_at_start() -> None:

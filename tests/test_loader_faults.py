@@ -247,7 +247,7 @@ def test_a_bug_of_ours_is_reported_as_ours_logged_and_not_cached(make, shared_tr
     assert state.state == FAILED and not state.cached
     assert state.error == errors.our_bug(f.file_name, IndexError("list index out of range"))
     logged = [r for r in caplog.records if r.levelno == logging.ERROR and f.file_name in r.getMessage()]
-    assert logged and "Traceback" in logged[0].getMessage() and "_buggy_summarize_reader" in logged[0].getMessage()
+    assert logged and "Traceback" in logged[0].getMessage() and "_buggy_summarize" in logged[0].getMessage()
     assert loader.cache.peek(f.key) is None  # a fixed release parses it again
     parsed = loader.stats["parsed"]
     discovery.scan()

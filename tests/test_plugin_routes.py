@@ -205,17 +205,46 @@ def test_distributed_puts_every_rank_side_by_side(env):
     assert [(x.worker, x.state) for x in unknown.ranks] == [("rank1", FAILED), ("rank2", FAILED)]
 
 
-def test_parallel_is_the_cross_rank_analysis_of_the_ranks(env):
-    """The route serves what cross_rank.analyze_run gives for the same files' engine summaries."""
-    from tb_paddle_profile.analysis.cross_rank import analyze_run
+def analyze_run(summaries, run, span):
+    """The analysis of the engine summaries' digests, as the parallel route computes it."""
+    from tb_paddle_profile.analysis.digest import digest_of
+    from tb_paddle_profile.runs import analyze_digests
 
+    return analyze_digests([digest_of(s) for s in summaries], run, span)
+
+
+def test_parallel_is_the_cross_rank_analysis_of_the_ranks(env):
+    """The route serves what the cross-rank analysis gives for the digests of the same files' engine
+    summaries (runs.analyze_digests: the analysis the route runs, on the engine's own output)."""
     r = get(env, "parallel", run="gpu", span="0")
     assert r.status_code == 200 and r.mimetype == "application/x-protobuf"
     served = plugin_pb2.RunParallel.FromString(r.get_data())
     summaries = [engine_summary(env["files"]["gpu0"]), engine_summary(env["files"]["gpu1"])]
     expected = analyze_run(summaries, "gpu", "0")
+    # Summary first: the matched instances are left out and counted; the key names the ranks' versions.
+    assert not served.matched and served.matched_total == len(expected.matched) > 0
+    from tb_paddle_profile.plugin.discovery import Discovery
+    from tb_paddle_profile.runs import analysis_key
+
+    files = Discovery(str(env["logdir"]), interval=None).scan().runs["gpu"]
+    assert served.analysis_key == analysis_key([files["rank0"]["0"].key, files["rank1"]["0"].key])
+    matched = list(expected.matched)
+    del expected.matched[:]
+    expected.matched_total, expected.analysis_key = served.matched_total, served.analysis_key
     assert served == expected
     assert len(served.ranks) == 2
+    # ... and paged by parallel_matched: all of them in order, or those of one member rank and step
+    page = plugin_pb2.MatchedPage.FromString(get(env, "parallel_matched", run="gpu", span="0").get_data())
+    assert list(page.matched) == matched and page.total == len(matched) and page.analysis_key == served.analysis_key
+    pages = [plugin_pb2.MatchedPage.FromString(get(env, "parallel_matched", run="gpu", span="0", offset=str(o),
+                                                   limit="1").get_data()) for o in range(len(matched) + 1)]
+    assert [m for p in pages for m in p.matched] == matched and not pages[-1].matched
+    step = matched[-1].step
+    page = plugin_pb2.MatchedPage.FromString(
+        get(env, "parallel_matched", run="gpu", span="0", rank="1", step=str(step)).get_data())
+    assert list(page.matched) == [m for m in matched if m.step == step and any(x.rank == 1 for x in m.members)]
+    assert page.total == len(page.matched) > 0
+    assert get(env, "parallel_matched", run="gpu", span="0", limit="0").status_code == 400
     # every rank carries its own per-step breakdown, so per-step charts need no further request
     assert [list(r.step_breakdown) for r in served.ranks] == [list(s.parallel.steps) for s in summaries]
     assert all(len(r.step_breakdown) == 2 for r in served.ranks)
@@ -410,7 +439,6 @@ def test_a_rewritten_rank_changes_its_version_and_the_parallel_analysis(env, sha
     """A trace rewritten in place (a new profile under the same name) gets a new file_version in the
     distributed route, which the Distributed view keys its cached cross-rank analysis on, and the
     parallel route answers for the new bytes."""
-    from tb_paddle_profile.analysis.cross_rank import analyze_run
 
     plugin = env["plugin"]
     gpu = trace_files(shared_traces, GPU)
@@ -441,7 +469,13 @@ def test_a_rewritten_rank_changes_its_version_and_the_parallel_analysis(env, sha
     after = versions()
     assert after[0] == before[0] and after[1] != before[1]
     expected = analyze_run([engine_summary(p) for p in paths], "rewrite", "0")
-    assert parallel() == expected != first
+    now = parallel()
+    assert now.analysis_key != first.analysis_key  # a changed trace changes the analysis key
+    expected.matched_total, expected.analysis_key = len(expected.matched), now.analysis_key
+    del expected.matched[:]
+    assert now == expected
+    first.analysis_key = now.analysis_key
+    assert now != first
 
 
 def worker_processes(loader):

@@ -352,13 +352,17 @@ def test_a_bug_in_the_analyses_is_not_blamed_on_the_file(monkeypatch, example):
         summarize_bytes(example, NAME)
 
 
+# The CLI with a bug of ours in the engine's Kernel view, in this process and in the worker processes
+# its jobs run in (a folder's traces are parsed by the same WorkerPool the plugin uses).
 _BROKEN_CLI = r"""
-import sys
+import os, sys
 sys.path.insert(0, sys.argv[1])
-from tb_paddle_profile import cli, engine
-def broken(*args, **kwargs):
-    raise KeyError("oops")
-engine.kernel_view = broken
+sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
+import plugin_testlib
+from tb_paddle_profile import cli
+from tb_paddle_profile.plugin import loader
+plugin_testlib.break_kernel_view()
+loader._worker_init = plugin_testlib.break_kernel_view
 sys.exit(cli.main(sys.argv[2:]))
 """
 
@@ -368,7 +372,7 @@ def test_the_cli_reports_our_bug_goes_on_and_exits_3(tmp_path, example, debug):
     for name in ("a_time_1.paddle_trace.json", "b_time_1.paddle_trace.json"):
         (tmp_path / name).write_bytes(example)
     (tmp_path / "c_time_1.paddle_trace.json").write_bytes(b"")
-    proc = subprocess.run([sys.executable, "-c", _BROKEN_CLI, str(REPO), "summary", str(tmp_path)]
+    proc = subprocess.run([sys.executable, "-c", _BROKEN_CLI, str(REPO), "summary", str(tmp_path), "--no-cache"]
                           + (["--debug"] if debug else []), cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]

@@ -310,3 +310,65 @@ def test_preprocess_builds_the_timeline_indexes(shared_traces, tmp_path, monkeyp
         assert len(window.ranks) == 2
     finally:
         plugin.close()
+
+
+def test_a_window_of_many_ranks_is_paged_within_its_byte_bound(gpu_index):
+    """Ranks whose slices would take a window past its bound are left to the next page, whose
+    rank_offset continues where this one stopped; the first rank of a page is always answered."""
+    idx = gpu_index[1]
+    ranks = [(_File(f"rank{i}", i), idx, "") for i in range(5)]
+    one = timeline.window_message("r", "0", ranks[:1], None, None, 1500, None)
+    size = len(one.SerializeToString())
+    full = timeline.window_message("r", "0", ranks, None, None, 1500, None, ranks_total=5)
+    assert [r.rank for r in full.ranks] == [0, 1, 2, 3, 4] and full.ranks_total == 5 and full.rank_offset == 0
+    bound = int(size * 2.5)  # room for two ranks, not three
+    seen, offset = [], 0
+    while offset < 5:
+        page = timeline.window_message("r", "0", ranks[offset:], None, None, 1500, None, ranks_total=5,
+                                       rank_offset=offset, max_bytes=bound)
+        assert page.rank_offset == offset and page.ranks_total == 5 and 1 <= len(page.ranks) <= 2
+        assert len(page.SerializeToString()) <= bound
+        # what a page holds of a rank is what the unbounded window holds of it
+        for r in page.ranks:
+            assert [list(lane.durations) for lane in r.lanes] == \
+                [list(lane.durations) for lane in full.ranks[r.rank].lanes]
+        seen += [r.rank for r in page.ranks]
+        offset += len(page.ranks)
+    assert seen == [0, 1, 2, 3, 4]
+    tiny = timeline.window_message("r", "0", ranks, None, None, 1500, None, max_bytes=1)
+    assert len(tiny.ranks) == 1  # the first rank always
+
+
+def test_the_timeline_draws_skewed_hosts_on_the_corrected_clock(tmp_path, monkeypatch):
+    """Two hosts whose clocks differ by milliseconds (the generator's planted offsets): once the run's
+    cross-rank analysis exists, every timeline answer puts each rank on the common clock: its origin less
+    its host's offset, the offset as the analysis estimated it (within 1 µs of the planted one)."""
+    from plugin_testlib import PREFIX, make_plugin, ready
+    from tb_paddle_profile.synth import SynthConfig, generate
+    from tb_paddle_profile.synth.truth import load_truth
+    from tb_paddle_profile.v1 import plugin_pb2, timeline_pb2
+
+    out = tmp_path / "logdir" / "skew"
+    generate(SynthConfig(dp=2, mp=2, pp=1, steps=2, layers=1, micro_batches=1, names="default",
+                         gpus_per_node=2, clock_skew_us=3000), str(out))
+    truth = load_truth(str(out))
+    planted = {r["worker"]: r["clock_offset_ns"] for r in truth.ranks}
+    assert len(set(planted.values())) == 2 and max(abs(v) for v in planted.values()) > 100_000
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(tmp_path / "cache"))
+    plugin, client = make_plugin(str(tmp_path / "logdir"))
+    try:
+        ready(plugin)
+        before = timeline_pb2.TimelineWindow.FromString(client.get(f"{PREFIX}/timeline?run=skew&span=0").data)
+        par = plugin_pb2.RunParallel.FromString(client.get(f"{PREFIX}/parallel?run=skew&span=0").data)
+        estimated = {r.worker: r.clock_offset_ns for r in par.ranks}
+        reference = next(w for w, v in planted.items() if v == 0)
+        for w, v in planted.items():  # offsets relative to the reference host, which is host 0 here
+            assert abs(estimated[w] - (v - planted[reference])) <= 1_000, (w, estimated[w], v)
+        after = timeline_pb2.TimelineWindow.FromString(client.get(f"{PREFIX}/timeline?run=skew&span=0").data)
+        assert {r.worker: r.clock_offset_ns for r in before.ranks} == {w: 0 for w in planted}
+        assert {r.worker: r.clock_offset_ns for r in after.ranks} == estimated
+        own = {r.worker: r.offset_ns + before.base_unix_ns for r in before.ranks}  # each rank's own origin
+        for r in after.ranks:
+            assert r.offset_ns + after.base_unix_ns == own[r.worker] - estimated[r.worker]
+    finally:
+        plugin.close()

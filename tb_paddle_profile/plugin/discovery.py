@@ -4,6 +4,10 @@ Every folder that holds ``*.paddle_trace.json`` or ``*.paddle_trace.json.gz`` is
 relative to the logdir (``.`` for the logdir itself). The worker, host, pid and rank come from the file
 name; the span from the first few KB of the file (one ranged read), never from a full parse.
 
+Which files form a run, a worker and a span, and which file a worker that exported a span twice
+stands for (the latest export), is decided by :func:`tb_paddle_profile.runs.assemble`, the same for
+the CLI.
+
 A background thread rescans periodically, so runs and spans written during training appear without a
 restart. Each scan is published as an immutable :class:`Snapshot`; request threads only ever read the
 latest one. A file whose size or version changed since the previous scan is marked ``changed``: it is
@@ -24,12 +28,13 @@ import os
 import posixpath
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import fsspec
 
 from tb_paddle_profile import paths
+from tb_paddle_profile import runs as runs_mod
 from tb_paddle_profile.cache import CacheKey
 from tb_paddle_profile.errors import TraceError
 from tb_paddle_profile.naming import is_trace_file, parse_file_name
@@ -66,6 +71,7 @@ class TraceFile:
     changed: bool = False  # size or version differ from the previous scan
     refused: str = ""  # why the path policy (paths.py) forbids reading it; "" when it may be read
     root: str = ""  # the logdir as the store names it: the `root` for paths.open_checked/read_checked
+    recorded_span: str = ""  # the span the trace records (`span` may be "<span>@1": runs.assemble)
 
     @property
     def key(self) -> CacheKey:
@@ -128,17 +134,6 @@ def file_identity(info: Mapping) -> Tuple[str, Optional[float]]:
         if info.get(k):
             return str(info[k]).strip('"'), mtime
     return (repr(mtime) if mtime is not None else ""), mtime
-
-
-def _span_order(span: str):
-    base = span.partition("@")[0]
-    return (0, int(base), span) if base.isdigit() else (1, 0, span)
-
-
-def _worker_order(item):
-    name, spans = item
-    rank = next(iter(spans.values())).rank
-    return (rank if rank >= 0 else 1 << 30, name)
 
 
 class Discovery:
@@ -306,7 +301,7 @@ class Discovery:
         heads, late = self._read_heads(need_head)
 
         known_now: Dict[str, Tuple[int, str, Optional[str]]] = {}
-        grouped: Dict[str, Dict[str, List[TraceFile]]] = {}
+        traces: List[TraceFile] = []
         for run, path, size, version, mtime, refused in entries:
             refused = refused or late.get(path, "")
             known = self._known.get(path)
@@ -338,23 +333,8 @@ class Discovery:
                 changed=known is not None and known[:2] != (size, version),
                 refused=refused,
                 root=self.root,
+                recorded_span=span if span else UNKNOWN_SPAN,
             )
-            grouped.setdefault(run, {}).setdefault(parsed.worker, []).append(trace)
+            traces.append(trace)
         self._known = known_now
-
-        runs: Dict[str, Dict[str, Dict[str, TraceFile]]] = {}
-        for run in sorted(grouped):
-            workers: Dict[str, Dict[str, TraceFile]] = {}
-            for worker, traces in grouped[run].items():
-                spans: Dict[str, TraceFile] = {}
-                # A worker name reused by a second training in the same folder repeats its span
-                # numbers: the later files get "<span>@2", "<span>@3", ... in export order.
-                for trace in sorted(traces, key=lambda t: (t.export_time, t.file_name)):
-                    span, n = trace.span, 1
-                    while span in spans:
-                        n += 1
-                        span = f"{trace.span}@{n}"
-                    spans[span] = trace if span == trace.span else replace(trace, span=span)
-                workers[worker] = dict(sorted(spans.items(), key=lambda kv: _span_order(kv[0])))
-            runs[run] = dict(sorted(workers.items(), key=_worker_order))
-        return Snapshot(previous.logdir, time.time(), runs, "", previous.generation + 1)
+        return Snapshot(previous.logdir, time.time(), runs_mod.assemble(traces), "", previous.generation + 1)

@@ -1,8 +1,11 @@
 """Summaries of the discovered traces, computed in background worker processes.
 
 The request threads never parse: they read states and finished summaries. A dispatcher thread hands
-files to worker processes (workers.WorkerPool: one job per process at a time), bounded by the cores and
-by the memory available against the planned peak of the files in flight (from their real size: a
+files to worker processes (workers.WorkerPool: one job per process at a time) that run the per-file job
+(jobs.run_job: one parse gives the summary, the rank digest and the timeline index, written into the
+cache); it is the one job runner of the plugin, ``preprocess`` and the CLI. :meth:`Loader.request_index`
+runs a READY file's job again when the timeline store finds its index missing. Files are handed out
+bounded by the cores and by the memory available against the planned peak of the files in flight (from their real size: a
 gzipped file's inflated size is read from its gzip trailer), most wanted first (a file someone asked
 for, then the run being looked at, then the others in run-list order). Each file is in one state:
 
@@ -30,7 +33,9 @@ is being parsed has its worker process ended; closing the loader ends all of the
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import itertools
+import tempfile
 import logging
 import os
 import threading
@@ -40,8 +45,9 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from tb_paddle_profile import paths
-from tb_paddle_profile.cache import CacheKey, CachedResult, SummaryCache, read_sidecar, write_sidecar
-from tb_paddle_profile.errors import TraceError, TransientError, our_bug
+from tb_paddle_profile.cache import CacheKey, CachedResult, SummaryCache
+from tb_paddle_profile.errors import our_bug
+from tb_paddle_profile.jobs import JobSpec, run_job
 from tb_paddle_profile.reader import inflated_size
 from tb_paddle_profile.workers import (Job, JobCancelled, JobError, WorkerDied, WorkerLost, WorkerPool,
                                        WorkerStartError, describe_exit)
@@ -72,6 +78,7 @@ JSON_MEMORY_FACTOR = 3
 INFLATE_HEAD_BYTES = 64 << 10  # of a .gz, inflated to tell how much ISIZE wrapped
 GZIP_FALLBACK_RATIO = 10  # inflated/compressed, when a gzip trailer cannot be read (JSON traces: about 10)
 MEMORY_LRU_BYTES = 256 << 20  # finished summaries kept in memory for fast answers
+DIGEST_LRU_BYTES = 128 << 20  # rank digests kept in memory (a few KB each: every rank of large runs)
 # Retries (see the module's docstring).
 MAX_CRASH_RETRIES = 2
 CRASH_RETRY_S = 1.0
@@ -88,11 +95,12 @@ class FileState:
     state: int
     error: str = ""
     cached: bool = False
+    why: str = ""  # FAILED: "" (the file's fault), "transient", "refused", "refused-read" or "bug"
 
 
 class _Entry:
     __slots__ = ("file", "state", "error", "cached", "data", "seq", "crashes", "rounds", "not_before", "why",
-                 "first_seen", "job", "plan")
+                 "first_seen", "job", "plan", "digest", "index_path", "waiters", "side", "side_running")
 
     def __init__(self, file: TraceFile, seq: int, now: float):
         self.file = file
@@ -110,6 +118,11 @@ class _Entry:
         self.first_seen = now
         self.job: Optional[Job] = None
         self.plan: Optional[int] = None  # planned peak memory of its parse
+        self.digest: Optional[bytes] = None  # pinned digest when the disk cache could not take it
+        self.index_path = ""  # where its last job wrote the timeline index
+        self.waiters: List[concurrent.futures.Future] = []  # timeline index requests (request_index)
+        self.side = False  # queued for a job that only its timeline index needs (its state unchanged)
+        self.side_running = False
 
 
 class SizedLRU:
@@ -155,13 +168,6 @@ def _worker_init() -> None:
     import tb_paddle_profile.engine  # noqa: F401  (imported once per worker, not per file)
 
 
-def _reread_looks_truncated(fs, path: str, root: Optional[str], file_name: str) -> bool:
-    try:
-        return looks_truncated(paths.read_checked(fs, path, root, file_name))
-    except Exception:
-        return False
-
-
 def looks_truncated(data: bytes) -> bool:
     """True when the bytes end before the JSON document does (a file still being written)."""
     if data[:2] == b"\x1f\x8b":
@@ -181,65 +187,6 @@ def looks_truncated(data: bytes) -> bool:
 
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
-
-
-def load_in_worker(fs, path: str, file_name: str, size: int, key: CacheKey, sidecar: bool, recent: bool,
-                   parse_workers: int = 1, root: Optional[str] = None) -> dict:
-    """Runs in a worker process: the summary of one file, from its sidecar or by parsing it
-    (with `parse_workers` processes decoding a large file together). The file is read under the path
-    policy of paths.py with the logdir `root`.
-
-    Returns a dict: ``kind`` is "sidecar", "parsed", "growing", "changed", "gone", "io", "refused",
-    "memory" or "bug"; "sidecar" and "parsed" carry ``ok`` and ``data`` or ``error``, the others an
-    ``error``; "bug" (an exception of our own code) also its ``traceback``; ``engine_called`` tells
-    whether the trace was parsed.
-    """
-    try:
-        return _load(fs, path, file_name, size, key, sidecar, recent, parse_workers, root)
-    except MemoryError:
-        return {"kind": "memory", "error": f"{file_name}: ran out of memory while parsing it", "engine_called": True}
-    except TransientError as err:
-        return {"kind": "io", "error": str(err)}
-    except Exception as err:  # not the file's fault: ours
-        import traceback
-
-        return {"kind": "bug", "error": our_bug(file_name, err), "traceback": traceback.format_exc(),
-                "engine_called": True}
-
-
-def _load(fs, path, file_name, size, key, sidecar, recent, parse_workers, root) -> dict:
-    if sidecar:
-        found = read_sidecar(fs, path, key, root)
-        if found is not None:
-            return {"kind": "sidecar", "ok": found.ok, "data": found.data, "error": found.error}
-    try:
-        data = paths.read_checked(fs, path, root, file_name)
-    except TraceError as err:  # refused by the path policy (a FIFO, a link out of the logdir...)
-        return {"kind": "refused", "error": str(err)}
-    except FileNotFoundError:
-        return {"kind": "gone", "error": f"{file_name}: the file could not be found when it was read"}
-    except (TransientError, MemoryError):
-        raise
-    except Exception as err:  # the store's own errors (network, permissions)
-        return {"kind": "io", "error": f"{file_name}: cannot read: {_one_line(err)}"}
-    if len(data) != size:
-        return {"kind": "changed"}
-    from tb_paddle_profile import engine
-
-    box = [data]
-    del data  # the engine frees the bytes once its tables are built
-
-    try:
-        summary = engine.summarize_reader(box.pop, file_name, workers=parse_workers)
-    except TraceError as err:
-        if recent and _reread_looks_truncated(fs, path, root, file_name):
-            return {"kind": "growing", "error": str(err), "engine_called": True}
-        result = CachedResult(False, b"", str(err))
-    else:
-        result = CachedResult(True, summary.SerializeToString(), "")
-    note = write_sidecar(fs, path, key, result) if sidecar else ""
-    return {"kind": "parsed", "ok": result.ok, "data": result.data, "error": result.error, "note": note,
-            "engine_called": True}
 
 
 # ------------------------------------------------------------------ parent side
@@ -345,9 +292,15 @@ class Loader:
     user named). A file discovery already refused (``TraceFile.refused``) is shown FAILED, never read."""
 
     def __init__(self, fs, cache: SummaryCache, workers: Optional[int] = None,
-                 growing_window: Optional[float] = None, root: Optional[str] = None):
+                 growing_window: Optional[float] = None, root: Optional[str] = None, index: bool = True):
         self.fs = fs
         self.cache = cache
+        # Each job also builds the trace's timeline index from the same parse (jobs.py), into the
+        # cache, or into a temporary folder of this loader when the cache is off or not writable.
+        self.index = index
+        self._index_tmp: Optional[tempfile.TemporaryDirectory] = None
+        self._digests = SizedLRU(DIGEST_LRU_BYTES)
+        self._resolve: List[Tuple[concurrent.futures.Future, dict]] = []
         self.root = root
         self.max_workers = workers or default_workers()
         self.growing_window = _growing_window() if growing_window is None else growing_window
@@ -392,7 +345,7 @@ class Loader:
                 elif e.state == QUEUED and not e.error and self._pool_error:
                     out.append(FileState(QUEUED, f"{e.file.file_name}: waiting: {self._pool_error}"))
                 else:
-                    out.append(FileState(e.state, e.error, e.cached))
+                    out.append(FileState(e.state, e.error, e.cached, e.why if e.state == FAILED else ""))
             return out
 
     def worker_pids(self) -> List[int]:
@@ -436,6 +389,75 @@ class Loader:
                 self._touch()
         return None
 
+    def digest_bytes(self, file: TraceFile) -> Optional[bytes]:
+        """The serialized RankDigest of a READY file; None otherwise (never parses). An entry without a
+        digest (a cache written by an older release, a sidecar) gets one from its summary."""
+        key = file.key
+        with self._cond:
+            e = self._entries.get(key)
+            if e is None or e.state != READY:
+                return None
+            data = e.digest if e.digest is not None else self._digests.get(key)
+        if data is not None:
+            return data
+        data = self.cache.get_digest(key)
+        if data is None:
+            summary = self.summary_bytes(file)
+            if summary is None:
+                return None
+            from tb_paddle_profile.analysis.digest import digest_of
+            from tb_paddle_profile.v1 import summary_pb2
+
+            data = digest_of(summary_pb2.Summary.FromString(summary)).SerializeToString()
+            if not self.cache.put_digest(key, data):
+                with self._cond:
+                    if self._entries.get(key) is e:
+                        e.digest = data
+        with self._cond:
+            self._digests.put(key, data)
+        return data
+
+    def request_index(self, file: TraceFile) -> "concurrent.futures.Future":
+        """A future of the timeline index of ``file``: a dict ``{"ok": True, "path"}`` or ``{"ok": False,
+        "kind": "trace"|"transient"|"bug", "error"}`` (timeline.TimelineStore's build result). The index
+        comes from the file's job (the one that makes its summary); when that ran without leaving an
+        index (evicted, an older cache, a sidecar), the job runs again, without changing the file's state."""
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        with self._cond:
+            e = self._entries.get(file.key)
+            if e is None or self._closed:
+                fut.set_result({"ok": False, "kind": "transient",
+                                "error": f"{file.file_name}: not known to the loader (yet)"})
+                return fut
+            if e.state == READY and e.index_path and os.path.isfile(e.index_path) and not e.side_running:
+                fut.set_result({"ok": True, "path": e.index_path, "note": ""})
+                return fut
+            if e.state == FAILED and e.why in ("", "bug", "refused", "refused-read"):
+                fut.set_result({"ok": False, "kind": "bug" if e.why == "bug" else "trace", "error": e.error})
+                return fut
+            if e.state == GROWING:
+                fut.set_result({"ok": False, "kind": "transient", "retry": False, "error": e.error})
+                return fut
+            e.waiters.append(fut)
+            if e.state == READY and not e.side_running and not e.side:
+                e.side = True
+                self._urgent.add(file.key)
+                self._touch()
+            elif e.state in (QUEUED, FAILED) and file.key not in self._pending and file.key not in self._inflight:
+                self._enqueue(e)
+                self._urgent.add(file.key)
+                self._touch()
+            else:
+                self._urgent.add(file.key)
+                self._cond.notify_all()
+        return fut
+
+    def _index_dir(self) -> str:
+        with self._cond:
+            if self._index_tmp is None:
+                self._index_tmp = tempfile.TemporaryDirectory(prefix="tbpp-timeline-")
+            return self._index_tmp.name
+
     def counts(self) -> Dict[str, int]:
         with self._cond:
             names = plugin_pb2.LoadState.Name
@@ -455,7 +477,7 @@ class Loader:
         """Block until nothing is queued or loading (for tests, preprocess and benchmarks)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._pending or self._inflight or self._done:
+            while self._pending or self._inflight or self._done or self._side_jobs():
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
@@ -474,8 +496,19 @@ class Loader:
             self._thread.join(timeout=30)
         with self._cond:  # a pool the dispatcher was creating meanwhile
             pool, self._executor = self._executor, None
+            waiters = [w for e in self._entries.values() for w in e.waiters]
+            for e in self._entries.values():
+                e.waiters = []
         if pool is not None:
             pool.shutdown()
+        for w in waiters:
+            if not w.done():
+                w.set_result({"ok": False, "kind": "transient", "error": "the loader is closed"})
+        if self._index_tmp is not None:
+            try:
+                self._index_tmp.cleanup()
+            except OSError:
+                pass
 
     # ------------------------------------------------------------- scanning
     def update(self, snapshot: Snapshot) -> None:
@@ -577,8 +610,16 @@ class Loader:
             e.plan = memory_estimate(e.file)
         return e.plan
 
+    def _side_jobs(self) -> List[_Entry]:
+        return [e for e in self._entries.values() if e.side and not e.side_running]
+
     def _pick(self, now: float) -> Optional[_Entry]:
-        if not self._pending or now < self._pool_retry_at:
+        if now < self._pool_retry_at:
+            return None
+        side = self._side_jobs() if len(self._inflight) < self.max_workers else []
+        if side:
+            return min(side, key=lambda e: e.seq)
+        if not self._pending:
             return None
         last = len(self._run_order)
 
@@ -636,9 +677,12 @@ class Loader:
                 if nxt is None or not self._can_start(nxt):
                     break
                 key = nxt.file.key
-                del self._pending[key]
+                if nxt.side:  # only its index is wanted: its state stays as it is
+                    nxt.side, nxt.side_running = False, True
+                else:
+                    del self._pending[key]
+                    nxt.state = LOADING
                 self._urgent.discard(key)
-                nxt.state = LOADING
                 self._inflight[key] = self._plan(nxt)
                 starts.append((nxt, self._recent(nxt, time.time())))
             if starts:
@@ -649,6 +693,7 @@ class Loader:
             except Exception as err:  # a bug of ours: that file says so, the others go on
                 logger.exception("tb_paddle_profile: internal error finishing %s", e.file.file_name)
                 self._fail_bug(e, our_bug(e.file.file_name, err))
+        self._flush_resolved()
         for e, recent in starts:
             self._submit(e, recent)
         return True
@@ -677,8 +722,14 @@ class Loader:
             # then loads on all of them; many files get one process each).
             with self._cond:
                 share = max(1, self.max_workers // max(1, len(self._inflight)))
-            job = pool.submit(load_in_worker, self.fs, f.path, f.file_name, f.size, f.key, self.cache.sidecar,
-                              recent, share, self._root_of(f))
+            with self._cond:
+                force = e.side_running
+            spec = JobSpec(path=f.path, file_name=f.file_name, key=f.key,
+                           cache_dir=str(self.cache.cache_dir) if self.cache.cache_dir is not None else None,
+                           sidecar=self.cache.sidecar, fs=self.fs, root=self._root_of(f),
+                           index=self.index or force, index_dir=self._index_dir(), force=force,
+                           recent=recent, parse_workers=share)
+            job = pool.submit(run_job, spec)
         except Exception as err:  # no worker process could be started: no file's fault, retried
             self._pool_failed(e, err)
             return
@@ -706,7 +757,9 @@ class Loader:
             self._pool_fails += 1
             self._pool_error = reason
             self.stats["pool_failures"] += 1
-            if self._entries.get(key) is e:
+            if e.side_running:  # only its index was wanted: asked again, its state unchanged
+                e.side_running, e.side = False, True
+            elif self._entries.get(key) is e:
                 self._enqueue(e)
             if self._pool_fails >= POOL_MAX_TRIES:
                 logger.error("tb_paddle_profile: %s (%d times in a row); the queued files wait for a later scan",
@@ -745,14 +798,14 @@ class Loader:
         key = e.file.key
         name = e.file.file_name
         try:
-            res = job.future.result()
+            res = _as_result(job.future.result())
         except WorkerDied as err:  # the process parsing this file died: this file, and only it, is charged
             res = {"kind": "crash", "error": f"{name}: the worker process parsing it {describe_exit(err.exitcode)}"}
         except WorkerLost as err:  # ended before it started the job: the file is not charged
             res = {"kind": "lost", "error": _one_line(err)}
         except JobCancelled:
             res = {"kind": "cancelled"}
-        except JobError as err:  # load_in_worker itself failed: ours
+        except JobError as err:  # jobs.run_job itself failed: ours
             res = {"kind": "bug", "error": our_bug(name, _Remote.make(err.type_name, err.message)),
                    "traceback": err.traceback_text}
         kind = res["kind"]
@@ -768,7 +821,13 @@ class Loader:
             if res.get("note"):
                 logger.warning("tb_paddle_profile: %s: %s", name, res["note"])
             result = CachedResult(res["ok"], res["data"], res["error"])
-            stored = self.cache.put(key, result)
+            stored = res.get("stored", False)
+            if stored:
+                self.cache.trimmer.after_write(self.cache._path(key))
+            else:  # the job could not store it (a cache that is not a local folder, or not writable)
+                if result.ok and res.get("digest"):
+                    self.cache.put_digest(key, res["digest"])
+                stored = self.cache.put(key, result)
         elif kind == "bug":
             logger.error("tb_paddle_profile: %s\n%s", res["error"], res.get("traceback", "").rstrip())
         with self._cond:
@@ -776,6 +835,16 @@ class Loader:
             e.job = None
             self.stats["parsed"] += bool(res.get("engine_called"))
             self.stats["sidecar_hits"] += kind == "sidecar"
+            self.stats["cache_hits"] += bool(res.get("cached"))
+            if res.get("index_path"):
+                e.index_path = res["index_path"]
+            if e.side_running:  # a job for its index only: the waiters get it, the state stays
+                e.side_running = False
+                self._answer_waiters(e, res)
+                if result is not None and not stored and result.ok:
+                    e.data = result.data
+                self._touch()
+                return
             current = self._entries.get(key) is e and e.state == LOADING  # (not refused meanwhile)
             if not current or self._closed:
                 self._touch()
@@ -787,11 +856,14 @@ class Loader:
                 return
             if result is not None:
                 e.state = READY if result.ok else FAILED
-                e.error, e.cached, e.why = result.error, kind == "sidecar", ""
+                e.error, e.cached, e.why = result.error, kind == "sidecar" or res.get("cached", False), ""
                 e.data = None if stored or not result.ok else result.data
+                e.digest = None if stored or not result.ok else (res.get("digest") or None)
                 e.crashes = e.rounds = 0
                 if result.ok:
                     self._memory.put(key, result.data)
+                    if res.get("digest"):
+                        self._digests.put(key, res["digest"])
                 self.stats["ready" if result.ok else "failed"] += 1
             elif kind == "growing":
                 self.stats["growing"] += 1
@@ -820,7 +892,49 @@ class Loader:
             else:  # "bug": ours; not cached (a fixed release parses the file again), not retried in a loop
                 e.state, e.why, e.error, e.cached = FAILED, "bug", res["error"], False
                 self.stats["bugs"] += 1
+            if e.state != QUEUED:
+                self._answer_waiters(e, res)
             self._touch()
+
+    def _answer_waiters(self, e: _Entry, res: dict) -> None:
+        """Resolve the timeline index requests of ``e`` from its job's result (under the lock)."""
+        waiters, e.waiters = e.waiters, []
+        if not waiters:
+            return
+        if e.index_path and os.path.isfile(e.index_path):
+            answer = {"ok": True, "path": e.index_path, "note": res.get("note", "")}
+        elif res["kind"] in ("parsed", "sidecar") and not res.get("ok"):
+            answer = {"ok": False, "kind": "trace", "error": res["error"]}
+        elif res["kind"] == "bug":
+            answer = {"ok": False, "kind": "bug", "error": res["error"], "traceback": res.get("traceback", "")}
+        elif res["kind"] in ("parsed", "sidecar"):
+            answer = {"ok": False, "kind": "transient", "retry": False,
+                      "error": f"{e.file.file_name}: its timeline index could not be written"
+                               + (f" ({res['note']})" if res.get("note") else "")}
+        else:
+            answer = {"ok": False, "kind": "transient", "broken": res["kind"] == "crash",
+                      "error": res.get("error") or f"{e.file.file_name}: timeline not built ({res['kind']})"}
+        self._resolve.extend((w, answer) for w in waiters)  # set outside the lock (_flush_resolved)
+
+    def _flush_resolved(self) -> None:
+        """Resolve the index futures answered meanwhile, outside the lock: their callbacks (the
+        timeline store) take locks of their own."""
+        with self._cond:
+            todo, self._resolve = self._resolve, []
+        for w, answer in todo:
+            if not w.done():
+                w.set_result(answer)
+
+
+def _as_result(outcome) -> dict:
+    """A JobOutcome as the loader's result dict (a dict passes through: jobs of tests)."""
+    if isinstance(outcome, dict):
+        return outcome
+    kind = "parsed" if outcome.kind == "cached" else outcome.kind
+    return {"kind": kind, "ok": outcome.ok, "data": outcome.summary, "digest": outcome.digest,
+            "error": outcome.error, "note": outcome.note, "engine_called": outcome.parsed,
+            "stored": outcome.stored, "cached": outcome.kind == "cached", "index_path": outcome.index_path,
+            "traceback": outcome.traceback}
 
 
 def _refused(f: TraceFile) -> str:

@@ -33,7 +33,7 @@ from tb_paddle_profile import paths
 from tb_paddle_profile.errors import TraceError, TransientError, our_bug
 from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
 from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, FileState, Loader, SizedLRU
-from tb_paddle_profile.analysis import cross_rank
+from tb_paddle_profile import runs as run_assembly
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, to_json
 from tb_paddle_profile import timeline
 
@@ -215,6 +215,15 @@ class Routes:
         self._bodies = SizedLRU(64 << 20, sizeof=lambda v: len(v[0]))
         self._ranks = SizedLRU(32 << 20)
         self._static: Dict[str, Path] = {}
+        # Cross-rank analyses by analysis key: in memory (bounded), in the cache folder, computed once.
+        cache = loader.cache if loader is not None and loader.cache.cache_dir is not None else None
+        self.analyses = run_assembly.RunAnalyses(cache)
+        self._last_analysis: Dict[str, str] = {}  # run -> analysis key of its last analysis (labels)
+        # (run, span) -> analysis key of its last analysis (the timeline's clock corrections)
+        self._last_span_analysis: Dict[Tuple[str, str], str] = {}
+        # analysis key -> (worker -> label, worker -> clock offset): small facts of a stored analysis,
+        # kept so that the run list and every timeline request do not decode a whole RunParallel
+        self._facts = SizedLRU(8 << 20, sizeof=lambda v: 200 * (len(v[0]) + len(v[1])) + 100)
 
     def apps(self) -> Dict[str, Callable]:
         return {
@@ -222,6 +231,7 @@ class Routes:
             "/summary": self.summary,
             "/distributed": self.distributed,
             "/parallel": self.parallel,
+            "/parallel_matched": self.parallel_matched,
             "/trace": self.trace,
             "/timeline": self.timeline,
             "/timeline_event": self.timeline_event,
@@ -303,7 +313,9 @@ class Routes:
         def build():
             return _encode(self._run_list(snapshot), fmt)
 
-        return self._send(request, ("runs", snapshot.generation, version, fmt), _CTYPES[fmt], build)
+        # the labels come from the runs' last analyses: a new analysis is a new run list
+        labels_from = tuple(sorted(self._last_analysis.items()))
+        return self._send(request, ("runs", snapshot.generation, version, labels_from, fmt), _CTYPES[fmt], build)
 
     def _run_list(self, snapshot: Snapshot) -> plugin_pb2.RunList:
         out = plugin_pb2.RunList(logdir=snapshot.logdir, scanned_at=snapshot.scanned_at)
@@ -311,14 +323,66 @@ class Routes:
         states = iter(self._states(files))
         for run, workers in snapshot.runs.items():
             entry = out.runs.add(run=run)
+            labels = self._labels(run)
             for worker, spans in workers.items():
                 first = next(iter(spans.values()))
-                w = entry.workers.add(worker=worker, rank=first.rank, hostname=first.hostname, pid=first.pid)
+                w = entry.workers.add(worker=worker, rank=first.rank, hostname=first.hostname, pid=first.pid,
+                                      label=labels.get(worker) or self._prior_label(first))
                 for span, trace in spans.items():
                     st = next(states)
                     w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
                                 error=st.error, cached=st.cached)
         return out
+
+    def _analysis_facts(self, key: Optional[str]) -> Tuple[Dict[str, str], Dict[str, int]]:
+        """(worker -> label, worker -> clock offset ns) of the stored analysis ``key`` (in memory or on
+        disk); empty when there is none. Never computes an analysis."""
+        if not key:
+            return {}, {}
+        facts = self._facts.get(key)
+        if facts is None:
+            data = self.analyses.peek(key)
+            if data is None:
+                return {}, {}
+            msg = plugin_pb2.RunParallel.FromString(data)
+            facts = ({r.worker: r.label for r in msg.ranks if r.label},
+                     {r.worker: r.clock_offset_ns for r in msg.ranks if r.clock_offset_ns})
+            self._facts.put(key, facts)
+        return facts
+
+    def _labels(self, run: str) -> Dict[str, str]:
+        """worker -> label from the run's last cross-rank analysis, when there is one (in memory or on disk)."""
+        return self._analysis_facts(self._last_analysis.get(run))[0]
+
+    def _clock(self, run: str, span: str, files: Optional[List[TraceFile]] = None) -> Dict[str, int]:
+        """worker -> its host's clock offset from the cross-rank analysis of this run and span (the
+        timeline draws every rank on the corrected clock once the analysis exists, e.g. stored by
+        ``preprocess`` or the CLI; before, each rank on its own clock)."""
+        key = self._last_span_analysis.get((run, span))
+        if key is None and files:
+            states = self._states(files)
+            if all(st.state == READY for st in states):
+                key = run_assembly.analysis_key(t.key for t in files)
+        return self._analysis_facts(key)[1]
+
+    def _prior_label(self, trace: TraceFile) -> str:
+        """The label before any analysis: analysis.crossrank.labels.prior_label of the rank's digest (when
+        it is at hand), else the worker name."""
+        if self.loader is None:
+            return trace.worker
+        try:
+            from tb_paddle_profile.analysis.crossrank.labels import prior_label
+        except ImportError:
+            return trace.worker
+        data = self.loader.digest_bytes(trace) if self.loader.states([trace])[0].state == READY else None
+        if data is None:
+            return trace.worker
+        try:
+            d = summary_pb2.RankDigest.FromString(data)
+            return prior_label(d.meta, d.device_id, trace.rank if trace.rank >= 0 else None) or trace.worker
+        except Exception:  # a label is never worth a failed run list
+            logger.debug("tb_paddle_profile: no label for %s", trace.file_name, exc_info=True)
+            return trace.worker
 
     @_handler
     def summary(self, request: Request) -> Response:
@@ -345,11 +409,12 @@ class Routes:
         return respond(request, _encode(entry, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
 
     def _run_span(self, request: Request) -> Tuple[str, str, List[TraceFile]]:
-        """The files of every worker of a run that recorded the span, in run-list order."""
+        """The files of every worker of a run that recorded the span (a worker's latest export of it:
+        runs.py), in rank order."""
         snapshot = self._snapshot()
         run, workers = self._run(snapshot, request, refused=True)
         span = _param(request, "span")
-        files = [spans[span] for spans in workers.values() if span in spans]
+        files = run_assembly.span_files(workers, span)
         if not files:
             raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
         return run, span, files
@@ -376,10 +441,12 @@ class Routes:
         return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
                        [("Retry-After", "1")] if waiting else [])
 
-    @_handler
-    def parallel(self, request: Request) -> Response:
-        """The cross-rank hybrid-parallel analysis (RunParallel) of one run and span, once every
-        rank's summary is ready; 202 with a note while some are still loading."""
+    class _Reloading(Exception):
+        """A READY rank's cached digest was damaged or removed: it is being computed again."""
+
+    def _analysis(self, request: Request):
+        """(run, span, files, states, analysis key, serialized RunParallel) of the run and span named by
+        the request, or a 202 Response while ranks load; see runs.RunAnalyses."""
         run, span, files = self._run_span(request)
         fmt = _format(request)
         loader = self._require_loader()
@@ -391,42 +458,82 @@ class Routes:
             out.notes.append(f"waiting for {len(waiting)} of {len(files)} ranks to load")
             return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
         ready = [t for t, st in zip(files, states) if st.state == READY]
+        key = run_assembly.analysis_key(t.key for t in ready)
 
-        class Reloading(Exception):
-            """A READY rank's cached summary was damaged or removed: it is being summarized again."""
-
-        def build() -> bytes:
-            summaries = []
+        def compute():
+            digests = []
             for trace in ready:
-                data = loader.summary_bytes(trace)
-                if data is None:  # never an analysis without it (it would be memoized as the run's)
-                    raise Reloading
-                summaries.append(summary_pb2.Summary.FromString(data))
-            out = cross_rank.analyze_run(summaries, run, span)
-            for trace, st in zip(files, states):
-                if st.state == FAILED:
-                    out.notes.append(f"left out: {st.error}")
-            return _encode(out, fmt)
+                data = loader.digest_bytes(trace)
+                if data is None:  # never an analysis without it (it would be stored as the run's)
+                    raise Routes._Reloading
+                digests.append(summary_pb2.RankDigest.FromString(data))
+            return run_assembly.analyze_digests(digests, run, span)
 
         try:
-            return self._send(request, ("parallel", tuple(t.key for t in ready), fmt), _CTYPES[fmt], build)
-        except Reloading:
+            data = self.analyses.get(key, compute)
+        except Routes._Reloading:
             out = plugin_pb2.RunParallel(run=run, span=span)
-            out.notes.append("waiting for a rank whose cached summary is being computed again")
+            out.notes.append("waiting for a rank whose cached digest is being computed again")
             return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+        self._last_analysis[run] = key
+        self._last_span_analysis[(run, span)] = key
+        return run, span, files, states, key, data
+
+    @_handler
+    def parallel(self, request: Request) -> Response:
+        """The cross-rank hybrid-parallel analysis (RunParallel) of one run and span, summary first
+        (without its matched instances: parallel_matched pages through them), once every rank is
+        ready; 202 with a note while some are still loading."""
+        got = self._analysis(request)
+        if isinstance(got, Response):
+            return got
+        run, span, files, states, key, data = got
+        fmt = _format(request)
+        workers = self._run(self._snapshot(), request, refused=True)[1]
+        notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
+        notes += run_assembly.duplicate_notes(workers, span)
+
+        def build() -> bytes:
+            out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
+            out.run, out.span = run, span
+            out.notes.extend(notes)
+            return _encode(out, fmt)
+
+        return self._send(request, ("parallel", key, run, span, tuple(notes), fmt), _CTYPES[fmt], build)
+
+    @_handler
+    def parallel_matched(self, request: Request) -> Response:
+        """A page of the analysis's matched instances (MatchedPage): ``rank`` (a member), ``step``,
+        ``offset``, ``limit`` (at most runs.MATCHED_LIMIT)."""
+        rank, step = _int(request, "rank"), _int(request, "step")
+        offset, limit = _int(request, "offset") or 0, _int(request, "limit") or 100
+        got = self._analysis(request)
+        if isinstance(got, Response):
+            return got
+        run, span, _, _, key, data = got
+        fmt = _format(request)
+
+        def build() -> bytes:
+            page = run_assembly.matched_page(plugin_pb2.RunParallel.FromString(data), rank, step, offset, limit)
+            page.run, page.span = run, span
+            return _encode(page, fmt)
+
+        return self._send(request, ("matched", key, run, span, rank, step, offset, limit, fmt), _CTYPES[fmt],
+                          build)
 
     def _rank_part(self, trace: TraceFile) -> Optional[bytes]:
+        """A rank's RankDistributed, from its digest (never its whole Summary)."""
         with self._lock:
             part = self._ranks.get(trace.key)
         if part is not None:
             return part
-        data = self.loader.summary_bytes(trace)
+        data = self.loader.digest_bytes(trace)
         if data is None:
             return None
-        summary = summary_pb2.Summary.FromString(data)
-        rank = plugin_pb2.RankDistributed(total_time_ns=summary.meta.total_time_ns)
-        rank.distributed.CopyFrom(summary.distributed)
-        rank.steps.extend(summary.model.steps)
+        digest = summary_pb2.RankDigest.FromString(data)
+        rank = plugin_pb2.RankDistributed(total_time_ns=digest.meta.total_time_ns)
+        rank.distributed.CopyFrom(digest.distributed)
+        rank.steps.extend(digest.steps)
         part = rank.SerializeToString()
         with self._lock:
             self._ranks.put(trace.key, part)
@@ -549,14 +656,19 @@ class Routes:
 
     # ------------------------------------------------------------- timeline (tb_paddle_profile.timeline)
     def _prewarm_timelines(self, trace: TraceFile) -> None:
-        """Someone looks at a rank: start building the timeline indexes of its run and span in the
-        background, so that opening the Timeline view does not wait for them."""
+        """Someone looks at a rank: have the missing timeline indexes of its run and span made in the
+        background (their files' jobs run again), so that opening the Timeline view does not wait."""
         snapshot = self._snapshot()
         files = [spans[trace.span] for spans in snapshot.runs.get(trace.run, {}).values() if trace.span in spans]
         if not files or self.loader is None:
             return
         store = self._timelines()
+        cache = self.loader.cache
         for f, st in zip(files, self.loader.states(files)):
+            # The jobs that made the summaries made their indexes: only a missing one is asked for
+            # (opening every rank's index here would read a 1,024-rank run's at each view).
+            if cache.cache_dir is not None and cache.has_index(f.key):
+                continue
             if st.state == READY and not getattr(f, "refused", ""):
                 try:
                     store.get(f)
@@ -570,7 +682,10 @@ class Routes:
             store = getattr(self, "_timeline_store", None)
             if store is None:
                 root = self.discovery.root if self.discovery is not None else None
-                store = self._timeline_store = timeline.TimelineStore(loader.fs, loader.cache.cache_dir, root=root)
+                # Indexes come from the loader's per-file jobs (one parse per trace, jobs.py); the store
+                # only opens them, and asks the loader again for one that is missing.
+                store = self._timeline_store = timeline.TimelineStore(
+                    loader.fs, loader.cache.cache_dir, root=root, runner=loader.request_index)
         return store
 
     def _span_files(self, request: Request, many: str = "workers") -> Tuple[str, str, List[TraceFile]]:
@@ -603,13 +718,23 @@ class Routes:
         base = _int(request, "base_unix_ns")
         query = _param(request, "q", required=False)
         flows = _param(request, "flows", required=False) in ("1", "true")
+        # One page of ranks (timeline.WINDOW_MAX_RANKS, and WINDOW_MAX_BYTES of message): only the
+        # indexes of that page are opened.
+        offset = _int(request, "rank_offset") or 0
+        total = len(files)
+        if offset and offset >= total:
+            raise HttpError(400, f"rank_offset {offset} is past the {total} ranks asked for")
+        clock = self._clock(run, span, files)
+        files = files[offset:offset + timeline.WINDOW_MAX_RANKS]
         ranks = self._indexes(files)
         building = any(state == "building" for _, _, state in ranks)
         if not building and all(idx is None for _, idx, _ in ranks):  # not one rank can be drawn: say why
             store = self._timelines()
             code = max(self._failure_code(store, f) for f, _, _ in ranks)
             raise HttpError(code, "; ".join(state for _, _, state in ranks))
-        msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows)
+        budget = timeline.WINDOW_MAX_BYTES - (64 << 10) - (timeline.FLOW_CAP * 48 if flows else 0)
+        msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows, total, offset, budget,
+                                      clock=clock)
         return respond(request, _encode(msg, fmt), _CTYPES[fmt], 202 if building else 200,
                        [("Retry-After", "1")] if building else [])
 
@@ -637,8 +762,9 @@ class Routes:
         ev = _int(request, "id")
         if ev is None or not 0 <= ev < len(idx.a["ev_start"]):
             raise HttpError(404, f"no event {_shown(_param(request, 'id', required=False))} in {trace.file_name}")
-        return respond(request, _encode(timeline.event_message(trace.worker, idx, ev, _int(request, "base_unix_ns")), fmt),
-                       _CTYPES[fmt])
+        msg = timeline.event_message(trace.worker, idx, ev, _int(request, "base_unix_ns"),
+                                     clock=self._clock(trace.run, trace.span))
+        return respond(request, _encode(msg, fmt), _CTYPES[fmt])
 
     @_handler
     def timeline_search(self, request: Request) -> Response:
@@ -650,7 +776,8 @@ class Routes:
         exact = _param(request, "exact", required=False) in ("1", "true")
         limit = max(1, min(_int(request, "limit") or timeline.MATCH_CAP, timeline.MATCH_CAP))
         ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
-        msg = timeline.search_message(ranks, query, exact, _int(request, "base_unix_ns"), limit)
+        msg = timeline.search_message(ranks, query, exact, _int(request, "base_unix_ns"), limit,
+                                      clock=self._clock(run, span, files))
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
 
     @_handler
@@ -672,7 +799,8 @@ class Routes:
         if not tracks:
             tracks = {w: None for w in by_worker}
         ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
-        msg = timeline.range_message(ranks, ws, we, tracks, _int(request, "base_unix_ns"))
+        msg = timeline.range_message(ranks, ws, we, tracks, _int(request, "base_unix_ns"),
+                                     clock=self._clock(run, span, files))
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
 
     @staticmethod
@@ -732,6 +860,10 @@ _INT_RANGES = {
     "px": (1, 100_000),  # the width drawn, in pixels
     "id": (0, _INT64[1]),  # an event's index
     "limit": (1, 1_000_000),  # matches asked for (the route caps them further)
+    "rank": (-1, 1 << 31),
+    "step": (-(1 << 62), 1 << 62),
+    "offset": (0, 1 << 40),
+    "rank_offset": (0, 1 << 31),
 }
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")
 

@@ -83,7 +83,7 @@ class TimelineFlow(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., src_track: _Optional[int] = ..., src_depth: _Optional[int] = ..., src_start_ns: _Optional[int] = ..., src_id: _Optional[int] = ..., dst_track: _Optional[int] = ..., dst_depth: _Optional[int] = ..., dst_start_ns: _Optional[int] = ..., dst_id: _Optional[int] = ...) -> None: ...
 
 class TimelineRank(_message.Message):
-    __slots__ = ("worker", "rank", "offset_ns", "start_ns", "end_ns", "tracks", "lanes", "state", "events_in_window", "file_name")
+    __slots__ = ("worker", "rank", "offset_ns", "start_ns", "end_ns", "tracks", "lanes", "state", "events_in_window", "file_name", "clock_offset_ns")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     OFFSET_NS_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,7 @@ class TimelineRank(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     EVENTS_IN_WINDOW_FIELD_NUMBER: _ClassVar[int]
     FILE_NAME_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_OFFSET_NS_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     offset_ns: int
@@ -104,10 +105,11 @@ class TimelineRank(_message.Message):
     state: str
     events_in_window: int
     file_name: str
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., offset_ns: _Optional[int] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., tracks: _Optional[_Iterable[_Union[TimelineTrack, _Mapping]]] = ..., lanes: _Optional[_Iterable[_Union[TimelineLane, _Mapping]]] = ..., state: _Optional[str] = ..., events_in_window: _Optional[int] = ..., file_name: _Optional[str] = ...) -> None: ...
+    clock_offset_ns: int
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., offset_ns: _Optional[int] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., tracks: _Optional[_Iterable[_Union[TimelineTrack, _Mapping]]] = ..., lanes: _Optional[_Iterable[_Union[TimelineLane, _Mapping]]] = ..., state: _Optional[str] = ..., events_in_window: _Optional[int] = ..., file_name: _Optional[str] = ..., clock_offset_ns: _Optional[int] = ...) -> None: ...
 
 class TimelineWindow(_message.Message):
-    __slots__ = ("run", "span", "base_unix_ns", "window_start_ns", "window_end_ns", "px", "resolution_ns", "names", "types", "ranks", "range_start_ns", "range_end_ns", "flows", "flows_dropped", "query")
+    __slots__ = ("run", "span", "base_unix_ns", "window_start_ns", "window_end_ns", "px", "resolution_ns", "names", "types", "ranks", "range_start_ns", "range_end_ns", "flows", "flows_dropped", "query", "ranks_total", "rank_offset")
     RUN_FIELD_NUMBER: _ClassVar[int]
     SPAN_FIELD_NUMBER: _ClassVar[int]
     BASE_UNIX_NS_FIELD_NUMBER: _ClassVar[int]
@@ -123,6 +125,8 @@ class TimelineWindow(_message.Message):
     FLOWS_FIELD_NUMBER: _ClassVar[int]
     FLOWS_DROPPED_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
+    RANKS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    RANK_OFFSET_FIELD_NUMBER: _ClassVar[int]
     run: str
     span: str
     base_unix_ns: int
@@ -138,7 +142,9 @@ class TimelineWindow(_message.Message):
     flows: _containers.RepeatedCompositeFieldContainer[TimelineFlow]
     flows_dropped: int
     query: str
-    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., base_unix_ns: _Optional[int] = ..., window_start_ns: _Optional[int] = ..., window_end_ns: _Optional[int] = ..., px: _Optional[int] = ..., resolution_ns: _Optional[float] = ..., names: _Optional[_Iterable[str]] = ..., types: _Optional[_Iterable[str]] = ..., ranks: _Optional[_Iterable[_Union[TimelineRank, _Mapping]]] = ..., range_start_ns: _Optional[int] = ..., range_end_ns: _Optional[int] = ..., flows: _Optional[_Iterable[_Union[TimelineFlow, _Mapping]]] = ..., flows_dropped: _Optional[int] = ..., query: _Optional[str] = ...) -> None: ...
+    ranks_total: int
+    rank_offset: int
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., base_unix_ns: _Optional[int] = ..., window_start_ns: _Optional[int] = ..., window_end_ns: _Optional[int] = ..., px: _Optional[int] = ..., resolution_ns: _Optional[float] = ..., names: _Optional[_Iterable[str]] = ..., types: _Optional[_Iterable[str]] = ..., ranks: _Optional[_Iterable[_Union[TimelineRank, _Mapping]]] = ..., range_start_ns: _Optional[int] = ..., range_end_ns: _Optional[int] = ..., flows: _Optional[_Iterable[_Union[TimelineFlow, _Mapping]]] = ..., flows_dropped: _Optional[int] = ..., query: _Optional[str] = ..., ranks_total: _Optional[int] = ..., rank_offset: _Optional[int] = ...) -> None: ...
 
 class TimelineArg(_message.Message):
     __slots__ = ("key", "value")

@@ -1,0 +1,259 @@
+"""Run assembly and the cross-rank analysis of a run, the same for the TensorBoard tab and the CLI.
+
+**Which files form a run, a rank and a span.** A run is a folder holding traces (the tab: each folder
+under the logdir, named by its path relative to it, "." for the logdir itself; the CLI's
+``distributed``: every trace under the folder it is given). Within a run, a worker is the name Paddle
+gave the file (``rank3``, ``host_<hostname>pid_<pid>``, ...), and a span the ``span_indx`` the trace
+records. One worker has at most one file per span.
+
+**A worker that exported the same span twice** (a training restarted in the same folder, a profiler
+exporting again): the **latest export** (the export time in the file name, then the name) is that
+worker's file of the span, the one the run's views and the CLI use. The earlier exports stay listed,
+under the span names ``<span>@1`` (the oldest), ``<span>@2``, ... so that they can still be looked at
+one by one, and the run's analysis says which files it left out (:func:`duplicate_notes`).
+
+**The cross-rank analysis** of a run and span (:class:`RunAnalyses`) reads the ranks' digests only
+(analysis/digest.py, a few KB per rank), is stored in the cache under a key made of the analysis schema
+and the sorted cache keys of the ranks' digests (:func:`analysis_key`, also ``RunParallel.analysis_key``),
+is computed once per key however many requests ask at the same time (single flight), serves both
+formats from the one stored message, and is read back from disk after a restart. A changed trace has
+another cache key, hence another analysis key.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from dataclasses import replace
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+logger = logging.getLogger(__name__)
+
+# Bump when the analysis changes what it puts into a RunParallel (part of the analysis key).
+ANALYSIS_SCHEMA = 1
+ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
+
+
+def span_order(span: str):
+    base, _, n = span.partition("@")
+    return (0, int(base), n, span) if base.isdigit() else (1, 0, n, span)
+
+
+def _worker_order(item):
+    name, spans = item
+    rank = next(iter(spans.values())).rank
+    return (rank if rank >= 0 else 1 << 30, name)
+
+
+def assemble(traces: Iterable) -> Dict[str, Dict[str, Dict[str, object]]]:
+    """run -> worker -> span -> file, in display order (runs by name, workers by rank then name, spans
+    by number), with the latest-export rule of the module's docstring. ``traces`` are
+    discovery.TraceFile (their ``recorded_span`` is the span the trace records)."""
+    grouped: Dict[str, Dict[str, Dict[str, list]]] = {}
+    for t in traces:
+        recorded = getattr(t, "recorded_span", "") or t.span
+        grouped.setdefault(t.run, {}).setdefault(t.worker, {}).setdefault(recorded, []).append(t)
+    runs: Dict[str, Dict[str, Dict[str, object]]] = {}
+    for run in sorted(grouped):
+        workers = {}
+        for worker, by_span in grouped[run].items():
+            spans = {}
+            for span, files in by_span.items():
+                files.sort(key=lambda t: (t.export_time, t.file_name))
+                *older, latest = files
+                spans[span] = _named(latest, span)
+                for i, t in enumerate(older, 1):
+                    spans[f"{span}@{i}"] = _named(t, f"{span}@{i}")
+            workers[worker] = dict(sorted(spans.items(), key=lambda kv: span_order(kv[0])))
+        runs[run] = dict(sorted(workers.items(), key=_worker_order))
+    return runs
+
+
+def _named(t, span: str):
+    return t if t.span == span else replace(t, span=span)
+
+
+def rank_order(f) -> tuple:
+    return (f.rank if f.rank >= 0 else 1 << 30, f.worker)
+
+
+def span_files(workers: Mapping[str, Mapping[str, object]], span: str) -> List:
+    """One file per worker that recorded ``span`` (its latest export), ordered by rank then worker."""
+    files = [spans[span] for spans in workers.values() if span in spans]
+    files.sort(key=rank_order)
+    return files
+
+
+def duplicate_notes(workers: Mapping[str, Mapping[str, object]], span: str) -> List[str]:
+    """Notes naming the earlier exports of ``span`` that the run's views leave out."""
+    notes = []
+    for worker, spans in workers.items():
+        older = [f for s, f in spans.items() if s.partition("@")[0] == span and "@" in s]
+        if older and span in spans:
+            notes.append(f"{worker} exported span {span} {len(older) + 1} times: the latest "
+                         f"({spans[span].file_name}) is used; left out: {', '.join(f.file_name for f in older)}.")
+    return notes
+
+
+# ------------------------------------------------------------------ the CLI's files
+
+
+def local_traces(target: str) -> Tuple[object, Optional[str], List]:
+    """(fs, root, files) of what a CLI command reads: every trace under the folder ``target`` (one run,
+    named "."; the folder is the path policy's root, as for the tab) or the one file named (followed
+    wherever it leads; root None). The files carry the cache keys the plugin gives them."""
+    from tb_paddle_profile.plugin.discovery import Discovery, TraceFile, file_identity
+    from tb_paddle_profile.naming import parse_file_name
+
+    if os.path.isdir(target):
+        d = Discovery(target, interval=None)
+        snap = d.scan()
+        if snap.error:
+            raise OSError(snap.error)
+        files = [replace(f, run=".", span=f.recorded_span or f.span) for f in snap.files]
+        runs = assemble(files)
+        return d.fs, d.root, [f for spans in runs.get(".", {}).values() for f in spans.values()]
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(os.path.abspath(target))
+    name = os.path.basename(path)
+    try:
+        st = os.stat(path)
+        size = st.st_size
+        version, mtime = file_identity({"mtime": st.st_mtime})
+    except OSError:
+        size, version, mtime = 0, "", None
+    span = _head_span(path)
+    w = parse_file_name(name)
+    f = TraceFile(run=".", worker=w.worker, span=span, file_name=name, path=path,
+                  source=fs.unstrip_protocol(path), size=size, version=version, mtime=mtime, rank=w.rank,
+                  hostname=w.hostname, pid=w.pid, export_time=w.export_time, root="", recorded_span=span)
+    return fs, None, [f]
+
+
+def _head_span(path: str) -> str:
+    from tb_paddle_profile.paths import open_checked
+    from tb_paddle_profile.reader import peek_span
+
+    try:
+        with open_checked(None, path, None) as f:
+            return peek_span(f.read(8192)) or "?"
+    except Exception:  # a FIFO, a device, gone: the job says why
+        return "?"
+
+
+# ------------------------------------------------------------------ the analysis
+
+
+def analysis_key(digest_keys: Iterable) -> str:
+    """hash(analysis schema, digest schema, the sorted cache keys of the ranks' digests)."""
+    from tb_paddle_profile.analysis.digest import DIGEST_SCHEMA
+
+    parts = sorted(k.digest() if hasattr(k, "digest") else str(k) for k in digest_keys)
+    text = "\0".join([f"analysis-{ANALYSIS_SCHEMA}", f"digest-{DIGEST_SCHEMA}"] + parts)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+
+
+def analyze_digests(digests: Sequence, run: str, span: str):
+    """RunParallel of the ranks' RankDigests: the digest-based analysis (analysis.crossrank) where it
+    exists, else today's analysis (analysis.cross_rank) over the digests' parts it reads."""
+    try:
+        from tb_paddle_profile.analysis.crossrank import analyze_run as analyze_new  # helper X's
+    except ImportError:
+        analyze_new = None
+    if analyze_new is not None:
+        return analyze_new(list(digests), run, span)
+    from tb_paddle_profile.analysis import cross_rank
+    from tb_paddle_profile.v1 import summary_pb2
+
+    shells = []
+    for d in digests:
+        s = summary_pb2.Summary()
+        s.meta.CopyFrom(d.meta)
+        s.parallel.CopyFrom(d.parallel)
+        s.distributed.CopyFrom(d.distributed)
+        s.model.steps.extend(d.steps)
+        shells.append(s)
+    return cross_rank.analyze_run(shells, run, span)
+
+
+def summary_first(message, in_place: bool = False):
+    """The RunParallel without its matched instances (``matched_total`` says how many there are);
+    ``in_place``: strip ``message`` itself (a message just parsed for it) instead of a copy."""
+    out = message
+    if not in_place:
+        out = type(message)()
+        out.CopyFrom(message)
+    out.matched_total = len(out.matched)
+    del out.matched[:]
+    return out
+
+
+MATCHED_LIMIT = 1000  # instances per parallel_matched page, at most
+
+
+def matched_page(message, rank: Optional[int] = None, step: Optional[int] = None, offset: int = 0,
+                 limit: int = 100):
+    """A MatchedPage of the analysis: instances with ``rank`` among their members and of ``step``
+    (both optional), from ``offset``, at most ``limit`` (capped at MATCHED_LIMIT)."""
+    from tb_paddle_profile.v1 import plugin_pb2
+
+    limit = max(1, min(int(limit), MATCHED_LIMIT))
+    offset = max(0, int(offset))
+    chosen = [m for m in message.matched
+              if (step is None or m.step == step) and (rank is None or any(x.rank == rank for x in m.members))]
+    page = plugin_pb2.MatchedPage(run=message.run, span=message.span, analysis_key=message.analysis_key,
+                                  total=len(chosen), offset=offset)
+    page.matched.extend(chosen[offset:offset + limit])
+    return page
+
+
+class RunAnalyses:
+    """Cross-rank analyses by analysis key: in memory (bounded), in the cache folder, computed once."""
+
+    def __init__(self, cache=None, limit: int = ANALYSIS_LRU_BYTES):
+        from tb_paddle_profile.plugin.loader import SizedLRU
+
+        self.cache = cache
+        self._memory = SizedLRU(limit)
+        self._lock = threading.Lock()
+        self._flights: Dict[str, threading.Lock] = {}
+        self.computed = 0  # analyses computed by this process (not read back): for tests and status
+
+    def peek(self, key: str) -> Optional[bytes]:
+        """The stored analysis of ``key`` if it is in memory or in the cache; never computes."""
+        with self._lock:
+            data = self._memory.get(key)
+        if data is None and self.cache is not None:
+            data = self.cache.get_analysis(key)
+            if data is not None:
+                with self._lock:
+                    self._memory.put(key, data)
+        return data
+
+    def get(self, key: str, compute: Callable[[], object]) -> bytes:
+        """The serialized RunParallel of ``key``; ``compute()`` returns it (a message) when it is
+        neither in memory nor in the cache: once, however many threads ask at the same time."""
+        data = self.peek(key)
+        if data is not None:
+            return data
+        with self._lock:
+            flight = self._flights.setdefault(key, threading.Lock())
+        try:
+            with flight:
+                data = self.peek(key)
+                if data is None:
+                    message = compute()
+                    message.analysis_key = key
+                    data = message.SerializeToString()
+                    with self._lock:
+                        self.computed += 1
+                        self._memory.put(key, data)
+                    if self.cache is not None:
+                        self.cache.put_analysis(key, data)
+        finally:
+            with self._lock:
+                if self._flights.get(key) is flight:
+                    del self._flights[key]
+        return data
