@@ -502,6 +502,14 @@ def test_cpu_trace_has_no_kernels(tb, logdir, page_and_log):
 # ---------------------------------------------------------------- distributed
 
 
+def pick_worker(frame, worker: str) -> None:
+    """Chooses a worker with the sidebar's searchable picker: open it, type the name, click the option."""
+    frame.click('[data-testid="select-worker-button"]')
+    frame.fill('[data-testid="select-worker-search"]', worker)
+    frame.click(f'[data-testid="select-worker-option"][data-value="{worker}"]')
+    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w", arg=worker)
+
+
 def test_distributed_shows_every_rank_and_opens_one(tb, logdir, page_and_log):
     page, _ = page_and_log
     run = GPU_RUN if (logdir / GPU_RUN).is_dir() else "gpt-2rank"
@@ -510,9 +518,11 @@ def test_distributed_shows_every_rank_and_opens_one(tb, logdir, page_and_log):
     unit = "us" if run == GPU_RUN else "ms"
     frame = open_panel(page, tb, run, worker_of(logdir, run, 0), "distributed", unit)
     frame.wait_for_selector('[data-testid="dist-ranks"]')
-    rows = read_simple_table(frame, "dist-ranks")
+    rows = [{"_key": r["id"], **r["cells"]} for r in read_virtual_table(frame, "dist-ranks")]
     workers = sorted(p.name.split("_time_")[0] for p in (logdir / run).glob("*.paddle_trace.json"))
-    assert sorted(r["worker"] for r in rows) == workers
+    assert sorted(r["_key"] for r in rows) == workers
+    for r in rows:
+        r["worker"] = r["_key"]
     for r in rows:
         dist = cli_tables(cli_text(str(trace_path(logdir, run, r["worker"])), unit)).get("Distribution Summary")
         assert r["state"] == "ready"
@@ -529,9 +539,9 @@ def test_distributed_shows_every_rank_and_opens_one(tb, logdir, page_and_log):
 
     # Clicking a rank opens its panels
     other = workers[-1]
-    frame.click(f'[data-testid="dist-ranks"] tr[data-key="{other}"]')
+    frame.click(f'[data-testid="dist-ranks"] .vt-row[data-id="{other}"]')
     frame.wait_for_selector('[data-testid="panel-overview"]')
-    assert frame.locator('[data-testid="select-worker"]').input_value() == other
+    assert frame.locator('[data-testid="select-worker"]').get_attribute("data-value") == other
     frame.wait_for_function("(w) => location.hash.includes('worker=' + w)", arg=other)
     cli = cli_tables(cli_text(str(trace_path(logdir, run, other)), unit))
     frame.wait_for_selector('[data-testid="overview-cpu"]')
@@ -596,7 +606,7 @@ def test_navigation_unit_link_hash_and_failed_files(tb, logdir, page_and_log):
     frame.click('[data-testid="views"] button[data-view="kernels"]')
     frame.wait_for_selector('[data-testid="panel-kernels"]')
     other = worker_of(logdir, run, 1)
-    frame.select_option('[data-testid="select-worker"]', other)
+    pick_worker(frame, other)
     frame.wait_for_function("(w) => location.hash.includes('worker=' + w) && location.hash.includes('view=kernels')", arg=other)
     page.wait_for_function("(w) => location.hash.includes('p.paddle_profile.worker=' + w)", arg=other)
     shared = page.url
@@ -607,7 +617,7 @@ def test_navigation_unit_link_hash_and_failed_files(tb, logdir, page_and_log):
     page.goto(shared)
     frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached").content_frame()
     frame.wait_for_selector('[data-testid="panel-kernels"]', timeout=60_000)
-    assert frame.locator('[data-testid="select-worker"]').input_value() == other
+    assert frame.locator('[data-testid="select-worker"]').get_attribute("data-value") == other
     assert frame.locator('[data-testid="select-run"]').input_value() == run
 
     # Files: progress and the failed file with its one-line reason, the other runs still usable

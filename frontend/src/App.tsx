@@ -2,7 +2,11 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Fetched, SpanKey } from "./api";
 import { fetchDistributed, fetchRuns, fetchSummary, traceUrl } from "./api";
+import { Picker } from "./components/Picker";
+import type { PickItem } from "./components/Picker";
 import { Notice, Segmented } from "./components/ui";
+import type { LabelMap } from "./labels";
+import { workerLabel } from "./labels";
 import { fmtBytes, TIME_UNITS } from "./format";
 import type { TimeUnit } from "./format";
 import { LoadState } from "./gen/tb_paddle_profile/v1/plugin_pb";
@@ -34,12 +38,6 @@ function sortedWorkers(run: RunEntry): WorkerEntry[] {
     const rb = b.rank >= 0 ? b.rank : Number.MAX_SAFE_INTEGER;
     return ra - rb || a.worker.localeCompare(b.worker);
   });
-}
-
-export function workerLabel(w: WorkerEntry): string {
-  if (w.rank >= 0) return w.worker === `rank${w.rank}` ? `rank ${w.rank}` : `rank ${w.rank} · ${w.worker}`;
-  if (w.hostname || w.pid > 0n) return [w.hostname, w.pid > 0n ? `pid ${w.pid}` : ""].filter(Boolean).join(" · ");
-  return w.worker;
 }
 
 /** The selection made valid for the run list: unknown run, worker or span fall back to the first one. */
@@ -98,6 +96,9 @@ function useLoaded<T>(key: string | null, load: (signal: AbortSignal) => Promise
       }
       if (!alive) return;
       if (r.kind === "ok") {
+        // drawn in the task after the one that decoded it: no single long task for a large answer
+        await new Promise((res) => window.setTimeout(res, 0));
+        if (!alive) return;
         cache.current.set(key, r.value);
         while (cache.current.size > cacheSize) cache.current.delete(cache.current.keys().next().value!);
         setState({ key, status: "ok", value: r.value });
@@ -261,7 +262,7 @@ export function App() {
               {" "}<code>paddle.profiler.export_chrome_tracing</code>.
             </Notice>
           ) : null}
-          {run && span ? <PanelArea sel={sel} span={span} summary={summary} dist={dist} update={update} /> : null}
+          {run && span ? <PanelArea sel={sel} run={run} span={span} summary={summary} dist={dist} update={update} /> : null}
         </div>
       </main>
     </div>
@@ -270,17 +271,21 @@ export function App() {
 
 function PanelArea({
   sel,
+  run,
   span,
   summary,
   dist,
   update,
 }: {
   sel: Selection;
+  run: RunEntry;
   span: SpanEntry;
   summary: Loaded<Summary> | null;
   dist: Loaded<RunDistributed> | null;
   update: (p: Partial<Selection>) => void;
 }) {
+  const workers = useMemo(() => sortedWorkers(run), [run]);
+  const labels = useMemo<LabelMap>(() => new Map(workers.filter((w) => w.label).map((w) => [w.worker, w.label])), [workers]);
   if (sel.view === "distributed") {
     if (dist?.status === "error") return <Notice kind="error" testId="panel-error">{dist.message}</Notice>;
     const data = dist?.status === "ok" ? dist.value : dist?.status === "pending" ? dist.partial : undefined;
@@ -288,7 +293,7 @@ function PanelArea({
     return (
       <>
         {dist?.status === "pending" ? <Notice kind="loading" testId="panel-pending">Some ranks are still being parsed; they appear as they are ready.</Notice> : null}
-        <Distributed data={data} unit={sel.unit} current={sel.worker} onOpenRank={(worker) => update({ worker, view: "overview" })} />
+        <Distributed data={data} unit={sel.unit} current={sel.worker} labels={labels} onOpenRank={(worker) => update({ worker, view: "overview" })} />
       </>
     );
   }
@@ -298,6 +303,8 @@ function PanelArea({
         run={sel.run}
         span={sel.span}
         worker={sel.worker}
+        workers={workers}
+        labels={labels}
         state={sel}
         traceHref={traceUrl({ run: sel.run, worker: sel.worker, span: sel.span })}
         update={(p) => update(p as Partial<Selection>)}
@@ -374,6 +381,7 @@ function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Selection; 
   const done = spans.filter((s) => !BUSY.has(s.state)).length;
   const failed = spans.filter((s) => s.state === LoadState.FAILED).length;
   const multiRank = (run?.workers.length ?? 0) > 1;
+  const workerItems = useMemo<PickItem[]>(() => workers.map((w) => ({ value: w.worker, label: workerLabel(w), search: `rank ${w.rank} ${w.hostname} ${w.worker}`, rank: w.rank })), [workers]);
 
   return (
     <aside class="side" data-testid="sidebar">
@@ -383,20 +391,23 @@ function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Selection; 
       </div>
       <label class="field">
         <span>Run</span>
-        <select value={sel.run} onChange={(e) => update({ run: (e.target as HTMLSelectElement).value, worker: "", span: "" })} data-testid="select-run" disabled={!runs?.runs.length}>
+        <select value={sel.run} onChange={(e) => update({ run: (e.target as HTMLSelectElement).value, worker: "", span: "", tlranks: "", tlfold: "" })} data-testid="select-run" disabled={!runs?.runs.length}>
           {(runs?.runs ?? []).map((r) => (
             <option value={r.run}>{r.workers.length > 1 ? `${r.run} · ${r.workers.length} workers` : r.run}</option>
           ))}
         </select>
       </label>
-      <label class="field">
+      <div class="field">
         <span>Worker</span>
-        <select value={sel.worker} onChange={(e) => update({ worker: (e.target as HTMLSelectElement).value })} data-testid="select-worker" disabled={!workers.length || sel.view === "distributed"}>
-          {workers.map((w) => (
-            <option value={w.worker}>{workerLabel(w)}</option>
-          ))}
-        </select>
-      </label>
+        <Picker
+          items={workerItems}
+          value={sel.worker}
+          onPick={(worker) => update({ worker })}
+          testId="select-worker"
+          disabled={!workers.length || sel.view === "distributed"}
+          placeholder="Filter by label, rank, host"
+        />
+      </div>
       <label class="field">
         <span>Span</span>
         <select value={sel.span} onChange={(e) => update({ span: (e.target as HTMLSelectElement).value })} data-testid="select-span" disabled={!worker?.spans.length}>
@@ -440,27 +451,130 @@ function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Selection; 
             <span style={{ width: `${(100 * done) / spans.length}%` }} />
           </div>
         ) : null}
-        <ul>
-          {(run ? sortedWorkers(run) : []).flatMap((w) =>
-            w.spans.map((s) => (
-              <li class={`file-item ${stateName(s.state)} ${w.worker === sel.worker && s.span === sel.span ? "current" : ""}`} data-state={stateName(s.state)} data-file={s.fileName}>
-                <button class="file-link" onClick={() => update({ worker: w.worker, span: s.span })} title={s.fileName}>
-                  <span class={`dot ${stateName(s.state)}`} />
-                  <span class="file-name">{`${workerLabel(w)} · span ${s.span}`}</span>
-                  <span class="file-state">{s.state === LoadState.READY ? fmtBytes(Number(s.fileSize)) : stateName(s.state)}</span>
-                </button>
-                {s.error ? (
-                  <div class={`file-error ${s.state === LoadState.FAILED ? "" : "warn"}`} data-testid="file-error">
-                    {s.error}
-                  </div>
-                ) : null}
-              </li>
-            )),
-          )}
-        </ul>
+        <FileList workers={workers} sel={sel} update={update} />
         {runs && runs.runs.length > 1 ? <OtherRunsFailures runs={runs} current={sel.run} /> : null}
       </div>
     </aside>
+  );
+}
+
+/** At most this many files are listed flat; more are grouped by host (or by blocks of ranks). */
+const FLAT_FILES = 16;
+const RANK_BLOCK = 16;
+const GROUP_SHOWN = 64;
+
+interface FileGroup {
+  key: string;
+  title: string;
+  items: { w: WorkerEntry; s: SpanEntry }[];
+}
+
+function groupFiles(workers: WorkerEntry[]): FileGroup[] {
+  const groups = new Map<string, FileGroup>();
+  const anyHost = workers.some((w) => w.hostname);
+  // blocks of ranks: 16, or larger powers of two so that there are at most 32 groups
+  let block = RANK_BLOCK;
+  while (workers.length / block > 32) block *= 2;
+  for (const w of workers) {
+    let key: string;
+    let title: string;
+    if (anyHost) {
+      key = `h:${w.hostname}`;
+      title = w.hostname ? `host ${w.hostname}` : "no host in the name";
+    } else if (w.rank >= 0) {
+      const lo = Math.floor(w.rank / block) * block;
+      key = `r:${lo}`;
+      title = `ranks ${lo}–${lo + block - 1}`;
+    } else {
+      key = "other";
+      title = "other workers";
+    }
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { key, title, items: [] }));
+    for (const s of w.spans) g.items.push({ w, s });
+  }
+  return [...groups.values()];
+}
+
+function FileItem({ w, s, sel, update }: { w: WorkerEntry; s: SpanEntry; sel: Selection; update: (p: Partial<Selection>) => void }) {
+  return (
+    <li class={`file-item ${stateName(s.state)} ${w.worker === sel.worker && s.span === sel.span ? "current" : ""}`} data-state={stateName(s.state)} data-file={s.fileName}>
+      <button class="file-link" onClick={() => update({ worker: w.worker, span: s.span })} title={`${workerLabel(w)}\n${s.fileName}`}>
+        <span class={`dot ${stateName(s.state)}`} />
+        <span class="file-name">{`${workerLabel(w)} · span ${s.span}`}</span>
+        <span class="file-state">{s.state === LoadState.READY ? fmtBytes(Number(s.fileSize)) : stateName(s.state)}</span>
+      </button>
+      {s.error ? (
+        <div class={`file-error ${s.state === LoadState.FAILED ? "" : "warn"}`} data-testid="file-error">
+          {s.error}
+        </div>
+      ) : null}
+    </li>
+  );
+}
+
+/**
+ * The run's files: a plain list for a few; beyond FLAT_FILES grouped by host (by blocks of ranks when
+ * the names tell no host), each group collapsible with its counts, and a search box (label, rank,
+ * host, file name). Only open groups list their files.
+ */
+function FileList({ workers, sel, update }: { workers: WorkerEntry[]; sel: Selection; update: (p: Partial<Selection>) => void }) {
+  const [q, setQ] = useState("");
+  const [opened, setOpened] = useState<Set<string>>(new Set());
+  const files = workers.reduce((a, w) => a + w.spans.length, 0);
+  const groups = useMemo(() => (files > FLAT_FILES ? groupFiles(workers) : []), [workers, files]);
+  if (files <= FLAT_FILES) {
+    return (
+      <ul>
+        {workers.flatMap((w) => w.spans.map((s) => <FileItem w={w} s={s} sel={sel} update={update} />))}
+      </ul>
+    );
+  }
+  const words = q.toLowerCase().split(/\s+/).filter(Boolean);
+  const hit = (x: { w: WorkerEntry; s: SpanEntry }) => {
+    const h = `${workerLabel(x.w)} rank ${x.w.rank} ${x.w.hostname} ${x.w.worker} ${x.s.fileName}`.toLowerCase();
+    return words.every((wd) => h.includes(wd));
+  };
+  const toggle = (key: string) => {
+    const next = new Set(opened);
+    if (!next.delete(key)) next.add(key);
+    setOpened(next);
+  };
+  return (
+    <div class="file-groups" data-testid="file-groups" data-groups={groups.length}>
+      <input class="search file-search" type="search" placeholder={`Filter ${files.toLocaleString()} files`} value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} data-testid="file-search" aria-label="Filter the files" />
+      <ul>
+        {groups.map((g) => {
+          const items = words.length ? g.items.filter(hit) : g.items;
+          if (!items.length) return null;
+          const current = g.items.some((x) => x.w.worker === sel.worker && x.s.span === sel.span);
+          // open: toggled by the user (a toggle flips the default), or, by default, the current group and any group while searching
+          const byDefault = current || words.length > 0;
+          const open = opened.has(g.key) ? !byDefault : byDefault;
+          const failed = g.items.filter((x) => x.s.state === LoadState.FAILED).length;
+          const ready = g.items.filter((x) => x.s.state === LoadState.READY).length;
+          return (
+            <li class={`file-group ${open ? "open" : ""} ${current ? "current" : ""}`} data-testid="file-group" data-group={g.title} data-files={items.length}>
+              <button class="file-group-head" onClick={() => toggle(g.key)} aria-expanded={open} data-testid="file-group-toggle">
+                <span class="file-group-caret" aria-hidden="true">{open ? "▾" : "▸"}</span>
+                <span class="file-group-title">{g.title}</span>
+                <span class={`file-group-count ${failed ? "failed" : ""}`}>
+                  {`${words.length ? `${items.length}/` : ""}${g.items.length}${failed ? ` · ${failed} failed` : ready < g.items.length ? ` · ${ready} ready` : ""}`}
+                </span>
+              </button>
+              {open ? (
+                <ul>
+                  {items.slice(0, GROUP_SHOWN).map((x) => (
+                    <FileItem w={x.w} s={x.s} sel={sel} update={update} />
+                  ))}
+                  {items.length > GROUP_SHOWN ? <li class="muted file-more">{`${items.length - GROUP_SHOWN} more: filter to narrow`}</li> : null}
+                </ul>
+              ) : null}
+            </li>
+          );
+        })}
+      </ul>
+    </div>
   );
 }
 

@@ -27,11 +27,13 @@ export interface Selection {
   tlsel: string;
   tlfind: string;
   tlfold: string;
+  /** Timeline: the ranks shown, worker names comma-separated (URI-encoded); "" = the default set. */
+  tlranks: string;
   /** A name to search for in the Operators/Kernels tables (links from the timeline). */
   find: string;
 }
 
-export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", view: "overview", tl: "", tlq: "", tlsel: "", tlfind: "", tlfold: "", find: "" };
+export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", view: "overview", tl: "", tlq: "", tlsel: "", tlfind: "", tlfold: "", tlranks: "", find: "" };
 
 /** Reads a selection from "run=…&worker=…" pairs; unknown or malformed values fall back to defaults. */
 export function parseSelection(pairs: Record<string, string>): Partial<Selection> {
@@ -41,13 +43,13 @@ export function parseSelection(pairs: Record<string, string>): Partial<Selection
   if (pairs.span !== undefined) out.span = pairs.span;
   if (TIME_UNITS.includes(pairs.unit as TimeUnit)) out.unit = pairs.unit as TimeUnit;
   if ((VIEWS as readonly string[]).includes(pairs.view)) out.view = pairs.view as View;
-  for (const k of ["tl", "tlq", "tlsel", "tlfind", "tlfold", "find"] as const) if (pairs[k] !== undefined) out[k] = pairs[k];
+  for (const k of ["tl", "tlq", "tlsel", "tlfind", "tlfold", "tlranks", "find"] as const) if (pairs[k] !== undefined) out[k] = pairs[k];
   return out;
 }
 
 export function selectionKeys(sel: Selection): Record<string, string> {
   const keys: Record<string, string> = { run: sel.run, worker: sel.worker, span: sel.span, unit: sel.unit, view: sel.view };
-  if (sel.view === "timeline") Object.assign(keys, { tl: sel.tl, tlq: sel.tlq, tlsel: sel.tlsel, tlfind: sel.tlfind, tlfold: sel.tlfold });
+  if (sel.view === "timeline") Object.assign(keys, { tl: sel.tl, tlq: sel.tlq, tlsel: sel.tlsel, tlfind: sel.tlfind, tlfold: sel.tlfold, tlranks: sel.tlranks });
   if (sel.find && (sel.view === "kernels" || sel.view === "operators")) keys.find = sel.find;
   return keys;
 }

@@ -94,6 +94,29 @@ export function tooltipBox(title: string, lines: { color?: string; name: string;
   return box;
 }
 
+const queue: (() => void)[] = [];
+let pumping = false;
+
+function pump(): void {
+  const job = queue.shift();
+  if (job) job();
+  if (queue.length) window.setTimeout(pump, 0);
+  else pumping = false;
+}
+
+/** Runs `job` in a later task, after the charts queued before it; the returned function cancels it. */
+export function drawSoon(job: () => void): () => void {
+  let live = true;
+  queue.push(() => live && job());
+  if (!pumping) {
+    pumping = true;
+    window.setTimeout(pump, 0);
+  }
+  return () => {
+    live = false;
+  };
+}
+
 export interface ChartProps {
   option: ChartOption;
   height: number;
@@ -122,6 +145,9 @@ export function Chart({ option, height, onClick, testId }: ChartProps) {
   }, []);
 
   useEffect(() => {
+    // Each chart is drawn in a task of its own (a queue, one chart per task), so a page of many large
+    // charts never blocks the main thread in one long task.
+    return drawSoon(() => {
     chart.current?.setOption(
       {
         color: PALETTE,
@@ -134,6 +160,7 @@ export function Chart({ option, height, onClick, testId }: ChartProps) {
     );
     // Marks the container once drawn (setOption draws synchronously), so tests and the benchmark can wait for it.
     el.current?.setAttribute("data-drawn", "1");
+    });
   }, [option]);
 
   return <div class="chart" ref={el} style={{ height: `${height}px` }} data-testid={testId} />;

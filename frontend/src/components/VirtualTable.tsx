@@ -53,6 +53,8 @@ interface Props<R> {
   testId: string;
   empty?: ComponentChildren;
   rowClass?: (row: R, depth: number) => string;
+  /** Rows rendered beyond the view on each side (default 12). */
+  overscan?: number;
 }
 
 export const ROW_HEIGHT = 24;
@@ -100,8 +102,9 @@ export function VirtualTable<R>(props: Props<R>) {
 
   // A fixed number of row slots; row i always lands in slot i % slots. While scrolling, a slot's DOM
   // nodes are kept and only their text changes (no nodes created or moved), the cheapest update there is.
-  const slots = Math.ceil(viewport / ROW_HEIGHT) + 2 * OVERSCAN + 1;
-  const first = Math.max(0, top - OVERSCAN);
+  const overscan = props.overscan ?? OVERSCAN;
+  const slots = Math.ceil(viewport / ROW_HEIGHT) + 2 * overscan + 1;
+  const first = Math.max(0, top - overscan);
   const last = Math.min(rows.length, first + slots);
 
   const groups = useMemo(() => {

@@ -2,15 +2,19 @@
 import { useMemo } from "preact/hooks";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
-import { Card, Notice, SimpleTable } from "../components/ui";
-import type { SimpleColumn } from "../components/ui";
+import { RowsTable } from "../components/RowsTable";
+import type { RowColumn } from "../components/RowsTable";
+import { Card, Notice } from "../components/ui";
 import type { TimeUnit } from "../format";
 import { fmtInt, fmtRatio, fmtTime, inUnit, ratio } from "../format";
 import { LoadState } from "../gen/tb_paddle_profile/v1/plugin_pb";
 import type { RankDistributed, RunDistributed } from "../gen/tb_paddle_profile/v1/plugin_pb";
+import type { LabelMap } from "../labels";
+import { labelOf } from "../labels";
 import { num } from "../summary";
+import { RANK_WINDOW, rankZoom } from "./parallel/charts";
 import { useParallel } from "./parallel/data";
-import { ParallelSection, VerdictBanner } from "./parallel/Parallel";
+import { ParallelSection, ParallelSummary } from "./parallel/Parallel";
 
 export const PARTS = ["Computation", "Overlap", "Communication", "Other"] as const;
 type Part = (typeof PARTS)[number];
@@ -31,12 +35,12 @@ function split(duration: number, comm: number, comp: number, overlap: number): R
   };
 }
 
-export function rankLabel(r: { worker: string; rank: number }): string {
-  return r.rank >= 0 ? `rank ${r.rank}` : r.worker;
-}
+/** Above this many ranks the per-step chart shows the ranks' mean and the slowest rank. */
+export const MANY_RANKS = 16;
 
 interface RankRow {
   r: RankDistributed;
+  label: string;
   ready: boolean;
   total: number;
   comm: number;
@@ -45,14 +49,14 @@ interface RankRow {
   other: number;
 }
 
-function rankRows(data: RunDistributed): RankRow[] {
+function rankRows(data: RunDistributed, labels?: LabelMap): RankRow[] {
   return data.ranks.map((r) => {
     const d = r.distributed;
     const total = num(r.totalTimeNs);
     const comm = num(d?.communicationNs);
     const comp = num(d?.computationNs);
     const overlap = num(d?.overlapNs);
-    return { r, ready: r.state === LoadState.READY, total, comm, comp, overlap, other: total - (comp + comm - overlap) };
+    return { r, label: labelOf(r, labels), ready: r.state === LoadState.READY, total, comm, comp, overlap, other: total - (comp + comm - overlap) };
   });
 }
 
@@ -63,20 +67,21 @@ function stateText(s: LoadState): string {
 function perRankOption(rows: RankRow[], unit: TimeUnit): ChartOption {
   const ready = rows.filter((x) => x.ready);
   return {
+    ...rankZoom(ready.length),
     legend: { top: 0, itemWidth: 10, itemHeight: 10 },
-    grid: { left: 8, right: 16, top: 28, bottom: 4, containLabel: true },
+    grid: { left: 8, right: 16, top: 28, bottom: ready.length > RANK_WINDOW ? 26 : 4, containLabel: true },
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },
       formatter: ((ps: { dataIndex: number }[]) => {
         const x = ready[ps[0].dataIndex];
         const parts = split(x.total, x.comm, x.comp, x.overlap);
-        return tooltipBox(`${rankLabel(x.r)} · ${x.r.worker} · steps ${fmtTime(x.total, unit)} ${unit}`, [
+        return tooltipBox(`${x.label} · steps ${fmtTime(x.total, unit)} ${unit}`, [
           ...PARTS.map((p) => ({ color: PART_COLORS[p], name: p, value: `${fmtTime(parts[p], unit)} ${unit} (${fmtRatio(ratio(parts[p], x.total))}%)` })),
         ]);
       }) as never,
     },
-    xAxis: { type: "category", data: ready.map((x) => rankLabel(x.r)), axisTick: { show: false } },
+    xAxis: { type: "category", data: ready.map((x) => (x.r.rank >= 0 ? `rank ${x.r.rank}` : x.r.worker)), axisTick: { show: false } },
     yAxis: { type: "value", name: unit, splitLine: { lineStyle: { color: "#eee" } } },
     series: PARTS.map((p) => ({
       name: p,
@@ -89,15 +94,72 @@ function perRankOption(rows: RankRow[], unit: TimeUnit): ChartOption {
   };
 }
 
+function stepCell(x: RankRow, step: number) {
+  const s = (x.r.distributed?.steps ?? []).find((st) => num(st.step) === step);
+  if (!s) return null;
+  const dur = num(s.range?.endNs) - num(s.range?.startNs);
+  return { dur, parts: split(dur, num(s.communicationNs), num(s.computationNs), num(s.overlapNs)) };
+}
+
+/** Many ranks: per step the ranks' mean split (stacked) and the slowest rank's step time (a line). */
+function perStepManyOption(ready: RankRow[], stepIds: number[], unit: TimeUnit): ChartOption {
+  const stats = stepIds.map((step) => {
+    const sum: Record<Part, number> = { Computation: 0, Overlap: 0, Communication: 0, Other: 0 };
+    let n = 0;
+    let worst: { x: RankRow; dur: number } | null = null;
+    for (const x of ready) {
+      const c = stepCell(x, step);
+      if (!c) continue;
+      n++;
+      for (const p of PARTS) sum[p] += Math.max(0, c.parts[p]);
+      if (!worst || c.dur > worst.dur) worst = { x, dur: c.dur };
+    }
+    const mean = Object.fromEntries(PARTS.map((p) => [p, n ? sum[p] / n : 0])) as Record<Part, number>;
+    return { n, mean, worst };
+  });
+  return {
+    legend: { top: 0, itemWidth: 10, itemHeight: 10, data: [...PARTS, "Slowest rank"] },
+    grid: { left: 8, right: 16, top: 28, bottom: 4, containLabel: true },
+    tooltip: {
+      trigger: "axis",
+      axisPointer: { type: "shadow" },
+      formatter: ((ps: { dataIndex: number }[]) => {
+        const st = stats[ps[0].dataIndex];
+        return tooltipBox(`Step ${stepIds[ps[0].dataIndex]} · mean of ${st.n} ranks`, [
+          ...PARTS.map((p) => ({ color: PART_COLORS[p], name: p, value: `${fmtTime(st.mean[p], unit)} ${unit}` })),
+          { color: "#c62828", name: `Slowest: ${st.worst?.x.label ?? "-"}`, value: st.worst ? `${fmtTime(st.worst.dur, unit)} ${unit}` : "-" },
+        ]);
+      }) as never,
+    },
+    xAxis: { type: "category", data: stepIds.map((s) => `step ${s}`), axisTick: { show: false } },
+    yAxis: { type: "value", name: unit, splitLine: { lineStyle: { color: "#eee" } } },
+    series: [
+      ...PARTS.map((part) => ({
+        name: part,
+        type: "bar" as const,
+        stack: "mean",
+        barMaxWidth: 56,
+        itemStyle: { color: PART_COLORS[part] },
+        data: stats.map((st) => inUnit(st.mean[part], unit)),
+      })),
+      {
+        name: "Slowest rank",
+        type: "line" as const,
+        symbol: "diamond",
+        symbolSize: 9,
+        itemStyle: { color: "#c62828" },
+        lineStyle: { color: "#c62828", width: 1, type: "dashed" as const },
+        data: stats.map((st) => (st.worst ? inUnit(st.worst.dur, unit) : null)),
+      },
+    ],
+  };
+}
+
 function perStepOption(rows: RankRow[], unit: TimeUnit): ChartOption {
   const ready = rows.filter((x) => x.ready);
   const stepIds = [...new Set(ready.flatMap((x) => (x.r.distributed?.steps ?? []).map((s) => num(s.step))))].sort((a, b) => a - b);
-  const cell = (x: RankRow, step: number) => {
-    const s = (x.r.distributed?.steps ?? []).find((st) => num(st.step) === step);
-    if (!s) return null;
-    const dur = num(s.range?.endNs) - num(s.range?.startNs);
-    return { dur, parts: split(dur, num(s.communicationNs), num(s.computationNs), num(s.overlapNs)) };
-  };
+  if (ready.length > MANY_RANKS) return perStepManyOption(ready, stepIds, unit);
+  const cell = stepCell;
   return {
     legend: { top: 0, itemWidth: 10, itemHeight: 10, data: [...PARTS] },
     grid: { left: 8, right: 16, top: 28, bottom: 4, containLabel: true },
@@ -106,8 +168,8 @@ function perStepOption(rows: RankRow[], unit: TimeUnit): ChartOption {
       formatter: ((p: { dataIndex: number; seriesIndex: number }) => {
         const x = ready[Math.floor(p.seriesIndex / PARTS.length)];
         const c = cell(x, stepIds[p.dataIndex]);
-        if (!c) return tooltipBox(rankLabel(x.r), []);
-        return tooltipBox(`Step ${stepIds[p.dataIndex]} · ${rankLabel(x.r)} · ${fmtTime(c.dur, unit)} ${unit}`, [
+        if (!c) return tooltipBox(x.label, []);
+        return tooltipBox(`Step ${stepIds[p.dataIndex]} · ${x.label} · ${fmtTime(c.dur, unit)} ${unit}`, [
           ...PARTS.map((part) => ({ color: PART_COLORS[part], name: part, value: `${fmtTime(c.parts[part], unit)} ${unit}` })),
         ]);
       }) as never,
@@ -135,38 +197,40 @@ export function Distributed({
   data,
   unit,
   current,
+  labels,
   onOpenRank,
 }: {
   data: RunDistributed;
   unit: TimeUnit;
   current: string;
+  labels?: LabelMap;
   onOpenRank: (worker: string) => void;
 }) {
-  const rows = useMemo(() => rankRows(data), [data]);
+  const rows = useMemo(() => rankRows(data, labels), [data, labels]);
   const ready = rows.filter((x) => x.ready);
   const charts = useMemo(() => ({ steps: perStepOption(rows, unit), ranks: perRankOption(rows, unit) }), [rows, unit]);
   const anyComm = ready.some((x) => x.r.distributed?.present);
-  const columns: SimpleColumn<RankRow>[] = [
-    { key: "rank", title: "Rank", align: "left", text: (x) => (x.r.rank >= 0 ? String(x.r.rank) : "-") },
-    { key: "worker", title: "Worker", align: "left", text: (x) => x.r.worker },
-    { key: "state", title: "State", align: "left", text: (x) => (x.r.error ? `${stateText(x.r.state)}: ${x.r.error}` : stateText(x.r.state)) },
-    { key: "total", title: `ProfileStep (${unit})`, text: (x) => (x.ready ? fmtTime(x.total, unit) : "-") },
-    { key: "comm", title: `Communication (${unit})`, group: "", text: (x) => (x.ready ? fmtTime(x.comm, unit) : "-"), swatch: () => PART_COLORS.Communication },
-    { key: "comm_ratio", title: "Ratio (%)", text: (x) => (x.ready ? fmtRatio(ratio(x.comm, x.total)) : "-") },
-    { key: "comp", title: `Computation (${unit})`, text: (x) => (x.ready ? fmtTime(x.comp, unit) : "-"), swatch: () => PART_COLORS.Computation },
-    { key: "comp_ratio", title: "Ratio (%)", text: (x) => (x.ready ? fmtRatio(ratio(x.comp, x.total)) : "-") },
-    { key: "overlap", title: `Overlap (${unit})`, text: (x) => (x.ready ? fmtTime(x.overlap, unit) : "-"), swatch: () => PART_COLORS.Overlap },
-    { key: "overlap_ratio", title: "Ratio (%)", text: (x) => (x.ready ? fmtRatio(ratio(x.overlap, x.total)) : "-") },
-    { key: "other", title: `Other (${unit})`, text: (x) => (x.ready ? fmtTime(x.other, unit) : "-"), swatch: () => PART_COLORS.Other },
-    { key: "steps", title: "Steps", text: (x) => (x.ready ? fmtInt(x.r.steps.length) : "-") },
+  const many = ready.length > MANY_RANKS;
+  const n = (v: number) => v;
+  const columns: RowColumn<RankRow>[] = [
+    { key: "rank", title: "Rank", width: 52, align: "left", text: (x) => (x.r.rank >= 0 ? String(x.r.rank) : "-"), sort: (x) => x.r.rank, firstDir: "asc" },
+    { key: "state", title: "State", width: 70, align: "left", text: (x) => (x.r.error ? `${stateText(x.r.state)}: ${x.r.error}` : stateText(x.r.state)), sort: (x) => stateText(x.r.state) },
+    { key: "total", title: `ProfileStep (${unit})`, width: 104, text: (x) => (x.ready ? fmtTime(x.total, unit) : "-"), sort: (x) => (x.ready ? n(x.total) : undefined) },
+    { key: "comm", title: `Communication (${unit})`, width: 118, text: (x) => (x.ready ? fmtTime(x.comm, unit) : "-"), sort: (x) => (x.ready ? x.comm : undefined) },
+    { key: "comm_ratio", title: "Ratio (%)", width: 66, text: (x) => (x.ready ? fmtRatio(ratio(x.comm, x.total)) : "-"), sort: (x) => (x.ready ? ratio(x.comm, x.total) : undefined) },
+    { key: "comp", title: `Computation (${unit})`, width: 114, text: (x) => (x.ready ? fmtTime(x.comp, unit) : "-"), sort: (x) => (x.ready ? x.comp : undefined) },
+    { key: "comp_ratio", title: "Ratio (%)", width: 66, text: (x) => (x.ready ? fmtRatio(ratio(x.comp, x.total)) : "-"), sort: (x) => (x.ready ? ratio(x.comp, x.total) : undefined) },
+    { key: "overlap", title: `Overlap (${unit})`, width: 96, text: (x) => (x.ready ? fmtTime(x.overlap, unit) : "-"), sort: (x) => (x.ready ? x.overlap : undefined) },
+    { key: "overlap_ratio", title: "Ratio (%)", width: 66, text: (x) => (x.ready ? fmtRatio(ratio(x.overlap, x.total)) : "-"), sort: (x) => (x.ready ? ratio(x.overlap, x.total) : undefined) },
+    { key: "other", title: `Other (${unit})`, width: 86, text: (x) => (x.ready ? fmtTime(x.other, unit) : "-"), sort: (x) => (x.ready ? x.other : undefined) },
+    { key: "steps", title: "Steps", width: 52, text: (x) => (x.ready ? fmtInt(x.r.steps.length) : "-"), sort: (x) => x.r.steps.length },
   ];
   const open = (worker: string) => onOpenRank(worker);
   const parallelKey = `${data.run}\u0000${data.span}\u0000${data.ranks.map((r) => `${r.worker}:${r.state}:${r.fileVersion}`).join(",")}`;
   const parallel = useParallel(data.run, data.span, parallelKey);
-  const jump = () => document.getElementById("tbpp-parallel")?.scrollIntoView({ behavior: "smooth", block: "start" });
   return (
     <div class="panel distributed" data-testid="panel-distributed">
-      <VerdictBanner state={parallel} unit={unit} onJump={jump} />
+      <ParallelSummary state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} />
       {!anyComm && ready.length ? (
         <Notice kind="info" testId="no-communication">
           No rank of this span recorded communication (Paddle prints no Distribution Summary): every step is
@@ -174,10 +238,14 @@ export function Distributed({
         </Notice>
       ) : null}
       <div class="grid two-one">
-        <Card title="Per step, every rank" subtitle="one bar per rank, ranks in order; click a bar to open that rank" testId="dist-steps-card">
-          <Chart option={charts.steps} height={300} testId="dist-steps-chart" onClick={(p) => p.seriesIndex !== undefined && open(ready[Math.floor(p.seriesIndex / PARTS.length)].r.worker)} />
+        <Card
+          title={many ? `Per step, mean of ${ready.length} ranks` : "Per step, every rank"}
+          subtitle={many ? "stacked: the ranks' mean split of the step; line: the slowest rank's step time" : "one bar per rank, ranks in order; click a bar to open that rank"}
+          testId="dist-steps-card"
+        >
+          <Chart option={charts.steps} height={300} testId="dist-steps-chart" onClick={(p) => !many && p.seriesIndex !== undefined && open(ready[Math.floor(p.seriesIndex / PARTS.length)].r.worker)} />
         </Card>
-        <Card title="All steps, per rank" subtitle="click a bar to open that rank" testId="dist-ranks-card">
+        <Card title="All steps, per rank" subtitle={ready.length > RANK_WINDOW ? `${RANK_WINDOW} ranks at a time: drag the slider · click a bar to open that rank` : "click a bar to open that rank"} testId="dist-ranks-card">
           <Chart option={charts.ranks} height={300} testId="dist-ranks-chart" onClick={(p) => open(ready[p.dataIndex].r.worker)} />
         </Card>
       </div>
@@ -186,16 +254,19 @@ export function Distributed({
         subtitle="ratio = time / total step time of the rank · Other = step time − (communication ∪ computation) · click a row to open the rank"
         testId="dist-table-card"
       >
-        <SimpleTable
+        <RowsTable<RankRow>
           columns={columns}
           rows={rows}
           rowKey={(x) => x.r.worker}
+          name={(x) => x.label}
+          nameTitle="Rank"
+          nameWidth={170}
           testId="dist-ranks"
           onRowClick={(x) => open(x.r.worker)}
           rowClass={(x) => `${x.r.worker === current ? "current" : ""} ${x.r.state === LoadState.FAILED ? "failed" : ""}`}
         />
       </Card>
-      <ParallelSection state={parallel} unit={unit} current={current} onOpenRank={open} />
+      <ParallelSection state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} />
     </div>
   );
 }

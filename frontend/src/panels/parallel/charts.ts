@@ -12,6 +12,22 @@ export function parRankLabel(r: { rank: number; rankInferred?: boolean }): strin
   return `rank ${r.rank}${r.rankInferred ? "*" : ""}`;
 }
 
+/** A rank's one label (RankParallel.label, else the worker name's). */
+export type RankLabel = (r: RankParallel) => string;
+
+/** Above this many ranks a rank axis shows RANK_WINDOW ranks at a time, with a slider. */
+export const RANK_WINDOW = 64;
+
+export function rankZoom(n: number): Record<string, unknown> {
+  if (n <= RANK_WINDOW) return {};
+  return {
+    dataZoom: [
+      { type: "slider", xAxisIndex: 0, startValue: 0, endValue: RANK_WINDOW - 1, height: 16, bottom: 2, brushSelect: false },
+      { type: "inside", xAxisIndex: 0, zoomOnMouseWheel: false, moveOnMouseWheel: false, moveOnMouseMove: true },
+    ],
+  };
+}
+
 /** One bar's parts: the step split exactly (compute only + hidden comm + exposed by kind + memcpy + idle = step). */
 export interface Breakdown {
   step: number;
@@ -128,6 +144,7 @@ export function breakdownOption(
   cells: (Breakdown | null)[][],
   kinds: CollectiveKind[],
   unit: TimeUnit,
+  label: RankLabel = parRankLabel,
 ): ChartOption {
   const drawn = cells.map((row) => row.map((b) => (b ? drawnKinds(b, kinds) : null)));
   // Parts that are zero everywhere (no memcpy, nothing hidden on a host timeline) stay out of the legend.
@@ -135,16 +152,17 @@ export function breakdownOption(
   const perStep = stepIds.length > 1 || stepIds[0] !== -1;
   const nBars = Math.max(1, stepIds.length);
   return {
+    ...rankZoom(ranks.length),
     legend: { top: 0, itemWidth: 10, itemHeight: 10, data: ps.map((p) => p.name) },
-    grid: { left: 8, right: 16, top: 34, bottom: 4, containLabel: true },
+    grid: { left: 8, right: 16, top: 34, bottom: ranks.length > RANK_WINDOW ? 26 : 4, containLabel: true },
     tooltip: {
       trigger: "item",
       formatter: ((p: { dataIndex: number; seriesIndex: number }) => {
         const si = Math.floor(p.seriesIndex / ps.length);
         const b = cells[p.dataIndex][si];
         const r = ranks[p.dataIndex];
-        if (!b) return tooltipBox(parRankLabel(r), []);
-        return breakdownTip(`${parRankLabel(r)} · ${perStep ? `step ${stepIds[si]}` : "mean per step"}`, b, ps, unit);
+        if (!b) return tooltipBox(label(r), []);
+        return breakdownTip(`${label(r)} · ${perStep ? `step ${stepIds[si]}` : "mean per step"}`, b, ps, unit);
       }) as never,
     },
     xAxis: { type: "category", data: ranks.map((r) => parRankLabel(r)), axisTick: { show: false } },
@@ -170,17 +188,18 @@ export function breakdownOption(
 export const WAIT_COLORS = { waited: "#90a4ae", caused: "#c62828" };
 
 /** Per rank: time it waited at collectives vs time its peers waited for it (per step). */
-export function waitsOption(rp: RunParallel, unit: TimeUnit, named: Set<number>): ChartOption {
+export function waitsOption(rp: RunParallel, unit: TimeUnit, named: Set<number>, label: RankLabel = parRankLabel): ChartOption {
   const ranks = rp.ranks;
   return {
+    ...rankZoom(ranks.length),
     legend: { top: 0, itemWidth: 10, itemHeight: 10 },
-    grid: { left: 8, right: 16, top: 34, bottom: 4, containLabel: true },
+    grid: { left: 8, right: 16, top: 34, bottom: ranks.length > RANK_WINDOW ? 26 : 4, containLabel: true },
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },
       formatter: ((ps: { dataIndex: number }[]) => {
         const r = ranks[ps[0].dataIndex];
-        return tooltipBox(`${parRankLabel(r)} · per step`, [
+        return tooltipBox(`${label(r)} · per step`, [
           { color: WAIT_COLORS.waited, name: "Waited for peers", value: `${fmtTime(num(r.waitNs), unit)} ${unit}` },
           { color: WAIT_COLORS.caused, name: "Made peers wait", value: `${fmtTime(num(r.causedWaitNs), unit)} ${unit}` },
           { name: "Arrived last", value: `${r.lastArrivals}/${r.matched}` },
@@ -201,20 +220,53 @@ export function waitsOption(rp: RunParallel, unit: TimeUnit, named: Set<number>)
   };
 }
 
-/** A rank × step heatmap (rows = ranks, top to bottom; columns = steps); -1 cells are left empty. */
-export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit, colors: string[], label: string): ChartOption {
+/** At most this many rows in a heatmap: beyond, ranks are binned (consecutive ranks, the max of each bin). */
+export const MAX_HEAT_ROWS = 128;
+
+export interface HeatBins {
+  /** Ranks per row (1: one row per rank). */
+  size: number;
+  /** Per row: first and last index into rp.ranks. */
+  rows: [number, number][];
+}
+
+export function heatBins(n: number, maxRows = MAX_HEAT_ROWS): HeatBins {
+  const size = Math.max(1, Math.ceil(n / maxRows));
+  const rows: [number, number][] = [];
+  for (let i = 0; i < n; i += size) rows.push([i, Math.min(n, i + size) - 1]);
+  return { size, rows };
+}
+
+/** Heatmap cell data: [step index, row index, value, index of the worst rank in the row's bin]. */
+export type HeatCell = [number, number, number, number];
+
+/**
+ * A rank × step heatmap (rows = ranks top to bottom, or bins of consecutive ranks holding each
+ * bin's maximum when there are more than MAX_HEAT_ROWS ranks; columns = steps); -1 cells are left
+ * empty. The tooltip names a bin's rank range and its worst rank.
+ */
+export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit, colors: string[], label: string, rankLabel: RankLabel = parRankLabel): ChartOption {
   const steps = rp.steps.map((s) => num(s));
   const ranks = rp.ranks;
-  const data: [number, number, number][] = [];
+  const bins = heatBins(ranks.length);
+  const data: HeatCell[] = [];
   let lo = Infinity;
   let hi = -Infinity;
-  ranks.forEach((_r, ri) =>
+  bins.rows.forEach(([a, b], bi) =>
     steps.forEach((_s, si) => {
-      const v = num(values[ri * steps.length + si]);
-      if (v < 0) return;
-      data.push([si, ri, v]);
-      lo = Math.min(lo, v);
-      hi = Math.max(hi, v);
+      let best = -1;
+      let worst = -1;
+      for (let ri = a; ri <= b; ri++) {
+        const v = num(values[ri * steps.length + si]);
+        if (v >= 0 && v > best) {
+          best = v;
+          worst = ri;
+        }
+      }
+      if (worst < 0) return;
+      data.push([si, bi, best, worst]);
+      lo = Math.min(lo, best);
+      hi = Math.max(hi, best);
     }),
   );
   if (!data.length) {
@@ -222,18 +274,25 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
     hi = 1;
   }
   if (hi === lo) hi = lo + 1;
-  const showLabels = steps.length <= 24 && ranks.length <= 32;
+  const nRows = bins.rows.length;
+  const showLabels = steps.length <= 24 && nRows <= 32;
+  const rowName = ([a, b]: [number, number]) => (a === b ? parRankLabel(ranks[a]) : `ranks ${ranks[a].rank}–${ranks[b].rank}`);
   return {
     grid: { left: 8, right: 70, top: 8, bottom: 4, containLabel: true },
     tooltip: {
       trigger: "item",
-      formatter: ((p: { data: [number, number, number] }) => {
-        const [si, ri, v] = p.data;
-        return tooltipBox(`${parRankLabel(ranks[ri])} · step ${steps[si]}`, [{ name: label, value: `${fmtTime(v, unit)} ${unit}` }]);
+      formatter: ((p: { data: HeatCell }) => {
+        const [si, bi, v, wi] = p.data;
+        const [a, b] = bins.rows[bi];
+        if (a === b) return tooltipBox(`${rankLabel(ranks[a])} · step ${steps[si]}`, [{ name: label, value: `${fmtTime(v, unit)} ${unit}` }]);
+        return tooltipBox(`ranks ${ranks[a].rank}–${ranks[b].rank} (${b - a + 1} ranks) · step ${steps[si]}`, [
+          { name: `${label}, max of the bin`, value: `${fmtTime(v, unit)} ${unit}` },
+          { name: "worst rank", value: rankLabel(ranks[wi]) },
+        ]);
       }) as never,
     },
     xAxis: { type: "category", data: steps.map((s) => `#${s}`), splitArea: { show: false }, axisTick: { show: false } },
-    yAxis: { type: "category", inverse: true, data: ranks.map((r) => parRankLabel(r)), axisTick: { show: false } },
+    yAxis: { type: "category", inverse: true, data: bins.rows.map(rowName), axisTick: { show: false } },
     visualMap: {
       type: "continuous",
       min: lo,
@@ -243,7 +302,7 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
       orient: "vertical",
       right: 4,
       top: "middle",
-      itemHeight: Math.max(60, Math.min(160, 26 * ranks.length - 40)),
+      itemHeight: Math.max(60, Math.min(160, 26 * nRows - 40)),
       text: [fmtTime(hi, unit), fmtTime(lo, unit)],
       itemWidth: 10,
       inRange: { color: colors },
@@ -253,11 +312,12 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
       {
         type: "heatmap",
         data,
-        itemStyle: { borderColor: "#fff", borderWidth: 1 },
+        // thin rows: no white border, which would cover them
+        itemStyle: nRows > 48 ? { borderWidth: 0 } : { borderColor: "#fff", borderWidth: 1 },
         label: showLabels
           ? {
               show: true,
-              formatter: ((p: { data: [number, number, number] }) => `{${(p.data[2] - lo) / (hi - lo) > 0.55 ? "light" : "dark"}|${fmtTime(p.data[2], unit)}}`) as never,
+              formatter: ((p: { data: HeatCell }) => `{${(p.data[2] - lo) / (hi - lo) > 0.55 ? "light" : "dark"}|${fmtTime(p.data[2], unit)}}`) as never,
               rich: { light: { color: "#ffffff", fontSize: 10 }, dark: { color: "#212121", fontSize: 10 } },
             }
           : { show: false },

@@ -4,10 +4,15 @@
 // draws it at whatever zoom the view is at; after each zoom or pan settles it asks for the window
 // that is in view. Nothing here is a DOM node per slice.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { Picker } from "../../components/Picker";
+import type { PickItem } from "../../components/Picker";
 import { Notice } from "../../components/ui";
+import type { RunParallel, WorkerEntry } from "../../gen/tb_paddle_profile/v1/plugin_pb";
+import { workerLabel } from "../../labels";
+import { parallelOnce } from "../parallel/data";
 import type { TimelineEvent, TimelineRange, TimelineSearch } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 import type { Decoded } from "./data";
-import { checkWindowTrace, decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, windowTraceUrl } from "./data";
+import { checkWindowTrace, decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
 import type { Folds, Layout, Marks, Row, View } from "./draw";
 import "./timeline.css";
 import { drawTimeline, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
@@ -22,18 +27,75 @@ export interface TimelineState {
   tlfind: string;
   /** Folded ranks and tracks: "worker:*" and "worker:track", comma-separated (see parseFolds). */
   tlfold: string;
+  /** The ranks shown: worker names, URI-encoded, comma-separated; "" = the default set. */
+  tlranks: string;
 }
 
 interface Props {
   run: string;
   span: string;
   worker: string;
+  /** Every worker of the run, in rank order. */
+  workers: WorkerEntry[];
+  labels: Map<string, string>;
   state: TimelineState;
   update: (patch: Partial<TimelineState> & { view?: string; worker?: string; find?: string }) => void;
   traceHref?: string;
 }
 
 const VIEW_H = 560;
+/** Ranks per page, and the most that can be chosen at once: a window never asks for every rank. */
+export const RANK_PAGE = 16;
+export const MAX_RANKS = 32;
+
+export function parseRankSet(text: string): string[] {
+  const out: string[] = [];
+  for (const part of text.split(",")) {
+    if (!part) continue;
+    try {
+      out.push(decodeURIComponent(part));
+    } catch {
+      /* a malformed escape: skip it */
+    }
+  }
+  return out;
+}
+
+export function writeRankSet(workers: string[]): string {
+  return workers.map(encodeURIComponent).join(",");
+}
+
+/**
+ * The ranks shown when none are chosen: all of them up to RANK_PAGE; else the straggler the verdict
+ * names (or the current rank) and its peers — its model replica (same DP index: every stage and MP
+ * index) where the analysis found the topology, else the ranks it shares collectives with, nearest
+ * rank numbers first — with the current rank kept in; before the analysis is known, the page of
+ * RANK_PAGE ranks that holds the current rank.
+ */
+export function defaultRankSet(all: string[], current: string, rp: RunParallel | null): { workers: string[]; why: string } {
+  if (all.length <= RANK_PAGE) return { workers: all, why: "every rank" };
+  const index = new Map(all.map((w, i) => [w, i]));
+  const ci = index.get(current) ?? 0;
+  const page = () => {
+    const start = Math.floor(ci / RANK_PAGE) * RANK_PAGE;
+    return all.slice(start, start + RANK_PAGE);
+  };
+  if (!rp) return { workers: page(), why: "the page of the current rank" };
+  const byWorker = new Map(rp.ranks.map((r) => [r.worker, r]));
+  const byRank = new Map(rp.ranks.map((r) => [r.rank, r]));
+  const named = rp.straggler?.found ? rp.straggler.stragglers[0] : undefined;
+  const focus = (named && byRank.get(named.rank)) || byWorker.get(current);
+  if (!focus) return { workers: page(), why: "the page of the current rank" };
+  let peers: number[];
+  if (focus.dp >= 0 && rp.ranks.some((r) => r.dp >= 0 && r.rank !== focus.rank)) peers = rp.ranks.filter((r) => r.dp === focus.dp && r.rank !== focus.rank).map((r) => r.rank);
+  else peers = focus.peers.filter((p) => p !== focus.rank);
+  peers.sort((a, b) => Math.abs(a - focus.rank) - Math.abs(b - focus.rank) || a - b);
+  const chosen = [focus.worker, ...peers.map((p) => byRank.get(p)?.worker).filter((w): w is string => !!w && index.has(w))].slice(0, RANK_PAGE);
+  if (!chosen.includes(current) && index.has(current)) chosen[Math.min(chosen.length, RANK_PAGE - 1)] = current;
+  chosen.sort((a, b) => (index.get(a) ?? 0) - (index.get(b) ?? 0));
+  const who = named && focus.rank === named.rank ? "the straggler" : "the current rank";
+  return { workers: chosen, why: `${who} and its peers` };
+}
 const FETCH_DELAY_MS = 60;
 const RETRY_MS = 700;
 
@@ -43,6 +105,8 @@ interface Stats {
   requests: number;
   bytes: number;
   lastBytes: number;
+  /** The largest window response so far, bytes. */
+  maxBytes: number;
   firstDrawAt: number;
   items: number;
   /** launch → kernel arrows drawn in the last frame */
@@ -51,7 +115,7 @@ interface Stats {
 
 declare global {
   interface Window {
-    __tbppTimeline?: Stats & { view: () => View; data: () => Decoded | null; rows: () => Layout["rows"]; folds: () => string };
+    __tbppTimeline?: Stats & { view: () => View; data: () => Decoded | null; rows: () => Layout["rows"]; folds: () => string; workers: () => string[] };
   }
 }
 
@@ -62,6 +126,26 @@ function parseWindow(tl: string): View | null {
 
 export function Timeline(props: Props) {
   const { run, span } = props;
+  const all = useMemo(() => props.workers.map((w) => w.worker), [props.workers]);
+  const [hint, setHint] = useState<RunParallel | null>(null);
+  useEffect(() => {
+    setHint(null);
+    if (all.length <= RANK_PAGE) return;
+    let alive = true;
+    parallelOnce(run, span).then((rp) => alive && setHint(rp));
+    return () => {
+      alive = false;
+    };
+  }, [run, span, all.length > RANK_PAGE]);
+  const explicit = useMemo(() => {
+    const known = new Set(all);
+    return parseRankSet(props.state.tlranks ?? "").filter((w) => known.has(w)).slice(0, MAX_RANKS);
+  }, [props.state.tlranks, all]);
+  const fallback = useMemo(() => defaultRankSet(all, props.worker, hint), [all, props.worker, hint]);
+  const chosen = explicit.length ? explicit : fallback.workers;
+  const chosenKey = chosen.join("\u0000");
+  const chosenRef = useRef(chosen);
+  chosenRef.current = chosen;
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const scrollRef = useRef<HTMLDivElement>(null);
   const foldBoxRef = useRef<HTMLDivElement>(null);
@@ -89,12 +173,12 @@ export function Timeline(props: Props) {
   const fetchTimer = useRef(0);
   const hashTimer = useRef(0);
   const inflight = useRef<AbortController | null>(null);
-  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, firstDrawAt: 0, items: 0, arrows: 0 });
+  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, maxBytes: 0, firstDrawAt: 0, items: 0, arrows: 0 });
   const foldText = props.state.tlfold ?? "";
   const folds = useMemo<Folds>(() => parseFolds(foldText), [foldText]);
   const foldsRef = useRef(folds);
   foldsRef.current = folds;
-  const lay = useMemo<Layout>(() => layout(data, folds), [data && data.ranks.map((r) => r.worker + r.tracks.length + r.state).join(","), folds]);
+  const lay = useMemo<Layout>(() => layout(data, folds, props.labels), [data && data.ranks.map((r) => r.worker + r.tracks.length + r.state).join(","), folds, props.labels]);
   const layRef = useRef(lay);
   layRef.current = lay;
   dataRef.current = data;
@@ -133,7 +217,7 @@ export function Timeline(props: Props) {
   };
 
   useEffect(() => {
-    window.__tbppTimeline = Object.assign(stats.current, { view: () => view.current!, data: () => dataRef.current, rows: () => layRef.current.rows, folds: () => writeFolds(foldsRef.current) });
+    window.__tbppTimeline = Object.assign(stats.current, { view: () => view.current!, data: () => dataRef.current, rows: () => layRef.current.rows, folds: () => writeFolds(foldsRef.current), workers: () => chosenRef.current });
     const ro = new ResizeObserver(() => {
       redraw();
       scheduleFetch();
@@ -162,23 +246,37 @@ export function Timeline(props: Props) {
       start = v.start - w * 0.5;
       end = v.end + w * 0.5;
     }
-    stats.current.requests++;
-    let got;
-    try {
-      got = await fetchWindow({ run, span, start, end, px: v ? plot * 2 : plot, base: base.current, q: marks.current.query, flows: marks.current.flows }, ctl.signal);
-    } catch {
-      return; // aborted
+    // The route answers a page of the ranks asked for (at most 32 ranks, 2 MB): the pages are asked
+    // one after the other and merged into one window.
+    let d: Decoded | null = null;
+    let pending = false;
+    let offset = 0;
+    for (let page = 0; page < 64; page++) {
+      stats.current.requests++;
+      let got;
+      try {
+        got = await fetchWindow({ run, span, workers: chosenRef.current, rankOffset: offset, start, end, px: v ? plot * 2 : plot, base: base.current ?? d?.base, q: marks.current.query, flows: marks.current.flows }, ctl.signal);
+      } catch {
+        return; // aborted
+      }
+      if (inflight.current !== ctl) return;
+      if (got.kind === "error") {
+        inflight.current = null;
+        setError(got.message);
+        return;
+      }
+      stats.current.bytes += got.bytes;
+      stats.current.lastBytes = got.bytes;
+      stats.current.maxBytes = Math.max(stats.current.maxBytes, got.bytes);
+      const part = decodeWindow(got.value, got.bytes);
+      d = d ? mergeWindows(d, part) : part;
+      pending = pending || got.pending;
+      offset = nextRankOffset(got.value);
+      if (offset < 0) break;
     }
-    if (inflight.current !== ctl) return;
     inflight.current = null;
-    if (got.kind === "error") {
-      setError(got.message);
-      return;
-    }
+    if (!d) return;
     setError("");
-    const d = decodeWindow(got.value, got.bytes);
-    stats.current.bytes += got.bytes;
-    stats.current.lastBytes = got.bytes;
     stats.current.items = d.items;
     const anyReady = d.ranks.some((r) => r.state === "" && r.tracks.length > 0);
     if (anyReady) {
@@ -189,7 +287,7 @@ export function Timeline(props: Props) {
     setData(d);
     const waiting = d.ranks.filter((r) => r.state === "building").length;
     setBuilding(waiting);
-    if (got.pending) {
+    if (pending) {
       fetchTimer.current = window.setTimeout(() => load(view.current), RETRY_MS);
     }
     redraw();
@@ -232,6 +330,16 @@ export function Timeline(props: Props) {
   useEffect(() => {
     scheduleFetch(true);
   }, [flows, activeQuery]);
+
+  // Another set of ranks: the same window (and base), those ranks.
+  const firstSet = useRef(true);
+  useEffect(() => {
+    if (firstSet.current) {
+      firstSet.current = false;
+      return;
+    }
+    load(view.current);
+  }, [chosenKey]);
 
   // ------------------------------------------------------------------ view changes
   const setView = (v: View) => {
@@ -367,8 +475,8 @@ export function Timeline(props: Props) {
       window.setTimeout(() => runSearch(t, open), RETRY_MS);
       return;
     }
-    let got = await fetchSearch(run, span, t, true, base.current);
-    if (got.kind === "ok" && Number(got.value.total) === 0) got = await fetchSearch(run, span, t, false, base.current);
+    let got = await fetchSearch(run, span, chosenRef.current, t, true, base.current);
+    if (got.kind === "ok" && Number(got.value.total) === 0) got = await fetchSearch(run, span, chosenRef.current, t, false, base.current);
     if (got.kind === "error") {
       setError(got.message);
       return;
@@ -582,6 +690,17 @@ export function Timeline(props: Props) {
           ) : null}
         </span>
       </div>
+      {all.length > 1 ? (
+        <RankBar
+          workers={props.workers}
+          all={all}
+          chosen={chosen}
+          explicit={explicit.length > 0}
+          why={fallback.why}
+          labels={props.labels}
+          set={(ws) => props.update({ tlranks: ws === null ? "" : writeRankSet(ws) })}
+        />
+      ) : null}
       <div class="tl-hint">
         Drag: pan · Ctrl+wheel or W/S: zoom · A/D: pan · Shift+drag: sum a box · click: details · 0: fit · click a rank or track name: fold
         {d ? (
@@ -619,11 +738,74 @@ export function Timeline(props: Props) {
           {lay.rows.map((row) => (row.first ? <FoldButton row={row} onToggle={() => (row.kind === "rank" ? toggleRank(row.worker) : toggleTrack(row.worker, row.track))} /> : null))}
         </div>
       </div>
-      <TrackList data={d} folds={folds} />
+      <TrackList data={d} folds={folds} labels={props.labels} />
       <div class="tl-below">
         {detail ? <Details e={detail} onJump={(w, id) => select(w, id, true)} onTable={(view, name) => props.update({ view, worker: detail.worker, find: name })} /> : <div class="tl-empty muted">Click a slice to see its details.</div>}
         {range ? <RangeSums r={range} onClose={() => setRange(null)} /> : null}
       </div>
+    </div>
+  );
+}
+
+/**
+ * Which ranks are drawn: "ranks 1–16 of 1,024" with ◂ ▸ to page through the rest in rank order, a
+ * searchable picker to add or remove ranks (at most MAX_RANKS at once), and "Default" to go back to
+ * the default set.
+ */
+function RankBar(props: {
+  workers: WorkerEntry[];
+  all: string[];
+  chosen: string[];
+  explicit: boolean;
+  why: string;
+  labels: Map<string, string>;
+  set: (workers: string[] | null) => void;
+}) {
+  const { all, chosen } = props;
+  const index = useMemo(() => new Map(all.map((w, i) => [w, i])), [all]);
+  const items = useMemo<PickItem[]>(() => props.workers.map((w) => ({ value: w.worker, label: workerLabel(w), search: `rank ${w.rank} ${w.hostname} ${w.worker}`, rank: w.rank })), [props.workers]);
+  const selected = useMemo(() => new Set(chosen), [chosen]);
+  const idx = chosen.map((w) => index.get(w) ?? 0).sort((a, b) => a - b);
+  const lo = idx[0] ?? 0;
+  const hi = idx[idx.length - 1] ?? 0;
+  const contiguous = idx.length > 0 && hi - lo + 1 === idx.length;
+  const n = all.length;
+  const rankAt = (i: number) => (props.workers[i]?.rank ?? -1) >= 0 ? props.workers[i].rank : i;
+  const text = contiguous ? `ranks ${rankAt(lo)}–${rankAt(hi)} of ${n.toLocaleString()}` : `${chosen.length} ranks of ${n.toLocaleString()}`;
+  const [full, setFull] = useState(false);
+  const toggle = (w: string) => {
+    const next = new Set(chosen);
+    if (next.has(w)) {
+      if (next.size > 1) next.delete(w);
+    } else if (next.size < MAX_RANKS) next.add(w);
+    else {
+      setFull(true);
+      return;
+    }
+    setFull(false);
+    props.set([...next].sort((a, b) => (index.get(a) ?? 0) - (index.get(b) ?? 0)));
+  };
+  return (
+    <div class="tl-ranks" data-testid="timeline-ranks" data-shown={chosen.length} data-total={n} data-first={lo} data-last={hi}>
+      <span class="tl-ranks-label">Ranks</span>
+      <button class="btn small" onClick={() => props.set(all.slice(Math.max(0, lo - RANK_PAGE), Math.max(0, lo - RANK_PAGE) + RANK_PAGE))} disabled={lo === 0} data-testid="timeline-ranks-prev" title={`The ${RANK_PAGE} ranks before`}>
+        ◂
+      </button>
+      <span class="tl-ranks-text" data-testid="timeline-ranks-text">{text}</span>
+      <button class="btn small" onClick={() => props.set(all.slice(hi + 1, hi + 1 + RANK_PAGE))} disabled={hi >= n - 1} data-testid="timeline-ranks-next" title={`The next ${RANK_PAGE} ranks`}>
+        ▸
+      </button>
+      <span class="tl-ranks-pick">
+        <Picker items={items} selected={selected} onToggle={toggle} testId="timeline-rank-picker" buttonText={`Choose ranks (${chosen.length})`} placeholder="Filter by label, rank, host" title={`Add or remove ranks (at most ${MAX_RANKS})`} />
+      </span>
+      {props.explicit ? (
+        <button class="btn small" onClick={() => props.set(null)} data-testid="timeline-ranks-default" title={`Back to the default: ${props.why}`}>
+          Default
+        </button>
+      ) : (
+        <span class="muted tl-ranks-why" data-testid="timeline-ranks-why">{`default: ${props.why}`}</span>
+      )}
+      {full ? <span class="tl-ranks-full" data-testid="timeline-ranks-full">{`At most ${MAX_RANKS} ranks at once: remove one first.`}</span> : null}
     </div>
   );
 }
@@ -665,7 +847,7 @@ function splitSel(s: string): [string, number | null] {
 }
 
 /** The tracks as text (hidden visually small): what the canvas shows, for assistive tools and tests. */
-function TrackList({ data, folds }: { data: Decoded | null; folds: Folds }) {
+function TrackList({ data, folds, labels }: { data: Decoded | null; folds: Folds; labels: Map<string, string> }) {
   if (!data) return null;
   return (
     <ul class="tl-tracks" data-testid="timeline-tracks">
@@ -678,7 +860,7 @@ function TrackList({ data, folds }: { data: Decoded | null; folds: Folds }) {
             data-events={String(t.events)}
             data-fold={folds.ranks.has(r.worker) ? "rank" : folds.tracks.has(`${r.worker}:${t.id}`) ? "track" : ""}
           >
-            {`${r.rank >= 0 ? `rank ${r.rank}` : r.worker} · ${t.label} · ${Number(t.events).toLocaleString()} events`}
+            {`${labels.get(r.worker) || (r.rank >= 0 ? `rank ${r.rank}` : r.worker)} · ${t.label} · ${Number(t.events).toLocaleString()} events`}
           </li>
         )),
       )}

@@ -46,12 +46,18 @@ export interface WindowQuery {
   base?: string; // unix ns as a decimal string (beyond a double's precision)
   q?: string;
   flows?: boolean;
+  /** The ranks to draw (worker names); the route's default, every rank, is never asked for. */
+  workers: string[];
+  /** The page of those ranks to start from (the route answers at most 32 ranks and 2 MB a window). */
+  rankOffset?: number;
 }
 
 export function fetchWindow(w: WindowQuery, signal?: AbortSignal): Promise<Got<TimelineWindow>> {
   const url = `timeline?${q({
     run: w.run,
     span: w.span,
+    workers: w.workers.join(","),
+    rank_offset: w.rankOffset ? w.rankOffset : undefined,
     start_ns: w.start === undefined ? undefined : Math.floor(w.start),
     end_ns: w.end === undefined ? undefined : Math.ceil(w.end),
     px: Math.round(w.px),
@@ -66,8 +72,8 @@ export function fetchEvent(run: string, span: string, worker: string, id: number
   return get(TimelineEventSchema, `timeline_event?${q({ run, span, worker, id, base_unix_ns: base })}`, signal);
 }
 
-export function fetchSearch(run: string, span: string, text: string, exact: boolean, base: string | undefined, signal?: AbortSignal): Promise<Got<TimelineSearch>> {
-  return get(TimelineSearchSchema, `timeline_search?${q({ run, span, q: text, exact: exact ? 1 : undefined, base_unix_ns: base, limit: 500 })}`, signal);
+export function fetchSearch(run: string, span: string, workers: string[], text: string, exact: boolean, base: string | undefined, signal?: AbortSignal): Promise<Got<TimelineSearch>> {
+  return get(TimelineSearchSchema, `timeline_search?${q({ run, span, workers: workers.join(","), q: text, exact: exact ? 1 : undefined, base_unix_ns: base, limit: 500 })}`, signal);
 }
 
 export function fetchRange(run: string, span: string, start: number, end: number, tracks: string[], base: string | undefined): Promise<Got<TimelineRange>> {
@@ -134,6 +140,41 @@ export interface Decoded {
   query: string;
   items: number;
   bytes: number;
+  /** Ranks asked for, and how many of them this window holds (all, once every page is merged). */
+  ranksTotal: number;
+  /** Pages (responses) merged into this window; the largest response in bytes. */
+  pages: number;
+  maxPageBytes: number;
+}
+
+/** The next page's rank offset, or -1 when the window holds every rank asked for. */
+export function nextRankOffset(w: TimelineWindow): number {
+  const total = w.ranksTotal;
+  const next = w.rankOffset + w.ranks.length;
+  return total > 0 && next < total && w.ranks.length > 0 ? next : -1;
+}
+
+/** One window from its pages of ranks: string tables concatenated, each page's indexes shifted. */
+export function mergeWindows(a: Decoded, b: Decoded): Decoded {
+  const nameOff = a.names.length;
+  const typeOff = a.types.length;
+  const rankOff = a.ranks.length;
+  const ranks = b.ranks.map((r) => {
+    const lanes = new Map<string, Lane>();
+    for (const [k, l] of r.lanes) lanes.set(k, { ...l, name: l.name.map((x) => x + nameOff), type: l.type.map((x) => x + typeOff) });
+    return { ...r, lanes };
+  });
+  return {
+    ...a,
+    names: [...a.names, ...b.names],
+    types: [...a.types, ...b.types],
+    ranks: [...a.ranks, ...ranks],
+    flows: [...a.flows, ...b.flows.map((f) => ({ ...f, rank: f.rank + rankOff }))],
+    items: a.items + b.items,
+    bytes: a.bytes + b.bytes,
+    pages: a.pages + b.pages,
+    maxPageBytes: Math.max(a.maxPageBytes, b.maxPageBytes),
+  };
 }
 
 export function decodeWindow(w: TimelineWindow, bytes: number): Decoded {
@@ -203,6 +244,9 @@ export function decodeWindow(w: TimelineWindow, bytes: number): Decoded {
     query: w.query,
     items,
     bytes,
+    ranksTotal: w.ranksTotal || ranks.length,
+    pages: 1,
+    maxPageBytes: bytes,
   };
 }
 

@@ -73,12 +73,12 @@ export function writeFolds(f: Folds): string {
 
 /** Rows for every rank's tracks; depends only on the tracks and the folds, so it stays put while zooming.
  * A folded rank is its header alone; a folded track is one thin row. */
-export function layout(data: Decoded | null, folds: Folds): Layout {
+export function layout(data: Decoded | null, folds: Folds, labels?: Map<string, string>): Layout {
   const rows: Row[] = [];
   let y = 0;
   const keyParts: string[] = [];
   (data?.ranks ?? []).forEach((r, ri) => {
-    const title = r.rank >= 0 ? `rank ${r.rank}` : r.worker;
+    const title = labels?.get(r.worker) || (r.rank >= 0 ? `rank ${r.rank}` : r.worker);
     const rankFolded = folds.ranks.has(r.worker);
     const n = r.tracks.length;
     const label = `${title}${r.state ? ` · ${r.state}` : ""}${rankFolded && n ? ` · ${n} track${n > 1 ? "s" : ""}` : ""}`;
@@ -288,7 +288,8 @@ export function drawTimeline(
       ctx.fillStyle = "#212121";
       triangle(ctx, 8, y + row.h / 2, !row.folded, 4);
       ctx.font = "bold 12px system-ui, sans-serif";
-      ctx.fillText(truncate(row.label, LABEL_W - 30), 16, y + row.h / 2);
+      // an unfolded rank's header row is empty across the plot: its label runs over it (below)
+      if (row.folded) ctx.fillText(truncate(row.label, LABEL_W - 30), 16, y + row.h / 2);
       ctx.font = "11px system-ui, sans-serif";
     } else if (row.kind === "fold") {
       ctx.fillStyle = "#9e9e9e";
@@ -306,6 +307,23 @@ export function drawTimeline(
   ctx.restore();
   ctx.fillStyle = "#e0e0e0";
   ctx.fillRect(LABEL_W - 1, RULER_H, 1, height - RULER_H);
+  // the whole label of each unfolded rank, along its header row
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(0, RULER_H, width, height - RULER_H);
+  ctx.clip();
+  ctx.font = "bold 12px system-ui, sans-serif";
+  ctx.fillStyle = "#212121";
+  for (const row of lay.rows) {
+    const y = top + row.y;
+    if (row.kind !== "rank" || row.folded || y + row.h < RULER_H || y > height) continue;
+    ctx.fillStyle = "#eceff1"; // the header row runs across the label column's edge
+    ctx.fillRect(LABEL_W - 1, y, 1, row.h);
+    ctx.fillStyle = "#212121";
+    ctx.fillText(truncate(row.label, width - 30), 16, y + row.h / 2);
+  }
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.restore();
 
   // ruler
   ctx.fillStyle = "#fafafa";
