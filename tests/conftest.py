@@ -46,3 +46,10 @@ def browser():
         b = launch_browser(p)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def scale_run(tmp_path_factory):
+    """The generated 1,024-rank run, preprocessed (tests/scale_run.py)."""
+    import scale_run as sr
+    return sr.make(tmp_path_factory.mktemp("scale_run"))

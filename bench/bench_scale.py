@@ -1,0 +1,80 @@
+"""The run views at 8, 128, 1,024 and 4,096 ranks: analysis, cached `parallel` answer, its size.
+
+    python bench/bench_scale.py [--ranks 8,128,1024,4096] [--work /tmp/bench_crossrank] [--repeat 3]
+
+Uses the digests bench/bench_crossrank.py keeps under --work (it generates and parses the runs the
+first time: MP2 x PP4 x DP N/8 on hosts of 8 GPUs, skewed clocks, Paddle's default worker names, the
+same small program per rank at every N). For each N, in this one process, one core:
+
+* analysis: analyze_run over the N digests (what the plugin computes once per run and span and keeps
+  on disk), best of --repeat;
+* cached answer: what the `parallel` route does on a cache hit (runs.summary_first on the stored
+  RunParallel, serialize, gzip), best of --repeat; its bytes raw and gzipped;
+* the stored analysis (matched instances included) in bytes, and the digests' total bytes.
+
+Prints a Markdown table with growth factors per rank against the smallest N. No timing is asserted
+anywhere; read the table (docs/benchmarks.md keeps one run).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_crossrank import digests_for  # noqa: E402
+
+from tb_paddle_profile import runs  # noqa: E402
+from tb_paddle_profile.analysis.crossrank import analyze_run  # noqa: E402
+from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
+
+
+def best(fn, repeat: int):
+    out, times = None, []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", default="8,128,1024,4096")
+    ap.add_argument("--work", default="/tmp/bench_crossrank")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    a = ap.parse_args()
+    rows = []
+    for n in [int(x) for x in a.ranks.split(",")]:
+        ds = digests_for(n, a.work, a.jobs)
+        t_an, rp = best(lambda: analyze_run(ds, "run", "0"), a.repeat)
+        stored = rp.SerializeToString()
+
+        def answer():
+            out = runs.summary_first(plugin_pb2.RunParallel.FromString(stored), in_place=True)
+            raw = out.SerializeToString()
+            return raw, gzip.compress(raw, 6)
+
+        t_ans, (raw, gz) = best(answer, a.repeat)
+        rows.append((n, sum(d.ByteSize() for d in ds), t_an, len(stored), t_ans, len(raw), len(gz),
+                     rp.matched_total, rp.straggler.found))
+        print(f"  {n} ranks: analysis {t_an:.3f} s, answer {t_ans * 1000:.0f} ms, {len(gz) / 1e6:.2f} MB gz",
+              file=sys.stderr)
+    base = rows[0]
+    print("| ranks | digests MB | analysis s | per rank ms | growth | stored MB | matched | cached answer ms "
+          "| answer MB | gzipped MB | per rank KB gz |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n, dbytes, t_an, stored, t_ans, raw, gz, matched, _ in rows:
+        per = t_an / n * 1000
+        growth = per / (base[2] / base[0] * 1000)
+        print(f"| {n:,} | {dbytes / 1e6:.1f} | {t_an:.3f} | {per:.2f} | {growth:.2f}× | {stored / 1e6:.1f} "
+              f"| {matched:,} | {t_ans * 1000:.0f} | {raw / 1e6:.2f} | {gz / 1e6:.2f} | {gz / n / 1e3:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
