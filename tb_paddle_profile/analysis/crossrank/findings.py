@@ -26,6 +26,11 @@ from .model import RankData, Topology
 from .verdict import WHAT, anomalies, job_costs
 
 
+# Where to look, per cause, in the verdict's sentence.
+CHECK = {"device_compute": "its GPU", "host_dataloader": "its data loader", "host": "its host",
+         "launch_overhead": "its kernel launches", "memcpy": "its memory copies"}
+
+
 def _finding(out, rule, category, text, cause="", ranks=(), stage=-1, cost=0, excess=0, absorbed=False,
              triggers=()):
     f = ppb.Finding(rule=rule, category=category, cause=cause, ranks=list(ranks), stage=stage, cost_ns=int(cost),
@@ -115,7 +120,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
         def one(a):
             why = "longer compute" if a.cause == "device_compute" else "late arrival with normal compute"
             tail = ("the pipeline hides most of it; it costs the job " if a.absorbed else "it costs the job ")
-            return (f"rank {ranks[a.index].rank} ({why}: {a.cause}) {WHAT[a.figure]} {t(a.excess)} per step more "
+            return (f"rank {ranks[a.index].rank} ({why}; check {CHECK[a.cause]}) {WHAT[a.figure]} {t(a.excess)} per step more "
                     f"than its role peers; {tail}{t(a.cost)} per step")
         parts.append("Straggler: " + "; ".join(one(a) for a in named[:8]) + (f"; and {len(named) - 8} more"
                                                                              if len(named) > 8 else "") + ".")
