@@ -398,3 +398,34 @@ def test_a_rewritten_rank_refreshes_the_analysis(browser, tmp_path):
             page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)
     assert log.outside_requests() == []
+
+
+def test_host_clocks_are_shown_with_their_spread(browser, tmp_path):
+    """Two hosts whose clocks disagree by milliseconds (Paddle's default worker names): the Distributed
+    view lists each host's estimated offset with its spread and samples, the numbers the route sends and
+    the CLI prints, in the page's unit."""
+    logdir = tmp_path / "logdir"
+    subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile.synth", "--dp", "2", "--mp", "2", "--pp", "1", "--steps", "2",
+         "--layers", "1", "--micro-batches", "1", "--names", "default", "--gpus-per-node", "2",
+         "--clock-skew-us", "3000", "--out", str(logdir / "skew")],
+        check=True, capture_output=True, text=True, cwd=str(REPO))
+    log = PageLog()
+    with tensorboard(logdir, tmp_path) as server:
+        wait_all_loaded(server)
+        body = server.get("/data/plugin/paddle_profile/parallel?run=skew&span=0&format=json", timeout=120)
+        rp = json_format.Parse(body, plugin_pb2.RunParallel(), ignore_unknown_fields=True)
+        assert len(rp.clocks) == 2 and sum(c.reference for c in rp.clocks) == 1
+        assert max(abs(c.offset_ns) for c in rp.clocks) > 100_000  # the planted skew (ms) was found
+        page = new_page(browser, log, width=1280, height=1000)
+        try:
+            frame = open_distributed(page, server, "skew", "us")
+            frame.wait_for_selector('[data-testid="par-clocks"]', timeout=60_000)
+            rows = [{k: v for k, v in r.items() if k in ("host", "offset", "spread", "samples")}
+                    for r in read_simple_table(frame, "par-clocks")]
+            assert rows == [{"host": c.hostname + (" (reference)" if c.reference else ""),
+                             "offset": format_time(c.offset_ns, "us"), "spread": format_time(c.spread_ns, "us"),
+                             "samples": str(c.samples)} for c in rp.clocks]
+        finally:
+            page.context.close()
+    assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)

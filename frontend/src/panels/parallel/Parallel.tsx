@@ -11,7 +11,7 @@ import { Card, Notice, Segmented, SimpleTable } from "../../components/ui";
 import type { SimpleColumn } from "../../components/ui";
 import type { TimeUnit } from "../../format";
 import { fillTimes, fmtTime } from "../../format";
-import type { Advice, Finding, KindAcrossRanks, PipelineStage, RankKind, RankParallel, RunParallel, Straggler } from "../../gen/tb_paddle_profile/v1/plugin_pb";
+import type { Advice, Finding, HostClock, KindAcrossRanks, PipelineStage, RankKind, RankParallel, RunParallel, Straggler } from "../../gen/tb_paddle_profile/v1/plugin_pb";
 import { Timeline } from "../../gen/tb_paddle_profile/v1/summary_pb";
 import type { LabelMap } from "../../labels";
 import { labelOf, ranksText } from "../../labels";
@@ -186,6 +186,7 @@ function ParallelBody({ rp, unit, current, labels, open }: { rp: RunParallel; un
         <PipelineCard c={c} openRank={openRank} />
         <RankKindsCard c={c} />
       </div>
+      <ClocksCard c={c} />
       <MatchingCard rp={rp} />
     </>
   );
@@ -779,6 +780,28 @@ function PipelineCard({ c, openRank }: { c: Ctx; openRank: (rank: number) => voi
     <Card title="Pipeline (stages unknown)" subtitle={`per step · ${unit}`} testId="par-pipeline-card">
       <RowsTable<RankParallel> columns={columns} rows={rows} rowKey={(r) => r.worker} name={c.label} nameTitle="Rank" testId="par-stages" onRowClick={(r) => openRank(r.rank)} maxHeight={280} />
       <p class="note">{pv.definition}</p>
+    </Card>
+  );
+}
+
+function ClocksCard({ c }: { c: Ctx }) {
+  const { rp, unit } = c;
+  if (rp.clocks.length < 2) return null;
+  const t = (ns: bigint | number) => fmtTime(num(ns), unit);
+  const columns: SimpleColumn<HostClock>[] = [
+    { key: "host", title: "Host", align: "left", text: (h) => h.hostname + (h.reference ? " (reference)" : "") },
+    { key: "offset", title: "Offset", text: (h) => t(h.offsetNs) },
+    { key: "spread", title: "Spread (IQR)", text: (h) => t(h.spreadNs) },
+    { key: "samples", title: "Samples", text: (h) => String(h.samples) },
+    { key: "ranks", title: "Ranks", align: "left", text: (h) => ranksText(h.ranks) },
+  ];
+  return (
+    <Card
+      title="Host clocks"
+      subtitle={`${unit} · each host's offset from the reference host's, from collectives spanning hosts (their members end together); subtracted from its times before matching and on the Timeline`}
+      testId="par-clocks-card"
+    >
+      <SimpleTable columns={columns} rows={rp.clocks} rowKey={(h) => h.hostname} testId="par-clocks" />
     </Card>
   );
 }
