@@ -113,3 +113,25 @@ def test_low_coverage_makes_the_verdict_uncertain():
     assert "Uncertain" in v.summary
     cov = {c.kind: (c.matched, c.instances) for c in rp.matching.coverage}
     assert cov == {AR: (2, 2), AG: (0, 3)}
+
+
+def test_sharding_groups_give_the_sharding_coordinate_in_fleets_order():
+    """DP2 × sharding 2 on one host, Fleet's order (data, pipe, sharding, model: rank = dp·2 + sharding):
+    the sharding groups {0,1} and {2,3} reduce-scatter and all-gather the gradients and parameters, the
+    data-parallel groups {0,2} and {1,3} all-reduce. Each rank gets its dp and sharding coordinate."""
+    RS = pb.COLLECTIVE_KIND_REDUCE_SCATTER
+
+    def ins(shard_end, dp_end):  # per rank: a reduce-scatter, an all-gather (sharding), an all-reduce (dp)
+        return [(RS, 100_000, shard_end, 20), (AG, shard_end + 10_000, shard_end + 200_000, 20),
+                (AR, shard_end + 300_000, dp_end, 16)]
+
+    # the members of each group end together; the two sharding groups (and the two dp groups) end apart
+    ends = {0: (1_000_000, 3_000_000), 1: (1_000_000, 3_500_000), 2: (1_200_000, 3_000_000), 3: (1_200_000, 3_500_000)}
+    ds = [_digest(f"rank{r}", "", -1, r, ins(*ends[r]), rank=r) for r in range(4)]
+    rp = analyze_run(ds)
+    members = sorted({(m.kind, tuple(x.rank for x in m.members)) for m in rp.matched})
+    assert members == [(AR, (0, 2)), (AR, (1, 3)), (AG, (0, 1)), (AG, (2, 3)), (RS, (0, 1)), (RS, (2, 3))]
+    assert (rp.topology.dp, rp.topology.sharding, rp.topology.mp, rp.topology.pp) == (2, 2, 1, 1)
+    assert [(r.dp, r.sharding) for r in rp.ranks] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert rp.topology.complete and rp.topology.matches_fleet_order
+    assert rp.ranks[3].label.startswith("rank 3 · dp1 pp0 sharding1")

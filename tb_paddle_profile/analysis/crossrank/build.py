@@ -191,9 +191,10 @@ def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParal
         dp, mp = topo.coord_dp[i], topo.coord_mp[i]
         m = out.ranks.add(worker=r.worker, rank=r.rank, rank_inferred=r.rank_inferred, file_name=r.file_name,
                           timeline=r.digest.parallel.timeline, steps=len(r.steps), hostname=r.hostname,
-                          pid=r.pid, device_id=r.device_id, dp=dp, mp=mp, sharding=-1,
+                          pid=r.pid, device_id=r.device_id, dp=dp, mp=mp, sharding=topo.coord_sharding[i],
                           clock_offset_ns=int(r.offset_ns))
-        m.label = labels.label(r.rank, r.hostname, r.device_id, r.pid, dp, topo.coord_pp[i], mp, worker=r.worker)
+        m.label = labels.label(r.rank, r.hostname, r.device_id, r.pid, dp, topo.coord_pp[i], mp,
+                               sharding=topo.coord_sharding[i], worker=r.worker)
         m.step_breakdown.extend(r.digest.parallel.steps)
         m.step_time_ns = int(round(sum(_step_time(s) for s in r.steps.values()) / n_steps))
         for f in PER_STEP_FIELDS:
@@ -245,7 +246,7 @@ def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParal
 
     # ---- topology
     tv = out.topology
-    tv.dp, tv.pp, tv.mp, tv.sharding = topo.dp, topo.pp, topo.mp, 0
+    tv.dp, tv.pp, tv.mp, tv.sharding = topo.dp, topo.pp, topo.mp, topo.sharding
     tv.method, tv.complete, tv.matches_fleet_order = topo.method, topo.complete, topo.matches_fleet_order
     tv.notes.extend(topo.notes)
     for ax, members, inst, kinds in topo.groups:

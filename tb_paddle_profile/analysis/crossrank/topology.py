@@ -174,7 +174,19 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     topo.coord_pp = list(stage)
     topo.coord_mp = [comms[mp_of[x]].index(x) if mp_of[x] >= 0 else (-1 if any_mp else 0) for x in range(n)]
     topo.coord_dp = [comms[dp_of[x]].index(x) if dp_of[x] >= 0 else (-1 if any_dp else 0) for x in range(n)]
-    topo.coord_sharding = [-1] * n
+    # sharding (Paddle's sharding_degree): a rank's within-stage communicator of all-gathers and
+    # reduce-scatters only; its coordinate is its index there (present only when every rank has one)
+    sh_of = [-1] * n
+    for x in range(n):
+        for c in within.get(x, []):
+            if axis[c] == "sharding" and len(comms[c]) > 1:
+                sh_of[x] = c
+                break
+    if n > 1 and all(c >= 0 for c in sh_of):
+        topo.sharding = max(len(comms[c]) for c in sh_of)
+        topo.coord_sharding = [comms[sh_of[x]].index(x) for x in range(n)]
+    else:
+        topo.coord_sharding = [-1] * n
     topo.pipelines = chains
     # groups: communicators other than send/recv pairs, then one "pp" group per pipeline
     for c, members in enumerate(comms):
@@ -184,11 +196,14 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     for c in chains:
         inst = sum(p2p_count.get((min(a, b), max(a, b)), 0) for a, b in zip(c, c[1:]))
         topo.groups.append(("pp", tuple(sorted(c)), inst, (SEND_RECV,)))
-    coords = list(zip(topo.coord_dp, topo.coord_pp, topo.coord_mp))
+    # Fleet's CommunicateTopology orders the axes data, pipe, sharding, (sep,) model, model fastest
+    sh_deg = topo.sharding or 1
+    sh = topo.coord_sharding if topo.sharding else [0] * n
+    coords = list(zip(topo.coord_dp, topo.coord_pp, sh, topo.coord_mp))
     topo.complete = (all(min(c) >= 0 for c in coords) and len(set(coords)) == n
-                     and topo.dp * topo.pp * topo.mp == n)
+                     and topo.dp * topo.pp * sh_deg * topo.mp == n)
     topo.matches_fleet_order = topo.complete and all(
-        ranks[x].rank == (d * topo.pp + p) * topo.mp + m for x, (d, p, m) in enumerate(coords))
+        ranks[x].rank == ((d * topo.pp + p) * sh_deg + s_) * topo.mp + m for x, (d, p, s_, m) in enumerate(coords))
     topo.method = ("pipelines from matched send/recv pairs (stage 0 sends first); pp_group = a communicator "
                    "holding exactly one pipeline; per rank, its within-stage communicator with the most "
                    "instances per step is mp, the one meeting it only in the rank is dp; indexes in rank order")
