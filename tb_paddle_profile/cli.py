@@ -334,14 +334,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    # The CLI prints one line per file that did not load (and the traceback of a bug of ours under
+    # --debug); the loader's own log of the same failures, made for TensorBoard's log, stays quiet
+    # while the command runs (and only then: main() may run inside another program).
+    quiet = logging.getLogger("tb_paddle_profile.plugin.loader")
+    level = quiet.level
     if not getattr(args, "debug", False):
-        # The CLI prints one line per file that did not load (and the traceback of a bug of ours under
-        # --debug); the loader's own log of the same failures, made for TensorBoard's log, stays quiet.
-        logging.getLogger("tb_paddle_profile.plugin.loader").setLevel(logging.CRITICAL)
+        quiet.setLevel(logging.CRITICAL)
     try:
         return args.func(args)
     except BrokenPipeError:
         return 0
+    finally:
+        quiet.setLevel(level)
 
 
 if __name__ == "__main__":
