@@ -24,17 +24,19 @@ setup(
         "protobuf>=7.35.1",  # the summary schema (generated code needs this runtime or newer)
         "fsspec>=2023.1",  # remote logdirs (s3://, gs://, hdfs://, ...)
         "werkzeug>=2.0",   # the plugin's WSGI routes (TensorBoard uses it too)
+        "tensorboard>=2.12",  # the host of the tab: a plain install, then `tensorboard --logdir` works
+        "pandas>=1.5",     # the Python API's frames (tbp.load / tbp.load_run); imported only by the API
     ],
     extras_require={
         "s3": ["s3fs>=2025.1"],
         "gcs": ["gcsfs"],
-        "tensorboard": ["tensorboard>=2.12"],
+        # kept so that old commands (`pip install '.[tensorboard]'`) still work; TensorBoard is now required
+        "tensorboard": [],
         # preprocess --dask: the per-file job mapped over a Dask cluster's workers (scheduling, worker
         # deaths rescheduled on other workers, a bound on retries); made for this, so not written here
         "dask": ["distributed>=2024.1"],
         "test": [
             "pytest>=7",
-            "tensorboard>=2.12",
             "paddlepaddle==3.3.1",     # the slow parity test runs real training with the profiler
             "playwright>=1.40",        # drives Debian's Chromium in the browser tests (no browser download)
             "moto[server]>=5",         # a real S3-compatible server on 127.0.0.1 for remote logdirs
@@ -42,6 +44,9 @@ setup(
             "grpcio-tools==1.85.1",    # protoc for tools/gen_proto.py --check (pinned: output must not drift)
             "hypothesis>=6.100",       # the reader's fuzz test (tests/test_fuzz_reader.py)
             "distributed>=2024.1",     # a real Dask scheduler and workers (tests/test_dask_preprocess.py)
+            "nbclient>=0.7",           # runs examples/api.ipynb in tests/test_api.py
+            "nbformat>=5",
+            "ipykernel>=6",            # the notebook's Python kernel
         ],
     },
     # The reader's native fast path (tb_paddle_profile/_scan.c, plain C against Python's API, no

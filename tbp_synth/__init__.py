@@ -4,7 +4,7 @@
 the layout of Paddle 3.3.1's writer (or the 2.x layout VisualDL reads), a ground-truth manifest,
 the cross-rank truth (``load_truth(out_dir)``, :mod:`.truth`) and optionally the tables
 Paddle's own summary code prints for each rank (:mod:`.oracle`).
-Command line: ``python -m tb_paddle_profile.synth --help``.
+Command line: ``python -m tbp_synth --help``.
 """
 
 from .generator import MANIFEST_NAME, SynthConfig, SynthResult, Topology, build_rank, generate

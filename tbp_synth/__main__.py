@@ -1,4 +1,4 @@
-"""``python -m tb_paddle_profile.synth``: write synthetic GPU traces of a GPT hybrid-parallel run."""
+"""``python -m tbp_synth``: write synthetic GPU traces of a GPT hybrid-parallel run."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _one_or_more(text: str):
 def main(argv=None) -> int:
     d = SynthConfig()
     p = argparse.ArgumentParser(
-        prog="python -m tb_paddle_profile.synth",
+        prog="python -m tbp_synth",
         description="Write Paddle-3.3.1-shaped GPU profiler traces of a simulated GPT "
                     "DP x MP x PP training run, one per rank, plus the planted ground truth.")
     p.add_argument("--out", required=True, help="output directory")

@@ -1700,7 +1700,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     if cfg.pp_group_on():
         comm_streams[PP_GROUP_KIND] = PP_GROUP_STREAM
     manifest = {
-        "generator": "tb_paddle_profile.synth",
+        "generator": "tbp_synth",
         "format_version": 1,
         "layout": layout,
         "config": config,
@@ -1733,7 +1733,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     stage_of = np.array([topo.coords(r)["pp"] for r in range(world)])
     n_hosts = host_of(cfg, world - 1) + 1
     meta = {
-        "generator": "tb_paddle_profile.synth",
+        "generator": "tbp_synth",
         "config": config_dict(cfg),
         "world_size": world,
         "gpus_per_node": cfg.gpus_per_node,

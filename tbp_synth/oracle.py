@@ -194,7 +194,7 @@ def write_reference_tables(trace: RankTrace, trees: NodeTrees, out_dir: str, tra
         "trace": trace_name,
         "paddle_version": paddle.__version__,
         "paddle_commit": paddle.version.commit,
-        "source": "tb_paddle_profile.synth oracle: Paddle's StatisticData and _build_table "
+        "source": "tbp_synth oracle: Paddle's StatisticData and _build_table "
                   "on the generator's node trees",
         "summaries": entries,
     }

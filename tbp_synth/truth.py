@@ -1,6 +1,6 @@
 """The planted ground truth of a generated run, as ``generate()`` writes it beside the traces.
 
-    from tb_paddle_profile.synth.truth import load_truth
+    from tbp_synth.truth import load_truth
     t = load_truth(out_dir)
 
 Two files: ``synth_truth.json`` (config, ranks, steps, planted anomalies, per-stage compute,
@@ -190,7 +190,7 @@ def load_truth(out_dir: str) -> Truth:
         with open(path, encoding="utf-8") as f:
             meta = json.load(f)
     except FileNotFoundError:
-        raise FileNotFoundError("%s: no generator truth here (written by tb_paddle_profile.synth "
+        raise FileNotFoundError("%s: no generator truth here (written by tbp_synth "
                                 "generate())" % path) from None
     if meta.get("format_version") != FORMAT_VERSION:
         raise ValueError("%s: truth format %r, this reader knows %d"

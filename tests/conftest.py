@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -5,8 +6,27 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
-SHARED_TRACES = REPO.parent / "shared" / "traces"
+# The small real and GPU-shaped traces with the tables Paddle printed for them, committed with the tests
+# (tests/data/traces/README.md says where they came from). The name is kept from when they lived beside
+# the repository in ../shared/traces, which is still read as an extra source: a trace set there that is
+# not committed here is tested too (trace_folders()). TBP_EXTRA_TRACES=DIR names another extra source;
+# TBP_EXTRA_TRACES= (empty) turns the extra source off.
+SHARED_TRACES = TESTS / "data" / "traces"
+EXTRA_TRACES = Path(os.environ.get("TBP_EXTRA_TRACES", str(REPO.parent / "shared" / "traces")))
+
+
+def trace_folders() -> list:
+    """Every trace set: the committed ones, then those of the extra source that are not committed."""
+    committed = sorted(d for d in SHARED_TRACES.iterdir() if d.is_dir())
+    names = {d.name for d in committed}
+    extra = []
+    if os.environ.get("TBP_EXTRA_TRACES", None) != "" and EXTRA_TRACES.is_dir():
+        extra = sorted(d for d in EXTRA_TRACES.iterdir() if d.is_dir() and d.name not in names)
+    return committed + extra
 sys.path.insert(0, str(TESTS))
+# the repository root: tbp_synth (the trace generator, not shipped in the package) is imported from there
+if str(REPO) not in sys.path:
+    sys.path.insert(1, str(REPO))
 
 
 def pytest_configure(config):
@@ -31,8 +51,8 @@ def ran(request) -> bool:
 
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
-    if not SHARED_TRACES.is_dir():
-        pytest.skip(f"the shared traces are not beside the repository ({SHARED_TRACES.name})")
+    """The committed trace sets (tests/data/traces)."""
+    assert SHARED_TRACES.is_dir(), f"{SHARED_TRACES} is missing: it is part of the repository"
     return SHARED_TRACES
 
 
