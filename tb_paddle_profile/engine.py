@@ -110,19 +110,19 @@ def _meta(p: Profile, file_name: str, file_size: int, m: pb.TraceMeta) -> None:
     m.schema_version = t.schema_version
     m.origin_unix_ns = int(t.origin_unix_ns)
     m.repaired_lines = t.repaired_lines
-    starts = [a.min() for a in (t.host_start, t.rt_start, t.dev_start) if a.size]
-    ends = [a.max() for a in (t.host_end, t.rt_end, t.dev_end) if a.size]
+    starts = [a.min() for a in (t.host.start, t.runtime.start, t.device.start) if a.size]
+    ends = [a.max() for a in (t.host.end, t.runtime.end, t.device.end) if a.size]
     m.start_ns = int(min(starts)) if starts else 0
     m.end_ns = int(max(ends)) if ends else 0
     c = m.counts
-    c.host, c.runtime, c.device, c.memory = len(t.host_tid), len(t.rt_tid), len(t.dev_id), len(t.mem_tid)
-    c.kernels = int((t.dev_type == et.KERNEL).sum())
-    c.memcpy = int((t.dev_type == et.MEMCPY).sum())
-    c.memset = int((t.dev_type == et.MEMSET).sum())
+    c.host, c.runtime, c.device, c.memory = len(t.host.tid), len(t.runtime.tid), len(t.device.id), len(t.memory.tid)
+    c.kernels = int((t.device.type == et.KERNEL).sum())
+    c.memcpy = int((t.device.type == et.MEMCPY).sum())
+    c.memset = int((t.device.type == et.MEMSET).sum())
     for tid in tree.threads:
         m.threads.add(tid=int(tid), name=t.thread_names.get(tid, ""),
-                      host_events=int((t.host_tid == tid).sum()), runtime_events=int((t.rt_tid == tid).sum()),
-                      memory_events=int((t.mem_tid == tid).sum()))
+                      host_events=int((t.host.tid == tid).sum()), runtime_events=int((t.runtime.tid == tid).sum()),
+                      memory_events=int((t.memory.tid == tid).sum()))
     for d in t.devices:
         m.devices.add(id=d.id, name=d.name, total_global_mem=d.total_global_mem, compute_major=d.compute_major,
                       compute_minor=d.compute_minor, max_threads_per_block=d.max_threads_per_block,

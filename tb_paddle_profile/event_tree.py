@@ -1,6 +1,6 @@
 """Rebuild Paddle's per-thread event tree from the event tables.
 
-The rules (validated against Paddle 3.3.1's own tables, format doc §6):
+The rules (validated against Paddle 3.3.1's own tables; docs/trace-format.md §4):
 - per thread, host events sorted by (start asc, end desc) nest with a stack; an
   event is a child of the stack top iff it starts before the top ends and ends
   no later than the top's end plus two float32 ulps (times were float32 µs);
@@ -18,6 +18,7 @@ order this walk first meets them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Dict, List
 
 import numpy as np
@@ -89,6 +90,68 @@ class EventTree:
     def level(self, depth: int) -> np.ndarray:
         """Host rows at this depth (1: children of the thread roots)."""
         return self.by_depth[self.depth_ptr[depth - 1]:self.depth_ptr[depth]]
+
+    # ---- columns derived from the tree, computed once (on first use) and shared by the analyses
+
+    @cached_property
+    def child_pos(self) -> np.ndarray:
+        """Host row → its position in child_idx (a sort key: a parent's children in time order); 0 for
+        the roots."""
+        return _positions(self.child_idx, len(self.host_parent))
+
+    @cached_property
+    def rt_pos(self) -> np.ndarray:
+        """Runtime row → its position in host_rt_idx (a sort key: a host event's runtime calls in time
+        order); 0 for the roots' calls."""
+        return _positions(self.host_rt_idx, len(self.rt_host))
+
+    @cached_property
+    def dev_pos(self) -> np.ndarray:
+        """Device row → its position in rt_dev_idx (a sort key: a runtime call's device events in file
+        order); 0 when unmatched."""
+        return _positions(self.rt_dev_idx, len(self.dev_rt))
+
+    @cached_property
+    def dev_host(self) -> np.ndarray:
+        """Device row → the host row whose runtime call launched it, -1: a root's call or unmatched."""
+        return gather(self.rt_host, self.dev_rt, -1)
+
+    @cached_property
+    def is_operator(self) -> np.ndarray:
+        """Host row → whether it is an Operator event."""
+        return self.tables.host.type == et.OPERATOR
+
+    @cached_property
+    def nearest_operator(self) -> np.ndarray:
+        """Host row → the nearest Operator at or above it (itself when it is one), -1: none."""
+        is_op = self.is_operator
+        nearest = np.where(is_op, np.arange(len(is_op)), -1)
+        for d in range(2, self.max_depth + 1):  # top down: a row without its own takes its parent's
+            level = self.level(d)
+            level = level[~is_op[level]]
+            nearest[level] = nearest[self.host_parent[level]]
+        return nearest
+
+    @cached_property
+    def outermost_operator(self) -> np.ndarray:
+        """Host row → the outermost Operator at or above it, -1: none."""
+        return self.outermost(self.is_operator)
+
+    def outermost(self, mark: np.ndarray) -> np.ndarray:
+        """For each host row, the outermost marked row among itself and its ancestors (-1: none)."""
+        out = np.where(mark, np.arange(len(mark)), -1)
+        for d in range(2, self.max_depth + 1):
+            rows = self.level(d)
+            up = out[self.host_parent[rows]]
+            out[rows] = np.where(up >= 0, up, out[rows])
+        return out
+
+
+def _positions(idx: np.ndarray, n: int) -> np.ndarray:
+    """Positions of rows in a CSR index list (0 for rows not in it)."""
+    pos = np.zeros(n, dtype=np.int64)
+    pos[idx] = np.arange(len(idx))
+    return pos
 
 
 def _float32_tolerance(end_ns: np.ndarray) -> np.ndarray:
@@ -229,31 +292,24 @@ def _levels(parent: np.ndarray, child_ptr: np.ndarray, child_idx: np.ndarray):
 
 
 def build_tree(t: EventTables) -> EventTree:
-    n_host, n_rt = len(t.host_tid), len(t.rt_tid)
-    tol = _float32_tolerance(t.host_end)
-    threads = _distinct(t.host_tid, t.rt_tid, t.mem_tid)
-    parent, rt_host, pre_order = _nest(t.host_tid, t.host_start, t.host_end, tol, t.rt_tid, t.rt_start, t.rt_end)
-    child_ptr, child_idx = _csr(parent, n_host, t.host_start)
+    n_host, n_rt = len(t.host.tid), len(t.runtime.tid)
+    tol = _float32_tolerance(t.host.end)
+    threads = _distinct(t.host.tid, t.runtime.tid, t.memory.tid)
+    h, r = t.host, t.runtime
+    parent, rt_host, pre_order = _nest(h.tid, h.start, h.end, tol, r.tid, r.start, r.end)
+    child_ptr, child_idx = _csr(parent, n_host, t.host.start)
     depth, by_depth, depth_ptr = _levels(parent, child_ptr, child_idx)
-    host_rt_ptr, host_rt_idx = _csr(rt_host, n_host, t.rt_start)
+    host_rt_ptr, host_rt_idx = _csr(rt_host, n_host, t.runtime.start)
 
     # roots and root runtimes by (tid, start): slices of one array per thread
     roots = by_depth[:depth_ptr[1]] if n_host else np.zeros(0, np.int64)
-    roots = roots[np.lexsort((t.host_start[roots], t.host_tid[roots]))]
-    root_children = _split_by_thread(roots, t.host_tid[roots], threads)
+    roots = roots[np.lexsort((t.host.start[roots], t.host.tid[roots]))]
+    root_children = _split_by_thread(roots, t.host.tid[roots], threads)
     root_rts_rows = np.nonzero(rt_host < 0)[0]
-    root_rts_rows = root_rts_rows[np.lexsort((t.rt_start[root_rts_rows], t.rt_tid[root_rts_rows]))]
-    root_runtimes = _split_by_thread(root_rts_rows, t.rt_tid[root_rts_rows], threads)
+    root_rts_rows = root_rts_rows[np.lexsort((t.runtime.start[root_rts_rows], t.runtime.tid[root_rts_rows]))]
+    root_runtimes = _split_by_thread(root_rts_rows, t.runtime.tid[root_rts_rows], threads)
 
-    # Device → runtime by correlation id (first runtime with that id wins).
-    dev_rt = np.full(len(t.dev_id), -1, dtype=np.int64)
-    if n_rt and len(dev_rt):
-        rt_order = np.argsort(t.rt_corr, kind="stable")
-        sorted_corr = t.rt_corr[rt_order]
-        pos = np.searchsorted(sorted_corr, t.dev_corr)
-        pos_clipped = np.minimum(pos, n_rt - 1)
-        hit = (pos < n_rt) & (sorted_corr[pos_clipped] == t.dev_corr) & (t.dev_corr >= 0)
-        dev_rt[hit] = rt_order[pos_clipped[hit]]
+    dev_rt = t.launches()  # device → runtime by correlation id
     rt_dev_ptr, rt_dev_idx = _csr(dev_rt, n_rt, np.arange(len(dev_rt)))
 
     # Paddle's walk (a stack that pushes children in time order) is the reverse of the
@@ -270,7 +326,7 @@ def build_tree(t: EventTables) -> EventTree:
     by_post = np.empty(n_host, dtype=np.int64)
     by_post[post] = np.arange(n_host)          # post is a permutation: invert it, no sort
     # each thread's rows, by descending postorder
-    walk = {tid: rows[::-1] for tid, rows in _split_by_thread(by_post, t.host_tid[by_post], threads).items()}
+    walk = {tid: rows[::-1] for tid, rows in _split_by_thread(by_post, t.host.tid[by_post], threads).items()}
 
     return EventTree(
         tables=t, threads=threads, host_parent=parent, host_depth=depth,
@@ -303,10 +359,10 @@ class NodeTimes:
 
 def node_times(tree: EventTree) -> NodeTimes:
     t = tree.tables
-    n_host, n_rt = len(t.host_tid), len(t.rt_tid)
-    dur = t.dev_end - t.dev_start
+    n_host, n_rt = len(t.host.tid), len(t.runtime.tid)
+    dur = t.device.end - t.device.start
     matched = tree.dev_rt >= 0
-    kernel = matched & (t.dev_type == et.KERNEL)
+    kernel = matched & (t.device.type == et.KERNEL)
     rt_gpu = np.bincount(tree.dev_rt[kernel], weights=dur[kernel], minlength=n_rt).astype(np.int64)
     rt_general = np.bincount(tree.dev_rt[matched], weights=dur[matched], minlength=n_rt).astype(np.int64)
     owned = tree.rt_host >= 0
@@ -317,5 +373,5 @@ def node_times(tree: EventTree) -> NodeTimes:
         rows = tree.level(d)
         np.add.at(gpu, tree.host_parent[rows], gpu[rows])
         np.add.at(general, tree.host_parent[rows], general[rows])
-    return NodeTimes(cpu=t.host_end - t.host_start, gpu=gpu, general_gpu=general,
+    return NodeTimes(cpu=t.host.end - t.host.start, gpu=gpu, general_gpu=general,
                      rt_gpu=rt_gpu, rt_general_gpu=rt_general)

@@ -5,7 +5,7 @@ The events array is read in chunks of a few MB, each by the native scanner
 and sorted into four tables (host, runtime, device, memory) of numpy columns with
 interned names. The reader knows the format, nothing of the analyses.
 
-Format facts (../docs/paddle-trace-format.md): host times come from
+Format facts (docs/trace-format.md): host times come from
 ``args.start_time`` (µs, relative, float32 printed with 3 decimals) and ``dur``;
 device and runtime events the same; memory events only carry an absolute ``ts``
 in µs and belong to the nearest preceding host event of their thread in file
@@ -117,51 +117,95 @@ CHUNK_BYTES = 8 << 20
 
 
 @dataclass
+class HostTable:
+    """Host events: one row per complete ("X") event that is neither runtime nor device
+    (operators, Python/C++ calls, user ranges, ProfileStep...), in file order."""
+
+    tid: np.ndarray       # thread id (int64; "1234(Python)" read as 1234)
+    type: np.ndarray      # event type id (event_types.TYPE_ID; unknown categories are UserDefined)
+    name: np.ndarray      # index into EventTables.names (the "[12.3 us]" suffix removed)
+    start: np.ndarray     # ns (int64)
+    end: np.ndarray       # ns (int64), >= start
+    shapes: Dict[int, tuple]  # row → (input_shapes json, input_dtypes json), only where non-empty
+
+    def __len__(self) -> int:
+        return len(self.tid)
+
+
+@dataclass
+class RuntimeTable:
+    """CUDA runtime / driver API calls (cudaLaunchKernel, cudaMemcpyAsync...), in file order."""
+
+    tid: np.ndarray       # thread id of the caller
+    type: np.ndarray      # event_types.RUNTIME_CATS id
+    name: np.ndarray      # index into EventTables.names
+    start: np.ndarray     # ns
+    end: np.ndarray       # ns
+    corr: np.ndarray      # correlation id (-1: none); a device event with the same id is its launch
+
+    def __len__(self) -> int:
+        return len(self.tid)
+
+
+@dataclass
+class DeviceTable:
+    """Device activity (kernels, memcpy, memset), in file order, with the kernels' launch
+    parameters (0 where the event does not carry them)."""
+
+    id: np.ndarray             # device id (the event's pid)
+    stream: np.ndarray         # stream id (the event's tid)
+    type: np.ndarray           # event_types.DEVICE_CATS id (KERNEL, MEMCPY, MEMSET)
+    name: np.ndarray           # index into EventTables.names
+    start: np.ndarray          # ns
+    end: np.ndarray            # ns
+    corr: np.ndarray           # correlation id (-1: none)
+    grid: np.ndarray           # (n, 3) int32
+    block: np.ndarray          # (n, 3) int32
+    registers: np.ndarray      # registers per thread
+    shared_memory: np.ndarray  # bytes
+    blocks_per_sm: np.ndarray
+    warps_per_sm: np.ndarray
+    occupancy: np.ndarray      # theoretical achieved occupancy, %
+    bytes: np.ndarray          # memcpy / memset bytes
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+
+@dataclass
+class MemoryTable:
+    """Memory events ("i" events: Allocate, Free, ReservedAllocate...), in file order."""
+
+    tid: np.ndarray                # thread id
+    type: np.ndarray               # event_types.MEM_TYPE_ID id
+    place: np.ndarray              # index into EventTables.names ("Place(gpu:0)"...)
+    ts_ns: np.ndarray              # relative ns (from the absolute µs "ts")
+    increase: np.ndarray           # bytes (negative for a free)
+    current_allocated: np.ndarray  # bytes after the event
+    current_reserved: np.ndarray
+    peak_allocated: np.ndarray
+    peak_reserved: np.ndarray
+    owner: np.ndarray              # host row of the nearest preceding host event of the thread, or -1
+
+    def __len__(self) -> int:
+        return len(self.tid)
+
+
+# The column prefixes of the reader's chunk parts (private dicts) → the tables they make.
+_TABLES = (("host", "host", HostTable), ("rt", "runtime", RuntimeTable), ("dev", "device", DeviceTable),
+           ("mem", "memory", MemoryTable))
+
+
+@dataclass
 class EventTables:
-    """All events of one trace, as columns. Times are ns relative to Paddle's origin."""
+    """All events of one trace as four typed tables of numpy columns plus the file's metadata.
+    Times are ns relative to Paddle's origin; names are ids into `names`."""
 
     names: List[str]
-    # host events (one row per "X" event that is not runtime or device)
-    host_tid: np.ndarray
-    host_type: np.ndarray
-    host_name: np.ndarray
-    host_start: np.ndarray
-    host_end: np.ndarray
-    host_shapes: Dict[int, tuple]  # row → (input_shapes json, input_dtypes json), only where non-empty
-    # runtime events (CudaRuntime...)
-    rt_tid: np.ndarray
-    rt_type: np.ndarray
-    rt_name: np.ndarray
-    rt_start: np.ndarray
-    rt_end: np.ndarray
-    rt_corr: np.ndarray
-    # device events (Kernel, Memcpy, Memset)
-    dev_id: np.ndarray
-    dev_stream: np.ndarray
-    dev_type: np.ndarray
-    dev_name: np.ndarray
-    dev_start: np.ndarray
-    dev_end: np.ndarray
-    dev_corr: np.ndarray
-    dev_grid: np.ndarray       # (n, 3)
-    dev_block: np.ndarray      # (n, 3)
-    dev_registers: np.ndarray
-    dev_shared_memory: np.ndarray
-    dev_blocks_per_sm: np.ndarray
-    dev_warps_per_sm: np.ndarray
-    dev_occupancy: np.ndarray
-    dev_bytes: np.ndarray
-    # memory events
-    mem_tid: np.ndarray
-    mem_type: np.ndarray
-    mem_place: np.ndarray      # index into names
-    mem_ts_ns: np.ndarray      # relative ns (from the µs "ts")
-    mem_increase: np.ndarray
-    mem_current_allocated: np.ndarray
-    mem_current_reserved: np.ndarray
-    mem_peak_allocated: np.ndarray
-    mem_peak_reserved: np.ndarray
-    mem_owner: np.ndarray      # host row of the nearest preceding host event of the thread, or -1
+    host: HostTable
+    runtime: RuntimeTable
+    device: DeviceTable
+    memory: MemoryTable
     # metadata
     schema_version: str = ""
     span: str = ""
@@ -171,6 +215,21 @@ class EventTables:
     origin_unix_ns: int = 0
     pid: int = -1
     repaired_lines: int = 0
+
+    def launches(self) -> np.ndarray:
+        """Device row → the runtime row that launched it (the first runtime event with its
+        correlation id), -1 when none: the one join of the device and runtime tables."""
+        rt_corr, dev_corr = self.runtime.corr, self.device.corr
+        n_rt = len(rt_corr)
+        out = np.full(len(dev_corr), -1, dtype=np.int64)
+        if n_rt and len(out):
+            rt_order = np.argsort(rt_corr, kind="stable")
+            sorted_corr = rt_corr[rt_order]
+            pos = np.searchsorted(sorted_corr, dev_corr)
+            pos_clipped = np.minimum(pos, n_rt - 1)
+            hit = (pos < n_rt) & (sorted_corr[pos_clipped] == dev_corr) & (dev_corr >= 0)
+            out[hit] = rt_order[pos_clipped[hit]]
+        return out
 
 
 _NAME_LINE = re.compile(rb'^(\s*"name": ")(.*)(", "(?:pid|id)":.*)$')
@@ -855,30 +914,6 @@ def _thread_ids(tids: list) -> np.ndarray:
     return _int_array([cache[t] for t in tids], np.int64, "thread id")
 
 
-def _times(events: list) -> "tuple[np.ndarray, np.ndarray, bool]":
-    """Start and end in ns from args.start_time (relative µs text) and dur (µs).
-
-    Returns (start, end, relative); when an event lacks args.start_time (very old files) the
-    whole table uses the absolute ``ts`` instead, and relative is False.
-    """
-    rel = [(e.args or _NO_ARGS).start_time for e in events]
-    dur = _ns(np.array([e.dur for e in events], dtype=np.float64))
-    if None not in rel:
-        # one C-level parse of "12.345 us 67.890 us ..." instead of a float() per event
-        try:
-            values = np.fromstring(" ".join(rel).replace(" us", ""), sep=" ") if rel else np.zeros(0)
-        except ValueError:  # text that is not a number (numpy >= 2.3 says so; older ones stop short)
-            values = np.zeros(0)
-        if len(values) != len(rel):  # some other unit or text: parse one by one
-            values = np.array([_start_time(r) for r in rel], dtype=np.float64)
-        start = _ns(values)
-        relative = True
-    else:
-        start = _ns(np.array([e.ts for e in events], dtype=np.float64))
-        relative = False
-    return start, _end(start, dur, events=events), relative
-
-
 def _start_time(text: str) -> float:
     """'12.345 us' (or a bare number) → 12.345; _Malformed for anything else."""
     parts = text.split()
@@ -890,12 +925,12 @@ def _start_time(text: str) -> float:
     raise _Malformed(f"start_time {_quoted(text)} is not a time in µs")
 
 
-def _end(start: np.ndarray, dur: np.ndarray, events=None, names=None) -> np.ndarray:
+def _end(start: np.ndarray, dur: np.ndarray, names) -> np.ndarray:
     """start + dur (ns); _Malformed for a negative duration (the time algebra of the analyses
     needs end >= start: one such event would cancel others' time), or an end out of range."""
     if len(dur) and dur.min() < 0:
         i = int(np.argmin(dur))
-        name = _strip_names([events[i]])[0] if events is not None else names(i)  # as the scanner keeps it
+        name = names(i)  # the name without its "[... us]" suffix, as the tables keep it
         raise _Malformed(f"a negative duration ({dur[i] / 1000:.3f} µs) for the event {_quoted(name)}")
     end = start + dur
     if len(end) and np.abs(end).max() >= _MAX_NS:
@@ -969,7 +1004,14 @@ def _strip_names(events) -> list:
 
 
 def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
-    """Columns of one chunk of events; `offset` is the chunk's position in the file's event list."""
+    """Columns of one chunk of events decoded by msgspec; `offset` is the chunk's position in the
+    file's event list."""
+    return _build_columns(_msgspec_raw(events), names, offset)
+
+
+def _msgspec_raw(events: List[Event]) -> dict:
+    """One chunk's msgspec structs → its raw columns (see _build_columns), every value checked as
+    the file gives it (thread ids, integers that must fit, start_time texts)."""
     get = _KIND_OF.get
     kind = np.array([get(e.cat, 3) for e in events], dtype=np.int8)
     # Metadata, flow and the final {} have no category or "async" and are already 0; confirm
@@ -985,14 +1027,15 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     host_ev = [events[i] for i in picks[3].tolist()]
     mem_ev = [events[i] for i in picks[4].tolist()]
     i64 = np.int64
-    c: dict = {"host_pos": picks[3].astype(i64) + offset, "mem_pos": picks[4].astype(i64) + offset}
+    local = _Interner()  # the chunk's strings, numbered as the scanner numbers its own
+    c: dict = {"host_pos": picks[3].astype(i64), "mem_pos": picks[4].astype(i64), "n": len(events)}
 
     type_id = et.TYPE_ID
     user_defined = type_id["UserDefined"]
     c["host_tid"] = _thread_ids([e.tid for e in host_ev])
     c["host_type"] = np.array([type_id.get(e.cat, user_defined) for e in host_ev], dtype=np.int16)
-    c["host_name"] = names.many(_strip_names(host_ev))
-    c["host_start"], c["host_end"], host_rel = _times(host_ev)
+    c["host_name"] = local.many(_strip_names(host_ev))
+    c["host_ts"], c["host_dur"], c["host_start"] = _msgspec_times(host_ev)
     shapes = {}
     for row, e in enumerate(host_ev):
         a = e.args
@@ -1006,8 +1049,8 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     runtime_cats = et.RUNTIME_CATS
     c["rt_tid"] = _thread_ids([e.tid for e in rt_ev])
     c["rt_type"] = np.array([runtime_cats[e.cat] for e in rt_ev], dtype=np.int16)
-    c["rt_name"] = names.many(_strip_names(rt_ev))
-    c["rt_start"], c["rt_end"], rt_rel = _times(rt_ev)
+    c["rt_name"] = local.many(_strip_names(rt_ev))
+    c["rt_ts"], c["rt_dur"], c["rt_start"] = _msgspec_times(rt_ev)
     rt_args = [e.args or _NO_ARGS for e in rt_ev]
     c["rt_corr"] = _int_array([-1 if a.correlation_id is None else a.correlation_id for a in rt_args], i64,
                               "correlation id")
@@ -1017,8 +1060,8 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     c["dev_id"] = _int_array([_int_of(e.pid, "device id") for e in dev_ev], i64, "device id")
     c["dev_stream"] = _int_array([_int_of(e.tid, "stream id") for e in dev_ev], i64, "stream id")
     c["dev_type"] = np.array([device_cats[e.cat] for e in dev_ev], dtype=np.int16)
-    c["dev_name"] = names.many(_strip_names(dev_ev))
-    c["dev_start"], c["dev_end"], dev_rel = _times(dev_ev)
+    c["dev_name"] = local.many(_strip_names(dev_ev))
+    c["dev_ts"], c["dev_dur"], c["dev_start"] = _msgspec_times(dev_ev)
     c["dev_corr"] = _int_array([-1 if a.correlation_id is None else a.correlation_id for a in dev_args], i64,
                                "correlation id")
     c["dev_grid"] = _triples([a.grid for a in dev_args])
@@ -1033,26 +1076,77 @@ def _chunk_columns(events: List[Event], names: _Interner, offset: int) -> dict:
     mem_args = [e.args or _NO_ARGS for e in mem_ev]
     c["mem_tid"] = _thread_ids([e.tid for e in mem_ev])
     c["mem_type"] = np.array([et.MEM_TYPE_ID[e.cat] for e in mem_ev], dtype=np.int8)
-    c["mem_place"] = names.many([a.place or "" for a in mem_args])
-    c["mem_ts_ns"] = _ns(np.array([e.ts for e in mem_ev], dtype=np.float64))
+    c["mem_place"] = local.many([a.place or "" for a in mem_args])
+    c["mem_ts"] = np.array([e.ts for e in mem_ev], dtype=np.float64)
     c["mem_increase"] = _int_array([a.increase_bytes or 0 for a in mem_args], i64, "increase_bytes")
     c["mem_current_allocated"] = _int_array([a.current_allocated or 0 for a in mem_args], i64, "current_allocated")
     c["mem_current_reserved"] = _int_array([a.current_reserved or 0 for a in mem_args], i64, "current_reserved")
     c["mem_peak_allocated"] = _int_array([a.peak_allocated or 0 for a in mem_args], i64, "peak_allocated")
     c["mem_peak_reserved"] = _int_array([a.peak_reserved or 0 for a in mem_args], i64, "peak_reserved")
+    c["strings"] = local.names
+    c["pid"] = next((e.pid for e in host_ev if isinstance(e.pid, int)), -1)
+    return c
+
+
+def _msgspec_times(events: list) -> "tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]":
+    """(ts, dur, start) in µs of a table's events: start from args.start_time (relative µs text),
+    None when an event lacks it (very old files: the whole table then uses the absolute ts)."""
+    rel = [(e.args or _NO_ARGS).start_time for e in events]
+    dur = np.array([e.dur for e in events], dtype=np.float64)
+    ts = np.array([e.ts for e in events], dtype=np.float64)
+    if None in rel:
+        return ts, dur, None
+    # one C-level parse of "12.345 us 67.890 us ..." instead of a float() per event
+    try:
+        values = np.fromstring(" ".join(rel).replace(" us", ""), sep=" ") if rel else np.zeros(0)
+    except ValueError:  # text that is not a number (numpy >= 2.3 says so; older ones stop short)
+        values = np.zeros(0)
+    if len(values) != len(rel):  # some other unit or text: parse one by one
+        values = np.array([_start_time(r) for r in rel], dtype=np.float64)
+    return ts, dur, values
+
+
+# The raw columns' tables with times: (prefix, what the scanner and msgspec give per table).
+_TIMED = ("host", "rt", "dev")
+
+
+def _build_columns(raw: dict, names: "_Interner", offset: int) -> dict:
+    """THE column builder: one chunk's raw columns, from the native scanner (_native_raw) or from
+    msgspec (_msgspec_raw), → the reader's columns of that chunk (a part; _concat joins parts,
+    _assemble makes the EventTables).
+
+    `raw` holds, per table, the columns as the file gives them, names as ids into raw["strings"]
+    (the chunk's own numbering), and for the timed tables `ts`, `dur` and `start` in µs (`start`
+    None when the table is to use the absolute ts); memory events `ts` in µs. Here the names are
+    renumbered into the file's (`names`, in order of first appearance: host, runtime, device names,
+    then memory places), times become ns with end = start + dur (checked), and the chunk's
+    estimate of Paddle's origin, its earliest absolute time, its pid and event count are kept."""
+    strings = raw.pop("strings")
+    c: dict = {"host_pos": raw.pop("host_pos") + offset, "mem_pos": raw.pop("mem_pos") + offset}
+    times = {}
+    for t in _TIMED:
+        local = raw.pop(f"{t}_name")
+        c[f"{t}_name"] = _global_ids(local, strings, names)
+        ts, dur, start_us = raw.pop(f"{t}_ts"), raw.pop(f"{t}_dur"), raw.pop(f"{t}_start")
+        relative = start_us is not None
+        dur = _ns(dur)
+        start = _ns(start_us if relative else ts)
+        c[f"{t}_start"] = start
+        c[f"{t}_end"] = _end(start, dur, names=lambda i, local=local: strings[local[i]])
+        times[t] = (ts, start, relative)
+    c["mem_place"] = _global_ids(raw.pop("mem_place"), strings, names)
+    c["mem_ts_ns"] = _ns(raw.pop("mem_ts"))
+    pid, n = raw.pop("pid"), raw.pop("n")
+    c.update(raw)  # the other columns as given
 
     # Relative times are rebased by the origin later only where a table lacked them.
-    c["host_abs"] = np.full(len(host_ev), not host_rel)
-    c["rt_abs"] = np.full(len(rt_ev), not rt_rel)
-    c["dev_abs"] = np.full(len(dev_ev), not dev_rel)
-    c["origin"] = _origin(((lambda ev=ev: np.array([e.ts for e in ev], dtype=np.float64), c[f"{t}_start"], rel)
-                           for t, ev, rel in (("host", host_ev, host_rel), ("rt", rt_ev, rt_rel),
-                                              ("dev", dev_ev, dev_rel))))
-    starts = [c[f"{t}_start"] for t, rel in (("host", host_rel), ("rt", rt_rel), ("dev", dev_rel))
-              if not rel and len(c[f"{t}_start"])]
+    for t in _TIMED:
+        c[f"{t}_abs"] = np.full(len(c[f"{t}_start"]), not times[t][2])
+    c["origin"] = _origin(((lambda ts=ts: ts, start, rel) for ts, start, rel in times.values()))
+    starts = [start for _, start, rel in times.values() if not rel and len(start)]
     c["abs_min"] = min(int(x.min()) for x in starts) if starts else None
-    c["pid"] = next((e.pid for e in host_ev if isinstance(e.pid, int)), -1)
-    c["n"] = len(events)
+    c["pid"] = pid
+    c["n"] = n
     return c
 
 
@@ -1103,17 +1197,16 @@ def _global_ids(local: np.ndarray, strings: List[str], names: "_Interner") -> np
     return lut[local]
 
 
-def _native_times(rec: np.ndarray, rows: np.ndarray, strings: List[str]) -> "tuple[np.ndarray, np.ndarray, bool]":
-    """_times on scanned records."""
-    dur = _ns(rec["dur"][rows])
-    relative = bool(rec["has_start"][rows].all())
-    start = _ns(rec["start" if relative else "ts"][rows])
-    return start, _end(start, dur, names=lambda i: strings[rec["name"][rows[i]]]), relative
-
-
 def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) -> Optional[dict]:
     """_chunk_columns from the native scanner's answer for a chunk of mv; None where the scanner
     declined the chunk (or the Python reader would reject it): msgspec then reads it."""
+    raw = _native_raw(got, mv)
+    return None if raw is None else _build_columns(raw, names, offset)
+
+
+def _native_raw(got, mv: memoryview) -> Optional[dict]:
+    """The native scanner's records of a chunk → its raw columns (see _build_columns); None where
+    the scanner declined the chunk (or the Python reader would reject it)."""
     if got is None:
         return None
     n, strings, raw = got
@@ -1129,14 +1222,18 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
     if (rec["tid_kind"][dev] == 2).any():  # int("7(...)") fails in the Python reader: let it say so
         return None
     i64 = np.int64
-    c: dict = {"host_pos": host.astype(i64) + offset, "mem_pos": mem.astype(i64) + offset}
+    c: dict = {"host_pos": host.astype(i64), "mem_pos": mem.astype(i64), "n": n, "strings": strings}
     type_id = et.TYPE_ID
     user_defined = type_id["UserDefined"]
 
+    def timed(t, rows):
+        c[f"{t}_name"] = rec["name"][rows]
+        c[f"{t}_ts"], c[f"{t}_dur"] = rec["ts"][rows], rec["dur"][rows]
+        c[f"{t}_start"] = rec["start"][rows] if bool(rec["has_start"][rows].all()) else None
+
     c["host_tid"] = rec["tid"][host]
     c["host_type"] = _lut(strings, cats, lambda s: type_id.get(s, user_defined), np.int16)[cat[host]]
-    c["host_name"] = _global_ids(rec["name"][host], strings, names)
-    c["host_start"], c["host_end"], host_rel = _native_times(rec, host, strings)
+    timed("host", host)
     shapes = {}
     spans = rec[["shapes_start", "shapes_stop", "dtypes_start", "dtypes_stop"]][host]
     for row in np.nonzero(spans["shapes_stop"] - spans["shapes_start"] > 2)[0].tolist():
@@ -1149,15 +1246,13 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
 
     c["rt_tid"] = rec["tid"][rt]
     c["rt_type"] = _lut(strings, cats, lambda s: et.RUNTIME_CATS.get(s, -1), np.int16)[cat[rt]]
-    c["rt_name"] = _global_ids(rec["name"][rt], strings, names)
-    c["rt_start"], c["rt_end"], rt_rel = _native_times(rec, rt, strings)
+    timed("rt", rt)
     c["rt_corr"] = rec["corr"][rt]
 
     c["dev_id"] = rec["pid"][dev]
     c["dev_stream"] = rec["tid"][dev]
     c["dev_type"] = _lut(strings, cats, lambda s: et.DEVICE_CATS.get(s, -1), np.int16)[cat[dev]]
-    c["dev_name"] = _global_ids(rec["name"][dev], strings, names)
-    c["dev_start"], c["dev_end"], dev_rel = _native_times(rec, dev, strings)
+    timed("dev", dev)
     c["dev_corr"] = rec["corr"][dev]
     c["dev_grid"] = rec["grid"][dev]
     c["dev_block"] = rec["block"][dev]
@@ -1166,25 +1261,14 @@ def _native_chunk_columns(got, mv: memoryview, names: "_Interner", offset: int) 
 
     c["mem_tid"] = rec["tid"][mem]
     c["mem_type"] = _lut(strings, cats, lambda s: et.MEM_TYPE_ID.get(s, -1), np.int8)[cat[mem]]
-    c["mem_place"] = _global_ids(rec["place"][mem], strings, names)
-    c["mem_ts_ns"] = _ns(rec["ts"][mem])
-    for key, field in (("increase", "increase"), ("current_allocated", "cur_alloc"),
-                       ("current_reserved", "cur_reserved"), ("peak_allocated", "peak_alloc"),
-                       ("peak_reserved", "peak_reserved")):
-        c[f"mem_{key}"] = rec[field][mem]
-
-    c["host_abs"] = np.full(len(host), not host_rel)
-    c["rt_abs"] = np.full(len(rt), not rt_rel)
-    c["dev_abs"] = np.full(len(dev), not dev_rel)
-    c["origin"] = _origin(((lambda rows=rows: rec["ts"][rows], c[f"{t}_start"], rel)
-                           for t, rows, rel in (("host", host, host_rel), ("rt", rt, rt_rel),
-                                                ("dev", dev, dev_rel))))
-    starts = [c[f"{t}_start"] for t, rel in (("host", host_rel), ("rt", rt_rel), ("dev", dev_rel))
-              if not rel and len(c[f"{t}_start"])]
-    c["abs_min"] = min(int(x.min()) for x in starts) if starts else None
+    c["mem_place"] = rec["place"][mem]
+    c["mem_ts"] = rec["ts"][mem]
+    for key, column in (("increase", "increase"), ("current_allocated", "cur_alloc"),
+                        ("current_reserved", "cur_reserved"), ("peak_allocated", "peak_alloc"),
+                        ("peak_reserved", "peak_reserved")):
+        c[f"mem_{key}"] = rec[column][mem]
     by_int = host[rec["pid_is_str"][host] == 0]
     c["pid"] = int(rec["pid"][by_int[0]]) if len(by_int) else -1
-    c["n"] = n
     return c
 
 
@@ -1279,9 +1363,13 @@ def _assemble(trace: Trace, part: dict, names: List[str], repaired: int) -> Even
     host_pos, mem_pos = cols.pop("host_pos"), cols.pop("mem_pos")
     cols["mem_owner"] = _memory_owners(cols["host_tid"], host_pos, cols["mem_tid"], mem_pos)
 
+    cols["host_shapes"] = part["host_shapes"]
+    tables = {attr: cls(**{f: cols.pop(f"{prefix}_{f}") for f in cls.__dataclass_fields__})
+              for prefix, attr, cls in _TABLES}
+    assert not cols, sorted(cols)
     span = trace.span_index if trace.span_index is not None else trace.span_indx
     return EventTables(
-        names=names, host_shapes=part["host_shapes"], **cols,
+        names=names, **tables,
         schema_version=trace.schemaVersion or "",
         span="" if span is None else str(span),
         extra_info=dict(trace.ExtraInfo),

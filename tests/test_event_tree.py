@@ -1,6 +1,6 @@
 """The vectorised nesting equals the plain stack sweep that Paddle's rule describes.
 
-The sweep below is the rule of ../shared/docs/paddle-trace-format.md §6, written as directly as
+The sweep below is the rule of docs/trace-format.md §4, written as directly as
 possible: one thread at a time, events sorted by (start asc, end desc), a stack of open host
 events. The engine's `nest` climbs parent chains with numpy instead; both must agree event for
 event on every trace we have.
@@ -8,20 +8,20 @@ event on every trace we have.
 import numpy as np
 import pytest
 
-from conftest import REPO, SHARED_TRACES
+from conftest import REPO, trace_folders
 from tb_paddle_profile.event_tree import _float32_tolerance, build_tree, nest
 from tb_paddle_profile.reader import read_trace
 
 
 def stack_sweep(t):
-    n_host = len(t.host_tid)
-    tol = _float32_tolerance(t.host_end)
+    n_host = len(t.host.tid)
+    tol = _float32_tolerance(t.host.end)
     parent = np.full(n_host, -1)
-    owner = np.full(len(t.rt_tid), -1)
-    starts = np.concatenate([t.host_start, t.rt_start])
-    ends = np.concatenate([t.host_end, t.rt_end])
-    kinds = np.concatenate([np.zeros(n_host), np.ones(len(t.rt_tid))])
-    tids = np.concatenate([t.host_tid, t.rt_tid])
+    owner = np.full(len(t.runtime.tid), -1)
+    starts = np.concatenate([t.host.start, t.runtime.start])
+    ends = np.concatenate([t.host.end, t.runtime.end])
+    kinds = np.concatenate([np.zeros(n_host), np.ones(len(t.runtime.tid))])
+    tids = np.concatenate([t.host.tid, t.runtime.tid])
     stack, current = [], None
     for idx in np.lexsort((kinds, -ends, starts, tids)).tolist():
         if tids[idx] != current:
@@ -39,7 +39,7 @@ def stack_sweep(t):
 
 
 def _traces():
-    found = sorted(SHARED_TRACES.glob("*/*.paddle_trace.json")) if SHARED_TRACES.is_dir() else []
+    found = [t for d in trace_folders() for t in sorted(d.glob("*.paddle_trace.json"))]
     return found + sorted((REPO / "examples" / "profiler_log").rglob("*.paddle_trace.json"))
 
 
@@ -53,8 +53,8 @@ def test_nesting_matches_the_stack_sweep(monkeypatch, path, packed):
     if not packed:
         monkeypatch.setattr(event_tree, "_pack_thread_start", lambda *a: None)
     t = read_trace(path.read_bytes(), path.name)
-    parent, owner = nest(t.host_tid, t.host_start, t.host_end, _float32_tolerance(t.host_end),
-                         t.rt_tid, t.rt_start, t.rt_end)
+    parent, owner = nest(t.host.tid, t.host.start, t.host.end, _float32_tolerance(t.host.end),
+                         t.runtime.tid, t.runtime.start, t.runtime.end)
     ref_parent, ref_owner = stack_sweep(t)
     assert (parent == ref_parent).all()
     assert (owner == ref_owner).all()

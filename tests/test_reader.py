@@ -53,7 +53,7 @@ def test_paddle2_layout_loads_like_paddle3(gpu_trace):
 
 
 def test_unescaped_quote_backslash_and_tab_in_names_are_repaired(cpu_trace):
-    """Paddle writes names with printf and no escaping (format doc §3.4)."""
+    """Paddle writes names with printf and no escaping (docs/trace-format.md §2)."""
     data = cpu_trace.decode()
     assert '"name": "train_step[' in data
     broken = data.replace('"name": "train_step[', '"name": "train "step"\\ \tx[')
@@ -75,9 +75,9 @@ def test_span_is_read_from_the_head_only(gpu_trace):
 
 def test_columns_are_numpy_with_interned_names(cpu_trace):
     t = read_trace(cpu_trace, NAME)
-    assert t.host_start.dtype.kind == "i" and len(t.host_start) == len(t.host_name)
+    assert t.host.start.dtype.kind == "i" and len(t.host.start) == len(t.host.name)
     assert len(set(t.names)) == len(t.names)
-    assert len(t.names) < len(t.host_name) / 5
+    assert len(t.names) < len(t.host.name) / 5
 
 
 def _half(data: bytes) -> bytes:
@@ -182,9 +182,14 @@ def _tables_equal(a, b) -> list:
     """Names of the EventTables fields that differ."""
     import numpy as np
 
+    from dataclasses import is_dataclass
+
     diff = []
     for k, v in vars(a).items():
         w = getattr(b, k)
+        if is_dataclass(v) and not isinstance(v, type):  # a typed table: compare its columns
+            diff += [f"{k}.{c}" for c in _tables_equal(v, w)]
+            continue
         same = (v.dtype == w.dtype and v.shape == w.shape and np.array_equal(v, w)) \
             if isinstance(v, np.ndarray) else v == w
         if not same:

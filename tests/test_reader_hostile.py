@@ -309,8 +309,8 @@ def test_thread_ids_beyond_any_index_keep_their_memory_events():
     small = _trace(_STEP, _HOST.replace('"7(Python)"', '"7"'), _MEMORY.replace('"7(C++)"', '"7"'))
     big = small.replace(b'"tid": "7"', b'"tid": "%d"' % (1 << 61))
     a, b = reader.read_trace(small, NAME), reader.read_trace(big, NAME)
-    assert a.mem_owner.tolist() == [1] and b.mem_owner.tolist() == [1]
-    assert int(b.mem_tid[0]) == 1 << 61
+    assert a.memory.owner.tolist() == [1] and b.memory.owner.tolist() == [1]
+    assert int(b.memory.tid[0]) == 1 << 61
 
 
 def test_a_thread_name_key_that_only_looks_like_digits_is_not_a_thread():

@@ -72,7 +72,7 @@ def test_same_tables_on_every_trace_and_the_scanner_takes_them(shared_traces):
 
 def test_same_tables_on_generated_gpu_traces(tmp_path):
     """Kernels, memcpy, memory events, NCCL streams, both layouts (2.x and 3.x)."""
-    from tb_paddle_profile.synth.__main__ import main
+    from tbp_synth.__main__ import main
 
     for layout in (2, 3):
         out = tmp_path / f"v{layout}"
@@ -202,15 +202,15 @@ def test_edge_case(why, events, native):
 def test_the_scanner_reads_the_fields_it_takes():
     """Not only the same as msgspec: the values themselves, read back from a hand-written trace."""
     tables = _read(_trace(_HOST, _RUNTIME, _KERNEL, _MEMORY), True)
-    assert [tables.names[i] for i in tables.host_name] == ["matmul dygraph"]
-    assert tables.host_tid.tolist() == [7] and tables.host_start.tolist() == [1000]
-    assert tables.host_end.tolist() == [1000 + 12345]
-    assert tables.rt_corr.tolist() == [5] and tables.rt_end.tolist() == [1500 + 1250]
-    assert tables.dev_grid.tolist() == [[4, 2, 1]] and tables.dev_block.tolist() == [[128, 1, 1]]
-    assert tables.dev_registers.tolist() == [32] and tables.dev_occupancy.tolist() == [50.0]
-    assert tables.dev_blocks_per_sm.tolist() == [1.5] and tables.dev_stream.tolist() == [7]
-    assert [tables.names[i] for i in tables.mem_place] == ["Place(gpu:0)"]
-    assert tables.mem_current_reserved.tolist() == [512] and tables.pid == 7
+    assert [tables.names[i] for i in tables.host.name] == ["matmul dygraph"]
+    assert tables.host.tid.tolist() == [7] and tables.host.start.tolist() == [1000]
+    assert tables.host.end.tolist() == [1000 + 12345]
+    assert tables.runtime.corr.tolist() == [5] and tables.runtime.end.tolist() == [1500 + 1250]
+    assert tables.device.grid.tolist() == [[4, 2, 1]] and tables.device.block.tolist() == [[128, 1, 1]]
+    assert tables.device.registers.tolist() == [32] and tables.device.occupancy.tolist() == [50.0]
+    assert tables.device.blocks_per_sm.tolist() == [1.5] and tables.device.stream.tolist() == [7]
+    assert [tables.names[i] for i in tables.memory.place] == ["Place(gpu:0)"]
+    assert tables.memory.current_reserved.tolist() == [512] and tables.pid == 7
     # each event bounds the origin from below by ts·1000 − start; the kernel's bound is the largest
     assert tables.origin_unix_ns == max(1000_000 - 1000, 1001_000 - 1500, 1002_000 - 2000)
 

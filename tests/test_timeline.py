@@ -69,11 +69,11 @@ def test_merge_lane_merges_short_neighbours_and_keeps_long_slices():
 def test_index_columns_are_consistent(gpu_index):
     _, idx, t = gpu_index
     a = idx.a
-    n_h, n_r, n_d = len(t.host_tid), len(t.rt_tid), len(t.dev_id)
+    n_h, n_r, n_d = len(t.host.tid), len(t.runtime.tid), len(t.device.id)
     assert len(a["ev_start"]) == n_h + n_r + n_d
-    assert np.array_equal(a["ev_start"][a["host_pos"]], t.host_start)
-    assert np.array_equal(a["ev_start"][a["dev_pos"]], t.dev_start)
-    assert np.array_equal(a["ev_name"][a["rt_pos"]], t.rt_name)
+    assert np.array_equal(a["ev_start"][a["host_pos"]], t.host.start)
+    assert np.array_equal(a["ev_start"][a["dev_pos"]], t.device.start)
+    assert np.array_equal(a["ev_name"][a["rt_pos"]], t.runtime.name)
     ptr = a["lane_ptr"]
     assert ptr[0] == 0 and ptr[-1] == len(a["ev_start"])
     for lane in range(idx.n_lanes):
@@ -125,19 +125,19 @@ def test_lane_cap_coarsens_and_counts_everything(gpu_index):
 
 def test_search_and_details_carry_the_kernels_real_arguments(gpu_index):
     _, idx, t = gpu_index
-    kernel_rows = np.nonzero(t.dev_type == et.KERNEL)[0]
+    kernel_rows = np.nonzero(t.device.type == et.KERNEL)[0]
     row = int(kernel_rows[0])
-    name = t.names[int(t.dev_name[row])]
+    name = t.names[int(t.device.name[row])]
     total, ids = timeline.search(idx, name, exact=True)
-    assert total == int((t.dev_name[kernel_rows] == t.dev_name[row]).sum())
+    assert total == int((t.device.name[kernel_rows] == t.device.name[row]).sum())
     ev = int(idx.a["dev_pos"][row])
     assert ev in ids.tolist()
     d = timeline.event_details(idx, ev)
     args = {a["key"]: a["value"] for a in d["args"]}
-    assert d["name"] == name and d["type"] == "Kernel" and d["corr"] == int(t.dev_corr[row])
-    assert args["grid"] == ", ".join(map(str, t.dev_grid[row].tolist()))
-    assert args["block"] == ", ".join(map(str, t.dev_block[row].tolist()))
-    assert args["registers per thread"] == str(int(t.dev_registers[row]))
+    assert d["name"] == name and d["type"] == "Kernel" and d["corr"] == int(t.device.corr[row])
+    assert args["grid"] == ", ".join(map(str, t.device.grid[row].tolist()))
+    assert args["block"] == ", ".join(map(str, t.device.block[row].tolist()))
+    assert args["registers per thread"] == str(int(t.device.registers[row]))
     assert any(r["relation"] == "launch" and r["type"] == "CudaRuntime" for r in d["related"])
 
 
@@ -145,8 +145,8 @@ def test_range_sums_count_the_slices_of_the_tracks(gpu_index):
     _, idx, t = gpu_index
     gpu_tracks = [tr["id"] for tr in idx.tracks if tr["kind"] == 2]
     sums = timeline.range_sums(idx, idx.start_ns, idx.end_ns, gpu_tracks)
-    assert sum(v[0] for v in sums.values()) == len(t.dev_id)
-    assert sum(v[1] for v in sums.values()) == int((t.dev_end - t.dev_start).sum())
+    assert sum(v[0] for v in sums.values()) == len(t.device.id)
+    assert sum(v[1] for v in sums.values()) == int((t.device.end - t.device.start).sum())
 
 
 def test_trimmed_window_is_a_valid_chrome_trace_with_only_that_window(gpu_index):
@@ -160,7 +160,7 @@ def test_trimmed_window_is_a_valid_chrome_trace_with_only_that_window(gpu_index)
     assert len(xs) == int(((a["ev_end"] >= ws) & (a["ev_start"] <= we)).sum()) > 0
     # our own reader reads it back
     back = read_trace(body, "window.paddle_trace.json")
-    assert len(back.dev_id) == sum(1 for e in xs if e["cat"] in et.DEVICE_CATS)
+    assert len(back.device.id) == sum(1 for e in xs if e["cat"] in et.DEVICE_CATS)
 
 
 def test_million_event_rank_windows_stay_under_2_mb(big_index):
@@ -258,8 +258,8 @@ def test_event_search_range_and_window_routes(plugin_client, shared_traces):
     _get_ready(client, f"{PREFIX}/timeline?run=gpu&span=0")
     path = trace_files(shared_traces, GPU)[0]
     t = read_trace(path.read_bytes(), path.name)
-    row = int(np.nonzero(t.dev_type == et.KERNEL)[0][0])
-    name = t.names[int(t.dev_name[row])]
+    row = int(np.nonzero(t.device.type == et.KERNEL)[0][0])
+    name = t.names[int(t.device.name[row])]
     r = client.get(f"{PREFIX}/timeline_search?run=gpu&span=0&workers=rank0&q={name}&exact=1")
     assert r.status_code == 200, r.data
     found = tpb.TimelineSearch.FromString(r.data)
@@ -276,13 +276,13 @@ def test_event_search_range_and_window_routes(plugin_client, shared_traces):
     r = client.get(f"{PREFIX}/timeline_range?run=gpu&span=0&start_ns=0&end_ns=100000000000&tracks=rank0:0")
     assert r.status_code == 200
     rng = tpb.TimelineRange.FromString(r.data)
-    assert rng.events == int((t.host_tid == t.host_tid[0]).sum() + (t.rt_tid == t.host_tid[0]).sum())
+    assert rng.events == int((t.host.tid == t.host.tid[0]).sum() + (t.runtime.tid == t.host.tid[0]).sum())
     assert client.get(f"{PREFIX}/timeline_range?run=gpu&span=0&start_ns=0&end_ns=1&tracks=evil:0").status_code == 400
     r = client.get(f"{PREFIX}/trace_window?run=gpu&worker=rank0&span=0&start_ns=0&end_ns=100000000000")
     assert r.status_code == 200
     assert "attachment" in r.headers["Content-Disposition"]
     doc = json.loads(r.data)
-    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == len(t.host_tid) + len(t.rt_tid) + len(t.dev_id)
+    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == len(t.host.tid) + len(t.runtime.tid) + len(t.device.id)
 
 
 def test_preprocess_builds_the_timeline_indexes(shared_traces, tmp_path, monkeypatch):
@@ -344,8 +344,8 @@ def test_the_timeline_draws_skewed_hosts_on_the_corrected_clock(tmp_path, monkey
     cross-rank analysis exists, every timeline answer puts each rank on the common clock: its origin less
     its host's offset, the offset as the analysis estimated it (within 1 µs of the planted one)."""
     from plugin_testlib import PREFIX, make_plugin, ready
-    from tb_paddle_profile.synth import SynthConfig, generate
-    from tb_paddle_profile.synth.truth import load_truth
+    from tbp_synth import SynthConfig, generate
+    from tbp_synth.truth import load_truth
     from tb_paddle_profile.v1 import plugin_pb2, timeline_pb2
 
     out = tmp_path / "logdir" / "skew"

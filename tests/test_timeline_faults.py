@@ -108,7 +108,7 @@ def _counting(monkeypatch) -> list:
         calls.append(args[1])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(timeline, "index_in_worker", counted)
+    monkeypatch.setattr(timeline.store, "index_in_worker", counted)  # where the store looks it up
     return calls
 
 
@@ -121,7 +121,7 @@ NAMES = ["a\0b", "", "héllo wörld ✓", "\0", "plain", "日本語\0x", "\0\0",
 def test_names_read_back_exactly_whatever_they_hold(tmp_path):
     data = _trace(NAMES)
     tables = read_trace(data, "x.paddle_trace.json")
-    assert [tables.names[i] for i in tables.host_name.tolist()] == ["ProfileStep#1"] + NAMES  # the reader's part
+    assert [tables.names[i] for i in tables.host.name.tolist()] == ["ProfileStep#1"] + NAMES  # the reader's part
     out = tmp_path / "x.tl"
     timeline.build_file_index(lambda: data, "x.paddle_trace.json", str(out))
     idx = timeline.TimelineIndex(str(out))
@@ -257,7 +257,7 @@ def test_an_error_of_ours_is_reported_as_ours_logged_and_not_retried(tmp_path, t
     def broken(tables, tree):
         raise IndexError("index 7 is out of bounds for axis 0 with size 3")
 
-    monkeypatch.setattr(timeline, "build_index", broken)
+    monkeypatch.setattr(timeline.build, "build_index", broken)  # where the worker's build looks it up
     calls = _counting(monkeypatch)
     store = timeline.TimelineStore(None, tmp_path / "cache")
     store.BACKOFF_S = 0.0

@@ -3,7 +3,7 @@
 Paddle's Distributed Summary (distributed.py) knows communication only by the substrings
 allreduce/broadcast/rpc (operators) and nccl/xccl (kernels), and reports one union. This
 module classifies every communication event into a kind and splits each step's time so that
-hybrid-parallel runs can be compared across ranks (cross_rank.py). Definitions, also in
+hybrid-parallel runs can be compared across ranks (analysis/crossrank/). Definitions, also in
 docs/distributed.md:
 
 - A *communication kernel* is a kernel whose name holds nccl, xccl or rccl. Its kind comes
@@ -152,16 +152,6 @@ def shape_bytes(shapes_json: str, dtypes_json: str) -> int:
 _MAX_BYTES = (1 << 63) - 1  # what an int64 column holds
 
 
-def _outermost(tree, mark: np.ndarray) -> np.ndarray:
-    """For each host row, the outermost marked row among itself and its ancestors (-1: none)."""
-    out = np.where(mark, np.arange(len(mark)), -1)
-    for d in range(2, tree.max_depth + 1):
-        rows = tree.level(d)
-        up = out[tree.host_parent[rows]]
-        out[rows] = np.where(up >= 0, up, out[rows])
-    return out
-
-
 @dataclass
 class Instances:
     """Communication instances of one trace as columns (see the module docstring)."""
@@ -184,7 +174,7 @@ class CollectiveAnalysis:
         t, tree = p.tables, p.tree
         names = t.names
         self.p = p
-        n_host = len(t.host_tid)
+        n_host = len(t.host.tid)
 
         name_kind = np.array([kind_of_name(n) for n in names], dtype=np.int16) if names else np.zeros(0, np.int16)
         comm_name = np.array([is_communication_kernel(n) for n in names], dtype=bool) if names else np.zeros(0, bool)
@@ -194,25 +184,25 @@ class CollectiveAnalysis:
         comm_kind = np.array([host_kind(n, et.COMMUNICATION) for n in names], dtype=np.int16)
         host_k = np.zeros(n_host, dtype=np.int16)
         if n_host:
-            host_k = np.where(t.host_type == et.OPERATOR, op_kind[t.host_name],
-                              np.where(t.host_type == et.COMMUNICATION, comm_kind[t.host_name], 0)).astype(np.int16)
-        comm_root = _outermost(tree, host_k > 0)
-        op_root = _outermost(tree, t.host_type == et.OPERATOR)
+            host_k = np.where(t.host.type == et.OPERATOR, op_kind[t.host.name],
+                              np.where(t.host.type == et.COMMUNICATION, comm_kind[t.host.name], 0)).astype(np.int16)
+        comm_root = tree.outermost(host_k > 0)
+        op_root = tree.outermost_operator
         outer_comm = np.nonzero(comm_root == np.arange(n_host))[0]
 
         # Communication kernels and the host event that launched each.
-        is_kernel = t.dev_type == et.KERNEL
-        dev_comm = is_kernel & (comm_name[t.dev_name] if len(t.dev_name) else np.zeros(0, bool))
-        dev_host = gather(tree.rt_host, tree.dev_rt, -1)
+        is_kernel = t.device.type == et.KERNEL
+        dev_comm = is_kernel & (comm_name[t.device.name] if len(t.device.name) else np.zeros(0, bool))
+        dev_host = tree.dev_host
         launcher_comm = gather(comm_root, dev_host, -1)
         launcher_op = gather(op_root, dev_host, -1)
         k_rows = np.nonzero(dev_comm)[0]
-        k_kind = name_kind[t.dev_name[k_rows]].astype(np.int16)
+        k_kind = name_kind[t.device.name[k_rows]].astype(np.int16)
         k_host = launcher_comm[k_rows]
         fallback = gather(host_k, k_host, OTHER)
         k_kind = np.where(k_kind > 0, k_kind, fallback).astype(np.int16)
         k_rt = tree.dev_rt[k_rows]
-        k_launch = np.where(k_rt >= 0, gather(t.rt_start, k_rt, 0), t.dev_start[k_rows])
+        k_launch = np.where(k_rt >= 0, gather(t.runtime.start, k_rt, 0), t.device.start[k_rows])
         k_op_row = np.where(k_host >= 0, k_host, launcher_op[k_rows])
 
         # Host communication events without a communication kernel are instances themselves.
@@ -221,27 +211,28 @@ class CollectiveAnalysis:
 
         op_bytes = np.zeros(n_host, dtype=np.int64)
         for row in outer_comm.tolist():
-            if row in t.host_shapes:
-                op_bytes[row] = shape_bytes(*t.host_shapes[row])
+            if row in t.host.shapes:
+                op_bytes[row] = shape_bytes(*t.host.shapes[row])
         one_kernel = kernels_of == 1
         k_bytes = np.where(gather(one_kernel, k_host, False), gather(op_bytes, k_host, 0), 0)
 
         def op_name(row: int) -> str:
-            return names[t.host_name[row]] if row >= 0 else ""
+            return names[t.host.name[row]] if row >= 0 else ""
 
         kind = np.concatenate([k_kind, host_k[h_rows]]).astype(np.int16)
-        start = np.concatenate([t.dev_start[k_rows], t.host_start[h_rows]])
-        order = np.lexsort((start, np.concatenate([k_launch, t.host_start[h_rows]])))
-        inst_names = [names[i] for i in t.dev_name[k_rows].tolist()] + [names[t.host_name[r]] for r in h_rows.tolist()]
-        inst_ops = [op_name(r) for r in k_op_row.tolist()] + [names[t.host_name[r]] for r in h_rows.tolist()]
+        start = np.concatenate([t.device.start[k_rows], t.host.start[h_rows]])
+        order = np.lexsort((start, np.concatenate([k_launch, t.host.start[h_rows]])))
+        inst_names = ([names[i] for i in t.device.name[k_rows].tolist()]
+                      + [names[t.host.name[r]] for r in h_rows.tolist()])
+        inst_ops = [op_name(r) for r in k_op_row.tolist()] + [names[t.host.name[r]] for r in h_rows.tolist()]
         direction = np.array([direction_of_name(o) if k == SEND_RECV else 0
                               for o, k in zip(inst_ops, kind.tolist())], dtype=np.int16)
         self.instances = Instances(
             kind=kind[order], name=[inst_names[i] for i in order.tolist()], op=[inst_ops[i] for i in order.tolist()],
-            start=start[order], end=np.concatenate([t.dev_end[k_rows], t.host_end[h_rows]])[order],
-            launch=np.concatenate([k_launch, t.host_start[h_rows]])[order],
-            device_id=np.concatenate([t.dev_id[k_rows], np.full(h_rows.size, -1)])[order],
-            stream=np.concatenate([t.dev_stream[k_rows], np.full(h_rows.size, -1)])[order],
+            start=start[order], end=np.concatenate([t.device.end[k_rows], t.host.end[h_rows]])[order],
+            launch=np.concatenate([k_launch, t.host.start[h_rows]])[order],
+            device_id=np.concatenate([t.device.id[k_rows], np.full(h_rows.size, -1)])[order],
+            stream=np.concatenate([t.device.stream[k_rows], np.full(h_rows.size, -1)])[order],
             on_device=np.concatenate([np.ones(k_rows.size, bool), np.zeros(h_rows.size, bool)])[order],
             nbytes=np.concatenate([k_bytes, op_bytes[h_rows]])[order],
             direction=direction[order],
@@ -253,10 +244,10 @@ class CollectiveAnalysis:
         if steps:
             self.steps = list(steps)
         else:
-            starts = [a.min() for a in (t.host_start, t.rt_start, t.dev_start) if a.size]
-            ends = [a.max() for a in (t.host_end, t.rt_end, t.dev_end) if a.size]
+            starts = [a.min() for a in (t.host.start, t.runtime.start, t.device.start) if a.size]
+            ends = [a.max() for a in (t.host.end, t.runtime.end, t.device.end) if a.size]
             self.steps = [(-1, int(min(starts)), int(max(ends)))] if starts else []
-        self.timeline = pb.TIMELINE_DEVICE if len(t.dev_id) else pb.TIMELINE_HOST
+        self.timeline = pb.TIMELINE_DEVICE if len(t.device.id) else pb.TIMELINE_HOST
         self.dev_comm = dev_comm
 
     def _step_of(self, times: np.ndarray) -> np.ndarray:
@@ -302,29 +293,29 @@ class CollectiveAnalysis:
 
         # Host communication events (outermost) by kind, with their step.
         oc = self._outer_comm
-        oc_step = self._step_of(t.host_start[oc])
+        oc_step = self._step_of(t.host.start[oc])
         oc_kind = self._host_k[oc]
-        oc_dur = t.host_end[oc] - t.host_start[oc]
+        oc_dur = t.host.end[oc] - t.host.start[oc]
 
         # Timelines (unions over the whole trace, clipped per step below).
         kinds_present = sorted(set(inst.kind.tolist()) | set(oc_kind.tolist()))
         if self.timeline == pb.TIMELINE_DEVICE:
-            kern = t.dev_type == et.KERNEL
+            kern = t.device.type == et.KERNEL
             compute_m = kern & ~self.dev_comm
-            mem_m = (t.dev_type == et.MEMCPY) | (t.dev_type == et.MEMSET)
-            compute = ranges.union(t.dev_start[compute_m], t.dev_end[compute_m])
+            mem_m = (t.device.type == et.MEMCPY) | (t.device.type == et.MEMSET)
+            compute = ranges.union(t.device.start[compute_m], t.device.end[compute_m])
             dev_inst = inst.on_device
             comm = ranges.union(inst.start[dev_inst], inst.end[dev_inst])
             kind_u = {k: ranges.union(inst.start[dev_inst & (inst.kind == k)], inst.end[dev_inst & (inst.kind == k)])
                       for k in kinds_present}
-            memory = ranges.union(t.dev_start[mem_m], t.dev_end[mem_m])
-            busy = ranges.union(t.dev_start, t.dev_end)
+            memory = ranges.union(t.device.start[mem_m], t.device.end[mem_m])
+            busy = ranges.union(t.device.start, t.device.end)
         else:
-            comm = ranges.union(t.host_start[oc], t.host_end[oc])
-            kind_u = {k: ranges.union(t.host_start[oc[oc_kind == k]], t.host_end[oc[oc_kind == k]])
+            comm = ranges.union(t.host.start[oc], t.host.end[oc])
+            kind_u = {k: ranges.union(t.host.start[oc[oc_kind == k]], t.host.end[oc[oc_kind == k]])
                       for k in kinds_present}
-            ops = (t.host_type == et.OPERATOR) & (self._host_k == 0)
-            ops_u = ranges.union(t.host_start[ops], t.host_end[ops])
+            ops = (t.host.type == et.OPERATOR) & (self._host_k == 0)
+            ops_u = ranges.union(t.host.start[ops], t.host.end[ops])
             compute = _subtract(ops_u, comm)
             memory = ranges.EMPTY
             busy = ranges.union2(comm, compute)
@@ -334,21 +325,21 @@ class CollectiveAnalysis:
 
         # Host side: runtime calls, launches, synchronising calls; kernels by their start.
         sync_name = np.array([bool(_SYNC_RUNTIME.search(n)) for n in t.names], dtype=bool)
-        rt_sync = sync_name[t.rt_name] if len(t.rt_name) else np.zeros(0, bool)
-        rt_launch = np.bincount(tree.dev_rt[tree.dev_rt >= 0], minlength=len(t.rt_tid)) > 0 \
-            if len(t.rt_tid) else np.zeros(0, bool)
-        runtime_u = ranges.union(t.rt_start, t.rt_end)
-        sync_u = ranges.union(t.rt_start[rt_sync], t.rt_end[rt_sync])
-        rt_step = self._step_of(t.rt_start)
-        kern_rows = np.nonzero(t.dev_type == et.KERNEL)[0]
-        kern_step = self._step_of(t.dev_start[kern_rows])
-        kern_dur = t.dev_end[kern_rows] - t.dev_start[kern_rows]
+        rt_sync = sync_name[t.runtime.name] if len(t.runtime.name) else np.zeros(0, bool)
+        rt_launch = np.bincount(tree.dev_rt[tree.dev_rt >= 0], minlength=len(t.runtime.tid)) > 0 \
+            if len(t.runtime.tid) else np.zeros(0, bool)
+        runtime_u = ranges.union(t.runtime.start, t.runtime.end)
+        sync_u = ranges.union(t.runtime.start[rt_sync], t.runtime.end[rt_sync])
+        rt_step = self._step_of(t.runtime.start)
+        kern_rows = np.nonzero(t.device.type == et.KERNEL)[0]
+        kern_step = self._step_of(t.device.start[kern_rows])
+        kern_dur = t.device.end[kern_rows] - t.device.start[kern_rows]
         inst_dev_dur = np.where(inst.on_device, inst.end - inst.start, 0)
 
-        dl = t.host_type == et.DATALOADER
-        dataloader_u = ranges.union(t.host_start[dl], t.host_end[dl])
-        dev_order = np.argsort(t.dev_start, kind="stable")
-        dev_starts = t.dev_start[dev_order]
+        dl = t.host.type == et.DATALOADER
+        dataloader_u = ranges.union(t.host.start[dl], t.host.end[dl])
+        dev_order = np.argsort(t.device.start, kind="stable")
+        dev_starts = t.device.start[dev_order]
 
         def m(r, lo, hi):
             return ranges.measure(ranges.clip(r, lo, hi))

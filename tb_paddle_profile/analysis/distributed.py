@@ -31,7 +31,7 @@ def _subtree_kernel_rows(p: Profile, row: int) -> list:
         stack.extend(tree.children(r).tolist())
         for rt in tree.runtimes(r).tolist():
             for d in tree.devices(rt).tolist():
-                if t.dev_type[d] == et.KERNEL:
+                if t.device.type[d] == et.KERNEL:
                     out.append(d)
     return out
 
@@ -43,30 +43,30 @@ class DistributedAnalysis:
         comm_op = np.array([any(w in n.lower() for w in COMMUNICATION_OP_WORDS) for n in names], dtype=bool)
         comm_kernel = np.array([any(w in n.lower() for w in COMMUNICATION_KERNEL_WORDS) for n in names], dtype=bool)
 
-        is_comm_host = (t.host_type == et.COMMUNICATION) | ((t.host_type == et.OPERATOR) & comm_op[t.host_name])
+        is_comm_host = (t.host.type == et.COMMUNICATION) | ((t.host.type == et.OPERATOR) & comm_op[t.host.name])
         comm_rows = np.nonzero(is_comm_host)[0]
-        cpu_s, cpu_e = t.host_start[comm_rows], t.host_end[comm_rows]
+        cpu_s, cpu_e = t.host.start[comm_rows], t.host.end[comm_rows]
         gpu_rows = []
         for row in comm_rows.tolist():
             gpu_rows.extend(_subtree_kernel_rows(p, row))
         gpu_rows = np.array(gpu_rows, dtype=np.int64)
 
         # Case 3: kernels of the own runtime calls of every other host node.
-        dev_host = gather(tree.rt_host, tree.dev_rt, -1)
-        own = (dev_host >= 0) & (t.dev_type == et.KERNEL)
+        dev_host = tree.dev_host
+        own = (dev_host >= 0) & (t.device.type == et.KERNEL)
         if own.any():
             own &= ~gather(is_comm_host, dev_host, False)
-        k_comm = own & comm_kernel[t.dev_name] if own.any() else own
+        k_comm = own & comm_kernel[t.device.name] if own.any() else own
         k_comp = own & ~k_comm
 
-        g_s = np.concatenate([t.dev_start[gpu_rows], t.dev_start[k_comm]])
-        g_e = np.concatenate([t.dev_end[gpu_rows], t.dev_end[k_comm]])
+        g_s = np.concatenate([t.device.start[gpu_rows], t.device.start[k_comm]])
+        g_e = np.concatenate([t.device.end[gpu_rows], t.device.end[k_comm]])
         self.cpu_calls = len(set(zip(cpu_s.tolist(), cpu_e.tolist())))
         self.gpu_calls = len(set(zip(g_s.tolist(), g_e.tolist())))
         self.cpu_comm = ranges.union(cpu_s, cpu_e)
         self.gpu_comm = ranges.union(g_s, g_e)
         self.communication = ranges.union2(self.cpu_comm, self.gpu_comm)
-        self.computation = ranges.union(t.dev_start[k_comp], t.dev_end[k_comp])
+        self.computation = ranges.union(t.device.start[k_comp], t.device.end[k_comp])
         self.overlap = ranges.intersect(self.communication, self.computation)
 
     def to_pb(self, out: pb.DistributedView, steps) -> None:

@@ -20,14 +20,14 @@ MAX_CURVE_POINTS = 4000
 
 def _curve(t, rows: np.ndarray, out: pb.MemoryCurve) -> None:
     """rows: the place's memory rows, ascending."""
-    m = rows[np.argsort(t.mem_ts_ns[rows], kind="stable")]
+    m = rows[np.argsort(t.memory.ts_ns[rows], kind="stable")]
     out.events = int(m.size)
     if m.size > MAX_CURVE_POINTS:
         m = _decimate(t, m, MAX_CURVE_POINTS // 2)
         out.decimated = True
-    out.time_ns.extend(t.mem_ts_ns[m].tolist())
-    out.allocated.extend(t.mem_current_allocated[m].tolist())
-    out.reserved.extend(t.mem_current_reserved[m].tolist())
+    out.time_ns.extend(t.memory.ts_ns[m].tolist())
+    out.allocated.extend(t.memory.current_allocated[m].tolist())
+    out.reserved.extend(t.memory.current_reserved[m].tolist())
 
 
 def _decimate(t, m: np.ndarray, n_buckets: int) -> np.ndarray:
@@ -39,7 +39,7 @@ def _decimate(t, m: np.ndarray, n_buckets: int) -> np.ndarray:
     starts = np.zeros(n_buckets, dtype=np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
     bucket = np.repeat(np.arange(n_buckets), sizes)
-    a = t.mem_current_allocated[m]
+    a = t.memory.current_allocated[m]
 
     def first_where(hit):  # per bucket, the first position where hit (every bucket has one)
         pos = np.nonzero(hit)[0]
@@ -47,7 +47,7 @@ def _decimate(t, m: np.ndarray, n_buckets: int) -> np.ndarray:
 
     hi = m[first_where(a == np.maximum.reduceat(a, starts)[bucket])]
     lo = m[first_where(a == np.minimum.reduceat(a, starts)[bucket])]
-    ts = t.mem_ts_ns
+    ts = t.memory.ts_ns
     # two points in time order; one when they are the same row
     first = np.where(ts[lo] < ts[hi], lo, hi)
     second = np.where(ts[lo] < ts[hi], hi, lo)
@@ -61,17 +61,16 @@ def _decimate(t, m: np.ndarray, n_buckets: int) -> np.ndarray:
 
 def memory_view(p: Profile, out: pb.MemoryView) -> None:
     t, tree = p.tables, p.tree
-    owner = t.mem_owner
+    owner = t.memory.owner
     m_rows = np.nonzero(owner >= 0)[0]
     m_host = owner[m_rows]
     # Own events of every host node but OperatorInner ...
-    own = t.host_type[m_host] != et.OPERATOR_INNER
+    own = t.host.type[m_host] != et.OPERATOR_INNER
     # ... and the events of an Operator's direct children, credited to the Operator.
     parent = tree.host_parent[m_host]
     via_op = parent >= 0
-    via_op[via_op] = t.host_type[parent[via_op]] == et.OPERATOR
-    child_pos = np.zeros(len(t.host_tid), dtype=np.int64)
-    child_pos[tree.child_idx] = np.arange(len(tree.child_idx))
+    via_op[via_op] = tree.is_operator[parent[via_op]]
+    child_pos = tree.child_pos
 
     rows = np.concatenate([m_rows[own], m_rows[via_op]])
     credited = np.concatenate([m_host[own], parent[via_op]])
@@ -80,8 +79,8 @@ def memory_view(p: Profile, out: pb.MemoryView) -> None:
     sub = np.concatenate([np.zeros(int(own.sum()), np.int64), child_pos[m_host[via_op]]])
     order = [p.walk_rank[credited], phase, sub, rows]
 
-    mtype = t.mem_type[rows]
-    inc = t.mem_increase[rows]
+    mtype = t.memory.type[rows]
+    inc = t.memory.increase[rows]
     alloc = (mtype == et.ALLOCATE) | (mtype == et.RESERVED_ALLOCATE)
     values = {"alloc_count": alloc, "alloc_size": np.where(alloc, inc, 0),
               "free_count": ~alloc, "free_size": np.where(alloc, 0, -inc)}
@@ -90,7 +89,7 @@ def memory_view(p: Profile, out: pb.MemoryView) -> None:
     table[(mtype == et.ALLOCATE) | (mtype == et.FREE)] = 0
     table[(mtype == et.RESERVED_ALLOCATE) | (mtype == et.RESERVED_FREE)] = 1
     sel = np.nonzero(table >= 0)[0]
-    g = group([table[sel], t.mem_place[rows[sel]], t.host_name[credited[sel]]], [o[sel] for o in order],
+    g = group([table[sel], t.memory.place[rows[sel]], t.host.name[credited[sel]]], [o[sel] for o in order],
               {k: v[sel] for k, v in values.items()}, extremes=False)
     places_seen = []
     for kind in (0, 1):
@@ -98,13 +97,13 @@ def memory_view(p: Profile, out: pb.MemoryView) -> None:
             if pl not in places_seen:
                 places_seen.append(pl)
 
-    place_rows = split_rows(t.mem_place, np.arange(len(t.mem_place))) if places_seen else {}
-    credited_place = t.mem_place[rows]
+    place_rows = split_rows(t.memory.place, np.arange(len(t.memory.place))) if places_seen else {}
+    credited_place = t.memory.place[rows]
     for pl in places_seen:
         on_place = rows[credited_place == pl]   # the rows credited to a name (repeats do not change a max)
         msg = out.places.add(place=t.names[pl],
-                             peak_allocated=max(0, int(t.mem_peak_allocated[on_place].max())),
-                             peak_reserved=max(0, int(t.mem_peak_reserved[on_place].max())))
+                             peak_allocated=max(0, int(t.memory.peak_allocated[on_place].max())),
+                             peak_reserved=max(0, int(t.memory.peak_reserved[on_place].max())))
         for target, kind in ((msg.allocated, 0), (msg.reserved, 1)):
             for i in np.nonzero((g.keys[0] == kind) & (g.keys[1] == pl))[0].tolist():
                 target.add(name=t.names[g.keys[2][i]], allocation_count=int(g.sums["alloc_count"][i]),

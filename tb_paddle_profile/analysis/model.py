@@ -35,7 +35,7 @@ class ModelAnalysis:
             # BFS as Paddle does: children of a node are examined in order.
             while queue:
                 row = queue.popleft()
-                ty = int(t.host_type[row])
+                ty = int(t.host.type[row])
                 if ty in et.MODEL_STAGES:
                     self._add(ty, row, p)
                     stage_rows.append(row)
@@ -44,11 +44,11 @@ class ModelAnalysis:
                     self._add(ty, row, p)
                     step_rows.append(row)
                 queue.extend(tree.children(row).tolist())
-        step_rows.sort(key=lambda r: int(t.host_start[r]))
+        step_rows.sort(key=lambda r: int(t.host.start[r]))
         self.steps: List[Tuple[int, int, int]] = []
         for r in step_rows:
-            m = _STEP_NUMBER.search(t.names[t.host_name[r]])
-            self.steps.append((int(m.group(1)) if m else -1, int(t.host_start[r]), int(t.host_end[r])))
+            m = _STEP_NUMBER.search(t.names[t.host.name[r]])
+            self.steps.append((int(m.group(1)) if m else -1, int(t.host.start[r]), int(t.host.end[r])))
         self._step_rows = step_rows
         self._stage_rows = stage_rows
         self._p = p
@@ -73,10 +73,10 @@ class ModelAnalysis:
             m.range.start_ns, m.range.end_ns = start, end
             msgs.append(m)
         for row in self._stage_rows:
-            s = int(t.host_start[row])
+            s = int(t.host.start[row])
             i = int(np.searchsorted(starts, s, side="right")) - 1
             if i < 0 or s >= self.steps[i][2]:
                 continue
-            field = _STAGE_FIELD[int(t.host_type[row])]
+            field = _STAGE_FIELD[int(t.host.type[row])]
             setattr(msgs[i], field + "_cpu_ns", getattr(msgs[i], field + "_cpu_ns") + int(tm.cpu[row]))
             setattr(msgs[i], field + "_gpu_ns", getattr(msgs[i], field + "_gpu_ns") + int(tm.gpu[row]))

@@ -33,16 +33,9 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
     t, tree = p.tables, p.tree
     names = t.names
     rank = p.walk_rank
-    n_host = len(t.host_tid)
-    is_op = t.host_type == et.OPERATOR
-
+    is_op = tree.is_operator
     # positions of children among their siblings, runtimes in their host, devices in their runtime
-    child_pos = np.zeros(n_host, dtype=np.int64)
-    child_pos[tree.child_idx] = np.arange(len(tree.child_idx))
-    rt_pos = np.zeros(len(t.rt_tid), dtype=np.int64)
-    rt_pos[tree.host_rt_idx] = np.arange(len(tree.host_rt_idx))
-    dev_pos = np.zeros(len(t.dev_id), dtype=np.int64)
-    dev_pos[tree.rt_dev_idx] = np.arange(len(tree.rt_dev_idx))
+    child_pos, rt_pos, dev_pos = tree.child_pos, tree.rt_pos, tree.dev_pos
 
     ops = np.nonzero(is_op)[0]
     parent = tree.host_parent
@@ -53,7 +46,7 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
     dev_rows = np.nonzero(tree.dev_rt >= 0)[0]
     dev_host = tree.rt_host[tree.dev_rt[dev_rows]]
     dev_rows, dev_host = dev_rows[dev_host >= 0], dev_host[dev_host >= 0]
-    dur = t.dev_end - t.dev_start
+    dur = t.device.end - t.device.start
     # devices of an operator's own runtime calls
     own = is_op[dev_host]
     od_rows, od_op = dev_rows[own], dev_host[own]
@@ -64,14 +57,14 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
     id_op = parent[id_inner]
 
     # Grouped by thread first; the view over all threads merges the threads' groups.
-    tid = t.host_tid
+    tid = t.host.tid
     by_thread = (
-        group([tid[ops], t.host_name[ops]], [rank[ops]], host_values(p, ops)),
-        group([tid[inner_op], t.host_name[inner_op], t.host_name[inner]],
+        group([tid[ops], t.host.name[ops]], [rank[ops]], host_values(p, ops)),
+        group([tid[inner_op], t.host.name[inner_op], t.host.name[inner]],
               [rank[inner_op], child_pos[inner]], host_values(p, inner)),
-        group([tid[od_op], t.host_name[od_op], t.dev_name[od_rows]],
+        group([tid[od_op], t.host.name[od_op], t.device.name[od_rows]],
               [rank[od_op], rt_pos[tree.dev_rt[od_rows]], dev_pos[od_rows]], {"d": dur[od_rows]}),
-        group([tid[id_op], t.host_name[id_op], t.host_name[id_inner], t.dev_name[id_rows]],
+        group([tid[id_op], t.host.name[id_op], t.host.name[id_inner], t.device.name[id_rows]],
               [rank[id_op], child_pos[id_inner], rt_pos[tree.dev_rt[id_rows]], dev_pos[id_rows]],
               {"d": dur[id_rows]}),
     )
@@ -103,21 +96,21 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
                 inner_node = node.inners.add()
                 inner_name = int(g_in.keys[2][j])
                 write_stats(inner_node.stats, names[inner_name], g_in, j)
-                _devices(inner_node.devices, names, t.dev_type, g_id, inner_devs.get((tid, name, inner_name), ()))
-            _devices(node.devices, names, t.dev_type, g_od, op_devs.get((tid, name), ()))
+                _devices(inner_node.devices, names, t.device.type, g_id, inner_devs.get((tid, name, inner_name), ()))
+            _devices(node.devices, names, t.device.type, g_od, op_devs.get((tid, name), ()))
     _shape_groups(p, out)
 
 
 def _shape_groups(p: Profile, out: pb.OperatorView) -> None:
     """Per operator name, calls grouped by input shapes (only where the trace recorded shapes)."""
     t, tm = p.tables, p.times
-    if not t.host_shapes:
+    if not t.host.shapes:
         return
     groups: dict = {}
-    for row in sorted(t.host_shapes, key=lambda r: p.walk_rank[r]):
-        if t.host_type[row] != et.OPERATOR:
+    for row in sorted(t.host.shapes, key=lambda r: p.walk_rank[r]):
+        if t.host.type[row] != et.OPERATOR:
             continue
-        key = (int(t.host_name[row]), t.host_shapes[row])
+        key = (int(t.host.name[row]), t.host.shapes[row])
         acc = groups.get(key)
         if acc is None:
             acc = groups[key] = EventAcc(t.names[key[0]])

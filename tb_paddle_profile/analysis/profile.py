@@ -20,7 +20,7 @@ class Profile:
     @classmethod
     def build(cls, tables: EventTables) -> "Profile":
         tree = build_tree(tables)
-        rank = np.zeros(len(tables.host_tid), dtype=np.int64)
+        rank = np.zeros(len(tables.host.tid), dtype=np.int64)
         walk = [tree.walk[tid] for tid in tree.threads]
         if walk:
             rows = np.concatenate(walk)

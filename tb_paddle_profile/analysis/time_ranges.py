@@ -12,7 +12,6 @@ from typing import Dict, List
 import numpy as np
 
 from .. import event_types as et
-from ..event_tree import gather
 from ..v1 import summary_pb2 as pb
 from . import ranges
 from .groupby import split_rows
@@ -34,12 +33,12 @@ class TimeRanges:
         self.p = p
         rank = p.walk_rank
         self.rt_mask = tree.rt_host >= 0
-        dev_host = gather(tree.rt_host, tree.dev_rt, -1)
+        dev_host = tree.dev_host
         self.dev_mask = (tree.dev_rt >= 0) & (dev_host >= 0)
 
         # Rows of each type, split once instead of a mask per type.
-        host_rows = split_rows(t.host_type, np.arange(len(t.host_type)))
-        rt_rows = split_rows(t.rt_type[self.rt_mask], np.nonzero(self.rt_mask)[0])
+        host_rows = split_rows(t.host.type, np.arange(len(t.host.type)))
+        rt_rows = split_rows(t.runtime.type[self.rt_mask], np.nonzero(self.rt_mask)[0])
         # Order keys: a host's own type comes before its runtimes' types.
         first = {ty: int(rank[rows].min()) * 4 for ty, rows in host_rows.items()}
         for ty, rows in rt_rows.items():
@@ -53,24 +52,24 @@ class TimeRanges:
         for ty in self.cpu_type_order:
             hr, rr = host_rows.get(ty, none), rt_rows.get(ty, none)
             self.calls[ty] = int(hr.size + rr.size)
-            u = ranges.union(np.concatenate([t.host_start[hr], t.rt_start[rr]]),
-                             np.concatenate([t.host_end[hr], t.rt_end[rr]]))
+            u = ranges.union(np.concatenate([t.host.start[hr], t.runtime.start[rr]]),
+                             np.concatenate([t.host.end[hr], t.runtime.end[rr]]))
             self.cpu_sum[ty] = ranges.measure(u)
 
         dev_rows = np.nonzero(self.dev_mask)[0]
-        dev_key = rank[dev_host[dev_rows]] * (len(t.dev_id) + 1) + dev_rows
-        on_dev = split_rows(t.dev_id[dev_rows], np.arange(dev_rows.size))   # positions in dev_rows
+        dev_key = rank[dev_host[dev_rows]] * (len(t.device.id) + 1) + dev_rows
+        on_dev = split_rows(t.device.id[dev_rows], np.arange(dev_rows.size))   # positions in dev_rows
         self.device_order = _first_seen(on_dev, dev_key)
         self.gpu_union = {}      # device → type → union
         self.gpu_type_order = {}
         for d in self.device_order:
-            of_type = split_rows(t.dev_type[dev_rows[on_dev[d]]], on_dev[d])
+            of_type = split_rows(t.device.type[dev_rows[on_dev[d]]], on_dev[d])
             order = _first_seen(of_type, dev_key)
             self.gpu_type_order[d] = order
             self.gpu_union[d] = {}
             for ty in order:
                 m = dev_rows[of_type[ty]]
-                self.gpu_union[d][ty] = ranges.union(t.dev_start[m], t.dev_end[m])
+                self.gpu_union[d][ty] = ranges.union(t.device.start[m], t.device.end[m])
                 self.calls[ty] = self.calls.get(ty, 0) + int(m.size)
 
         self.total_time = self.cpu_sum.get(et.PROFILE_STEP, 0)

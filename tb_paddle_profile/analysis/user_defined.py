@@ -20,19 +20,19 @@ MEMORY_WORDS = ("memcpy", "memorycopy", "memset")
 def user_defined_views(p: Profile, memory_out, udf_out: pb.UserDefinedView) -> None:
     t = p.tables
     is_memory = np.array([any(w in n.lower() for w in MEMORY_WORDS) for n in t.names], dtype=bool)
-    user = (t.host_type == et.USER_DEFINED) | (t.host_type == et.PYTHON_USER_DEFINED)
-    named_memory = is_memory[t.host_name] if len(t.host_name) else np.zeros(0, bool)
+    user = (t.host.type == et.USER_DEFINED) | (t.host.type == et.PYTHON_USER_DEFINED)
+    named_memory = is_memory[t.host.name] if len(t.host.name) else np.zeros(0, bool)
     mem_rows = np.nonzero(user & named_memory)[0]
-    udf_rows = np.nonzero(user & ~named_memory & (t.host_type == et.PYTHON_USER_DEFINED))[0]
+    udf_rows = np.nonzero(user & ~named_memory & (t.host.type == et.PYTHON_USER_DEFINED))[0]
 
-    g = group([t.host_name[mem_rows]], [p.walk_rank[mem_rows]], host_values(p, mem_rows))
+    g = group([t.host.name[mem_rows]], [p.walk_rank[mem_rows]], host_values(p, mem_rows))
     for i in range(len(g)):
         write_stats(memory_out.add(), t.names[g.keys[0][i]], g, i)
 
-    g = group([t.host_name[udf_rows]], [p.walk_rank[udf_rows]], host_values(p, udf_rows))
+    g = group([t.host.name[udf_rows]], [p.walk_rank[udf_rows]], host_values(p, udf_rows))
     for i in range(len(g)):
         write_stats(udf_out.items.add(), t.names[g.keys[0][i]], g, i)
-    g = group([t.host_tid[udf_rows], t.host_name[udf_rows]], [p.walk_rank[udf_rows]], host_values(p, udf_rows))
+    g = group([t.host.tid[udf_rows], t.host.name[udf_rows]], [p.walk_rank[udf_rows]], host_values(p, udf_rows))
     threads = {}
     for i in range(len(g)):
         tid = int(g.keys[0][i])

@@ -1,0 +1,196 @@
+"""The index file: its layout (a JSON header, 64-byte aligned arrays, a CRC-32 trailer), writing it
+(encode_parts, write_index) and opening it memory-mapped and checked (TimelineIndex)."""
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import zlib
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from ..cache import atomic_write
+
+
+MAGIC = b"TBPPTL2\n"
+TRAILER_MAGIC = b"TBPPTLCK"
+_TRAILER = len(TRAILER_MAGIC) + 4 + 8  # magic, CRC-32 of all bytes before the trailer, their count
+INDEX_VERSION = 2  # 2: names with offsets, checksummed trailer (1: names joined by "\0", no checksum)
+
+
+def encode_parts(header: dict, arrays: Dict[str, np.ndarray]) -> Iterator[bytes]:
+    """The index file as chunks (the arrays' own memory, no copy), ending with the checksum trailer."""
+    table = {}
+    layout = []
+    offset = 0
+    for key, arr in arrays.items():
+        arr = np.ascontiguousarray(arr)
+        pad = (-offset) % 64
+        offset += pad
+        table[key] = [arr.dtype.str, list(arr.shape), offset]
+        layout.append((pad, arr))
+        offset += arr.nbytes
+    head = dict(header, arrays=table)
+    head_bytes = json.dumps(head).encode("utf-8")
+    prefix = MAGIC + len(head_bytes).to_bytes(8, "little") + head_bytes
+    prefix += b"\0" * ((-len(prefix)) % 64)
+    crc, count = 0, 0
+    for pad, arr in [(0, None)] + layout:
+        chunks = [prefix] if arr is None else [b"\0" * pad, memoryview(arr.reshape(-1).view(np.uint8))]
+        for chunk in chunks:
+            if len(chunk):
+                crc = zlib.crc32(chunk, crc)
+                count += len(chunk)
+                yield chunk
+    yield TRAILER_MAGIC + crc.to_bytes(4, "little") + count.to_bytes(8, "little")
+
+
+def encode_index(header: dict, arrays: Dict[str, np.ndarray]) -> bytes:
+    return b"".join(bytes(c) for c in encode_parts(header, arrays))
+
+
+def write_index(target: str, header: dict, arrays: Dict[str, np.ndarray]) -> int:
+    size = 0
+
+    def counted():
+        nonlocal size
+        for chunk in encode_parts(header, arrays):
+            size += len(chunk)
+            yield chunk
+
+    atomic_write(Path(target), counted())
+    return size
+
+
+def one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())[:300] or type(err).__name__
+
+
+class CorruptIndex(ValueError):
+    """An index file that is cut short, corrupt or not an index of this version."""
+
+
+_REQUIRED = ("ev_start", "ev_end", "ev_name", "ev_kind", "ev_type", "ev_row", "lane_ptr", "lane_track",
+             "lane_depth", "lane_maxdur", "names_blob", "names_ptr", "shape_rows", "shape_ptr", "shape_blob")
+
+
+class TimelineIndex:
+    """A memory-mapped index file, checked whole (CRC-32) when opened; CorruptIndex when it is damaged."""
+
+    def __init__(self, path: str):
+        with open(path, "rb") as f:
+            self.inode = os.fstat(f.fileno()).st_ino
+            try:
+                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # an empty file cannot be mapped
+                raise CorruptIndex("empty file") from None
+        try:
+            self._load()
+        except CorruptIndex:
+            self.close()
+            raise
+        except (ValueError, KeyError, TypeError, IndexError, OverflowError) as err:
+            self.close()
+            raise CorruptIndex(f"malformed: {type(err).__name__}: {one_line(err)}") from None
+
+    def _load(self) -> None:
+        mm = self._mm
+        size = len(mm)
+        if size < len(MAGIC) + 8 + _TRAILER or mm[:len(MAGIC)] != MAGIC:
+            raise CorruptIndex("not a timeline index of this version")
+        trailer = mm[size - _TRAILER:]
+        if trailer[:len(TRAILER_MAGIC)] != TRAILER_MAGIC:
+            raise CorruptIndex("cut short (no trailer)")
+        crc = int.from_bytes(trailer[len(TRAILER_MAGIC):len(TRAILER_MAGIC) + 4], "little")
+        count = int.from_bytes(trailer[len(TRAILER_MAGIC) + 4:], "little")
+        if count != size - _TRAILER:
+            raise CorruptIndex(f"{size - _TRAILER} bytes before the trailer, {count} expected")
+        with memoryview(mm) as view:
+            with view[:count] as covered:
+                if zlib.crc32(covered) != crc:
+                    raise CorruptIndex("checksum mismatch (corrupt bytes)")
+        n = int.from_bytes(mm[len(MAGIC):len(MAGIC) + 8], "little")
+        start = len(MAGIC) + 8
+        if start + n > count:
+            raise CorruptIndex("header beyond the end")
+        self.header = json.loads(mm[start:start + n])
+        if self.header.get("version") != INDEX_VERSION:
+            raise CorruptIndex(f"index version {self.header.get('version')!r}, {INDEX_VERSION} expected")
+        base = start + n + ((-(start + n)) % 64)
+        self.a: Dict[str, np.ndarray] = {}
+        for key, (dtype, shape, off) in self.header["arrays"].items():
+            dt = np.dtype(dtype)
+            if dt.hasobject:
+                raise CorruptIndex(f"array {key!r} of objects")
+            count_items = int(np.prod(shape)) if shape else 1
+            if off < 0 or base + off + count_items * dt.itemsize > count:
+                raise CorruptIndex(f"array {key!r} beyond the end")
+            self.a[key] = np.frombuffer(mm, dtype=dt, count=count_items, offset=base + off).reshape(shape)
+        missing = [k for k in _REQUIRED if k not in self.a]
+        if missing:
+            raise CorruptIndex(f"arrays missing: {', '.join(missing)}")
+        blob = self.a["names_blob"].tobytes()
+        ptr = self.a["names_ptr"].tolist()
+        if not ptr or ptr[0] != 0 or ptr[-1] != len(blob) or any(b < a for a, b in zip(ptr, ptr[1:])):
+            raise CorruptIndex("name offsets do not fit the name blob")
+        self.names: List[str] = [blob[i:j].decode("utf-8", "surrogatepass") for i, j in zip(ptr, ptr[1:])]
+        if not self.names:
+            self.names = [""]
+        n_ev = len(self.a["ev_start"])
+        lane_ptr = self.a["lane_ptr"]
+        if len(lane_ptr) < 1 or int(lane_ptr[0]) != 0 or int(lane_ptr[-1]) != n_ev \
+                or len(lane_ptr) != len(self.a["lane_track"]) + 1:
+            raise CorruptIndex("lane offsets do not fit the events")
+        if n_ev and not (0 <= int(self.a["ev_name"].min()) and int(self.a["ev_name"].max()) < len(self.names)):
+            raise CorruptIndex("name ids beyond the name table")
+        self.tracks: List[dict] = self.header["tracks"]
+        if len(self.a["lane_track"]) and int(self.a["lane_track"].max()) >= len(self.tracks):
+            raise CorruptIndex("lanes of unknown tracks")
+        self.origin = int(self.header["origin_unix_ns"])
+        self.start_ns = int(self.header["start_ns"])
+        self.end_ns = int(self.header["end_ns"])
+        self.n_lanes = len(self.a["lane_track"])
+        self._lower = None
+        self._name_extra = None
+        self.nbytes = len(mm)
+
+    def lower_names(self) -> List[str]:
+        if self._lower is None:
+            self._lower = [s.lower() for s in self.names]
+        return self._lower
+
+    def name_mask(self, query: str, exact: bool = False) -> np.ndarray:
+        """A bool per name id: does it match the query."""
+        if exact:
+            return np.array([s == query for s in self.names], dtype=bool)
+        q = query.lower()
+        return np.array([q in s for s in self.lower_names()], dtype=bool)
+
+    def lanes_in_window(self, ws: int, we: int, lane: int) -> Tuple[int, int, np.ndarray]:
+        """Positions [lo, hi) of the lane's events that may overlap [ws, we], and which do."""
+        a = self.a
+        p0, p1 = int(a["lane_ptr"][lane]), int(a["lane_ptr"][lane + 1])
+        st = a["ev_start"][p0:p1]
+        lo = p0 + int(np.searchsorted(st, ws - int(a["lane_maxdur"][lane]), "left"))
+        hi = p0 + int(np.searchsorted(st, we, "right"))
+        keep = a["ev_end"][lo:hi] >= ws
+        return lo, hi, keep
+
+    def shapes(self, host_row: int) -> Optional[Tuple[str, str]]:
+        rows = self.a["shape_rows"]
+        i = int(np.searchsorted(rows, host_row))
+        if i >= len(rows) or int(rows[i]) != host_row:
+            return None
+        p = self.a["shape_ptr"]
+        text = self.a["shape_blob"][int(p[i]):int(p[i + 1])].tobytes().decode("utf-8", "surrogatepass")
+        shapes, dtypes = json.loads(text)
+        return shapes, dtypes
+
+    def close(self) -> None:
+        self.a = {}
+        try:
+            self._mm.close()
+        except BufferError:  # arrays still referenced by a response being built: the GC closes it
+            pass

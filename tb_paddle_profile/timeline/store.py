@@ -1,0 +1,316 @@
+"""The store (plugin side): opens built indexes, asks for missing ones to be built in worker
+processes, keeps the open ones within bounds."""
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import concurrent.futures.process
+import logging
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+from ..cache import Trimmer, discard, log_once, touch
+from .build import index_in_worker
+from .storage import INDEX_VERSION, CorruptIndex, TimelineIndex, one_line
+
+
+logger = logging.getLogger("tb_paddle_profile.timeline")
+
+
+class _Job:
+    """What the store knows of one file version's index besides an open one."""
+
+    __slots__ = ("future", "attempts", "next_at", "kind", "reason", "path", "fresh")
+
+    def __init__(self):
+        self.future = None  # the build in flight
+        self.attempts = 0  # builds that failed transiently in the current round
+        self.next_at = 0.0  # monotonic time before which no new build starts
+        self.kind = ""  # "" (none), "trace", "transient" (given up for now) or "bug"
+        self.reason = ""  # the one-line message of that failure
+        self.path: Optional[Path] = None  # where the last build wrote the index (the cache or the temp folder)
+        self.fresh = False  # built and not opened yet: a failure to open it is ours, not retried
+
+
+class TimelineStore:
+    """Builds indexes in worker processes, on demand, and keeps the built ones open.
+
+    :meth:`get` returns one of:
+
+    - ``(index, "")``: ready;
+    - ``(None, "building")``: a build is running, or a failed one is waiting to be retried; ask again;
+    - ``(None, reason)``: it cannot be built now; ``reason`` is one line naming the file, and
+      :meth:`failure` tells whose fault it is: "trace" (the file is not a usable trace), "transient"
+      (the store could not be read or nothing could be written, RETRIES times; a request COOLDOWN_S
+      later starts a new round) or "bug" (an error of ours, logged with its traceback, not retried).
+
+    A request never starts a build while one runs, nor right after one failed: a transient failure is
+    retried after BACKOFF_S, doubled each time, RETRIES builds at most in a round. When the cache folder
+    is not writable (or the cache is off) the indexes are kept in a temporary folder of the process,
+    deleted at close. ``root`` is the logdir: traces are read under its path policy (paths.read_checked).
+    """
+
+    RETRIES = 3
+    BACKOFF_S = 2.0
+    COOLDOWN_S = 120.0
+    KEEP_OPEN = 64
+
+    def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2, root: Optional[str] = None,
+                 runner=None):
+        self.fs = fs
+        self.root = root
+        # runner(file) -> concurrent.futures.Future of a build result (index_in_worker's dict): the
+        # plugin's loader (Loader.request_index), whose per-file job makes the summary and the index
+        # from one parse. Without one (a store used on its own), builds run in a pool of its own.
+        self.runner = runner
+        self._tmp = None
+        self._spill: Optional[Path] = None  # the temporary folder, when one is used
+        self._spill_trimmer = None
+        if cache_dir is None:
+            cache_dir = self._temp_folder().parent
+            self.folder = self._spill
+        else:
+            self.folder = Path(cache_dir) / f"timeline-v{INDEX_VERSION}"
+        self.trimmer = Trimmer(Path(cache_dir))  # the cache folder's bound covers the indexes too
+        self.workers = max(1, workers)
+        self._lock = threading.Lock()
+        self._open: "collections.OrderedDict[str, TimelineIndex]" = collections.OrderedDict()
+        self._jobs: Dict[str, _Job] = {}
+        self._executor = None
+        self._closed = False
+        self._clock = time.monotonic  # tests may replace it
+
+    def _temp_folder(self) -> Path:
+        if self._spill is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="tbpp-timeline-")
+            self._spill = Path(self._tmp.name) / f"timeline-v{INDEX_VERSION}"
+            self._spill_trimmer = Trimmer(Path(self._tmp.name))
+        return self._spill
+
+    def _path(self, file) -> Path:
+        digest = file.key.digest()
+        return self.folder / digest[:2] / (digest + ".tl")
+
+    def failure(self, file) -> Optional[Tuple[str, str]]:
+        """(kind, reason) when the index of ``file`` cannot be built now (see the class); else None."""
+        with self._lock:
+            job = self._jobs.get(file.key.digest())
+            if job is None or not job.kind or job.future is not None:
+                return None
+            return job.kind, job.reason
+
+    def get(self, file) -> Tuple[Optional[TimelineIndex], str]:
+        """(index, "") when ready; else (None, "building") or (None, reason): see the class."""
+        digest = file.key.digest()
+        now = self._clock()
+        with self._lock:
+            idx = self._open.get(digest)
+            if idx is not None:
+                self._open.move_to_end(digest)
+                return idx, ""
+            job = self._jobs.get(digest)
+            if job is not None:
+                if job.future is not None:
+                    return None, "building"
+                if job.kind in ("trace", "bug"):
+                    return None, job.reason
+                if job.kind == "transient":
+                    if now < job.next_at:
+                        return None, job.reason
+                    job.kind, job.reason, job.attempts = "", "", 0  # cooled down: a new round
+                elif now < job.next_at:
+                    return None, "building"  # waiting to retry
+            path = job.path if job is not None and job.path is not None else self._path(file)
+            fresh = job is not None and job.fresh
+        try:
+            idx = TimelineIndex(str(path))
+        except FileNotFoundError:
+            idx = None
+            if fresh:  # built, then gone before it was opened (trimmed, folder cleaned): build again
+                self._job(digest).fresh = False
+        except CorruptIndex as err:
+            if fresh:
+                return self._give_up(file, digest, "bug", f"{file.file_name}: the timeline index just built "
+                                     f"does not read back ({err})", "")
+            discard(path, None, str(err), "timeline index")
+            idx = None
+        except OSError as err:  # unreadable: built again (into the temporary folder if need be)
+            if fresh:
+                return self._give_up(file, digest, "transient",
+                                     f"{file.file_name}: cannot open its timeline index: {one_line(err)}", "")
+            idx = None
+        except Exception as err:  # an error of ours reading a whole, intact index
+            from ..errors import our_bug
+
+            return self._give_up(file, digest, "bug", our_bug(file.file_name, err), traceback.format_exc())
+        if idx is not None:
+            touch(path)  # used: the last to be trimmed
+            with self._lock:
+                job = self._jobs.get(digest)
+                if job is not None:
+                    job.fresh = False
+                    job.kind, job.reason, job.attempts = "", "", 0
+                known = self._open.get(digest)
+                if known is not None:  # another request opened it meanwhile: one copy
+                    idx = known
+                else:
+                    self._open[digest] = idx
+                while len(self._open) > self.KEEP_OPEN:
+                    # Dropped, not closed: a request may still be reading it (its arrays keep the mapping
+                    # alive; the garbage collector unmaps it when the last one is done).
+                    self._open.popitem(last=False)
+            return idx, ""
+        return self._start(file, digest)
+
+    def _job(self, digest: str) -> _Job:
+        with self._lock:
+            return self._jobs.setdefault(digest, _Job())
+
+    def _give_up(self, file, digest: str, kind: str, reason: str, trace_text: str) -> Tuple[None, str]:
+        with self._lock:
+            job = self._jobs.setdefault(digest, _Job())
+            job.fresh, job.kind, job.reason = False, kind, reason
+            job.next_at = self._clock() + (self.COOLDOWN_S if kind == "transient" else 0.0)
+        if kind == "bug":
+            logger.error("tb_paddle_profile: %s%s", reason, f"\n{trace_text}" if trace_text else "")
+        else:
+            logger.warning("tb_paddle_profile: %s", reason)
+        return None, reason
+
+    def _start(self, file, digest: str) -> Tuple[None, str]:
+        with self._lock:
+            if self._closed:
+                return None, f"{file.file_name}: the timeline store is closed"
+            job = self._jobs.setdefault(digest, _Job())
+            if job.future is not None:
+                return None, "building"
+            if self.runner is not None:
+                fut, failed = self._run_elsewhere(file)
+            else:
+                fut, failed = self._run_here(file)
+            job.future = fut
+        if fut is None:
+            self._finish(file, digest, None, failed)
+            with self._lock:
+                job = self._jobs[digest]
+                return None, (job.reason if job.kind else "building")
+        fut.add_done_callback(lambda f: self._finish(file, digest, f, None))
+        return None, "building"
+
+    def _run_elsewhere(self, file):
+        """(future, None) of the runner's build (the loader's job), or (None, the failure)."""
+        try:
+            return self.runner(file), None
+        except Exception as err:  # the loader closed meanwhile, or a bug of ours: said, never raised
+            return None, {"ok": False, "kind": "transient",
+                          "error": f"{file.file_name}: timeline not built: {one_line(err)}"}
+
+    def _run_here(self, file):
+        """(future, None) of a build in this store's own pool (under the lock), or (None, the failure)."""
+        from ..reader import parse_workers
+        from ..workers import process_pool
+
+        target = self._path(file)
+        fallback = None
+        if self.folder != self._spill:
+            spill = self._temp_folder()
+            fallback = str(spill / target.relative_to(self.folder))
+        try:
+            if self._executor is None:
+                self._executor = process_pool(self.workers)
+            # cores not taken by other builds help decode this file
+            building = sum(1 for j in self._jobs.values() if j.future is not None)
+            share = max(1, parse_workers() // (building + 1))
+            return self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size,
+                                         str(target), share, getattr(file, "root", "") or self.root,
+                                         fallback), None
+        except Exception as err:  # no worker process could be started (resources): transient
+            self._executor = None
+            return None, {"ok": False, "kind": "transient",
+                          "error": f"{file.file_name}: timeline not built: cannot start a worker process: "
+                                   f"{one_line(err)}"}
+
+    def _finish(self, file, digest: str, fut, res: Optional[dict]) -> None:
+        """A build ended (in the executor's thread): record its outcome. Never raises."""
+        try:
+            if res is None:
+                try:
+                    res = fut.result()
+                except concurrent.futures.process.BrokenProcessPool as err:  # a worker died (memory?)
+                    res = {"ok": False, "kind": "transient", "broken": True,
+                           "error": f"{file.file_name}: timeline not built: the worker process died "
+                                    f"({one_line(err)}; out of memory?)"}
+                except concurrent.futures.CancelledError:
+                    res = {"ok": False, "kind": "transient", "retry": True,
+                           "error": f"{file.file_name}: timeline build cancelled"}
+                except Exception as err:  # the call itself failed (arguments, results): ours
+                    from ..errors import our_bug
+
+                    res = {"ok": False, "kind": "bug", "error": our_bug(file.file_name, err),
+                           "traceback": "".join(traceback.format_exception(type(err), err, err.__traceback__))}
+            self._record(file, digest, res)
+        except Exception:  # whatever happens, the job must not stay "building" forever
+            logger.exception("tb_paddle_profile: %s: recording a timeline build failed", file.file_name)
+            with self._lock:
+                job = self._jobs.setdefault(digest, _Job())
+                job.future, job.kind = None, "bug"
+                job.reason = f"{file.file_name}: internal error in tb_paddle_profile while building its timeline"
+
+    def _record(self, file, digest: str, res: dict) -> None:
+        now = self._clock()
+        written = None
+        with self._lock:
+            job = self._jobs.setdefault(digest, _Job())
+            job.future = None
+            if self._closed:
+                return
+            if res.get("broken") and self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=False)
+                self._executor = None
+            if res["ok"]:
+                job.path, job.fresh = Path(res["path"]), True
+                job.kind, job.reason, job.attempts = "", "", 0
+                written = job.path
+            elif res["kind"] == "transient":
+                job.attempts += 1
+                if job.attempts >= self.RETRIES or res.get("retry") is False:
+                    tries = f"{job.attempts} attempt{'s' if job.attempts > 1 else ''}"
+                    job.kind = "transient"
+                    job.reason = f"{res['error']} (gave up after {tries}; tried again on a request in " \
+                                 f"{self.COOLDOWN_S:.0f} s)"
+                    job.next_at = now + self.COOLDOWN_S
+                else:
+                    job.next_at = now + self.BACKOFF_S * (2 ** (job.attempts - 1))
+            else:
+                job.kind, job.reason = res["kind"], res["error"]
+        if res["ok"]:
+            if res.get("note"):
+                log_once(f"timeline-spill:{self.folder}", logging.WARNING,
+                         "tb_paddle_profile: timeline index folder %s: %s; timeline indexes are kept in a "
+                         "temporary folder until TensorBoard exits", self.folder, res["note"])
+            trimmer = self.trimmer if written.is_relative_to(self.folder) else self._spill_trimmer
+            if trimmer is not None:
+                trimmer.after_write(written)
+        elif res["kind"] == "bug":
+            logger.error("tb_paddle_profile: %s%s", res["error"],
+                         f"\n{res['traceback']}" if res.get("traceback") else "")
+        elif res["kind"] == "transient":
+            logger.warning("tb_paddle_profile: %s", job.reason or f"{res['error']} (will retry)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            # Dropped, not closed: a request still answering keeps its index until it is done.
+            self._open.clear()
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+        if self._tmp is not None:
+            try:
+                self._tmp.cleanup()
+            except OSError:  # a file still mapped (Windows): left to the system's temporary-file cleanup
+                pass
