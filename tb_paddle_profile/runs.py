@@ -17,7 +17,10 @@ one by one, and the run's analysis says which files it left out (:func:`duplicat
 and the sorted cache keys of the ranks' digests (:func:`analysis_key`, also ``RunParallel.analysis_key``),
 is computed once per key however many requests ask at the same time (single flight), serves both
 formats from the one stored message, and is read back from disk after a restart. A changed trace has
-another cache key, hence another analysis key.
+another cache key, hence another analysis key. It is stored in two parts, one blob on disk: the
+RunParallel without its matched instances (what ``parallel`` serves) and those instances as columns
+(``analysis.crossrank.encode.MatchedTable``), of which ``parallel_matched`` encodes only the page it
+answers (:func:`matched_page`).
 """
 from __future__ import annotations
 
@@ -31,7 +34,9 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 logger = logging.getLogger(__name__)
 
 # Bump when the analysis changes what it puts into a RunParallel (part of the analysis key).
-ANALYSIS_SCHEMA = 1
+# 2: the matched instances are stored apart (MATCHED_SUFFIX), not in the RunParallel.
+ANALYSIS_SCHEMA = 2
+MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
 ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
 
 
@@ -156,61 +161,66 @@ def analysis_key(digest_keys: Iterable) -> str:
 
 
 def analyze_digests(digests: Sequence, run: str, span: str):
-    """RunParallel of the ranks' RankDigests: the digest-based analysis (analysis.crossrank) where it
-    exists, else today's analysis (analysis.cross_rank) over the digests' parts it reads."""
-    try:
-        from tb_paddle_profile.analysis.crossrank import analyze_run as analyze_new  # helper X's
-    except ImportError:
-        analyze_new = None
-    if analyze_new is not None:
-        return analyze_new(list(digests), run, span)
-    from tb_paddle_profile.analysis import cross_rank
-    from tb_paddle_profile.v1 import summary_pb2
+    """RunParallel of the ranks' RankDigests: the hybrid-parallel analysis (analysis.crossrank)."""
+    from tb_paddle_profile.analysis.crossrank import analyze_run
 
-    shells = []
-    for d in digests:
-        s = summary_pb2.Summary()
-        s.meta.CopyFrom(d.meta)
-        s.parallel.CopyFrom(d.parallel)
-        s.distributed.CopyFrom(d.distributed)
-        s.model.steps.extend(d.steps)
-        shells.append(s)
-    return cross_rank.analyze_run(shells, run, span)
+    return analyze_run(list(digests), run, span)
+
+
+def analyze_split(digests: Sequence, run: str, span: str):
+    """(RunParallel without its matched instances, ``matched_total`` set; those instances as a
+    MatchedTable): what RunAnalyses stores, the matched instances apart (the ``parallel`` route
+    never sends them; ``parallel_matched`` encodes only the page it answers)."""
+    from tb_paddle_profile.analysis.crossrank.build import analyze
+
+    return analyze(list(digests), run, span)
 
 
 def summary_first(message, in_place: bool = False):
     """The RunParallel without its matched instances (``matched_total`` says how many there are);
-    ``in_place``: strip ``message`` itself (a message just parsed for it) instead of a copy."""
+    ``in_place``: strip ``message`` itself (a message just parsed for it) instead of a copy. A
+    stored analysis has none already (RunAnalyses keeps them apart) and keeps its matched_total."""
     out = message
     if not in_place:
         out = type(message)()
         out.CopyFrom(message)
-    out.matched_total = len(out.matched)
-    del out.matched[:]
+    if len(out.matched):
+        out.matched_total = len(out.matched)
+        del out.matched[:]
     return out
 
 
 MATCHED_LIMIT = 1000  # instances per parallel_matched page, at most
 
 
-def matched_page(message, rank: Optional[int] = None, step: Optional[int] = None, offset: int = 0,
-                 limit: int = 100):
-    """A MatchedPage of the analysis: instances with ``rank`` among their members and of ``step``
-    (both optional), from ``offset``, at most ``limit`` (capped at MATCHED_LIMIT)."""
+def matched_page(table, rank: Optional[int] = None, step: Optional[int] = None, offset: int = 0,
+                 limit: int = 100, run: str = "", span: str = "", analysis_key: str = ""):
+    """A MatchedPage of the analysis's matched instances ``table`` (a MatchedTable, its bytes as
+    RunAnalyses stores them, or a RunParallel holding them): instances with ``rank`` among their
+    members and of ``step`` (both optional), from ``offset``, at most ``limit`` (capped at
+    MATCHED_LIMIT). Only the page's instances are encoded."""
+    from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
     from tb_paddle_profile.v1 import plugin_pb2
 
+    if isinstance(table, (bytes, bytearray, memoryview)):
+        table = MatchedTable.from_bytes(bytes(table))
+    elif not isinstance(table, MatchedTable):  # a RunParallel with its matched instances
+        run, span, analysis_key = run or table.run, span or table.span, analysis_key or table.analysis_key
+        table = MatchedTable.from_message(table.matched)
     limit = max(1, min(int(limit), MATCHED_LIMIT))
     offset = max(0, int(offset))
-    chosen = [m for m in message.matched
-              if (step is None or m.step == step) and (rank is None or any(x.rank == rank for x in m.members))]
-    page = plugin_pb2.MatchedPage(run=message.run, span=message.span, analysis_key=message.analysis_key,
-                                  total=len(chosen), offset=offset)
-    page.matched.extend(chosen[offset:offset + limit])
+    chosen = table.select(rank, step)
+    page = plugin_pb2.MatchedPage(run=run, span=span, analysis_key=analysis_key, total=chosen.size, offset=offset)
+    page.MergeFromString(table.encode(chosen[offset:offset + limit], field_number=6))  # MatchedPage.matched
     return page
 
 
 class RunAnalyses:
-    """Cross-rank analyses by analysis key: in memory (bounded), in the cache folder, computed once."""
+    """Cross-rank analyses by analysis key: in memory (bounded), in the cache folder, computed once.
+
+    An analysis is two parts: the RunParallel without its matched instances, and those instances
+    (a MatchedTable's bytes, for matched_page). Both are computed together; in memory they are two
+    entries (the key, the key + MATCHED_SUFFIX), on disk one blob under the key (:func:`pack`)."""
 
     def __init__(self, cache=None, limit: int = ANALYSIS_LRU_BYTES):
         from tb_paddle_profile.plugin.loader import SizedLRU
@@ -222,38 +232,91 @@ class RunAnalyses:
         self.computed = 0  # analyses computed by this process (not read back): for tests and status
 
     def peek(self, key: str) -> Optional[bytes]:
-        """The stored analysis of ``key`` if it is in memory or in the cache; never computes."""
+        """The stored analysis (serialized RunParallel) of ``key`` if it is in memory or in the cache;
+        never computes."""
+        return self._peek(key, False)
+
+    def _peek(self, key: str, matched: bool) -> Optional[bytes]:
+        want = key + MATCHED_SUFFIX if matched else key
         with self._lock:
-            data = self._memory.get(key)
+            data = self._memory.get(want)
         if data is None and self.cache is not None:
-            data = self.cache.get_analysis(key)
-            if data is not None:
+            parts = unpack(self.cache.get_analysis(key))
+            if parts is not None:
                 with self._lock:
-                    self._memory.put(key, data)
+                    self._memory.put(key, parts[0])
+                    self._memory.put(key + MATCHED_SUFFIX, parts[1])
+                data = parts[matched]
         return data
 
     def get(self, key: str, compute: Callable[[], object]) -> bytes:
-        """The serialized RunParallel of ``key``; ``compute()`` returns it (a message) when it is
-        neither in memory nor in the cache: once, however many threads ask at the same time."""
-        data = self.peek(key)
+        """The serialized RunParallel of ``key`` (without its matched instances); ``compute()`` returns
+        runs.analyze_split's pair (or a whole RunParallel) when it is neither in memory nor in the
+        cache: once, however many threads ask at the same time."""
+        return self._get(key, False, compute)
+
+    def matched(self, key: str, compute: Callable[[], object]) -> bytes:
+        """The matched instances of the analysis ``key`` (MatchedTable bytes, for matched_page),
+        computed with the analysis (``compute`` as for get) when they are not stored."""
+        return self._get(key, True, compute)
+
+    def _get(self, key: str, matched: bool, compute: Callable[[], object]) -> bytes:
+        data = self._peek(key, matched)
         if data is not None:
             return data
         with self._lock:
             flight = self._flights.setdefault(key, threading.Lock())
         try:
             with flight:
-                data = self.peek(key)
+                data = self._peek(key, matched)
                 if data is None:
-                    message = compute()
-                    message.analysis_key = key
-                    data = message.SerializeToString()
+                    parts = self._compute(key, compute)
+                    data = parts[matched]
                     with self._lock:
                         self.computed += 1
-                        self._memory.put(key, data)
+                        self._memory.put(key, parts[0])
+                        self._memory.put(key + MATCHED_SUFFIX, parts[1])
                     if self.cache is not None:
-                        self.cache.put_analysis(key, data)
+                        self.cache.put_analysis(key, pack(*parts))
         finally:
             with self._lock:
                 if self._flights.get(key) is flight:
                     del self._flights[key]
         return data
+
+    @staticmethod
+    def _compute(key: str, compute: Callable[[], object]) -> Tuple[bytes, bytes]:
+        from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
+
+        got = compute()
+        if isinstance(got, tuple):
+            message, table = got
+        else:  # a whole RunParallel: its matched instances apart
+            message = got
+            table = MatchedTable.from_message(message.matched)
+            summary_first(message, in_place=True)
+        message.analysis_key = key
+        return message.SerializeToString(), table.to_bytes()
+
+
+_PACK_MAGIC = b"TBPPRA2\n"
+
+
+def pack(analysis: bytes, matched: bytes) -> bytes:
+    """The one blob an analysis is stored as: a magic line, the RunParallel's length (8 bytes, little
+    endian), the RunParallel, the matched instances."""
+    return _PACK_MAGIC + len(analysis).to_bytes(8, "little") + analysis + matched
+
+
+def unpack(blob: Optional[bytes]) -> Optional[Tuple[bytes, bytes]]:
+    """(RunParallel bytes, matched instances bytes) of a pack()ed blob; None for anything else (it is
+    then computed again and stored over)."""
+    from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
+
+    head = len(_PACK_MAGIC) + 8
+    if not blob or len(blob) < head or not blob.startswith(_PACK_MAGIC):
+        return None
+    n = int.from_bytes(blob[len(_PACK_MAGIC):head], "little")
+    if head + n > len(blob) or not MatchedTable.is_table(blob[head + n:head + n + 64]):
+        return None
+    return blob[head:head + n], blob[head + n:]

@@ -1,6 +1,7 @@
 """The cross-rank analysis: all ranks of one run and span, from their digests only.
 
-    analyze_run(inputs, run="", span="") -> RunParallel
+    analyze_run(inputs, run="", span="") -> RunParallel            (with every matched instance)
+    build.analyze(inputs, run="", span="") -> (RunParallel, MatchedTable)   (the instances apart)
 
 `inputs` are RankDigest messages (a Summary is converted with analysis.digest.digest_of). The
 questions are answered by one module each (definitions in their docstrings and in
@@ -16,6 +17,8 @@ docs/distributed.md):
     findings.py   straggler, absorbed stall, stage imbalance, structural waits, evidence
     pipeline.py   bubbles per rank and stage
     advice.py     rules as data
+    encode.py     the matched instances as columns (MatchedTable), encoded in protobuf's wire format
+                  for a page or for all of them
     build.py      the RunParallel message
 """
 

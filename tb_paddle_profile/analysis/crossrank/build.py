@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import operator
 import statistics
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
 from ...v1 import plugin_pb2 as ppb
-from ...v1 import summary_pb2 as pb
 from . import advice, clocks, encode, findings, labels, pipeline, thresholds as T, topology, verdict
-from .load import as_digests, load_ranks
-from .match import SEND_RECV, Flat, _groups_of, build_lineups, match, member_values, split_pipeline_unions
+from .load import as_digests, load_ranks, pool_of
+from .match import (SEND_RECV, Flat, build_lineups, global_names, match, member_values,
+                    split_pipeline_unions)
 from .model import RankData
 from .waits import Waits, communicators
 
@@ -22,13 +23,86 @@ PER_STEP_FIELDS = ("compute_ns", "communication_ns", "hidden_communication_ns", 
                    "dataloader_ns")
 
 
-def _per_step(r: RankData, attr: str) -> int:
-    vals = [getattr(s, attr) for s in r.steps.values()]
-    return int(round(sum(vals) / len(vals))) if vals else 0
+_STEP_FIELDS = operator.attrgetter("step", "range.start_ns", "range.end_ns", "first_device_ns", *PER_STEP_FIELDS)
 
 
-def _step_time(s: pb.ParallelStep) -> int:
-    return s.range.end_ns - s.range.start_ns
+class _Steps:
+    """Every rank's steps (RankData.steps, in its order) as rows: rank i's are [ptr[i], ptr[i+1])."""
+
+    def __init__(self, ranks: Sequence[RankData]):
+        rows = [_STEP_FIELDS(s) for r in ranks for s in r.steps.values()]
+        self.count = np.array([len(r.steps) for r in ranks], dtype=np.int64)
+        self.ptr = np.concatenate([[0], np.cumsum(self.count)]).astype(np.int64)
+        a = np.array(rows, dtype=np.int64).reshape(len(rows), 4 + len(PER_STEP_FIELDS))
+        self.rank = np.repeat(np.arange(len(ranks), dtype=np.int64), self.count)
+        self.step = a[:, 0]
+        self.time = a[:, 2] - a[:, 1]
+        self.first_device = a[:, 3]
+        self.fields = a[:, 4:]
+
+    def col(self, name: str) -> np.ndarray:
+        """The PER_STEP_FIELDS column ``name`` of every step row."""
+        return self.fields[:, PER_STEP_FIELDS.index(name)]
+
+
+_sums, _round_div = verdict.segment_sums, verdict.round_div
+
+
+class _RankKinds:
+    """Per (rank, kind): the step kinds' sums and the matched instances' waits, for every rank at once."""
+
+    STEP = ("calls", "device_ns", "host_ns", "exposed_ns", "bytes")
+
+    def __init__(self, ranks: Sequence[RankData], p, matched: np.ndarray):
+        get = operator.attrgetter("kind", *self.STEP)
+        rows = [get(k) for r in ranks for s in r.steps.values() for k in s.kinds]
+        per_rank = [sum(len(s.kinds) for s in r.steps.values()) for r in ranks]
+        owner = np.repeat(np.arange(len(ranks), dtype=np.int64), per_rank)
+        a = np.array(rows, dtype=np.int64).reshape(len(rows), 1 + len(self.STEP))
+        n = len(ranks)
+        kinds = np.unique(np.concatenate([a[:, 0], p.kind]))
+        K = max(1, kinds.size)
+        sk = owner * K + np.searchsorted(kinds, a[:, 0])
+        ik = p.rank_of * K + np.searchsorted(kinds, p.kind)
+        present = np.zeros(n * K, bool)
+        present[sk] = True
+        present[ik] = True
+        size = n * K
+        cols = {}
+        for j, f in enumerate(self.STEP):
+            cols[f] = _bincount_int(sk, a[:, 1 + j], size)
+        cols["wait_ns"] = _bincount_int(ik[matched], p.wait[matched], size)
+        cols["transfer_ns"] = _bincount_int(ik[matched], p.transfer[matched], size)
+        cols["matched"] = np.bincount(ik[matched], minlength=size).astype(np.int64)
+        self.kinds, self.K, self.present = kinds, K, present.reshape(n, K)
+        self.cols = {f: v.reshape(n, K) for f, v in cols.items()}
+        self.names = list(self.STEP) + ["wait_ns", "transfer_ns", "matched"]
+
+    def rows(self) -> List[List[dict]]:
+        """Per rank index, its RankKind fields by kind."""
+        ri, kj = np.nonzero(self.present)          # by rank, then kind
+        vals = np.stack([self.cols[f][ri, kj] for f in self.names], axis=1).tolist()
+        out: List[List[dict]] = [[] for _ in range(self.present.shape[0])]
+        names = self.names
+        for i, k, v in zip(ri.tolist(), self.kinds[kj].tolist(), vals):
+            row = dict(zip(names, v))
+            row["kind"] = k
+            out[i].append(row)
+        return out
+
+    def across(self, rank_no: List[int]):
+        """(KindAggregate fields, ranks having it) per kind any rank has, by kind."""
+        for j in np.nonzero(self.present.any(axis=0))[0].tolist():
+            have = self.present[:, j]
+            row = {f: int(self.cols[f][have, j].sum()) for f in self.names}
+            yield dict(kind=int(self.kinds[j]), **row), [rank_no[i] for i in np.nonzero(have)[0].tolist()]
+
+
+def _bincount_int(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Exact int64 sums of values per index (bincount's weights are float64)."""
+    out = np.zeros(size, dtype=np.int64)
+    np.add.at(out, index, values)
+    return out
 
 
 def _match_with_clocks(ranks: List[RankData], notes: List[str]):
@@ -92,11 +166,21 @@ def _match_with_clocks(ranks: List[RankData], notes: List[str]):
 
 
 def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParallel:
-    """The RunParallel of the given RankDigests (or Summaries), one per rank of one run and span."""
+    """The RunParallel of the given RankDigests (or Summaries), one per rank of one run and span,
+    its matched instances included (``analyze`` gives them apart, as columns)."""
+    out, table = analyze(inputs, run, span)
+    if table.n:
+        out.MergeFromString(table.encode())
+    return out
+
+
+def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunParallel, encode.MatchedTable]:
+    """(the RunParallel without its matched instances, ``matched_total`` set; those instances as an
+    encode.MatchedTable): what the plugin and the CLI compute once per run and span and store."""
     out = ppb.RunParallel(run=run, span=span)
     if not inputs:
         out.notes.append("No traces.")
-        return out
+        return out, encode.MatchedTable.empty()
     digests = as_digests(inputs)
     ranks, notes = load_ranks(digests)
     out.notes.extend(notes)
@@ -135,17 +219,19 @@ def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParal
                          "need instances that line up (same steps and sequence of collectives).")
 
     # ---- steps and heatmaps
-    all_steps = sorted({n for r in ranks for n in r.steps})
+    st = _Steps(ranks)
+    all_steps = sorted(set(st.step.tolist()))
     out.steps.extend(all_steps)
-    st_vals, ex_vals = [], []
-    for r in ranks:
-        for n in all_steps:
-            s = r.steps.get(n)
-            st_vals.append(_step_time(s) if s else -1)
-            ex_vals.append(s.exposed_communication_ns if s else -1)
-    out.step_time.values_ns.extend(st_vals)
-    out.exposed_communication.values_ns.extend(ex_vals)
-    missing = [r.rank for r in ranks if len(r.steps) < len(all_steps)]
+    S = len(all_steps)
+    grid_st = np.full((len(ranks), S), -1, dtype=np.int64)
+    grid_ex = np.full((len(ranks), S), -1, dtype=np.int64)
+    if st.rank.size:
+        col = np.searchsorted(np.array(all_steps, dtype=np.int64), st.step)
+        grid_st[st.rank, col] = st.time
+        grid_ex[st.rank, col] = st.col("exposed_communication_ns")
+    out.step_time.values_ns.extend(grid_st.ravel().tolist())
+    out.exposed_communication.values_ns.extend(grid_ex.ravel().tolist())
+    missing = [ranks[i].rank for i in np.nonzero(st.count < S)[0].tolist()]
     if missing:
         out.notes.append(f"Ranks {', '.join(map(str, missing[:32]))}{', …' if len(missing) > 32 else ''} lack some "
                          f"of the steps {all_steps[0]}..{all_steps[-1]}.")
@@ -161,10 +247,13 @@ def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParal
         np.add.at(last_arr, last_rank[coll_group], 1)
     peer_axes = {"mp", "dp", "sharding", "world", "other"}
     comms_of: List[List[int]] = [[] for _ in range(n)]
+    position: Dict[int, Dict[int, int]] = {}   # members.index(x) of the large groups
     for c, members in enumerate(comms):
         if axis[c] in peer_axes:
             for x in members:
                 comms_of[x].append(c)
+            if len(members) > PEERS_PER_GROUP:
+                position[c] = {y: i for i, y in reversed(list(enumerate(members)))}
 
     def peers_of(x: int) -> List[int]:
         """Ranks sharing a collective with x; from a group larger than PEERS_PER_GROUP, the members
@@ -173,21 +262,39 @@ def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParal
         for c in comms_of[x]:
             members = comms[c]
             if len(members) > PEERS_PER_GROUP:
-                k = members.index(x)
+                k = position[c][x]
                 lo = max(0, min(k - PEERS_PER_GROUP // 2, len(members) - PEERS_PER_GROUP - 1))
                 members = members[lo:lo + PEERS_PER_GROUP + 1]
             got.update(members)
         got.discard(x)
         return sorted(got)
 
-    # ---- per rank
-    figs = [verdict.figures(r) for r in ranks]
+    # ---- per rank: means over its steps, its kinds (from its steps and its instances)
+    figs = verdict.figures(st)
     peer_vals = verdict.peer_medians(ranks, topo, figs)
     peered = verdict.has_peers(ranks, topo)
+    n_steps = np.maximum(1, st.count)
+    means = _round_div(np.stack([_sums(st.fields[:, j], st.ptr, n) for j in range(len(PER_STEP_FIELDS))], axis=1),
+                       n_steps[:, None])
+    step_time = _round_div(_sums(st.time, st.ptr, n), n_steps)
+    fd_ok = st.first_device >= 0
+    fd_sum = _sums(np.where(fd_ok, st.first_device, 0), st.ptr, n)
+    fd_cnt = _sums(fd_ok.astype(np.int64), st.ptr, n)
+    first_device = np.where(fd_cnt > 0, _round_div(fd_sum, np.maximum(fd_cnt, 1)), -1)
+    p = pool_of(ranks)
+    matched_i = p.group >= 0
+    coll_i = (p.kind != SEND_RECV) & matched_i
+    wait_coll = _sums(np.where(coll_i, p.wait, 0), p.base, n)
+    n_coll = _sums(coll_i.astype(np.int64), p.base, n)
+    n_matched = _sums(matched_i.astype(np.int64), p.base, n)
+    wait_ns = _round_div(wait_coll, n_steps)
+    caused_ns = _round_div(caused, n_steps)
+    kinds = _RankKinds(ranks, p, matched_i)
+    kind_rows = kinds.rows()
+    rank_no = [r.rank for r in ranks]
     msgs: List[ppb.RankParallel] = []
     for r in ranks:
         i = r.index
-        n_steps = max(1, len(r.steps))
         dp, mp = topo.coord_dp[i], topo.coord_mp[i]
         m = out.ranks.add(worker=r.worker, rank=r.rank, rank_inferred=r.rank_inferred, file_name=r.file_name,
                           timeline=r.digest.parallel.timeline, steps=len(r.steps), hostname=r.hostname,
@@ -196,53 +303,30 @@ def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParal
         m.label = labels.label(r.rank, r.hostname, r.device_id, r.pid, dp, topo.coord_pp[i], mp,
                                sharding=topo.coord_sharding[i], worker=r.worker)
         m.step_breakdown.extend(r.digest.parallel.steps)
-        m.step_time_ns = int(round(sum(_step_time(s) for s in r.steps.values()) / n_steps))
-        for f in PER_STEP_FIELDS:
-            setattr(m, f, _per_step(r, f))
-        fd = [s.first_device_ns for s in r.steps.values() if s.first_device_ns >= 0]
-        m.first_device_ns = int(round(sum(fd) / len(fd))) if fd else -1
-        matched = r.group >= 0
-        for kind in sorted({k.kind for s in r.steps.values() for k in s.kinds} | set(np.unique(r.kind).tolist())):
-            rk = m.kinds.add(kind=int(kind))
-            for s in r.steps.values():
-                for k in s.kinds:
-                    if k.kind == kind:
-                        rk.calls += k.calls
-                        rk.device_ns += k.device_ns
-                        rk.host_ns += k.host_ns
-                        rk.exposed_ns += k.exposed_ns
-                        rk.bytes += k.bytes
-            sel = (r.kind == kind) & matched
-            rk.wait_ns, rk.transfer_ns, rk.matched = int(r.wait[sel].sum()), int(r.transfer[sel].sum()), int(sel.sum())
-        coll = (r.kind != SEND_RECV) & matched
-        m.wait_ns = int(round(r.wait[coll].sum() / n_steps))
-        m.caused_wait_ns = int(round(caused[i] / n_steps))
+        m.step_time_ns = int(step_time[i])
+        for f, v in zip(PER_STEP_FIELDS, means[i].tolist()):
+            setattr(m, f, v)
+        m.first_device_ns = int(first_device[i])
+        for row in kind_rows[i]:
+            m.kinds.add(**row)
+        m.wait_ns = int(wait_ns[i])
+        m.caused_wait_ns = int(caused_ns[i])
         m.last_arrivals = int(last_arr[i])
-        m.matched = int(coll.sum())
-        m.peers.extend(ranks[x].rank for x in peers_of(i))
+        m.matched = int(n_coll[i])
+        m.peers.extend([rank_no[x] for x in peers_of(i)])
         m.peer_compute_ns = peer_vals[i]["compute"] if peered[i] else 0
         m.pipeline_stage = -1
-        m.coverage = float(matched.sum() / r.kind.size) if r.kind.size else 1.0
+        m.coverage = float(n_matched[i] / r.kind.size) if r.kind.size else 1.0
         msgs.append(m)
 
     # ---- kinds across ranks
-    for kind in sorted({k.kind for m in out.ranks for k in m.kinds}):
-        ka = out.kinds.add(kind=kind)
-        for m in out.ranks:
-            for k in m.kinds:
-                if k.kind == kind:
-                    ka.calls += k.calls
-                    ka.device_ns += k.device_ns
-                    ka.host_ns += k.host_ns
-                    ka.exposed_ns += k.exposed_ns
-                    ka.bytes += k.bytes
-                    ka.matched += k.matched
-                    ka.wait_ns += k.wait_ns
-                    ka.transfer_ns += k.transfer_ns
-                    ka.ranks.append(m.rank)
+    for row, members in kinds.across(rank_no):
+        ka = out.kinds.add(**row)
+        ka.ranks.extend(members)
 
-    # ---- matched instances
-    _matched(out, ranks, flat, w)
+    # ---- matched instances (as columns: encoded when asked for)
+    out.matched_total = flat.n
+    table = _matched_table(ranks, flat, w)
 
     # ---- topology
     tv = out.topology
@@ -256,27 +340,23 @@ def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParal
     median_step = statistics.median([m.step_time_ns for m in out.ranks if m.steps] or [0])
     findings.fill(out, ranks, topo, flat, w, g_axis, figs, peer_vals, msgs, median_step)
     advice.advise(out, {m.rank: m for m in out.ranks}, median_step)
-    return out
+    return out, table
 
 
-def _matched(out: ppb.RunParallel, ranks: Sequence[RankData], flat: Flat, w: Waits) -> None:
-    out.matched_total = flat.n
+def _matched_table(ranks: Sequence[RankData], flat: Flat, w: Waits) -> encode.MatchedTable:
     if not flat.n:
-        return
+        return encode.MatchedTable.empty()
+    p = pool_of(ranks)
     rank_no = np.array([r.rank for r in ranks], dtype=np.int64)
     m_rank = rank_no[flat.m_rank]
-    names: Dict[str, int] = {}
+    # the name of each group's last member, as an index into one table of all ranks' names
+    name_of, names = global_names(ranks)
     last_rows, last_inst = flat.m_rank[w.last], flat.m_inst[w.last]
-    name_id = np.zeros(flat.n, dtype=np.int64)
-    for ri, sel in _groups_of(last_rows, len(ranks)):
-        r = ranks[ri]
-        local = np.array([names.setdefault(x, len(names)) for x in r.names], dtype=np.int64)
-        name_id[sel] = local[r.name[last_inst[sel]]]
-    data = encode.matched_bytes(
-        flat.g_step, flat.g_kind, name_id, list(names), w.transfer, m_rank[w.last], flat.ptr, m_rank,
-        member_values(ranks, flat, "ordinal"), w.m_dur, w.m_wait, member_values(ranks, flat, "start"),
-        member_values(ranks, flat, "dir"))
-    out.MergeFromString(data)
+    name_id = name_of(last_rows, p.name[p.at(last_rows, last_inst)])
+    return encode.MatchedTable(
+        list(names), flat.ptr, step=flat.g_step, kind=flat.g_kind, name=name_id, transfer=w.transfer,
+        last_rank=m_rank[w.last], rank=m_rank, ordinal=member_values(ranks, flat, "ordinal"), dur=w.m_dur,
+        wait=w.m_wait, start=member_values(ranks, flat, "start"), dir=member_values(ranks, flat, "dir"))
 
 
 def _matched_api(out: ppb.RunParallel, ranks: Sequence[RankData], flat: Flat, w: Waits) -> None:

@@ -30,6 +30,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from . import thresholds as T
+from .load import pool_of
 from .match import Flat, Lineup, _gather, member_values
 from .model import RankData
 
@@ -47,8 +48,9 @@ def coarse_pairs(ranks: Sequence[RankData], lineups: List[Lineup]) -> Dict[Tuple
     even in lock-step). The pair whose differences are the most constant (smallest interquartile
     range, among pairs seen at ≥ 2 positions where there are such) gives the estimate (their median)."""
     best: Dict[Tuple[int, int], Tuple[float, int, int, int]] = {}
+    host_of = pool_of(ranks).host
     for lu in lineups:
-        hosts = np.array([ranks[i].host for i in lu.rows.tolist()])
+        hosts = host_of[lu.rows]
         uh = np.unique(hosts)
         if uh.size < 2:
             continue
@@ -56,13 +58,25 @@ def coarse_pairs(ranks: Sequence[RankData], lineups: List[Lineup]) -> Dict[Tuple
         P = E.shape[1]
         ref = int(uh[0])
         er = E[np.nonzero(hosts == ref)[0][:T.CLOCK_MAX_CHANNELS]]
-        for h in uh[1:].tolist():
-            eh = E[np.nonzero(hosts == h)[0][:T.CLOCK_MAX_CHANNELS]]
-            d = np.sort((eh[:, None, :] - er[None, :, :]).reshape(-1, P), axis=1)
-            q1, med, q3 = d[:, P // 4], d[:, P // 2], d[:, (3 * P) // 4]
-            iqr = q3 - q1
-            k = int(np.argmin(iqr))
-            cand = (float(iqr[k]) if P >= 2 else float("inf"), -P, int(round(med[k])), int(round(iqr[k])))
+        # every other host at once: its first CLOCK_MAX_CHANNELS channels (padding marked), against the
+        # reference host's, all pairs' end differences sorted by position
+        others = uh[1:]
+        order = np.argsort(hosts, kind="stable")
+        hs = hosts[order]
+        first = np.searchsorted(hs, others)
+        count = np.minimum(np.searchsorted(hs, others, side="right") - first, T.CLOCK_MAX_CHANNELS)
+        k = np.arange(T.CLOCK_MAX_CHANNELS)
+        valid = k[None, :] < count[:, None]                                   # H × K
+        rows = order[np.minimum(first[:, None] + k[None, :], order.size - 1)]
+        eh = E[rows]                                                          # H × K × P
+        d = np.sort(eh[:, :, None, :] - er[None, None, :, :], axis=3).reshape(others.size, -1, P)
+        q1, med, q3 = d[:, :, P // 4], d[:, :, P // 2], d[:, :, (3 * P) // 4]
+        iqr = (q3 - q1).astype(np.float64)
+        iqr[~np.repeat(valid, er.shape[0], axis=1)] = np.inf
+        pick = np.argmin(iqr, axis=1)
+        at = np.arange(others.size)
+        for h, i, m in zip(others.tolist(), iqr[at, pick].tolist(), med[at, pick].tolist()):
+            cand = (i if P >= 2 else float("inf"), -P, int(round(m)), int(round(i)))
             key = (h, ref)
             if key not in best or cand < best[key]:
                 best[key] = cand

@@ -10,7 +10,8 @@ result with the same messages built through the API.
 
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+import json
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -116,3 +117,129 @@ def _matched_chunk(step, kind, name_id, names, transfer, last_rank, ptr, m_rank,
     head = np.hstack([ob, head])[np.hstack([om, hmask])]
     head_len = head_len + om.sum(axis=1)
     return _interleave(head, head_len, chunk, per_group).tobytes()
+
+
+class MatchedTable:
+    """Every matched instance of an analysis as columns (RunParallel.matched, not yet encoded).
+
+    Per group g: step, kind, name (index into ``names``), transfer_ns, last_rank; its members are
+    [ptr[g], ptr[g+1]) of the member columns rank, ordinal, duration_ns, wait_ns, start_unix_ns,
+    direction. The analysis keeps this beside its RunParallel (runs.RunAnalyses stores it as bytes,
+    :meth:`to_bytes`) and the matched instances are encoded only for what is asked: a page
+    (:meth:`select`, :meth:`encode` of those groups) or all of them (``analyze_run``)."""
+
+    GROUP = ("step", "kind", "name", "transfer", "last_rank")
+    MEMBER = ("rank", "ordinal", "dur", "wait", "start", "dir")
+
+    def __init__(self, names: List[str], ptr: np.ndarray, **cols: np.ndarray):
+        self.names = list(names)
+        self.ptr = _ints(ptr)
+        for f in self.GROUP + self.MEMBER:   # as narrow as stored: the encoder widens what it encodes
+            setattr(self, f, _ints(cols[f]))
+
+    @property
+    def n(self) -> int:
+        return self.step.size
+
+    @classmethod
+    def empty(cls) -> "MatchedTable":
+        z = np.zeros(0, np.int64)
+        return cls([], np.zeros(1, np.int64), **{f: z for f in cls.GROUP + cls.MEMBER})
+
+    @classmethod
+    def from_message(cls, matched) -> "MatchedTable":
+        """From MatchedCollective messages (an analysis that wrote them itself)."""
+        names: dict = {}
+        g = {f: [] for f in cls.GROUP}
+        m = {f: [] for f in cls.MEMBER}
+        sizes = []
+        for mc in matched:
+            for f, v in zip(cls.GROUP, (mc.step, mc.kind, names.setdefault(mc.name, len(names)), mc.transfer_ns,
+                                        mc.last_rank)):
+                g[f].append(v)
+            sizes.append(len(mc.members))
+            for x in mc.members:
+                for f, v in zip(cls.MEMBER, (x.rank, x.ordinal, x.duration_ns, x.wait_ns, x.start_unix_ns,
+                                             x.direction)):
+                    m[f].append(v)
+        ptr = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        return cls(list(names), ptr, **{k: np.array(v, dtype=np.int64) for k, v in {**g, **m}.items()})
+
+    def select(self, rank=None, step=None) -> np.ndarray:
+        """Indexes of the groups of ``step`` with ``rank`` among their members (both optional), in order."""
+        keep = np.ones(self.n, bool)
+        if step is not None:
+            keep &= self.step == int(step)
+        if rank is not None and self.n:
+            hits = np.concatenate([[0], np.cumsum(self.rank == int(rank))])   # members of rank, per group
+            keep &= hits[self.ptr[1:]] > hits[self.ptr[:-1]]
+        return np.nonzero(keep)[0]
+
+    def encode(self, groups: Optional[np.ndarray] = None, field_number: int = 8) -> bytes:
+        """The wire bytes of the groups (all when None) as `field_number` repeated MatchedCollective."""
+        if groups is None:
+            ptr, mem = self.ptr, slice(None)
+            g = slice(None)
+        else:
+            groups = np.asarray(groups, dtype=np.int64)
+            sizes = self.ptr[groups + 1] - self.ptr[groups]
+            ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+            starts = self.ptr[groups]
+            mem = (np.repeat(starts - ptr[:-1], sizes) + np.arange(int(ptr[-1]))) if groups.size else \
+                np.zeros(0, np.int64)
+            g = groups
+        return matched_bytes(self.step[g], self.kind[g], self.name[g], self.names, self.transfer[g],
+                             self.last_rank[g], ptr, self.rank[mem], self.ordinal[mem], self.dur[mem],
+                             self.wait[mem], self.start[mem], self.dir[mem], field_number)
+
+    def to_bytes(self) -> bytes:
+        """A magic line, a JSON line [[column, dtype, count], ...], then the columns' bytes (each as
+        narrow as its values allow): read back without copying by from_bytes."""
+        enc = [s.encode("utf-8") for s in self.names]
+        arrays = {f: getattr(self, f) for f in self.GROUP + self.MEMBER}
+        arrays["ptr"] = self.ptr
+        arrays["name_len"] = np.array([len(e) for e in enc], dtype=np.int64)
+        arrays["name_bytes"] = np.frombuffer(b"".join(enc), dtype=np.uint8)
+        cols = {k: _narrow(v) for k, v in arrays.items()}
+        head = json.dumps([[k, v.dtype.str, int(v.size)] for k, v in cols.items()]).encode("ascii")
+        return b"".join([_TABLE_MAGIC, head, b"\n"] + [v.tobytes() for v in cols.values()])
+
+    @staticmethod
+    def is_table(data: bytes) -> bool:
+        """Whether ``data`` starts as to_bytes writes."""
+        return data.startswith(_TABLE_MAGIC)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "MatchedTable":
+        if not data.startswith(_TABLE_MAGIC):
+            raise ValueError("not a matched-instances table")
+        nl = data.index(b"\n", len(_TABLE_MAGIC))
+        cols, at = {}, nl + 1
+        for name, dtype, count in json.loads(data[len(_TABLE_MAGIC):nl]):
+            dt = np.dtype(dtype)
+            cols[name] = np.frombuffer(data, dtype=dt, count=count, offset=at)
+            at += dt.itemsize * count
+        raw = cols.pop("name_bytes").tobytes()
+        ends = np.cumsum(cols.pop("name_len")).tolist()
+        names = [raw[a:b].decode("utf-8") for a, b in zip([0] + ends[:-1], ends)]
+        return cls(names, cols.pop("ptr"), **cols)
+
+
+_TABLE_MAGIC = b"TBPPMT1\n"
+
+
+def _ints(v) -> np.ndarray:
+    a = np.asarray(v)
+    return a if a.dtype.kind == "i" else a.astype(np.int64)
+
+
+def _narrow(v: np.ndarray) -> np.ndarray:
+    """The smallest of int8/16/32/64 (or uint8 for bytes) that holds every value: the stored blob stays small."""
+    if v.dtype == np.uint8 or not v.size:
+        return v
+    lo, hi = int(v.min()), int(v.max())
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return v.astype(t)
+    return v

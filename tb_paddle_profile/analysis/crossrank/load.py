@@ -4,11 +4,15 @@ Ranks come from the file names (``rank3_…``) when every file tells one and no 
 otherwise from Fleet's order: hosts in natural order (gpunode2 < gpunode10), then the GPU (device
 id), then the pid, then the worker and file name. Paddle's launcher numbers ranks host by host and
 GPU by GPU, so that order is the rank order of a job started by ``paddle.distributed.launch``.
+
+Every rank's instance columns are read at once, straight from the digests' wire bytes (``_packed``),
+into one Pool of columns end to end; each RankData's columns are views into it, so that the other
+modules gather per-member values of all ranks with one index (``Pool.at``) instead of a loop per rank.
 """
 
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -42,29 +46,204 @@ def load_ranks(digests: Sequence[pb.RankDigest]) -> Tuple[List[RankData], List[s
         ranks = told
     hosts = sorted({d.meta.hostname for d in digests}, key=natural_key)
     host_index = {h: i for i, h in enumerate(hosts)}
-    out: List[RankData] = []
-    for d, r in zip(digests, ranks):
-        c = d.parallel.collectives
-        origin = d.meta.origin_unix_ns
-        start = np.asarray(c.start_ns, dtype=np.int64) + origin
-        end = start + np.asarray(c.duration_ns, dtype=np.int64)
-        n = start.size
-        stream = np.asarray(c.stream, dtype=np.int64) if len(c.stream) == n else np.full(n, -1, np.int64)
+    # every rank's instance columns, concatenated in rank order: each RankData's columns are views
+    # into them (match.pool), so that per-member values of all ranks are gathered at once
+    cols = [d.parallel.collectives for d in digests]
+    order = sorted(range(len(digests)), key=lambda i: ranks[i])
+    sizes = np.array([len(cols[i].start_ns) for i in order], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    total = int(base[-1])
+
+    packed = _packed([cols[i] for i in order])
+
+    def column(field: str, default: int, required: bool = False) -> np.ndarray:
+        got = packed.get(field) if packed is not None else None
+        if got is not None:
+            values, counts = got
+            whole = counts == sizes
+            if whole.all():
+                return values
+            # a rank without this column (or with another length): its default
+            out = np.full(total, default, dtype=np.int64)
+            vb = np.concatenate([[0], np.cumsum(counts)])
+            for j in np.nonzero(whole | (required & (counts > 0)))[0].tolist():
+                out[base[j]:base[j + 1]] = values[vb[j]:vb[j + 1]]
+            return out
+        out = np.full(total, default, dtype=np.int64)
+        for j, i in enumerate(order):
+            v = getattr(cols[i], field)
+            if len(v) == sizes[j] or (required and len(v)):
+                out[base[j]:base[j + 1]] = v
+        return out
+
+    origin = np.repeat(np.array([digests[i].meta.origin_unix_ns for i in order], dtype=np.int64), sizes)
+    start = column("start_ns", 0, True) + origin
+    end = start + column("duration_ns", 0, True)
+    kind, name, step, ordinal = (column(f, 0, True) for f in ("kind", "name", "step", "ordinal"))
+    op, stream, direction, nbytes = column("op", 0), column("stream", -1), column("direction", 0), column("bytes", 0)
+    wait, transfer, group = np.zeros(total, np.int64), np.zeros(total, np.int64), np.full(total, -1, np.int64)
+    out = RankList()
+    for j, i in enumerate(order):
+        d, r = digests[i], ranks[i]
+        a, b = int(base[j]), int(base[j + 1])
         out.append(RankData(
-            index=0, rank=int(r), rank_inferred=inferred, worker=d.meta.worker, file_name=d.meta.file_name,
-            hostname=d.meta.hostname, pid=int(d.meta.pid), device_id=int(d.device_id), origin_unix_ns=origin,
-            digest=d, steps={st.step: st for st in d.parallel.steps},
-            kind=np.asarray(c.kind, dtype=np.int64), name=np.asarray(c.name, dtype=np.int64),
-            op=np.asarray(c.op, dtype=np.int64) if len(c.op) == n else np.zeros(n, np.int64),
-            step=np.asarray(c.step, dtype=np.int64), ordinal=np.asarray(c.ordinal, dtype=np.int64),
-            start=start, end=end,
-            direction=np.asarray(c.direction, dtype=np.int64) if len(c.direction) == n else np.zeros(n, np.int64),
-            nbytes=np.asarray(c.bytes, dtype=np.int64) if len(c.bytes) == n else np.zeros(n, np.int64),
-            names=list(d.parallel.names) or [""], stream=stream, host=host_index[d.meta.hostname]))
-    out.sort(key=lambda r: r.rank)
-    for i, r in enumerate(out):
-        r.index = i
-        r.wait = np.zeros(r.kind.size, dtype=np.int64)
-        r.transfer = np.zeros(r.kind.size, dtype=np.int64)
-        r.group = np.full(r.kind.size, -1, dtype=np.int64)
+            index=j, rank=int(r), rank_inferred=inferred, worker=d.meta.worker, file_name=d.meta.file_name,
+            hostname=d.meta.hostname, pid=int(d.meta.pid), device_id=int(d.device_id),
+            origin_unix_ns=d.meta.origin_unix_ns, digest=d, steps={st.step: st for st in d.parallel.steps},
+            kind=kind[a:b], name=name[a:b], op=op[a:b], step=step[a:b], ordinal=ordinal[a:b],
+            start=start[a:b], end=end[a:b], direction=direction[a:b], nbytes=nbytes[a:b],
+            names=list(d.parallel.names) or [""], stream=stream[a:b], host=host_index[d.meta.hostname],
+            wait=wait[a:b], transfer=transfer[a:b], group=group[a:b]))
+    out.pool = Pool(base, kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group,
+                    np.array([r.host for r in out], dtype=np.int64))
     return out, notes
+
+
+# CollectiveInstances' packed fields: number -> (name, zigzag-encoded); all are varints
+_FIELDS = {1: ("kind", False), 2: ("name", False), 3: ("op", False), 4: ("step", True), 5: ("ordinal", False),
+           6: ("start_ns", False), 7: ("duration_ns", False), 8: ("device_id", True), 9: ("stream", True),
+           10: ("bytes", False), 11: ("direction", False)}
+
+
+def _packed(msgs: Sequence[pb.CollectiveInstances]):
+    """{field name: (the values of every message end to end, int64; count per message)} read from
+    the messages' wire bytes with numpy (converting protobuf's repeated fields value by value costs
+    ~0.1 µs each, most of loading at thousands of ranks); None when the bytes hold anything else than
+    the packed varint fields above (then the fields are read through the protobuf API)."""
+    bufs = [m.SerializeToString() for m in msgs]
+    lens = np.fromiter((len(b) for b in bufs), dtype=np.int64, count=len(bufs))
+    msg_end = np.cumsum(lens)
+    pos = msg_end - lens
+    data = np.frombuffer(b"".join(bufs) + bytes(8), dtype=np.uint8)   # padded: length varints read ahead
+    seg_start = np.zeros((len(_FIELDS) + 1, len(bufs)), dtype=np.int64)
+    seg_end = np.zeros((len(_FIELDS) + 1, len(bufs)), dtype=np.int64)
+    # the messages' top-level fields, one field of every message at a time (at most one per number)
+    for _ in range(len(_FIELDS) + 1):
+        live = np.nonzero(pos < msg_end)[0]
+        if not live.size:
+            break
+        p = pos[live]
+        tag = data[p].astype(np.int64)
+        field = tag >> 3
+        if ((tag & 7) != 2).any() or (tag >= 0x80).any() or (field < 1).any() or (field > len(_FIELDS)).any():
+            return None
+        n, width = _length_varints(data, p + 1)
+        if width is None or (seg_end[field, live] > 0).any():
+            return None
+        a = p + 1 + width
+        seg_start[field, live] = a
+        seg_end[field, live] = a + n
+        pos[live] = a + n
+    if (pos != msg_end).any():
+        return None
+    data = data[:-8]
+    # every field is a packed varint one: the whole buffer is a sequence of varints (tags, lengths,
+    # values); decode them all at once, then give each value its field and sort by field (stable:
+    # message order stays)
+    value, start = _varints(data)
+    if value is None:
+        return None
+    fields = np.arange(1, len(_FIELDS) + 1)
+    lo = np.searchsorted(start, seg_start[1:])            # per field and message: its values [lo, hi)
+    hi = np.searchsorted(start, seg_end[1:])
+    mark = np.zeros(start.size + 1, dtype=np.int64)
+    np.add.at(mark, lo.ravel(), np.repeat(fields, lo.shape[1]))
+    np.add.at(mark, hi.ravel(), -np.repeat(fields, lo.shape[1]))
+    label = np.cumsum(mark[:-1]).astype(np.int8)
+    order = np.argsort(label, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(label, minlength=len(_FIELDS) + 1))])
+    out = {}
+    for f, (name, zigzag) in _FIELDS.items():
+        v = value[order[bounds[f]:bounds[f + 1]]]
+        if zigzag:
+            v = (v >> np.uint64(1)) ^ (np.uint64(0) - (v & np.uint64(1)))
+        out[name] = (v.view(np.int64), hi[f - 1] - lo[f - 1])
+    return out
+
+
+def _varints(data: np.ndarray):
+    """(values as uint64, start offsets) of the varints that make up ``data``; (None, None) when it
+    does not end with a whole one or one is longer than 10 bytes."""
+    if not data.size:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    stop = data < 0x80
+    if not stop[-1]:
+        return None, None
+    ends = np.flatnonzero(stop)
+    start = np.empty_like(ends)
+    start[0] = 0
+    start[1:] = ends[:-1] + 1
+    width = ends - start + 1
+    if int(width.max()) > 10:
+        return None, None
+    value = (data[start] & 0x7F).astype(np.uint64)
+    sel = np.flatnonzero(width > 1)          # the longer ones, fewer at each byte
+    at, w = start[sel], width[sel]
+    for k in range(1, int(width.max())):
+        keep = w > k
+        sel, at, w = sel[keep], at[keep], w[keep]
+        value[sel] |= (data[at + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+    return value, start
+
+
+def _length_varints(data: np.ndarray, at: np.ndarray):
+    """(values, widths) of the varints (at most 5 bytes: lengths) starting at each position; widths
+    None when one is longer."""
+    b = data[at[:, None] + np.arange(5)[None, :]].astype(np.int64)
+    stop = b < 0x80
+    if not stop.any(axis=1).all():
+        return None, None
+    width = np.argmax(stop, axis=1) + 1
+    keep = np.arange(5)[None, :] < width[:, None]
+    value = ((b & 0x7F) << (7 * np.arange(5))[None, :]) * keep
+    return value.sum(axis=1), width
+
+
+class Pool:
+    """All ranks' instance columns end to end (rank index order): rank i's instances are
+    [base[i], base[i+1]); each RankData's columns are views into these."""
+
+    def __init__(self, base, kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group,
+                 host):
+        self.base, self.kind, self.name, self.op, self.step, self.ordinal = base, kind, name, op, step, ordinal
+        self.start, self.end, self.direction, self.stream = start, end, direction, stream
+        self.wait, self.transfer, self.group, self.host = wait, transfer, group, host
+        self.sizes = np.diff(base)
+        self.rank_of = np.repeat(np.arange(self.sizes.size, dtype=np.int64), self.sizes)
+
+    def at(self, rows: np.ndarray, inst: np.ndarray) -> np.ndarray:
+        """Positions in the pool of (rank index, instance index) pairs."""
+        return self.base[rows] + inst
+
+
+class RankList(list):
+    """The ranks of one analysis (a list of RankData by index) with their Pool."""
+    pool: Optional[Pool] = None
+
+
+def pool_of(ranks: Sequence[RankData]) -> Pool:
+    """The Pool of ``ranks`` (load_ranks makes one; other lists of RankData get one here, their
+    columns replaced by views of it, the same values)."""
+    p = getattr(ranks, "pool", None)
+    if p is not None:
+        return p
+    sizes = [r.kind.size for r in ranks]
+    base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    def cat(f, default):
+        parts = [getattr(r, f) if getattr(r, f) is not None else np.full(r.kind.size, default, np.int64)
+                 for r in ranks]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+    fields = ("kind", "name", "op", "step", "ordinal", "start", "end", "direction", "stream", "wait", "transfer",
+              "group")
+    defaults = (0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0, -1)
+    arrays = [cat(f, dv) for f, dv in zip(fields, defaults)]
+    for i, r in enumerate(ranks):
+        a, b = int(base[i]), int(base[i + 1])
+        for f, arr in zip(fields, arrays):
+            setattr(r, f, arr[a:b])
+    p = Pool(base, *arrays, np.array([r.host for r in ranks], dtype=np.int64))
+    if isinstance(ranks, RankList):
+        ranks.pool = p
+    return p

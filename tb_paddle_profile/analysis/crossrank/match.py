@@ -30,7 +30,6 @@ Everything is sorting and hashing: O(N log N) in the number of instances.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -38,6 +37,7 @@ import numpy as np
 
 from ...v1 import summary_pb2 as pb
 from . import thresholds as T
+from .load import pool_of
 from .model import Group, RankData
 
 SEND_RECV = pb.COLLECTIVE_KIND_SEND_RECV
@@ -68,35 +68,80 @@ def channels_of(r: RankData):
 
 
 def build_lineups(ranks: Sequence[RankData]) -> List[Lineup]:
-    classes: Dict[tuple, List[Tuple[int, np.ndarray]]] = defaultdict(list)
-    for r in ranks:
-        for idx in channels_of(r):
-            is_p2p = bool(r.kind[idx[0]] == SEND_RECV)
-            op = "" if is_p2p else r.names[r.op[idx[0]]]
-            sig = (is_p2p, op, r.kind[idx].tobytes(), r.step[idx].tobytes())
-            classes[sig].append((r.index, idx))
+    """Line-ups of every rank's channels at once (channels_of's channels, in its order, rank by rank)."""
+    p = pool_of(ranks)
+    if not p.kind.size:
+        return []
+    p2p = (p.kind == SEND_RECV).astype(np.int64)
+    order = np.lexsort((p2p, p.op, p.stream, p.rank_of))   # stable: launch order within a channel
+    rk, st, op, pp = p.rank_of[order], p.stream[order], p.op[order], p2p[order]
+    new = np.concatenate([[True], (rk[1:] != rk[:-1]) | (st[1:] != st[:-1]) | (op[1:] != op[:-1])
+                          | (pp[1:] != pp[:-1])])
+    starts = np.nonzero(new)[0]
+    ends = np.concatenate([starts[1:], [order.size]])
+    kinds, steps = p.kind[order], p.step[order]
+    inst = order - p.base[rk]
+    # a channel's signature: (send/recv, its operator's name unless send/recv, its (kind, step) sequence);
+    # the channels of one length side by side, their distinct rows found by sorting
+    c_rank, c_op, c_p2p = rk[starts], op[starts], pp[starts]
+    length = ends - starts
+    name_id = np.where(c_p2p == 1, -1, global_names(ranks)[0](c_rank, c_op))
+    cls = np.empty(starts.size, dtype=np.int64)
+    n_cls = 0
+    for L in np.unique(length).tolist():
+        ch = np.flatnonzero(length == L)
+        at = starts[ch][:, None] + np.arange(L)[None, :]
+        M = np.hstack([c_p2p[ch][:, None], name_id[ch][:, None], kinds[at], steps[at]])
+        ids = _row_ids(M)
+        cls[ch] = ids + n_cls
+        n_cls += int(ids.max()) + 1
+    # classes in the order of their first channel, channels in order within each
+    by = np.argsort(cls, kind="stable")
+    cut = np.concatenate([[0], np.flatnonzero(np.diff(cls[by])) + 1, [by.size]])
+    groups = [by[cut[i]:cut[i + 1]] for i in range(cut.size - 1)]
+    groups.sort(key=lambda g: int(g[0]))
     out = []
-    for (is_p2p, _, _, _), chans in classes.items():
-        if len(chans) < 2:
+    for ch in groups:
+        if ch.size < 2:
             continue
-        rows = np.array([c[0] for c in chans], dtype=np.int64)
-        inst = np.vstack([c[1] for c in chans])
-        r0 = ranks[chans[0][0]]
-        out.append(Lineup(is_p2p, rows, inst, r0.step[chans[0][1]], r0.kind[chans[0][1]]))
+        a0, L = int(starts[ch[0]]), int(length[ch[0]])
+        cols = starts[ch][:, None] + np.arange(L)[None, :]
+        out.append(Lineup(bool(c_p2p[ch[0]]), c_rank[ch], inst[cols], steps[a0:a0 + L], kinds[a0:a0 + L]))
     return out
+
+
+def global_names(ranks: Sequence[RankData]):
+    """(f, names): f(rank indexes, indexes into their RankData.names) gives one id per distinct
+    string over all ranks' names (an index past a rank's names reads its last one), names[id] the
+    string."""
+    names: Dict[str, int] = {}
+    local: Dict[tuple, np.ndarray] = {}
+    parts, base = [], np.zeros(len(ranks) + 1, dtype=np.int64)
+    for i, r in enumerate(ranks):
+        key = tuple(r.names)
+        got = local.get(key)
+        if got is None:
+            got = local[key] = np.array([names.setdefault(x, len(names)) for x in key], dtype=np.int64)
+        parts.append(got)
+        base[i + 1] = base[i] + got.size
+    lut = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    size = np.diff(base)
+    return (lambda rows, idx: lut[base[rows] + np.clip(idx, 0, size[rows] - 1)]), list(names)
 
 
 def _gather(ranks: Sequence[RankData], rows: np.ndarray, inst: np.ndarray, what: str) -> np.ndarray:
-    out = np.empty(inst.shape, dtype=np.int64)
-    for i, ri in enumerate(rows.tolist()):
-        r = ranks[ri]
-        if what == "cend":
-            out[i] = r.end[inst[i]] - r.offset_ns
-        elif what == "end":
-            out[i] = r.end[inst[i]]
-        elif what == "dir":
-            out[i] = r.direction[inst[i]]
-    return out
+    p = pool_of(ranks)
+    at = p.base[rows][:, None] + inst
+    if what == "cend":
+        return p.end[at] - _offsets(ranks)[rows][:, None]
+    if what == "end":
+        return p.end[at]
+    return p.direction[at]
+
+
+def _offsets(ranks: Sequence[RankData]) -> np.ndarray:
+    """Each rank's applied clock offset, by rank index."""
+    return np.fromiter((r.offset_ns for r in ranks), dtype=np.int64, count=len(ranks))
 
 
 def cut_columns(E: np.ndarray, floor_ns: float, hosts: Optional[np.ndarray] = None,
@@ -147,21 +192,16 @@ def _persist(L: np.ndarray) -> np.ndarray:
     C, P = L.shape
     if P < 2:
         return L
-    _, block = np.unique(L, axis=0, return_inverse=True)
-    block = block.ravel()
+    block = _row_ids(L)
     nb = int(block.max()) + 1
     if nb > 1:
         # co-clustering counts of block pairs, over clusters holding a few blocks
         key = (np.arange(P)[None, :] * C + L)              # cluster id, unique over positions
-        trip = np.unique(np.stack([key.ravel(), np.repeat(block, P)], axis=1), axis=0)
+        pair = np.unique(key.ravel() * nb + np.repeat(block, P))   # (cluster, block), sorted
+        trip = np.stack([pair // nb, pair % nb], axis=1)
         starts = np.concatenate([[0], np.nonzero(np.diff(trip[:, 0]))[0] + 1, [trip.shape[0]]])
         sizes = np.diff(starts)
-        count: Dict[Tuple[int, int], int] = defaultdict(int)
-        for i in np.nonzero((sizes > 1) & (sizes <= PERSIST_MAX_BLOCKS))[0].tolist():
-            bl = trip[starts[i]:starts[i + 1], 1].tolist()
-            for x in range(len(bl)):
-                for y in range(x + 1, len(bl)):
-                    count[(bl[x], bl[y])] += 1
+        pairs, counts = _block_pairs(trip[:, 1], starts, sizes, nb)
         parent = list(range(nb))
 
         def find(x):
@@ -170,13 +210,49 @@ def _persist(L: np.ndarray) -> np.ndarray:
                 x = parent[x]
             return x
 
-        for (x, y), c in count.items():
+        for (x, y), c in zip(pairs, counts):
             if c >= PERSIST_SHARE * P:
                 parent[find(x)] = find(y)
-        block = np.array([find(x) for x in block.tolist()], dtype=np.int64)
-    out = np.empty_like(L)
-    for p in range(P):
-        _, out[:, p] = np.unique(L[:, p] * (nb + 1) + block, return_inverse=True)
+        block = np.array([find(x) for x in range(nb)], dtype=np.int64)[block]
+    # per position, the ids (in sorted order) of the distinct (leader, block): all positions at once
+    width = (C + 1) * (nb + 1)
+    v = (L * (nb + 1) + block[:, None]) + np.arange(P, dtype=np.int64)[None, :] * width
+    uniq, inv = np.unique(v.ravel(), return_inverse=True)
+    first = np.searchsorted(uniq, np.arange(P, dtype=np.int64) * width)
+    return (inv.reshape(C, P) - first[None, :]).astype(L.dtype)
+
+
+def _block_pairs(blocks: np.ndarray, starts: np.ndarray, sizes: np.ndarray, nb: int):
+    """Per pair of blocks x < y found together in a cluster of 2..PERSIST_MAX_BLOCKS blocks (the
+    clusters' sorted blocks are blocks[starts[i]:starts[i]+sizes[i]]), the number of such clusters:
+    ([(x, y), ...], [count, ...]) in the order of their first cluster (then x, then y)."""
+    sel = np.flatnonzero((sizes > 1) & (sizes <= PERSIST_MAX_BLOCKS))
+    if not sel.size:
+        return [], []
+    cl, rk, keys = [], [], []
+    for k in np.unique(sizes[sel]).tolist():
+        cs = sel[sizes[sel] == k]
+        iu, ju = np.triu_indices(k, 1)                 # (0,1), (0,2), ..., (1,2), ...: x before y
+        at = starts[cs][:, None]
+        keys.append((blocks[at + iu[None, :]] * nb + blocks[at + ju[None, :]]).ravel())
+        cl.append(np.repeat(cs, iu.size))
+        rk.append(np.tile(np.arange(iu.size), cs.size))
+    order = np.lexsort((np.concatenate(rk), np.concatenate(cl)))
+    key = np.concatenate(keys)[order]
+    uniq, first, count = np.unique(key, return_index=True, return_counts=True)
+    o = np.argsort(first, kind="stable")
+    uniq = uniq[o]
+    return list(zip((uniq // nb).tolist(), (uniq % nb).tolist())), count[o].tolist()
+
+
+def _row_ids(M: np.ndarray) -> np.ndarray:
+    """np.unique(M, axis=0, return_inverse=True)[1]: each row's rank among the distinct rows, in
+    lexicographic order."""
+    order = np.lexsort(M.T[::-1])
+    Ms = M[order]
+    new = np.concatenate([[False], (Ms[1:] != Ms[:-1]).any(axis=1)])
+    out = np.empty(M.shape[0], dtype=np.int64)
+    out[order] = np.cumsum(new)
     return out
 
 
@@ -328,22 +404,18 @@ def match_lineups(ranks: Sequence[RankData], lineups: List[Lineup], floor_ns: fl
     return col
 
 
-def match_residue(ranks: Sequence[RankData], col: Collector, taken: List[np.ndarray], floor_ns: float):
-    """Instances no line-up matched: pooled by (step, kind) over all ranks, cut by end time."""
-    rk, ins, st, kd, en, dr, du = [], [], [], [], [], [], []
-    for r, t in zip(ranks, taken):
-        free = np.nonzero(~t)[0]
-        if free.size:
-            rk.append(np.full(free.size, r.index))
-            ins.append(free)
-            st.append(r.step[free])
-            kd.append(r.kind[free])
-            en.append(r.end[free] - r.offset_ns)
-            dr.append(r.direction[free])
-            du.append(r.end[free] - r.start[free])
-    if not rk:
+def match_residue(ranks: Sequence[RankData], col: Collector, taken: np.ndarray, floor_ns: float):
+    """Instances no line-up matched (``taken``: per pool position): pooled by (step, kind) over all
+    ranks, cut by end time."""
+    p = pool_of(ranks)
+    free = np.nonzero(~taken)[0]
+    if not free.size:
         return
-    rk, ins, st, kd, en, dr, du = map(np.concatenate, (rk, ins, st, kd, en, dr, du))
+    rk = p.rank_of[free]
+    ins = free - p.base[rk]
+    st, kd, dr = p.step[free], p.kind[free], p.direction[free]
+    en = p.end[free] - _offsets(ranks)[rk]
+    du = p.end[free] - p.start[free]
     order = np.lexsort((en, kd, st))
     rk, ins, st, kd, en, dr, du = (x[order] for x in (rk, ins, st, kd, en, dr, du))
     pool = np.concatenate([[True], (np.diff(st) != 0) | (np.diff(kd) != 0)])
@@ -422,11 +494,10 @@ def match(ranks: Sequence[RankData], lineups: List[Lineup], floor_ns: float, cro
     between two hosts (None: one clock)."""
     col = match_lineups(ranks, lineups, floor_ns, cross_floor_ns)
     g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
-    taken = [np.zeros(r.kind.size, bool) for r in ranks]
+    p = pool_of(ranks)
+    taken = np.zeros(p.kind.size, bool)
     if m_rank.size:
-        # an instance matched twice (cannot happen by construction, but keep it once)
-        for ri, ii in _by_rank(m_rank, m_inst, len(ranks)):
-            taken[ri][ii] = True
+        taken[p.at(m_rank, m_inst)] = True
     match_residue(ranks, col, taken, max([floor_ns] + [2 * x for x in (cross_floor_ns or [])]))
     g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
     # order groups by step, then kind, then their first member's start (deterministic)
@@ -442,48 +513,22 @@ def match(ranks: Sequence[RankData], lineups: List[Lineup], floor_ns: float, cro
 
 
 def _ends(ranks, rows, inst):
-    out = np.zeros(rows.size, dtype=np.int64)
-    for ri, sel in _groups_of(rows, len(ranks)):
-        out[sel] = ranks[ri].end[inst[sel]] - ranks[ri].offset_ns
-    return out
-
-
-def _groups_of(rows: np.ndarray, n: int):
-    """(rank index, positions in `rows` holding it) for each rank present."""
-    if rows.size == 0:
-        return
-    order = np.argsort(rows, kind="stable")
-    rs = rows[order]
-    b = np.concatenate([[0], np.nonzero(np.diff(rs))[0] + 1, [rs.size]])
-    for i in range(b.size - 1):
-        yield int(rs[b[i]]), order[b[i]:b[i + 1]]
-
-
-def _by_rank(m_rank, m_inst, n):
-    for ri, sel in _groups_of(m_rank, n):
-        yield ri, m_inst[sel]
+    p = pool_of(ranks)
+    return p.end[p.base[rows] + inst] - _offsets(ranks)[rows]
 
 
 def member_values(ranks: Sequence[RankData], flat: Flat, what: str) -> np.ndarray:
-    """A per-instance column of each member: 'dur', 'cend', 'end', 'start', 'dir', 'ordinal'."""
-    out = np.zeros(flat.m_rank.size, dtype=np.int64)
-    for ri, sel in _groups_of(flat.m_rank, len(ranks)):
-        r, ii = ranks[ri], flat.m_inst[sel]
-        if what == "dur":
-            out[sel] = r.end[ii] - r.start[ii]
-        elif what == "cend":
-            out[sel] = r.end[ii] - r.offset_ns
-        elif what == "end":
-            out[sel] = r.end[ii]
-        elif what == "start":
-            out[sel] = r.start[ii]
-        elif what == "dir":
-            out[sel] = r.direction[ii]
-        elif what == "ordinal":
-            out[sel] = r.ordinal[ii]
-        elif what == "host":
-            out[sel] = r.host
-    return out
+    """A per-instance column of each member: 'dur', 'cend', 'end', 'start', 'dir', 'ordinal', 'host'."""
+    p = pool_of(ranks)
+    if what == "host":
+        return p.host[flat.m_rank]
+    at = p.base[flat.m_rank] + flat.m_inst
+    if what == "dur":
+        return p.end[at] - p.start[at]
+    if what == "cend":
+        return p.end[at] - _offsets(ranks)[flat.m_rank]
+    col = {"end": p.end, "start": p.start, "dir": p.direction, "ordinal": p.ordinal}[what]
+    return col[at]
 
 
 def split_pipeline_unions(flat: Flat, chains: List[List[int]]) -> Flat:

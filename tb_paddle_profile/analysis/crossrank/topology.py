@@ -36,7 +36,7 @@ SHARDING_KINDS = {pb.COLLECTIVE_KIND_ALL_GATHER, pb.COLLECTIVE_KIND_REDUCE_SCATT
 
 
 def _first_p2p_is_send(r: RankData) -> bool:
-    idx = np.nonzero(r.kind == SEND_RECV)[0]
+    idx = np.flatnonzero(r.kind == SEND_RECV)
     return bool(idx.size) and r.direction[idx[0]] == SEND
 
 
@@ -44,9 +44,13 @@ def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[
     sel = np.nonzero((flat.g_kind == SEND_RECV) & (flat.sizes == 2))[0]
     a = flat.m_rank[flat.ptr[sel]]
     b = flat.m_rank[flat.ptr[sel] + 1]
-    count: Dict[Tuple[int, int], int] = defaultdict(int)
-    for x, y in zip(a.tolist(), b.tolist()):
-        count[(x, y)] += 1
+    count: Dict[Tuple[int, int], int] = {}
+    if a.size:   # transfers per (x, y) pair, in the order of their first transfer
+        width = int(max(a.max(), b.max())) + 1
+        keys, first, cnt = np.unique(a * width + b, return_index=True, return_counts=True)
+        o = np.argsort(first, kind="stable")
+        count = {(x, y): c for x, y, c in zip((keys[o] // width).tolist(), (keys[o] % width).tolist(),
+                                               cnt[o].tolist())}
     best: Dict[int, int] = defaultdict(int)
     for (x, y), c in count.items():
         best[x] = max(best[x], c)
@@ -126,8 +130,31 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
 
     multi_host = len({r.host for r in ranks}) > 1 and all(r.hostname for r in ranks)
 
-    def one_host(c):
-        return len({ranks[x].host for x in comms[c]}) == 1
+    host_of = [r.host for r in ranks]
+    single: Dict[int, bool] = {}
+
+    def one_host(c):   # once per communicator (a dp group is asked by each of its members)
+        got = single.get(c)
+        if got is None:
+            h = host_of[comms[c][0]] if comms[c] else -1
+            got = single[c] = all(host_of[x] == h for x in comms[c])
+        return got
+
+    sets: Dict[int, Set[int]] = {}
+
+    def member_set(c):   # once per communicator
+        got = sets.get(c)
+        if got is None:
+            got = sets[c] = set(comms[c])
+        return got
+
+    where: Dict[int, Dict[int, int]] = {}
+
+    def index_in(c, x):   # comms[c].index(x), each communicator's positions found once
+        got = where.get(c)
+        if got is None:
+            got = where[c] = {y: i for i, y in reversed(list(enumerate(comms[c])))}
+        return got[x]
 
     mp_of = [-1] * n
     dp_of = [-1] * n
@@ -146,9 +173,9 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
                 mp_of[x] = c
             continue
         mp_of[x] = cs[0]
-        mset = set(comms[cs[0]])
+        mset = member_set(cs[0])
         for c in cs[1:]:
-            if mset & set(comms[c]) == {x}:
+            if mset & member_set(c) == {x}:
                 dp_of[x] = c
                 break
     for x in range(n):
@@ -172,8 +199,8 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     topo.mp = max((len(comms[c]) for c in mp_of if c >= 0), default=1)
     topo.dp = max((len(comms[c]) for c in dp_of if c >= 0), default=1)
     topo.coord_pp = list(stage)
-    topo.coord_mp = [comms[mp_of[x]].index(x) if mp_of[x] >= 0 else (-1 if any_mp else 0) for x in range(n)]
-    topo.coord_dp = [comms[dp_of[x]].index(x) if dp_of[x] >= 0 else (-1 if any_dp else 0) for x in range(n)]
+    topo.coord_mp = [index_in(mp_of[x], x) if mp_of[x] >= 0 else (-1 if any_mp else 0) for x in range(n)]
+    topo.coord_dp = [index_in(dp_of[x], x) if dp_of[x] >= 0 else (-1 if any_dp else 0) for x in range(n)]
     # sharding (Paddle's sharding_degree): a rank's within-stage communicator of all-gathers and
     # reduce-scatters only; its coordinate is its index there (present only when every rank has one)
     sh_of = [-1] * n
@@ -184,7 +211,7 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
                 break
     if n > 1 and all(c >= 0 for c in sh_of):
         topo.sharding = max(len(comms[c]) for c in sh_of)
-        topo.coord_sharding = [comms[sh_of[x]].index(x) for x in range(n)]
+        topo.coord_sharding = [index_in(sh_of[x], x) for x in range(n)]
     else:
         topo.coord_sharding = [-1] * n
     topo.pipelines = chains

@@ -37,19 +37,34 @@ WHAT = {"compute": "computes", "dataloader": "stalls in the data loader", "launc
         "memcpy": "copies memory", "first_device": "leaves its GPU waiting for the step's first work"}
 
 
-def _mean(vals) -> int:
-    vals = list(vals)
-    return int(round(sum(vals) / len(vals))) if vals else 0
+def segment_sums(values: np.ndarray, ptr: np.ndarray, n: int) -> np.ndarray:
+    """Per segment [ptr[i], ptr[i+1]) of values (i < n), its sum (0 for an empty one); int64."""
+    c = np.concatenate([[0], np.cumsum(values, dtype=np.int64)]) if values.size else np.zeros(1, np.int64)
+    return (c[ptr[1:]] - c[ptr[:-1]]).astype(np.int64)
 
 
-def figures(r: RankData) -> Dict[str, int]:
-    st = list(r.steps.values())
-    fd = [s.first_device_ns for s in st if s.first_device_ns >= 0]
-    return {"compute": _mean(s.compute_ns for s in st),
-            "dataloader": _mean(s.dataloader_ns for s in st),
-            "launch": _mean(max(0, s.runtime_ns - s.sync_ns) for s in st),
-            "memcpy": _mean(s.memory_ns for s in st),
-            "first_device": _mean(fd)}
+def round_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """int(round(a / b)) elementwise (a float's rounding, half to even, as Python's round)."""
+    return np.rint(np.asarray(a, dtype=np.int64) / np.asarray(b, dtype=np.int64)).astype(np.int64)
+
+
+def figures(st) -> List[Dict[str, int]]:
+    """Per rank index, its figures: means over its steps (0 without any). ``st``: the steps of every
+    rank as rows (build._Steps: ``ptr``, ``count``, ``first_device``, ``col(field)``)."""
+    n = st.count.size
+    steps = np.maximum(1, st.count)
+
+    def mean(values):
+        return round_div(segment_sums(values, st.ptr, n), steps)
+
+    fd_ok = st.first_device >= 0
+    cols = {"compute": mean(st.col("compute_ns")),
+            "dataloader": mean(st.col("dataloader_ns")),
+            "launch": mean(np.maximum(0, st.col("runtime_ns") - st.col("sync_ns"))),
+            "memcpy": mean(st.col("memory_ns")),
+            "first_device": round_div(segment_sums(np.where(fd_ok, st.first_device, 0), st.ptr, n),
+                                      np.maximum(1, segment_sums(fd_ok.astype(np.int64), st.ptr, n)))}
+    return [dict(zip(FIGURES, row)) for row in np.stack([cols[x] for x in FIGURES], axis=1).tolist()]
 
 
 @dataclass
