@@ -131,123 +131,205 @@ def _failure(state, file_name: str) -> Tuple[str, bool]:
     return error, state.why == "bug"
 
 
-def _cmd_summary(args) -> int:
+class LoadFailure(Exception):
+    """The command's input cannot be used at all (not a folder, no traces, no such span): one line."""
+
+
+def load_summaries(args, target: str) -> List[Tuple[object, Optional[bytes], str, bool]]:
+    """[(file, serialized Summary or None, error line, whether the error is a bug of ours)] of every trace
+    at ``target`` (a file, or a folder searched recursively; ordered by path), loaded through the plugin's
+    cache and job. The one loading path of ``summary`` and of tbp.load / tbp.load_all."""
     from .plugin.loader import READY
     from .runs import local_traces
 
     try:
-        fs, root, files = local_traces(args.trace)
+        fs, root, files = local_traces(target)
     except OSError as exc:
-        print(f"error: {args.trace}: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    if not files or (not os.path.isdir(args.trace) and not os.path.lexists(args.trace)):
-        print(f"{args.trace}: no *.paddle_trace.json files found", file=sys.stderr)
-        return 2
+        raise LoadFailure(f"{target}: {' '.join(str(exc).split())}") from None
+    if not files or (not os.path.isdir(target) and not os.path.lexists(target)):
+        raise LoadFailure(f"{target}: no *.paddle_trace.json files found")
     files.sort(key=lambda f: f.path)
     loaded = _Loaded(args, fs, root, files)
-    failed = internal = 0
+    out = []
     try:
-        states = loaded.wait()
-        for i, (f, state) in enumerate(zip(files, states)):
-            # Every file is tried, whatever happened to the others. Exit status: 0 all summarized,
-            # 2 some files were not usable traces (or could not be read), 3 an internal error (ours).
+        for f, state in zip(files, loaded.wait()):
+            # Every file is tried, whatever happened to the others.
             data = loaded.loader.summary_bytes(f) if state.state == READY else None
-            if data is None:
-                error, bug = _failure(state, f.file_name)
-                print(f"error: {error}", file=sys.stderr)
-                internal += bug
-                failed += not bug
-                continue
-            try:
-                summary = Summary.FromString(data)
-                if args.format == "json":
-                    out = to_json(summary)
-                else:
-                    out = text.render(summary, sorted_by=args.sorted_by, time_unit=args.time_unit,
-                                      op_detail=not args.no_op_detail, thread_sep=args.thread_sep, views=args.views)
-            except Exception as exc:  # a bug of ours: said as such, with the traceback under --debug
-                print(f"error: {our_bug(f.file_name, exc)}", file=sys.stderr)
-                logging.getLogger(__name__).debug("internal error on %s", f.path, exc_info=True)
-                if args.debug:
-                    traceback.print_exc(file=sys.stderr)
-                internal += 1
-                continue
-            if len(files) > 1:
-                print(f"{'' if i == 0 else chr(10)}==> {f.path} <==")
-            print(out)
-        loaded.report(args.verbose)
+            error, bug = ("", False) if data is not None else _failure(state, f.file_name)
+            out.append((f, data, error, bug))
+        loaded.report(getattr(args, "verbose", False))
     finally:
         loaded.close()
-    return 3 if internal else 2 if failed else 0
+    return out
 
 
-def _cmd_distributed(args) -> int:
+class RunLoad:
+    """One span of a run as ``parallel`` (and tbp.load_run) analyse it: ``result`` the RunParallel (its
+    notes included; None when no rank loaded), ``used`` the files analysed, ``errors`` [(line, bug)] of
+    the files left out (refused ones first)."""
+
+    def __init__(self, result, used, errors, matched):
+        self.result, self.used, self.errors, self._matched = result, used, errors, matched
+
+    def with_matched(self):
+        """``result`` with its matched instances (kept apart from the stored analysis)."""
+        from .analysis.crossrank.encode import MatchedTable
+
+        self.result.MergeFromString(MatchedTable.from_bytes(self._matched()).encode())
+        return self.result
+
+
+def load_run(args, run_dir: str, span: Optional[str]) -> RunLoad:
+    """The analysis of one span (default the first) of the run in ``run_dir``: the ranks' digests through
+    the plugin's cache and job, the run assembly of the tab (runs.py), the stored analysis computed once."""
     from .plugin.loader import READY
-    from .render import parallel_text
-    from .runs import RunAnalyses, analysis_key, analyze_digests, duplicate_notes, local_traces, span_files, span_order
-    from .v1 import summary_pb2
+    from .runs import RunAnalyses, analysis_key, analyze_split, duplicate_notes, local_traces, span_files, span_order
+    from .v1 import plugin_pb2, summary_pb2
 
-    if not os.path.isdir(args.run_dir):
-        print(f"{args.run_dir}: no *.paddle_trace.json files found", file=sys.stderr)
-        return 2
+    if not os.path.isdir(run_dir):
+        raise LoadFailure(f"{run_dir}: not a folder of *.paddle_trace.json files")
     try:
-        fs, root, files = local_traces(args.run_dir)
+        fs, root, files = local_traces(run_dir)
     except OSError as exc:
-        print(f"error: {args.run_dir}: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        raise LoadFailure(f"{run_dir}: {' '.join(str(exc).split())}") from None
     if not files:
-        print(f"{args.run_dir}: no *.paddle_trace.json files found", file=sys.stderr)
-        return 2
-    refused = [f for f in files if f.refused]
-    for f in refused:
-        print(f"error: {f.file_name}: {f.refused}", file=sys.stderr)
+        raise LoadFailure(f"{run_dir}: no *.paddle_trace.json files found")
+    errors = [(f"{f.file_name}: {f.refused}", False) for f in files if f.refused]
     workers: dict = {}
     for f in files:
         if not f.refused:
             workers.setdefault(f.worker, {})[f.span] = f
     spans = sorted({f.span for f in files if not f.refused and "@" not in f.span}, key=span_order)
-    span = args.span if args.span is not None else (spans[0] if spans else "")
+    span = str(span) if span is not None else (spans[0] if spans else "")
     chosen = span_files(workers, span)
     if not chosen:
-        print(f"{args.run_dir}: no trace of span {span!r} (spans: {', '.join(spans) or 'none'})", file=sys.stderr)
-        return 2
+        raise LoadFailure(f"{run_dir}: no trace of span {span!r} (spans: {', '.join(spans) or 'none'})")
     loaded = _Loaded(args, fs, root, chosen)
-    failed = len(refused)
-    internal = 0
     try:
-        states = loaded.wait()
-        digests, keys, notes = [], [], []
-        for f, state in zip(chosen, states):
+        digests, keys, used, notes = [], [], [], []
+        for f, state in zip(chosen, loaded.wait()):
             data = loaded.loader.digest_bytes(f) if state.state == READY else None
             if data is None:
                 error, bug = _failure(state, f.file_name)
-                print(f"error: {error}", file=sys.stderr)
+                errors.append((error, bug))
                 notes.append(f"left out: {error}")
-                internal += bug
-                failed += not bug
                 continue
             digests.append(summary_pb2.RankDigest.FromString(data))
             keys.append(f.key)
-        loaded.report(args.verbose)
+            used.append(f)
+        loaded.report(getattr(args, "verbose", False))
         if not digests:
-            return 3 if internal else 2
+            return RunLoad(None, used, errors, None)
         if len(spans) > 1:
             notes.append(f"Spans {', '.join(spans)} found; this is span {span} (--span chooses).")
         notes.extend(duplicate_notes(workers, span))
         analyses = RunAnalyses(loaded.loader.cache if loaded.loader.cache.cache_dir is not None else None)
-        from .v1 import plugin_pb2
-
-        data = analyses.get(analysis_key(keys), lambda: analyze_digests(digests, ".", span))
-        result = plugin_pb2.RunParallel.FromString(data)
-        result.run = args.run_dir
-        result.notes.extend(notes)
+        key = analysis_key(keys)
+        compute = lambda: analyze_split(digests, ".", span)  # noqa: E731
+        result = plugin_pb2.RunParallel.FromString(analyses.get(key, compute))
     finally:
         loaded.close()
+    result.notes.extend(notes)
+    return RunLoad(result, used, errors, lambda: analyses.matched(key, compute))
+
+
+def _cmd_summary(args) -> int:
+    try:
+        loaded = load_summaries(args, args.trace)
+    except LoadFailure as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    failed = internal = 0
+    for i, (f, data, error, bug) in enumerate(loaded):
+        # Exit status: 0 all summarized, 2 some files were not usable traces (or could not be read),
+        # 3 an internal error (ours).
+        if data is None:
+            print(f"error: {error}", file=sys.stderr)
+            internal += bug
+            failed += not bug
+            continue
+        try:
+            summary = Summary.FromString(data)
+            if args.format == "json":
+                out = to_json(summary)
+            elif args.format == "csv":  # the display model's tables (display/summary.py), raw values
+                from .display.summary import summary_display
+
+                display = summary_display(summary, sorted_by=args.sorted_by, op_detail=not args.no_op_detail,
+                                          thread_sep=args.thread_sep, time_unit=args.time_unit)
+                out = csv_text(display, args.table, f.file_name, views=args.views)
+                if out is None:
+                    failed += 1
+                    continue
+            else:
+                out = text.render(summary, sorted_by=args.sorted_by, time_unit=args.time_unit,
+                                  op_detail=not args.no_op_detail, thread_sep=args.thread_sep, views=args.views)
+        except Exception as exc:  # a bug of ours: said as such, with the traceback under --debug
+            print(f"error: {our_bug(f.file_name, exc)}", file=sys.stderr)
+            logging.getLogger(__name__).debug("internal error on %s", f.path, exc_info=True)
+            if args.debug:
+                traceback.print_exc(file=sys.stderr)
+            internal += 1
+            continue
+        if len(loaded) > 1:
+            print(f"{'' if i == 0 else chr(10)}==> {f.path} <==")
+        print(out, end="" if args.format == "csv" else "\n")
+    return 3 if internal else 2 if failed else 0
+
+
+def _cmd_parallel(args) -> int:
+    from .render import parallel_text
+
+    try:
+        run = load_run(args, args.run_dir, args.span)
+    except LoadFailure as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for error, _ in run.errors:
+        print(f"error: {error}", file=sys.stderr)
+    internal = sum(bug for _, bug in run.errors)
+    failed = len(run.errors) - internal
+    if run.result is None:
+        return 3 if internal else 2
+    result = run.with_matched() if args.format == "json" else run.result  # json: the matched instances too
+    result.run = args.run_dir
     if args.format == "json":
         print(to_json(result))
+    elif args.format == "csv":
+        from .display.parallel import parallel_display
+
+        if not print_csv(parallel_display(result, args.time_unit), args.table, args.run_dir):
+            return 2
     else:
         print(parallel_text.render(result, time_unit=args.time_unit), end="")
     return 3 if internal else 2 if failed else 0
+
+
+def print_csv(display, table_key, source: str) -> bool:
+    """`--format csv`: every table of the Display's views (raw values, display/export.py), each under a
+    line "# <view>/<table key>: <title>" and followed by a blank line; `table_key` ("KEY" or
+    "VIEW/KEY") prints that one table. False (and a one-line error naming `source`) when no table has the key."""
+    out = csv_text(display, table_key, source)
+    if out is None:
+        return False
+    print(out, end="")
+    return True
+
+
+def csv_text(display, table_key, source: str, views=None) -> Optional[str]:
+    """The text of print_csv; ``views`` (Paddle's view names, `summary --views`) keeps only Paddle's tables
+    of those views. None (and a one-line error naming ``source``) when no table has ``table_key``."""
+    from .display.export import to_csv
+
+    tables = [(v.key, t) for v in display.views for t in v.tables if not views or t.paddle_view in views]
+    if table_key:
+        chosen = [(v, t) for v, t in tables if table_key in (t.key, f"{v}/{t.key}")]
+        if not chosen:
+            keys = ", ".join(f"{v}/{t.key}" for v, t in tables)
+            print(f"error: {source}: no table {table_key!r} (tables: {keys})", file=sys.stderr)
+            return None
+        tables = chosen[:1]
+    return "".join(f"# {v}/{t.key}: {t.title}\n{to_csv(t)}\n" for v, t in tables)
 
 
 def _cmd_preprocess(args) -> int:
@@ -298,24 +380,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these views (Paddle's SummaryView names or: " + ", ".join(VIEW_ALIASES) + ")")
     s.add_argument("--no-op-detail", action="store_true", help="operators without their inner events and kernels")
     s.add_argument("--thread-sep", action="store_true", help="one Operator/UserDefined table per thread")
-    s.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text: Paddle's tables; json: the Summary protobuf as proto3 JSON")
+    s.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                   help="text: Paddle's tables; json: the Summary protobuf as proto3 JSON; csv: every table of the "
+                        "views (the panels' too) with raw values (ns, fractions, bytes), each under a line "
+                        "'# <view>/<table>: <title>'")
+    s.add_argument("--table", default=None, metavar="KEY",
+                   help="with --format csv: only this table (docs/display.md lists the keys)")
     s.add_argument("--jobs", type=int, default=None,
                    help="processes that decode a large trace together (default: the CPUs available, at most 8; 1: serial)")
     s.add_argument("--debug", action="store_true", help="print the traceback of an internal error (a bug of the tool)")
     _cache_args(s)
     s.set_defaults(func=_cmd_summary)
 
-    d = sub.add_parser("distributed", help="hybrid-parallel analysis across the ranks of a run: collectives by kind, "
-                                           "exposed communication, stragglers, pipeline bubbles, advice")
+    # `distributed` is the command's old name, kept as an alias (docs/architecture.md, glossary)
+    d = sub.add_parser("parallel", aliases=["distributed"],
+                       help="hybrid-parallel analysis across the ranks of a run: collectives by kind, "
+                            "exposed communication, stragglers, pipeline bubbles, advice")
     d.add_argument("run_dir", help="the folder holding the run's traces (one per rank; searched recursively)")
     d.add_argument("--span", default=None, help="which recorded span (Paddle's span_index; default the first)")
     d.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
-    d.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text: tables; json: the RunParallel protobuf as proto3 JSON")
+    d.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                   help="text: tables; json: the RunParallel protobuf as proto3 JSON; csv: every table of the view "
+                        "(raw values: ns, fractions), each under a '# parallel/<key>: <title>' line")
+    d.add_argument("--table", default=None, metavar="KEY",
+                   help="with --format csv: only this table (docs/display.md lists the keys)")
     d.add_argument("--jobs", type=int, default=None, help="worker processes for parsing (default: cores, at most 8)")
     _cache_args(d)
-    d.set_defaults(func=_cmd_distributed)
+    d.set_defaults(func=_cmd_parallel)
 
     p = sub.add_parser("preprocess", help="summarize every trace under a logdir into the cache ahead of time")
     p.add_argument("logdir", help="a folder or an fsspec URL (s3://bucket/prefix, ...)")

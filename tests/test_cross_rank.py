@@ -1,4 +1,4 @@
-"""All ranks of a run side by side (analysis/cross_rank.py) and `tb-paddle-profile distributed`.
+"""All ranks of a run side by side (analysis/crossrank/) and `tb-paddle-profile parallel` (alias `distributed`).
 
 The straggler, the waits and the pipeline stages are checked against what the synthetic
 generator planted (its manifest), the real 2-rank example against counts by hand from its JSON.
@@ -13,12 +13,12 @@ import pytest
 
 from conftest import REPO, SHARED_TRACES
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
-from tb_paddle_profile.analysis.cross_rank import (ANOMALY_MIN_EXCESS_FRACTION, COMPUTE_EXCESS_THRESHOLD,
-                                                   STRAGGLER_MIN_WAIT_FRACTION,
-                                                   analyze_run)
+from tb_paddle_profile.analysis.crossrank import analyze_run
+from tb_paddle_profile.analysis.crossrank.thresholds import (ANOMALY_MIN_EXCESS_FRACTION, COMPUTE_EXCESS_THRESHOLD,
+                                                             STRAGGLER_MIN_WAIT_FRACTION)
 from tb_paddle_profile.cli import main
 from tb_paddle_profile.engine import summarize_file
-from tb_paddle_profile.synth import SynthConfig, generate
+from tbp_synth import SynthConfig, generate
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
 EXAMPLE_2RANK = REPO / "examples" / "profiler_log" / "gpt-2rank"

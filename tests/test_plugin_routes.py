@@ -18,6 +18,7 @@ import pytest
 from google.protobuf import json_format
 
 from plugin_testlib import GLOO, GPU, OLD, PREFIX, SINGLE, make_plugin, place, ready, trace_files, tree_digest
+from tb_paddle_profile.display.parallel import parallel_display
 from tb_paddle_profile.engine import summarize_bytes
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
@@ -231,6 +232,7 @@ def test_parallel_is_the_cross_rank_analysis_of_the_ranks(env):
     matched = list(expected.matched)
     del expected.matched[:]
     expected.matched_total, expected.analysis_key = served.matched_total, served.analysis_key
+    expected.display.CopyFrom(parallel_display(expected))  # the view's tables and sentences (display/parallel.py)
     assert served == expected
     assert len(served.ranks) == 2
     # ... and paged by parallel_matched: all of them in order, or those of one member rank and step
@@ -473,6 +475,7 @@ def test_a_rewritten_rank_changes_its_version_and_the_parallel_analysis(env, sha
     assert now.analysis_key != first.analysis_key  # a changed trace changes the analysis key
     expected.matched_total, expected.analysis_key = len(expected.matched), now.analysis_key
     del expected.matched[:]
+    expected.display.CopyFrom(parallel_display(expected))
     assert now == expected
     first.analysis_key = now.analysis_key
     assert now != first

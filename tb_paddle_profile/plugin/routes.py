@@ -160,6 +160,18 @@ def _format(request: Request) -> str:
     raise HttpError(400, f"unknown format {_shown(value)}: use 'json' or leave it out for protobuf")
 
 
+_CSV = "text/csv; charset=utf-8"
+
+
+def _sorted_by(request: Request) -> str:
+    from ..display.summary import SORTED_KEYS
+
+    value = _param(request, "sorted_by", required=False) or "CPUTotal"
+    if value not in SORTED_KEYS:
+        raise HttpError(400, f"unknown sorted_by {_shown(value)}: use one of {', '.join(SORTED_KEYS)}")
+    return value
+
+
 def _encode(message, fmt: str) -> bytes:
     """Serialized protobuf, or proto3 JSON (lowerCamelCase names, enums by name, 64-bit ints as strings,
     fields with default values included so that rank 0 or a 0 ns time is explicit, as in the CLI's JSON)."""
@@ -229,6 +241,8 @@ class Routes:
         return {
             "/runs": self.runs,
             "/summary": self.summary,
+            "/display": self.display,
+            "/csv": self.csv,
             "/distributed": self.distributed,
             "/parallel": self.parallel,
             "/parallel_matched": self.parallel_matched,
@@ -388,6 +402,79 @@ class Routes:
     def summary(self, request: Request) -> Response:
         trace = self._file(request, refused=True)
         fmt = _format(request)
+
+        def build(data: bytes) -> bytes:
+            return data if fmt == "pb" else _encode(summary_pb2.Summary.FromString(data), fmt)
+
+        return self._from_summary(request, trace, fmt, ("summary", trace.key, fmt), _CTYPES[fmt], build)
+
+    @_handler
+    def display(self, request: Request) -> Response:
+        """The display model of one rank (display/summary.py): every table of its views."""
+        trace = self._file(request, refused=True)
+        fmt = _format(request)
+        sorted_by = _sorted_by(request)
+
+        def build(data: bytes) -> bytes:
+            from ..display.summary import summary_display
+
+            return _encode(summary_display(summary_pb2.Summary.FromString(data), sorted_by=sorted_by), fmt)
+
+        return self._from_summary(request, trace, fmt, ("display", trace.key, sorted_by, fmt), _CTYPES[fmt], build)
+
+    @_handler
+    def csv(self, request: Request) -> Response:
+        """One display table as CSV (display/export.py): ``run, worker, span, view, table[, sorted_by]`` for a
+        rank's table; ``run, span, view=parallel|distributed, table`` (no worker) for a run view's."""
+        from ..display.export import to_csv
+
+        view, key = _param(request, "view"), _param(request, "table")
+        if not request.args.get("worker") and view in ("parallel", "distributed"):
+            return self._run_csv(request, view, key)
+        trace = self._file(request, refused=True)
+        sorted_by = _sorted_by(request)
+        name = f"{trace.file_name.split('.')[0]}.{view}.{key}.csv"
+
+        def build(data: bytes) -> bytes:
+            from ..display.summary import find_table, summary_display
+
+            table = find_table(summary_display(summary_pb2.Summary.FromString(data), sorted_by=sorted_by), key, view)
+            if table is None:
+                raise HttpError(404, f"no table {_shown(key)} in view {_shown(view)} of {trace.file_name}")
+            return to_csv(table).encode("utf-8")
+
+        return self._from_summary(request, trace, "json", ("csv", trace.key, sorted_by, view, key), _CSV, build,
+                                  [("Content-Disposition", _download_name(name))])
+
+    def _run_csv(self, request: Request, view: str, key: str) -> Response:
+        """A run view's table: the `parallel` / `distributed` answer (built and cached by those routes),
+        its Display's table as CSV; their 202 while ranks load."""
+        from ..display.export import to_csv
+        from ..display.summary import find_table
+
+        environ = dict(request.environ)
+        environ.pop("HTTP_ACCEPT_ENCODING", None)  # the inner answer uncompressed
+        inner = Request(environ)
+        route, message = ((Routes.parallel, plugin_pb2.RunParallel) if view == "parallel"
+                          else (Routes.distributed, plugin_pb2.RunDistributed))
+        answer = route.__wrapped__(self, inner)
+        if answer.status_code != 200 and answer.status_code != 202:
+            return answer
+        body = message.FromString(answer.get_data())
+        if answer.status_code == 202 or not body.HasField("display"):
+            return _text(request, f"waiting for the ranks of run {_shown(body.run)} to load", 202,
+                         [("Retry-After", "1")])
+        table = find_table(body.display, key, view)
+        if table is None:
+            raise HttpError(404, f"no table {_shown(key)} in view {_shown(view)} of run {_shown(body.run)}")
+        name = f"{view}.{body.span or 'span'}.{key}.csv"
+        return respond(request, to_csv(table).encode("utf-8"), _CSV,
+                       headers=[("Content-Disposition", _download_name(name))])
+
+    def _from_summary(self, request: Request, trace: TraceFile, fmt: str, memo_key: tuple, ctype: str,
+                      build: Callable[[bytes], bytes], headers: Optional[List[Tuple[str, str]]] = None) -> Response:
+        """An answer built from the rank's Summary (memoized under memo_key); while it loads, 202 with its
+        SpanEntry (in ``fmt``); 422 when it failed."""
         loader = self._require_loader()
         state = self._states([trace])[0]
         if state.state == READY:
@@ -395,11 +482,7 @@ class Routes:
             if data is not None:
                 loader.prioritize((), trace.run)
                 self._prewarm_timelines(trace)
-
-                def build():
-                    return data if fmt == "pb" else _encode(summary_pb2.Summary.FromString(data), fmt)
-
-                return self._send(request, ("summary", trace.key, fmt), _CTYPES[fmt], build)
+                return self._send(request, memo_key, ctype, lambda: build(data), headers)
             state = loader.state(trace)
         if state.state == FAILED:
             raise HttpError(422, state.error or f"{trace.file_name}: failed")
@@ -438,15 +521,22 @@ class Routes:
             if state.state in (QUEUED, LOADING, GROWING):
                 waiting.append(trace)
         loader.prioritize(waiting, run)
+        if not waiting:  # the Distributed view's tables, once every rank is ready (display/parallel.py)
+            from ..display.parallel import distributed_display
+
+            labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
+            labels.update({t.worker: self._prior_label(t) for t in files if t.worker not in labels})
+            out.display.CopyFrom(distributed_display(out, labels))
         return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
                        [("Retry-After", "1")] if waiting else [])
 
     class _Reloading(Exception):
         """A READY rank's cached digest was damaged or removed: it is being computed again."""
 
-    def _analysis(self, request: Request):
+    def _analysis(self, request: Request, matched: bool = False):
         """(run, span, files, states, analysis key, serialized RunParallel) of the run and span named by
-        the request, or a 202 Response while ranks load; see runs.RunAnalyses."""
+        the request, or a 202 Response while ranks load; see runs.RunAnalyses. ``matched``: the
+        analysis's matched instances (MatchedTable bytes) instead of the RunParallel."""
         run, span, files = self._run_span(request)
         fmt = _format(request)
         loader = self._require_loader()
@@ -467,10 +557,10 @@ class Routes:
                 if data is None:  # never an analysis without it (it would be stored as the run's)
                     raise Routes._Reloading
                 digests.append(summary_pb2.RankDigest.FromString(data))
-            return run_assembly.analyze_digests(digests, run, span)
+            return run_assembly.analyze_split(digests, run, span)  # the matched instances apart
 
         try:
-            data = self.analyses.get(key, compute)
+            data = self.analyses.matched(key, compute) if matched else self.analyses.get(key, compute)
         except Routes._Reloading:
             out = plugin_pb2.RunParallel(run=run, span=span)
             out.notes.append("waiting for a rank whose cached digest is being computed again")
@@ -497,6 +587,9 @@ class Routes:
             out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
             out.run, out.span = run, span
             out.notes.extend(notes)
+            from ..display.parallel import parallel_display  # the view's tables and sentences (display.proto)
+
+            out.display.CopyFrom(parallel_display(out))
             return _encode(out, fmt)
 
         return self._send(request, ("parallel", key, run, span, tuple(notes), fmt), _CTYPES[fmt], build)
@@ -507,15 +600,14 @@ class Routes:
         ``offset``, ``limit`` (at most runs.MATCHED_LIMIT)."""
         rank, step = _int(request, "rank"), _int(request, "step")
         offset, limit = _int(request, "offset") or 0, _int(request, "limit") or 100
-        got = self._analysis(request)
+        got = self._analysis(request, matched=True)
         if isinstance(got, Response):
             return got
         run, span, _, _, key, data = got
         fmt = _format(request)
 
         def build() -> bytes:
-            page = run_assembly.matched_page(plugin_pb2.RunParallel.FromString(data), rank, step, offset, limit)
-            page.run, page.span = run, span
+            page = run_assembly.matched_page(data, rank, step, offset, limit, run=run, span=span, analysis_key=key)
             return _encode(page, fmt)
 
         return self._send(request, ("matched", key, run, span, rank, step, offset, limit, fmt), _CTYPES[fmt],

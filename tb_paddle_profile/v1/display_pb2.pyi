@@ -60,7 +60,7 @@ class Cell(_message.Message):
     def __init__(self, number: _Optional[float] = ..., text: _Optional[str] = ..., missing: _Optional[bool] = ..., title: _Optional[str] = ...) -> None: ...
 
 class Column(_message.Message):
-    __slots__ = ("key", "header", "format", "group", "description", "text_hidden", "panel_hidden", "text_width", "text_min_width", "text_truncate")
+    __slots__ = ("key", "header", "format", "group", "description", "text_hidden", "panel_hidden", "text_width", "text_min_width", "text_truncate", "text_truncate_depth")
     KEY_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,7 @@ class Column(_message.Message):
     TEXT_WIDTH_FIELD_NUMBER: _ClassVar[int]
     TEXT_MIN_WIDTH_FIELD_NUMBER: _ClassVar[int]
     TEXT_TRUNCATE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_TRUNCATE_DEPTH_FIELD_NUMBER: _ClassVar[int]
     key: str
     header: str
     format: Format
@@ -81,31 +82,36 @@ class Column(_message.Message):
     text_width: int
     text_min_width: int
     text_truncate: bool
-    def __init__(self, key: _Optional[str] = ..., header: _Optional[str] = ..., format: _Optional[_Union[Format, _Mapping]] = ..., group: _Optional[str] = ..., description: _Optional[str] = ..., text_hidden: _Optional[bool] = ..., panel_hidden: _Optional[bool] = ..., text_width: _Optional[int] = ..., text_min_width: _Optional[int] = ..., text_truncate: _Optional[bool] = ...) -> None: ...
+    text_truncate_depth: int
+    def __init__(self, key: _Optional[str] = ..., header: _Optional[str] = ..., format: _Optional[_Union[Format, _Mapping]] = ..., group: _Optional[str] = ..., description: _Optional[str] = ..., text_hidden: _Optional[bool] = ..., panel_hidden: _Optional[bool] = ..., text_width: _Optional[int] = ..., text_min_width: _Optional[int] = ..., text_truncate: _Optional[bool] = ..., text_truncate_depth: _Optional[int] = ...) -> None: ...
 
 class ColumnGroup(_message.Message):
-    __slots__ = ("key", "header", "text_min_width")
+    __slots__ = ("key", "header", "text_min_width", "panel_header")
     KEY_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     TEXT_MIN_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    PANEL_HEADER_FIELD_NUMBER: _ClassVar[int]
     key: str
     header: str
     text_min_width: int
-    def __init__(self, key: _Optional[str] = ..., header: _Optional[str] = ..., text_min_width: _Optional[int] = ...) -> None: ...
+    panel_header: str
+    def __init__(self, key: _Optional[str] = ..., header: _Optional[str] = ..., text_min_width: _Optional[int] = ..., panel_header: _Optional[str] = ...) -> None: ...
 
 class Row(_message.Message):
-    __slots__ = ("cells", "depth", "role", "id", "link")
+    __slots__ = ("cells", "depth", "role", "id", "link", "text_hidden")
     CELLS_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
+    TEXT_HIDDEN_FIELD_NUMBER: _ClassVar[int]
     cells: _containers.RepeatedCompositeFieldContainer[Cell]
     depth: int
     role: RowRole
     id: str
     link: str
-    def __init__(self, cells: _Optional[_Iterable[_Union[Cell, _Mapping]]] = ..., depth: _Optional[int] = ..., role: _Optional[_Union[RowRole, str]] = ..., id: _Optional[str] = ..., link: _Optional[str] = ...) -> None: ...
+    text_hidden: bool
+    def __init__(self, cells: _Optional[_Iterable[_Union[Cell, _Mapping]]] = ..., depth: _Optional[int] = ..., role: _Optional[_Union[RowRole, str]] = ..., id: _Optional[str] = ..., link: _Optional[str] = ..., text_hidden: _Optional[bool] = ...) -> None: ...
 
 class TextLayout(_message.Message):
     __slots__ = ("style", "time_unit_line", "closing_separator", "closing_rule", "blank_lines_after", "head_lines", "no_header")
@@ -126,7 +132,7 @@ class TextLayout(_message.Message):
     def __init__(self, style: _Optional[str] = ..., time_unit_line: _Optional[bool] = ..., closing_separator: _Optional[bool] = ..., closing_rule: _Optional[bool] = ..., blank_lines_after: _Optional[int] = ..., head_lines: _Optional[_Iterable[str]] = ..., no_header: _Optional[bool] = ...) -> None: ...
 
 class Table(_message.Message):
-    __slots__ = ("key", "title", "columns", "groups", "rows", "note", "notes", "text", "tree", "empty")
+    __slots__ = ("key", "title", "columns", "groups", "rows", "note", "notes", "text", "tree", "empty", "paddle_view", "text_hidden")
     KEY_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +143,8 @@ class Table(_message.Message):
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TREE_FIELD_NUMBER: _ClassVar[int]
     EMPTY_FIELD_NUMBER: _ClassVar[int]
+    PADDLE_VIEW_FIELD_NUMBER: _ClassVar[int]
+    TEXT_HIDDEN_FIELD_NUMBER: _ClassVar[int]
     key: str
     title: str
     columns: _containers.RepeatedCompositeFieldContainer[Column]
@@ -147,7 +155,9 @@ class Table(_message.Message):
     text: TextLayout
     tree: bool
     empty: str
-    def __init__(self, key: _Optional[str] = ..., title: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ..., note: _Optional[str] = ..., notes: _Optional[_Iterable[_Union[Sentence, _Mapping]]] = ..., text: _Optional[_Union[TextLayout, _Mapping]] = ..., tree: _Optional[bool] = ..., empty: _Optional[str] = ...) -> None: ...
+    paddle_view: str
+    text_hidden: bool
+    def __init__(self, key: _Optional[str] = ..., title: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ..., note: _Optional[str] = ..., notes: _Optional[_Iterable[_Union[Sentence, _Mapping]]] = ..., text: _Optional[_Union[TextLayout, _Mapping]] = ..., tree: _Optional[bool] = ..., empty: _Optional[str] = ..., paddle_view: _Optional[str] = ..., text_hidden: _Optional[bool] = ...) -> None: ...
 
 class Span(_message.Message):
     __slots__ = ("text", "is_value", "format", "value", "is_rank", "rank", "link")

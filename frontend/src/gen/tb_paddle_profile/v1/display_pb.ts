@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/display.proto.
  */
 export const file_tb_paddle_profile_v1_display: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0Yl9wYWRkbGVfcHJvZmlsZS92MS9kaXNwbGF5LnByb3RvEhR0Yl9wYWRkbGVfcHJvZmlsZS52MSJjCgZGb3JtYXQSLAoEa2luZBgBIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGxLaW5kEgwKBHVuaXQYAiABKAkSDgoGZGlnaXRzGAMgASgFEg0KBXN0eWxlGAQgASgJIkQKBENlbGwSDgoGbnVtYmVyGAEgASgBEgwKBHRleHQYAiABKAkSDwoHbWlzc2luZxgDIAEoCBINCgV0aXRsZRgEIAEoCSLlAQoGQ29sdW1uEgsKA2tleRgBIAEoCRIOCgZoZWFkZXIYAiABKAkSLAoGZm9ybWF0GAMgASgLMhwudGJfcGFkZGxlX3Byb2ZpbGUudjEuRm9ybWF0Eg0KBWdyb3VwGAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhMKC3RleHRfaGlkZGVuGAYgASgIEhQKDHBhbmVsX2hpZGRlbhgHIAEoCBISCgp0ZXh0X3dpZHRoGAggASgFEhYKDnRleHRfbWluX3dpZHRoGAkgASgFEhUKDXRleHRfdHJ1bmNhdGUYCiABKAgiQgoLQ29sdW1uR3JvdXASCwoDa2V5GAEgASgJEg4KBmhlYWRlchgCIAEoCRIWCg50ZXh0X21pbl93aWR0aBgDIAEoBSKGAQoDUm93EikKBWNlbGxzGAEgAygLMhoudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ2VsbBINCgVkZXB0aBgCIAEoBRIrCgRyb2xlGAMgASgOMh0udGJfcGFkZGxlX3Byb2ZpbGUudjEuUm93Um9sZRIKCgJpZBgEIAEoCRIMCgRsaW5rGAUgASgJIqYBCgpUZXh0TGF5b3V0Eg0KBXN0eWxlGAEgASgJEhYKDnRpbWVfdW5pdF9saW5lGAIgASgIEhkKEWNsb3Npbmdfc2VwYXJhdG9yGAMgASgIEhQKDGNsb3NpbmdfcnVsZRgEIAEoCBIZChFibGFua19saW5lc19hZnRlchgFIAEoBRISCgpoZWFkX2xpbmVzGAYgAygJEhEKCW5vX2hlYWRlchgHIAEoCCK4AgoFVGFibGUSCwoDa2V5GAEgASgJEg0KBXRpdGxlGAIgASgJEi0KB2NvbHVtbnMYAyADKAsyHC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2x1bW4SMQoGZ3JvdXBzGAQgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sdW1uR3JvdXASJwoEcm93cxgFIAMoCzIZLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJvdxIMCgRub3RlGAYgASgJEi0KBW5vdGVzGAcgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuU2VudGVuY2USLgoEdGV4dBgIIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRleHRMYXlvdXQSDAoEdHJlZRgJIAEoCBINCgVlbXB0eRgKIAEoCSKsAQoEU3BhbhIMCgR0ZXh0GAEgASgJEhAKCGlzX3ZhbHVlGAIgASgIEiwKBmZvcm1hdBgDIAEoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkZvcm1hdBIpCgV2YWx1ZRgEIAEoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGwSDwoHaXNfcmFuaxgFIAEoCBIMCgRyYW5rGAYgASgFEgwKBGxpbmsYByABKAkiYAoIU2VudGVuY2USCwoDa2V5GAEgASgJEg0KBWxldmVsGAIgASgJEikKBXNwYW5zGAMgAygLMhoudGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbhINCgV0aXRsZRgEIAEoCSKCAQoEVmlldxILCgNrZXkYASABKAkSDQoFdGl0bGUYAiABKAkSMQoJc2VudGVuY2VzGAMgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuU2VudGVuY2USKwoGdGFibGVzGAQgAygLMhsudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGFibGUiRwoHRGlzcGxheRIpCgV2aWV3cxgBIAMoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLlZpZXcSEQoJdGltZV91bml0GAIgASgJKn8KCENlbGxLaW5kEg0KCUNFTExfVEVYVBAAEhEKDUNFTExfRFVSQVRJT04QARIOCgpDRUxMX1JBVElPEAISEAoMQ0VMTF9QRVJDRU5UEAMSDgoKQ0VMTF9DT1VOVBAEEg4KCkNFTExfQllURVMQBRIPCgtDRUxMX05VTUJFUhAGKkcKB1Jvd1JvbGUSDAoIUk9XX0RBVEEQABIPCgtST1dfU0VDVElPThABEg4KClJPV19IRUFERVIQAhINCglST1dfVE9UQUwQA2IGcHJvdG8z");
+  fileDesc("CiJ0Yl9wYWRkbGVfcHJvZmlsZS92MS9kaXNwbGF5LnByb3RvEhR0Yl9wYWRkbGVfcHJvZmlsZS52MSJjCgZGb3JtYXQSLAoEa2luZBgBIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGxLaW5kEgwKBHVuaXQYAiABKAkSDgoGZGlnaXRzGAMgASgFEg0KBXN0eWxlGAQgASgJIkQKBENlbGwSDgoGbnVtYmVyGAEgASgBEgwKBHRleHQYAiABKAkSDwoHbWlzc2luZxgDIAEoCBINCgV0aXRsZRgEIAEoCSKCAgoGQ29sdW1uEgsKA2tleRgBIAEoCRIOCgZoZWFkZXIYAiABKAkSLAoGZm9ybWF0GAMgASgLMhwudGJfcGFkZGxlX3Byb2ZpbGUudjEuRm9ybWF0Eg0KBWdyb3VwGAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhMKC3RleHRfaGlkZGVuGAYgASgIEhQKDHBhbmVsX2hpZGRlbhgHIAEoCBISCgp0ZXh0X3dpZHRoGAggASgFEhYKDnRleHRfbWluX3dpZHRoGAkgASgFEhUKDXRleHRfdHJ1bmNhdGUYCiABKAgSGwoTdGV4dF90cnVuY2F0ZV9kZXB0aBgLIAEoBSJYCgtDb2x1bW5Hcm91cBILCgNrZXkYASABKAkSDgoGaGVhZGVyGAIgASgJEhYKDnRleHRfbWluX3dpZHRoGAMgASgFEhQKDHBhbmVsX2hlYWRlchgEIAEoCSKbAQoDUm93EikKBWNlbGxzGAEgAygLMhoudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ2VsbBINCgVkZXB0aBgCIAEoBRIrCgRyb2xlGAMgASgOMh0udGJfcGFkZGxlX3Byb2ZpbGUudjEuUm93Um9sZRIKCgJpZBgEIAEoCRIMCgRsaW5rGAUgASgJEhMKC3RleHRfaGlkZGVuGAYgASgIIqYBCgpUZXh0TGF5b3V0Eg0KBXN0eWxlGAEgASgJEhYKDnRpbWVfdW5pdF9saW5lGAIgASgIEhkKEWNsb3Npbmdfc2VwYXJhdG9yGAMgASgIEhQKDGNsb3NpbmdfcnVsZRgEIAEoCBIZChFibGFua19saW5lc19hZnRlchgFIAEoBRISCgpoZWFkX2xpbmVzGAYgAygJEhEKCW5vX2hlYWRlchgHIAEoCCLiAgoFVGFibGUSCwoDa2V5GAEgASgJEg0KBXRpdGxlGAIgASgJEi0KB2NvbHVtbnMYAyADKAsyHC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2x1bW4SMQoGZ3JvdXBzGAQgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sdW1uR3JvdXASJwoEcm93cxgFIAMoCzIZLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJvdxIMCgRub3RlGAYgASgJEi0KBW5vdGVzGAcgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuU2VudGVuY2USLgoEdGV4dBgIIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRleHRMYXlvdXQSDAoEdHJlZRgJIAEoCBINCgVlbXB0eRgKIAEoCRITCgtwYWRkbGVfdmlldxgLIAEoCRITCgt0ZXh0X2hpZGRlbhgMIAEoCCKsAQoEU3BhbhIMCgR0ZXh0GAEgASgJEhAKCGlzX3ZhbHVlGAIgASgIEiwKBmZvcm1hdBgDIAEoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkZvcm1hdBIpCgV2YWx1ZRgEIAEoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGwSDwoHaXNfcmFuaxgFIAEoCBIMCgRyYW5rGAYgASgFEgwKBGxpbmsYByABKAkiYAoIU2VudGVuY2USCwoDa2V5GAEgASgJEg0KBWxldmVsGAIgASgJEikKBXNwYW5zGAMgAygLMhoudGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbhINCgV0aXRsZRgEIAEoCSKCAQoEVmlldxILCgNrZXkYASABKAkSDQoFdGl0bGUYAiABKAkSMQoJc2VudGVuY2VzGAMgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuU2VudGVuY2USKwoGdGFibGVzGAQgAygLMhsudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGFibGUiRwoHRGlzcGxheRIpCgV2aWV3cxgBIAMoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLlZpZXcSEQoJdGltZV91bml0GAIgASgJKn8KCENlbGxLaW5kEg0KCUNFTExfVEVYVBAAEhEKDUNFTExfRFVSQVRJT04QARIOCgpDRUxMX1JBVElPEAISEAoMQ0VMTF9QRVJDRU5UEAMSDgoKQ0VMTF9DT1VOVBAEEg4KCkNFTExfQllURVMQBRIPCgtDRUxMX05VTUJFUhAGKkcKB1Jvd1JvbGUSDAoIUk9XX0RBVEEQABIPCgtST1dfU0VDVElPThABEg4KClJPV19IRUFERVIQAhINCglST1dfVE9UQUwQA2IGcHJvdG8z");
 
 /**
  * @generated from message tb_paddle_profile.v1.Format
@@ -161,6 +161,13 @@ export type Column = Message<"tb_paddle_profile.v1.Column"> & {
    * @generated from field: bool text_truncate = 10;
    */
   textTruncate: boolean;
+
+  /**
+   * text_truncate cuts rows of this depth and deeper only (Paddle's Operator
+   *
+   * @generated from field: int32 text_truncate_depth = 11;
+   */
+  textTruncateDepth: number;
 };
 
 /**
@@ -188,6 +195,13 @@ export type ColumnGroup = Message<"tb_paddle_profile.v1.ColumnGroup"> & {
    * @generated from field: int32 text_min_width = 3;
    */
   textMinWidth: number;
+
+  /**
+   * the group's header in the panels where it differs from `header` ("CPU"; the
+   *
+   * @generated from field: string panel_header = 4;
+   */
+  panelHeader: string;
 };
 
 /**
@@ -235,6 +249,13 @@ export type Row = Message<"tb_paddle_profile.v1.Row"> & {
    * @generated from field: string link = 5;
    */
   link: string;
+
+  /**
+   * not in the CLI's text layout (a kernel's launch configurations: panels, CSV, frames)
+   *
+   * @generated from field: bool text_hidden = 6;
+   */
+  textHidden: boolean;
 };
 
 /**
@@ -370,6 +391,22 @@ export type Table = Message<"tb_paddle_profile.v1.Table"> & {
    * @generated from field: string empty = 10;
    */
   empty: string;
+
+  /**
+   * the Paddle summary view this table prints under ("OperatorView"; the CLI's
+   *
+   * @generated from field: string paddle_view = 11;
+   */
+  paddleView: string;
+
+  /**
+   * --views selects by it); empty for tables that are not Paddle's
+   *
+   * not printed by the CLI's text layout (the panels' own tables: CSV, frames)
+   *
+   * @generated from field: bool text_hidden = 12;
+   */
+  textHidden: boolean;
 };
 
 /**
