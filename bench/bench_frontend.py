@@ -36,7 +36,7 @@ from browser_util import (  # noqa: E402
     wait_all_loaded,
 )
 
-SHARED = REPO.parent / "shared" / "traces" / "gpu-synthetic-2rank"
+SHARED = REPO / "tests" / "data" / "traces" / "gpu-synthetic-2rank"
 EXAMPLE = REPO / "examples" / "profiler_log" / "gpt-2rank"
 
 
@@ -78,7 +78,7 @@ def plugin_frame(page):
 
 
 OVERVIEW_DRAWN = ('[data-testid="overview-cpu-chart"][data-drawn]', '[data-testid="model-steps-chart"][data-drawn]',
-                  '[data-testid="top-operators"]')
+                  '[data-testid="dt-top-operators"]')
 
 SCROLL_FPS = """async ([testId, seconds, speed]) => {
   const box = document.querySelector(`[data-testid="${testId}"]`);
@@ -180,10 +180,11 @@ def main(argv=None) -> int:
                 frame.wait_for_function(done_js, timeout=60_000)
                 return time.perf_counter() - t
 
-            sort_s = timed_ui(lambda: frame.click('[data-testid="operator-table"] .vt-th[data-col="cpu.max"]'),
-                              "() => document.querySelector('[data-testid=operator-table] .vt-th.sorted')?.dataset.col === 'cpu.max'")
+            sort_s = timed_ui(lambda: frame.click('[data-testid="operator-table"] .vt-th[data-col="cpu_max_ns"]'),
+                              "() => document.querySelector('[data-testid=operator-table] .vt-th.sorted')?.dataset.col === 'cpu_max_ns'")
             search_s = timed_ui(lambda: frame.fill('[data-testid="operators-search"]', "op0999"),
-                                "() => document.querySelector('[data-testid=operator-table]').dataset.rows === '10'")
+                                # 10 operators and the title row of their section ("Thread: All threads merged")
+                                "() => document.querySelector('[data-testid=operator-table]').dataset.rows === '11'")
             browser.close()
 
         def ms(v: float) -> str:

@@ -32,6 +32,7 @@ if _missing:
 
 from google.protobuf import json_format  # noqa: E402
 
+from tb_paddle_profile.display.cells import format_cell, sentence_text  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 
 from scale_run import RUN, SLOW_RANK  # noqa: E402
@@ -107,6 +108,17 @@ def worker_label(w: plugin_pb2.WorkerEntry) -> str:
     if w.label:
         return w.label
     return f"rank {w.rank}" if w.worker == f"rank{w.rank}" else f"rank {w.rank} · {w.worker}"
+
+
+def model_rows(table, n: int, unit: str = "ms"):
+    """The first `n` rows of a display table as the panel must print them (Python's formatter)."""
+    shown = [i for i, c in enumerate(table.columns) if not c.panel_hidden]
+    return [{table.columns[i].key: format_cell(table.columns[i], r.cells[i], unit) for i in shown} for r in table.rows[:n]]
+
+
+_VISIBLE_CELLS = """(testId) => Array.from(document.querySelectorAll(`[data-testid="${testId}"] .vt-row`))
+  .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index))
+  .map((r) => Object.fromEntries(Array.from(r.querySelectorAll('.vt-td[data-col]')).map((td) => [td.dataset.col, td.textContent])))"""
 
 
 def dom_nodes(frame) -> int:
@@ -186,9 +198,24 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
     else:
         assert frame.locator('[data-testid="par-grid"]').count() == 0
 
-    # Virtualised tables: every rank is a row of the table, a few dozen are in the DOM.
+    # Virtualised tables: every rank is a row of the model's tables, a few dozen are in the DOM, and
+    # those are the Python formatter's strings of the route's Display.
+    (view,) = [v for v in analysis.display.views if v.key == "parallel"]
+    tables = {t.key: t for t in view.tables}
     assert int(frame.get_attribute('[data-testid="dist-ranks"]', "data-rows")) == len(analysis.ranks)
     assert frame.locator('[data-testid="dist-ranks"] .vt-row').count() < 60
+    for test_id, key in (("par-ranks", "ranks"), ("par-waits", "waits"), ("par-rank-kinds", "rank_kinds")):
+        assert int(frame.get_attribute(f'[data-testid="{test_id}"]', "data-rows")) == len(tables[key].rows) >= len(analysis.ranks)
+        drawn = frame.evaluate(_VISIBLE_CELLS, test_id)
+        assert 0 < len(drawn) < 60
+        assert drawn == model_rows(tables[key], len(drawn)), key
+    # the verdict's sentence is Python's, and links the planted rank
+    verdict = next(s for s in view.sentences if s.key == "verdict")
+    assert frame.text_content('[data-testid="par-verdict-sentence"]') == sentence_text(verdict, "ms")
+    assert frame.locator(f'[data-testid="par-verdict-sentence"] a.rank-link[data-rank="{SLOW_RANK}"]').count() >= 1
+    # rank lists of findings and advice: at most 4 buttons each, whatever the number of ranks
+    chips = frame.eval_on_selector_all('[data-testid="par-rank-chips"]', "els => els.map((e) => e.querySelectorAll('button').length)")
+    assert all(n <= 4 for n in chips), chips
     nodes = dom_nodes(frame)
     assert nodes < MAX_DOM_NODES, f"{nodes} DOM nodes"
 

@@ -137,11 +137,11 @@ def test_gpu_run_shows_every_ranks_threads_and_streams(tb, page_and_log):
         t = tables[r["worker"]]
         threads = {x["tid"] for x in r["tracks"] if x["kind"] == 1}
         streams = {(x["device"], x["stream"]) for x in r["tracks"] if x["kind"] == 2}
-        assert threads == set(t.host_tid.tolist()) | set(t.rt_tid.tolist())
-        assert streams == set(zip(t.dev_id.tolist(), t.dev_stream.tolist()))
+        assert threads == set(t.host.tid.tolist()) | set(t.runtime.tid.tolist())
+        assert streams == set(zip(t.device.id.tolist(), t.device.stream.tolist()))
         per_stream = {(x["device"], x["stream"]): x["events"] for x in r["tracks"] if x["kind"] == 2}
         for key, n in per_stream.items():
-            assert n == int(((t.dev_id == key[0]) & (t.dev_stream == key[1])).sum())
+            assert n == int(((t.device.id == key[0]) & (t.device.stream == key[1])).sum())
         # the whole span is in view: the step and some kernel are among the slices sent
         names = set(r["names"])
         assert any(n.startswith("ProfileStep") for n in names)
@@ -158,22 +158,22 @@ def test_search_finds_a_kernel_and_its_details_are_the_real_arguments(tb, page_a
     wait_drawn(frame)
     tables = gpu_tables()
     t = tables["rank0"]
-    row = int(np.nonzero(t.dev_type == et.KERNEL)[0][0])
-    name = t.names[int(t.dev_name[row])]
+    row = int(np.nonzero(t.device.type == et.KERNEL)[0][0])
+    name = t.names[int(t.device.name[row])]
     frame.fill('[data-testid="timeline-search"]', name)
     frame.press('[data-testid="timeline-search"]', "Enter")
     d = details(frame)
     assert d["name"] == name and d["type"] == "Kernel"
     worker = d["track"].split(" · ")[0]
     tw = tables[worker]
-    same = np.nonzero((tw.dev_type == et.KERNEL) & (np.array(tw.names, dtype=object)[tw.dev_name] == name))[0]
-    first = int(same[np.argmin(tw.dev_start[same])])
-    assert d["correlation id"] == str(int(tw.dev_corr[first]))
-    assert d["grid"] == ", ".join(map(str, tw.dev_grid[first].tolist()))
-    assert d["block"] == ", ".join(map(str, tw.dev_block[first].tolist()))
-    assert d["registers per thread"] == str(int(tw.dev_registers[first]))
-    assert d["shared memory"] == f"{int(tw.dev_shared_memory[first])} B"
-    total = sum(int(((x.dev_type == et.KERNEL) & (np.array(x.names, dtype=object)[x.dev_name] == name)).sum())
+    same = np.nonzero((tw.device.type == et.KERNEL) & (np.array(tw.names, dtype=object)[tw.device.name] == name))[0]
+    first = int(same[np.argmin(tw.device.start[same])])
+    assert d["correlation id"] == str(int(tw.device.corr[first]))
+    assert d["grid"] == ", ".join(map(str, tw.device.grid[first].tolist()))
+    assert d["block"] == ", ".join(map(str, tw.device.block[first].tolist()))
+    assert d["registers per thread"] == str(int(tw.device.registers[first]))
+    assert d["shared memory"] == f"{int(tw.device.shared_memory[first])} B"
+    total = sum(int(((x.device.type == et.KERNEL) & (np.array(x.names, dtype=object)[x.device.name] == name)).sum())
                 for x in tables.values())
     assert frame.locator('[data-testid="timeline-found"]').text_content().strip().endswith(f"1 / {total}›")
     # the launch arrow toggle asks for flows and draws
@@ -237,7 +237,7 @@ def test_kernel_table_link_lands_on_that_kernel(tb, page_and_log):
     frame = open_view(page, tb, GPU_RUN, view="kernels")
     frame.wait_for_selector('[data-testid="kernel-table"] .vt-row', timeout=60_000)
     row = frame.locator('[data-testid="kernel-table"] .vt-row[data-index="0"]')
-    name = row.locator(".vt-name").text_content()
+    name = row.locator(".vt-td.name").get_attribute("title")  # the full name (the cell shows Paddle's display form)
     calls = int(row.locator('.vt-td[data-col="calls"]').text_content().replace(",", ""))
     row.click()
     frame.click('[data-testid="kernels-to-timeline"]')
@@ -268,7 +268,7 @@ def test_cpu_example_and_box_selection_and_screenshot(tb, page_and_log):
     path = sorted((EXAMPLES / CPU_RUN).glob("rank0_*.paddle_trace.json"))[0]
     t = read_trace(path.read_bytes(), path.name)
     r0 = st["ranks"][0]
-    assert {x["tid"] for x in r0["tracks"] if x["kind"] == 1} == set(t.host_tid.tolist()) | set(t.rt_tid.tolist())
+    assert {x["tid"] for x in r0["tracks"] if x["kind"] == 1} == set(t.host.tid.tolist()) | set(t.runtime.tid.tolist())
     assert not [x for x in r0["tracks"] if x["kind"] == 2]  # a CPU-only trace has no GPU stream
     frame.fill('[data-testid="timeline-search"]', "matmul")
     frame.press('[data-testid="timeline-search"]', "Enter")
@@ -380,10 +380,10 @@ def wait_detail(frame, name: str, track_prefix: str) -> dict:
 def assert_real_kernel(tables, worker: str, d: dict, dur: float):
     """The selected slice is a kernel of the trace with that correlation id, name, stream and duration."""
     t = tables[worker]
-    names = np.array(t.names, dtype=object)[t.dev_name]
+    names = np.array(t.names, dtype=object)[t.device.name]
     stream = int(d["track"].split(" · stream ")[1].split(" · ")[0])
-    hits = np.nonzero((t.dev_type == et.KERNEL) & (t.dev_corr == int(d["correlation id"])) & (names == d["name"])
-                      & (t.dev_stream == stream) & ((t.dev_end - t.dev_start) == int(dur)))[0]
+    hits = np.nonzero((t.device.type == et.KERNEL) & (t.device.corr == int(d["correlation id"])) & (names == d["name"])
+                      & (t.device.stream == stream) & ((t.device.end - t.device.start) == int(dur)))[0]
     assert len(hits) >= 1
 
 
@@ -542,7 +542,7 @@ def test_folding_tracks_collapse_all_expand_all_and_the_folds_outlive_a_view_swi
     wait_folds(frame, "rank0,rank1")
     tables = gpu_tables()
     t = tables["rank1"]
-    name = t.names[int(t.dev_name[int(np.nonzero(t.dev_type == et.KERNEL)[0][0])])]
+    name = t.names[int(t.device.name[int(np.nonzero(t.device.type == et.KERNEL)[0][0])])]
     frame.fill('[data-testid="timeline-search"]', name)
     frame.press('[data-testid="timeline-search"]', "Enter")
     d = details(frame)

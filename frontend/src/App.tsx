@@ -1,7 +1,7 @@
 // The plugin's page: navigation (run, worker, span, unit, views, file states) and the selected panel.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Fetched, SpanKey } from "./api";
-import { fetchDistributed, fetchRuns, fetchSummary, traceUrl } from "./api";
+import { fetchDisplay, fetchDistributed, fetchRuns, fetchSummary, traceUrl } from "./api";
 import { Picker } from "./components/Picker";
 import type { PickItem } from "./components/Picker";
 import { Notice, Segmented } from "./components/ui";
@@ -12,6 +12,7 @@ import type { TimeUnit } from "./format";
 import { LoadState } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import type { RunDistributed, RunEntry, RunList, SpanEntry, WorkerEntry } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
+import type { Display } from "./gen/tb_paddle_profile/v1/display_pb";
 import { connectHost, hostHashKeys, hostUrlData, mirrorToHost } from "./host";
 import { Distributed } from "./panels/Distributed";
 import { Kernels } from "./panels/Kernels";
@@ -231,6 +232,8 @@ export function App() {
   const summaryKey =
     span && needsSummary && span.state !== LoadState.FAILED ? `${sel.run}\u0000${sel.worker}\u0000${sel.span}\u0000${span.fileSize}\u0000${reloads}` : null;
   const summary = useLoaded<Summary>(summaryKey, (signal) => takeSummary(spanKey, signal), SUMMARY_CACHE_SIZE);
+  // The display model of the same rank (every table the panels draw), requested with the summary.
+  const display = useLoaded<Display>(summaryKey, (signal) => fetchDisplay(spanKey, undefined, signal), SUMMARY_CACHE_SIZE);
 
   const distKey =
     run && sel.view === "distributed"
@@ -262,7 +265,7 @@ export function App() {
               {" "}<code>paddle.profiler.export_chrome_tracing</code>.
             </Notice>
           ) : null}
-          {run && span ? <PanelArea sel={sel} run={run} span={span} summary={summary} dist={dist} update={update} /> : null}
+          {run && span ? <PanelArea sel={sel} run={run} span={span} summary={summary} display={display} dist={dist} update={update} /> : null}
         </div>
       </main>
     </div>
@@ -274,6 +277,7 @@ function PanelArea({
   run,
   span,
   summary,
+  display,
   dist,
   update,
 }: {
@@ -281,6 +285,7 @@ function PanelArea({
   run: RunEntry;
   span: SpanEntry;
   summary: Loaded<Summary> | null;
+  display: Loaded<Display> | null;
   dist: Loaded<RunDistributed> | null;
   update: (p: Partial<Selection>) => void;
 }) {
@@ -334,16 +339,20 @@ function PanelArea({
     );
   }
   if (summary.status === "error") return <Notice kind="error" testId="panel-error">{summary.message}</Notice>;
+  if (display?.status === "error") return <Notice kind="error" testId="panel-error">{display.message}</Notice>;
+  if (!display || display.status !== "ok") return <Notice kind="loading">Loading the tables…</Notice>;
   const s = summary.value;
+  const d = display.value;
+  const key = { run: sel.run, worker: sel.worker, span: sel.span };
   switch (sel.view) {
     case "operators":
-      return <Operators summary={s} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: "1", tl: "", tlsel: "" })} />;
+      return <Operators summary={s} display={d} spanKey={key} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: "1", tl: "", tlsel: "" })} />;
     case "kernels":
-      return <Kernels summary={s} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: "1", tl: "", tlsel: "" })} />;
+      return <Kernels summary={s} display={d} spanKey={key} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: "1", tl: "", tlsel: "" })} />;
     case "memory":
-      return <Memory summary={s} unit={sel.unit} />;
+      return <Memory summary={s} display={d} spanKey={key} unit={sel.unit} />;
     default:
-      return <Overview summary={s} unit={sel.unit} onOpen={(view) => update({ view })} />;
+      return <Overview summary={s} display={d} spanKey={key} unit={sel.unit} onOpen={(view) => update({ view })} />;
   }
 }
 

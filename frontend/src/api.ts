@@ -6,6 +6,8 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { RunDistributedSchema, RunListSchema, RunParallelSchema } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import type { RunDistributed, RunList, RunParallel } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import { SummarySchema } from "./gen/tb_paddle_profile/v1/summary_pb";
+import { DisplaySchema } from "./gen/tb_paddle_profile/v1/display_pb";
+import type { Display } from "./gen/tb_paddle_profile/v1/display_pb";
 import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
 
 /** What a route answered: the message, "not ready yet" (HTTP 202) or an error message. */
@@ -82,6 +84,26 @@ export function fetchDistributed(run: string, span: string, signal?: AbortSignal
 /** The cross-rank hybrid-parallel analysis; "pending" (with a note) while some ranks still load. */
 export function fetchParallel(run: string, span: string, signal?: AbortSignal): Promise<Fetched<RunParallel>> {
   return fetchMessage(RunParallelSchema, `parallel?${query({ run, span })}`, signal, true);
+}
+
+/** The display model of one rank (every table and sentence of its views), built in Python. */
+export function fetchDisplay(key: SpanKey, sortedBy?: string, signal?: AbortSignal): Promise<Fetched<Display>> {
+  const params: Record<string, string> = { run: key.run, worker: key.worker, span: key.span };
+  if (sortedBy) params.sorted_by = sortedBy;
+  return fetchMessage(DisplaySchema, `display?${query(params)}`, signal);
+}
+
+/**
+ * The `csv` route of one table: a rank's view with its worker, a run view ("parallel", "distributed")
+ * without one. The CSV is built in Python from the same model.
+ */
+export function csvUrl(key: { run: string; worker?: string; span: string }, view: string, table: string): string {
+  const params: Record<string, string> = { run: key.run };
+  if (key.worker) params.worker = key.worker;
+  params.span = key.span;
+  params.view = view;
+  params.table = table;
+  return `csv?${query(params)}`;
 }
 
 export function traceUrl(key: SpanKey): string {

@@ -1,76 +1,37 @@
-// Number formatting that prints exactly what Paddle's (and the CLI's) text tables print.
-//
-// Paddle formats times with `'{:.2f}'.format(ns / 1e6)` (per unit) and ratios with
-// `'{:.2f}'.format(ratio * 100)`. Python rounds the exact binary value half-to-even; JavaScript's
-// toFixed rounds exact ties away from zero. The two differ only on exact ties, i.e. values whose
-// eightfold is an odd integer (0.125, 2.375, …), which are fixed up here.
+// Labels outside the tables (stat tiles, chart tooltips and axes) printed with the one formatter of the
+// display model, display/cells.ts: table cells and sentences go through formatCell / sentenceText, and
+// these thin helpers use the same Python-exact rounding.
+import { humanBytes, pyFixed, pyInt } from "./display/cells";
+import type { TimeUnit } from "./display/cells";
 
-export type TimeUnit = "s" | "ms" | "us" | "ns";
-export const TIME_UNITS: TimeUnit[] = ["s", "ms", "us", "ns"];
+export type { TimeUnit } from "./display/cells";
+export { TIME_UNITS } from "./display/cells";
 
 const DIVISOR: Record<TimeUnit, number> = { s: 1e9, ms: 1e6, us: 1e3, ns: 1 };
 
-/** Python's `'%.2f' % x`. */
+/** Python's `'%.2f' % x` (tests/test_frontend_format.py checks the rounding here too). */
 export function fixed2(x: number): string {
-  if (Number.isNaN(x)) return "nan";
-  if (x === Infinity) return "inf";
-  if (x === -Infinity) return "-inf";
-  const a = Math.abs(x);
-  const eight = a * 8; // exact: a power-of-two scaling
-  if (Number.isInteger(eight) && eight % 2 === 1 && eight < 2 ** 50) {
-    // An exact tie at the third decimal: a*100 = n + 0.5 exactly; Python keeps the even neighbour.
-    const n = Math.floor(a * 100);
-    const kept = n % 2 === 0 ? n : n + 1;
-    const sign = x < 0 || Object.is(x, -0) ? "-" : "";
-    return `${sign}${Math.floor(kept / 100)}.${String(kept % 100).padStart(2, "0")}`;
-  }
-  const s = x.toFixed(2);
-  return Object.is(x, -0) ? `-${s}` : s;
+  return pyFixed(x, 2);
 }
 
-/** Paddle's format_time: "-" for a missing value (no calls), else the time in `unit` with 2 decimals. */
+/** A time in `unit` with 2 decimals (a CELL_DURATION's text); "-" for a missing value. */
 export function fmtTime(ns: number | undefined, unit: TimeUnit): string {
-  if (ns === undefined || ns === Infinity) return "-";
-  return fixed2(ns / DIVISOR[unit]);
+  if (ns === undefined || !Number.isFinite(ns)) return "-";
+  return pyFixed(unit === "ns" ? ns : ns / DIVISOR[unit], 2);
 }
 
-/** A sentence of the hybrid-parallel analysis with its "{ns:N}" time tokens printed in `unit`
- * (what the CLI's fill_times does). */
-export function fillTimes(text: string, unit: TimeUnit): string {
-  return text.replace(/\{ns:(-?[0-9]+)\}/g, (_m, ns: string) => `${fmtTime(Number(ns), unit)} ${unit}`);
-}
-
-/** Paddle's format_ratio: a fraction as a percentage with 2 decimals. */
-export function fmtRatio(ratio: number | undefined): string {
-  if (ratio === undefined) return "-";
-  return fixed2(ratio * 100);
-}
-
-/** `num / den` as Paddle computes its ratios: 0 when the denominator is 0. */
-export function ratio(num: number, den: number): number {
-  return den === 0 ? 0 : num / den;
-}
-
-/** A time in `unit` as a plain number (for chart axes), same arithmetic as fmtTime. */
+/** A time in `unit` as a plain number (for chart axes). */
 export function inUnit(ns: number, unit: TimeUnit): number {
   return ns / DIVISOR[unit];
 }
 
 /** Integers (calls, bytes, counts) exactly as Python's str(int) prints them. */
 export function fmtInt(v: number | bigint): string {
-  return typeof v === "bigint" ? v.toString() : String(Math.trunc(v));
+  return typeof v === "bigint" ? v.toString() : pyInt(v);
 }
 
-/** Human-readable bytes for labels next to exact values (never used inside the CLI-equal tables). */
+/** Human-readable bytes for labels next to exact values ("1.50 MB", a CELL_BYTES of style "human"). */
 export function fmtBytes(bytes: number): string {
-  const abs = Math.abs(bytes);
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let i = 0;
-  let v = abs;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  const text = i === 0 ? String(v) : v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2);
-  return `${bytes < 0 ? "-" : ""}${text} ${units[i]}`;
+  if (bytes < 0) return `-${humanBytes(-bytes)}`;
+  return bytes === 0 ? "0 B" : humanBytes(bytes);
 }

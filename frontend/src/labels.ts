@@ -19,22 +19,3 @@ export type LabelMap = Map<string, string>;
 export function labelOf(r: { worker: string; rank: number; label?: string; hostname?: string; pid?: bigint }, known?: LabelMap): string {
   return r.label || known?.get(r.worker) || fallbackLabel(r.worker, r.rank, r.hostname ?? "", r.pid ?? 0n);
 }
-
-/** A compact list of rank numbers: "0,1,2" up to 16, else runs as ranges ("0-127,256-383"). */
-export function ranksText(ranks: number[]): string {
-  if (!ranks.length) return "-";
-  if (ranks.length <= 16) return ranks.join(",");
-  const s = [...ranks].sort((a, b) => a - b);
-  const out: string[] = [];
-  let a = s[0];
-  let b = s[0];
-  for (let i = 1; i <= s.length; i++) {
-    if (i < s.length && s[i] === b + 1) {
-      b = s[i];
-      continue;
-    }
-    out.push(a === b ? String(a) : `${a}-${b}`);
-    if (i < s.length) a = b = s[i];
-  }
-  return out.join(",");
-}

@@ -25,6 +25,8 @@ export interface Column<R> {
   tooltip?: string;
   /** Extra class for the cells (e.g. a bar showing a ratio). */
   cellClass?: (row: R) => string;
+  /** Hover text of a cell (the full text where the cell shows a display form). */
+  cellTitle?: (row: R) => string | undefined;
 }
 
 export interface FlatRow<R> {
@@ -55,6 +57,15 @@ interface Props<R> {
   rowClass?: (row: R, depth: number) => string;
   /** Rows rendered beyond the view on each side (default 12). */
   overscan?: number;
+  /** Key of the first (name) column: its header's data-col and its sort key (default "name"). */
+  nameKey?: string;
+  /** Whether the name column sorts (default true). */
+  nameSortable?: boolean;
+  nameTooltip?: string;
+  /** Hover text of the name cell (default: the name, then the detail). */
+  nameCellTitle?: (row: R) => string | undefined;
+  /** data-testid prefix of rows and cells ("<prefix>-row", "<prefix>-cell"); none without it. */
+  cellTestId?: string;
 }
 
 export const ROW_HEIGHT = 24;
@@ -151,6 +162,9 @@ export function VirtualTable<R>(props: Props<R>) {
         rowClass={props.rowClass}
         onToggle={props.onToggle}
         onRowClick={props.onRowClick}
+        nameKey={props.nameKey}
+        nameCellTitle={props.nameCellTitle}
+        cellTestId={props.cellTestId}
       />
     );
   }
@@ -177,7 +191,7 @@ export function VirtualTable<R>(props: Props<R>) {
             </div>
           ) : null}
           <div class="vt-hrow" role="row">
-            {headerCell("name", props.nameTitle, nameWidth, "left", true)}
+            {headerCell(props.nameKey ?? "name", props.nameTitle, nameWidth, "left", props.nameSortable ?? true, props.nameTooltip)}
             {columns.map((c) => headerCell(c.key, c.title, c.width, c.align ?? "right", !!c.sort, c.tooltip))}
           </div>
         </div>
@@ -200,6 +214,9 @@ interface RowProps<R> {
   rowClass?: (row: R, depth: number) => string;
   onToggle?: (id: string) => void;
   onRowClick?: (row: R) => void;
+  nameKey?: string;
+  nameCellTitle?: (row: R) => string | undefined;
+  cellTestId?: string;
 }
 
 /**
@@ -216,6 +233,8 @@ class Row<R> extends Component<RowProps<R>> {
     const { flat: r, index, columns, nameWidth, onToggle, onRowClick } = this.props;
     const name = this.props.name(r.row);
     const detail = this.props.detail?.(r.row);
+    const tid = this.props.cellTestId;
+    const nameTitle = this.props.nameCellTitle ? this.props.nameCellTitle(r.row) : detail ? `${name}\n${detail}` : name;
     return (
       <div
         class={`vt-row depth-${Math.min(r.depth, 3)} ${index % 2 ? "odd" : ""} ${this.props.rowClass?.(r.row, r.depth) ?? ""} ${onRowClick ? "clickable" : ""}`}
@@ -224,9 +243,16 @@ class Row<R> extends Component<RowProps<R>> {
         data-index={index}
         data-depth={r.depth}
         role="row"
+        data-testid={tid ? `${tid}-row` : undefined}
         onClick={onRowClick ? () => onRowClick(r.row) : undefined}
       >
-        <div class="vt-td left name" style={{ width: `${nameWidth}px`, paddingLeft: `${6 + r.depth * 16}px` }} title={detail ? `${name}\n${detail}` : name}>
+        <div
+          class="vt-td left name"
+          style={{ width: `${nameWidth}px`, paddingLeft: `${6 + r.depth * 16}px` }}
+          title={nameTitle}
+          data-col={this.props.nameKey}
+          data-testid={tid ? `${tid}-cell` : undefined}
+        >
           {r.expandable ? (
             <button
               class="vt-toggle"
@@ -237,7 +263,7 @@ class Row<R> extends Component<RowProps<R>> {
                 onToggle?.(r.toggleId);
               }}
             >
-              {r.expanded ? "▾" : "▸"}
+              {/* the glyph is CSS (::before), so a cell's text is its name only */}
             </button>
           ) : (
             <span class="vt-toggle-space" />
@@ -246,7 +272,13 @@ class Row<R> extends Component<RowProps<R>> {
           {detail ? <span class="vt-detail">{detail}</span> : null}
         </div>
         {columns.map((c) => (
-          <div class={`vt-td ${c.align ?? "right"} ${c.cellClass?.(r.row) ?? ""}`} style={{ width: `${c.width}px` }} data-col={c.key}>
+          <div
+            class={`vt-td ${c.align ?? "right"} ${c.cellClass?.(r.row) ?? ""}`}
+            style={{ width: `${c.width}px` }}
+            data-col={c.key}
+            title={c.cellTitle?.(r.row)}
+            data-testid={tid ? `${tid}-cell` : undefined}
+          >
             {c.text(r.row)}
           </div>
         ))}
@@ -255,58 +287,7 @@ class Row<R> extends Component<RowProps<R>> {
   }
 }
 
-// ------------------------------------------------------------------ tree helpers
-
-export interface TreeNode {
-  id: string;
-  name: string;
-  detail?: string;
-  children?: TreeNode[];
-}
-
-/**
- * Sorts each level (stable: ties keep the summary's order, as Paddle's tables do), filters by a search
- * text that keeps every branch leading to a match (a matching row keeps its whole subtree), and
- * flattens the expanded part into rows for the virtual table.
- */
-export function flattenTree<R extends TreeNode>(
-  roots: R[],
-  expanded: Set<string>,
-  compare: ((a: R, b: R) => number) | null,
-  search: string,
-): FlatRow<R>[] {
-  const q = search.trim().toLowerCase();
-  const out: FlatRow<R>[] = [];
-  const matches = (r: R) => r.name.toLowerCase().includes(q) || (r.detail ?? "").toLowerCase().includes(q);
-
-  // With a search, which rows are kept and which are opened to show a match below them.
-  const keep = new Map<string, "self" | "path">();
-  const mark = (r: R): boolean => {
-    let below = false;
-    for (const c of (r.children ?? []) as R[]) if (mark(c)) below = true;
-    if (matches(r)) keep.set(r.id, "self");
-    else if (below) keep.set(r.id, "path");
-    return matches(r) || below;
-  };
-  if (q) roots.forEach(mark);
-
-  const walk = (level: R[], depth: number, insideMatch: boolean) => {
-    const items = compare ? stableSort(level, compare) : level;
-    for (const r of items) {
-      const state = keep.get(r.id);
-      if (q && !insideMatch && !state) continue;
-      const kids = (r.children ?? []) as R[];
-      // A path row opens by itself during a search; the user's toggle flips that.
-      const auto = q && !insideMatch && state === "path";
-      const open = auto ? !expanded.has(`!${r.id}`) : expanded.has(r.id);
-      const toggleId = auto ? `!${r.id}` : r.id;
-      out.push({ row: r, id: r.id, depth, expandable: kids.length > 0, expanded: kids.length > 0 && open, toggleId });
-      if (kids.length && open) walk(kids, depth + 1, insideMatch || state === "self" || !q);
-    }
-  };
-  walk(roots, 0, !q);
-  return out;
-}
+// ------------------------------------------------------------------ sorting helpers
 
 export function stableSort<T>(items: T[], compare: (a: T, b: T) => number): T[] {
   return items
@@ -335,17 +316,4 @@ export function comparator<R>(value: (r: R) => number | string | undefined, dir:
     if (typeof x === "number" && typeof y === "number") return sign * (x - y);
     return sign * compareText(String(x), String(y));
   };
-}
-
-/** The sort value of a column key ("name" sorts by the name). */
-export function sortValue<R extends { name: string }>(columns: Column<R>[], key: string): (r: R) => number | string | undefined {
-  if (key === "name") return (r) => r.name;
-  return columns.find((c) => c.key === key)?.sort ?? (() => undefined);
-}
-
-/** Sort state after a click on a header: a new column starts in its natural direction, the same one flips. */
-export function nextSort<R>(current: SortState | undefined, key: string, columns: Column<R>[]): SortState {
-  if (current?.key === key) return { key, dir: current.dir === "asc" ? "desc" : "asc" };
-  const first = key === "name" ? "asc" : (columns.find((c) => c.key === key)?.firstDir ?? "desc");
-  return { key, dir: first };
 }

@@ -1,18 +1,22 @@
 // Distributed: every rank of a run and span side by side — computation, communication, overlap, the rest.
+// The tables and the note are RunDistributed.display (view "distributed", built in Python by
+// display/parallel.py); the charts read RunDistributed's raw fields.
 import { useMemo } from "preact/hooks";
+import { csvUrl } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
-import { RowsTable } from "../components/RowsTable";
-import type { RowColumn } from "../components/RowsTable";
 import { Card, Notice } from "../components/ui";
-import type { TimeUnit } from "../format";
-import { fmtInt, fmtRatio, fmtTime, inUnit, ratio } from "../format";
+import type { TimeUnit } from "../display/cells";
+import { DisplayTable } from "../display/DisplayTable";
+import { tableOf, viewOf } from "../display/model";
+import { Sentence } from "../display/Sentence";
+import { inUnit } from "../format";
+import type { Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 import { LoadState } from "../gen/tb_paddle_profile/v1/plugin_pb";
 import type { RankDistributed, RunDistributed } from "../gen/tb_paddle_profile/v1/plugin_pb";
 import type { LabelMap } from "../labels";
 import { labelOf } from "../labels";
-import { num } from "../summary";
-import { RANK_WINDOW, rankZoom } from "./parallel/charts";
+import { num, RANK_WINDOW, rankZoom, share2, timeUnit } from "./parallel/charts";
 import { useParallel } from "./parallel/data";
 import { ParallelSection, ParallelSummary } from "./parallel/Parallel";
 
@@ -60,10 +64,6 @@ function rankRows(data: RunDistributed, labels?: LabelMap): RankRow[] {
   });
 }
 
-function stateText(s: LoadState): string {
-  return LoadState[s]?.toLowerCase() ?? "unknown";
-}
-
 function perRankOption(rows: RankRow[], unit: TimeUnit): ChartOption {
   const ready = rows.filter((x) => x.ready);
   return {
@@ -76,8 +76,8 @@ function perRankOption(rows: RankRow[], unit: TimeUnit): ChartOption {
       formatter: ((ps: { dataIndex: number }[]) => {
         const x = ready[ps[0].dataIndex];
         const parts = split(x.total, x.comm, x.comp, x.overlap);
-        return tooltipBox(`${x.label} · steps ${fmtTime(x.total, unit)} ${unit}`, [
-          ...PARTS.map((p) => ({ color: PART_COLORS[p], name: p, value: `${fmtTime(parts[p], unit)} ${unit} (${fmtRatio(ratio(parts[p], x.total))}%)` })),
+        return tooltipBox(`${x.label} · steps ${timeUnit(x.total, unit)}`, [
+          ...PARTS.map((p) => ({ color: PART_COLORS[p], name: p, value: `${timeUnit(parts[p], unit)} (${share2(parts[p], x.total)})` })),
         ]);
       }) as never,
     },
@@ -126,8 +126,8 @@ function perStepManyOption(ready: RankRow[], stepIds: number[], unit: TimeUnit):
       formatter: ((ps: { dataIndex: number }[]) => {
         const st = stats[ps[0].dataIndex];
         return tooltipBox(`Step ${stepIds[ps[0].dataIndex]} · mean of ${st.n} ranks`, [
-          ...PARTS.map((p) => ({ color: PART_COLORS[p], name: p, value: `${fmtTime(st.mean[p], unit)} ${unit}` })),
-          { color: "#c62828", name: `Slowest: ${st.worst?.x.label ?? "-"}`, value: st.worst ? `${fmtTime(st.worst.dur, unit)} ${unit}` : "-" },
+          ...PARTS.map((p) => ({ color: PART_COLORS[p], name: p, value: `${timeUnit(st.mean[p], unit)}` })),
+          { color: "#c62828", name: `Slowest: ${st.worst?.x.label ?? "-"}`, value: st.worst ? `${timeUnit(st.worst.dur, unit)}` : "-" },
         ]);
       }) as never,
     },
@@ -169,8 +169,8 @@ function perStepOption(rows: RankRow[], unit: TimeUnit): ChartOption {
         const x = ready[Math.floor(p.seriesIndex / PARTS.length)];
         const c = cell(x, stepIds[p.dataIndex]);
         if (!c) return tooltipBox(x.label, []);
-        return tooltipBox(`Step ${stepIds[p.dataIndex]} · ${x.label} · ${fmtTime(c.dur, unit)} ${unit}`, [
-          ...PARTS.map((part) => ({ color: PART_COLORS[part], name: part, value: `${fmtTime(c.parts[part], unit)} ${unit}` })),
+        return tooltipBox(`Step ${stepIds[p.dataIndex]} · ${x.label} · ${timeUnit(c.dur, unit)}`, [
+          ...PARTS.map((part) => ({ color: PART_COLORS[part], name: part, value: `${timeUnit(c.parts[part], unit)}` })),
         ]);
       }) as never,
     },
@@ -209,34 +209,42 @@ export function Distributed({
   const rows = useMemo(() => rankRows(data, labels), [data, labels]);
   const ready = rows.filter((x) => x.ready);
   const charts = useMemo(() => ({ steps: perStepOption(rows, unit), ranks: perRankOption(rows, unit) }), [rows, unit]);
-  const anyComm = ready.some((x) => x.r.distributed?.present);
   const many = ready.length > MANY_RANKS;
-  const n = (v: number) => v;
-  const columns: RowColumn<RankRow>[] = [
-    { key: "rank", title: "Rank", width: 52, align: "left", text: (x) => (x.r.rank >= 0 ? String(x.r.rank) : "-"), sort: (x) => x.r.rank, firstDir: "asc" },
-    { key: "state", title: "State", width: 70, align: "left", text: (x) => (x.r.error ? `${stateText(x.r.state)}: ${x.r.error}` : stateText(x.r.state)), sort: (x) => stateText(x.r.state) },
-    { key: "total", title: `ProfileStep (${unit})`, width: 104, text: (x) => (x.ready ? fmtTime(x.total, unit) : "-"), sort: (x) => (x.ready ? n(x.total) : undefined) },
-    { key: "comm", title: `Communication (${unit})`, width: 118, text: (x) => (x.ready ? fmtTime(x.comm, unit) : "-"), sort: (x) => (x.ready ? x.comm : undefined) },
-    { key: "comm_ratio", title: "Ratio (%)", width: 66, text: (x) => (x.ready ? fmtRatio(ratio(x.comm, x.total)) : "-"), sort: (x) => (x.ready ? ratio(x.comm, x.total) : undefined) },
-    { key: "comp", title: `Computation (${unit})`, width: 114, text: (x) => (x.ready ? fmtTime(x.comp, unit) : "-"), sort: (x) => (x.ready ? x.comp : undefined) },
-    { key: "comp_ratio", title: "Ratio (%)", width: 66, text: (x) => (x.ready ? fmtRatio(ratio(x.comp, x.total)) : "-"), sort: (x) => (x.ready ? ratio(x.comp, x.total) : undefined) },
-    { key: "overlap", title: `Overlap (${unit})`, width: 96, text: (x) => (x.ready ? fmtTime(x.overlap, unit) : "-"), sort: (x) => (x.ready ? x.overlap : undefined) },
-    { key: "overlap_ratio", title: "Ratio (%)", width: 66, text: (x) => (x.ready ? fmtRatio(ratio(x.overlap, x.total)) : "-"), sort: (x) => (x.ready ? ratio(x.overlap, x.total) : undefined) },
-    { key: "other", title: `Other (${unit})`, width: 86, text: (x) => (x.ready ? fmtTime(x.other, unit) : "-"), sort: (x) => (x.ready ? x.other : undefined) },
-    { key: "steps", title: "Steps", width: 52, text: (x) => (x.ready ? fmtInt(x.r.steps.length) : "-"), sort: (x) => x.r.steps.length },
-  ];
   const open = (worker: string) => onOpenRank(worker);
+  const view = viewOf(data.display, "distributed");
+  const byRank = useMemo(() => new Map(data.ranks.map((r) => [r.rank, r.worker])), [data]);
+  const onLink = (link: string) => {
+    const w = link.startsWith("rank:") ? byRank.get(Number(link.slice(5))) : undefined;
+    if (w) open(w);
+  };
+  const failed = useMemo(() => new Set(data.ranks.filter((r) => r.state === LoadState.FAILED).map((r) => r.worker)), [data]);
+  const rowClass = (row: Row) => `${row.id === current ? "current" : ""} ${failed.has(row.id) ? "failed" : ""}`;
+  const table = (t: Table | undefined, testId: string, cardTestId: string, subtitle: string, maxHeight: number) =>
+    t ? (
+      <Card title={t.title} subtitle={subtitle} testId={cardTestId}>
+        <DisplayTable
+          table={t}
+          timeUnit={unit}
+          testId={testId}
+          csvHref={csvUrl({ run: data.run, span: data.span }, "distributed", t.key)}
+          onLink={onLink}
+          rowClass={rowClass}
+          noFilter={t.rows.length < 20}
+          maxHeight={maxHeight}
+          nameWidth={64}
+        />
+      </Card>
+    ) : null;
   const parallelKey = `${data.run}\u0000${data.span}\u0000${data.ranks.map((r) => `${r.worker}:${r.state}:${r.fileVersion}`).join(",")}`;
   const parallel = useParallel(data.run, data.span, parallelKey);
   return (
     <div class="panel distributed" data-testid="panel-distributed">
       <ParallelSummary state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} />
-      {!anyComm && ready.length ? (
-        <Notice kind="info" testId="no-communication">
-          No rank of this span recorded communication (Paddle prints no Distribution Summary): every step is
-          computation or the rest.
+      {view?.sentences.map((s) => (
+        <Notice kind="info" testId={s.key === "no_communication" ? "no-communication" : "dist-sentence"}>
+          <Sentence sentence={s} timeUnit={unit} />
         </Notice>
-      ) : null}
+      ))}
       <div class="grid two-one">
         <Card
           title={many ? `Per step, mean of ${ready.length} ranks` : "Per step, every rank"}
@@ -249,23 +257,16 @@ export function Distributed({
           <Chart option={charts.ranks} height={300} testId="dist-ranks-chart" onClick={(p) => open(ready[p.dataIndex].r.worker)} />
         </Card>
       </div>
-      <Card
-        title="Ranks"
-        subtitle="ratio = time / total step time of the rank · Other = step time − (communication ∪ computation) · click a row to open the rank"
-        testId="dist-table-card"
-      >
-        <RowsTable<RankRow>
-          columns={columns}
-          rows={rows}
-          rowKey={(x) => x.r.worker}
-          name={(x) => x.label}
-          nameTitle="Rank"
-          nameWidth={170}
-          testId="dist-ranks"
-          onRowClick={(x) => open(x.r.worker)}
-          rowClass={(x) => `${x.r.worker === current ? "current" : ""} ${x.r.state === LoadState.FAILED ? "failed" : ""}`}
-        />
-      </Card>
+      {view ? (
+        <>
+          {table(tableOf(view, "ranks"), "dist-ranks", "dist-table-card", `times in ${unit} · click a row to open the rank`, 560)}
+          {table(tableOf(view, "steps"), "dist-step-rows", "dist-step-rows-card", `times in ${unit} · click a row to open the rank`, 320)}
+        </>
+      ) : (
+        <Notice kind="loading" testId="dist-table-pending">
+          The table of the ranks comes once every rank is read.
+        </Notice>
+      )}
       <ParallelSection state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} />
     </div>
   );

@@ -1,26 +1,19 @@
-// Memory: allocated / reserved bytes over time per place with peaks, the per-event allocation table,
-// and Paddle's Memory Manipulation and User Defined tables.
+// Memory: allocated / reserved bytes over time per place with peaks (the Summary's raw curve), and the
+// display model's view "memory": Paddle's Memory Summary of each place, Memory Manipulation and User
+// Defined tables, built in Python.
 import { useMemo, useState } from "preact/hooks";
+import type { SpanKey } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
-import { callsColumn, timeColumns } from "../components/columns";
 import { Card, Notice, Segmented, Stat } from "../components/ui";
-import type { Column, SortState } from "../components/VirtualTable";
-import { comparator, flattenTree, nextSort, sortValue, VirtualTable } from "../components/VirtualTable";
+import { DisplayCard, ViewSentences } from "../display/DisplayCard";
+import { tableOf, tablesWithPrefix, viewOf } from "../display/model";
 import type { TimeUnit } from "../format";
 import { fmtBytes, fmtInt, fmtTime, inUnit } from "../format";
+import type { Display } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { MemoryPlace, Summary } from "../gen/tb_paddle_profile/v1/summary_pb";
-import type { MemRow, StatRow } from "../summary";
-import { hasGpu, itemRows, memoryRows, num } from "../summary";
 
-const MEM_COLUMNS: Column<MemRow>[] = [
-  { key: "type", title: "Type", width: 84, align: "left", text: (r) => r.type, sort: (r) => r.type, firstDir: "asc" },
-  { key: "allocationCount", title: "Allocation Count", width: 128, text: (r) => fmtInt(r.allocationCount), sort: (r) => r.allocationCount },
-  { key: "freeCount", title: "Free Count", width: 90, text: (r) => fmtInt(r.freeCount), sort: (r) => r.freeCount },
-  { key: "allocationSize", title: "Allocation Size", width: 120, text: (r) => fmtInt(r.allocationSize), sort: (r) => r.allocationSize },
-  { key: "freeSize", title: "Free Size", width: 110, text: (r) => fmtInt(r.freeSize), sort: (r) => r.freeSize },
-  { key: "increasedSize", title: "Increased Size", width: 116, text: (r) => fmtInt(r.increasedSize), sort: (r) => r.increasedSize },
-];
+const num = (v: bigint | number | undefined): number => (v === undefined ? 0 : Number(v));
 
 function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]): ChartOption {
   const c = place.curve;
@@ -49,7 +42,8 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
   };
   return {
     legend: { top: 0, itemWidth: 14, itemHeight: 8 },
-    grid: { left: 8, right: 24, top: 34, bottom: 42, containLabel: true },
+    // left: room for a peak's label when the peak is the first point
+    grid: { left: 40, right: 24, top: 34, bottom: 42, containLabel: true },
     tooltip: {
       trigger: "axis",
       formatter: ((ps: { dataIndex: number }[]) => {
@@ -74,40 +68,16 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
   };
 }
 
-function StatsTable({ rows, unit, gpu, testId, initialSort, empty }: { rows: StatRow[]; unit: TimeUnit; gpu: boolean; testId: string; initialSort?: SortState; empty: string }) {
-  const [sort, setSort] = useState<SortState | undefined>(initialSort);
-  const columns = useMemo(() => {
-    const cols: Column<StatRow>[] = [callsColumn, ...timeColumns("cpu", "CPU", unit, { ratio: "CPU time / total step time" })];
-    if (gpu) cols.push(...timeColumns("gpu", "GPU", unit, { ratio: "All device time / ProfileStep's device time" }));
-    return cols;
-  }, [unit, gpu]);
-  const flat = useMemo(() => flattenTree(rows, new Set(), sort ? comparator(sortValue(columns, sort.key), sort.dir) : null, ""), [rows, columns, sort]);
-  return (
-    <VirtualTable
-      rows={flat}
-      columns={columns}
-      name={(r) => r.name}
-      nameWidth={260}
-      nameTitle="Name"
-      sort={sort}
-      onSort={(key) => setSort(nextSort(sort, key, columns))}
-      maxHeight={360}
-      testId={testId}
-      empty={empty}
-    />
-  );
-}
-
-export function Memory({ summary, unit }: { summary: Summary; unit: TimeUnit }) {
+export function Memory({ summary, display, spanKey, unit }: { summary: Summary; display: Display; spanKey: SpanKey; unit: TimeUnit }) {
   const places = summary.memory?.places ?? [];
+  const view = viewOf(display, "memory");
   const [placeName, setPlaceName] = useState(places[0]?.place ?? "");
-  const [sort, setSort] = useState<SortState | undefined>(undefined);
+  const [thread, setThread] = useState("all");
   const place = places.find((p) => p.place === placeName) ?? places[0];
-  const gpu = hasGpu(summary);
-  const memRows = useMemo(() => (place ? memoryRows(place) : []), [place]);
-  const flat = useMemo(() => {
-    return flattenTree(memRows, new Set(), sort ? comparator(sortValue(MEM_COLUMNS, sort.key), sort.dir) : null, "");
-  }, [memRows, sort]);
+  const placeTable = place ? tableOf(view, `memory.${place.place}`) : undefined;
+  const manip = tableOf(view, "memory_manipulation");
+  const udfThreads = useMemo(() => tablesWithPrefix(view, "user_defined.thread.").map((t) => t.key.slice("user_defined.thread.".length)), [view]);
+  const udf = (thread === "all" ? undefined : tableOf(view, `user_defined.thread.${thread}`)) ?? tableOf(view, "user_defined");
   const curve = useMemo(() => {
     if (!place) return null;
     const t = place.curve?.timeNs ?? [];
@@ -115,11 +85,11 @@ export function Memory({ summary, unit }: { summary: Summary; unit: TimeUnit }) 
     const hi = Math.max(num(summary.meta?.endNs), t.length ? num(t[t.length - 1]) : 0);
     return curveOption(place, unit, [inUnit(lo, unit), inUnit(hi, unit)]);
   }, [place, unit, summary]);
-  const manip = useMemo(() => itemRows(summary.memoryManipulation, summary, "mm"), [summary]);
-  const udf = useMemo(() => itemRows(summary.userDefined?.items ?? [], summary, "udf"), [summary]);
+  const card = { spanKey, view: "memory", timeUnit: unit };
 
   return (
     <div class="panel memory" data-testid="panel-memory">
+      <ViewSentences sentences={view?.sentences ?? []} timeUnit={unit} />
       {places.length === 0 ? (
         <Notice kind="info" testId="no-memory">
           No memory events in this trace (record with <code>profile_memory=True</code> to see allocations).
@@ -148,29 +118,46 @@ export function Memory({ summary, unit }: { summary: Summary; unit: TimeUnit }) 
               <p class="muted">No curve for this place.</p>
             )}
           </Card>
-          <Card title={`Memory summary · ${place?.place ?? ""}`} subtitle="bytes; allocated rows by increased size, then reserved rows" testId="memory-table-card">
-            <VirtualTable
-              rows={flat}
-              columns={MEM_COLUMNS}
-              name={(r) => r.name}
-              nameWidth={300}
-              nameTitle="Name"
-              sort={sort}
-              onSort={(key) => setSort(nextSort(sort, key, MEM_COLUMNS))}
-              maxHeight={420}
+          {placeTable ? (
+            <DisplayCard
+              {...card}
+              table={placeTable}
+              title={`Memory summary · ${place?.place ?? ""}`}
+              subtitle="bytes; allocated rows by increased size, then reserved rows (Paddle's order)"
+              cardTestId="memory-table-card"
               testId="memory-table"
-              rowClass={(r) => (r.type === "Reserved" ? "muted-row" : "")}
-              empty="No allocation events at this place"
+              maxHeight={420}
+              nameWidth={200}
+              rowClass={(r) => (r.id.startsWith("Reserved:") ? "muted-row" : "")}
             />
-          </Card>
+          ) : null}
         </>
       )}
-      <Card title="Memory manipulation" subtitle="memcpy / memset host events, in the order met" testId="memmanip-card">
-        <StatsTable rows={manip} unit={unit} gpu={gpu} testId="memmanip-table" empty="No memory manipulation events" />
-      </Card>
-      <Card title="User defined" subtitle="RecordEvent ranges from Python" testId="udf-card">
-        <StatsTable rows={udf} unit={unit} gpu={gpu} testId="udf-table" initialSort={{ key: "cpu.total", dir: "desc" }} empty="No user-defined events" />
-      </Card>
+      {manip ? (
+        <DisplayCard {...card} table={manip} title="Memory manipulation" subtitle="memcpy / memset host events, in the order met" cardTestId="memmanip-card" testId="memmanip-table" maxHeight={360} nameWidth={260} />
+      ) : null}
+      {udf ? (
+        <DisplayCard
+          {...card}
+          table={udf}
+          title="User defined"
+          subtitle={`RecordEvent ranges from Python${thread === "all" ? "" : ` on thread ${thread}`}`}
+          cardTestId="udf-card"
+          testId="udf-table"
+          maxHeight={360}
+          nameWidth={260}
+          cardTools={
+            udfThreads.length > 1 ? (
+              <select value={thread} onChange={(e) => setThread((e.target as HTMLSelectElement).value)} data-testid="udf-thread" aria-label="Thread">
+                <option value="all">All threads merged</option>
+                {udfThreads.map((t) => (
+                  <option value={t}>{`Thread ${t}`}</option>
+                ))}
+              </select>
+            ) : null
+          }
+        />
+      ) : null}
     </div>
   );
 }

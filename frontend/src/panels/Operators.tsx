@@ -1,127 +1,117 @@
-// Operator tree: operator → inner events → device events, sortable, searchable, grouped by name or shape.
+// Operators: Paddle's Operator Summary as a tree (operator → inner events → device events), grouped by
+// name or by name + input shape, all threads or one. Every table is the display model's view
+// "operators" (built in Python); the chart reads the cells' numbers and labels them with cells.ts.
 import { useMemo, useState } from "preact/hooks";
 import type { ChartOption } from "../components/Chart";
-import { Chart, PALETTE, tooltipBox } from "../components/Chart";
-import { callsColumn, timeColumns, timeText } from "../components/columns";
-import { Card, Segmented } from "../components/ui";
-import type { Column, SortState } from "../components/VirtualTable";
-import { comparator, flattenTree, nextSort, sortValue, VirtualTable } from "../components/VirtualTable";
+import { Chart, tooltipBox } from "../components/Chart";
+import { Card, Notice, Segmented } from "../components/ui";
+import { formatCell } from "../display/cells";
+import { DisplayCard, ViewSentences } from "../display/DisplayCard";
+import type { TablePanelProps } from "../display/DisplayCard";
+import { cellOf, columnIndex, numberOf, tableOf, tablesWithPrefix, textOf, timelineName, viewOf } from "../display/model";
 import type { TimeUnit } from "../format";
-import { fmtInt, fmtRatio } from "../format";
-import type { Summary } from "../gen/tb_paddle_profile/v1/summary_pb";
-import type { OperatorGrouping, StatRow } from "../summary";
-import { hasGpu, operatorRows } from "../summary";
+import { inUnit } from "../format";
+import { RowRole } from "../gen/tb_paddle_profile/v1/display_pb";
+import type { Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 
-/** A pie of the top `n` rows by total time of `side`, the rest as "Others"; also returns the top rows. */
-export function topPie(rows: StatRow[], side: "cpu" | "gpu", n: number, unit: TimeUnit, what: string): { option: ChartOption; top: StatRow[] } {
-  const sorted = [...rows].sort((a, b) => (b[side]?.total ?? 0) - (a[side]?.total ?? 0));
-  const top = sorted.slice(0, n).filter((r) => (r[side]?.total ?? 0) > 0);
-  const rest = sorted.slice(top.length).reduce((a, r) => a + (r[side]?.total ?? 0), 0);
-  const restRatio = sorted.slice(top.length).reduce((a, r) => a + (r[side]?.ratio ?? 0), 0);
-  const label = (r: StatRow) => (r.kind === "shape" && r.detail ? `${r.name} (${r.detail})` : r.name);
-  const ratioOf = new Map(top.map((r) => [label(r), timeText(r[side], "ratio", unit)]));
-  ratioOf.set("Others", fmtRatio(restRatio));
-  const data = top.map((r, i) => ({ name: label(r), value: r[side]?.total ?? 0, itemStyle: { color: PALETTE[i % PALETTE.length] } }));
-  if (rest > 0) data.push({ name: "Others", value: rest, itemStyle: { color: "#cfd8dc" } });
+type Grouping = "name" | "shape";
+
+/** A row's label in a chart: its name, with its input shapes in the by-shape table. */
+function rowLabel(table: Table, r: Row): string {
+  const shapes = columnIndex(table, "input_shapes") >= 0 ? textOf(table, r, "input_shapes") : "";
+  return shapes ? `${textOf(table, r, "name")} (${shapes})` : textOf(table, r, "name");
+}
+
+/**
+ * Bars of the `n` top-level rows with the largest total of `side` (the cells' numbers), labelled with
+ * their ratio cells: the chart's own choice of what to draw, no row is made up.
+ */
+export function topBars(table: Table, side: "cpu" | "gpu", n: number, unit: TimeUnit, color: string): { option: ChartOption; rows: Row[] } {
+  const key = `${side}_total_ns`;
+  const data = table.rows.filter((r) => r.depth === 0 && r.role === RowRole.ROW_DATA && numberOf(table, r, key) > 0);
+  const top = data
+    .map((r, i) => [r, i] as const)
+    .sort((a, b) => numberOf(table, b[0], key) - numberOf(table, a[0], key) || a[1] - b[1])
+    .slice(0, n)
+    .map((p) => p[0]);
+  const shown = [...top].reverse();
+  const text = (r: Row, k: string) => {
+    const i = columnIndex(table, k);
+    return i < 0 ? "-" : formatCell(table.columns[i], cellOf(table, r, k), unit);
+  };
   const option: ChartOption = {
+    grid: { left: 8, right: 64, top: 4, bottom: 4, containLabel: true },
     tooltip: {
       trigger: "item",
       formatter: ((p: { dataIndex: number; color: string }) => {
-        const r = top[p.dataIndex];
-        if (!r) return tooltipBox(`Other ${what}`, [{ color: p.color, name: "Ratio (%)", value: fmtRatio(restRatio) }]);
-        return tooltipBox(label(r), [
-          { color: p.color, name: `${side.toUpperCase()} total (${unit})`, value: timeText(r[side], "total", unit) },
-          { name: "Ratio (%)", value: timeText(r[side], "ratio", unit) },
-          { name: "Calls", value: r.calls === undefined ? "-" : fmtInt(r.calls) },
+        const r = shown[p.dataIndex];
+        return tooltipBox(rowLabel(table, r), [
+          { color: p.color, name: `${side.toUpperCase()} total (${unit})`, value: text(r, key) },
+          { name: "Ratio (%)", value: text(r, `${side}_ratio`) },
+          { name: "Calls", value: text(r, "calls") },
         ]);
       }) as never,
     },
-    legend: {
-      type: "scroll",
-      orient: "vertical",
-      left: "50%",
-      top: 8,
-      bottom: 8,
-      width: "52%",
-      itemWidth: 10,
-      itemHeight: 10,
-      textStyle: { fontSize: 11, width: 300, overflow: "truncate" },
-      formatter: (name: string) => `${name}  ${ratioOf.get(name) ?? ""}%`,
+    xAxis: { type: "value", name: unit, splitLine: { lineStyle: { color: "#eee" } } },
+    yAxis: {
+      type: "category",
+      data: shown.map((r) => rowLabel(table, r)),
+      axisTick: { show: false },
+      axisLine: { lineStyle: { color: "#ccc" } },
+      axisLabel: { width: 360, overflow: "truncate", fontSize: 11 },
     },
     series: [
       {
-        type: "pie",
-        radius: ["38%", "74%"],
-        center: ["24%", "50%"],
-        label: { show: false },
-        itemStyle: { borderColor: "#fff", borderWidth: 1 },
-        data,
+        type: "bar",
+        data: shown.map((r) => inUnit(numberOf(table, r, key), unit)),
+        itemStyle: { color, borderRadius: [0, 2, 2, 0] },
+        barMaxWidth: 14,
+        label: { show: true, position: "right", formatter: (p: { dataIndex: number }) => `${text(shown[p.dataIndex], `${side}_ratio`)}%`, fontSize: 10, color: "#616161" },
       },
     ],
   };
-  return { option, top };
+  return { option, rows: top };
 }
 
-export function Operators({ summary, unit, find, onTimeline }: { summary: Summary; unit: TimeUnit; find?: string; onTimeline?: (name: string) => void }) {
-  const gpu = hasGpu(summary);
-  const threads = summary.operators?.threads ?? [];
+export function Operators({ display, spanKey, unit, find, onTimeline }: TablePanelProps) {
+  const view = viewOf(display, "operators");
+  const byName = tableOf(view, "operators");
+  const byShape = tableOf(view, "operators_by_shape");
+  const threads = useMemo(() => tablesWithPrefix(view, "operators.thread.").map((t) => t.key.slice("operators.thread.".length)), [view]);
   const [search, setSearch] = useState(find ?? "");
   const [picked, setPicked] = useState("");
-  const [grouping, setGrouping] = useState<OperatorGrouping>("name");
+  const [grouping, setGrouping] = useState<Grouping>("name");
   const [thread, setThread] = useState("all");
-  const [sort, setSort] = useState<SortState>({ key: "cpu.total", dir: "desc" });
-  const [expanded, setExpanded] = useState<Set<string>>(new Set());
   const [topN, setTopN] = useState(10);
-  const [pieSide, setPieSide] = useState<"cpu" | "gpu">("cpu");
+  const [side, setSide] = useState<"cpu" | "gpu">("cpu");
 
-  const ops = useMemo(() => {
-    if (thread === "all") return summary.operators?.operators ?? [];
-    return threads.find((t) => String(t.threadId) === thread)?.operators ?? [];
-  }, [summary, thread]);
-  const rows = useMemo(() => operatorRows(ops, grouping), [ops, grouping]);
-  const anyShapes = useMemo(() => (summary.operators?.operators ?? []).some((o) => o.shapes.length > 0), [summary]);
-  const anyFlops = useMemo(() => rows.some((r) => (r.flops ?? 0) > 0), [rows]);
+  const base = grouping === "shape" && byShape ? "operators_by_shape" : "operators";
+  const table = (thread === "all" ? tableOf(view, base) : tableOf(view, `${base}.thread.${thread}`)) ?? byName;
+  const gpu = !!table && table.columns.some((c) => c.key === "gpu_total_ns" && !c.panelHidden);
+  const s = gpu ? side : "cpu";
+  const bars = useMemo(() => (table ? topBars(table, s, topN, unit, s === "cpu" ? "#1976d2" : "#f57c00") : null), [table, s, topN, unit]);
 
-  const columns = useMemo(() => {
-    const cols: Column<StatRow>[] = [
-      callsColumn,
-      ...timeColumns("cpu", "CPU", unit, { ratio: "Operator: op / all operators. Inner: inner / its operator." }),
-    ];
-    if (gpu) cols.push(...timeColumns("gpu", "GPU", unit, { ratio: "All device time (kernels, memcpy, memset). Operator: op / all operators. Below: row / its parent." }));
-    if (anyFlops) cols.push({ key: "flops", title: "FLOPs", width: 90, text: (r) => (r.kind === "op" || r.kind === "shape" ? fmtInt(r.flops ?? 0) : "-"), sort: (r) => r.flops });
-    return cols;
-  }, [unit, gpu, anyFlops]);
-
-  const flat = useMemo(
-    () => flattenTree(rows, expanded, comparator(sortValue(columns, sort.key), sort.dir), search),
-    [rows, expanded, columns, sort, search],
-  );
-
-  const toggle = (id: string) => {
-    const next = new Set(expanded);
-    if (next.has(id)) next.delete(id);
-    else next.add(id);
-    setExpanded(next);
-  };
-  const expandAll = () => {
-    const ids = new Set<string>();
-    const walk = (rs: StatRow[]) => rs.forEach((r) => r.children && (ids.add(r.id), walk(r.children)));
-    walk(rows);
-    setExpanded(ids);
-  };
-
-  const side = gpu ? pieSide : "cpu";
-  const pie = useMemo(() => topPie(rows, side, topN, unit, "operators"), [rows, side, topN, unit]);
-  const totalOps = rows.length;
+  if (!table) {
+    return (
+      <div class="panel operators" data-testid="panel-operators">
+        <ViewSentences sentences={view?.sentences ?? []} timeUnit={unit} />
+        <Notice kind="info" testId="no-operators">
+          No operator events in this trace.
+        </Notice>
+      </div>
+    );
+  }
+  const operatorCount = table.rows.filter((r) => r.depth === 0 && r.role === RowRole.ROW_DATA).length;
   return (
     <div class="panel operators" data-testid="panel-operators">
+      <ViewSentences sentences={view?.sentences ?? []} timeUnit={unit} />
       <Card
         title={`Top ${topN} operators`}
-        subtitle={`share of ${side.toUpperCase()} time among ${thread === "all" ? "all" : `thread ${thread}`} operators`}
-        testId="operators-pie-card"
+        subtitle={`by ${s.toUpperCase()} total, among ${thread === "all" ? "all" : `thread ${thread}`} operators`}
+        testId="operators-top-card"
         tools={
           <>
-            {gpu ? <Segmented value={side} options={[{ value: "cpu", label: "CPU" }, { value: "gpu", label: "GPU" }]} onChange={setPieSide} label="Pie side" /> : null}
+            {gpu ? <Segmented value={s} options={[{ value: "cpu", label: "CPU" }, { value: "gpu", label: "GPU" }]} onChange={setSide} label="Chart side" testId="operators-side" /> : null}
             <Segmented
               value={String(topN)}
               options={[5, 10, 20].map((n) => ({ value: String(n), label: `Top ${n}` }))}
@@ -132,30 +122,46 @@ export function Operators({ summary, unit, find, onTimeline }: { summary: Summar
           </>
         }
       >
-        <Chart option={pie.option} height={230} testId="operators-pie" onClick={(p) => pie.top[p.dataIndex] && setSearch(pie.top[p.dataIndex].name)} />
+        {bars && bars.rows.length ? (
+          <Chart
+            option={bars.option}
+            height={bars.rows.length * 22 + 40}
+            testId="operators-top-chart"
+            onClick={(p) => {
+              const r = [...bars.rows].reverse()[p.dataIndex];
+              if (r) setSearch(textOf(table, r, "name"));
+            }}
+          />
+        ) : (
+          <p class="muted">{`No ${s.toUpperCase()} time in the operators.`}</p>
+        )}
       </Card>
-      <Card
+      <DisplayCard
+        table={table}
+        spanKey={spanKey}
+        view="operators"
+        timeUnit={unit}
         title="Operators"
-        subtitle={`${totalOps} ${grouping === "shape" ? "rows" : "operators"}${thread === "all" ? "" : ` on thread ${thread}`}`}
-        testId="operators-card"
-        tools={
+        subtitle={`${operatorCount} ${base === "operators_by_shape" ? "rows" : "operators"}${thread === "all" ? "" : ` on thread ${thread}`}`}
+        cardTestId="operators-card"
+        testId="operator-table"
+        filter={search}
+        onFilter={setSearch}
+        filterPlaceholder="Search operators, inner events, kernels"
+        filterTestId="operators-search"
+        maxHeight={620}
+        nameWidth={280}
+        onRowClick={onTimeline ? (r) => setPicked(timelineName(r.link)) : undefined}
+        rowClass={(r) => (picked && timelineName(r.link) === picked ? "picked" : "")}
+        cardTools={
           <>
-            <input
-              class="search"
-              type="search"
-              placeholder="Search operators, inner events, kernels"
-              value={search}
-              onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
-              data-testid="operators-search"
-              aria-label="Search operators"
-            />
             <Segmented
-              value={grouping}
+              value={byShape ? grouping : "name"}
               options={[
                 { value: "name", label: "By name" },
-                { value: "shape", label: "By name + input shape", title: anyShapes ? undefined : "This trace recorded no input shapes" },
+                { value: "shape", label: "By name + input shape", title: byShape ? undefined : "This trace recorded no input shapes" },
               ]}
-              onChange={setGrouping}
+              onChange={(g) => setGrouping(byShape ? g : "name")}
               testId="operators-grouping"
               label="Group operators"
             />
@@ -163,7 +169,7 @@ export function Operators({ summary, unit, find, onTimeline }: { summary: Summar
               <select value={thread} onChange={(e) => setThread((e.target as HTMLSelectElement).value)} data-testid="operators-thread" aria-label="Thread">
                 <option value="all">All threads merged</option>
                 {threads.map((t) => (
-                  <option value={String(t.threadId)}>{`Thread ${t.threadId}`}</option>
+                  <option value={t}>{`Thread ${t}`}</option>
                 ))}
               </select>
             ) : null}
@@ -172,37 +178,16 @@ export function Operators({ summary, unit, find, onTimeline }: { summary: Summar
                 Show in timeline
               </button>
             ) : null}
-            <button class="btn" onClick={expandAll} data-testid="operators-expand-all">
-              Expand all
-            </button>
-            <button class="btn" onClick={() => setExpanded(new Set())} data-testid="operators-collapse-all">
-              Collapse all
-            </button>
           </>
         }
-      >
-        <VirtualTable
-          rows={flat}
-          columns={columns}
-          name={(r) => r.name}
-          detail={(r) => r.detail}
-          nameWidth={280}
-          nameTitle="Name"
-          sort={sort}
-          onSort={(key) => setSort(nextSort(sort, key, columns))}
-          onToggle={toggle}
-          maxHeight={620}
-          testId="operator-table"
-          onRowClick={onTimeline ? (r) => setPicked(r.kind === "op" || r.kind === "shape" || r.kind === "inner" || r.kind === "kernel" || r.kind === "device" ? r.name : "") : undefined}
-          rowClass={(r) => `kind-${r.kind}`}
-          empty={search ? `Nothing matches “${search}”` : "No operator events in this trace"}
-        />
-        <p class="note">
-          {gpu
-            ? "GPU columns count kernels, memcpy and memset (Paddle's general GPU time). Rows under an operator: inner events, then the device events of its own runtime calls."
-            : "Rows under an operator: its inner events (infer_meta, compute, kernel launch, …)."}
-        </p>
-      </Card>
+        after={
+          <p class="note">
+            {gpu
+              ? "GPU columns count kernels, memcpy and memset (Paddle's general GPU time). Rows under an operator: inner events, then the device events of its own runtime calls."
+              : "Rows under an operator: its inner events (infer_meta, compute, kernel launch, …)."}
+          </p>
+        }
+      />
     </div>
   );
 }

@@ -1,26 +1,19 @@
-// Overview: device utilization, event types (CPU / GPU), model stages per step, top operators and kernels.
+// Overview: the trace's facts, device utilization, event types (CPU / GPU), model stages per step, the
+// distribution summary and the top operators and kernels. Every table is the display model's view
+// "overview" (built in Python); charts read the cells' raw numbers and print their labels with cells.ts.
 import { useMemo, useState } from "preact/hooks";
+import type { SpanKey } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
-import { Card, Notice, Segmented, SimpleTable, Stat } from "../components/ui";
-import type { SimpleColumn } from "../components/ui";
-import { timeText } from "../components/columns";
+import { Card, Segmented, Stat } from "../components/ui";
+import { formatCell } from "../display/cells";
+import { DisplayCard, ViewSentences } from "../display/DisplayCard";
+import { cellOf, columnIndex, numberOf, partOf, tableOf, textOf, viewOf } from "../display/model";
 import type { TimeUnit } from "../format";
-import { fmtBytes, fmtInt, fmtRatio, fmtTime, inUnit } from "../format";
+import { fmtBytes, fmtInt, fmtTime, inUnit } from "../format";
+import { RowRole } from "../gen/tb_paddle_profile/v1/display_pb";
+import type { Display, Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { Summary } from "../gen/tb_paddle_profile/v1/summary_pb";
-import type { StatRow, TypeRow, UtilRow } from "../summary";
-import {
-  deviceRows,
-  distributedRows,
-  hasGpu,
-  kernelRows,
-  modelRows,
-  num,
-  operatorRows,
-  overviewRows,
-  STAGES,
-  stepStages,
-} from "../summary";
 
 export const STAGE_COLORS: Record<string, string> = {
   Dataloader: "#8e24aa",
@@ -29,34 +22,57 @@ export const STAGE_COLORS: Record<string, string> = {
   Optimization: "#43a047",
   Others: "#b0bec5",
 };
+const STAGES = ["Dataloader", "Forward", "Backward", "Optimization", "Others"] as const;
 
-const TOP_N = 10;
+const TOP_ROWS = 10;
 
-export function Overview({ summary, unit, onOpen }: { summary: Summary; unit: TimeUnit; onOpen: (view: "operators" | "kernels") => void }) {
-  const gpu = hasGpu(summary);
-  const totalTime = num(summary.meta?.totalTimeNs);
+const num = (v: bigint | number | undefined): number => (v === undefined ? 0 : Number(v));
+
+interface Props {
+  summary: Summary;
+  display: Display;
+  spanKey: SpanKey;
+  unit: TimeUnit;
+  onOpen: (view: "operators" | "kernels") => void;
+}
+
+export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
+  const view = viewOf(display, "overview");
+  const device = tableOf(view, "device");
+  const overview = tableOf(view, "overview");
+  const model = tableOf(view, "model");
+  const modelSteps = tableOf(view, "model_steps");
+  const distributed = tableOf(view, "distributed");
+  const operators = tableOf(viewOf(display, "operators"), "operators");
+  const kernels = tableOf(viewOf(display, "kernels"), "kernels");
+  const card = { spanKey, view: "overview", timeUnit: unit };
   return (
     <div class="panel overview" data-testid="panel-overview">
       <div class="grid two">
         <TraceCard summary={summary} unit={unit} />
-        <DeviceCard rows={deviceRows(summary)} />
+        {device ? <DeviceCard table={device} unit={unit} /> : null}
       </div>
-      {totalTime === 0 ? (
-        <Notice kind="info">
-          This trace has no ProfileStep events, so (like Paddle) only the device summary is shown: the other views
-          divide by the total step time.
-        </Notice>
-      ) : (
-        <>
-          <EventTypes summary={summary} unit={unit} />
-          <ModelStages summary={summary} unit={unit} />
-          <DistributedCard summary={summary} unit={unit} />
-          <div class={`grid ${gpu ? "two" : "one"}`}>
-            <TopOperators summary={summary} unit={unit} onOpen={() => onOpen("operators")} />
-            {gpu ? <TopKernels summary={summary} unit={unit} onOpen={() => onOpen("kernels")} /> : null}
-          </div>
-        </>
-      )}
+      <ViewSentences sentences={view?.sentences ?? []} timeUnit={unit} />
+      {overview ? <EventTypes table={overview} {...card} /> : null}
+      {model ? <ModelStages table={model} steps={modelSteps} {...card} /> : null}
+      {distributed ? (
+        <DisplayCard
+          {...card}
+          table={distributed}
+          subtitle="communication and computation on one timeline; ratio = time / total step time"
+          cardTestId="distributed-card"
+          testId="dt-distributed"
+          noFilter
+        />
+      ) : null}
+      {overview && (operators || kernels) ? (
+        <div class={`grid ${operators && kernels ? "two" : "one"}`}>
+          {operators ? (
+            <TopRows table={operators} what="operators" side="cpu" {...card} view="operators" onOpen={() => onOpen("operators")} />
+          ) : null}
+          {kernels ? <TopRows table={kernels} what="kernels" side="gpu" {...card} view="kernels" onOpen={() => onOpen("kernels")} /> : null}
+        </div>
+      ) : null}
     </div>
   );
 }
@@ -90,20 +106,26 @@ function TraceCard({ summary, unit }: { summary: Summary; unit: TimeUnit }) {
   );
 }
 
-function DeviceCard({ rows }: { rows: UtilRow[] }) {
+/** Paddle's Device Summary as bars: each row's utilization cell, its bar the cell's number. */
+function DeviceCard({ table, unit }: { table: Table; unit: TimeUnit }) {
+  const ci = columnIndex(table, "utilization");
+  const ni = columnIndex(table, "device");
   return (
-    <Card title="Device utilization" subtitle="Utilization (%)" testId="device-card">
-      <div class="util-list" data-testid="device-utilization">
-        {rows.map((r) => {
-          const pct = r.utilization * 100;
+    <Card title={table.title || "Device utilization"} subtitle={table.columns[ci]?.header} testId="device-card">
+      <div class="util-list" data-testid="dt-device">
+        {table.rows.map((r) => {
+          const pct = (r.cells[ci]?.number ?? 0) * 100;
+          const name = formatCell(table.columns[ni], r.cells[ni], unit);
           return (
-            <div class="util-row" data-key={r.device}>
-              <span class="util-name">{r.device}</span>
-              <span class="util-bar">
-                <span class={`util-fill ${r.device.startsWith("GPU") ? "gpu" : ""}`} style={{ width: `${Math.max(0, Math.min(100, pct))}%` }} />
+            <div class="util-row" data-key={name} data-testid="dt-device-row" data-id={r.id}>
+              <span class="util-name" data-col="device" data-testid="dt-device-cell">
+                {name}
               </span>
-              <span class="util-value" data-col="utilization">
-                {fmtRatio(r.utilization)}
+              <span class="util-bar">
+                <span class={`util-fill ${name.startsWith("GPU") ? "gpu" : ""}`} style={{ width: `${Math.max(0, Math.min(100, pct))}%` }} />
+              </span>
+              <span class="util-value" data-col="utilization" data-testid="dt-device-cell">
+                {formatCell(table.columns[ci], r.cells[ci], unit)}
               </span>
             </div>
           );
@@ -117,70 +139,84 @@ function DeviceCard({ rows }: { rows: UtilRow[] }) {
   );
 }
 
-function typeColumns(side: string, unit: TimeUnit): SimpleColumn<TypeRow>[] {
-  return [
-    { key: "type", title: "Event Type", align: "left", text: (r) => r.type },
-    { key: "calls", title: "Calls", text: (r) => fmtInt(r.calls) },
-    { key: "time", title: `${side} Time (${unit})`, text: (r) => fmtTime(r.time, unit) },
-    { key: "ratio", title: "Ratio (%)", text: (r) => fmtRatio(r.ratio) },
-  ];
-}
-
-function typeChart(rows: TypeRow[], unit: TimeUnit, color: string): ChartOption {
+/** Bars of the data rows of one side of the Overview Summary (the cells' numbers), labelled with the ratio cells. */
+function typeChart(table: Table, rows: Row[], unit: TimeUnit, color: string): ChartOption {
   const sorted = [...rows].reverse();
+  const col = (k: string) => table.columns[columnIndex(table, k)];
+  const text = (r: Row, k: string) => formatCell(col(k), cellOf(table, r, k), unit);
   return {
     grid: { left: 8, right: 56, top: 4, bottom: 4, containLabel: true },
     tooltip: {
       trigger: "item",
       formatter: ((p: { dataIndex: number }) => {
         const r = sorted[p.dataIndex];
-        return tooltipBox(r.type, [
-          { color, name: `Time (${unit})`, value: fmtTime(r.time, unit) },
-          { name: "Ratio (%)", value: fmtRatio(r.ratio) },
-          { name: "Calls", value: fmtInt(r.calls) },
+        return tooltipBox(text(r, "event_type"), [
+          { color, name: `Time (${unit})`, value: text(r, "time_ns") },
+          { name: "Ratio (%)", value: text(r, "ratio") },
+          { name: "Calls", value: text(r, "calls") },
         ]);
       }) as never,
     },
     xAxis: { type: "value", axisLabel: { show: false }, splitLine: { lineStyle: { color: "#eee" } } },
-    yAxis: { type: "category", data: sorted.map((r) => r.type), axisTick: { show: false }, axisLine: { lineStyle: { color: "#ccc" } } },
+    yAxis: { type: "category", data: sorted.map((r) => textOf(table, r, "event_type")), axisTick: { show: false }, axisLine: { lineStyle: { color: "#ccc" } } },
     series: [
       {
         type: "bar",
-        data: sorted.map((r) => inUnit(r.time, unit)),
+        data: sorted.map((r) => inUnit(numberOf(table, r, "time_ns"), unit)),
         itemStyle: { color, borderRadius: [0, 2, 2, 0] },
         barMaxWidth: 14,
-        label: { show: true, position: "right", formatter: (p: { dataIndex: number }) => `${fmtRatio(sorted[p.dataIndex].ratio)}%`, fontSize: 10, color: "#616161" },
+        label: { show: true, position: "right", formatter: (p: { dataIndex: number }) => `${text(sorted[p.dataIndex], "ratio")}%`, fontSize: 10, color: "#616161" },
       },
     ],
   };
 }
 
-function EventTypes({ summary, unit }: { summary: Summary; unit: TimeUnit }) {
-  const { cpu, gpu } = useMemo(() => overviewRows(summary), [summary]);
-  const charts = useMemo(() => ({ cpu: typeChart(cpu, unit, "#1976d2"), gpu: typeChart(gpu, unit, "#f57c00") }), [cpu, gpu, unit]);
-  const side = (title: string, rows: TypeRow[], option: ChartOption, testId: string) => (
-    <Card title={title} subtitle={`ratio = time / total step time · unit ${unit}`} testId={`${testId}-card`}>
-      <div class="split">
-        <div class="split-chart">
-          <Chart option={option} height={Math.max(120, rows.length * 24 + 16)} testId={`${testId}-chart`} />
-        </div>
-        <div class="split-table">
-          <SimpleTable columns={typeColumns(title.startsWith("CPU") ? "CPU" : "GPU", unit)} rows={rows} rowKey={(r) => r.type} testId={testId} />
-        </div>
-      </div>
-    </Card>
+function EventTypes({ table, spanKey, view, timeUnit }: { table: Table; spanKey: SpanKey; view: string; timeUnit: TimeUnit }) {
+  const sides = useMemo(() => {
+    const data = table.rows.filter((r) => r.role === RowRole.ROW_DATA);
+    return {
+      cpu: data.filter((r) => textOf(table, r, "side") !== "GPU"),
+      gpu: data.filter((r) => textOf(table, r, "side") === "GPU"),
+    };
+  }, [table]);
+  const charts = useMemo(
+    () => ({ cpu: typeChart(table, sides.cpu, timeUnit, "#1976d2"), gpu: typeChart(table, sides.gpu, timeUnit, "#f57c00") }),
+    [table, sides, timeUnit],
   );
   return (
-    <>
-      {side("CPU event types", cpu, charts.cpu, "overview-cpu")}
-      {gpu.length ? side("GPU event types", gpu, charts.gpu, "overview-gpu") : null}
-    </>
+    <DisplayCard
+      table={table}
+      spanKey={spanKey}
+      view={view}
+      timeUnit={timeUnit}
+      title="Event types"
+      subtitle={`ratio = time / total step time · unit ${timeUnit}`}
+      cardTestId="overview-card"
+      testId="dt-overview"
+      noFilter
+      maxHeight={2000}
+    >
+      <div class={`grid ${sides.gpu.length ? "two" : "one"}`}>
+        <div>
+          <div class="chart-caption">CPU</div>
+          <Chart option={charts.cpu} height={Math.max(120, sides.cpu.length * 24 + 16)} testId="overview-cpu-chart" />
+        </div>
+        {sides.gpu.length ? (
+          <div>
+            <div class="chart-caption">GPU</div>
+            <Chart option={charts.gpu} height={Math.max(120, sides.gpu.length * 24 + 16)} testId="overview-gpu-chart" />
+          </div>
+        ) : null}
+      </div>
+    </DisplayCard>
   );
 }
 
-function stepsOption(summary: Summary, side: "cpu" | "gpu", unit: TimeUnit): ChartOption {
-  const steps = stepStages(summary.model?.steps ?? [], side);
-  const names = [...STAGES, "Others"] as const;
+/** Stage times per step, stacked: the `model_steps` table's cells. */
+function stepsOption(table: Table, side: "cpu" | "gpu", unit: TimeUnit): ChartOption {
+  const rows = table.rows;
+  const key = (stage: string) => `${stage.toLowerCase()}_${side}_ns`;
+  const text = (r: Row, k: string) => formatCell(table.columns[columnIndex(table, k)], cellOf(table, r, k), unit);
   return {
     legend: { top: 0, itemWidth: 10, itemHeight: 10, textStyle: { fontSize: 11 } },
     grid: { left: 8, right: 16, top: 28, bottom: 4, containLabel: true },
@@ -188,79 +224,77 @@ function stepsOption(summary: Summary, side: "cpu" | "gpu", unit: TimeUnit): Cha
       trigger: "axis",
       axisPointer: { type: "shadow" },
       formatter: ((ps: { dataIndex: number }[]) => {
-        const st = steps[ps[0].dataIndex];
-        return tooltipBox(`Step ${st.step} · ${side === "cpu" ? "duration" : "kernel time"} ${fmtTime(st.duration, unit)} ${unit}`, [
-          ...names.map((n) => ({ color: STAGE_COLORS[n], name: n, value: `${fmtTime(st.stages[n], unit)} ${unit}` })),
+        const r = rows[ps[0].dataIndex];
+        return tooltipBox(`Step ${text(r, "step")} · ${side === "cpu" ? "duration" : "kernel time"} ${text(r, `${side}_ns`)} ${unit}`, [
+          ...STAGES.map((n) => ({ color: STAGE_COLORS[n], name: n, value: `${text(r, key(n))} ${unit}` })),
         ]);
       }) as never,
     },
-    xAxis: { type: "category", data: steps.map((s) => `#${s.step}`), axisTick: { show: false }, axisLine: { lineStyle: { color: "#ccc" } } },
+    xAxis: { type: "category", data: rows.map((r) => `#${text(r, "step")}`), axisTick: { show: false }, axisLine: { lineStyle: { color: "#ccc" } } },
     yAxis: { type: "value", name: unit, nameTextStyle: { color: "#757575", align: "left" }, splitLine: { lineStyle: { color: "#eee" } } },
-    series: names.map((n) => ({
+    series: STAGES.map((n) => ({
       name: n,
       type: "bar" as const,
       stack: "steps",
       barMaxWidth: 48,
       itemStyle: { color: STAGE_COLORS[n] },
       emphasis: { focus: "series" as const },
-      data: steps.map((s) => inUnit(Math.max(0, s.stages[n]), unit)),
+      data: rows.map((r) => inUnit(Math.max(0, numberOf(table, r, key(n))), unit)),
     })),
   };
 }
 
-function pieOption(rows: StatRow[], side: "cpu" | "gpu", unit: TimeUnit): ChartOption {
-  const parts = rows.filter((r) => r.name !== "ProfileStep");
+/** The stages' shares: the Model Summary's rows below ProfileStep, labelled with their ratio cells. */
+function pieOption(table: Table, side: "cpu" | "gpu", unit: TimeUnit): ChartOption {
+  const parts = table.rows.filter((r) => r.depth > 0);
+  const text = (r: Row, k: string) => formatCell(table.columns[columnIndex(table, k)], cellOf(table, r, k), unit);
   return {
     tooltip: {
       trigger: "item",
       formatter: ((p: { dataIndex: number; color: string }) => {
         const r = parts[p.dataIndex];
-        return tooltipBox(r.name, [
-          { color: p.color, name: `${side.toUpperCase()} total (${unit})`, value: timeText(r[side], "total", unit) },
-          { name: "Ratio (%)", value: timeText(r[side], "ratio", unit) },
+        return tooltipBox(textOf(table, r, "name"), [
+          { color: p.color, name: `${side.toUpperCase()} total (${unit})`, value: text(r, `${side}_total_ns`) },
+          { name: "Ratio (%)", value: text(r, `${side}_ratio`) },
         ]);
       }) as never,
     },
     series: [
       {
         type: "pie",
-        radius: ["36%", "62%"],
+        radius: ["30%", "54%"],
         center: ["50%", "52%"],
         avoidLabelOverlap: true,
         itemStyle: { borderColor: "#fff", borderWidth: 1 },
         minShowLabelAngle: 3,
         label: {
-          formatter: (p: { dataIndex: number }) => `${parts[p.dataIndex].name} ${timeText(parts[p.dataIndex][side], "ratio", unit)}%`,
+          formatter: (p: { dataIndex: number }) => `${textOf(table, parts[p.dataIndex], "name")} ${text(parts[p.dataIndex], `${side}_ratio`)}%`,
           fontSize: 11,
           color: "#424242",
-          overflow: "none",
+          // labels at the chart's edges, inside it: none is cut however narrow the card
+          alignTo: "edge",
+          edgeDistance: 4,
+          overflow: "break",
         },
-        data: parts.map((r) => ({ name: r.name, value: Math.max(0, r[side]?.total ?? 0), itemStyle: { color: STAGE_COLORS[r.name] } })),
+        labelLine: { length: 8, length2: 0 },
+        data: parts.map((r) => ({
+          name: textOf(table, r, "name"),
+          value: Math.max(0, numberOf(table, r, `${side}_total_ns`)),
+          itemStyle: { color: STAGE_COLORS[textOf(table, r, "name")] },
+        })),
       },
     ],
   };
 }
 
-const modelColumns = (unit: TimeUnit): SimpleColumn<StatRow>[] => [
-  { key: "name", title: "Name", align: "left", text: (r) => r.name, swatch: (r) => STAGE_COLORS[r.name] },
-  { key: "calls", title: "Calls", text: (r) => (r.calls === undefined ? "-" : fmtInt(r.calls)) },
-  ...(["cpu", "gpu"] as const).flatMap((side) =>
-    (["total", "avg", "max", "min", "ratio"] as const).map((part) => ({
-      key: `${side}.${part}`,
-      title: part === "ratio" ? "Ratio(%)" : part[0].toUpperCase() + part.slice(1),
-      group: `${side.toUpperCase()} (${unit})`,
-      text: (r: StatRow) => timeText(r[side], part, unit),
-    })),
-  ),
-];
-
-function ModelStages({ summary, unit }: { summary: Summary; unit: TimeUnit }) {
-  const gpu = hasGpu(summary);
+function ModelStages({ table, steps, spanKey, view, timeUnit }: { table: Table; steps?: Table; spanKey: SpanKey; view: string; timeUnit: TimeUnit }) {
+  const gpu = table.columns.some((c) => c.key === "gpu_total_ns" && !c.panelHidden);
   const [side, setSide] = useState<"cpu" | "gpu">("cpu");
-  const rows = useMemo(() => modelRows(summary), [summary]);
   const s = gpu ? side : "cpu";
-  const charts = useMemo(() => ({ steps: stepsOption(summary, s, unit), pie: pieOption(rows, s, unit) }), [summary, rows, s, unit]);
-  if (rows.length === 0) return null;
+  const charts = useMemo(
+    () => ({ steps: steps && steps.rows.length ? stepsOption(steps, s, timeUnit) : null, pie: pieOption(table, s, timeUnit) }),
+    [table, steps, s, timeUnit],
+  );
   const tools = gpu ? (
     <Segmented
       value={s}
@@ -274,107 +308,61 @@ function ModelStages({ summary, unit }: { summary: Summary; unit: TimeUnit }) {
     />
   ) : null;
   return (
-    <Card
-      title="Model perspective"
-      subtitle={s === "cpu" ? "CPU time per step; Others = the rest of the step" : "GPU kernel time per step; Others = kernels outside the stages"}
-      tools={tools}
-      testId="model-card"
-    >
-      <div class="split wide">
-        <div class="split-chart grow">
-          <Chart option={charts.steps} height={240} testId="model-steps-chart" />
+    <>
+      <DisplayCard
+        table={table}
+        spanKey={spanKey}
+        view={view}
+        timeUnit={timeUnit}
+        title="Model perspective"
+        subtitle={s === "cpu" ? "CPU time per step; Others = the rest of the step" : "GPU kernel time per step; Others = kernels outside the stages"}
+        cardTools={tools}
+        cardTestId="model-card"
+        testId="dt-model"
+        noFilter
+      >
+        <div class="split wide">
+          <div class="split-chart grow">{charts.steps ? <Chart option={charts.steps} height={240} testId="model-steps-chart" /> : null}</div>
+          <div class="split-chart pie">
+            <Chart option={charts.pie} height={240} testId="model-pie-chart" />
+          </div>
         </div>
-        <div class="split-chart pie">
-          <Chart option={charts.pie} height={240} testId="model-pie-chart" />
-        </div>
-      </div>
-      <SimpleTable columns={modelColumns(unit)} rows={rows} rowKey={(r) => r.name} testId="model-summary" rowClass={(r) => (r.name === "ProfileStep" ? "strong" : "")} />
-      <p class="note">
-        CPU ratio = time / total step time; GPU ratio = kernel time / ProfileStep kernel time. Stage times are plain
-        sums of the outermost stage events, as in Paddle's Model Summary.
-      </p>
-    </Card>
+      </DisplayCard>
+      {steps && steps.rows.length ? (
+        <DisplayCard table={steps} spanKey={spanKey} view={view} timeUnit={timeUnit} subtitle="stage times of each step (the chart above)" cardTestId="model-steps-card" testId="dt-model_steps" noFilter maxHeight={300} />
+      ) : null}
+    </>
   );
 }
 
-function DistributedCard({ summary, unit }: { summary: Summary; unit: TimeUnit }) {
-  const rows = distributedRows(summary);
-  if (!rows.length) return null;
-  const d = summary.distributed!;
-  return (
-    <Card title="Distribution summary" subtitle="communication and computation on one timeline; ratio = time / total step time" testId="distributed-card">
-      <SimpleTable
-        columns={[
-          { key: "name", title: "Name", align: "left", text: (r) => r.name },
-          { key: "time", title: `Total Time (${unit})`, text: (r) => fmtTime(r.time, unit) },
-          { key: "ratio", title: "Ratio (%)", text: (r) => fmtRatio(r.ratio) },
-        ]}
-        rows={rows}
-        rowKey={(r) => r.name}
-        testId="distributed-summary"
-      />
-      <p class="note">{`Communication calls: ${fmtInt(d.cpuCalls)} on CPU, ${fmtInt(d.gpuCalls)} on GPU.`}</p>
-    </Card>
+/**
+ * The top-level rows of the operators' or kernels' table in the model's order (Paddle's: by CPU total for
+ * operators, GPU total for kernels), a few columns, about ten rows in view; a header click sorts them.
+ */
+function TopRows({ table, what, side, spanKey, view, timeUnit, onOpen }: { table: Table; what: string; side: "cpu" | "gpu"; spanKey: SpanKey; view: string; timeUnit: TimeUnit; onOpen: () => void }) {
+  const part = useMemo(
+    () => partOf(table, ["name", "calls", `${side}_total_ns`, `${side}_avg_ns`, `${side}_ratio`], table.rows.filter((r) => r.depth === 0 && r.role === RowRole.ROW_DATA), `${table.key}.top`),
+    [table, side],
   );
-}
-
-function topColumns(unit: TimeUnit, side: "cpu" | "gpu", label: string): SimpleColumn<StatRow>[] {
-  return [
-    { key: "name", title: "Name", align: "left", text: (r) => r.name, cls: "name-cell" },
-    { key: "calls", title: "Calls", text: (r) => (r.calls === undefined ? "-" : fmtInt(r.calls)) },
-    { key: `${side}.total`, title: `${label} Total (${unit})`, text: (r) => timeText(r[side], "total", unit) },
-    { key: `${side}.avg`, title: `Avg (${unit})`, text: (r) => timeText(r[side], "avg", unit) },
-    { key: `${side}.ratio`, title: "Ratio(%)", text: (r) => timeText(r[side], "ratio", unit) },
-  ];
-}
-
-function TopOperators({ summary, unit, onOpen }: { summary: Summary; unit: TimeUnit; onOpen: () => void }) {
-  const gpu = hasGpu(summary);
-  const rows = useMemo(() => operatorRows(summary.operators?.operators ?? [], "name"), [summary]);
-  const [side, setSide] = useState<"cpu" | "gpu">("cpu");
-  const s = gpu ? side : "cpu";
-  const top = [...rows].sort((a, b) => (b[s]?.total ?? 0) - (a[s]?.total ?? 0)).slice(0, TOP_N);
   return (
-    <Card
-      title={`Top ${TOP_N} operators`}
-      subtitle={`by ${s.toUpperCase()} total · ratio = op / all operators`}
-      testId="top-operators-card"
-      tools={
-        <>
-          {gpu ? (
-            <Segmented value={s} options={[{ value: "cpu", label: "CPU" }, { value: "gpu", label: "GPU" }]} onChange={setSide} label="Top operators by" />
-          ) : null}
-          <button class="link" onClick={onOpen}>
-            All operators →
-          </button>
-        </>
-      }
-    >
-      {top.length ? (
-        <SimpleTable columns={topColumns(unit, s, s.toUpperCase())} rows={top} rowKey={(r) => r.name} testId="top-operators" />
-      ) : (
-        <p class="muted">No operator events in this trace.</p>
-      )}
-    </Card>
-  );
-}
-
-function TopKernels({ summary, unit, onOpen }: { summary: Summary; unit: TimeUnit; onOpen: () => void }) {
-  const rows = useMemo(() => kernelRows(summary.kernels?.kernels ?? [], "kernel"), [summary]);
-  const top = [...rows].sort((a, b) => (b.gpu?.total ?? 0) - (a.gpu?.total ?? 0)).slice(0, TOP_N);
-  return (
-    <Card
-      title={`Top ${TOP_N} kernels`}
-      subtitle="by GPU total · ratio = kernel / all kernels"
-      testId="top-kernels-card"
-      tools={
+    <DisplayCard
+      table={part}
+      spanKey={spanKey}
+      view={view}
+      csvTable={table.key}
+      timeUnit={timeUnit}
+      title={`Top ${what}`}
+      subtitle={`in Paddle's order (${side.toUpperCase()} total); click a header to sort`}
+      cardTestId={`top-${what}-card`}
+      testId={`dt-top-${what}`}
+      noFilter
+      maxHeight={24 * TOP_ROWS + 56}
+      nameWidth={150}
+      cardTools={
         <button class="link" onClick={onOpen}>
-          All kernels →
+          {`All ${what} →`}
         </button>
       }
-    >
-      <SimpleTable columns={topColumns(unit, "gpu", "GPU")} rows={top} rowKey={(r) => r.name} testId="top-kernels" />
-    </Card>
+    />
   );
 }
-

@@ -1,26 +1,28 @@
-// Hybrid-parallel analysis across the ranks of a run and span (RunParallel; docs/distributed.md): the
-// straggler verdict, the per-rank and per-step breakdown of the GPU (or host) timeline, rank × step
-// heatmaps, collectives by kind, waits at collectives, pipeline bubbles and advice. Every number is
-// printed as `tb-paddle-profile distributed RUN_DIR --time-unit X` prints it; names are text, never HTML.
+// Hybrid-parallel analysis across the ranks of a run and span (docs/distributed.md). Every table, note
+// and sentence is RunParallel.display (view "parallel", built in Python by display/parallel.py, the same
+// model `tb-paddle-profile distributed` prints), drawn with DisplayTable and Sentence; only the charts
+// (step breakdown, heatmaps, the rank grid, the stage bars) read RunParallel's raw fields. Nothing here
+// derives a row, a value or a sentence.
 import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
+import { csvUrl } from "../../api";
 import { Chart } from "../../components/Chart";
-import { RowsTable } from "../../components/RowsTable";
-import type { RowColumn } from "../../components/RowsTable";
-import { Card, Notice, Segmented, SimpleTable } from "../../components/ui";
-import type { SimpleColumn } from "../../components/ui";
-import type { TimeUnit } from "../../format";
-import { fillTimes, fmtTime } from "../../format";
-import type { Advice, Finding, HostClock, KindAcrossRanks, PipelineStage, RankKind, RankParallel, RunParallel, Straggler } from "../../gen/tb_paddle_profile/v1/plugin_pb";
+import { Card, Notice, Segmented } from "../../components/ui";
+import type { TimeUnit } from "../../display/cells";
+import { formatCell } from "../../display/cells";
+import { DisplayTable } from "../../display/DisplayTable";
+import { cellOf, tableOf, textOf, viewOf } from "../../display/model";
+import { Sentence } from "../../display/Sentence";
+import type { Row, Sentence as SentenceMsg, Table, View } from "../../gen/tb_paddle_profile/v1/display_pb";
+import { CellKind } from "../../gen/tb_paddle_profile/v1/display_pb";
+import type { RankParallel, RunParallel } from "../../gen/tb_paddle_profile/v1/plugin_pb";
 import { Timeline } from "../../gen/tb_paddle_profile/v1/summary_pb";
 import type { LabelMap } from "../../labels";
-import { labelOf, ranksText } from "../../labels";
-import { num } from "../../summary";
+import { labelOf } from "../../labels";
 import type { Breakdown, RankLabel } from "./charts";
-import { breakdownOption, heatBins, heatmapOption, kindsPresent, meanBreakdown, stepBreakdown, waitsOption } from "./charts";
+import { breakdownOption, heatBins, heatmapOption, kindsPresent, meanBreakdown, num, pct1, stepBreakdown, waitsOption } from "./charts";
 import type { ParallelState } from "./data";
 import "./parallel.css";
-import { kindLabel, pct0, pct1, pyBytes, pyFixed, pyG } from "./pyfmt";
 import { RankGrid, hasGrid } from "./RankGrid";
 
 type Open = (worker: string) => void;
@@ -28,23 +30,138 @@ type Open = (worker: string) => void;
 const MAX_PER_STEP_BARS = 160;
 /** Named ranks shown in full at first (the rest behind a button). */
 const SHOWN_STRAGGLERS = 3;
-/** How many outlier ranks the summary lists. */
-const OUTLIERS = 8;
+/** Rank references of a finding or an advice shown as buttons (the rest counted; the whole list on hover). */
+const SHOWN_CHIPS = 4;
+/** The view of the display model these panels draw. */
+const VIEW = "parallel";
 
-/** What the parallel cards share: the analysis, the unit, the label of a rank, opening a rank. */
+/** What the parallel cards share: the analysis, its display view, the unit, opening a rank. */
 interface Ctx {
   rp: RunParallel;
+  view: View;
   unit: TimeUnit;
   label: RankLabel;
   open: Open;
+  /** Opens a rank by its number (rank spans, "rank:<n>" links). */
+  openRank: (rank: number) => void;
   byRank: Map<number, RankParallel>;
+  named: Set<number>;
+  current: string;
 }
 
-function useCtx(rp: RunParallel, unit: TimeUnit, labels: LabelMap | undefined, open: Open): Ctx {
+const EMPTY_VIEW = { key: VIEW, title: "", sentences: [], tables: [] } as unknown as View;
+
+function useCtx(rp: RunParallel, unit: TimeUnit, labels: LabelMap | undefined, open: Open, current: string): Ctx {
   return useMemo(() => {
     const byRank = new Map(rp.ranks.map((r) => [r.rank, r]));
-    return { rp, unit, open, byRank, label: (r: RankParallel) => labelOf(r, labels) };
-  }, [rp, unit, labels, open]);
+    const openRank = (rank: number) => {
+      const w = byRank.get(rank)?.worker;
+      if (w) open(w);
+    };
+    return {
+      rp,
+      view: viewOf(rp.display, VIEW) ?? EMPTY_VIEW,
+      unit,
+      open,
+      openRank,
+      byRank,
+      named: new Set(rp.straggler?.stragglers.map((s) => s.rank) ?? []),
+      current,
+      label: (r: RankParallel) => labelOf(r, labels),
+    };
+  }, [rp, unit, labels, open, current]);
+}
+
+/** Where a Row.link leads: "rank:<n>" opens that rank. */
+function onLink(c: Ctx) {
+  return (link: string) => {
+    if (link.startsWith("rank:")) c.openRank(Number(link.slice(5)));
+  };
+}
+
+/** Row classes of the per-rank tables: the current rank, the ranks the verdict names. */
+function rankRowClass(c: Ctx) {
+  return (row: Row) => {
+    const rank = row.link.startsWith("rank:") ? Number(row.link.slice(5)) : NaN;
+    return `${row.id === c.current ? "current" : ""} ${c.named.has(rank) ? "par-named" : ""}`;
+  };
+}
+
+function sentencesOf(view: View, key: string): SentenceMsg[] {
+  return view.sentences.filter((s) => s.key === key);
+}
+
+/**
+ * The sentences of the findings or the advice, grouped: a head ("finding.<rule>") and the sentences of
+ * the same key below it that follow it ("finding.<rule>.cost", ".excess", ".ranks", ".trigger"), in the
+ * model's order.
+ */
+function groupsOf(view: View, prefix: string): { head: SentenceMsg; parts: SentenceMsg[] }[] {
+  const out: { head: SentenceMsg; parts: SentenceMsg[] }[] = [];
+  for (const s of view.sentences) {
+    if (!s.key.startsWith(prefix)) continue;
+    const rest = s.key.slice(prefix.length);
+    const last = out[out.length - 1];
+    if (!rest.includes(".")) out.push({ head: s, parts: [] });
+    else if (last && s.key.startsWith(`${last.head.key}.`)) last.parts.push(s);
+  }
+  return out;
+}
+
+function partOf(g: { head: SentenceMsg; parts: SentenceMsg[] }, suffix: string): SentenceMsg[] {
+  return g.parts.filter((s) => s.key === `${g.head.key}.${suffix}`);
+}
+
+function S({ c, s, testId }: { c: Ctx; s: SentenceMsg | undefined; testId?: string }) {
+  if (!s) return null;
+  return <Sentence sentence={s} timeUnit={c.unit} onRank={c.openRank} testId={testId} />;
+}
+
+/** A table of the view in a card, with its CSV link; rows with a rank link open the rank. */
+function TableCard({
+  c,
+  table,
+  testId,
+  title,
+  subtitle,
+  tools,
+  maxHeight,
+  nameWidth,
+  children,
+}: {
+  c: Ctx;
+  table: Table | undefined;
+  testId: string;
+  title?: string;
+  subtitle?: string;
+  tools?: ComponentChildren;
+  maxHeight?: number;
+  nameWidth?: number;
+  children?: ComponentChildren;
+}) {
+  if (!table) return null;
+  return (
+    <Card title={title ?? table.title} subtitle={subtitle} testId={`${testId}-card`} tools={tools}>
+      {children}
+      <ParTable c={c} table={table} testId={testId} maxHeight={maxHeight} nameWidth={nameWidth} />
+    </Card>
+  );
+}
+
+function ParTable({ c, table, testId, maxHeight, nameWidth }: { c: Ctx; table: Table; testId: string; maxHeight?: number; nameWidth?: number }) {
+  return (
+    <DisplayTable
+      table={table}
+      timeUnit={c.unit}
+      testId={testId}
+      csvHref={csvUrl({ run: c.rp.run, span: c.rp.span }, VIEW, table.key)}
+      onLink={onLink(c)}
+      rowClass={rankRowClass(c)}
+      noFilter={table.rows.length < 20}
+      maxHeight={maxHeight ?? 320}
+      nameWidth={nameWidth ?? 64}
+    />
+  );
 }
 
 function loadingNotes(state: ParallelState) {
@@ -61,6 +178,15 @@ function loadingNotes(state: ParallelState) {
   );
 }
 
+/** What the summary and the details of the section are drawn from. */
+interface SectionProps {
+  state: ParallelState;
+  unit: TimeUnit;
+  current: string;
+  labels?: LabelMap;
+  onOpenRank: Open;
+}
+
 /**
  * The top of the Distributed view, before any chart or table: the verdict with its coverage (and
  * "uncertain" when the evidence is incomplete), the findings with their cost per step, the outlier
@@ -72,34 +198,29 @@ export function ParallelSummary({
   current,
   labels,
   onOpenRank,
-}: {
-  state: ParallelState;
-  unit: TimeUnit;
-  current: string;
-  labels?: LabelMap;
-  onOpenRank: Open;
-}) {
+}: SectionProps) {
   if (state.status !== "ok") return <div class="par-summary" data-testid="par-summary">{loadingNotes(state)}</div>;
   return <SummaryBody rp={state.value} unit={unit} current={current} labels={labels} open={onOpenRank} />;
 }
 
 function SummaryBody({ rp, unit, current, labels, open }: { rp: RunParallel; unit: TimeUnit; current: string; labels?: LabelMap; open: Open }) {
-  const c = useCtx(rp, unit, labels, open);
-  const named = useMemo(() => new Set(rp.straggler?.stragglers.map((s) => s.rank) ?? []), [rp]);
+  const c = useCtx(rp, unit, labels, open, current);
+  const grid = hasGrid(rp) ? <RankGrid rp={rp} unit={unit} label={c.label} current={current} named={c.named} open={open} /> : null;
   return (
     <div class="par-summary" data-testid="par-summary">
+      {!rp.display ? <Notice kind="error" testId="par-no-display">The server sent the analysis without its tables (RunParallel.display).</Notice> : null}
       <VerdictCard c={c} />
-      {rp.findings.length ? <FindingsCard c={c} /> : null}
+      {groupsOf(c.view, "finding.").length ? <FindingsCard c={c} /> : null}
       {/* a grid of up to 64 DP replicas fits beside the outliers; a wider one takes the whole row */}
-      {hasGrid(rp) && (rp.topology?.dp ?? 0) <= 64 ? (
+      {grid && (rp.topology?.dp ?? 0) <= 64 ? (
         <div class="grid par-summary-two">
-          <OutliersCard c={c} named={named} current={current} />
-          <RankGrid rp={rp} unit={unit} label={c.label} current={current} named={named} open={open} />
+          <OutliersCard c={c} />
+          {grid}
         </div>
       ) : (
         <>
-          <OutliersCard c={c} named={named} current={current} />
-          {hasGrid(rp) ? <RankGrid rp={rp} unit={unit} label={c.label} current={current} named={named} open={open} /> : null}
+          <OutliersCard c={c} />
+          {grid}
         </>
       )}
     </div>
@@ -112,22 +233,30 @@ export function ParallelSection({
   current,
   labels,
   onOpenRank,
-}: {
-  state: ParallelState;
-  unit: TimeUnit;
-  current: string;
-  labels?: LabelMap;
-  onOpenRank: Open;
-}) {
+}: SectionProps) {
+  const headline = state.status === "ok" ? sentencesOf(viewOf(state.value.display, VIEW) ?? EMPTY_VIEW, "headline")[0] : undefined;
   return (
     <section class="par" id="tbpp-parallel" data-testid="parallel">
       <header class="par-head">
         <h2>Hybrid-parallel analysis: details</h2>
-        <span class="par-head-sub">
-          {state.status === "ok" ? headline(state.value, unit) : "collectives by kind, exposed communication, stragglers, pipeline bubbles"}
+        <span class="par-head-sub" data-testid="par-headline">
+          {headline ? (
+            <>
+              <Sentence sentence={headline} timeUnit={unit} testId="par-headline-sentence" />
+              {` · times in ${unit}, per step (means over the rank's steps)`}
+            </>
+          ) : (
+            "collectives by kind, exposed communication, stragglers, pipeline bubbles"
+          )}
         </span>
       </header>
-      {state.status === "ok" ? <Deferred key={state.value.analysisKey || "rp"}><ParallelBody rp={state.value} unit={unit} current={current} labels={labels} open={onOpenRank} /></Deferred> : loadingNotes(state)}
+      {state.status === "ok" ? (
+        <Deferred key={state.value.analysisKey || "rp"}>
+          <ParallelBody rp={state.value} unit={unit} current={current} labels={labels} open={onOpenRank} />
+        </Deferred>
+      ) : (
+        loadingNotes(state)
+      )}
     </section>
   );
 }
@@ -142,102 +271,88 @@ function Deferred({ children }: { children: ComponentChildren }) {
   return ready ? <>{children}</> : <Notice kind="loading">Drawing the details…</Notice>;
 }
 
-function headline(rp: RunParallel, unit: TimeUnit): string {
-  const steps = rp.steps.map((s) => num(s));
-  const stepTxt = steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}` : steps.length ? `step ${steps[0]}` : "no steps";
-  return `${rp.ranks.length} ranks, ${stepTxt} · times in ${unit}, per step (means over the rank's steps)`;
-}
+/** Tables drawn in their own places; every other table of the view is drawn after them, in the model's order. */
+const PLACED = new Set([
+  "ranks",
+  "step_time",
+  "exposed_comm_by_step",
+  "kinds",
+  "rank_kinds",
+  "host",
+  "waits",
+  "pipeline",
+  "pipeline_ranks",
+  "clocks",
+  // the summary's
+  "stragglers",
+  "findings",
+  "outliers",
+  "advice_triggers",
+]);
 
 function ParallelBody({ rp, unit, current, labels, open }: { rp: RunParallel; unit: TimeUnit; current: string; labels?: LabelMap; open: Open }) {
-  const c = useCtx(rp, unit, labels, open);
-  const openRank = (rank: number) => {
-    const w = c.byRank.get(rank)?.worker;
-    if (w) open(w);
-  };
-  const named = useMemo(() => new Set(rp.straggler?.stragglers.map((s) => s.rank) ?? []), [rp]);
-  const rowClass = (r: RankParallel) => `${r.worker === current ? "current" : ""} ${named.has(r.rank) ? "par-named" : ""}`;
+  const c = useCtx(rp, unit, labels, open, current);
+  const t = (key: string) => tableOf(c.view, key);
+  const others = c.view.tables.filter((x) => !PLACED.has(x.key));
+  const per = `per step · ${unit} · click a row to open the rank`;
   return (
     <>
-      <AdviceCard c={c} advice={rp.advice} openRank={openRank} />
-      <BreakdownCard c={c} named={named} />
+      <AdviceCard c={c} />
+      <BreakdownCard c={c} />
       <div class="grid two">
+        <HeatmapCard c={c} table={t("step_time")} values={rp.stepTime?.valuesNs ?? []} colors={["#e3f2fd", "#64b5f6", "#0d47a1"]} label="step time" testId="par-heat-step" />
         <HeatmapCard
           c={c}
-          title="Step time by rank and step"
-          values={rp.stepTime?.valuesNs ?? []}
-          colors={["#e3f2fd", "#64b5f6", "#0d47a1"]}
-          label="step time"
-          testId="par-heat-step"
-        />
-        <HeatmapCard
-          c={c}
-          title="Exposed communication by rank and step"
+          table={t("exposed_comm_by_step")}
           values={rp.exposedCommunication?.valuesNs ?? []}
           colors={["#fff3e0", "#ffb74d", "#bf360c"]}
           label="exposed communication"
           testId="par-heat-exposed"
         />
       </div>
-      <RankTable c={c} rowClass={rowClass} />
-      <WaitsCard c={c} rowClass={rowClass} />
-      <HostCard c={c} rowClass={rowClass} />
-      <KindsCard rp={rp} unit={unit} />
+      <TableCard c={c} table={t("ranks")} testId="par-ranks" subtitle={`times in ${unit} · click a header to sort, a row to open the rank`} maxHeight={420} />
+      <TableCard c={c} table={t("waits")} testId="par-waits" subtitle={per} />
+      <TableCard c={c} table={t("host")} testId="par-host" subtitle={per} />
+      <TableCard c={c} table={t("kinds")} testId="par-kinds" subtitle={`all ranks, all steps · ${unit}`} nameWidth={110} />
       <div class="grid two">
-        <PipelineCard c={c} openRank={openRank} />
-        <RankKindsCard c={c} />
+        <PipelineCard c={c} />
+        <TableCard c={c} table={t("rank_kinds")} testId="par-rank-kinds" subtitle={`per step · ${unit}`} />
       </div>
-      <ClocksCard c={c} />
-      <MatchingCard rp={rp} />
+      <TableCard c={c} table={t("clocks")} testId="par-clocks" subtitle={`${unit} · also subtracted from each host's times on the Timeline`} nameWidth={140} />
+      {others.map((x) => (
+        <TableCard c={c} table={x} testId={`par-${x.key}`} subtitle={x.columns.some((k) => k.format?.kind === CellKind.CELL_DURATION) ? unit : undefined} nameWidth={90} />
+      ))}
+      <MatchingCard c={c} />
     </>
   );
 }
 
 // ------------------------------------------------------------------ verdict, findings, outliers
 
-const CAUSES: Record<string, string> = {
-  device_compute: "device compute: check its GPU",
-  host_dataloader: "host: its data loader",
-  host: "host: check its CPU side",
-  launch_overhead: "launch overhead",
-  memcpy: "memcpy",
-  pipeline: "pipeline",
-};
-
-function causeText(cause: string): string {
-  return CAUSES[cause] ?? cause.replace(/_/g, " ");
-}
-
-/** Coverage of the matching: the verdict's own figures, else the matching totals. */
-function coverage(rp: RunParallel): { all: number; min: number } | null {
-  const v = rp.straggler;
-  if (v && (v.coverage > 0 || v.minRankCoverage > 0)) return { all: v.coverage, min: v.minRankCoverage };
-  const m = rp.matching;
-  if (m && num(m.instances) > 0) {
-    const ranks = rp.ranks.filter((r) => r.coverage > 0);
-    return { all: num(m.matchedInstances) / num(m.instances), min: ranks.length ? Math.min(...ranks.map((r) => r.coverage)) : -1 };
-  }
-  return null;
-}
-
 function VerdictCard({ c }: { c: Ctx }) {
-  const { rp, unit } = c;
+  const { rp, view } = c;
   const v = rp.straggler;
   const [allNamed, setAllNamed] = useState(false);
-  if (!v) return null;
-  const cov = coverage(rp);
+  const verdict = sentencesOf(view, "verdict")[0];
+  if (!v || !verdict) return null;
+  const reasons = sentencesOf(view, "verdict.straggler");
+  const coverage = sentencesOf(view, "verdict.coverage")[0];
+  const evidence = sentencesOf(view, "verdict.evidence")[0];
+  const named = tableOf(view, "stragglers");
+  const rows = named?.rows ?? [];
   const state = v.uncertain ? "uncertain" : v.found ? "found" : "clear";
   return (
     <section class={`card par-verdict ${state}`} data-testid="par-verdict" data-found={v.found ? "1" : "0"} data-uncertain={v.uncertain ? "1" : "0"}>
       <header class="card-head">
-        <h3>Straggler verdict</h3>
+        <h3>{verdict.title || "Straggler verdict"}</h3>
         {v.uncertain ? (
           <span class="par-uncertain" data-testid="par-uncertain">
             Uncertain: the evidence is incomplete
           </span>
         ) : null}
-        {cov ? (
-          <span class={`par-coverage ${v.uncertain ? "low" : ""}`} data-testid="par-coverage" title="Collective instances matched across ranks ÷ instances">
-            {`coverage ${pct1(cov.all)}${cov.min >= 0 ? ` · lowest rank ${pct1(cov.min)}` : ""}`}
+        {coverage ? (
+          <span class={`par-coverage ${coverage.level === "warning" ? "low" : ""}`} data-testid="par-coverage" title="Collective instances matched across ranks ÷ instances">
+            <S c={c} s={coverage} />
           </span>
         ) : null}
       </header>
@@ -245,78 +360,82 @@ function VerdictCard({ c }: { c: Ctx }) {
         <div class="par-verdict-line">
           <span class="par-banner-mark" aria-hidden="true">{v.uncertain ? "?" : v.found ? "!" : "✓"}</span>
           <div class="par-verdict-summary" data-testid="par-verdict-summary">
-            {fillTimes(v.summary, unit)}
+            <S c={c} s={verdict} testId="par-verdict-sentence" />
           </div>
         </div>
-        {(allNamed ? v.stragglers : v.stragglers.slice(0, SHOWN_STRAGGLERS)).map((s) => (
-          <StragglerBlock c={c} s={s} />
+        {rows.slice(0, allNamed ? rows.length : SHOWN_STRAGGLERS).map((row, i) => (
+          <StragglerBlock c={c} table={named!} row={row} reason={reasons[i]} />
         ))}
-        {v.stragglers.length > SHOWN_STRAGGLERS ? (
+        {rows.length > SHOWN_STRAGGLERS ? (
           <button class="btn small" onClick={() => setAllNamed(!allNamed)} data-testid="par-straggler-more">
-            {allNamed ? "Show fewer" : `Show the other ${v.stragglers.length - SHOWN_STRAGGLERS} named ranks`}
+            {allNamed ? "Show fewer" : `Show the other ${rows.length - SHOWN_STRAGGLERS} named ranks`}
           </button>
         ) : null}
-        <p class="note" data-testid="par-verdict-rule">
-          {`(${v.rule})`}
-        </p>
+        {evidence ? (
+          <p class="note" data-testid="par-verdict-rule">
+            <S c={c} s={evidence} testId="par-verdict-evidence" />
+          </p>
+        ) : null}
       </div>
     </section>
   );
 }
 
-function StragglerBlock({ c, s }: { c: Ctx; s: Straggler }) {
-  const { unit, open } = c;
-  const t = (ns: bigint) => `${fmtTime(num(ns), unit)} ${unit}`;
-  // The cost to the job leads: the peers' waits summed over every peer grow with the number of
-  // replicas and are no measure of what the rank costs (issue 12), so they are not shown here.
-  const facts: [string, string, string][] = [
-    ["cost", "Costs the job", `${t(s.jobCostNs)} / step${s.absorbed ? " (mostly absorbed)" : ""}`],
-    ["compute", "Compute", `${t(s.computeNs)} vs role peers' ${t(s.peerComputeNs)} (${s.computeExcess >= 0 ? "+" : ""}${pct0(s.computeExcess)})`],
-    ["last", "Arrived last", `${s.lastArrivals} of ${s.matched}`],
-  ];
-  const rank = c.byRank.get(s.rank);
-  const label = s.label || (rank ? c.label(rank) : s.worker && s.worker !== `rank${s.rank}` ? `rank ${s.rank} · ${s.worker}` : `rank ${s.rank}`);
-  const tag = s.cause ? causeText(s.cause) : s.longerCompute ? "longer compute: check its GPU" : "late arrival, normal compute: check its host";
-  const gpu = s.cause ? s.cause === "device_compute" : s.longerCompute;
+/** Columns of the named-ranks table that head a block rather than list a fact. */
+const STRAGGLER_HEAD = new Set(["rank", "label", "cause", "gpu"]);
+
+/** One named rank: its label (opens it), its cause, its numbers (the model's cells under their headers), its reason. */
+function StragglerBlock({ c, table, row, reason }: { c: Ctx; table: Table; row: Row; reason: SentenceMsg | undefined }) {
+  const rank = num(cellOf(table, row, "rank")?.number);
+  const gpu = textOf(table, row, "gpu") !== "";
+  const facts = table.columns
+    .map((col, i) => ({ col, cell: row.cells[i] }))
+    .filter(({ col, cell }) => !col.panelHidden && !STRAGGLER_HEAD.has(col.key) && !(col.format?.kind === CellKind.CELL_TEXT && !cell?.text));
+  const unitOf = (k: CellKind | undefined) => (k === CellKind.CELL_DURATION ? ` (${c.unit})` : "");
   return (
-    <div class="par-straggler" data-testid="par-straggler" data-rank={String(s.rank)}>
+    <div class="par-straggler" data-testid="par-straggler" data-rank={String(rank)}>
       <div class="par-straggler-head">
-        <button class="par-chip strong" onClick={() => open(s.worker)} title="Open this rank's overview" data-testid="par-straggler-open">
-          {label}
+        <button class="par-chip strong" onClick={() => c.openRank(rank)} title="Open this rank's overview" data-testid="par-straggler-open">
+          {textOf(table, row, "label")}
         </button>
-        <span class={`par-tag ${gpu ? "gpu" : "host"}`}>{tag}</span>
+        <span class={`par-tag ${gpu ? "gpu" : "host"}`} data-testid="par-straggler-cause">
+          {textOf(table, row, "cause")}
+        </span>
       </div>
       <dl class="par-facts">
-        {facts.map(([key, name, value]) => (
-          <div data-fact={key}>
-            <dt>{name}</dt>
-            <dd>{value}</dd>
+        {facts.map(({ col, cell }) => (
+          <div data-fact={col.key}>
+            <dt>{`${col.header}${unitOf(col.format?.kind)}`}</dt>
+            <dd data-testid="par-fact" data-col={col.key}>
+              {formatCell(col, cell, c.unit)}
+            </dd>
           </div>
         ))}
       </dl>
-      <p class="par-reason">{fillTimes(s.reason, unit)}</p>
+      {reason ? (
+        <p class="par-reason">
+          <S c={c} s={reason} testId="par-reason" />
+        </p>
+      ) : null}
     </div>
   );
 }
 
-const CATEGORY_ORDER = ["anomaly", "structure", "evidence"];
-const CATEGORY_TITLE: Record<string, string> = { anomaly: "Anomaly", structure: "Structure", evidence: "Evidence" };
-
-function RankChips({ c, ranks, max = 4 }: { c: Ctx; ranks: number[]; max?: number }) {
+/** Rank references as buttons: the first few rank spans of the sentence, the whole sentence on hover of the count. */
+function RankChips({ c, s }: { c: Ctx; s: SentenceMsg | undefined }) {
+  if (!s) return null;
+  const ranks = s.spans.filter((x) => x.isRank);
   if (!ranks.length) return null;
   return (
-    <div class="par-advice-ranks">
-      {ranks.slice(0, max).map((rank) => {
-        const r = c.byRank.get(rank);
-        return (
-          <button class="par-chip" onClick={() => r && c.open(r.worker)} title={r ? `Open ${c.label(r)}` : undefined} data-rank={String(rank)}>
-            {r ? c.label(r) : `rank ${rank}`}
-          </button>
-        );
-      })}
-      {ranks.length > max ? (
-        <span class="muted" title={ranksText(ranks)} data-testid="par-more-ranks">
-          {`+${ranks.length - max} more ranks`}
+    <div class="par-advice-ranks" data-testid="par-rank-chips" data-key={s.key}>
+      {ranks.slice(0, SHOWN_CHIPS).map((x) => (
+        <button class="par-chip" onClick={() => c.openRank(x.rank)} title={`Open ${x.text}`} data-rank={String(x.rank)}>
+          {x.text}
+        </button>
+      ))}
+      {ranks.length > SHOWN_CHIPS ? (
+        <span class="muted" title={s.spans.map((x) => x.text).join("")} data-testid="par-more-ranks">
+          {`+${ranks.length - SHOWN_CHIPS} more ranks`}
         </span>
       ) : null}
     </div>
@@ -324,146 +443,119 @@ function RankChips({ c, ranks, max = 4 }: { c: Ctx; ranks: number[]; max?: numbe
 }
 
 function FindingsCard({ c }: { c: Ctx }) {
-  const { rp, unit } = c;
-  const t = (ns: bigint) => `${fmtTime(num(ns), unit)} ${unit}`;
-  const order = (f: Finding) => {
-    const i = CATEGORY_ORDER.indexOf(f.category);
-    return i < 0 ? CATEGORY_ORDER.length : i;
-  };
-  // anomalies, then structure, then evidence; within each the analysis's order (most costly first)
-  const items = rp.findings.map((f, i) => ({ f, i })).sort((a, b) => order(a.f) - order(b.f) || a.i - b.i);
+  const { view, unit } = c;
+  const groups = groupsOf(view, "finding.");
+  const table = tableOf(view, "findings");
   return (
     <Card title="Findings" subtitle={`anomalies, structure, evidence · cost to the whole job per step, ${unit}`} testId="par-findings-card">
       <ol class="par-findings" data-testid="par-findings">
-        {items.map(({ f }) => (
-          <li class={`par-finding ${f.category}`} data-rule={f.rule} data-category={f.category} data-testid="par-finding">
-            <div class="par-finding-head">
-              <span class={`par-cat ${f.category}`}>{CATEGORY_TITLE[f.category] ?? f.category}</span>
-              {f.cause ? <span class="par-cause">{causeText(f.cause)}</span> : null}
-              {f.stage >= 0 ? <span class="par-cause">{`stage ${f.stage}`}</span> : null}
-              <span class="par-cost" data-testid="par-finding-cost">
-                {num(f.costNs) > 0 ? `costs ${t(f.costNs)} / step` : f.category === "evidence" ? "" : "no cost to the job"}
-                {f.absorbed ? <span class="par-absorbed">mostly absorbed</span> : null}
-              </span>
-            </div>
-            <p class="par-finding-text">{fillTimes(f.text, unit)}</p>
-            {num(f.excessNs) > 0 ? <p class="note">{`Excess on the rank itself: ${t(f.excessNs)} / step against its role peers.`}</p> : null}
-            <RankChips c={c} ranks={f.ranks} />
-          </li>
-        ))}
+        {groups.map((g, i) => {
+          const row = table?.rows[i];
+          const cell = (key: string) => (table && row ? textOf(table, row, key) : "");
+          const category = cell("category");
+          const stageCol = table?.columns.find((x) => x.key === "stage");
+          const stage = table && row ? cellOf(table, row, "stage") : undefined;
+          const cost = partOf(g, "cost")[0];
+          return (
+            <li class={`par-finding ${category}`} data-rule={g.head.key.slice("finding.".length)} data-category={category} data-testid="par-finding">
+              <div class="par-finding-head">
+                <span class={`par-cat ${category}`}>{cell("category_title") || category}</span>
+                {cell("cause") ? <span class="par-cause">{cell("cause")}</span> : null}
+                {stageCol && stage && !stage.missing ? <span class="par-cause">{`${stageCol.header.toLowerCase()} ${formatCell(stageCol, stage, unit)}`}</span> : null}
+                {cost ? (
+                  <span class="par-cost" data-testid="par-finding-cost">
+                    <S c={c} s={cost} />
+                  </span>
+                ) : null}
+              </div>
+              <p class="par-finding-text">
+                <S c={c} s={g.head} testId="par-finding-text" />
+              </p>
+              {partOf(g, "excess").map((s) => (
+                <p class="note">
+                  <S c={c} s={s} />
+                </p>
+              ))}
+              <RankChips c={c} s={partOf(g, "ranks")[0]} />
+            </li>
+          );
+        })}
       </ol>
     </Card>
   );
 }
 
-interface Outlier {
-  r: RankParallel;
-  score: number;
-}
-
-/** The ranks least like their peers: by deviation (the analysis's measure) where it is given, else by the net wait they cause. */
-function outliers(rp: RunParallel, named: Set<number>): { by: "deviation" | "caused"; rows: Outlier[] } {
-  const byDev = rp.ranks.some((r) => r.deviation !== 0);
-  const score = (r: RankParallel) => (byDev ? r.deviation : num(r.causedWaitNs) - num(r.waitNs));
-  const rows = rp.ranks
-    .map((r) => ({ r, score: score(r) }))
-    .filter((x) => x.score > 0 || named.has(x.r.rank))
-    .sort((a, b) => Number(named.has(b.r.rank)) - Number(named.has(a.r.rank)) || b.score - a.score)
-    .slice(0, OUTLIERS);
-  return { by: byDev ? "deviation" : "caused", rows };
-}
-
-function OutliersCard({ c, named, current }: { c: Ctx; named: Set<number>; current: string }) {
-  const { rp, unit } = c;
-  const t = (ns: bigint | number) => fmtTime(num(ns), unit);
-  const o = useMemo(() => outliers(rp, named), [rp, named]);
-  const columns: SimpleColumn<Outlier>[] = [
-    { key: "label", title: "Rank", align: "left", text: (x) => c.label(x.r) },
-    o.by === "deviation"
-      ? { key: "deviation", title: "Deviation", text: (x) => pct1(x.score) }
-      : { key: "net", title: "Net caused wait", text: (x) => t(x.score) },
-    { key: "step", title: "Step", text: (x) => t(x.r.stepTimeNs) },
-  ];
-  const sub =
-    o.by === "deviation"
-      ? "largest excess over the rank's role peers, as a share of the median step"
-      : `time its peers wait for it net of its own waits, ${unit} per step`;
+function OutliersCard({ c }: { c: Ctx }) {
+  const table = tableOf(c.view, "outliers");
+  if (!table) return null;
   return (
-    <Card title="Outlier ranks" subtitle={`${sub} · click to open`} testId="par-outliers-card">
-      {o.rows.length ? (
-        <SimpleTable columns={columns} rows={o.rows} rowKey={(x) => x.r.worker} testId="par-outliers" onRowClick={(x) => c.open(x.r.worker)} rowClass={(x) => `${named.has(x.r.rank) ? "par-named" : ""} ${x.r.worker === current ? "current" : ""}`} />
+    <Card title={table.title} subtitle="click to open" testId="par-outliers-card">
+      {table.rows.length ? (
+        <ParTable c={c} table={table} testId="par-outliers" maxHeight={260} nameWidth={220} />
       ) : (
         <p class="muted" data-testid="par-outliers-none">
-          No rank stands out from its peers.
+          {table.empty}
         </p>
       )}
     </Card>
   );
 }
 
-function triggerValue(value: number, unit: string): string {
-  return unit.includes("fraction") ? pct1(value) : pyG(value);
-}
-
-function AdviceCard({ c, advice, openRank }: { c: Ctx; advice: Advice[]; openRank: (rank: number) => void }) {
-  const { unit } = c;
-  const who = (rank: number) => {
-    if (rank < 0) return "all ranks";
-    return `rank ${rank}`;
-  };
+function AdviceCard({ c }: { c: Ctx }) {
+  const { view } = c;
+  const groups = groupsOf(view, "advice.").filter((g) => g.head.key !== "advice.none");
+  const none = sentencesOf(view, "advice.none")[0];
+  const triggers = tableOf(view, "advice_triggers");
   return (
     <Card title="Advice" subtitle="rule-based; each rule cites the value that fired it and its threshold" testId="par-advice-card">
-      {advice.length ? (
+      {groups.length ? (
         <ol class="par-advice" data-testid="par-advice">
-          {advice.map((a) => (
-            <li data-rule={a.rule}>
-              <div class="par-advice-title">
-                <span>{a.title}</span>
-                <code class="par-rule">{a.rule}</code>
-              </div>
-              <p class="par-advice-text">{fillTimes(a.text, unit)}</p>
-              <ul class="par-triggers">
-                {a.triggers.map((tr) => {
-                  const value = triggerValue(tr.value, tr.unit);
-                  const threshold = triggerValue(tr.threshold, tr.unit);
-                  return (
-                    <li data-testid="par-trigger" data-value={value} data-threshold={threshold} data-metric={tr.metric}>
-                      <span class="par-trigger-metric">{`${tr.metric} (${who(tr.rank)})`}</span>
-                      <span class="par-trigger-num">
-                        <span class="par-trigger-value">{value}</span>
-                        <span class="par-trigger-op">≥ threshold</span>
-                        <span class="par-trigger-threshold">{threshold}</span>
-                      </span>
-                    </li>
-                  );
-                })}
-              </ul>
-              {a.ranks.length ? (
-                <div class="par-advice-ranks">
-                  {a.ranks.slice(0, 16).map((r) => (
-                    <button class="par-chip" onClick={() => openRank(r)} title="Open this rank's overview">{`rank ${r}`}</button>
-                  ))}
-                  {a.ranks.length > 16 ? <span class="muted">{`+${a.ranks.length - 16} more (${ranksText(a.ranks)})`}</span> : null}
+          {groups.map((g, i) => {
+            const rule = g.head.key.slice("advice.".length);
+            const rows = triggers ? triggers.rows.filter((r) => num(cellOf(triggers, r, "advice")?.number) === i) : [];
+            return (
+              <li data-rule={rule}>
+                <div class="par-advice-title">
+                  <span>{g.head.title}</span>
+                  <code class="par-rule">{rule}</code>
                 </div>
-              ) : null}
-            </li>
-          ))}
+                <p class="par-advice-text">
+                  <S c={c} s={g.head} testId="par-advice-text" />
+                </p>
+                <ul class="par-triggers">
+                  {partOf(g, "trigger").map((s, k) => {
+                    const row = rows[k];
+                    const at = (key: string) => {
+                      const col = triggers?.columns.find((x) => x.key === key);
+                      return col && row ? formatCell(col, cellOf(triggers!, row, key), c.unit) : "";
+                    };
+                    return (
+                      <li data-testid="par-trigger" data-metric={at("metric")} data-value={at("value")} data-threshold={at("threshold")}>
+                        <S c={c} s={s} testId="par-trigger-sentence" />
+                      </li>
+                    );
+                  })}
+                </ul>
+                <RankChips c={c} s={partOf(g, "ranks")[0]} />
+              </li>
+            );
+          })}
         </ol>
       ) : (
         <p class="muted" data-testid="par-advice-none">
-          No rule fired.
+          <S c={c} s={none} />
         </p>
       )}
     </Card>
   );
 }
 
-// ------------------------------------------------------------------ breakdown
+// ------------------------------------------------------------------ breakdown (a chart of raw fields)
 
 type BreakdownMode = "steps" | "mean" | "waits";
 
-function BreakdownCard({ c, named }: { c: Ctx; named: Set<number> }) {
-  const { rp, unit, open } = c;
+function BreakdownCard({ c }: { c: Ctx }) {
+  const { rp, unit, open, named } = c;
   const stepIds = useMemo(() => rp.steps.map((s) => num(s)), [rp]);
   const [mode, setMode] = useState<BreakdownMode>(rp.ranks.length * Math.max(1, stepIds.length) <= MAX_PER_STEP_BARS ? "steps" : "mean");
   const kinds = useMemo(() => kindsPresent(rp), [rp]);
@@ -513,112 +605,39 @@ function BreakdownCard({ c, named }: { c: Ctx; named: Set<number> }) {
   );
 }
 
-// ------------------------------------------------------------------ per-rank tables (virtualised)
-
-const rankCol: RowColumn<RankParallel> = { key: "rank", title: "Rank", width: 52, align: "left", text: (r) => String(r.rank), sort: (r) => r.rank, firstDir: "asc" };
-
-function RankTable({ c, rowClass }: { c: Ctx; rowClass: (r: RankParallel) => string }) {
-  const { rp, unit, open } = c;
-  const t = (ns: bigint | number) => fmtTime(num(ns), unit);
-  const share = (r: RankParallel, ns: bigint) => (num(r.stepTimeNs) ? pct1(num(ns) / num(r.stepTimeNs)) : "-");
-  const anyHost = rp.ranks.some((r) => r.timeline === Timeline.HOST);
-  const ns = (f: (r: RankParallel) => bigint) => (r: RankParallel) => num(f(r));
-  const columns: RowColumn<RankParallel>[] = [
-    rankCol,
-    { key: "steps", title: "Steps", width: 50, text: (r) => String(r.steps), sort: (r) => r.steps },
-    { key: "step", title: "Step", width: 72, text: (r) => t(r.stepTimeNs), sort: ns((r) => r.stepTimeNs) },
-    { key: "compute", title: "Compute", width: 72, text: (r) => t(r.computeNs), sort: ns((r) => r.computeNs) },
-    { key: "exposed", title: "Exposed comm", width: 96, text: (r) => t(r.exposedCommunicationNs), sort: ns((r) => r.exposedCommunicationNs) },
-    { key: "exposed_share", title: "(of step)", width: 66, text: (r) => share(r, r.exposedCommunicationNs), sort: (r) => (num(r.stepTimeNs) ? num(r.exposedCommunicationNs) / num(r.stepTimeNs) : undefined) },
-    { key: "hidden", title: "Hidden comm", width: 88, text: (r) => t(r.hiddenCommunicationNs), sort: ns((r) => r.hiddenCommunicationNs) },
-    { key: "memcpy", title: "Exposed memcpy", width: 104, text: (r) => t(r.exposedMemoryNs), sort: ns((r) => r.exposedMemoryNs) },
-    { key: "idle", title: "Idle", width: 64, text: (r) => t(r.idleNs), sort: ns((r) => r.idleNs) },
-    { key: "timeline", title: "Timeline", width: 66, align: "left", text: (r) => (r.timeline === Timeline.HOST ? "host" : "GPU") },
-  ];
-  return (
-    <Card title="Per-rank step breakdown" subtitle={`times in ${unit} · click a header to sort, a row to open the rank`} testId="par-ranks-card">
-      <RowsTable<RankParallel> columns={columns} rows={rp.ranks} rowKey={(r) => r.worker} name={c.label} nameTitle="Rank" testId="par-ranks" onRowClick={(r) => open(r.worker)} rowClass={rowClass} />
-      <p class="note">
-        {"Step = Compute + Exposed comm + Exposed memcpy + Idle. GPU timeline: Compute = some non-communication kernel runs; Exposed comm = a communication kernel runs and no computation; Hidden comm = communication overlapped by computation; Idle = nothing runs on the GPU." +
-          (anyHost ? " Host timeline (no device events): communication = host communication events, which block the host; Compute = other operators; Idle = the rest." : "") +
-          (rp.ranks.some((r) => r.rankInferred) ? " * rank numbered in the order of hostname, pid and worker name (the file names do not tell it)." : "")}
-      </p>
-    </Card>
-  );
-}
-
-function HostCard({ c, rowClass }: { c: Ctx; rowClass: (r: RankParallel) => string }) {
-  const { rp, unit, open } = c;
-  // A CPU run (no device events on any rank) has no CUDA runtime to weigh against kernels (the CLI omits the table too).
-  if (rp.ranks.every((r) => r.timeline === Timeline.HOST)) return null;
-  const t = (ns: bigint | number) => fmtTime(num(ns), unit);
-  const columns: RowColumn<RankParallel>[] = [
-    rankCol,
-    { key: "runtime", title: "CUDA runtime", width: 96, text: (r) => t(r.runtimeNs), sort: (r) => num(r.runtimeNs) },
-    { key: "runtime_share", title: "(of step)", width: 66, text: (r) => (num(r.stepTimeNs) ? pct1(num(r.runtimeNs) / num(r.stepTimeNs)) : "-"), sort: (r) => (num(r.stepTimeNs) ? num(r.runtimeNs) / num(r.stepTimeNs) : undefined) },
-    { key: "launches", title: "Launches", width: 72, text: (r) => String(r.launches), sort: (r) => num(r.launches) },
-    { key: "sync", title: "Synchronising", width: 96, text: (r) => t(r.syncNs), sort: (r) => num(r.syncNs) },
-    { key: "kernel", title: "Kernel time", width: 86, text: (r) => t(r.kernelNs), sort: (r) => num(r.kernelNs) },
-  ];
-  return (
-    <Card title="Host side: CUDA runtime against kernels" subtitle={`per step · ${unit} · click a row to open the rank`} testId="par-host-card">
-      <RowsTable<RankParallel> columns={columns} rows={rp.ranks} rowKey={(r) => r.worker} name={c.label} nameTitle="Rank" testId="par-host" onRowClick={(r) => open(r.worker)} rowClass={rowClass} maxHeight={280} />
-      <p class="note">Kernel time is the plain sum of kernel durations (streams overlap). Synchronising = time in *Synchronize* calls and synchronous cudaMemcpy.</p>
-    </Card>
-  );
-}
-
-// ------------------------------------------------------------------ heatmaps
+// ------------------------------------------------------------------ heatmaps (chart: raw fields; table: the model's)
 
 type HeatMode = "heatmap" | "table";
 
-interface HeatRow {
-  r: RankParallel;
-  cells: string[];
-  values: number[];
-}
-
-function HeatmapCard({ c, title, values, colors, label, testId }: { c: Ctx; title: string; values: bigint[]; colors: string[]; label: string; testId: string }) {
+function HeatmapCard({ c, table, title, values, colors, label, testId }: { c: Ctx; table: Table | undefined; title?: string; values: bigint[]; colors: string[]; label: string; testId: string }) {
   const { rp, unit, open } = c;
   const [mode, setMode] = useState<HeatMode>("heatmap");
   const option = useMemo(() => heatmapOption(rp, values, unit, colors, label, c.label), [rp, values, unit, colors, label, c]);
   const bins = heatBins(rp.ranks.length);
-  const steps = rp.steps.map((s) => num(s));
-  const rows: HeatRow[] = useMemo(
-    () =>
-      mode === "table"
-        ? rp.ranks.map((r, ri) => {
-            const vs = steps.map((_s, si) => num(values[ri * steps.length + si]));
-            return { r, values: vs, cells: vs.map((v) => (v >= 0 ? fmtTime(v, unit) : "-")) };
-          })
-        : [],
-    [mode, rp, values, unit],
-  );
-  const columns: RowColumn<HeatRow>[] = [
-    { key: "rank", title: "Rank", width: 52, align: "left", text: (x) => String(x.r.rank), sort: (x) => x.r.rank, firstDir: "asc" },
-    ...steps.map((s, si) => ({ key: `s${s}`, title: `#${s}`, width: 72, text: (x: HeatRow) => x.cells[si], sort: (x: HeatRow) => (x.values[si] >= 0 ? x.values[si] : undefined) })),
-  ];
   const height = Math.max(160, Math.min(520, 26 * bins.rows.length + 40));
   const binned = bins.size > 1;
+  const name = title ?? table?.title ?? label;
   return (
     <Card
-      title={title}
+      title={name}
       subtitle={`${unit} · ${binned ? `each row ${bins.size} consecutive ranks, the max of the bin (hover: its range and worst rank)` : "one row per rank"} · click a cell to open the rank`}
       testId={`${testId}-card`}
       tools={
-        <Segmented<HeatMode>
-          value={mode}
-          options={[
-            { value: "heatmap", label: "Heatmap" },
-            { value: "table", label: "Table" },
-          ]}
-          onChange={setMode}
-          testId={`${testId}-mode`}
-          label={title}
-        />
+        table ? (
+          <Segmented<HeatMode>
+            value={mode}
+            options={[
+              { value: "heatmap", label: "Heatmap" },
+              { value: "table", label: "Table" },
+            ]}
+            onChange={setMode}
+            testId={`${testId}-mode`}
+            label={name}
+          />
+        ) : undefined
       }
     >
-      {mode === "heatmap" ? (
+      {mode === "heatmap" || !table ? (
         <div data-testid={`${testId}-box`} data-bin={bins.size} data-rows={bins.rows.length}>
           <Chart
             option={option}
@@ -631,130 +650,32 @@ function HeatmapCard({ c, title, values, colors, label, testId }: { c: Ctx; titl
           />
         </div>
       ) : (
-        <RowsTable<HeatRow> columns={columns} rows={rows} rowKey={(x) => x.r.worker} name={(x) => c.label(x.r)} nameTitle="Rank" testId={`${testId}-table`} onRowClick={(x) => open(x.r.worker)} maxHeight={height} />
+        <ParTable c={c} table={table} testId={`${testId}-table`} maxHeight={height} />
       )}
-    </Card>
-  );
-}
-
-// ------------------------------------------------------------------ collectives and waits
-
-interface RankKindRow {
-  r: RankParallel;
-  k: RankKind;
-}
-
-function KindsCard({ rp, unit }: { rp: RunParallel; unit: TimeUnit }) {
-  const t = (ns: bigint | number) => fmtTime(num(ns), unit);
-  const columns: SimpleColumn<KindAcrossRanks>[] = [
-    { key: "kind", title: "Kind", align: "left", text: (k) => kindLabel(k.kind) },
-    { key: "calls", title: "Calls", text: (k) => String(k.calls) },
-    { key: "device", title: "Device time", text: (k) => t(k.deviceNs) },
-    { key: "host", title: "Host time", text: (k) => t(k.hostNs) },
-    { key: "exposed", title: "Exposed", text: (k) => t(k.exposedNs) },
-    { key: "matched", title: "Matched", text: (k) => String(k.matched) },
-    { key: "wait", title: "Wait", text: (k) => t(k.waitNs) },
-    { key: "transfer", title: "Transfer", text: (k) => t(k.transferNs) },
-    { key: "bytes", title: "Bytes", text: (k) => pyBytes(num(k.bytes)) },
-    { key: "ranks", title: "Ranks", align: "left", text: (k) => ranksText(k.ranks) },
-  ];
-  return (
-    <Card title="Collectives by kind" subtitle={`all ranks, all steps · ${unit}`} testId="par-kinds-card">
-      <SimpleTable columns={columns} rows={rp.kinds} rowKey={(k) => kindLabel(k.kind)} testId="par-kinds" />
-      <p class="note">
-        Totals over ranks and steps. Wait = duration − transfer of matched instances (transfer ≈ the shortest duration of the instance across its ranks). Bytes only where the
-        trace records the operator's input shapes. More than 16 ranks are written as ranges (0-127).
-      </p>
-    </Card>
-  );
-}
-
-function RankKindsCard({ c }: { c: Ctx }) {
-  const { rp, unit } = c;
-  const perRank: RankKindRow[] = useMemo(() => rp.ranks.flatMap((r) => r.kinds.map((k) => ({ r, k }))), [rp]);
-  const n = (x: RankKindRow) => Math.max(1, x.r.steps);
-  const rkColumns: RowColumn<RankKindRow>[] = [
-    { key: "rank", title: "Rank", width: 48, align: "left", text: (x) => String(x.r.rank), sort: (x) => x.r.rank, firstDir: "asc" },
-    { key: "calls", title: "Calls", width: 50, text: (x) => pyFixed(num(x.k.calls) / n(x), 1), sort: (x) => num(x.k.calls) / n(x) },
-    { key: "device", title: "Device time", width: 80, text: (x) => fmtTime(num(x.k.deviceNs) / n(x), unit), sort: (x) => num(x.k.deviceNs) / n(x) },
-    { key: "exposed", title: "Exposed", width: 66, text: (x) => fmtTime(num(x.k.exposedNs) / n(x), unit), sort: (x) => num(x.k.exposedNs) / n(x) },
-    { key: "wait", title: "Wait", width: 60, text: (x) => fmtTime(num(x.k.waitNs) / n(x), unit), sort: (x) => num(x.k.waitNs) / n(x) },
-    { key: "matched", title: "Matched", width: 66, text: (x) => `${x.k.matched}/${x.k.calls}`, sort: (x) => (num(x.k.calls) ? num(x.k.matched) / num(x.k.calls) : undefined) },
-  ];
-  return (
-    <Card title="Collectives by rank and kind" subtitle={`per step · ${unit}`} testId="par-rank-kinds-card">
-      <RowsTable<RankKindRow>
-        columns={rkColumns}
-        rows={perRank}
-        rowKey={(x) => `${x.r.rank}:${kindLabel(x.k.kind)}`}
-        name={(x) => kindLabel(x.k.kind)}
-        nameTitle="Kind"
-        nameWidth={110}
-        testId="par-rank-kinds"
-        maxHeight={320}
-      />
-    </Card>
-  );
-}
-
-function WaitsCard({ c, rowClass }: { c: Ctx; rowClass: (r: RankParallel) => string }) {
-  const { rp, unit, open } = c;
-  const t = (ns: bigint | number) => fmtTime(num(ns), unit);
-  const columns: RowColumn<RankParallel>[] = [
-    rankCol,
-    { key: "waited", title: "Waited", width: 72, text: (r) => t(r.waitNs), sort: (r) => num(r.waitNs) },
-    { key: "caused", title: "Made peers wait", width: 110, text: (r) => t(r.causedWaitNs), sort: (r) => num(r.causedWaitNs) },
-    { key: "last", title: "Arrived last", width: 86, text: (r) => `${r.lastArrivals}/${r.matched}`, sort: (r) => (r.matched ? r.lastArrivals / r.matched : undefined) },
-    { key: "compute", title: "Compute", width: 72, text: (r) => t(r.computeNs), sort: (r) => num(r.computeNs) },
-    { key: "peer_compute", title: "Peers' compute", width: 100, text: (r) => (r.peers.length ? t(r.peerComputeNs) : "-"), sort: (r) => (r.peers.length ? num(r.peerComputeNs) : undefined) },
-    { key: "peers", title: "Peers", width: 200, align: "left", text: (r) => ranksText(r.peers) },
-  ];
-  return (
-    <Card title="Waits at collectives other than send/recv" subtitle={`per step · ${unit} · click a row to open the rank`} testId="par-waits-card">
-      <RowsTable<RankParallel> columns={columns} rows={rp.ranks} rowKey={(r) => r.worker} name={c.label} nameTitle="Rank" testId="par-waits" onRowClick={(r) => open(r.worker)} rowClass={rowClass} maxHeight={280} />
-      <p class="note">
-        Waited = time the rank spent in collectives waiting for the last member; Made peers wait = its peers' wait at the instances it arrived last at; Peers = the ranks it shares
-        matched collectives with (more than 16 as ranges); their median compute is the yardstick for “longer compute”.
-      </p>
     </Card>
   );
 }
 
 // ------------------------------------------------------------------ pipeline, matching
 
-function PipelineCard({ c, openRank }: { c: Ctx; openRank: (rank: number) => void }) {
-  const { rp, unit } = c;
+function PipelineCard({ c }: { c: Ctx }) {
+  const { rp, unit, view } = c;
   const pv = rp.pipeline;
-  const t = (ns: bigint | number) => fmtTime(num(ns), unit);
-  if (!pv?.present) {
-    return (
-      <Card title="Pipeline" testId="par-pipeline-card">
-        <p class="muted" data-testid="par-pipeline-none">
-          No pipeline: no send/recv pairs matched across ranks.
-        </p>
-      </Card>
-    );
-  }
-  const bar = (ratio: number) => (
-    <span class="par-ratio">
-      <span class="par-ratio-bar">
-        <span style={{ width: `${Math.min(100, Math.max(0, ratio * 100))}%` }} />
+  const stages = tableOf(view, "pipeline");
+  const ranks = tableOf(view, "pipeline_ranks");
+  if (stages && pv?.stages.length) {
+    // beside the model's table, one bar per stage of its bubble ratio (a chart of the raw field)
+    const bar = (ratio: number) => (
+      <span class="par-ratio">
+        <span class="par-ratio-bar">
+          <span style={{ width: `${Math.min(100, Math.max(0, ratio * 100))}%` }} />
+        </span>
       </span>
-    </span>
-  );
-  if (pv.stages.length) {
-    const columns: SimpleColumn<PipelineStage>[] = [
-      { key: "stage", title: "Stage", align: "left", text: (s) => String(s.stage) },
-      { key: "ranks", title: "Ranks", align: "left", text: (s) => ranksText(s.ranks) },
-      { key: "step", title: "Step", text: (s) => t(s.stepTimeNs) },
-      { key: "compute", title: "Compute", text: (s) => t(s.computeNs) },
-      { key: "bubble", title: "Bubble", text: (s) => t(s.bubbleNs) },
-      { key: "ratio", title: "Bubble ratio", text: (s) => pct1(s.bubbleRatio) },
-    ];
+    );
     return (
-      <Card title={`Pipeline (${pv.pipelines} pipelines)`} subtitle={`per step · ${unit} · click a stage to open its first rank`} testId="par-pipeline-card">
+      <Card title={stages.title} subtitle={`per step · ${unit} · click a stage to open its first rank`} testId="par-pipeline-card">
         <div class="par-stages">
-          <SimpleTable columns={columns} rows={pv.stages} rowKey={(s) => String(s.stage)} testId="par-stages" onRowClick={(s) => s.ranks.length && openRank(s.ranks[0])} />
+          <ParTable c={c} table={stages} testId="par-stages" maxHeight={280} />
           <div class="par-stage-bars" aria-hidden="true">
             {pv.stages.map((s) => (
               <div class="par-stage-bar">
@@ -765,54 +686,27 @@ function PipelineCard({ c, openRank }: { c: Ctx; openRank: (rank: number) => voi
             ))}
           </div>
         </div>
-        <p class="note">{pv.definition}</p>
       </Card>
     );
   }
-  const rows = rp.ranks.filter((r) => num(r.bubbleNs) || r.pipelineStage >= 0);
-  const columns: RowColumn<RankParallel>[] = [
-    rankCol,
-    { key: "step", title: "Step", width: 72, text: (r) => t(r.stepTimeNs), sort: (r) => num(r.stepTimeNs) },
-    { key: "bubble", title: "Bubble", width: 72, text: (r) => t(r.bubbleNs), sort: (r) => num(r.bubbleNs) },
-    { key: "ratio", title: "Bubble ratio", width: 86, text: (r) => pct1(r.bubbleRatio), sort: (r) => r.bubbleRatio },
-  ];
-  return (
-    <Card title="Pipeline (stages unknown)" subtitle={`per step · ${unit}`} testId="par-pipeline-card">
-      <RowsTable<RankParallel> columns={columns} rows={rows} rowKey={(r) => r.worker} name={c.label} nameTitle="Rank" testId="par-stages" onRowClick={(r) => openRank(r.rank)} maxHeight={280} />
-      <p class="note">{pv.definition}</p>
-    </Card>
-  );
+  if (ranks) return <TableCard c={c} table={ranks} testId="par-stages" subtitle={`per step · ${unit}`} title={ranks.title} />;
+  return null;
 }
 
-function ClocksCard({ c }: { c: Ctx }) {
-  const { rp, unit } = c;
-  if (rp.clocks.length < 2) return null;
-  const t = (ns: bigint | number) => fmtTime(num(ns), unit);
-  const columns: SimpleColumn<HostClock>[] = [
-    { key: "host", title: "Host", align: "left", text: (h) => h.hostname + (h.reference ? " (reference)" : "") },
-    { key: "offset", title: "Offset", text: (h) => t(h.offsetNs) },
-    { key: "spread", title: "Spread (IQR)", text: (h) => t(h.spreadNs) },
-    { key: "samples", title: "Samples", text: (h) => String(h.samples) },
-    { key: "ranks", title: "Ranks", align: "left", text: (h) => ranksText(h.ranks) },
-  ];
-  return (
-    <Card
-      title="Host clocks"
-      subtitle={`${unit} · each host's offset from the reference host's, from collectives spanning hosts (their members end together); subtracted from its times before matching and on the Timeline`}
-      testId="par-clocks-card"
-    >
-      <SimpleTable columns={columns} rows={rp.clocks} rowKey={(h) => h.hostname} testId="par-clocks" />
-    </Card>
-  );
-}
-
-function MatchingCard({ rp }: { rp: RunParallel }) {
-  const m = rp.matching;
+function MatchingCard({ c }: { c: Ctx }) {
+  const matching = sentencesOf(c.view, "matching");
+  const notes = sentencesOf(c.view, "note");
   return (
     <div class="par-foot" data-testid="par-matching">
-      {m ? <p>{`Matching: ${m.matchedInstances} of ${m.instances} communication instances matched across ranks (${m.method}).`}</p> : null}
-      {rp.notes.map((n) => (
-        <p data-testid="par-note">{`Note: ${n}`}</p>
+      {matching.map((s) => (
+        <p>
+          <S c={c} s={s} testId="par-matching-sentence" />
+        </p>
+      ))}
+      {notes.map((s) => (
+        <p data-testid="par-note">
+          <S c={c} s={s} testId="par-note-sentence" />
+        </p>
       ))}
     </div>
   );

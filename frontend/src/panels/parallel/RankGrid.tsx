@@ -4,12 +4,10 @@
 // of ranks: hover gives the rank's label and numbers, a click opens it.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Card } from "../../components/ui";
-import type { TimeUnit } from "../../format";
-import { fmtTime } from "../../format";
+import type { TimeUnit } from "../../display/cells";
 import type { RankParallel, RunParallel } from "../../gen/tb_paddle_profile/v1/plugin_pb";
-import { num } from "../../summary";
 import type { RankLabel } from "./charts";
-import { pct1 } from "./pyfmt";
+import { pct1, timeUnit } from "./charts";
 
 const LABEL_W = 74;
 const TOP = 20;
@@ -165,7 +163,7 @@ export function RankGrid({
     if (stage >= d.pp || mp >= d.mp) return null;
     return cells.get(`${dp}:${stage}:${mp}`) ?? null;
   };
-  const t = (ns: bigint) => `${fmtTime(num(ns), unit)} ${unit}`;
+  const t = (ns: bigint) => timeUnit(ns, unit);
   const topo = rp.topology!;
   return (
     <Card

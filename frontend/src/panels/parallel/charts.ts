@@ -1,12 +1,45 @@
 // ECharts options of the hybrid-parallel section: step breakdown (rank × step), waits, rank × step heatmaps.
 import type { ChartOption } from "../../components/Chart";
 import { tooltipBox } from "../../components/Chart";
-import type { TimeUnit } from "../../format";
-import { fmtTime, inUnit } from "../../format";
+import { create } from "@bufbuild/protobuf";
+import type { TimeUnit } from "../../display/cells";
+import { formatValue } from "../../display/cells";
+import { inUnit } from "../../format";
+import { CellKind, CellSchema, FormatSchema } from "../../gen/tb_paddle_profile/v1/display_pb";
 import type { RankParallel, RunParallel } from "../../gen/tb_paddle_profile/v1/plugin_pb";
 import type { CollectiveKind, ParallelStep } from "../../gen/tb_paddle_profile/v1/summary_pb";
-import { num } from "../../summary";
-import { KIND_COLORS, KIND_ORDER, kindLabel, pct1 } from "./pyfmt";
+import { KIND_COLORS, KIND_ORDER, kindLabel } from "./kinds";
+
+/** A protobuf int64 (or a plain number) as a JavaScript number, for charts. */
+export function num(x: bigint | number | undefined): number {
+  return x === undefined ? 0 : Number(x);
+}
+
+// Chart labels and tooltips print their numbers with the display model's one formatter (cells.ts).
+const DURATION = create(FormatSchema, { kind: CellKind.CELL_DURATION });
+const DURATION_UNIT = create(FormatSchema, { kind: CellKind.CELL_DURATION, style: "unit" });
+const PERCENT1 = create(FormatSchema, { kind: CellKind.CELL_PERCENT, digits: 1 });
+const PERCENT2 = create(FormatSchema, { kind: CellKind.CELL_PERCENT, digits: 2 });
+
+/** A time in ns printed in `unit` ("12.34"). */
+export function time(ns: number | bigint, unit: TimeUnit): string {
+  return formatValue(DURATION, create(CellSchema, { number: num(ns) }), unit);
+}
+
+/** A time in ns printed in `unit` with the unit ("12.34 ms"). */
+export function timeUnit(ns: number | bigint, unit: TimeUnit): string {
+  return formatValue(DURATION_UNIT, create(CellSchema, { number: num(ns) }), unit);
+}
+
+/** A fraction as a percentage with one decimal ("12.5%"). */
+export function pct1(fraction: number): string {
+  return formatValue(PERCENT1, create(CellSchema, { number: fraction }));
+}
+
+/** A part of a whole as a percentage with two decimals ("12.50%"; "-" without a whole), for tooltips. */
+export function share2(part: number, whole: number): string {
+  return whole ? formatValue(PERCENT2, create(CellSchema, { number: part / whole })) : "-";
+}
 
 export function parRankLabel(r: { rank: number; rankInferred?: boolean }): string {
   return `rank ${r.rank}${r.rankInferred ? "*" : ""}`;
@@ -128,9 +161,9 @@ function parts(kinds: CollectiveKind[]): Part[] {
 }
 
 function breakdownTip(title: string, b: Breakdown, ps: Part[], unit: TimeUnit): HTMLElement {
-  return tooltipBox(`${title} · step time ${fmtTime(b.total, unit)} ${unit}`, [
-    ...ps.map((p) => ({ color: p.color, name: p.name, value: `${fmtTime(p.own(b), unit)} ${unit} (${b.total ? pct1(p.own(b) / b.total) : "-"})` })),
-    { name: "Exposed comm (all kinds)", value: `${fmtTime(b.exposed, unit)} ${unit}` },
+  return tooltipBox(`${title} · step time ${timeUnit(b.total, unit)}`, [
+    ...ps.map((p) => ({ color: p.color, name: p.name, value: `${timeUnit(p.own(b), unit)} (${b.total ? pct1(p.own(b) / b.total) : "-"})` })),
+    { name: "Exposed comm (all kinds)", value: `${timeUnit(b.exposed, unit)}` },
   ]);
 }
 
@@ -200,8 +233,8 @@ export function waitsOption(rp: RunParallel, unit: TimeUnit, named: Set<number>,
       formatter: ((ps: { dataIndex: number }[]) => {
         const r = ranks[ps[0].dataIndex];
         return tooltipBox(`${label(r)} · per step`, [
-          { color: WAIT_COLORS.waited, name: "Waited for peers", value: `${fmtTime(num(r.waitNs), unit)} ${unit}` },
-          { color: WAIT_COLORS.caused, name: "Made peers wait", value: `${fmtTime(num(r.causedWaitNs), unit)} ${unit}` },
+          { color: WAIT_COLORS.waited, name: "Waited for peers", value: `${timeUnit(num(r.waitNs), unit)}` },
+          { color: WAIT_COLORS.caused, name: "Made peers wait", value: `${timeUnit(num(r.causedWaitNs), unit)}` },
           { name: "Arrived last", value: `${r.lastArrivals}/${r.matched}` },
         ]);
       }) as never,
@@ -284,9 +317,9 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
       formatter: ((p: { data: HeatCell }) => {
         const [si, bi, v, wi] = p.data;
         const [a, b] = bins.rows[bi];
-        if (a === b) return tooltipBox(`${rankLabel(ranks[a])} · step ${steps[si]}`, [{ name: label, value: `${fmtTime(v, unit)} ${unit}` }]);
+        if (a === b) return tooltipBox(`${rankLabel(ranks[a])} · step ${steps[si]}`, [{ name: label, value: `${timeUnit(v, unit)}` }]);
         return tooltipBox(`ranks ${ranks[a].rank}–${ranks[b].rank} (${b - a + 1} ranks) · step ${steps[si]}`, [
-          { name: `${label}, max of the bin`, value: `${fmtTime(v, unit)} ${unit}` },
+          { name: `${label}, max of the bin`, value: `${timeUnit(v, unit)}` },
           { name: "worst rank", value: rankLabel(ranks[wi]) },
         ]);
       }) as never,
@@ -303,7 +336,7 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
       right: 4,
       top: "middle",
       itemHeight: Math.max(60, Math.min(160, 26 * nRows - 40)),
-      text: [fmtTime(hi, unit), fmtTime(lo, unit)],
+      text: [time(hi, unit), time(lo, unit)],
       itemWidth: 10,
       inRange: { color: colors },
       textStyle: { fontSize: 10 },
@@ -317,7 +350,7 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
         label: showLabels
           ? {
               show: true,
-              formatter: ((p: { data: HeatCell }) => `{${(p.data[2] - lo) / (hi - lo) > 0.55 ? "light" : "dark"}|${fmtTime(p.data[2], unit)}}`) as never,
+              formatter: ((p: { data: HeatCell }) => `{${(p.data[2] - lo) / (hi - lo) > 0.55 ? "light" : "dark"}|${time(p.data[2], unit)}}`) as never,
               rich: { light: { color: "#ffffff", fontSize: 10 }, dark: { color: "#212121", fontSize: 10 } },
             }
           : { show: false },

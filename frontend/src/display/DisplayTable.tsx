@@ -1,0 +1,366 @@
+// One component draws any table of the display model (display.proto): the columns, rows, order, totals
+// and notes all come from Python. This file only lays them out: every cell's text is formatCell's, the
+// default order is the model's, a click on a header sorts by the column's raw value, a tree opens and
+// closes by Row.id, and the CSV button links to the `csv` route (the CSV is built in Python).
+import type { ComponentChildren } from "preact";
+import { useMemo, useState } from "preact/hooks";
+import type { Column as VColumn, FlatRow, SortDir, SortState } from "../components/VirtualTable";
+import { comparator, stableSort, VirtualTable } from "../components/VirtualTable";
+import { CellKind, RowRole } from "../gen/tb_paddle_profile/v1/display_pb";
+import type { Column, Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
+import type { TimeUnit } from "./cells";
+import { formatCell } from "./cells";
+import { Sentence } from "./Sentence";
+
+/** A row of the model with its formatted texts (one per model column), its place and its children. */
+export interface DRow {
+  row: Row;
+  /** Index in Table.rows: the model's order. */
+  index: number;
+  id: string;
+  texts: string[];
+  children: DRow[];
+}
+
+const ROLE_CLASS: Record<number, string> = {
+  [RowRole.ROW_DATA]: "",
+  [RowRole.ROW_SECTION]: "role-section",
+  [RowRole.ROW_HEADER]: "role-header",
+  [RowRole.ROW_TOTAL]: "role-total",
+};
+
+const KIND_WIDTH: Record<number, number> = {
+  [CellKind.CELL_DURATION]: 70,
+  [CellKind.CELL_RATIO]: 72,
+  [CellKind.CELL_PERCENT]: 72,
+  [CellKind.CELL_COUNT]: 64,
+  [CellKind.CELL_BYTES]: 96,
+  [CellKind.CELL_NUMBER]: 84,
+};
+
+const CHAR_PX = 7;
+
+/** A column's width: wide enough for its header and (text columns) its longest cell, within bounds. */
+function columnWidth(col: Column, texts: string[]): number {
+  // The header's text (12px, semibold) and room for the sort arrow.
+  const header = Math.ceil(col.header.length * 7.4) + 26;
+  const kind = col.format?.kind ?? CellKind.CELL_TEXT;
+  if (kind !== CellKind.CELL_TEXT) {
+    const longest = texts.reduce((a, t) => Math.max(a, t.length), 0) * CHAR_PX + 14;
+    return Math.min(220, Math.max(KIND_WIDTH[kind] ?? 80, header, longest));
+  }
+  const longest = texts.reduce((a, t) => Math.max(a, t.length), 0) * CHAR_PX + 14;
+  return Math.min(320, Math.max(60, header, longest));
+}
+
+/** The raw value a column sorts by: numbers for numeric kinds, text for text; missing sorts last. */
+function rawValue(col: Column, row: Row, i: number): number | string | undefined {
+  const cell = row.cells[i];
+  if (!cell || cell.missing) return undefined;
+  const kind = col.format?.kind ?? CellKind.CELL_TEXT;
+  return kind === CellKind.CELL_TEXT ? cell.text : cell.number;
+}
+
+/**
+ * The printed texts of a row, one per column: formatCell's, except in a ROW_HEADER or ROW_SECTION row,
+ * whose cells are labels (the GPU half's "Calls", "GPU Time", …) and print their text.
+ */
+export function rowTexts(table: Table, row: Row, timeUnit: TimeUnit): string[] {
+  if (row.role === RowRole.ROW_HEADER || row.role === RowRole.ROW_SECTION) return table.columns.map((_c, i) => row.cells[i]?.text ?? "");
+  return table.columns.map((c, i) => formatCell(c, row.cells[i], timeUnit));
+}
+
+/** Builds the tree of the model's rows by depth: a row of depth d+1 belongs to the nearest row of depth d above it. */
+export function buildRows(table: Table, timeUnit: TimeUnit): DRow[] {
+  const roots: DRow[] = [];
+  const stack: DRow[] = [];
+  const seen = new Set<string>();
+  table.rows.forEach((row, index) => {
+    // Row ids are unique in the model; a repeated or empty one still gets a unique id here.
+    let id = row.id || `#${index}`;
+    if (seen.has(id)) id = `${id}#${index}`;
+    seen.add(id);
+    const node: DRow = {
+      row,
+      index,
+      id,
+      texts: rowTexts(table, row, timeUnit),
+      children: [],
+    };
+    const depth = table.tree ? Math.max(0, row.depth) : 0;
+    stack.length = Math.min(stack.length, depth);
+    const parent = stack[stack.length - 1];
+    if (parent && depth > 0) parent.children.push(node);
+    else roots.push(node);
+    stack.push(node);
+  });
+  return roots;
+}
+
+function isData(r: DRow): boolean {
+  return r.row.role === RowRole.ROW_DATA;
+}
+
+/**
+ * Sorts one level: data rows by the comparator (stable: ties keep the model's order); rows that are not
+ * data (totals, "Others") keep their place before or after the data rows.
+ */
+function sortLevel(level: DRow[], compare: ((a: DRow, b: DRow) => number) | null): DRow[] {
+  if (!compare) return level;
+  const firstData = level.findIndex(isData);
+  if (firstData < 0) return level;
+  const lead = level.slice(0, firstData);
+  const rest = level.slice(firstData);
+  return [...lead, ...stableSort(rest.filter(isData), compare), ...rest.filter((r) => !isData(r))];
+}
+
+/**
+ * The rows to draw: the model's tree, sorted level by level inside each section (a ROW_SECTION or
+ * ROW_HEADER row starts one and stays in place), filtered by a text that keeps every branch leading
+ * to a match, flattened over the expanded rows.
+ */
+export function flattenRows(
+  roots: DRow[],
+  expanded: Set<string>,
+  compare: ((a: DRow, b: DRow) => number) | null,
+  filter: string,
+): FlatRow<DRow>[] {
+  const q = filter.trim().toLowerCase();
+  const matches = (r: DRow) => r.texts.some((t) => t.toLowerCase().includes(q)) || r.row.cells.some((c) => c.title && c.title.toLowerCase().includes(q));
+  const keep = new Map<DRow, "self" | "path">();
+  const mark = (r: DRow): boolean => {
+    let below = false;
+    for (const c of r.children) if (mark(c)) below = true;
+    const self = matches(r);
+    if (self) keep.set(r, "self");
+    else if (below) keep.set(r, "path");
+    return self || below;
+  };
+  if (q) roots.forEach(mark);
+
+  const out: FlatRow<DRow>[] = [];
+  const walk = (level: DRow[], insideMatch: boolean) => {
+    for (const r of sortLevel(level, compare)) {
+      const state = keep.get(r);
+      if (q && !insideMatch && !state) continue;
+      const kids = r.children;
+      // A row on the path to a match opens by itself during a search; the user's toggle flips that.
+      const auto = q && !insideMatch && state === "path";
+      const open = auto ? !expanded.has(`!${r.id}`) : expanded.has(r.id);
+      const toggleId = auto ? `!${r.id}` : r.id;
+      out.push({ row: r, id: r.id, depth: Math.max(0, r.row.depth), expandable: kids.length > 0, expanded: kids.length > 0 && open, toggleId });
+      if (kids.length && open) walk(kids, insideMatch || state === "self");
+    }
+  };
+  // Sections: a ROW_SECTION / ROW_HEADER row at the top level starts one; it is drawn unless a filter
+  // leaves nothing below it.
+  let lead: DRow | null = null;
+  let segment: DRow[] = [];
+  const flush = () => {
+    const at = out.length;
+    walk(segment, !q);
+    if (lead && (!q || out.length > at)) out.splice(at, 0, { row: lead, id: lead.id, depth: Math.max(0, lead.row.depth), expandable: false, expanded: false, toggleId: lead.id });
+    segment = [];
+  };
+  for (const r of roots) {
+    if (r.row.role === RowRole.ROW_SECTION || r.row.role === RowRole.ROW_HEADER) {
+      flush();
+      lead = r;
+    } else segment.push(r);
+  }
+  flush();
+  return out;
+}
+
+/** Every id of a row with children (for "Expand all"). */
+function branchIds(roots: DRow[]): Set<string> {
+  const ids = new Set<string>();
+  const walk = (rs: DRow[]) => rs.forEach((r) => r.children.length && (ids.add(r.id), walk(r.children)));
+  walk(roots);
+  return ids;
+}
+
+export interface DisplayTableProps {
+  table: Table;
+  timeUnit: TimeUnit;
+  /** data-testid of the table (default "dt-<table key>"); rows are "<id>-row", cells "<id>-cell". */
+  testId?: string;
+  /** The `csv` route of this table (api.ts csvUrl); no CSV button without it. */
+  csvHref?: string;
+  /** A click on a row that has a Row.link. */
+  onLink?: (link: string, row: Row) => void;
+  /** A click on any row (selection). */
+  onRowClick?: (row: Row) => void;
+  /** Controlled filter text; without it the table keeps its own. */
+  filter?: string;
+  onFilter?: (text: string) => void;
+  /** Hide the filter box (the panel has its own). */
+  noFilter?: boolean;
+  filterPlaceholder?: string;
+  /** data-testid of the filter box (default "<id>-filter"). */
+  filterTestId?: string;
+  maxHeight?: number;
+  /** Minimum width of the first (name) column. */
+  nameWidth?: number;
+  /** Tools drawn before the table's own (filter, expand, CSV). */
+  tools?: ComponentChildren;
+  /** Initially expanded row ids. */
+  initialExpanded?: string[];
+  /** Extra class of a row (selection). */
+  rowClass?: (row: Row) => string;
+  /** Draw the title above the table (default false: the panel's card carries it). */
+  showTitle?: boolean;
+}
+
+export function DisplayTable(props: DisplayTableProps) {
+  const { table, timeUnit } = props;
+  const testId = props.testId ?? `dt-${table.key}`;
+  const [ownFilter, setOwnFilter] = useState("");
+  const filter = props.filter ?? ownFilter;
+  const setFilter = (t: string) => (props.onFilter ? props.onFilter(t) : setOwnFilter(t));
+  const [sort, setSort] = useState<SortState | undefined>(undefined);
+  const [expanded, setExpanded] = useState<Set<string>>(() => new Set(props.initialExpanded ?? []));
+
+  // Model columns that the panel draws, with their index in Row.cells.
+  const shown = useMemo(
+    () => table.columns.map((c, i) => ({ c, i })).filter(({ c }) => !c.panelHidden),
+    [table],
+  );
+  const roots = useMemo(() => buildRows(table, timeUnit), [table, timeUnit]);
+  const allTexts = useMemo(() => {
+    const sample = table.rows.slice(0, 400);
+    const texts = sample.map((r) => rowTexts(table, r, timeUnit));
+    return shown.map(({ i }) => texts.map((t) => t[i]));
+  }, [table, shown, timeUnit]);
+  // A group's panel header ("CPU"), with the time unit when all its columns are durations in the panel's unit.
+  const groupHeader = useMemo(() => {
+    const out = new Map<string, string>();
+    for (const g of table.groups) {
+      const cols = table.columns.filter((c) => c.group === g.key && !c.panelHidden);
+      const durations = cols.length > 0 && cols.every((c) => c.format?.kind === CellKind.CELL_DURATION || c.format?.kind === CellKind.CELL_RATIO) && cols.some((c) => c.format?.kind === CellKind.CELL_DURATION && !c.format.unit);
+      const title = g.panelHeader || g.header;
+      out.set(g.key, durations ? `${title} (${timeUnit})` : title);
+    }
+    return out;
+  }, [table, timeUnit]);
+
+  const nameCol = shown[0];
+  const rest = shown.slice(1);
+  const columns = useMemo<VColumn<DRow>[]>(
+    () =>
+      rest.map(({ c, i }, k) => ({
+        key: c.key,
+        title: c.header,
+        group: c.group ? (groupHeader.get(c.group) ?? c.group) : undefined,
+        width: columnWidth(c, allTexts[k + 1] ?? []),
+        align: (c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? "left" : "right",
+        text: (r: DRow) => r.texts[i],
+        sort: (r: DRow) => rawValue(c, r.row, i),
+        firstDir: "desc" as SortDir,
+        tooltip: c.description || undefined,
+        cellTitle: (r: DRow) => r.row.cells[i]?.title || undefined,
+        cellClass: c.format?.kind === CellKind.CELL_RATIO || c.format?.kind === CellKind.CELL_PERCENT ? () => "ratio" : undefined,
+      })),
+    [table, timeUnit, allTexts, groupHeader],
+  );
+
+  const compare = useMemo(() => {
+    if (!sort || !nameCol) return null;
+    // A sort by a column the table does not have (another grouping's) falls back to the model's order.
+    const target = shown.find(({ c }) => c.key === sort.key);
+    if (!target) return null;
+    return comparator<DRow>((r) => rawValue(target.c, r.row, target.i), sort.dir);
+  }, [sort, shown]);
+
+  const flat = useMemo(() => flattenRows(roots, expanded, compare, filter), [roots, expanded, compare, filter]);
+
+  if (!nameCol) return <p class="note">{table.empty || "No columns"}</p>;
+
+  const onSort = (key: string) => {
+    // The model's order, then descending, then ascending, then the model's order again.
+    if (sort?.key !== key) setSort({ key, dir: key === nameCol.c.key ? "asc" : "desc" });
+    else if (sort.dir === (key === nameCol.c.key ? "asc" : "desc")) setSort({ key, dir: sort.dir === "asc" ? "desc" : "asc" });
+    else setSort(undefined);
+  };
+  const toggle = (id: string) => {
+    const next = new Set(expanded);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    setExpanded(next);
+  };
+  const hasTree = table.tree && roots.some((r) => r.children.length > 0);
+  const clickable = props.onLink || props.onRowClick;
+  return (
+    <div class="dt" data-testid={`${testId}-wrap`} data-table={table.key}>
+      {props.showTitle && table.title ? <h4 class="dt-title">{table.title}</h4> : null}
+      <div class="dt-tools">
+        {props.tools}
+        {props.noFilter ? null : (
+          <input
+            class="search dt-filter"
+            type="search"
+            placeholder={props.filterPlaceholder ?? "Filter rows"}
+            value={filter}
+            onInput={(e) => setFilter((e.target as HTMLInputElement).value)}
+            data-testid={props.filterTestId ?? `${testId}-filter`}
+            aria-label={`Filter ${table.title || table.key}`}
+          />
+        )}
+        {hasTree ? (
+          <>
+            <button class="btn" onClick={() => setExpanded(branchIds(roots))} data-testid={`${testId}-expand-all`}>
+              Expand all
+            </button>
+            <button class="btn" onClick={() => setExpanded(new Set())} data-testid={`${testId}-collapse-all`}>
+              Collapse all
+            </button>
+          </>
+        ) : null}
+        {props.csvHref ? (
+          <a class="btn dt-csv" href={props.csvHref} download={`${table.key}.csv`} data-testid={`${testId}-csv`} title="Download this table as CSV (raw values: ns, fractions, counts)">
+            CSV
+          </a>
+        ) : null}
+      </div>
+      <VirtualTable<DRow>
+        rows={flat}
+        columns={columns}
+        name={(r) => r.texts[nameCol.i]}
+        nameKey={nameCol.c.key}
+        nameTitle={nameCol.c.header}
+        nameTooltip={nameCol.c.description || undefined}
+        nameCellTitle={(r) => r.row.cells[nameCol.i]?.title || r.texts[nameCol.i]}
+        nameWidth={props.nameWidth ?? ((nameCol.c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? 160 : 70)}
+        sort={sort}
+        onSort={onSort}
+        onToggle={toggle}
+        onRowClick={
+          clickable
+            ? (r) => {
+                props.onRowClick?.(r.row);
+                if (r.row.link && props.onLink) props.onLink(r.row.link, r.row);
+              }
+            : undefined
+        }
+        rowClass={(r) => `${ROLE_CLASS[r.row.role] ?? ""} ${r.row.link ? "linked" : ""} ${props.rowClass?.(r.row) ?? ""}`}
+        maxHeight={props.maxHeight ?? 560}
+        testId={testId}
+        cellTestId={testId}
+        empty={filter ? `Nothing matches “${filter}”` : table.empty || "No rows"}
+      />
+      {table.note ? (
+        <details class="dt-note-box">
+          <summary>Paddle's note on this table</summary>
+          <pre class="dt-note" data-testid={`${testId}-note`}>
+            {table.note}
+          </pre>
+        </details>
+      ) : null}
+      {table.notes.map((s) => (
+        <p class="note dt-notes" data-testid={`${testId}-notes`}>
+          <Sentence sentence={s} timeUnit={timeUnit} />
+        </p>
+      ))}
+    </div>
+  );
+}
