@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-SMALL = REPO.parent / "shared" / "traces" / "gpu-synthetic-2rank"
+SMALL = REPO / "tests" / "data" / "traces" / "gpu-synthetic-2rank"
 
 
 def small_logdir(root: Path, copies: int) -> Path:
@@ -45,7 +45,7 @@ def small_logdir(root: Path, copies: int) -> Path:
 
 def generated_logdir(root: Path, ranks: int, events: int) -> Path:
     out = root / "gen"
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--dp", str(ranks), "--mp", "1", "--pp", "1",
+    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", str(ranks), "--mp", "1", "--pp", "1",
                     "--steps", "2", "--out", str(out), "--events-per-rank", str(events)], check=True,
                    capture_output=True, cwd=REPO)
     for extra in out.glob("synth_*"):

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "traces" / "cpu-gpt-2rank-gloo"
+SHARED = REPO / "tests" / "data" / "traces" / "cpu-gpt-2rank-gloo"
 
 
 def make_run(root: Path, ranks: int = 8) -> Path:
@@ -40,8 +40,9 @@ def make_run(root: Path, ranks: int = 8) -> Path:
 
 def make_synth_run(root: Path, events: int) -> Path:
     run = root / "gpt-8rank-synth"
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--out", str(run), "--dp", "2", "--mp", "2",
-                    "--pp", "2", "--events-per-rank", str(events)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(run), "--dp", "2", "--mp", "2",
+                    "--pp", "2", "--events-per-rank", str(events)], check=True, stdout=subprocess.DEVNULL,
+                   cwd=str(REPO))
     return root
 
 

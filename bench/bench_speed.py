@@ -3,7 +3,7 @@
 
     python bench/bench_speed.py [--quick] [--out docs/benchmarks.md] [--work DIR] [--no-visualdl]
 
-Generates GPU-shaped GPT traces with `python -m tb_paddle_profile.synth` (one rank of ~200k
+Generates GPU-shaped GPT traces with `python -m tbp_synth` (one rank of ~200k
 events, one of ~1M events, and an 8-rank DP2 x MP2 x PP2 run of ~200k events per rank; each
 also in Paddle 2.x layout for VisualDL), then, per file, in fresh child processes, each
 measurement --repeat times (default 3) taken in turn, the median reported:
@@ -155,7 +155,7 @@ def run_child(python: str, mode: str, path: Path, env=None, timeout=900) -> dict
 def generate(work: Path, name: str, args: list, layout: int) -> list:
     out = work / f"{name}-v{layout}"
     if not out.exists():
-        subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--out", str(out), "--layout", str(layout),
+        subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(out), "--layout", str(layout),
                         *args], cwd=ROOT, check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     return sorted(out.glob("*.paddle_trace.json"))
 
@@ -280,7 +280,7 @@ def main() -> None:
 
     header = [
         f"Measured on {platform.machine()}, {cores} cores, Python {platform.python_version()}, "
-        f"{time.strftime('%Y-%m-%d')}; generated GPU-shaped GPT traces (`tb_paddle_profile.synth`). Each time is "
+        f"{time.strftime('%Y-%m-%d')}; generated GPU-shaped GPT traces (`tbp_synth`). Each time is "
         f"the median of {args.repeat} runs taken in turn (VisualDL on the 1M trace: one run of about a minute).",
         "",
         f"(b1) is the cold path on one core; (b{cores}) lets {cores} cores read the file together (`workers`: threads "

@@ -29,8 +29,8 @@ PREFIX = "/data/plugin/paddle_profile"
 def generate(out: Path, args: list) -> None:
     if out.is_dir() and any(out.glob("*.paddle_trace.json")):
         return
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--out", str(out), *args], check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(out), *args], check=True,
+                   capture_output=True, cwd=str(Path(__file__).resolve().parents[1]))
 
 
 def cold_build(tb, run: str) -> float:

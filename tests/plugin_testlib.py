@@ -220,7 +220,7 @@ def die_at_start() -> None:
 def generate_rank(out: Path, events: int, steps: int = 2) -> Path:
     """One generated GPU-shaped rank (the project's generator, DP1 x MP1 x PP1) of about `events`
     events in folder `out`; the trace's path."""
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--dp", "1", "--mp", "1", "--pp", "1",
+    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "1", "--mp", "1", "--pp", "1",
                     "--steps", str(steps), "--out", str(out), "--events-per-rank", str(events)], check=True,
-                   capture_output=True)
+                   capture_output=True, cwd=str(Path(__file__).resolve().parents[1]))
     return next(Path(out).glob("*.paddle_trace.json"))

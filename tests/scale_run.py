@@ -33,7 +33,7 @@ def make(root: Path) -> ScaleRun:
     logdir, cache = root / "logdir", root / "cache"
     env = dict(os.environ)
     gen = subprocess.run(
-        [sys.executable, "-m", "tb_paddle_profile.synth", "--dp", str(DP), "--mp", str(MP), "--pp", str(PP),
+        [sys.executable, "-m", "tbp_synth", "--dp", str(DP), "--mp", str(MP), "--pp", str(PP),
          "--layers", "4", "--micro-batches", "1", "--steps", "2", "--slow-rank", str(SLOW_RANK),
          "--jobs", str(os.cpu_count() or 1), "--out", str(logdir / RUN)],
         capture_output=True, text=True, cwd=str(REPO), env=env)

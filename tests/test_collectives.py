@@ -13,7 +13,7 @@ from conftest import REPO, SHARED_TRACES
 from tb_paddle_profile.analysis.collectives import KIND_LABELS, host_kind, is_communication_kernel, kind_of_name
 from tb_paddle_profile.engine import summarize_file
 from tb_paddle_profile import event_types as et
-from tb_paddle_profile.synth import SynthConfig, generate
+from tbp_synth import SynthConfig, generate
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
 GPU_2RANK = SHARED_TRACES / "gpu-synthetic-2rank"

@@ -13,8 +13,8 @@ from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.crossrank.labels import SEP, prior_label
 from tb_paddle_profile.analysis.digest import digest_of
 from tb_paddle_profile.engine import summarize_file
-from tb_paddle_profile.synth import SynthConfig, generate
-from tb_paddle_profile.synth.truth import load_truth
+from tbp_synth import SynthConfig, generate
+from tbp_synth.truth import load_truth
 
 # The traces write times as microseconds with three decimals (1 ns), and the members of one
 # collective end at the same global nanosecond: offsets come out within a few ns; 1 µs leaves room

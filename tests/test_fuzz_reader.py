@@ -47,7 +47,7 @@ def _bases():
     paths = sorted((REPO / "examples" / "profiler_log").rglob("*.paddle_trace.json"))
     assert paths, "the sample traces are part of the repository"
     bases = [_excerpt(json.loads(p.read_bytes())) for p in paths[:2]]
-    from tb_paddle_profile.synth import SynthConfig, generate
+    from tbp_synth import SynthConfig, generate
 
     with tempfile.TemporaryDirectory() as out:
         generate(SynthConfig(dp=1, mp=2, pp=2, steps=2, layers=2, micro_batches=2, hidden=64, heads=2,

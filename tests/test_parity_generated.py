@@ -1,6 +1,6 @@
 """Parity on GPU-shaped traces: the CLI against Paddle's own table code.
 
-`python -m tb_paddle_profile.synth --tables` writes hybrid-parallel GPT traces and, beside each,
+`python -m tbp_synth --tables` writes hybrid-parallel GPT traces and, beside each,
 the tables that Paddle 3.3.1's `profiler_statistic` prints for the generator's original event
 trees (not for anything parsed back from the JSON). Short spans (a few ms) keep every time exact
 in the file's float32 fields, so the match must be exact; a default-size span (about 170 ms)
@@ -20,7 +20,7 @@ pytest.importorskip("paddle", reason="the oracle tables come from Paddle's own t
 
 
 def _generate(out, *args):
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--out", str(out), "--tables", *args],
+    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(out), "--tables", *args],
                    cwd=REPO, check=True, capture_output=True, timeout=600)
     cases = []
     for manifest in sorted(out.glob("*.summaries.json")):

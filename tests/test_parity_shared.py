@@ -1,9 +1,10 @@
-"""The CLI prints, line for line, the tables Paddle printed for the shared traces.
+"""The CLI prints, line for line, the tables Paddle printed for the test traces.
 
-`../shared/traces/*/paddle_summary.<rank>.<SortedKey>.<unit>.txt` were printed by Paddle
+`tests/data/traces/*/paddle_summary.<rank>.<SortedKey>.<unit>.txt` were printed by Paddle
 3.3.1 (`prof.summary(sorted_by=..., op_detail=True, thread_sep=False, time_unit=...)`) for
 the trace beside them; the `op_udf.*` files print only the Operator and UDF views with the
-options in their names. These traces have no event over 16.8 ms, so the match is exact.
+options in their names (and so for any trace set of the extra source, conftest.trace_folders).
+These traces have no event over 16.8 ms, so the match is exact.
 """
 import re
 import subprocess
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, SHARED_TRACES
+from conftest import REPO, SHARED_TRACES, trace_folders
 from parity import compare
 
 _NAME = re.compile(r"paddle_summary\.(?:(?P<op_udf>op_udf)\.)?(?:(?P<rank>rank\d+)\.)?"
@@ -23,7 +24,7 @@ def _cases():
     if not SHARED_TRACES.is_dir():
         return []
     cases = []
-    for summary in sorted(SHARED_TRACES.glob("*/paddle_summary.*.txt")):
+    for summary in [s for d in trace_folders() for s in sorted(d.glob("paddle_summary.*.txt"))]:
         m = _NAME.match(summary.name)
         assert m, summary.name
         traces = sorted(summary.parent.glob("*.paddle_trace.json"))

@@ -18,7 +18,7 @@ import scale_run as sr
 from plugin_testlib import tensorboard_process
 from test_tensorboard_e2e import api, fetch
 from tb_paddle_profile import jobs, timeline
-from tb_paddle_profile.synth.truth import load_truth
+from tbp_synth.truth import load_truth
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, timeline_pb2
 
 pytest.importorskip("tensorboard")

@@ -27,9 +27,9 @@ DEADLINE_S = 300
 @pytest.fixture(scope="module")
 def run66(tmp_path_factory):
     root = tmp_path_factory.mktemp("scale-logdir")
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile.synth", "--dp", str(DP), "--mp", str(MP), "--pp", "1",
+    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", str(DP), "--mp", str(MP), "--pp", "1",
                     "--layers", "1", "--micro-batches", "1", "--steps", "2", "--out", str(root / "big")],
-                   check=True, capture_output=True, timeout=300)
+                   check=True, capture_output=True, timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     (root / "big" / "synth_manifest.json").unlink(missing_ok=True)
     for extra in (root / "big").glob("*.json"):
         if not extra.name.endswith(".paddle_trace.json"):

@@ -1,4 +1,4 @@
-"""The synthetic GPU-trace generator (tb_paddle_profile.synth).
+"""The synthetic GPU-trace generator (tbp_synth).
 
 Its files must look like Paddle's writer output, byte for byte where we have a reference, its
 trees must follow Paddle's C++ nesting rules, and the tables its oracle asks Paddle for must be
@@ -13,11 +13,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tb_paddle_profile.synth import SynthConfig, build_node_trees, build_rank, generate
-from tb_paddle_profile.synth.__main__ import main as synth_main
-from tb_paddle_profile.synth.generator import (DP_STREAM, MANIFEST_NAME, MP_STREAM, Topology,
+from tbp_synth import SynthConfig, build_node_trees, build_rank, generate
+from tbp_synth.__main__ import main as synth_main
+from tbp_synth.generator import (DP_STREAM, MANIFEST_NAME, MP_STREAM, Topology,
                                                _Catalog, _simulate_together, size_for)
-from tb_paddle_profile.synth.model import ROOT, ULLONG_MAX
+from tbp_synth.model import ROOT, ULLONG_MAX
 
 # small model dimensions keep every span short
 TINY = dict(hidden=512, heads=8, seq_len=256, vocab=8192)
@@ -384,7 +384,7 @@ def _statistic_data_from_json(path):
     rules of the format notes: float32 start + dur, stack nesting, runtime nodes under the
     innermost host node, device nodes by correlation id, memory nodes under the nearest
     preceding host event of their thread in file order."""
-    from tb_paddle_profile.synth import oracle
+    from tbp_synth import oracle
     _, core, _, statistic = oracle._paddle()
     T, M = core.TracerEventType, core.TracerMemEventType
     d = _load(path)
@@ -444,7 +444,7 @@ def _statistic_data_from_json(path):
 
 def test_oracle_tables_are_what_the_json_alone_reproduces(run8):
     pytest.importorskip("paddle")
-    from tb_paddle_profile.synth import oracle
+    from tbp_synth import oracle
     cfg = run8.config
     topo = Topology(cfg.dp, cfg.mp, cfg.pp)
     cat = _Catalog(cfg)

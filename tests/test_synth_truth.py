@@ -1,4 +1,4 @@
-"""The generator's cross-rank ground truth (tb_paddle_profile.synth.truth) against the traces.
+"""The generator's cross-rank ground truth (tbp_synth.truth) against the traces.
 
 The truth is the contract the cross-rank analysis is tested on, so it is checked here against
 what the project's reader (engine.summarize_file) finds in each written trace, and against the
@@ -15,10 +15,10 @@ import pytest
 
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
 from tb_paddle_profile.engine import summarize_file
-from tb_paddle_profile.synth import SynthConfig, generate
-from tb_paddle_profile.synth.__main__ import main as synth_main
-from tb_paddle_profile.synth.generator import PP_GROUP_STREAM, Topology
-from tb_paddle_profile.synth.truth import load_truth
+from tbp_synth import SynthConfig, generate
+from tbp_synth.__main__ import main as synth_main
+from tbp_synth.generator import PP_GROUP_STREAM, Topology
+from tbp_synth.truth import load_truth
 
 TINY = dict(hidden=512, heads=8, seq_len=256, vocab=8192)
 SKEW_US = 1730
