@@ -132,7 +132,12 @@ def _failure(state, file_name: str) -> Tuple[str, bool]:
 
 
 class LoadFailure(Exception):
-    """The command's input cannot be used at all (not a folder, no traces, no such span): one line."""
+    """The command's input cannot be used at all (not a folder, no traces, no such span): one line;
+    ``errors`` [(line, bug)] of the files refused on the way (each said before it)."""
+
+    def __init__(self, message: str, errors=()):
+        super().__init__(message)
+        self.errors = list(errors)
 
 
 def load_summaries(args, target: str) -> List[Tuple[object, Optional[bytes], str, bool]]:
@@ -203,7 +208,7 @@ def load_run(args, run_dir: str, span: Optional[str]) -> RunLoad:
     span = str(span) if span is not None else (spans[0] if spans else "")
     chosen = span_files(workers, span)
     if not chosen:
-        raise LoadFailure(f"{run_dir}: no trace of span {span!r} (spans: {', '.join(spans) or 'none'})")
+        raise LoadFailure(f"{run_dir}: no trace of span {span!r} (spans: {', '.join(spans) or 'none'})", errors)
     loaded = _Loaded(args, fs, root, chosen)
     try:
         digests, keys, used, notes = [], [], [], []
@@ -283,6 +288,8 @@ def _cmd_parallel(args) -> int:
     try:
         run = load_run(args, args.run_dir, args.span)
     except LoadFailure as exc:
+        for error, _ in exc.errors:
+            print(f"error: {error}", file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for error, _ in run.errors:
