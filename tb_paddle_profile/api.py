@@ -94,9 +94,22 @@ class _Frames:
     """Table frames by key, with attribute access for the common ones (``ALIASES``)."""
 
     ALIASES: Dict[str, tuple] = {}
+    _frame_cache = None
 
-    def _frames(self) -> Dict[str, object]:  # pragma: no cover - defined by subclasses
+    @property
+    def display(self):  # pragma: no cover - defined by subclasses
         raise NotImplementedError
+
+    def _frames(self) -> Dict[str, object]:
+        if self._frame_cache is None:
+            self._frame_cache = _tables(self.display)
+        return self._frame_cache
+
+    @property
+    def sentences(self):
+        """The sentences of the views (verdict, findings, advice, notes, ...) as a frame: view, key,
+        level, title, text."""
+        return _sentences(self.display)
 
     @property
     def views(self) -> Dict[str, object]:
@@ -173,15 +186,6 @@ class Profile(_Frames):
         """The same trace with other table options (nothing is loaded again)."""
         return Profile(self.summary, self.path, sorted_by, op_detail, thread_sep)
 
-    def _frames(self):
-        if self._frame_cache is None:
-            self._frame_cache = _tables(self.display)
-        return self._frame_cache
-
-    @property
-    def sentences(self):
-        """The views' sentences (e.g. "no_steps") as a frame: view, key, level, title, text."""
-        return _sentences(self.display)
 
     @property
     def memory(self):
@@ -294,15 +298,6 @@ class Run(_Frames):
                 self._display = parallel_display(self.parallel)
         return self._display
 
-    def _frames(self):
-        if self._frame_cache is None:
-            self._frame_cache = _tables(self.display)
-        return self._frame_cache
-
-    @property
-    def sentences(self):
-        """The run's sentences (verdict, findings, advice, notes) as a frame: view, key, level, title, text."""
-        return _sentences(self.display)
 
     @property
     def verdict(self):
