@@ -399,24 +399,44 @@ class KernelByOperator(_message.Message):
     def __init__(self, operator: _Optional[str] = ..., calls: _Optional[int] = ..., gpu: _Optional[_Union[TimeStats, _Mapping]] = ...) -> None: ...
 
 class KernelStats(_message.Message):
-    __slots__ = ("name", "calls", "gpu", "configs", "operators")
+    __slots__ = ("name", "calls", "gpu", "configs", "operators", "efficiency")
     NAME_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
     CONFIGS_FIELD_NUMBER: _ClassVar[int]
     OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    EFFICIENCY_FIELD_NUMBER: _ClassVar[int]
     name: str
     calls: int
     gpu: TimeStats
     configs: _containers.RepeatedCompositeFieldContainer[LaunchConfig]
     operators: _containers.RepeatedCompositeFieldContainer[KernelByOperator]
-    def __init__(self, name: _Optional[str] = ..., calls: _Optional[int] = ..., gpu: _Optional[_Union[TimeStats, _Mapping]] = ..., configs: _Optional[_Iterable[_Union[LaunchConfig, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[KernelByOperator, _Mapping]]] = ...) -> None: ...
+    efficiency: KernelEfficiency
+    def __init__(self, name: _Optional[str] = ..., calls: _Optional[int] = ..., gpu: _Optional[_Union[TimeStats, _Mapping]] = ..., configs: _Optional[_Iterable[_Union[LaunchConfig, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[KernelByOperator, _Mapping]]] = ..., efficiency: _Optional[_Union[KernelEfficiency, _Mapping]] = ...) -> None: ...
+
+class KernelEfficiency(_message.Message):
+    __slots__ = ("tensor_core_ns", "launch_ns", "sm_known_ns", "sm_efficiency_ns", "occupancy_ns", "total_ns")
+    TENSOR_CORE_NS_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_NS_FIELD_NUMBER: _ClassVar[int]
+    SM_KNOWN_NS_FIELD_NUMBER: _ClassVar[int]
+    SM_EFFICIENCY_NS_FIELD_NUMBER: _ClassVar[int]
+    OCCUPANCY_NS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_NS_FIELD_NUMBER: _ClassVar[int]
+    tensor_core_ns: int
+    launch_ns: int
+    sm_known_ns: int
+    sm_efficiency_ns: float
+    occupancy_ns: float
+    total_ns: int
+    def __init__(self, tensor_core_ns: _Optional[int] = ..., launch_ns: _Optional[int] = ..., sm_known_ns: _Optional[int] = ..., sm_efficiency_ns: _Optional[float] = ..., occupancy_ns: _Optional[float] = ..., total_ns: _Optional[int] = ...) -> None: ...
 
 class KernelView(_message.Message):
-    __slots__ = ("kernels",)
+    __slots__ = ("kernels", "efficiency")
     KERNELS_FIELD_NUMBER: _ClassVar[int]
+    EFFICIENCY_FIELD_NUMBER: _ClassVar[int]
     kernels: _containers.RepeatedCompositeFieldContainer[KernelStats]
-    def __init__(self, kernels: _Optional[_Iterable[_Union[KernelStats, _Mapping]]] = ...) -> None: ...
+    efficiency: KernelEfficiency
+    def __init__(self, kernels: _Optional[_Iterable[_Union[KernelStats, _Mapping]]] = ..., efficiency: _Optional[_Union[KernelEfficiency, _Mapping]] = ...) -> None: ...
 
 class MemoryItem(_message.Message):
     __slots__ = ("name", "allocation_count", "free_count", "allocation_size", "free_size")
