@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import subprocess
+import tempfile
 import sys
 import time
 import urllib.request
@@ -33,6 +34,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = REPO / "docs" / "screenshots"
+# Screenshots made to look at (not committed): $TBP_SHOTS, else <the temp folder>/tbp-shots
+SHOTS = Path(os.environ.get("TBP_SHOTS") or Path(tempfile.gettempdir()) / "tbp-shots")
 
 
 def chromium_missing_reason() -> Optional[str]:

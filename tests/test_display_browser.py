@@ -7,7 +7,7 @@ text of each cell must be the string that the Python formatter (tb_paddle_profil
 the same Display, fetched from the plugin's own ``display`` route, and the rows must be the model's, in
 its order. For Paddle's own tables the panel's numbers must also be the numbers that
 ``tb-paddle-profile summary`` prints for the same file. Each table's CSV link must answer the CSV that
-display.export builds. Screenshots of each panel go to /tmp/shots/ (not committed).
+display.export builds. Screenshots of each panel go to $TBP_SHOTS (default: the temp folder's tbp-shots/) (not committed).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from tb_paddle_profile.display import cells  # noqa: E402
 from tb_paddle_profile.display.export import to_csv  # noqa: E402
 from tb_paddle_profile.v1 import display_pb2 as dpb  # noqa: E402
 
-SHOTS = Path("/tmp/shots")
+from browser_util import SHOTS  # noqa: E402
 VIEWS = ("overview", "operators", "kernels", "memory")
 WIDTHS = (1280, 1440)
 # (run, worker index, unit): a GPU-shaped trace in us and a real CPU trace in ms

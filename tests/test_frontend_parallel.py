@@ -57,7 +57,7 @@ EXAMPLE_2RANK = REPO / "examples" / "profiler_log" / "gpt-2rank"
 SYNTH = "synth-dp2mp2pp2"
 GPT = "gpt-2rank"
 SLOW_RANK = 5
-SHOTS = Path("/tmp/shots")
+from browser_util import SHOTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -322,7 +322,7 @@ def check_drawn(frame, rp):
 
 
 def shot(page, name: str, docs: bool):
-    """A screenshot in /tmp/shots (to look at); `docs`: also the one in docs/screenshots."""
+    """A screenshot in $TBP_SHOTS (to look at); `docs`: also the one in docs/screenshots."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     if docs:
         path = save_screenshot(page, name, max_kb=400)

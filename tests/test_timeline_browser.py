@@ -499,10 +499,16 @@ def test_folding_tracks_collapse_all_expand_all_and_the_folds_outlive_a_view_swi
     asked = [parse_qs(urlparse(u).query)["tracks"][0] for u in log.requests if "/timeline_range?" in u]
     assert asked and set(asked[-1].split(",")) == {"rank1:1", "rank1:2", "rank1:3"}
 
-    # launch → kernel arrows: none to or from a folded rank or track
+    # launch → kernel arrows (the selected slice's only): none to or from a folded rank or track
     frame.check('[data-testid="timeline-flows"]')
     frame.wait_for_function("() => window.__tbppTimeline.data().flows.length > 0", timeout=20_000)
-    frame.wait_for_function("() => window.__tbppTimeline.arrows === window.__tbppTimeline.data().flows.filter((f) => f.rank === 0).length && window.__tbppTimeline.arrows > 0")
+    k = frame.evaluate(_SLICES, ["rank0", "Kernel", 6])[0]
+    click_canvas(frame, k["x"], k["y"])
+    wait_detail(frame, k["name"], "rank0 · ")
+    frame.wait_for_function("""() => { const t = window.__tbppTimeline, d = t.data(), s = t.selected();
+      const mine = d.flows.filter((f) => f.rank === 0 && ((f.dstTrack === s.track && f.dstDepth === s.depth && f.dstStart === s.start)
+        || (f.srcTrack === s.track && f.srcDepth === s.depth && f.srcStart === s.start)));
+      return t.arrows > 0 && t.arrows === mine.length && mine.length < d.flows.length; }""", timeout=20_000)
     frame.click('[data-testid="timeline-fold-rank"][data-worker="rank0"]')
     wait_folds(frame, "rank0", "rank1:0")
     frame.wait_for_function("() => window.__tbppTimeline.arrows === 0")

@@ -21,7 +21,7 @@ import { Operators } from "./panels/Operators";
 import { Overview } from "./panels/Overview";
 import { Timeline } from "./panels/timeline/Timeline";
 import type { Selection, View } from "./state";
-import { DEFAULT_SELECTION, parseSelection, readHash, selectionKeys, VIEW_TITLES, VIEWS, writeHash } from "./state";
+import { DEFAULT_SELECTION, isNewView, loadUi, onUiChange, parseSelection, readHash, selectionKeys, VIEW_TITLES, VIEWS, writeHash } from "./state";
 
 const BUSY = new Set([LoadState.QUEUED, LoadState.LOADING, LoadState.GROWING, LoadState.LOAD_STATE_UNSPECIFIED]);
 const POLL_BUSY_MS = 1000;
@@ -142,10 +142,9 @@ function takeSummary(key: SpanKey, signal: AbortSignal): Promise<Fetched<Summary
 export function App() {
   // The iframe's own hash (the tab was shown before), else the TensorBoard page's link.
   const [sel, setSel] = useState<Selection>(() => {
-    const initial = {
-      ...DEFAULT_SELECTION,
-      ...parseSelection(window.location.hash.length > 1 ? readHash(window.location.hash) : hostHashKeys()),
-    };
+    const pairs = window.location.hash.length > 1 ? readHash(window.location.hash) : hostHashKeys();
+    loadUi(pairs);
+    const initial = { ...DEFAULT_SELECTION, ...parseSelection(pairs) };
     prefetchSummary(initial);
     return initial;
   });
@@ -153,6 +152,10 @@ export function App() {
   const [runsError, setRunsError] = useState("");
   const [reloads, setReloads] = useState(0);
   const lastRuns = useRef("");
+  const [uiTick, setUiTick] = useState(0);
+  // The view the last history entry shows, and whether the next change comes from the user (update()).
+  const shown = useRef<Selection | null>(null);
+  const byUser = useRef(false);
 
   // TensorBoard: reload button, and the selection of a shared TensorBoard link.
   useEffect(() => {
@@ -160,12 +163,24 @@ export function App() {
     if (window.location.hash.length <= 1 && Object.keys(hostHashKeys()).length === 0) {
       hostUrlData().then((data) => {
         const fromLink = parseSelection(data);
+        loadUi(data);
         if (Object.keys(fromLink).length) setSel((s) => ({ ...s, ...fromLink }));
       });
     }
-    const onHash = () => setSel((s) => ({ ...s, ...parseSelection(readHash(window.location.hash)) }));
+    // Back/Forward (our own history entries) and edited links: the hash is the state.
+    const onHash = () => {
+      const pairs = readHash(window.location.hash);
+      loadUi(pairs);
+      setSel((s) => ({ ...s, ...parseSelection(pairs) }));
+    };
     window.addEventListener("hashchange", onHash);
-    return () => window.removeEventListener("hashchange", onHash);
+    window.addEventListener("popstate", onHash);
+    const stopUi = onUiChange(() => setUiTick((n) => n + 1));
+    return () => {
+      window.removeEventListener("hashchange", onHash);
+      window.removeEventListener("popstate", onHash);
+      stopUi();
+    };
   }, []);
 
   // The run list: polled quickly while files are loading, slowly otherwise (new runs and spans appear).
@@ -217,10 +232,18 @@ export function App() {
       // An absolute URL: a bare "#…" would resolve against the page's <base href> and change its path.
       const url = new URL(window.location.href);
       url.hash = hash;
-      window.history.replaceState(window.history.state, "", url.href);
+      // A new view chosen by the user is a history entry of its own, so Back returns to the previous
+      // view inside the tab; the first resolution of the selection and the finer state only replace it.
+      if (byUser.current && shown.current && shown.current.run !== "" && isNewView(shown.current, sel)) {
+        window.history.pushState(null, "", url.href);
+      } else {
+        window.history.replaceState(window.history.state, "", url.href);
+      }
     }
+    byUser.current = false;
+    shown.current = sel;
     mirrorToHost(selectionKeys(sel));
-  }, [sel]);
+  }, [sel, uiTick]);
 
   const run = runs?.runs.find((r) => r.run === sel.run);
   const worker = run?.workers.find((w) => w.worker === sel.worker);
@@ -246,7 +269,10 @@ export function App() {
       : null;
   const dist = useLoaded<RunDistributed>(distKey, (signal) => fetchDistributed(sel.run, sel.span, signal), 4);
 
-  const update = (patch: Partial<Selection>) => setSel((s) => ({ ...s, ...patch }));
+  const update = (patch: Partial<Selection>) => {
+    byUser.current = true;
+    setSel((s) => ({ ...s, ...patch }));
+  };
 
   return (
     <div class="app" data-testid="app">
@@ -302,7 +328,9 @@ function PanelArea({
       </>
     );
   }
-  if (sel.view === "timeline") {
+  // A failed file has no timeline: its reason is shown instead of a request that can only fail (and
+  // would log a console error).
+  if (sel.view === "timeline" && span.state !== LoadState.FAILED) {
     return (
       <Timeline
         run={sel.run}
@@ -346,9 +374,9 @@ function PanelArea({
   const key = { run: sel.run, worker: sel.worker, span: sel.span };
   switch (sel.view) {
     case "operators":
-      return <Operators summary={s} display={d} spanKey={key} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: "1", tl: "", tlsel: "" })} />;
+      return <Operators summary={s} display={d} spanKey={key} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: sel.worker || "1", tl: "", tlsel: "" })} />;
     case "kernels":
-      return <Kernels summary={s} display={d} spanKey={key} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: "1", tl: "", tlsel: "" })} />;
+      return <Kernels summary={s} display={d} spanKey={key} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: sel.worker || "1", tl: "", tlsel: "" })} />;
     case "memory":
       return <Memory summary={s} display={d} spanKey={key} unit={sel.unit} />;
     default:

@@ -157,3 +157,63 @@ export function mirrorToHost(keys: Record<string, string>): void {
     /* not same-origin or not TensorBoard: the iframe hash still holds the selection */
   }
 }
+
+// ---------------------------------------------------------------- dark mode
+//
+// TensorBoard (2.12+) shows dark mode by toggling the class "dark-mode" on its page's <body> (its
+// toggle offers browser default / light / dark; the default follows prefers-color-scheme). We follow
+// that class live (a MutationObserver on the parent's body); a page opened alone, or a parent we cannot
+// read, follows the browser's prefers-color-scheme. The mode is the class "tbpp-dark" on our <html>.
+
+let dark = false;
+const darkListeners = new Set<(dark: boolean) => void>();
+
+function readDark(): boolean {
+  const parent = parentWindow();
+  if (parent) {
+    try {
+      if (parent.document.body) return parent.document.body.classList.contains("dark-mode");
+    } catch {
+      /* another origin: fall back to the browser's setting */
+    }
+  }
+  return typeof window.matchMedia === "function" && window.matchMedia("(prefers-color-scheme: dark)").matches;
+}
+
+function applyDark(): void {
+  const next = readDark();
+  document.documentElement.classList.toggle("tbpp-dark", next);
+  document.documentElement.style.colorScheme = next ? "dark" : "light";
+  if (next === dark) return;
+  dark = next;
+  for (const listener of darkListeners) listener(dark);
+}
+
+let watching = false;
+
+/** Starts following TensorBoard's dark mode (or the browser's); call once before the first render. */
+export function watchDarkMode(): void {
+  if (watching) return;
+  watching = true;
+  dark = readDark();
+  applyDark();
+  const parent = parentWindow();
+  try {
+    if (parent?.document.body) {
+      new MutationObserver(applyDark).observe(parent.document.body, { attributes: true, attributeFilter: ["class"] });
+    }
+  } catch {
+    /* another origin */
+  }
+  window.matchMedia?.("(prefers-color-scheme: dark)").addEventListener?.("change", applyDark);
+}
+
+export function isDark(): boolean {
+  return dark;
+}
+
+/** Calls `listener` when the mode changes; returns the function that stops it. */
+export function onDarkChange(listener: (dark: boolean) => void): () => void {
+  darkListeners.add(listener);
+  return () => darkListeners.delete(listener);
+}

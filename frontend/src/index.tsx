@@ -1,6 +1,7 @@
 // Entry point: TensorBoard imports this module inside the plugin's iframe and calls render().
 import { render as mount } from "preact";
 import { App } from "./App";
+import { watchDarkMode } from "./host";
 import "./styles.css";
 
 // The built stylesheet sits next to this module. The name is held in a variable so that the bundler
@@ -25,6 +26,7 @@ function loadStylesheet(): Promise<void> {
 export async function render(): Promise<void> {
   await loadStylesheet();
   document.documentElement.classList.add("tbpp");
+  watchDarkMode();
   let root = document.getElementById("tbpp-root");
   if (!root) {
     root = document.createElement("div");

@@ -1,6 +1,7 @@
 // The selection (run, worker, span, unit, view) and its place in the URL.
 import type { TimeUnit } from "./format";
 import { TIME_UNITS } from "./format";
+import { useEffect, useState } from "preact/hooks";
 
 export const VIEWS = ["overview", "operators", "kernels", "distributed", "memory", "timeline"] as const;
 export type View = (typeof VIEWS)[number];
@@ -51,7 +52,68 @@ export function selectionKeys(sel: Selection): Record<string, string> {
   const keys: Record<string, string> = { run: sel.run, worker: sel.worker, span: sel.span, unit: sel.unit, view: sel.view };
   if (sel.view === "timeline") Object.assign(keys, { tl: sel.tl, tlq: sel.tlq, tlsel: sel.tlsel, tlfind: sel.tlfind, tlfold: sel.tlfold, tlranks: sel.tlranks });
   if (sel.find && (sel.view === "kernels" || sel.view === "operators")) keys.find = sel.find;
+  for (const [k, v] of Object.entries(ui)) keys[UI_PREFIX + k] = v;
   return keys;
+}
+
+/** Whether going from `a` to `b` is a new view (run, worker, span or panel): a browser history entry. */
+export function isNewView(a: Selection, b: Selection): boolean {
+  return a.run !== b.run || a.worker !== b.worker || a.span !== b.span || a.view !== b.view;
+}
+
+// ---------------------------------------------------------------- the panels' own state in the URL
+//
+// A table's filter text and sort ("dt.<table>.q", "dt.<table>.s" = "column:asc|desc") and a panel's
+// choices (grouping, thread) are kept as "u.<key>" pairs of the same hash, so a link restores them.
+// A value equal to its default is left out. Changing one replaces the history entry (no new one).
+
+const UI_PREFIX = "u.";
+let ui: Record<string, string> = {};
+const uiListeners = new Set<() => void>();
+
+/** Takes the u.* pairs of a hash (the first load, Back/Forward, a pasted link). */
+export function loadUi(pairs: Record<string, string>): void {
+  const next: Record<string, string> = {};
+  for (const [k, v] of Object.entries(pairs)) if (k.startsWith(UI_PREFIX) && v !== "") next[k.slice(UI_PREFIX.length)] = v;
+  if (JSON.stringify(next) === JSON.stringify(ui)) return;
+  ui = next;
+  for (const listener of uiListeners) listener();
+}
+
+export function uiValue(key: string): string | undefined {
+  return ui[key];
+}
+
+export function setUiValue(key: string, value: string, fallback: string): void {
+  const had = ui[key];
+  if (value === fallback || value === "") delete ui[key];
+  else ui[key] = value;
+  if (had === ui[key]) return;
+  ui = { ...ui };
+  for (const listener of uiListeners) listener();
+}
+
+/** Calls `listener` after any u.* value changes; returns the function that stops it. */
+export function onUiChange(listener: () => void): () => void {
+  uiListeners.add(listener);
+  return () => uiListeners.delete(listener);
+}
+
+/** useState for a string kept in the URL under u.<key>; `fallback` is its value when the URL has none. */
+export function useUrlState<T extends string>(key: string, fallback: T, valid?: (v: string) => boolean): [T, (v: T) => void] {
+  const read = (): T => {
+    const v = uiValue(key);
+    return v !== undefined && (!valid || valid(v)) ? (v as T) : fallback;
+  };
+  const [value, setValue] = useState<T>(read);
+  useEffect(() => {
+    setValue(read());
+    return onUiChange(() => setValue(read()));
+  }, [key, fallback]);
+  return [value, (v: T) => {
+    setValue(v);
+    setUiValue(key, v, fallback);
+  }];
 }
 
 export function readHash(hash: string): Record<string, string> {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import functools
 import gzip
+import hashlib
 import json
 import logging
 import mimetypes
@@ -104,6 +105,15 @@ def respond(request: Request, body: bytes, content_type: str, status: int = 200,
             headers.append(("Content-Encoding", "gzip"))
     headers.append(("Content-Length", str(len(body))))
     return Response(body, status=status, headers=headers, content_type=content_type)
+
+
+def _etag_matches(if_none_match: str, etag: str) -> bool:
+    """Whether an If-None-Match header names ``etag`` (weak or strong, or "*")."""
+    for tag in if_none_match.split(","):
+        tag = tag.strip()
+        if tag == "*" or tag.removeprefix("W/") == etag:
+            return True
+    return False
 
 
 def _text(request: Request, message: str, code: int, headers: Optional[List[Tuple[str, str]]] = None) -> Response:
@@ -225,6 +235,7 @@ class Routes:
         self._lock = threading.Lock()
         # Encoded responses as (body, gzipped), by a key naming their content; RankDistributed parts.
         self._bodies = SizedLRU(64 << 20, sizeof=lambda v: len(v[0]))
+        self._etags: Dict[tuple, str] = {}
         self._ranks = SizedLRU(32 << 20)
         self._static: Dict[str, Path] = {}
         # Cross-rank analyses by analysis key: in memory (bounded), in the cache folder, computed once.
@@ -714,7 +725,22 @@ class Routes:
         if ctype.startswith("text/html"):
             headers.append(("Content-Security-Policy", "default-src 'self'"))
         stat = found.stat()
-        return self._send(request, ("asset", name, stat.st_size, stat.st_mtime_ns), ctype, found.read_bytes, headers)
+        # An ETag from the content's hash (memoized per size and mtime): the browser revalidates the
+        # bundle on every load (Cache-Control: no-cache) and gets a bodyless 304 while it is unchanged.
+        memo = ("asset", name, stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            etag = self._etags.get(memo)
+        if etag is None:
+            etag = '"' + hashlib.sha256(found.read_bytes()).hexdigest()[:32] + '"'
+            with self._lock:
+                if len(self._etags) > 256:  # a handful of assets; rewritten files leave old keys
+                    self._etags.clear()
+                self._etags[memo] = etag
+        headers.append(("ETag", etag))
+        if _etag_matches(request.headers.get("If-None-Match", ""), etag):
+            return Response(b"", status=304, headers=headers + [
+                ("Cache-Control", "no-cache, must-revalidate"), ("Vary", "Accept-Encoding")])
+        return self._send(request, memo, ctype, found.read_bytes, headers)
 
     def _static_file(self, name: str) -> Optional[Path]:
         """The bundled asset of that name; the table is rebuilt from the folder on a miss."""

@@ -20,7 +20,8 @@ import type {
   TooltipComponentOption,
   VisualMapComponentOption,
 } from "echarts/components";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { isDark, onDarkChange } from "../host";
 
 echarts.use([
   BarChart,
@@ -65,6 +66,41 @@ export const PALETTE = [
 ];
 
 export const BASE_TEXT = { color: "#424242", fontSize: 11, fontFamily: "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif" };
+
+// Dark mode (TensorBoard's, see host.ts): the panels write their charts in light colours; the text,
+// axis, grid and border greys among them are mapped here, in one place, to their dark counterparts.
+const DARK_GREYS: Record<string, string> = {
+  "#eee": "#3a3a3a", "#eeeeee": "#3a3a3a", "#e0e0e0": "#424242", "#ccc": "#616161", "#cccccc": "#616161",
+  "#fff": "#262626", "#ffffff": "#262626", "#424242": "#d0d0d0", "#616161": "#bdbdbd", "#757575": "#a8a8a8",
+  "#212121": "#eeeeee", "#333": "#e0e0e0", "#cfd8dc": "#546e7a",
+};
+const DARK_THEME = {
+  backgroundColor: "transparent",
+  textStyle: { color: "#d0d0d0" },
+  legend: { textStyle: { color: "#d0d0d0" }, pageTextStyle: { color: "#d0d0d0" } },
+  categoryAxis: { axisLine: { lineStyle: { color: "#616161" } }, axisLabel: { color: "#bdbdbd" }, splitLine: { lineStyle: { color: "#3a3a3a" } }, nameTextStyle: { color: "#bdbdbd" } },
+  valueAxis: { axisLine: { lineStyle: { color: "#616161" } }, axisLabel: { color: "#bdbdbd" }, splitLine: { lineStyle: { color: "#3a3a3a" } }, nameTextStyle: { color: "#bdbdbd" } },
+  logAxis: { axisLine: { lineStyle: { color: "#616161" } }, axisLabel: { color: "#bdbdbd" }, splitLine: { lineStyle: { color: "#3a3a3a" } }, nameTextStyle: { color: "#bdbdbd" } },
+  dataZoom: { textStyle: { color: "#bdbdbd" }, borderColor: "#424242" },
+  visualMap: { textStyle: { color: "#d0d0d0" } },
+  tooltip: { backgroundColor: "#2d2d2d", borderColor: "#555555", textStyle: { color: "#e8e8e8" } },
+};
+echarts.registerTheme("tbpp-dark", DARK_THEME);
+
+/** The option with its light greys swapped for dark ones (functions and number arrays are kept as they are). */
+function darken(value: unknown, key = ""): unknown {
+  if (typeof value === "string") return /color$/i.test(key) ? DARK_GREYS[value.toLowerCase()] ?? value : value;
+  if (Array.isArray(value)) {
+    if (value.length === 0 || typeof value[0] !== "object" || value[0] === null) return value;
+    return value.map((v) => darken(v, key));
+  }
+  if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = darken(v, k);
+    return out;
+  }
+  return value;
+}
 
 /** One tooltip line: a colour dot, a name and a value, as DOM nodes (no HTML strings). */
 export function tooltipBox(title: string, lines: { color?: string; name: string; value: string }[]): HTMLElement {
@@ -130,9 +166,12 @@ export function Chart({ option, height, onClick, testId }: ChartProps) {
   const click = useRef(onClick);
   click.current = onClick;
 
+  const [darkMode, setDarkMode] = useState(isDark());
+  useEffect(() => onDarkChange(setDarkMode), []);
+
   useEffect(() => {
     const node = el.current!;
-    const instance = echarts.init(node, null, { renderer: "canvas" });
+    const instance = echarts.init(node, darkMode ? "tbpp-dark" : null, { renderer: "canvas" });
     chart.current = instance;
     instance.on("click", (p) => click.current?.(p as never));
     const observer = new ResizeObserver(() => instance.resize());
@@ -142,26 +181,25 @@ export function Chart({ option, height, onClick, testId }: ChartProps) {
       instance.dispose();
       chart.current = null;
     };
-  }, []);
+  }, [darkMode]);
 
   useEffect(() => {
     // Each chart is drawn in a task of its own (a queue, one chart per task), so a page of many large
     // charts never blocks the main thread in one long task.
     return drawSoon(() => {
-    chart.current?.setOption(
-      {
-        color: PALETTE,
-        textStyle: BASE_TEXT,
-        animation: false,
-        ...option,
-        tooltip: option.tooltip ? { confine: true, ...(option.tooltip as object), className: "tbpp-tooltip" } : undefined,
-      } as ChartOption,
-      { notMerge: true },
-    );
+    const full = {
+      color: PALETTE,
+      textStyle: BASE_TEXT,
+      animation: false,
+      ...option,
+      tooltip: option.tooltip ? { confine: true, ...(option.tooltip as object), className: "tbpp-tooltip" } : undefined,
+    } as ChartOption;
+    chart.current?.setOption(darkMode ? (darken(full) as ChartOption) : full, { notMerge: true });
     // Marks the container once drawn (setOption draws synchronously), so tests and the benchmark can wait for it.
     el.current?.setAttribute("data-drawn", "1");
+    el.current?.setAttribute("data-theme", darkMode ? "dark" : "light");
     });
-  }, [option]);
+  }, [option, darkMode]);
 
   return <div class="chart" ref={el} style={{ height: `${height}px` }} data-testid={testId} />;
 }

@@ -11,6 +11,7 @@ import type { Column, Row, Table } from "../gen/tb_paddle_profile/v1/display_pb"
 import type { TimeUnit } from "./cells";
 import { formatCell } from "./cells";
 import { Sentence } from "./Sentence";
+import { useUrlState } from "../state";
 
 /** A row of the model with its formatted texts (one per model column), its place and its children. */
 export interface DRow {
@@ -215,10 +216,16 @@ export interface DisplayTableProps {
 export function DisplayTable(props: DisplayTableProps) {
   const { table, timeUnit } = props;
   const testId = props.testId ?? `dt-${table.key}`;
-  const [ownFilter, setOwnFilter] = useState("");
+  // The filter text (unless the panel holds it) and the sort live in the URL (state.ts: dt.<table>.*).
+  const [ownFilter, setOwnFilter] = useUrlState<string>(`dt.${table.key}.q`, "");
   const filter = props.filter ?? ownFilter;
   const setFilter = (t: string) => (props.onFilter ? props.onFilter(t) : setOwnFilter(t));
-  const [sort, setSort] = useState<SortState | undefined>(undefined);
+  const [sortText, setSortText] = useUrlState<string>(`dt.${table.key}.s`, "", (v) => /:(asc|desc)$/.test(v));
+  const sort = useMemo<SortState | undefined>(
+    () => (sortText ? { key: sortText.slice(0, sortText.lastIndexOf(":")), dir: sortText.slice(sortText.lastIndexOf(":") + 1) as SortDir } : undefined),
+    [sortText],
+  );
+  const setSort = (s: SortState | undefined) => setSortText(s ? `${s.key}:${s.dir}` : "");
   const [expanded, setExpanded] = useState<Set<string>>(() => new Set(props.initialExpanded ?? []));
 
   // Model columns that the panel draws, with their index in Row.cells.

@@ -1,7 +1,7 @@
 // Memory: allocated / reserved bytes over time per place with peaks (the Summary's raw curve), and the
 // display model's view "memory": Paddle's Memory Summary of each place, Memory Manipulation and User
 // Defined tables, built in Python.
-import { useMemo, useState } from "preact/hooks";
+import { useMemo } from "preact/hooks";
 import type { SpanKey } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
@@ -12,6 +12,7 @@ import type { TimeUnit } from "../format";
 import { fmtBytes, fmtInt, fmtTime, inUnit } from "../format";
 import type { Display } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { MemoryPlace, Summary } from "../gen/tb_paddle_profile/v1/summary_pb";
+import { useUrlState } from "../state";
 
 const num = (v: bigint | number | undefined): number => (v === undefined ? 0 : Number(v));
 
@@ -71,8 +72,8 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
 export function Memory({ summary, display, spanKey, unit }: { summary: Summary; display: Display; spanKey: SpanKey; unit: TimeUnit }) {
   const places = summary.memory?.places ?? [];
   const view = viewOf(display, "memory");
-  const [placeName, setPlaceName] = useState(places[0]?.place ?? "");
-  const [thread, setThread] = useState("all");
+  const [placeName, setPlaceName] = useUrlState<string>("mem.place", places[0]?.place ?? "");
+  const [thread, setThread] = useUrlState<string>("mem.thread", "all");
   const place = places.find((p) => p.place === placeName) ?? places[0];
   const placeTable = place ? tableOf(view, `memory.${place.place}`) : undefined;
   const manip = tableOf(view, "memory_manipulation");

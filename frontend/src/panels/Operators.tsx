@@ -12,6 +12,7 @@ import { cellOf, columnIndex, numberOf, tableOf, tablesWithPrefix, textOf, timel
 import type { TimeUnit } from "../format";
 import { inUnit } from "../format";
 import { RowRole } from "../gen/tb_paddle_profile/v1/display_pb";
+import { useUrlState } from "../state";
 import type { Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 
 type Grouping = "name" | "shape";
@@ -78,12 +79,12 @@ export function Operators({ display, spanKey, unit, find, onTimeline }: TablePan
   const byName = tableOf(view, "operators");
   const byShape = tableOf(view, "operators_by_shape");
   const threads = useMemo(() => tablesWithPrefix(view, "operators.thread.").map((t) => t.key.slice("operators.thread.".length)), [view]);
-  const [search, setSearch] = useState(find ?? "");
+  const [search, setSearch] = useUrlState<string>("ops.q", find ?? "");
   const [picked, setPicked] = useState("");
-  const [grouping, setGrouping] = useState<Grouping>("name");
-  const [thread, setThread] = useState("all");
+  const [grouping, setGrouping] = useUrlState<Grouping>("ops.group", "name", (v) => v === "name" || v === "shape");
+  const [thread, setThread] = useUrlState<string>("ops.thread", "all");
   const [topN, setTopN] = useState(10);
-  const [side, setSide] = useState<"cpu" | "gpu">("cpu");
+  const [side, setSide] = useUrlState<"cpu" | "gpu">("ops.side", "cpu", (v) => v === "cpu" || v === "gpu");
 
   const base = grouping === "shape" && byShape ? "operators_by_shape" : "operators";
   const table = (thread === "all" ? tableOf(view, base) : tableOf(view, `${base}.thread.${thread}`)) ?? byName;

@@ -43,6 +43,7 @@ export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
   const model = tableOf(view, "model");
   const modelSteps = tableOf(view, "model_steps");
   const distributed = tableOf(view, "distributed");
+  const kernelEfficiency = tableOf(view, "kernel_efficiency");
   const operators = tableOf(viewOf(display, "operators"), "operators");
   const kernels = tableOf(viewOf(display, "kernels"), "kernels");
   const card = { spanKey, view: "overview", timeUnit: unit };
@@ -62,6 +63,16 @@ export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
           subtitle="communication and computation on one timeline; ratio = time / total step time"
           cardTestId="distributed-card"
           testId="dt-distributed"
+          noFilter
+        />
+      ) : null}
+      {kernelEfficiency ? (
+        <DisplayCard
+          {...card}
+          table={kernelEfficiency}
+          subtitle="estimates from the kernels' names and launch configurations (docs/kernel-efficiency.md)"
+          cardTestId="kernel-efficiency-card"
+          testId="dt-kernel-efficiency"
           noFilter
         />
       ) : null}

@@ -43,7 +43,10 @@ interface Props {
   traceHref?: string;
 }
 
-const VIEW_H = 560;
+/** The canvas fits the window: what is left above the details panel, at least MIN_VIEW_H. */
+const MIN_VIEW_H = 260;
+/** The details panel under the canvas: always this tall, so that it is on screen with the canvas. */
+export const DETAILS_H = 230;
 /** Ranks per page, and the most that can be chosen at once: a window never asks for every rank. */
 export const RANK_PAGE = 16;
 export const MAX_RANKS = 32;
@@ -109,13 +112,25 @@ interface Stats {
   maxBytes: number;
   firstDrawAt: number;
   items: number;
-  /** launch → kernel arrows drawn in the last frame */
+  /** launch → kernel arrows drawn in the last frame (the selected slice's) */
   arrows: number;
+  /** the ruler's labels in the last frame */
+  ruler: string[];
 }
 
 declare global {
   interface Window {
-    __tbppTimeline?: Stats & { view: () => View; data: () => Decoded | null; rows: () => Layout["rows"]; folds: () => string; workers: () => string[] };
+    __tbppTimeline?: Stats & {
+      view: () => View;
+      data: () => Decoded | null;
+      rows: () => Layout["rows"];
+      folds: () => string;
+      workers: () => string[];
+      selected: () => Marks["selected"];
+      box: () => Marks["box"];
+      scrollTop: () => number;
+      viewH: () => number;
+    };
   }
 }
 
@@ -173,7 +188,18 @@ export function Timeline(props: Props) {
   const fetchTimer = useRef(0);
   const hashTimer = useRef(0);
   const inflight = useRef<AbortController | null>(null);
-  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, maxBytes: 0, firstDrawAt: 0, items: 0, arrows: 0 });
+  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, maxBytes: 0, firstDrawAt: 0, items: 0, arrows: 0, ruler: [] });
+  /** The view is the whole span until the user (or a link) moves it: it grows as more ranks are ready. */
+  const autoView = useRef(view.current === null);
+  /** A row to bring into the canvas once the layout has it: a selected slice's lane, or a rank's header. */
+  const scrollTo = useRef<{ worker: string; track: number; depth: number } | null>(null);
+  /** The rank whose header was brought into view when the timeline opened ("run|worker"). */
+  const openedOn = useRef("");
+  const hoverRef = useRef<HTMLDivElement>(null);
+  const belowRef = useRef<HTMLDivElement>(null);
+  const [viewH, setViewH] = useState(MIN_VIEW_H * 2);
+  const viewHRef = useRef(viewH);
+  viewHRef.current = viewH;
   const foldText = props.state.tlfold ?? "";
   const folds = useMemo<Folds>(() => parseFolds(foldText), [foldText]);
   const foldsRef = useRef(folds);
@@ -203,12 +229,13 @@ export function Timeline(props: Props) {
     if (!ctx) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const top = scrollRef.current?.scrollTop ?? 0;
-    const arrows = drawTimeline(ctx, w, h, top, dataRef.current, layRef.current, v, marks.current);
+    const drawn = drawTimeline(ctx, w, h, top, dataRef.current, layRef.current, v, marks.current);
     // the fold buttons scroll with the tracks; none of them shows (or takes a click) over the ruler
     if (foldBoxRef.current) foldBoxRef.current.style.clipPath = `inset(${top + RULER_H}px 0 0 0)`;
     const s = stats.current;
     s.frames++;
-    s.arrows = arrows;
+    s.arrows = drawn.arrows;
+    s.ruler = drawn.ruler;
     s.drawMs = performance.now() - t0;
     if (!s.firstDrawAt && dataRef.current && dataRef.current.items > 0) s.firstDrawAt = performance.now();
   };
@@ -217,13 +244,37 @@ export function Timeline(props: Props) {
   };
 
   useEffect(() => {
-    window.__tbppTimeline = Object.assign(stats.current, { view: () => view.current!, data: () => dataRef.current, rows: () => layRef.current.rows, folds: () => writeFolds(foldsRef.current), workers: () => chosenRef.current });
+    window.__tbppTimeline = Object.assign(stats.current, {
+      view: () => view.current!,
+      data: () => dataRef.current,
+      rows: () => layRef.current.rows,
+      folds: () => writeFolds(foldsRef.current),
+      workers: () => chosenRef.current,
+      selected: () => marks.current.selected,
+      box: () => marks.current.box,
+      scrollTop: () => scrollRef.current?.scrollTop ?? 0,
+      viewH: () => viewHRef.current,
+    });
     const ro = new ResizeObserver(() => {
       redraw();
       scheduleFetch();
     });
     if (canvasRef.current) ro.observe(canvasRef.current);
+    // the canvas takes the window's height above the details panel
+    const fit = fitRef.current;
+    fit();
+    window.addEventListener("resize", fit);
+    // W/A/S/D, 0 and Esc work on the page, not only once the canvas has the focus (never while typing)
+    const keys = (e: KeyboardEvent) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const t = e.target as HTMLElement | null;
+      if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+      keyRef.current(e);
+    };
+    window.addEventListener("keydown", keys);
     return () => {
+      window.removeEventListener("resize", fit);
+      window.removeEventListener("keydown", keys);
       ro.disconnect();
       inflight.current?.abort();
       window.clearTimeout(fetchTimer.current);
@@ -231,6 +282,20 @@ export function Timeline(props: Props) {
       if (frame.current) cancelAnimationFrame(frame.current);
     };
   }, []);
+
+  // The canvas takes the window's height above the details panel; measured after every render (the
+  // notices and the rank bar above it come and go), set only when it changes.
+  const fitRef = useRef(() => undefined as void);
+  fitRef.current = () => {
+    const el = scrollRef.current;
+    if (!el) return;
+    const box = el.getBoundingClientRect();
+    const below = belowRef.current?.getBoundingClientRect();
+    const gap = below ? Math.max(0, below.top - box.bottom) : 12; // the hint and margins between the two
+    const h = Math.max(MIN_VIEW_H, Math.floor(window.innerHeight - (box.top + window.scrollY) - gap - DETAILS_H - 14));
+    if (Math.abs(h - viewHRef.current) > 1) setViewH(h);
+  };
+  useEffect(() => fitRef.current());
 
   // ------------------------------------------------------------------ fetching
   const load = async (v: View | null) => {
@@ -281,7 +346,8 @@ export function Timeline(props: Props) {
     const anyReady = d.ranks.some((r) => r.state === "" && r.tracks.length > 0);
     if (anyReady) {
       base.current = d.base;
-      if (!view.current) view.current = { start: d.rangeStart, end: Math.max(d.rangeEnd, d.rangeStart + 1) };
+      // the whole span until the user moves: it grows as ranks finish loading
+      if (!view.current || autoView.current) view.current = { start: d.rangeStart, end: Math.max(d.rangeEnd, d.rangeStart + 1) };
     }
     dataRef.current = d;
     setData(d);
@@ -323,8 +389,10 @@ export function Timeline(props: Props) {
     setDetail(null);
     setRange(null);
     view.current = parseWindow(props.state.tl);
+    autoView.current = view.current === null;
+    openedOn.current = "";
     load(view.current);
-    if (props.state.tlq && props.state.tlfind) runSearch(props.state.tlq, true);
+    if (props.state.tlq && props.state.tlfind) runSearch(props.state.tlq, true, props.state.tlfind);
   }, [run, span]);
 
   useEffect(() => {
@@ -342,7 +410,8 @@ export function Timeline(props: Props) {
   }, [chosenKey]);
 
   // ------------------------------------------------------------------ view changes
-  const setView = (v: View) => {
+  const setView = (v: View, auto = false) => {
+    autoView.current = auto;
     const d = dataRef.current;
     const minW = 1000; // 1 µs
     let { start, end } = v;
@@ -384,7 +453,7 @@ export function Timeline(props: Props) {
   };
   const reset = () => {
     const d = dataRef.current;
-    if (d) setView({ start: d.rangeStart, end: Math.max(d.rangeEnd, d.rangeStart + 1) });
+    if (d) setView({ start: d.rangeStart, end: Math.max(d.rangeEnd, d.rangeStart + 1) }, true);
   };
   /** "Window JSON": asks trace_window with HEAD first, so a refusal (413: over the bound) is shown, not downloaded. */
   const downloadWindow = async (e: MouseEvent) => {
@@ -454,6 +523,7 @@ export function Timeline(props: Props) {
     const e = got.value;
     setDetail(e);
     marks.current.selected = { worker, id, track: e.track, depth: e.depth, start: Number(e.startNs), end: Number(e.endNs) };
+    scrollTo.current = { worker, track: e.track, depth: e.depth };
     if (focus) {
       reveal(worker, e.track);
       focusOn(Number(e.startNs), Number(e.endNs));
@@ -461,7 +531,12 @@ export function Timeline(props: Props) {
     props.update({ tlsel: `${worker}:${id}` });
   };
 
-  const runSearch = async (text: string, open: boolean) => {
+  /** The rank a link or a search lands on: the one the link names (tlfind = its worker), else the current one. */
+  const targetRank = (named?: string): string => {
+    if (named && named !== "1" && chosenRef.current.includes(named)) return named;
+    return props.worker;
+  };
+  const runSearch = async (text: string, open: boolean, named?: string) => {
     const t = text.trim();
     setActiveQuery(t);
     marks.current.query = t;
@@ -472,7 +547,7 @@ export function Timeline(props: Props) {
     }
     if (base.current === undefined || buildingRef.current) {
       // the indexes are still being built: wait for the first window, which fixes the base
-      window.setTimeout(() => runSearch(t, open), RETRY_MS);
+      window.setTimeout(() => runSearch(t, open, named), RETRY_MS);
       return;
     }
     let got = await fetchSearch(run, span, chosenRef.current, t, true, base.current);
@@ -481,9 +556,22 @@ export function Timeline(props: Props) {
       setError(got.message);
       return;
     }
-    setFound(got.value);
-    setMatchAt(0);
-    const m = got.value.matches[0];
+    const res = got.value;
+    // the first occurrence on the current (or named) rank, never another rank's
+    const target = targetRank(named);
+    let at = res.matches.findIndex((m) => m.worker === target);
+    if (at < 0 && open && chosenRef.current.includes(target)) {
+      // its matches are beyond the first page of all the ranks' matches: ask for that rank alone
+      let own = await fetchSearch(run, span, [target], t, true, base.current);
+      if (own.kind === "ok" && Number(own.value.total) === 0) own = await fetchSearch(run, span, [target], t, false, base.current);
+      if (own.kind === "ok" && own.value.matches.length) {
+        res.matches = [...own.value.matches, ...res.matches];
+        at = 0;
+      }
+    }
+    setFound(res);
+    setMatchAt(Math.max(0, at));
+    const m = res.matches[Math.max(0, at)];
     if (open && m) await select(m.worker, Number(m.id), true);
   };
 
@@ -523,12 +611,14 @@ export function Timeline(props: Props) {
       const q = local(ev);
       if (Math.abs(q.x - g.x) + Math.abs(q.y - g.y) > 3) g.moved = true;
       if (g.box) {
-        marks.current.box = { x0: Math.max(g.x, LABEL_W), y0: g.y, x1: Math.max(q.x, LABEL_W), y1: q.y };
+        const top = scrollRef.current?.scrollTop ?? 0;
+        marks.current.box = { t0: timeAt(Math.max(g.x, LABEL_W)), t1: timeAt(Math.max(q.x, LABEL_W)), y0: g.y - RULER_H + top, y1: q.y - RULER_H + top };
         redraw();
       } else if (g.moved) {
         const plot = Math.max(1, canvasRef.current!.clientWidth - LABEL_W);
         const dt = ((q.x - g.x) / plot) * (g.v.end - g.v.start);
         setView({ start: g.v.start - dt, end: g.v.end - dt });
+        hideHover();
         if (scrollRef.current) scrollRef.current.scrollTop = g.top - (q.y - g.y);
       }
     };
@@ -606,6 +696,7 @@ export function Timeline(props: Props) {
     }
   };
 
+  const keyRef = useRef<(e: KeyboardEvent) => void>(() => undefined);
   const onKey = (e: KeyboardEvent) => {
     const k = e.key.toLowerCase();
     if (k === "w") zoom(0.8);
@@ -621,10 +712,78 @@ export function Timeline(props: Props) {
     e.preventDefault();
   };
 
+  keyRef.current = onKey;
+
+  // the hover readout: the slice under the pointer, its name, duration and start (a DOM node written
+  // directly, not a render per mouse move)
+  const hideHover = () => {
+    if (hoverRef.current) hoverRef.current.style.display = "none";
+  };
+  const hoverAt = (x: number, y: number) => {
+    const el = hoverRef.current;
+    const d = dataRef.current;
+    const v = view.current;
+    if (!el) return;
+    if (!d || !v || drag.current || x < LABEL_W || y < RULER_H) return hideHover();
+    const row = rowAt(y);
+    const lane = row && row.kind === "lane" ? d.ranks[row.rank]?.lanes.get(`${row.track}:${row.depth}`) : undefined;
+    if (!row || !lane) return hideHover();
+    const plot = Math.max(1, (canvasRef.current?.clientWidth ?? 1) - LABEL_W);
+    const i = hitLane(lane, timeAt(x), (2 * (v.end - v.start)) / plot);
+    if (i < 0) return hideHover();
+    const n = lane.count[i];
+    const name = n > 1 ? `${n.toLocaleString()} slices (click to zoom in)` : d.names[lane.name[i]] ?? "";
+    el.replaceChildren();
+    const b = document.createElement("b");
+    b.textContent = name;
+    b.dataset.key = "name";
+    const meta = document.createElement("span");
+    meta.dataset.key = "meta";
+    meta.textContent = `${fmtDur(lane.dur[i])} · start ${fmtDur(lane.start[i])} · ${rankName(row.worker)}`;
+    el.append(b, meta);
+    el.style.display = "block";
+    const w = canvasRef.current?.clientWidth ?? 0;
+    const left = Math.min(x + 14, Math.max(LABEL_W, w - 360));
+    el.style.left = `${left}px`;
+    el.style.top = `${Math.min(y + 16, viewHRef.current - 44)}px`;
+  };
+
   const onMove = (e: MouseEvent) => {
-    marks.current.hover = local(e);
+    const p = local(e);
+    marks.current.hover = p;
+    hoverAt(p.x, p.y);
     redraw();
   };
+
+  // Bring a row into the canvas: a selected slice's lane (when off screen), else, once when the
+  // timeline opens, the current rank's header at the top.
+  useEffect(() => {
+    const el = scrollRef.current;
+    if (!el || !data) return;
+    const visible = (y: number, h: number) => y >= el.scrollTop && y + h <= el.scrollTop + viewH - RULER_H;
+    const want = scrollTo.current;
+    if (want) {
+      const row = lay.rows.find((r) => r.worker === want.worker && ((r.kind === "lane" && r.track === want.track && r.depth === want.depth) || (r.kind === "fold" && r.track === want.track)));
+      if (row) {
+        scrollTo.current = null;
+        openedOn.current = `${run}|${props.worker}`;
+        if (!visible(row.y, row.h)) {
+          el.scrollTop = Math.max(0, row.y - Math.round((viewH - RULER_H) / 3));
+          redraw();
+        }
+      }
+      return;
+    }
+    const key = `${run}|${props.worker}`;
+    if (openedOn.current === key) return;
+    const header = lay.rows.find((r) => r.kind === "rank" && r.worker === props.worker);
+    if (!header) return;
+    openedOn.current = key;
+    if (!props.state.tlsel && !props.state.tlfind) {
+      el.scrollTop = header.y;
+      redraw();
+    }
+  });
 
   useEffect(() => {
     const c = canvasRef.current;
@@ -641,6 +800,12 @@ export function Timeline(props: Props) {
 
   useEffect(redraw);
 
+  /** "rank 5" (else the run's label of that worker, else its name): what a link to a table names. */
+  const rankName = (worker: string): string => {
+    const w = props.workers.find((x) => x.worker === worker);
+    if (w && w.rank >= 0) return `rank ${w.rank}`;
+    return props.labels.get(worker) || worker;
+  };
   const d = data;
   const v = view.current;
   const selWorker = detail?.worker ?? props.worker;
@@ -666,7 +831,7 @@ export function Timeline(props: Props) {
         ) : null}
         <label class="tl-check">
           <input type="checkbox" checked={flows} onChange={(e) => setFlows((e.target as HTMLInputElement).checked)} data-testid="timeline-flows" />
-          launch → kernel arrows
+          launch → kernel arrows of the selection
         </label>
         <span class="tl-tools">
           <button class="btn small" onClick={() => zoom(0.5)} data-testid="timeline-zoom-in" title="Zoom in (W)">+</button>
@@ -702,7 +867,7 @@ export function Timeline(props: Props) {
         />
       ) : null}
       <div class="tl-hint">
-        Drag: pan · Ctrl+wheel or W/S: zoom · A/D: pan · Shift+drag: sum a box · click: details · 0: fit · click a rank or track name: fold
+        Drag: pan · Ctrl+wheel or W/S: zoom (no click needed) · A/D: pan · Shift+drag: sum a box · click: details · 0: fit · click a rank or track name: fold
         {d ? (
           <span class="tl-status" data-testid="timeline-status">
             {` · ${d.items.toLocaleString()} items for ${d.ranks.reduce((a, r) => a + r.events, 0).toLocaleString()} events · ${(d.bytes / 1024).toFixed(0)} KB · ${fmtDur(d.resolution)}/px`}
@@ -713,11 +878,12 @@ export function Timeline(props: Props) {
       {downloadError ? <Notice kind="error" testId="timeline-download-error">{downloadError}</Notice> : null}
       {building ? <Notice kind="loading" testId="timeline-building">{`Building the timeline index of ${building} rank${building > 1 ? "s" : ""}…`}</Notice> : null}
       {!d && !error ? <Notice kind="loading">Loading the timeline…</Notice> : null}
-      <div class="tl-scroll" ref={scrollRef} style={{ height: `${VIEW_H}px` }} onScroll={redraw}>
+      <div class="tl-stage">
+      <div class="tl-scroll" ref={scrollRef} style={{ height: `${viewH}px` }} onScroll={redraw}>
         <canvas
           ref={canvasRef}
           class="tl-canvas"
-          style={{ height: `${VIEW_H}px` }}
+          style={{ height: `${viewH}px` }}
           tabIndex={0}
           data-testid="timeline-canvas"
           data-window={v ? `${Math.round(v.start)},${Math.round(v.end)}` : ""}
@@ -729,18 +895,24 @@ export function Timeline(props: Props) {
           onMouseMove={onMove}
           onMouseLeave={() => {
             marks.current.hover = null;
+            hideHover();
             redraw();
           }}
-          onKeyDown={onKey}
         />
-        <div style={{ height: `${Math.max(0, contentH - VIEW_H)}px` }} />
+        <div style={{ height: `${Math.max(0, contentH - viewH)}px` }} />
         <div class="tl-folds" ref={foldBoxRef} style={{ width: `${LABEL_W - 1}px`, height: `${lay.height + RULER_H}px` }}>
           {lay.rows.map((row) => (row.first ? <FoldButton row={row} onToggle={() => (row.kind === "rank" ? toggleRank(row.worker) : toggleTrack(row.worker, row.track))} /> : null))}
         </div>
       </div>
+      <div class="tl-hover" ref={hoverRef} data-testid="timeline-hover" style={{ display: "none" }} />
+      </div>
       <TrackList data={d} folds={folds} labels={props.labels} />
-      <div class="tl-below">
-        {detail ? <Details e={detail} onJump={(w, id) => select(w, id, true)} onTable={(view, name) => props.update({ view, worker: detail.worker, find: name })} /> : <div class="tl-empty muted">Click a slice to see its details.</div>}
+      <div class="tl-below" ref={belowRef} style={{ height: `${DETAILS_H}px` }} data-testid="timeline-below">
+        {detail ? (
+          <Details e={detail} rankName={rankName(detail.worker)} onJump={(w, id) => select(w, id, true)} onTable={(view, name) => props.update({ view, worker: detail.worker, find: name })} />
+        ) : (
+          <div class="tl-empty muted">Click a slice to see its details.</div>
+        )}
         {range ? <RangeSums r={range} onClose={() => setRange(null)} /> : null}
       </div>
     </div>
@@ -868,7 +1040,7 @@ function TrackList({ data, folds, labels }: { data: Decoded | null; folds: Folds
   );
 }
 
-function Details({ e, onJump, onTable }: { e: TimelineEvent; onJump: (worker: string, id: number) => void; onTable: (view: string, name: string) => void }) {
+function Details({ e, rankName, onJump, onTable }: { e: TimelineEvent; rankName: string; onJump: (worker: string, id: number) => void; onTable: (view: string, name: string) => void }) {
   const dur = Number(e.endNs - e.startNs);
   const isDevice = e.type === "Kernel" || e.type === "Memcpy" || e.type === "Memset";
   return (
@@ -901,10 +1073,10 @@ function Details({ e, onJump, onTable }: { e: TimelineEvent; onJump: (worker: st
         ) : null}
         <div class="tl-related">
           {isDevice && e.type === "Kernel" ? (
-            <button class="btn small" data-testid="timeline-to-kernels" onClick={() => onTable("kernels", e.name)}>Show in Kernels table</button>
+            <button class="btn small" data-testid="timeline-to-kernels" onClick={() => onTable("kernels", e.name)} title={`Switches to ${rankName}'s Kernels view`}>{`Show in Kernels table of ${rankName}`}</button>
           ) : null}
           {e.operator ? (
-            <button class="btn small" data-testid="timeline-to-operators" onClick={() => onTable("operators", e.operator)}>Show operator in Operators table</button>
+            <button class="btn small" data-testid="timeline-to-operators" onClick={() => onTable("operators", e.operator)} title={`Switches to ${rankName}'s Operators view`}>{`Show operator in Operators table of ${rankName}`}</button>
           ) : null}
         </div>
       </div>

@@ -137,10 +137,29 @@ export interface View {
 
 export interface Marks {
   selected: { worker: string; id: number; track: number; depth: number; start: number; end: number } | null;
-  box: { x0: number; y0: number; x1: number; y1: number } | null;
+  /** A box selection in time (t0, t1: ns) and content height (y0, y1: px from the first row, not the screen):
+   * it stays on the same slices after a zoom, a pan or a scroll. */
+  box: { t0: number; t1: number; y0: number; y1: number } | null;
   hover: { x: number; y: number } | null;
   flows: boolean;
   query: string;
+}
+
+/** What one frame drew: launch → kernel arrows (of the selected slice) and the ruler's labels. */
+export interface Drawn {
+  arrows: number;
+  ruler: string[];
+}
+
+/**
+ * A ruler label: the unit of the view's largest time, with as many decimals as the tick step needs
+ * (so that two ticks never read the same: "10.541 2 s" at deep zoom, not "10.541 s" twice).
+ */
+export function rulerLabel(t: number, step: number, far: number): string {
+  const a = Math.abs(far);
+  const [unit, sym] = a >= 1e9 ? [1e9, "s"] : a >= 1e6 ? [1e6, "ms"] : a >= 1e3 ? [1e3, "µs"] : [1, "ns"];
+  const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit / step) - 1e-9)));
+  return `${(t / unit).toFixed(decimals)} ${sym}`;
 }
 
 function niceStep(ns: number): number {
@@ -158,8 +177,9 @@ export function drawTimeline(
   lay: Layout,
   view: View,
   marks: Marks,
-): number {
+): Drawn {
   let arrows = 0;
+  const ruler: string[] = [];
   ctx.save();
   ctx.clearRect(0, 0, width, height);
   ctx.fillStyle = "#fff";
@@ -232,12 +252,18 @@ export function drawTimeline(
       ctx.strokeRect(x0 - 1, top + row.y, w + 2, row.h - 1);
     }
   }
-  // launch → kernel arrows
-  if (marks.flows && data) {
+  // launch → kernel arrows: those of the selected slice only (its launch, or the kernels it launched)
+  const sel = marks.selected;
+  const selRank = sel && data ? data.ranks.findIndex((r) => r.worker === sel.worker) : -1;
+  if (marks.flows && data && sel && selRank >= 0) {
     ctx.strokeStyle = "rgba(33,33,33,0.55)";
     ctx.fillStyle = "rgba(33,33,33,0.7)";
     ctx.lineWidth = 1;
     for (const f of data.flows) {
+      if (f.rank !== selRank) continue;
+      const isSrc = f.srcTrack === sel.track && f.srcDepth === sel.depth && f.srcStart === sel.start;
+      const isDst = f.dstTrack === sel.track && f.dstDepth === sel.depth && f.dstStart === sel.start;
+      if (!isSrc && !isDst) continue;
       const a = rowOf.get(`${f.rank}:${f.srcTrack}:${f.srcDepth}`);
       const b = rowOf.get(`${f.rank}:${f.dstTrack}:${f.dstDepth}`);
       if (!a || !b) continue; // an end in a folded rank or track: no arrow
@@ -265,10 +291,14 @@ export function drawTimeline(
     ctx.fillStyle = "rgba(25,118,210,0.12)";
     ctx.strokeStyle = "#1976d2";
     ctx.lineWidth = 1;
-    const x = Math.min(b.x0, b.x1);
-    const y = Math.min(b.y0, b.y1);
-    ctx.fillRect(x, y, Math.abs(b.x1 - b.x0), Math.abs(b.y1 - b.y0));
-    ctx.strokeRect(x + 0.5, y + 0.5, Math.abs(b.x1 - b.x0), Math.abs(b.y1 - b.y0));
+    const xa = Math.max(LABEL_W, X(Math.min(b.t0, b.t1)));
+    const xb = Math.min(width, X(Math.max(b.t0, b.t1)));
+    const y = top + Math.min(b.y0, b.y1);
+    const h = Math.abs(b.y1 - b.y0);
+    if (xb > xa) {
+      ctx.fillRect(xa, y, xb - xa, h);
+      ctx.strokeRect(Math.round(xa) + 0.5, Math.round(y) + 0.5, Math.round(xb - xa), Math.round(h)); // crisp: whole pixels
+    }
   }
   ctx.restore();
 
@@ -335,14 +365,19 @@ export function drawTimeline(
   ctx.fillStyle = "#616161";
   ctx.strokeStyle = "#bdbdbd";
   ctx.textBaseline = "middle";
-  const first = Math.ceil(view.start / step) * step;
-  for (let t = first; t <= view.end; t += step) {
+  const first = Math.ceil(view.start / step);
+  const far = Math.max(Math.abs(view.start), Math.abs(view.end));
+  for (let i = first; i * step <= view.end; i++) {
+    const t = i * step; // not a running sum: no drift at deep zoom
     const x = Math.round(X(t)) + 0.5;
+    if (x < LABEL_W) continue;
     ctx.beginPath();
     ctx.moveTo(x, RULER_H - 8);
     ctx.lineTo(x, RULER_H);
     ctx.stroke();
-    ctx.fillText(fmtDur(t), x + 3, RULER_H / 2 - 2);
+    const label = rulerLabel(t, step, far);
+    ruler.push(label);
+    ctx.fillText(label, x + 3, RULER_H / 2 - 2);
   }
   ctx.fillStyle = "#424242";
   ctx.fillText(`window ${fmtDur(span)}`, 8, RULER_H / 2);
@@ -355,7 +390,7 @@ export function drawTimeline(
     ctx.stroke();
   }
   ctx.restore();
-  return arrows;
+  return { arrows, ruler };
 }
 
 /** ▾ (open) or ▸ (folded), centred on (x, y). */

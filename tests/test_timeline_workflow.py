@@ -1,0 +1,387 @@
+"""The multi-rank workflow on the Timeline (issue 16, point 1), in Debian's Chromium through Playwright.
+
+A real ``tensorboard`` serves the shared two-rank GPU-shaped traces; the selected worker is rank 1,
+never rank 0, so a link that fell back to rank 0 fails. What the page shows is checked against the
+trace read with the reader: the kernel a link lands on is a kernel of rank 1's file, with its name,
+stream, correlation id and duration. At 1,280 and 1,440 px; screenshots go to $TBP_SHOTS (default: the temp folder's tbp-shots/).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from urllib.parse import quote, unquote
+
+import numpy as np
+import pytest
+
+from browser_util import PageLog, chromium_missing_reason, new_page, tensorboard, wait_all_loaded
+from conftest import SHARED_TRACES
+
+pytestmark = [pytest.mark.browser]
+
+_missing = chromium_missing_reason()
+if _missing:
+    pytest.skip(f"browser tests need Chromium: {_missing}", allow_module_level=True)
+
+from tb_paddle_profile import event_types as et  # noqa: E402
+from tb_paddle_profile.reader import read_trace  # noqa: E402
+
+GPU_DIR = SHARED_TRACES / "gpu-synthetic-2rank"
+RUN = "gpu-2rank"
+from browser_util import SHOTS  # noqa: E402
+WIDTHS = [1280, 1440]
+
+
+@pytest.fixture(scope="module")
+def tb(tmp_path_factory):
+    if not GPU_DIR.is_dir():
+        pytest.skip("the shared GPU-shaped traces are not here")
+    root = tmp_path_factory.mktemp("tlwf_logdir")
+    for trace in GPU_DIR.glob("*.paddle_trace.json"):
+        (root / RUN).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(trace, root / RUN / trace.name)
+    with tensorboard(root, tmp_path_factory.mktemp("tlwf_tb")) as server:
+        wait_all_loaded(server)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def tables():
+    out = {}
+    for path in sorted(GPU_DIR.glob("*.paddle_trace.json")):
+        out["rank" + path.name[4]] = read_trace(path.read_bytes(), path.name)
+    return out
+
+
+def _page(browser, width, height=900):
+    log = PageLog()
+    page = new_page(browser, log, width=width, height=height)
+    return page, log
+
+
+def _close(page, log):
+    page.context.close()
+    assert log.page_errors == [], log.page_errors
+    assert log.console_errors == [], log.console_errors
+    assert log.outside_requests() == [], log.outside_requests()
+
+
+def open_view(page, tb, view="timeline", worker="rank1", extra=""):
+    keys = dict(run=RUN, worker=worker, span="0", unit="ms", view=view)
+    parts = ["paddle_profile"] + [f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()]
+    page.goto(f"{tb.url}/#{'&'.join(parts)}{extra}")
+    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    frame = handle.content_frame()
+    frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
+    return frame
+
+
+def wait_drawn(frame, timeout=60_000):
+    frame.wait_for_function(
+        "() => { const t = window.__tbppTimeline; const d = t && t.data();"
+        " return d && d.items > 0 && d.ranks.every((r) => r.state === '' && r.tracks.length > 0); }",
+        timeout=timeout)
+
+
+def details(frame) -> dict:
+    frame.wait_for_selector('[data-testid="timeline-details"]', timeout=20_000)
+    return frame.evaluate("""() => { const out = { name: document.querySelector('[data-testid="timeline-detail-name"]').textContent };
+      for (const td of document.querySelectorAll('[data-testid="timeline-details"] td[data-key]')) out[td.dataset.key] = td.textContent;
+      return out; }""")
+
+
+def wait_detail_on(frame, prefix: str) -> dict:
+    frame.wait_for_function(
+        """(prefix) => { const t = document.querySelector('[data-testid="timeline-details"] td[data-key="track"]');
+          return t && t.textContent.startsWith(prefix); }""", arg=prefix, timeout=30_000)
+    return details(frame)
+
+
+def fmt_dur(ns: float) -> str:
+    """The page's fmtDur (panels/timeline/data.ts), for the expected readout text."""
+    a = abs(ns)
+    if a >= 1e9:
+        return f"{ns / 1e9:.3f} s"
+    if a >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if a >= 1e3:
+        return f"{ns / 1e3:.3f} µs"
+    return f"{round(ns)} ns"
+
+
+def assert_kernel_of(tables, worker: str, d: dict):
+    """The details are those of a kernel in `worker`'s trace file: name, stream, correlation id."""
+    t = tables[worker]
+    names = np.array(t.names, dtype=object)[t.device.name]
+    stream = int(d["track"].split(" · stream ")[1].split(" · ")[0])
+    hits = np.nonzero((t.device.type == et.KERNEL) & (t.device.corr == int(d["correlation id"]))
+                      & (names == d["name"]) & (t.device.stream == stream))[0]
+    assert len(hits) == 1, (worker, d)
+    return int(hits[0])
+
+
+# Where the selected slice is drawn now: its row in the layout, its x span, and whether both are on screen.
+_SELECTED = """() => { const t = window.__tbppTimeline, s = t.selected(), v = t.view(), d = t.data();
+  if (!s) return null;
+  const c = document.querySelector('[data-testid="timeline-canvas"]'); const plot = c.clientWidth - 200;
+  const ri = d.ranks.findIndex((r) => r.worker === s.worker);
+  const row = t.rows().find((r) => r.kind === 'lane' && r.rank === ri && r.track === s.track && r.depth === s.depth);
+  if (!row) return { worker: s.worker, row: false };
+  const top = t.scrollTop(), y = 26 + row.y - top;
+  const x0 = 200 + (s.start - v.start) / (v.end - v.start) * plot, x1 = 200 + (s.end - v.start) / (v.end - v.start) * plot;
+  return { worker: s.worker, row: true, y, h: row.h, x0, x1, viewH: c.clientHeight, width: c.clientWidth,
+           inView: y >= 26 && y + row.h <= c.clientHeight && x1 >= 200 && x0 <= c.clientWidth }; }"""
+
+# Pixels of a colour (r, g, b within 8) inside a canvas rectangle (CSS px).
+_PIXELS = """([x, y, w, h, rgb]) => { const c = document.querySelector('[data-testid="timeline-canvas"]');
+  const k = devicePixelRatio; const img = c.getContext('2d').getImageData(Math.round(x * k), Math.round(y * k),
+    Math.max(1, Math.round(w * k)), Math.max(1, Math.round(h * k))).data;
+  let n = 0; for (let i = 0; i < img.length; i += 4)
+    if (Math.abs(img[i] - rgb[0]) < 8 && Math.abs(img[i + 1] - rgb[1]) < 8 && Math.abs(img[i + 2] - rgb[2]) < 8) n++;
+  return n; }"""
+
+SELECTED_RGB = [13, 71, 161]  # draw.ts: the selected slice's outline
+BOX_RGB = [25, 118, 210]  # draw.ts: the box selection's outline
+
+
+def assert_selected_in_view_and_highlighted(frame):
+    frame.wait_for_function(f"() => {{ const s = ({_SELECTED})(); return s && s.inView; }}", timeout=20_000)
+    frame.wait_for_timeout(150)
+    s = frame.evaluate(_SELECTED)
+    x0 = max(200, s["x0"] - 3)
+    n = frame.evaluate(_PIXELS, [x0, s["y"], min(s["width"], s["x1"] + 3) - x0, s["h"], SELECTED_RGB])
+    assert n > 0, s  # the outline is drawn where the slice is
+    return s
+
+
+def assert_details_on_screen(page, frame):
+    """The details panel sits wholly inside the viewport, under the canvas (no scrolling to see it)."""
+    below = frame.locator('[data-testid="timeline-below"]').bounding_box()  # page coordinates
+    canvas = frame.locator('[data-testid="timeline-canvas"]').bounding_box()
+    vh = page.viewport_size["height"]
+    assert below["height"] >= 200
+    assert below["y"] + below["height"] <= vh + 1, (below, vh)
+    assert below["y"] >= canvas["y"] + canvas["height"] - 1
+
+
+def hash_keys(page) -> dict:
+    h = unquote(page.evaluate("() => location.hash"))
+    return dict(re.findall(r"p\.paddle_profile\.(\w+)=([^&]*)", h))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_kernels_link_of_rank1_lands_on_rank1s_kernel_in_view(tb, tables, browser, width):
+    page, log = _page(browser, width)
+    frame = open_view(page, tb, view="kernels")
+    frame.wait_for_selector('[data-testid="kernel-table"] .vt-row', timeout=60_000)
+    row = frame.locator('[data-testid="kernel-table"] .vt-row[data-index="0"]')
+    name = row.locator(".vt-td.name").get_attribute("title")
+    # the kernel runs on both ranks: a link falling back to rank 0 would find it there
+    both = [w for w, t in tables.items() if name in set(np.array(t.names, dtype=object)[t.device.name[t.device.type == et.KERNEL]])]
+    assert sorted(both) == ["rank0", "rank1"]
+    row.click()
+    frame.click('[data-testid="kernels-to-timeline"]')
+    frame.wait_for_selector('[data-testid="panel-timeline"]', timeout=30_000)
+    d = wait_detail_on(frame, "rank1 · ")
+    assert d["name"] == name and d["type"] == "Kernel"
+    i = assert_kernel_of(tables, "rank1", d)
+    # rank 1's first occurrence of that kernel
+    t = tables["rank1"]
+    names = np.array(t.names, dtype=object)[t.device.name]
+    same = np.nonzero((t.device.type == et.KERNEL) & (names == name))[0]
+    assert t.device.start[i] == t.device.start[same].min()
+    s = assert_selected_in_view_and_highlighted(frame)
+    assert s["worker"] == "rank1"
+    assert_details_on_screen(page, frame)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"timeline-link-rank1-{width}.png"))
+    # and back: the button names the rank it switches to, and switches to it
+    btn = frame.locator('[data-testid="timeline-to-kernels"]')
+    assert btn.text_content().endswith("rank 1"), btn.text_content()
+    btn.click()
+    frame.wait_for_selector('[data-testid="kernel-table"] .vt-row', timeout=30_000)
+    assert frame.locator('[data-testid="kernels-search"]').input_value() == name
+    assert hash_keys(page)["worker"] == "rank1"
+    _close(page, log)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_opens_on_the_selected_worker_and_fits_the_window(tb, browser, width):
+    page, log = _page(browser, width, height=820)
+    frame = open_view(page, tb)
+    wait_drawn(frame)
+    frame.wait_for_timeout(400)
+    st = frame.evaluate("""() => { const t = window.__tbppTimeline, d = t.data(), v = t.view();
+      const head = t.rows().find((r) => r.kind === 'rank' && r.worker === 'rank1');
+      const c = document.querySelector('[data-testid="timeline-canvas"]');
+      const sc = c.parentElement;
+      return { top: t.scrollTop(), headY: head.y, viewH: c.clientHeight, maxTop: sc.scrollHeight - sc.clientHeight,
+               view: [v.start, v.end], range: [d.rangeStart, d.rangeEnd] }; }""")
+    # rank 1's header is on screen (at the top, or as far as the scroll goes)
+    assert st["top"] <= st["headY"] <= st["top"] + st["viewH"] - 26 - 22, st
+    assert st["top"] == min(st["headY"], st["maxTop"]), st
+    assert st["headY"] > 0  # rank 0 comes first: the scroll moved to rank 1
+    # the whole span of both ranks, and the canvas plus the details panel fill the window
+    assert st["view"] == st["range"]
+    assert_details_on_screen(page, frame)
+    below = frame.locator('[data-testid="timeline-below"]').bounding_box()
+    assert page.viewport_size["height"] - (below["y"] + below["height"]) < 40  # no wasted height
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"timeline-open-rank1-{width}.png"))
+    _close(page, log)
+
+
+def test_timeline_search_opens_the_current_ranks_match(tb, tables, browser):
+    page, log = _page(browser, 1440)
+    frame = open_view(page, tb)
+    wait_drawn(frame)
+    t0, t1 = tables["rank0"], tables["rank1"]
+    k0 = set(np.array(t0.names, dtype=object)[t0.device.name[t0.device.type == et.KERNEL]])
+    k1 = set(np.array(t1.names, dtype=object)[t1.device.name[t1.device.type == et.KERNEL]])
+    name = sorted(k0 & k1)[0]
+    frame.fill('[data-testid="timeline-search"]', name)
+    frame.press('[data-testid="timeline-search"]', "Enter")
+    d = wait_detail_on(frame, "rank1 · ")
+    assert d["name"] == name
+    assert_kernel_of(tables, "rank1", d)
+    assert_selected_in_view_and_highlighted(frame)
+    _close(page, log)
+
+
+def test_hover_readout_keys_without_a_click_and_a_readable_ruler(tb, tables, browser):
+    page, log = _page(browser, 1440)
+    frame = open_view(page, tb)
+    wait_drawn(frame)
+    canvas = frame.locator('[data-testid="timeline-canvas"]')
+    box = canvas.bounding_box()
+    # hovering a kernel of rank 1: its name, duration and start
+    k = frame.evaluate("""() => { const t = window.__tbppTimeline, d = t.data(), v = t.view();
+      const c = document.querySelector('[data-testid="timeline-canvas"]'); const plot = c.clientWidth - 200, top = t.scrollTop();
+      for (const row of t.rows()) { if (row.kind !== 'lane' || row.worker !== 'rank1') continue;
+        const lane = d.ranks[row.rank].lanes.get(row.track + ':' + row.depth); if (!lane) continue;
+        for (let i = 0; i < lane.start.length; i++) { const s = lane.start[i], e = s + lane.dur[i];
+          if (lane.count[i] !== 1 || d.types[lane.type[i]] !== 'Kernel' || (e - s) / (v.end - v.start) * plot < 6) continue;
+          const y = 26 + row.y + row.h / 2 - top; if (y < 30 || y > c.clientHeight - 4) continue;
+          return { x: 200 + ((s + e) / 2 - v.start) / (v.end - v.start) * plot, y, name: d.names[lane.name[i]], dur: lane.dur[i], start: s }; } }
+      return null; }""")
+    assert k is not None
+    page.mouse.move(box["x"] + k["x"], box["y"] + k["y"])
+    hover = frame.locator('[data-testid="timeline-hover"]')
+    hover.wait_for(state="visible", timeout=10_000)
+    assert hover.locator('[data-key="name"]').text_content() == k["name"]
+    meta = hover.locator('[data-key="meta"]').text_content()
+    assert meta.startswith(f"{fmt_dur(k['dur'])} · start {fmt_dur(k['start'])}")
+    t1 = tables["rank1"]
+    assert k["name"] in set(np.array(t1.names, dtype=object)[t1.device.name[t1.device.type == et.KERNEL]])
+    page.mouse.move(box["x"] + 100, box["y"] + 5)
+    hover.wait_for(state="hidden", timeout=10_000)
+
+    # W/A/S/D without a click in the canvas: a click on the hint text, then keys on the page
+    frame.click(".tl-hint")
+    v0 = frame.evaluate("() => { const v = window.__tbppTimeline.view(); return [v.start, v.end]; }")
+    page.keyboard.press("w")
+    frame.wait_for_function(f"() => {{ const v = window.__tbppTimeline.view(); return v.end - v.start < {0.9 * (v0[1] - v0[0])}; }}")
+    v1 = frame.evaluate("() => { const v = window.__tbppTimeline.view(); return [v.start, v.end]; }")
+    page.keyboard.press("d")
+    frame.wait_for_function(f"() => window.__tbppTimeline.view().start > {v1[0]}")
+    # typing in the search box is not a shortcut
+    v2 = frame.evaluate("() => { const v = window.__tbppTimeline.view(); return [v.start, v.end]; }")
+    frame.click('[data-testid="timeline-search"]')
+    page.keyboard.type("wasd")
+    frame.wait_for_timeout(200)
+    assert frame.evaluate("() => { const v = window.__tbppTimeline.view(); return [v.start, v.end]; }") == v2
+    assert frame.locator('[data-testid="timeline-search"]').input_value() == "wasd"
+
+    # the ruler at every zoom: distinct labels, evenly spaced, down to the 1 µs floor
+    frame.click(".tl-hint")
+
+    def ruler_ok():
+        labels = frame.evaluate("() => window.__tbppTimeline.ruler.slice()")
+        assert len(labels) >= 4, labels
+        assert len(set(labels)) == len(labels), labels
+        unit = {l.split(" ")[1] for l in labels}
+        assert len(unit) == 1, labels
+        vals = [float(l.split(" ")[0]) for l in labels]
+        steps = np.diff(vals)
+        assert (steps > 0).all() and np.allclose(steps, steps[0], rtol=1e-3), labels
+        return labels
+
+    ruler_ok()
+    for _ in range(60):
+        page.keyboard.press("w")
+    frame.wait_for_function("() => { const v = window.__tbppTimeline.view(); return v.end - v.start <= 1001; }", timeout=20_000)
+    frame.wait_for_timeout(200)
+    deep = ruler_ok()
+    assert max(len(l.split(" ")[0].split(".")[-1]) for l in deep) >= 4, deep  # more digits as you zoom
+    _close(page, log)
+
+
+def test_box_selection_stays_in_time_and_flows_of_the_selection_only(tb, tables, browser):
+    page, log = _page(browser, 1440)
+    frame = open_view(page, tb, worker="rank0")
+    wait_drawn(frame)
+    canvas = frame.locator('[data-testid="timeline-canvas"]')
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + 500, box["y"] + 60)
+    page.keyboard.down("Shift")
+    page.mouse.down()
+    page.mouse.move(box["x"] + 800, box["y"] + 200, steps=5)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    frame.wait_for_selector('[data-testid="timeline-range"] tbody tr', timeout=20_000)
+    b0 = frame.evaluate("() => window.__tbppTimeline.box()")
+    page.mouse.move(box["x"] + 650, box["y"] + 120)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -300)
+    page.keyboard.up("Control")
+    frame.wait_for_timeout(300)
+    b1 = frame.evaluate("() => window.__tbppTimeline.box()")
+    assert b1 == b0  # the same times, not the same pixels
+    v = frame.evaluate("() => { const v = window.__tbppTimeline.view(); return [v.start, v.end]; }")
+    plot = box["width"] - 200
+    xa = 200 + (min(b0["t0"], b0["t1"]) - v[0]) / (v[1] - v[0]) * plot
+    xb = 200 + (max(b0["t0"], b0["t1"]) - v[0]) / (v[1] - v[0]) * plot
+    assert xb - xa > 300 + 20  # zoomed in: the box is wider on screen than it was drawn
+    # its outline is drawn at the new place of its left edge (when on screen)
+    if xa > 202:
+        assert frame.evaluate(_PIXELS, [round(xa) - 1, 70, 3, 100, BOX_RGB]) > 0
+    page.keyboard.press("Escape")
+    frame.wait_for_function("() => window.__tbppTimeline.box() === null")
+
+    # launch → kernel arrows: none without a selection; with one, those of that slice only
+    frame.click('[data-testid="timeline-reset"]')
+    frame.check('[data-testid="timeline-flows"]')
+    frame.wait_for_function("() => window.__tbppTimeline.data().flows.length > 1", timeout=20_000)
+    frame.wait_for_timeout(200)
+    assert frame.evaluate("() => window.__tbppTimeline.arrows") == 0
+    t = tables["rank0"]
+    name = t.names[int(t.device.name[int(np.nonzero(t.device.type == et.KERNEL)[0][0])])]
+    frame.fill('[data-testid="timeline-search"]', name)
+    frame.press('[data-testid="timeline-search"]', "Enter")
+    wait_detail_on(frame, "rank0 · ")
+    frame.wait_for_function("() => window.__tbppTimeline.arrows > 0", timeout=20_000)
+    got = frame.evaluate("""() => { const t = window.__tbppTimeline, d = t.data(), s = t.selected();
+      const ri = d.ranks.findIndex((r) => r.worker === s.worker);
+      const mine = d.flows.filter((f) => f.rank === ri && ((f.dstTrack === s.track && f.dstDepth === s.depth && f.dstStart === s.start)
+        || (f.srcTrack === s.track && f.srcDepth === s.depth && f.srcStart === s.start)));
+      return { arrows: t.arrows, mine: mine.length, all: d.flows.length }; }""")
+    assert got["arrows"] == got["mine"] == 1 and got["all"] > 1, got
+    page.screenshot(path=str(SHOTS / "timeline-flows-of-selection-1440.png"))
+    _close(page, log)
+
+
+def test_the_view_grows_as_more_ranks_come_in(tb, browser):
+    """Shown first with rank 0 alone, then with both: the whole-span view takes rank 1's extent too."""
+    page, log = _page(browser, 1280)
+    frame = open_view(page, tb, worker="rank1", extra="&" + quote("p.paddle_profile.tlranks") + "=rank0")
+    wait_drawn(frame)
+    one = frame.evaluate("() => { const t = window.__tbppTimeline, d = t.data(), v = t.view(); return { view: [v.start, v.end], range: [d.rangeStart, d.rangeEnd], ranks: d.ranks.length }; }")
+    assert one["ranks"] == 1 and one["view"] == one["range"]
+    frame.click('[data-testid="timeline-ranks-default"]')
+    frame.wait_for_function("() => window.__tbppTimeline.data().ranks.length === 2", timeout=30_000)
+    wait_drawn(frame)
+    frame.wait_for_timeout(200)
+    two = frame.evaluate("() => { const t = window.__tbppTimeline, d = t.data(), v = t.view(); return { view: [v.start, v.end], range: [d.rangeStart, d.rangeEnd] }; }")
+    assert two["view"] == two["range"]
+    assert two["range"] != one["range"]  # rank 1 widens the span, and the view with it
+    _close(page, log)
