@@ -49,7 +49,7 @@ TRIM_INTERVAL_S = 30.0  # a folder is walked at most this often per Trimmer
 # and <cache>/analysis-v<N>/xx/<key>.ra (cross-rank analyses), any layout version N; nothing else is touched.
 _ENTRY_FOLDER = re.compile(r"(v|timeline-v|digest-v|analysis-v)[0-9]+")
 _ENTRY_SUFFIX = {"v": ".pb", "timeline-v": ".tl", "digest-v": ".dg", "analysis-v": ".ra"}
-TIMELINE_FOLDER = "timeline-v2"  # = timeline.INDEX_VERSION's folder (checked there)
+TIMELINE_FOLDER = "timeline-v3"  # = timeline.INDEX_VERSION's folder (checked there)
 DIGEST_FOLDER = "digest-v1"
 ANALYSIS_FOLDER = "analysis-v1"
 SIDECAR_SUFFIX = ".tb_paddle_profile.pb"

@@ -432,7 +432,7 @@ def test_local_cluster_fills_a_folder_cache_that_plain_preprocess_then_finds_who
     first = preprocess("--dask", "local:1")
     assert first.returncode == 0, first.stderr
     assert "4 of 4 traces summarized" in first.stdout and len(_parses(parse_log)) == 4
-    indexes = sorted((cache / "timeline-v2").rglob("*.tl"))
+    indexes = sorted((cache / "timeline-v3").rglob("*.tl"))
     assert len(indexes) == 4
     indexes[0].unlink()  # one timeline index lost: only that file's job runs again
     second = preprocess("--dask", "local:1")

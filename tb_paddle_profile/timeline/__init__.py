@@ -1,7 +1,7 @@
 """The timeline: a columnar index of a trace's slices, and the level-of-detail queries over it.
 
 The index is built by the per-file job (jobs.run_job) from the same parse as the trace's summary, and
-written as a compact binary index file in the cache folder (``timeline-v2/``), memory-mapped by the
+written as a compact binary index file in the cache folder (``timeline-v3/``), memory-mapped by the
 request threads; the store (TimelineStore) only opens these files and asks the loader to run a file's
 job again when its index is missing. The file ends with a CRC-32 of everything before it and its length: an index that is cut short,
 has flipped bytes or is not an index is a miss (deleted and built again), never drawn. Every query then
@@ -25,6 +25,8 @@ name below):
 
 - ``tracks``: the tracks (host threads, GPU streams; kinds named by the protobuf's TrackKind) and
   the event kinds of the index;
+- ``counters``: the counter tracks (memory allocated / reserved per place, GPU utilization per
+  device): built with the index, answered one value per pixel bin (``counters_of``, ``counter_bins``);
 - ``build``: a trace's index from its tables and tree (``build_index``), in the per-file job or in a
   worker process (``index_in_worker``, ``build_file_index``);
 - ``storage``: the index file (layout, ``encode_parts``, ``write_index``, ``TimelineIndex``);
@@ -36,6 +38,7 @@ name below):
 """
 from __future__ import annotations
 
+from .counters import counter_bins, counters_of
 from .build import build_file_index, build_index, index_in_worker
 from .chrome import (DEFAULT_WINDOW_MAX_MB, ENV_WINDOW_MAX_MB, chrome_chunks, chrome_subset, window_limit_bytes,
                      window_size)
@@ -49,6 +52,7 @@ from .tracks import (EVENT_DEVICE, EVENT_HOST, EVENT_RUNTIME, GPU_STREAM, HOST_T
                      KIND_RUNTIME, TYPE_NAMES)
 
 __all__ = [
+    "counter_bins", "counters_of",
     "build_file_index", "build_index", "index_in_worker",
     "DEFAULT_WINDOW_MAX_MB", "ENV_WINDOW_MAX_MB", "chrome_chunks", "chrome_subset", "window_limit_bytes", "window_size",
     "FLOW_CAP", "LANE_CAP", "MATCH_CAP", "MAX_PX", "event_details", "merge_lane", "query_lane", "range_sums", "row_of",

@@ -9,6 +9,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from .counters import counters_of
 from .storage import INDEX_VERSION, one_line, write_index
 from .tracks import KIND_DEVICE, KIND_HOST, KIND_RUNTIME, stream_track_of, thread_track_of, tracks_of
 
@@ -74,6 +75,7 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
     shape_ptr = np.zeros(len(shape_bytes) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in shape_bytes], out=shape_ptr[1:])
 
+    counters, counter_arrays = counters_of(t)
     starts = [a.min() for a in (t.host.start, t.runtime.start, t.device.start) if a.size]
     ends = [a.max() for a in (t.host.end, t.runtime.end, t.device.end) if a.size]
     header = {
@@ -84,6 +86,7 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
         "pid": int(t.pid),
         "tracks": tracks,
         "devices": {str(d.id): d.name for d in t.devices},
+        "counters": counters,
     }
     arrays = {
         "ev_start": start, "ev_end": end, "ev_name": name, "ev_kind": kind, "ev_type": etype, "ev_row": row,
@@ -100,6 +103,7 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
         "names_blob": np.frombuffer(names_blob, dtype=np.uint8), "names_ptr": names_ptr,
         "shape_rows": shape_rows, "shape_ptr": shape_ptr,
         "shape_blob": np.frombuffer(b"".join(shape_bytes), dtype=np.uint8),
+        **counter_arrays,
     }
     return header, arrays
 

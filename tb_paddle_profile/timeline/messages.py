@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .counters import KIND_UTILIZATION, counter_bins
 from .levels import FLOW_CAP, LANE_CAP, MATCH_CAP, MAX_PX, event_details, query_lane, range_sums, row_of, search
 from .storage import TimelineIndex
 from .tracks import GPU_STREAM, TYPE_NAMES
@@ -69,6 +70,7 @@ def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Opti
             r.tracks.add(id=tr["id"], kind=tr["kind"], label=tr["label"], depth=tr["depth"], tid=tr["tid"],
                          device=tr["device"], stream=tr["stream"], events=tr["events"])
         lws, lwe = ws - off, we - off  # the window in this index's own times
+        _add_counters(r, idx, lws, lwe, px)
         match = idx.name_mask(query) if query else None
         total = 0
         lane_items = {}
@@ -116,6 +118,16 @@ def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Opti
     if flow_count > FLOW_CAP:
         msg.flows_dropped = flow_count - len(msg.flows)
     return msg
+
+
+def _add_counters(r, idx: TimelineIndex, lws: int, lwe: int, px: int) -> None:
+    """The rank's counters over its window, one value per pixel bin (counters.counter_bins)."""
+    a = idx.a
+    for i, c in enumerate(idx.counters):
+        p0, p1 = int(a["ctr_ptr"][i]), int(a["ctr_ptr"][i + 1])
+        top = 1.0 if c["kind"] == KIND_UTILIZATION else float(a["ctr_v"][p0:p1].max(initial=0))
+        msg = r.counters.add(kind=c["kind"], label=c["label"], unit=c["unit"], device=c["device"], max_value=top)
+        msg.values.extend(counter_bins(idx, i, lws, lwe, px).tolist())
 
 
 def _add_flows(msg, ri: int, idx: TimelineIndex, lane_items: dict, off: int, ws: int) -> int:

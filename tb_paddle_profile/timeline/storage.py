@@ -17,7 +17,7 @@ from ..cache import atomic_write
 MAGIC = b"TBPPTL2\n"
 TRAILER_MAGIC = b"TBPPTLCK"
 _TRAILER = len(TRAILER_MAGIC) + 4 + 8  # magic, CRC-32 of all bytes before the trailer, their count
-INDEX_VERSION = 2  # 2: names with offsets, checksummed trailer (1: names joined by "\0", no checksum)
+INDEX_VERSION = 3  # 3: counters (memory, GPU utilization); 2: names with offsets, checksummed trailer (1: names joined by "\0", no checksum)
 
 
 def encode_parts(header: dict, arrays: Dict[str, np.ndarray]) -> Iterator[bytes]:
@@ -146,6 +146,10 @@ class TimelineIndex:
         if n_ev and not (0 <= int(self.a["ev_name"].min()) and int(self.a["ev_name"].max()) < len(self.names)):
             raise CorruptIndex("name ids beyond the name table")
         self.tracks: List[dict] = self.header["tracks"]
+        self.counters: List[dict] = self.header.get("counters", [])
+        if len(self.a["ctr_ptr"]) != len(self.counters) + 1 or int(self.a["ctr_ptr"][-1]) != len(self.a["ctr_t"]) \
+                or len(self.a["ctr_v"]) != len(self.a["ctr_t"]):
+            raise CorruptIndex("counter offsets do not fit the counters")
         if len(self.a["lane_track"]) and int(self.a["lane_track"].max()) >= len(self.tracks):
             raise CorruptIndex("lanes of unknown tracks")
         self.origin = int(self.header["origin_unix_ns"])

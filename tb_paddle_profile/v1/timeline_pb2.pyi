@@ -82,8 +82,24 @@ class TimelineFlow(_message.Message):
     dst_id: int
     def __init__(self, rank: _Optional[int] = ..., src_track: _Optional[int] = ..., src_depth: _Optional[int] = ..., src_start_ns: _Optional[int] = ..., src_id: _Optional[int] = ..., dst_track: _Optional[int] = ..., dst_depth: _Optional[int] = ..., dst_start_ns: _Optional[int] = ..., dst_id: _Optional[int] = ...) -> None: ...
 
+class TimelineCounter(_message.Message):
+    __slots__ = ("kind", "label", "unit", "device", "values", "max_value")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    MAX_VALUE_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    label: str
+    unit: str
+    device: int
+    values: _containers.RepeatedScalarFieldContainer[float]
+    max_value: float
+    def __init__(self, kind: _Optional[str] = ..., label: _Optional[str] = ..., unit: _Optional[str] = ..., device: _Optional[int] = ..., values: _Optional[_Iterable[float]] = ..., max_value: _Optional[float] = ...) -> None: ...
+
 class TimelineRank(_message.Message):
-    __slots__ = ("worker", "rank", "offset_ns", "start_ns", "end_ns", "tracks", "lanes", "state", "events_in_window", "file_name", "clock_offset_ns")
+    __slots__ = ("worker", "rank", "offset_ns", "start_ns", "end_ns", "tracks", "lanes", "state", "events_in_window", "file_name", "clock_offset_ns", "counters")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     OFFSET_NS_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +111,7 @@ class TimelineRank(_message.Message):
     EVENTS_IN_WINDOW_FIELD_NUMBER: _ClassVar[int]
     FILE_NAME_FIELD_NUMBER: _ClassVar[int]
     CLOCK_OFFSET_NS_FIELD_NUMBER: _ClassVar[int]
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     offset_ns: int
@@ -106,7 +123,8 @@ class TimelineRank(_message.Message):
     events_in_window: int
     file_name: str
     clock_offset_ns: int
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., offset_ns: _Optional[int] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., tracks: _Optional[_Iterable[_Union[TimelineTrack, _Mapping]]] = ..., lanes: _Optional[_Iterable[_Union[TimelineLane, _Mapping]]] = ..., state: _Optional[str] = ..., events_in_window: _Optional[int] = ..., file_name: _Optional[str] = ..., clock_offset_ns: _Optional[int] = ...) -> None: ...
+    counters: _containers.RepeatedCompositeFieldContainer[TimelineCounter]
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., offset_ns: _Optional[int] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., tracks: _Optional[_Iterable[_Union[TimelineTrack, _Mapping]]] = ..., lanes: _Optional[_Iterable[_Union[TimelineLane, _Mapping]]] = ..., state: _Optional[str] = ..., events_in_window: _Optional[int] = ..., file_name: _Optional[str] = ..., clock_offset_ns: _Optional[int] = ..., counters: _Optional[_Iterable[_Union[TimelineCounter, _Mapping]]] = ...) -> None: ...
 
 class TimelineWindow(_message.Message):
     __slots__ = ("run", "span", "base_unix_ns", "window_start_ns", "window_end_ns", "px", "resolution_ns", "names", "types", "ranks", "range_start_ns", "range_end_ns", "flows", "flows_dropped", "query", "ranks_total", "rank_offset")

@@ -12,7 +12,8 @@ import { workerLabel } from "../../labels";
 import { parallelOnce } from "../parallel/data";
 import type { TimelineEvent, TimelineRange, TimelineSearch } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 import type { Decoded } from "./data";
-import { checkWindowTrace, decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
+import { humanBytes } from "../../display/cells";
+import { checkWindowTrace, counterAt, decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
 import type { Folds, Layout, Marks, Row, View } from "./draw";
 import "./timeline.css";
 import { drawTimeline, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
@@ -726,6 +727,7 @@ export function Timeline(props: Props) {
     if (!el) return;
     if (!d || !v || drag.current || x < LABEL_W || y < RULER_H) return hideHover();
     const row = rowAt(y);
+    if (row && row.kind === "counter") return counterHover(el, d, row, x, y);
     const lane = row && row.kind === "lane" ? d.ranks[row.rank]?.lanes.get(`${row.track}:${row.depth}`) : undefined;
     if (!row || !lane) return hideHover();
     const plot = Math.max(1, (canvasRef.current?.clientWidth ?? 1) - LABEL_W);
@@ -745,6 +747,26 @@ export function Timeline(props: Props) {
     const w = canvasRef.current?.clientWidth ?? 0;
     const left = Math.min(x + 14, Math.max(LABEL_W, w - 360));
     el.style.left = `${left}px`;
+    el.style.top = `${Math.min(y + 16, viewHRef.current - 44)}px`;
+  };
+
+  // a counter lane: its value in the pixel under the pointer (memory: the highest in it)
+  const counterHover = (el: HTMLDivElement, d: Decoded, row: Row, x: number, y: number) => {
+    const c = d.ranks[row.rank]?.counters[row.counter ?? 0];
+    const t = timeAt(x);
+    const v = c ? counterAt(c, d.windowStart, d.resolution, t) : null;
+    if (!c || v === null) return hideHover();
+    el.replaceChildren();
+    const b = document.createElement("b");
+    b.textContent = `${c.label}: ${c.unit === "bytes" ? humanBytes(v) : `${(v * 100).toFixed(1)} %`}`;
+    b.dataset.key = "name";
+    const meta = document.createElement("span");
+    meta.dataset.key = "meta";
+    meta.textContent = `at ${fmtDur(t)} · ${rankName(row.worker)}${c.unit === "bytes" ? " · highest in this pixel" : " · kernel time in this pixel"}`;
+    el.append(b, meta);
+    el.style.display = "block";
+    const w = canvasRef.current?.clientWidth ?? 0;
+    el.style.left = `${Math.min(x + 14, Math.max(LABEL_W, w - 360))}px`;
     el.style.top = `${Math.min(y + 16, viewHRef.current - 44)}px`;
   };
 
@@ -1022,6 +1044,7 @@ function splitSel(s: string): [string, number | null] {
 function TrackList({ data, folds, labels }: { data: Decoded | null; folds: Folds; labels: Map<string, string> }) {
   if (!data) return null;
   return (
+    <>
     <ul class="tl-tracks" data-testid="timeline-tracks">
       {data.ranks.map((r) =>
         r.tracks.map((t) => (
@@ -1037,6 +1060,14 @@ function TrackList({ data, folds, labels }: { data: Decoded | null; folds: Folds
         )),
       )}
     </ul>
+    <ul class="tl-tracks" data-testid="timeline-counters">
+      {layout(data, folds, labels).rows.filter((row) => row.kind === "counter").map((row) => (
+        <li data-worker={row.worker} data-counter={String(row.counter)} data-testid="timeline-counter">
+          {`${labels.get(row.worker) || row.worker} · ${row.label}`}
+        </li>
+      ))}
+    </ul>
+    </>
   );
 }
 

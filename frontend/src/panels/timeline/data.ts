@@ -113,6 +113,17 @@ export interface Lane {
   match: Uint8Array | null;
 }
 
+/** A counter of a rank over the fetched window: one value per pixel bin (bin k starts at
+ * windowStart + k * resolution); NaN where a memory counter has no value yet. */
+export interface Counter {
+  kind: string; // "allocated", "reserved", "utilization"
+  label: string;
+  unit: string; // "bytes", "ratio"
+  device: number;
+  values: Float64Array;
+  max: number; // the lane's scale: the highest value of the whole trace (1 for a ratio)
+}
+
 export interface RankData {
   worker: string;
   rank: number;
@@ -124,6 +135,7 @@ export interface RankData {
   tracks: TimelineTrack[];
   lanes: Map<string, Lane>; // key `${track}:${depth}`
   events: number;
+  counters: Counter[];
 }
 
 export interface Decoded {
@@ -220,6 +232,14 @@ export function decodeWindow(w: TimelineWindow, bytes: number): Decoded {
       tracks: r.tracks,
       lanes,
       events: Number(r.eventsInWindow),
+      counters: r.counters.map((c) => ({
+        kind: c.kind,
+        label: c.label,
+        unit: c.unit,
+        device: Number(c.device),
+        values: Float64Array.from(c.values),
+        max: c.maxValue,
+      })),
     };
   });
   return {
@@ -248,6 +268,14 @@ export function decodeWindow(w: TimelineWindow, bytes: number): Decoded {
     pages: 1,
     maxPageBytes: bytes,
   };
+}
+
+/** The value of a counter at time t (window coordinates) of a window, or null outside it / before a value. */
+export function counterAt(c: Counter, windowStart: number, resolution: number, t: number): number | null {
+  const k = Math.floor((t - windowStart) / Math.max(resolution, 1e-9));
+  if (k < 0 || k >= c.values.length) return null;
+  const v = c.values[k];
+  return Number.isNaN(v) ? null : v;
 }
 
 /** A duration in the unit that reads best. */

@@ -1,6 +1,6 @@
 // Drawing the timeline on a 2D canvas: ruler, rank headers, track labels, slices, merged blocks,
 // search matches, the selected slice, launch→kernel arrows and the box selection.
-import type { Decoded, Lane } from "./data";
+import type { Counter, Decoded, Lane } from "./data";
 import { fmtDur } from "./data";
 
 export const LABEL_W = 200;
@@ -10,11 +10,13 @@ export const RANK_H = 22;
 export const TRACK_GAP = 5;
 
 export const FOLD_H = 10; // a folded track: where its slices are, no names
+export const COUNTER_H = 28; // a counter lane: an area chart of the counter's value per pixel
 
 export interface Row {
   /** rank: the header of a rank (its tracks follow unless folded); lane: one row of a track's slices;
-   * fold: a folded track, one thin row (nothing in it can be selected). */
-  kind: "rank" | "lane" | "fold";
+   * fold: a folded track, one thin row (nothing in it can be selected); counter: a counter lane (memory,
+   * GPU utilization) of the rank, its `counter`-th. */
+  kind: "rank" | "lane" | "fold" | "counter";
   y: number; // content y (below the ruler, before scrolling)
   h: number;
   rank: number;
@@ -25,6 +27,7 @@ export interface Row {
   first: boolean; // the first lane of its track (draws the track label), a fold row, a rank header
   folded: boolean; // a folded rank's header or a fold row
   lanes: number; // the lanes of the track (fold rows), the tracks of the rank (rank headers)
+  counter?: number; // counter rows: the index into the rank's counters
 }
 
 export interface Layout {
@@ -103,6 +106,14 @@ export function layout(data: Decoded | null, folds: Folds, labels?: Map<string, 
       }
       y += TRACK_GAP;
       keyParts.push(`${r.worker}:${t.id}:${depth}`);
+    }
+    (r.counters ?? []).forEach((c, ci) => {
+      rows.push({ kind: "counter", y, h: COUNTER_H, rank: ri, worker: r.worker, track: -1, depth: -1, label: c.label, first: false, folded: false, lanes: 0, counter: ci });
+      y += COUNTER_H;
+    });
+    if (r.counters?.length) {
+      y += TRACK_GAP;
+      keyParts.push(`${r.worker}:c${r.counters.length}`);
     }
   });
   return { rows, height: y, key: keyParts.join("|") };
@@ -232,6 +243,11 @@ export function drawTimeline(
       }
       continue;
     }
+    if (row.kind === "counter") {
+      const c = data?.ranks[row.rank]?.counters[row.counter ?? 0];
+      if (c && data) drawCounter(ctx, c, y, row.h, X, data.windowStart, data.resolution, LABEL_W, width);
+      continue;
+    }
     if (row.depth === 0) {
       ctx.fillStyle = "#fafafa";
       ctx.fillRect(LABEL_W, y - 1, plotW, 1);
@@ -327,6 +343,11 @@ export function drawTimeline(
       ctx.font = "9px system-ui, sans-serif";
       ctx.fillText(truncate(row.label, LABEL_W - 10), 14, y + row.h / 2);
       ctx.font = "11px system-ui, sans-serif";
+    } else if (row.kind === "counter") {
+      ctx.fillStyle = COUNTER_COLOR[data?.ranks[row.rank]?.counters[row.counter ?? 0]?.kind ?? ""] ?? "#607d8b";
+      ctx.fillRect(6, y + row.h / 2 - 4, 6, 8);
+      ctx.fillStyle = "#424242";
+      ctx.fillText(truncate(row.label, LABEL_W - 20), 16, y + row.h / 2);
     } else if (row.first) {
       ctx.fillStyle = "#bdbdbd";
       triangle(ctx, 8, y + row.h / 2, true, 3);
@@ -391,6 +412,57 @@ export function drawTimeline(
   }
   ctx.restore();
   return { arrows, ruler };
+}
+
+const COUNTER_COLOR: Record<string, string> = { allocated: "#43a047", reserved: "#fb8c00", utilization: "#7e57c2" };
+
+/** A counter lane: its values per pixel bin of the fetched window as an area from the lane's bottom,
+ * scaled to the counter's highest value (a ratio to 1); bins without a value (NaN) are left empty. */
+function drawCounter(ctx: CanvasRenderingContext2D, c: Counter, y: number, h: number, X: (t: number) => number,
+  windowStart: number, resolution: number, left: number, right: number): void {
+  ctx.fillStyle = "#fbfbfb";
+  ctx.fillRect(left, y, right - left, h - 1);
+  ctx.fillStyle = "#eeeeee";
+  ctx.fillRect(left, y + h - 1, right - left, 1);
+  const top = c.max > 0 ? c.max : 1;
+  const base = y + h - 1;
+  const inner = h - 4;
+  const color = COUNTER_COLOR[c.kind] ?? "#607d8b";
+  ctx.fillStyle = color + "99";
+  ctx.strokeStyle = color;
+  ctx.lineWidth = 1;
+  let open = false;
+  let lastX = 0;
+  const close = () => {
+    if (!open) return;
+    ctx.lineTo(lastX, base);
+    ctx.closePath();
+    ctx.fill();
+    open = false;
+  };
+  for (let k = 0; k < c.values.length; k++) {
+    const v = c.values[k];
+    const x0 = X(windowStart + k * resolution);
+    const x1 = X(windowStart + (k + 1) * resolution);
+    if (x1 < left || x0 > right) {
+      close();
+      continue;
+    }
+    if (Number.isNaN(v)) {
+      close();
+      continue;
+    }
+    const yv = base - (Math.max(0, Math.min(v, top)) / top) * inner;
+    if (!open) {
+      ctx.beginPath();
+      ctx.moveTo(x0, base);
+      open = true;
+    }
+    ctx.lineTo(x0, yv);
+    ctx.lineTo(x1, yv);
+    lastX = x1;
+  }
+  close();
 }
 
 /** ▾ (open) or ▸ (folded), centred on (x, y). */

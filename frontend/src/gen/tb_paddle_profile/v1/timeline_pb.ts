@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/timeline.proto.
  */
 export const file_tb_paddle_profile_v1_timeline: GenFile = /*@__PURE__*/
-  fileDesc("CiN0Yl9wYWRkbGVfcHJvZmlsZS92MS90aW1lbGluZS5wcm90bxIUdGJfcGFkZGxlX3Byb2ZpbGUudjEipQEKDVRpbWVsaW5lVHJhY2sSCgoCaWQYASABKA0SLQoEa2luZBgCIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRyYWNrS2luZBINCgVsYWJlbBgDIAEoCRINCgVkZXB0aBgEIAEoDRILCgN0aWQYBSABKAMSDgoGZGV2aWNlGAYgASgDEg4KBnN0cmVhbRgHIAEoAxIOCgZldmVudHMYCCABKAQi1AEKDFRpbWVsaW5lTGFuZRINCgV0cmFjaxgBIAEoDRINCgVkZXB0aBgCIAEoDRIYCgxzdGFydF9kZWx0YXMYAyADKBJCAhABEhUKCWR1cmF0aW9ucxgEIAMoBEICEAESEQoFbmFtZXMYBSADKA1CAhABEhIKBmNvdW50cxgGIAMoDUICEAESFQoJaWRfZGVsdGFzGAcgAygSQgIQARIRCgV0eXBlcxgIIAMoDUICEAESEwoHbWF0Y2hlcxgJIAMoDUICEAESDwoHZHJvcHBlZBgKIAEoBCK0AQoMVGltZWxpbmVGbG93EgwKBHJhbmsYASABKA0SEQoJc3JjX3RyYWNrGAIgASgNEhEKCXNyY19kZXB0aBgDIAEoDRIUCgxzcmNfc3RhcnRfbnMYBCABKAMSDgoGc3JjX2lkGAUgASgEEhEKCWRzdF90cmFjaxgGIAEoDRIRCglkc3RfZGVwdGgYByABKA0SFAoMZHN0X3N0YXJ0X25zGAggASgDEg4KBmRzdF9pZBgJIAEoBCKeAgoMVGltZWxpbmVSYW5rEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEhEKCW9mZnNldF9ucxgDIAEoAxIQCghzdGFydF9ucxgEIAEoAxIOCgZlbmRfbnMYBSABKAMSMwoGdHJhY2tzGAYgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVUcmFjaxIxCgVsYW5lcxgHIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lTGFuZRINCgVzdGF0ZRgIIAEoCRIYChBldmVudHNfaW5fd2luZG93GAkgASgEEhEKCWZpbGVfbmFtZRgKIAEoCRIXCg9jbG9ja19vZmZzZXRfbnMYCyABKAMilgMKDlRpbWVsaW5lV2luZG93EgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEhQKDGJhc2VfdW5peF9ucxgDIAEoAxIXCg93aW5kb3dfc3RhcnRfbnMYBCABKAMSFQoNd2luZG93X2VuZF9ucxgFIAEoAxIKCgJweBgGIAEoDRIVCg1yZXNvbHV0aW9uX25zGAcgASgBEg0KBW5hbWVzGAggAygJEg0KBXR5cGVzGAkgAygJEjEKBXJhbmtzGAogAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVSYW5rEhYKDnJhbmdlX3N0YXJ0X25zGAsgASgDEhQKDHJhbmdlX2VuZF9ucxgMIAEoAxIxCgVmbG93cxgNIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lRmxvdxIVCg1mbG93c19kcm9wcGVkGA4gASgEEg0KBXF1ZXJ5GA8gASgJEhMKC3JhbmtzX3RvdGFsGBAgASgNEhMKC3Jhbmtfb2Zmc2V0GBEgASgNIikKC1RpbWVsaW5lQXJnEgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKXAQoLVGltZWxpbmVSZWYSDgoGd29ya2VyGAEgASgJEgoKAmlkGAIgASgEEgwKBG5hbWUYAyABKAkSDAoEdHlwZRgEIAEoCRIQCghzdGFydF9ucxgFIAEoAxIOCgZlbmRfbnMYBiABKAMSDQoFdHJhY2sYByABKA0SDQoFZGVwdGgYCCABKA0SEAoIcmVsYXRpb24YCSABKAkiwQIKDVRpbWVsaW5lRXZlbnQSDgoGd29ya2VyGAEgASgJEgoKAmlkGAIgASgEEgwKBG5hbWUYAyABKAkSDAoEdHlwZRgEIAEoCRIQCghzdGFydF9ucxgFIAEoAxIOCgZlbmRfbnMYBiABKAMSDQoFdHJhY2sYByABKA0SDQoFZGVwdGgYCCABKA0SEwoLdHJhY2tfbGFiZWwYCSABKAkSFgoOY29ycmVsYXRpb25faWQYCiABKAMSLwoEYXJncxgLIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lQXJnEhAKCG9wZXJhdG9yGAwgASgJEjIKB3JlbGF0ZWQYDSADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJlZhIUCgxiYXNlX3VuaXhfbnMYDiABKAMieQoNVGltZWxpbmVNYXRjaBIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIQCghzdGFydF9ucxgEIAEoAxIOCgZlbmRfbnMYBSABKAMSDQoFdHJhY2sYBiABKA0SDQoFZGVwdGgYByABKA0ipwEKDlRpbWVsaW5lU2VhcmNoEg0KBXF1ZXJ5GAEgASgJEg0KBXRvdGFsGAIgASgEEjQKB21hdGNoZXMYAyADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZU1hdGNoEhQKDGJhc2VfdW5peF9ucxgEIAEoAxIWCg5maXJzdF9zdGFydF9ucxgFIAEoAxITCgtsYXN0X2VuZF9ucxgGIAEoAyJjChBUaW1lbGluZVJhbmdlUm93EgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRINCgVjb3VudBgDIAEoBBIQCgh0b3RhbF9ucxgEIAEoAxISCgpvdmVybGFwX25zGAUgASgDIncKDVRpbWVsaW5lUmFuZ2USEAoIc3RhcnRfbnMYASABKAMSDgoGZW5kX25zGAIgASgDEg4KBmV2ZW50cxgDIAEoBBI0CgRyb3dzGAQgAygLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVSYW5nZVJvdypICglUcmFja0tpbmQSGgoWVFJBQ0tfS0lORF9VTlNQRUNJRklFRBAAEg8KC0hPU1RfVEhSRUFEEAESDgoKR1BVX1NUUkVBTRACYgZwcm90bzM");
+  fileDesc("CiN0Yl9wYWRkbGVfcHJvZmlsZS92MS90aW1lbGluZS5wcm90bxIUdGJfcGFkZGxlX3Byb2ZpbGUudjEipQEKDVRpbWVsaW5lVHJhY2sSCgoCaWQYASABKA0SLQoEa2luZBgCIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRyYWNrS2luZBINCgVsYWJlbBgDIAEoCRINCgVkZXB0aBgEIAEoDRILCgN0aWQYBSABKAMSDgoGZGV2aWNlGAYgASgDEg4KBnN0cmVhbRgHIAEoAxIOCgZldmVudHMYCCABKAQi1AEKDFRpbWVsaW5lTGFuZRINCgV0cmFjaxgBIAEoDRINCgVkZXB0aBgCIAEoDRIYCgxzdGFydF9kZWx0YXMYAyADKBJCAhABEhUKCWR1cmF0aW9ucxgEIAMoBEICEAESEQoFbmFtZXMYBSADKA1CAhABEhIKBmNvdW50cxgGIAMoDUICEAESFQoJaWRfZGVsdGFzGAcgAygSQgIQARIRCgV0eXBlcxgIIAMoDUICEAESEwoHbWF0Y2hlcxgJIAMoDUICEAESDwoHZHJvcHBlZBgKIAEoBCK0AQoMVGltZWxpbmVGbG93EgwKBHJhbmsYASABKA0SEQoJc3JjX3RyYWNrGAIgASgNEhEKCXNyY19kZXB0aBgDIAEoDRIUCgxzcmNfc3RhcnRfbnMYBCABKAMSDgoGc3JjX2lkGAUgASgEEhEKCWRzdF90cmFjaxgGIAEoDRIRCglkc3RfZGVwdGgYByABKA0SFAoMZHN0X3N0YXJ0X25zGAggASgDEg4KBmRzdF9pZBgJIAEoBCJzCg9UaW1lbGluZUNvdW50ZXISDAoEa2luZBgBIAEoCRINCgVsYWJlbBgCIAEoCRIMCgR1bml0GAMgASgJEg4KBmRldmljZRgEIAEoAxISCgZ2YWx1ZXMYBSADKAFCAhABEhEKCW1heF92YWx1ZRgGIAEoASLXAgoMVGltZWxpbmVSYW5rEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEhEKCW9mZnNldF9ucxgDIAEoAxIQCghzdGFydF9ucxgEIAEoAxIOCgZlbmRfbnMYBSABKAMSMwoGdHJhY2tzGAYgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVUcmFjaxIxCgVsYW5lcxgHIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lTGFuZRINCgVzdGF0ZRgIIAEoCRIYChBldmVudHNfaW5fd2luZG93GAkgASgEEhEKCWZpbGVfbmFtZRgKIAEoCRIXCg9jbG9ja19vZmZzZXRfbnMYCyABKAMSNwoIY291bnRlcnMYDCADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZUNvdW50ZXIilgMKDlRpbWVsaW5lV2luZG93EgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEhQKDGJhc2VfdW5peF9ucxgDIAEoAxIXCg93aW5kb3dfc3RhcnRfbnMYBCABKAMSFQoNd2luZG93X2VuZF9ucxgFIAEoAxIKCgJweBgGIAEoDRIVCg1yZXNvbHV0aW9uX25zGAcgASgBEg0KBW5hbWVzGAggAygJEg0KBXR5cGVzGAkgAygJEjEKBXJhbmtzGAogAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVSYW5rEhYKDnJhbmdlX3N0YXJ0X25zGAsgASgDEhQKDHJhbmdlX2VuZF9ucxgMIAEoAxIxCgVmbG93cxgNIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lRmxvdxIVCg1mbG93c19kcm9wcGVkGA4gASgEEg0KBXF1ZXJ5GA8gASgJEhMKC3JhbmtzX3RvdGFsGBAgASgNEhMKC3Jhbmtfb2Zmc2V0GBEgASgNIikKC1RpbWVsaW5lQXJnEgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKXAQoLVGltZWxpbmVSZWYSDgoGd29ya2VyGAEgASgJEgoKAmlkGAIgASgEEgwKBG5hbWUYAyABKAkSDAoEdHlwZRgEIAEoCRIQCghzdGFydF9ucxgFIAEoAxIOCgZlbmRfbnMYBiABKAMSDQoFdHJhY2sYByABKA0SDQoFZGVwdGgYCCABKA0SEAoIcmVsYXRpb24YCSABKAkiwQIKDVRpbWVsaW5lRXZlbnQSDgoGd29ya2VyGAEgASgJEgoKAmlkGAIgASgEEgwKBG5hbWUYAyABKAkSDAoEdHlwZRgEIAEoCRIQCghzdGFydF9ucxgFIAEoAxIOCgZlbmRfbnMYBiABKAMSDQoFdHJhY2sYByABKA0SDQoFZGVwdGgYCCABKA0SEwoLdHJhY2tfbGFiZWwYCSABKAkSFgoOY29ycmVsYXRpb25faWQYCiABKAMSLwoEYXJncxgLIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lQXJnEhAKCG9wZXJhdG9yGAwgASgJEjIKB3JlbGF0ZWQYDSADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJlZhIUCgxiYXNlX3VuaXhfbnMYDiABKAMieQoNVGltZWxpbmVNYXRjaBIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIQCghzdGFydF9ucxgEIAEoAxIOCgZlbmRfbnMYBSABKAMSDQoFdHJhY2sYBiABKA0SDQoFZGVwdGgYByABKA0ipwEKDlRpbWVsaW5lU2VhcmNoEg0KBXF1ZXJ5GAEgASgJEg0KBXRvdGFsGAIgASgEEjQKB21hdGNoZXMYAyADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZU1hdGNoEhQKDGJhc2VfdW5peF9ucxgEIAEoAxIWCg5maXJzdF9zdGFydF9ucxgFIAEoAxITCgtsYXN0X2VuZF9ucxgGIAEoAyJjChBUaW1lbGluZVJhbmdlUm93EgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRINCgVjb3VudBgDIAEoBBIQCgh0b3RhbF9ucxgEIAEoAxISCgpvdmVybGFwX25zGAUgASgDIncKDVRpbWVsaW5lUmFuZ2USEAoIc3RhcnRfbnMYASABKAMSDgoGZW5kX25zGAIgASgDEg4KBmV2ZW50cxgDIAEoBBI0CgRyb3dzGAQgAygLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVSYW5nZVJvdypICglUcmFja0tpbmQSGgoWVFJBQ0tfS0lORF9VTlNQRUNJRklFRBAAEg8KC0hPU1RfVEhSRUFEEAESDgoKR1BVX1NUUkVBTRACYgZwcm90bzM");
 
 /**
  * @generated from message tb_paddle_profile.v1.TimelineTrack
@@ -212,6 +212,64 @@ export const TimelineFlowSchema: GenMessage<TimelineFlow> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_timeline, 2);
 
 /**
+ * A counter of one rank over the window (memory allocated / reserved of a place, GPU utilization of a
+ * device): one value per pixel bin of the window (TimelineWindow.px bins of resolution_ns each).
+ *
+ * @generated from message tb_paddle_profile.v1.TimelineCounter
+ */
+export type TimelineCounter = Message<"tb_paddle_profile.v1.TimelineCounter"> & {
+  /**
+   * "allocated", "reserved", "utilization"
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * "Place(gpu:0) allocated", "GPU 0 utilization"
+   *
+   * @generated from field: string label = 2;
+   */
+  label: string;
+
+  /**
+   * "bytes", "ratio"
+   *
+   * @generated from field: string unit = 3;
+   */
+  unit: string;
+
+  /**
+   * -1: a host place
+   *
+   * @generated from field: int64 device = 4;
+   */
+  device: bigint;
+
+  /**
+   * Memory: the highest value in the bin (NaN before the place's first memory event); utilization:
+   * the fraction of the bin during which a kernel ran on the device (0..1).
+   *
+   * @generated from field: repeated double values = 5 [packed = true];
+   */
+  values: number[];
+
+  /**
+   * The highest value over the whole trace (the lane's scale, the same at every zoom).
+   *
+   * @generated from field: double max_value = 6;
+   */
+  maxValue: number;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.TimelineCounter.
+ * Use `create(TimelineCounterSchema)` to create a new message.
+ */
+export const TimelineCounterSchema: GenMessage<TimelineCounter> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_timeline, 3);
+
+/**
  * @generated from message tb_paddle_profile.v1.TimelineRank
  */
 export type TimelineRank = Message<"tb_paddle_profile.v1.TimelineRank"> & {
@@ -279,6 +337,11 @@ export type TimelineRank = Message<"tb_paddle_profile.v1.TimelineRank"> & {
    * @generated from field: int64 clock_offset_ns = 11;
    */
   clockOffsetNs: bigint;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.TimelineCounter counters = 12;
+   */
+  counters: TimelineCounter[];
 };
 
 /**
@@ -286,7 +349,7 @@ export type TimelineRank = Message<"tb_paddle_profile.v1.TimelineRank"> & {
  * Use `create(TimelineRankSchema)` to create a new message.
  */
 export const TimelineRankSchema: GenMessage<TimelineRank> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 3);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 4);
 
 /**
  * @generated from message tb_paddle_profile.v1.TimelineWindow
@@ -395,7 +458,7 @@ export type TimelineWindow = Message<"tb_paddle_profile.v1.TimelineWindow"> & {
  * Use `create(TimelineWindowSchema)` to create a new message.
  */
 export const TimelineWindowSchema: GenMessage<TimelineWindow> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 4);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 5);
 
 /**
  * @generated from message tb_paddle_profile.v1.TimelineArg
@@ -417,7 +480,7 @@ export type TimelineArg = Message<"tb_paddle_profile.v1.TimelineArg"> & {
  * Use `create(TimelineArgSchema)` to create a new message.
  */
 export const TimelineArgSchema: GenMessage<TimelineArg> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 5);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 6);
 
 /**
  * @generated from message tb_paddle_profile.v1.TimelineRef
@@ -476,7 +539,7 @@ export type TimelineRef = Message<"tb_paddle_profile.v1.TimelineRef"> & {
  * Use `create(TimelineRefSchema)` to create a new message.
  */
 export const TimelineRefSchema: GenMessage<TimelineRef> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 6);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 7);
 
 /**
  * One slice with its details (timeline_event).
@@ -566,7 +629,7 @@ export type TimelineEvent = Message<"tb_paddle_profile.v1.TimelineEvent"> & {
  * Use `create(TimelineEventSchema)` to create a new message.
  */
 export const TimelineEventSchema: GenMessage<TimelineEvent> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 7);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 8);
 
 /**
  * @generated from message tb_paddle_profile.v1.TimelineMatch
@@ -613,7 +676,7 @@ export type TimelineMatch = Message<"tb_paddle_profile.v1.TimelineMatch"> & {
  * Use `create(TimelineMatchSchema)` to create a new message.
  */
 export const TimelineMatchSchema: GenMessage<TimelineMatch> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 8);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 9);
 
 /**
  * Occurrences of a name (timeline_search): substring, case-insensitive; or exact with exact=1.
@@ -659,7 +722,7 @@ export type TimelineSearch = Message<"tb_paddle_profile.v1.TimelineSearch"> & {
  * Use `create(TimelineSearchSchema)` to create a new message.
  */
 export const TimelineSearchSchema: GenMessage<TimelineSearch> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 9);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 10);
 
 /**
  * @generated from message tb_paddle_profile.v1.TimelineRangeRow
@@ -700,7 +763,7 @@ export type TimelineRangeRow = Message<"tb_paddle_profile.v1.TimelineRangeRow"> 
  * Use `create(TimelineRangeRowSchema)` to create a new message.
  */
 export const TimelineRangeRowSchema: GenMessage<TimelineRangeRow> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 10);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 11);
 
 /**
  * What a box selection covers (timeline_range): per name and type, count and time.
@@ -734,7 +797,7 @@ export type TimelineRange = Message<"tb_paddle_profile.v1.TimelineRange"> & {
  * Use `create(TimelineRangeSchema)` to create a new message.
  */
 export const TimelineRangeSchema: GenMessage<TimelineRange> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_timeline, 11);
+  messageDesc(file_tb_paddle_profile_v1_timeline, 12);
 
 /**
  * @generated from enum tb_paddle_profile.v1.TrackKind
