@@ -101,6 +101,27 @@ def duplicate_notes(workers: Mapping[str, Mapping[str, object]], span: str) -> L
     return notes
 
 
+def missing_ranks(files: Sequence, states: Sequence) -> Optional[str]:
+    """The one sentence a cross-rank view (Parallel, Distributed) shows when some of its ranks failed
+    (``states``: the loader's FileState of each of ``files``): which ranks are missing and why, and
+    that the view covers the others; None when none failed."""
+    failed = [(f, st) for f, st in zip(files, states) if st.state == _FAILED]
+    if not failed:
+        return None
+    named = "; ".join(f"{_rank_name(f)} ({st.error or f.file_name + ': failed'})" for f, st in failed)
+    left = len(files) - len(failed)
+    verb = "is" if len(failed) == 1 else "are"
+    return (f"{len(failed)} of {len(files)} ranks {verb} missing: {named}. "
+            f"This view covers the other {left} rank{'' if left == 1 else 's'}.")
+
+
+def _rank_name(f) -> str:
+    return f"rank {f.rank}" if f.rank >= 0 else f.worker
+
+
+_FAILED = 4  # plugin_pb2.FAILED (LoadState), without importing the protobuf module here
+
+
 # ------------------------------------------------------------------ the CLI's files
 
 

@@ -359,7 +359,7 @@ function PanelArea({
         ? `${file} is still being written; it is read again once it stops changing.`
         : span.state === LoadState.QUEUED
           ? `${file} is waiting for a parsing process…`
-          : `Parsing ${file}…`;
+          : `Parsing ${file}, for ${fmtElapsed(loadingSince(span))}…`;
     return (
       <Notice kind="loading" testId="panel-pending">
         {text}
@@ -533,13 +533,49 @@ function groupFiles(workers: WorkerEntry[]): FileGroup[] {
   return [...groups.values()];
 }
 
+/**
+ * When this page first saw a file LOADING (by file name and size). The parse runs in a worker process
+ * that reports no progress, so the sidebar and the pending panel show its size and how long it has
+ * been parsing as seen from here, never a made-up percentage.
+ */
+const LOADING_SINCE = new Map<string, number>();
+
+function loadingSince(s: SpanEntry): number {
+  const key = `${s.fileName}\u0000${s.fileSize}`;
+  let t = LOADING_SINCE.get(key);
+  if (t === undefined) LOADING_SINCE.set(key, (t = Date.now()));
+  return t;
+}
+
+function fmtElapsed(since: number): string {
+  const s = Math.max(0, Math.floor((Date.now() - since) / 1000));
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
+/** "parsing 12 s · 65 MB" for a file being parsed, ticking every second. */
+function Parsing({ s }: { s: SpanEntry }) {
+  const since = loadingSince(s);
+  const [, tick] = useState(0);
+  useEffect(() => {
+    const t = window.setInterval(() => tick((n) => n + 1), 1000);
+    return () => window.clearInterval(t);
+  }, []);
+  return (
+    <span data-testid="file-progress" title="parsing in a worker process: its size, and how long this page has seen it parsing">
+      {`parsing ${fmtElapsed(since)} · ${fmtBytes(Number(s.fileSize))}`}
+    </span>
+  );
+}
+
 function FileItem({ w, s, sel, update }: { w: WorkerEntry; s: SpanEntry; sel: Selection; update: (p: Partial<Selection>) => void }) {
   return (
     <li class={`file-item ${stateName(s.state)} ${w.worker === sel.worker && s.span === sel.span ? "current" : ""}`} data-state={stateName(s.state)} data-file={s.fileName}>
       <button class="file-link" onClick={() => update({ worker: w.worker, span: s.span })} title={`${workerLabel(w)}\n${s.fileName}`}>
         <span class={`dot ${stateName(s.state)}`} />
         <span class="file-name">{`${workerLabel(w)} · span ${s.span}`}</span>
-        <span class="file-state">{s.state === LoadState.READY ? fmtBytes(Number(s.fileSize)) : stateName(s.state)}</span>
+        <span class="file-state">
+          {s.state === LoadState.READY ? fmtBytes(Number(s.fileSize)) : s.state === LoadState.LOADING ? <Parsing s={s} /> : stateName(s.state)}
+        </span>
       </button>
       {s.error ? (
         <div class={`file-error ${s.state === LoadState.FAILED ? "" : "warn"}`} data-testid="file-error">

@@ -519,8 +519,8 @@ class Routes:
         fmt = _format(request)
         loader = self._require_loader()
         out = plugin_pb2.RunDistributed(run=run, span=span)
-        waiting = []
-        for trace, state in zip(files, self._states(files)):
+        waiting, states = [], self._states(files)
+        for trace, state in zip(files, states):
             rank = out.ranks.add()
             part = self._rank_part(trace) if state.state == READY else None
             if part is not None:
@@ -538,6 +538,7 @@ class Routes:
             labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
             labels.update({t.worker: self._prior_label(t) for t in files if t.worker not in labels})
             out.display.CopyFrom(distributed_display(out, labels))
+            _add_missing(out.display, "distributed", run_assembly.missing_ranks(files, states))
         return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
                        [("Retry-After", "1")] if waiting else [])
 
@@ -593,6 +594,7 @@ class Routes:
         workers = self._run(self._snapshot(), request, refused=True)[1]
         notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
         notes += run_assembly.duplicate_notes(workers, span)
+        missing = run_assembly.missing_ranks(files, states)
 
         def build() -> bytes:
             out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
@@ -601,6 +603,7 @@ class Routes:
             from ..display.parallel import parallel_display  # the view's tables and sentences (display.proto)
 
             out.display.CopyFrom(parallel_display(out))
+            _add_missing(out.display, "parallel", missing)
             return _encode(out, fmt)
 
         return self._send(request, ("parallel", key, run, span, tuple(notes), fmt), _CTYPES[fmt], build)
@@ -984,6 +987,20 @@ _INT_RANGES = {
     "rank_offset": (0, 1 << 31),
 }
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")
+
+
+def _add_missing(display, view_key: str, text: Optional[str]) -> None:
+    """Put the missing-ranks sentence (runs.missing_ranks) first in the view ``view_key`` of ``display``:
+    key "missing", level "warning"; the panels show it as a banner above everything else."""
+    if not text:
+        return
+    from tb_paddle_profile.v1 import display_pb2
+
+    for view in display.views:
+        if view.key == view_key:
+            s = display_pb2.Sentence(key="missing", level="warning", title="Missing ranks")
+            s.spans.add(text=text)
+            view.sentences.insert(0, s)
 
 
 def _int(request: Request, name: str) -> Optional[int]:

@@ -239,8 +239,16 @@ export function Distributed({
   const parallel = useParallel(data.run, data.span, parallelKey);
   return (
     <div class="panel distributed" data-testid="panel-distributed">
+      {/* ranks that failed to load: named with the reason, above everything the other ranks' analysis shows */}
+      {view?.sentences
+        .filter((s) => s.key === "missing")
+        .map((s) => (
+          <Notice kind="error" testId="missing-ranks">
+            <Sentence sentence={s} timeUnit={unit} />
+          </Notice>
+        ))}
       <ParallelSummary state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} />
-      {view?.sentences.map((s) => (
+      {view?.sentences.filter((s) => s.key !== "missing").map((s) => (
         <Notice kind="info" testId={s.key === "no_communication" ? "no-communication" : "dist-sentence"}>
           <Sentence sentence={s} timeUnit={unit} />
         </Notice>

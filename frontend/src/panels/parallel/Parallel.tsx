@@ -250,6 +250,13 @@ export function ParallelSection({
           )}
         </span>
       </header>
+      {state.status === "ok"
+        ? sentencesOf(viewOf(state.value.display, VIEW) ?? EMPTY_VIEW, "missing").map((s) => (
+            <Notice kind="error" testId="par-missing">
+              <Sentence sentence={s} timeUnit={unit} />
+            </Notice>
+          ))
+        : null}
       {state.status === "ok" ? (
         <Deferred key={state.value.analysisKey || "rp"}>
           <ParallelBody rp={state.value} unit={unit} current={current} labels={labels} open={onOpenRank} />
