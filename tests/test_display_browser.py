@@ -92,11 +92,15 @@ def read_table(frame, test_id: str) -> Tuple[List[str], List[dict]]:
 
 
 def expected_text(table: dpb.Table, row: dpb.Row, i: int, unit: str) -> str:
-    """The Python formatter's string for one cell (a repeated header or section row prints its labels)."""
+    """The Python formatter's string for one cell (a repeated header or section row prints its labels; a
+    column with a panel_format, the memory tables' bytes, prints with it in the panels)."""
     cell = row.cells[i]
     if row.role in (dpb.ROW_HEADER, dpb.ROW_SECTION):
         return cell.text
-    return cells.format_cell(table.columns[i], cell, unit)
+    col = table.columns[i]
+    if col.HasField("panel_format"):
+        return cells.format_value(col.panel_format, cell, unit)
+    return cells.format_cell(col, cell, unit)
 
 
 def unique_ids(table: dpb.Table) -> Dict[str, dpb.Row]:
@@ -191,7 +195,10 @@ def compare_with_cli(table: dpb.Table, drawn: List[dict], cli: dict, unit: str) 
         for col in table.columns:
             if col.text_hidden:
                 continue
-            text = texts[col.key] if col in columns else cells.format_cell(col, row.cells[list(table.columns).index(col)], unit)
+            # A panel_format column prints differently in the panel (checked against format_value above): the
+            # CLI's side is compared through the column's own format.
+            drawn_as_cli = col in columns and not col.HasField("panel_format")
+            text = texts[col.key] if drawn_as_cli else cells.format_cell(col, row.cells[list(table.columns).index(col)], unit)
             if col.group and col.group == last_group:
                 line[-1] += " / " + text
             else:

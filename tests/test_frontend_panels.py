@@ -628,7 +628,10 @@ def test_memory_tables_show_the_cli_numbers(tb, logdir, page_and_log, gpu):
         rows = read_virtual_table(frame, "memory-table")
         shown = [[r["name"]] + [r["cells"][k] for k in ("type", "allocation_count", "free_count", "allocation_size", "free_size", "increased_size")]
                  for r in rows]
-        assert shown == [cells for _, cells in table["rows"]]  # reserved rows too by size, as Paddle sorts them
+        # reserved rows too by size, as Paddle sorts them; the panel prints Paddle's byte counts humanised
+        # (the columns' panel_format): "1.50 MB" of the integer the CLI prints
+        from tb_paddle_profile.display.cells import human_bytes
+        assert shown == [c[:4] + [human_bytes(int(b)) for b in c[4:]] for _, c in table["rows"]]
         assert frame.locator('[data-testid="memory-curve"][data-drawn]').count() == 1
 
     for test_id, title in (("memmanip-table", "Memory Manipulation Summary"), ("udf-table", "UserDefined Summary")):

@@ -246,7 +246,8 @@ def _model_table(s: pb.Summary, total: int) -> Optional[dpb.Table]:
     gpu_total = step.gpu.total_ns if step is not None else 0
     cols = ([_col("name", "Name", TEXT, width=15), _col("calls", "Calls", COUNT, min_width=6)]
             + _stats_columns("cpu", "CPU time / total step time", "CPU time")
-            + _stats_columns("gpu", "Kernel time / ProfileStep's kernel time", "Kernel time (Paddle's gpu time)"))
+            + _stats_columns("gpu", "Kernel time / ProfileStep's kernel time", "Kernel time (Paddle's gpu time)",
+                             panel_hidden=not has_gpu(s)))  # a CPU-only run: no empty GPU columns in the panel
     rows = []
     acc_cpu = acc_gpu = 0
     for name in ("ProfileStep",) + STAGES:
@@ -269,8 +270,10 @@ def _model_table(s: pb.Summary, total: int) -> Optional[dpb.Table]:
 def _model_steps_table(s: pb.Summary) -> dpb.Table:
     cols = [_col("step", "Step", COUNT, text_hidden=True)]
     for side, what in (("cpu", "step duration"), ("gpu", "kernel time of the step")):
-        cols.append(_col(f"{side}_ns", side.upper(), DURATION, text_hidden=True, description=what))
-        cols.extend(_col(f"{st.lower()}_{side}_ns", st, DURATION, group=side, text_hidden=True)
+        hidden = side == "gpu" and not has_gpu(s)  # a CPU-only run: no empty GPU columns in the panel
+        cols.append(_col(f"{side}_ns", side.upper(), DURATION, text_hidden=True, description=what,
+                         panel_hidden=hidden))
+        cols.extend(_col(f"{st.lower()}_{side}_ns", st, DURATION, group=side, text_hidden=True, panel_hidden=hidden)
                     for st in STAGES + ("Others",))
     rows = []
     for st in s.model.steps:
@@ -630,6 +633,9 @@ def _memory_table(pl: pb.MemoryPlace) -> dpb.Table:
              ("free_size", "Free Size", BYTES), ("increased_size", "Increased Size", BYTES))
     cols = [_col(k, h, kind, width=w) for (k, h, kind), w in zip(specs, widths)]
     cols[-1].description = "Allocation size - free size"
+    for c in cols:
+        if c.format.kind == BYTES:  # Paddle prints the integer; the panels print "1.50 MB" (docs/display.md)
+            c.panel_format.CopyFrom(fmt(BYTES, style="human"))
     rows = []
     for kind, items in (("Allocated", pl.allocated), ("Reserved", pl.reserved)):
         # Paddle's order: each kind by increased size, largest first (stable).

@@ -60,7 +60,7 @@ class Cell(_message.Message):
     def __init__(self, number: _Optional[float] = ..., text: _Optional[str] = ..., missing: _Optional[bool] = ..., title: _Optional[str] = ...) -> None: ...
 
 class Column(_message.Message):
-    __slots__ = ("key", "header", "format", "group", "description", "text_hidden", "panel_hidden", "text_width", "text_min_width", "text_truncate", "text_truncate_depth")
+    __slots__ = ("key", "header", "format", "group", "description", "text_hidden", "panel_hidden", "text_width", "text_min_width", "text_truncate", "text_truncate_depth", "panel_format")
     KEY_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +72,7 @@ class Column(_message.Message):
     TEXT_MIN_WIDTH_FIELD_NUMBER: _ClassVar[int]
     TEXT_TRUNCATE_FIELD_NUMBER: _ClassVar[int]
     TEXT_TRUNCATE_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    PANEL_FORMAT_FIELD_NUMBER: _ClassVar[int]
     key: str
     header: str
     format: Format
@@ -83,7 +84,8 @@ class Column(_message.Message):
     text_min_width: int
     text_truncate: bool
     text_truncate_depth: int
-    def __init__(self, key: _Optional[str] = ..., header: _Optional[str] = ..., format: _Optional[_Union[Format, _Mapping]] = ..., group: _Optional[str] = ..., description: _Optional[str] = ..., text_hidden: _Optional[bool] = ..., panel_hidden: _Optional[bool] = ..., text_width: _Optional[int] = ..., text_min_width: _Optional[int] = ..., text_truncate: _Optional[bool] = ..., text_truncate_depth: _Optional[int] = ...) -> None: ...
+    panel_format: Format
+    def __init__(self, key: _Optional[str] = ..., header: _Optional[str] = ..., format: _Optional[_Union[Format, _Mapping]] = ..., group: _Optional[str] = ..., description: _Optional[str] = ..., text_hidden: _Optional[bool] = ..., panel_hidden: _Optional[bool] = ..., text_width: _Optional[int] = ..., text_min_width: _Optional[int] = ..., text_truncate: _Optional[bool] = ..., text_truncate_depth: _Optional[int] = ..., panel_format: _Optional[_Union[Format, _Mapping]] = ...) -> None: ...
 
 class ColumnGroup(_message.Message):
     __slots__ = ("key", "header", "text_min_width", "panel_header")

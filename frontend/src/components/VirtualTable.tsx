@@ -66,6 +66,22 @@ interface Props<R> {
   nameCellTitle?: (row: R) => string | undefined;
   /** data-testid prefix of rows and cells ("<prefix>-row", "<prefix>-cell"); none without it. */
   cellTestId?: string;
+  /** A drag of a header's right edge: the column's new width (px). No resize handles without it. */
+  onResize?: (key: string, width: number) => void;
+}
+
+/** Follows a drag that starts on a header's resize handle: reports width + the pointer's travel. */
+function startResize(e: PointerEvent, key: string, width: number, onResize: (key: string, width: number) => void) {
+  e.preventDefault();
+  e.stopPropagation();
+  const x0 = e.clientX;
+  const move = (m: PointerEvent) => onResize(key, Math.max(40, Math.round(width + m.clientX - x0)));
+  const up = () => {
+    window.removeEventListener("pointermove", move);
+    window.removeEventListener("pointerup", up);
+  };
+  window.addEventListener("pointermove", move);
+  window.addEventListener("pointerup", up);
 }
 
 export const ROW_HEIGHT = 24;
@@ -143,6 +159,15 @@ export function VirtualTable<R>(props: Props<R>) {
       >
         <span class="vt-th-text">{title}</span>
         {active ? <span class="vt-sort">{sort!.dir === "asc" ? "▲" : "▼"}</span> : null}
+        {props.onResize ? (
+          <span
+            class="vt-resize"
+            title={`Drag to resize ${title}`}
+            data-resize={key}
+            onPointerDown={(e) => startResize(e, key, width, props.onResize!)}
+            onClick={(e) => e.stopPropagation()}
+          />
+        ) : null}
       </div>
     );
   };

@@ -9,7 +9,7 @@ import { comparator, stableSort, VirtualTable } from "../components/VirtualTable
 import { CellKind, RowRole } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { Column, Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { TimeUnit } from "./cells";
-import { formatCell } from "./cells";
+import { formatCell, formatValue } from "./cells";
 import { Sentence } from "./Sentence";
 import { useUrlState } from "../state";
 
@@ -47,11 +47,34 @@ function columnWidth(col: Column, texts: string[]): number {
   const header = Math.ceil(col.header.length * 7.4) + 26;
   const kind = col.format?.kind ?? CellKind.CELL_TEXT;
   if (kind !== CellKind.CELL_TEXT) {
-    const longest = texts.reduce((a, t) => Math.max(a, t.length), 0) * CHAR_PX + 14;
+    // Digits are wider than the average character (tabular figures, ~7.6 px at 12 px) plus 16 px of padding.
+    const longest = Math.ceil(texts.reduce((a, t) => Math.max(a, t.length), 0) * 7.6) + 20;
     return Math.min(220, Math.max(KIND_WIDTH[kind] ?? 80, header, longest));
   }
   const longest = texts.reduce((a, t) => Math.max(a, t.length), 0) * CHAR_PX + 14;
   return Math.min(320, Math.max(60, header, longest));
+}
+
+/** Column widths the user dragged, per table (local storage "tbp.widths.<table key>": {column key: px}). */
+const WIDTHS_PREFIX = "tbp.widths.";
+
+function readWidths(tableKey: string): Record<string, number> {
+  try {
+    const parsed = JSON.parse(localStorage.getItem(WIDTHS_PREFIX + tableKey) ?? "{}");
+    const out: Record<string, number> = {};
+    for (const [k, v] of Object.entries(parsed ?? {})) if (typeof v === "number" && v >= 40 && v <= 2000) out[k] = v;
+    return out;
+  } catch {
+    return {};
+  }
+}
+
+function writeWidth(tableKey: string, columnKey: string, width: number): void {
+  try {
+    localStorage.setItem(WIDTHS_PREFIX + tableKey, JSON.stringify({ ...readWidths(tableKey), [columnKey]: width }));
+  } catch {
+    // storage refused (private mode, quota): the width holds until the page reloads
+  }
 }
 
 /** The raw value a column sorts by: numbers for numeric kinds, text for text; missing sorts last. */
@@ -64,11 +87,12 @@ function rawValue(col: Column, row: Row, i: number): number | string | undefined
 
 /**
  * The printed texts of a row, one per column: formatCell's, except in a ROW_HEADER or ROW_SECTION row,
- * whose cells are labels (the GPU half's "Calls", "GPU Time", …) and print their text.
+ * whose cells are labels (the GPU half's "Calls", "GPU Time", …) and print their text. A column with a
+ * panel_format (the memory tables' bytes: "1.50 MB") prints with it here; the CLI and CSV keep `format`.
  */
 export function rowTexts(table: Table, row: Row, timeUnit: TimeUnit): string[] {
   if (row.role === RowRole.ROW_HEADER || row.role === RowRole.ROW_SECTION) return table.columns.map((_c, i) => row.cells[i]?.text ?? "");
-  return table.columns.map((c, i) => formatCell(c, row.cells[i], timeUnit));
+  return table.columns.map((c, i) => (c.panelFormat ? formatValue(c.panelFormat, row.cells[i], timeUnit) : formatCell(c, row.cells[i], timeUnit)));
 }
 
 /** Builds the tree of the model's rows by depth: a row of depth d+1 belongs to the nearest row of depth d above it. */
@@ -253,22 +277,30 @@ export function DisplayTable(props: DisplayTableProps) {
 
   const nameCol = shown[0];
   const rest = shown.slice(1);
+  // Widths dragged by the user (a header's right edge), kept per table across reloads.
+  const [widthsVersion, setWidthsVersion] = useState(0);
+  const widths = useMemo(() => readWidths(table.key), [table.key, widthsVersion]);
+  const onResize = (key: string, width: number) => {
+    writeWidth(table.key, key, width);
+    setWidthsVersion((v) => v + 1);
+  };
   const columns = useMemo<VColumn<DRow>[]>(
     () =>
       rest.map(({ c, i }, k) => ({
         key: c.key,
         title: c.header,
         group: c.group ? (groupHeader.get(c.group) ?? c.group) : undefined,
-        width: columnWidth(c, allTexts[k + 1] ?? []),
+        width: widths[c.key] ?? columnWidth(c, allTexts[k + 1] ?? []),
         align: (c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? "left" : "right",
         text: (r: DRow) => r.texts[i],
         sort: (r: DRow) => rawValue(c, r.row, i),
         firstDir: "desc" as SortDir,
         tooltip: c.description || undefined,
-        cellTitle: (r: DRow) => r.row.cells[i]?.title || undefined,
+        // The full text on hover: the cell's title (kernel names), else a text cell's own text (it may be cut).
+        cellTitle: (r: DRow) => r.row.cells[i]?.title || ((c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? r.texts[i] || undefined : undefined),
         cellClass: c.format?.kind === CellKind.CELL_RATIO || c.format?.kind === CellKind.CELL_PERCENT ? () => "ratio" : undefined,
       })),
-    [table, timeUnit, allTexts, groupHeader],
+    [table, timeUnit, allTexts, groupHeader, widths],
   );
 
   const compare = useMemo(() => {
@@ -337,7 +369,8 @@ export function DisplayTable(props: DisplayTableProps) {
         nameTitle={nameCol.c.header}
         nameTooltip={nameCol.c.description || undefined}
         nameCellTitle={(r) => r.row.cells[nameCol.i]?.title || r.texts[nameCol.i]}
-        nameWidth={props.nameWidth ?? ((nameCol.c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? 160 : 70)}
+        nameWidth={widths[nameCol.c.key] ?? props.nameWidth ?? ((nameCol.c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? 160 : 70)}
+        onResize={onResize}
         sort={sort}
         onSort={onSort}
         onToggle={toggle}

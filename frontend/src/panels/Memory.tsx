@@ -37,7 +37,8 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
       symbol: "pin",
       symbolSize: 30,
       itemStyle: { color },
-      label: { show: true, position: "top" as const, fontSize: 10, color, formatter: () => `peak ${fmtBytes(num(ys[i]))}` },
+      // A peak among the first tenth of the events labels to its right: on top it runs over the y axis.
+      label: { show: true, position: (i < ys.length / 10 ? "right" : "top") as "right" | "top", distance: i < ys.length / 10 ? 12 : 5, fontSize: 10, color, formatter: () => `peak ${fmtBytes(num(ys[i]))}` },
       data: [{ name, coord: [inUnit(num(t[i]), unit), num(ys[i]) / scale], value: num(ys[i]) }],
     };
   };
@@ -60,7 +61,7 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
       { type: "slider", height: 18, bottom: 6, filterMode: "none" },
     ],
     // The whole trace on the x axis (relative to its start), so places and ranks line up.
-    xAxis: { type: "value", name: unit, min: range[0], max: range[1], splitLine: { show: false }, axisLabel: { formatter: (v: number) => String(+v.toPrecision(6)) } },
+    xAxis: { type: "value", name: unit, min: range[0], max: range[1], splitLine: { show: false }, axisLabel: { showMaxLabel: false, formatter: (v: number) => String(+v.toPrecision(6)) } },
     yAxis: { type: "value", name: scaleName, nameTextStyle: { color: "#757575", align: "right" }, splitLine: { lineStyle: { color: "#eee" } } },
     series: [
       { name: "Allocated", type: "line", step: "end", showSymbol: false, lineStyle: { width: 1.5, color: "#1976d2" }, itemStyle: { color: "#1976d2" }, areaStyle: { color: "rgba(25,118,210,0.08)" }, data: pts(alloc), markPoint: mark(alloc, "#1976d2", "peak allocated") },
