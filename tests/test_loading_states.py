@@ -77,7 +77,7 @@ def _missing_sentence(display: dict, view: str) -> str:
     return "".join(s.get("text", "") for s in first["spans"])
 
 
-def test_failed_rank_is_named_and_the_others_are_analysed(tmp_path):
+def test_failed_rank_is_named_and_the_others_are_analysed(tmp_path, browser):
     logdir = tmp_path / "logdir"
     cut = _truncated_run(logdir)
     calls, total_ms = _paddle_profile_step(0)
@@ -104,49 +104,40 @@ def test_failed_rank_is_named_and_the_others_are_analysed(tmp_path):
         text = _missing_sentence(par["display"], "parallel")
         assert "rank 1" in text and "truncated JSON" in text, text
 
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as p:
-            from browser_util import launch_browser
-
-            browser = launch_browser(p)
-            try:
-                for width in (1280, 1440):
-                    log = PageLog()
-                    page = new_page(browser, log, width=width)
-                    frame = open_panel(page, tb, "cut", "rank0", "distributed")
-                    banner = frame.wait_for_selector('[data-testid="missing-ranks"]', timeout=60_000)
-                    shown = banner.inner_text()
-                    assert "rank 1" in shown and "truncated JSON" in shown and "covers the other 1 rank" in shown, shown
-                    assert banner.is_visible()
-                    # the banner comes before the other ranks' verdict, not under a green banner far below
-                    top = frame.evaluate(
-                        "() => [document.querySelector('[data-testid=missing-ranks]').getBoundingClientRect().top,"
-                        " (document.querySelector('[data-testid=par-verdict]') || {getBoundingClientRect: () => ({top: 1e9})})"
-                        ".getBoundingClientRect().top]")
-                    assert top[0] < top[1], top
-                    # the Parallel details repeat it where they start
-                    par_banner = frame.wait_for_selector('[data-testid="par-missing"]', timeout=60_000)
-                    assert "rank 1" in par_banner.inner_text()
-                    # no "still being parsed" / "comes once every rank is read" for a failed rank
-                    body = frame.evaluate("() => document.body.innerText")
-                    assert "once every rank is read" not in body and "waiting for" not in body, body[:2000]
-                    # the good rank's row is there, with Paddle's step total
-                    frame.wait_for_selector('[data-testid="dist-ranks"]', timeout=60_000)
-                    rows = [r["cells"] for r in read_virtual_table(frame, "dist-ranks")]
-                    assert len(rows) == 2, rows  # both ranks listed, the failed one with its state
-                    good = [r for r in rows if r.get("rank") == "0"]
-                    assert good and good[0]["total_ns"] == f"{total_ms:.2f}", rows
-                    bad = [r for r in rows if r.get("rank") == "1"]
-                    assert bad and "FAILED" in bad[0]["state"].upper(), rows
-                    _shot(page, f"loading-missing-rank-{width}")
-                    assert not log.page_errors, log.page_errors
-                    page.context.close()
-            finally:
-                browser.close()
+        for width in (1280, 1440):
+            log = PageLog()
+            page = new_page(browser, log, width=width)
+            frame = open_panel(page, tb, "cut", "rank0", "distributed")
+            banner = frame.wait_for_selector('[data-testid="missing-ranks"]', timeout=60_000)
+            shown = banner.inner_text()
+            assert "rank 1" in shown and "truncated JSON" in shown and "covers the other 1 rank" in shown, shown
+            assert banner.is_visible()
+            # the banner comes before the other ranks' verdict, not under a green banner far below
+            top = frame.evaluate(
+                "() => [document.querySelector('[data-testid=missing-ranks]').getBoundingClientRect().top,"
+                " (document.querySelector('[data-testid=par-verdict]') || {getBoundingClientRect: () => ({top: 1e9})})"
+                ".getBoundingClientRect().top]")
+            assert top[0] < top[1], top
+            # the Parallel details repeat it where they start
+            par_banner = frame.wait_for_selector('[data-testid="par-missing"]', timeout=60_000)
+            assert "rank 1" in par_banner.inner_text()
+            # no "still being parsed" / "comes once every rank is read" for a failed rank
+            body = frame.evaluate("() => document.body.innerText")
+            assert "once every rank is read" not in body and "waiting for" not in body, body[:2000]
+            # the good rank's row is there, with Paddle's step total
+            frame.wait_for_selector('[data-testid="dist-ranks"]', timeout=60_000)
+            rows = [r["cells"] for r in read_virtual_table(frame, "dist-ranks")]
+            assert len(rows) == 2, rows  # both ranks listed, the failed one with its state
+            good = [r for r in rows if r.get("rank") == "0"]
+            assert good and good[0]["total_ns"] == f"{total_ms:.2f}", rows
+            bad = [r for r in rows if r.get("rank") == "1"]
+            assert bad and "FAILED" in bad[0]["state"].upper(), rows
+            _shot(page, f"loading-missing-rank-{width}")
+            assert not log.page_errors, log.page_errors
+            page.context.close()
 
 
-def test_large_file_shows_size_and_parsing_time(tmp_path):
+def test_large_file_shows_size_and_parsing_time(tmp_path, browser):
     logdir = tmp_path / "logdir"
     (logdir / "run").mkdir(parents=True)
     small = sorted(DATA.glob("rank0_*.paddle_trace.json"))[0]
@@ -157,52 +148,44 @@ def test_large_file_shows_size_and_parsing_time(tmp_path):
     shutil.move(str(big), staged)  # renamed into the run once the page is open (whole: never "growing")
     with tensorboard(logdir, tmp_path) as tb:
         wait_all_loaded(tb)
-        from playwright.sync_api import sync_playwright
+        log = PageLog()
+        page = new_page(browser, log, width=1280)
+        frame = open_panel(page, tb, "run", "rank0", "overview")
+        os.replace(staged, logdir / "run" / staged.name)  # the next scan (5 s) finds it
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            st = json.loads(tb.get(ROUTE + "/status"))
+            if any(f["state"] == "LOADING" for f in st["files"]):
+                break
+            time.sleep(0.1)
+        # the page's run list is polled slowly once all is ready: a reload shows the file at once
+        page.reload()
+        handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
+                                        timeout=60_000)
+        frame = handle.content_frame()
+        seen, states = [], set()
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            got = frame.query_selector('[data-testid="file-progress"]')
+            if got is not None:
+                seen.append(got.inner_text())
+                if len(seen) == 1:
+                    _shot(page, "loading-progress-1280")
+            status = json.loads(tb.get(ROUTE + "/status"))
+            states = {f["state"] for f in status["files"]}
+            if len(status["files"]) == 2 and states == {"READY"}:
+                break
+            time.sleep(0.2)
+        assert states == {"READY"}, states
+        assert seen, "the large file was never shown parsing"
+        for text in seen:
+            m = re.fullmatch(r"parsing (\d+) s · (.+)", text)
+            assert m, seen
+            # the file's size, humanised as the Python side does (display.cells.human_bytes)
+            from tb_paddle_profile.display.cells import human_bytes
 
-        from browser_util import launch_browser
-
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            try:
-                log = PageLog()
-                page = new_page(browser, log, width=1280)
-                frame = open_panel(page, tb, "run", "rank0", "overview")
-                os.replace(staged, logdir / "run" / staged.name)  # the next scan (5 s) finds it
-                t0 = time.monotonic()
-                while time.monotonic() - t0 < 60:
-                    st = json.loads(tb.get(ROUTE + "/status"))
-                    if any(f["state"] == "LOADING" for f in st["files"]):
-                        break
-                    time.sleep(0.1)
-                # the page's run list is polled slowly once all is ready: a reload shows the file at once
-                page.reload()
-                handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
-                                                timeout=60_000)
-                frame = handle.content_frame()
-                seen, states = [], set()
-                deadline = time.monotonic() + 180
-                while time.monotonic() < deadline:
-                    got = frame.query_selector('[data-testid="file-progress"]')
-                    if got is not None:
-                        seen.append(got.inner_text())
-                        if len(seen) == 1:
-                            _shot(page, "loading-progress-1280")
-                    status = json.loads(tb.get(ROUTE + "/status"))
-                    states = {f["state"] for f in status["files"]}
-                    if len(status["files"]) == 2 and states == {"READY"}:
-                        break
-                    time.sleep(0.2)
-                assert states == {"READY"}, states
-                assert seen, "the large file was never shown parsing"
-                for text in seen:
-                    m = re.fullmatch(r"parsing (\d+) s · (.+)", text)
-                    assert m, seen
-                    # the file's size, humanised as the Python side does (display.cells.human_bytes)
-                    from tb_paddle_profile.display.cells import human_bytes
-
-                    assert m.group(2) == human_bytes(size), (text, size)
-                secs = [int(re.match(r"parsing (\d+)", t).group(1)) for t in seen]
-                assert secs == sorted(secs), secs  # the time only grows
-                assert not log.page_errors, log.page_errors
-            finally:
-                browser.close()
+            assert m.group(2) == human_bytes(size), (text, size)
+        secs = [int(re.match(r"parsing (\d+)", t).group(1)) for t in seen]
+        assert secs == sorted(secs), secs  # the time only grows
+        assert not log.page_errors, log.page_errors
+        page.context.close()
