@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import csv
 import io
-import shutil
 from pathlib import Path
 from typing import Dict, List, Tuple
 from urllib.parse import quote
 
 import pytest
 
-from conftest import ran, trace_folders
-from browser_util import PageLog, chromium_missing_reason, new_page, read_virtual_table, tensorboard, wait_all_loaded
+from conftest import ran
+from browser_util import copy_trace_sets, PageLog, chromium_missing_reason, new_page, read_virtual_table, tensorboard, wait_all_loaded
 
 pytestmark = [pytest.mark.browser]
 
@@ -43,17 +42,7 @@ CASES = [("shared/gpu-synthetic-2rank", 0, "us"), ("shared/cpu-gpt-single", 0, "
 
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("display_logdir")
-    for folder in trace_folders():
-        if f"shared/{folder.name}" not in {c[0] for c in CASES}:
-            continue
-        for trace in folder.glob("*.paddle_trace.json"):
-            dst = root / "shared" / folder.name / trace.name
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(trace, dst)
-    if not any(root.rglob("*.paddle_trace.json")):
-        pytest.skip("the test traces are not here")
-    return root
+    return copy_trace_sets(tmp_path_factory.mktemp("display_logdir"), [c[0] for c in CASES])
 
 
 @pytest.fixture(scope="module")

@@ -18,14 +18,13 @@ Screenshots of each panel go to browser_util.SHOTS.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from conftest import SHARED_TRACES, ran, trace_folders
-from browser_util import SHOTS, PageLog, chromium_missing_reason, new_page, read_virtual_table, tensorboard, wait_all_loaded
+from conftest import SHARED_TRACES, ran
+from browser_util import copy_trace_sets, SHOTS, PageLog, chromium_missing_reason, new_page, read_virtual_table, tensorboard, wait_all_loaded
 
 pytestmark = [pytest.mark.browser]
 
@@ -45,17 +44,7 @@ CASES = [(GPU_RUN, "us"), (CPU_RUN, "ms")]
 
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("readable_logdir")
-    for folder in trace_folders():
-        if f"shared/{folder.name}" not in {c[0] for c in CASES}:
-            continue
-        for trace in folder.glob("*.paddle_trace.json"):
-            dst = root / "shared" / folder.name / trace.name
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(trace, dst)
-    if not any(root.rglob("*.paddle_trace.json")):
-        pytest.skip("the test traces are not here")
-    return root
+    return copy_trace_sets(tmp_path_factory.mktemp("readable_logdir"), [c[0] for c in CASES])
 
 
 @pytest.fixture(scope="module")
