@@ -56,6 +56,27 @@ def main(argv=None) -> int:
                    help="a control run: no anomaly (ignores --slow-rank and --slow-host-rank)")
     p.add_argument("--stage-layers", type=_ranks, default=None,
                    help="decoder layers of each pipeline stage, e.g. 5,3 (sets --layers)")
+    p.add_argument("--comm-factor", default=None, metavar="AXIS=F[,AXIS=F...]",
+                   help="planted change: scale the transfer time of every collective of an axis "
+                        "(mp, dp, pp, pp_group) by F, e.g. dp=0 (the DP all-reduce costs nothing "
+                        "but the wait for its last member) or dp=2")
+    p.add_argument("--slow-kernel", default=None, metavar="SUBSTRING=F[,SUBSTRING=F...]",
+                   help="planted change: compute kernels whose name contains SUBSTRING take F "
+                        "times longer on every rank")
+    p.add_argument("--launch-overhead", type=float, default=d.launch_overhead, metavar="F",
+                   help="planted change: scale the host time from the host-to-device copies to "
+                        "loss.item() (operators, CUDA runtime calls, launch latencies, Python "
+                        "between operators) by F; 0 removes it (default %(default)s)")
+    p.add_argument("--leak-bytes-per-step", type=int, default=d.leak_bytes_per_step, metavar="B",
+                   help="planted change: the GPU allocator keeps B more bytes alive every step")
+    p.add_argument("--fragment-bytes-per-step", type=int, default=d.fragment_bytes_per_step,
+                   metavar="B", help="planted change: reserved minus allocated GPU memory grows "
+                                     "by B every step")
+    p.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default=d.schedule,
+                   help="pipeline schedule (default %(default)s)")
+    p.add_argument("--virtual-stages", type=int, default=d.virtual_stages, metavar="V",
+                   help="model chunks per stage of the interleaved schedule (default "
+                        "%(default)s; --schedule interleaved needs V >= 2)")
     p.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node,
                    help="GPUs per host: rank = host * this + local GPU (default %(default)s)")
     p.add_argument("--names", choices=("rank", "default"), default=d.names,
@@ -93,7 +114,12 @@ def main(argv=None) -> int:
                       host_delay_us=a.host_delay_us if a.slow_host_rank is not None else 0.0,
                       gpus_per_node=a.gpus_per_node, names=a.names, clock_skew_us=a.clock_skew_us,
                       pp_group_collectives=not a.no_pp_group_collectives,
-                      stage_layers=tuple(a.stage_layers) if a.stage_layers else None)
+                      stage_layers=tuple(a.stage_layers) if a.stage_layers else None,
+                      comm_factor=a.comm_factor, slow_kernel=a.slow_kernel,
+                      launch_overhead=a.launch_overhead,
+                      leak_bytes_per_step=a.leak_bytes_per_step,
+                      fragment_bytes_per_step=a.fragment_bytes_per_step, schedule=a.schedule,
+                      virtual_stages=a.virtual_stages)
     t0 = time.perf_counter()
     log = (lambda msg: print(msg, flush=True))
     quiet = (lambda msg: None if msg.startswith("rank ") else log(msg))
@@ -110,6 +136,11 @@ def main(argv=None) -> int:
                              c.micro_batches, c.steps, time.perf_counter() - t0,
                              t["simulate"], t["controls"], t["write"], a.jobs,
                              MANIFEST_NAME, TRUTH_JSON, TRUTH_NPZ))
+    for entry in res.truth.get("changes", []):
+        what = ", ".join("%s %s" % (k, v) for k, v in entry.items()
+                         if k not in ("type", "job_cost_ns_per_step"))
+        print("planted change %s (%s): the job's step %+.3f ms" % (
+            entry["type"], what, entry["job_cost_ns_per_step"] / 1e6))
     for entry in res.truth.get("planted", []):
         print("planted %s on rank %d (stage %d): %.3f ms per step on the rank, costs the job "
               "%.3f ms per step%s" % (entry["type"], entry["rank"], entry["stage"],

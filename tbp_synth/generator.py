@@ -30,6 +30,15 @@ kernels but its host stalls
 CPU contention): its GPU, idle since the previous step's ``loss.item()``, gets its first work
 that much later, so its kernels, NCCL ones included, start late and its peers wait for it at
 the collectives they share.
+
+Planted changes (off by default; a run without them writes exactly what it wrote before they
+existed): ``comm_factor`` scales the transfer time of an axis's collectives, ``slow_kernel``
+slows the compute kernels whose name holds a substring, ``launch_overhead`` scales the host
+time from the host-to-device copies to ``loss.item()``, ``leak_bytes_per_step`` and
+``fragment_bytes_per_step`` grow allocated and reserved-minus-allocated GPU memory. The pipeline
+``schedule`` is ``"1f1b"``, ``"gpipe"`` or ``"interleaved"`` (``virtual_stages`` chunks per
+stage); :func:`pipeline_order` gives a stage's slots, :func:`simulate_step_time` a config's
+step times without writing anything.
 """
 
 from __future__ import annotations
@@ -66,19 +75,47 @@ PP_BWD_STREAM = 15
 DP_STREAM = 16
 PP_GROUP_STREAM = 17  # the pipeline group's communicator (clip all-reduce, loss broadcast)
 
+PP_FWD_RECV_STREAM = 18  # interleaved schedule only: receives on their own streams
+PP_BWD_RECV_STREAM = 19
+
 COMM_KINDS = ("mp_allreduce", "pp_sendrecv", "dp_allreduce")
+COMM_AXES = ("mp", "dp", "pp", "pp_group")  # what comm_factor scales (truth.AXIS_NAMES)
+SCHEDULES = ("1f1b", "gpipe", "interleaved")
 PP_GROUP_KIND = "pp_group"
 
 # key[0] of a collective -> (kind code, axis code) of the truth (truth.KIND_NAMES, AXIS_NAMES)
 _KEY_KIND = {"mp": (0, 0), "dp": (0, 1), "pf": (2, 2), "pb": (2, 2), "clip": (0, 3),
              "bcast": (1, 3)}
 TRUTH_KINDS = ("all_reduce", "broadcast", "send_recv")
+_KEY_AXIS = {"mp": "mp", "dp": "dp", "pf": "pp", "pb": "pp", "clip": "pp_group",
+             "bcast": "pp_group"}
 
 _LAUNCH = "cudaLaunchKernel_v7000"
 _MEMCPY_ASYNC = "cudaMemcpyAsync_v3020"
 _MEMCPY_SYNC = "cudaMemcpy_v3020"
 _MEMSET_ASYNC = "cudaMemsetAsync_v3020"
 _STREAM_SYNC = "cudaStreamSynchronize_v3020"
+
+
+def _factor_dict(x, what: str) -> Dict[str, float]:
+    """None, a mapping or ``"a=1.5,b=2"`` as a dict of name -> factor."""
+    if not x:
+        return {}
+    if isinstance(x, str):
+        out = {}
+        for item in x.split(","):
+            if not item.strip():
+                continue
+            name, sep, f = item.rpartition("=")
+            try:
+                if not sep:
+                    raise ValueError
+                out[name.strip()] = float(f)
+            except ValueError:
+                raise ValueError("%s: expected NAME=FACTOR[,NAME=FACTOR...], got %r"
+                                 % (what, item)) from None
+        return out
+    return {str(k): float(v) for k, v in dict(x).items()}
 
 
 def _rank_tuple(x) -> Tuple[int, ...]:
@@ -128,6 +165,15 @@ class SynthConfig:
     clock_skew_us: float = 0.0
     pp_group_collectives: bool = True
     stage_layers: Optional[Tuple[int, ...]] = None
+    # planted changes (docs/generator.md, "Planted changes"); the defaults change nothing
+    comm_factor: Optional[Dict[str, float]] = None
+    slow_kernel: Optional[Dict[str, float]] = None
+    launch_overhead: float = 1.0
+    leak_bytes_per_step: int = 0
+    fragment_bytes_per_step: int = 0
+    # the pipeline schedule: "1f1b", "gpipe" or "interleaved" (virtual_stages model chunks)
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
 
     def validate(self) -> None:
         for name in ("dp", "mp", "pp", "steps", "layers", "micro_batches", "hidden", "heads",
@@ -158,9 +204,63 @@ class SynthConfig:
             raise ValueError("names must be 'rank' or 'default'")
         if self.clock_skew_us < 0:
             raise ValueError("clock_skew_us must not be negative")
+        for axis, f in _factor_dict(self.comm_factor, "comm_factor").items():
+            if axis not in COMM_AXES:
+                raise ValueError("comm_factor: unknown axis %r (one of %s)"
+                                 % (axis, ", ".join(COMM_AXES)))
+            if not f >= 0:
+                raise ValueError("comm_factor: the factor of %s must not be negative" % axis)
+        for sub, f in _factor_dict(self.slow_kernel, "slow_kernel").items():
+            if not sub:
+                raise ValueError("slow_kernel: empty kernel-name substring")
+            if not f > 0:
+                raise ValueError("slow_kernel: the factor of %r must be positive" % sub)
+        if not self.launch_overhead >= 0:
+            raise ValueError("launch_overhead must not be negative")
+        if self.leak_bytes_per_step < 0 or self.fragment_bytes_per_step < 0:
+            raise ValueError("leak_bytes_per_step and fragment_bytes_per_step must not be "
+                             "negative")
+        if self.schedule not in SCHEDULES:
+            raise ValueError("schedule must be one of %s" % ", ".join(SCHEDULES))
+        if self.schedule == "interleaved":
+            V = self.virtual_stages
+            if V < 2 or self.pp < 2:
+                raise ValueError("the interleaved schedule needs pp >= 2 and virtual_stages >= 2")
+            if self.micro_batches % self.pp:
+                raise ValueError("the interleaved schedule needs micro_batches divisible by pp "
+                                 "(%d %% %d != 0)" % (self.micro_batches, self.pp))
+            if self.stage_layers is not None:
+                raise ValueError("stage_layers is for the 1f1b and gpipe schedules; the "
+                                 "interleaved one splits layers evenly over its chunks")
+            if self.layers % (self.pp * V):
+                raise ValueError("the interleaved schedule splits layers evenly over pp x "
+                                 "virtual_stages = %d model chunks: %d layers do not divide"
+                                 % (self.pp * V, self.layers))
+        elif self.virtual_stages != 1:
+            raise ValueError("virtual_stages > 1 needs schedule='interleaved'")
 
     def slow_ranks(self) -> Tuple[int, ...]:
         return _rank_tuple(self.slow_rank)
+
+    def comm_factors(self) -> Dict[str, float]:
+        """The axes whose collectives' transfer times are scaled, with their factor (axes
+        at 1 left out)."""
+        return {a: float(f) for a, f in _factor_dict(self.comm_factor, "comm_factor").items()
+                if float(f) != 1.0}
+
+    def slow_kernels(self) -> Dict[str, float]:
+        """Kernel-name substrings whose compute kernels are slowed, with their factor."""
+        return {k: float(f) for k, f in _factor_dict(self.slow_kernel, "slow_kernel").items()
+                if float(f) != 1.0}
+
+    def chunk_layers(self, stage: int) -> List[Tuple[int, int]]:
+        """Per model chunk of ``stage`` (one, except with the interleaved schedule): its first
+        decoder layer and its layer count. Chunk c of stage s is virtual stage c * pp + s."""
+        if self.schedule != "interleaved":
+            per_stage = self.per_stage_layers()
+            return [(sum(per_stage[:stage]), per_stage[stage])]
+        n = self.layers // (self.pp * self.virtual_stages)
+        return [((c * self.pp + stage) * n, n) for c in range(self.virtual_stages)]
 
     def slow_host_ranks(self) -> Tuple[int, ...]:
         return _rank_tuple(self.slow_host_rank)
@@ -185,6 +285,28 @@ class SynthConfig:
 
     def world(self) -> int:
         return self.dp * self.mp * self.pp
+
+    def changes(self) -> List[dict]:
+        """The planted changes that are on, each with the config that lacks only it."""
+        out = []
+        for axis, f in sorted(self.comm_factors().items()):
+            rest = {a: v for a, v in self.comm_factors().items() if a != axis} or None
+            out.append(({"type": "comm_factor", "axis": axis, "factor": f},
+                        replace(self, comm_factor=rest)))
+        for sub, f in sorted(self.slow_kernels().items()):
+            rest = {k: v for k, v in self.slow_kernels().items() if k != sub} or None
+            out.append(({"type": "slow_kernel", "substring": sub, "factor": f},
+                        replace(self, slow_kernel=rest)))
+        if float(self.launch_overhead) != 1.0:
+            out.append(({"type": "launch_overhead", "factor": float(self.launch_overhead)},
+                        replace(self, launch_overhead=1.0)))
+        if self.leak_bytes_per_step:
+            out.append(({"type": "leak", "bytes_per_step": int(self.leak_bytes_per_step)},
+                        replace(self, leak_bytes_per_step=0)))
+        if self.fragment_bytes_per_step:
+            out.append(({"type": "fragment", "bytes_per_step": int(self.fragment_bytes_per_step)},
+                        replace(self, fragment_bytes_per_step=0)))
+        return out
 
     def without_anomalies(self) -> "SynthConfig":
         return replace(self, slow_rank=None, slow_factor=1.0, slow_host_rank=None,
@@ -404,6 +526,15 @@ class _Catalog:
         # memory: bf16 params + fp32 master + two fp32 moments + bf16 grads per parameter
         self.layer_params = layer_params
         self.scores_bytes = scores * 2
+        # slow_kernel: catalogue keys whose kernel name holds a substring -> duration factor
+        self.kernel_factor: Dict[str, float] = {}
+        for sub, f in cfg.slow_kernels().items():
+            keys = [k for k, spec in self.spec.items()
+                    if sub in spec.name and not spec.name.startswith("ncclDevKernel")]
+            if not keys:
+                raise ValueError("slow_kernel: no compute kernel name contains %r" % sub)
+            for k in keys:
+                self.kernel_factor[k] = self.kernel_factor.get(k, 1.0) * f
 
 
 # ----------------------------------------------------------------------------- collectives
@@ -499,7 +630,8 @@ class _LiveBook:
         """Keep what the truth needs of a rank whose program ended."""
         self.info[prog.rank] = {"pid": prog.pid, "end_t": prog.t,
                                 "steps": [(s["start_ns"], s["end_ns"]) for s in prog.steps],
-                                "compute_ns": list(prog.compute_ns)}
+                                "compute_ns": list(prog.compute_ns), "slots": prog.slots,
+                                "mem_end": prog.mem_end}
 
     def step_arrays(self, world: int) -> Dict[str, np.ndarray]:
         st = np.array([[a for a, _ in self.info[r]["steps"]] for r in range(world)], dtype=np.int64)
@@ -507,6 +639,20 @@ class _LiveBook:
         comp = np.array([self.info[r]["compute_ns"] for r in range(world)], dtype=np.int64)
         return {"step_start_ns": st, "step_end_ns": en, "step_time_ns": en - st,
                 "compute_ns": comp}
+
+    def schedule_columns(self, world: int, first_step: int) -> Dict[str, np.ndarray]:
+        """Every rank's pipeline slots (rank, step, execution order) and its GPU memory at
+        each step's end, as the truth's columns."""
+        per = [np.array(self.info[r]["slots"], dtype=np.int64).reshape(-1, 6) for r in range(world)]
+        a = np.concatenate([np.repeat(np.arange(world, dtype=np.int64), [len(x) for x in per])[:, None],
+                            np.concatenate(per)], axis=1)
+        mem = np.array([self.info[r]["mem_end"] for r in range(world)],
+                       dtype=np.int64).reshape(world, -1, 2)
+        return {"sched_rank": a[:, 0].astype(np.int32), "sched_step": a[:, 1] + first_step,
+                "sched_phase": a[:, 2].astype(np.int8), "sched_micro_batch": a[:, 3].astype(np.int32),
+                "sched_chunk": a[:, 4].astype(np.int8), "sched_start_ns": a[:, 5],
+                "sched_end_ns": a[:, 6], "gpu_allocated_end_bytes": mem[:, :, 0],
+                "gpu_reserved_end_bytes": mem[:, :, 1]}
 
     def job_step_ns(self, world: int) -> float:
         """The job's mean step time: mean over ranks and steps of the ProfileStep durations."""
@@ -597,6 +743,7 @@ class _Allocator:
         self.top = base
         self.free_blocks: Dict[int, List[int]] = collections.defaultdict(list)
         self.size_of: Dict[int, int] = {}
+        self.frag = 0  # reserved bytes no allocation can use (fragment_bytes_per_step)
 
 
 @dataclass
@@ -634,13 +781,22 @@ class _RankProgram:
         self.main_tid = self.pid
         self.pin_tid = self.pid + 17 + int(rnd() * 60)
         self.slow = cfg.compute_factor(rank)
+        self.comm_f = cfg.comm_factors()
+        # launch_overhead: the host-time factor, in force from the host-to-device copies to
+        # loss.item() (self.hf is 1 elsewhere); 1 leaves every draw and time as it was
+        self.lo_f = float(cfg.launch_overhead)
+        self.hf = 1.0
+        self.leak = int(cfg.leak_bytes_per_step)
+        self.frag = int(cfg.fragment_bytes_per_step)
+        self.mem_end: List[Tuple[int, int]] = []  # (allocated, reserved) at each step's end
         self.pp_group = cfg.pp_group_on()
         self.compute_ns = [0] * cfg.steps
         self.host_delay = cfg.host_delay_ns(rank)
         self.t = EPOCH_NS + (int(rnd() * 200_000) & ~1)
         self.corr = 1000 + int(rnd() * 500)
         self.stream_free = {COMPUTE_STREAM: 0, MP_STREAM: 0, PP_FWD_STREAM: 0, PP_BWD_STREAM: 0,
-                            DP_STREAM: 0, PP_GROUP_STREAM: 0}
+                            DP_STREAM: 0, PP_GROUP_STREAM: 0, PP_FWD_RECV_STREAM: 0,
+                            PP_BWD_RECV_STREAM: 0}
         self.compute_wait: List = []
         self.step_idx = 0
         self.seq: Dict[str, int] = collections.defaultdict(int)
@@ -649,6 +805,18 @@ class _RankProgram:
         self.layer0 = sum(per_stage[:self.pp_i])
         self.first_stage = self.pp_i == 0
         self.last_stage = self.pp_i == cfg.pp - 1
+        # the pipeline schedule: model chunks of this stage and the (phase, micro-batch,
+        # chunk) slots of a step in execution order; the chunk now running is virtual stage
+        # chunk * pp + stage (vfirst / vlast: the model's first / last virtual stage)
+        self.V = cfg.virtual_stages
+        self.chunks = cfg.chunk_layers(self.pp_i)
+        self.order = pipeline_order(cfg.schedule, cfg.pp, self.pp_i, cfg.micro_batches, self.V)
+        self.chunk = 0
+        self.vfirst, self.vlast = self.first_stage, self.last_stage
+        self.slot: Optional[list] = None  # [first compute kernel's start, last one's end]
+        # (step index, phase 0 = F / 1 = B, micro-batch, chunk, device start, device end)
+        self.slots: List[Tuple[int, int, int, int, int, int]] = []
+        self.leaked: List[int] = []
         self.pending_free: List[Tuple[_Allocator, int]] = []
         self.tape: Dict[int, List[_Entry]] = {}
         self.mb_buffers: Dict[int, List[int]] = collections.defaultdict(list)
@@ -663,25 +831,36 @@ class _RankProgram:
 
     # -- small helpers
     def _adv(self, lo: int, hi: int) -> None:
-        self.t += (lo + int(self._rnd() * (hi - lo))) & ~1
+        v = (lo + int(self._rnd() * (hi - lo))) & ~1
+        self.t += v if self.hf == 1.0 else int(v * self.hf) & ~1
+
+    def _sc(self, v: int) -> int:
+        """A host duration under launch_overhead (even; may be 0)."""
+        return v if self.hf == 1.0 else int(v * self.hf) & ~1
+
+    def _scd(self, v: int) -> int:
+        """A launch latency (host call's end to the kernel's earliest start) under
+        launch_overhead."""
+        return v if self.hf == 1.0 else int(v * self.hf)
 
     # Host times stay even and memory timestamps odd, so a memory event never sits on a host
     # event's boundary and every nesting is unambiguous for Paddle's tree rules.
     def _open(self, name: str, etype: int) -> int:
-        t = self.t = self.t + 2 + (int(self._rnd() * 600) & ~1)
+        t = self.t = self.t + 2 + self._sc(int(self._rnd() * 600) & ~1)
         sink = self.sink
         return sink.host_open(sink.name_id(name), etype, self.main_tid, t)
 
     def _close(self, row: int) -> None:
-        t = self.t = self.t + 2 + (int(self._rnd() * 600) & ~1)
+        t = self.t = self.t + 2 + self._sc(int(self._rnd() * 600) & ~1)
         self.sink.host_close(row, t)
 
     def _leaf(self, name: str, etype: int, lo: int, hi: int) -> None:
         rnd, sink = self._rnd, self.sink
-        t = self.t + 2 + (int(rnd() * 600) & ~1)
+        sc = self._sc
+        t = self.t + 2 + sc(int(rnd() * 600) & ~1)
         row = sink.host_open(sink.name_id(name), etype, self.main_tid, t)
-        t += (lo + int(rnd() * (hi - lo))) & ~1
-        t += 2 + (int(rnd() * 600) & ~1)
+        t += sc((lo + int(rnd() * (hi - lo))) & ~1)
+        t += 2 + sc(int(rnd() * 600) & ~1)
         self.t = t
         sink.host_close(row, t)
 
@@ -699,6 +878,8 @@ class _RankProgram:
     def _runtime(self, name: str, lo: int, hi: int) -> Tuple[int, int, int]:
         start = self.t
         self._adv(lo, hi)
+        if self.t == start:  # launch_overhead 0: still a 2 ns call, inside its operator
+            self.t += 2
         corr = self._next_corr()
         self.sink.runtime(self.sink.name_id(name), self.main_tid, start, self.t, corr)
         return start, self.t, corr
@@ -723,7 +904,11 @@ class _RankProgram:
 
     def _xfer(self, key: tuple, nbytes: float, kind: str, factor: float = 1.0) -> int:
         jitter = (zlib.crc32(repr((self.cfg.seed,) + key).encode()) % 1000) / 1000.0
-        return int(8000 + factor * nbytes / self.cat.bw[kind] * 1e9 * (0.97 + 0.06 * jitter))
+        x = int(8000 + factor * nbytes / self.cat.bw[kind] * 1e9 * (0.97 + 0.06 * jitter))
+        cf = self.comm_f.get(_KEY_AXIS[key[0]])
+        if cf is not None:  # comm_factor: the whole transfer (latency included) scales
+            x = int(round(x * cf))
+        return x
 
     # -- memory
     def _setup_memory(self) -> None:
@@ -732,10 +917,9 @@ class _RankProgram:
         if self.first_stage or self.last_stage:
             params += cfg.vocab // cfg.mp * cfg.hidden
         static = params * 16
-        inflight = min(cfg.micro_batches, cfg.pp - self.pp_i) if cfg.pp > 1 else 1
         per_layer = 14 * cat.act_bytes + 3 * cat.scores_bytes  # saved for backward
         budget = 60 * 1024 ** 3
-        need = static + per_layer * self.n_layers * inflight
+        need = static + per_layer * self._inflight_layers()
         self.mem_scale = min(1.0, budget / need)
         chunk = 1 << 30
         base = 0x7F3A00000000 + (self.rank << 36)
@@ -749,15 +933,39 @@ class _RankProgram:
                                  32 << 20)
         self.pinned_live: collections.deque = collections.deque()
 
+    def _inflight_layers(self) -> int:
+        """Decoder layers' activations alive at once at the schedule's peak (sizes memory)."""
+        cfg = self.cfg
+        if cfg.schedule == "gpipe":
+            return self.n_layers * cfg.micro_batches
+        if cfg.schedule == "interleaved":
+            peak, live = 0, 0
+            for phase, _, _ in self.order:
+                live += 1 if phase == 0 else -1
+                peak = max(peak, live)
+            return self.n_layers // self.V * peak
+        inflight = min(cfg.micro_batches, cfg.pp - self.pp_i) if cfg.pp > 1 else 1
+        return self.n_layers * inflight
+
+    def _set_chunk(self, chunk: int) -> None:
+        self.chunk = chunk
+        vs = chunk * self.cfg.pp + self.pp_i
+        self.vfirst = vs == 0
+        self.vlast = vs == self.cfg.pp * self.V - 1
+
     def _mem_event(self, a: _Allocator, mtype: int, addr: int, inc: int, tid: int) -> None:
         self.sink.mem(mtype, tid, self.t + 1, self.sink.place_id(a.place), addr, inc, a.cur,
                       a.res, a.peak, a.peak_res)
         self.t += 2
 
-    def _alloc(self, a: _Allocator, size: int, tid: int = 0) -> int:
+    def _alloc(self, a: _Allocator, size: int, tid: int = 0, raw: bool = False) -> int:
         tid = tid or self.main_tid
-        size = max(256, -(-int(size * (self.mem_scale if a is self.gpu else 1.0)) // 256) * 256)
-        while a.cur + size > a.res:
+        if raw:  # exactly this many bytes (rounded up to the allocator's 256)
+            size = max(256, -(-int(size) // 256) * 256)
+        else:
+            size = max(256, -(-int(size * (self.mem_scale if a is self.gpu else 1.0)) // 256)
+                       * 256)
+        while a.cur + size > a.res - a.frag:
             grow = max(a.chunk, -(-(a.cur + size - a.res) // a.chunk) * a.chunk)
             a.res += grow
             a.peak_res = max(a.peak_res, a.res)
@@ -783,9 +991,27 @@ class _RankProgram:
 
     def _trim(self, a: _Allocator) -> None:
         """Give one cached chunk back when much more is reserved than allocated."""
-        if a.res - a.cur > 3 * a.chunk:
+        if a.res - a.cur - a.frag > 3 * a.chunk:
             a.res -= a.chunk
             self._mem_event(a, RESERVED_FREE, a.base + a.res, -a.chunk, self.main_tid)
+
+    def _fragment(self, nbytes: int) -> None:
+        """fragment_bytes_per_step: the allocator reserves a segment for a temporary that is
+        freed at once, and the segment stays cached but unusable (reserved - allocated grows
+        by ``nbytes``, rounded up to 256)."""
+        a = self.gpu
+        n = max(256, -(-int(nbytes) // 256) * 256)
+        addr = a.top
+        a.res += n
+        a.peak_res = max(a.peak_res, a.res)
+        a.frag += n
+        self._mem_event(a, RESERVED_ALLOCATE, addr, n, self.main_tid)
+        a.top += n
+        a.cur += n
+        a.peak = max(a.peak, a.cur)
+        self._mem_event(a, ALLOCATE, addr, n, self.main_tid)
+        a.cur -= n
+        self._mem_event(a, FREE, addr, -n, self.main_tid)
 
     def _flush_frees(self) -> None:
         for a, addr in self.pending_free:
@@ -794,13 +1020,18 @@ class _RankProgram:
 
     # -- device work
     def _kdur(self, key: str) -> int:
-        """A compute kernel's duration: the catalogue's, jittered, slowed on the slow rank."""
-        return int(self.cat.ns[key] * (0.97 + 0.06 * self.rng.random()) * self.slow)
+        """A compute kernel's duration: the catalogue's, jittered, slowed on the slow rank
+        and by ``slow_kernel``."""
+        d = self.cat.ns[key] * (0.97 + 0.06 * self.rng.random()) * self.slow
+        f = self.cat.kernel_factor.get(key)
+        if f is not None:
+            d *= f
+        return int(d)
 
     def _launch(self, key: str):
         """cudaLaunchKernel of one compute kernel on the compute stream."""
         _, rt_end, corr = self._runtime(_LAUNCH, 2400, 5200)
-        ready = rt_end + 400 + int(self.rng.random() * 1200)
+        ready = rt_end + self._scd(400 + int(self.rng.random() * 1200))
         free = self.stream_free[COMPUTE_STREAM]
         deps = self.compute_wait
         if deps:
@@ -813,7 +1044,11 @@ class _RankProgram:
         self.stream_free[COMPUTE_STREAM] = end
         nid, sid = self._spec(key)
         self.sink.device_event(nid, KERNEL, COMPUTE_STREAM, ready, end, corr, sid)
-        self.t += 200 + (int(self.rng.random() * 600) & ~1)
+        if self.slot is not None:
+            if self.slot[0] is None:
+                self.slot[0] = ready
+            self.slot[1] = end
+        self.t += self._sc(200 + (int(self.rng.random() * 600) & ~1))
 
     def _nccl(self, spec_key: str, kind: str, key: tuple, size: int, xfer: int, stream: int,
               role: int = 0):
@@ -822,7 +1057,7 @@ class _RankProgram:
         On a communication stream the kernel first waits for the compute stream (Paddle
         records an event there so the data it sends is ready)."""
         _, rt_end, corr = self._runtime(_LAUNCH, 2800, 6400)
-        ready = rt_end + 500 + int(self.rng.random() * 1500)
+        ready = rt_end + self._scd(500 + int(self.rng.random() * 1500))
         gap = self._kernel_gap()
         deps = [self.stream_free[stream]]
         if stream != COMPUTE_STREAM:
@@ -838,7 +1073,7 @@ class _RankProgram:
         row = self.sink.device_event(nid, KERNEL, stream, start, end, corr, sid)
         if row >= 0:
             self.comm_log.append((kind, self.step_idx, row, start, end, xfer))
-        self.t += 200 + (int(self.rng.random() * 600) & ~1)
+        self.t += self._sc(200 + (int(self.rng.random() * 600) & ~1))
         return end
 
     def _mp_key(self) -> tuple:
@@ -1063,18 +1298,21 @@ class _RankProgram:
         self._end_layer(C)
 
     def _forward(self, mb: int):
-        self.cur_mb = mb
-        self.tape[mb] = []
-        model = "GPTForCausalLMPipe" if self.cfg.pp > 1 else "GPTForCausalLM"
+        self.cur_mb = mb * self.V + self.chunk
+        self.tape[self.cur_mb] = []
+        # Paddle's interleaved pipeline calls each model chunk (a PipelineLayerChunk)
+        model = ("PipelineLayerChunk" if self.V > 1 else
+                 "GPTForCausalLMPipe" if self.cfg.pp > 1 else "GPTForCausalLM")
         F = self._layer(model)
-        if self.first_stage:
+        if self.vfirst:
             yield from self._embeddings()
-        for i in range(self.n_layers):
-            yield from self._decoder_layer(self.layer0 + i)
-        if self.last_stage:
+        layer0, n_layers = self.chunks[self.chunk]
+        for i in range(n_layers):
+            yield from self._decoder_layer(layer0 + i)
+        if self.vlast:
             yield from self._final_norm_and_head()
         self._end_layer(F)
-        if self.last_stage:
+        if self.vlast:
             yield from self._criterion()
 
     # -- backward
@@ -1123,10 +1361,12 @@ class _RankProgram:
         self._close(row)
 
     def _backward(self, mb: int, last: bool):
-        self.cur_mb = mb
+        """One micro-batch's (chunk's) backward; ``last``: its chunk's last one, after which
+        the chunk's gradients are all-reduced over DP."""
+        self.cur_mb = mb * self.V + self.chunk
         B = self._open("Gradient Backward", BACKWARD)
         self._adv(3000, 9000)
-        tape = self.tape.pop(mb)
+        tape = self.tape.pop(self.cur_mb)
         dp_on = last and self.cfg.dp > 1
         bucket_layers = self.cfg.dp_bucket_layers
         pending = 0  # decoder layers whose gradients are complete but not yet all-reduced
@@ -1144,11 +1384,11 @@ class _RankProgram:
             if cur_layer is not None and cur_layer >= 0:
                 pending += 1
             nbytes = pending * self.cat.layer_grad_bytes
-            if self.first_stage or self.last_stage:
+            if self.vfirst or self.vlast:
                 nbytes += self.cat.embed_grad_bytes
             if nbytes:
                 yield from self._dp_bucket(nbytes)
-        for addr in self.mb_buffers.pop(mb, []):
+        for addr in self.mb_buffers.pop(self.cur_mb, []):
             self._free(self.gpu, addr)
         self._adv(2000, 6000)
         self._flush_frees()
@@ -1157,7 +1397,8 @@ class _RankProgram:
     # -- pipeline
     def _p2p(self, send: bool, fwd: bool, mb: int):
         """``send_v2``/``recv_v2`` of one micro-batch's activations (fwd) or gradients."""
-        link = self.pp_i if (send == fwd) else self.pp_i - 1
+        vs = self.chunk * self.cfg.pp + self.pp_i  # the virtual stage (the stage, if V = 1)
+        link = vs if (send == fwd) else vs - 1
         key = ("pf" if fwd else "pb", self.dp_i, self.mp_i, link, self.step_idx, mb)
         xfer = self._xfer(key, self.cat.act_bytes, "pp")
         name = "send_v2" if send else "recv_v2"
@@ -1167,11 +1408,16 @@ class _RankProgram:
         lrow = self._open(name + " kernel launch", DYGRAPH_KERNEL_LAUNCH)
         self._adv(300, 1200)
         addr = 0 if send else self._alloc(self.gpu, self.cat.act_bytes)
-        end = yield from self._nccl("nccl_pp", "pp_sendrecv", key, 2, xfer,
-                                    PP_FWD_STREAM if fwd else PP_BWD_STREAM, 0 if send else 1)
+        stream = PP_FWD_STREAM if fwd else PP_BWD_STREAM
+        if self.V > 1 and not send:
+            # interleaved: a stage sends to and receives from both neighbours in one
+            # direction, so receives run on their own streams (no cycle of stream order)
+            stream = PP_FWD_RECV_STREAM if fwd else PP_BWD_RECV_STREAM
+        end = yield from self._nccl("nccl_pp", "pp_sendrecv", key, 2, xfer, stream,
+                                    0 if send else 1)
         if not send:
             self.compute_wait.append(end)
-            self.mb_buffers[mb].append(addr)
+            self.mb_buffers[mb * self.V + self.chunk].append(addr)
         self._adv(200, 800)
         self._close(lrow)
         self._adv(300, 1200)
@@ -1223,17 +1469,17 @@ class _RankProgram:
         yield from self._pp_group_op("c_allreduce_sum", "nccl_clip", "clip", 4)
 
     def _pp_forward(self, mb: int):
-        if not self.first_stage:
+        if not self.vfirst:
             yield from self._p2p(False, True, mb)
         yield from self._forward(mb)
-        if not self.last_stage:
+        if not self.vlast:
             yield from self._p2p(True, True, mb)
 
     def _pp_backward(self, mb: int, last: bool):
-        if not self.last_stage:
+        if not self.vlast:
             yield from self._p2p(False, False, mb)
         yield from self._backward(mb, last)
-        if not self.first_stage:
+        if not self.vfirst:
             yield from self._p2p(True, False, mb)
 
     # -- step pieces
@@ -1267,7 +1513,7 @@ class _RankProgram:
             self._adv(800, 2500)
             addrs.append(self._alloc(self.gpu, self.cat.T * 8))
             _, rt_end, corr = self._runtime(_MEMCPY_ASYNC, 3000, 7000)
-            ready = rt_end + 800
+            ready = rt_end + self._scd(800)
             free = self.stream_free[COMPUTE_STREAM]
             start = yield from self._ready_after(ready, (free,), self._kernel_gap())
             end = start + 1500 + int(self.cat.T * 8 / 22e9 * 1e9)
@@ -1311,7 +1557,8 @@ class _RankProgram:
         self._adv(300, 1200)
         for _ in range(2):
             _, rt_end, corr = self._runtime(_MEMSET_ASYNC, 2500, 5000)
-            start = yield from self._ready_after(rt_end + 700, (self.stream_free[COMPUTE_STREAM],),
+            start = yield from self._ready_after(rt_end + self._scd(700),
+                                                 (self.stream_free[COMPUTE_STREAM],),
                                                  self._kernel_gap())
             nbytes = self.cat.layer_grad_bytes * max(1, self.n_layers) // 2
             end = start + 2000 + int(nbytes / 2.8e12 * 1e9)
@@ -1332,11 +1579,13 @@ class _RankProgram:
         addr = self._alloc(self.cpu, 4)
         rt_start = self.t
         corr = self._next_corr()
-        start = yield from self._ready_after(rt_start + 2500, (self.stream_free[COMPUTE_STREAM],),
+        start = yield from self._ready_after(rt_start + self._scd(2500),
+                                             (self.stream_free[COMPUTE_STREAM],),
                                              self._kernel_gap())
         end = start + 500 + int(self.rng.random() * 450)  # a 4-byte copy: under 1 us
         self.stream_free[COMPUTE_STREAM] = end
-        self.t = max(self.t + 4000, end + 2000 + int(self.rng.random() * 2000)) & ~1
+        self.t = max(self.t + self._sc(4000),
+                     end + self._sc(2000 + int(self.rng.random() * 2000))) & ~1
         self.sink.runtime(self.sink.name_id(_MEMCPY_SYNC), self.main_tid, rt_start, self.t, corr)
         self.sink.device_event(self.sink.name_id("MEMCPY_DtoH"), MEMCPY, COMPUTE_STREAM, start, end,
                                corr, 4)
@@ -1357,31 +1606,34 @@ class _RankProgram:
             start = self.t
             self._adv(5000, 15_000)
             self._dataloader()
+            self.hf = self.lo_f  # launch_overhead: from here to loss.item()
             inputs = yield from self._h2d()
             M = cfg.micro_batches
-            if cfg.pp == 1:
-                for mb in range(M):
-                    yield from self._forward(mb)
-                    yield from self._backward(mb, mb == M - 1)
-            else:
-                warm = min(cfg.pp - self.pp_i - 1, M)
-                for mb in range(warm):
+            for phase, mb, chunk in self.order:
+                self._set_chunk(chunk)
+                self.slot = [None, None]
+                if phase == 0:
                     yield from self._pp_forward(mb)
-                for j in range(M - warm):
-                    yield from self._pp_forward(warm + j)
-                    yield from self._pp_backward(j, j == M - 1)
-                for j in range(M - warm, M):
-                    yield from self._pp_backward(j, j == M - 1)
-                if self.pp_group:
-                    yield from self._broadcast_final_loss()
+                else:
+                    yield from self._pp_backward(mb, mb == M - 1)
+                self.slots.append((si, phase, mb, chunk, self.slot[0], self.slot[1]))
+                self.slot = None
+            if self.pp_group:
+                yield from self._broadcast_final_loss()
             yield from self._optimizer()
             loss = yield from self._loss_sync()
+            self.hf = 1.0
             L = self._open("log_metrics", PYTHON_USER_DEFINED)
             self._adv(20_000, 80_000)
             self._free(self.cpu, loss)
+            if self.leak:  # a planted leak: a GPU tensor kept (e.g. in a metrics list) per step
+                self.leaked.append(self._alloc(self.gpu, self.leak, raw=True))
+            if self.frag:
+                self._fragment(self.frag)
             for addr in inputs:
                 self._free(self.gpu, addr)
             self._trim(self.gpu)
+            self.mem_end.append((self.gpu.cur, self.gpu.res))
             self._adv(3000, 9000)
             self._close(L)
             self._adv(5000, 20_000)
@@ -1389,6 +1641,44 @@ class _RankProgram:
             self.steps.append({"step": cfg.first_step + si, "start_ns": start,
                                "end_ns": self.t, "device_rows": (row0, self.sink.n_device)})
             self._adv(8000, 30_000)
+
+
+def pipeline_order(schedule: str, pp: int, stage: int, micro_batches: int,
+                   virtual_stages: int = 1) -> List[Tuple[int, int, int]]:
+    """A stage's slots of one step in execution order: (phase 0 = forward / 1 = backward,
+    micro-batch, model chunk).
+
+    * ``1f1b``: min(pp - stage - 1, M) warm-up forwards, then one forward and one backward
+      in turn, then the remaining backwards (PipelineParallel.forward_backward_pipeline).
+    * ``gpipe``: every forward, then every backward, micro-batches in order.
+    * ``interleaved`` (PipelineParallelWithInterleave, Megatron's interleaved 1F1B): M x V
+      virtual micro-steps; step k runs micro-batch (k // (pp V)) pp + k % pp on chunk
+      (k % (pp V)) // pp (backwards: V - 1 minus that); (pp - stage - 1) * 2 + (V - 1) pp
+      warm-up forwards (all M V of them when M == pp), then 1F1B, then the rest.
+    """
+    M, V = micro_batches, virtual_stages
+    if schedule == "gpipe":
+        return [(0, m, 0) for m in range(M)] + [(1, m, 0) for m in range(M)]
+    if schedule == "1f1b":
+        warm = min(pp - stage - 1, M)
+        out = [(0, m, 0) for m in range(warm)]
+        for j in range(M - warm):
+            out += [(0, warm + j, 0), (1, j, 0)]
+        return out + [(1, j, 0) for j in range(M - warm, M)]
+    if schedule != "interleaved":
+        raise ValueError("unknown schedule %r" % schedule)
+    total = M * V
+
+    def slot(k: int, fwd: bool) -> Tuple[int, int, int]:
+        group, i = divmod(k, pp * V)
+        c = i // pp
+        return (0 if fwd else 1, group * pp + i % pp, c if fwd else V - 1 - c)
+
+    warm = total if M == pp else min((pp - stage - 1) * 2 + (V - 1) * pp, total)
+    out = [slot(k, True) for k in range(warm)]
+    for k in range(total - warm):
+        out += [slot(k + warm, True), slot(k, False)]
+    return out + [slot(k, False) for k in range(total - warm, total)]
 
 
 def _drive_alone(prog: _RankProgram) -> None:
@@ -1518,7 +1808,9 @@ def build_rank(cfg: SynthConfig, rank: int, times: Sequence[Tuple[int, int]],
 
 
 def _events_of(cfg: SynthConfig, layers_per_stage: int) -> int:
-    c = replace(cfg, layers=layers_per_stage * cfg.pp, steps=1, events_per_rank=None)
+    c = replace(cfg, layers=layers_per_stage * cfg.pp, steps=1, events_per_rank=None,
+                schedule="1f1b" if cfg.schedule == "interleaved" else cfg.schedule,
+                virtual_stages=1)
     trace, _ = build_rank(c, 0, None)
     return _writer.count_trace_events(trace, build_node_trees(trace))
 
@@ -1534,7 +1826,8 @@ def size_for(cfg: SynthConfig) -> SynthConfig:
         per_layer = max(1, e2 - e1)
         n = max(1, round((target - (e1 - per_layer)) / per_layer))
         if n <= 96 or cfg.micro_batches >= 512:
-            return replace(cfg, layers=n * cfg.pp)
+            V = cfg.virtual_stages  # interleaved: layers split evenly over pp x V chunks
+            return replace(cfg, layers=-(-n // V) * V * cfg.pp)
         cfg = replace(cfg, micro_batches=min(512, cfg.micro_batches * math.ceil(n / 96)))
 
 
@@ -1630,6 +1923,46 @@ def _write_rank(r: int) -> dict:
     return entry
 
 
+def _prepare(cfg: SynthConfig) -> SynthConfig:
+    """Validate; the config as simulated (stage_layers' sum as layers, factors as dicts,
+    sized for events_per_rank)."""
+    cfg.validate()
+    if cfg.stage_layers is not None:
+        cfg = replace(cfg, stage_layers=tuple(int(x) for x in cfg.stage_layers),
+                      layers=sum(int(x) for x in cfg.stage_layers))
+    if cfg.comm_factor is not None or cfg.slow_kernel is not None:
+        cfg = replace(cfg, comm_factor=cfg.comm_factors() or None,
+                      slow_kernel=cfg.slow_kernels() or None)
+    return size_for(cfg)
+
+
+def simulate_step_time(cfg: SynthConfig) -> "_truth.StepTime":
+    """The step times of the run ``cfg`` describes, simulated (phase 1 only: no trace is
+    built or written). See :class:`.truth.StepTime`."""
+    cfg = _prepare(cfg)
+    topo = Topology(cfg.dp, cfg.mp, cfg.pp)
+    book = _simulate_together(cfg, topo, _Catalog(cfg), record=False)
+    return _truth.StepTime(book.step_arrays(topo.world)["step_time_ns"])
+
+
+def _changes(cfg: SynthConfig, topo: Topology, book: _LiveBook) -> List[dict]:
+    """Each planted change that is on, with its cost to the job: the job's mean step time
+    minus that of the same run simulated without this one change."""
+    job = book.job_step_ns(topo.world)
+    out = []
+    for entry, control in cfg.changes():
+        cbook = _simulate_together(control, topo, _Catalog(control), record=False)
+        out.append(dict(entry, job_cost_ns_per_step=job - cbook.job_step_ns(topo.world)))
+    return out
+
+
+# The SynthConfig fields of the planted changes and the schedule, with their neutral values:
+# a run that leaves them there writes the manifest it always wrote (without these keys).
+_NEUTRAL = {"comm_factor": None, "slow_kernel": None, "launch_overhead": 1.0,
+            "leak_bytes_per_step": 0, "fragment_bytes_per_step": 0, "schedule": "1f1b",
+            "virtual_stages": 1}
+
+
 def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,
              ranks: Optional[Iterable[int]] = None, log=None, jobs: int = 1) -> SynthResult:
     """Simulate every rank, then write the chosen ranks' traces, the ground-truth manifest,
@@ -1637,11 +1970,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     beside each trace. ``jobs`` > 1 writes the traces in that many forked processes."""
     global _JOB
     t_start = time.perf_counter()
-    cfg.validate()
-    if cfg.stage_layers is not None:
-        cfg = replace(cfg, stage_layers=tuple(int(x) for x in cfg.stage_layers),
-                      layers=sum(int(x) for x in cfg.stage_layers))
-    cfg = size_for(cfg)
+    cfg = _prepare(cfg)
     topo = Topology(cfg.dp, cfg.mp, cfg.pp)
     cat = _Catalog(cfg)
     os.makedirs(out_dir, exist_ok=True)
@@ -1658,6 +1987,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     steps = book.step_arrays(world)
     t1 = time.perf_counter()
     planted = _planted(cfg, topo, cat, book, steps)
+    changes = _changes(cfg, topo, book)
     timings["controls"] = time.perf_counter() - t1
     if log and planted:
         log("simulated %d control runs in %.1fs" % (len(planted), timings["controls"]))
@@ -1695,7 +2025,13 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     config = asdict(cfg)
     if not host_straggler:
         del config["slow_host_rank"], config["host_delay_us"]
-    comm_streams = {"mp_allreduce": MP_STREAM, "pp_sendrecv": [PP_FWD_STREAM, PP_BWD_STREAM],
+    for k, neutral in _NEUTRAL.items():
+        if config[k] == neutral:
+            del config[k]
+    pp_streams = [PP_FWD_STREAM, PP_BWD_STREAM]
+    if cfg.virtual_stages > 1:
+        pp_streams += [PP_FWD_RECV_STREAM, PP_BWD_RECV_STREAM]
+    comm_streams = {"mp_allreduce": MP_STREAM, "pp_sendrecv": pp_streams,
                     "dp_allreduce": DP_STREAM, "compute": COMPUTE_STREAM}
     if cfg.pp_group_on():
         comm_streams[PP_GROUP_KIND] = PP_GROUP_STREAM
@@ -1740,6 +2076,10 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         "ranks": idents,
         "steps": [cfg.first_step + i for i in range(cfg.steps)],
         "planted": planted,
+        "changes": changes,
+        "schedule": {"name": cfg.schedule, "virtual_stages": cfg.virtual_stages,
+                     "chunk_layers": [[list(c) for c in cfg.chunk_layers(p)]
+                                      for p in range(cfg.pp)]},
         "stage_layers": cfg.per_stage_layers(),
         "stage_compute_ns": [float(steps["compute_ns"][stage_of == p].mean()) for p in range(cfg.pp)],
         "host_offsets_ns": [clock_offset_ns(cfg, h) for h in range(n_hosts)],
@@ -1750,7 +2090,8 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     }
     caused = np.array([[book.caused[r][si] for si in range(cfg.steps)] for r in range(world)],
                       dtype=np.int64).reshape(world, cfg.steps)
-    _truth.write_truth(out_dir, meta, {**book.columns(), **steps, "caused_wait_ns": caused})
+    _truth.write_truth(out_dir, meta, {**book.columns(), **steps, "caused_wait_ns": caused,
+                                       **book.schedule_columns(world, cfg.first_step)})
     result.truth = meta
     timings["total"] = time.perf_counter() - t_start
     result.timings = timings

@@ -31,6 +31,29 @@ instance with its members, and the per-rank, per-step times). All times are nano
   ``job_cost_ns_per_step`` is the job's mean step time (mean over ranks and steps) minus that
   of the same run (same seed) simulated without this one anomaly; ``absorbed`` is
   ``job_cost_ns_per_step < excess_ns_per_step / 2``. Empty for a control run.
+* ``changes``: the planted changes that are on (docs/generator.md, "Planted changes"), one
+  dict each: ``{"type": "comm_factor", "axis", "factor"}``, ``{"type": "slow_kernel",
+  "substring", "factor"}``, ``{"type": "launch_overhead", "factor"}``, ``{"type": "leak",
+  "bytes_per_step"}`` or ``{"type": "fragment", "bytes_per_step"}``, each with
+  ``job_cost_ns_per_step``: the job's mean step time minus that of the same run simulated
+  without this one change (negative when the change makes the job faster). Empty by default.
+* ``schedule_name`` (``"1f1b"``, ``"gpipe"``, ``"interleaved"``), ``virtual_stages`` (model
+  chunks per stage, 1 unless interleaved), ``chunk_layers[stage]``: per chunk of the stage,
+  ``[first decoder layer, layer count]`` (chunk c of stage s is virtual stage c * pp + s).
+* ``schedule(rank, step)``: the rank's pipeline slots of that ProfileStep (its number) in
+  execution order, each ``{"phase": "F" | "B", "micro_batch", "chunk", "device_start_ns",
+  "device_end_ns"}``: the start of the slot's first compute kernel and the end of its last
+  (global clock; NCCL kernels are not compute kernels). A slot is one micro-batch's forward
+  or backward of one chunk: in the trace, one ``Forward`` event (``GPTForCausalLMPipe``, or
+  ``PipelineLayerChunk`` per chunk when interleaved; ``GPTForCausalLM`` when pp = 1) or one
+  ``Backward`` event (``Gradient Backward``) on the main thread, in the same order. pp = 1
+  runs have slots too (F0 B0 F1 B1 …).
+* ``gpu_allocated_end_bytes``, ``gpu_reserved_end_bytes``: ``(world, steps)`` int64, the
+  rank's GPU allocator's allocated and reserved bytes at the end of each step (what its last
+  memory event in the ProfileStep reports).
+* ``job_step_ns``: the job's mean step time, the mean over all ranks and steps of
+  ``step_time_ns`` (what ``planted`` and ``changes`` compare); ``step_max_ns``: per step, the
+  longest rank's ProfileStep duration (array of ``len(steps)``).
 * ``stage_compute_ns``: per pipeline stage, the mean over its ranks and the steps of
   ``compute_ns``; ``stage_layers``: decoder layers per stage.
 * ``host_offsets_ns``: per host, its clock offset.
@@ -65,8 +88,18 @@ name                   dtype    shape   meaning
 ``mem_start_ns``       int64    (M,)    its NCCL kernel's start (global clock)
 ``mem_end_ns``         int64    (M,)    its end (global clock)
 ``mem_wait_ns``        int64    (M,)    its wait
-``step_time_ns`` ...   int64    (R, S)  as the attributes above
+``step_time_ns`` ...   int64    (R, S)  as the attributes above (also ``gpu_*_end_bytes``)
+``sched_rank``         int32    (N,)    schedule slots, sorted by rank, step, execution order
+``sched_step``         int64    (N,)    ProfileStep number
+``sched_phase``        int8     (N,)    0 = forward, 1 = backward
+``sched_micro_batch``  int32    (N,)    micro-batch
+``sched_chunk``        int8     (N,)    model chunk of the stage (0 unless interleaved)
+``sched_start_ns``     int64    (N,)    the slot's first compute kernel's start (global clock)
+``sched_end_ns``       int64    (N,)    its last compute kernel's end
 =====================  =======  ======  =========================================================
+
+:func:`simulate_step_time` gives the step times of a config simulated again (no traces), to
+compare an estimate with "the generator run again with the change".
 """
 
 from __future__ import annotations
@@ -83,7 +116,35 @@ FORMAT_VERSION = 1
 
 KIND_NAMES = ("all_reduce", "broadcast", "send_recv", "all_gather", "reduce_scatter", "all_to_all")
 AXIS_NAMES = ("mp", "dp", "pp", "pp_group")
-_STEP_ARRAYS = ("step_time_ns", "step_start_ns", "step_end_ns", "compute_ns", "caused_wait_ns")
+_STEP_ARRAYS = ("step_time_ns", "step_start_ns", "step_end_ns", "compute_ns", "caused_wait_ns",
+                "gpu_allocated_end_bytes", "gpu_reserved_end_bytes")
+
+
+class StepTime:
+    """Step times of a simulated run (``simulate_step_time``).
+
+    ``step_time_ns``: ``(world, steps)`` ProfileStep durations; ``mean_ns``: the job's mean
+    step time, the mean over ranks and steps (``Truth.job_step_ns``, what ``planted`` uses);
+    ``step_max_ns``: per step, the longest rank's duration; ``max_ns``: the mean over steps of
+    ``step_max_ns``; ``rank_mean_ns``: per rank, the mean over steps."""
+
+    def __init__(self, step_time_ns: np.ndarray):
+        self.step_time_ns = step_time_ns
+        self.mean_ns = float(step_time_ns.mean()) if step_time_ns.size else 0.0
+        self.step_max_ns = step_time_ns.max(axis=0)
+        self.max_ns = float(self.step_max_ns.mean()) if self.step_max_ns.size else 0.0
+        self.rank_mean_ns = step_time_ns.mean(axis=1)
+
+    def __repr__(self) -> str:
+        return "StepTime(mean %.3f ms, max %.3f ms)" % (self.mean_ns / 1e6, self.max_ns / 1e6)
+
+
+def simulate_step_time(cfg) -> StepTime:
+    """Simulate the run a ``SynthConfig`` describes, without writing traces (the generator's
+    phase 1), and return its :class:`StepTime`. With the same config as a generated run,
+    ``mean_ns`` equals that run's ``Truth.job_step_ns`` exactly."""
+    from .generator import simulate_step_time as _simulate
+    return _simulate(cfg)
 
 
 class Truth:
@@ -100,7 +161,14 @@ class Truth:
         self.host_offsets_ns: List[int] = meta["host_offsets_ns"]
         self.columns = columns
         for name in _STEP_ARRAYS:
-            setattr(self, name, columns[name])
+            setattr(self, name, columns.get(name))
+        self.changes: List[dict] = meta.get("changes", [])
+        sched = meta.get("schedule") or {"name": "1f1b", "virtual_stages": 1}
+        self.schedule_name: str = sched["name"]
+        self.virtual_stages: int = sched["virtual_stages"]
+        self.chunk_layers: List[List[List[int]]] = sched.get("chunk_layers", [])
+        self.job_step_ns: float = meta["job_step_ns"]
+        self.step_max_ns: np.ndarray = self.step_time_ns.max(axis=0)
         self.kind_names = [str(x) for x in columns["kind_names"]]
         self.axis_names = [str(x) for x in columns["axis_names"]]
 
@@ -155,6 +223,16 @@ class Truth:
         kind or axis is in ``kinds``, when given)."""
         return float(self.waits_ns(kinds)[rank])
 
+    def schedule(self, rank: int, step: int) -> List[dict]:
+        """``rank``'s pipeline slots of ProfileStep ``step`` in execution order (see the
+        module docstring)."""
+        c = self.columns
+        rows = np.flatnonzero((c["sched_rank"] == rank) & (c["sched_step"] == step))
+        return [{"phase": "FB"[int(c["sched_phase"][i])],
+                 "micro_batch": int(c["sched_micro_batch"][i]), "chunk": int(c["sched_chunk"][i]),
+                 "device_start_ns": int(c["sched_start_ns"][i]),
+                 "device_end_ns": int(c["sched_end_ns"][i])} for i in rows]
+
     def members_of(self, rank: int) -> Dict[str, np.ndarray]:
         """``rank``'s member rows with their instance's step, kind and axis (columns)."""
         c = self.columns
@@ -205,5 +283,5 @@ def _label(r: dict) -> str:
         r["rank"], r["dp"], r["pp"], r["mp"], r["hostname"], r["gpu"], r["pid"])
 
 
-__all__ = ["AXIS_NAMES", "KIND_NAMES", "TRUTH_JSON", "TRUTH_NPZ", "Truth", "load_truth",
-           "write_truth"]
+__all__ = ["AXIS_NAMES", "KIND_NAMES", "TRUTH_JSON", "TRUTH_NPZ", "StepTime", "Truth",
+           "load_truth", "simulate_step_time", "write_truth"]
