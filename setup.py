@@ -26,6 +26,7 @@ setup(
         "werkzeug>=2.0",   # the plugin's WSGI routes (TensorBoard uses it too)
         "tensorboard>=2.12",  # the host of the tab: a plain install, then `tensorboard --logdir` works
         "pandas>=1.5",     # the Python API's frames (tbp.load / tbp.load_run); imported only by the API
+        "pyyaml>=5.1",     # `whatif --model-config FILE.yaml`: PaddleNLP / PaddleFleetX model configs for MFU
     ],
     extras_require={
         "s3": ["s3fs>=2025.1"],

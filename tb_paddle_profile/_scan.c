@@ -25,7 +25,7 @@
  * inside; reader._RECORD lists the same fields in the same order. */
 typedef struct {
     int64_t pid, tid, corr, shared_memory, bytes;
-    int64_t increase, cur_alloc, cur_reserved, peak_alloc, peak_reserved;
+    int64_t increase, cur_alloc, cur_reserved, peak_alloc, peak_reserved, addr;
     int64_t shapes_start, shapes_stop, dtypes_start, dtypes_stop;   /* raw JSON spans, 0/0: none */
     double ts, dur, start, blocks_per_sm, warps_per_sm, occupancy;
     int32_t name, cat, ph, place, registers;
@@ -528,6 +528,26 @@ static int read_opt_interned(parser *ps, int32_t *out) {
     return 0;
 }
 
+/* A memory event's "addr": a string of 1 to 18 decimal digits → its value; null → -1. Any other
+ * form is declined (the msgspec path reads it: reader._addr). */
+static int read_addr(parser *ps, int64_t *out) {
+    const char *s;
+    Py_ssize_t n;
+    if (is_null(ps)) {
+        *out = -1;
+        return 0;
+    }
+    if (ps->p >= ps->end || *ps->p != '"' || parse_string(ps, &s, &n) < 0) return FAIL;
+    if (n < 1 || n > 18) return FAIL;
+    int64_t v = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return FAIL;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
 /* A plain (non-optional) str, interned. */
 static int read_interned(parser *ps, int32_t *out, int strip_brackets) {
     const char *s;
@@ -716,6 +736,9 @@ static int args_field(parser *ps, const char *k, Py_ssize_t n, record *r, uint32
             if (key_is(k, n, "peak_allocated")) FIELD(13, read_opt_int(ps, &r->peak_alloc, 0));
             if (key_is(k, n, "peak_reserved")) FIELD(14, read_opt_int(ps, &r->peak_reserved, 0));
             break;
+        case 'a':
+            if (key_is(k, n, "addr")) FIELD(18, read_addr(ps, &r->addr));
+            break;
         case 'i':
             if (key_is(k, n, "increase_bytes")) FIELD(15, read_opt_int(ps, &r->increase, 0));
             if (key_is(k, n, "input_shapes")) FIELD(16, read_raw(ps, &r->shapes_start, &r->shapes_stop));
@@ -760,6 +783,7 @@ static int event_field(parser *ps, const char *k, Py_ssize_t n, record *r, uint3
 static int parse_event(parser *ps, record *r) {
     memset(r, 0, sizeof(*r));
     r->corr = -1;
+    r->addr = -1;
     r->name = r->cat = r->ph = r->place = EMPTY_ID;
     return parse_object(ps, r, event_field);
 }

@@ -6,7 +6,7 @@
     print(p.text())        # what `tb-paddle-profile summary` prints
     r = tbp.load_run("profiler_log/gpt-2rank")
     r.ranks, r.steps, r.collectives, r.waits, r.verdict, r.step_times
-    print(r.text())        # what `tb-paddle-profile distributed` prints
+    print(r.text())        # what `tb-paddle-profile parallel` prints
 
 Nothing is computed here. A trace is loaded by the CLI's loader and per-file job (``cli._Loaded``,
 ``jobs.run_job``), through the same cache as the CLI and the TensorBoard tab, so a trace the tab or
@@ -353,7 +353,7 @@ class Run(_Frames):
         raise KeyError(f"no rank {rank} in {self.path} (ranks: {', '.join(str(r.rank) for r in self.parallel.ranks)})")
 
     def text(self, time_unit: str = "ms") -> str:
-        """What ``tb-paddle-profile distributed`` prints for this run and span."""
+        """What ``tb-paddle-profile parallel`` prints for this run and span."""
         from .render import parallel_text
 
         return parallel_text.render(self.parallel, time_unit=time_unit)
@@ -396,7 +396,7 @@ def load_all(path, *, sorted_by: str = "CPUTotal", op_detail: bool = True, threa
 def load_run(folder, span: Optional[str] = None, *, cache_dir: Optional[str] = None, cache: bool = True,
              jobs: Optional[int] = None) -> Run:
     """The ranks of the run in ``folder`` (one trace per rank, searched recursively) side by side, for
-    one recorded span (Paddle's span_index; default the first), as ``tb-paddle-profile distributed``
+    one recorded span (Paddle's span_index; default the first), as ``tb-paddle-profile parallel``
     analyses them. A rank that cannot be read is left out (``Run.left_out``, and a note); LoadError
     when none can."""
     parallel, files, left_out = _load_parallel(folder, span, cache_dir, cache, jobs)

@@ -184,9 +184,10 @@ class RunLoad:
         return self.result
 
 
-def load_run(args, run_dir: str, span: Optional[str]) -> RunLoad:
+def load_run(args, run_dir: str, span: Optional[str], analyze: bool = True) -> RunLoad:
     """The analysis of one span (default the first) of the run in ``run_dir``: the ranks' digests through
-    the plugin's cache and job, the run assembly of the tab (runs.py), the stored analysis computed once."""
+    the plugin's cache and job, the run assembly of the tab (runs.py), the stored analysis computed once.
+    ``analyze=False``: no analysis (``result`` an empty RunParallel with the notes), ``digests`` only."""
     from .plugin.loader import READY
     from .runs import RunAnalyses, analysis_key, analyze_split, duplicate_notes, local_traces, span_files, span_order
     from .v1 import plugin_pb2, summary_pb2
@@ -225,6 +226,12 @@ def load_run(args, run_dir: str, span: Optional[str]) -> RunLoad:
         loaded.report(getattr(args, "verbose", False))
         if not digests:
             return RunLoad(None, used, errors, None)
+        if not analyze:
+            result = plugin_pb2.RunParallel(run=".", span=span)
+            result.notes.extend(notes)
+            got = RunLoad(result, used, errors, None)
+            got.digests, got.span = digests, span
+            return got
         if len(spans) > 1:
             notes.append(f"Spans {', '.join(spans)} found; this is span {span} (--span chooses).")
         notes.extend(duplicate_notes(workers, span))
@@ -282,21 +289,28 @@ def _cmd_summary(args) -> int:
     return 3 if internal else 2 if failed else 0
 
 
-def _cmd_parallel(args) -> int:
-    from .render import parallel_text
-
+def _reported_run(args, analyze: bool = True):
+    """(RunLoad or None, internal, failed) of the run the command names, each file's error printed on
+    stderr (one line each); None when nothing could be analysed (the exit status is then 3 for a bug of
+    ours, else 2)."""
     try:
-        run = load_run(args, args.run_dir, args.span)
+        run = load_run(args, args.run_dir, args.span, analyze=analyze)
     except LoadFailure as exc:
         for error, _ in exc.errors:
             print(f"error: {error}", file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return None, 0, 1
     for error, _ in run.errors:
         print(f"error: {error}", file=sys.stderr)
     internal = sum(bug for _, bug in run.errors)
-    failed = len(run.errors) - internal
-    if run.result is None:
+    return (run if run.result is not None else None), internal, len(run.errors) - internal
+
+
+def _cmd_parallel(args) -> int:
+    from .render import parallel_text
+
+    run, internal, failed = _reported_run(args)
+    if run is None:
         return 3 if internal else 2
     result = run.with_matched() if args.format == "json" else run.result  # json: the matched instances too
     result.run = args.run_dir
@@ -310,6 +324,96 @@ def _cmd_parallel(args) -> int:
     else:
         print(parallel_text.render(result, time_unit=args.time_unit), end="")
     return 3 if internal else 2 if failed else 0
+
+
+def _cmd_whatif(args) -> int:
+    from .analysis.crossrank.whatif import analyze_whatif
+    from .render import whatif_text
+
+    run, internal, failed = _reported_run(args, analyze=False)
+    if run is None:
+        return 3 if internal else 2
+    try:
+        result = analyze_whatif(run.digests, args.run_dir, run.span, params=args.params,
+                                tokens_per_step=args.tokens_per_step, model_config=args.model_config,
+                                peak_tflops=args.peak_tflops, time_unit=args.time_unit)
+    except ValueError as exc:   # a bad model config: one line naming the file
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result.notes.extend(run.result.notes)
+    if args.format == "json":
+        print(to_json(result))
+    elif args.format == "csv":
+        if not print_csv(result.display, args.table, args.run_dir):
+            return 2
+    else:
+        print(whatif_text.render_display(result.display), end="")
+    return 3 if internal else 2 if failed else 0
+
+
+def _diff_target(target: str, span: Optional[str]) -> Tuple[str, Optional[str]]:
+    """(path, span) of a `diff` side: PATH, or RUN_DIR@SPAN when PATH@SPAN is not itself a file."""
+    if span is None and "@" in target and not os.path.lexists(target):
+        target, span = target.rsplit("@", 1)
+    return target, span
+
+
+def load_diff(args):
+    """The RunDiff of `tb-paddle-profile diff` (display/diff.py): two trace files (two ranks: their Summaries
+    through load_summaries) or two run folders (their cross-rank analyses through load_run)."""
+    from .display.diff import rank_diff, run_diff
+    from .v1.summary_pb2 import Summary
+
+    sides = [_diff_target(args.baseline, args.baseline_span), _diff_target(args.candidate, args.candidate_span)]
+    for path, _ in sides:
+        if not os.path.lexists(path):
+            raise LoadFailure(f"{path}: no such file or folder")
+    kinds = {os.path.isdir(path) for path, _ in sides}
+    if len(kinds) > 1:
+        raise LoadFailure(f"{sides[0][0]}, {sides[1][0]}: compare two trace files (two ranks) or two run folders")
+    if kinds == {True}:
+        runs = []
+        for path, span in sides:
+            run = load_run(args, path, span)
+            if run.result is None:
+                raise LoadFailure(run.errors[0][0] if run.errors else f"{path}: no rank loaded", run.errors)
+            runs.append(run.result)
+        out = run_diff(runs[0], runs[1], [(path, "", rp.span, f"{path} span {rp.span}")
+                                          for (path, _), rp in zip(sides, runs)], time_unit=args.time_unit)
+        out.alignment.extend(f"{side}: {n}" for side, rp in zip(("baseline", "candidate"), runs)
+                             for n in rp.notes if n.startswith("left out"))
+        return out
+    summaries, named = [], []
+    for path, _ in sides:
+        ((f, data, error, bug),) = load_summaries(args, path)
+        if data is None:
+            raise LoadFailure(error, [(error, bug)] if bug else [])
+        summaries.append(Summary.FromString(data))
+        named.append((path, f.worker, f.span, f"{f.worker} span {f.span} ({f.file_name})"))
+    return rank_diff(summaries[0], summaries[1], named, sorted_by=args.sorted_by, time_unit=args.time_unit)
+
+
+def _cmd_diff(args) -> int:
+    from .render.diff_text import render_text
+
+    try:
+        result = load_diff(args)
+    except LoadFailure as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3 if any(bug for _, bug in exc.errors) else 2
+    except Exception as exc:  # a bug of ours: said as such, with the traceback under --debug
+        print(f"error: {our_bug(args.baseline, exc)}", file=sys.stderr)
+        if args.debug:
+            traceback.print_exc(file=sys.stderr)
+        return 3
+    if args.format == "json":
+        print(to_json(result))
+    elif args.format == "csv":
+        if not print_csv(result.display, args.table, args.baseline):
+            return 2
+    else:
+        print(render_text(result, args.time_unit), end="")
+    return 0
 
 
 def print_csv(display, table_key, source: str) -> bool:
@@ -414,6 +518,43 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--jobs", type=int, default=None, help="worker processes for parsing (default: cores, at most 8)")
     _cache_args(d)
     d.set_defaults(func=_cmd_parallel)
+
+    w = sub.add_parser("whatif", help="the critical path across ranks and what-if estimates (DP all-reduce hidden, "
+                                      "straggler fixed, stages balanced, twice the micro-batches, no launch "
+                                      "overhead), the pipeline schedule and MFU (docs/critical-path.md)")
+    w.add_argument("run_dir", help="the folder holding the run's traces (one per rank; searched recursively)")
+    w.add_argument("--span", default=None, help="which recorded span (default the first)")
+    w.add_argument("--params", type=float, default=None, help="MFU: the model's parameter count")
+    w.add_argument("--tokens-per-step", type=float, default=None, help="MFU: tokens per step (the global batch)")
+    w.add_argument("--model-config", default=None, metavar="FILE",
+                   help="MFU: a PaddleNLP-style YAML/JSON config giving the model and batch")
+    w.add_argument("--peak-tflops", type=float, default=None,
+                   help="MFU: the GPU's peak TFLOP/s (default: from its name in the trace)")
+    w.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
+    w.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                   help="text: sentences and tables; json: the RunWhatIf protobuf as proto3 JSON; csv: every table "
+                        "(raw values), each under a '# whatif/<key>: <title>' line")
+    w.add_argument("--table", default=None, metavar="KEY", help="with --format csv: only this table")
+    w.add_argument("--jobs", type=int, default=None, help="worker processes for parsing (default: cores, at most 8)")
+    _cache_args(w)
+    w.set_defaults(func=_cmd_whatif)
+
+    c = sub.add_parser("diff", help="compare two ranks (trace files) or two runs (folders): tables side by side with "
+                                    "deltas, and the step-time change split into parts (docs/diff.md)")
+    c.add_argument("baseline", help="a trace file, or a run folder (RUN_DIR@SPAN chooses a span)")
+    c.add_argument("candidate", help="the same kind as the baseline")
+    c.add_argument("--baseline-span", default=None, help="the baseline run's span (default the first)")
+    c.add_argument("--candidate-span", default=None, help="the candidate run's span (default the first)")
+    c.add_argument("--sorted-by", default="CPUTotal", choices=text.SORTED_KEYS,
+                   help="two ranks: the tables' order before sorting by |delta| (CPU keys: CPU deltas; GPU keys: GPU)")
+    c.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
+    c.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                   help="text: the sentence and the tables; json: the RunDiff protobuf; csv: every table (raw values)")
+    c.add_argument("--table", default=None, metavar="KEY", help="with --format csv: only this table")
+    c.add_argument("--jobs", type=int, default=None, help="worker processes for parsing (default: cores, at most 8)")
+    c.add_argument("--debug", action="store_true", help="print the traceback of an internal error")
+    _cache_args(c)
+    c.set_defaults(func=_cmd_diff)
 
     p = sub.add_parser("preprocess", help="summarize every trace under a logdir into the cache ahead of time")
     p.add_argument("logdir", help="a folder or an fsspec URL (s3://bucket/prefix, ...)")

@@ -12,7 +12,7 @@ from . import event_types as et
 from .analysis.collectives import parallel_view
 from .analysis.distributed import DistributedAnalysis
 from .analysis.kernels import kernel_view
-from .analysis.memory import memory_view
+from .analysis.memory import memory_view, rank_memory
 from .analysis.model import ModelAnalysis
 from .analysis.operators import operator_view
 from .analysis.profile import Profile
@@ -24,7 +24,7 @@ from .reader import EventTables, read_trace
 from .v1 import summary_pb2 as pb
 
 # Bump when the analyses change what they put into a Summary (part of the cache key).
-SUMMARY_SCHEMA = 3
+SUMMARY_SCHEMA = 4
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
@@ -47,9 +47,10 @@ def summarize_profile(p: Profile, file_name: str, file_size: int = 0) -> pb.Summ
     dist.to_pb(s.distributed, model.steps)
     operator_view(p, s.operators)
     kernel_view(p, s.kernels)
-    memory_view(p, s.memory)
+    memory_view(p, s.memory, model.steps)
     user_defined_views(p, s.memory_manipulation, s.user_defined)
     parallel_view(p, model.steps, s.parallel)
+    rank_memory(s.memory, s.parallel.memory)
     return s
 
 

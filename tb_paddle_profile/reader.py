@@ -60,6 +60,8 @@ class Args(msgspec.Struct, gc=False):
     current_reserved: Optional[int] = None
     peak_allocated: Optional[int] = None
     peak_reserved: Optional[int] = None
+    # a decimal string in Paddle's files; kept raw so that no other form rejects the file (_addr)
+    addr: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     input_shapes: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     input_dtypes: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
@@ -185,6 +187,7 @@ class MemoryTable:
     current_reserved: np.ndarray
     peak_allocated: np.ndarray
     peak_reserved: np.ndarray
+    addr: np.ndarray               # the block's address (args.addr, a decimal string), -1 when unreadable
     owner: np.ndarray              # host row of the nearest preceding host event of the thread, or -1
 
     def __len__(self) -> int:
@@ -908,6 +911,21 @@ def _int_array(values, dtype, what: str) -> np.ndarray:
         raise _Malformed(f"{what}: {exc}") from None
 
 
+def _addr(raw: bytes) -> int:
+    """A memory event's args.addr: Paddle writes the address as a decimal string ("94064963207168");
+    a bare integer is taken too. Addresses of 2^63 and more wrap into int64 (as a C uint64 read as
+    int64 would); anything else (missing, null, another form) is -1, and never rejects the file."""
+    text = raw.strip()
+    if text[:1] == b'"' and text[-1:] == b'"' and len(text) >= 2:
+        text = text[1:-1]
+    if not text.isdigit() or len(text) > 20:
+        return -1
+    v = int(text)
+    if v >= 1 << 64:
+        return -1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
 def _thread_ids(tids: list) -> np.ndarray:
     """'1234(Python)' / '1234(C++)' / 1234 → 1234."""
     cache = {t: _int_of(t if isinstance(t, int) else str(t).split("(", 1)[0], "thread id") for t in set(tids)}
@@ -1083,6 +1101,7 @@ def _msgspec_raw(events: List[Event]) -> dict:
     c["mem_current_reserved"] = _int_array([a.current_reserved or 0 for a in mem_args], i64, "current_reserved")
     c["mem_peak_allocated"] = _int_array([a.peak_allocated or 0 for a in mem_args], i64, "peak_allocated")
     c["mem_peak_reserved"] = _int_array([a.peak_reserved or 0 for a in mem_args], i64, "peak_reserved")
+    c["mem_addr"] = np.array([_addr(bytes(a.addr)) for a in mem_args], dtype=i64)
     c["strings"] = local.names
     c["pid"] = next((e.pid for e in host_ev if isinstance(e.pid, int)), -1)
     return c
@@ -1155,7 +1174,7 @@ def _build_columns(raw: dict, names: "_Interner", offset: int) -> dict:
 # The records of the native scanner (_scan.c, struct record): the same fields in the same order.
 _RECORD = np.dtype([(f, "=i8") for f in (
     "pid", "tid", "corr", "shared_memory", "bytes", "increase", "cur_alloc", "cur_reserved",
-    "peak_alloc", "peak_reserved", "shapes_start", "shapes_stop", "dtypes_start", "dtypes_stop")]
+    "peak_alloc", "peak_reserved", "addr", "shapes_start", "shapes_stop", "dtypes_start", "dtypes_stop")]
     + [(f, "=f8") for f in ("ts", "dur", "start", "blocks_per_sm", "warps_per_sm", "occupancy")]
     + [(f, "=i4") for f in ("name", "cat", "ph", "place", "registers")]
     + [("grid", "=i4", (3,)), ("block", "=i4", (3,))]
@@ -1265,7 +1284,7 @@ def _native_raw(got, mv: memoryview) -> Optional[dict]:
     c["mem_ts"] = rec["ts"][mem]
     for key, column in (("increase", "increase"), ("current_allocated", "cur_alloc"),
                         ("current_reserved", "cur_reserved"), ("peak_allocated", "peak_alloc"),
-                        ("peak_reserved", "peak_reserved")):
+                        ("peak_reserved", "peak_reserved"), ("addr", "addr")):
         c[f"mem_{key}"] = rec[column][mem]
     by_int = host[rec["pid_is_str"][host] == 0]
     c["pid"] = int(rec["pid"][by_int[0]]) if len(by_int) else -1

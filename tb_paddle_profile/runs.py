@@ -102,24 +102,45 @@ def duplicate_notes(workers: Mapping[str, Mapping[str, object]], span: str) -> L
 
 
 def missing_ranks(files: Sequence, states: Sequence) -> Optional[str]:
-    """The one sentence a cross-rank view (Parallel, Distributed) shows when some of its ranks failed
-    (``states``: the loader's FileState of each of ``files``): which ranks are missing and why, and
-    that the view covers the others; None when none failed."""
-    failed = [(f, st) for f, st in zip(files, states) if st.state == _FAILED]
-    if not failed:
+    """The one sentence a cross-rank view (Parallel, Distributed) shows when some of its ranks failed or
+    are still being written (``states``: the loader's FileState of each of ``files``): which ranks are
+    missing and why, and that the view covers the others; None when none is missing. A rank still being
+    written (GROWING) does not hold the view back: it is left out until it is complete, and said so."""
+    gone = [(f, st) for f, st in zip(files, states) if st.state in (_FAILED, _GROWING)]
+    if not gone:
         return None
-    named = "; ".join(f"{_rank_name(f)} ({st.error or f.file_name + ': failed'})" for f, st in failed)
-    left = len(files) - len(failed)
-    verb = "is" if len(failed) == 1 else "are"
-    return (f"{len(failed)} of {len(files)} ranks {verb} missing: {named}. "
+
+    def why(f, st) -> str:
+        if st.state == _GROWING:
+            return f"still being written: {st.error}" if st.error else f"{f.file_name}: still being written"
+        return st.error or f.file_name + ": failed"
+
+    named = "; ".join(f"{_rank_name(f)} ({why(f, st)})" for f, st in gone)
+    left = len(files) - len(gone)
+    verb = "is" if len(gone) == 1 else "are"
+    text = (f"{len(gone)} of {len(files)} ranks {verb} missing: {named}. "
             f"This view covers the other {left} rank{'' if left == 1 else 's'}.")
+    if any(st.state == _GROWING for _, st in gone):
+        text += " It is computed again once the files being written are complete."
+    return text
+
+
+def blocking(states: Sequence) -> List[bool]:
+    """Which ranks a cross-rank view waits for: those queued or being parsed (ready in moments). A rank
+    still being written (GROWING: its size changes, or it is truncated JSON modified recently) may stay
+    so for minutes, so the view runs on the others without it (missing_ranks), unless no rank is ready."""
+    wait = [st.state in (_QUEUED, _LOADING) for st in states]
+    if not any(st.state == _READY for st in states):
+        wait = [w or st.state == _GROWING for w, st in zip(wait, states)]
+    return wait
 
 
 def _rank_name(f) -> str:
     return f"rank {f.rank}" if f.rank >= 0 else f.worker
 
 
-_FAILED = 4  # plugin_pb2.FAILED (LoadState), without importing the protobuf module here
+# LoadState values (plugin.proto), without importing the protobuf module here
+_QUEUED, _LOADING, _READY, _FAILED, _GROWING = 1, 2, 3, 4, 5
 
 
 # ------------------------------------------------------------------ the CLI's files

@@ -106,7 +106,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional
 
 import numpy as np
 

@@ -137,6 +137,37 @@ def test_failed_rank_is_named_and_the_others_are_analysed(tmp_path, browser):
             page.context.close()
 
 
+def test_rank_still_being_written_does_not_hold_back_the_others(tmp_path):
+    """A rank cut in half and modified just now counts as still being written (GROWING), which may last
+    minutes: the cross-rank views answer 200 for the other rank, name it as still being written, and are
+    computed again once it is complete."""
+    logdir = tmp_path / "logdir"
+    cut = _truncated_run(logdir)
+    os.utime(logdir / "cut" / cut, None)  # modified now: still being written, not broken
+    with tensorboard(logdir, tmp_path) as tb:
+        status = wait_all_loaded(tb)
+        assert sorted(f["state"] for f in status["files"]) == ["GROWING", "READY"], status["files"]
+        for route, view in (("parallel", "parallel"), ("distributed", "distributed")):
+            code, body = _get(tb, f"/{route}?run=cut&span=0&format=json")
+            assert code == 200, (route, body)
+            text = _missing_sentence(body["display"], view)
+            assert "rank 1" in text and "still being written" in text and cut in text, text
+            assert "covers the other 1 rank" in text and "computed again" in text, text
+        code, par = _get(tb, "/parallel?run=cut&span=0&format=json")
+        assert [r["worker"] for r in par["ranks"]] == ["rank0"]
+        # the writer finishes the file: the next answers cover both ranks, without the sentence
+        (logdir / "cut" / cut).write_bytes((DATA / cut).read_bytes())
+        deadline = time.monotonic() + 120
+        while True:
+            code, par = _get(tb, "/parallel?run=cut&span=0&format=json")
+            if code == 200 and len(par["ranks"]) == 2:
+                break
+            assert time.monotonic() < deadline, (code, par if code != 200 else par["ranks"])
+            time.sleep(0.5)
+        (v,) = [x for x in par["display"]["views"] if x["key"] == "parallel"]
+        assert all(s["key"] != "missing" for s in v.get("sentences", [])), v["sentences"][:2]
+
+
 def test_large_file_shows_size_and_parsing_time(tmp_path, browser):
     logdir = tmp_path / "logdir"
     (logdir / "run").mkdir(parents=True)
@@ -158,6 +189,12 @@ def test_large_file_shows_size_and_parsing_time(tmp_path, browser):
             if any(f["state"] == "LOADING" for f in st["files"]):
                 break
             time.sleep(0.1)
+        # the server says when the parse began (so a reload does not restart the count)
+        runs = json.loads(tb.get(ROUTE + "/runs?format=json"))
+        loading = [sp for r in runs["runs"] for w in r["workers"] for sp in w["spans"] if sp["state"] == "LOADING"]
+        if loading:  # (unless it finished in between)
+            since = float(loading[0]["loadingSinceUnixS"])
+            assert time.time() - 120 < since <= time.time(), since
         # the page's run list is polled slowly once all is ready: a reload shows the file at once
         page.reload()
         handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",

@@ -234,3 +234,44 @@ def test_a_dragged_column_width_holds_and_survives_a_reload(tb, logdir, page_at)
     kwrap = frame.locator('.panel .dt[data-table="kernels"]').first
     ktest = kwrap.get_attribute("data-testid")[: -len("-wrap")]
     assert abs(_header_width(frame, ktest, col) - after) > 1
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_auto_unit_prints_each_duration_column_in_the_unit_that_fits_it(tb, logdir, page_at, width):
+    """The unit selector's "auto": every duration column of a table prints in the unit in which its
+    largest value has at most three digits before the point (s from a second on), named in its header;
+    the strings are the Python formatter's in that unit, and nothing is cut."""
+    worker = worker_of(logdir, GPU_RUN)
+    display = fetch_display(tb, GPU_RUN, worker)
+    table = next(t for v in display.views if v.key == "operators" for t in v.tables if t.key == "operators")
+    page = page_at(width)
+    frame = open_panel(page, tb, GPU_RUN, worker, "operators", "auto")
+    assert frame.locator('[data-testid="select-unit"] button[data-value="auto"]').get_attribute("aria-checked") == "true"
+    drawn = read_virtual_table(frame, "operator-table")
+    assert drawn, "the Operators table is empty"
+    headers = {h["col"]: h["text"] for h in frame.evaluate(
+        """() => Array.from(document.querySelectorAll('[data-testid="operator-table"] .vt-hrow:not(.groups) .vt-th'),
+             (th) => ({col: th.dataset.col, text: th.textContent}))""")}
+    by_id = {r.id: r for r in table.rows}
+    units_seen = set()
+    for i, col in enumerate(table.columns):
+        if col.format.kind != dpb.CELL_DURATION or col.format.unit or col.panel_hidden or col.key not in headers:
+            continue
+        values = [abs(r.cells[i].number) for r in table.rows
+                  if r.role not in (dpb.ROW_HEADER, dpb.ROW_SECTION) and len(r.cells) > i and not r.cells[i].missing]
+        top = max(values, default=0)
+        unit = "s" if top >= 1e9 else "ms" if top >= 1e6 else "us" if top >= 1e3 else "ns"
+        units_seen.add(unit)
+        assert headers[col.key].endswith(f"({unit})"), (col.key, headers[col.key], top)
+        for row in drawn[:50]:
+            model_row = by_id[row["id"]]
+            if model_row.role in (dpb.ROW_HEADER, dpb.ROW_SECTION):
+                continue  # labels, printed as their text
+            assert row["cells"][col.key] == cells.format_value(col.format, model_row.cells[i], unit), (col.key, row)
+        if unit != "ns":
+            assert top / {"s": 1e9, "ms": 1e6, "us": 1e3}[unit] < 1000 or unit == "s"
+    assert units_seen, "no duration column was drawn"
+    assert not frame.evaluate(_CUT)
+    # a fixed unit again: the headers lose their unit, the cells are the CLI's strings in it
+    frame.click('[data-testid="select-unit"] button[data-value="us"]')
+    frame.wait_for_function("() => !Array.from(document.querySelectorAll('[data-testid=\"operator-table\"] .vt-hrow:not(.groups) .vt-th')).some((th) => /\\((s|ms|us|ns)\\)$/.test(th.textContent))")

@@ -33,6 +33,7 @@ from browser_util import SHOTS  # noqa: E402
 STATIC = REPO / "tb_paddle_profile" / "static"
 RUN = "gloo"          # a real 2-rank CPU run (Paddle's own traces)
 BROKEN_RUN = "broken"  # one file that is not a Paddle trace
+GPU_RUN = "gpu"        # GPU-shaped traces with kernels (tests' gpu-synthetic-2rank)
 BROKEN_WORKER = "rank7"
 NOT_PADDLE = '{"traceEvents": [{"name": "x", "ph": "X"}], "note": "a Chrome trace, but not one of Paddle"}'
 VIEWS = ["overview", "operators", "kernels", "distributed", "memory", "timeline"]
@@ -51,6 +52,10 @@ def logdir(tmp_path_factory) -> Path:
     (root / RUN / f"{BROKEN_WORKER}_time_2026_11_29_07_19_39_000000.paddle_trace.json").write_text(NOT_PADDLE)
     (root / BROKEN_RUN).mkdir()
     (root / BROKEN_RUN / "rank0_time_2026_01_01_00_00_00_000000.paddle_trace.json").write_text(NOT_PADDLE)
+    if "gpu-synthetic-2rank" in folders:  # a run with kernels (the Kernels view's grouping)
+        (root / GPU_RUN).mkdir()
+        for trace in folders["gpu-synthetic-2rank"].glob("*.paddle_trace.json"):
+            shutil.copyfile(trace, root / GPU_RUN / trace.name)
     return root
 
 
@@ -266,6 +271,34 @@ def test_table_state_is_in_the_link(tb, browser):
     assert header.get_attribute("aria-sort") == sort_before
     frame.wait_for_function("(n) => document.querySelectorAll('[data-testid=\"operator-table\"] .vt-row').length >= n", arg=min(len(rows_before), 1))
     assert frame.evaluate(READ_ROWS) == rows_before
+    page.context.close()
+    assert log.console_errors == [] and log.page_errors == [], (log.console_errors, log.page_errors)
+
+
+def test_kernels_grouping_is_in_the_link(tb, browser):
+    log = PageLog()
+    page = open_page(browser, log, 1440, False)
+    status = json.loads(tb.get("/data/plugin/paddle_profile/status"))
+    gpu = sorted({f["worker"] for f in status["files"] if f["run"] == GPU_RUN and f["state"] == "READY"})
+    if not gpu:
+        pytest.skip("the trace set gpu-synthetic-2rank is not here")
+    page.goto(link(tb, run=GPU_RUN, worker=gpu[-1], view="kernels"))
+    frame = frame_of(page, "kernels")
+    frame.locator('[data-testid="kernels-grouping"] button[data-value="operator"]').click()
+    frame.wait_for_function("() => location.hash.includes('u.kernels.group=operator')")
+    assert host_keys(page).get("u.kernels.group") == "operator"
+    shared = page.url
+    page.context.close()
+
+    page = open_page(browser, log, 1440, False)
+    page.goto(shared)
+    frame = frame_of(page, "kernels")
+    button = frame.locator('[data-testid="kernels-grouping"] button[data-value="operator"]')
+    assert button.get_attribute("aria-checked") == "true"
+    assert "per launching operator" in frame.locator('[data-testid="panel-kernels"]').inner_text()
+    # back to the default: the key leaves the link
+    frame.locator('[data-testid="kernels-grouping"] button[data-value="kernel"]').click()
+    frame.wait_for_function("() => !location.hash.includes('u.kernels.group=')")
     page.context.close()
     assert log.console_errors == [] and log.page_errors == [], (log.console_errors, log.page_errors)
 

@@ -153,10 +153,12 @@ def test_counters_equal_the_memory_events_and_kernel_intervals(client, shared_tr
             c = by_label[f"{place} {kind}"]
             assert c.unit == "bytes" and c.kind == kind
             assert c.max_value == max(v for _, _, v in points)
+            # the lane's bottom: the lowest value of the whole trace (at every zoom), negatives as 0
+            assert c.min_value == max(0, min(v for _, _, v in points))
             _check_memory(list(c.values), points, edges, slack=1000)
         for dev, intervals in truth["kernels"].items():
             c = by_label[f"GPU {dev} utilization"]
-            assert c.unit == "ratio" and c.device == dev
+            assert c.unit == "ratio" and c.device == dev and (c.min_value, c.max_value) == (0, 1)
             want = _busy_bins(intervals, edges)
             _same(list(c.values), want, 1e-6)
             if zoom is None:
@@ -198,7 +200,7 @@ _PAGE_STATE = """() => { const t = window.__tbppTimeline, d = t.data(), v = t.vi
   return { view: [v.start, v.end], ws: d.windowStart, we: d.windowEnd, res: d.resolution, base: d.base,
     scroll: t.scrollTop(), width: document.querySelector('[data-testid="timeline-canvas"]').clientWidth,
     ranks: d.ranks.map((r) => ({ worker: r.worker, file: r.fileName, offset: r.offset,
-      counters: r.counters.map((c) => ({ label: c.label, unit: c.unit, kind: c.kind, max: c.max,
+      counters: r.counters.map((c) => ({ label: c.label, unit: c.unit, kind: c.kind, max: c.max, min: c.min,
         values: [...c.values].map((x) => Number.isNaN(x) ? null : x) })) })),
     rows: t.rows().filter((r) => r.kind === 'counter').map((r) => ({ worker: r.worker, counter: r.counter, y: r.y, h: r.h, label: r.label })) }; }"""
 
@@ -260,12 +262,29 @@ def test_counter_lanes_are_drawn_with_the_traces_values_and_hover_reads_them(tb_
         canvas = frame.locator('[data-testid="timeline-canvas"]')
         rank0 = st["ranks"][0]
         plot = st["width"] - 200
+        # each lane is scaled from the counter's lowest to its highest value over the trace, both labelled
+        # (bytes humanised, a ratio in %): the hidden list of lanes carries the labels the axis draws
+        axes = frame.evaluate("""() => [...document.querySelectorAll('[data-testid="timeline-counter"]')].map((li) =>
+            [li.dataset.worker, Number(li.dataset.counter), li.dataset.lo, li.dataset.hi])""")
+        for worker, ci, lo_text, hi_text in axes:
+            r = next(x for x in st["ranks"] if x["worker"] == worker)
+            c = r["counters"][ci]
+            points = _truth(files[r["file"]], origin=base + r["offset"])["memory"].get(tuple(c["label"].rsplit(" ", 1)))
+            if c["unit"] == "ratio":
+                assert (lo_text, hi_text) == ("0 %", "100 %")
+                continue
+            lo, hi = max(0, min(v for _, _, v in points)), max(v for _, _, v in points)
+            if lo == hi:  # a constant counter is drawn from 0
+                lo = 0
+            assert (lo_text, hi_text) == tuple(human_bytes(v) if v else "0 B" for v in (lo, hi)), (c["label"], lo_text, hi_text)
         for want in ("GPU 0 utilization", "Place(gpu:0) allocated"):
             ci = next(i for i, c in enumerate(rank0["counters"]) if c["label"] == want)
             c = rank0["counters"][ci]
             row = next(r for r in st["rows"] if r["worker"] == rank0["worker"] and r["counter"] == ci)
-            # a run of one value of at least a quarter of the lane's scale: drawn tall, and a pixel off reads the same
-            k = _plateau(c["values"], c["max"] / 4)
+            lo = 0 if c["unit"] == "ratio" or c["min"] >= c["max"] else c["min"]
+            hi = 1 if c["unit"] == "ratio" else c["max"]
+            # a run of one value at least a quarter up the lane's scale: drawn tall, and a pixel off reads the same
+            k = _plateau(c["values"], lo + (hi - lo) / 4)
             t = st["ws"] + (k + 0.5) * st["res"]
             x = 200 + (t - st["view"][0]) / (st["view"][1] - st["view"][0]) * plot
             y = 26 + row["y"] + row["h"] / 2 - st["scroll"]
@@ -282,7 +301,8 @@ def test_counter_lanes_are_drawn_with_the_traces_values_and_hover_reads_them(tb_
               const r = devicePixelRatio; const img = c.getContext('2d').getImageData(Math.round(x * r), Math.round(y0 * r), 1, Math.round(h * r)).data;
               let n = 0; for (let i = 0; i < img.length; i += 4) if (img[i] < 230 || img[i + 1] < 230 || img[i + 2] < 230) n++; return n; }""",
                                      [x, 26 + row["y"] - st["scroll"], row["h"]])
-            assert painted >= 5, painted
+            # as tall as the value's place between the lane's bottom and top (28 px lane, 24 px inside)
+            assert abs(painted - (c["values"][k] - lo) / (hi - lo) * 24) <= 3, (want, painted, c["values"][k], lo, hi)
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"timeline-counters-{width}.png"))
         if width == 1440:  # the documentation's picture (docs/timeline.md)

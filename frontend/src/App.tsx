@@ -7,8 +7,10 @@ import type { PickItem } from "./components/Picker";
 import { Notice, Segmented } from "./components/ui";
 import type { LabelMap } from "./labels";
 import { workerLabel } from "./labels";
-import { fmtBytes, TIME_UNITS } from "./format";
-import type { TimeUnit } from "./format";
+import { fmtBytes } from "./format";
+import { UNIT_CHOICES } from "./display/cells";
+import type { UnitChoice } from "./display/cells";
+import { AutoUnits } from "./display/DisplayTable";
 import { LoadState } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import type { RunDistributed, RunEntry, RunList, SpanEntry, WorkerEntry } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
@@ -20,8 +22,11 @@ import { Memory } from "./panels/Memory";
 import { Operators } from "./panels/Operators";
 import { Overview } from "./panels/Overview";
 import { Timeline } from "./panels/timeline/Timeline";
+import { Compare } from "./panels/compare/Compare";
+import { resolveChoice } from "./panels/compare/choice";
+import { WhatIf } from "./panels/whatif/WhatIf";
 import type { Selection, View } from "./state";
-import { DEFAULT_SELECTION, isNewView, loadUi, onUiChange, parseSelection, readHash, selectionKeys, VIEW_TITLES, VIEWS, writeHash } from "./state";
+import { DEFAULT_SELECTION, RUN_VIEWS, isNewView, loadUi, onUiChange, parseSelection, readHash, selectionKeys, VIEW_TITLES, VIEWS, writeHash } from "./state";
 
 const BUSY = new Set([LoadState.QUEUED, LoadState.LOADING, LoadState.GROWING, LoadState.LOAD_STATE_UNSPECIFIED]);
 const POLL_BUSY_MS = 1000;
@@ -127,7 +132,7 @@ function useLoaded<T>(key: string | null, load: (signal: AbortSignal) => Promise
 const early = new Map<string, Promise<Fetched<Summary>>>();
 
 function prefetchSummary(sel: Selection): void {
-  if (sel.run && sel.worker && sel.span && sel.view !== "distributed" && sel.view !== "timeline") {
+  if (sel.run && sel.worker && sel.span && !RUN_VIEWS.includes(sel.view) && sel.view !== "timeline") {
     early.set(`${sel.run}\u0000${sel.worker}\u0000${sel.span}`, fetchSummary(sel).catch(() => ({ kind: "pending" }) as const));
   }
 }
@@ -221,8 +226,8 @@ export function App() {
   // Keep the selection valid for the run list.
   useEffect(() => {
     if (!runs) return;
-    const fixed = resolve(sel, runs);
-    if (fixed.run !== sel.run || fixed.worker !== sel.worker || fixed.span !== sel.span) setSel(fixed);
+    const fixed = sel.view === "compare" ? resolveChoice(resolve(sel, runs), runs) : resolve(sel, runs);
+    if (isNewView(fixed, sel)) setSel(fixed);
   }, [runs, sel]);
 
   // The selection lives in the iframe's hash (and, for sharing, in TensorBoard's own URL).
@@ -250,7 +255,7 @@ export function App() {
   const span = worker?.spans.find((s) => s.span === sel.span);
   const spanKey = { run: sel.run, worker: sel.worker, span: sel.span };
 
-  const needsSummary = sel.view !== "distributed" && sel.view !== "timeline";
+  const needsSummary = !RUN_VIEWS.includes(sel.view) && sel.view !== "timeline";
   // A file the run list reports as failed is not requested: the list carries its reason.
   const summaryKey =
     span && needsSummary && span.state !== LoadState.FAILED ? `${sel.run}\u0000${sel.worker}\u0000${sel.span}\u0000${span.fileSize}\u0000${reloads}` : null;
@@ -258,6 +263,15 @@ export function App() {
   // The display model of the same rank (every table the panels draw), requested with the summary.
   const display = useLoaded<Display>(summaryKey, (signal) => fetchDisplay(spanKey, undefined, signal), SUMMARY_CACHE_SIZE);
 
+  // The run's files as the run views see them: a file that changes state or size asks again.
+  const runFiles = run
+    ? run.workers
+        .map((w) => {
+          const s = w.spans.find((x) => x.span === sel.span);
+          return `${w.worker}:${s?.state}:${s?.fileSize}`;
+        })
+        .join(",")
+    : "";
   const distKey =
     run && sel.view === "distributed"
       ? `${sel.run}\u0000${sel.span}\u0000${run.workers
@@ -278,6 +292,7 @@ export function App() {
     <div class="app" data-testid="app">
       <Sidebar runs={runs} sel={sel} update={update} />
       <main class="main">
+        <AutoUnits.Provider value={sel.auto}>
         <MainHeader sel={sel} span={span} worker={worker} traceHref={span ? traceUrl(spanKey) : undefined} />
         <div class="content">
           {runsError ? (
@@ -291,8 +306,9 @@ export function App() {
               {" "}<code>paddle.profiler.export_chrome_tracing</code>.
             </Notice>
           ) : null}
-          {run && span ? <PanelArea sel={sel} run={run} span={span} summary={summary} display={display} dist={dist} update={update} /> : null}
+          {sel.view === "compare" && runs && runs.runs.length ? <Compare runs={runs} sel={sel} update={update} reloads={reloads} /> : run && span ? <PanelArea sel={sel} run={run} span={span} summary={summary} display={display} dist={dist} update={update} runKey={`${runFiles}\u0000${reloads}`} /> : null}
         </div>
+        </AutoUnits.Provider>
       </main>
     </div>
   );
@@ -306,6 +322,7 @@ function PanelArea({
   display,
   dist,
   update,
+  runKey,
 }: {
   sel: Selection;
   run: RunEntry;
@@ -314,6 +331,8 @@ function PanelArea({
   display: Loaded<Display> | null;
   dist: Loaded<RunDistributed> | null;
   update: (p: Partial<Selection>) => void;
+  /** Changes when a file of the run changes state or size (the run views fetch again). */
+  runKey: string;
 }) {
   const workers = useMemo(() => sortedWorkers(run), [run]);
   const labels = useMemo<LabelMap>(() => new Map(workers.filter((w) => w.label).map((w) => [w.worker, w.label])), [workers]);
@@ -326,6 +345,20 @@ function PanelArea({
         {dist?.status === "pending" ? <Notice kind="loading" testId="panel-pending">Some ranks are still being parsed; they appear as they are ready.</Notice> : null}
         <Distributed data={data} unit={sel.unit} current={sel.worker} labels={labels} onOpenRank={(worker) => update({ worker, view: "overview" })} />
       </>
+    );
+  }
+  if (sel.view === "whatif") {
+    return (
+      <WhatIf
+        run={sel.run}
+        span={sel.span}
+        dataKey={`${sel.run}\u0000${sel.span}\u0000${runKey}`}
+        unit={sel.unit}
+        workers={workers}
+        labels={labels}
+        onOpenRank={(worker) => update({ worker, view: "overview" })}
+        onTimeline={(worker, tlcp) => update({ view: "timeline", worker, tlcp, tl: "", tlsel: "", tlq: "", tlfind: "" })}
+      />
     );
   }
   // A failed file has no timeline: its reason is shown instead of a request that can only fail (and
@@ -389,18 +422,18 @@ function MainHeader({ sel, span, worker, traceHref }: { sel: Selection; span?: S
     <header class="main-head">
       <div class="crumbs" data-testid="crumbs">
         <span class="crumb-view">{VIEW_TITLES[sel.view]}</span>
-        {sel.run ? <span class="crumb">{sel.run}</span> : null}
-        {worker && sel.view !== "distributed" ? <span class="crumb">{workerLabel(worker)}</span> : null}
-        {span ? <span class="crumb">{`span ${span.span}`}</span> : null}
+        {sel.view === "compare" ? <span class="crumb">{`${sel.brun} vs ${sel.crun}`}</span> : sel.run ? <span class="crumb">{sel.run}</span> : null}
+        {worker && !RUN_VIEWS.includes(sel.view) ? <span class="crumb">{workerLabel(worker)}</span> : null}
+        {span && sel.view !== "compare" ? <span class="crumb">{`span ${span.span}`}</span> : null}
       </div>
       <div class="head-tools">
-        {span && sel.view !== "distributed" ? (
+        {span && !RUN_VIEWS.includes(sel.view) ? (
           <span class="file" title={span.fileName}>
             {span.fileName}
             {span.cached ? <span class="badge">cached</span> : null}
           </span>
         ) : null}
-        {traceHref && sel.view !== "distributed" ? (
+        {traceHref && !RUN_VIEWS.includes(sel.view) ? (
           <a class="btn" href={traceHref} download={span?.fileName} data-testid="download-trace" title="The raw trace, for Perfetto or chrome://tracing">
             Download trace
           </a>
@@ -428,7 +461,7 @@ function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Selection; 
       </div>
       <label class="field">
         <span>Run</span>
-        <select value={sel.run} onChange={(e) => update({ run: (e.target as HTMLSelectElement).value, worker: "", span: "", tlranks: "", tlfold: "" })} data-testid="select-run" disabled={!runs?.runs.length}>
+        <select value={sel.run} onChange={(e) => update({ run: (e.target as HTMLSelectElement).value, worker: "", span: "", tlranks: "", tlfold: "", tlcp: "" })} data-testid="select-run" disabled={!runs?.runs.length}>
           {(runs?.runs ?? []).map((r) => (
             <option value={r.run}>{r.workers.length > 1 ? `${r.run} · ${r.workers.length} workers` : r.run}</option>
           ))}
@@ -441,7 +474,7 @@ function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Selection; 
           value={sel.worker}
           onPick={(worker) => update({ worker })}
           testId="select-worker"
-          disabled={!workers.length || sel.view === "distributed"}
+          disabled={!workers.length || RUN_VIEWS.includes(sel.view)}
           placeholder="Filter by label, rank, host"
         />
       </div>
@@ -455,10 +488,10 @@ function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Selection; 
       </label>
       <div class="field">
         <span>Time unit</span>
-        <Segmented<TimeUnit>
-          value={sel.unit}
-          options={TIME_UNITS.map((u) => ({ value: u, label: u }))}
-          onChange={(unit) => update({ unit })}
+        <Segmented<UnitChoice>
+          value={sel.auto ? "auto" : sel.unit}
+          options={UNIT_CHOICES.map((u) => ({ value: u, label: u }))}
+          onChange={(unit) => update(unit === "auto" ? { unit: "ms", auto: true } : { unit, auto: false })}
           testId="select-unit"
           label="Time unit"
         />
@@ -534,13 +567,16 @@ function groupFiles(workers: WorkerEntry[]): FileGroup[] {
 }
 
 /**
- * When this page first saw a file LOADING (by file name and size). The parse runs in a worker process
- * that reports no progress, so the sidebar and the pending panel show its size and how long it has
- * been parsing as seen from here, never a made-up percentage.
+ * When a file's parse began, in ms of this page's clock. The parse runs in a worker process that reports
+ * no progress, so the sidebar and the pending panel show its size and how long it has been parsing
+ * (from the server's `loadingSinceUnixS`; before a server said, from when this page first saw it
+ * LOADING), never a made-up percentage.
  */
 const LOADING_SINCE = new Map<string, number>();
 
 function loadingSince(s: SpanEntry): number {
+  const server = Number(s.loadingSinceUnixS || 0);
+  if (server > 0) return Math.min(server * 1000, Date.now());
   const key = `${s.fileName}\u0000${s.fileSize}`;
   let t = LOADING_SINCE.get(key);
   if (t === undefined) LOADING_SINCE.set(key, (t = Date.now()));
@@ -561,7 +597,7 @@ function Parsing({ s }: { s: SpanEntry }) {
     return () => window.clearInterval(t);
   }, []);
   return (
-    <span data-testid="file-progress" title="parsing in a worker process: its size, and how long this page has seen it parsing">
+    <span data-testid="file-progress" title="parsing in a worker process: its size, and how long it has been parsing">
       {`parsing ${fmtElapsed(since)} · ${fmtBytes(Number(s.fileSize))}`}
     </span>
   );

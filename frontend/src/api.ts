@@ -9,6 +9,10 @@ import { SummarySchema } from "./gen/tb_paddle_profile/v1/summary_pb";
 import { DisplaySchema } from "./gen/tb_paddle_profile/v1/display_pb";
 import type { Display } from "./gen/tb_paddle_profile/v1/display_pb";
 import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
+import { RunWhatIfSchema } from "./gen/tb_paddle_profile/v1/whatif_pb";
+import type { RunWhatIf } from "./gen/tb_paddle_profile/v1/whatif_pb";
+import { RunDiffSchema } from "./gen/tb_paddle_profile/v1/diff_pb";
+import type { RunDiff } from "./gen/tb_paddle_profile/v1/diff_pb";
 
 /** What a route answered: the message, "not ready yet" (HTTP 202) or an error message. */
 export type Fetched<T> =
@@ -86,6 +90,23 @@ export function fetchParallel(run: string, span: string, signal?: AbortSignal): 
   return fetchMessage(RunParallelSchema, `parallel?${query({ run, span })}`, signal, true);
 }
 
+/** MFU inputs of the `whatif` route (empty: not given). */
+export interface MfuInputs {
+  params: string;
+  tokensPerStep: string;
+  peakTflops: string;
+}
+
+/** The critical path, the what-if estimates, the pipeline schedule and MFU of a run and span; "pending"
+ * while some ranks still load. */
+export function fetchWhatIf(run: string, span: string, mfu: MfuInputs, signal?: AbortSignal): Promise<Fetched<RunWhatIf>> {
+  const params: Record<string, string> = { run, span };
+  if (mfu.params) params.params = mfu.params;
+  if (mfu.tokensPerStep) params.tokens_per_step = mfu.tokensPerStep;
+  if (mfu.peakTflops) params.peak_tflops = mfu.peakTflops;
+  return fetchMessage(RunWhatIfSchema, `whatif?${query(params)}`, signal, true);
+}
+
 /** The display model of one rank (every table and sentence of its views), built in Python. */
 export function fetchDisplay(key: SpanKey, sortedBy?: string, signal?: AbortSignal): Promise<Fetched<Display>> {
   const params: Record<string, string> = { run: key.run, worker: key.worker, span: key.span };
@@ -108,4 +129,31 @@ export function csvUrl(key: { run: string; worker?: string; span: string }, view
 
 export function traceUrl(key: SpanKey): string {
   return `trace?${query({ run: key.run, worker: key.worker, span: key.span })}`;
+}
+
+/** The Compare view's two sides; a side's worker "" means every rank of its run (the across-ranks comparison). */
+export interface DiffChoice {
+  baseline: SpanKey;
+  candidate: SpanKey;
+}
+
+function diffParams(c: DiffChoice): Record<string, string> {
+  return {
+    baseline_run: c.baseline.run,
+    baseline_worker: c.baseline.worker,
+    baseline_span: c.baseline.span,
+    candidate_run: c.candidate.run,
+    candidate_worker: c.candidate.worker,
+    candidate_span: c.candidate.span,
+  };
+}
+
+/** The comparison of two ranks or two runs (built in Python); "pending" (partly filled) while a side is parsed. */
+export function fetchDiff(c: DiffChoice, signal?: AbortSignal): Promise<Fetched<RunDiff>> {
+  return fetchMessage(RunDiffSchema, `diff?${query(diffParams(c))}`, signal, true);
+}
+
+/** The `csv` route of one table of a comparison (built in Python from the same model). */
+export function diffCsvUrl(c: DiffChoice, table: string): string {
+  return `csv?${query({ view: "diff", table, ...diffParams(c) })}`;
 }

@@ -3,7 +3,7 @@ import type { TimeUnit } from "./format";
 import { TIME_UNITS } from "./format";
 import { useEffect, useState } from "preact/hooks";
 
-export const VIEWS = ["overview", "operators", "kernels", "distributed", "memory", "timeline"] as const;
+export const VIEWS = ["overview", "operators", "kernels", "distributed", "whatif", "memory", "timeline", "compare"] as const;
 export type View = (typeof VIEWS)[number];
 
 export const VIEW_TITLES: Record<View, string> = {
@@ -11,8 +11,10 @@ export const VIEW_TITLES: Record<View, string> = {
   operators: "Operators",
   kernels: "Kernels",
   distributed: "Distributed",
+  whatif: "What-if",
   memory: "Memory",
   timeline: "Timeline",
+  compare: "Compare",
 };
 
 export interface Selection {
@@ -20,6 +22,9 @@ export interface Selection {
   worker: string;
   span: string;
   unit: TimeUnit;
+  /** The unit selector on "auto" (URL unit=auto): tables print each duration column in the unit that
+   * fits it (display/DisplayTable.tsx AutoUnits); `unit` stays the panels' unit for sentences and charts. */
+  auto: boolean;
   view: View;
   /** Timeline: window "start,end" (ns), search, selected slice "worker:id", open the first match,
    * folded ranks and tracks ("worker:*" and "worker:track", comma-separated). */
@@ -30,11 +35,20 @@ export interface Selection {
   tlfold: string;
   /** Timeline: the ranks shown, worker names comma-separated (URI-encoded); "" = the default set. */
   tlranks: string;
+  /** Timeline: the critical path drawn ("" = off; else "<step>" or "<step>:<segment>" to jump to that segment). */
+  tlcp: string;
   /** A name to search for in the Operators/Kernels tables (links from the timeline). */
   find: string;
+  /** Compare: the baseline's and the candidate's run, worker ("*" = every rank: the whole runs) and span. */
+  brun: string;
+  bworker: string;
+  bspan: string;
+  crun: string;
+  cworker: string;
+  cspan: string;
 }
 
-export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", view: "overview", tl: "", tlq: "", tlsel: "", tlfind: "", tlfold: "", tlranks: "", find: "" };
+export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", auto: false, view: "overview", tl: "", tlq: "", tlsel: "", tlfind: "", tlfold: "", tlranks: "", tlcp: "", find: "", brun: "", bworker: "", bspan: "", crun: "", cworker: "", cspan: "" };
 
 /** Reads a selection from "run=…&worker=…" pairs; unknown or malformed values fall back to defaults. */
 export function parseSelection(pairs: Record<string, string>): Partial<Selection> {
@@ -42,23 +56,31 @@ export function parseSelection(pairs: Record<string, string>): Partial<Selection
   if (pairs.run !== undefined) out.run = pairs.run;
   if (pairs.worker !== undefined) out.worker = pairs.worker;
   if (pairs.span !== undefined) out.span = pairs.span;
-  if (TIME_UNITS.includes(pairs.unit as TimeUnit)) out.unit = pairs.unit as TimeUnit;
+  if (TIME_UNITS.includes(pairs.unit as TimeUnit)) Object.assign(out, { unit: pairs.unit as TimeUnit, auto: false });
+  else if (pairs.unit === "auto") Object.assign(out, { unit: DEFAULT_SELECTION.unit, auto: true });
   if ((VIEWS as readonly string[]).includes(pairs.view)) out.view = pairs.view as View;
-  for (const k of ["tl", "tlq", "tlsel", "tlfind", "tlfold", "tlranks", "find"] as const) if (pairs[k] !== undefined) out[k] = pairs[k];
+  for (const k of ["tl", "tlq", "tlsel", "tlfind", "tlfold", "tlranks", "tlcp", "find", ...COMPARE_KEYS] as const) if (pairs[k] !== undefined) out[k] = pairs[k];
   return out;
 }
 
 export function selectionKeys(sel: Selection): Record<string, string> {
-  const keys: Record<string, string> = { run: sel.run, worker: sel.worker, span: sel.span, unit: sel.unit, view: sel.view };
-  if (sel.view === "timeline") Object.assign(keys, { tl: sel.tl, tlq: sel.tlq, tlsel: sel.tlsel, tlfind: sel.tlfind, tlfold: sel.tlfold, tlranks: sel.tlranks });
+  const keys: Record<string, string> = { run: sel.run, worker: sel.worker, span: sel.span, unit: sel.auto ? "auto" : sel.unit, view: sel.view };
+  if (sel.view === "timeline") Object.assign(keys, { tl: sel.tl, tlq: sel.tlq, tlsel: sel.tlsel, tlfind: sel.tlfind, tlfold: sel.tlfold, tlranks: sel.tlranks, tlcp: sel.tlcp });
   if (sel.find && (sel.view === "kernels" || sel.view === "operators")) keys.find = sel.find;
+  if (sel.view === "compare") for (const k of COMPARE_KEYS) keys[k] = sel[k];
   for (const [k, v] of Object.entries(ui)) keys[UI_PREFIX + k] = v;
   return keys;
 }
 
+/** The Compare view's choice in the URL (a new choice is a history entry). */
+export const COMPARE_KEYS = ["brun", "bworker", "bspan", "crun", "cworker", "cspan"] as const;
+
+/** The run views: they show every rank of a run and span, not one worker's file. */
+export const RUN_VIEWS: readonly View[] = ["distributed", "whatif", "compare"];
+
 /** Whether going from `a` to `b` is a new view (run, worker, span or panel): a browser history entry. */
 export function isNewView(a: Selection, b: Selection): boolean {
-  return a.run !== b.run || a.worker !== b.worker || a.span !== b.span || a.view !== b.view;
+  return a.run !== b.run || a.worker !== b.worker || a.span !== b.span || a.view !== b.view || COMPARE_KEYS.some((k) => a[k] !== b[k]);
 }
 
 // ---------------------------------------------------------------- the panels' own state in the URL

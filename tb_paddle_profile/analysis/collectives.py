@@ -41,7 +41,9 @@ from .. import event_types as et
 from ..event_tree import gather
 from ..v1 import summary_pb2 as pb
 from . import ranges
+from .phases import phase_spans
 from .profile import Profile
+from .program import build_program
 
 ALL_REDUCE = pb.COLLECTIVE_KIND_ALL_REDUCE
 ALL_GATHER = pb.COLLECTIVE_KIND_ALL_GATHER
@@ -239,6 +241,10 @@ class CollectiveAnalysis:
         )
         self._outer_comm = outer_comm
         self._host_k = host_k
+        # per instance: its device row (-1: a host instance) and host row (-1: a kernel), for the program
+        self.inst_dev_row = np.concatenate([k_rows, np.full(h_rows.size, -1, np.int64)])[order]
+        self.inst_host_row = np.concatenate([np.full(k_rows.size, -1, np.int64), h_rows])[order]
+        self.inst_op_row = np.concatenate([k_op_row, h_rows])[order]   # its issuing host event (-1: none)
 
         # Steps: ProfileSteps, or the whole trace as one pseudo-step.
         if steps:
@@ -380,6 +386,7 @@ class CollectiveAnalysis:
             s.kernel_ns = int(kern_dur[km].sum())
             s.dataloader_ns = m(dataloader_u, lo, hi)
             s.first_device_ns = first_device(lo, hi)
+        build_program(self.p, self, self.steps, out, _SYNC_RUNTIME)
 
 
 def _subtract(a, b):
@@ -396,4 +403,10 @@ def _subtract(a, b):
 
 
 def parallel_view(p: Profile, steps, out: pb.ParallelView) -> None:
-    CollectiveAnalysis(p, steps).to_pb(out)
+    ca = CollectiveAnalysis(p, steps)
+    ca.to_pb(out)
+    # the Forward / Backward phases (phases.py), their names added to the view's
+    names = {n: i for i, n in enumerate(out.names)}
+    known = len(names)
+    phase_spans(p, ca.steps, ca.instances, ca.dev_comm, names, out.phases)
+    out.names.extend(list(names)[known:])

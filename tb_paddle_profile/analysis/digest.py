@@ -13,7 +13,7 @@ from collections import Counter
 from ..v1 import summary_pb2 as pb
 
 # Bump when a field changes meaning; part of the digest's cache key.
-DIGEST_SCHEMA = 1
+DIGEST_SCHEMA = 2
 
 
 def device_id_of(summary: pb.Summary) -> int:

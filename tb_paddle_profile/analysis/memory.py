@@ -1,21 +1,53 @@
-"""Paddle's Memory Summary, plus the allocated/reserved curve of each place.
+"""Paddle's Memory Summary, plus the allocated/reserved curve of each place and the memory insights.
 
 Walk (MemorySummary.parse): every non-root host node except OperatorInner credits
 its own memory events to its own name; an Operator also credits its direct
 children's memory events to the operator's name. Peaks are the allocator's running
 peaks carried on the credited events. The curve uses every memory event of the
 place, in time order.
+
+The insights (not Paddle's; docs/panels.md "Memory insights") use every memory event of
+the place in time order (ties in file order), like the curve:
+
+* growth per step (``MemoryGrowth``): allocated and reserved at each ProfileStep's end, the
+  step's peak and floor, least-squares slopes in bytes per step, and "leak suspected" when the
+  allocated floor grows in every step by more than the LEAK_* thresholds below;
+* fragmentation (``MemoryFragmentation``): reserved minus allocated at the allocated peak and
+  its largest value;
+* alive at the peak (``MemoryAlive``): the allocations not yet freed at the event of the highest
+  current allocated, matched to their frees by address, grouped by the operator and the
+  outermost Forward/Backward layer event around the allocating host event.
+
+``rank_memory`` copies each place's peaks into ParallelView.memory (the digest carries it) and
+``memory_stages`` makes the peaks per pipeline stage and rank of the cross-rank analysis.
 """
 from __future__ import annotations
+
+import re
+from typing import Sequence, Tuple
 
 import numpy as np
 
 from .. import event_types as et
+from ..v1 import plugin_pb2 as ppb
 from ..v1 import summary_pb2 as pb
 from .groupby import group, split_rows
 from .profile import Profile
 
 MAX_CURVE_POINTS = 4000
+
+# Thresholds of the memory insights (data, documented in docs/panels.md "Memory insights").
+# A leak is suspected when a place has at least LEAK_MIN_STEPS steps and its allocated floor (the
+# lowest allocated in a step) grows from each step to the next by more than the larger of
+# LEAK_MIN_GROWTH_BYTES and LEAK_MIN_GROWTH_OF_PEAK x the place's peak allocated.
+LEAK_MIN_STEPS = 3
+LEAK_MIN_GROWTH_BYTES = 1 << 20
+LEAK_MIN_GROWTH_OF_PEAK = 0.001
+# Groups listed in MemoryAlive (largest first); the rest are summed in its others_* fields.
+MAX_ALIVE_GROUPS = 100
+STAMP_NS = 1000  # the resolution of a memory event's time stamp (µs)
+THREAD_ROOT = "(thread root)"
+_GPU_PLACE = re.compile(r"^Place\(gpu:\d+\)$")
 
 
 def _curve(t, rows: np.ndarray, out: pb.MemoryCurve) -> None:
@@ -59,7 +91,9 @@ def _decimate(t, m: np.ndarray, n_buckets: int) -> np.ndarray:
     return keep[both]
 
 
-def memory_view(p: Profile, out: pb.MemoryView) -> None:
+def memory_view(p: Profile, out: pb.MemoryView, steps: Sequence[Tuple[int, int, int]] = ()) -> None:
+    """Paddle's Memory Summary of every place, its curve and its insights; `steps` are
+    ModelAnalysis.steps, (number, start_ns, end_ns) per ProfileStep."""
     t, tree = p.tables, p.tree
     owner = t.memory.owner
     m_rows = np.nonzero(owner >= 0)[0]
@@ -99,6 +133,7 @@ def memory_view(p: Profile, out: pb.MemoryView) -> None:
 
     place_rows = split_rows(t.memory.place, np.arange(len(t.memory.place))) if places_seen else {}
     credited_place = t.memory.place[rows]
+    layer = None
     for pl in places_seen:
         on_place = rows[credited_place == pl]   # the rows credited to a name (repeats do not change a max)
         msg = out.places.add(place=t.names[pl],
@@ -110,3 +145,158 @@ def memory_view(p: Profile, out: pb.MemoryView) -> None:
                            free_count=int(g.sums["free_count"][i]), allocation_size=int(g.sums["alloc_size"][i]),
                            free_size=int(g.sums["free_size"][i]))
         _curve(t, place_rows[pl], msg.curve)
+        if layer is None:
+            layer = tree.outermost((t.host.type == et.FORWARD) | (t.host.type == et.BACKWARD))
+        _insights(p, place_rows[pl], steps, layer, msg)
+
+
+# ------------------------------------------------------------------ insights
+
+
+def _slope(y: np.ndarray) -> float:
+    """Least-squares slope of y over 0, 1, 2, ... (per step); 0 with fewer than 2 points."""
+    if y.size < 2:
+        return 0.0
+    x = np.arange(y.size, dtype=np.float64)
+    x -= x.mean()
+    yy = y.astype(np.float64)
+    return float((x * (yy - yy.mean())).sum() / (x * x).sum())
+
+
+def _insights(p: Profile, rows: np.ndarray, steps, layer: np.ndarray, msg: pb.MemoryPlace) -> None:
+    t = p.tables
+    mem = t.memory
+    m = rows[np.argsort(mem.ts_ns[rows], kind="stable")]
+    if not m.size:
+        return
+    ts, a, r = mem.ts_ns[m], mem.current_allocated[m], mem.current_reserved[m]
+    typ, inc = mem.type[m], mem.increase[m]
+    is_alloc_kind = (typ == et.ALLOCATE) | (typ == et.FREE)
+    # the counters before the first event (its own increase taken back)
+    base_a = int(a[0] - (inc[0] if is_alloc_kind[0] else 0))
+    base_r = int(r[0] - (0 if is_alloc_kind[0] else inc[0]))
+
+    # ---- growth per step
+    g = msg.growth
+    for number, start, end in steps:
+        # memory events carry whole-µs stamps: one stamped less than 1 µs before the start is in the step
+        i0 = int(np.searchsorted(ts, start - STAMP_NS, side="right"))
+        i1 = int(np.searchsorted(ts, end, side="right"))
+        enter_a = int(a[i0 - 1]) if i0 else base_a
+        enter_r = int(r[i0 - 1]) if i0 else base_r
+        inside_a, inside_r = a[i0:i1], r[i0:i1]
+        pt = g.steps.add(step=number, events=max(0, i1 - i0),
+                         allocated_end=int(a[i1 - 1]) if i1 else base_a,
+                         reserved_end=int(r[i1 - 1]) if i1 else base_r,
+                         allocated_peak=max(enter_a, int(inside_a.max())) if inside_a.size else enter_a,
+                         allocated_floor=min(enter_a, int(inside_a.min())) if inside_a.size else enter_a,
+                         reserved_peak=max(enter_r, int(inside_r.max())) if inside_r.size else enter_r)
+        pt.range.start_ns, pt.range.end_ns = int(start), int(end)
+    ends_a = np.array([s.allocated_end for s in g.steps], dtype=np.int64)
+    ends_r = np.array([s.reserved_end for s in g.steps], dtype=np.int64)
+    floors = np.array([s.allocated_floor for s in g.steps], dtype=np.int64)
+    g.allocated_slope, g.reserved_slope, g.floor_slope = _slope(ends_a), _slope(ends_r), _slope(floors)
+    growth = np.diff(floors)
+    g.floor_growth_min = int(growth.min()) if growth.size else 0
+    g.leak_min_steps = LEAK_MIN_STEPS
+    g.leak_threshold_bytes = max(LEAK_MIN_GROWTH_BYTES, int(LEAK_MIN_GROWTH_OF_PEAK * msg.peak_allocated))
+    g.leak_suspected = bool(floors.size >= LEAK_MIN_STEPS and growth.size
+                            and int(growth.min()) > g.leak_threshold_bytes)
+
+    # ---- fragmentation: reserved - allocated after each event
+    k = int(np.argmax(a))          # the allocated peak: the first event of the highest current allocated
+    frag = r - a
+    j = int(np.argmax(frag))
+    f = msg.fragmentation
+    f.peak_time_ns, f.peak_allocated, f.peak_reserved = int(ts[k]), int(a[k]), int(r[k])
+    f.at_peak_bytes = int(frag[k])
+    f.max_bytes, f.max_time_ns = int(frag[j]), int(ts[j])
+
+    # ---- alive at the peak: allocations of the prefix up to the peak event whose address is
+    # not freed after them (within the prefix), as a dict of addresses walked in time order leaves
+    alive = msg.alive_at_peak
+    alive.time_ns, alive.allocated = int(ts[k]), int(a[k])
+    pre = m[:k + 1]
+    pre = pre[(mem.type[pre] == et.ALLOCATE) | (mem.type[pre] == et.FREE)]
+    addr = mem.addr[pre]
+    known = addr >= 0
+    alive.unaddressed = int((~known).sum())
+    pre, addr = pre[known], addr[known]
+    pos = np.arange(pre.size)
+    order = np.lexsort((pos, addr))     # by address, then time
+    ev, ad = pre[order], addr[order]
+    is_alloc = mem.type[ev] == et.ALLOCATE
+    same_next = np.r_[ad[1:] == ad[:-1], False]
+    same_prev = np.r_[False, ad[1:] == ad[:-1]]
+    prev_alloc = np.r_[False, is_alloc[:-1]]
+    live = ev[is_alloc & ~same_next]                      # the last event of its address: an allocation
+    unseen_free = ev[~is_alloc & ~(same_prev & prev_alloc)]  # a free of a block not allocated in the trace
+    alive.before_trace = base_a - int(-mem.increase[unseen_free].sum())
+    if live.size:
+        live = np.sort(live)   # file order: the first allocation of a group decides ties
+        owner = mem.owner[live]
+        has = owner >= 0
+        op = np.full(live.size, -1, dtype=np.int64)
+        op[has] = p.tree.nearest_operator[owner[has]]
+        who = np.where(op >= 0, op, owner)
+        name = np.where(who >= 0, t.host.name[np.maximum(who, 0)], -1)
+        lay = np.full(live.size, -1, dtype=np.int64)
+        lay[has] = layer[owner[has]]
+        lay_name = np.where(lay >= 0, t.host.name[np.maximum(lay, 0)], -1)
+        keys, first, inv = np.unique(np.stack([name, lay_name], axis=1), axis=0, return_index=True,
+                                     return_inverse=True)
+        inv = inv.reshape(-1)
+        size = mem.increase[live]
+        counts = np.bincount(inv, minlength=len(keys))
+        exact = np.zeros(len(keys), dtype=np.int64)   # int sums (weights are float64)
+        np.add.at(exact, inv, size)
+        rank = np.lexsort((first, -counts, -exact))
+        for gi in rank[:MAX_ALIVE_GROUPS].tolist():
+            n_id, l_id = int(keys[gi][0]), int(keys[gi][1])
+            alive.groups.add(operator=t.names[n_id] if n_id >= 0 else THREAD_ROOT,
+                             layer=t.names[l_id] if l_id >= 0 else "", bytes=int(exact[gi]), count=int(counts[gi]))
+        rest = rank[MAX_ALIVE_GROUPS:]
+        alive.others_bytes = int(exact[rest].sum())
+        alive.others_count = int(counts[rest].sum())
+
+
+# ------------------------------------------------------------------ across ranks
+
+
+def rank_memory(view: pb.MemoryView, out: pb.RankMemory) -> None:
+    """Each place's peaks, as MemoryView gives them (ParallelView.memory)."""
+    for pl in view.places:
+        out.places.add(place=pl.place, peak_allocated=pl.peak_allocated, peak_reserved=pl.peak_reserved)
+
+
+def device_peak(memory: pb.RankMemory):
+    """The rank's device memory: the place of the largest peak allocated among its GPU places
+    ("Place(gpu:N)"), else among all its places; None without places."""
+    places = [pl for pl in memory.places if _GPU_PLACE.match(pl.place)] or list(memory.places)
+    if not places:
+        return None
+    return max(places, key=lambda pl: pl.peak_allocated)   # the first of equals
+
+
+def memory_stages(out: ppb.RunParallel, ranks, msgs: Sequence[ppb.RankParallel]) -> None:
+    """RunParallel.memory from each rank's digest (ParallelView.memory) and pipeline stage
+    (RankParallel.pipeline_stage, set by the pipeline view): per rank its device peak, per stage the
+    largest, smallest and mean peak allocated and the largest peak reserved."""
+    by_stage = {}
+    for r in ranks:
+        pl = device_peak(r.digest.parallel.memory)
+        if pl is None:
+            continue
+        stage = int(msgs[r.index].pipeline_stage)
+        row = out.memory.ranks.add(rank=r.rank, stage=stage, place=pl.place, peak_allocated=pl.peak_allocated,
+                                   peak_reserved=pl.peak_reserved)
+        by_stage.setdefault(stage, []).append(row)
+    for stage in sorted(by_stage):
+        rows = by_stage[stage]
+        top_a = max(rows, key=lambda x: x.peak_allocated)
+        top_r = max(rows, key=lambda x: x.peak_reserved)
+        out.memory.stages.add(stage=stage, ranks=sorted(x.rank for x in rows),
+                              max_peak_allocated=top_a.peak_allocated, max_allocated_rank=top_a.rank,
+                              min_peak_allocated=min(x.peak_allocated for x in rows),
+                              mean_peak_allocated=int(round(sum(x.peak_allocated for x in rows) / len(rows))),
+                              max_peak_reserved=top_r.peak_reserved, max_reserved_rank=top_r.rank)

@@ -339,6 +339,41 @@ def _pipeline_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
     return [t]
 
 
+MEMORY_NOTE = ("Peak memory per rank: the largest peak allocated among its GPU places (Place(gpu:N)), else among its "
+               "other places (a CPU run), as its Memory view gives it; per stage the largest, smallest and mean over "
+               "the stage's ranks. Stage -1: no pipeline stage was found (all ranks).")
+
+
+def _memory_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
+    """Peak memory per pipeline stage and per rank (RunParallel.memory, analysis/memory.py)."""
+    mem = rp.memory
+    if not mem.ranks:
+        return []
+    def b(key: str, header: str, description: str) -> dpb.Column:   # "1.50 GB" in the CLI and the panel; CSV: the integer
+        return col(key, header, BYTES, style="human", description=description)
+
+    stages = _table("memory_stages", "Peak memory by pipeline stage", [
+        count("stage", "Stage"), col("ranks", "Ranks"),
+        b("max_peak_allocated", "Max allocated", "The largest peak allocated of the stage's ranks"),
+        count("max_allocated_rank", "On rank", description="The rank of the largest peak allocated"),
+        b("min_peak_allocated", "Min allocated", "The smallest peak allocated of the stage's ranks"),
+        b("mean_peak_allocated", "Mean allocated", "The mean peak allocated of the stage's ranks"),
+        b("max_peak_reserved", "Max reserved", "The largest peak reserved of the stage's ranks"),
+        count("max_reserved_rank", "On rank", description="The rank of the largest peak reserved")],
+        [_note("memory.note", MEMORY_NOTE)])
+    for st in mem.stages:
+        _row(stages, [st.stage, ranks_text(st.ranks), st.max_peak_allocated, st.max_allocated_rank,
+                      st.min_peak_allocated, st.mean_peak_allocated, st.max_peak_reserved, st.max_reserved_rank],
+             str(st.stage), _rank_link(st.max_allocated_rank))
+    ranks = _table("memory_ranks", "Peak memory by rank", [
+        count("rank", "Rank"), count("stage", "Stage"), col("place", "Place"),
+        b("peak_allocated", "Peak allocated", "The rank's largest peak allocated among its device places"),
+        b("peak_reserved", "Peak reserved", "The peak reserved of that place")])
+    for r in mem.ranks:
+        _row(ranks, [r.rank, r.stage, r.place, r.peak_allocated, r.peak_reserved], str(r.rank), _rank_link(r.rank))
+    return [stages, ranks]
+
+
 def _stragglers_table(rp: ppb.RunParallel, labels: Dict[int, str]) -> dpb.Table:
     t = _table("stragglers", "Named ranks", [
         count("rank", "Rank"), col("label", "Label"), col("cause", "Cause"), col("gpu", "GPU cause"),
@@ -514,6 +549,7 @@ def parallel_display(rp: ppb.RunParallel, time_unit: str = "ms") -> dpb.Display:
     if rp.clocks:
         tables.append(_clocks_table(rp))
     tables += _pipeline_tables(rp)
+    tables += _memory_tables(rp)
     tables += [_stragglers_table(rp, labels), _findings_table(rp), _outliers_table(rp), _advice_triggers_table(rp)]
     view.tables.extend(tables)
     out = dpb.Display(time_unit=time_unit)

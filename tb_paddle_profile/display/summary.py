@@ -22,6 +22,7 @@ import json
 import re
 from typing import Iterable, List, Optional, Sequence
 
+from ..analysis.memory import THREAD_ROOT
 from ..analysis.recommendations import LOW_OCCUPANCY, recommendations
 from ..v1 import display_pb2 as dpb
 from ..v1 import summary_pb2 as pb
@@ -517,7 +518,7 @@ def _recommendation_sentences(s: pb.Summary) -> List[dpb.Sentence]:
         elif r.rule.rule == "sync_heavy":
             spans = ["Synchronisation heavy: synchronising CUDA calls take ", ns(n["sync_ns"]), " of the ",
                      ns(n["step_ns"]), " step (", pct(r.value), "; threshold ", pct(th), ", ",
-                     val(n["sync_calls"], NUMBER, digits=0), " calls per step). Avoid loss.item(), .numpy() and "
+                     val(n["sync_calls"], NUMBER, digits=1), " calls per step). Avoid loss.item(), .numpy() and "
                      "printing tensors every step."]
         elif r.rule.rule == "memcpy_heavy":
             spans = ["Memcpy heavy: memcpy and memset take ", ns(n["memory_ns"]), " of the ", ns(n["step_ns"]),
@@ -623,6 +624,7 @@ def _memory_view(s: pb.Summary, total: int, sorted_by: str, thread_sep: bool) ->
                                           groups=_groups("cpu", "gpu"), text_hidden=True))
     for pl in s.memory.places:
         view.tables.append(_memory_table(pl))
+    _memory_insights(s, view)
     return view
 
 
@@ -649,6 +651,139 @@ def _memory_table(pl: pb.MemoryPlace) -> dpb.Table:
                                  head_lines=[f"Peak Allocated Memory: {pl.peak_allocated}",
                                              f"Peak Reserved Memory: {pl.peak_reserved}"]),
                   empty="No allocation events at this place")
+
+
+# ------------------------------------------------------------------ memory insights (not Paddle's)
+
+
+def _human(key: str, header: str, description: str = "") -> dpb.Column:
+    """A bytes column printed "1.50 MB" everywhere (these tables are not Paddle's; CSV keeps the integer)."""
+    return _col(key, header, BYTES, style="human", description=description)
+
+
+def _memory_insights(s: pb.Summary, view: dpb.View) -> None:
+    """The memory insights of every place (analysis/memory.py; docs/panels.md "Memory insights"): the
+    table `memory_insights`, per place `memory_steps.<place>` and `memory_alive.<place>`, and a sentence
+    per place with steps (`memory.leak.<place>` or `memory.growth.<place>`). All are the panels' own."""
+    places = [pl for pl in s.memory.places if pl.fragmentation.peak_allocated or pl.alive_at_peak.allocated
+              or pl.growth.steps or pl.curve.events]
+    if not places:
+        return
+    cols = [_col("place", "Place", TEXT), _col("steps", "Steps", COUNT),
+            _human("allocated_slope", "Allocated / step", "Least-squares slope of allocated at each step's end"),
+            _human("reserved_slope", "Reserved / step", "Least-squares slope of reserved at each step's end"),
+            _human("floor_growth_min", "Min floor growth",
+                   "The smallest step-to-step growth of the allocated floor (the lowest allocated in a step)"),
+            _col("leak", "Leak?", TEXT, description="Leak suspected: the allocated floor grows in every step by more "
+                 "than the threshold, over at least the minimum number of steps"),
+            _human("fragmentation_at_peak", "Frag. at peak",
+                   "Reserved − allocated at the allocated peak (the trace's highest current allocated)"),
+            _human("fragmentation_max", "Max frag.", "The largest reserved − allocated"),
+            _col("fragmentation_max_ns", "Max frag. at", DURATION, description="When reserved − allocated was largest")]
+    rows, notes = [], []
+    for pl in places:
+        g, f = pl.growth, pl.fragmentation
+        n = len(g.steps)
+        leak = "-" if n < g.leak_min_steps else ("Yes" if g.leak_suspected else "No")
+        rows.append(_row([text(pl.place), num(n), num(g.allocated_slope) if n > 1 else MISSING,
+                          num(g.reserved_slope) if n > 1 else MISSING, num(g.floor_growth_min) if n > 1 else MISSING,
+                          text(leak), num(f.at_peak_bytes), num(f.max_bytes),
+                          num(f.max_time_ns)], id=pl.place))
+        if f.at_peak_bytes < 0 or f.max_bytes < 0:
+            notes.append(sentence([f"{pl.place}: reserved is below allocated (by up to ",
+                                   val(-min(f.at_peak_bytes, f.max_bytes), BYTES, style="human"),
+                                   "): this place's allocator does not count reserved memory as the GPU allocator "
+                                   "does, so its reserved − allocated is no fragmentation."],
+                                  key=f"memory.reserved_below.{pl.place}", level="note"))
+    t = _table("memory_insights", "Memory insights", cols, rows, text_hidden=True, empty="No memory events")
+    t.notes.extend(notes)
+    view.tables.append(t)
+    for pl in places:
+        if pl.growth.steps:
+            view.tables.append(_memory_steps_table(pl))
+        if pl.alive_at_peak.allocated or pl.alive_at_peak.groups:
+            view.tables.append(_memory_alive_table(pl))
+        sent = _growth_sentence(pl)
+        if sent is not None:
+            view.sentences.append(sent)
+
+
+def _growth_sentence(pl: pb.MemoryPlace) -> Optional[dpb.Sentence]:
+    g = pl.growth
+    n = len(g.steps)
+    if n < 2:
+        return None
+
+    def b(x):
+        return val(x, BYTES, style="human")
+
+    if g.leak_suspected:
+        return sentence([f"Leak suspected on {pl.place}: the allocated floor (the lowest allocated in a step) grew "
+                         f"in each of the {n} steps by at least ", b(g.floor_growth_min), " (threshold ",
+                         b(g.leak_threshold_bytes), "); allocated at the step's end grows by ", b(g.allocated_slope),
+                         " per step (least squares). Look for tensors kept across steps (a list of losses, "
+                         "a cache that grows, graphs retained for backward)."],
+                        key=f"memory.leak.{pl.place}", level="warning")
+    if round(g.allocated_slope) == 0:
+        change = [f"{pl.place}: allocated at the step's end does not change over {n} steps"]
+    else:
+        change = [f"{pl.place}: allocated at the step's end changes by ", b(g.allocated_slope),
+                  f" per step over {n} steps (least squares)"]
+    return sentence(change + ["; no leak suspected (that needs the allocated floor to grow by more than ",
+                              b(g.leak_threshold_bytes), f" in every step, over at least {g.leak_min_steps} steps)."],
+                    key=f"memory.growth.{pl.place}", level="info")
+
+
+def _memory_steps_table(pl: pb.MemoryPlace) -> dpb.Table:
+    cols = [_col("step", "Step", COUNT), _human("allocated_end", "Allocated at end"),
+            _human("reserved_end", "Reserved at end"),
+            _human("fragmentation_end", "Reserved − allocated at end"),
+            _human("allocated_peak", "Allocated peak"), _human("reserved_peak", "Reserved peak"),
+            _human("allocated_floor", "Allocated floor", "The lowest allocated in the step"),
+            _human("floor_growth", "Floor growth", "Allocated floor − the previous step's"),
+            _col("events", "Events", COUNT, description="Memory events of the place in the step")]
+    rows, prev = [], None
+    for st in pl.growth.steps:
+        rows.append(_row([num(st.step), num(st.allocated_end), num(st.reserved_end),
+                          num(st.reserved_end - st.allocated_end), num(st.allocated_peak), num(st.reserved_peak),
+                          num(st.allocated_floor), MISSING if prev is None else num(st.allocated_floor - prev),
+                          num(st.events)], id=f"step:{st.step}"))
+        prev = st.allocated_floor
+    return _table(f"memory_steps.{pl.place}", f"Memory per step - {pl.place}", cols, rows, text_hidden=True,
+                  empty="No steps")
+
+
+def _memory_alive_table(pl: pb.MemoryPlace) -> dpb.Table:
+    al = pl.alive_at_peak
+    cols = [_col("operator", "Operator", TEXT, description="The nearest operator above the allocating event, else "
+                 "that event"),
+            _col("layer", "Layer", TEXT, description="The outermost Forward/Backward layer event around it"),
+            _human("bytes", "Bytes"), _col("count", "Allocations", COUNT),
+            _col("share", "Of the peak", PERCENT, digits=1, description="Bytes / allocated at the peak")]
+
+    def share(x):
+        return num(_div(x, al.allocated))
+
+    rows = [_row([text(g.operator), text(g.layer), num(g.bytes), num(g.count), share(g.bytes)],
+                 id=f"alive:{g.operator}|{g.layer}", link="" if g.operator == THREAD_ROOT else f"timeline:{g.operator}")
+            for g in al.groups]
+    if al.others_count:
+        rows.append(_row([text("Others"), text(""), num(al.others_bytes), num(al.others_count), share(al.others_bytes)],
+                         role=dpb.ROW_TOTAL, id="alive:others"))
+    if al.before_trace:
+        rows.append(_row([text("(allocated before the trace)"), text(""), num(al.before_trace), MISSING,
+                          share(al.before_trace)], role=dpb.ROW_TOTAL, id="alive:before_trace"))
+    rows.append(_row([text("Allocated at the peak"), text(""), num(al.allocated), MISSING, share(al.allocated)],
+                     role=dpb.ROW_TOTAL, id="alive:total"))
+    t = _table(f"memory_alive.{pl.place}", f"Alive at the allocated peak - {pl.place}", cols, rows, text_hidden=True,
+               empty="No allocation alive at the peak")
+    parts = ["At ", val(al.time_ns, DURATION, style="unit"), ", allocated ", val(al.allocated, BYTES, style="human"),
+             ": the allocations not yet freed then (matched to their frees by address), by operator and layer; "
+             "'(allocated before the trace)' is what was allocated before the first event and not freed by then."]
+    if al.unaddressed:
+        parts.append(f" {al.unaddressed} memory events without a readable address are left out.")
+    t.notes.append(sentence(parts, key="memory.alive.note", level="note"))
+    return t
 
 
 # ------------------------------------------------------------------ the display

@@ -96,11 +96,13 @@ class FileState:
     error: str = ""
     cached: bool = False
     why: str = ""  # FAILED: "" (the file's fault), "transient", "refused", "refused-read" or "bug"
+    loading_since: float = 0.0  # LOADING: time.time() when its parse began
 
 
 class _Entry:
     __slots__ = ("file", "state", "error", "cached", "data", "seq", "crashes", "rounds", "not_before", "why",
-                 "first_seen", "job", "plan", "digest", "index_path", "waiters", "side", "side_running")
+                 "first_seen", "job", "plan", "digest", "index_path", "waiters", "side", "side_running",
+                 "loading_since")
 
     def __init__(self, file: TraceFile, seq: int, now: float):
         self.file = file
@@ -123,6 +125,7 @@ class _Entry:
         self.waiters: List[concurrent.futures.Future] = []  # timeline index requests (request_index)
         self.side = False  # queued for a job that only its timeline index needs (its state unchanged)
         self.side_running = False
+        self.loading_since = 0.0
 
 
 class SizedLRU:
@@ -345,7 +348,8 @@ class Loader:
                 elif e.state == QUEUED and not e.error and self._pool_error:
                     out.append(FileState(QUEUED, f"{e.file.file_name}: waiting: {self._pool_error}"))
                 else:
-                    out.append(FileState(e.state, e.error, e.cached, e.why if e.state == FAILED else ""))
+                    out.append(FileState(e.state, e.error, e.cached, e.why if e.state == FAILED else "",
+                                         e.loading_since if e.state == LOADING else 0.0))
             return out
 
     def worker_pids(self) -> List[int]:
@@ -681,7 +685,7 @@ class Loader:
                     nxt.side, nxt.side_running = False, True
                 else:
                     del self._pending[key]
-                    nxt.state = LOADING
+                    nxt.state, nxt.loading_since = LOADING, time.time()
                 self._urgent.discard(key)
                 self._inflight[key] = self._plan(nxt)
                 starts.append((nxt, self._recent(nxt, time.time())))

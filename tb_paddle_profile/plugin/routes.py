@@ -33,7 +33,7 @@ from werkzeug.wrappers import Request, Response
 from tb_paddle_profile import paths
 from tb_paddle_profile.errors import TraceError, TransientError, our_bug
 from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
-from tb_paddle_profile.plugin.loader import FAILED, GROWING, LOADING, QUEUED, READY, FileState, Loader, SizedLRU
+from tb_paddle_profile.plugin.loader import FAILED, LOADING, QUEUED, READY, FileState, Loader, SizedLRU
 from tb_paddle_profile import runs as run_assembly
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, to_json
 from tb_paddle_profile import timeline
@@ -257,11 +257,14 @@ class Routes:
             "/distributed": self.distributed,
             "/parallel": self.parallel,
             "/parallel_matched": self.parallel_matched,
+            "/whatif": self.whatif,
+            "/diff": self.diff,
             "/trace": self.trace,
             "/timeline": self.timeline,
             "/timeline_event": self.timeline_event,
             "/timeline_search": self.timeline_search,
             "/timeline_range": self.timeline_range,
+            "/timeline_instance": self.timeline_instance,
             "/trace_window": self.trace_window,
             "/status": self.status,
             "/index.js": self.asset,
@@ -356,7 +359,7 @@ class Routes:
                 for span, trace in spans.items():
                     st = next(states)
                     w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
-                                error=st.error, cached=st.cached)
+                                error=st.error, cached=st.cached, loading_since_unix_s=st.loading_since)
         return out
 
     def _analysis_facts(self, key: Optional[str]) -> Tuple[Dict[str, str], Dict[str, int]]:
@@ -436,11 +439,13 @@ class Routes:
     @_handler
     def csv(self, request: Request) -> Response:
         """One display table as CSV (display/export.py): ``run, worker, span, view, table[, sorted_by]`` for a
-        rank's table; ``run, span, view=parallel|distributed, table`` (no worker) for a run view's."""
+        rank's table; ``run, span, view=parallel|distributed|whatif, table`` (no worker) for a run view's."""
         from ..display.export import to_csv
 
         view, key = _param(request, "view"), _param(request, "table")
-        if not request.args.get("worker") and view in ("parallel", "distributed"):
+        if view == "diff":  # a table of the `diff` answer, with its six parameters
+            return self._diff_csv(request, key)
+        if not request.args.get("worker") and view in ("parallel", "distributed", "whatif"):
             return self._run_csv(request, view, key)
         trace = self._file(request, refused=True)
         sorted_by = _sorted_by(request)
@@ -466,8 +471,11 @@ class Routes:
         environ = dict(request.environ)
         environ.pop("HTTP_ACCEPT_ENCODING", None)  # the inner answer uncompressed
         inner = Request(environ)
-        route, message = ((Routes.parallel, plugin_pb2.RunParallel) if view == "parallel"
-                          else (Routes.distributed, plugin_pb2.RunDistributed))
+        from ..v1 import whatif_pb2
+
+        route, message = {"parallel": (Routes.parallel, plugin_pb2.RunParallel),
+                          "whatif": (Routes.whatif, whatif_pb2.RunWhatIf)}.get(
+                              view, (Routes.distributed, plugin_pb2.RunDistributed))
         answer = route.__wrapped__(self, inner)
         if answer.status_code != 200 and answer.status_code != 202:
             return answer
@@ -499,7 +507,8 @@ class Routes:
             raise HttpError(422, state.error or f"{trace.file_name}: failed")
         loader.prioritize([trace], trace.run)
         entry = plugin_pb2.SpanEntry(span=trace.span, file_name=trace.file_name, file_size=trace.size,
-                                     state=state.state, error=state.error, cached=state.cached)
+                                     state=state.state, error=state.error, cached=state.cached,
+                                     loading_since_unix_s=state.loading_since)
         return respond(request, _encode(entry, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
 
     def _run_span(self, request: Request) -> Tuple[str, str, List[TraceFile]]:
@@ -520,7 +529,8 @@ class Routes:
         loader = self._require_loader()
         out = plugin_pb2.RunDistributed(run=run, span=span)
         waiting, states = [], self._states(files)
-        for trace, state in zip(files, states):
+        blocks = run_assembly.blocking(states)
+        for trace, state, block in zip(files, states, blocks):
             rank = out.ranks.add()
             part = self._rank_part(trace) if state.state == READY else None
             if part is not None:
@@ -529,7 +539,7 @@ class Routes:
                 state = loader.state(trace)
             rank.worker, rank.rank, rank.state, rank.error = trace.worker, trace.rank, state.state, state.error
             rank.file_version = trace.key.digest()[:16]
-            if state.state in (QUEUED, LOADING, GROWING):
+            if block or state.state in (QUEUED, LOADING):
                 waiting.append(trace)
         loader.prioritize(waiting, run)
         if not waiting:  # the Distributed view's tables, once every rank is ready (display/parallel.py)
@@ -553,7 +563,7 @@ class Routes:
         fmt = _format(request)
         loader = self._require_loader()
         states = self._states(files)
-        waiting = [t for t, st in zip(files, states) if st.state in (QUEUED, LOADING, GROWING)]
+        waiting = [t for t, block in zip(files, run_assembly.blocking(states)) if block]
         if waiting:
             loader.prioritize(waiting, run)
             out = plugin_pb2.RunParallel(run=run, span=span)
@@ -606,7 +616,7 @@ class Routes:
             _add_missing(out.display, "parallel", missing)
             return _encode(out, fmt)
 
-        return self._send(request, ("parallel", key, run, span, tuple(notes), fmt), _CTYPES[fmt], build)
+        return self._send(request, ("parallel", key, run, span, tuple(notes), missing, fmt), _CTYPES[fmt], build)
 
     @_handler
     def parallel_matched(self, request: Request) -> Response:
@@ -626,6 +636,142 @@ class Routes:
 
         return self._send(request, ("matched", key, run, span, rank, step, offset, limit, fmt), _CTYPES[fmt],
                           build)
+
+    @_handler
+    def whatif(self, request: Request) -> Response:
+        """The critical path across ranks and the what-if estimates (RunWhatIf, analysis/crossrank/whatif.py;
+        docs/critical-path.md) of one run and span, once every rank is ready; 202 with a note while some
+        load. MFU inputs: ``params``, ``tokens_per_step``, ``peak_tflops`` (numbers; no config file here)."""
+        from ..v1 import whatif_pb2
+
+        run, span, files = self._run_span(request)
+        fmt = _format(request)
+        mfu_args = {}
+        for name in ("params", "tokens_per_step", "peak_tflops"):
+            value = _param(request, name, required=False)
+            if value:
+                try:
+                    mfu_args[name] = float(value)
+                except ValueError:
+                    raise HttpError(400, f"parameter '{name}' must be a number, not {_shown(value)}") from None
+                if not mfu_args[name] > 0 or mfu_args[name] == float("inf"):
+                    raise HttpError(400, f"parameter '{name}' must be a positive number")
+        loader = self._require_loader()
+        states = self._states(files)
+        waiting = [t for t, block in zip(files, run_assembly.blocking(states)) if block]
+        if waiting:
+            loader.prioritize(waiting, run)
+            out = whatif_pb2.RunWhatIf(run=run, span=span)
+            out.notes.append(f"waiting for {len(waiting)} of {len(files)} ranks to load")
+            return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+        ready = [t for t, st in zip(files, states) if st.state == READY]
+        key = run_assembly.analysis_key(t.key for t in ready)
+        notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
+        missing = run_assembly.missing_ranks(files, states)
+        digests = []
+        for trace in ready:
+            data = loader.digest_bytes(trace)
+            if data is None:
+                out = whatif_pb2.RunWhatIf(run=run, span=span)
+                out.notes.append("waiting for a rank whose cached digest is being computed again")
+                return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+            digests.append(summary_pb2.RankDigest.FromString(data))
+
+        def build() -> bytes:
+            from ..analysis.crossrank.whatif import analyze_whatif
+
+            out = analyze_whatif(digests, run, span, **mfu_args)
+            out.notes.extend(notes)
+            _add_missing(out.display, "whatif", missing)
+            return _encode(out, fmt)
+
+        memo = ("whatif", key, run, span, tuple(sorted(mfu_args.items())), tuple(notes), missing, fmt)
+        return self._send(request, memo, _CTYPES[fmt], build)
+
+    @_handler
+    def diff(self, request: Request) -> Response:
+        """Two ranks or two runs compared (RunDiff, display/diff.py; docs/diff.md): ``baseline_run``,
+        ``baseline_worker``, ``baseline_span`` and the same ``candidate_*`` (both workers empty: the two runs'
+        cross-rank analyses), ``sorted_by``; each side looked up as the rank routes and ``parallel`` look it
+        up; 202 with the sides while one loads."""
+        from ..display.diff import rank_diff, run_diff
+        from ..v1 import diff_pb2
+
+        fmt, sorted_by = _format(request), _sorted_by(request)
+        sides = [tuple(_param(request, f"{side}_{p}", required=p != "worker") for p in ("run", "worker", "span"))
+                 for side in ("baseline", "candidate")]
+        if bool(sides[0][1]) != bool(sides[1][1]):
+            raise HttpError(400, "give a worker on both sides (two ranks) or on neither (two runs)")
+        inner = [self._side_request(request, run, worker, span) for run, worker, span in sides]
+        waiting = diff_pb2.RunDiff(mode="rank" if sides[0][1] else "run")
+        for msg, (run, worker, span) in zip((waiting.baseline, waiting.candidate), sides):
+            msg.run, msg.worker, msg.span = run, worker, span
+        if sides[0][1]:  # two ranks: their Summaries
+            traces = [self._file(r) for r in inner]
+            datas, labels = [], []
+            for trace in traces:
+                state = self._states([trace])[0]
+                data = self.loader.summary_bytes(trace) if state.state == READY else None
+                if state.state == FAILED:
+                    raise HttpError(422, state.error or f"{trace.file_name}: failed")
+                if data is None:
+                    self.loader.prioritize([trace], trace.run)
+                    waiting.alignment.append(f"waiting for {trace.file_name} to load")
+                datas.append(data)
+                labels.append(self._labels(trace.run).get(trace.worker) or self._prior_label(trace))
+            if any(d is None for d in datas):
+                return respond(request, _encode(waiting, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+
+            def build_ranks() -> bytes:
+                named = [(run, worker, span, label) for (run, worker, span), label in zip(sides, labels)]
+                return _encode(rank_diff(*(summary_pb2.Summary.FromString(d) for d in datas), named,
+                                         sorted_by=sorted_by), fmt)
+
+            return self._send(request, ("diff", traces[0].key, traces[1].key, tuple(labels), sorted_by, fmt),
+                              _CTYPES[fmt], build_ranks)
+        got = [self._analysis(r) for r in inner]  # two runs: their cross-rank analyses (computed once, stored)
+        for g, (run, _, span) in zip(got, sides):
+            if isinstance(g, Response):
+                waiting.alignment.append(f"waiting for the ranks of run {run} span {span} to load")
+        if any(isinstance(g, Response) for g in got):
+            return respond(request, _encode(waiting, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+
+        def build_runs() -> bytes:
+            named = [(run, "", span, f"{run} span {span}") for run, _, span in sides]
+            return _encode(run_diff(*(plugin_pb2.RunParallel.FromString(g[5]) for g in got), named), fmt)
+
+        return self._send(request, ("diff", got[0][4], got[1][4], tuple(sides), fmt), _CTYPES[fmt], build_runs)
+
+    @staticmethod
+    def _side_request(request: Request, run: str, worker: str, span: str) -> Request:
+        """A request naming one side of a comparison as the rank and run routes take it (run, worker, span)."""
+        from urllib.parse import urlencode
+
+        environ = dict(request.environ)
+        query = {"run": run, "span": span, **({"worker": worker} if worker else {})}
+        environ["QUERY_STRING"] = urlencode(query)
+        environ.pop("HTTP_ACCEPT_ENCODING", None)
+        return Request(environ)
+
+    def _diff_csv(self, request: Request, key: str) -> Response:
+        """A table of the `diff` answer as CSV; its 202 while a side loads."""
+        from ..display.export import to_csv
+        from ..display.summary import find_table
+        from ..v1 import diff_pb2
+
+        from urllib.parse import urlencode
+
+        environ = dict(request.environ)
+        environ.pop("HTTP_ACCEPT_ENCODING", None)  # the inner answer: uncompressed protobuf
+        environ["QUERY_STRING"] = urlencode([(k, v) for k, v in request.args.items(multi=True) if k != "format"])
+        answer = Routes.diff.__wrapped__(self, Request(environ))
+        if answer.status_code != 200:
+            return answer
+        table = find_table(diff_pb2.RunDiff.FromString(answer.get_data()).display, key)
+        if table is None:
+            raise HttpError(404, f"no table {_shown(key)} in the comparison")
+        return respond(request, to_csv(table).encode("utf-8"), _CSV,
+                       headers=[("Content-Disposition", _download_name(f"diff.{key}.csv"))])
 
     def _rank_part(self, trace: TraceFile) -> Optional[bytes]:
         """A rank's RankDistributed, from its digest (never its whole Summary)."""
@@ -922,6 +1068,45 @@ class Routes:
         ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
         msg = timeline.range_message(ranks, ws, we, tracks, _int(request, "base_unix_ns"),
                                      clock=self._clock(run, span, files))
+        return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+
+    @_handler
+    def timeline_instance(self, request: Request) -> Response:
+        """The matched collective instance the slice ``worker``/``id`` is a member of (TimelineInstance),
+        from the run's cross-rank analysis (its matched table: nothing derived again), each member with its
+        slice on the timeline; 202 while ranks load (timeline/members.py)."""
+        from ..analysis.crossrank.encode import MatchedTable
+        from ..timeline import members as tm
+
+        trace, idx = self._one_index(request)
+        ev = _int(request, "id")
+        if ev is None or not 0 <= ev < len(idx.a["ev_start"]):
+            raise HttpError(404, f"no event {_shown(_param(request, 'id', required=False))} in {trace.file_name}")
+        got = self._analysis(request, matched=True)
+        if isinstance(got, Response):
+            return got
+        run, span, files, _, key, data = got
+        fmt = _format(request)
+        table = MatchedTable.from_bytes(data)
+        rank_of = {f.worker: f.rank for f in files}
+        if any(r < 0 for r in rank_of.values()):  # ranks the analysis inferred: its own numbering
+            rank_of = {r.worker: r.rank for r in plugin_pb2.RunParallel.FromString(self.analyses.peek(key) or b"").ranks}
+        rank = rank_of.get(trace.worker, trace.rank)
+        group = tm.instance_of(table, rank, idx.origin + int(idx.a["ev_start"][ev]))
+        members, note = {}, ""
+        if group is None:
+            note = "not a member of a collective instance that the cross-rank analysis matched"
+        else:
+            by_rank = {r: f for f in files for r in [rank_of.get(f.worker, f.rank)]}
+            # Only the indexes of the ranks shown (``workers``, default all) are opened for the members' slices.
+            shown = {w for w in _param(request, "workers", required=False).split(",") if w} or None
+            store = self._timelines()
+            for r in table.rank[int(table.ptr[group]):int(table.ptr[group + 1])].tolist():
+                f = by_rank.get(int(r))
+                opened = f is not None and (shown is None or f.worker in shown or f.worker == trace.worker)
+                members[int(r)] = (f.worker if f is not None else "", store.get(f)[0] if opened else None)
+        msg = tm.instance_message(run, span, key, table, group, members, _int(request, "base_unix_ns"),
+                                  clock=self._clock(run, span, files), note=note)
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
 
     @staticmethod

@@ -35,6 +35,8 @@ name below):
 - ``chrome``: the ``trace_window`` export as Chrome-tracing JSON, sized and bounded;
 - ``store``: ``TimelineStore``, the plugin's open indexes and their builds;
 - ``messages``: the protobuf answers of the timeline routes.
+- ``members``: the matched collective instance of a selected slice, with each member rank's slice
+  (``instance_of``, ``event_at``, ``instance_message``; route ``timeline_instance``).
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ from .chrome import (DEFAULT_WINDOW_MAX_MB, ENV_WINDOW_MAX_MB, chrome_chunks, ch
                      window_size)
 from .levels import (FLOW_CAP, LANE_CAP, MATCH_CAP, MAX_PX, event_details, merge_lane, query_lane, range_sums,
                      row_of, search, type_name)
+from .members import event_at, instance_message, instance_of
 from .messages import WINDOW_MAX_BYTES, WINDOW_MAX_RANKS, event_message, range_message, search_message, window_message
 from .storage import (INDEX_VERSION, MAGIC, TRAILER_MAGIC, CorruptIndex, TimelineIndex, encode_index, encode_parts,
                       write_index)
@@ -57,6 +60,7 @@ __all__ = [
     "DEFAULT_WINDOW_MAX_MB", "ENV_WINDOW_MAX_MB", "chrome_chunks", "chrome_subset", "window_limit_bytes", "window_size",
     "FLOW_CAP", "LANE_CAP", "MATCH_CAP", "MAX_PX", "event_details", "merge_lane", "query_lane", "range_sums", "row_of",
     "search", "type_name",
+    "event_at", "instance_message", "instance_of",
     "WINDOW_MAX_BYTES", "WINDOW_MAX_RANKS", "event_message", "range_message", "search_message", "window_message",
     "INDEX_VERSION", "MAGIC", "TRAILER_MAGIC", "CorruptIndex", "TimelineIndex", "encode_index", "encode_parts",
     "write_index",

@@ -125,8 +125,12 @@ def _add_counters(r, idx: TimelineIndex, lws: int, lwe: int, px: int) -> None:
     a = idx.a
     for i, c in enumerate(idx.counters):
         p0, p1 = int(a["ctr_ptr"][i]), int(a["ctr_ptr"][i + 1])
-        top = 1.0 if c["kind"] == KIND_UTILIZATION else float(a["ctr_v"][p0:p1].max(initial=0))
-        msg = r.counters.add(kind=c["kind"], label=c["label"], unit=c["unit"], device=c["device"], max_value=top)
+        util = c["kind"] == KIND_UTILIZATION
+        top = 1.0 if util else float(a["ctr_v"][p0:p1].max(initial=0))
+        # the lane's floor: a ratio's 0; memory's lowest value of the whole trace (negatives drawn at 0)
+        low = 0.0 if util else max(0.0, min(float(a["ctr_v"][p0:p1].min()) if p1 > p0 else 0.0, top))
+        msg = r.counters.add(kind=c["kind"], label=c["label"], unit=c["unit"], device=c["device"], max_value=top,
+                             min_value=low)
         msg.values.extend(counter_bins(idx, i, lws, lwe, px).tolist())
 
 

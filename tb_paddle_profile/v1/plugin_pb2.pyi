@@ -25,20 +25,22 @@ FAILED: LoadState
 GROWING: LoadState
 
 class SpanEntry(_message.Message):
-    __slots__ = ("span", "file_name", "file_size", "state", "error", "cached")
+    __slots__ = ("span", "file_name", "file_size", "state", "error", "cached", "loading_since_unix_s")
     SPAN_FIELD_NUMBER: _ClassVar[int]
     FILE_NAME_FIELD_NUMBER: _ClassVar[int]
     FILE_SIZE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     CACHED_FIELD_NUMBER: _ClassVar[int]
+    LOADING_SINCE_UNIX_S_FIELD_NUMBER: _ClassVar[int]
     span: str
     file_name: str
     file_size: int
     state: LoadState
     error: str
     cached: bool
-    def __init__(self, span: _Optional[str] = ..., file_name: _Optional[str] = ..., file_size: _Optional[int] = ..., state: _Optional[_Union[LoadState, str]] = ..., error: _Optional[str] = ..., cached: _Optional[bool] = ...) -> None: ...
+    loading_since_unix_s: float
+    def __init__(self, span: _Optional[str] = ..., file_name: _Optional[str] = ..., file_size: _Optional[int] = ..., state: _Optional[_Union[LoadState, str]] = ..., error: _Optional[str] = ..., cached: _Optional[bool] = ..., loading_since_unix_s: _Optional[float] = ...) -> None: ...
 
 class WorkerEntry(_message.Message):
     __slots__ = ("worker", "rank", "hostname", "pid", "spans", "label")
@@ -107,7 +109,7 @@ class RunDistributed(_message.Message):
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankDistributed, _Mapping]]] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ...) -> None: ...
 
 class RunParallel(_message.Message):
-    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total", "display")
+    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total", "display", "memory")
     RUN_FIELD_NUMBER: _ClassVar[int]
     SPAN_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
@@ -127,6 +129,7 @@ class RunParallel(_message.Message):
     ANALYSIS_KEY_FIELD_NUMBER: _ClassVar[int]
     MATCHED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
     run: str
     span: str
     ranks: _containers.RepeatedCompositeFieldContainer[RankParallel]
@@ -146,7 +149,50 @@ class RunParallel(_message.Message):
     analysis_key: str
     matched_total: int
     display: _display_pb2.Display
-    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ...) -> None: ...
+    memory: MemoryStages
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ..., memory: _Optional[_Union[MemoryStages, _Mapping]] = ...) -> None: ...
+
+class MemoryStageRow(_message.Message):
+    __slots__ = ("stage", "ranks", "max_peak_allocated", "max_allocated_rank", "min_peak_allocated", "mean_peak_allocated", "max_peak_reserved", "max_reserved_rank")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    MAX_PEAK_ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    MAX_ALLOCATED_RANK_FIELD_NUMBER: _ClassVar[int]
+    MIN_PEAK_ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    MEAN_PEAK_ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    MAX_PEAK_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESERVED_RANK_FIELD_NUMBER: _ClassVar[int]
+    stage: int
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    max_peak_allocated: int
+    max_allocated_rank: int
+    min_peak_allocated: int
+    mean_peak_allocated: int
+    max_peak_reserved: int
+    max_reserved_rank: int
+    def __init__(self, stage: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ..., max_peak_allocated: _Optional[int] = ..., max_allocated_rank: _Optional[int] = ..., min_peak_allocated: _Optional[int] = ..., mean_peak_allocated: _Optional[int] = ..., max_peak_reserved: _Optional[int] = ..., max_reserved_rank: _Optional[int] = ...) -> None: ...
+
+class MemoryRankRow(_message.Message):
+    __slots__ = ("rank", "stage", "place", "peak_allocated", "peak_reserved")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    PLACE_FIELD_NUMBER: _ClassVar[int]
+    PEAK_ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    PEAK_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    stage: int
+    place: str
+    peak_allocated: int
+    peak_reserved: int
+    def __init__(self, rank: _Optional[int] = ..., stage: _Optional[int] = ..., place: _Optional[str] = ..., peak_allocated: _Optional[int] = ..., peak_reserved: _Optional[int] = ...) -> None: ...
+
+class MemoryStages(_message.Message):
+    __slots__ = ("stages", "ranks")
+    STAGES_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    stages: _containers.RepeatedCompositeFieldContainer[MemoryStageRow]
+    ranks: _containers.RepeatedCompositeFieldContainer[MemoryRankRow]
+    def __init__(self, stages: _Optional[_Iterable[_Union[MemoryStageRow, _Mapping]]] = ..., ranks: _Optional[_Iterable[_Union[MemoryRankRow, _Mapping]]] = ...) -> None: ...
 
 class MatchedPage(_message.Message):
     __slots__ = ("run", "span", "analysis_key", "total", "offset", "matched")

@@ -467,20 +467,112 @@ class MemoryCurve(_message.Message):
     def __init__(self, time_ns: _Optional[_Iterable[int]] = ..., allocated: _Optional[_Iterable[int]] = ..., reserved: _Optional[_Iterable[int]] = ..., decimated: _Optional[bool] = ..., events: _Optional[int] = ...) -> None: ...
 
 class MemoryPlace(_message.Message):
-    __slots__ = ("place", "peak_allocated", "peak_reserved", "allocated", "reserved", "curve")
+    __slots__ = ("place", "peak_allocated", "peak_reserved", "allocated", "reserved", "curve", "growth", "fragmentation", "alive_at_peak")
     PLACE_FIELD_NUMBER: _ClassVar[int]
     PEAK_ALLOCATED_FIELD_NUMBER: _ClassVar[int]
     PEAK_RESERVED_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_FIELD_NUMBER: _ClassVar[int]
     RESERVED_FIELD_NUMBER: _ClassVar[int]
     CURVE_FIELD_NUMBER: _ClassVar[int]
+    GROWTH_FIELD_NUMBER: _ClassVar[int]
+    FRAGMENTATION_FIELD_NUMBER: _ClassVar[int]
+    ALIVE_AT_PEAK_FIELD_NUMBER: _ClassVar[int]
     place: str
     peak_allocated: int
     peak_reserved: int
     allocated: _containers.RepeatedCompositeFieldContainer[MemoryItem]
     reserved: _containers.RepeatedCompositeFieldContainer[MemoryItem]
     curve: MemoryCurve
-    def __init__(self, place: _Optional[str] = ..., peak_allocated: _Optional[int] = ..., peak_reserved: _Optional[int] = ..., allocated: _Optional[_Iterable[_Union[MemoryItem, _Mapping]]] = ..., reserved: _Optional[_Iterable[_Union[MemoryItem, _Mapping]]] = ..., curve: _Optional[_Union[MemoryCurve, _Mapping]] = ...) -> None: ...
+    growth: MemoryGrowth
+    fragmentation: MemoryFragmentation
+    alive_at_peak: MemoryAlive
+    def __init__(self, place: _Optional[str] = ..., peak_allocated: _Optional[int] = ..., peak_reserved: _Optional[int] = ..., allocated: _Optional[_Iterable[_Union[MemoryItem, _Mapping]]] = ..., reserved: _Optional[_Iterable[_Union[MemoryItem, _Mapping]]] = ..., curve: _Optional[_Union[MemoryCurve, _Mapping]] = ..., growth: _Optional[_Union[MemoryGrowth, _Mapping]] = ..., fragmentation: _Optional[_Union[MemoryFragmentation, _Mapping]] = ..., alive_at_peak: _Optional[_Union[MemoryAlive, _Mapping]] = ...) -> None: ...
+
+class MemoryStepPoint(_message.Message):
+    __slots__ = ("step", "range", "allocated_end", "reserved_end", "allocated_peak", "allocated_floor", "reserved_peak", "events")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_END_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_END_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_PEAK_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_FLOOR_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_PEAK_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    range: TimeRange
+    allocated_end: int
+    reserved_end: int
+    allocated_peak: int
+    allocated_floor: int
+    reserved_peak: int
+    events: int
+    def __init__(self, step: _Optional[int] = ..., range: _Optional[_Union[TimeRange, _Mapping]] = ..., allocated_end: _Optional[int] = ..., reserved_end: _Optional[int] = ..., allocated_peak: _Optional[int] = ..., allocated_floor: _Optional[int] = ..., reserved_peak: _Optional[int] = ..., events: _Optional[int] = ...) -> None: ...
+
+class MemoryGrowth(_message.Message):
+    __slots__ = ("steps", "allocated_slope", "reserved_slope", "floor_slope", "floor_growth_min", "leak_min_steps", "leak_threshold_bytes", "leak_suspected")
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_SLOPE_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_SLOPE_FIELD_NUMBER: _ClassVar[int]
+    FLOOR_SLOPE_FIELD_NUMBER: _ClassVar[int]
+    FLOOR_GROWTH_MIN_FIELD_NUMBER: _ClassVar[int]
+    LEAK_MIN_STEPS_FIELD_NUMBER: _ClassVar[int]
+    LEAK_THRESHOLD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LEAK_SUSPECTED_FIELD_NUMBER: _ClassVar[int]
+    steps: _containers.RepeatedCompositeFieldContainer[MemoryStepPoint]
+    allocated_slope: float
+    reserved_slope: float
+    floor_slope: float
+    floor_growth_min: int
+    leak_min_steps: int
+    leak_threshold_bytes: int
+    leak_suspected: bool
+    def __init__(self, steps: _Optional[_Iterable[_Union[MemoryStepPoint, _Mapping]]] = ..., allocated_slope: _Optional[float] = ..., reserved_slope: _Optional[float] = ..., floor_slope: _Optional[float] = ..., floor_growth_min: _Optional[int] = ..., leak_min_steps: _Optional[int] = ..., leak_threshold_bytes: _Optional[int] = ..., leak_suspected: _Optional[bool] = ...) -> None: ...
+
+class MemoryFragmentation(_message.Message):
+    __slots__ = ("peak_time_ns", "peak_allocated", "peak_reserved", "at_peak_bytes", "max_bytes", "max_time_ns")
+    PEAK_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    PEAK_ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    PEAK_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    AT_PEAK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    peak_time_ns: int
+    peak_allocated: int
+    peak_reserved: int
+    at_peak_bytes: int
+    max_bytes: int
+    max_time_ns: int
+    def __init__(self, peak_time_ns: _Optional[int] = ..., peak_allocated: _Optional[int] = ..., peak_reserved: _Optional[int] = ..., at_peak_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_time_ns: _Optional[int] = ...) -> None: ...
+
+class MemoryAliveGroup(_message.Message):
+    __slots__ = ("operator", "layer", "bytes", "count")
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    LAYER_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    operator: str
+    layer: str
+    bytes: int
+    count: int
+    def __init__(self, operator: _Optional[str] = ..., layer: _Optional[str] = ..., bytes: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class MemoryAlive(_message.Message):
+    __slots__ = ("time_ns", "allocated", "groups", "others_bytes", "others_count", "before_trace", "unaddressed")
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    OTHERS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    OTHERS_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_TRACE_FIELD_NUMBER: _ClassVar[int]
+    UNADDRESSED_FIELD_NUMBER: _ClassVar[int]
+    time_ns: int
+    allocated: int
+    groups: _containers.RepeatedCompositeFieldContainer[MemoryAliveGroup]
+    others_bytes: int
+    others_count: int
+    before_trace: int
+    unaddressed: int
+    def __init__(self, time_ns: _Optional[int] = ..., allocated: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[MemoryAliveGroup, _Mapping]]] = ..., others_bytes: _Optional[int] = ..., others_count: _Optional[int] = ..., before_trace: _Optional[int] = ..., unaddressed: _Optional[int] = ...) -> None: ...
 
 class MemoryView(_message.Message):
     __slots__ = ("places",)
@@ -589,16 +681,108 @@ class CollectiveInstances(_message.Message):
     def __init__(self, kind: _Optional[_Iterable[_Union[CollectiveKind, str]]] = ..., name: _Optional[_Iterable[int]] = ..., op: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., ordinal: _Optional[_Iterable[int]] = ..., start_ns: _Optional[_Iterable[int]] = ..., duration_ns: _Optional[_Iterable[int]] = ..., device_id: _Optional[_Iterable[int]] = ..., stream: _Optional[_Iterable[int]] = ..., bytes: _Optional[_Iterable[int]] = ..., direction: _Optional[_Iterable[_Union[P2PDirection, str]]] = ...) -> None: ...
 
 class ParallelView(_message.Message):
-    __slots__ = ("timeline", "steps", "collectives", "names")
+    __slots__ = ("timeline", "steps", "collectives", "names", "phases", "program", "memory")
     TIMELINE_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     COLLECTIVES_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    PHASES_FIELD_NUMBER: _ClassVar[int]
+    PROGRAM_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
     timeline: Timeline
     steps: _containers.RepeatedCompositeFieldContainer[ParallelStep]
     collectives: CollectiveInstances
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, timeline: _Optional[_Union[Timeline, str]] = ..., steps: _Optional[_Iterable[_Union[ParallelStep, _Mapping]]] = ..., collectives: _Optional[_Union[CollectiveInstances, _Mapping]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+    phases: PhaseSpans
+    program: ParallelProgram
+    memory: RankMemory
+    def __init__(self, timeline: _Optional[_Union[Timeline, str]] = ..., steps: _Optional[_Iterable[_Union[ParallelStep, _Mapping]]] = ..., collectives: _Optional[_Union[CollectiveInstances, _Mapping]] = ..., names: _Optional[_Iterable[str]] = ..., phases: _Optional[_Union[PhaseSpans, _Mapping]] = ..., program: _Optional[_Union[ParallelProgram, _Mapping]] = ..., memory: _Optional[_Union[RankMemory, _Mapping]] = ...) -> None: ...
+
+class RankMemoryPlace(_message.Message):
+    __slots__ = ("place", "peak_allocated", "peak_reserved")
+    PLACE_FIELD_NUMBER: _ClassVar[int]
+    PEAK_ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    PEAK_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    place: str
+    peak_allocated: int
+    peak_reserved: int
+    def __init__(self, place: _Optional[str] = ..., peak_allocated: _Optional[int] = ..., peak_reserved: _Optional[int] = ...) -> None: ...
+
+class RankMemory(_message.Message):
+    __slots__ = ("places",)
+    PLACES_FIELD_NUMBER: _ClassVar[int]
+    places: _containers.RepeatedCompositeFieldContainer[RankMemoryPlace]
+    def __init__(self, places: _Optional[_Iterable[_Union[RankMemoryPlace, _Mapping]]] = ...) -> None: ...
+
+class ParallelProgram(_message.Message):
+    __slots__ = ("kind", "step", "stream", "start_ns", "duration_ns", "busy_ns", "events", "stream_pred", "stream_lag_ns", "launch_pred", "launch_lag_ns", "cross_pred", "cross_lag_ns", "tail_lag_ns", "tail_ns", "collective", "name", "phase", "wait_pred", "wait_lag_ns")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    START_NS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_NS_FIELD_NUMBER: _ClassVar[int]
+    BUSY_NS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    STREAM_PRED_FIELD_NUMBER: _ClassVar[int]
+    STREAM_LAG_NS_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_PRED_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_LAG_NS_FIELD_NUMBER: _ClassVar[int]
+    CROSS_PRED_FIELD_NUMBER: _ClassVar[int]
+    CROSS_LAG_NS_FIELD_NUMBER: _ClassVar[int]
+    TAIL_LAG_NS_FIELD_NUMBER: _ClassVar[int]
+    TAIL_NS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIVE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    WAIT_PRED_FIELD_NUMBER: _ClassVar[int]
+    WAIT_LAG_NS_FIELD_NUMBER: _ClassVar[int]
+    kind: _containers.RepeatedScalarFieldContainer[int]
+    step: _containers.RepeatedScalarFieldContainer[int]
+    stream: _containers.RepeatedScalarFieldContainer[int]
+    start_ns: _containers.RepeatedScalarFieldContainer[int]
+    duration_ns: _containers.RepeatedScalarFieldContainer[int]
+    busy_ns: _containers.RepeatedScalarFieldContainer[int]
+    events: _containers.RepeatedScalarFieldContainer[int]
+    stream_pred: _containers.RepeatedScalarFieldContainer[int]
+    stream_lag_ns: _containers.RepeatedScalarFieldContainer[int]
+    launch_pred: _containers.RepeatedScalarFieldContainer[int]
+    launch_lag_ns: _containers.RepeatedScalarFieldContainer[int]
+    cross_pred: _containers.RepeatedScalarFieldContainer[int]
+    cross_lag_ns: _containers.RepeatedScalarFieldContainer[int]
+    tail_lag_ns: _containers.RepeatedScalarFieldContainer[int]
+    tail_ns: _containers.RepeatedScalarFieldContainer[int]
+    collective: _containers.RepeatedScalarFieldContainer[int]
+    name: _containers.RepeatedScalarFieldContainer[int]
+    phase: _containers.RepeatedScalarFieldContainer[int]
+    wait_pred: _containers.RepeatedScalarFieldContainer[int]
+    wait_lag_ns: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, kind: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., stream: _Optional[_Iterable[int]] = ..., start_ns: _Optional[_Iterable[int]] = ..., duration_ns: _Optional[_Iterable[int]] = ..., busy_ns: _Optional[_Iterable[int]] = ..., events: _Optional[_Iterable[int]] = ..., stream_pred: _Optional[_Iterable[int]] = ..., stream_lag_ns: _Optional[_Iterable[int]] = ..., launch_pred: _Optional[_Iterable[int]] = ..., launch_lag_ns: _Optional[_Iterable[int]] = ..., cross_pred: _Optional[_Iterable[int]] = ..., cross_lag_ns: _Optional[_Iterable[int]] = ..., tail_lag_ns: _Optional[_Iterable[int]] = ..., tail_ns: _Optional[_Iterable[int]] = ..., collective: _Optional[_Iterable[int]] = ..., name: _Optional[_Iterable[int]] = ..., phase: _Optional[_Iterable[int]] = ..., wait_pred: _Optional[_Iterable[int]] = ..., wait_lag_ns: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class PhaseSpans(_message.Message):
+    __slots__ = ("phase", "step", "host_start_ns", "host_end_ns", "device_start_ns", "device_end_ns", "kernel_ns", "kernels", "p2p_ptr", "p2p", "name")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    HOST_START_NS_FIELD_NUMBER: _ClassVar[int]
+    HOST_END_NS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_START_NS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_END_NS_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
+    P2P_PTR_FIELD_NUMBER: _ClassVar[int]
+    P2P_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    phase: _containers.RepeatedScalarFieldContainer[int]
+    step: _containers.RepeatedScalarFieldContainer[int]
+    host_start_ns: _containers.RepeatedScalarFieldContainer[int]
+    host_end_ns: _containers.RepeatedScalarFieldContainer[int]
+    device_start_ns: _containers.RepeatedScalarFieldContainer[int]
+    device_end_ns: _containers.RepeatedScalarFieldContainer[int]
+    kernel_ns: _containers.RepeatedScalarFieldContainer[int]
+    kernels: _containers.RepeatedScalarFieldContainer[int]
+    p2p_ptr: _containers.RepeatedScalarFieldContainer[int]
+    p2p: _containers.RepeatedScalarFieldContainer[int]
+    name: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, phase: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., host_start_ns: _Optional[_Iterable[int]] = ..., host_end_ns: _Optional[_Iterable[int]] = ..., device_start_ns: _Optional[_Iterable[int]] = ..., device_end_ns: _Optional[_Iterable[int]] = ..., kernel_ns: _Optional[_Iterable[int]] = ..., kernels: _Optional[_Iterable[int]] = ..., p2p_ptr: _Optional[_Iterable[int]] = ..., p2p: _Optional[_Iterable[int]] = ..., name: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class RankDigest(_message.Message):
     __slots__ = ("digest_schema", "meta", "parallel", "distributed", "steps", "device_id")

@@ -83,20 +83,22 @@ class TimelineFlow(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., src_track: _Optional[int] = ..., src_depth: _Optional[int] = ..., src_start_ns: _Optional[int] = ..., src_id: _Optional[int] = ..., dst_track: _Optional[int] = ..., dst_depth: _Optional[int] = ..., dst_start_ns: _Optional[int] = ..., dst_id: _Optional[int] = ...) -> None: ...
 
 class TimelineCounter(_message.Message):
-    __slots__ = ("kind", "label", "unit", "device", "values", "max_value")
+    __slots__ = ("kind", "label", "unit", "device", "values", "max_value", "min_value")
     KIND_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
     UNIT_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     MAX_VALUE_FIELD_NUMBER: _ClassVar[int]
+    MIN_VALUE_FIELD_NUMBER: _ClassVar[int]
     kind: str
     label: str
     unit: str
     device: int
     values: _containers.RepeatedScalarFieldContainer[float]
     max_value: float
-    def __init__(self, kind: _Optional[str] = ..., label: _Optional[str] = ..., unit: _Optional[str] = ..., device: _Optional[int] = ..., values: _Optional[_Iterable[float]] = ..., max_value: _Optional[float] = ...) -> None: ...
+    min_value: float
+    def __init__(self, kind: _Optional[str] = ..., label: _Optional[str] = ..., unit: _Optional[str] = ..., device: _Optional[int] = ..., values: _Optional[_Iterable[float]] = ..., max_value: _Optional[float] = ..., min_value: _Optional[float] = ...) -> None: ...
 
 class TimelineRank(_message.Message):
     __slots__ = ("worker", "rank", "offset_ns", "start_ns", "end_ns", "tracks", "lanes", "state", "events_in_window", "file_name", "clock_offset_ns", "counters")
@@ -285,3 +287,65 @@ class TimelineRange(_message.Message):
     events: int
     rows: _containers.RepeatedCompositeFieldContainer[TimelineRangeRow]
     def __init__(self, start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., events: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[TimelineRangeRow, _Mapping]]] = ...) -> None: ...
+
+class TimelineInstanceMember(_message.Message):
+    __slots__ = ("rank", "worker", "ordinal", "duration_ns", "wait_ns", "start_ns", "end_ns", "start_unix_ns", "direction", "last", "found", "id", "track", "depth")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    ORDINAL_FIELD_NUMBER: _ClassVar[int]
+    DURATION_NS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    START_NS_FIELD_NUMBER: _ClassVar[int]
+    END_NS_FIELD_NUMBER: _ClassVar[int]
+    START_UNIX_NS_FIELD_NUMBER: _ClassVar[int]
+    DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    FOUND_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TRACK_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    worker: str
+    ordinal: int
+    duration_ns: int
+    wait_ns: int
+    start_ns: int
+    end_ns: int
+    start_unix_ns: int
+    direction: str
+    last: bool
+    found: bool
+    id: int
+    track: int
+    depth: int
+    def __init__(self, rank: _Optional[int] = ..., worker: _Optional[str] = ..., ordinal: _Optional[int] = ..., duration_ns: _Optional[int] = ..., wait_ns: _Optional[int] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., start_unix_ns: _Optional[int] = ..., direction: _Optional[str] = ..., last: _Optional[bool] = ..., found: _Optional[bool] = ..., id: _Optional[int] = ..., track: _Optional[int] = ..., depth: _Optional[int] = ...) -> None: ...
+
+class TimelineInstance(_message.Message):
+    __slots__ = ("run", "span", "analysis_key", "base_unix_ns", "matched", "note", "index", "step", "kind", "name", "transfer_ns", "last_rank", "members")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    SPAN_FIELD_NUMBER: _ClassVar[int]
+    ANALYSIS_KEY_FIELD_NUMBER: _ClassVar[int]
+    BASE_UNIX_NS_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_NS_FIELD_NUMBER: _ClassVar[int]
+    LAST_RANK_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    run: str
+    span: str
+    analysis_key: str
+    base_unix_ns: int
+    matched: bool
+    note: str
+    index: int
+    step: int
+    kind: str
+    name: str
+    transfer_ns: int
+    last_rank: int
+    members: _containers.RepeatedCompositeFieldContainer[TimelineInstanceMember]
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., analysis_key: _Optional[str] = ..., base_unix_ns: _Optional[int] = ..., matched: _Optional[bool] = ..., note: _Optional[str] = ..., index: _Optional[int] = ..., step: _Optional[int] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., transfer_ns: _Optional[int] = ..., last_rank: _Optional[int] = ..., members: _Optional[_Iterable[_Union[TimelineInstanceMember, _Mapping]]] = ...) -> None: ...

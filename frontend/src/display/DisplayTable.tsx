@@ -3,13 +3,35 @@
 // default order is the model's, a click on a header sorts by the column's raw value, a tree opens and
 // closes by Row.id, and the CSV button links to the `csv` route (the CSV is built in Python).
 import type { ComponentChildren } from "preact";
-import { useMemo, useState } from "preact/hooks";
+import { createContext } from "preact";
+import { useContext, useMemo, useState } from "preact/hooks";
 import type { Column as VColumn, FlatRow, SortDir, SortState } from "../components/VirtualTable";
 import { comparator, stableSort, VirtualTable } from "../components/VirtualTable";
 import { CellKind, RowRole } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { Column, Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { TimeUnit } from "./cells";
-import { formatCell, formatValue } from "./cells";
+import { fitUnit, formatCell, formatValue } from "./cells";
+
+/**
+ * True when the unit selector is on "auto": each duration column of a table (one without a fixed unit)
+ * is printed in the unit that fits its largest value (cells.fitUnit), named in its header; sentences and
+ * charts keep the panel's unit (ms). Provided by App.tsx.
+ */
+export const AutoUnits = createContext(false);
+
+/** Per column of `table`: its unit under "auto" (a duration column without a fixed unit), else undefined. */
+export function autoUnits(table: Table): (TimeUnit | undefined)[] {
+  return table.columns.map((c, i) => {
+    if (c.format?.kind !== CellKind.CELL_DURATION || c.format.unit || c.panelFormat) return undefined;
+    let max = 0;
+    for (const r of table.rows) {
+      if (r.role === RowRole.ROW_HEADER || r.role === RowRole.ROW_SECTION) continue;
+      const cell = r.cells[i];
+      if (cell && !cell.missing) max = Math.max(max, Math.abs(cell.number));
+    }
+    return fitUnit(max);
+  });
+}
 import { Sentence } from "./Sentence";
 import { useUrlState } from "../state";
 
@@ -42,9 +64,12 @@ const KIND_WIDTH: Record<number, number> = {
 const CHAR_PX = 7;
 
 /** A column's width: wide enough for its header and (text columns) its longest cell, within bounds. */
-function columnWidth(col: Column, texts: string[]): number {
-  // The header's text (12px, semibold) and room for the sort arrow.
-  const header = Math.ceil(col.header.length * 7.4) + 26;
+function columnWidth(col: Column, texts: string[], unit?: TimeUnit): number {
+  // The header's text (12px, semibold; under "auto" with its unit) and room for the sort arrow.
+  // Wide letters (m, w, M, W) count 1.5: "Memcpy" at 7.4 px a letter was cut.
+  const text = col.header + (unit ? ` (${unit})` : "");
+  const wide = (text.match(/[mwMW]/g) ?? []).length;
+  const header = Math.ceil((text.length + wide * 0.5) * 7.4) + 26;
   const kind = col.format?.kind ?? CellKind.CELL_TEXT;
   if (kind !== CellKind.CELL_TEXT) {
     // Digits are wider than the average character (tabular figures, ~7.6 px at 12 px) plus 16 px of padding.
@@ -90,13 +115,13 @@ function rawValue(col: Column, row: Row, i: number): number | string | undefined
  * whose cells are labels (the GPU half's "Calls", "GPU Time", …) and print their text. A column with a
  * panel_format (the memory tables' bytes: "1.50 MB") prints with it here; the CLI and CSV keep `format`.
  */
-export function rowTexts(table: Table, row: Row, timeUnit: TimeUnit): string[] {
+export function rowTexts(table: Table, row: Row, timeUnit: TimeUnit, units?: (TimeUnit | undefined)[]): string[] {
   if (row.role === RowRole.ROW_HEADER || row.role === RowRole.ROW_SECTION) return table.columns.map((_c, i) => row.cells[i]?.text ?? "");
-  return table.columns.map((c, i) => (c.panelFormat ? formatValue(c.panelFormat, row.cells[i], timeUnit) : formatCell(c, row.cells[i], timeUnit)));
+  return table.columns.map((c, i) => (c.panelFormat ? formatValue(c.panelFormat, row.cells[i], timeUnit) : formatCell(c, row.cells[i], units?.[i] ?? timeUnit)));
 }
 
 /** Builds the tree of the model's rows by depth: a row of depth d+1 belongs to the nearest row of depth d above it. */
-export function buildRows(table: Table, timeUnit: TimeUnit): DRow[] {
+export function buildRows(table: Table, timeUnit: TimeUnit, units?: (TimeUnit | undefined)[]): DRow[] {
   const roots: DRow[] = [];
   const stack: DRow[] = [];
   const seen = new Set<string>();
@@ -109,7 +134,7 @@ export function buildRows(table: Table, timeUnit: TimeUnit): DRow[] {
       row,
       index,
       id,
-      texts: rowTexts(table, row, timeUnit),
+      texts: rowTexts(table, row, timeUnit, units),
       children: [],
     };
     const depth = table.tree ? Math.max(0, row.depth) : 0;
@@ -257,12 +282,14 @@ export function DisplayTable(props: DisplayTableProps) {
     () => table.columns.map((c, i) => ({ c, i })).filter(({ c }) => !c.panelHidden),
     [table],
   );
-  const roots = useMemo(() => buildRows(table, timeUnit), [table, timeUnit]);
+  const auto = useContext(AutoUnits);
+  const units = useMemo(() => (auto ? autoUnits(table) : undefined), [table, auto]);
+  const roots = useMemo(() => buildRows(table, timeUnit, units), [table, timeUnit, units]);
   const allTexts = useMemo(() => {
     const sample = table.rows.slice(0, 400);
-    const texts = sample.map((r) => rowTexts(table, r, timeUnit));
+    const texts = sample.map((r) => rowTexts(table, r, timeUnit, units));
     return shown.map(({ i }) => texts.map((t) => t[i]));
-  }, [table, shown, timeUnit]);
+  }, [table, shown, timeUnit, units]);
   // A group's panel header ("CPU"), with the time unit when all its columns are durations in the panel's unit.
   const groupHeader = useMemo(() => {
     const out = new Map<string, string>();
@@ -270,10 +297,10 @@ export function DisplayTable(props: DisplayTableProps) {
       const cols = table.columns.filter((c) => c.group === g.key && !c.panelHidden);
       const durations = cols.length > 0 && cols.every((c) => c.format?.kind === CellKind.CELL_DURATION || c.format?.kind === CellKind.CELL_RATIO) && cols.some((c) => c.format?.kind === CellKind.CELL_DURATION && !c.format.unit);
       const title = g.panelHeader || g.header;
-      out.set(g.key, durations ? `${title} (${timeUnit})` : title);
+      out.set(g.key, durations && !units ? `${title} (${timeUnit})` : title);
     }
     return out;
-  }, [table, timeUnit]);
+  }, [table, timeUnit, units]);
 
   const nameCol = shown[0];
   const rest = shown.slice(1);
@@ -288,9 +315,9 @@ export function DisplayTable(props: DisplayTableProps) {
     () =>
       rest.map(({ c, i }, k) => ({
         key: c.key,
-        title: c.header,
+        title: units?.[i] ? `${c.header} (${units[i]})` : c.header,
         group: c.group ? (groupHeader.get(c.group) ?? c.group) : undefined,
-        width: widths[c.key] ?? columnWidth(c, allTexts[k + 1] ?? []),
+        width: widths[c.key] ?? columnWidth(c, allTexts[k + 1] ?? [], units?.[i]),
         align: (c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? "left" : "right",
         text: (r: DRow) => r.texts[i],
         sort: (r: DRow) => rawValue(c, r.row, i),
@@ -300,7 +327,7 @@ export function DisplayTable(props: DisplayTableProps) {
         cellTitle: (r: DRow) => r.row.cells[i]?.title || ((c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? r.texts[i] || undefined : undefined),
         cellClass: c.format?.kind === CellKind.CELL_RATIO || c.format?.kind === CellKind.CELL_PERCENT ? () => "ratio" : undefined,
       })),
-    [table, timeUnit, allTexts, groupHeader, widths],
+    [table, timeUnit, units, allTexts, groupHeader, widths],
   );
 
   const compare = useMemo(() => {

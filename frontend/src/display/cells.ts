@@ -8,6 +8,18 @@ import type { Cell, Column, Format, Sentence, Span } from "../gen/tb_paddle_prof
 export type TimeUnit = "s" | "ms" | "us" | "ns";
 export const TIME_UNITS: TimeUnit[] = ["s", "ms", "us", "ns"];
 const DIVISOR: Record<TimeUnit, number> = { s: 1e9, ms: 1e6, us: 1e3, ns: 1 };
+/** The unit selector's choices: a fixed unit (every panel's strings equal the CLI's in it), or "auto". */
+export type UnitChoice = TimeUnit | "auto";
+export const UNIT_CHOICES: UnitChoice[] = [...TIME_UNITS, "auto"];
+
+/**
+ * "auto": the unit of a table column whose largest value |x| (ns) prints with at most three digits
+ * before the point (s for a second and more): 242251000 ns → ms ("242.25").
+ */
+export function fitUnit(maxNs: number): TimeUnit {
+  const x = Math.abs(maxNs);
+  return x >= 1e9 ? "s" : x >= 1e6 ? "ms" : x >= 1e3 ? "us" : "ns";
+}
 
 /**
  * Python's `'%.{d}f' % x`. Python rounds the exact binary value half-to-even, JavaScript's toFixed

@@ -8,6 +8,7 @@ import { DisplayCard, ViewSentences } from "../display/DisplayCard";
 import type { TablePanelProps } from "../display/DisplayCard";
 import { tableOf, textOf, timelineName, viewOf } from "../display/model";
 import { topBars } from "./Operators";
+import { useUrlState } from "../state";
 
 type Grouping = "kernel" | "operator";
 
@@ -15,7 +16,7 @@ export function Kernels({ display, spanKey, unit, find, onTimeline }: TablePanel
   const view = viewOf(display, "kernels");
   const kernels = tableOf(view, "kernels");
   const byOperator = tableOf(view, "kernels_by_operator");
-  const [grouping, setGrouping] = useState<Grouping>("kernel");
+  const [grouping, setGrouping] = useUrlState<Grouping>("kernels.group", "kernel", (v) => v === "kernel" || v === "operator");
   const [search, setSearch] = useState(find ?? "");
   const [picked, setPicked] = useState("");
   const [topN, setTopN] = useState(10);

@@ -1,16 +1,17 @@
 // Memory: allocated / reserved bytes over time per place with peaks (the Summary's raw curve), and the
-// display model's view "memory": Paddle's Memory Summary of each place, Memory Manipulation and User
-// Defined tables, built in Python.
+// display model's view "memory": Paddle's Memory Summary of each place, the memory insights (growth per
+// step and leak suspicion, reserved − allocated, what is alive at the peak: tables and sentences built in
+// Python, analysis/memory.py), Memory Manipulation and User Defined tables.
 import { useMemo } from "preact/hooks";
 import type { SpanKey } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
 import { Card, Notice, Segmented, Stat } from "../components/ui";
 import { DisplayCard, ViewSentences } from "../display/DisplayCard";
-import { tableOf, tablesWithPrefix, viewOf } from "../display/model";
+import { numberOf, tableOf, tablesWithPrefix, viewOf } from "../display/model";
 import type { TimeUnit } from "../format";
 import { fmtBytes, fmtInt, fmtTime, inUnit } from "../format";
-import type { Display } from "../gen/tb_paddle_profile/v1/display_pb";
+import type { Display, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { MemoryPlace, Summary } from "../gen/tb_paddle_profile/v1/summary_pb";
 import { useUrlState } from "../state";
 
@@ -70,6 +71,44 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
   };
 }
 
+/** Per step: allocated and reserved at the step's end, the step's allocated peak and floor (the cells' raw
+ * numbers of the model's `memory_steps.<place>` table). */
+function stepsOption(table: Table): ChartOption {
+  const rows = table.rows;
+  const series = [
+    { key: "allocated_end", name: "Allocated at end", color: "#1976d2", dash: "solid" },
+    { key: "reserved_end", name: "Reserved at end", color: "#f57c00", dash: "solid" },
+    { key: "allocated_peak", name: "Allocated peak", color: "#1976d2", dash: "dashed" },
+    { key: "allocated_floor", name: "Allocated floor", color: "#64b5f6", dash: "dotted" },
+  ];
+  const values = series.map((sr) => rows.map((r) => numberOf(table, r, sr.key)));
+  const top = Math.max(1, ...values.flat());
+  const [scale, scaleName] = top >= 2 ** 30 ? [2 ** 30, "GiB"] : top >= 2 ** 20 ? [2 ** 20, "MiB"] : top >= 2 ** 10 ? [2 ** 10, "KiB"] : [1, "B"];
+  const steps = rows.map((r) => String(numberOf(table, r, "step")));
+  return {
+    legend: { top: 0, itemWidth: 14, itemHeight: 8 },
+    grid: { left: 40, right: 24, top: 34, bottom: 28, containLabel: true },
+    tooltip: {
+      trigger: "axis",
+      formatter: ((ps: { dataIndex: number }[]) => {
+        const i = ps[0].dataIndex;
+        return tooltipBox(`step ${steps[i]}`, series.map((sr, j) => ({ color: sr.color, name: sr.name, value: fmtBytes(values[j][i]) })));
+      }) as never,
+    },
+    // ProfileStep numbers ("#3"); no axis name (at the right end it ran out of the chart)
+    xAxis: { type: "category", data: steps.map((x) => `#${x}`) },
+    yAxis: { type: "value", name: scaleName, nameTextStyle: { color: "#757575", align: "right" }, splitLine: { lineStyle: { color: "#eee" } } },
+    series: series.map((sr, j) => ({
+      name: sr.name,
+      type: "line",
+      symbolSize: 5,
+      lineStyle: { width: 1.5, color: sr.color, type: sr.dash },
+      itemStyle: { color: sr.color },
+      data: values[j].map((v) => v / scale),
+    })),
+  } as ChartOption;
+}
+
 export function Memory({ summary, display, spanKey, unit }: { summary: Summary; display: Display; spanKey: SpanKey; unit: TimeUnit }) {
   const places = summary.memory?.places ?? [];
   const view = viewOf(display, "memory");
@@ -77,6 +116,10 @@ export function Memory({ summary, display, spanKey, unit }: { summary: Summary; 
   const [thread, setThread] = useUrlState<string>("mem.thread", "all");
   const place = places.find((p) => p.place === placeName) ?? places[0];
   const placeTable = place ? tableOf(view, `memory.${place.place}`) : undefined;
+  const insights = tableOf(view, "memory_insights");
+  const stepsTable = place ? tableOf(view, `memory_steps.${place.place}`) : undefined;
+  const aliveTable = place ? tableOf(view, `memory_alive.${place.place}`) : undefined;
+  const stepsChart = useMemo(() => (stepsTable && stepsTable.rows.length > 1 ? stepsOption(stepsTable) : null), [stepsTable]);
   const manip = tableOf(view, "memory_manipulation");
   const udfThreads = useMemo(() => tablesWithPrefix(view, "user_defined.thread.").map((t) => t.key.slice("user_defined.thread.".length)), [view]);
   const udf = (thread === "all" ? undefined : tableOf(view, `user_defined.thread.${thread}`)) ?? tableOf(view, "user_defined");
@@ -131,6 +174,43 @@ export function Memory({ summary, display, spanKey, unit }: { summary: Summary; 
               maxHeight={420}
               nameWidth={200}
               rowClass={(r) => (r.id.startsWith("Reserved:") ? "muted-row" : "")}
+            />
+          ) : null}
+          {insights ? (
+            <DisplayCard
+              {...card}
+              table={insights}
+              title="Memory insights"
+              subtitle={`per place: growth per step and leak suspicion, reserved − allocated (fragmentation) · times in ${unit}`}
+              cardTestId="memory-insights-card"
+              testId="memory-insights"
+              maxHeight={220}
+              nameWidth={130}
+            />
+          ) : null}
+          {stepsTable ? (
+            <DisplayCard
+              {...card}
+              table={stepsTable}
+              title={`Memory per step · ${place?.place ?? ""}`}
+              subtitle="at each ProfileStep's end, with the step's peak and floor (the lowest allocated in it)"
+              cardTestId="memory-steps-card"
+              testId="memory-steps"
+              maxHeight={300}
+            >
+              {stepsChart ? <Chart option={stepsChart} height={220} testId="memory-steps-chart" /> : null}
+            </DisplayCard>
+          ) : null}
+          {aliveTable ? (
+            <DisplayCard
+              {...card}
+              table={aliveTable}
+              title={`Alive at the allocated peak · ${place?.place ?? ""}`}
+              subtitle="allocations not yet freed at the peak, by operator and outermost layer, largest first"
+              cardTestId="memory-alive-card"
+              testId="memory-alive"
+              maxHeight={420}
+              nameWidth={220}
             />
           ) : null}
         </>

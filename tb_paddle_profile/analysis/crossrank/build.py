@@ -9,6 +9,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from ...v1 import plugin_pb2 as ppb
+from ..memory import memory_stages
 from . import advice, clocks, encode, findings, labels, pipeline, thresholds as T, topology, verdict
 from .load import as_digests, load_ranks, pool_of
 from .match import (SEND_RECV, Flat, build_lineups, global_names, match, member_values,
@@ -337,6 +338,7 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
         tv.groups.add(axis=ax, ranks=[ranks[x].rank for x in members], instances=inst, kinds=list(kinds))
 
     pipeline.fill(out, ranks, topo, msgs)
+    memory_stages(out, ranks, msgs)   # after the pipeline view: it reads pipeline_stage
     median_step = statistics.median([m.step_time_ns for m in out.ranks if m.steps] or [0])
     findings.fill(out, ranks, topo, flat, w, g_axis, figs, peer_vals, msgs, median_step)
     advice.advise(out, {m.rank: m for m in out.ranks}, median_step)

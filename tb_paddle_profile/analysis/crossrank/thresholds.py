@@ -11,7 +11,8 @@ CLOCK_SPREAD_FACTOR = 4
 # or this share of the shorter duration.
 END_TOLERANCE_NS = 5_000
 END_TOLERANCE_FRACTION = 0.01
-# Kept for the old API (analysis.cross_rank); partner pairs are no longer voted on.
+# Pipelines (topology.py): two ranks are pipeline neighbours when their matched send/recv pairs are at
+# least this share of either rank's largest partner count.
 P2P_PARTNER_SHARE = 0.25
 
 # ---- clocks
@@ -25,7 +26,8 @@ CLOCK_MAX_CHANNELS = 4
 CLOCK_MIN_OFFSET_NS = 0
 
 # ---- verdict
-# Old API names (analysis.cross_rank): the straggler's cost threshold and the compute excess.
+# The straggler's share of the top waiter's caused wait (findings.py), the wait fraction the tests name,
+# and the compute excess over the role peers' median that makes compute the cause (verdict.py).
 STRAGGLER_MIN_WAIT_FRACTION = 0.05
 STRAGGLER_SHARE_OF_TOP = 0.5
 COMPUTE_EXCESS_THRESHOLD = 0.10

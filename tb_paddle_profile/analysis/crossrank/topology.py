@@ -2,7 +2,9 @@
 
 * **Pipelines**: ranks linked by matched send/recv (a link needs at least P2P_PARTNER_SHARE of the
   transfers of its busier end's busiest link, so a stray pair does not join two chains) form
-  chains, one per (dp, mp); stage 0 is the end whose first send/recv is a send.
+  chains, one per (dp, mp); stage 0 is the end whose first send/recv is a send. With the interleaved
+  schedule the last stage also sends to stage 0 (chunk v to chunk v + 1): a ring, whose stage 0 is
+  the rank whose first send/recv is a send and stage 1 the rank that send went to.
 * **pp_group**: a communicator whose members are exactly one pipeline's ranks (clip all-reduce,
   loss broadcast).
 * Communicators whose members all sit in one stage: per rank, the one with the most instances per
@@ -40,6 +42,19 @@ def _first_p2p_is_send(r: RankData) -> bool:
     return bool(idx.size) and r.direction[idx[0]] == SEND
 
 
+def _first_send_partner(r: RankData, x: int, flat: Flat) -> int:
+    """The rank index that rank index x's first send/recv send was matched with (-1: none)."""
+    idx = np.flatnonzero((r.kind == SEND_RECV) & (r.direction == SEND))
+    if not idx.size or not flat.n:
+        return -1
+    pos = np.flatnonzero((flat.m_rank == x) & (flat.m_inst == idx[0]))
+    if not pos.size:
+        return -1
+    g = int(np.searchsorted(flat.ptr, pos[0], side="right")) - 1
+    others = [int(y) for y in flat.m_rank[flat.ptr[g]:flat.ptr[g + 1]].tolist() if int(y) != x]
+    return others[0] if others else -1
+
+
 def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[List[List[int]], Dict]:
     sel = np.nonzero((flat.g_kind == SEND_RECV) & (flat.sizes == 2))[0]
     a = flat.m_rank[flat.ptr[sel]]
@@ -74,12 +89,16 @@ def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[
             comp.append(x)
             stack.extend(adj[x] - seen)
         ends = [x for x in comp if len(adj[x]) == 1]
-        if not (len(comp) >= 2 and len(ends) == 2 and all(len(adj[x]) <= 2 for x in comp)):
+        # a ring: the interleaved schedule also links the last stage to stage 0 (chunk v to v + 1)
+        ring = len(comp) >= 3 and all(len(adj[x]) == 2 for x in comp)
+        if not ring and not (len(comp) >= 2 and len(ends) == 2 and all(len(adj[x]) <= 2 for x in comp)):
             notes.append(f"Ranks {sorted(ranks[x].rank for x in comp)} exchange send/recv but do not form one "
                          "chain; no stages given for them.")
             continue
-        head = min(ends, key=lambda x: (0 if _first_p2p_is_send(ranks[x]) else 1, x))
+        head = min(comp if ring else ends, key=lambda x: (0 if _first_p2p_is_send(ranks[x]) else 1, x))
         chain, prev = [head], None
+        if ring:   # stage 1 is the one stage 0 sends its first activations to
+            prev = next((y for y in adj[head] if y != _first_send_partner(ranks[head], head, flat)), None)
         while len(chain) < len(comp):
             nxt = [y for y in adj[chain[-1]] if y != prev]
             prev = chain[-1]

@@ -11,7 +11,7 @@ import { Card, Notice, Segmented } from "../../components/ui";
 import type { TimeUnit } from "../../display/cells";
 import { formatCell } from "../../display/cells";
 import { DisplayTable } from "../../display/DisplayTable";
-import { cellOf, tableOf, textOf, viewOf } from "../../display/model";
+import { cellOf, numberOf, tableOf, textOf, viewOf } from "../../display/model";
 import { Sentence } from "../../display/Sentence";
 import type { Row, Sentence as SentenceMsg, Table, View } from "../../gen/tb_paddle_profile/v1/display_pb";
 import { CellKind } from "../../gen/tb_paddle_profile/v1/display_pb";
@@ -290,6 +290,8 @@ const PLACED = new Set([
   "pipeline",
   "pipeline_ranks",
   "clocks",
+  "memory_stages",
+  "memory_ranks",
   // the summary's
   "stragglers",
   "findings",
@@ -325,6 +327,7 @@ function ParallelBody({ rp, unit, current, labels, open }: { rp: RunParallel; un
         <PipelineCard c={c} />
         <TableCard c={c} table={t("rank_kinds")} testId="par-rank-kinds" subtitle={`per step · ${unit}`} />
       </div>
+      <MemoryCard c={c} />
       <TableCard c={c} table={t("clocks")} testId="par-clocks" subtitle={`${unit} · also subtracted from each host's times on the Timeline`} nameWidth={140} />
       {others.map((x) => (
         <TableCard c={c} table={x} testId={`par-${x.key}`} subtitle={x.columns.some((k) => k.format?.kind === CellKind.CELL_DURATION) ? unit : undefined} nameWidth={90} />
@@ -698,6 +701,41 @@ function PipelineCard({ c }: { c: Ctx }) {
   }
   if (ranks) return <TableCard c={c} table={ranks} testId="par-stages" subtitle={`per step · ${unit}`} title={ranks.title} />;
   return null;
+}
+
+/** Peak memory by pipeline stage (the model's `memory_stages`, one bar per stage of its largest peak
+ * allocated against the largest of all stages: a chart of the cells' raw numbers) and by rank. */
+function MemoryCard({ c }: { c: Ctx }) {
+  const stages = tableOf(c.view, "memory_stages");
+  const ranks = tableOf(c.view, "memory_ranks");
+  if (!stages) return null;
+  const top = Math.max(1, ...stages.rows.map((r) => numberOf(stages, r, "max_peak_allocated")));
+  const peakCol = stages.columns.find((k) => k.key === "max_peak_allocated");
+  return (
+    <Card title={stages.title} subtitle="each rank's device memory (its GPU places, else its others) · click a row to open its rank" testId="par-memory-card">
+      <div class="par-stages">
+        <ParTable c={c} table={stages} testId="par-memory_stages" maxHeight={240} />
+        <div class="par-stage-bars" aria-hidden="true" data-testid="par-memory-bars">
+          {stages.rows.map((r) => {
+            const v = numberOf(stages, r, "max_peak_allocated");
+            const stage = numberOf(stages, r, "stage");
+            return (
+              <div class="par-stage-bar par-mem-bar">
+                <span class="par-stage-name">{stage < 0 ? "all ranks" : `stage ${stage}`}</span>
+                <span class="par-ratio">
+                  <span class="par-ratio-bar par-mem-ratio">
+                    <span style={{ width: `${Math.min(100, Math.max(0, (v / top) * 100))}%` }} />
+                  </span>
+                </span>
+                <span class="par-stage-pct">{peakCol ? formatCell(peakCol, cellOf(stages, r, "max_peak_allocated"), c.unit) : ""}</span>
+              </div>
+            );
+          })}
+        </div>
+        {ranks ? <ParTable c={c} table={ranks} testId="par-memory_ranks" maxHeight={300} /> : null}
+      </div>
+    </Card>
+  );
 }
 
 function MatchingCard({ c }: { c: Ctx }) {

@@ -10,13 +10,15 @@ import { Notice } from "../../components/ui";
 import type { RunParallel, WorkerEntry } from "../../gen/tb_paddle_profile/v1/plugin_pb";
 import { workerLabel } from "../../labels";
 import { parallelOnce } from "../parallel/data";
-import type { TimelineEvent, TimelineRange, TimelineSearch } from "../../gen/tb_paddle_profile/v1/timeline_pb";
+import type { TimelineEvent, TimelineInstance, TimelineRange, TimelineSearch } from "../../gen/tb_paddle_profile/v1/timeline_pb";
+import { isDark, onDarkChange } from "../../host";
 import type { Decoded } from "./data";
 import { humanBytes } from "../../display/cells";
-import { checkWindowTrace, counterAt, decodeWindow, fetchEvent, fetchRange, fetchSearch, fetchWindow, fmtDur, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
-import type { Folds, Layout, Marks, Row, View } from "./draw";
+import { checkWindowTrace, counterAt, decodeWindow, fetchEvent, fetchInstance, fetchRange, fetchSearch, fetchWindow, fmtDur, maybeCommunication, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
+import type { Folds, Layout, Marks, MemberMark, Row, View } from "./draw";
 import "./timeline.css";
-import { drawTimeline, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
+import { counterScale, drawTimeline, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
+import { CriticalBar, critView, drawCritical, useCriticalPath } from "./critical";
 
 export interface TimelineState {
   /** "start,end" ns relative to the run's base (the earliest origin of its ranks). */
@@ -30,6 +32,8 @@ export interface TimelineState {
   tlfold: string;
   /** The ranks shown: worker names, URI-encoded, comma-separated; "" = the default set. */
   tlranks: string;
+  /** The critical path drawn: "" off, "<step>" or "<step>:<segment>" (critical.tsx). */
+  tlcp?: string;
 }
 
 interface Props {
@@ -70,13 +74,15 @@ export function writeRankSet(workers: string[]): string {
 }
 
 /**
- * The ranks shown when none are chosen: all of them up to RANK_PAGE; else the straggler the verdict
- * names (or the current rank) and its peers — its model replica (same DP index: every stage and MP
- * index) where the analysis found the topology, else the ranks it shares collectives with, nearest
- * rank numbers first — with the current rank kept in; before the analysis is known, the page of
- * RANK_PAGE ranks that holds the current rank.
+ * The ranks shown when none are chosen: all of them up to RANK_PAGE; else, from the run's cross-rank
+ * analysis, the focus and its role peers (docs/distributed.md: the other ranks of its stage and mp
+ * index, which differ only in dp; without a topology, the other ranks of its stage; without stages,
+ * the ranks it shares collectives with), nearest rank numbers first, at most RANK_PAGE in all. The
+ * focus is the worker named (any but the run's first rank, which the tab selects when none is named),
+ * else the straggler(s) the verdict names (all of them), else the current rank; the current rank is
+ * always kept in. Before the analysis is known: the page of RANK_PAGE ranks that holds the current rank.
  */
-export function defaultRankSet(all: string[], current: string, rp: RunParallel | null): { workers: string[]; why: string } {
+export function defaultRankSet(all: string[], current: string, rp: RunParallel | null): { workers: string[]; why: string; focus?: string } {
   if (all.length <= RANK_PAGE) return { workers: all, why: "every rank" };
   const index = new Map(all.map((w, i) => [w, i]));
   const ci = index.get(current) ?? 0;
@@ -87,18 +93,30 @@ export function defaultRankSet(all: string[], current: string, rp: RunParallel |
   if (!rp) return { workers: page(), why: "the page of the current rank" };
   const byWorker = new Map(rp.ranks.map((r) => [r.worker, r]));
   const byRank = new Map(rp.ranks.map((r) => [r.rank, r]));
-  const named = rp.straggler?.found ? rp.straggler.stragglers[0] : undefined;
-  const focus = (named && byRank.get(named.rank)) || byWorker.get(current);
-  if (!focus) return { workers: page(), why: "the page of the current rank" };
+  const named = ci > 0 ? byWorker.get(current) : undefined;
+  const slow = rp.straggler?.found ? rp.straggler.stragglers.map((s) => byRank.get(s.rank)).filter((r): r is NonNullable<typeof r> => !!r) : [];
+  const focus = named ? [named] : slow.length ? slow : [byWorker.get(current)].filter((r): r is NonNullable<typeof r> => !!r);
+  if (!focus.length) return { workers: page(), why: "the page of the current rank" };
+  const f = focus[0];
+  const topo = f.dp >= 0 && rp.ranks.some((r) => r.dp >= 0 && r.rank !== f.rank);
+  const staged = f.pipelineStage >= 0;
   let peers: number[];
-  if (focus.dp >= 0 && rp.ranks.some((r) => r.dp >= 0 && r.rank !== focus.rank)) peers = rp.ranks.filter((r) => r.dp === focus.dp && r.rank !== focus.rank).map((r) => r.rank);
-  else peers = focus.peers.filter((p) => p !== focus.rank);
-  peers.sort((a, b) => Math.abs(a - focus.rank) - Math.abs(b - focus.rank) || a - b);
-  const chosen = [focus.worker, ...peers.map((p) => byRank.get(p)?.worker).filter((w): w is string => !!w && index.has(w))].slice(0, RANK_PAGE);
-  if (!chosen.includes(current) && index.has(current)) chosen[Math.min(chosen.length, RANK_PAGE - 1)] = current;
+  if (topo) peers = rp.ranks.filter((r) => r.pipelineStage === f.pipelineStage && r.mp === f.mp && r.sharding === f.sharding && r.rank !== f.rank).map((r) => r.rank);
+  else if (staged) peers = rp.ranks.filter((r) => r.pipelineStage === f.pipelineStage && r.rank !== f.rank).map((r) => r.rank);
+  else peers = f.peers.filter((p) => p !== f.rank);
+  peers.sort((a, b) => Math.abs(a - f.rank) - Math.abs(b - f.rank) || a - b);
+  const seen = new Set<string>();
+  const chosen: string[] = [];
+  for (const w of [...focus.map((r) => r.worker), ...peers.map((p) => byRank.get(p)?.worker ?? "")]) {
+    if (!w || !index.has(w) || seen.has(w) || chosen.length >= RANK_PAGE) continue;
+    seen.add(w);
+    chosen.push(w);
+  }
+  // the current rank is kept in (a link from its tables lands on it), in place of the farthest peer
+  if (!seen.has(current) && index.has(current)) chosen[Math.min(chosen.length, RANK_PAGE - 1)] = current;
   chosen.sort((a, b) => (index.get(a) ?? 0) - (index.get(b) ?? 0));
-  const who = named && focus.rank === named.rank ? "the straggler" : "the current rank";
-  return { workers: chosen, why: `${who} and its peers` };
+  const who = named ? "the rank named" : slow.length ? (slow.length > 1 ? "the stragglers" : "the straggler") : "the current rank";
+  return { workers: chosen, why: `${who} and ${topo || staged ? "its role peers" : "its peers"}`, focus: f.worker };
 }
 const FETCH_DELAY_MS = 60;
 const RETRY_MS = 700;
@@ -115,6 +133,8 @@ interface Stats {
   items: number;
   /** launch → kernel arrows drawn in the last frame (the selected slice's) */
   arrows: number;
+  /** flows drawn in the last frame between the members of the selected collective's instance */
+  memberFlows: number;
   /** the ruler's labels in the last frame */
   ruler: string[];
 }
@@ -131,6 +151,7 @@ declare global {
       box: () => Marks["box"];
       scrollTop: () => number;
       viewH: () => number;
+      instance: () => TimelineInstance | null;
     };
   }
 }
@@ -159,6 +180,10 @@ export function Timeline(props: Props) {
   }, [props.state.tlranks, all]);
   const fallback = useMemo(() => defaultRankSet(all, props.worker, hint), [all, props.worker, hint]);
   const chosen = explicit.length ? explicit : fallback.workers;
+  // the rank whose header the timeline opens on: the default set's focus (the straggler when no worker
+  // is named), else the current rank
+  const openTarget = !explicit.length && fallback.focus && chosen.includes(fallback.focus) ? fallback.focus : props.worker;
+  const openKey = `${run}|${openTarget}`;
   const chosenKey = chosen.join("\u0000");
   const chosenRef = useRef(chosen);
   chosenRef.current = chosen;
@@ -175,12 +200,21 @@ export function Timeline(props: Props) {
     setBuildingState(n);
   };
   const [flows, setFlows] = useState(false);
+  // the critical path across ranks (critical.tsx): its segments drawn over the ranks, a jump to them
+  const crit = useCriticalPath(run, span, props.state.tlcp ?? "", props.workers);
+  const critRef = useRef(crit);
+  critRef.current = crit;
   const [query, setQuery] = useState(props.state.tlq);
   const [activeQuery, setActiveQuery] = useState(props.state.tlq);
   const [found, setFound] = useState<TimelineSearch | null>(null);
   const [matchAt, setMatchAt] = useState(0);
   const [detail, setDetail] = useState<TimelineEvent | null>(null);
   const [range, setRange] = useState<TimelineRange | null>(null);
+  // the selected collective's matched instance on its member ranks (timeline_instance)
+  const [instance, setInstanceState] = useState<TimelineInstance | null>(null);
+  const instanceRef = useRef<TimelineInstance | null>(null);
+  const [dark, setDark] = useState(isDark());
+  useEffect(() => onDarkChange(setDark), []);
   const view = useRef<View | null>(parseWindow(props.state.tl));
   const dataRef = useRef<Decoded | null>(null);
   const marks = useRef<Marks>({ selected: null, box: null, hover: null, flows: false, query: props.state.tlq });
@@ -189,7 +223,7 @@ export function Timeline(props: Props) {
   const fetchTimer = useRef(0);
   const hashTimer = useRef(0);
   const inflight = useRef<AbortController | null>(null);
-  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, maxBytes: 0, firstDrawAt: 0, items: 0, arrows: 0, ruler: [] });
+  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, maxBytes: 0, firstDrawAt: 0, items: 0, arrows: 0, memberFlows: 0, ruler: [] });
   /** The view is the whole span until the user (or a link) moves it: it grows as more ranks are ready. */
   const autoView = useRef(view.current === null);
   /** A row to bring into the canvas once the layout has it: a selected slice's lane, or a rank's header. */
@@ -211,6 +245,7 @@ export function Timeline(props: Props) {
   dataRef.current = data;
   marks.current.flows = flows;
   marks.current.query = activeQuery;
+  marks.current.dark = dark;
 
   // ------------------------------------------------------------------ drawing
   const draw = () => {
@@ -231,14 +266,24 @@ export function Timeline(props: Props) {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const top = scrollRef.current?.scrollTop ?? 0;
     const drawn = drawTimeline(ctx, w, h, top, dataRef.current, layRef.current, v, marks.current);
+    drawCriticalPath(ctx, w, h, top, v);
     // the fold buttons scroll with the tracks; none of them shows (or takes a click) over the ruler
     if (foldBoxRef.current) foldBoxRef.current.style.clipPath = `inset(${top + RULER_H}px 0 0 0)`;
     const s = stats.current;
     s.frames++;
     s.arrows = drawn.arrows;
+    s.memberFlows = drawn.memberFlows;
+    canvas.dataset.memberFlows = String(drawn.memberFlows);
     s.ruler = drawn.ruler;
     s.drawMs = performance.now() - t0;
     if (!s.firstDrawAt && dataRef.current && dataRef.current.items > 0) s.firstDrawAt = performance.now();
+  };
+  const drawCriticalPath = (ctx: CanvasRenderingContext2D, w: number, h: number, top: number, v: View) => {
+    const c = critRef.current;
+    const d = dataRef.current;
+    const segs = c.on && d ? c.segments(d.base) : [];
+    const got = segs.length ? drawCritical(ctx, w, h, top, layRef.current, v, segs, c.focus) : { drawn: 0, workers: [] };
+    window.__tbppCritical = { status: c.status, step: c.step, steps: c.steps, segments: segs, drawn: got.drawn, drawnWorkers: got.workers };
   };
   const redraw = () => {
     if (!frame.current) frame.current = requestAnimationFrame(draw);
@@ -255,6 +300,7 @@ export function Timeline(props: Props) {
       box: () => marks.current.box,
       scrollTop: () => scrollRef.current?.scrollTop ?? 0,
       viewH: () => viewHRef.current,
+      instance: () => instanceRef.current,
     });
     const ro = new ResizeObserver(() => {
       redraw();
@@ -400,6 +446,27 @@ export function Timeline(props: Props) {
     scheduleFetch(true);
   }, [flows, activeQuery]);
 
+  // The critical path's jump: once per tlcp value, to the segment it names or the step's whole path.
+  const critJumped = useRef("");
+  useEffect(() => {
+    const key = `${run}|${span}|${props.state.tlcp ?? ""}`;
+    if (!crit.on) critJumped.current = ""; // turned on again later: it jumps again
+    if (!crit.on || crit.status !== "ok" || !data || critJumped.current === key) return;
+    const at = critView(crit.segments(data.base), crit.focus);
+    if (!at) return;
+    critJumped.current = key;
+    setView(at);
+    // and the rank: the one the link named (the current one when it is on the path), else the path's first
+    const segs = crit.segments(data.base);
+    const named = segs.find((x) => x.index === crit.focus)?.worker;
+    const target = named ?? (crit.workers.includes(props.worker) ? props.worker : crit.workers[0]);
+    const header = layRef.current.rows.find((r) => r.kind === "rank" && r.worker === target);
+    if (header && scrollRef.current) {
+      openedOn.current = openKey; // the opening scroll to the current rank is done
+      scrollRef.current.scrollTop = header.y;
+    }
+  }, [crit.on, crit.status, crit.step, crit.focus, data && data.base, props.state.tlcp]);
+
   // Another set of ranks: the same window (and base), those ranks.
   const firstSet = useRef(true);
   useEffect(() => {
@@ -408,6 +475,7 @@ export function Timeline(props: Props) {
       return;
     }
     load(view.current);
+    if (instanceOf.current) loadInstance(instanceOf.current); // its members' slices on the ranks now shown
   }, [chosenKey]);
 
   // ------------------------------------------------------------------ view changes
@@ -524,12 +592,47 @@ export function Timeline(props: Props) {
     const e = got.value;
     setDetail(e);
     marks.current.selected = { worker, id, track: e.track, depth: e.depth, start: Number(e.startNs), end: Number(e.endNs) };
+    loadInstance(maybeCommunication(e.name, e.type) ? { worker, id } : null);
     scrollTo.current = { worker, track: e.track, depth: e.depth };
     if (focus) {
       reveal(worker, e.track);
       focusOn(Number(e.startNs), Number(e.endNs));
     } else redraw();
     props.update({ tlsel: `${worker}:${id}` });
+  };
+
+  // ------------------------------------------------------------------ a collective's instance
+  const setInstance = (inst: TimelineInstance | null) => {
+    instanceRef.current = inst;
+    marks.current.members = inst && inst.matched
+      ? inst.members.filter((m) => m.found).map((m): MemberMark => ({ worker: m.worker, track: m.track, depth: m.depth, start: Number(m.startNs), end: Number(m.endNs), last: m.last }))
+      : null;
+    setInstanceState(inst);
+    redraw();
+  };
+  /** Asks for the instance of the slice (null: none); its members' slices are looked up on the ranks shown. */
+  const instanceOf = useRef<{ worker: string; id: number } | null>(null);
+  const loadInstance = async (of: { worker: string; id: number } | null) => {
+    instanceOf.current = of;
+    if (!of) return setInstance(null);
+    for (let tries = 0; tries < 60; tries++) {
+      const got = await fetchInstance(run, span, of.worker, of.id, base.current, chosenRef.current);
+      if (instanceOf.current !== of) return; // another selection meanwhile
+      if (got.kind === "error") return setInstance(null);
+      if (!got.pending) return setInstance(got.value);
+      await new Promise((r) => window.setTimeout(r, RETRY_MS)); // the analysis waits for ranks to load
+      if (instanceOf.current !== of) return;
+    }
+  };
+  /** Adds the member ranks that are not shown to the ranks shown (at most MAX_RANKS in all). */
+  const showMembers = () => {
+    const inst = instanceRef.current;
+    if (!inst) return;
+    const now = chosenRef.current;
+    const missing = inst.members.map((m) => m.worker).filter((w) => w && !now.includes(w));
+    const order = new Map(all.map((w, i) => [w, i]));
+    const next = [...now, ...missing.slice(0, Math.max(0, MAX_RANKS - now.length))].sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+    props.update({ tlranks: writeRankSet(next) });
   };
 
   /** The rank a link or a search lands on: the one the link names (tlfind = its worker), else the current one. */
@@ -658,6 +761,7 @@ export function Timeline(props: Props) {
     const i = lane ? hitLane(lane, timeAt(x), (2 * (v.end - v.start)) / plot) : -1;
     if (i < 0) {
       marks.current.selected = null;
+      loadInstance(null);
       setDetail(null);
       props.update({ tlsel: "" });
       redraw();
@@ -788,7 +892,7 @@ export function Timeline(props: Props) {
       const row = lay.rows.find((r) => r.worker === want.worker && ((r.kind === "lane" && r.track === want.track && r.depth === want.depth) || (r.kind === "fold" && r.track === want.track)));
       if (row) {
         scrollTo.current = null;
-        openedOn.current = `${run}|${props.worker}`;
+        openedOn.current = openKey;
         if (!visible(row.y, row.h)) {
           el.scrollTop = Math.max(0, row.y - Math.round((viewH - RULER_H) / 3));
           redraw();
@@ -796,9 +900,9 @@ export function Timeline(props: Props) {
       }
       return;
     }
-    const key = `${run}|${props.worker}`;
+    const key = openKey;
     if (openedOn.current === key) return;
-    const header = lay.rows.find((r) => r.kind === "rank" && r.worker === props.worker);
+    const header = lay.rows.find((r) => r.kind === "rank" && r.worker === openTarget);
     if (!header) return;
     openedOn.current = key;
     if (!props.state.tlsel && !props.state.tlfind) {
@@ -855,6 +959,7 @@ export function Timeline(props: Props) {
           <input type="checkbox" checked={flows} onChange={(e) => setFlows((e.target as HTMLInputElement).checked)} data-testid="timeline-flows" />
           launch → kernel arrows of the selection
         </label>
+        <CriticalBar crit={crit} shown={chosen} max={MAX_RANKS} onTlcp={(tlcp) => props.update({ tlcp } as Partial<TimelineState>)} onShowRanks={(ws) => props.update({ tlranks: writeRankSet(ws) })} />
         <span class="tl-tools">
           <button class="btn small" onClick={() => zoom(0.5)} data-testid="timeline-zoom-in" title="Zoom in (W)">+</button>
           <button class="btn small" onClick={() => zoom(2)} data-testid="timeline-zoom-out" title="Zoom out (S)">−</button>
@@ -935,6 +1040,9 @@ export function Timeline(props: Props) {
         ) : (
           <div class="tl-empty muted">Click a slice to see its details.</div>
         )}
+        {instance && instance.matched ? (
+          <InstanceCard inst={instance} shown={chosen} rankName={rankName} canAdd={chosen.length < MAX_RANKS} onJump={(w, id) => select(w, id, true)} onShow={showMembers} />
+        ) : null}
         {range ? <RangeSums r={range} onClose={() => setRange(null)} /> : null}
       </div>
     </div>
@@ -1061,11 +1169,15 @@ function TrackList({ data, folds, labels }: { data: Decoded | null; folds: Folds
       )}
     </ul>
     <ul class="tl-tracks" data-testid="timeline-counters">
-      {layout(data, folds, labels).rows.filter((row) => row.kind === "counter").map((row) => (
-        <li data-worker={row.worker} data-counter={String(row.counter)} data-testid="timeline-counter">
-          {`${labels.get(row.worker) || row.worker} · ${row.label}`}
-        </li>
-      ))}
+      {layout(data, folds, labels).rows.filter((row) => row.kind === "counter").map((row) => {
+        const c = data.ranks[row.rank]?.counters[row.counter ?? 0];
+        const sc = c ? counterScale(c) : null; // the lane's axis: its bottom and top as drawn
+        return (
+          <li data-worker={row.worker} data-counter={String(row.counter)} data-testid="timeline-counter" data-lo={sc?.loText} data-hi={sc?.hiText}>
+            {`${labels.get(row.worker) || row.worker} · ${row.label}${sc ? ` · ${sc.loText} to ${sc.hiText}` : ""}`}
+          </li>
+        );
+      })}
     </ul>
     </>
   );
@@ -1110,6 +1222,58 @@ function Details({ e, rankName, onJump, onTable }: { e: TimelineEvent; rankName:
             <button class="btn small" data-testid="timeline-to-operators" onClick={() => onTable("operators", e.operator)} title={`Switches to ${rankName}'s Operators view`}>{`Show operator in Operators table of ${rankName}`}</button>
           ) : null}
         </div>
+      </div>
+    </section>
+  );
+}
+
+/**
+ * The selected collective's matched instance (timeline_instance, from the cross-rank analysis' matched
+ * table): every member rank with its arrival (after the first member's), wait and duration, the
+ * transfer; the last arrival marked; a member's row selects its slice; the members not shown can be added.
+ */
+function InstanceCard(props: { inst: TimelineInstance; shown: string[]; rankName: (w: string) => string; canAdd: boolean; onJump: (worker: string, id: number) => void; onShow: () => void }) {
+  const { inst } = props;
+  const first = Math.min(...inst.members.map((m) => Number(m.startNs)));
+  const hidden = inst.members.filter((m) => m.worker && !props.shown.includes(m.worker));
+  return (
+    <section class="card tl-instance" data-testid="timeline-instance" data-members={inst.members.length} data-hidden={hidden.length}>
+      <header class="card-head">
+        <h3 title={inst.name}>{`${inst.kind.replace(/_/g, " ")} · step ${inst.step} · ${inst.members.length} ranks · transfer ${fmtDur(Number(inst.transferNs))}`}</h3>
+        {hidden.length ? (
+          <div class="card-tools">
+            <button class="btn small" onClick={props.onShow} disabled={!props.canAdd} data-testid="timeline-instance-show" title={props.canAdd ? "Add the member ranks that are not shown to the timeline" : `At most ${MAX_RANKS} ranks at once`}>
+              {`Show ${hidden.length} more member rank${hidden.length > 1 ? "s" : ""}`}
+            </button>
+          </div>
+        ) : null}
+      </header>
+      <div class="card-body">
+        <table class="tl-sums" data-testid="timeline-instance-members">
+          <thead>
+            <tr><th>Rank</th><th>Arrival</th><th>Wait</th><th>Duration</th><th>Transfer</th></tr>
+          </thead>
+          <tbody>
+            {inst.members.map((m) => (
+              <tr data-testid="timeline-instance-member" data-rank={m.rank} data-worker={m.worker} data-last={m.last ? "1" : "0"} data-shown={props.shown.includes(m.worker) ? "1" : "0"}
+                data-wait-ns={String(m.waitNs)} data-duration-ns={String(m.durationNs)} data-transfer-ns={String(inst.transferNs)} data-start-unix-ns={String(m.startUnixNs)}>
+                <td>
+                  {m.found ? (
+                    <button class="btn-link" onClick={() => props.onJump(m.worker, Number(m.id))} title={`Select its slice on ${props.rankName(m.worker)}`}>{props.rankName(m.worker)}</button>
+                  ) : (
+                    <span class="muted" title="not shown on the timeline">{m.worker ? props.rankName(m.worker) : `rank ${m.rank}`}</span>
+                  )}
+                  {m.direction ? <span class="muted">{` · ${m.direction}`}</span> : null}
+                  {m.last ? <b class="tl-last">{" · last"}</b> : null}
+                </td>
+                <td>{`+${fmtDur(Number(m.startNs) - first)}`}</td>
+                <td>{fmtDur(Number(m.waitNs))}</td>
+                <td>{fmtDur(Number(m.durationNs))}</td>
+                <td>{fmtDur(Number(inst.transferNs))}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       </div>
     </section>
   );

@@ -3,11 +3,12 @@ import { fromBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import {
   TimelineEventSchema,
+  TimelineInstanceSchema,
   TimelineRangeSchema,
   TimelineSearchSchema,
   TimelineWindowSchema,
 } from "../../gen/tb_paddle_profile/v1/timeline_pb";
-import type { TimelineEvent, TimelineRange, TimelineSearch, TimelineTrack, TimelineWindow } from "../../gen/tb_paddle_profile/v1/timeline_pb";
+import type { TimelineEvent, TimelineInstance, TimelineRange, TimelineSearch, TimelineTrack, TimelineWindow } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 
 export type Got<T> = { kind: "ok"; value: T; pending: boolean; bytes: number } | { kind: "error"; message: string };
 
@@ -72,6 +73,17 @@ export function fetchEvent(run: string, span: string, worker: string, id: number
   return get(TimelineEventSchema, `timeline_event?${q({ run, span, worker, id, base_unix_ns: base })}`, signal);
 }
 
+/** The matched collective instance of a slice, its members' slices looked up on the ranks shown (`workers`). */
+export function fetchInstance(run: string, span: string, worker: string, id: number, base: string | undefined, workers: string[], signal?: AbortSignal): Promise<Got<TimelineInstance>> {
+  return get(TimelineInstanceSchema, `timeline_instance?${q({ run, span, worker, id, base_unix_ns: base, workers: workers.join(",") })}`, signal);
+}
+
+/** Whether a slice may be a collective or a send/recv (its instance is asked for when it is selected). */
+export function maybeCommunication(name: string, type: string): boolean {
+  if (type === "CudaRuntime") return false;
+  return /nccl|xccl|rccl|gloo|send|recv|all_?reduce|all_?gather|reduce_?scatter|broadcast|all_?to_?all|barrier/i.test(name) || type === "Communication";
+}
+
 export function fetchSearch(run: string, span: string, workers: string[], text: string, exact: boolean, base: string | undefined, signal?: AbortSignal): Promise<Got<TimelineSearch>> {
   return get(TimelineSearchSchema, `timeline_search?${q({ run, span, workers: workers.join(","), q: text, exact: exact ? 1 : undefined, base_unix_ns: base, limit: 500 })}`, signal);
 }
@@ -121,7 +133,8 @@ export interface Counter {
   unit: string; // "bytes", "ratio"
   device: number;
   values: Float64Array;
-  max: number; // the lane's scale: the highest value of the whole trace (1 for a ratio)
+  max: number; // the lane's top: the highest value of the whole trace (1 for a ratio)
+  min: number; // the lane's bottom: the lowest value of the whole trace (0 for a ratio)
 }
 
 export interface RankData {
@@ -239,6 +252,7 @@ export function decodeWindow(w: TimelineWindow, bytes: number): Decoded {
         device: Number(c.device),
         values: Float64Array.from(c.values),
         max: c.maxValue,
+        min: c.minValue,
       })),
     };
   });

@@ -2,6 +2,7 @@
 // search matches, the selected slice, launch→kernel arrows and the box selection.
 import type { Counter, Decoded, Lane } from "./data";
 import { fmtDur } from "./data";
+import { humanBytes } from "../../display/cells";
 
 export const LABEL_W = 200;
 export const RULER_H = 26;
@@ -154,13 +155,76 @@ export interface Marks {
   hover: { x: number; y: number } | null;
   flows: boolean;
   query: string;
+  /** TensorBoard's dark mode: the canvas is drawn with the DARK palette. */
+  dark?: boolean;
+  /** The members of the selected collective's instance (timeline_instance): outlined on their rows, with
+   * flows from the last arrival to every other member. */
+  members?: MemberMark[] | null;
 }
 
-/** What one frame drew: launch → kernel arrows (of the selected slice) and the ruler's labels. */
+/** One member of a collective instance on its row: its slice, and whether it arrived last. */
+export interface MemberMark {
+  worker: string;
+  track: number;
+  depth: number;
+  start: number;
+  end: number;
+  last: boolean;
+}
+
+/** What one frame drew: launch → kernel arrows (of the selected slice), the flows between the members of
+ * the selected collective (last arrival → each other member shown) and the ruler's labels. */
 export interface Drawn {
   arrows: number;
+  memberFlows: number;
   ruler: string[];
 }
+
+/** The canvas's colours (slices keep their hues in both). */
+export interface Palette {
+  bg: string;
+  header: string;
+  headerText: string;
+  fold: string;
+  laneTop: string;
+  labelText: string;
+  foldText: string;
+  trackMark: string;
+  edge: string;
+  rulerBg: string;
+  rulerText: string;
+  tick: string;
+  windowText: string;
+  hoverLine: string;
+  dim: string;
+  dimMerged: string;
+  dimText: string;
+  sliceText: string;
+  selected: string;
+  arrow: string;
+  arrowHead: string;
+  counterBg: string;
+  counterBase: string;
+  counterAxis: string;
+  member: string;
+  memberWait: string;
+}
+
+export const LIGHT: Palette = {
+  bg: "#fff", header: "#eceff1", headerText: "#212121", fold: "#f5f5f5", laneTop: "#fafafa", labelText: "#424242",
+  foldText: "#9e9e9e", trackMark: "#bdbdbd", edge: "#e0e0e0", rulerBg: "#fafafa", rulerText: "#616161", tick: "#bdbdbd",
+  windowText: "#424242", hoverLine: "rgba(0,0,0,0.25)", dim: "#eeeeee", dimMerged: "#e0e0e0", dimText: "#9e9e9e",
+  sliceText: "#111", selected: "#0d47a1", arrow: "rgba(33,33,33,0.55)", arrowHead: "rgba(33,33,33,0.7)",
+  counterBg: "#fbfbfb", counterBase: "#eeeeee", counterAxis: "#757575", member: "#e65100", memberWait: "rgba(230,81,0,0.22)",
+};
+
+export const DARK: Palette = {
+  bg: "#1e1e1e", header: "#2d3236", headerText: "#e8eaed", fold: "#262626", laneTop: "#2a2a2a", labelText: "#c8ccd0",
+  foldText: "#8a8f94", trackMark: "#6b7075", edge: "#3c4043", rulerBg: "#252526", rulerText: "#b0b4b8", tick: "#5f6368",
+  windowText: "#c8ccd0", hoverLine: "rgba(255,255,255,0.3)", dim: "#3a3a3a", dimMerged: "#444", dimText: "#777",
+  sliceText: "#111", selected: "#8ab4f8", arrow: "rgba(232,234,237,0.6)", arrowHead: "rgba(232,234,237,0.8)",
+  counterBg: "#232323", counterBase: "#3a3a3a", counterAxis: "#9aa0a6", member: "#ffab40", memberWait: "rgba(255,171,64,0.28)",
+};
 
 /**
  * A ruler label: the unit of the view's largest time, with as many decimals as the tick step needs
@@ -190,10 +254,12 @@ export function drawTimeline(
   marks: Marks,
 ): Drawn {
   let arrows = 0;
+  let memberFlows = 0;
   const ruler: string[] = [];
+  const P = marks.dark ? DARK : LIGHT;
   ctx.save();
   ctx.clearRect(0, 0, width, height);
-  ctx.fillStyle = "#fff";
+  ctx.fillStyle = P.bg;
   ctx.fillRect(0, 0, width, height);
   const plotW = Math.max(1, width - LABEL_W);
   const scale = plotW / Math.max(1, view.end - view.start);
@@ -216,7 +282,7 @@ export function drawTimeline(
     const y = top + row.y;
     if (y + row.h < RULER_H || y > height) continue;
     if (row.kind === "rank") {
-      ctx.fillStyle = "#eceff1";
+      ctx.fillStyle = P.header;
       ctx.fillRect(LABEL_W, y, plotW, row.h);
       const r = data?.ranks[row.rank];
       if (row.folded && r) {
@@ -225,35 +291,35 @@ export function drawTimeline(
           for (const t of r.tracks) {
             const lane = r.lanes.get(`${t.id}:0`);
             const gpu = t.kind === 2;
-            if (lane) drawMarks(ctx, lane, gpu ? y + 12 : y + 4, 6, X, view, names, types, gpu ? "#7e57c2" : "#78909c", hasQuery, LABEL_W, width, pass);
+            if (lane) drawMarks(ctx, lane, gpu ? y + 12 : y + 4, 6, X, view, names, types, gpu ? "#7e57c2" : "#78909c", hasQuery, LABEL_W, width, pass, P);
           }
         }
       }
       continue;
     }
     if (row.kind === "fold") {
-      ctx.fillStyle = "#f5f5f5";
+      ctx.fillStyle = P.fold;
       ctx.fillRect(LABEL_W, y, plotW, row.h);
       const r = data?.ranks[row.rank];
       for (const pass of hasQuery ? [false, true] : [false]) {
         for (let d = 0; r && d < row.lanes; d++) {
           const lane = r.lanes.get(`${row.track}:${d}`);
-          if (lane) drawMarks(ctx, lane, y + 1, row.h - 2, X, view, names, types, null, hasQuery, LABEL_W, width, pass);
+          if (lane) drawMarks(ctx, lane, y + 1, row.h - 2, X, view, names, types, null, hasQuery, LABEL_W, width, pass, P);
         }
       }
       continue;
     }
     if (row.kind === "counter") {
       const c = data?.ranks[row.rank]?.counters[row.counter ?? 0];
-      if (c && data) drawCounter(ctx, c, y, row.h, X, data.windowStart, data.resolution, LABEL_W, width);
+      if (c && data) drawCounter(ctx, c, y, row.h, X, data.windowStart, data.resolution, LABEL_W, width, P);
       continue;
     }
     if (row.depth === 0) {
-      ctx.fillStyle = "#fafafa";
+      ctx.fillStyle = P.laneTop;
       ctx.fillRect(LABEL_W, y - 1, plotW, 1);
     }
     const lane = data?.ranks[row.rank]?.lanes.get(`${row.track}:${row.depth}`);
-    if (lane) drawLane(ctx, lane, y, row.h, X, scale, view, names, types, hasQuery, LABEL_W, width);
+    if (lane) drawLane(ctx, lane, y, row.h, X, scale, view, names, types, hasQuery, LABEL_W, width, P);
   }
   // selected slice
   if (marks.selected && data) {
@@ -263,7 +329,7 @@ export function drawTimeline(
     if (row) {
       const x0 = X(s.start);
       const w = Math.max(2, (s.end - s.start) * scale);
-      ctx.strokeStyle = "#0d47a1";
+      ctx.strokeStyle = P.selected;
       ctx.lineWidth = 2;
       ctx.strokeRect(x0 - 1, top + row.y, w + 2, row.h - 1);
     }
@@ -272,8 +338,8 @@ export function drawTimeline(
   const sel = marks.selected;
   const selRank = sel && data ? data.ranks.findIndex((r) => r.worker === sel.worker) : -1;
   if (marks.flows && data && sel && selRank >= 0) {
-    ctx.strokeStyle = "rgba(33,33,33,0.55)";
-    ctx.fillStyle = "rgba(33,33,33,0.7)";
+    ctx.strokeStyle = P.arrow;
+    ctx.fillStyle = P.arrowHead;
     ctx.lineWidth = 1;
     for (const f of data.flows) {
       if (f.rank !== selRank) continue;
@@ -301,6 +367,55 @@ export function drawTimeline(
       arrows++;
     }
   }
+  // the selected collective's instance: each member's slice outlined, its wait (from its arrival to the
+  // last member's) shaded, and a flow from the last arrival down (or up) to every other member shown
+  if (marks.members && marks.members.length && data) {
+    const ms = marks.members;
+    const rowFor = (m: MemberMark) => rowOf.get(`${data.ranks.findIndex((r) => r.worker === m.worker)}:${m.track}:${m.depth}`);
+    const last = ms.find((m) => m.last);
+    const lastRow = last ? rowFor(last) : undefined;
+    ctx.lineWidth = 2;
+    for (const m of ms) {
+      const row = rowFor(m);
+      if (!row) continue;
+      const y = top + row.y;
+      if (last && !m.last && last.start > m.start) {
+        ctx.fillStyle = P.memberWait;
+        ctx.fillRect(X(m.start), y + 1, Math.max(1, (last.start - m.start) * scale), row.h - 2);
+      }
+      ctx.strokeStyle = P.member;
+      ctx.strokeRect(X(m.start) - 1, y, Math.max(2, (m.end - m.start) * scale) + 2, row.h - 1);
+    }
+    if (last && lastRow) {
+      const x = Math.round(X(last.start)) + 0.5;
+      if (x >= LABEL_W && x <= width) {
+        ctx.strokeStyle = P.member;
+        ctx.fillStyle = P.member;
+        ctx.lineWidth = 1.5;
+        const y0 = top + lastRow.y + lastRow.h / 2;
+        for (const m of ms) {
+          if (m === last) continue;
+          const row = rowFor(m);
+          if (!row) continue;
+          const down = row.y > lastRow.y;
+          const y1 = top + row.y + (down ? 1 : row.h - 1);
+          ctx.beginPath();
+          ctx.moveTo(x, y0);
+          ctx.lineTo(x, y1);
+          ctx.stroke();
+          ctx.beginPath();
+          ctx.moveTo(x, y1);
+          ctx.lineTo(x - 4, y1 + (down ? -6 : 6));
+          ctx.lineTo(x + 4, y1 + (down ? -6 : 6));
+          ctx.fill();
+          memberFlows++;
+        }
+        ctx.beginPath();
+        ctx.arc(x, y0, 3, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+    }
+  }
   // box selection
   if (marks.box) {
     const b = marks.box;
@@ -319,7 +434,7 @@ export function drawTimeline(
   ctx.restore();
 
   // labels
-  ctx.fillStyle = "#fff";
+  ctx.fillStyle = P.bg;
   ctx.fillRect(0, RULER_H, LABEL_W, height - RULER_H);
   ctx.save();
   ctx.beginPath();
@@ -329,16 +444,16 @@ export function drawTimeline(
     const y = top + row.y;
     if (y + row.h < RULER_H || y > height) continue;
     if (row.kind === "rank") {
-      ctx.fillStyle = "#eceff1";
+      ctx.fillStyle = P.header;
       ctx.fillRect(0, y, LABEL_W, row.h);
-      ctx.fillStyle = "#212121";
+      ctx.fillStyle = P.headerText;
       triangle(ctx, 8, y + row.h / 2, !row.folded, 4);
       ctx.font = "bold 12px system-ui, sans-serif";
       // an unfolded rank's header row is empty across the plot: its label runs over it (below)
       if (row.folded) ctx.fillText(truncate(row.label, LABEL_W - 30), 16, y + row.h / 2);
       ctx.font = "11px system-ui, sans-serif";
     } else if (row.kind === "fold") {
-      ctx.fillStyle = "#9e9e9e";
+      ctx.fillStyle = P.foldText;
       triangle(ctx, 8, y + row.h / 2, false, 3);
       ctx.font = "9px system-ui, sans-serif";
       ctx.fillText(truncate(row.label, LABEL_W - 10), 14, y + row.h / 2);
@@ -346,17 +461,17 @@ export function drawTimeline(
     } else if (row.kind === "counter") {
       ctx.fillStyle = COUNTER_COLOR[data?.ranks[row.rank]?.counters[row.counter ?? 0]?.kind ?? ""] ?? "#607d8b";
       ctx.fillRect(6, y + row.h / 2 - 4, 6, 8);
-      ctx.fillStyle = "#424242";
+      ctx.fillStyle = P.labelText;
       ctx.fillText(truncate(row.label, LABEL_W - 20), 16, y + row.h / 2);
     } else if (row.first) {
-      ctx.fillStyle = "#bdbdbd";
+      ctx.fillStyle = P.trackMark;
       triangle(ctx, 8, y + row.h / 2, true, 3);
-      ctx.fillStyle = "#424242";
+      ctx.fillStyle = P.labelText;
       ctx.fillText(truncate(row.label, LABEL_W - 20), 14, y + row.h / 2);
     }
   }
   ctx.restore();
-  ctx.fillStyle = "#e0e0e0";
+  ctx.fillStyle = P.edge;
   ctx.fillRect(LABEL_W - 1, RULER_H, 1, height - RULER_H);
   // the whole label of each unfolded rank, along its header row
   ctx.save();
@@ -364,27 +479,27 @@ export function drawTimeline(
   ctx.rect(0, RULER_H, width, height - RULER_H);
   ctx.clip();
   ctx.font = "bold 12px system-ui, sans-serif";
-  ctx.fillStyle = "#212121";
+  ctx.fillStyle = P.headerText;
   for (const row of lay.rows) {
     const y = top + row.y;
     if (row.kind !== "rank" || row.folded || y + row.h < RULER_H || y > height) continue;
-    ctx.fillStyle = "#eceff1"; // the header row runs across the label column's edge
+    ctx.fillStyle = P.header; // the header row runs across the label column's edge
     ctx.fillRect(LABEL_W - 1, y, 1, row.h);
-    ctx.fillStyle = "#212121";
+    ctx.fillStyle = P.headerText;
     ctx.fillText(truncate(row.label, width - 30), 16, y + row.h / 2);
   }
   ctx.font = "11px system-ui, sans-serif";
   ctx.restore();
 
   // ruler
-  ctx.fillStyle = "#fafafa";
+  ctx.fillStyle = P.rulerBg;
   ctx.fillRect(0, 0, width, RULER_H);
-  ctx.fillStyle = "#e0e0e0";
+  ctx.fillStyle = P.edge;
   ctx.fillRect(0, RULER_H - 1, width, 1);
   const span = view.end - view.start;
   const step = niceStep(span / Math.max(1, plotW / 110));
-  ctx.fillStyle = "#616161";
-  ctx.strokeStyle = "#bdbdbd";
+  ctx.fillStyle = P.rulerText;
+  ctx.strokeStyle = P.tick;
   ctx.textBaseline = "middle";
   const first = Math.ceil(view.start / step);
   const far = Math.max(Math.abs(view.start), Math.abs(view.end));
@@ -400,31 +515,45 @@ export function drawTimeline(
     ruler.push(label);
     ctx.fillText(label, x + 3, RULER_H / 2 - 2);
   }
-  ctx.fillStyle = "#424242";
+  ctx.fillStyle = P.windowText;
   ctx.fillText(`window ${fmtDur(span)}`, 8, RULER_H / 2);
   if (marks.hover && marks.hover.x > LABEL_W) {
     const x = Math.round(marks.hover.x) + 0.5;
-    ctx.strokeStyle = "rgba(0,0,0,0.25)";
+    ctx.strokeStyle = P.hoverLine;
     ctx.beginPath();
     ctx.moveTo(x, RULER_H);
     ctx.lineTo(x, height);
     ctx.stroke();
   }
   ctx.restore();
-  return { arrows, ruler };
+  return { arrows, memberFlows, ruler };
 }
 
 const COUNTER_COLOR: Record<string, string> = { allocated: "#43a047", reserved: "#fb8c00", utilization: "#7e57c2" };
 
+/** A counter lane's scale: its bottom and top values (counterScale) and their labels (bytes humanised,
+ * a ratio in %), as the lane's axis shows them. */
+export function counterScale(c: Counter): { lo: number; hi: number; loText: string; hiText: string } {
+  const ratio = c.unit === "ratio";
+  let lo = ratio ? 0 : Math.max(0, c.min || 0);
+  const top = ratio ? 1 : Math.max(0, c.max || 0);
+  if (!(top > lo)) lo = 0; // a constant counter: drawn from 0
+  const hi = top > lo ? top : lo + 1; // (a counter that stays at 0: an empty lane)
+  const text = (v: number) => (ratio ? `${Math.round(v * 100)} %` : v ? humanBytes(v) : "0 B");
+  return { lo, hi, loText: text(lo), hiText: text(top) };
+}
+
 /** A counter lane: its values per pixel bin of the fetched window as an area from the lane's bottom,
- * scaled to the counter's highest value (a ratio to 1); bins without a value (NaN) are left empty. */
+ * scaled from the counter's lowest to its highest value over the whole trace (a ratio: 0 to 1), with
+ * those two values labelled at the plot's left edge; bins without a value (NaN) are left empty. */
 function drawCounter(ctx: CanvasRenderingContext2D, c: Counter, y: number, h: number, X: (t: number) => number,
-  windowStart: number, resolution: number, left: number, right: number): void {
-  ctx.fillStyle = "#fbfbfb";
+  windowStart: number, resolution: number, left: number, right: number, P: Palette): void {
+  ctx.fillStyle = P.counterBg;
   ctx.fillRect(left, y, right - left, h - 1);
-  ctx.fillStyle = "#eeeeee";
+  ctx.fillStyle = P.counterBase;
   ctx.fillRect(left, y + h - 1, right - left, 1);
-  const top = c.max > 0 ? c.max : 1;
+  const sc = counterScale(c);
+  const top = sc.hi - sc.lo;
   const base = y + h - 1;
   const inner = h - 4;
   const color = COUNTER_COLOR[c.kind] ?? "#607d8b";
@@ -452,7 +581,7 @@ function drawCounter(ctx: CanvasRenderingContext2D, c: Counter, y: number, h: nu
       close();
       continue;
     }
-    const yv = base - (Math.max(0, Math.min(v, top)) / top) * inner;
+    const yv = base - (Math.max(0, Math.min(v - sc.lo, top)) / top) * inner;
     if (!open) {
       ctx.beginPath();
       ctx.moveTo(x0, base);
@@ -463,6 +592,22 @@ function drawCounter(ctx: CanvasRenderingContext2D, c: Counter, y: number, h: nu
     lastX = x1;
   }
   close();
+  // the axis: the top and bottom values, over the plot's left edge
+  ctx.save();
+  ctx.font = "9px system-ui, sans-serif";
+  ctx.textBaseline = "top";
+  const hiW = ctx.measureText(sc.hiText).width;
+  const loW = ctx.measureText(sc.loText).width;
+  ctx.fillStyle = P.counterBg;
+  ctx.globalAlpha = 0.8;
+  ctx.fillRect(left + 1, y + 1, hiW + 4, 10);
+  ctx.fillRect(left + 1, y + h - 11, loW + 4, 10);
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = P.counterAxis;
+  ctx.fillText(sc.hiText, left + 3, y + 1);
+  ctx.textBaseline = "bottom";
+  ctx.fillText(sc.loText, left + 3, y + h - 1);
+  ctx.restore();
 }
 
 /** ▾ (open) or ▸ (folded), centred on (x, y). */
@@ -499,6 +644,7 @@ function drawMarks(
   left: number,
   right: number,
   matchesOnly = false,
+  P: Palette = LIGHT,
 ): void {
   const n = lane.start.length;
   if (matchesOnly && !lane.match) return;
@@ -522,7 +668,7 @@ function drawMarks(
     const x1 = Math.min(Math.max(X(e), X(s) + 1), right);
     if (x1 <= x0) continue;
     let c: string;
-    if (hasQuery) c = lane.match && lane.match[i] === 1 ? "#d50000" : "#e0e0e0";
+    if (hasQuery) c = lane.match && lane.match[i] === 1 ? "#d50000" : P.dimMerged;
     else if (color) c = color;
     else {
       const nm = names[lane.name[i]] ?? "";
@@ -570,6 +716,7 @@ function drawLane(
   hasQuery: boolean,
   left: number,
   right: number,
+  P: Palette = LIGHT,
 ): void {
   const n = lane.start.length;
   // first item that may be visible
@@ -594,7 +741,7 @@ function drawLane(
     const merged = lane.count[i] > 1;
     const matched = lane.match ? lane.match[i] === 1 : false;
     let color = merged && !nm ? "#9e9e9e" : colorOf(nm, type);
-    if (hasQuery && !matched) color = merged ? "#e0e0e0" : "#eeeeee";
+    if (hasQuery && !matched) color = merged ? P.dimMerged : P.dim;
     ctx.fillStyle = color;
     ctx.fillRect(x0, y + 1, x1 - x0, h - 2);
     if (merged) {
@@ -609,7 +756,7 @@ function drawLane(
     const w = x1 - x0;
     if (w > 36) {
       const label = merged ? (nm ? `${nm} ×${lane.count[i]}` : `${lane.count[i]} events`) : nm;
-      ctx.fillStyle = hasQuery && !matched ? "#9e9e9e" : "#111";
+      ctx.fillStyle = hasQuery && !matched ? P.dimText : P.sliceText;
       ctx.fillText(truncate(label, w - 6), Math.max(x0, left) + 3, y + h / 2);
     }
   }

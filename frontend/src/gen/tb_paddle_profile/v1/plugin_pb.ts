@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/plugin.proto.
  */
 export const file_tb_paddle_profile_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("CiF0Yl9wYWRkbGVfcHJvZmlsZS92MS9wbHVnaW4ucHJvdG8SFHRiX3BhZGRsZV9wcm9maWxlLnYxIo4BCglTcGFuRW50cnkSDAoEc3BhbhgBIAEoCRIRCglmaWxlX25hbWUYAiABKAkSEQoJZmlsZV9zaXplGAMgASgEEi4KBXN0YXRlGAQgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAUgASgJEg4KBmNhY2hlZBgGIAEoCCKJAQoLV29ya2VyRW50cnkSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEAoIaG9zdG5hbWUYAyABKAkSCwoDcGlkGAQgASgDEi4KBXNwYW5zGAUgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbkVudHJ5Eg0KBWxhYmVsGAYgASgJIksKCFJ1bkVudHJ5EgsKA3J1bhgBIAEoCRIyCgd3b3JrZXJzGAIgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuV29ya2VyRW50cnkiWwoHUnVuTGlzdBIOCgZsb2dkaXIYASABKAkSLAoEcnVucxgCIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJ1bkVudHJ5EhIKCnNjYW5uZWRfYXQYAyABKAEihwIKD1JhbmtEaXN0cmlidXRlZBIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIuCgVzdGF0ZRgDIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkxvYWRTdGF0ZRINCgVlcnJvchgEIAEoCRIVCg10b3RhbF90aW1lX25zGAUgASgDEjoKC2Rpc3RyaWJ1dGVkGAYgASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGlzdHJpYnV0ZWRWaWV3Ei4KBXN0ZXBzGAcgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTW9kZWxTdGVwEhQKDGZpbGVfdmVyc2lvbhgIIAEoCSKRAQoOUnVuRGlzdHJpYnV0ZWQSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSNAoFcmFua3MYAyADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rRGlzdHJpYnV0ZWQSLgoHZGlzcGxheRgEIAEoCzIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3BsYXkisQYKC1J1blBhcmFsbGVsEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEjEKBXJhbmtzGAMgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua1BhcmFsbGVsEg0KBXN0ZXBzGAQgAygDEjcKCXN0ZXBfdGltZRgFIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EkMKFWV4cG9zZWRfY29tbXVuaWNhdGlvbhgGIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EjQKBWtpbmRzGAcgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZEFjcm9zc1JhbmtzEjgKB21hdGNoZWQYCCADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZRI0CghtYXRjaGluZxgJIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoaW5nSW5mbxI5CglzdHJhZ2dsZXIYCiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXJWZXJkaWN0EjQKCHBpcGVsaW5lGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVWaWV3EiwKBmFkdmljZRgMIAMoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZRINCgVub3RlcxgNIAMoCRI0Cgh0b3BvbG9neRgOIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRvcG9sb2d5VmlldxIvCgZjbG9ja3MYDyADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Ib3N0Q2xvY2sSLwoIZmluZGluZ3MYECADKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5GaW5kaW5nEhQKDGFuYWx5c2lzX2tleRgRIAEoCRIVCg1tYXRjaGVkX3RvdGFsGBIgASgEEi4KB2Rpc3BsYXkYEyABKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXNwbGF5IpcBCgtNYXRjaGVkUGFnZRILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIUCgxhbmFseXNpc19rZXkYAyABKAkSDQoFdG90YWwYBCABKAQSDgoGb2Zmc2V0GAUgASgEEjgKB21hdGNoZWQYBiADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZSJzCgxQcm9jZXNzR3JvdXASDAoEYXhpcxgBIAEoCRINCgVyYW5rcxgCIAMoBRIRCglpbnN0YW5jZXMYAyABKAQSMwoFa2luZHMYBCADKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZCLGAQoMVG9wb2xvZ3lWaWV3EgoKAmRwGAEgASgNEgoKAnBwGAIgASgNEgoKAm1wGAMgASgNEhAKCHNoYXJkaW5nGAQgASgNEjIKBmdyb3VwcxgFIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlByb2Nlc3NHcm91cBIOCgZtZXRob2QYBiABKAkSEAoIY29tcGxldGUYByABKAgSGwoTbWF0Y2hlc19mbGVldF9vcmRlchgIIAEoCBINCgVub3RlcxgJIAMoCSJ2CglIb3N0Q2xvY2sSEAoIaG9zdG5hbWUYASABKAkSDQoFcmFua3MYAiADKAUSEQoJb2Zmc2V0X25zGAMgASgDEhEKCXNwcmVhZF9ucxgEIAEoAxIPCgdzYW1wbGVzGAUgASgEEhEKCXJlZmVyZW5jZRgGIAEoCCLRAQoHRmluZGluZxIMCgRydWxlGAEgASgJEhAKCGNhdGVnb3J5GAIgASgJEg0KBWNhdXNlGAMgASgJEg0KBXJhbmtzGAQgAygFEg0KBXN0YWdlGAUgASgFEg8KB2Nvc3RfbnMYBiABKAMSEQoJZXhjZXNzX25zGAcgASgDEhAKCGFic29yYmVkGAggASgIEgwKBHRleHQYCSABKAkSNQoIdHJpZ2dlcnMYCiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5BZHZpY2VUcmlnZ2VyIicKDlJhbmtTdGVwTWF0cml4EhUKCXZhbHVlc19ucxgBIAMoA0ICEAEiywEKCFJhbmtLaW5kEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEEg8KB3dhaXRfbnMYByABKAMSEwoLdHJhbnNmZXJfbnMYCCABKAMSDwoHbWF0Y2hlZBgJIAEoBCKlBwoMUmFua1BhcmFsbGVsEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEhUKDXJhbmtfaW5mZXJyZWQYAyABKAgSEQoJZmlsZV9uYW1lGAQgASgJEjAKCHRpbWVsaW5lGAUgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmUSDQoFc3RlcHMYBiABKA0SFAoMc3RlcF90aW1lX25zGAcgASgDEhIKCmNvbXB1dGVfbnMYCCABKAMSGAoQY29tbXVuaWNhdGlvbl9ucxgJIAEoAxIfChdoaWRkZW5fY29tbXVuaWNhdGlvbl9ucxgKIAEoAxIgChhleHBvc2VkX2NvbW11bmljYXRpb25fbnMYCyABKAMSEQoJbWVtb3J5X25zGAwgASgDEhkKEWV4cG9zZWRfbWVtb3J5X25zGA0gASgDEg8KB2lkbGVfbnMYDiABKAMSEgoKcnVudGltZV9ucxgPIAEoAxIPCgdzeW5jX25zGBAgASgDEhEKCWtlcm5lbF9ucxgRIAEoAxIQCghsYXVuY2hlcxgSIAEoBBItCgVraW5kcxgTIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtLaW5kEg8KB3dhaXRfbnMYFCABKAMSFgoOY2F1c2VkX3dhaXRfbnMYFSABKAMSFQoNbGFzdF9hcnJpdmFscxgWIAEoDRIPCgdtYXRjaGVkGBcgASgNEg0KBXBlZXJzGBggAygFEhcKD3BlZXJfY29tcHV0ZV9ucxgZIAEoAxIWCg5waXBlbGluZV9zdGFnZRgaIAEoBRIRCglidWJibGVfbnMYGyABKAMSFAoMYnViYmxlX3JhdGlvGBwgASgBEjoKDnN0ZXBfYnJlYWtkb3duGB0gAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxTdGVwEg0KBWxhYmVsGB4gASgJEhAKCGhvc3RuYW1lGB8gASgJEgsKA3BpZBggIAEoAxIRCglkZXZpY2VfaWQYISABKAUSCgoCZHAYIiABKAUSCgoCbXAYIyABKAUSEAoIc2hhcmRpbmcYJCABKAUSFwoPY2xvY2tfb2Zmc2V0X25zGCUgASgDEhAKCGNvdmVyYWdlGCYgASgBEhUKDWRhdGFsb2FkZXJfbnMYJyABKAMSFwoPZmlyc3RfZGV2aWNlX25zGCggASgDEhEKCWRldmlhdGlvbhgpIAEoASLhAQoPS2luZEFjcm9zc1JhbmtzEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEEg8KB21hdGNoZWQYByABKAQSDwoHd2FpdF9ucxgIIAEoAxITCgt0cmFuc2Zlcl9ucxgJIAEoAxINCgVyYW5rcxgKIAMoBSKlAQoQQ29sbGVjdGl2ZU1lbWJlchIMCgRyYW5rGAEgASgFEg8KB29yZGluYWwYAiABKA0SEwoLZHVyYXRpb25fbnMYAyABKAMSDwoHd2FpdF9ucxgEIAEoAxIVCg1zdGFydF91bml4X25zGAUgASgDEjUKCWRpcmVjdGlvbhgGIAEoDjIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlAyUERpcmVjdGlvbiLEAQoRTWF0Y2hlZENvbGxlY3RpdmUSDAoEc3RlcBgBIAEoAxIyCgRraW5kGAIgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDAoEbmFtZRgDIAEoCRITCgt0cmFuc2Zlcl9ucxgEIAEoAxIRCglsYXN0X3JhbmsYBSABKAUSNwoHbWVtYmVycxgGIAMoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVNZW1iZXIinAEKDE1hdGNoaW5nSW5mbxIRCglpbnN0YW5jZXMYASABKAQSGQoRbWF0Y2hlZF9pbnN0YW5jZXMYAiABKAQSDgoGbWV0aG9kGAMgASgJEhgKEGVuZF90b2xlcmFuY2VfbnMYBCABKAMSNAoIY292ZXJhZ2UYBSADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5LaW5kQ292ZXJhZ2UiZgoMS2luZENvdmVyYWdlEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBIRCglpbnN0YW5jZXMYAiABKAQSDwoHbWF0Y2hlZBgDIAEoBCLtAgoJU3RyYWdnbGVyEgwKBHJhbmsYASABKAUSDgoGd29ya2VyGAIgASgJEhoKEm5ldF9jYXVzZWRfd2FpdF9ucxgDIAEoAxIWCg5jYXVzZWRfd2FpdF9ucxgEIAEoAxITCgtvd25fd2FpdF9ucxgFIAEoAxIVCg1sYXN0X2Fycml2YWxzGAYgASgNEg8KB21hdGNoZWQYByABKA0SEgoKY29tcHV0ZV9ucxgIIAEoAxIXCg9wZWVyX2NvbXB1dGVfbnMYCSABKAMSFgoOY29tcHV0ZV9leGNlc3MYCiABKAESFgoObG9uZ2VyX2NvbXB1dGUYCyABKAgSDgoGcmVhc29uGAwgASgJEh8KF3BpcGVsaW5lX3dhaXRfZXhjZXNzX25zGA0gASgDEg0KBWNhdXNlGA4gASgJEhMKC2pvYl9jb3N0X25zGA8gASgDEhAKCGFic29yYmVkGBAgASgIEg0KBWxhYmVsGBEgASgJIowCChBTdHJhZ2dsZXJWZXJkaWN0Eg0KBWZvdW5kGAEgASgIEjMKCnN0cmFnZ2xlcnMYAiADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXISDwoHc3VtbWFyeRgDIAEoCRIZChFtaW5fd2FpdF9mcmFjdGlvbhgEIAEoARIYChBtaW5fc2hhcmVfb2ZfdG9wGAUgASgBEiAKGGNvbXB1dGVfZXhjZXNzX3RocmVzaG9sZBgGIAEoARIRCgl1bmNlcnRhaW4YByABKAgSEAoIY292ZXJhZ2UYCCABKAESGQoRbWluX3JhbmtfY292ZXJhZ2UYCSABKAESDAoEcnVsZRgKIAEoCSKAAQoNUGlwZWxpbmVTdGFnZRINCgVzdGFnZRgBIAEoBRINCgVyYW5rcxgCIAMoBRIUCgxzdGVwX3RpbWVfbnMYAyABKAMSEgoKY29tcHV0ZV9ucxgEIAEoAxIRCglidWJibGVfbnMYBSABKAMSFAoMYnViYmxlX3JhdGlvGAYgASgBInsKDFBpcGVsaW5lVmlldxIPCgdwcmVzZW50GAEgASgIEhEKCXBpcGVsaW5lcxgCIAEoDRIzCgZzdGFnZXMYAyADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5QaXBlbGluZVN0YWdlEhIKCmRlZmluaXRpb24YBCABKAkiXQoNQWR2aWNlVHJpZ2dlchIOCgZtZXRyaWMYASABKAkSDQoFdmFsdWUYAiABKAESEQoJdGhyZXNob2xkGAMgASgBEgwKBHVuaXQYBCABKAkSDAoEcmFuaxgFIAEoBSJ5CgZBZHZpY2USDAoEcnVsZRgBIAEoCRINCgV0aXRsZRgCIAEoCRIMCgR0ZXh0GAMgASgJEjUKCHRyaWdnZXJzGAQgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuQWR2aWNlVHJpZ2dlchINCgVyYW5rcxgFIAMoBSpkCglMb2FkU3RhdGUSGgoWTE9BRF9TVEFURV9VTlNQRUNJRklFRBAAEgoKBlFVRVVFRBABEgsKB0xPQURJTkcQAhIJCgVSRUFEWRADEgoKBkZBSUxFRBAEEgsKB0dST1dJTkcQBWIGcHJvdG8z", [file_tb_paddle_profile_v1_display, file_tb_paddle_profile_v1_summary]);
+  fileDesc("CiF0Yl9wYWRkbGVfcHJvZmlsZS92MS9wbHVnaW4ucHJvdG8SFHRiX3BhZGRsZV9wcm9maWxlLnYxIqwBCglTcGFuRW50cnkSDAoEc3BhbhgBIAEoCRIRCglmaWxlX25hbWUYAiABKAkSEQoJZmlsZV9zaXplGAMgASgEEi4KBXN0YXRlGAQgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAUgASgJEg4KBmNhY2hlZBgGIAEoCBIcChRsb2FkaW5nX3NpbmNlX3VuaXhfcxgHIAEoASKJAQoLV29ya2VyRW50cnkSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEAoIaG9zdG5hbWUYAyABKAkSCwoDcGlkGAQgASgDEi4KBXNwYW5zGAUgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbkVudHJ5Eg0KBWxhYmVsGAYgASgJIksKCFJ1bkVudHJ5EgsKA3J1bhgBIAEoCRIyCgd3b3JrZXJzGAIgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuV29ya2VyRW50cnkiWwoHUnVuTGlzdBIOCgZsb2dkaXIYASABKAkSLAoEcnVucxgCIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJ1bkVudHJ5EhIKCnNjYW5uZWRfYXQYAyABKAEihwIKD1JhbmtEaXN0cmlidXRlZBIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIuCgVzdGF0ZRgDIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkxvYWRTdGF0ZRINCgVlcnJvchgEIAEoCRIVCg10b3RhbF90aW1lX25zGAUgASgDEjoKC2Rpc3RyaWJ1dGVkGAYgASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGlzdHJpYnV0ZWRWaWV3Ei4KBXN0ZXBzGAcgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTW9kZWxTdGVwEhQKDGZpbGVfdmVyc2lvbhgIIAEoCSKRAQoOUnVuRGlzdHJpYnV0ZWQSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSNAoFcmFua3MYAyADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rRGlzdHJpYnV0ZWQSLgoHZGlzcGxheRgEIAEoCzIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3BsYXki5QYKC1J1blBhcmFsbGVsEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEjEKBXJhbmtzGAMgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua1BhcmFsbGVsEg0KBXN0ZXBzGAQgAygDEjcKCXN0ZXBfdGltZRgFIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EkMKFWV4cG9zZWRfY29tbXVuaWNhdGlvbhgGIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EjQKBWtpbmRzGAcgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZEFjcm9zc1JhbmtzEjgKB21hdGNoZWQYCCADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZRI0CghtYXRjaGluZxgJIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoaW5nSW5mbxI5CglzdHJhZ2dsZXIYCiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXJWZXJkaWN0EjQKCHBpcGVsaW5lGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVWaWV3EiwKBmFkdmljZRgMIAMoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZRINCgVub3RlcxgNIAMoCRI0Cgh0b3BvbG9neRgOIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRvcG9sb2d5VmlldxIvCgZjbG9ja3MYDyADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Ib3N0Q2xvY2sSLwoIZmluZGluZ3MYECADKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5GaW5kaW5nEhQKDGFuYWx5c2lzX2tleRgRIAEoCRIVCg1tYXRjaGVkX3RvdGFsGBIgASgEEi4KB2Rpc3BsYXkYEyABKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXNwbGF5EjIKBm1lbW9yeRgUIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVN0YWdlcyLVAQoOTWVtb3J5U3RhZ2VSb3cSDQoFc3RhZ2UYASABKAUSDQoFcmFua3MYAiADKAUSGgoSbWF4X3BlYWtfYWxsb2NhdGVkGAMgASgDEhoKEm1heF9hbGxvY2F0ZWRfcmFuaxgEIAEoBRIaChJtaW5fcGVha19hbGxvY2F0ZWQYBSABKAMSGwoTbWVhbl9wZWFrX2FsbG9jYXRlZBgGIAEoAxIZChFtYXhfcGVha19yZXNlcnZlZBgHIAEoAxIZChFtYXhfcmVzZXJ2ZWRfcmFuaxgIIAEoBSJqCg1NZW1vcnlSYW5rUm93EgwKBHJhbmsYASABKAUSDQoFc3RhZ2UYAiABKAUSDQoFcGxhY2UYAyABKAkSFgoOcGVha19hbGxvY2F0ZWQYBCABKAMSFQoNcGVha19yZXNlcnZlZBgFIAEoAyJ4CgxNZW1vcnlTdGFnZXMSNAoGc3RhZ2VzGAEgAygLMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5U3RhZ2VSb3cSMgoFcmFua3MYAiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlSYW5rUm93IpcBCgtNYXRjaGVkUGFnZRILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIUCgxhbmFseXNpc19rZXkYAyABKAkSDQoFdG90YWwYBCABKAQSDgoGb2Zmc2V0GAUgASgEEjgKB21hdGNoZWQYBiADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZSJzCgxQcm9jZXNzR3JvdXASDAoEYXhpcxgBIAEoCRINCgVyYW5rcxgCIAMoBRIRCglpbnN0YW5jZXMYAyABKAQSMwoFa2luZHMYBCADKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZCLGAQoMVG9wb2xvZ3lWaWV3EgoKAmRwGAEgASgNEgoKAnBwGAIgASgNEgoKAm1wGAMgASgNEhAKCHNoYXJkaW5nGAQgASgNEjIKBmdyb3VwcxgFIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlByb2Nlc3NHcm91cBIOCgZtZXRob2QYBiABKAkSEAoIY29tcGxldGUYByABKAgSGwoTbWF0Y2hlc19mbGVldF9vcmRlchgIIAEoCBINCgVub3RlcxgJIAMoCSJ2CglIb3N0Q2xvY2sSEAoIaG9zdG5hbWUYASABKAkSDQoFcmFua3MYAiADKAUSEQoJb2Zmc2V0X25zGAMgASgDEhEKCXNwcmVhZF9ucxgEIAEoAxIPCgdzYW1wbGVzGAUgASgEEhEKCXJlZmVyZW5jZRgGIAEoCCLRAQoHRmluZGluZxIMCgRydWxlGAEgASgJEhAKCGNhdGVnb3J5GAIgASgJEg0KBWNhdXNlGAMgASgJEg0KBXJhbmtzGAQgAygFEg0KBXN0YWdlGAUgASgFEg8KB2Nvc3RfbnMYBiABKAMSEQoJZXhjZXNzX25zGAcgASgDEhAKCGFic29yYmVkGAggASgIEgwKBHRleHQYCSABKAkSNQoIdHJpZ2dlcnMYCiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5BZHZpY2VUcmlnZ2VyIicKDlJhbmtTdGVwTWF0cml4EhUKCXZhbHVlc19ucxgBIAMoA0ICEAEiywEKCFJhbmtLaW5kEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEEg8KB3dhaXRfbnMYByABKAMSEwoLdHJhbnNmZXJfbnMYCCABKAMSDwoHbWF0Y2hlZBgJIAEoBCKlBwoMUmFua1BhcmFsbGVsEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEhUKDXJhbmtfaW5mZXJyZWQYAyABKAgSEQoJZmlsZV9uYW1lGAQgASgJEjAKCHRpbWVsaW5lGAUgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmUSDQoFc3RlcHMYBiABKA0SFAoMc3RlcF90aW1lX25zGAcgASgDEhIKCmNvbXB1dGVfbnMYCCABKAMSGAoQY29tbXVuaWNhdGlvbl9ucxgJIAEoAxIfChdoaWRkZW5fY29tbXVuaWNhdGlvbl9ucxgKIAEoAxIgChhleHBvc2VkX2NvbW11bmljYXRpb25fbnMYCyABKAMSEQoJbWVtb3J5X25zGAwgASgDEhkKEWV4cG9zZWRfbWVtb3J5X25zGA0gASgDEg8KB2lkbGVfbnMYDiABKAMSEgoKcnVudGltZV9ucxgPIAEoAxIPCgdzeW5jX25zGBAgASgDEhEKCWtlcm5lbF9ucxgRIAEoAxIQCghsYXVuY2hlcxgSIAEoBBItCgVraW5kcxgTIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtLaW5kEg8KB3dhaXRfbnMYFCABKAMSFgoOY2F1c2VkX3dhaXRfbnMYFSABKAMSFQoNbGFzdF9hcnJpdmFscxgWIAEoDRIPCgdtYXRjaGVkGBcgASgNEg0KBXBlZXJzGBggAygFEhcKD3BlZXJfY29tcHV0ZV9ucxgZIAEoAxIWCg5waXBlbGluZV9zdGFnZRgaIAEoBRIRCglidWJibGVfbnMYGyABKAMSFAoMYnViYmxlX3JhdGlvGBwgASgBEjoKDnN0ZXBfYnJlYWtkb3duGB0gAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxTdGVwEg0KBWxhYmVsGB4gASgJEhAKCGhvc3RuYW1lGB8gASgJEgsKA3BpZBggIAEoAxIRCglkZXZpY2VfaWQYISABKAUSCgoCZHAYIiABKAUSCgoCbXAYIyABKAUSEAoIc2hhcmRpbmcYJCABKAUSFwoPY2xvY2tfb2Zmc2V0X25zGCUgASgDEhAKCGNvdmVyYWdlGCYgASgBEhUKDWRhdGFsb2FkZXJfbnMYJyABKAMSFwoPZmlyc3RfZGV2aWNlX25zGCggASgDEhEKCWRldmlhdGlvbhgpIAEoASLhAQoPS2luZEFjcm9zc1JhbmtzEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEEg8KB21hdGNoZWQYByABKAQSDwoHd2FpdF9ucxgIIAEoAxITCgt0cmFuc2Zlcl9ucxgJIAEoAxINCgVyYW5rcxgKIAMoBSKlAQoQQ29sbGVjdGl2ZU1lbWJlchIMCgRyYW5rGAEgASgFEg8KB29yZGluYWwYAiABKA0SEwoLZHVyYXRpb25fbnMYAyABKAMSDwoHd2FpdF9ucxgEIAEoAxIVCg1zdGFydF91bml4X25zGAUgASgDEjUKCWRpcmVjdGlvbhgGIAEoDjIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlAyUERpcmVjdGlvbiLEAQoRTWF0Y2hlZENvbGxlY3RpdmUSDAoEc3RlcBgBIAEoAxIyCgRraW5kGAIgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDAoEbmFtZRgDIAEoCRITCgt0cmFuc2Zlcl9ucxgEIAEoAxIRCglsYXN0X3JhbmsYBSABKAUSNwoHbWVtYmVycxgGIAMoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVNZW1iZXIinAEKDE1hdGNoaW5nSW5mbxIRCglpbnN0YW5jZXMYASABKAQSGQoRbWF0Y2hlZF9pbnN0YW5jZXMYAiABKAQSDgoGbWV0aG9kGAMgASgJEhgKEGVuZF90b2xlcmFuY2VfbnMYBCABKAMSNAoIY292ZXJhZ2UYBSADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5LaW5kQ292ZXJhZ2UiZgoMS2luZENvdmVyYWdlEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBIRCglpbnN0YW5jZXMYAiABKAQSDwoHbWF0Y2hlZBgDIAEoBCLtAgoJU3RyYWdnbGVyEgwKBHJhbmsYASABKAUSDgoGd29ya2VyGAIgASgJEhoKEm5ldF9jYXVzZWRfd2FpdF9ucxgDIAEoAxIWCg5jYXVzZWRfd2FpdF9ucxgEIAEoAxITCgtvd25fd2FpdF9ucxgFIAEoAxIVCg1sYXN0X2Fycml2YWxzGAYgASgNEg8KB21hdGNoZWQYByABKA0SEgoKY29tcHV0ZV9ucxgIIAEoAxIXCg9wZWVyX2NvbXB1dGVfbnMYCSABKAMSFgoOY29tcHV0ZV9leGNlc3MYCiABKAESFgoObG9uZ2VyX2NvbXB1dGUYCyABKAgSDgoGcmVhc29uGAwgASgJEh8KF3BpcGVsaW5lX3dhaXRfZXhjZXNzX25zGA0gASgDEg0KBWNhdXNlGA4gASgJEhMKC2pvYl9jb3N0X25zGA8gASgDEhAKCGFic29yYmVkGBAgASgIEg0KBWxhYmVsGBEgASgJIowCChBTdHJhZ2dsZXJWZXJkaWN0Eg0KBWZvdW5kGAEgASgIEjMKCnN0cmFnZ2xlcnMYAiADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXISDwoHc3VtbWFyeRgDIAEoCRIZChFtaW5fd2FpdF9mcmFjdGlvbhgEIAEoARIYChBtaW5fc2hhcmVfb2ZfdG9wGAUgASgBEiAKGGNvbXB1dGVfZXhjZXNzX3RocmVzaG9sZBgGIAEoARIRCgl1bmNlcnRhaW4YByABKAgSEAoIY292ZXJhZ2UYCCABKAESGQoRbWluX3JhbmtfY292ZXJhZ2UYCSABKAESDAoEcnVsZRgKIAEoCSKAAQoNUGlwZWxpbmVTdGFnZRINCgVzdGFnZRgBIAEoBRINCgVyYW5rcxgCIAMoBRIUCgxzdGVwX3RpbWVfbnMYAyABKAMSEgoKY29tcHV0ZV9ucxgEIAEoAxIRCglidWJibGVfbnMYBSABKAMSFAoMYnViYmxlX3JhdGlvGAYgASgBInsKDFBpcGVsaW5lVmlldxIPCgdwcmVzZW50GAEgASgIEhEKCXBpcGVsaW5lcxgCIAEoDRIzCgZzdGFnZXMYAyADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5QaXBlbGluZVN0YWdlEhIKCmRlZmluaXRpb24YBCABKAkiXQoNQWR2aWNlVHJpZ2dlchIOCgZtZXRyaWMYASABKAkSDQoFdmFsdWUYAiABKAESEQoJdGhyZXNob2xkGAMgASgBEgwKBHVuaXQYBCABKAkSDAoEcmFuaxgFIAEoBSJ5CgZBZHZpY2USDAoEcnVsZRgBIAEoCRINCgV0aXRsZRgCIAEoCRIMCgR0ZXh0GAMgASgJEjUKCHRyaWdnZXJzGAQgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuQWR2aWNlVHJpZ2dlchINCgVyYW5rcxgFIAMoBSpkCglMb2FkU3RhdGUSGgoWTE9BRF9TVEFURV9VTlNQRUNJRklFRBAAEgoKBlFVRVVFRBABEgsKB0xPQURJTkcQAhIJCgVSRUFEWRADEgoKBkZBSUxFRBAEEgsKB0dST1dJTkcQBWIGcHJvdG8z", [file_tb_paddle_profile_v1_display, file_tb_paddle_profile_v1_summary]);
 
 /**
  * One recorded span of one worker: one trace file.
@@ -55,6 +55,14 @@ export type SpanEntry = Message<"tb_paddle_profile.v1.SpanEntry"> & {
    * @generated from field: bool cached = 6;
    */
   cached: boolean;
+
+  /**
+   * LOADING: when its parse began (the server's clock, Unix seconds), so that a page shows how long
+   * it has been parsing whenever it was opened; 0 otherwise.
+   *
+   * @generated from field: double loading_since_unix_s = 7;
+   */
+  loadingSinceUnixS: number;
 };
 
 /**
@@ -385,6 +393,13 @@ export type RunParallel = Message<"tb_paddle_profile.v1.RunParallel"> & {
    * @generated from field: tb_paddle_profile.v1.Display display = 19;
    */
   display?: Display | undefined;
+
+  /**
+   * Memory peaks per pipeline stage and per rank (analysis/memory.py memory_stages).
+   *
+   * @generated from field: tb_paddle_profile.v1.MemoryStages memory = 20;
+   */
+  memory?: MemoryStages | undefined;
 };
 
 /**
@@ -393,6 +408,129 @@ export type RunParallel = Message<"tb_paddle_profile.v1.RunParallel"> & {
  */
 export const RunParallelSchema: GenMessage<RunParallel> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_plugin, 6);
+
+/**
+ * Peak memory across ranks, from each rank's ParallelView.memory. A rank's
+ * device memory is its GPU places ("Place(gpu:N)"), else its other places
+ * (a CPU run): the largest peak of those.
+ *
+ * @generated from message tb_paddle_profile.v1.MemoryStageRow
+ */
+export type MemoryStageRow = Message<"tb_paddle_profile.v1.MemoryStageRow"> & {
+  /**
+   * Pipeline stage (RankParallel.pipeline_stage); -1: not pipelined (all ranks).
+   *
+   * @generated from field: int32 stage = 1;
+   */
+  stage: number;
+
+  /**
+   * @generated from field: repeated int32 ranks = 2;
+   */
+  ranks: number[];
+
+  /**
+   * @generated from field: int64 max_peak_allocated = 3;
+   */
+  maxPeakAllocated: bigint;
+
+  /**
+   * @generated from field: int32 max_allocated_rank = 4;
+   */
+  maxAllocatedRank: number;
+
+  /**
+   * @generated from field: int64 min_peak_allocated = 5;
+   */
+  minPeakAllocated: bigint;
+
+  /**
+   * @generated from field: int64 mean_peak_allocated = 6;
+   */
+  meanPeakAllocated: bigint;
+
+  /**
+   * @generated from field: int64 max_peak_reserved = 7;
+   */
+  maxPeakReserved: bigint;
+
+  /**
+   * @generated from field: int32 max_reserved_rank = 8;
+   */
+  maxReservedRank: number;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MemoryStageRow.
+ * Use `create(MemoryStageRowSchema)` to create a new message.
+ */
+export const MemoryStageRowSchema: GenMessage<MemoryStageRow> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 7);
+
+/**
+ * @generated from message tb_paddle_profile.v1.MemoryRankRow
+ */
+export type MemoryRankRow = Message<"tb_paddle_profile.v1.MemoryRankRow"> & {
+  /**
+   * @generated from field: int32 rank = 1;
+   */
+  rank: number;
+
+  /**
+   * @generated from field: int32 stage = 2;
+   */
+  stage: number;
+
+  /**
+   * The place of its largest peak allocated.
+   *
+   * @generated from field: string place = 3;
+   */
+  place: string;
+
+  /**
+   * @generated from field: int64 peak_allocated = 4;
+   */
+  peakAllocated: bigint;
+
+  /**
+   * @generated from field: int64 peak_reserved = 5;
+   */
+  peakReserved: bigint;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MemoryRankRow.
+ * Use `create(MemoryRankRowSchema)` to create a new message.
+ */
+export const MemoryRankRowSchema: GenMessage<MemoryRankRow> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 8);
+
+/**
+ * @generated from message tb_paddle_profile.v1.MemoryStages
+ */
+export type MemoryStages = Message<"tb_paddle_profile.v1.MemoryStages"> & {
+  /**
+   * One per stage (ascending), or one row of stage -1 when no stage is known.
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.MemoryStageRow stages = 1;
+   */
+  stages: MemoryStageRow[];
+
+  /**
+   * One per rank with memory events, in RunParallel.ranks order.
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.MemoryRankRow ranks = 2;
+   */
+  ranks: MemoryRankRow[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MemoryStages.
+ * Use `create(MemoryStagesSchema)` to create a new message.
+ */
+export const MemoryStagesSchema: GenMessage<MemoryStages> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 9);
 
 /**
  * A page of matched instances (route parallel_matched: by rank, step, offset).
@@ -438,7 +576,7 @@ export type MatchedPage = Message<"tb_paddle_profile.v1.MatchedPage"> & {
  * Use `create(MatchedPageSchema)` to create a new message.
  */
 export const MatchedPageSchema: GenMessage<MatchedPage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 7);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 10);
 
 /**
  * One communicator found from the traces: ranks that take part in the same
@@ -479,7 +617,7 @@ export type ProcessGroup = Message<"tb_paddle_profile.v1.ProcessGroup"> & {
  * Use `create(ProcessGroupSchema)` to create a new message.
  */
 export const ProcessGroupSchema: GenMessage<ProcessGroup> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 8);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 11);
 
 /**
  * @generated from message tb_paddle_profile.v1.TopologyView
@@ -544,7 +682,7 @@ export type TopologyView = Message<"tb_paddle_profile.v1.TopologyView"> & {
  * Use `create(TopologyViewSchema)` to create a new message.
  */
 export const TopologyViewSchema: GenMessage<TopologyView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 9);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 12);
 
 /**
  * @generated from message tb_paddle_profile.v1.HostClock
@@ -591,7 +729,7 @@ export type HostClock = Message<"tb_paddle_profile.v1.HostClock"> & {
  * Use `create(HostClockSchema)` to create a new message.
  */
 export const HostClockSchema: GenMessage<HostClock> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 10);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 13);
 
 /**
  * @generated from message tb_paddle_profile.v1.Finding
@@ -671,7 +809,7 @@ export type Finding = Message<"tb_paddle_profile.v1.Finding"> & {
  * Use `create(FindingSchema)` to create a new message.
  */
 export const FindingSchema: GenMessage<Finding> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 11);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 14);
 
 /**
  * values[r * len(steps) + s]: rank row r, step column s; -1 where the rank
@@ -691,7 +829,7 @@ export type RankStepMatrix = Message<"tb_paddle_profile.v1.RankStepMatrix"> & {
  * Use `create(RankStepMatrixSchema)` to create a new message.
  */
 export const RankStepMatrixSchema: GenMessage<RankStepMatrix> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 12);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 15);
 
 /**
  * @generated from message tb_paddle_profile.v1.RankKind
@@ -753,7 +891,7 @@ export type RankKind = Message<"tb_paddle_profile.v1.RankKind"> & {
  * Use `create(RankKindSchema)` to create a new message.
  */
 export const RankKindSchema: GenMessage<RankKind> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 13);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 16);
 
 /**
  * @generated from message tb_paddle_profile.v1.RankParallel
@@ -1008,7 +1146,7 @@ export type RankParallel = Message<"tb_paddle_profile.v1.RankParallel"> & {
  * Use `create(RankParallelSchema)` to create a new message.
  */
 export const RankParallelSchema: GenMessage<RankParallel> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 14);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 17);
 
 /**
  * @generated from message tb_paddle_profile.v1.KindAcrossRanks
@@ -1074,7 +1212,7 @@ export type KindAcrossRanks = Message<"tb_paddle_profile.v1.KindAcrossRanks"> & 
  * Use `create(KindAcrossRanksSchema)` to create a new message.
  */
 export const KindAcrossRanksSchema: GenMessage<KindAcrossRanks> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 15);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 18);
 
 /**
  * @generated from message tb_paddle_profile.v1.CollectiveMember
@@ -1120,7 +1258,7 @@ export type CollectiveMember = Message<"tb_paddle_profile.v1.CollectiveMember"> 
  * Use `create(CollectiveMemberSchema)` to create a new message.
  */
 export const CollectiveMemberSchema: GenMessage<CollectiveMember> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 16);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 19);
 
 /**
  * One collective instance across the ranks that took part in it.
@@ -1169,7 +1307,7 @@ export type MatchedCollective = Message<"tb_paddle_profile.v1.MatchedCollective"
  * Use `create(MatchedCollectiveSchema)` to create a new message.
  */
 export const MatchedCollectiveSchema: GenMessage<MatchedCollective> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 17);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 20);
 
 /**
  * @generated from message tb_paddle_profile.v1.MatchingInfo
@@ -1214,7 +1352,7 @@ export type MatchingInfo = Message<"tb_paddle_profile.v1.MatchingInfo"> & {
  * Use `create(MatchingInfoSchema)` to create a new message.
  */
 export const MatchingInfoSchema: GenMessage<MatchingInfo> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 18);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 21);
 
 /**
  * @generated from message tb_paddle_profile.v1.KindCoverage
@@ -1241,7 +1379,7 @@ export type KindCoverage = Message<"tb_paddle_profile.v1.KindCoverage"> & {
  * Use `create(KindCoverageSchema)` to create a new message.
  */
 export const KindCoverageSchema: GenMessage<KindCoverage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 19);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 22);
 
 /**
  * @generated from message tb_paddle_profile.v1.Straggler
@@ -1353,7 +1491,7 @@ export type Straggler = Message<"tb_paddle_profile.v1.Straggler"> & {
  * Use `create(StragglerSchema)` to create a new message.
  */
 export const StragglerSchema: GenMessage<Straggler> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 20);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 23);
 
 /**
  * @generated from message tb_paddle_profile.v1.StragglerVerdict
@@ -1428,7 +1566,7 @@ export type StragglerVerdict = Message<"tb_paddle_profile.v1.StragglerVerdict"> 
  * Use `create(StragglerVerdictSchema)` to create a new message.
  */
 export const StragglerVerdictSchema: GenMessage<StragglerVerdict> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 21);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 24);
 
 /**
  * @generated from message tb_paddle_profile.v1.PipelineStage
@@ -1472,7 +1610,7 @@ export type PipelineStage = Message<"tb_paddle_profile.v1.PipelineStage"> & {
  * Use `create(PipelineStageSchema)` to create a new message.
  */
 export const PipelineStageSchema: GenMessage<PipelineStage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 22);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 25);
 
 /**
  * @generated from message tb_paddle_profile.v1.PipelineView
@@ -1508,7 +1646,7 @@ export type PipelineView = Message<"tb_paddle_profile.v1.PipelineView"> & {
  * Use `create(PipelineViewSchema)` to create a new message.
  */
 export const PipelineViewSchema: GenMessage<PipelineView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 23);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 26);
 
 /**
  * @generated from message tb_paddle_profile.v1.AdviceTrigger
@@ -1550,7 +1688,7 @@ export type AdviceTrigger = Message<"tb_paddle_profile.v1.AdviceTrigger"> & {
  * Use `create(AdviceTriggerSchema)` to create a new message.
  */
 export const AdviceTriggerSchema: GenMessage<AdviceTrigger> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 24);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 27);
 
 /**
  * @generated from message tb_paddle_profile.v1.Advice
@@ -1591,7 +1729,7 @@ export type Advice = Message<"tb_paddle_profile.v1.Advice"> & {
  * Use `create(AdviceSchema)` to create a new message.
  */
 export const AdviceSchema: GenMessage<Advice> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 25);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 28);
 
 /**
  * @generated from enum tb_paddle_profile.v1.LoadState

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/summary.proto.
  */
 export const file_tb_paddle_profile_v1_summary: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0Yl9wYWRkbGVfcHJvZmlsZS92MS9zdW1tYXJ5LnByb3RvEhR0Yl9wYWRkbGVfcHJvZmlsZS52MSLaBAoHU3VtbWFyeRItCgRtZXRhGAEgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVHJhY2VNZXRhEjAKBmRldmljZRgCIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRldmljZVZpZXcSNAoIb3ZlcnZpZXcYAyABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5PdmVydmlld1ZpZXcSLgoFbW9kZWwYBCABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFZpZXcSOgoLZGlzdHJpYnV0ZWQYBSABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFZpZXcSNQoJb3BlcmF0b3JzGAYgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JWaWV3EjEKB2tlcm5lbHMYByABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxWaWV3EjAKBm1lbW9yeRgIIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVZpZXcSPQoTbWVtb3J5X21hbmlwdWxhdGlvbhgJIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSOwoMdXNlcl9kZWZpbmVkGAogASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuVXNlckRlZmluZWRWaWV3EjQKCHBhcmFsbGVsGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxWaWV3It8DCglUcmFjZU1ldGESFgoOc3VtbWFyeV9zY2hlbWEYASABKA0SFAoMdG9vbF92ZXJzaW9uGAIgASgJEhEKCWZpbGVfbmFtZRgDIAEoCRIRCglmaWxlX3NpemUYBCABKAQSDgoGd29ya2VyGAUgASgJEhMKC2V4cG9ydF90aW1lGAYgASgJEgwKBHJhbmsYByABKAUSEAoIaG9zdG5hbWUYCCABKAkSCwoDcGlkGAkgASgDEgwKBHNwYW4YCiABKAkSFgoOc2NoZW1hX3ZlcnNpb24YCyABKAkSFgoOb3JpZ2luX3VuaXhfbnMYDCABKAMSEAoIc3RhcnRfbnMYDSABKAMSDgoGZW5kX25zGA4gASgDEjEKBmNvdW50cxgPIAEoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50Q291bnRzEjEKB3RocmVhZHMYECADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaHJlYWRJbmZvEjcKB2RldmljZXMYESADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5EZXZpY2VQcm9wZXJ0aWVzEhUKDXRvdGFsX3RpbWVfbnMYEiABKAMSFgoOcmVwYWlyZWRfbGluZXMYEyABKAQifQoLRXZlbnRDb3VudHMSDAoEaG9zdBgBIAEoBBIPCgdydW50aW1lGAIgASgEEg4KBmRldmljZRgDIAEoBBIOCgZtZW1vcnkYBCABKAQSDwoHa2VybmVscxgFIAEoBBIOCgZtZW1jcHkYBiABKAQSDgoGbWVtc2V0GAcgASgEImsKClRocmVhZEluZm8SCwoDdGlkGAEgASgDEgwKBG5hbWUYAiABKAkSEwoLaG9zdF9ldmVudHMYAyABKAQSFgoOcnVudGltZV9ldmVudHMYBCABKAQSFQoNbWVtb3J5X2V2ZW50cxgFIAEoBCKCAwoQRGV2aWNlUHJvcGVydGllcxIKCgJpZBgBIAEoAxIMCgRuYW1lGAIgASgJEhgKEHRvdGFsX2dsb2JhbF9tZW0YAyABKAQSFQoNY29tcHV0ZV9tYWpvchgEIAEoBRIVCg1jb21wdXRlX21pbm9yGAUgASgFEh0KFW1heF90aHJlYWRzX3Blcl9ibG9jaxgGIAEoBRImCh5tYXhfdGhyZWFkc19wZXJfbXVsdGlwcm9jZXNzb3IYByABKAUSFgoOcmVnc19wZXJfYmxvY2sYCCABKAUSHwoXcmVnc19wZXJfbXVsdGlwcm9jZXNzb3IYCSABKAUSEQoJd2FycF9zaXplGAogASgFEhwKFHNoYXJlZF9tZW1fcGVyX2Jsb2NrGAsgASgEEiUKHXNoYXJlZF9tZW1fcGVyX211bHRpcHJvY2Vzc29yGAwgASgEEhAKCHNtX2NvdW50GA0gASgFEiIKGnNoYXJlZF9tZW1fcGVyX2Jsb2NrX29wdGluGA4gASgEIj0KCVRpbWVTdGF0cxIQCgh0b3RhbF9ucxgBIAEoAxIOCgZtYXhfbnMYAiABKAMSDgoGbWluX25zGAMgASgDIsoBCgpFdmVudFN0YXRzEgwKBG5hbWUYASABKAkSDQoFY2FsbHMYAiABKAQSLAoDY3B1GAMgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzEiwKA2dwdRgEIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxI0CgtnZW5lcmFsX2dwdRgFIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxINCgVmbG9wcxgGIAEoAyItCglUaW1lUmFuZ2USEAoIc3RhcnRfbnMYASABKAMSDgoGZW5kX25zGAIgASgDIn0KCkRldmljZVZpZXcSHwoXY3B1X3Byb2Nlc3NfdXRpbGl6YXRpb24YASABKAESHgoWY3B1X3N5c3RlbV91dGlsaXphdGlvbhgCIAEoARIuCgRncHVzGAMgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGV2aWNlQnVzeSI3CgpEZXZpY2VCdXN5EhEKCWRldmljZV9pZBgBIAEoAxIWCg5rZXJuZWxfdGltZV9ucxgCIAEoAyJBCgtPdmVydmlld1JvdxISCgpldmVudF90eXBlGAEgASgJEg0KBWNhbGxzGAIgASgEEg8KB3RpbWVfbnMYAyABKAMibgoMT3ZlcnZpZXdWaWV3Ei4KA2NwdRgBIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk92ZXJ2aWV3Um93Ei4KA2dwdRgCIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk92ZXJ2aWV3Um93IqsCCglNb2RlbFN0ZXASDAoEc3RlcBgBIAEoAxIuCgVyYW5nZRgCIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVSYW5nZRIZChFkYXRhbG9hZGVyX2NwdV9ucxgDIAEoAxIWCg5mb3J3YXJkX2NwdV9ucxgEIAEoAxIXCg9iYWNrd2FyZF9jcHVfbnMYBSABKAMSGwoTb3B0aW1pemF0aW9uX2NwdV9ucxgGIAEoAxIZChFkYXRhbG9hZGVyX2dwdV9ucxgHIAEoAxIWCg5mb3J3YXJkX2dwdV9ucxgIIAEoAxIXCg9iYWNrd2FyZF9ncHVfbnMYCSABKAMSGwoTb3B0aW1pemF0aW9uX2dwdV9ucxgKIAEoAxIOCgZncHVfbnMYCyABKAMibAoJTW9kZWxWaWV3Ei8KBWl0ZW1zGAEgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuRXZlbnRTdGF0cxIuCgVzdGVwcxgCIAMoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1vZGVsU3RlcCKVAQoPRGlzdHJpYnV0ZWRTdGVwEgwKBHN0ZXAYASABKAMSLgoFcmFuZ2UYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lUmFuZ2USGAoQY29tbXVuaWNhdGlvbl9ucxgDIAEoAxIWCg5jb21wdXRhdGlvbl9ucxgEIAEoAxISCgpvdmVybGFwX25zGAUgASgDIoACCg9EaXN0cmlidXRlZFZpZXcSDwoHcHJlc2VudBgBIAEoCBIYChBjb21tdW5pY2F0aW9uX25zGAIgASgDEhYKDmNvbXB1dGF0aW9uX25zGAMgASgDEhIKCm92ZXJsYXBfbnMYBCABKAMSEQoJY3B1X2NhbGxzGAUgASgEEhEKCWdwdV9jYWxscxgGIAEoBBIcChRjcHVfY29tbXVuaWNhdGlvbl9ucxgHIAEoAxIcChRncHVfY29tbXVuaWNhdGlvbl9ucxgIIAEoAxI0CgVzdGVwcxgJIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3RyaWJ1dGVkU3RlcCJsCgtEZXZpY2VTdGF0cxIMCgRuYW1lGAEgASgJEhIKCmV2ZW50X3R5cGUYAiABKAkSDQoFY2FsbHMYAyABKAQSLAoDZ3B1GAQgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzImkKClNoYXBlR3JvdXASFAoMaW5wdXRfc2hhcGVzGAEgASgJEhQKDGlucHV0X2R0eXBlcxgCIAEoCRIvCgVzdGF0cxgDIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMi2QEKDE9wZXJhdG9yTm9kZRIvCgVzdGF0cxgBIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSMgoGaW5uZXJzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JOb2RlEjIKB2RldmljZXMYAyADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EZXZpY2VTdGF0cxIwCgZzaGFwZXMYBCADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5TaGFwZUdyb3VwIlsKD1RocmVhZE9wZXJhdG9ycxIRCgl0aHJlYWRfaWQYASABKAMSNQoJb3BlcmF0b3JzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JOb2RlIn0KDE9wZXJhdG9yVmlldxI1CglvcGVyYXRvcnMYASADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5PcGVyYXRvck5vZGUSNgoHdGhyZWFkcxgCIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRocmVhZE9wZXJhdG9ycyLFAQoMTGF1bmNoQ29uZmlnEgwKBGdyaWQYASADKAUSDQoFYmxvY2sYAiADKAUSHAoUcmVnaXN0ZXJzX3Blcl90aHJlYWQYAyABKAUSFQoNc2hhcmVkX21lbW9yeRgEIAEoAxIVCg1ibG9ja3NfcGVyX3NtGAUgASgBEhQKDHdhcnBzX3Blcl9zbRgGIAEoARIVCg1vY2N1cGFuY3lfcGN0GAcgASgBEg0KBWNhbGxzGAggASgEEhAKCHRvdGFsX25zGAkgASgDImEKEEtlcm5lbEJ5T3BlcmF0b3ISEAoIb3BlcmF0b3IYASABKAkSDQoFY2FsbHMYAiABKAQSLAoDZ3B1GAMgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzIoQCCgtLZXJuZWxTdGF0cxIMCgRuYW1lGAEgASgJEg0KBWNhbGxzGAIgASgEEiwKA2dwdRgDIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxIzCgdjb25maWdzGAQgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuTGF1bmNoQ29uZmlnEjkKCW9wZXJhdG9ycxgFIAMoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbEJ5T3BlcmF0b3ISOgoKZWZmaWNpZW5jeRgGIAEoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbEVmZmljaWVuY3kilAEKEEtlcm5lbEVmZmljaWVuY3kSFgoOdGVuc29yX2NvcmVfbnMYASABKAMSEQoJbGF1bmNoX25zGAIgASgDEhMKC3NtX2tub3duX25zGAMgASgDEhgKEHNtX2VmZmljaWVuY3lfbnMYBCABKAESFAoMb2NjdXBhbmN5X25zGAUgASgBEhAKCHRvdGFsX25zGAYgASgDInwKCktlcm5lbFZpZXcSMgoHa2VybmVscxgBIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbFN0YXRzEjoKCmVmZmljaWVuY3kYAiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxFZmZpY2llbmN5InQKCk1lbW9yeUl0ZW0SDAoEbmFtZRgBIAEoCRIYChBhbGxvY2F0aW9uX2NvdW50GAIgASgEEhIKCmZyZWVfY291bnQYAyABKAQSFwoPYWxsb2NhdGlvbl9zaXplGAQgASgDEhEKCWZyZWVfc2l6ZRgFIAEoAyJyCgtNZW1vcnlDdXJ2ZRITCgd0aW1lX25zGAEgAygDQgIQARIVCglhbGxvY2F0ZWQYAiADKANCAhABEhQKCHJlc2VydmVkGAMgAygDQgIQARIRCglkZWNpbWF0ZWQYBCABKAgSDgoGZXZlbnRzGAUgASgEIuYBCgtNZW1vcnlQbGFjZRINCgVwbGFjZRgBIAEoCRIWCg5wZWFrX2FsbG9jYXRlZBgCIAEoAxIVCg1wZWFrX3Jlc2VydmVkGAMgASgDEjMKCWFsbG9jYXRlZBgEIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeUl0ZW0SMgoIcmVzZXJ2ZWQYBSADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlJdGVtEjAKBWN1cnZlGAYgASgLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5Q3VydmUiPwoKTWVtb3J5VmlldxIxCgZwbGFjZXMYASADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlQbGFjZSJXChFUaHJlYWRVc2VyRGVmaW5lZBIRCgl0aHJlYWRfaWQYASABKAMSLwoFaXRlbXMYAiADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5FdmVudFN0YXRzInwKD1VzZXJEZWZpbmVkVmlldxIvCgVpdGVtcxgBIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSOAoHdGhyZWFkcxgCIAMoCzInLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRocmVhZFVzZXJEZWZpbmVkIpQBCghLaW5kU3RlcBIyCgRraW5kGAEgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDQoFY2FsbHMYAiABKAQSEQoJZGV2aWNlX25zGAMgASgDEg8KB2hvc3RfbnMYBCABKAMSEgoKZXhwb3NlZF9ucxgFIAEoAxINCgVieXRlcxgGIAEoBCLhAwoMUGFyYWxsZWxTdGVwEgwKBHN0ZXAYASABKAMSLgoFcmFuZ2UYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lUmFuZ2USEgoKY29tcHV0ZV9ucxgDIAEoAxIYChBjb21tdW5pY2F0aW9uX25zGAQgASgDEh8KF2hpZGRlbl9jb21tdW5pY2F0aW9uX25zGAUgASgDEiAKGGV4cG9zZWRfY29tbXVuaWNhdGlvbl9ucxgGIAEoAxIRCgltZW1vcnlfbnMYByABKAMSGQoRZXhwb3NlZF9tZW1vcnlfbnMYCCABKAMSDwoHaWRsZV9ucxgJIAEoAxItCgVraW5kcxgKIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLktpbmRTdGVwEhIKCnJ1bnRpbWVfbnMYCyABKAMSFQoNcnVudGltZV9jYWxscxgMIAEoBBIQCghsYXVuY2hlcxgNIAEoBBIPCgdzeW5jX25zGA4gASgDEhIKCnN5bmNfY2FsbHMYDyABKAQSDwoHa2VybmVscxgQIAEoBBIRCglrZXJuZWxfbnMYESABKAMSFQoNZGF0YWxvYWRlcl9ucxgSIAEoAxIXCg9maXJzdF9kZXZpY2VfbnMYEyABKAMivgIKE0NvbGxlY3RpdmVJbnN0YW5jZXMSNgoEa2luZBgBIAMoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kQgIQARIQCgRuYW1lGAIgAygNQgIQARIOCgJvcBgDIAMoDUICEAESEAoEc3RlcBgEIAMoEkICEAESEwoHb3JkaW5hbBgFIAMoDUICEAESFAoIc3RhcnRfbnMYBiADKANCAhABEhcKC2R1cmF0aW9uX25zGAcgAygDQgIQARIVCglkZXZpY2VfaWQYCCADKBJCAhABEhIKBnN0cmVhbRgJIAMoEkICEAESEQoFYnl0ZXMYCiADKARCAhABEjkKCWRpcmVjdGlvbhgLIAMoDjIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlAyUERpcmVjdGlvbkICEAEiwgEKDFBhcmFsbGVsVmlldxIwCgh0aW1lbGluZRgBIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lEjEKBXN0ZXBzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxTdGVwEj4KC2NvbGxlY3RpdmVzGAMgASgLMikudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUluc3RhbmNlcxINCgVuYW1lcxgEIAMoCSKHAgoKUmFua0RpZ2VzdBIVCg1kaWdlc3Rfc2NoZW1hGAEgASgNEi0KBG1ldGEYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UcmFjZU1ldGESNAoIcGFyYWxsZWwYAyABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFZpZXcSOgoLZGlzdHJpYnV0ZWQYBCABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFZpZXcSLgoFc3RlcHMYBSADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFN0ZXASEQoJZGV2aWNlX2lkGAYgASgFKo4CCg5Db2xsZWN0aXZlS2luZBIfChtDT0xMRUNUSVZFX0tJTkRfVU5TUEVDSUZJRUQQABIeChpDT0xMRUNUSVZFX0tJTkRfQUxMX1JFRFVDRRABEh4KGkNPTExFQ1RJVkVfS0lORF9BTExfR0FUSEVSEAISIgoeQ09MTEVDVElWRV9LSU5EX1JFRFVDRV9TQ0FUVEVSEAMSHQoZQ09MTEVDVElWRV9LSU5EX0JST0FEQ0FTVBAEEh0KGUNPTExFQ1RJVkVfS0lORF9TRU5EX1JFQ1YQBRIeChpDT0xMRUNUSVZFX0tJTkRfQUxMX1RPX0FMTBAGEhkKFUNPTExFQ1RJVkVfS0lORF9PVEhFUhAHKl0KDFAyUERpcmVjdGlvbhIdChlQMlBfRElSRUNUSU9OX1VOU1BFQ0lGSUVEEAASFgoSUDJQX0RJUkVDVElPTl9TRU5EEAESFgoSUDJQX0RJUkVDVElPTl9SRUNWEAIqTAoIVGltZWxpbmUSGAoUVElNRUxJTkVfVU5TUEVDSUZJRUQQABITCg9USU1FTElORV9ERVZJQ0UQARIRCg1USU1FTElORV9IT1NUEAJiBnByb3RvMw");
+  fileDesc("CiJ0Yl9wYWRkbGVfcHJvZmlsZS92MS9zdW1tYXJ5LnByb3RvEhR0Yl9wYWRkbGVfcHJvZmlsZS52MSLaBAoHU3VtbWFyeRItCgRtZXRhGAEgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVHJhY2VNZXRhEjAKBmRldmljZRgCIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRldmljZVZpZXcSNAoIb3ZlcnZpZXcYAyABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5PdmVydmlld1ZpZXcSLgoFbW9kZWwYBCABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFZpZXcSOgoLZGlzdHJpYnV0ZWQYBSABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFZpZXcSNQoJb3BlcmF0b3JzGAYgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JWaWV3EjEKB2tlcm5lbHMYByABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxWaWV3EjAKBm1lbW9yeRgIIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVZpZXcSPQoTbWVtb3J5X21hbmlwdWxhdGlvbhgJIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSOwoMdXNlcl9kZWZpbmVkGAogASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuVXNlckRlZmluZWRWaWV3EjQKCHBhcmFsbGVsGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxWaWV3It8DCglUcmFjZU1ldGESFgoOc3VtbWFyeV9zY2hlbWEYASABKA0SFAoMdG9vbF92ZXJzaW9uGAIgASgJEhEKCWZpbGVfbmFtZRgDIAEoCRIRCglmaWxlX3NpemUYBCABKAQSDgoGd29ya2VyGAUgASgJEhMKC2V4cG9ydF90aW1lGAYgASgJEgwKBHJhbmsYByABKAUSEAoIaG9zdG5hbWUYCCABKAkSCwoDcGlkGAkgASgDEgwKBHNwYW4YCiABKAkSFgoOc2NoZW1hX3ZlcnNpb24YCyABKAkSFgoOb3JpZ2luX3VuaXhfbnMYDCABKAMSEAoIc3RhcnRfbnMYDSABKAMSDgoGZW5kX25zGA4gASgDEjEKBmNvdW50cxgPIAEoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50Q291bnRzEjEKB3RocmVhZHMYECADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaHJlYWRJbmZvEjcKB2RldmljZXMYESADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5EZXZpY2VQcm9wZXJ0aWVzEhUKDXRvdGFsX3RpbWVfbnMYEiABKAMSFgoOcmVwYWlyZWRfbGluZXMYEyABKAQifQoLRXZlbnRDb3VudHMSDAoEaG9zdBgBIAEoBBIPCgdydW50aW1lGAIgASgEEg4KBmRldmljZRgDIAEoBBIOCgZtZW1vcnkYBCABKAQSDwoHa2VybmVscxgFIAEoBBIOCgZtZW1jcHkYBiABKAQSDgoGbWVtc2V0GAcgASgEImsKClRocmVhZEluZm8SCwoDdGlkGAEgASgDEgwKBG5hbWUYAiABKAkSEwoLaG9zdF9ldmVudHMYAyABKAQSFgoOcnVudGltZV9ldmVudHMYBCABKAQSFQoNbWVtb3J5X2V2ZW50cxgFIAEoBCKCAwoQRGV2aWNlUHJvcGVydGllcxIKCgJpZBgBIAEoAxIMCgRuYW1lGAIgASgJEhgKEHRvdGFsX2dsb2JhbF9tZW0YAyABKAQSFQoNY29tcHV0ZV9tYWpvchgEIAEoBRIVCg1jb21wdXRlX21pbm9yGAUgASgFEh0KFW1heF90aHJlYWRzX3Blcl9ibG9jaxgGIAEoBRImCh5tYXhfdGhyZWFkc19wZXJfbXVsdGlwcm9jZXNzb3IYByABKAUSFgoOcmVnc19wZXJfYmxvY2sYCCABKAUSHwoXcmVnc19wZXJfbXVsdGlwcm9jZXNzb3IYCSABKAUSEQoJd2FycF9zaXplGAogASgFEhwKFHNoYXJlZF9tZW1fcGVyX2Jsb2NrGAsgASgEEiUKHXNoYXJlZF9tZW1fcGVyX211bHRpcHJvY2Vzc29yGAwgASgEEhAKCHNtX2NvdW50GA0gASgFEiIKGnNoYXJlZF9tZW1fcGVyX2Jsb2NrX29wdGluGA4gASgEIj0KCVRpbWVTdGF0cxIQCgh0b3RhbF9ucxgBIAEoAxIOCgZtYXhfbnMYAiABKAMSDgoGbWluX25zGAMgASgDIsoBCgpFdmVudFN0YXRzEgwKBG5hbWUYASABKAkSDQoFY2FsbHMYAiABKAQSLAoDY3B1GAMgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzEiwKA2dwdRgEIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxI0CgtnZW5lcmFsX2dwdRgFIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxINCgVmbG9wcxgGIAEoAyItCglUaW1lUmFuZ2USEAoIc3RhcnRfbnMYASABKAMSDgoGZW5kX25zGAIgASgDIn0KCkRldmljZVZpZXcSHwoXY3B1X3Byb2Nlc3NfdXRpbGl6YXRpb24YASABKAESHgoWY3B1X3N5c3RlbV91dGlsaXphdGlvbhgCIAEoARIuCgRncHVzGAMgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGV2aWNlQnVzeSI3CgpEZXZpY2VCdXN5EhEKCWRldmljZV9pZBgBIAEoAxIWCg5rZXJuZWxfdGltZV9ucxgCIAEoAyJBCgtPdmVydmlld1JvdxISCgpldmVudF90eXBlGAEgASgJEg0KBWNhbGxzGAIgASgEEg8KB3RpbWVfbnMYAyABKAMibgoMT3ZlcnZpZXdWaWV3Ei4KA2NwdRgBIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk92ZXJ2aWV3Um93Ei4KA2dwdRgCIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk92ZXJ2aWV3Um93IqsCCglNb2RlbFN0ZXASDAoEc3RlcBgBIAEoAxIuCgVyYW5nZRgCIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVSYW5nZRIZChFkYXRhbG9hZGVyX2NwdV9ucxgDIAEoAxIWCg5mb3J3YXJkX2NwdV9ucxgEIAEoAxIXCg9iYWNrd2FyZF9jcHVfbnMYBSABKAMSGwoTb3B0aW1pemF0aW9uX2NwdV9ucxgGIAEoAxIZChFkYXRhbG9hZGVyX2dwdV9ucxgHIAEoAxIWCg5mb3J3YXJkX2dwdV9ucxgIIAEoAxIXCg9iYWNrd2FyZF9ncHVfbnMYCSABKAMSGwoTb3B0aW1pemF0aW9uX2dwdV9ucxgKIAEoAxIOCgZncHVfbnMYCyABKAMibAoJTW9kZWxWaWV3Ei8KBWl0ZW1zGAEgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuRXZlbnRTdGF0cxIuCgVzdGVwcxgCIAMoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1vZGVsU3RlcCKVAQoPRGlzdHJpYnV0ZWRTdGVwEgwKBHN0ZXAYASABKAMSLgoFcmFuZ2UYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lUmFuZ2USGAoQY29tbXVuaWNhdGlvbl9ucxgDIAEoAxIWCg5jb21wdXRhdGlvbl9ucxgEIAEoAxISCgpvdmVybGFwX25zGAUgASgDIoACCg9EaXN0cmlidXRlZFZpZXcSDwoHcHJlc2VudBgBIAEoCBIYChBjb21tdW5pY2F0aW9uX25zGAIgASgDEhYKDmNvbXB1dGF0aW9uX25zGAMgASgDEhIKCm92ZXJsYXBfbnMYBCABKAMSEQoJY3B1X2NhbGxzGAUgASgEEhEKCWdwdV9jYWxscxgGIAEoBBIcChRjcHVfY29tbXVuaWNhdGlvbl9ucxgHIAEoAxIcChRncHVfY29tbXVuaWNhdGlvbl9ucxgIIAEoAxI0CgVzdGVwcxgJIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3RyaWJ1dGVkU3RlcCJsCgtEZXZpY2VTdGF0cxIMCgRuYW1lGAEgASgJEhIKCmV2ZW50X3R5cGUYAiABKAkSDQoFY2FsbHMYAyABKAQSLAoDZ3B1GAQgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzImkKClNoYXBlR3JvdXASFAoMaW5wdXRfc2hhcGVzGAEgASgJEhQKDGlucHV0X2R0eXBlcxgCIAEoCRIvCgVzdGF0cxgDIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMi2QEKDE9wZXJhdG9yTm9kZRIvCgVzdGF0cxgBIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSMgoGaW5uZXJzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JOb2RlEjIKB2RldmljZXMYAyADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EZXZpY2VTdGF0cxIwCgZzaGFwZXMYBCADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5TaGFwZUdyb3VwIlsKD1RocmVhZE9wZXJhdG9ycxIRCgl0aHJlYWRfaWQYASABKAMSNQoJb3BlcmF0b3JzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JOb2RlIn0KDE9wZXJhdG9yVmlldxI1CglvcGVyYXRvcnMYASADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5PcGVyYXRvck5vZGUSNgoHdGhyZWFkcxgCIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRocmVhZE9wZXJhdG9ycyLFAQoMTGF1bmNoQ29uZmlnEgwKBGdyaWQYASADKAUSDQoFYmxvY2sYAiADKAUSHAoUcmVnaXN0ZXJzX3Blcl90aHJlYWQYAyABKAUSFQoNc2hhcmVkX21lbW9yeRgEIAEoAxIVCg1ibG9ja3NfcGVyX3NtGAUgASgBEhQKDHdhcnBzX3Blcl9zbRgGIAEoARIVCg1vY2N1cGFuY3lfcGN0GAcgASgBEg0KBWNhbGxzGAggASgEEhAKCHRvdGFsX25zGAkgASgDImEKEEtlcm5lbEJ5T3BlcmF0b3ISEAoIb3BlcmF0b3IYASABKAkSDQoFY2FsbHMYAiABKAQSLAoDZ3B1GAMgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzIoQCCgtLZXJuZWxTdGF0cxIMCgRuYW1lGAEgASgJEg0KBWNhbGxzGAIgASgEEiwKA2dwdRgDIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxIzCgdjb25maWdzGAQgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuTGF1bmNoQ29uZmlnEjkKCW9wZXJhdG9ycxgFIAMoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbEJ5T3BlcmF0b3ISOgoKZWZmaWNpZW5jeRgGIAEoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbEVmZmljaWVuY3kilAEKEEtlcm5lbEVmZmljaWVuY3kSFgoOdGVuc29yX2NvcmVfbnMYASABKAMSEQoJbGF1bmNoX25zGAIgASgDEhMKC3NtX2tub3duX25zGAMgASgDEhgKEHNtX2VmZmljaWVuY3lfbnMYBCABKAESFAoMb2NjdXBhbmN5X25zGAUgASgBEhAKCHRvdGFsX25zGAYgASgDInwKCktlcm5lbFZpZXcSMgoHa2VybmVscxgBIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbFN0YXRzEjoKCmVmZmljaWVuY3kYAiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxFZmZpY2llbmN5InQKCk1lbW9yeUl0ZW0SDAoEbmFtZRgBIAEoCRIYChBhbGxvY2F0aW9uX2NvdW50GAIgASgEEhIKCmZyZWVfY291bnQYAyABKAQSFwoPYWxsb2NhdGlvbl9zaXplGAQgASgDEhEKCWZyZWVfc2l6ZRgFIAEoAyJyCgtNZW1vcnlDdXJ2ZRITCgd0aW1lX25zGAEgAygDQgIQARIVCglhbGxvY2F0ZWQYAiADKANCAhABEhQKCHJlc2VydmVkGAMgAygDQgIQARIRCglkZWNpbWF0ZWQYBCABKAgSDgoGZXZlbnRzGAUgASgEIpYDCgtNZW1vcnlQbGFjZRINCgVwbGFjZRgBIAEoCRIWCg5wZWFrX2FsbG9jYXRlZBgCIAEoAxIVCg1wZWFrX3Jlc2VydmVkGAMgASgDEjMKCWFsbG9jYXRlZBgEIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeUl0ZW0SMgoIcmVzZXJ2ZWQYBSADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlJdGVtEjAKBWN1cnZlGAYgASgLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5Q3VydmUSMgoGZ3Jvd3RoGAcgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5R3Jvd3RoEkAKDWZyYWdtZW50YXRpb24YCCABKAsyKS50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlGcmFnbWVudGF0aW9uEjgKDWFsaXZlX2F0X3BlYWsYCSABKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlBbGl2ZSLUAQoPTWVtb3J5U3RlcFBvaW50EgwKBHN0ZXAYASABKAMSLgoFcmFuZ2UYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lUmFuZ2USFQoNYWxsb2NhdGVkX2VuZBgDIAEoAxIUCgxyZXNlcnZlZF9lbmQYBCABKAMSFgoOYWxsb2NhdGVkX3BlYWsYBSABKAMSFwoPYWxsb2NhdGVkX2Zsb29yGAYgASgDEhUKDXJlc2VydmVkX3BlYWsYByABKAMSDgoGZXZlbnRzGAggASgEIvIBCgxNZW1vcnlHcm93dGgSNAoFc3RlcHMYASADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlTdGVwUG9pbnQSFwoPYWxsb2NhdGVkX3Nsb3BlGAIgASgBEhYKDnJlc2VydmVkX3Nsb3BlGAMgASgBEhMKC2Zsb29yX3Nsb3BlGAQgASgBEhgKEGZsb29yX2dyb3d0aF9taW4YBSABKAMSFgoObGVha19taW5fc3RlcHMYBiABKA0SHAoUbGVha190aHJlc2hvbGRfYnl0ZXMYByABKAMSFgoObGVha19zdXNwZWN0ZWQYCCABKAgimQEKE01lbW9yeUZyYWdtZW50YXRpb24SFAoMcGVha190aW1lX25zGAEgASgDEhYKDnBlYWtfYWxsb2NhdGVkGAIgASgDEhUKDXBlYWtfcmVzZXJ2ZWQYAyABKAMSFQoNYXRfcGVha19ieXRlcxgEIAEoAxIRCgltYXhfYnl0ZXMYBSABKAMSEwoLbWF4X3RpbWVfbnMYBiABKAMiUQoQTWVtb3J5QWxpdmVHcm91cBIQCghvcGVyYXRvchgBIAEoCRINCgVsYXllchgCIAEoCRINCgVieXRlcxgDIAEoAxINCgVjb3VudBgEIAEoBCLAAQoLTWVtb3J5QWxpdmUSDwoHdGltZV9ucxgBIAEoAxIRCglhbGxvY2F0ZWQYAiABKAMSNgoGZ3JvdXBzGAMgAygLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5QWxpdmVHcm91cBIUCgxvdGhlcnNfYnl0ZXMYBCABKAMSFAoMb3RoZXJzX2NvdW50GAUgASgEEhQKDGJlZm9yZV90cmFjZRgGIAEoAxITCgt1bmFkZHJlc3NlZBgHIAEoBCI/CgpNZW1vcnlWaWV3EjEKBnBsYWNlcxgBIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVBsYWNlIlcKEVRocmVhZFVzZXJEZWZpbmVkEhEKCXRocmVhZF9pZBgBIAEoAxIvCgVpdGVtcxgCIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMifAoPVXNlckRlZmluZWRWaWV3Ei8KBWl0ZW1zGAEgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuRXZlbnRTdGF0cxI4Cgd0aHJlYWRzGAIgAygLMicudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGhyZWFkVXNlckRlZmluZWQilAEKCEtpbmRTdGVwEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEIuEDCgxQYXJhbGxlbFN0ZXASDAoEc3RlcBgBIAEoAxIuCgVyYW5nZRgCIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVSYW5nZRISCgpjb21wdXRlX25zGAMgASgDEhgKEGNvbW11bmljYXRpb25fbnMYBCABKAMSHwoXaGlkZGVuX2NvbW11bmljYXRpb25fbnMYBSABKAMSIAoYZXhwb3NlZF9jb21tdW5pY2F0aW9uX25zGAYgASgDEhEKCW1lbW9yeV9ucxgHIAEoAxIZChFleHBvc2VkX21lbW9yeV9ucxgIIAEoAxIPCgdpZGxlX25zGAkgASgDEi0KBWtpbmRzGAogAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZFN0ZXASEgoKcnVudGltZV9ucxgLIAEoAxIVCg1ydW50aW1lX2NhbGxzGAwgASgEEhAKCGxhdW5jaGVzGA0gASgEEg8KB3N5bmNfbnMYDiABKAMSEgoKc3luY19jYWxscxgPIAEoBBIPCgdrZXJuZWxzGBAgASgEEhEKCWtlcm5lbF9ucxgRIAEoAxIVCg1kYXRhbG9hZGVyX25zGBIgASgDEhcKD2ZpcnN0X2RldmljZV9ucxgTIAEoAyK+AgoTQ29sbGVjdGl2ZUluc3RhbmNlcxI2CgRraW5kGAEgAygOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmRCAhABEhAKBG5hbWUYAiADKA1CAhABEg4KAm9wGAMgAygNQgIQARIQCgRzdGVwGAQgAygSQgIQARITCgdvcmRpbmFsGAUgAygNQgIQARIUCghzdGFydF9ucxgGIAMoA0ICEAESFwoLZHVyYXRpb25fbnMYByADKANCAhABEhUKCWRldmljZV9pZBgIIAMoEkICEAESEgoGc3RyZWFtGAkgAygSQgIQARIRCgVieXRlcxgKIAMoBEICEAESOQoJZGlyZWN0aW9uGAsgAygOMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUDJQRGlyZWN0aW9uQgIQASLeAgoMUGFyYWxsZWxWaWV3EjAKCHRpbWVsaW5lGAEgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmUSMQoFc3RlcHMYAiADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFN0ZXASPgoLY29sbGVjdGl2ZXMYAyABKAsyKS50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlSW5zdGFuY2VzEg0KBW5hbWVzGAQgAygJEjAKBnBoYXNlcxgFIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLlBoYXNlU3BhbnMSNgoHcHJvZ3JhbRgGIAEoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlBhcmFsbGVsUHJvZ3JhbRIwCgZtZW1vcnkYByABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rTWVtb3J5Ik8KD1JhbmtNZW1vcnlQbGFjZRINCgVwbGFjZRgBIAEoCRIWCg5wZWFrX2FsbG9jYXRlZBgCIAEoAxIVCg1wZWFrX3Jlc2VydmVkGAMgASgDIkMKClJhbmtNZW1vcnkSNQoGcGxhY2VzGAEgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua01lbW9yeVBsYWNlIuIDCg9QYXJhbGxlbFByb2dyYW0SEAoEa2luZBgBIAMoDUICEAESEAoEc3RlcBgCIAMoEkICEAESEgoGc3RyZWFtGAMgAygSQgIQARIUCghzdGFydF9ucxgEIAMoA0ICEAESFwoLZHVyYXRpb25fbnMYBSADKANCAhABEhMKB2J1c3lfbnMYBiADKANCAhABEhIKBmV2ZW50cxgHIAMoDUICEAESFwoLc3RyZWFtX3ByZWQYCCADKBJCAhABEhkKDXN0cmVhbV9sYWdfbnMYCSADKANCAhABEhcKC2xhdW5jaF9wcmVkGAogAygSQgIQARIZCg1sYXVuY2hfbGFnX25zGAsgAygDQgIQARIWCgpjcm9zc19wcmVkGAwgAygSQgIQARIYCgxjcm9zc19sYWdfbnMYDSADKANCAhABEhcKC3RhaWxfbGFnX25zGA4gAygDQgIQARITCgd0YWlsX25zGA8gAygDQgIQARIWCgpjb2xsZWN0aXZlGBIgAygSQgIQARIQCgRuYW1lGBMgAygNQgIQARIRCgVwaGFzZRgUIAMoDUICEAESFQoJd2FpdF9wcmVkGBUgAygSQgIQARIXCgt3YWl0X2xhZ19ucxgWIAMoA0ICEAFKBAgQEBFKBAgREBIigQIKClBoYXNlU3BhbnMSEQoFcGhhc2UYASADKA1CAhABEhAKBHN0ZXAYAiADKBJCAhABEhkKDWhvc3Rfc3RhcnRfbnMYAyADKANCAhABEhcKC2hvc3RfZW5kX25zGAQgAygDQgIQARIbCg9kZXZpY2Vfc3RhcnRfbnMYBSADKANCAhABEhkKDWRldmljZV9lbmRfbnMYBiADKANCAhABEhUKCWtlcm5lbF9ucxgHIAMoA0ICEAESEwoHa2VybmVscxgIIAMoDUICEAESEwoHcDJwX3B0chgJIAMoDUICEAESDwoDcDJwGAogAygNQgIQARIQCgRuYW1lGAsgAygNQgIQASKHAgoKUmFua0RpZ2VzdBIVCg1kaWdlc3Rfc2NoZW1hGAEgASgNEi0KBG1ldGEYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UcmFjZU1ldGESNAoIcGFyYWxsZWwYAyABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFZpZXcSOgoLZGlzdHJpYnV0ZWQYBCABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFZpZXcSLgoFc3RlcHMYBSADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFN0ZXASEQoJZGV2aWNlX2lkGAYgASgFKo4CCg5Db2xsZWN0aXZlS2luZBIfChtDT0xMRUNUSVZFX0tJTkRfVU5TUEVDSUZJRUQQABIeChpDT0xMRUNUSVZFX0tJTkRfQUxMX1JFRFVDRRABEh4KGkNPTExFQ1RJVkVfS0lORF9BTExfR0FUSEVSEAISIgoeQ09MTEVDVElWRV9LSU5EX1JFRFVDRV9TQ0FUVEVSEAMSHQoZQ09MTEVDVElWRV9LSU5EX0JST0FEQ0FTVBAEEh0KGUNPTExFQ1RJVkVfS0lORF9TRU5EX1JFQ1YQBRIeChpDT0xMRUNUSVZFX0tJTkRfQUxMX1RPX0FMTBAGEhkKFUNPTExFQ1RJVkVfS0lORF9PVEhFUhAHKl0KDFAyUERpcmVjdGlvbhIdChlQMlBfRElSRUNUSU9OX1VOU1BFQ0lGSUVEEAASFgoSUDJQX0RJUkVDVElPTl9TRU5EEAESFgoSUDJQX0RJUkVDVElPTl9SRUNWEAIqTAoIVGltZWxpbmUSGAoUVElNRUxJTkVfVU5TUEVDSUZJRUQQABITCg9USU1FTElORV9ERVZJQ0UQARIRCg1USU1FTElORV9IT1NUEAJiBnByb3RvMw");
 
 /**
  * @generated from message tb_paddle_profile.v1.Summary
@@ -1264,6 +1264,24 @@ export type MemoryPlace = Message<"tb_paddle_profile.v1.MemoryPlace"> & {
    * @generated from field: tb_paddle_profile.v1.MemoryCurve curve = 6;
    */
   curve?: MemoryCurve | undefined;
+
+  /**
+   * Not Paddle's: the memory insights of this place (analysis/memory.py,
+   * docs/panels.md "Memory insights").
+   *
+   * @generated from field: tb_paddle_profile.v1.MemoryGrowth growth = 7;
+   */
+  growth?: MemoryGrowth | undefined;
+
+  /**
+   * @generated from field: tb_paddle_profile.v1.MemoryFragmentation fragmentation = 8;
+   */
+  fragmentation?: MemoryFragmentation | undefined;
+
+  /**
+   * @generated from field: tb_paddle_profile.v1.MemoryAlive alive_at_peak = 9;
+   */
+  aliveAtPeak?: MemoryAlive | undefined;
 };
 
 /**
@@ -1272,6 +1290,278 @@ export type MemoryPlace = Message<"tb_paddle_profile.v1.MemoryPlace"> & {
  */
 export const MemoryPlaceSchema: GenMessage<MemoryPlace> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_summary, 28);
+
+/**
+ * A place's memory at one step (ProfileStep). "In the step" = the value
+ * entering it (after the last event before its start) and after each of its
+ * events; a step with no event keeps the value entering it.
+ *
+ * @generated from message tb_paddle_profile.v1.MemoryStepPoint
+ */
+export type MemoryStepPoint = Message<"tb_paddle_profile.v1.MemoryStepPoint"> & {
+  /**
+   * N of "ProfileStep#N"; -1 when the name has no number.
+   *
+   * @generated from field: int64 step = 1;
+   */
+  step: bigint;
+
+  /**
+   * @generated from field: tb_paddle_profile.v1.TimeRange range = 2;
+   */
+  range?: TimeRange | undefined;
+
+  /**
+   * After the last event at or before the step's end.
+   *
+   * @generated from field: int64 allocated_end = 3;
+   */
+  allocatedEnd: bigint;
+
+  /**
+   * @generated from field: int64 reserved_end = 4;
+   */
+  reservedEnd: bigint;
+
+  /**
+   * The highest and the lowest ("floor") allocated in the step; the highest reserved.
+   *
+   * @generated from field: int64 allocated_peak = 5;
+   */
+  allocatedPeak: bigint;
+
+  /**
+   * @generated from field: int64 allocated_floor = 6;
+   */
+  allocatedFloor: bigint;
+
+  /**
+   * @generated from field: int64 reserved_peak = 7;
+   */
+  reservedPeak: bigint;
+
+  /**
+   * Memory events of the place inside the step.
+   *
+   * @generated from field: uint64 events = 8;
+   */
+  events: bigint;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MemoryStepPoint.
+ * Use `create(MemoryStepPointSchema)` to create a new message.
+ */
+export const MemoryStepPointSchema: GenMessage<MemoryStepPoint> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 29);
+
+/**
+ * @generated from message tb_paddle_profile.v1.MemoryGrowth
+ */
+export type MemoryGrowth = Message<"tb_paddle_profile.v1.MemoryGrowth"> & {
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.MemoryStepPoint steps = 1;
+   */
+  steps: MemoryStepPoint[];
+
+  /**
+   * Least-squares slopes over the steps in order, bytes per step (0 with
+   * fewer than 2 steps): of allocated_end, reserved_end and allocated_floor.
+   *
+   * @generated from field: double allocated_slope = 2;
+   */
+  allocatedSlope: number;
+
+  /**
+   * @generated from field: double reserved_slope = 3;
+   */
+  reservedSlope: number;
+
+  /**
+   * @generated from field: double floor_slope = 4;
+   */
+  floorSlope: number;
+
+  /**
+   * The smallest step-to-step growth of allocated_floor (0 with fewer than 2 steps).
+   *
+   * @generated from field: int64 floor_growth_min = 5;
+   */
+  floorGrowthMin: bigint;
+
+  /**
+   * The thresholds applied (analysis/memory.py LEAK_*): at least min_steps
+   * steps and a floor growing by more than threshold_bytes in every step.
+   *
+   * @generated from field: uint32 leak_min_steps = 6;
+   */
+  leakMinSteps: number;
+
+  /**
+   * @generated from field: int64 leak_threshold_bytes = 7;
+   */
+  leakThresholdBytes: bigint;
+
+  /**
+   * @generated from field: bool leak_suspected = 8;
+   */
+  leakSuspected: boolean;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MemoryGrowth.
+ * Use `create(MemoryGrowthSchema)` to create a new message.
+ */
+export const MemoryGrowthSchema: GenMessage<MemoryGrowth> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 30);
+
+/**
+ * Reserved minus allocated: memory the allocator holds but no tensor uses.
+ *
+ * @generated from message tb_paddle_profile.v1.MemoryFragmentation
+ */
+export type MemoryFragmentation = Message<"tb_paddle_profile.v1.MemoryFragmentation"> & {
+  /**
+   * At the allocated peak (the event of the trace's highest current allocated, the first of equals).
+   *
+   * @generated from field: int64 peak_time_ns = 1;
+   */
+  peakTimeNs: bigint;
+
+  /**
+   * @generated from field: int64 peak_allocated = 2;
+   */
+  peakAllocated: bigint;
+
+  /**
+   * @generated from field: int64 peak_reserved = 3;
+   */
+  peakReserved: bigint;
+
+  /**
+   * @generated from field: int64 at_peak_bytes = 4;
+   */
+  atPeakBytes: bigint;
+
+  /**
+   * The largest over the trace, and when (after that event).
+   *
+   * @generated from field: int64 max_bytes = 5;
+   */
+  maxBytes: bigint;
+
+  /**
+   * @generated from field: int64 max_time_ns = 6;
+   */
+  maxTimeNs: bigint;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MemoryFragmentation.
+ * Use `create(MemoryFragmentationSchema)` to create a new message.
+ */
+export const MemoryFragmentationSchema: GenMessage<MemoryFragmentation> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 31);
+
+/**
+ * Allocations alive at the allocated peak, by who allocated them.
+ *
+ * @generated from message tb_paddle_profile.v1.MemoryAliveGroup
+ */
+export type MemoryAliveGroup = Message<"tb_paddle_profile.v1.MemoryAliveGroup"> & {
+  /**
+   * The nearest Operator at or above the allocating host event; without one,
+   * that host event's name; "(thread root)" for an event outside any.
+   *
+   * @generated from field: string operator = 1;
+   */
+  operator: string;
+
+  /**
+   * The outermost Forward- or Backward-type event around it; "" outside any.
+   *
+   * @generated from field: string layer = 2;
+   */
+  layer: string;
+
+  /**
+   * @generated from field: int64 bytes = 3;
+   */
+  bytes: bigint;
+
+  /**
+   * @generated from field: uint64 count = 4;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MemoryAliveGroup.
+ * Use `create(MemoryAliveGroupSchema)` to create a new message.
+ */
+export const MemoryAliveGroupSchema: GenMessage<MemoryAliveGroup> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 32);
+
+/**
+ * @generated from message tb_paddle_profile.v1.MemoryAlive
+ */
+export type MemoryAlive = Message<"tb_paddle_profile.v1.MemoryAlive"> & {
+  /**
+   * Same moment as MemoryFragmentation.peak_time_ns.
+   *
+   * @generated from field: int64 time_ns = 1;
+   */
+  timeNs: bigint;
+
+  /**
+   * current_allocated after the peak event.
+   *
+   * @generated from field: int64 allocated = 2;
+   */
+  allocated: bigint;
+
+  /**
+   * Allocations of the trace alive then (matched to frees by address), largest first;
+   * at most MAX_ALIVE_GROUPS groups, the rest summed in others_*.
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.MemoryAliveGroup groups = 3;
+   */
+  groups: MemoryAliveGroup[];
+
+  /**
+   * @generated from field: int64 others_bytes = 4;
+   */
+  othersBytes: bigint;
+
+  /**
+   * @generated from field: uint64 others_count = 5;
+   */
+  othersCount: bigint;
+
+  /**
+   * Bytes alive then that were allocated before the trace: allocated before
+   * the first event minus the frees (up to the peak) of blocks the trace never
+   * saw allocated. groups + others + before_trace = allocated when the events'
+   * counters chain in time order.
+   *
+   * @generated from field: int64 before_trace = 6;
+   */
+  beforeTrace: bigint;
+
+  /**
+   * Frees and allocations without a readable address (not matched).
+   *
+   * @generated from field: uint64 unaddressed = 7;
+   */
+  unaddressed: bigint;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.MemoryAlive.
+ * Use `create(MemoryAliveSchema)` to create a new message.
+ */
+export const MemoryAliveSchema: GenMessage<MemoryAlive> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 33);
 
 /**
  * @generated from message tb_paddle_profile.v1.MemoryView
@@ -1291,7 +1581,7 @@ export type MemoryView = Message<"tb_paddle_profile.v1.MemoryView"> & {
  * Use `create(MemoryViewSchema)` to create a new message.
  */
 export const MemoryViewSchema: GenMessage<MemoryView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_summary, 29);
+  messageDesc(file_tb_paddle_profile_v1_summary, 34);
 
 /**
  * @generated from message tb_paddle_profile.v1.ThreadUserDefined
@@ -1313,7 +1603,7 @@ export type ThreadUserDefined = Message<"tb_paddle_profile.v1.ThreadUserDefined"
  * Use `create(ThreadUserDefinedSchema)` to create a new message.
  */
 export const ThreadUserDefinedSchema: GenMessage<ThreadUserDefined> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_summary, 30);
+  messageDesc(file_tb_paddle_profile_v1_summary, 35);
 
 /**
  * @generated from message tb_paddle_profile.v1.UserDefinedView
@@ -1335,7 +1625,7 @@ export type UserDefinedView = Message<"tb_paddle_profile.v1.UserDefinedView"> & 
  * Use `create(UserDefinedViewSchema)` to create a new message.
  */
 export const UserDefinedViewSchema: GenMessage<UserDefinedView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_summary, 31);
+  messageDesc(file_tb_paddle_profile_v1_summary, 36);
 
 /**
  * One kind of communication within one step of one rank.
@@ -1392,7 +1682,7 @@ export type KindStep = Message<"tb_paddle_profile.v1.KindStep"> & {
  * Use `create(KindStepSchema)` to create a new message.
  */
 export const KindStepSchema: GenMessage<KindStep> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_summary, 32);
+  messageDesc(file_tb_paddle_profile_v1_summary, 37);
 
 /**
  * One ProfileStep of one rank. On the device timeline the step's wall time
@@ -1532,7 +1822,7 @@ export type ParallelStep = Message<"tb_paddle_profile.v1.ParallelStep"> & {
  * Use `create(ParallelStepSchema)` to create a new message.
  */
 export const ParallelStepSchema: GenMessage<ParallelStep> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_summary, 33);
+  messageDesc(file_tb_paddle_profile_v1_summary, 38);
 
 /**
  * The communication instances of a trace, for matching across ranks, as
@@ -1621,7 +1911,7 @@ export type CollectiveInstances = Message<"tb_paddle_profile.v1.CollectiveInstan
  * Use `create(CollectiveInstancesSchema)` to create a new message.
  */
 export const CollectiveInstancesSchema: GenMessage<CollectiveInstances> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_summary, 34);
+  messageDesc(file_tb_paddle_profile_v1_summary, 39);
 
 /**
  * @generated from message tb_paddle_profile.v1.ParallelView
@@ -1648,6 +1938,27 @@ export type ParallelView = Message<"tb_paddle_profile.v1.ParallelView"> & {
    * @generated from field: repeated string names = 4;
    */
   names: string[];
+
+  /**
+   * The Forward and Backward phases of every step (analysis/phases.py).
+   *
+   * @generated from field: tb_paddle_profile.v1.PhaseSpans phases = 5;
+   */
+  phases?: PhaseSpans | undefined;
+
+  /**
+   * The rank's dependency graph for the critical path (analysis/program.py).
+   *
+   * @generated from field: tb_paddle_profile.v1.ParallelProgram program = 6;
+   */
+  program?: ParallelProgram | undefined;
+
+  /**
+   * Each memory place's peaks (a copy of MemoryView's), for the views across ranks.
+   *
+   * @generated from field: tb_paddle_profile.v1.RankMemory memory = 7;
+   */
+  memory?: RankMemory | undefined;
 };
 
 /**
@@ -1655,7 +1966,288 @@ export type ParallelView = Message<"tb_paddle_profile.v1.ParallelView"> & {
  * Use `create(ParallelViewSchema)` to create a new message.
  */
 export const ParallelViewSchema: GenMessage<ParallelView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_summary, 35);
+  messageDesc(file_tb_paddle_profile_v1_summary, 40);
+
+/**
+ * @generated from message tb_paddle_profile.v1.RankMemoryPlace
+ */
+export type RankMemoryPlace = Message<"tb_paddle_profile.v1.RankMemoryPlace"> & {
+  /**
+   * @generated from field: string place = 1;
+   */
+  place: string;
+
+  /**
+   * @generated from field: int64 peak_allocated = 2;
+   */
+  peakAllocated: bigint;
+
+  /**
+   * @generated from field: int64 peak_reserved = 3;
+   */
+  peakReserved: bigint;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.RankMemoryPlace.
+ * Use `create(RankMemoryPlaceSchema)` to create a new message.
+ */
+export const RankMemoryPlaceSchema: GenMessage<RankMemoryPlace> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 41);
+
+/**
+ * @generated from message tb_paddle_profile.v1.RankMemory
+ */
+export type RankMemory = Message<"tb_paddle_profile.v1.RankMemory"> & {
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.RankMemoryPlace places = 1;
+   */
+  places: RankMemoryPlace[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.RankMemory.
+ * Use `create(RankMemorySchema)` to create a new message.
+ */
+export const RankMemorySchema: GenMessage<RankMemory> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 42);
+
+/**
+ * One rank's program: the nodes of its dependency graph as packed columns (entry i of every list
+ * describes node i), in an order where every predecessor comes first (docs/critical-path.md).
+ * Nodes: compute runs (consecutive kernels of one stream between dependency points), memcpy /
+ * memset, collective instances, and host nodes on the main thread (step start, synchronising call,
+ * step end, a host communication instance). Times relative to the trace's origin.
+ *
+ * @generated from message tb_paddle_profile.v1.ParallelProgram
+ */
+export type ParallelProgram = Message<"tb_paddle_profile.v1.ParallelProgram"> & {
+  /**
+   * ProgramNode: 1 compute, 2 memcpy, 3 memset, 4 collective (device), 5 step start, 6 sync,
+   * 7 step end, 8 host collective.
+   *
+   * @generated from field: repeated uint32 kind = 1 [packed = true];
+   */
+  kind: number[];
+
+  /**
+   * ProfileStep number (-1: none).
+   *
+   * @generated from field: repeated sint64 step = 2 [packed = true];
+   */
+  step: bigint[];
+
+  /**
+   * Device stream (-1 for host nodes).
+   *
+   * @generated from field: repeated sint64 stream = 3 [packed = true];
+   */
+  stream: bigint[];
+
+  /**
+   * @generated from field: repeated int64 start_ns = 4 [packed = true];
+   */
+  startNs: bigint[];
+
+  /**
+   * @generated from field: repeated int64 duration_ns = 5 [packed = true];
+   */
+  durationNs: bigint[];
+
+  /**
+   * Device time in it (a compute run: the plain sum of its kernels); host nodes: the host's own
+   * minimum (a synchronising call that waited: a few us; else its duration).
+   *
+   * @generated from field: repeated int64 busy_ns = 6 [packed = true];
+   */
+  busyNs: bigint[];
+
+  /**
+   * @generated from field: repeated uint32 events = 7 [packed = true];
+   */
+  events: number[];
+
+  /**
+   * Predecessors (node index, -1 none) and the lag from their end to this node's start: the
+   * previous node of the same stream (host nodes: the previous host node), the host node the
+   * launch followed (its launch anchor), another stream's node it waited for (a host
+   * synchronising call: the device node whose end it waited for, to its end).
+   *
+   * @generated from field: repeated sint64 stream_pred = 8 [packed = true];
+   */
+  streamPred: bigint[];
+
+  /**
+   * @generated from field: repeated int64 stream_lag_ns = 9 [packed = true];
+   */
+  streamLagNs: bigint[];
+
+  /**
+   * @generated from field: repeated sint64 launch_pred = 10 [packed = true];
+   */
+  launchPred: bigint[];
+
+  /**
+   * @generated from field: repeated int64 launch_lag_ns = 11 [packed = true];
+   */
+  launchLagNs: bigint[];
+
+  /**
+   * @generated from field: repeated sint64 cross_pred = 12 [packed = true];
+   */
+  crossPred: bigint[];
+
+  /**
+   * @generated from field: repeated int64 cross_lag_ns = 13 [packed = true];
+   */
+  crossLagNs: bigint[];
+
+  /**
+   * The last event of a compute run: its start after the launch anchor's end, and its duration
+   * (the run cannot end before its last kernel was launched and ran).
+   *
+   * @generated from field: repeated int64 tail_lag_ns = 14 [packed = true];
+   */
+  tailLagNs: bigint[];
+
+  /**
+   * @generated from field: repeated int64 tail_ns = 15 [packed = true];
+   */
+  tailNs: bigint[];
+
+  /**
+   * Collective nodes: index into ParallelView.collectives (-1 otherwise).
+   *
+   * @generated from field: repeated sint64 collective = 18 [packed = true];
+   */
+  collective: bigint[];
+
+  /**
+   * Index into ParallelView.names: a compute run's dominant operator (most kernel time), a copy's
+   * or collective's event name.
+   *
+   * @generated from field: repeated uint32 name = 19 [packed = true];
+   */
+  name: number[];
+
+  /**
+   * 0 other, 1 forward, 2 backward, 3 optimization (the outermost such host event at the launch).
+   *
+   * @generated from field: repeated uint32 phase = 20 [packed = true];
+   */
+  phase: number[];
+
+  /**
+   * A synchronous collective this compute run waits for (issued by an operator before the run's
+   * launch, ended before its start), with the free lag; -1 none.
+   *
+   * @generated from field: repeated sint64 wait_pred = 21 [packed = true];
+   */
+  waitPred: bigint[];
+
+  /**
+   * @generated from field: repeated int64 wait_lag_ns = 22 [packed = true];
+   */
+  waitLagNs: bigint[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.ParallelProgram.
+ * Use `create(ParallelProgramSchema)` to create a new message.
+ */
+export const ParallelProgramSchema: GenMessage<ParallelProgram> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 43);
+
+/**
+ * The forward and backward phases of a trace's steps, as columns (entry i of
+ * every list describes phase i), in time order. A phase is a run of
+ * consecutive outermost Forward-type (or Backward-type) host events of one
+ * thread inside one ProfileStep, with no event of the other type and no
+ * send/recv between them: one micro-batch's forward or backward (analysis/phases.py).
+ *
+ * @generated from message tb_paddle_profile.v1.PhaseSpans
+ */
+export type PhaseSpans = Message<"tb_paddle_profile.v1.PhaseSpans"> & {
+  /**
+   * 1 = forward, 2 = backward.
+   *
+   * @generated from field: repeated uint32 phase = 1 [packed = true];
+   */
+  phase: number[];
+
+  /**
+   * ProfileStep number (-1: the trace has no ProfileStep).
+   *
+   * @generated from field: repeated sint64 step = 2 [packed = true];
+   */
+  step: bigint[];
+
+  /**
+   * Relative to the trace's origin, as CollectiveInstances.start_ns.
+   *
+   * @generated from field: repeated int64 host_start_ns = 3 [packed = true];
+   */
+  hostStartNs: bigint[];
+
+  /**
+   * @generated from field: repeated int64 host_end_ns = 4 [packed = true];
+   */
+  hostEndNs: bigint[];
+
+  /**
+   * The compute (non-communication) kernels its host events launched: the
+   * first start, the last end, the plain sum of durations, how many (0: no
+   * kernel, device_start_ns = device_end_ns = 0).
+   *
+   * @generated from field: repeated int64 device_start_ns = 5 [packed = true];
+   */
+  deviceStartNs: bigint[];
+
+  /**
+   * @generated from field: repeated int64 device_end_ns = 6 [packed = true];
+   */
+  deviceEndNs: bigint[];
+
+  /**
+   * @generated from field: repeated int64 kernel_ns = 7 [packed = true];
+   */
+  kernelNs: bigint[];
+
+  /**
+   * @generated from field: repeated uint32 kernels = 8 [packed = true];
+   */
+  kernels: number[];
+
+  /**
+   * Its send/recv instances: p2p[p2p_ptr[i]:p2p_ptr[i+1]] are indexes into
+   * ParallelView.collectives. A send launched after the phase (before the
+   * thread's next phase) is its output; a receive launched before it (after
+   * the previous phase) its input; one launched inside it is its own.
+   *
+   * @generated from field: repeated uint32 p2p_ptr = 9 [packed = true];
+   */
+  p2pPtr: number[];
+
+  /**
+   * @generated from field: repeated uint32 p2p = 10 [packed = true];
+   */
+  p2p: number[];
+
+  /**
+   * Index into ParallelView.names: the name of its first event (the model
+   * class of a forward, "Gradient Backward").
+   *
+   * @generated from field: repeated uint32 name = 11 [packed = true];
+   */
+  name: number[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.PhaseSpans.
+ * Use `create(PhaseSpansSchema)` to create a new message.
+ */
+export const PhaseSpansSchema: GenMessage<PhaseSpans> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 44);
 
 /**
  * What the views across ranks need of one rank, projected from its Summary in
@@ -1710,7 +2302,7 @@ export type RankDigest = Message<"tb_paddle_profile.v1.RankDigest"> & {
  * Use `create(RankDigestSchema)` to create a new message.
  */
 export const RankDigestSchema: GenMessage<RankDigest> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_summary, 36);
+  messageDesc(file_tb_paddle_profile_v1_summary, 45);
 
 /**
  * What a communication event does, from its operator or kernel name.

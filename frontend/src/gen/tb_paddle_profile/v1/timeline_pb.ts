@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/timeline.proto.
  */
 export const file_tb_paddle_profile_v1_timeline: GenFile = /*@__PURE__*/
-  fileDesc("CiN0Yl9wYWRkbGVfcHJvZmlsZS92MS90aW1lbGluZS5wcm90bxIUdGJfcGFkZGxlX3Byb2ZpbGUudjEipQEKDVRpbWVsaW5lVHJhY2sSCgoCaWQYASABKA0SLQoEa2luZBgCIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRyYWNrS2luZBINCgVsYWJlbBgDIAEoCRINCgVkZXB0aBgEIAEoDRILCgN0aWQYBSABKAMSDgoGZGV2aWNlGAYgASgDEg4KBnN0cmVhbRgHIAEoAxIOCgZldmVudHMYCCABKAQi1AEKDFRpbWVsaW5lTGFuZRINCgV0cmFjaxgBIAEoDRINCgVkZXB0aBgCIAEoDRIYCgxzdGFydF9kZWx0YXMYAyADKBJCAhABEhUKCWR1cmF0aW9ucxgEIAMoBEICEAESEQoFbmFtZXMYBSADKA1CAhABEhIKBmNvdW50cxgGIAMoDUICEAESFQoJaWRfZGVsdGFzGAcgAygSQgIQARIRCgV0eXBlcxgIIAMoDUICEAESEwoHbWF0Y2hlcxgJIAMoDUICEAESDwoHZHJvcHBlZBgKIAEoBCK0AQoMVGltZWxpbmVGbG93EgwKBHJhbmsYASABKA0SEQoJc3JjX3RyYWNrGAIgASgNEhEKCXNyY19kZXB0aBgDIAEoDRIUCgxzcmNfc3RhcnRfbnMYBCABKAMSDgoGc3JjX2lkGAUgASgEEhEKCWRzdF90cmFjaxgGIAEoDRIRCglkc3RfZGVwdGgYByABKA0SFAoMZHN0X3N0YXJ0X25zGAggASgDEg4KBmRzdF9pZBgJIAEoBCJzCg9UaW1lbGluZUNvdW50ZXISDAoEa2luZBgBIAEoCRINCgVsYWJlbBgCIAEoCRIMCgR1bml0GAMgASgJEg4KBmRldmljZRgEIAEoAxISCgZ2YWx1ZXMYBSADKAFCAhABEhEKCW1heF92YWx1ZRgGIAEoASLXAgoMVGltZWxpbmVSYW5rEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEhEKCW9mZnNldF9ucxgDIAEoAxIQCghzdGFydF9ucxgEIAEoAxIOCgZlbmRfbnMYBSABKAMSMwoGdHJhY2tzGAYgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVUcmFjaxIxCgVsYW5lcxgHIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lTGFuZRINCgVzdGF0ZRgIIAEoCRIYChBldmVudHNfaW5fd2luZG93GAkgASgEEhEKCWZpbGVfbmFtZRgKIAEoCRIXCg9jbG9ja19vZmZzZXRfbnMYCyABKAMSNwoIY291bnRlcnMYDCADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZUNvdW50ZXIilgMKDlRpbWVsaW5lV2luZG93EgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEhQKDGJhc2VfdW5peF9ucxgDIAEoAxIXCg93aW5kb3dfc3RhcnRfbnMYBCABKAMSFQoNd2luZG93X2VuZF9ucxgFIAEoAxIKCgJweBgGIAEoDRIVCg1yZXNvbHV0aW9uX25zGAcgASgBEg0KBW5hbWVzGAggAygJEg0KBXR5cGVzGAkgAygJEjEKBXJhbmtzGAogAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVSYW5rEhYKDnJhbmdlX3N0YXJ0X25zGAsgASgDEhQKDHJhbmdlX2VuZF9ucxgMIAEoAxIxCgVmbG93cxgNIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lRmxvdxIVCg1mbG93c19kcm9wcGVkGA4gASgEEg0KBXF1ZXJ5GA8gASgJEhMKC3JhbmtzX3RvdGFsGBAgASgNEhMKC3Jhbmtfb2Zmc2V0GBEgASgNIikKC1RpbWVsaW5lQXJnEgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKXAQoLVGltZWxpbmVSZWYSDgoGd29ya2VyGAEgASgJEgoKAmlkGAIgASgEEgwKBG5hbWUYAyABKAkSDAoEdHlwZRgEIAEoCRIQCghzdGFydF9ucxgFIAEoAxIOCgZlbmRfbnMYBiABKAMSDQoFdHJhY2sYByABKA0SDQoFZGVwdGgYCCABKA0SEAoIcmVsYXRpb24YCSABKAkiwQIKDVRpbWVsaW5lRXZlbnQSDgoGd29ya2VyGAEgASgJEgoKAmlkGAIgASgEEgwKBG5hbWUYAyABKAkSDAoEdHlwZRgEIAEoCRIQCghzdGFydF9ucxgFIAEoAxIOCgZlbmRfbnMYBiABKAMSDQoFdHJhY2sYByABKA0SDQoFZGVwdGgYCCABKA0SEwoLdHJhY2tfbGFiZWwYCSABKAkSFgoOY29ycmVsYXRpb25faWQYCiABKAMSLwoEYXJncxgLIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lQXJnEhAKCG9wZXJhdG9yGAwgASgJEjIKB3JlbGF0ZWQYDSADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJlZhIUCgxiYXNlX3VuaXhfbnMYDiABKAMieQoNVGltZWxpbmVNYXRjaBIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIQCghzdGFydF9ucxgEIAEoAxIOCgZlbmRfbnMYBSABKAMSDQoFdHJhY2sYBiABKA0SDQoFZGVwdGgYByABKA0ipwEKDlRpbWVsaW5lU2VhcmNoEg0KBXF1ZXJ5GAEgASgJEg0KBXRvdGFsGAIgASgEEjQKB21hdGNoZXMYAyADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZU1hdGNoEhQKDGJhc2VfdW5peF9ucxgEIAEoAxIWCg5maXJzdF9zdGFydF9ucxgFIAEoAxITCgtsYXN0X2VuZF9ucxgGIAEoAyJjChBUaW1lbGluZVJhbmdlUm93EgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRINCgVjb3VudBgDIAEoBBIQCgh0b3RhbF9ucxgEIAEoAxISCgpvdmVybGFwX25zGAUgASgDIncKDVRpbWVsaW5lUmFuZ2USEAoIc3RhcnRfbnMYASABKAMSDgoGZW5kX25zGAIgASgDEg4KBmV2ZW50cxgDIAEoBBI0CgRyb3dzGAQgAygLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVSYW5nZVJvdypICglUcmFja0tpbmQSGgoWVFJBQ0tfS0lORF9VTlNQRUNJRklFRBAAEg8KC0hPU1RfVEhSRUFEEAESDgoKR1BVX1NUUkVBTRACYgZwcm90bzM");
+  fileDesc("CiN0Yl9wYWRkbGVfcHJvZmlsZS92MS90aW1lbGluZS5wcm90bxIUdGJfcGFkZGxlX3Byb2ZpbGUudjEipQEKDVRpbWVsaW5lVHJhY2sSCgoCaWQYASABKA0SLQoEa2luZBgCIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRyYWNrS2luZBINCgVsYWJlbBgDIAEoCRINCgVkZXB0aBgEIAEoDRILCgN0aWQYBSABKAMSDgoGZGV2aWNlGAYgASgDEg4KBnN0cmVhbRgHIAEoAxIOCgZldmVudHMYCCABKAQi1AEKDFRpbWVsaW5lTGFuZRINCgV0cmFjaxgBIAEoDRINCgVkZXB0aBgCIAEoDRIYCgxzdGFydF9kZWx0YXMYAyADKBJCAhABEhUKCWR1cmF0aW9ucxgEIAMoBEICEAESEQoFbmFtZXMYBSADKA1CAhABEhIKBmNvdW50cxgGIAMoDUICEAESFQoJaWRfZGVsdGFzGAcgAygSQgIQARIRCgV0eXBlcxgIIAMoDUICEAESEwoHbWF0Y2hlcxgJIAMoDUICEAESDwoHZHJvcHBlZBgKIAEoBCK0AQoMVGltZWxpbmVGbG93EgwKBHJhbmsYASABKA0SEQoJc3JjX3RyYWNrGAIgASgNEhEKCXNyY19kZXB0aBgDIAEoDRIUCgxzcmNfc3RhcnRfbnMYBCABKAMSDgoGc3JjX2lkGAUgASgEEhEKCWRzdF90cmFjaxgGIAEoDRIRCglkc3RfZGVwdGgYByABKA0SFAoMZHN0X3N0YXJ0X25zGAggASgDEg4KBmRzdF9pZBgJIAEoBCKGAQoPVGltZWxpbmVDb3VudGVyEgwKBGtpbmQYASABKAkSDQoFbGFiZWwYAiABKAkSDAoEdW5pdBgDIAEoCRIOCgZkZXZpY2UYBCABKAMSEgoGdmFsdWVzGAUgAygBQgIQARIRCgltYXhfdmFsdWUYBiABKAESEQoJbWluX3ZhbHVlGAcgASgBItcCCgxUaW1lbGluZVJhbmsSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEQoJb2Zmc2V0X25zGAMgASgDEhAKCHN0YXJ0X25zGAQgASgDEg4KBmVuZF9ucxgFIAEoAxIzCgZ0cmFja3MYBiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVRyYWNrEjEKBWxhbmVzGAcgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVMYW5lEg0KBXN0YXRlGAggASgJEhgKEGV2ZW50c19pbl93aW5kb3cYCSABKAQSEQoJZmlsZV9uYW1lGAogASgJEhcKD2Nsb2NrX29mZnNldF9ucxgLIAEoAxI3Cghjb3VudGVycxgMIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lQ291bnRlciKWAwoOVGltZWxpbmVXaW5kb3cSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSFAoMYmFzZV91bml4X25zGAMgASgDEhcKD3dpbmRvd19zdGFydF9ucxgEIAEoAxIVCg13aW5kb3dfZW5kX25zGAUgASgDEgoKAnB4GAYgASgNEhUKDXJlc29sdXRpb25fbnMYByABKAESDQoFbmFtZXMYCCADKAkSDQoFdHlwZXMYCSADKAkSMQoFcmFua3MYCiADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJhbmsSFgoOcmFuZ2Vfc3RhcnRfbnMYCyABKAMSFAoMcmFuZ2VfZW5kX25zGAwgASgDEjEKBWZsb3dzGA0gAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVGbG93EhUKDWZsb3dzX2Ryb3BwZWQYDiABKAQSDQoFcXVlcnkYDyABKAkSEwoLcmFua3NfdG90YWwYECABKA0SEwoLcmFua19vZmZzZXQYESABKA0iKQoLVGltZWxpbmVBcmcSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJIpcBCgtUaW1lbGluZVJlZhIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIMCgR0eXBlGAQgASgJEhAKCHN0YXJ0X25zGAUgASgDEg4KBmVuZF9ucxgGIAEoAxINCgV0cmFjaxgHIAEoDRINCgVkZXB0aBgIIAEoDRIQCghyZWxhdGlvbhgJIAEoCSLBAgoNVGltZWxpbmVFdmVudBIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIMCgR0eXBlGAQgASgJEhAKCHN0YXJ0X25zGAUgASgDEg4KBmVuZF9ucxgGIAEoAxINCgV0cmFjaxgHIAEoDRINCgVkZXB0aBgIIAEoDRITCgt0cmFja19sYWJlbBgJIAEoCRIWCg5jb3JyZWxhdGlvbl9pZBgKIAEoAxIvCgRhcmdzGAsgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVBcmcSEAoIb3BlcmF0b3IYDCABKAkSMgoHcmVsYXRlZBgNIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lUmVmEhQKDGJhc2VfdW5peF9ucxgOIAEoAyJ5Cg1UaW1lbGluZU1hdGNoEg4KBndvcmtlchgBIAEoCRIKCgJpZBgCIAEoBBIMCgRuYW1lGAMgASgJEhAKCHN0YXJ0X25zGAQgASgDEg4KBmVuZF9ucxgFIAEoAxINCgV0cmFjaxgGIAEoDRINCgVkZXB0aBgHIAEoDSKnAQoOVGltZWxpbmVTZWFyY2gSDQoFcXVlcnkYASABKAkSDQoFdG90YWwYAiABKAQSNAoHbWF0Y2hlcxgDIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lTWF0Y2gSFAoMYmFzZV91bml4X25zGAQgASgDEhYKDmZpcnN0X3N0YXJ0X25zGAUgASgDEhMKC2xhc3RfZW5kX25zGAYgASgDImMKEFRpbWVsaW5lUmFuZ2VSb3cSDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWNvdW50GAMgASgEEhAKCHRvdGFsX25zGAQgASgDEhIKCm92ZXJsYXBfbnMYBSABKAMidwoNVGltZWxpbmVSYW5nZRIQCghzdGFydF9ucxgBIAEoAxIOCgZlbmRfbnMYAiABKAMSDgoGZXZlbnRzGAMgASgEEjQKBHJvd3MYBCADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJhbmdlUm93IoACChZUaW1lbGluZUluc3RhbmNlTWVtYmVyEgwKBHJhbmsYASABKAUSDgoGd29ya2VyGAIgASgJEg8KB29yZGluYWwYAyABKA0SEwoLZHVyYXRpb25fbnMYBCABKAMSDwoHd2FpdF9ucxgFIAEoAxIQCghzdGFydF9ucxgGIAEoAxIOCgZlbmRfbnMYByABKAMSFQoNc3RhcnRfdW5peF9ucxgIIAEoAxIRCglkaXJlY3Rpb24YCSABKAkSDAoEbGFzdBgKIAEoCBINCgVmb3VuZBgLIAEoCBIKCgJpZBgMIAEoBBINCgV0cmFjaxgNIAEoDRINCgVkZXB0aBgOIAEoDSKYAgoQVGltZWxpbmVJbnN0YW5jZRILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIUCgxhbmFseXNpc19rZXkYAyABKAkSFAoMYmFzZV91bml4X25zGAQgASgDEg8KB21hdGNoZWQYBSABKAgSDAoEbm90ZRgGIAEoCRINCgVpbmRleBgHIAEoBBIMCgRzdGVwGAggASgDEgwKBGtpbmQYCSABKAkSDAoEbmFtZRgKIAEoCRITCgt0cmFuc2Zlcl9ucxgLIAEoAxIRCglsYXN0X3JhbmsYDCABKAUSPQoHbWVtYmVycxgNIAMoCzIsLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lSW5zdGFuY2VNZW1iZXIqSAoJVHJhY2tLaW5kEhoKFlRSQUNLX0tJTkRfVU5TUEVDSUZJRUQQABIPCgtIT1NUX1RIUkVBRBABEg4KCkdQVV9TVFJFQU0QAmIGcHJvdG8z");
 
 /**
  * @generated from message tb_paddle_profile.v1.TimelineTrack
@@ -260,6 +260,14 @@ export type TimelineCounter = Message<"tb_paddle_profile.v1.TimelineCounter"> & 
    * @generated from field: double max_value = 6;
    */
   maxValue: number;
+
+  /**
+   * The lowest value over the whole trace (0 for a ratio; memory below 0 counts as 0): the lane is
+   * drawn from min_value (its bottom) to max_value (its top), the same at every zoom.
+   *
+   * @generated from field: double min_value = 7;
+   */
+  minValue: number;
 };
 
 /**
@@ -798,6 +806,193 @@ export type TimelineRange = Message<"tb_paddle_profile.v1.TimelineRange"> & {
  */
 export const TimelineRangeSchema: GenMessage<TimelineRange> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_timeline, 12);
+
+/**
+ * One member rank of a collective instance (TimelineInstance): the matched table's values as the
+ * `parallel_matched` route gives them, and its slice on the timeline.
+ *
+ * @generated from message tb_paddle_profile.v1.TimelineInstanceMember
+ */
+export type TimelineInstanceMember = Message<"tb_paddle_profile.v1.TimelineInstanceMember"> & {
+  /**
+   * @generated from field: int32 rank = 1;
+   */
+  rank: number;
+
+  /**
+   * @generated from field: string worker = 2;
+   */
+  worker: string;
+
+  /**
+   * Its position among the rank's instances of that step and kind (CollectiveMember.ordinal).
+   *
+   * @generated from field: uint32 ordinal = 3;
+   */
+  ordinal: number;
+
+  /**
+   * @generated from field: int64 duration_ns = 4;
+   */
+  durationNs: bigint;
+
+  /**
+   * duration − the instance's transfer (CollectiveMember.wait_ns).
+   *
+   * @generated from field: int64 wait_ns = 5;
+   */
+  waitNs: bigint;
+
+  /**
+   * Its arrival (the start of its slice) and end, in window coordinates (base_unix_ns, the clock
+   * correction of the timeline applied).
+   *
+   * @generated from field: int64 start_ns = 6;
+   */
+  startNs: bigint;
+
+  /**
+   * @generated from field: int64 end_ns = 7;
+   */
+  endNs: bigint;
+
+  /**
+   * As the matched table has it: its origin + start, on its own host's clock.
+   *
+   * @generated from field: int64 start_unix_ns = 8;
+   */
+  startUnixNs: bigint;
+
+  /**
+   * "send", "recv" for send/recv members, else "".
+   *
+   * @generated from field: string direction = 9;
+   */
+  direction: string;
+
+  /**
+   * The member that arrived last (the instance's last_rank): it did not wait.
+   *
+   * @generated from field: bool last = 10;
+   */
+  last: boolean;
+
+  /**
+   * Its slice in its rank's index (for timeline_event and the highlight); found is false while that
+   * index is being built.
+   *
+   * @generated from field: bool found = 11;
+   */
+  found: boolean;
+
+  /**
+   * @generated from field: uint64 id = 12;
+   */
+  id: bigint;
+
+  /**
+   * @generated from field: uint32 track = 13;
+   */
+  track: number;
+
+  /**
+   * @generated from field: uint32 depth = 14;
+   */
+  depth: number;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.TimelineInstanceMember.
+ * Use `create(TimelineInstanceMemberSchema)` to create a new message.
+ */
+export const TimelineInstanceMemberSchema: GenMessage<TimelineInstanceMember> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_timeline, 13);
+
+/**
+ * The matched instance a slice belongs to (timeline_instance): the collective (or send/recv pair) on
+ * every member rank, from the run's cross-rank analysis.
+ *
+ * @generated from message tb_paddle_profile.v1.TimelineInstance
+ */
+export type TimelineInstance = Message<"tb_paddle_profile.v1.TimelineInstance"> & {
+  /**
+   * @generated from field: string run = 1;
+   */
+  run: string;
+
+  /**
+   * @generated from field: string span = 2;
+   */
+  span: string;
+
+  /**
+   * @generated from field: string analysis_key = 3;
+   */
+  analysisKey: string;
+
+  /**
+   * @generated from field: int64 base_unix_ns = 4;
+   */
+  baseUnixNs: bigint;
+
+  /**
+   * False when the slice is in no matched instance (`note` says why).
+   *
+   * @generated from field: bool matched = 5;
+   */
+  matched: boolean;
+
+  /**
+   * @generated from field: string note = 6;
+   */
+  note: string;
+
+  /**
+   * Its position in the analysis' matched instances.
+   *
+   * @generated from field: uint64 index = 7;
+   */
+  index: bigint;
+
+  /**
+   * @generated from field: int64 step = 8;
+   */
+  step: bigint;
+
+  /**
+   * "all_reduce", "send_recv", ... (analysis.collectives.KIND_LABELS)
+   *
+   * @generated from field: string kind = 9;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 10;
+   */
+  name: string;
+
+  /**
+   * @generated from field: int64 transfer_ns = 11;
+   */
+  transferNs: bigint;
+
+  /**
+   * @generated from field: int32 last_rank = 12;
+   */
+  lastRank: number;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.TimelineInstanceMember members = 13;
+   */
+  members: TimelineInstanceMember[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.TimelineInstance.
+ * Use `create(TimelineInstanceSchema)` to create a new message.
+ */
+export const TimelineInstanceSchema: GenMessage<TimelineInstance> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_timeline, 14);
 
 /**
  * @generated from enum tb_paddle_profile.v1.TrackKind

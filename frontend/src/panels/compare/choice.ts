@@ -1,0 +1,115 @@
+// The Compare view's choice: a baseline and a candidate, each a run, a worker ("*": every rank, the whole
+// run) and a span, kept in the URL (state.ts COMPARE_KEYS). Nothing here computes a result: it makes the
+// choice valid for the run list, turns it into the `diff` route's parameters, and reads the display
+// model's row links ("diff:b=<worker>&c=<worker>&q=<name>").
+import type { DiffChoice } from "../../api";
+import type { RunEntry, RunList, WorkerEntry } from "../../gen/tb_paddle_profile/v1/plugin_pb";
+import type { Selection } from "../../state";
+
+/** The worker value that stands for every rank of the run (the across-ranks comparison). */
+export const ALL_RANKS = "*";
+
+export interface Side {
+  run: string;
+  worker: string;
+  span: string;
+}
+
+export type Mode = "rank" | "run";
+
+export function sortedWorkers(run: RunEntry): WorkerEntry[] {
+  return [...run.workers].sort((a, b) => {
+    const ra = a.rank >= 0 ? a.rank : Number.MAX_SAFE_INTEGER;
+    const rb = b.rank >= 0 ? b.rank : Number.MAX_SAFE_INTEGER;
+    return ra - rb || a.worker.localeCompare(b.worker);
+  });
+}
+
+/** The spans a side can choose: the worker's, or for the whole run every span any worker recorded. */
+export function spansOf(run: RunEntry | undefined, worker: string): string[] {
+  if (!run) return [];
+  if (worker === ALL_RANKS) {
+    const seen: string[] = [];
+    for (const w of run.workers) for (const s of w.spans) if (!seen.includes(s.span)) seen.push(s.span);
+    return seen;
+  }
+  return run.workers.find((w) => w.worker === worker)?.spans.map((s) => s.span) ?? [];
+}
+
+export function modeOf(sel: Pick<Selection, "bworker" | "cworker">): Mode {
+  return sel.bworker === ALL_RANKS || sel.cworker === ALL_RANKS ? "run" : "rank";
+}
+
+/**
+ * The choice made valid for the run list. The baseline defaults to the page's own run, worker and span;
+ * the candidate to the next run (the same worker name where it has one), else another rank of the same
+ * run. Both sides are in the same mode: one rank each, or the whole runs.
+ */
+export function resolveChoice(sel: Selection, list: RunList): Selection {
+  const runs = list.runs;
+  if (!runs.length) return sel;
+  const mode = modeOf(sel);
+  const find = (name: string) => runs.find((r) => r.run === name);
+
+  const bRun = find(sel.brun) ?? find(sel.run) ?? runs[0];
+  const bWorkers = sortedWorkers(bRun);
+  const bWorker = mode === "run" ? ALL_RANKS : ((bWorkers.find((w) => w.worker === sel.bworker) ?? bWorkers.find((w) => w.worker === sel.worker) ?? bWorkers[0])?.worker ?? "");
+  const bSpans = spansOf(bRun, bWorker);
+  const bSpan = bSpans.includes(sel.bspan) ? sel.bspan : bSpans.includes(sel.span) ? sel.span : (bSpans[0] ?? "");
+
+  // The candidate: as chosen, else the next run (one that has the baseline's worker first), else the same run.
+  const at = runs.indexOf(bRun);
+  const after = [...runs.slice(at + 1), ...runs.slice(0, at)];
+  const next = (mode === "rank" ? after.find((r) => r.workers.some((w) => w.worker === bWorker)) : undefined) ?? after[0];
+  const cRun = find(sel.crun) ?? next ?? bRun;
+  const cWorkers = sortedWorkers(cRun);
+  let cWorker: string;
+  if (mode === "run") cWorker = ALL_RANKS;
+  else {
+    const fallback =
+      cRun.run === bRun.run
+        ? (cWorkers.find((w) => w.worker !== bWorker) ?? cWorkers[0])
+        : (cWorkers.find((w) => w.worker === bWorker) ?? cWorkers[0]);
+    cWorker = (cWorkers.find((w) => w.worker === sel.cworker) ?? fallback)?.worker ?? "";
+  }
+  const cSpans = spansOf(cRun, cWorker);
+  const cSpan = cSpans.includes(sel.cspan) ? sel.cspan : cSpans.includes(bSpan) ? bSpan : (cSpans[0] ?? "");
+  return { ...sel, brun: bRun.run, bworker: bWorker, bspan: bSpan, crun: cRun.run, cworker: cWorker, cspan: cSpan };
+}
+
+export function baselineOf(sel: Selection): Side {
+  return { run: sel.brun, worker: sel.bworker, span: sel.bspan };
+}
+
+export function candidateOf(sel: Selection): Side {
+  return { run: sel.crun, worker: sel.cworker, span: sel.cspan };
+}
+
+/** The `diff` route's choice: a worker of "*" is sent empty (the whole run). */
+export function diffChoice(sel: Selection): DiffChoice {
+  const side = (s: Side) => ({ run: s.run, worker: s.worker === ALL_RANKS ? "" : s.worker, span: s.span });
+  return { baseline: side(baselineOf(sel)), candidate: side(candidateOf(sel)) };
+}
+
+/** The choice with baseline and candidate exchanged. */
+export function swapped(sel: Selection): Partial<Selection> {
+  return { brun: sel.crun, bworker: sel.cworker, bspan: sel.cspan, crun: sel.brun, cworker: sel.bworker, cspan: sel.bspan };
+}
+
+/** Where a delta row leads: the baseline's and the candidate's worker (empty: the row is not on that side) and the name to search. */
+export interface DiffLink {
+  baseline: string;
+  candidate: string;
+  name: string;
+}
+
+export function parseDiffLink(link: string): DiffLink | null {
+  if (!link.startsWith("diff:")) return null;
+  const q = new URLSearchParams(link.slice("diff:".length));
+  return { baseline: q.get("b") ?? "", candidate: q.get("c") ?? "", name: q.get("q") ?? "" };
+}
+
+/** The selection that opens a side's timeline on `worker` with `name` searched (as "Show in timeline" does). */
+export function timelineAt(side: { run: string; span: string }, worker: string, name: string): Partial<Selection> {
+  return { view: "timeline", run: side.run, worker, span: side.span, tlq: name, tlfind: name ? worker : "", tl: "", tlsel: "", tlranks: "", tlfold: "", tlcp: "" };
+}

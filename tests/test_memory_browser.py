@@ -1,0 +1,201 @@
+"""The memory insights in a real TensorBoard and Debian's Chromium (issue 16, point 7), at 1,280 and 1,440 px,
+light and dark.
+
+A generated run with a planted leak (tbp_synth --leak-bytes-per-step, pp 2) and the real CPU trace
+(tests/data/traces/cpu-gpt-single) are served by ``tensorboard``; the Memory panel must show the leak
+sentence, the insights table, the per-step table and its chart, and what is alive at the peak, every cell
+the Python formatter's string of the display route's model; the Distributed view's hybrid-parallel
+section shows the peak per pipeline stage (one bar per stage) and per rank, as the parallel route's model.
+No text is cut, no console error. Screenshots go to browser_util.SHOTS.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from google.protobuf import json_format
+
+from conftest import REPO, ran
+from browser_util import (SHOTS, PageLog, chromium_missing_reason, copy_trace_sets, read_virtual_table, tensorboard,
+                          wait_all_loaded)
+
+pytestmark = [pytest.mark.browser]
+
+_missing = chromium_missing_reason()
+if _missing:
+    pytest.skip(f"browser tests need Chromium: {_missing}", allow_module_level=True)
+
+from test_frontend_panels import open_panel  # noqa: E402
+from test_readable import _CUT  # noqa: E402
+from test_tab_conventions import luminance  # noqa: E402
+from tb_paddle_profile.display.cells import format_value, sentence_text  # noqa: E402
+from tb_paddle_profile.v1 import display_pb2 as dpb  # noqa: E402
+from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
+
+LEAK_RUN, CPU_RUN = "leak", "shared/cpu-gpt-single"
+LEAK = 256 << 20
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory) -> Path:
+    root = copy_trace_sets(tmp_path_factory.mktemp("memory_logdir"), [CPU_RUN])
+    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(root / LEAK_RUN), "--dp", "1", "--mp", "1",
+                    "--pp", "2", "--steps", "4", "--layers", "2", "--micro-batches", "2", "--control",
+                    "--leak-bytes-per-step", str(LEAK)], check=True, capture_output=True, text=True, cwd=str(REPO))
+    for extra in ("synth_manifest.json", "synth_truth.json", "synth_truth.npz"):
+        (root / LEAK_RUN / extra).unlink(missing_ok=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def tb(logdir, tmp_path_factory):
+    with tensorboard(logdir, tmp_path_factory.mktemp("memory_tb")) as server:
+        wait_all_loaded(server)
+        yield server
+
+
+@pytest.fixture
+def page_at(browser, request):
+    made = []
+
+    def make(width: int, dark: bool):
+        log = PageLog()
+        context = browser.new_context(viewport={"width": width, "height": 1000}, device_scale_factor=1,
+                                      color_scheme="dark" if dark else "light")
+        page = context.new_page()
+        context.on("request", lambda req: log.requests.append(req.url))
+        page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda err: log.page_errors.append(str(err)))
+        made.append((page, log))
+        return page
+
+    yield make
+    for page, log in made:
+        page.context.close()
+        if ran(request):
+            assert log.page_errors == [], log.page_errors
+            assert log.console_errors == [], log.console_errors
+            assert log.outside_requests() == [], log.outside_requests()
+
+
+def worker_of(logdir: Path, run: str) -> str:
+    return sorted(p.name.split("_time_")[0] for p in (logdir / run).glob("*.paddle_trace.json"))[0]
+
+
+def memory_view(tb, run: str, worker: str) -> dpb.View:
+    d = dpb.Display.FromString(tb.get(f"/data/plugin/paddle_profile/display?run={quote(run)}&worker={quote(worker)}&span=0"))
+    return next(v for v in d.views if v.key == "memory")
+
+
+def table(view: dpb.View, key: str) -> dpb.Table:
+    return next(t for t in view.tables if t.key == key)
+
+
+def panel_strings(t: dpb.Table, unit: str):
+    """Each row as the panel must print it: (first column's text, {other column: text}), the model's order."""
+    out = []
+    for r in t.rows:
+        cells = {}
+        for c, x in zip(t.columns, r.cells):
+            if not c.panel_hidden:
+                cells[c.key] = format_value(c.panel_format if c.HasField("panel_format") else c.format, x, unit)
+        out.append(cells)
+    return out
+
+
+def drawn(frame, test_id: str):
+    return [dict(r["cells"]) for r in read_virtual_table(frame, test_id)]
+
+
+def check_dark(frame, dark: bool):
+    frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
+    bg = frame.evaluate("() => getComputedStyle(document.querySelector('[data-testid=memory-insights-card]')).backgroundColor")
+    assert (luminance(bg) < 0.25) == dark, bg
+
+
+def _same(frame, test_id: str, t: dpb.Table, unit: str):
+    assert drawn(frame, test_id) == panel_strings(t, unit), t.key
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_memory_panel_shows_the_leak_growth_and_whats_alive(tb, logdir, page_at, width, dark):
+    worker = worker_of(logdir, LEAK_RUN)
+    view = memory_view(tb, LEAK_RUN, worker)
+    place = next(t.key[len("memory_steps."):] for t in view.tables if t.key.startswith("memory_steps.Place(gpu"))
+    page = page_at(width, dark)
+    frame = open_panel(page, tb, LEAK_RUN, worker, "memory", "ms")
+    if frame.locator('[data-testid="memory-place"]').count():   # the GPU place (the CPU one may come first)
+        frame.click(f'[data-testid="memory-place"] button[data-value="{place}"]')
+    frame.wait_for_selector(f'[data-testid="memory-steps-wrap"][data-table="memory_steps.{place}"]', timeout=30_000)
+    frame.wait_for_selector('[data-testid="memory-steps-chart"][data-drawn]', timeout=30_000)
+    check_dark(frame, dark)
+    # the headline: the leak, with its bytes per step, as Python wrote it
+    leak = next(s for s in view.sentences if s.key == f"memory.leak.{place}")
+    shown = frame.inner_text('[data-testid="view-sentences"]')
+    assert sentence_text(leak, "ms") in " ".join(shown.split())
+    assert "256.00 MB" in sentence_text(leak, "ms")
+    # every cell of the three insight tables is the Python formatter's string
+    _same(frame, "memory-insights", table(view, "memory_insights"), "ms")
+    _same(frame, "memory-steps", table(view, f"memory_steps.{place}"), "ms")
+    _same(frame, "memory-alive", table(view, f"memory_alive.{place}"), "ms")
+    ins = drawn(frame, "memory-insights")
+    assert "Yes" in [r.get("leak") for r in ins]
+    assert frame.evaluate(_CUT) == []
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for card in ("memory-insights-card", "memory-alive-card"):
+        frame.locator(f'[data-testid="{card}"]').scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"{card}-leak-{width}-{'dark' if dark else 'light'}.png"))
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_memory_panel_on_a_real_cpu_trace(tb, logdir, page_at, width):
+    worker = worker_of(logdir, CPU_RUN)
+    view = memory_view(tb, CPU_RUN, worker)
+    page = page_at(width, False)
+    frame = open_panel(page, tb, CPU_RUN, worker, "memory", "ms")
+    frame.wait_for_selector('[data-testid="memory-alive-wrap"][data-table="memory_alive.Place(cpu)"]', timeout=30_000)
+    _same(frame, "memory-insights", table(view, "memory_insights"), "ms")
+    _same(frame, "memory-alive", table(view, "memory_alive.Place(cpu)"), "ms")
+    assert [r.get("leak") for r in drawn(frame, "memory-insights")] == ["No"]
+    growth = next(s for s in view.sentences if s.key == "memory.growth.Place(cpu)")
+    assert sentence_text(growth, "ms") in " ".join(frame.inner_text('[data-testid="view-sentences"]').split())
+    # the CPU allocator's reserved is below allocated: said in the insights table's notes
+    notes = frame.inner_text('[data-testid="memory-insights-notes"]')
+    assert "reserved is below allocated" in notes
+    assert frame.evaluate(_CUT) == []
+    frame.locator('[data-testid="memory-alive-card"]').scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / f"memory-alive-cpu-{width}.png"))
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_parallel_view_shows_the_peak_per_stage(tb, logdir, page_at, width, dark):
+    body = tb.get(f"/data/plugin/paddle_profile/parallel?run={quote(LEAK_RUN)}&span=0&format=json", timeout=120)
+    rp = json_format.Parse(body, plugin_pb2.RunParallel(), ignore_unknown_fields=True)
+    (view,) = [v for v in rp.display.views if v.key == "parallel"]
+    stages, ranks = table(view, "memory_stages"), table(view, "memory_ranks")
+    assert [s.stage for s in rp.memory.stages] == [0, 1]
+    page = page_at(width, dark)
+    keys = {"run": LEAK_RUN, "worker": "rank0", "span": "0", "unit": "ms", "view": "distributed"}
+    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}"
+                                                      for k, v in keys.items()))
+    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    frame = handle.content_frame()
+    frame.wait_for_selector('[data-testid="par-ranks"]', timeout=90_000)   # the analysis arrived
+    frame.wait_for_selector('[data-testid="par-memory-card"]', timeout=60_000)   # the details, a task later
+    frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
+    _same(frame, "par-memory_stages", stages, "ms")
+    _same(frame, "par-memory_ranks", ranks, "ms")
+    bars = frame.locator('[data-testid="par-memory-bars"] .par-mem-bar')
+    assert bars.count() == len(rp.memory.stages)
+    texts = [bars.nth(i).inner_text() for i in range(bars.count())]
+    for text, st in zip(texts, rp.memory.stages):
+        assert f"stage {st.stage}" in text and text.strip().endswith(("GB", "MB"))
+    cut = frame.evaluate(_CUT.replace(".panel .dt[data-table]", '[data-testid="par-memory-card"] .dt[data-table]'))
+    assert cut == []
+    frame.locator('[data-testid="par-memory-card"]').scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / f"memory-stages-{width}-{'dark' if dark else 'light'}.png"))

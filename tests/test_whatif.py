@@ -1,0 +1,175 @@
+"""What-if estimates (analysis/crossrank/whatif.py) against the generator run again with the change
+applied (tbp_synth.truth.simulate_step_time), the `whatif` CLI and route."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from google.protobuf import json_format
+
+from plugin_testlib import PREFIX, make_plugin, ready
+from tb_paddle_profile import cli
+from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
+from tb_paddle_profile.analysis.digest import digest_of
+from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.v1 import whatif_pb2 as wpb
+from tbp_synth import SynthConfig, generate
+from tbp_synth.truth import simulate_step_time
+
+TOLERANCE = 0.05
+BASE = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, slow_rank=1, slow_factor=1.3,
+                   names="default", clock_skew_us=20, gpus_per_node=4)
+# stage 0 holds five layers, stage 1 one; the balanced run has three each (a small vocabulary keeps the
+# head's share small, so that equal layers are equal compute)
+UNBALANCED = SynthConfig(dp=2, mp=1, pp=2, steps=2, layers=6, stage_layers=(5, 1), micro_batches=4, vocab=1024)
+
+
+def digests_of(folder: Path):
+    return [digest_of(summarize_bytes(f.read_bytes(), f.name)) for f in sorted(folder.glob("*.paddle_trace.json"))]
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("whatif_base")
+    generate(BASE, str(out))
+    return out, analyze_whatif(digests_of(out), "base", "0")
+
+
+def _get(w: wpb.RunWhatIf, kind: int) -> wpb.WhatIf:
+    (x,) = [x for x in w.what_ifs if x.kind == kind]
+    return x
+
+
+@pytest.mark.parametrize("kind,changed", [
+    (wpb.WHAT_IF_DP_OVERLAP, dataclasses.replace(BASE, comm_factor={"dp": 0})),
+    (wpb.WHAT_IF_STRAGGLER, BASE.without_anomalies()),
+    (wpb.WHAT_IF_DOUBLE_MICRO_BATCHES, dataclasses.replace(BASE, micro_batches=2 * BASE.micro_batches)),
+    (wpb.WHAT_IF_NO_LAUNCH_OVERHEAD, dataclasses.replace(BASE, launch_overhead=0.0)),
+])
+def test_each_estimate_is_within_5_percent_of_the_changed_simulation(base_run, kind, changed):
+    _, w = base_run
+    x = _get(w, kind)
+    assert x.applicable, x.reason
+    simulated = simulate_step_time(changed).mean_ns
+    assert abs(x.new_step_ns - simulated) <= TOLERANCE * simulated, (x.title, x.new_step_ns, simulated)
+    assert x.step_ns == pytest.approx(simulate_step_time(BASE).mean_ns, rel=0.01)
+    # per sample (twice the micro-batches): the original step's samples take half the new step
+    assert abs(x.saving_ns - (x.step_ns - x.new_step_ns / (2 if x.per_sample else 1))) <= 1
+    assert x.saving_fraction == pytest.approx(x.saving_ns / x.step_ns)
+    assert x.assumption
+
+
+def test_the_straggler_named_is_the_planted_one(base_run):
+    _, w = base_run
+    x = _get(w, wpb.WHAT_IF_STRAGGLER)
+    assert x.rank == BASE.slow_rank and x.saving_ns > 0
+
+
+def test_a_host_side_straggler_against_the_control(tmp_path):
+    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, slow_host_rank=2, host_delay_us=8000)
+    generate(cfg, str(tmp_path))
+    w = analyze_whatif(digests_of(tmp_path), "s", "0")
+    x = _get(w, wpb.WHAT_IF_STRAGGLER)
+    assert x.applicable and x.rank == 2
+    control = simulate_step_time(cfg.without_anomalies()).mean_ns
+    assert abs(x.new_step_ns - control) <= TOLERANCE * control
+    assert x.saving_ns > 0
+
+
+def test_balanced_stages_against_equal_stage_layers(tmp_path):
+    generate(UNBALANCED, str(tmp_path))
+    w = analyze_whatif(digests_of(tmp_path), "u", "0")
+    x = _get(w, wpb.WHAT_IF_BALANCED_STAGES)
+    assert x.applicable
+    balanced = simulate_step_time(dataclasses.replace(UNBALANCED, stage_layers=(3, 3))).mean_ns
+    assert abs(x.new_step_ns - balanced) <= TOLERANCE * balanced
+    assert x.saving_fraction > 0.1   # a real imbalance: five layers against one
+    # the run without a straggler says so instead of guessing
+    assert not _get(w, wpb.WHAT_IF_STRAGGLER).applicable
+
+
+@pytest.mark.parametrize("folder", ["cpu-gpt-single", "cpu-gpt-2rank-gloo", "gpu-synthetic-2rank"])
+def test_real_traces_give_an_answer_or_not_applicable(shared_traces, folder):
+    w = analyze_whatif(digests_of(shared_traces / folder), folder, "0")
+    assert len(w.what_ifs) == 5
+    for x in w.what_ifs:
+        assert x.applicable or x.reason
+        if x.applicable:
+            assert 0 < x.new_step_ns and x.saving_ns <= x.step_ns
+    if folder == "cpu-gpt-single":   # one CPU rank: nothing to overlap, no peers, no stages, no launches
+        assert not any(x.applicable for x in w.what_ifs)
+    if folder == "cpu-gpt-2rank-gloo":   # gloo's all-reduce blocks the host: hiding it saves time
+        dp = _get(w, wpb.WHAT_IF_DP_OVERLAP)
+        assert dp.applicable and dp.new_step_ns < dp.step_ns
+
+
+def test_cli_text_json_and_csv(base_run, capsys):
+    folder, w = base_run
+    assert cli.main(["whatif", str(folder), "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "What-if estimates" in text and "Critical path by step" in text
+    for x in w.what_ifs:
+        assert x.title in text
+    assert cli.main(["whatif", str(folder), "--no-cache", "--format", "json"]) == 0
+    got = json_format.ParseDict(json.loads(capsys.readouterr().out), wpb.RunWhatIf())
+    assert [x.new_step_ns for x in got.what_ifs] == [x.new_step_ns for x in w.what_ifs]
+    assert got.critical_path.steps and got.critical_path.segments
+    assert cli.main(["whatif", str(folder), "--no-cache", "--format", "csv", "--table", "whatif"]) == 0
+    csv = capsys.readouterr().out
+    assert csv.startswith("# whatif/whatif:") and "saving" in csv
+    # a bad model config: one line naming the file
+    bad = folder.parent / "bad.yaml"
+    bad.write_text("model: [")
+    assert cli.main(["whatif", str(folder), "--no-cache", "--model-config", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.yaml" in err[0]
+
+
+def test_route(base_run, tmp_path, monkeypatch):
+    folder, w = base_run
+    logdir = tmp_path / "logdir"
+    shutil.copytree(folder, logdir / "base", ignore=shutil.ignore_patterns("synth_*"))
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(tmp_path / "cache"))
+    plugin, client = make_plugin(str(logdir))
+    try:
+        ready(plugin)
+        r = client.get(f"{PREFIX}/whatif?run=base&span=0")
+        assert r.status_code == 200
+        got = wpb.RunWhatIf.FromString(r.get_data())
+        assert [x.new_step_ns for x in got.what_ifs] == [x.new_step_ns for x in w.what_ifs]
+        assert got.display.views[0].key == "whatif"
+        r = client.get(f"{PREFIX}/whatif?run=base&span=0&params=1e9&tokens_per_step=8192&peak_tflops=989&format=json")
+        assert r.status_code == 200
+        got = json_format.Parse(r.get_data(as_text=True), wpb.RunWhatIf())
+        assert got.mfu.params == 1e9 and got.mfu.tokens_per_step == 8192
+        r = client.get(f"{PREFIX}/csv?run=base&span=0&view=whatif&table=whatif")
+        assert r.status_code == 200 and r.get_data(as_text=True).splitlines()[0].startswith("change,")
+        assert client.get(f"{PREFIX}/whatif?run=base&span=0&params=abc").status_code == 400
+        assert client.get(f"{PREFIX}/whatif?run=base&span=9").status_code == 404
+    finally:
+        plugin.close()
+
+
+def test_a_host_bound_run(tmp_path):
+    """A small model whose host cannot keep its GPUs busy: the path is the host's, removing the launch
+    overhead saves most of the step (the dependencies the host's pace hid are kept: wait edges)."""
+    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, hidden=512, heads=8, seq_len=256,
+                      vocab=2048)
+    generate(cfg, str(tmp_path))
+    w = analyze_whatif(digests_of(tmp_path), "h", "0")
+    assert w.critical_path.total.by_kind[0].key == "host"
+    for kind, changed in ((wpb.WHAT_IF_NO_LAUNCH_OVERHEAD, dataclasses.replace(cfg, launch_overhead=0.0)),
+                          (wpb.WHAT_IF_DOUBLE_MICRO_BATCHES, dataclasses.replace(cfg, micro_batches=4))):
+        x = _get(w, kind)
+        simulated = simulate_step_time(changed).mean_ns
+        assert abs(x.new_step_ns - simulated) <= TOLERANCE * simulated, (x.title, x.new_step_ns, simulated)
+    assert _get(w, wpb.WHAT_IF_NO_LAUNCH_OVERHEAD).saving_fraction > 0.3
+
+
+def test_cli_on_a_folder_without_traces(tmp_path, capsys):
+    assert cli.main(["whatif", str(tmp_path), "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path) in err[0]
