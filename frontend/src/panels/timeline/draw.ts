@@ -321,19 +321,6 @@ export function drawTimeline(
     const lane = data?.ranks[row.rank]?.lanes.get(`${row.track}:${row.depth}`);
     if (lane) drawLane(ctx, lane, y, row.h, X, scale, view, names, types, hasQuery, LABEL_W, width, P);
   }
-  // selected slice
-  if (marks.selected && data) {
-    const s = marks.selected;
-    const ri = data.ranks.findIndex((r) => r.worker === s.worker);
-    const row = rowOf.get(`${ri}:${s.track}:${s.depth}`);
-    if (row) {
-      const x0 = X(s.start);
-      const w = Math.max(2, (s.end - s.start) * scale);
-      ctx.strokeStyle = P.selected;
-      ctx.lineWidth = 2;
-      ctx.strokeRect(x0 - 1, top + row.y, w + 2, row.h - 1);
-    }
-  }
   // launch → kernel arrows: those of the selected slice only (its launch, or the kernels it launched)
   const sel = marks.selected;
   const selRank = sel && data ? data.ranks.findIndex((r) => r.worker === sel.worker) : -1;
@@ -414,6 +401,19 @@ export function drawTimeline(
         ctx.arc(x, y0, 3, 0, 2 * Math.PI);
         ctx.fill();
       }
+    }
+  }
+  // the selected slice, last: on top of its collective's member outline
+  if (marks.selected && data) {
+    const s = marks.selected;
+    const ri = data.ranks.findIndex((r) => r.worker === s.worker);
+    const row = rowOf.get(`${ri}:${s.track}:${s.depth}`);
+    if (row) {
+      const x0 = X(s.start);
+      const w = Math.max(2, (s.end - s.start) * scale);
+      ctx.strokeStyle = P.selected;
+      ctx.lineWidth = 2;
+      ctx.strokeRect(x0 - 1, top + row.y, w + 2, row.h - 1);
     }
   }
   // box selection
