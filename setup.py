@@ -6,7 +6,7 @@ from pathlib import Path
 from setuptools import Extension, find_packages, setup
 
 HERE = Path(__file__).parent
-VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "tb_paddle_profile" / "__init__.py").read_text()).group(1)
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "tb_paddle_profile" / "core" / "version.py").read_text()).group(1)
 
 setup(
     name="tb_paddle_profile",
@@ -48,12 +48,14 @@ setup(
             "nbclient>=0.7",           # runs examples/api.ipynb in tests/test_api.py
             "nbformat>=5",
             "ipykernel>=6",            # the notebook's Python kernel
+            "import-linter>=2.1",      # .importlinter: the layers import one way (and grimp for circles)
+            "ruff>=0.6",               # ruff.toml: the lint .ci/run runs
         ],
     },
-    # The reader's native fast path (tb_paddle_profile/_scan.c, plain C against Python's API, no
+    # The reader's native fast path (tb_paddle_profile/trace/_scan.c, plain C against Python's API, no
     # other library). Optional: without a C compiler the install still succeeds and the reader
     # decodes everything with msgspec (same tables, slower).
-    ext_modules=[Extension("tb_paddle_profile._scan", ["tb_paddle_profile/_scan.c"], optional=True,
+    ext_modules=[Extension("tb_paddle_profile.trace._scan", ["tb_paddle_profile/trace/_scan.c"], optional=True,
                            extra_compile_args=["-O2"] if os.name != "nt" else [])],
     entry_points={
         "console_scripts": ["tb-paddle-profile=tb_paddle_profile.cli:main"],

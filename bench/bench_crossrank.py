@@ -35,7 +35,7 @@ def digests_for(n: int, work: str, jobs: int):
             ds.append(pb.RankDigest.FromString(data[pos + 8:pos + 8 + size]))
             pos += 8 + size
         return ds
-    from tb_paddle_profile.engine import summarize_file
+    from tb_paddle_profile.analysis.summarize import summarize_file
     from tbp_synth import SynthConfig, generate
     mp, pp = (2, 4) if n >= 8 else (1, 1)
     cfg = SynthConfig(dp=max(1, n // (mp * pp)), mp=mp, pp=pp, layers=4, micro_batches=4, steps=3,

@@ -54,7 +54,7 @@ def generated_logdir(root: Path, ranks: int, events: int) -> Path:
 
 
 def files_of(logdir: Path):
-    from tb_paddle_profile.plugin.discovery import Discovery
+    from tb_paddle_profile.pipeline.discovery import Discovery
 
     d = Discovery(str(logdir), interval=None)
     try:
@@ -65,7 +65,7 @@ def files_of(logdir: Path):
 
 def direct(logdir: Path, cache: Path, index: bool) -> float:
     """Seconds to run every file's job one after the other in this process (the engine's floor)."""
-    from tb_paddle_profile.jobs import JobSpec, run_job
+    from tb_paddle_profile.pipeline.jobs import JobSpec, run_job
 
     d, files = files_of(logdir)
     started = time.perf_counter()
@@ -78,7 +78,7 @@ def direct(logdir: Path, cache: Path, index: bool) -> float:
 
 def through_dask(client, logdir: Path, cache: Path, index: bool):
     """(seconds, report) of preprocess_dask on an already started cluster."""
-    from tb_paddle_profile import dask_preprocess
+    from tb_paddle_profile.pipeline import dask as dask_preprocess
 
     started = time.perf_counter()
     report = dask_preprocess.preprocess_dask(str(logdir), "bench", cache_dir=str(cache), timeline=index,
@@ -91,14 +91,14 @@ def through_dask(client, logdir: Path, cache: Path, index: bool):
 def _warm() -> None:
     """What a worker imports for its first file (about 0.3 s once per process), done before timing."""
     import tb_paddle_profile.analysis.digest  # noqa: F401
-    import tb_paddle_profile.dask_preprocess  # noqa: F401
-    import tb_paddle_profile.engine  # noqa: F401
+    import tb_paddle_profile.pipeline.dask  # noqa: F401
+    import tb_paddle_profile.analysis.summarize  # noqa: F401
     import tb_paddle_profile.timeline  # noqa: F401
 
 
 def cluster(workers: int):
     """(client, cluster, seconds to start it and warm its workers)."""
-    from tb_paddle_profile.dask_preprocess import connect
+    from tb_paddle_profile.pipeline.dask import connect
 
     started = time.perf_counter()
     client, local = connect(f"local:{workers}")

@@ -37,9 +37,10 @@ def _best(fn, repeat: int) -> float:
 
 
 def one_parse(work: Path, events: int, repeat: int) -> list:
-    from tb_paddle_profile import jobs, timeline
-    from tb_paddle_profile.engine import summarize_file
-    from tb_paddle_profile.plugin.discovery import Discovery
+    from tb_paddle_profile.pipeline import jobs
+    from tb_paddle_profile import timeline
+    from tb_paddle_profile.analysis.summarize import summarize_file
+    from tb_paddle_profile.pipeline.discovery import Discovery
 
     folder = work / f"one-{events}"
     generate(folder, ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4", "--events-per-rank", str(events)])
@@ -76,10 +77,10 @@ def one_parse(work: Path, events: int, repeat: int) -> list:
 
 
 def parallel_route(work: Path, dp: int, mp: int) -> list:
-    from tb_paddle_profile.runs import RunAnalyses, analysis_key, analyze_digests, summary_first
-    from tb_paddle_profile.cache import SummaryCache
-    from tb_paddle_profile.plugin.discovery import Discovery
-    from tb_paddle_profile import jobs
+    from tb_paddle_profile.pipeline.runs import RunAnalyses, analysis_key, analyze_digests, summary_first
+    from tb_paddle_profile.store.cache import SummaryCache
+    from tb_paddle_profile.pipeline.discovery import Discovery
+    from tb_paddle_profile.pipeline import jobs
     from tb_paddle_profile.v1 import summary_pb2
 
     folder = work / f"run-{dp}x{mp}"

@@ -64,7 +64,7 @@ def main() -> None:
     from werkzeug.test import Client
 
     from tb_paddle_profile.plugin import PaddleProfilePlugin
-    from tb_paddle_profile.plugin.loader import default_workers
+    from tb_paddle_profile.pipeline.loader import default_workers
 
     with tempfile.TemporaryDirectory(prefix="bench-plugin-") as tmp:
         tmp = Path(tmp)

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_crossrank import digests_for  # noqa: E402
 
-from tb_paddle_profile import runs  # noqa: E402
+from tb_paddle_profile.pipeline import runs  # noqa: E402
 from tb_paddle_profile.analysis.crossrank import analyze_run  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 

@@ -9,7 +9,7 @@ also in Paddle 2.x layout for VisualDL), then, per file, in fresh child processe
 measurement --repeat times (default 3) taken in turn, the median reported:
   (a) floor   - read the bytes and msgspec-decode them into typed structs holding only the fields
                 the engine needs, GC off: the fastest decode of those bytes with a JSON library;
-  (a') scan    - read the bytes and run our native scanner (tb_paddle_profile/_scan.c) over the
+  (a') scan    - read the bytes and run our native scanner (tb_paddle_profile/trace/_scan.c) over the
                 events, chunk by chunk, and nothing else: the floor of our own reader;
   (b) cold    - our whole path: read, tables, tree, every view, serialized Summary; once in one
                 process (b1) and once with the file's chunks read by all cores (bN: threads
@@ -79,7 +79,7 @@ if mode == "floor":
     with open(path, "rb") as f:
         n = len(dec.decode(f.read()).traceEvents)
 elif mode == "scan":
-    from tb_paddle_profile import reader
+    from tb_paddle_profile.trace import reader
     scan = reader.native_scanner()
     assert scan is not None, "the native scanner is not built"
     t0 = start()
@@ -95,13 +95,13 @@ elif mode == "python-json":
         n = len(json.loads(f.read())["traceEvents"])
 elif mode == "cold":
     import os
-    from tb_paddle_profile.engine import summarize_file
+    from tb_paddle_profile.analysis.summarize import summarize_file
     t0 = start()
     n = len(summarize_file(path, workers=int(os.environ.get("BENCH_WORKERS", "1"))).SerializeToString())
 elif mode == "warm":
     import os
-    from tb_paddle_profile.cache import SummaryCache
-    from tb_paddle_profile.plugin.discovery import Discovery
+    from tb_paddle_profile.store.cache import SummaryCache
+    from tb_paddle_profile.pipeline.discovery import Discovery
     from tb_paddle_profile.v1 import summary_pb2
     t0 = start()
     # what the plugin does for a cached file: list, build the key, read and parse the entry
@@ -113,9 +113,9 @@ elif mode == "ready":
     # what the plugin does in a running TensorBoard: files found -> all summaries ready, from an
     # empty cache; the worker processes' start-up is included
     import os
-    from tb_paddle_profile.cache import SummaryCache
-    from tb_paddle_profile.plugin.discovery import Discovery
-    from tb_paddle_profile.plugin.loader import Loader
+    from tb_paddle_profile.store.cache import SummaryCache
+    from tb_paddle_profile.pipeline.discovery import Discovery
+    from tb_paddle_profile.pipeline.loader import Loader
     t0 = start()
     discovery = Discovery(path, interval=None)
     loader = Loader(discovery.fs, SummaryCache(os.environ["BENCH_CACHE"]), workers=os.cpu_count())

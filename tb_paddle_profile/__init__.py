@@ -5,7 +5,7 @@ pandas DataFrames), ``tbp.load_all(folder)``, ``tbp.load_run(folder)`` → a Run
 They are imported on first use, so ``import tb_paddle_profile`` stays light for the plugin and the CLI.
 """
 
-__version__ = "0.1.0"
+from tb_paddle_profile.core.version import __version__
 
 _API = ("load", "load_all", "load_run", "Profile", "Run", "LoadError")
 __all__ = ["__version__", *_API]

@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from tb_paddle_profile.cli.commands import main
 
 sys.exit(main())

@@ -8,7 +8,7 @@
     r.ranks, r.steps, r.collectives, r.waits, r.verdict, r.step_times
     print(r.text())        # what `tb-paddle-profile parallel` prints
 
-Nothing is computed here. A trace is loaded by the CLI's loader and per-file job (``cli._Loaded``,
+Nothing is computed here. A trace is loaded by the CLI's loader and per-file job (``pipeline.batch``,
 ``jobs.run_job``), through the same cache as the CLI and the TensorBoard tab, so a trace the tab or
 the CLI has parsed is not parsed again, and the reverse. Each frame is one table of the display
 model (``display.summary.summary_display`` / ``display.parallel.parallel_display``), turned into a
@@ -18,9 +18,10 @@ RunParallel messages, reshaped, with no arithmetic. The text is the CLI's own re
 """
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Dict, List, Optional
+
+from tb_paddle_profile.pipeline import batch
 
 __all__ = ["LoadError", "Profile", "Run", "load", "load_all", "load_run"]
 
@@ -32,19 +33,18 @@ class LoadError(Exception):
 
 # ------------------------------------------------------------------ loading (the CLI's loader)
 
-def _cli_args(cache_dir, cache: bool, jobs):
-    return argparse.Namespace(cache_dir=cache_dir, no_cache=not cache, jobs=jobs)
+def _options(cache_dir, cache: bool, jobs) -> batch.LoadOptions:
+    return batch.LoadOptions(cache_dir=cache_dir, cache=cache, jobs=jobs)
 
 
 def _load_summaries(path, cache_dir, cache, jobs) -> List[tuple]:
     """[(file, Summary)] of every trace at ``path`` (a file, or a folder searched recursively), loaded
-    by the CLI's own loading (cli.load_summaries); LoadError for the first file that did not load."""
-    from .cli import LoadFailure, load_summaries
+    by the CLI's own loading (pipeline.batch.load_summaries); LoadError for the first file that did not load."""
     from .v1.summary_pb2 import Summary
 
     try:
-        loaded = load_summaries(_cli_args(cache_dir, cache, jobs), os.fspath(path))
-    except LoadFailure as exc:
+        loaded = batch.load_summaries(os.fspath(path), _options(cache_dir, cache, jobs))
+    except batch.LoadFailure as exc:
         raise LoadError(str(exc)) from None
     errors = [error for _, data, error, _ in loaded if data is None]
     if errors:
@@ -55,13 +55,12 @@ def _load_summaries(path, cache_dir, cache, jobs) -> List[tuple]:
 
 def _load_parallel(run_dir, span, cache_dir, cache, jobs):
     """(RunParallel, the files analysed, the files left out) of one span of the run in ``run_dir``, by
-    the CLI's own loading (cli.load_run: the same stored analysis as ``tb-paddle-profile parallel``)."""
-    from .cli import LoadFailure, load_run
+    the CLI's own loading (pipeline.batch.load_run: the same stored analysis as ``tb-paddle-profile parallel``)."""
 
     run_dir = os.fspath(run_dir)
     try:
-        run = load_run(_cli_args(cache_dir, cache, jobs), run_dir, span)
-    except LoadFailure as exc:
+        run = batch.load_run(run_dir, span, _options(cache_dir, cache, jobs))
+    except batch.LoadFailure as exc:
         raise LoadError(str(exc)) from None
     left_out = [error for error, _ in run.errors]
     if run.result is None:
@@ -74,7 +73,7 @@ def _load_parallel(run_dir, span, cache_dir, cache, jobs):
 
 def _tables(display) -> Dict[str, object]:
     """Every table of a Display, by table key ("operators", "memory.Place(cpu)", ...), as DataFrames."""
-    from .display.export import to_frame
+    from tb_paddle_profile.present.display.export import to_frame
 
     return {t.key: to_frame(t) for v in display.views for t in v.tables}
 
@@ -83,7 +82,7 @@ def _sentences(display, time_unit: str = "ms"):
     """Every sentence of a Display's views as a frame: view, key, level, title, text."""
     import pandas as pd
 
-    from .display.cells import sentence_text
+    from tb_paddle_profile.present.display.cells import sentence_text
 
     rows = [{"view": v.key, "key": s.key, "level": s.level, "title": s.title, "text": sentence_text(s, time_unit)}
             for v in display.views for s in v.sentences]
@@ -176,7 +175,7 @@ class Profile(_Frames):
     def display(self):
         """The display model of this trace (a ``Display`` protobuf) for this Profile's options."""
         if self._display is None:
-            from .display.summary import summary_display
+            from tb_paddle_profile.present.display.summary import summary_display
 
             self._display = summary_display(self.summary, sorted_by=self.sorted_by, op_detail=self.op_detail,
                                             thread_sep=self.thread_sep)
@@ -234,7 +233,7 @@ class Profile(_Frames):
              thread_sep: Optional[bool] = None, views: Optional[List[str]] = None) -> str:
         """Paddle's tables as ``tb-paddle-profile summary`` prints them (the same options; ``views``:
         Paddle's SummaryView names such as "OperatorView")."""
-        from .render import text
+        from tb_paddle_profile.present.render import text
 
         return text.render(self.summary, sorted_by=sorted_by or self.sorted_by, time_unit=time_unit,
                            op_detail=self.op_detail if op_detail is None else op_detail,
@@ -293,7 +292,7 @@ class Run(_Frames):
             if self.parallel.HasField("display"):
                 self._display = self.parallel.display
             else:
-                from .display.parallel import parallel_display
+                from tb_paddle_profile.present.display.parallel import parallel_display
 
                 self._display = parallel_display(self.parallel)
         return self._display
@@ -354,7 +353,7 @@ class Run(_Frames):
 
     def text(self, time_unit: str = "ms") -> str:
         """What ``tb-paddle-profile parallel`` prints for this run and span."""
-        from .render import parallel_text
+        from tb_paddle_profile.present.render import parallel_text
 
         return parallel_text.render(self.parallel, time_unit=time_unit)
 

@@ -194,7 +194,7 @@ def _buggy_summarize_profile(p, file_name, file_size=0):
 
 def break_the_engine() -> None:
     """A worker-process initializer that makes the engine fail with a bug of ours (an IndexError)."""
-    from tb_paddle_profile import engine
+    from tb_paddle_profile.analysis import summarize as engine
 
     engine.summarize_reader = _buggy_summarize_reader
     engine.summarize_profile = _buggy_summarize_profile
@@ -206,7 +206,7 @@ def _oops(*args, **kwargs):
 
 def break_kernel_view() -> None:
     """A worker-process initializer: the Kernel view of the engine fails with a KeyError of ours."""
-    from tb_paddle_profile import engine
+    from tb_paddle_profile.analysis import summarize as engine
 
     engine.kernel_view = _oops
 

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from plugin_testlib import GLOO, GPU, OLD, make_plugin, place, ready, trace_files, tree_digest
-from tb_paddle_profile.cache import SIDECAR_SUFFIX, CachedResult, CacheKey, SummaryCache, encode_entry
-from tb_paddle_profile.engine import summarize_bytes
-from tb_paddle_profile.preprocess import preprocess
+from tb_paddle_profile.store.cache import SIDECAR_SUFFIX, CachedResult, CacheKey, SummaryCache, encode_entry
+from tb_paddle_profile.store.cache_store import open_cache
+from tb_paddle_profile.analysis.summarize import summarize_bytes
+from tb_paddle_profile.pipeline.preprocess import preprocess
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 
@@ -145,27 +146,27 @@ def test_cache_entries_are_validated_and_written_atomically(tmp_path):
     assert cache.put(key, CachedResult(False, b"", "x.json: empty file"))
     assert cache.get(key) == CachedResult(False, b"", "x.json: empty file")
 
-    off = SummaryCache.from_env(cache_dir="off")
+    off = open_cache(cache_dir="off")
     assert off.cache_dir is None and not off.put(key, CachedResult(True, b"", ""))
 
 
 def test_cache_location_comes_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(tmp_path / "here"))
     monkeypatch.delenv("TB_PADDLE_PROFILE_SIDECAR", raising=False)
-    cache = SummaryCache.from_env()
+    cache = open_cache()
     assert cache.cache_dir == tmp_path / "here" and cache.sidecar is False
     monkeypatch.delenv("TB_PADDLE_PROFILE_CACHE")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    assert SummaryCache.from_env().cache_dir == tmp_path / "home" / ".cache" / "tb_paddle_profile"
+    assert open_cache().cache_dir == tmp_path / "home" / ".cache" / "tb_paddle_profile"
     monkeypatch.setenv("TB_PADDLE_PROFILE_SIDECAR", "1")
-    assert SummaryCache.from_env().sidecar is True
+    assert open_cache().sidecar is True
 
 
 def test_the_cache_folder_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
     """Over TB_PADDLE_PROFILE_CACHE_MAX_MB, the entries used longest ago go (a read counts as a use),
     down to 90 % of the bound; the entry just written and files that are not entries stay."""
-    from tb_paddle_profile import cache as cache_mod
+    from tb_paddle_profile.store import cache as cache_mod
 
     monkeypatch.setattr(cache_mod, "TRIM_INTERVAL_S", 0.0)
     root = tmp_path / "c"
@@ -206,7 +207,7 @@ def test_the_cache_folder_is_bounded_least_recently_used_first(tmp_path, monkeyp
 def test_a_bounded_cache_still_serves_every_file(logdir, tmp_path, monkeypatch):
     """A bound smaller than one summary: entries are dropped as soon as others are written, and every
     file is still served (from memory, or parsed again after a restart), equal to the engine's."""
-    from tb_paddle_profile import cache as cache_mod
+    from tb_paddle_profile.store import cache as cache_mod
 
     monkeypatch.setattr(cache_mod, "TRIM_INTERVAL_S", 0.0)
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_MAX_MB", "0.001")
@@ -278,7 +279,7 @@ def test_a_damaged_summary_entry_is_a_miss_deleted_and_written_again(damage, tmp
 
 @pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_sidecar_is_ignored(damage, tmp_path):
-    from tb_paddle_profile.cache import read_sidecar, sidecar_path, write_sidecar
+    from tb_paddle_profile.store.cache import read_sidecar, sidecar_path, write_sidecar
     import fsspec
 
     fs = fsspec.filesystem("file")
@@ -299,7 +300,7 @@ def test_a_sidecar_that_is_a_fifo_is_not_read(tmp_path):
 
     import fsspec
 
-    from tb_paddle_profile.cache import read_sidecar, sidecar_path
+    from tb_paddle_profile.store.cache import read_sidecar, sidecar_path
 
     fs = fsspec.filesystem("file")
     trace = tmp_path / "rank0_time_1.paddle_trace.json"

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from conftest import REPO, SHARED_TRACES
-from tb_paddle_profile import event_types as et
-from tb_paddle_profile.cli import main
-from tb_paddle_profile.event_tree import build_tree
-from tb_paddle_profile.reader import DeviceTable, HostTable, MemoryTable, RuntimeTable, read_trace
+from tb_paddle_profile.trace import event_types as et
+from tb_paddle_profile.cli.commands import main
+from tb_paddle_profile.trace.event_tree import build_tree
+from tb_paddle_profile.trace.reader import DeviceTable, HostTable, MemoryTable, RuntimeTable, read_trace
 
 EXAMPLE_2RANK = REPO / "examples" / "profiler_log" / "gpt-2rank"
 GPU_2RANK = SHARED_TRACES / "gpu-synthetic-2rank"

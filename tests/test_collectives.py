@@ -11,8 +11,8 @@ import pytest
 
 from conftest import REPO, SHARED_TRACES
 from tb_paddle_profile.analysis.collectives import KIND_LABELS, host_kind, is_communication_kernel, kind_of_name
-from tb_paddle_profile.engine import summarize_file
-from tb_paddle_profile import event_types as et
+from tb_paddle_profile.analysis.summarize import summarize_file
+from tb_paddle_profile.trace import event_types as et
 from tbp_synth import SynthConfig, generate
 from tb_paddle_profile.v1 import summary_pb2 as pb
 

@@ -36,7 +36,7 @@ if _missing:
 
 from google.protobuf import json_format  # noqa: E402
 
-from tb_paddle_profile.display import cells  # noqa: E402
+from tb_paddle_profile.present.display import cells  # noqa: E402
 from tb_paddle_profile.v1 import diff_pb2, display_pb2 as dpb  # noqa: E402
 from test_display_browser import check_csv, check_drawn_table  # noqa: E402
 from test_tab_conventions import luminance  # noqa: E402
@@ -337,7 +337,7 @@ def test_a_delta_row_opens_both_timelines(tb, page_at):
     frame.wait_for_selector(f'[data-testid="{test_id}"] .vt-row')
     name = frame.locator(f'[data-testid="{test_id}"] .vt-row[data-index="0"] .vt-td.name').get_attribute("title")
     frame.click(f'[data-testid="{test_id}"] .vt-row[data-index="0"]')
-    frame.click(f'[data-testid="cmp-links-kernels"] [data-testid="cmp-tl-baseline"]')
+    frame.click('[data-testid="cmp-links-kernels"] [data-testid="cmp-tl-baseline"]')
     _timeline_opened(frame, BASE, "rank0", name)
     page.go_back()
     frame.wait_for_selector('[data-testid="cmp-body"]', timeout=60_000)
@@ -345,7 +345,7 @@ def test_a_delta_row_opens_both_timelines(tb, page_at):
     goto_diff_view(frame, view.key)
     frame.wait_for_selector(f'[data-testid="{test_id}"] .vt-row')
     frame.click(f'[data-testid="{test_id}"] .vt-row[data-index="0"]')
-    frame.click(f'[data-testid="cmp-links-kernels"] [data-testid="cmp-tl-candidate"]')
+    frame.click('[data-testid="cmp-links-kernels"] [data-testid="cmp-tl-candidate"]')
     _timeline_opened(frame, CAND, "rank1", name)
 
 

@@ -10,7 +10,7 @@ import pytest
 from tb_paddle_profile.analysis import program as P
 from tb_paddle_profile.analysis.crossrank import critical_path as C
 from tb_paddle_profile.analysis.digest import digest_of
-from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.analysis.summarize import summarize_bytes
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
 from tbp_synth import SynthConfig, generate
 from tbp_synth.truth import load_truth

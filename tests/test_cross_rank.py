@@ -16,8 +16,8 @@ from tb_paddle_profile.analysis.collectives import KIND_LABELS
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.crossrank.thresholds import (ANOMALY_MIN_EXCESS_FRACTION, COMPUTE_EXCESS_THRESHOLD,
                                                              STRAGGLER_MIN_WAIT_FRACTION)
-from tb_paddle_profile.cli import main
-from tb_paddle_profile.engine import summarize_file
+from tb_paddle_profile.cli.commands import main
+from tb_paddle_profile.analysis.summarize import summarize_file
 from tbp_synth import SynthConfig, generate
 from tb_paddle_profile.v1 import summary_pb2 as pb
 

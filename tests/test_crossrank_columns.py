@@ -8,14 +8,14 @@ analysis returns as messages (the generator's truth checks those in test_crossra
 import numpy as np
 import pytest
 
-from tb_paddle_profile import runs
+from tb_paddle_profile.pipeline import runs
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.crossrank import load
 from tb_paddle_profile.analysis.crossrank.build import analyze
 from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
 from tb_paddle_profile.analysis.digest import digest_of
-from tb_paddle_profile.cache import SummaryCache
-from tb_paddle_profile.engine import summarize_file
+from tb_paddle_profile.store.cache import SummaryCache
+from tb_paddle_profile.analysis.summarize import summarize_file
 from tb_paddle_profile.v1 import plugin_pb2
 from tb_paddle_profile.v1 import summary_pb2 as pb
 from tbp_synth import SynthConfig, generate
@@ -159,7 +159,7 @@ def test_the_cli_json_holds_every_matched_instance_fresh_and_from_the_cache(tmp_
 
     from google.protobuf import json_format
 
-    from tb_paddle_profile.cli import main
+    from tb_paddle_profile.cli.commands import main
 
     example = Path(__file__).resolve().parents[1] / "examples" / "profiler_log" / "gpt-2rank"
     expected = analyze_run([summarize_file(str(p)) for p in sorted(example.glob("*.paddle_trace.json"))])
@@ -177,7 +177,7 @@ def test_the_cli_json_holds_every_matched_instance_fresh_and_from_the_cache(tmp_
 
 def test_an_analysis_in_a_cache_at_a_url_is_read_back_whole(run8):
     """The same blob through an fsspec cache (cache_store.UrlSummaryCache, here fsspec's memory://)."""
-    from tb_paddle_profile.cache_store import UrlSummaryCache
+    from tb_paddle_profile.store.cache_store import UrlSummaryCache
 
     cache = UrlSummaryCache("memory://tbpp-columns-test/cache")
     first = runs.RunAnalyses(cache)

@@ -12,7 +12,7 @@ from tb_paddle_profile.analysis.collectives import KIND_LABELS
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.crossrank.labels import SEP, prior_label
 from tb_paddle_profile.analysis.digest import digest_of
-from tb_paddle_profile.engine import summarize_file
+from tb_paddle_profile.analysis.summarize import summarize_file
 from tbp_synth import SynthConfig, generate
 from tbp_synth.truth import load_truth
 
@@ -220,7 +220,7 @@ def test_structural_waits_are_findings_not_stragglers(host_stage0, control):
 
 
 def test_cli_text_shows_labels_topology_clocks_and_findings(host_stage0):
-    from tb_paddle_profile.render.parallel_text import render
+    from tb_paddle_profile.present.render.parallel_text import render
     t, _, rp = host_stage0
     text = render(rp, "ms")
     cfg = t.config

@@ -29,9 +29,9 @@ pytest.importorskip("moto.server")
 
 from distributed.diagnostics.plugin import WorkerPlugin  # noqa: E402
 
-from tb_paddle_profile.cache import CacheKey, CachedResult  # noqa: E402
-from tb_paddle_profile.dask_preprocess import PROGRESS_S  # noqa: E402
-from tb_paddle_profile.engine import summarize_bytes  # noqa: E402
+from tb_paddle_profile.store.cache import CacheKey, CachedResult  # noqa: E402
+from tb_paddle_profile.pipeline.dask import PROGRESS_S  # noqa: E402
+from tb_paddle_profile.analysis.summarize import summarize_bytes  # noqa: E402
 from tb_paddle_profile.v1 import summary_pb2  # noqa: E402
 
 BUCKET = "dask-profiles"
@@ -155,7 +155,7 @@ class HoldFile(WorkerPlugin):
         self.file_name, self.gates = file_name, gates
 
     def setup(self, worker):
-        from tb_paddle_profile import dask_preprocess
+        from tb_paddle_profile.pipeline import dask as dask_preprocess
 
         original, file_name, gates = dask_preprocess._run, self.file_name, self.gates
 
@@ -178,7 +178,7 @@ class KillOnFile(WorkerPlugin):
         self.file_name = file_name
 
     def setup(self, worker):
-        from tb_paddle_profile import dask_preprocess
+        from tb_paddle_profile.pipeline import dask as dask_preprocess
 
         original, file_name = dask_preprocess._run, self.file_name
 
@@ -333,8 +333,8 @@ def test_a_file_claimed_by_another_live_run_is_left_to_it_and_a_lapsed_claim_is_
     cluster.ensure_workers(2)
     files = _upload(s3, shared_traces)
     cluster.parse_log.unlink(missing_ok=True)
-    from tb_paddle_profile.cache_store import CacheStore
-    from tb_paddle_profile.plugin.discovery import Discovery
+    from tb_paddle_profile.store.cache_store import CacheStore
+    from tb_paddle_profile.pipeline.discovery import Discovery
 
     d = Discovery(LOGDIR, interval=None)
     by_name = {f.file_name: f for f in d.scan().files}
@@ -383,7 +383,7 @@ def test_a_file_that_kills_its_workers_is_failed_after_the_bound(s3, aws_env, cl
 
 @pytest.mark.parametrize("where", ["s3", "local"])
 def test_claims_are_exclusive_expire_and_are_retaken_by_their_owner(where, s3, tmp_path):
-    from tb_paddle_profile.cache_store import CacheStore
+    from tb_paddle_profile.store.cache_store import CacheStore
 
     store = CacheStore(f"s3://{BUCKET}/claims-test" if where == "s3" else str(tmp_path / "cache"))
     key = CacheKey("s3://b/rank0.paddle_trace.json", 123, "etag-1")

@@ -15,9 +15,9 @@ import numpy as np
 from pathlib import Path
 import pytest
 
-from tb_paddle_profile import cli
-from tb_paddle_profile.display.export import records
-from tb_paddle_profile.display.summary import find_table
+from tb_paddle_profile.cli import commands as cli
+from tb_paddle_profile.present.display.export import records
+from tb_paddle_profile.present.display.summary import find_table
 from tb_paddle_profile.v1 import diff_pb2
 from tbp_synth import SynthConfig, generate
 from tbp_synth.truth import load_truth
@@ -320,9 +320,9 @@ def test_route_answers_202_while_a_side_loads(runs, tmp_path):
     from werkzeug.test import Client
 
     from plugin_testlib import OLD, GateFS, place, wait_for
-    from tb_paddle_profile.cache import SummaryCache
-    from tb_paddle_profile.plugin.discovery import Discovery
-    from tb_paddle_profile.plugin.loader import LOADING, READY, Loader
+    from tb_paddle_profile.store.cache import SummaryCache
+    from tb_paddle_profile.pipeline.discovery import Discovery
+    from tb_paddle_profile.pipeline.loader import LOADING, READY, Loader
     from tb_paddle_profile.plugin.routes import Routes
 
     gates = tmp_path / "gates"
@@ -375,8 +375,8 @@ def test_operators_match_by_name_and_input_shapes(shared_traces, tmp_path, cache
     """Baseline shapes {1, 2}, candidate {2, 3} of the same operators: the groups match by their shapes (not by
     their position), [[2,1]] is removed, [[2,3]] new, and a matched group's delta is the two sides' own rows."""
     from plugin_testlib import GPU, trace_files
-    from tb_paddle_profile.display.summary import summary_display
-    from tb_paddle_profile.engine import summarize_file
+    from tb_paddle_profile.present.display.summary import summary_display
+    from tb_paddle_profile.analysis.summarize import summarize_file
 
     src = trace_files(shared_traces, GPU)[0]
     (tmp_path / "b").mkdir()

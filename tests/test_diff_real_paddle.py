@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tb_paddle_profile import cli
-from tb_paddle_profile.display.export import records
-from tb_paddle_profile.display.summary import find_table
+from tb_paddle_profile.cli import commands as cli
+from tb_paddle_profile.present.display.export import records
+from tb_paddle_profile.present.display.summary import find_table
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "train_gpt.py"

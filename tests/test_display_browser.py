@@ -3,7 +3,7 @@
 A real ``tensorboard`` serves the committed traces (tests/data/traces); Debian's Chromium, driven by
 Playwright at 1,280 and 1,440 px, opens the Overview, Operators, Kernels and Memory panels. For every table
 drawn (every row, opened where it is a tree, and every column the model does not hide from panels) the
-text of each cell must be the string that the Python formatter (tb_paddle_profile.display.cells) gives for
+text of each cell must be the string that the Python formatter (tb_paddle_profile.present.display.cells) gives for
 the same Display, fetched from the plugin's own ``display`` route, and the rows must be the model's, in
 its order. For Paddle's own tables the panel's numbers must also be the numbers that
 ``tb-paddle-profile summary`` prints for the same file. Each table's CSV link must answer the CSV that
@@ -29,8 +29,8 @@ if _missing:
     pytest.skip(f"browser tests need Chromium: {_missing}", allow_module_level=True)
 
 from test_frontend_panels import cli_name_matches, cli_tables, cli_text, open_panel, trace_path  # noqa: E402
-from tb_paddle_profile.display import cells  # noqa: E402
-from tb_paddle_profile.display.export import to_csv  # noqa: E402
+from tb_paddle_profile.present.display import cells  # noqa: E402
+from tb_paddle_profile.present.display.export import to_csv  # noqa: E402
 from tb_paddle_profile.v1 import display_pb2 as dpb  # noqa: E402
 
 from browser_util import SHOTS  # noqa: E402

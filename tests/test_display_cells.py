@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_paddle_profile.display import cells
+from tb_paddle_profile.present.display import cells
 from tb_paddle_profile.v1 import display_pb2 as dpb
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,12 +16,17 @@ import pytest
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.crossrank.labels import SEP
 from tb_paddle_profile.analysis.digest import digest_of
-from tb_paddle_profile.cli import main
-from tb_paddle_profile.display.cells import DURATION, sentence_text
-from tb_paddle_profile.display.export import records, to_csv
-from tb_paddle_profile.display.parallel import distributed_display, parallel_display, ranks_text, spans
-from tb_paddle_profile.engine import summarize_file
-from tb_paddle_profile.render.parallel_text import render, table_lines
+from tb_paddle_profile.cli.commands import main
+from tb_paddle_profile.present.display.cells import DURATION, sentence_text
+from tb_paddle_profile.present.display.export import records, to_csv
+from tb_paddle_profile.present.display.parallel import (
+    distributed_display,
+    parallel_display,
+    ranks_text,
+    spans,
+)
+from tb_paddle_profile.analysis.summarize import summarize_file
+from tb_paddle_profile.present.render.parallel_text import render, table_lines
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2
 from tbp_synth import SynthConfig, generate

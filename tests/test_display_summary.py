@@ -1,4 +1,4 @@
-"""The display model of one rank (tb_paddle_profile/display/summary.py) against the tables Paddle printed.
+"""The display model of one rank (tb_paddle_profile/present/display/summary.py) against the tables Paddle printed.
 
 Every table of the model that has a Paddle view is laid out alone and must be, line for line, one of
 the tables Paddle 3.3.1 printed for the committed traces (tests/data/traces/*/paddle_summary.*.txt), and
@@ -27,11 +27,11 @@ from conftest import REPO, SHARED_TRACES
 from parity import normalise
 from plugin_testlib import GPU, PREFIX, SINGLE, tensorboard_process, trace_files, tree_digest
 from test_parity_shared import _NAME
-from tb_paddle_profile.display import cells
-from tb_paddle_profile.display.export import records, to_csv
-from tb_paddle_profile.display.summary import find_table, summary_display
-from tb_paddle_profile.engine import summarize_file
-from tb_paddle_profile.render.text import render_display, render_table
+from tb_paddle_profile.present.display import cells
+from tb_paddle_profile.present.display.export import records, to_csv
+from tb_paddle_profile.present.display.summary import find_table, summary_display
+from tb_paddle_profile.analysis.summarize import summarize_file
+from tb_paddle_profile.present.render.text import render_display, render_table
 from tb_paddle_profile.v1 import display_pb2 as dpb
 
 _TITLE = re.compile(r"^-+((?:Device|Overview|Model|Distribution|Operator|Kernel|Memory Manipulation|UserDefined)"
@@ -386,7 +386,7 @@ def test_display_route_is_the_model_and_csv_route_gives_paddles_numbers(tb):
 
 
 def test_csv_route_of_the_run_views(tb):
-    pytest.importorskip("tb_paddle_profile.display.parallel")
+    pytest.importorskip("tb_paddle_profile.present.display.parallel")
     workers = _worker(tb, "gpu")
     span = workers[0][1]
     for w, s, _ in workers:  # both ranks loaded

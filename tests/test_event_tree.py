@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import REPO, trace_folders
-from tb_paddle_profile.event_tree import _float32_tolerance, build_tree, nest
-from tb_paddle_profile.reader import read_trace
+from tb_paddle_profile.trace.event_tree import _float32_tolerance, build_tree, nest
+from tb_paddle_profile.trace.reader import read_trace
 
 
 def stack_sweep(t):
@@ -48,7 +48,7 @@ def _traces():
 def test_nesting_matches_the_stack_sweep(monkeypatch, path, packed):
     """packed: (thread, start) as one int64 key; lexsort: the path taken when that would
     overflow (many threads times a very long span)."""
-    from tb_paddle_profile import event_tree
+    from tb_paddle_profile.trace import event_tree
 
     if not packed:
         monkeypatch.setattr(event_tree, "_pack_thread_start", lambda *a: None)
@@ -62,7 +62,7 @@ def test_nesting_matches_the_stack_sweep(monkeypatch, path, packed):
 
 
 def test_packed_key_refuses_what_would_overflow():
-    from tb_paddle_profile.event_tree import _pack_thread_start
+    from tb_paddle_profile.trace.event_tree import _pack_thread_start
 
     tid = np.array([1, 2, 3], dtype=np.int64)
     start = np.array([0, 1, 2 ** 61], dtype=np.int64)

@@ -40,7 +40,7 @@ _missing = chromium_missing_reason()
 if _missing:
     pytest.skip(f"browser tests need Chromium: {_missing}", allow_module_level=True)
 
-from tb_paddle_profile.render.text import display_kernel_name  # noqa: E402
+from tb_paddle_profile.present.render.text import display_kernel_name  # noqa: E402
 from tb_paddle_profile.v1 import summary_pb2  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "profiler_log"
@@ -314,7 +314,7 @@ def test_overview_shows_the_cli_numbers(tb, logdir, page_and_log, gpu):
             assert display_kernel_name(r["id"][len("k:"):]) == r["name"]
             total, avg, _, _, ratio = k[2].split(" / ")
             assert (r["cells"]["calls"], r["cells"]["gpu_total_ns"], r["cells"]["gpu_avg_ns"], r["cells"]["gpu_ratio"]) == (k[1], total, avg, ratio)
-        title = frame.locator(f'[data-testid="dt-top-kernels"] .vt-row[data-index="0"] .vt-td.name').get_attribute("title")
+        title = frame.locator('[data-testid="dt-top-kernels"] .vt-row[data-index="0"] .vt-td.name').get_attribute("title")
         assert title == top_k[0]["id"][len("k:"):], "the full kernel name on hover"
     screenshot(page, "overview" if gpu else "overview-cpu")
 
@@ -633,7 +633,7 @@ def test_memory_tables_show_the_cli_numbers(tb, logdir, page_and_log, gpu):
                  for r in rows]
         # reserved rows too by size, as Paddle sorts them; the panel prints Paddle's byte counts humanised
         # (the columns' panel_format): "1.50 MB" of the integer the CLI prints
-        from tb_paddle_profile.display.cells import human_bytes
+        from tb_paddle_profile.present.display.cells import human_bytes
         assert shown == [c[:4] + [human_bytes(int(b)) for b in c[4:]] for _, c in table["rows"]]
         assert frame.locator('[data-testid="memory-curve"][data-drawn]').count() == 1
 

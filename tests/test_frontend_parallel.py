@@ -5,7 +5,7 @@ rank and the example ``gpt-2rank`` run.
 The panel draws RunParallel.display (the display model the `parallel` route sends, built in Python).
 What the page shows is compared with two things we did not write in TypeScript:
 
-* the Python formatter (tb_paddle_profile/display/cells.py) applied to the route's Display: every cell
+* the Python formatter (tb_paddle_profile/present/display/cells.py) applied to the route's Display: every cell
   of every table of the view, and every sentence and note the panel shows, is the same string;
 * the CLI: `tb-paddle-profile distributed RUN_DIR --time-unit X`, run here on the very folder TensorBoard
   serves: every row of every table the CLI prints is a line of its output, and every sentence it prints
@@ -49,7 +49,7 @@ if _missing:
 
 from google.protobuf import json_format  # noqa: E402
 
-from tb_paddle_profile.display.cells import format_cell, sentence_text  # noqa: E402
+from tb_paddle_profile.present.display.cells import format_cell, sentence_text  # noqa: E402
 from tb_paddle_profile.v1 import display_pb2  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 

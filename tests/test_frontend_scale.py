@@ -32,7 +32,7 @@ if _missing:
 
 from google.protobuf import json_format  # noqa: E402
 
-from tb_paddle_profile.display.cells import format_cell, sentence_text  # noqa: E402
+from tb_paddle_profile.present.display.cells import format_cell, sentence_text  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 
 from scale_run import RUN, SLOW_RANK  # noqa: E402
@@ -232,7 +232,7 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
         grid.click(position={"x": g["left"] + c["dp"] * g["cell-w"] + g["cell-w"] / 2,
                              "y": g["top"] + c["pp"] * (g["mp"] * g["cell-h"] + g["stage-gap"]) + c["mp"] * g["cell-h"] + g["cell-h"] / 2})
     else:
-        frame.click(f'[data-testid="par-straggler-open"]')
+        frame.click('[data-testid="par-straggler-open"]')
     frame.wait_for_selector('[data-testid="panel-overview"]', timeout=60_000)
     slow_worker = next(r.worker for r in analysis.ranks if r.rank == SLOW_RANK)
     assert frame.get_attribute('[data-testid="select-worker"]', "data-value") == slow_worker

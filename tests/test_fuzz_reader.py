@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from conftest import REPO  # noqa: E402
-from tb_paddle_profile import reader  # noqa: E402
-from tb_paddle_profile.engine import summarize_bytes  # noqa: E402
-from tb_paddle_profile.errors import TraceError  # noqa: E402
-from tb_paddle_profile.render.text import render  # noqa: E402
+from tb_paddle_profile.trace import reader  # noqa: E402
+from tb_paddle_profile.analysis.summarize import summarize_bytes  # noqa: E402
+from tb_paddle_profile.core.errors import TraceError  # noqa: E402
+from tb_paddle_profile.present.render.text import render  # noqa: E402
 
 NAME = "rank0_time_2026_11_29_00_00_00_000000.paddle_trace.json"
 PER_GROUP = 10  # events of each (category, phase) kept in an excerpt
@@ -60,7 +60,7 @@ def _bases():
 BASES = _bases()
 RAW = "@@raw{}@@"  # a string value replaced by raw bytes after serialization
 
-from tb_paddle_profile import event_types as et  # noqa: E402
+from tb_paddle_profile.trace import event_types as et  # noqa: E402
 
 # Values put where the trace has others: numbers where it has numbers, strings where it has
 # strings (most of the time, so that most inputs reach the analyses), anything anywhere.

@@ -16,11 +16,12 @@ import pytest
 
 from conftest import REPO
 from plugin_testlib import GPU, OLD, PREFIX, make_plugin, place, ready, trace_files, wait_for
-from tb_paddle_profile import jobs, timeline
+from tb_paddle_profile.pipeline import jobs
+from tb_paddle_profile import timeline
 from tb_paddle_profile.analysis.digest import digest_of
-from tb_paddle_profile.cache import SummaryCache
-from tb_paddle_profile.engine import summarize_file
-from tb_paddle_profile.plugin.discovery import Discovery
+from tb_paddle_profile.store.cache import SummaryCache
+from tb_paddle_profile.analysis.summarize import summarize_file
+from tb_paddle_profile.pipeline.discovery import Discovery
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 
@@ -117,7 +118,7 @@ def test_whose_fault_a_failure_is_decides_what_is_cached(tmp_path, parse_log, mo
     assert SummaryCache(tmp_path / "cache2").peek(f.key) is None  # never cached
 
     good = _files(_copy_one(tmp_path))[0]
-    from tb_paddle_profile import engine
+    from tb_paddle_profile.analysis import summarize as engine
 
     monkeypatch.setattr(engine, "summarize_profile", lambda *a, **k: [][0])
     ours = jobs.run_job(_spec(good, tmp_path / "cache3"))
@@ -138,7 +139,7 @@ def _copy_one(tmp_path):
 
 
 def test_the_job_is_picklable_and_runs_in_a_worker_process(logdir, tmp_path, parse_log):
-    from tb_paddle_profile.workers import WorkerPool
+    from tb_paddle_profile.core.pool import WorkerPool
 
     f = _files(logdir)[0]
     pool = WorkerPool(1)

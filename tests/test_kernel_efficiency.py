@@ -19,10 +19,10 @@ import pytest
 
 from tb_paddle_profile.analysis.kernels import TENSOR_CORE_RULES, is_tensor_core
 from tb_paddle_profile.analysis import recommendations as R
-from tb_paddle_profile.display.cells import format_cell, sentence_text
+from tb_paddle_profile.present.display.cells import format_cell, sentence_text
 from tb_paddle_profile.v1 import summary_pb2 as pb
-from tb_paddle_profile.display.summary import find_table, summary_display
-from tb_paddle_profile.engine import summarize_file
+from tb_paddle_profile.present.display.summary import find_table, summary_display
+from tb_paddle_profile.analysis.summarize import summarize_file
 
 from conftest import SHARED_TRACES
 

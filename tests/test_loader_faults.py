@@ -19,12 +19,12 @@ import pytest
 from conftest import REPO
 from plugin_testlib import (GLOO, GPU, OLD, GateFS, break_the_engine, die_at_start, pid_gone, place, trace_files, tree_digest,
                             wait_for)
-from tb_paddle_profile import errors, workers
-from tb_paddle_profile.cache import SummaryCache
-from tb_paddle_profile.engine import summarize_bytes
-from tb_paddle_profile.plugin import loader as loader_mod
-from tb_paddle_profile.plugin.discovery import Discovery, Snapshot
-from tb_paddle_profile.plugin.loader import FAILED, LOADING, QUEUED, READY, Loader
+from tb_paddle_profile.core import errors, pool as workers
+from tb_paddle_profile.store.cache import SummaryCache
+from tb_paddle_profile.analysis.summarize import summarize_bytes
+from tb_paddle_profile.pipeline import loader as loader_mod
+from tb_paddle_profile.pipeline.discovery import Discovery, Snapshot
+from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, Loader
 
 
 @pytest.fixture

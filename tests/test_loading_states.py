@@ -219,7 +219,7 @@ def test_large_file_shows_size_and_parsing_time(tmp_path, browser):
             m = re.fullmatch(r"parsing (\d+) s · (.+)", text)
             assert m, seen
             # the file's size, humanised as the Python side does (display.cells.human_bytes)
-            from tb_paddle_profile.display.cells import human_bytes
+            from tb_paddle_profile.present.display.cells import human_bytes
 
             assert m.group(2) == human_bytes(size), (text, size)
         secs = [int(re.match(r"parsing (\d+)", t).group(1)) for t in seen]

@@ -31,7 +31,7 @@ if _missing:
 from test_frontend_panels import open_panel  # noqa: E402
 from test_readable import _CUT  # noqa: E402
 from test_tab_conventions import luminance  # noqa: E402
-from tb_paddle_profile.display.cells import format_value, sentence_text  # noqa: E402
+from tb_paddle_profile.present.display.cells import format_value, sentence_text  # noqa: E402
 from tb_paddle_profile.v1 import display_pb2 as dpb  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 

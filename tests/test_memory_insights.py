@@ -29,10 +29,10 @@ from conftest import REPO, SHARED_TRACES
 from tb_paddle_profile.analysis import memory as M
 from tb_paddle_profile.analysis.crossrank.build import analyze_run
 from tb_paddle_profile.analysis.digest import digest_of
-from tb_paddle_profile.display.cells import format_cell, sentence_text
-from tb_paddle_profile.display.parallel import parallel_display
-from tb_paddle_profile.display.summary import find_table, summary_display
-from tb_paddle_profile.engine import summarize_file
+from tb_paddle_profile.present.display.cells import format_cell, sentence_text
+from tb_paddle_profile.present.display.parallel import parallel_display
+from tb_paddle_profile.present.display.summary import find_table, summary_display
+from tb_paddle_profile.analysis.summarize import summarize_file
 from test_reader_native import _MEMORY, _read, _trace
 
 TRACES = sorted(SHARED_TRACES.glob("*/*.paddle_trace.json"))

@@ -7,9 +7,9 @@ import pytest
 
 from tb_paddle_profile.analysis.crossrank.critical_path import prepare
 from tb_paddle_profile.analysis.mfu import mfu, model_from_config, peak_of
-from tb_paddle_profile.display.cells import sentence_text
-from tb_paddle_profile.display.schedule import mfu_tables, schedule_sentences
-from tb_paddle_profile.engine import summarize_file
+from tb_paddle_profile.present.display.cells import sentence_text
+from tb_paddle_profile.present.display.schedule import mfu_tables, schedule_sentences
+from tb_paddle_profile.analysis.summarize import summarize_file
 from tbp_synth.generator import SynthConfig, generate
 from tbp_synth.truth import load_truth
 

@@ -1,4 +1,4 @@
-"""The path policy of tb_paddle_profile/paths.py where a logdir is read: discovery, the loader, every route
+"""The path policy of tb_paddle_profile/core/paths.py where a logdir is read: discovery, the loader, every route
 and the CLI's folder walk, with real symbolic links, a FIFO and device files.
 
 Policy: a link is followed only when its target lies inside the logdir's real location; only regular
@@ -18,10 +18,10 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from plugin_testlib import GPU, PREFIX, make_plugin, place, ready, trace_files
-from tb_paddle_profile import paths
-from tb_paddle_profile.engine import summarize_bytes
-from tb_paddle_profile.errors import TraceError
-from tb_paddle_profile.plugin.discovery import Discovery
+from tb_paddle_profile.core import paths
+from tb_paddle_profile.analysis.summarize import summarize_bytes
+from tb_paddle_profile.core.errors import TraceError
+from tb_paddle_profile.pipeline.discovery import Discovery
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 READY, FAILED = plugin_pb2.READY, plugin_pb2.FAILED

@@ -8,9 +8,9 @@ import pytest
 
 from tb_paddle_profile.analysis.crossrank.critical_path import prepare
 from tb_paddle_profile.analysis.crossrank.schedule import PIPELINES_DRAWN, build_schedule, expected
-from tb_paddle_profile.display.cells import sentence_text
-from tb_paddle_profile.display.schedule import schedule_view
-from tb_paddle_profile.engine import summarize_file
+from tb_paddle_profile.present.display.cells import sentence_text
+from tb_paddle_profile.present.display.schedule import schedule_view
+from tb_paddle_profile.analysis.summarize import summarize_file
 from tb_paddle_profile.v1 import schedule_pb2 as spb
 from tbp_synth.generator import SynthConfig, generate, pipeline_order
 from tbp_synth.truth import load_truth

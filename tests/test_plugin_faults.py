@@ -19,8 +19,8 @@ import pytest
 from plugin_testlib import (GLOO, OLD, PREFIX, GateFS, free_port, make_plugin, pid_gone, place, ready, stop,
                             trace_files, tree_digest, wait_for, wait_http)
 from tb_paddle_profile import timeline
-from tb_paddle_profile.engine import summarize_bytes
-from tb_paddle_profile.plugin import loader as loader_mod
+from tb_paddle_profile.analysis.summarize import summarize_bytes
+from tb_paddle_profile.pipeline import loader as loader_mod
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, timeline_pb2
 
 

@@ -18,8 +18,8 @@ import pytest
 from google.protobuf import json_format
 
 from plugin_testlib import GLOO, GPU, OLD, PREFIX, SINGLE, make_plugin, place, ready, trace_files, tree_digest
-from tb_paddle_profile.display.parallel import parallel_display
-from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.present.display.parallel import parallel_display
+from tb_paddle_profile.analysis.summarize import summarize_bytes
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 READY, FAILED, GROWING = plugin_pb2.READY, plugin_pb2.FAILED, plugin_pb2.GROWING
@@ -209,7 +209,7 @@ def test_distributed_puts_every_rank_side_by_side(env):
 def analyze_run(summaries, run, span):
     """The analysis of the engine summaries' digests, as the parallel route computes it."""
     from tb_paddle_profile.analysis.digest import digest_of
-    from tb_paddle_profile.runs import analyze_digests
+    from tb_paddle_profile.pipeline.runs import analyze_digests
 
     return analyze_digests([digest_of(s) for s in summaries], run, span)
 
@@ -224,8 +224,8 @@ def test_parallel_is_the_cross_rank_analysis_of_the_ranks(env):
     expected = analyze_run(summaries, "gpu", "0")
     # Summary first: the matched instances are left out and counted; the key names the ranks' versions.
     assert not served.matched and served.matched_total == len(expected.matched) > 0
-    from tb_paddle_profile.plugin.discovery import Discovery
-    from tb_paddle_profile.runs import analysis_key
+    from tb_paddle_profile.pipeline.discovery import Discovery
+    from tb_paddle_profile.pipeline.runs import analysis_key
 
     files = Discovery(str(env["logdir"]), interval=None).scan().runs["gpu"]
     assert served.analysis_key == analysis_key([files["rank0"]["0"].key, files["rank1"]["0"].key])

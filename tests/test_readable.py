@@ -33,7 +33,7 @@ if _missing:
     pytest.skip(f"browser tests need Chromium: {_missing}", allow_module_level=True)
 
 from test_frontend_panels import open_panel  # noqa: E402
-from tb_paddle_profile.display import cells  # noqa: E402
+from tb_paddle_profile.present.display import cells  # noqa: E402
 from tb_paddle_profile.v1 import display_pb2 as dpb  # noqa: E402
 
 VIEWS = ("overview", "operators", "kernels", "memory")

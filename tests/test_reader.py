@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from conftest import REPO
-from tb_paddle_profile.engine import summarize_bytes
-from tb_paddle_profile.errors import TraceError
-from tb_paddle_profile.reader import peek_span, read_trace
-from tb_paddle_profile.render.text import render
+from tb_paddle_profile.analysis.summarize import summarize_bytes
+from tb_paddle_profile.core.errors import TraceError
+from tb_paddle_profile.trace.reader import peek_span, read_trace
+from tb_paddle_profile.present.render.text import render
 
 NAME = "rank0_time_2026_11_29_00_00_00_000000.paddle_trace.json"
 
@@ -147,7 +147,7 @@ def test_cli_json_is_the_summary_message(tmp_path, gpu_trace):
 
 def test_chunked_decoding_gives_the_same_tables(monkeypatch, cpu_trace, gpu_trace):
     """Events are decoded a few MB at a time; tiny chunks must not change any result."""
-    from tb_paddle_profile import reader
+    from tb_paddle_profile.trace import reader
 
     whole = [summarize_bytes(d, NAME) for d in (cpu_trace, gpu_trace)]
     monkeypatch.setattr(reader, "CHUNK_BYTES", 3000)
@@ -156,7 +156,7 @@ def test_chunked_decoding_gives_the_same_tables(monkeypatch, cpu_trace, gpu_trac
 
 
 def test_a_name_that_looks_like_an_event_boundary_still_loads(monkeypatch, cpu_trace):
-    from tb_paddle_profile import reader
+    from tb_paddle_profile.trace import reader
 
     monkeypatch.setattr(reader, "CHUNK_BYTES", 3000)
     odd = cpu_trace.replace(b'"name": "train_step[', b'"name": "train}, {step[')
@@ -201,8 +201,8 @@ _PARALLEL_CHILD = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
 from test_reader import NAME, _tables_equal
-from tb_paddle_profile import reader
-from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.trace import reader
+from tb_paddle_profile.analysis.summarize import summarize_bytes
 reader.CHUNK_BYTES = 4000
 reader.PARALLEL_MIN_BYTES = 1
 for path in sys.argv[2:]:
@@ -234,7 +234,7 @@ def test_parallel_decode_gives_the_same_tables(tmp_path, cpu_trace, gpu_trace):
 def test_parallel_decode_is_not_used_while_other_threads_run(monkeypatch, gpu_trace):
     import threading
 
-    from tb_paddle_profile import reader
+    from tb_paddle_profile.trace import reader
 
     monkeypatch.setattr(reader, "CHUNK_BYTES", 4000)
     monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1)
@@ -252,8 +252,8 @@ def test_parallel_decode_is_not_used_while_other_threads_run(monkeypatch, gpu_tr
 
 _CUT_CHILD = r"""
 import sys
-from tb_paddle_profile import reader
-from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.trace import reader
+from tb_paddle_profile.analysis.summarize import summarize_bytes
 NAME = "rank0_time_2026_11_29_00_00_00_000000.paddle_trace.json"
 reader.PARALLEL_MIN_BYTES = 1
 odd = open(sys.argv[1], "rb").read().replace(b'"name": "train_step[', b'"name": "train}, {step[')

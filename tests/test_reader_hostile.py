@@ -14,8 +14,9 @@ import pytest
 
 from conftest import REPO
 from test_reader_native import _HOST, _KERNEL, _MEMORY, _RUNTIME, _read, _trace
-from tb_paddle_profile import engine, reader
-from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.analysis import summarize as engine
+from tb_paddle_profile.trace import reader
+from tb_paddle_profile.analysis.summarize import summarize_bytes
 
 NAME = "rank0_time_2026_11_29_00_00_00_000000.paddle_trace.json"
 EXAMPLE = sorted((REPO / "examples" / "profiler_log" / "gpt-single").glob("*.paddle_trace.json"))[0]
@@ -53,8 +54,8 @@ def _summary_text(data: bytes, native: bool) -> str:
 _BOMB = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-from tb_paddle_profile.engine import summarize_file
-from tb_paddle_profile.errors import TraceError
+from tb_paddle_profile.analysis.summarize import summarize_file
+from tb_paddle_profile.core.errors import TraceError
 try:
     summarize_file(sys.argv[2])
     outcome = "summary"
@@ -359,8 +360,8 @@ import os, sys
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
 import plugin_testlib
-from tb_paddle_profile import cli
-from tb_paddle_profile.plugin import loader
+from tb_paddle_profile.cli import commands as cli
+from tb_paddle_profile.pipeline import loader
 plugin_testlib.break_kernel_view()
 loader._worker_init = plugin_testlib.break_kernel_view
 sys.exit(cli.main(sys.argv[2:]))

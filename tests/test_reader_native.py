@@ -1,21 +1,19 @@
-"""The native scanner (tb_paddle_profile/_scan.c) against the msgspec reader.
+"""The native scanner (tb_paddle_profile/trace/_scan.c) against the msgspec reader.
 
 The scanner is only a fast path: for every input, the tables it gives must be exactly the msgspec
 reader's, and where msgspec fails (or would, later in the Python code) it must decline the chunk
 so that the same one-line error comes out. Checked on every trace we have, on hand-written edge
 cases and on a few thousand damaged copies of real traces.
 """
-import json
 import random
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from conftest import REPO
-from tb_paddle_profile import reader
-from tb_paddle_profile.errors import TraceError
+from tb_paddle_profile.trace import reader
+from tb_paddle_profile.core.errors import TraceError
 from test_reader import NAME, _tables_equal
 
 
@@ -51,7 +49,7 @@ def _scan_all(data: bytes):
 def test_the_scanner_is_built():
     """pip install builds it (setup.py, optional only for machines without a C compiler)."""
     assert reader.native_scanner() is not None, \
-        "tb_paddle_profile/_scan.c is not built: pip install -e . with a C compiler"
+        "tb_paddle_profile/trace/_scan.c is not built: pip install -e . with a C compiler"
 
 
 def _all_traces(shared_traces):
@@ -281,7 +279,7 @@ _PARALLEL_NATIVE = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
 from test_reader import NAME, _tables_equal
-from tb_paddle_profile import reader
+from tb_paddle_profile.trace import reader
 reader.CHUNK_BYTES = 4000
 reader.PARALLEL_MIN_BYTES = 1
 for path in sys.argv[2:]:
@@ -304,7 +302,7 @@ def test_parallel_native_decode_gives_the_msgspec_tables(tmp_path, shared_traces
 
 
 def test_switched_off_by_the_environment():
-    code = "from tb_paddle_profile import reader; print(reader.native_scanner() is None)"
+    code = "from tb_paddle_profile.trace import reader; print(reader.native_scanner() is None)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env={**__import__("os").environ, "TB_PADDLE_PROFILE_NATIVE": "0"})
     assert proc.stdout.strip() == "True", proc.stderr

@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 import pytest
 
 from plugin_testlib import GLOO, GPU, PREFIX, free_port, make_plugin, ready, stop, trace_files, wait_http
-from tb_paddle_profile.cache import SIDECAR_SUFFIX
-from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.store.cache import SIDECAR_SUFFIX
+from tb_paddle_profile.analysis.summarize import summarize_bytes
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 boto3 = pytest.importorskip("boto3")

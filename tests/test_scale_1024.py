@@ -17,7 +17,8 @@ import pytest
 import scale_run as sr
 from plugin_testlib import tensorboard_process
 from test_tensorboard_e2e import api, fetch
-from tb_paddle_profile import jobs, timeline
+from tb_paddle_profile.pipeline import jobs
+from tb_paddle_profile import timeline
 from tbp_synth.truth import load_truth
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, timeline_pb2
 

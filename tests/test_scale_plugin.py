@@ -15,7 +15,8 @@ import pytest
 
 from plugin_testlib import tensorboard_process, tree_digest
 from test_tensorboard_e2e import api, descendants, fetch
-from tb_paddle_profile import jobs, timeline
+from tb_paddle_profile.pipeline import jobs
+from tb_paddle_profile import timeline
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, timeline_pb2
 
 pytest.importorskip("tensorboard")

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_paddle_profile import event_types as et_types
-from tb_paddle_profile.reader import read_trace
+from tb_paddle_profile.trace import event_types as et_types
+from tb_paddle_profile.trace.reader import read_trace
 from tbp_synth import SynthConfig, generate
 from tbp_synth.generator import COMPUTE_STREAM, DP_STREAM, pipeline_order
 from tbp_synth.truth import load_truth, simulate_step_time

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
-from tb_paddle_profile.engine import summarize_file
+from tb_paddle_profile.analysis.summarize import summarize_file
 from tbp_synth import SynthConfig, generate
 from tbp_synth.__main__ import main as synth_main
 from tbp_synth.generator import PP_GROUP_STREAM, Topology

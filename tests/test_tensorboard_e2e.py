@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REPO
 from plugin_testlib import free_port, place, stop, tree_digest, wait_http
-from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.analysis.summarize import summarize_bytes
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 pytest.importorskip("tensorboard")

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from plugin_testlib import GPU, PREFIX, generate_rank, make_plugin, ready, trace_files
-from tb_paddle_profile import event_types as et
+from tb_paddle_profile.trace import event_types as et
 from tb_paddle_profile import timeline
-from tb_paddle_profile.reader import read_trace
+from tb_paddle_profile.trace.reader import read_trace
 from tb_paddle_profile.v1 import timeline_pb2 as tpb
 
 

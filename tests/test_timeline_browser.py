@@ -30,8 +30,8 @@ _missing = chromium_missing_reason()
 if _missing:
     pytest.skip(f"browser tests need Chromium: {_missing}", allow_module_level=True)
 
-from tb_paddle_profile import event_types as et  # noqa: E402
-from tb_paddle_profile.reader import read_trace  # noqa: E402
+from tb_paddle_profile.trace import event_types as et  # noqa: E402
+from tb_paddle_profile.trace.reader import read_trace  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "profiler_log"
 GPU_DIR = SHARED_TRACES / "gpu-synthetic-2rank"

@@ -223,7 +223,7 @@ def _plateau(values, low: float) -> int:
 @pytest.mark.parametrize("width", [1280, 1440])
 def test_counter_lanes_are_drawn_with_the_traces_values_and_hover_reads_them(tb_gpu, browser, shared_traces, width):
     from browser_util import SHOTS, PageLog, new_page, save_screenshot
-    from tb_paddle_profile.display.cells import human_bytes
+    from tb_paddle_profile.present.display.cells import human_bytes
     from urllib.parse import quote
 
     log = PageLog()

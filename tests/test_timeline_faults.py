@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 from plugin_testlib import GPU, OLD, PREFIX, generate_rank, make_plugin, place, ready, trace_files
-from tb_paddle_profile import timeline, workers
-from tb_paddle_profile.cache import CacheKey
-from tb_paddle_profile.reader import read_trace
+from tb_paddle_profile import timeline
+from tb_paddle_profile.core import pool as workers
+from tb_paddle_profile.store.cache import CacheKey
+from tb_paddle_profile.trace.reader import read_trace
 from tb_paddle_profile.v1 import timeline_pb2 as tpb
 
 HANG_GUARD_S = 60.0  # what a build may take here at most; only ever reached when something spins

@@ -11,10 +11,10 @@ import pytest
 from google.protobuf import json_format
 
 from plugin_testlib import PREFIX, make_plugin, ready
-from tb_paddle_profile import cli
+from tb_paddle_profile.cli import commands as cli
 from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
 from tb_paddle_profile.analysis.digest import digest_of
-from tb_paddle_profile.engine import summarize_bytes
+from tb_paddle_profile.analysis.summarize import summarize_bytes
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
 from tbp_synth import SynthConfig, generate
 from tbp_synth.truth import simulate_step_time

@@ -37,7 +37,7 @@ if _missing:
 
 from google.protobuf import json_format  # noqa: E402
 
-from tb_paddle_profile.display.cells import format_cell, sentence_text  # noqa: E402
+from tb_paddle_profile.present.display.cells import format_cell, sentence_text  # noqa: E402
 from tb_paddle_profile.v1 import whatif_pb2  # noqa: E402
 from tbp_synth.truth import load_truth  # noqa: E402
 

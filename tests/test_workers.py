@@ -14,15 +14,15 @@ _MAIN = r"""
 import os, sys
 
 def job(path):
-    preloaded = "tb_paddle_profile.engine" in sys.modules
-    from tb_paddle_profile.engine import summarize_file
+    preloaded = "tb_paddle_profile.analysis.summarize" in sys.modules
+    from tb_paddle_profile.analysis.summarize import summarize_file
     return len(summarize_file(path).operators.operators), preloaded, os.getppid() != PARENT
 
 PARENT = int(os.environ.get("TEST_PARENT", os.getpid()))
 if __name__ == "__main__":
     os.environ["TEST_PARENT"] = str(os.getpid())
     import concurrent.futures
-    from tb_paddle_profile.workers import process_context
+    from tb_paddle_profile.core.pool import process_context
     ctx = process_context()
     with concurrent.futures.ProcessPoolExecutor(2, mp_context=ctx) as pool:
         done = [f.result() for f in [pool.submit(job, sys.argv[1]) for _ in range(4)]]
@@ -49,7 +49,7 @@ def test_workers_start_with_the_engine_loaded_and_not_as_forks_of_the_parent(tmp
 
 _ENV = r"""
 import os
-from tb_paddle_profile.workers import process_pool
+from tb_paddle_profile.core.pool import process_pool
 
 def read(name):
     return os.environ.get(name, "")
@@ -101,7 +101,7 @@ def _started(job, timeout=60):
 def test_a_killed_worker_fails_only_its_own_job(tmp_path):
     import signal
 
-    from tb_paddle_profile.workers import WorkerDied, WorkerPool
+    from tb_paddle_profile.core.pool import WorkerDied, WorkerPool
 
     pool = WorkerPool(2)
     try:
@@ -126,7 +126,7 @@ def test_a_killed_worker_fails_only_its_own_job(tmp_path):
 
 
 def test_a_job_can_be_cancelled_and_shutdown_ends_jobs_in_progress(tmp_path):
-    from tb_paddle_profile.workers import JobCancelled, WorkerPool
+    from tb_paddle_profile.core.pool import JobCancelled, WorkerPool
 
     pool = WorkerPool(2)
     try:
@@ -147,7 +147,7 @@ def test_a_job_can_be_cancelled_and_shutdown_ends_jobs_in_progress(tmp_path):
 
 
 def test_a_job_that_raises_reports_its_traceback_and_keeps_its_process(tmp_path):
-    from tb_paddle_profile.workers import JobError, WorkerPool
+    from tb_paddle_profile.core.pool import JobError, WorkerPool
 
     pool = WorkerPool(1)
     try:

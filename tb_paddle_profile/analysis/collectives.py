@@ -37,8 +37,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .. import event_types as et
-from ..event_tree import gather
+from tb_paddle_profile.trace import event_types as et
+from tb_paddle_profile.trace.event_tree import gather
 from ..v1 import summary_pb2 as pb
 from . import ranges
 from .phases import phase_spans

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import event_types as et
-from ..event_tree import gather
+from tb_paddle_profile.trace import event_types as et
+from tb_paddle_profile.trace.event_tree import gather
 from ..v1 import summary_pb2 as pb
 from .groupby import group, merge, split_rows
 from .profile import Profile

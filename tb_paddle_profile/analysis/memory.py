@@ -28,7 +28,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-from .. import event_types as et
+from tb_paddle_profile.trace import event_types as et
 from ..v1 import plugin_pb2 as ppb
 from ..v1 import summary_pb2 as pb
 from .groupby import group, split_rows

@@ -14,7 +14,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from .. import event_types as et
+from tb_paddle_profile.trace import event_types as et
 from ..v1 import summary_pb2 as pb
 from .profile import Profile
 from .stats import EventAcc

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .. import event_types as et
+from tb_paddle_profile.trace import event_types as et
 from ..v1 import summary_pb2 as pb
 from .groupby import Groups, group, host_values, merge, write_stats
 from .profile import Profile

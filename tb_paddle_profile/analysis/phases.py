@@ -26,8 +26,8 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-from .. import event_types as et
-from ..event_tree import gather
+from tb_paddle_profile.trace import event_types as et
+from tb_paddle_profile.trace.event_tree import gather
 from ..v1 import summary_pb2 as pb
 
 FORWARD, BACKWARD = 1, 2   # PhaseSpans.phase

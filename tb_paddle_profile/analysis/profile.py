@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..event_tree import EventTree, NodeTimes, build_tree, node_times
-from ..reader import EventTables
+from tb_paddle_profile.trace.event_tree import EventTree, NodeTimes, build_tree, node_times
+from tb_paddle_profile.trace.reader import EventTables
 
 
 @dataclass

@@ -35,8 +35,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .. import event_types as et
-from ..event_tree import gather
+from tb_paddle_profile.trace import event_types as et
+from tb_paddle_profile.trace.event_tree import gather
 from ..v1 import summary_pb2 as pb
 
 COMPUTE, MEMCPY, MEMSET, COLLECTIVE, STEP_START, SYNC, STEP_END, HOST_COLLECTIVE = range(1, 9)

@@ -11,7 +11,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from .. import event_types as et
+from tb_paddle_profile.trace import event_types as et
 from ..v1 import summary_pb2 as pb
 from . import ranges
 from .groupby import split_rows

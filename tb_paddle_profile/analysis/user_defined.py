@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import event_types as et
+from tb_paddle_profile.trace import event_types as et
 from ..v1 import summary_pb2 as pb
 from .groupby import group, host_values, write_stats
 from .profile import Profile

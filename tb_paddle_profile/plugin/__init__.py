@@ -1,7 +1,7 @@
 """The TensorBoard plugin: a "Paddle Profile" tab over the Paddle profiler traces under the logdir.
 
 Thin wiring only (:mod:`.tb_plugin`): :mod:`.discovery` finds runs, workers and spans, :mod:`.loader`
-computes summaries in worker processes through the :mod:`tb_paddle_profile.cache`, :mod:`.routes` serves
+computes summaries in worker processes through the :mod:`tb_paddle_profile.store.cache`, :mod:`.routes` serves
 them. This package module imports none of them, nor TensorBoard: the loader's worker processes and the
 CLI import only what they use.
 

@@ -5,7 +5,7 @@ the client is only ever a dictionary key, never part of a filesystem path. Unkno
 with a one-line message. Responses are gzip-compressed when the client accepts it. Nothing here parses a
 trace: summaries come finished from the loader.
 
-A file that the path policy (tb_paddle_profile/paths.py) refuses is listed FAILED with the reason, is
+A file that the path policy (tb_paddle_profile/core/paths.py) refuses is listed FAILED with the reason, is
 never handed to the timeline, and is never served (403); the raw trace is opened with
 paths.open_checked. Every response carries ``X-Content-Type-Options: nosniff``; an exception of our
 own code is answered 500 with a one-line message saying it is a bug of the tool, and logged with its
@@ -30,11 +30,12 @@ from urllib.parse import quote
 
 from werkzeug.wrappers import Request, Response
 
-from tb_paddle_profile import paths
-from tb_paddle_profile.errors import TraceError, TransientError, our_bug
-from tb_paddle_profile.plugin.discovery import Discovery, Snapshot, TraceFile
-from tb_paddle_profile.plugin.loader import FAILED, LOADING, QUEUED, READY, FileState, Loader, SizedLRU
-from tb_paddle_profile import runs as run_assembly
+from tb_paddle_profile.core import paths
+from tb_paddle_profile.core.errors import TraceError, TransientError, our_bug
+from tb_paddle_profile.pipeline.discovery import Discovery, Snapshot, TraceFile
+from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, FileState, Loader
+from tb_paddle_profile.store.lru import SizedLRU
+from tb_paddle_profile.pipeline import runs as run_assembly
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, to_json
 from tb_paddle_profile import timeline
 
@@ -174,7 +175,7 @@ _CSV = "text/csv; charset=utf-8"
 
 
 def _sorted_by(request: Request) -> str:
-    from ..display.summary import SORTED_KEYS
+    from tb_paddle_profile.present.display.summary import SORTED_KEYS
 
     value = _param(request, "sorted_by", required=False) or "CPUTotal"
     if value not in SORTED_KEYS:
@@ -430,7 +431,7 @@ class Routes:
         sorted_by = _sorted_by(request)
 
         def build(data: bytes) -> bytes:
-            from ..display.summary import summary_display
+            from tb_paddle_profile.present.display.summary import summary_display
 
             return _encode(summary_display(summary_pb2.Summary.FromString(data), sorted_by=sorted_by), fmt)
 
@@ -440,7 +441,7 @@ class Routes:
     def csv(self, request: Request) -> Response:
         """One display table as CSV (display/export.py): ``run, worker, span, view, table[, sorted_by]`` for a
         rank's table; ``run, span, view=parallel|distributed|whatif, table`` (no worker) for a run view's."""
-        from ..display.export import to_csv
+        from tb_paddle_profile.present.display.export import to_csv
 
         view, key = _param(request, "view"), _param(request, "table")
         if view == "diff":  # a table of the `diff` answer, with its six parameters
@@ -452,7 +453,7 @@ class Routes:
         name = f"{trace.file_name.split('.')[0]}.{view}.{key}.csv"
 
         def build(data: bytes) -> bytes:
-            from ..display.summary import find_table, summary_display
+            from tb_paddle_profile.present.display.summary import find_table, summary_display
 
             table = find_table(summary_display(summary_pb2.Summary.FromString(data), sorted_by=sorted_by), key, view)
             if table is None:
@@ -465,8 +466,8 @@ class Routes:
     def _run_csv(self, request: Request, view: str, key: str) -> Response:
         """A run view's table: the `parallel` / `distributed` answer (built and cached by those routes),
         its Display's table as CSV; their 202 while ranks load."""
-        from ..display.export import to_csv
-        from ..display.summary import find_table
+        from tb_paddle_profile.present.display.export import to_csv
+        from tb_paddle_profile.present.display.summary import find_table
 
         environ = dict(request.environ)
         environ.pop("HTTP_ACCEPT_ENCODING", None)  # the inner answer uncompressed
@@ -543,7 +544,7 @@ class Routes:
                 waiting.append(trace)
         loader.prioritize(waiting, run)
         if not waiting:  # the Distributed view's tables, once every rank is ready (display/parallel.py)
-            from ..display.parallel import distributed_display
+            from tb_paddle_profile.present.display.parallel import distributed_display
 
             labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
             labels.update({t.worker: self._prior_label(t) for t in files if t.worker not in labels})
@@ -610,7 +611,7 @@ class Routes:
             out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
             out.run, out.span = run, span
             out.notes.extend(notes)
-            from ..display.parallel import parallel_display  # the view's tables and sentences (display.proto)
+            from tb_paddle_profile.present.display.parallel import parallel_display  # the view's tables and sentences (display.proto)
 
             out.display.CopyFrom(parallel_display(out))
             _add_missing(out.display, "parallel", missing)
@@ -678,9 +679,9 @@ class Routes:
             digests.append(summary_pb2.RankDigest.FromString(data))
 
         def build() -> bytes:
-            from ..analysis.crossrank.whatif import analyze_whatif
+            from tb_paddle_profile.present.display.whatif import whatif_answer
 
-            out = analyze_whatif(digests, run, span, **mfu_args)
+            out = whatif_answer(digests, run, span, **mfu_args)
             out.notes.extend(notes)
             _add_missing(out.display, "whatif", missing)
             return _encode(out, fmt)
@@ -694,7 +695,7 @@ class Routes:
         ``baseline_worker``, ``baseline_span`` and the same ``candidate_*`` (both workers empty: the two runs'
         cross-rank analyses), ``sorted_by``; each side looked up as the rank routes and ``parallel`` look it
         up; 202 with the sides while one loads."""
-        from ..display.diff import rank_diff, run_diff
+        from tb_paddle_profile.present.display.diff import rank_diff, run_diff
         from ..v1 import diff_pb2
 
         fmt, sorted_by = _format(request), _sorted_by(request)
@@ -755,8 +756,8 @@ class Routes:
 
     def _diff_csv(self, request: Request, key: str) -> Response:
         """A table of the `diff` answer as CSV; its 202 while a side loads."""
-        from ..display.export import to_csv
-        from ..display.summary import find_table
+        from tb_paddle_profile.present.display.export import to_csv
+        from tb_paddle_profile.present.display.summary import find_table
         from ..v1 import diff_pb2
 
         from urllib.parse import urlencode

@@ -5,9 +5,10 @@ import logging
 import os
 from typing import Optional
 
-from tb_paddle_profile.cache import SummaryCache
-from tb_paddle_profile.plugin.discovery import Discovery
-from tb_paddle_profile.plugin.loader import Loader
+from tb_paddle_profile.core import settings
+from tb_paddle_profile.store.cache_store import open_cache
+from tb_paddle_profile.pipeline.discovery import Discovery
+from tb_paddle_profile.pipeline.loader import Loader
 from tb_paddle_profile.plugin.routes import PLUGIN_NAME, Routes
 
 try:
@@ -18,7 +19,7 @@ except ImportError:  # the CLI (preprocess) works without TensorBoard
 logger = logging.getLogger(__name__)
 
 TAB_NAME = "Paddle Profile"
-ENV_RESCAN_S = "TB_PADDLE_PROFILE_RESCAN_S"
+ENV_RESCAN_S = settings.RESCAN_S
 MIN_RESCAN_S = 10.0
 IS_ACTIVE_WAIT_S = 2.0  # is_active() waits this long, at most, for the first background scan
 
@@ -53,7 +54,7 @@ class PaddleProfilePlugin(base_plugin.TBPlugin if base_plugin is not None else o
                 error = f"cannot open {logdir}: {' '.join(str(err).split()) or type(err).__name__}"
                 logger.error("tb_paddle_profile: %s", error)
         if self.discovery is not None:
-            self.loader = Loader(self.discovery.fs, SummaryCache.from_env())
+            self.loader = Loader(self.discovery.fs, open_cache())
             self.discovery.subscribe(self.loader.update)
             self.discovery.start()
         self._routes = Routes(self.discovery, self.loader, error=error)

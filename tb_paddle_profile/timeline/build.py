@@ -109,14 +109,14 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
 
 
 def _parse(read_bytes, file_name: str, parse_workers: int = 1):
-    from ..event_tree import build_tree
-    from ..reader import read_trace
+    from tb_paddle_profile.trace.event_tree import build_tree
+    from tb_paddle_profile.trace.reader import read_trace
 
     # in a box: the reader drops the bytes as soon as the events are read
-    from ..jobs import _count_parse
+    from tb_paddle_profile.core.settings import note_parse
 
     box = [read_bytes()]  # the reader drops the bytes as soon as the events are read
-    _count_parse(os.path.basename(file_name))
+    note_parse(os.path.basename(file_name))
     tables = read_trace(box, os.path.basename(file_name), parse_workers)
     tree = build_tree(tables)
     return build_index(tables, tree)
@@ -140,8 +140,8 @@ def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse
     kind "trace" (the file is not a usable trace: permanent for this version of it), "transient" (the
     store could not be read, nothing could be written, memory: worth retrying; "retry": False when not
     right away) or "bug" (an error of ours: the one line of errors.our_bug, and "traceback")."""
-    from ..errors import TraceError, TransientError, our_bug
-    from ..paths import read_checked
+    from tb_paddle_profile.core.errors import TraceError, TransientError, our_bug
+    from tb_paddle_profile.core.paths import read_checked
 
     def read() -> bytes:
         try:

@@ -8,13 +8,14 @@ from typing import Dict, Iterable, Iterator, List, Tuple
 
 import numpy as np
 
-from .. import event_types as et
+from tb_paddle_profile.core import settings
+from tb_paddle_profile.trace import event_types as et
 from .levels import type_name
 from .storage import TimelineIndex
 from .tracks import HOST_THREAD, KIND_DEVICE, KIND_HOST, KIND_RUNTIME, TYPE_NAMES
 
 
-ENV_WINDOW_MAX_MB = "TB_PADDLE_PROFILE_WINDOW_MAX_MB"
+ENV_WINDOW_MAX_MB = settings.WINDOW_MAX_MB
 DEFAULT_WINDOW_MAX_MB = 256  # trace_window refuses windows whose JSON may exceed this (0: no bound)
 
 

@@ -22,7 +22,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from .. import event_types as et
+from tb_paddle_profile.trace import event_types as et
 
 KIND_ALLOCATED, KIND_RESERVED, KIND_UTILIZATION = "allocated", "reserved", "utilization"
 _GPU_PLACE = re.compile(r"gpu:(\d+)")

@@ -6,7 +6,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import event_types as et
+from tb_paddle_profile.trace import event_types as et
 from .storage import TimelineIndex
 from .tracks import KIND_HOST, KIND_RUNTIME, TYPE_NAMES
 

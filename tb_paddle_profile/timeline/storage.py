@@ -11,7 +11,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ..cache import atomic_write
+from tb_paddle_profile.store.cache import atomic_write
 
 
 MAGIC = b"TBPPTL2\n"

@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from ..cache import Trimmer, discard, log_once, touch
+from tb_paddle_profile.store.cache import Trimmer, discard, log_once, touch
 from .build import index_in_worker
 from .storage import INDEX_VERSION, CorruptIndex, TimelineIndex, one_line
 
@@ -144,7 +144,7 @@ class TimelineStore:
                                      f"{file.file_name}: cannot open its timeline index: {one_line(err)}", "")
             idx = None
         except Exception as err:  # an error of ours reading a whole, intact index
-            from ..errors import our_bug
+            from tb_paddle_profile.core.errors import our_bug
 
             return self._give_up(file, digest, "bug", our_bug(file.file_name, err), traceback.format_exc())
         if idx is not None:
@@ -211,8 +211,8 @@ class TimelineStore:
 
     def _run_here(self, file):
         """(future, None) of a build in this store's own pool (under the lock), or (None, the failure)."""
-        from ..reader import parse_workers
-        from ..workers import process_pool
+        from tb_paddle_profile.trace.reader import parse_workers
+        from tb_paddle_profile.core.pool import process_pool
 
         target = self._path(file)
         fallback = None
@@ -248,7 +248,7 @@ class TimelineStore:
                     res = {"ok": False, "kind": "transient", "retry": True,
                            "error": f"{file.file_name}: timeline build cancelled"}
                 except Exception as err:  # the call itself failed (arguments, results): ours
-                    from ..errors import our_bug
+                    from tb_paddle_profile.core.errors import our_bug
 
                     res = {"ok": False, "kind": "bug", "error": our_bug(file.file_name, err),
                            "traceback": "".join(traceback.format_exception(type(err), err, err.__traceback__))}

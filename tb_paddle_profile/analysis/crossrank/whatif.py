@@ -255,11 +255,10 @@ def what_ifs(graph: Graph, base: float, start: np.ndarray = None, end: np.ndarra
 
 
 def analyze_whatif(inputs: Sequence, run: str = "", span: str = "", params=None, tokens_per_step=None,
-                   model_config=None, peak_tflops=None, time_unit: str = "ms") -> wpb.RunWhatIf:
+                   model_config=None, peak_tflops=None) -> wpb.RunWhatIf:
     """The RunWhatIf of the given RankDigests (or Summaries) of one run and span: the critical path,
-    the what-ifs, the pipeline schedule, MFU and their Display. A bad model config raises ValueError
-    (one line naming the file)."""
-    from ...display.whatif import whatif_display
+    the what-ifs, the pipeline schedule and MFU (its Display is present.display.whatif's). A bad model
+    config raises ValueError (one line naming the file)."""
     from ..mfu import mfu
     from . import labels as L
     from .critical_path import critical_path, prepare
@@ -268,7 +267,6 @@ def analyze_whatif(inputs: Sequence, run: str = "", span: str = "", params=None,
     out = wpb.RunWhatIf(run=run, span=span)
     if not inputs:
         out.notes.append("No traces.")
-        out.display.CopyFrom(whatif_display(out, time_unit))
         return out
     prep = prepare(inputs)
     out.ranks = len(prep.ranks)
@@ -295,5 +293,4 @@ def analyze_whatif(inputs: Sequence, run: str = "", span: str = "", params=None,
     out.schedule.CopyFrom(build_schedule(prep.ranks, topo, prep.flat))
     out.mfu.CopyFrom(mfu(prep.ranks, topo, params=params, tokens_per_step=tokens_per_step,
                          model_config=model_config, peak_tflops=peak_tflops))
-    out.display.CopyFrom(whatif_display(out, time_unit))
     return out

@@ -1,0 +1,384 @@
+"""Find runs, workers and spans under a logdir, local or remote, without parsing any trace.
+
+Every folder that holds ``*.paddle_trace.json`` or ``*.paddle_trace.json.gz`` is a run, named by its path
+relative to the logdir (``.`` for the logdir itself). The worker, host, pid and rank come from the file
+name; the span from the first few KB of the file (one ranged read), never from a full parse.
+
+Which files form a run, a worker and a span, and which file a worker that exported a span twice
+stands for (the latest export), is decided by :func:`tb_paddle_profile.pipeline.runs.assemble`, the same for
+the CLI.
+
+A background thread rescans periodically, so runs and spans written during training appear without a
+restart. Each scan is published as an immutable :class:`Snapshot`; request threads only ever read the
+latest one. A file whose size or version changed since the previous scan is marked ``changed``: it is
+still being written, and the loader waits for it to settle.
+
+The path policy of :mod:`tb_paddle_profile.core.paths` is applied to every listed file of a local logdir: a
+file it refuses (a link leading outside the logdir or nowhere, a FIFO, a device, ...) is still listed,
+so that the user sees why, with the reason in ``TraceFile.refused``; nothing of it is read (not even its
+head), and the loader shows it FAILED with that reason. Folders that are symbolic links are not walked
+(fsspec's local listing does not descend into them), so a link out of the logdir or a link loop is never
+followed; a linked file is listed with its target's size and modification time.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import posixpath
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
+
+import fsspec
+
+from tb_paddle_profile.core import paths
+from tb_paddle_profile.pipeline import runs as runs_mod
+from tb_paddle_profile.store.cache import CacheKey
+from tb_paddle_profile.core.errors import TraceError
+from tb_paddle_profile.core.naming import is_trace_file, parse_file_name
+from tb_paddle_profile.trace.reader import peek_span
+
+logger = logging.getLogger(__name__)
+
+HEAD_BYTES = 8192
+MIN_SCAN_GAP_S = 2.0
+SLOW_SCAN_FACTOR = 5
+UNKNOWN_SPAN = "?"
+# Keys under which fsspec implementations report a content identity, best first.
+_VERSION_KEYS = ("ETag", "etag", "md5Hash", "generation", "version_id", "VersionId")
+_TIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "modified", "mtime_ns", "created", "timeCreated")
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One trace file: one worker's one span of one run."""
+
+    run: str
+    worker: str
+    span: str
+    file_name: str
+    path: str  # the store's own path; internal, never built from a request
+    source: str  # protocol-qualified location, for cache keys
+    size: int
+    version: str
+    mtime: Optional[float]
+    rank: int = -1
+    hostname: str = ""
+    pid: int = -1
+    export_time: str = ""
+    changed: bool = False  # size or version differ from the previous scan
+    refused: str = ""  # why the path policy (paths.py) forbids reading it; "" when it may be read
+    root: str = ""  # the logdir as the store names it: the `root` for paths.open_checked/read_checked
+    recorded_span: str = ""  # the span the trace records (`span` may be "<span>@1": runs.assemble)
+
+    @property
+    def key(self) -> CacheKey:
+        return CacheKey(self.source, self.size, self.version)
+
+    @property
+    def gzipped(self) -> bool:
+        return self.file_name.endswith(".gz")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The result of one scan: run -> worker -> span -> file, in display order."""
+
+    logdir: str
+    scanned_at: float = 0.0  # 0 until the first scan completes
+    runs: Mapping[str, Mapping[str, Mapping[str, TraceFile]]] = field(default_factory=dict)
+    error: str = ""  # why the last listing failed, if it did (the files of the scan before are kept)
+    generation: int = 0
+
+    @property
+    def files(self) -> List[TraceFile]:
+        return [f for workers in self.runs.values() for spans in workers.values() for f in spans.values()]
+
+
+def _as_epoch(value) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return value.timestamp()
+    if isinstance(value, (int, float)):
+        value = float(value)
+        if value > 1e17:  # nanoseconds
+            return value / 1e9
+        if value > 1e11:  # milliseconds
+            return value / 1e3
+        return value
+    if isinstance(value, str):
+        try:
+            return _as_epoch(_dt.datetime.fromisoformat(value.replace("Z", "+00:00")))
+        except ValueError:
+            try:
+                return _as_epoch(float(value))
+            except ValueError:
+                return None
+    return None
+
+
+def file_identity(info: Mapping) -> Tuple[str, Optional[float]]:
+    """(version, mtime) of a listing entry: an ETag-like identity when the store has one, else the time."""
+    mtime = None
+    for k in _TIME_KEYS:
+        if info.get(k) is not None:
+            mtime = _as_epoch(info[k])
+            if mtime is not None:
+                break
+    for k in _VERSION_KEYS:
+        if info.get(k):
+            return str(info[k]).strip('"'), mtime
+    return (repr(mtime) if mtime is not None else ""), mtime
+
+
+class Discovery:
+    """Scans one logdir through fsspec; read-only."""
+
+    def __init__(self, logdir: str, interval: Optional[float] = 30.0):
+        self.logdir = logdir
+        url = logdir
+        if "://" not in url and "::" not in url:
+            url = os.path.abspath(os.path.expanduser(url))
+        # Credentials and endpoints come from each store's usual environment and from fsspec's config.
+        self.fs, self.root = fsspec.core.url_to_fs(url)
+        self.root = self.root.rstrip("/") or "/"
+        self.local = paths.is_local(self.fs)
+        self.interval = interval
+        self._snapshot = Snapshot(logdir=logdir)
+        self._known: Dict[str, Tuple[int, str, Optional[str]]] = {}  # path -> (size, version, span)
+        self._listeners: List[Callable[[Snapshot], None]] = []
+        self._scan_lock = threading.Lock()
+        self._first = threading.Event()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    # ---------------------------------------------------------------- public
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def subscribe(self, listener: Callable[[Snapshot], None]) -> None:
+        """``listener(snapshot)`` runs on the scanning thread after every scan."""
+        self._listeners.append(listener)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="paddle-profile-scan", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+
+    def request_scan(self) -> None:
+        """Ask the background thread for a scan now; returns at once."""
+        self._wake.set()
+
+    def wait_first_scan(self, timeout: Optional[float]) -> bool:
+        return self._first.wait(timeout)
+
+    def scan(self) -> Snapshot:
+        """List the logdir, read the heads of new files, publish and return the snapshot."""
+        with self._scan_lock:
+            snapshot = self._scan_once()
+            # Listeners first, so that a published snapshot always has its files' states.
+            for listener in list(self._listeners):
+                try:
+                    listener(snapshot)
+                except Exception:  # a listener's bug must not stop discovery
+                    logger.exception("tb_paddle_profile: scan listener failed")
+            self._snapshot = snapshot
+            self._first.set()
+        return snapshot
+
+    # -------------------------------------------------------------- internal
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.scan()
+            except Exception:
+                logger.exception("tb_paddle_profile: scan of %s failed", self.logdir)
+            if self.interval is None:
+                return
+            took = time.monotonic() - started
+            # A large bucket that takes long to list is listed less often, so scans never dominate.
+            self._wake.wait(max(self.interval, SLOW_SCAN_FACTOR * took))
+            self._wake.clear()
+            # Scans asked for by requests come at most every MIN_SCAN_GAP_S.
+            self._stop.wait(max(0.0, started + MIN_SCAN_GAP_S - time.monotonic()))
+
+    def _list(self) -> Dict[str, Mapping]:
+        self.fs.invalidate_cache()
+        if not self.fs.exists(self.root):
+            return {}
+        found = self.fs.find(self.root, withdirs=False, detail=True)
+        return {p: info for p, info in found.items() if is_trace_file(posixpath.basename(p))}
+
+    def _run_name(self, path: str) -> Optional[str]:
+        parent = posixpath.dirname(path)
+        if parent == self.root:
+            return "."
+        prefix = self.root if self.root.endswith("/") else self.root + "/"
+        if not parent.startswith(prefix):
+            return None
+        return parent[len(prefix):]
+
+    def _checked(self, path: str, info: Mapping, root_real: str) -> Tuple[str, Mapping]:
+        """(why the path policy refuses the file or "", its listing entry). A local link that may be
+        read is described by its target: fsspec gives the target's size but the link's own mtime, which
+        would hide a rewrite of the target."""
+        if not self.local:
+            return "", info
+        reason = paths.refusal(self.fs, path, root_real) or ""
+        if not reason and info.get("islink"):
+            try:
+                st = os.stat(path)
+                info = dict(info, size=st.st_size, mtime=st.st_mtime)
+            except OSError:
+                pass
+        return reason, info
+
+    def _read_heads(self, entries: List[Tuple[str, int]]) -> Tuple[Dict[str, bytes], Dict[str, str]]:
+        """The first bytes of each file, and the files refused when opened (swapped since the check)."""
+        if not entries:
+            return {}, {}
+        if self.local:
+            heads, refused = {}, {}
+            for path, size in entries:
+                try:
+                    with paths.open_checked(self.fs, path, self.root, posixpath.basename(path)) as handle:
+                        heads[path] = handle.read(min(HEAD_BYTES, size))
+                except TraceError as err:
+                    refused[path] = err.reason
+                except OSError as err:  # gone or unreadable: its span stays unknown, the loader says why
+                    logger.debug("tb_paddle_profile: cannot read the head of %s: %s", path, err)
+            return heads, refused
+        names = [p for p, _ in entries]
+        ends = [min(HEAD_BYTES, size) for _, size in entries]
+        try:
+            # Async stores (s3, gcs, http) fetch all the ranges concurrently.
+            heads = self.fs.cat_ranges(names, [0] * len(names), ends, on_error="return")
+        except Exception as err:
+            logger.warning("tb_paddle_profile: reading trace heads failed: %s", err)
+            return {}, {}
+        return {p: h for p, h in zip(names, heads) if isinstance(h, bytes)}, {}
+
+    def _scan_once(self) -> Snapshot:
+        previous = self._snapshot
+        try:
+            listing = self._list()
+        except Exception as err:
+            message = " ".join(str(err).split()) or type(err).__name__
+            logger.warning("tb_paddle_profile: cannot list %s: %s", self.logdir, message)
+            return Snapshot(previous.logdir, time.time(), previous.runs, message, previous.generation + 1)
+
+        entries = []
+        root_real = paths.real_root(self.root) if self.local else self.root
+        for path, info in listing.items():
+            run = self._run_name(path)
+            if run is None:
+                continue
+            refused, info = self._checked(path, info, root_real)
+            size = int(info.get("size") or 0)
+            version, mtime = file_identity(info)
+            entries.append((run, path, size, version, mtime, refused))
+
+        need_head = []
+        for run, path, size, version, _, refused in entries:
+            known = self._known.get(path)
+            if refused:
+                continue  # nothing of a refused file is read, not even its head
+            if size > 0 and (known is None or (known[2] is None and known[:2] != (size, version))):
+                need_head.append((path, size))
+        heads, late = self._read_heads(need_head)
+
+        known_now: Dict[str, Tuple[int, str, Optional[str]]] = {}
+        traces: List[TraceFile] = []
+        for run, path, size, version, mtime, refused in entries:
+            refused = refused or late.get(path, "")
+            known = self._known.get(path)
+            if refused:
+                span = None
+                known = None  # its span is not remembered: it is read afresh once the file may be read
+            elif path in heads:
+                span = peek_span(heads[path])
+            else:
+                span = known[2] if known else None
+            if not refused:
+                known_now[path] = (size, version, span)
+            name = posixpath.basename(path)
+            parsed = parse_file_name(name)
+            trace = TraceFile(
+                run=run,
+                worker=parsed.worker,
+                span=span if span else UNKNOWN_SPAN,
+                file_name=name,
+                path=path,
+                source=self.fs.unstrip_protocol(path),
+                size=size,
+                version=version,
+                mtime=mtime,
+                rank=parsed.rank,
+                hostname=parsed.hostname,
+                pid=parsed.pid,
+                export_time=parsed.export_time,
+                changed=known is not None and known[:2] != (size, version),
+                refused=refused,
+                root=self.root,
+                recorded_span=span if span else UNKNOWN_SPAN,
+            )
+            traces.append(trace)
+        self._known = known_now
+        return Snapshot(previous.logdir, time.time(), runs_mod.assemble(traces), "", previous.generation + 1)
+
+
+# ------------------------------------------------------------------ the CLI's files
+
+
+def local_traces(target: str) -> Tuple[object, Optional[str], List]:
+    """(fs, root, files) of what a CLI command reads: every trace under the folder ``target`` (one run,
+    named "."; the folder is the path policy's root, as for the tab) or the one file named (followed
+    wherever it leads; root None). The files carry the cache keys the plugin gives them."""
+    if os.path.isdir(target):
+        d = Discovery(target, interval=None)
+        snap = d.scan()
+        if snap.error:
+            raise OSError(snap.error)
+        files = [replace(f, run=".", span=f.recorded_span or f.span) for f in snap.files]
+        runs = runs_mod.assemble(files)
+        return d.fs, d.root, [f for spans in runs.get(".", {}).values() for f in spans.values()]
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(os.path.abspath(target))
+    name = os.path.basename(path)
+    try:
+        st = os.stat(path)
+        size = st.st_size
+        version, mtime = file_identity({"mtime": st.st_mtime})
+    except OSError:
+        size, version, mtime = 0, "", None
+    span = _head_span(path)
+    w = parse_file_name(name)
+    f = TraceFile(run=".", worker=w.worker, span=span, file_name=name, path=path,
+                  source=fs.unstrip_protocol(path), size=size, version=version, mtime=mtime, rank=w.rank,
+                  hostname=w.hostname, pid=w.pid, export_time=w.export_time, root="", recorded_span=span)
+    return fs, None, [f]
+
+
+def _head_span(path: str) -> str:
+    from tb_paddle_profile.core.paths import open_checked
+    from tb_paddle_profile.trace.reader import peek_span
+
+    try:
+        with open_checked(None, path, None) as f:
+            return peek_span(f.read(8192)) or "?"
+    except Exception:  # a FIFO, a device, gone: the job says why
+        return "?"

@@ -1,0 +1,316 @@
+"""Run assembly and the cross-rank analysis of a run, the same for the TensorBoard tab and the CLI.
+
+**Which files form a run, a rank and a span.** A run is a folder holding traces (the tab: each folder
+under the logdir, named by its path relative to it, "." for the logdir itself; the CLI's
+``distributed``: every trace under the folder it is given). Within a run, a worker is the name Paddle
+gave the file (``rank3``, ``host_<hostname>pid_<pid>``, ...), and a span the ``span_indx`` the trace
+records. One worker has at most one file per span.
+
+**A worker that exported the same span twice** (a training restarted in the same folder, a profiler
+exporting again): the **latest export** (the export time in the file name, then the name) is that
+worker's file of the span, the one the run's views and the CLI use. The earlier exports stay listed,
+under the span names ``<span>@1`` (the oldest), ``<span>@2``, ... so that they can still be looked at
+one by one, and the run's analysis says which files it left out (:func:`duplicate_notes`).
+
+**The cross-rank analysis** of a run and span (:class:`RunAnalyses`) reads the ranks' digests only
+(analysis/digest.py, a few KB per rank), is stored in the cache under a key made of the analysis schema
+and the sorted cache keys of the ranks' digests (:func:`analysis_key`, also ``RunParallel.analysis_key``),
+is computed once per key however many requests ask at the same time (single flight), serves both
+formats from the one stored message, and is read back from disk after a restart. A changed trace has
+another cache key, hence another analysis key. It is stored in two parts, one blob on disk: the
+RunParallel without its matched instances (what ``parallel`` serves) and those instances as columns
+(``analysis.crossrank.encode.MatchedTable``), of which ``parallel_matched`` encodes only the page it
+answers (:func:`matched_page`).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from dataclasses import replace
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from tb_paddle_profile.store.lru import SizedLRU
+
+logger = logging.getLogger(__name__)
+
+# Bump when the analysis changes what it puts into a RunParallel (part of the analysis key).
+# 2: the matched instances are stored apart (MATCHED_SUFFIX), not in the RunParallel.
+ANALYSIS_SCHEMA = 2
+MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
+ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
+
+
+def span_order(span: str):
+    base, _, n = span.partition("@")
+    return (0, int(base), n, span) if base.isdigit() else (1, 0, n, span)
+
+
+def _worker_order(item):
+    name, spans = item
+    rank = next(iter(spans.values())).rank
+    return (rank if rank >= 0 else 1 << 30, name)
+
+
+def assemble(traces: Iterable) -> Dict[str, Dict[str, Dict[str, object]]]:
+    """run -> worker -> span -> file, in display order (runs by name, workers by rank then name, spans
+    by number), with the latest-export rule of the module's docstring. ``traces`` are
+    discovery.TraceFile (their ``recorded_span`` is the span the trace records)."""
+    grouped: Dict[str, Dict[str, Dict[str, list]]] = {}
+    for t in traces:
+        recorded = getattr(t, "recorded_span", "") or t.span
+        grouped.setdefault(t.run, {}).setdefault(t.worker, {}).setdefault(recorded, []).append(t)
+    runs: Dict[str, Dict[str, Dict[str, object]]] = {}
+    for run in sorted(grouped):
+        workers = {}
+        for worker, by_span in grouped[run].items():
+            spans = {}
+            for span, files in by_span.items():
+                files.sort(key=lambda t: (t.export_time, t.file_name))
+                *older, latest = files
+                spans[span] = _named(latest, span)
+                for i, t in enumerate(older, 1):
+                    spans[f"{span}@{i}"] = _named(t, f"{span}@{i}")
+            workers[worker] = dict(sorted(spans.items(), key=lambda kv: span_order(kv[0])))
+        runs[run] = dict(sorted(workers.items(), key=_worker_order))
+    return runs
+
+
+def _named(t, span: str):
+    return t if t.span == span else replace(t, span=span)
+
+
+def rank_order(f) -> tuple:
+    return (f.rank if f.rank >= 0 else 1 << 30, f.worker)
+
+
+def span_files(workers: Mapping[str, Mapping[str, object]], span: str) -> List:
+    """One file per worker that recorded ``span`` (its latest export), ordered by rank then worker."""
+    files = [spans[span] for spans in workers.values() if span in spans]
+    files.sort(key=rank_order)
+    return files
+
+
+def duplicate_notes(workers: Mapping[str, Mapping[str, object]], span: str) -> List[str]:
+    """Notes naming the earlier exports of ``span`` that the run's views leave out."""
+    notes = []
+    for worker, spans in workers.items():
+        older = [f for s, f in spans.items() if s.partition("@")[0] == span and "@" in s]
+        if older and span in spans:
+            notes.append(f"{worker} exported span {span} {len(older) + 1} times: the latest "
+                         f"({spans[span].file_name}) is used; left out: {', '.join(f.file_name for f in older)}.")
+    return notes
+
+
+def missing_ranks(files: Sequence, states: Sequence) -> Optional[str]:
+    """The one sentence a cross-rank view (Parallel, Distributed) shows when some of its ranks failed or
+    are still being written (``states``: the loader's FileState of each of ``files``): which ranks are
+    missing and why, and that the view covers the others; None when none is missing. A rank still being
+    written (GROWING) does not hold the view back: it is left out until it is complete, and said so."""
+    gone = [(f, st) for f, st in zip(files, states) if st.state in (_FAILED, _GROWING)]
+    if not gone:
+        return None
+
+    def why(f, st) -> str:
+        if st.state == _GROWING:
+            return f"still being written: {st.error}" if st.error else f"{f.file_name}: still being written"
+        return st.error or f.file_name + ": failed"
+
+    named = "; ".join(f"{_rank_name(f)} ({why(f, st)})" for f, st in gone)
+    left = len(files) - len(gone)
+    verb = "is" if len(gone) == 1 else "are"
+    text = (f"{len(gone)} of {len(files)} ranks {verb} missing: {named}. "
+            f"This view covers the other {left} rank{'' if left == 1 else 's'}.")
+    if any(st.state == _GROWING for _, st in gone):
+        text += " It is computed again once the files being written are complete."
+    return text
+
+
+def blocking(states: Sequence) -> List[bool]:
+    """Which ranks a cross-rank view waits for: those queued or being parsed (ready in moments). A rank
+    still being written (GROWING: its size changes, or it is truncated JSON modified recently) may stay
+    so for minutes, so the view runs on the others without it (missing_ranks), unless no rank is ready."""
+    wait = [st.state in (_QUEUED, _LOADING) for st in states]
+    if not any(st.state == _READY for st in states):
+        wait = [w or st.state == _GROWING for w, st in zip(wait, states)]
+    return wait
+
+
+def _rank_name(f) -> str:
+    return f"rank {f.rank}" if f.rank >= 0 else f.worker
+
+
+# LoadState values (plugin.proto), without importing the protobuf module here
+_QUEUED, _LOADING, _READY, _FAILED, _GROWING = 1, 2, 3, 4, 5
+
+
+# ------------------------------------------------------------------ the analysis
+
+
+def analysis_key(digest_keys: Iterable) -> str:
+    """hash(analysis schema, digest schema, the sorted cache keys of the ranks' digests)."""
+    from tb_paddle_profile.analysis.digest import DIGEST_SCHEMA
+
+    parts = sorted(k.digest() if hasattr(k, "digest") else str(k) for k in digest_keys)
+    text = "\0".join([f"analysis-{ANALYSIS_SCHEMA}", f"digest-{DIGEST_SCHEMA}"] + parts)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+
+
+def analyze_digests(digests: Sequence, run: str, span: str):
+    """RunParallel of the ranks' RankDigests: the hybrid-parallel analysis (analysis.crossrank)."""
+    from tb_paddle_profile.analysis.crossrank import analyze_run
+
+    return analyze_run(list(digests), run, span)
+
+
+def analyze_split(digests: Sequence, run: str, span: str):
+    """(RunParallel without its matched instances, ``matched_total`` set; those instances as a
+    MatchedTable): what RunAnalyses stores, the matched instances apart (the ``parallel`` route
+    never sends them; ``parallel_matched`` encodes only the page it answers)."""
+    from tb_paddle_profile.analysis.crossrank.build import analyze
+
+    return analyze(list(digests), run, span)
+
+
+def summary_first(message, in_place: bool = False):
+    """The RunParallel without its matched instances (``matched_total`` says how many there are);
+    ``in_place``: strip ``message`` itself (a message just parsed for it) instead of a copy. A
+    stored analysis has none already (RunAnalyses keeps them apart) and keeps its matched_total."""
+    out = message
+    if not in_place:
+        out = type(message)()
+        out.CopyFrom(message)
+    if len(out.matched):
+        out.matched_total = len(out.matched)
+        del out.matched[:]
+    return out
+
+
+MATCHED_LIMIT = 1000  # instances per parallel_matched page, at most
+
+
+def matched_page(table, rank: Optional[int] = None, step: Optional[int] = None, offset: int = 0,
+                 limit: int = 100, run: str = "", span: str = "", analysis_key: str = ""):
+    """A MatchedPage of the analysis's matched instances ``table`` (a MatchedTable, its bytes as
+    RunAnalyses stores them, or a RunParallel holding them): instances with ``rank`` among their
+    members and of ``step`` (both optional), from ``offset``, at most ``limit`` (capped at
+    MATCHED_LIMIT). Only the page's instances are encoded."""
+    from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
+    from tb_paddle_profile.v1 import plugin_pb2
+
+    if isinstance(table, (bytes, bytearray, memoryview)):
+        table = MatchedTable.from_bytes(bytes(table))
+    elif not isinstance(table, MatchedTable):  # a RunParallel with its matched instances
+        run, span, analysis_key = run or table.run, span or table.span, analysis_key or table.analysis_key
+        table = MatchedTable.from_message(table.matched)
+    limit = max(1, min(int(limit), MATCHED_LIMIT))
+    offset = max(0, int(offset))
+    chosen = table.select(rank, step)
+    page = plugin_pb2.MatchedPage(run=run, span=span, analysis_key=analysis_key, total=chosen.size, offset=offset)
+    page.MergeFromString(table.encode(chosen[offset:offset + limit], field_number=6))  # MatchedPage.matched
+    return page
+
+
+class RunAnalyses:
+    """Cross-rank analyses by analysis key: in memory (bounded), in the cache folder, computed once.
+
+    An analysis is two parts: the RunParallel without its matched instances, and those instances
+    (a MatchedTable's bytes, for matched_page). Both are computed together; in memory they are two
+    entries (the key, the key + MATCHED_SUFFIX), on disk one blob under the key (:func:`pack`)."""
+
+    def __init__(self, cache=None, limit: int = ANALYSIS_LRU_BYTES):
+        self.cache = cache
+        self._memory = SizedLRU(limit)
+        self._lock = threading.Lock()
+        self._flights: Dict[str, threading.Lock] = {}
+        self.computed = 0  # analyses computed by this process (not read back): for tests and status
+
+    def peek(self, key: str) -> Optional[bytes]:
+        """The stored analysis (serialized RunParallel) of ``key`` if it is in memory or in the cache;
+        never computes."""
+        return self._peek(key, False)
+
+    def _peek(self, key: str, matched: bool) -> Optional[bytes]:
+        want = key + MATCHED_SUFFIX if matched else key
+        with self._lock:
+            data = self._memory.get(want)
+        if data is None and self.cache is not None:
+            parts = unpack(self.cache.get_analysis(key))
+            if parts is not None:
+                with self._lock:
+                    self._memory.put(key, parts[0])
+                    self._memory.put(key + MATCHED_SUFFIX, parts[1])
+                data = parts[matched]
+        return data
+
+    def get(self, key: str, compute: Callable[[], object]) -> bytes:
+        """The serialized RunParallel of ``key`` (without its matched instances); ``compute()`` returns
+        runs.analyze_split's pair (or a whole RunParallel) when it is neither in memory nor in the
+        cache: once, however many threads ask at the same time."""
+        return self._get(key, False, compute)
+
+    def matched(self, key: str, compute: Callable[[], object]) -> bytes:
+        """The matched instances of the analysis ``key`` (MatchedTable bytes, for matched_page),
+        computed with the analysis (``compute`` as for get) when they are not stored."""
+        return self._get(key, True, compute)
+
+    def _get(self, key: str, matched: bool, compute: Callable[[], object]) -> bytes:
+        data = self._peek(key, matched)
+        if data is not None:
+            return data
+        with self._lock:
+            flight = self._flights.setdefault(key, threading.Lock())
+        try:
+            with flight:
+                data = self._peek(key, matched)
+                if data is None:
+                    parts = self._compute(key, compute)
+                    data = parts[matched]
+                    with self._lock:
+                        self.computed += 1
+                        self._memory.put(key, parts[0])
+                        self._memory.put(key + MATCHED_SUFFIX, parts[1])
+                    if self.cache is not None:
+                        self.cache.put_analysis(key, pack(*parts))
+        finally:
+            with self._lock:
+                if self._flights.get(key) is flight:
+                    del self._flights[key]
+        return data
+
+    @staticmethod
+    def _compute(key: str, compute: Callable[[], object]) -> Tuple[bytes, bytes]:
+        from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
+
+        got = compute()
+        if isinstance(got, tuple):
+            message, table = got
+        else:  # a whole RunParallel: its matched instances apart
+            message = got
+            table = MatchedTable.from_message(message.matched)
+            summary_first(message, in_place=True)
+        message.analysis_key = key
+        return message.SerializeToString(), table.to_bytes()
+
+
+_PACK_MAGIC = b"TBPPRA2\n"
+
+
+def pack(analysis: bytes, matched: bytes) -> bytes:
+    """The one blob an analysis is stored as: a magic line, the RunParallel's length (8 bytes, little
+    endian), the RunParallel, the matched instances."""
+    return _PACK_MAGIC + len(analysis).to_bytes(8, "little") + analysis + matched
+
+
+def unpack(blob: Optional[bytes]) -> Optional[Tuple[bytes, bytes]]:
+    """(RunParallel bytes, matched instances bytes) of a pack()ed blob; None for anything else (it is
+    then computed again and stored over)."""
+    from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
+
+    head = len(_PACK_MAGIC) + 8
+    if not blob or len(blob) < head or not blob.startswith(_PACK_MAGIC):
+        return None
+    n = int.from_bytes(blob[len(_PACK_MAGIC):head], "little")
+    if head + n > len(blob) or not MatchedTable.is_table(blob[head + n:head + n + 64]):
+        return None
+    return blob[head:head + n], blob[head + n:]

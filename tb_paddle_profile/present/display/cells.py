@@ -1,0 +1,119 @@
+"""The one Python formatter of the display model's cells and sentences (display.proto).
+
+Its twin is frontend/src/display/cells.ts; both are tested on the same cases
+(tests/data/cell_cases.json, whose expected strings come from Python's own formatting, the
+operations Paddle's profiler_statistic applies). The rules, per CellKind:
+
+* DURATION: ns in the format's unit (or the reader's ``time_unit``), ``'{:.2f}'`` of ``ns / divisor``
+  (``ns`` itself for "ns"), "-" when missing or infinite; style "unit" appends " <unit>";
+* RATIO: ``'{:.{digits}f}'`` of ``fraction * 100``; PERCENT: the same and a "%" sign;
+* COUNT: ``str(int)``; BYTES: the integer, or style "human": "1.50 MB" (binary multiples), "-" for 0;
+* NUMBER: ``'{:.{digits}f}'``, or style "g": ``'{:g}'``; TEXT: the text.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from tb_paddle_profile.v1 import display_pb2 as dpb
+
+TEXT, DURATION, RATIO, PERCENT, COUNT, BYTES, NUMBER = (
+    dpb.CELL_TEXT, dpb.CELL_DURATION, dpb.CELL_RATIO, dpb.CELL_PERCENT, dpb.CELL_COUNT, dpb.CELL_BYTES,
+    dpb.CELL_NUMBER)
+TIME_UNITS = ("s", "ms", "us", "ns")
+_DIVISOR = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": None}
+
+
+def human_bytes(n: int) -> str:
+    """"-" for 0, else B / KB / MB / GB with 2 decimals (binary multiples)."""
+    if not n:
+        return "-"
+    for unit, div in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= div:
+            return f"{n / div:.2f} {unit}"
+    return f"{n} B"
+
+
+def format_value(fmt: dpb.Format, cell: dpb.Cell, time_unit: str = "ms") -> str:
+    """The printed text of one cell under its column's (or span's) format."""
+    if cell.missing:
+        return "-"
+    kind = fmt.kind
+    if kind == TEXT:
+        return cell.text
+    x = cell.number
+    if kind == DURATION:
+        unit = fmt.unit or time_unit
+        if unit not in _DIVISOR:
+            raise ValueError(f"time unit must be one of {', '.join(TIME_UNITS)}, not {unit!r}")
+        if math.isinf(x):
+            return "-"
+        div = _DIVISOR[unit]
+        text = "{:.2f}".format(x / div if div is not None else x)
+        return f"{text} {unit}" if fmt.style == "unit" else text
+    if kind == RATIO:
+        return "{:.{}f}".format(x * 100, fmt.digits)
+    if kind == PERCENT:
+        return "{:.{}f}%".format(x * 100, fmt.digits)
+    if kind == COUNT:
+        return str(int(x))
+    if kind == BYTES:
+        return human_bytes(int(x)) if fmt.style == "human" else str(int(x))
+    if kind == NUMBER:
+        return "{:g}".format(x) if fmt.style == "g" else "{:.{}f}".format(x, fmt.digits)
+    raise ValueError(f"unknown cell kind {kind}")
+
+
+def format_cell(column: dpb.Column, cell: dpb.Cell, time_unit: str = "ms") -> str:
+    return format_value(column.format, cell, time_unit)
+
+
+def span_text(span: dpb.Span, time_unit: str = "ms") -> str:
+    if span.is_value:
+        return format_value(span.format, span.value, time_unit)
+    return span.text
+
+
+def sentence_text(sentence: dpb.Sentence, time_unit: str = "ms") -> str:
+    """A sentence as plain text: its spans one after the other."""
+    return "".join(span_text(s, time_unit) for s in sentence.spans)
+
+
+# ------------------------------------------------------------------ builders (for display/*.py)
+
+
+def fmt(kind: int, unit: str = "", digits: int = 0, style: str = "") -> dpb.Format:
+    return dpb.Format(kind=kind, unit=unit, digits=digits, style=style)
+
+
+def num(x, title: str = "") -> dpb.Cell:
+    """A numeric cell; None (or an infinite minimum) is missing."""
+    if x is None:
+        return dpb.Cell(missing=True)
+    return dpb.Cell(number=float(x), title=title)
+
+
+def text(s: str, title: str = "") -> dpb.Cell:
+    return dpb.Cell(text=s, title=title)
+
+
+MISSING = dpb.Cell(missing=True)
+
+
+def lit(s: str) -> dpb.Span:
+    return dpb.Span(text=s)
+
+
+def val(x, kind: int, unit: str = "", digits: int = 0, style: str = "") -> dpb.Span:
+    return dpb.Span(is_value=True, format=fmt(kind, unit, digits, style), value=num(x))
+
+
+def rank(r: int, label: str) -> dpb.Span:
+    return dpb.Span(is_rank=True, rank=int(r), text=label)
+
+
+def sentence(spans: Iterable, key: str = "", level: str = "info", title: str = "") -> dpb.Sentence:
+    """A Sentence from spans; plain strings become literal spans."""
+    out = dpb.Sentence(key=key, level=level, title=title)
+    out.spans.extend(lit(s) if isinstance(s, str) else s for s in spans)
+    return out

@@ -1,0 +1,645 @@
+"""The display model of the run views (display.proto), built once from the cross-rank messages:
+
+* ``parallel_display(run_parallel)`` — view "parallel": every table, sentence and note of the
+  hybrid-parallel analysis that ``tb-paddle-profile parallel RUN`` prints (render/parallel_text.py)
+  and the Parallel panel shows, plus the panel's own tables (named ranks, findings, outliers:
+  Table.text_hidden) and sentences (costs, coverage, rank chips: keys the text layout does not print);
+* ``distributed_display(run_distributed)`` — view "distributed": every rank's Distribution Summary
+  side by side (the Distributed panel's table) and per step.
+
+The analysis writes its sentences with times as "{ns:N}" tokens (analysis/crossrank/advice.py
+TIME_TOKEN) and ranks as "rank N" or the rank's label; ``spans()`` turns them into typed spans in one
+place: a duration span per token (printed "12.34 ms" in the reader's unit) and a rank span per
+reference to a rank of the run (Span.text: the rank's label). Table keys and column keys:
+docs/display.md.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Optional, Sequence
+
+from tb_paddle_profile.analysis.collectives import KIND_LABELS
+from tb_paddle_profile.v1 import display_pb2 as dpb
+from tb_paddle_profile.v1 import plugin_pb2 as ppb
+from tb_paddle_profile.v1 import summary_pb2 as pb
+from tb_paddle_profile.present.display.cells import (
+    BYTES,
+    COUNT,
+    DURATION,
+    MISSING,
+    NUMBER,
+    PERCENT,
+    RATIO,
+    TEXT,
+    fmt,
+    lit,
+    num,
+    rank,
+    sentence,
+    val,
+)
+
+# The panel's tag of a cause (the verdict's and the findings' `cause` ids).
+CAUSES = {
+    "device_compute": "device compute: check its GPU",
+    "host_dataloader": "host: its data loader",
+    "host": "host: check its CPU side",
+    "launch_overhead": "launch overhead",
+    "memcpy": "memcpy",
+    "pipeline": "pipeline",
+}
+CATEGORY_TITLE = {"anomaly": "Anomaly", "structure": "Structure", "evidence": "Evidence"}
+CATEGORY_LEVEL = {"anomaly": "warning", "structure": "info", "evidence": "note"}
+# How many outlier ranks the panel lists.
+OUTLIERS = 8
+# Rank lists printed in full up to this many ranks, as ranges beyond.
+RANKS_SHOWN = 16
+
+
+def cause_text(cause: str) -> str:
+    return CAUSES.get(cause, cause.replace("_", " "))
+
+
+def kind_label(kind: int) -> str:
+    return KIND_LABELS.get(kind, "other")
+
+
+def ranks_text(ranks: Iterable[int], limit: int = RANKS_SHOWN) -> str:
+    """"-" for none, "0,1,2" up to `limit` ranks, else runs of consecutive ranks as ranges ("0-127,256")."""
+    ranks = list(ranks)
+    if not ranks:
+        return "-"
+    if len(ranks) <= limit:
+        return ",".join(map(str, ranks))
+    s = sorted(ranks)
+    out, a, b = [], s[0], s[0]
+    for x in s[1:] + [None]:
+        if x is not None and x == b + 1:
+            b = x
+            continue
+        out.append(str(a) if a == b else f"{a}-{b}")
+        if x is not None:
+            a = b = x
+    return ",".join(out)
+
+
+# ------------------------------------------------------------------ sentences of the analysis
+
+# a rank number is not a share ("the least covered rank 93%", "rank 93.5%")
+_TOKEN = re.compile(r"\{ns:(-?[0-9]+)\}|\b([Rr])ank ([0-9]+)\b(?![0-9%]|\.[0-9])")
+
+
+def duration(ns) -> dpb.Span:
+    """A time inside a sentence: "12.34 ms" in the reader's unit."""
+    return val(ns, DURATION, style="unit")
+
+
+def spans(text_: str, labels: Optional[Dict[int, str]] = None) -> List[dpb.Span]:
+    """The analysis's text as typed spans: each "{ns:N}" a duration, each "rank N" of a rank in
+    `labels` a rank span printing the rank's label (an occurrence already written as that label is
+    taken whole; "Rank N" keeps its capital)."""
+    labels = labels or {}
+    out: List[dpb.Span] = []
+    pos = 0
+    for m in _TOKEN.finditer(text_):
+        if m.start() < pos:
+            continue
+        if m.group(1) is not None:
+            span = duration(int(m.group(1)))
+            end = m.end()
+        else:
+            r = int(m.group(3))
+            if r not in labels:
+                continue
+            label = labels[r]
+            end = m.end()
+            if label and text_.startswith(label[1:], m.start() + 1):
+                end = m.start() + len(label)
+            shown = (m.group(2) + label[1:]) if label else m.group(0)
+            span = rank(r, shown)
+        if m.start() > pos:
+            out.append(lit(text_[pos:m.start()]))
+        out.append(span)
+        pos = end
+    if pos < len(text_):
+        out.append(lit(text_[pos:]))
+    return out
+
+
+def _sentence(key: str, parts: Sequence, level: str = "info", title: str = "") -> dpb.Sentence:
+    return sentence(parts, key=key, level=level, title=title)
+
+
+# ------------------------------------------------------------------ columns
+
+
+def col(key: str, header: str, kind: int = TEXT, digits: int = 0, style: str = "", unit: str = "",
+        text_hidden: bool = False, panel_hidden: bool = False, description: str = "") -> dpb.Column:
+    return dpb.Column(key=key, header=header, format=fmt(kind, unit, digits, style), text_hidden=text_hidden,
+                      panel_hidden=panel_hidden, description=description)
+
+
+def dur(key: str, header: str, **kw) -> dpb.Column:
+    return col(key, header, DURATION, **kw)
+
+
+def pct(key: str, header: str, digits: int = 1, **kw) -> dpb.Column:
+    return col(key, header, PERCENT, digits, **kw)
+
+
+def count(key: str, header: str, **kw) -> dpb.Column:
+    return col(key, header, COUNT, **kw)
+
+
+def _table(key: str, title: str, columns: List[dpb.Column], notes: Sequence[dpb.Sentence] = (),
+           text_hidden: bool = False, empty: str = "") -> dpb.Table:
+    t = dpb.Table(key=key, title=title, text=dpb.TextLayout(style="plain"), text_hidden=text_hidden, empty=empty)
+    t.columns.extend(columns)
+    t.notes.extend(notes)
+    return t
+
+
+def _row(t: dpb.Table, cells: Sequence, id: str = "", link: str = "") -> dpb.Row:
+    """A row from its cells: a number, None (missing), a str (text) or a Cell."""
+    row = t.rows.add(id=id, link=link)
+    add = row.cells.add
+    for c in cells:
+        if c is None:
+            add(missing=True)
+        elif isinstance(c, str):
+            add(text=c)
+        elif isinstance(c, dpb.Cell):
+            add().CopyFrom(c)
+        else:
+            add(number=c)
+    return row
+
+
+def _share(part, whole) -> dpb.Cell:
+    return num(part / whole) if whole else MISSING
+
+
+def _rank_link(r: int) -> str:
+    return f"rank:{r}" if r >= 0 else ""
+
+
+def _note(key: str, s: str) -> dpb.Sentence:
+    return _sentence(key, [s], "note")
+
+
+# ------------------------------------------------------------------ the parallel view
+
+RANKS_NOTE = ("Step = Compute + Exposed comm + Exposed memcpy + Idle. GPU timeline: Compute = some non-communication "
+              "kernel runs; Exposed comm = a communication kernel runs and no computation; Hidden comm = communication "
+              "overlapped by computation; Idle = nothing runs on the GPU.")
+RANKS_HOST_NOTE = ("Host timeline (no device events): communication = host communication events, which block the host; "
+                   "Compute = other operators; Idle = the rest.")
+RANKS_INFERRED_NOTE = "* rank numbered in the order of hostname, pid and worker name (the file names do not tell it)."
+KINDS_NOTE = ("Totals over ranks and steps. Wait = duration − transfer of matched instances (transfer ≈ the shortest "
+              "duration of the instance across its ranks).")
+HOST_NOTE = "Kernel time is the plain sum of kernel durations (streams overlap)."
+WAITS_NOTE = ("Role peers: the ranks of the same pipeline stage and mp index (other replicas). First work = from the "
+              "step's start to its first device event. Matched = matched instances of all its collectives. Deviation = "
+              "its largest excess over its role peers' median, as a share of the median step.")
+CLOCKS_NOTE = ("Offset of each host's clock from the reference host's, found from collectives spanning hosts (their "
+               "members end together); subtracted from its times before matching.")
+
+
+def _label(r: ppb.RankParallel) -> str:
+    return r.label or r.worker
+
+
+def _labels(rp: ppb.RunParallel) -> Dict[int, str]:
+    return {r.rank: (r.label or (f"rank {r.rank}" if r.worker == f"rank{r.rank}" else f"rank {r.rank} · {r.worker}"))
+            for r in rp.ranks}
+
+
+def _ranks_table(rp: ppb.RunParallel) -> dpb.Table:
+    notes = [_note("ranks.note", RANKS_NOTE)]
+    if any(r.timeline == pb.TIMELINE_HOST for r in rp.ranks):
+        notes.append(_note("ranks.host", RANKS_HOST_NOTE))
+    if any(r.rank_inferred for r in rp.ranks):
+        notes.append(_note("ranks.inferred", RANKS_INFERRED_NOTE))
+    t = _table("ranks", "Per-rank step breakdown", [
+        count("rank", "Rank"), col("label", "Label"), col("worker", "Worker", text_hidden=True, panel_hidden=True),
+        count("steps", "Steps"), dur("step_ns", "Step"), dur("compute_ns", "Compute"),
+        dur("exposed_comm_ns", "Exposed comm"), pct("exposed_comm_share", "(of step)"),
+        dur("hidden_comm_ns", "Hidden comm"), dur("exposed_memcpy_ns", "Exposed memcpy"), dur("idle_ns", "Idle"),
+        col("timeline", "Timeline")], notes)
+    for r in rp.ranks:
+        _row(t, [r.rank, _label(r), r.worker, r.steps, r.step_time_ns, r.compute_ns,
+                 r.exposed_communication_ns, _share(r.exposed_communication_ns, r.step_time_ns),
+                 r.hidden_communication_ns, r.exposed_memory_ns, r.idle_ns,
+                 ("host" if r.timeline == pb.TIMELINE_HOST else "GPU")], r.worker, _rank_link(r.rank))
+    return t
+
+
+def _matrix_table(rp: ppb.RunParallel, key: str, title: str, matrix: ppb.RankStepMatrix) -> dpb.Table:
+    steps = list(rp.steps)
+    t = _table(key, title, [count("rank", "Rank"), col("label", "Label", text_hidden=True)]
+               + [dur(f"step_{s}", f"#{s}") for s in steps])
+    vals = list(matrix.values_ns)
+    for i, r in enumerate(rp.ranks):
+        row = vals[i * len(steps):(i + 1) * len(steps)]
+        _row(t, [r.rank, _label(r)] + [v if v >= 0 else None for v in row] + [None] * (len(steps) - len(row)),
+             r.worker, _rank_link(r.rank))
+    return t
+
+
+def _kinds_table(rp: ppb.RunParallel) -> dpb.Table:
+    t = _table("kinds", "Collectives by kind (all ranks, all steps)", [
+        col("kind", "Kind"), count("calls", "Calls"), dur("device_ns", "Device time"), dur("host_ns", "Host time"),
+        dur("exposed_ns", "Exposed"), count("matched", "Matched"), dur("wait_ns", "Wait"),
+        dur("transfer_ns", "Transfer"), col("bytes", "Bytes", BYTES, style="human"), col("ranks", "Ranks")],
+        [_note("kinds.note", KINDS_NOTE)])
+    for k in rp.kinds:
+        _row(t, [kind_label(k.kind), k.calls, k.device_ns, k.host_ns, k.exposed_ns,
+                 k.matched, k.wait_ns, k.transfer_ns, k.bytes, ranks_text(k.ranks)],
+             kind_label(k.kind))
+    return t
+
+
+def _rank_kinds_table(rp: ppb.RunParallel) -> dpb.Table:
+    t = _table("rank_kinds", "Collectives by rank and kind (per step)", [
+        count("rank", "Rank"), col("kind", "Kind"), col("calls", "Calls", NUMBER, 1), dur("device_ns", "Device time"),
+        dur("exposed_ns", "Exposed"), dur("wait_ns", "Wait"), col("matched_of", "Matched"),
+        count("matched", "Matched instances", text_hidden=True, panel_hidden=True),
+        count("calls_total", "Calls (all steps)", text_hidden=True, panel_hidden=True)])
+    for r in rp.ranks:
+        n = max(1, r.steps)
+        for k in r.kinds:
+            _row(t, [r.rank, kind_label(k.kind), k.calls / n, k.device_ns / n,
+                     k.exposed_ns / n, k.wait_ns / n, f"{k.matched}/{k.calls}", k.matched,
+                     k.calls], f"{r.rank}:{kind_label(k.kind)}", _rank_link(r.rank))
+    return t
+
+
+def _host_table(rp: ppb.RunParallel) -> dpb.Table:
+    t = _table("host", "Host side: CUDA runtime against kernels (per step)", [
+        count("rank", "Rank"), dur("runtime_ns", "CUDA runtime"), pct("runtime_share", "(of step)"),
+        count("launches", "Launches"), dur("sync_ns", "Synchronising"), dur("kernel_ns", "Kernel time")],
+        [_note("host.note", HOST_NOTE)])
+    for r in rp.ranks:
+        _row(t, [r.rank, r.runtime_ns, _share(r.runtime_ns, r.step_time_ns), r.launches, r.sync_ns,
+                 r.kernel_ns], r.worker, _rank_link(r.rank))
+    return t
+
+
+def _waits_table(rp: ppb.RunParallel) -> dpb.Table:
+    t = _table("waits", "Waits at collectives other than send/recv, and each rank against its role peers (per step)", [
+        count("rank", "Rank"), dur("wait_ns", "Waited"), dur("caused_wait_ns", "Made peers wait"),
+        col("arrived_last", "Arrived last"), dur("compute_ns", "Compute"),
+        dur("peer_compute_ns", "Role peers' compute"),
+        dur("dataloader_ns", "Data loader"), dur("first_work_ns", "First work"), pct("coverage", "Matched"),
+        pct("deviation", "Deviation"), col("peers", "Peers"),
+        count("last_arrivals", "Last arrivals", text_hidden=True, panel_hidden=True),
+        count("matched", "Matched instances", text_hidden=True, panel_hidden=True)],
+        [_note("waits.note", WAITS_NOTE)])
+    for r in rp.ranks:
+        _row(t, [r.rank, r.wait_ns, r.caused_wait_ns, f"{r.last_arrivals}/{r.matched}",
+                 r.compute_ns, r.peer_compute_ns if r.peer_compute_ns else None, r.dataloader_ns,
+                 r.first_device_ns if r.first_device_ns >= 0 else None, r.coverage, r.deviation,
+                 ranks_text(r.peers), r.last_arrivals, r.matched], r.worker, _rank_link(r.rank))
+    return t
+
+
+def _topology_table(tv: ppb.TopologyView) -> dpb.Table:
+    head = (f"DP {tv.dp} x PP {tv.pp} x MP {tv.mp}" + (" (complete" if tv.complete else " (incomplete")
+            + (", Fleet's rank order)" if tv.matches_fleet_order else ")"))
+    notes = [_note("topology.method", tv.method)] if tv.method else []
+    notes += [_note("topology.note", n) for n in tv.notes]
+    t = _table("topology", f"Topology: {head}", [
+        col("axis", "Axis"), count("groups", "Groups"), col("sizes", "Sizes"), count("instances", "Instances"),
+        col("examples", "Examples")], notes)
+    by_axis: Dict[str, list] = {}
+    for g in tv.groups:
+        by_axis.setdefault(g.axis, []).append(g)
+    for axis, gs in sorted(by_axis.items()):
+        examples = "; ".join(ranks_text(g.ranks, 8) for g in gs[:3]) + (" …" if len(gs) > 3 else "")
+        _row(t, [axis, len(gs), str(sorted({len(g.ranks) for g in gs})),
+                 sum(g.instances for g in gs), examples], axis)
+    return t
+
+
+def _clocks_table(rp: ppb.RunParallel) -> dpb.Table:
+    t = _table("clocks", "Host clocks", [
+        col("host", "Host"), dur("offset_ns", "Offset"), dur("spread_ns", "Spread (IQR)"), count("samples", "Samples"),
+        col("reference", ""), col("ranks", "Ranks")], [_note("clocks.note", CLOCKS_NOTE)])
+    for c in rp.clocks:
+        _row(t, [c.hostname or "-", c.offset_ns, c.spread_ns, c.samples,
+                 ("reference" if c.reference else ""), (ranks_text(c.ranks, 8))], c.hostname)
+    return t
+
+
+def _pipeline_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
+    pv = rp.pipeline
+    if not pv.present:
+        return []
+    notes = [_note("pipeline.definition", pv.definition)] if pv.definition else []
+    if pv.stages:
+        t = _table("pipeline", f"Pipeline ({pv.pipelines} pipelines)", [
+            count("stage", "Stage"), col("ranks", "Ranks"), dur("step_ns", "Step"), dur("compute_ns", "Compute"),
+            dur("bubble_ns", "Bubble"), pct("bubble_ratio", "Bubble ratio")], notes)
+        for s in pv.stages:
+            _row(t, [s.stage, ranks_text(s.ranks), s.step_time_ns, s.compute_ns, s.bubble_ns,
+                     s.bubble_ratio], str(s.stage), _rank_link(s.ranks[0]) if s.ranks else "")
+        return [t]
+    t = _table("pipeline_ranks", "Pipeline (stages unknown)", [
+        count("rank", "Rank"), dur("step_ns", "Step"), dur("bubble_ns", "Bubble"), pct("bubble_ratio", "Bubble ratio")],
+        notes)
+    for r in rp.ranks:
+        if r.bubble_ns or r.pipeline_stage >= 0:
+            _row(t, [r.rank, r.step_time_ns, r.bubble_ns, r.bubble_ratio], r.worker,
+                 _rank_link(r.rank))
+    return [t]
+
+
+MEMORY_NOTE = ("Peak memory per rank: the largest peak allocated among its GPU places (Place(gpu:N)), else among its "
+               "other places (a CPU run), as its Memory view gives it; per stage the largest, smallest and mean over "
+               "the stage's ranks. Stage -1: no pipeline stage was found (all ranks).")
+
+
+def _memory_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
+    """Peak memory per pipeline stage and per rank (RunParallel.memory, analysis/memory.py)."""
+    mem = rp.memory
+    if not mem.ranks:
+        return []
+    def b(key: str, header: str, description: str) -> dpb.Column:   # "1.50 GB" in the CLI and the panel; CSV: the integer
+        return col(key, header, BYTES, style="human", description=description)
+
+    stages = _table("memory_stages", "Peak memory by pipeline stage", [
+        count("stage", "Stage"), col("ranks", "Ranks"),
+        b("max_peak_allocated", "Max allocated", "The largest peak allocated of the stage's ranks"),
+        count("max_allocated_rank", "On rank", description="The rank of the largest peak allocated"),
+        b("min_peak_allocated", "Min allocated", "The smallest peak allocated of the stage's ranks"),
+        b("mean_peak_allocated", "Mean allocated", "The mean peak allocated of the stage's ranks"),
+        b("max_peak_reserved", "Max reserved", "The largest peak reserved of the stage's ranks"),
+        count("max_reserved_rank", "On rank", description="The rank of the largest peak reserved")],
+        [_note("memory.note", MEMORY_NOTE)])
+    for st in mem.stages:
+        _row(stages, [st.stage, ranks_text(st.ranks), st.max_peak_allocated, st.max_allocated_rank,
+                      st.min_peak_allocated, st.mean_peak_allocated, st.max_peak_reserved, st.max_reserved_rank],
+             str(st.stage), _rank_link(st.max_allocated_rank))
+    ranks = _table("memory_ranks", "Peak memory by rank", [
+        count("rank", "Rank"), count("stage", "Stage"), col("place", "Place"),
+        b("peak_allocated", "Peak allocated", "The rank's largest peak allocated among its device places"),
+        b("peak_reserved", "Peak reserved", "The peak reserved of that place")])
+    for r in mem.ranks:
+        _row(ranks, [r.rank, r.stage, r.place, r.peak_allocated, r.peak_reserved], str(r.rank), _rank_link(r.rank))
+    return [stages, ranks]
+
+
+def _stragglers_table(rp: ppb.RunParallel, labels: Dict[int, str]) -> dpb.Table:
+    t = _table("stragglers", "Named ranks", [
+        count("rank", "Rank"), col("label", "Label"), col("cause", "Cause"), col("gpu", "GPU cause"),
+        dur("job_cost_ns", "Costs the job"), col("absorbed", "Absorbed"), dur("compute_ns", "Compute"),
+        dur("peer_compute_ns", "Role peers' compute"), pct("compute_excess", "(more)", 0),
+        count("last_arrivals", "Arrived last"), count("matched", "Matched")], text_hidden=True)
+    for s in rp.straggler.stragglers:
+        gpu = s.cause == "device_compute" if s.cause else s.longer_compute
+        tag = (cause_text(s.cause) if s.cause else "longer compute: check its GPU" if s.longer_compute
+               else "late arrival, normal compute: check its host")
+        _row(t, [s.rank, (s.label or labels.get(s.rank, f"rank {s.rank}")), tag, ("1" if gpu else ""),
+                 s.job_cost_ns, ("mostly absorbed" if s.absorbed else ""), s.compute_ns,
+                 s.peer_compute_ns, s.compute_excess, s.last_arrivals, s.matched],
+             s.worker or str(s.rank), _rank_link(s.rank))
+    return t
+
+
+def _findings_table(rp: ppb.RunParallel) -> dpb.Table:
+    t = _table("findings", "Findings", [
+        col("category", "Category"), col("category_title", "Category"), col("rule", "Rule"), col("cause", "Cause"),
+        count("stage", "Stage"), dur("cost_ns", "Cost to the job"), dur("excess_ns", "Excess"),
+        col("absorbed", "Absorbed"), col("ranks", "Ranks")], text_hidden=True)
+    for i, f in enumerate(rp.findings):
+        _row(t, [f.category, (CATEGORY_TITLE.get(f.category, f.category)), f.rule,
+                 (cause_text(f.cause) if f.cause else ""), f.stage if f.stage >= 0 else None,
+                 f.cost_ns if f.cost_ns > 0 else None, f.excess_ns if f.excess_ns > 0 else None,
+                 ("mostly absorbed" if f.absorbed else ""), ranks_text(f.ranks)], f"finding.{i}",
+             _rank_link(f.ranks[0]) if len(f.ranks) == 1 else "")
+    return t
+
+
+def _outliers_table(rp: ppb.RunParallel) -> dpb.Table:
+    """The ranks least like their peers: named ranks first, then by deviation (the analysis's
+    measure) where any rank has one, else by the net wait they cause; at most OUTLIERS."""
+    named = {s.rank for s in rp.straggler.stragglers}
+    by_dev = any(r.deviation != 0 for r in rp.ranks)
+    score = (lambda r: r.deviation) if by_dev else (lambda r: r.caused_wait_ns - r.wait_ns)
+    rows = [(r, score(r)) for r in rp.ranks if score(r) > 0 or r.rank in named]
+    rows.sort(key=lambda x: (x[0].rank not in named, -x[1]))
+    measure = pct("deviation", "Deviation") if by_dev else dur("net_caused_wait_ns", "Net caused wait")
+    t = _table("outliers", "Outlier ranks", [count("rank", "Rank", panel_hidden=True), col("label", "Rank"), measure,
+                                             dur("step_ns", "Step"), col("named", "Named", panel_hidden=True)],
+               [_note("outliers.note", "largest excess over the rank's role peers, as a share of the median step"
+                      if by_dev else "time its peers wait for it net of its own waits, per step")],
+               text_hidden=True, empty="No rank stands out from its peers.")
+    for r, s in rows[:OUTLIERS]:
+        _row(t, [r.rank, _label(r), s, r.step_time_ns, ("1" if r.rank in named else "")],
+             r.worker, _rank_link(r.rank))
+    return t
+
+
+def _advice_triggers_table(rp: ppb.RunParallel) -> dpb.Table:
+    t = _table("advice_triggers", "Advice triggers", [
+        count("advice", "Advice"), col("rule", "Rule"), col("metric", "Metric"), col("who", "Where"),
+        count("rank", "Rank"), col("value", "Value", NUMBER, style="g"),
+        col("threshold", "Threshold", NUMBER, style="g"),
+        col("unit", "Unit")], text_hidden=True)
+    for i, a in enumerate(rp.advice):
+        for tr in a.triggers:
+            _row(t, [i, a.rule, tr.metric, (f"rank {tr.rank}" if tr.rank >= 0 else "all ranks"),
+                     tr.rank if tr.rank >= 0 else None, tr.value, tr.threshold, tr.unit],
+                 f"{i}:{tr.metric}", _rank_link(tr.rank))
+    return t
+
+
+def _coverage(rp: ppb.RunParallel):
+    """The matching's coverage: the verdict's own figures, else the matching totals; None when unknown."""
+    v = rp.straggler
+    if v.coverage > 0 or v.min_rank_coverage > 0:
+        return v.coverage, v.min_rank_coverage
+    m = rp.matching
+    if m.instances > 0:
+        covered = [r.coverage for r in rp.ranks if r.coverage > 0]
+        return m.matched_instances / m.instances, (min(covered) if covered else None)
+    return None
+
+
+def _rank_chips(key: str, ranks: Sequence[int], labels: Dict[int, str]) -> dpb.Sentence:
+    parts: List = []
+    for i, r in enumerate(ranks):
+        if i:
+            parts.append(", ")
+        parts.append(rank(r, labels.get(r, f"rank {r}")))
+    return _sentence(key, parts)
+
+
+def _trigger_value(x: float, unit: str) -> dpb.Span:
+    return val(x, PERCENT, digits=1) if "fraction" in unit else val(x, NUMBER, style="g")
+
+
+def _sentences(rp: ppb.RunParallel, labels: Dict[int, str], time_unit: str) -> List[dpb.Sentence]:
+    out: List[dpb.Sentence] = []
+    steps = list(rp.steps)
+    step_txt = (f"steps {steps[0]}..{steps[-1]}" if len(steps) > 1 else f"step {steps[0]}") if steps else "no steps"
+    span = f", span {rp.span}" if rp.span else ""
+    out.append(_sentence("headline", [f"Hybrid-parallel analysis of {rp.run or 'the run'}{span}: ",
+                                      val(len(rp.ranks), COUNT), f" ranks, {step_txt}."]))
+    out.append(_sentence("units", [f"Times in {time_unit}, per step (means over the rank's steps)."]))
+
+    v = rp.straggler
+    out.append(_sentence("verdict", spans(v.summary, labels), "warning" if v.found else "good",
+                         "Straggler verdict"))
+    for s in v.stragglers:
+        out.append(_sentence("verdict.straggler", spans(s.reason, labels), "warning",
+                             s.label or labels.get(s.rank, "")))
+    ev = [f"({v.rule} Evidence: ", val(v.coverage, PERCENT, digits=1),
+          " of the instances matched, the least covered rank ", val(v.min_rank_coverage, PERCENT, digits=1),
+          f"{'; UNCERTAIN' if v.uncertain else ''}.)"]
+    out.append(_sentence("verdict.evidence", ev, "warning" if v.uncertain else "note"))
+    cov = _coverage(rp)
+    if cov is not None:
+        parts = ["coverage ", val(cov[0], PERCENT, digits=1)]
+        if cov[1] is not None and cov[1] >= 0:
+            parts += [" · lowest rank ", val(cov[1], PERCENT, digits=1)]
+        out.append(_sentence("verdict.coverage", parts, "warning" if v.uncertain else "note"))
+
+    for f in rp.findings:
+        key = f"finding.{f.rule}"
+        tag = f"[{f.category}: {f.rule}{', ' + f.cause if f.cause else ''}]"
+        out.append(_sentence(key, spans(f.text, labels), CATEGORY_LEVEL.get(f.category, "info"), tag))
+        if f.cost_ns > 0:
+            cost = ["costs ", duration(f.cost_ns), " / step"]
+        else:
+            cost = [] if f.category == "evidence" else ["no cost to the job"]
+        if f.absorbed:
+            cost += [" (mostly absorbed)"]
+        if cost:
+            out.append(_sentence(key + ".cost", cost, CATEGORY_LEVEL.get(f.category, "info")))
+        if f.excess_ns > 0:
+            out.append(_sentence(key + ".excess", ["Excess on the rank itself: ", duration(f.excess_ns),
+                                                   " / step against its role peers."], "note"))
+        if f.ranks:
+            out.append(_rank_chips(key + ".ranks", f.ranks, labels))
+
+    if not rp.advice:
+        out.append(_sentence("advice.none", ["No rule fired."], "good"))
+    for a in rp.advice:
+        key = f"advice.{a.rule}"
+        out.append(_sentence(key, spans(a.text, labels), "warning", a.title))
+        for tr in a.triggers:
+            # a citation: "rank 5" (a rank span, linked), not the whole label
+            who = rank(tr.rank, f"rank {tr.rank}") if tr.rank >= 0 else lit("all ranks")
+            out.append(_sentence(key + ".trigger", [f"[{a.rule}] {tr.metric} (", who, "): ",
+                                                    _trigger_value(tr.value, tr.unit), " >= threshold ",
+                                                    _trigger_value(tr.threshold, tr.unit)], "note"))
+        if a.ranks:
+            out.append(_rank_chips(key + ".ranks", a.ranks, labels))
+
+    m = rp.matching
+    out.append(_sentence("matching", ["Matching: ", val(m.matched_instances, COUNT), " of ", val(m.instances, COUNT),
+                                      f" communication instances matched across ranks ({m.method})."], "note"))
+    for n in rp.notes:
+        out.append(_sentence("note", ["Note: "] + spans(n, labels), "note"))
+    return out
+
+
+def parallel_display(rp: ppb.RunParallel, time_unit: str = "ms") -> dpb.Display:
+    """The Display of the hybrid-parallel analysis: one view "parallel" (keys in docs/display.md)."""
+    labels = _labels(rp)
+    view = dpb.View(key="parallel", title="Hybrid-parallel analysis")
+    view.sentences.extend(_sentences(rp, labels, time_unit))
+    tables = [_ranks_table(rp),
+              _matrix_table(rp, "step_time", "Step time by rank and step", rp.step_time),
+              _matrix_table(rp, "exposed_comm_by_step", "Exposed communication by rank and step",
+                            rp.exposed_communication),
+              _kinds_table(rp), _rank_kinds_table(rp)]
+    if not all(r.timeline == pb.TIMELINE_HOST for r in rp.ranks):
+        tables.append(_host_table(rp))
+    tables.append(_waits_table(rp))
+    tv = rp.topology
+    if tv.groups or tv.dp or tv.pp or tv.mp:
+        tables.append(_topology_table(tv))
+    if rp.clocks:
+        tables.append(_clocks_table(rp))
+    tables += _pipeline_tables(rp)
+    tables += _memory_tables(rp)
+    tables += [_stragglers_table(rp, labels), _findings_table(rp), _outliers_table(rp), _advice_triggers_table(rp)]
+    view.tables.extend(tables)
+    out = dpb.Display(time_unit=time_unit)
+    out.views.append(view)
+    return out
+
+
+# ------------------------------------------------------------------ the distributed view
+
+DISTRIBUTED_NOTE = ("Ratio = time / total step time of the rank. Other = step time − (communication ∪ computation).")
+NO_COMMUNICATION = ("No rank of this span recorded communication (Paddle prints no Distribution Summary): every step "
+                    "is computation or the rest.")
+_STATES = {v: k.lower() for k, v in ppb.LoadState.items()}
+
+
+def _state_text(r: ppb.RankDistributed) -> str:
+    s = _STATES.get(r.state, "unknown")
+    return f"{s}: {r.error}" if r.error else s
+
+
+def _fallback_label(worker: str, r: int) -> str:
+    if r >= 0:
+        return f"rank {r}" if worker == f"rank{r}" else f"rank {r} · {worker}"
+    return worker
+
+
+def distributed_display(rd: ppb.RunDistributed, labels: Optional[Dict[str, str]] = None,
+                        time_unit: str = "ms") -> dpb.Display:
+    """The Display of the Distributed view: every rank's Distribution Summary side by side (table
+    "ranks") and per step ("steps"). `labels`: the ranks' labels by worker (the run list's)."""
+    labels = labels or {}
+    view = dpb.View(key="distributed", title="Distributed")
+    ranks = _table("ranks", "Ranks", [
+        count("rank", "Rank"), col("label", "Label"), col("worker", "Worker", text_hidden=True, panel_hidden=True),
+        col("state", "State"),
+        dur("total_ns", "ProfileStep"), dur("comm_ns", "Communication"), col("comm_ratio", "Ratio (%)", RATIO, 2),
+        dur("comp_ns", "Computation"), col("comp_ratio", "Ratio (%)", RATIO, 2), dur("overlap_ns", "Overlap"),
+        col("overlap_ratio", "Ratio (%)", RATIO, 2), dur("other_ns", "Other"), count("steps", "Steps")],
+        [_note("ranks.note", DISTRIBUTED_NOTE)])
+    steps = _table("steps", "Per step", [
+        count("rank", "Rank"), col("label", "Label", text_hidden=True), count("step", "Step"),
+        dur("total_ns", "Step time"), dur("comm_ns", "Communication"), dur("comp_ns", "Computation"),
+        dur("overlap_ns", "Overlap"), dur("other_ns", "Other")])
+    any_comm = False
+    for r in rd.ranks:
+        label = labels.get(r.worker) or _fallback_label(r.worker, r.rank)
+        ready = r.state == ppb.READY
+        d = r.distributed
+        total, comm, comp, overlap = r.total_time_ns, d.communication_ns, d.computation_ns, d.overlap_ns
+        ratio = (lambda x: num(x / total if total else 0.0))
+        nums = ([num(total), num(comm), ratio(comm), num(comp), ratio(comp), num(overlap), ratio(overlap),
+                 num(total - (comp + comm - overlap)), num(len(r.steps))] if ready else [MISSING] * 9)
+        _row(ranks, [r.rank if r.rank >= 0 else None, label, r.worker, _state_text(r)] + nums,
+             r.worker, _rank_link(r.rank))
+        if not ready:
+            continue
+        any_comm = any_comm or d.present
+        for s in d.steps:
+            length = s.range.end_ns - s.range.start_ns
+            _row(steps, [r.rank if r.rank >= 0 else None, label, s.step, length,
+                         s.communication_ns, s.computation_ns, s.overlap_ns,
+                         length - (s.computation_ns + s.communication_ns - s.overlap_ns)],
+                 f"{r.worker}:{s.step}", _rank_link(r.rank))
+    if not any_comm and any(r.state == ppb.READY for r in rd.ranks):
+        view.sentences.append(_sentence("no_communication", [NO_COMMUNICATION], "info"))
+    view.tables.extend([ranks, steps])
+    out = dpb.Display(time_unit=time_unit)
+    out.views.append(view)
+    return out
+
+
+def display_of(view: str, message, time_unit: str = "ms", labels: Optional[Dict[str, str]] = None) -> dpb.Display:
+    """The Display of a run view by its key: "parallel" from a RunParallel, "distributed" from a RunDistributed."""
+    if view == "parallel":
+        return parallel_display(message, time_unit)
+    if view == "distributed":
+        return distributed_display(message, labels, time_unit)
+    raise KeyError(f"no run view {view!r} (parallel, distributed)")

@@ -1,0 +1,118 @@
+"""The display model of the what-if view (display.proto), built once from a RunWhatIf: view "whatif"
+with the what-if estimates, the critical path (per step, by kind, by rank, by operator) and the
+pipeline schedule and MFU tables of display/schedule.py. ``tb-paddle-profile whatif`` prints it
+(render/whatif_text.py) and the What-if panel draws it. Table and column keys: docs/display.md.
+"""
+from __future__ import annotations
+
+from typing import List
+
+from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
+from tb_paddle_profile.v1 import display_pb2 as dpb
+from tb_paddle_profile.v1 import whatif_pb2 as wpb
+from tb_paddle_profile.present.display.cells import DURATION, PERCENT, sentence, val
+from tb_paddle_profile.present.display.parallel import _row, _table, col, count, dur, pct
+from tb_paddle_profile.present.display.schedule import mfu_tables, schedule_sentences, schedule_tables
+
+
+def _whatif_table(w: wpb.RunWhatIf) -> dpb.Table:
+    t = _table("whatif", "What-if estimates", [
+        col("change", "Change"), dur("step", "Step"), dur("new_step", "New step"), dur("saving", "Saving"),
+        pct("saving_pct", "Saving %"), col("assumption", "Assumption", text_hidden=True)],
+        notes=[sentence(["Step = the job's mean step time replayed (mean over ranks and steps). Twice the "
+                         "micro-batches: the new step does twice the work; its saving is per sample."])],
+        empty="No what-if: the run has no step to replay.")
+    for x in w.what_ifs:
+        if x.applicable:
+            _row(t, [x.title, x.step_ns, x.new_step_ns, x.saving_ns, x.saving_fraction, x.assumption],
+                 id=wpb.WhatIfKind.Name(x.kind))
+        else:
+            _row(t, [x.title, x.step_ns, None, None, None, "not applicable: " + x.reason],
+                 id=wpb.WhatIfKind.Name(x.kind))
+    return t
+
+
+def _parts_table(key: str, title: str, parts, first: str) -> dpb.Table:
+    t = _table(key, title, [col("key", first), dur("time", "Time on path"), pct("share", "Share")])
+    for p in parts:
+        _row(t, [p.key, p.ns, p.fraction], link=f"rank:{p.rank}" if key.endswith("ranks") and p.rank >= 0 else "")
+    return t
+
+
+def _steps_table(cp: wpb.CriticalPath) -> dpb.Table:
+    kinds = ["compute", "communication", "memcpy", "host", "waiting"]
+    t = _table("critical_path_steps", "Critical path by step", [
+        count("step", "Step"), col("end_rank", "Ends on"), dur("observed", "Step (traced)"),
+        dur("replayed", "Step (replayed)"), dur("path", "Path")] + [dur(k, k.capitalize()) for k in kinds])
+    for s in cp.steps:
+        by = {k: 0 for k in kinds}
+        for p in s.breakdown.by_kind:
+            by[p.key.split(":")[0]] += p.ns
+        _row(t, [s.step, f"rank {s.end_rank}", s.observed_ns, s.replayed_ns, s.breakdown.length_ns]
+             + [by[k] for k in kinds], link=f"critical:{s.step}")
+    return t
+
+
+def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
+    out = [sentence([f"Times in {time_unit}."], key="units", level="note")]
+    cp = w.critical_path
+    if cp.steps:
+        top = cp.total.by_kind[0] if cp.total.by_kind else None
+        spans = ["Critical path: the job's step ", val(cp.observed_step_ns, DURATION), " (replayed ",
+                 val(cp.replayed_step_ns, DURATION), ", ", val(cp.replay_error, PERCENT, digits=2), " off)"]
+        if top is not None:
+            spans += ["; its largest part is ", top.key, " (", val(top.fraction, PERCENT, digits=1), ")"]
+        if cp.total.by_rank:
+            r = cp.total.by_rank[0]
+            spans += ["; most of it runs on ", r.key, " (", val(r.fraction, PERCENT, digits=1), ")"]
+        out.append(sentence(spans + ["."], key="whatif.path"))
+    best = [x for x in w.what_ifs if x.applicable and x.saving_ns > 0]
+    if best:
+        b = max(best, key=lambda x: x.saving_ns)
+        out.append(sentence(["Largest estimated saving: ", b.title, ", ", val(b.saving_ns, DURATION), " (",
+                             val(b.saving_fraction, PERCENT, digits=1), ")", " per sample" if b.per_sample else "",
+                             ". ", b.assumption], key="whatif.best", level="good"))
+    for x in w.what_ifs:
+        key = "whatif." + wpb.WhatIfKind.Name(x.kind).lower()[len("what_if_"):]
+        if not x.applicable:
+            out.append(sentence([f"{x.title}: not applicable ({x.reason})."], key=key, level="note"))
+        if x.applicable:
+            out.append(sentence([x.title + ": ", val(x.new_step_ns, DURATION), " instead of ",
+                                 val(x.step_ns, DURATION), " (saving ", val(x.saving_ns, DURATION), ", ",
+                                 val(x.saving_fraction, PERCENT, digits=1), " per sample" if x.per_sample else "",
+                                 "). ", x.assumption], key=key))
+    for n in w.notes:
+        out.append(sentence(["Note: " + n], key="note", level="note"))
+    return out
+
+
+def whatif_display(w: wpb.RunWhatIf, time_unit: str = "ms") -> dpb.Display:
+    view = dpb.View(key="whatif", title="Critical path and what-if")
+    view.sentences.extend(_sentences(w, time_unit))
+    cp = w.critical_path
+    view.tables.append(_whatif_table(w))
+    view.tables.append(_steps_table(cp))
+    view.tables.append(_parts_table("critical_path_kinds", "Critical path by kind (all steps)", cp.total.by_kind,
+                                    "Kind"))
+    view.tables.append(_parts_table("critical_path_ranks", "Critical path by rank (all steps)", cp.total.by_rank,
+                                    "Rank"))
+    view.tables.append(_parts_table("critical_path_operators", "Compute on the critical path by operator",
+                                    cp.total.by_operator, "Operator"))
+    if w.HasField("schedule") or w.HasField("mfu"):
+        view.sentences.extend(schedule_sentences(w.schedule if w.HasField("schedule") else None,
+                                                 w.mfu if w.HasField("mfu") else None))
+        if w.HasField("schedule"):
+            view.tables.extend(schedule_tables(w.schedule))
+        if w.HasField("mfu"):
+            view.tables.extend(mfu_tables(w.mfu))
+    out = dpb.Display(time_unit=time_unit)
+    out.views.append(view)
+    return out
+
+
+def whatif_answer(inputs, run: str = "", span: str = "", time_unit: str = "ms", **mfu_args) -> wpb.RunWhatIf:
+    """analysis.crossrank.whatif.analyze_whatif's RunWhatIf with its Display: what the route and the
+    CLI send. ``mfu_args``: params, tokens_per_step, model_config, peak_tflops."""
+    out = analyze_whatif(inputs, run, span, **mfu_args)
+    out.display.CopyFrom(whatif_display(out, time_unit))
+    return out
