@@ -340,7 +340,9 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
     pipeline.fill(out, ranks, topo, msgs)
     memory_stages(out, ranks, msgs)   # after the pipeline view: it reads pipeline_stage
     median_step = statistics.median([m.step_time_ns for m in out.ranks if m.steps] or [0])
-    findings.fill(out, ranks, topo, flat, w, g_axis, figs, peer_vals, msgs, median_step)
+    from .critical_path import Prepared   # critical_path imports this module
+    prep = Prepared(ranks, flat, w, topo, np.asarray(g_axis))
+    findings.fill(out, ranks, topo, flat, w, g_axis, figs, peer_vals, msgs, median_step, prep=prep)
     advice.advise(out, {m.rank: m for m in out.ranks}, median_step)
     return out, table
 

@@ -229,44 +229,65 @@ class Graph:
         (kernel) time, ``transfer`` replaces each group's transfer, the lags replace the launch,
         host-chain (stream lag of host nodes) and tail lags, ``gaps`` the time inside each node beyond its
         busy time (a compute run's gaps between its kernels)."""
+        s, e = self.replay_many([dict(scale=scale, transfer=transfer, launch_lag=launch_lag, host_lag=host_lag,
+                                      tail_lag=tail_lag, gaps=gaps)])
+        return s[0], e[0]
+
+    def replay_many(self, changes: Sequence[Dict[str, Optional[np.ndarray]]]) -> Tuple[np.ndarray, np.ndarray]:
+        """Several replays at once, one per dict of ``replay``'s changes (a missing or None entry: as
+        traced): (start, end), each of shape (len(changes), nodes). One walk over the levels serves them
+        all, so that K replays cost little more than one at many ranks."""
         N = self.n
+        K = len(changes)
         o = self.lev_nodes                   # every replayed node, level by level
         sent = self._sentinels()
-        f = (np.ones(N) if scale is None else scale)[o]
-        tr = self.transfer if transfer is None else transfer
-        SL = (self.sl if host_lag is None else host_lag)[o]
-        SL[sent["root"]] = self.obs_start[o][sent["root"]]   # a rank's first node starts when it did
-        LL = (self.ll if launch_lag is None else launch_lag)[o]
-        TL = (self.tl if tail_lag is None else tail_lag)[o]
-        extra = (self.dur - self.busy if gaps is None else gaps)[o]
-        extra[sent["sync"]] = 0.0            # a sync: its own minimum, or its wait (the cross edge)
+
+        def rows(key, default):
+            """(K or 1, len(o)): the change per replay, in level order (one row when none changes it)."""
+            got = [c.get(key) for c in changes]
+            if all(g is None for g in got):
+                return default[o][None, :]
+            return np.stack([(default if g is None else g)[o] for g in got])
+
+        f = rows("scale", np.ones(N))
+        SL = rows("host_lag", self.sl).copy()
+        SL[:, sent["root"]] = self.obs_start[o][sent["root"]]   # a rank's first node starts when it did
+        LL = rows("launch_lag", self.ll)
+        TL = rows("tail_lag", self.tl)
+        extra = rows("gaps", self.dur - self.busy).copy()
+        extra[:, sent["sync"]] = 0.0         # a sync: its own minimum, or its wait (the cross edge)
         XL, WL, BUSY, TN = self.xl[o], self.wl[o], self.busy[o], self.tn[o]
         SP, LP, XP, WP, TP, XE = sent["SP"], sent["LP"], sent["XP"], sent["WP"], sent["TP"], sent["XE"]
-        start = self.obs_start.copy()
-        end = np.concatenate([self.obs_end, [_NEG, 0.0]])   # N: "no predecessor", N + 1: time 0
+        start = np.repeat(self.obs_start[None, :], K, axis=0)
+        end = np.concatenate([np.repeat(self.obs_end[None, :], K, axis=0), np.full((K, 1), _NEG),
+                              np.zeros((K, 1))], axis=1)   # N: "no predecessor", N + 1: time 0
         ptr = self.lev_ptr
-        ratio_all = np.where(self.transfer > 0, tr / np.maximum(self.transfer, 1e-9), 0.0)
+        trs = [c.get("transfer") for c in changes]
+        if all(x is None for x in trs):
+            ratio_all = np.where(self.transfer > 0, 1.0, 0.0)[None, :]
+        else:
+            ratio_all = np.stack([np.where(self.transfer > 0, (self.transfer if x is None else x)
+                                           / np.maximum(self.transfer, 1e-9), 0.0) for x in trs])
         for v in range(self.n_levels):
             a, b = ptr[v], ptr[v + 1]
             if b > a:
-                s = np.maximum(np.maximum(end[SP[a:b]] + SL[a:b], end[LP[a:b]] + LL[a:b]),
-                               np.maximum(end[XP[a:b]] + XL[a:b], end[WP[a:b]] + WL[a:b]))
-                fb = f[a:b]
-                e = np.maximum(s + fb * BUSY[a:b] + extra[a:b], end[TP[a:b]] + TL[a:b] + fb * TN[a:b])
-                e = np.maximum(e, end[XE[a:b]] + XL[a:b])
+                s = np.maximum(np.maximum(end[:, SP[a:b]] + SL[:, a:b], end[:, LP[a:b]] + LL[:, a:b]),
+                               np.maximum(end[:, XP[a:b]] + XL[a:b], end[:, WP[a:b]] + WL[a:b]))
+                fb = f[:, a:b]
+                e = np.maximum(s + fb * BUSY[a:b] + extra[:, a:b], end[:, TP[a:b]] + TL[:, a:b] + fb * TN[a:b])
+                e = np.maximum(e, end[:, XE[a:b]] + XL[a:b])
                 c = o[a:b]
-                start[c] = s
-                end[c] = e
+                start[:, c] = s
+                end[:, c] = e
             a0, a1 = self.glev_ptr[v], self.glev_ptr[v + 1]
             if a1 > a0:
                 gs = self.glev_groups[a0:a1]
                 sizes = self.glev_sizes[a0:a1]
                 m0, m1 = self.glev_mptr[a0], self.glev_mptr[a1]
                 idx = self.glev_members[m0:m1]
-                m = np.maximum.reduceat(start[idx], self.glev_mptr[a0:a1] - m0)
-                end[idx] = np.repeat(m, sizes) + self.m_lag[idx] * np.repeat(ratio_all[gs], sizes)
-        end = end[:N]
-        return start, end
+                m = np.maximum.reduceat(start[:, idx], self.glev_mptr[a0:a1] - m0, axis=1)
+                end[:, idx] = np.repeat(m, sizes, axis=1) + self.m_lag[idx] * np.repeat(ratio_all[:, gs], sizes, axis=1)
+        return start, end[:, :N]
 
     def _sentinels(self) -> Dict[str, np.ndarray]:
         """The predecessors of the replayed nodes in level order, -1 replaced by N (end -inf: none) and,
@@ -315,6 +336,11 @@ class Graph:
         """The job's mean step time: mean over ranks and steps of the ProfileStep durations."""
         _, _, s, e = self.step_nodes()
         return float((end[e] - start[s]).mean()) if s.size else 0.0
+
+    def job_steps(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """``job_step`` of each row of replay_many's (start, end)."""
+        _, _, s, e = self.step_nodes()
+        return (end[:, e] - start[:, s]).mean(axis=1) if s.size else np.zeros(start.shape[0])
 
     # ------------------------------------------------------------------ the path
     def path_of(self, n0: int, lo: float, start: np.ndarray, end: np.ndarray):

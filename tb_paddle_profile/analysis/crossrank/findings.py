@@ -4,8 +4,9 @@ Rules (thresholds in thresholds.py, explained in docs/distributed.md):
 
 | rule | category | fires when |
 |---|---|---|
-| straggler | anomaly | a rank is an anomaly (verdict.py: unlike its role peers) and costs the job at least ABSORBED_SHARE of its excess |
-| absorbed_stall | anomaly | an anomaly that costs less than ABSORBED_SHARE of its excess (the pipeline hides most of it) |
+| straggler | anomaly | a rank unlike its role peers beyond the noise (cost.py) whose replay at their speed shortens the job's step by at least STRAGGLER_MIN_COST_NS and STRAGGLER_MIN_COST_FRACTION of the median step, and by at least ABSORBED_SHARE of its excess |
+| absorbed_stall | anomaly | such a rank that costs the job less than ABSORBED_SHARE of its excess (the pipeline hides most of it), named when it costs the floor or its excess is at least ANOMALY_MIN_EXCESS_FRACTION of the median step |
+| shared_excess | structure | STRUCTURE_MIN_RANKS or more ranks (and STRUCTURE_MIN_SHARE of the world) share one excess: their program or place differs, not their speed; replayed through one of them |
 | stage_imbalance | structure | the stages' mean compute differs by ≥ STAGE_IMBALANCE_FRACTION |
 | structural_wait | structure | a stage's ranks wait ≥ STRUCTURAL_WAIT_FRACTION of the step at pipeline-group collectives |
 | uncertain | evidence | a rank's matched coverage is below MIN_COVERAGE |
@@ -19,11 +20,13 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from ...v1 import plugin_pb2 as ppb
+from ...v1 import summary_pb2 as pb
 from . import thresholds as T
 from .advice import t
+from .cost import STRUCTURE_MIN_RANKS, named as named_candidates, rank_costs
 from .match import Flat
 from .model import RankData, Topology
-from .verdict import WHAT, anomalies, job_costs
+from .verdict import CAUSE, FIGURES, WHAT, has_peers
 
 
 # Where to look, per cause, in the verdict's sentence.
@@ -40,18 +43,75 @@ def _finding(out, rule, category, text, cause="", ranks=(), stage=-1, cost=0, ex
     return f
 
 
+
+def _name(out, v, found, ranks, topo, msgs, figs, peer_vals, c, median_step, check) -> None:
+    """The finding and the Straggler of one named candidate."""
+    i = c.index
+    r, m = ranks[i], msgs[i]
+    cost = int(round(c.cost))
+    cause = CAUSE[c.figure]
+    absorbed = cost < T.ABSORBED_SHARE * c.excess
+    lead = (f"{m.label} {WHAT[c.figure]} {t(c.value)} per step against its role peers' median {t(c.peer_value)} "
+            f"({t(c.excess)} more)")
+    share = f"{cost / median_step:.1%} of the median step {t(median_step)}"
+    how = ("at its role peers' speed the replayed step would be that much shorter" if c.method.startswith("replay")
+           else "from the step times: the other ranks' idle time it could give back")
+    if absorbed:
+        text = f"{lead}; the pipeline hides most of it; it costs the job {t(cost)} per step ({share}; {how})."
+    else:
+        text = f"{lead}; it costs the job {t(cost)} per step ({share}; {how})."
+    found.append(_finding(out, "absorbed_stall" if absorbed else "straggler", "anomaly", text, cause=cause,
+                          ranks=[r.rank], stage=topo.coord_pp[i] if topo.pipelines else -1, cost=cost,
+                          excess=c.excess, absorbed=absorbed,
+                          triggers=[dict(metric=f"{c.figure} over the role peers' median per step",
+                                         value=c.excess / median_step, threshold=0.0,
+                                         unit="fraction of the median step", rank=r.rank),
+                                    dict(metric="cost to the job per step (replayed at its peers' speed)",
+                                         value=cost / median_step,
+                                         threshold=T.ABSORBED_SHARE * c.excess / median_step,
+                                         unit="fraction of the median step (absorbed below)", rank=r.rank)]))
+    s = v.stragglers.add(rank=r.rank, worker=r.worker, label=m.label, cause=cause, job_cost_ns=cost,
+                         absorbed=absorbed, net_caused_wait_ns=cost, caused_wait_ns=m.caused_wait_ns,
+                         own_wait_ns=m.wait_ns, last_arrivals=m.last_arrivals, matched=m.matched,
+                         compute_ns=figs[i]["compute"], peer_compute_ns=peer_vals[i]["compute"])
+    s.compute_excess = (s.compute_ns / s.peer_compute_ns - 1) if s.peer_compute_ns else 0.0
+    s.longer_compute = cause == "device_compute"
+    if s.longer_compute:
+        s.reason = (f"{text} Its compute takes {t(s.compute_ns)} per step, {s.compute_excess:.0%} more than its "
+                    f"role peers' median {t(s.peer_compute_ns)}: longer compute; check {check[cause]}.")
+    else:
+        s.reason = (f"{text} Its compute ({t(s.compute_ns)} per step) is like its role peers' "
+                    f"({t(s.peer_compute_ns)}): it starts its work late for host-side reasons (CPU, data loading, "
+                    "kernel launches).")
+
+
+def _structure(g, ranks, topo, figs, median_step) -> ppb.Finding:
+    """One finding for a group of ranks that share an excess over their role peers."""
+    stages = sorted({topo.coord_pp[i] for i in g.members if topo.coord_pp and topo.coord_pp[i] >= 0})
+    where = f" of stage {stages[0]}" if len(stages) == 1 else ""
+    share = g.excess / g.peer_value if g.peer_value else 0.0
+    text = (f"{len(g.members)} ranks{where} {WHAT[g.figure]} {t(g.excess)} per step "
+            f"({share:+.0%}) more than their role peers, all alike: a difference of their program or "
+            f"their place in the job, not a straggler; one of them at its peers' speed would save "
+            f"{t(g.cost)} per step.")
+    return _finding(None, "shared_excess", "structure", text, cause=CAUSE[g.figure],
+                    ranks=[ranks[i].rank for i in g.members][:64], stage=stages[0] if len(stages) == 1 else -1,
+                    cost=int(round(g.cost)), excess=g.excess,
+                    triggers=[dict(metric="ranks sharing the excess", value=len(g.members),
+                                   threshold=STRUCTURE_MIN_RANKS, unit="ranks", rank=-1)])
+
+
 def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: Flat, w, g_axis: np.ndarray,
          figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]], msgs: List[ppb.RankParallel],
-         median_step: float) -> None:
+         median_step: float, prep=None) -> None:
     v = out.straggler
     v.min_wait_fraction = T.ANOMALY_MIN_EXCESS_FRACTION
     v.min_share_of_top = T.STRAGGLER_SHARE_OF_TOP
     v.compute_excess_threshold = T.COMPUTE_EXCESS_THRESHOLD
-    v.rule = (f"Each rank is compared with its role peers (the ranks of the same stage and MP index): a rank is "
-              f"named when its compute, data loading, launches, copies or wait for the first work exceed their "
-              f"median by at least {v.min_wait_fraction:.0%} of the median step ('longer compute': also at least "
-              f"{v.compute_excess_threshold:.0%} more compute); its cost is what the other replicas wait for it "
-              f"per step.")
+    v.rule = ("Each rank is compared with its role peers (the ranks of the same stage and MP index); a rank whose "
+              "compute, data loading, launches, copies or wait for the first work exceed their median beyond the "
+              "noise is replayed at their speed: its cost is how much shorter the job's step gets, and the "
+              "costliest are named first.")
     inst = sum(r.kind.size for r in ranks)
     cov = [m.coverage for m in msgs]
     v.coverage = out.matching.matched_instances / inst if inst else 1.0
@@ -74,64 +134,51 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
         out.findings.extend(found)
         return
 
-    costs = job_costs(ranks, flat, w.m_wait, g_axis)
-    anoms, excess, peer_vals = anomalies(ranks, topo, figs, peer_vals, costs, median_step)
+    peered = has_peers(ranks, topo)
+    costs = rank_costs(ranks, topo, flat, figs, peer_vals, median_step, msgs, prep=prep)
     for i, m in enumerate(msgs):
-        m.deviation = max(0.0, max(excess[i].values(), default=0) / median_step)
-
-    named = []
-    for a in anoms:
-        r, m = ranks[a.index], msgs[a.index]
-        cost = a.cost
-        lead = (f"{m.label} {WHAT[a.figure]} {t(a.value)} per step against its role peers' median {t(a.peer_value)} "
-                f"({t(a.excess)} more)")
-        share = f"{cost / median_step:.1%} of the median step {t(median_step)}"
-        if a.absorbed:
-            text = f"{lead}; the pipeline hides most of it; it costs the job {t(cost)} per step ({share})."
-        else:
-            text = f"{lead}; the other replicas wait for it, which costs the job {t(cost)} per step ({share})."
-        found.append(_finding(out, "absorbed_stall" if a.absorbed else "straggler", "anomaly", text, cause=a.cause,
-                              ranks=[r.rank], stage=topo.coord_pp[a.index] if topo.pipelines else -1, cost=cost,
-                              excess=a.excess, absorbed=a.absorbed,
-                              triggers=[dict(metric=f"{a.figure} over the role peers' median per step",
-                                             value=a.excess / median_step, threshold=T.ANOMALY_MIN_EXCESS_FRACTION,
-                                             unit="fraction of the median step", rank=r.rank),
-                                        dict(metric="cost to the job per step", value=cost / median_step,
-                                             threshold=T.ABSORBED_SHARE * a.excess / median_step,
-                                             unit="fraction of the median step (absorbed below)", rank=r.rank)]))
-        named.append(a)
-        s = v.stragglers.add(rank=r.rank, worker=r.worker, label=m.label, cause=a.cause, job_cost_ns=cost,
-                             absorbed=a.absorbed, net_caused_wait_ns=cost, caused_wait_ns=m.caused_wait_ns,
-                             own_wait_ns=m.wait_ns, last_arrivals=m.last_arrivals, matched=m.matched,
-                             compute_ns=figs[a.index]["compute"], peer_compute_ns=peer_vals[a.index]["compute"])
-        s.compute_excess = (s.compute_ns / s.peer_compute_ns - 1) if s.peer_compute_ns else 0.0
-        s.longer_compute = a.cause == "device_compute"
-        if s.longer_compute:
-            s.reason = (f"{text} Its compute takes {t(s.compute_ns)} per step, "
-                        f"{s.compute_excess:.0%} more than its role peers' median {t(s.peer_compute_ns)}: longer "
-                        "compute.")
-        else:
-            s.reason = (f"{text} Its compute ({t(s.compute_ns)} per step) is within "
-                        f"{T.COMPUTE_EXCESS_THRESHOLD:.0%} of its role peers' median ({t(s.peer_compute_ns)}): it "
-                        "starts its collectives late for host-side reasons (CPU, data loading, kernel launches).")
-    v.found = bool(named)
+        ex = [figs[i][f] - peer_vals[i][f] for f in FIGURES] if peered[i] else [0]
+        m.deviation = max(0.0, max(ex) / median_step)
+    # A candidate is named when it costs the job something, or when a large excess is absorbed (the
+    # absorbed stall: worth knowing, not what sets the step).
+    min_cost = max(T.STRAGGLER_MIN_COST_NS, T.STRAGGLER_MIN_COST_FRACTION * median_step)
+    named = named_candidates(costs, median_step)
+    cpu = all(r.digest.parallel.timeline == pb.TIMELINE_HOST for r in ranks)
+    check = dict(CHECK, device_compute="its CPU work" if cpu else "its GPU")
+    for c in named:
+        _name(out, v, found, ranks, topo, msgs, figs, peer_vals, c, median_step, check)
+    for g in costs.groups:
+        found.append(_structure(g, ranks, topo, figs, median_step))
+    v.found = any(c.cost >= min_cost for c in named) and not v.uncertain
     parts = []
     if named:
-        def one(a):
-            why = "longer compute" if a.cause == "device_compute" else "late arrival with normal compute"
-            tail = ("the pipeline hides most of it; it costs the job " if a.absorbed else "it costs the job ")
-            return (f"rank {ranks[a.index].rank} ({why}; check {CHECK[a.cause]}) {WHAT[a.figure]} {t(a.excess)} per step more "
-                    f"than its role peers; {tail}{t(a.cost)} per step")
-        parts.append("Straggler: " + "; ".join(one(a) for a in named[:8]) + (f"; and {len(named) - 8} more"
-                                                                             if len(named) > 8 else "") + ".")
+        def one(c):
+            why = "longer compute" if CAUSE[c.figure] == "device_compute" else "late arrival with normal compute"
+            absorbed = c.cost < T.ABSORBED_SHARE * c.excess
+            tail = "the pipeline hides most of it; it costs the job " if absorbed else "it costs the job "
+            return (f"rank {ranks[c.index].rank} ({why}; check {check[CAUSE[c.figure]]}) {WHAT[c.figure]} "
+                    f"{t(c.excess)} per step more than its role peers; {tail}{t(c.cost)} per step")
+        head = "Possible straggler (uncertain evidence): " if v.uncertain else "Straggler: "
+        if not v.found and not v.uncertain:
+            head = "No straggler sets the step; absorbed: "
+        parts.append(head + "; ".join(one(c) for c in named[:8]) + (f"; and {len(named) - 8} more"
+                                                                    if len(named) > 8 else "") + ".")
     else:
-        parts.append("No straggler: no rank computes, loads data, launches or copies more than its role peers by "
-                     f"{T.ANOMALY_MIN_EXCESS_FRACTION:.0%} of the median step "
-                     f"({t(max(T.ANOMALY_MIN_EXCESS_NS, T.ANOMALY_MIN_EXCESS_FRACTION * median_step))}) or more.")
+        parts.append(f"No straggler: no rank at its role peers' speed would shorten the step by "
+                     f"{t(min_cost)} or more.")
+    if costs.groups:
+        parts.append("Structure, not stragglers: " + "; ".join(
+            f"{len(g.members)} ranks {WHAT[g.figure]} {t(g.excess)} more than their role peers"
+            for g in costs.groups[:4]) + ".")
+    if not any(peered) and len(ranks) > 1:
+        parts.append("No rank has a known role peer (the topology gives no roles): nobody is compared.")
     if v.uncertain:
         parts.append(f"Uncertain: {v.coverage:.0%} of the instances matched, the least covered rank "
                      f"{v.min_rank_coverage:.0%} (threshold {T.MIN_COVERAGE:.0%}).")
     v.summary = " ".join(parts)
+    for note in costs.notes:
+        if note not in out.notes:
+            out.notes.append(note)
 
     # ---- structure: stage imbalance and structural waits
     if topo.pipelines and out.pipeline.stages:

@@ -37,6 +37,10 @@ COMPUTE_EXCESS_THRESHOLD = 0.10
 ANOMALY_MIN_EXCESS_FRACTION = 0.02
 # ... and the excess is at least this much in ns per step (timer noise).
 ANOMALY_MIN_EXCESS_NS = 200_000
+# A candidate (cost.py) is named a straggler when replaying it at its role peers' speed shortens the job's
+# step by at least this much (and this share of the median step).
+STRAGGLER_MIN_COST_NS = 100_000
+STRAGGLER_MIN_COST_FRACTION = 0.005
 # An anomaly is "absorbed" when its cost to the job is below this share of its excess.
 ABSORBED_SHARE = 0.5
 # The verdict is uncertain when a rank's matched coverage is below this.

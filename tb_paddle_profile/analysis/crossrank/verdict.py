@@ -1,33 +1,23 @@
-"""Each rank against its role peers: anomalies with a cause and a cost to the whole job.
+"""Each rank against its role peers: its figures, the peers' medians (cost.py turns them into a cost).
 
 * **Role peers** of a rank: the other ranks of the same pipeline stage and mp index (they differ
   only in dp and do the same work). Without a topology: the other ranks of the same stage.
 * **Figures** per step (means over the rank's steps): compute, data loader, launch (CUDA runtime
   time outside synchronising calls), memcpy/memset and the device's wait for the step's first work.
   A rank's **excess** in each is its figure minus the median of its role peers'.
-* An **anomaly**: some excess ≥ max(ANOMALY_MIN_EXCESS_NS, ANOMALY_MIN_EXCESS_FRACTION × the median
-  step) (compute also ≥ COMPUTE_EXCESS_THRESHOLD of the peers' compute). Its **cause** is the figure
-  with the largest excess: compute → device_compute, data loader → host_dataloader, launch →
-  launch_overhead, memcpy → memcpy; the first-work wait alone → host.
-* Its **cost to the job**, per step: the time its role peers wait for it at the data-parallel
-  collectives they share with it (per instance, the median of the other members' wait beyond its
-  own, summed over the step) — how much earlier the other replicas would finish the step. Not summed
-  over the peers. (Without a dp axis: at every collective other than send/recv and pipeline-group
-  ones.)
-* **Absorbed** when the cost is below ABSORBED_SHARE of the excess (the pipeline fill hides it).
-* **Uncertain** when some rank's matched coverage is below MIN_COVERAGE.
+* Its **cause** is the figure with the largest excess beyond the noise: compute → device_compute,
+  data loader → host_dataloader, launch → launch_overhead, memcpy → memcpy; the first-work wait
+  alone → host.
+* Its **cost to the job** is cost.py's: the replayed step with the rank at its role peers' speed.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from . import thresholds as T
-from .match import SEND_RECV, Flat
 from .model import RankData, Topology
 
 FIGURES = ("compute", "dataloader", "launch", "memcpy", "first_device")
@@ -65,19 +55,6 @@ def figures(st) -> List[Dict[str, int]]:
             "first_device": round_div(segment_sums(np.where(fd_ok, st.first_device, 0), st.ptr, n),
                                       np.maximum(1, segment_sums(fd_ok.astype(np.int64), st.ptr, n)))}
     return [dict(zip(FIGURES, row)) for row in np.stack([cols[x] for x in FIGURES], axis=1).tolist()]
-
-
-@dataclass
-class Anomaly:
-    index: int
-    figure: str
-    cause: str
-    excess: int
-    value: int
-    peer_value: int
-    cost: int
-    absorbed: bool
-    excesses: Dict[str, int] = field(default_factory=dict)
 
 
 def roles(ranks: Sequence[RankData], topo: Topology) -> List[Tuple[int, int]]:
@@ -121,62 +98,3 @@ def has_peers(ranks: Sequence[RankData], topo: Topology) -> List[bool]:
     for r in rl:
         count[r] += 1
     return [count[r] > 1 for r in rl]
-
-
-def job_costs(ranks: Sequence[RankData], flat: Flat, m_wait: np.ndarray, g_axis: np.ndarray) -> np.ndarray:
-    """Per rank index: per step, the wait its dp peers spend for it (see the module docstring)."""
-    n = len(ranks)
-    cost = np.zeros(n, dtype=np.float64)
-    if flat.n == 0:
-        return cost
-    has_dp = bool((g_axis == "dp").any())
-    if has_dp:
-        sel = g_axis == "dp"
-    else:
-        sel = (flat.g_kind != SEND_RECV) & (g_axis != "pp_group") & (g_axis != "pp")
-    sizes = flat.sizes
-    g = flat.m_group
-    gm = sel[g]
-    # groups of two: the other's wait
-    two = gm & (sizes[g] == 2)
-    gsum = np.add.reduceat(m_wait, flat.ptr[:-1])
-    other = gsum[g] - m_wait
-    hold = np.where(two, np.maximum(0, other - m_wait), 0).astype(np.float64)
-    big = np.nonzero(sel & (sizes > 2))[0]
-    ptr = flat.ptr
-    for gi in big.tolist():
-        w = m_wait[ptr[gi]:ptr[gi + 1]]
-        med = float(np.median(w))
-        hold[ptr[gi]:ptr[gi + 1]] = np.maximum(0.0, med - w)
-    np.add.at(cost, flat.m_rank, hold)
-    steps = np.array([max(1, len(r.steps)) for r in ranks], dtype=np.float64)
-    return cost / steps
-
-
-def anomalies(ranks: Sequence[RankData], topo: Topology, figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]],
-              costs: np.ndarray, median_step: float) -> Tuple[List[Anomaly], List[Dict[str, int]],
-                                                                 List[Dict[str, int]]]:
-    floor = max(T.ANOMALY_MIN_EXCESS_NS, T.ANOMALY_MIN_EXCESS_FRACTION * median_step)
-    excess_all, peer_all, out = [], [], []
-    peered = has_peers(ranks, topo)
-    for i in range(len(ranks)):
-        pv = peer_vals[i]
-        ex = {f: (figs[i][f] - pv[f]) if peered[i] else 0 for f in FIGURES}
-        excess_all.append(ex)
-        peer_all.append(pv)
-        passing = []
-        for f in FIGURES:
-            if ex[f] < floor:
-                continue
-            if f == "compute" and ex[f] < T.COMPUTE_EXCESS_THRESHOLD * max(1, pv[f]):
-                continue
-            passing.append(f)
-        if not passing:
-            continue
-        main = [f for f in passing if f != "first_device"] or passing
-        f = max(main, key=lambda x: (ex[x], -FIGURES.index(x)))
-        cost = int(round(costs[i]))
-        out.append(Anomaly(i, f, CAUSE[f], ex[f], figs[i][f], pv[f], cost,
-                           absorbed=cost < T.ABSORBED_SHARE * ex[f], excesses=ex))
-    out.sort(key=lambda a: (-a.cost, -a.excess, a.index))
-    return out, excess_all, peer_all

@@ -82,6 +82,9 @@ def dp_overlap(graph: Graph, base: float, *_) -> wpb.WhatIf:
 
 
 def straggler(graph: Graph, base: float, *_) -> wpb.WhatIf:
+    """The costliest rank the verdict names at its role peers' speed: its cost (cost.py) is the saving,
+    the same number the verdict and the findings give."""
+    from .cost import median_step, named, rank_costs
     k = wpb.WHAT_IF_STRAGGLER
     prep = graph.prep
     ranks, topo = prep.ranks, prep.topo
@@ -89,36 +92,24 @@ def straggler(graph: Graph, base: float, *_) -> wpb.WhatIf:
         return _not_applicable(k, base, "a single rank has no peers")
     st, figs = _compute_figures(graph)
     peer_vals = verdict.peer_medians(ranks, topo, figs)
-    costs = verdict.job_costs(ranks, prep.flat, prep.waits.m_wait, prep.g_axis)
-    median_step = statistics.median([int(x) for x in st.time.tolist()] or [0])
-    found, _, _ = verdict.anomalies(ranks, topo, figs, peer_vals, costs, median_step)
+    med = median_step(st)
+    costs = rank_costs(ranks, topo, prep.flat, figs, peer_vals, med, graph=graph)
+    found = [c for c in named(costs, med) if c.cost > 0] or named(costs, med)
     if not found:
         return _not_applicable(k, base, "no rank is slower than its role peers")
-    a = found[0]   # the costliest
-    label = ranks[a.index].rank
-    mine = graph.rank == a.index
-    if a.cause == "device_compute":
-        f = peer_vals[a.index]["compute"] / max(1, figs[a.index]["compute"])
-        scale = np.ones(graph.n)
-        scale[mine & (graph.kind == P.COMPUTE)] = f
-        s, e = graph.replay(scale=scale)
-        return _result(k, base, graph.job_step(s, e),
-                       f"Rank {label}'s compute kernels take {f:.0%} of their time, its role peers' median "
-                       "compute; everything else as traced.", rank=label)
-    # a host-side straggler (data loader, launches, the wait for the step's first work): its host reaches
-    # the step's work that much earlier — every lag from its step starts shortened by the excess
-    x = float(a.excess)
-    at_start = np.zeros(graph.n + 1, dtype=bool)
-    at_start[np.nonzero(mine & (graph.kind == P.STEP_START))[0]] = True
-    from_start = at_start[np.where(graph.lp >= 0, graph.lp, graph.n)]
-    ll = np.where(from_start, np.maximum(graph.ll - x, 0.0), graph.ll)
-    tl = np.where(from_start, np.maximum(graph.tl - x, 0.0), graph.tl)
-    host_after = at_start[np.where(graph.sp >= 0, graph.sp, graph.n)] & ~graph.is_device
-    sl = np.where(host_after, np.maximum(graph.sl - x, 0.0), graph.sl)
-    s, e = graph.replay(launch_lag=ll, host_lag=sl, tail_lag=tl)
-    return _result(k, base, graph.job_step(s, e),
-                   f"Rank {label}'s host reaches each step's work {x / 1e6:.3g} ms earlier (its excess over its "
-                   f"role peers in {verdict.WHAT.get(a.figure, a.figure)}); its kernels as traced.", rank=label)
+    c = found[0]   # the costliest
+    label = ranks[c.index].rank
+    if c.method == "step times":
+        how = ("from the step times (no collective joins the ranks in the traces): its excess as far as the "
+               "other ranks' idle time can give it back")
+    elif verdict.CAUSE[c.figure] == "device_compute":
+        how = (f"its compute kernels take {c.peer_value / max(1, c.value):.0%} of their time, its role peers' "
+               "median compute; everything else as traced")
+    else:
+        how = (f"its host reaches each step's work {c.excess / 1e6:.3g} ms earlier (its excess over its role "
+               f"peers: it {verdict.WHAT.get(c.figure, c.figure)} longer); its kernels as traced")
+    return _result(k, costs.base_step, costs.base_step - c.cost, f"Rank {label} at its role peers' speed: {how}.",
+                   rank=label)
 
 
 def balanced_stages(graph: Graph, base: float, *_) -> wpb.WhatIf:
