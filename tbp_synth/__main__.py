@@ -77,13 +77,40 @@ def main(argv=None) -> int:
     p.add_argument("--virtual-stages", type=int, default=d.virtual_stages, metavar="V",
                    help="model chunks per stage of the interleaved schedule (default "
                         "%(default)s; --schedule interleaved needs V >= 2)")
-    p.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node,
-                   help="GPUs per host: rank = host * this + local GPU (default %(default)s)")
-    p.add_argument("--names", choices=("rank", "default"), default=d.names,
+    p.add_argument("--gpus-per-node", type=int, default=None,
+                   help="GPUs per host: rank = host * this + local GPU (default %d)"
+                        % d.gpus_per_node)
+    p.add_argument("--names", choices=("rank", "default"), default=None,
                    help="worker names: rankN (default) or Paddle's default host_<hostname>pid_<pid>")
-    p.add_argument("--clock-skew-us", type=float, default=d.clock_skew_us,
+    p.add_argument("--clock-skew-us", type=float, default=None,
                    help="each host but the first gets a fixed clock offset within +- this many "
-                        "microseconds (default %(default)s)")
+                        "microseconds (default %s)" % d.clock_skew_us)
+    p.add_argument("--host-offsets-us", default=None, metavar="US,US,...",
+                   help="the clock offset of each host, in microseconds (instead of "
+                        "--clock-skew-us)")
+    p.add_argument("--preset", choices=("plain", "realistic"), default="plain",
+                   help="realistic: every realism option below on (SynthConfig.realistic; "
+                        "options given here still win); plain (default): all off")
+    p.add_argument("--kernel-jitter", choices=("uniform", "lognormal"), default=None,
+                   help="per-kernel duration noise: uniform +-3 %% (plain) or lognormal with "
+                        "--kernel-sigma")
+    p.add_argument("--kernel-sigma", type=float, default=None,
+                   help="sigma of the lognormal kernel noise (default %s)" % d.kernel_sigma)
+    p.add_argument("--gpu-speed-sigma", type=float, default=None,
+                   help="each GPU's own persistent speed factor, lognormal with this sigma "
+                        "(plain: 0; realistic: 0.003)")
+    p.add_argument("--p2p-streams", choices=("per_direction", "shared", "per_peer"),
+                   default=None, help="send/recv streams: one per direction (plain), one "
+                                      "shared stream in 1F1B order, or one per neighbour")
+    p.add_argument("--one-rank-comms", action="store_true", default=None,
+                   help="mp = 1 or dp = 1 still launch their NCCL kernels on a one-rank "
+                        "communicator")
+    p.add_argument("--pipeline-layers", action="store_true", default=None,
+                   help="Paddle's PipelineLayer: EmbeddingPipe on the first stage, HeadPipe on "
+                        "the last, the data read on the first stage only")
+    p.add_argument("--case", default=None, metavar="NAME",
+                   help="a case of the truth matrix (tbp_synth.matrix.cases()); the other "
+                        "simulation options are ignored")
     p.add_argument("--no-pp-group-collectives", action="store_true",
                    help="leave out the loss broadcasts and the gradient-clip all-reduce over each "
                         "pipeline's stages (on by default when pp > 1, as in Paddle)")
@@ -105,6 +132,18 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.control:
         a.slow_rank = a.slow_host_rank = None
+    base = SynthConfig.realistic() if a.preset == "realistic" else d
+
+    def pick(value, name):
+        return getattr(base, name) if value is None else value
+
+    offsets = None
+    if a.host_offsets_us:
+        try:
+            offsets = tuple(float(x) for x in a.host_offsets_us.split(","))
+        except ValueError:
+            p.error("--host-offsets-us: expected comma-separated microseconds, got %r"
+                    % a.host_offsets_us)
     cfg = SynthConfig(dp=a.dp, mp=a.mp, pp=a.pp, steps=a.steps, layers=a.layers,
                       micro_batches=a.micro_batches, seed=a.seed, slow_rank=a.slow_rank,
                       slow_factor=a.slow_factor if a.slow_rank is not None else 1.0,
@@ -112,7 +151,16 @@ def main(argv=None) -> int:
                       hidden=a.hidden, heads=a.heads, seq_len=a.seq_len,
                       slow_host_rank=a.slow_host_rank,
                       host_delay_us=a.host_delay_us if a.slow_host_rank is not None else 0.0,
-                      gpus_per_node=a.gpus_per_node, names=a.names, clock_skew_us=a.clock_skew_us,
+                      gpus_per_node=pick(a.gpus_per_node, "gpus_per_node"),
+                      names=pick(a.names, "names"),
+                      clock_skew_us=pick(a.clock_skew_us, "clock_skew_us"),
+                      host_offsets_us=offsets,
+                      kernel_jitter=pick(a.kernel_jitter, "kernel_jitter"),
+                      kernel_sigma=pick(a.kernel_sigma, "kernel_sigma"),
+                      gpu_speed_sigma=pick(a.gpu_speed_sigma, "gpu_speed_sigma"),
+                      p2p_streams=pick(a.p2p_streams, "p2p_streams"),
+                      one_rank_comms=pick(a.one_rank_comms, "one_rank_comms"),
+                      pipeline_layers=pick(a.pipeline_layers, "pipeline_layers"),
                       pp_group_collectives=not a.no_pp_group_collectives,
                       stage_layers=tuple(a.stage_layers) if a.stage_layers else None,
                       comm_factor=a.comm_factor, slow_kernel=a.slow_kernel,
@@ -120,6 +168,12 @@ def main(argv=None) -> int:
                       leak_bytes_per_step=a.leak_bytes_per_step,
                       fragment_bytes_per_step=a.fragment_bytes_per_step, schedule=a.schedule,
                       virtual_stages=a.virtual_stages)
+    if a.case:
+        from .matrix import cases
+        all_cases = cases()
+        if a.case not in all_cases:
+            p.error("--case: no matrix case %r (one of %s)" % (a.case, ", ".join(all_cases)))
+        cfg = all_cases[a.case]
     t0 = time.perf_counter()
     log = (lambda msg: print(msg, flush=True))
     quiet = (lambda msg: None if msg.startswith("rank ") else log(msg))
@@ -147,6 +201,9 @@ def main(argv=None) -> int:
                                       entry["excess_ns_per_step"] / 1e6,
                                       entry["job_cost_ns_per_step"] / 1e6,
                                       " (absorbed)" if entry["absorbed"] else ""))
+        if entry.get("saving_at_peer_speed_ns_per_step") != entry["job_cost_ns_per_step"]:
+            print("  at its role peers' speed the job would save %.3f ms per step"
+                  % (entry["saving_at_peer_speed_ns_per_step"] / 1e6))
     return 0
 
 

@@ -78,6 +78,13 @@ PP_GROUP_STREAM = 17  # the pipeline group's communicator (clip all-reduce, loss
 PP_FWD_RECV_STREAM = 18  # interleaved schedule only: receives on their own streams
 PP_BWD_RECV_STREAM = 19
 
+# p2p_streams="shared": every send/recv on one stream; "per_peer": one stream per neighbour
+P2P_SHARED_STREAM = PP_FWD_STREAM
+P2P_PREV_STREAM = 20
+P2P_NEXT_STREAM = 21
+P2P_LAYOUTS = ("per_direction", "shared", "per_peer")
+KERNEL_JITTERS = ("uniform", "lognormal")
+
 COMM_KINDS = ("mp_allreduce", "pp_sendrecv", "dp_allreduce")
 COMM_AXES = ("mp", "dp", "pp", "pp_group")  # what comm_factor scales (truth.AXIS_NAMES)
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -174,6 +181,27 @@ class SynthConfig:
     # the pipeline schedule: "1f1b", "gpipe" or "interleaved" (virtual_stages model chunks)
     schedule: str = "1f1b"
     virtual_stages: int = 1
+    # realism (docs/generator.md, "Realism"); the defaults write what the generator always
+    # wrote, SynthConfig.realistic() turns them all on
+    kernel_jitter: str = "uniform"  # "uniform" (+-3 %) or "lognormal" (kernel_sigma)
+    kernel_sigma: float = 0.02
+    gpu_speed_sigma: float = 0.0  # per-GPU persistent speed spread (lognormal sigma)
+    gpu_speed: Optional[Dict[int, float]] = None  # explicit per-rank speed factors
+    p2p_streams: str = "per_direction"  # or "shared", "per_peer"
+    one_rank_comms: bool = False  # mp = 1 / dp = 1 still launch NCCL kernels
+    pipeline_layers: bool = False  # EmbeddingPipe / HeadPipe, data read on the first stage
+    host_offsets_us: Optional[Tuple[float, ...]] = None  # explicit clock offset per host
+
+    @classmethod
+    def realistic(cls, **overrides) -> "SynthConfig":
+        """A config with every realism option on (docs/generator.md, "Realism"): lognormal
+        kernel noise, a 0.3 % spread of GPU speeds, send/recv on one shared stream in
+        1F1B order, one-rank communicators, Paddle's PipelineLayer names with the data read
+        on the first stage, Paddle's default worker names and host clocks within +-2 ms.
+        ``overrides`` set any field (also these)."""
+        kw = dict(REALISTIC)
+        kw.update(overrides)
+        return cls(**kw)
 
     def validate(self) -> None:
         for name in ("dp", "mp", "pp", "steps", "layers", "micro_batches", "hidden", "heads",
@@ -238,6 +266,24 @@ class SynthConfig:
                                  % (self.pp * V, self.layers))
         elif self.virtual_stages != 1:
             raise ValueError("virtual_stages > 1 needs schedule='interleaved'")
+        if self.kernel_jitter not in KERNEL_JITTERS:
+            raise ValueError("kernel_jitter must be one of %s" % ", ".join(KERNEL_JITTERS))
+        if not 0 <= self.kernel_sigma < 1 or not 0 <= self.gpu_speed_sigma < 1:
+            raise ValueError("kernel_sigma and gpu_speed_sigma must be in [0, 1)")
+        for r, f in (self.gpu_speed or {}).items():
+            if not 0 <= int(r) < world or not float(f) > 0:
+                raise ValueError("gpu_speed: rank %r must be below %d, its factor positive"
+                                 % (r, world))
+        if self.p2p_streams not in P2P_LAYOUTS:
+            raise ValueError("p2p_streams must be one of %s" % ", ".join(P2P_LAYOUTS))
+        if self.p2p_streams != "per_direction" and self.schedule == "interleaved":
+            raise ValueError("p2p_streams=%r is for the 1f1b and gpipe schedules (the "
+                             "interleaved one has its own four streams)" % self.p2p_streams)
+        if self.host_offsets_us is not None:
+            n_hosts = host_of(self, world - 1) + 1
+            if len(self.host_offsets_us) != n_hosts:
+                raise ValueError("host_offsets_us must give one offset for each of the %d "
+                                 "hosts" % n_hosts)
 
     def slow_ranks(self) -> Tuple[int, ...]:
         return _rank_tuple(self.slow_rank)
@@ -272,7 +318,22 @@ class SynthConfig:
         return int(round(self.host_delay_us * 1000)) & ~1
 
     def compute_factor(self, rank: int) -> float:
-        return self.slow_factor if rank in self.slow_ranks() else 1.0
+        """How much longer ``rank``'s compute kernels take: its planted slow_factor times its
+        GPU's own speed (:meth:`gpu_speed_of`)."""
+        f = self.slow_factor if rank in self.slow_ranks() else 1.0
+        g = self.gpu_speed_of(rank)
+        return f if g == 1.0 else f * g
+
+    def gpu_speed_of(self, rank: int) -> float:
+        """``rank``'s GPU speed factor (its compute kernels' durations are multiplied by it):
+        ``gpu_speed[rank]`` when given, else drawn once per GPU from the seed (lognormal,
+        ``gpu_speed_sigma``; 1 when that is 0)."""
+        if self.gpu_speed and rank in self.gpu_speed:
+            return float(self.gpu_speed[rank])
+        if not self.gpu_speed_sigma:
+            return 1.0
+        rng = random.Random(self.seed * 91_138_233 + rank * 7 + 5)
+        return math.exp(rng.gauss(0.0, self.gpu_speed_sigma))
 
     def per_stage_layers(self) -> List[int]:
         if self.stage_layers is not None:
@@ -313,6 +374,12 @@ class SynthConfig:
                        host_delay_us=0.0)
 
 
+# SynthConfig.realistic(): every realism option on
+REALISTIC = dict(kernel_jitter="lognormal", kernel_sigma=0.02, gpu_speed_sigma=0.003,
+                 p2p_streams="shared", one_rank_comms=True, pipeline_layers=True,
+                 names="default", clock_skew_us=2000.0, gpus_per_node=8)
+
+
 # ----------------------------------------------------------------------------- hosts
 
 
@@ -349,6 +416,8 @@ def host_pids(cfg: SynthConfig, host: int) -> List[int]:
 
 def clock_offset_ns(cfg: SynthConfig, host: int) -> int:
     """How far host ``host``'s clock is ahead of the global one (even ns; host 0: 0)."""
+    if cfg.host_offsets_us is not None:
+        return int(round(float(cfg.host_offsets_us[host]) * 1000)) & ~1
     if host == 0 or not cfg.clock_skew_us:
         return 0
     u = random.Random(cfg.seed * 7_368_787 + host * 31 + 977).random()
@@ -781,6 +850,16 @@ class _RankProgram:
         self.main_tid = self.pid
         self.pin_tid = self.pid + 17 + int(rnd() * 60)
         self.slow = cfg.compute_factor(rank)
+        self.lognormal = cfg.kernel_jitter == "lognormal"
+        self.jitter_sigma = float(cfg.kernel_sigma)
+        self.jitter_mu = -self.jitter_sigma ** 2 / 2  # mean factor 1
+        # one_rank_comms: the tensor-parallel layers and the DP gradient all-reduce keep
+        # their NCCL kernels on a communicator of one rank when mp or dp is 1
+        self.mp_comm = cfg.mp > 1 or bool(cfg.one_rank_comms)
+        self.dp_comm = cfg.dp > 1 or bool(cfg.one_rank_comms)
+        self.pipe_names = bool(cfg.pipeline_layers) and cfg.pp > 1
+        self.p2p_layout = cfg.p2p_streams
+        self.paired_p2p = self.p2p_layout != "per_direction"
         self.comm_f = cfg.comm_factors()
         # launch_overhead: the host-time factor, in force from the host-to-device copies to
         # loss.item() (self.hf is 1 elsewhere); 1 leaves every draw and time as it was
@@ -796,7 +875,7 @@ class _RankProgram:
         self.corr = 1000 + int(rnd() * 500)
         self.stream_free = {COMPUTE_STREAM: 0, MP_STREAM: 0, PP_FWD_STREAM: 0, PP_BWD_STREAM: 0,
                             DP_STREAM: 0, PP_GROUP_STREAM: 0, PP_FWD_RECV_STREAM: 0,
-                            PP_BWD_RECV_STREAM: 0}
+                            PP_BWD_RECV_STREAM: 0, P2P_PREV_STREAM: 0, P2P_NEXT_STREAM: 0}
         self.compute_wait: List = []
         self.step_idx = 0
         self.seq: Dict[str, int] = collections.defaultdict(int)
@@ -1022,7 +1101,11 @@ class _RankProgram:
     def _kdur(self, key: str) -> int:
         """A compute kernel's duration: the catalogue's, jittered, slowed on the slow rank
         and by ``slow_kernel``."""
-        d = self.cat.ns[key] * (0.97 + 0.06 * self.rng.random()) * self.slow
+        if self.lognormal:
+            d = self.cat.ns[key] * self.rng.lognormvariate(self.jitter_mu, self.jitter_sigma) \
+                * self.slow
+        else:
+            d = self.cat.ns[key] * (0.97 + 0.06 * self.rng.random()) * self.slow
         f = self.cat.kernel_factor.get(key)
         if f is not None:
             d *= f
@@ -1151,15 +1234,15 @@ class _RankProgram:
 
     def _linear(self, cls: str, key: str, layer: int, row_parallel: bool):
         cfg = self.cfg
-        lname = cls if cfg.mp > 1 else "Linear"
+        lname = cls if self.mp_comm else "Linear"
         L = self._layer(lname)
-        if cfg.mp > 1 and not row_parallel:
+        if self.mp_comm and not row_parallel:
             yield from self._op("c_identity", (), grad=("CIdentity", "c_identity_grad", ("nccl",)),
                                 layer=layer, grad_comm=True)
         yield from self._op("matmul", (key,), out=self.cat.act_bytes, saved=True,
                             grad=("Matmul", "matmul_grad", (key + "_dx", key + "_dw")), params=1,
                             layer=layer)
-        if cfg.mp > 1 and row_parallel:
+        if self.mp_comm and row_parallel:
             yield from self._allreduce_op(self.cat.act_bytes)
         yield from self._op("add", ("add",), out=self.cat.act_bytes,
                             grad=("Add", "add_grad", ("bias_grad",)), params=1, layer=layer)
@@ -1225,8 +1308,8 @@ class _RankProgram:
 
     def _embeddings(self):
         act = self.cat.act_bytes
-        E = self._layer("GPTEmbeddings")
-        if self.cfg.mp > 1:
+        E = self._layer("EmbeddingPipe" if self.pipe_names else "GPTEmbeddings")
+        if self.mp_comm:
             V = self._layer("VocabParallelEmbedding")
             yield from self._op("c_embedding", ("embedding",), out=act, pybind=True,
                                 grad=("CEmbedding", "c_embedding_grad", ("embedding_grad",)),
@@ -1246,25 +1329,28 @@ class _RankProgram:
 
     def _final_norm_and_head(self):
         act, T = self.cat.act_bytes, self.cat.T
+        pipe = self._layer("HeadPipe") if self.pipe_names else None
         ln = self._layer("LayerNorm")
         yield from self._op("layer_norm", ("layer_norm",), out=act, saved=True, pybind=True,
                             grad=("LayerNorm", "layer_norm_grad",
                                   ("layer_norm_grad", "layer_norm_grad_sb")), params=2)
         self._end_layer(ln)
         head = self._layer("GPTLMHead")
-        if self.cfg.mp > 1:
+        if self.mp_comm:
             yield from self._op("c_identity", (), grad=("CIdentity", "c_identity_grad", ("nccl",)),
                                 grad_comm=True)
         yield from self._op("matmul", ("lm_head",), out=T * self.cfg.vocab * 2 // self.cfg.mp,
                             saved=True, grad=("Matmul", "matmul_grad", ("lm_head_dx", "lm_head_dw")),
                             params=1)
         self._end_layer(head)
+        if pipe is not None:
+            self._end_layer(pipe)
 
     def _criterion(self):
         """GPTPretrainingCriterion: (parallel) cross entropy and the mean loss."""
         T, mp = self.cat.T, self.cfg.mp
         C = self._layer("GPTPretrainingCriterion")
-        if mp > 1:
+        if self.mp_comm:
             row = self._open("c_softmax_with_cross_entropy dygraph", OPERATOR)
             self._adv(500, 2000)
             self._leaf("c_softmax_with_cross_entropy node_creation", OPERATOR_INNER, 300, 1200)
@@ -1367,7 +1453,7 @@ class _RankProgram:
         B = self._open("Gradient Backward", BACKWARD)
         self._adv(3000, 9000)
         tape = self.tape.pop(self.cur_mb)
-        dp_on = last and self.cfg.dp > 1
+        dp_on = last and self.dp_comm
         bucket_layers = self.cfg.dp_bucket_layers
         pending = 0  # decoder layers whose gradients are complete but not yet all-reduced
         cur_layer = None
@@ -1409,7 +1495,11 @@ class _RankProgram:
         self._adv(300, 1200)
         addr = 0 if send else self._alloc(self.gpu, self.cat.act_bytes)
         stream = PP_FWD_STREAM if fwd else PP_BWD_STREAM
-        if self.V > 1 and not send:
+        if self.p2p_layout == "shared":
+            stream = P2P_SHARED_STREAM
+        elif self.p2p_layout == "per_peer":  # the neighbour is the next stage when
+            stream = P2P_NEXT_STREAM if send == fwd else P2P_PREV_STREAM  # sending forward
+        elif self.V > 1 and not send:
             # interleaved: a stage sends to and receives from both neighbours in one
             # direction, so receives run on their own streams (no cycle of stream order)
             stream = PP_FWD_RECV_STREAM if fwd else PP_BWD_RECV_STREAM
@@ -1468,19 +1558,40 @@ class _RankProgram:
         self._adv(2000, 6000)
         yield from self._pp_group_op("c_allreduce_sum", "nccl_clip", "clip", 4)
 
-    def _pp_forward(self, mb: int):
-        if not self.vfirst:
-            yield from self._p2p(False, True, mb)
-        yield from self._forward(mb)
-        if not self.vlast:
-            yield from self._p2p(True, True, mb)
+    # A slot is its receive (of activations before a forward, of gradients before a
+    # backward), its compute and its send. With p2p_streams "shared" or "per_peer" the send
+    # after a slot and the receive before the next go out together, as in Paddle's
+    # send_forward_recv_backward / send_backward_recv_forward, in an order both neighbours
+    # keep (a blocked NCCL kernel holds its stream): with one neighbour, the activations
+    # first, then the gradients; with both (warm-up, GPipe, cool-down), even stages send
+    # first and odd stages receive first.
+    def _recv_first(self, phase: int, next_phase: int) -> bool:
+        if phase != next_phase:  # F then B: both with the next stage; B then F: the previous
+            return phase == 1
+        return self.pp_i % 2 == 1
+    def _has_recv(self, phase: int) -> bool:
+        return not (self.vfirst if phase == 0 else self.vlast)
 
-    def _pp_backward(self, mb: int, last: bool):
-        if not self.vlast:
-            yield from self._p2p(False, False, mb)
+    def _has_send(self, phase: int) -> bool:
+        return not (self.vlast if phase == 0 else self.vfirst)
+
+    def _recv(self, phase: int, mb: int):
+        if self._has_recv(phase):
+            yield from self._p2p(False, phase == 0, mb)
+
+    def _send(self, phase: int, mb: int):
+        if self._has_send(phase):
+            yield from self._p2p(True, phase == 0, mb)
+
+    def _pp_forward(self, mb: int, recv: bool = True):
+        if recv:
+            yield from self._recv(0, mb)
+        yield from self._forward(mb)
+
+    def _pp_backward(self, mb: int, last: bool, recv: bool = True):
+        if recv:
+            yield from self._recv(1, mb)
         yield from self._backward(mb, last)
-        if not self.vfirst:
-            yield from self._p2p(True, False, mb)
 
     # -- step pieces
     def _dataloader(self):
@@ -1506,9 +1617,9 @@ class _RankProgram:
         self._close(row)
         self._adv(3000, 9000)
 
-    def _h2d(self):
+    def _h2d(self, copies: int = 2):
         addrs = []
-        for _ in range(2):  # input ids and labels
+        for _ in range(copies):  # input ids and labels
             row = self._open("GpuMemcpyAsync:CPU->GPU", USER_DEFINED)
             self._adv(800, 2500)
             addrs.append(self._alloc(self.gpu, self.cat.T * 8))
@@ -1522,7 +1633,8 @@ class _RankProgram:
                                    start, end, corr, self.cat.T * 8)
             self._adv(500, 1500)
             self._close(row)
-        self._adv(3000, 8000)
+        if copies:
+            self._adv(3000, 8000)
         return addrs
 
     def _optimizer(self):
@@ -1605,17 +1717,34 @@ class _RankProgram:
             ps = self._open("ProfileStep#%d" % (cfg.first_step + si), PROFILE_STEP)
             start = self.t
             self._adv(5000, 15_000)
-            self._dataloader()
+            if self.pipe_names and not self.first_stage:
+                # pipeline_layers: only the first stage reads the batch; a host stall
+                # still holds this rank's host at the start of the step
+                self.t += self.host_delay
+            else:
+                self._dataloader()
             self.hf = self.lo_f  # launch_overhead: from here to loss.item()
-            inputs = yield from self._h2d()
+            # the first stage copies the input ids and labels to the GPU; with
+            # pipeline_layers the last one copies the labels, the middle ones nothing
+            copies = 2 if not self.pipe_names or self.first_stage else int(self.last_stage)
+            inputs = yield from self._h2d(copies)
             M = cfg.micro_batches
-            for phase, mb, chunk in self.order:
+            order = self.order
+            received = False  # this slot's receive went out with the slot before's send
+            for k, (phase, mb, chunk) in enumerate(order):
                 self._set_chunk(chunk)
                 self.slot = [None, None]
                 if phase == 0:
-                    yield from self._pp_forward(mb)
+                    yield from self._pp_forward(mb, not received)
                 else:
-                    yield from self._pp_backward(mb, mb == M - 1)
+                    yield from self._pp_backward(mb, mb == M - 1, not received)
+                received = False
+                if (self.paired_p2p and k + 1 < len(order) and self._has_send(phase)
+                        and self._has_recv(order[k + 1][0])
+                        and self._recv_first(phase, order[k + 1][0])):
+                    yield from self._recv(order[k + 1][0], order[k + 1][1])
+                    received = True
+                yield from self._send(phase, mb)
                 self.slots.append((si, phase, mb, chunk, self.slot[0], self.slot[1]))
                 self.slot = None
             if self.pp_group:
@@ -1860,17 +1989,61 @@ def _identities(cfg: SynthConfig, topo: Topology, book: _LiveBook, chosen) -> Li
                  "file": _writer.trace_file_name(worker, info["end_t"] + 50_000_000 + r * 1000 + off),
                  "written": r in chosen, "hostname": hostname(host), "host": host,
                  "gpu": r % cfg.gpus_per_node, "pid": info["pid"], **topo.coords(r),
-                 "clock_offset_ns": off}
+                 "clock_offset_ns": off, "gpu_speed": cfg.gpu_speed_of(r)}
         ident["label"] = _truth._label(ident)
         out.append(ident)
     return out
 
 
+def _peer_speed(cfg: SynthConfig, topo: Topology, rank: int) -> float:
+    """The median GPU speed factor of ``rank``'s role peers: the other ranks of its pipeline
+    stage (they run the same program) that carry no planted slow device."""
+    stage = topo.coords(rank)["pp"]
+    slow = set(cfg.slow_ranks())
+    peers = [cfg.gpu_speed_of(p) for p in range(topo.world)
+             if p != rank and p not in slow and topo.coords(p)["pp"] == stage]
+    return float(np.median(peers)) if peers else 1.0
+
+
+class _Controls:
+    """Phase-1 simulations of variants of a run (no traces), each simulated once."""
+
+    def __init__(self, cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook):
+        self.topo, self.cat = topo, cat
+        self.books = {_config_key(cfg): book}
+
+    def book(self, cfg: SynthConfig) -> _LiveBook:
+        key = _config_key(cfg)
+        b = self.books.get(key)
+        if b is None:
+            b = self.books[key] = _simulate_together(cfg, self.topo, self.cat, record=False)
+        return b
+
+
+def _config_key(cfg: SynthConfig) -> str:
+    """Configs that simulate the same run have the same key (a factor without ranks is
+    none)."""
+    d = config_dict(cfg)
+    if not cfg.slow_ranks():
+        d["slow_factor"], d["slow_rank"] = 1.0, None
+    if not cfg.slow_host_ranks():
+        d["host_delay_us"], d["slow_host_rank"] = 0.0, None
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def _step_max_mean(book: _LiveBook, world: int) -> float:
+    a = book.step_arrays(world)["step_time_ns"]
+    return float(a.max(axis=0).mean()) if a.size else 0.0
+
+
 def _planted(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook,
-             steps: Dict[str, np.ndarray]) -> List[dict]:
-    """Each planted anomaly with its cost to the job, from a control simulation without it."""
+             steps: Dict[str, np.ndarray], controls: "_Controls") -> List[dict]:
+    """Each planted anomaly with its cost to the job, from a control simulation without it
+    (the same seed, so the same noise of every kernel and host gap), and the saving if the
+    rank ran at its role peers' speed."""
     world = topo.world
     job = book.job_step_ns(world)
+    job_max = _step_max_mean(book, world)
     out = []
     slow, hosts = cfg.slow_ranks(), cfg.slow_host_ranks()
     for kind, ranks in (("device_slow", slow), ("host_stall", hosts)):
@@ -1878,20 +2051,61 @@ def _planted(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook,
             rest = tuple(x for x in ranks if x != r) or None
             control = (replace(cfg, slow_rank=rest) if kind == "device_slow"
                        else replace(cfg, slow_host_rank=rest))
-            cbook = _simulate_together(control, topo, cat, record=False)
+            cbook = controls.book(control)
             csteps = cbook.step_arrays(world)
             cost = job - cbook.job_step_ns(world)
             entry = {"type": kind, "rank": r, "stage": topo.coords(r)["pp"]}
             if kind == "device_slow":
                 entry["factor"] = cfg.slow_factor
                 excess = float((steps["compute_ns"][r] - csteps["compute_ns"][r]).mean())
+                # at its role peers' speed: no planted factor and the peers' GPU speed
+                peer = _peer_speed(cfg, topo, r)
+                at_peers = (control if peer == cfg.gpu_speed_of(r) else
+                            replace(control, gpu_speed={**(control.gpu_speed or {}), r: peer}))
             else:
                 entry["delay_ns"] = cfg.host_delay_ns(r)
                 excess = float(entry["delay_ns"])
+                peer, at_peers = cfg.gpu_speed_of(r), control
+            pbook = controls.book(at_peers)
             entry.update(excess_ns_per_step=excess, job_cost_ns_per_step=cost,
-                         absorbed=bool(cost < excess / 2))
+                         absorbed=bool(cost < excess / 2),
+                         job_cost_max_ns_per_step=job_max - _step_max_mean(cbook, world),
+                         saving_at_peer_speed_ns_per_step=job - pbook.job_step_ns(world),
+                         gpu_speed=cfg.gpu_speed_of(r), peer_gpu_speed=peer)
             out.append(entry)
     return out
+
+
+def stage_parts(cfg: SynthConfig, stage: int) -> List[str]:
+    """What a pipeline stage holds besides its decoder layers, by construction: the first
+    ``"data_loader"`` (with ``pipeline_layers``; every stage reads data without it) and
+    ``"embedding"``, the last ``"head"`` and ``"loss"``."""
+    parts = []
+    if stage == 0 or not (cfg.pipeline_layers and cfg.pp > 1):
+        parts.append("data_loader")
+    if stage == 0:
+        parts.append("embedding")
+    if stage == cfg.pp - 1:
+        parts += ["head", "loss"]
+    return parts
+
+
+def _structure(cfg: SynthConfig, topo: Topology, controls: "_Controls") -> dict:
+    """The stage differences every replica shares (structure, not stragglers): per stage
+    its parts, its layers, and its compute per step in the same run without any planted
+    anomaly (mean over the stage's ranks and the steps)."""
+    world = topo.world
+    base = controls.book(cfg.without_anomalies()).step_arrays(world)
+    stage_of = np.array([topo.coords(r)["pp"] for r in range(world)])
+    comp = [float(base["compute_ns"][stage_of == p].mean()) for p in range(cfg.pp)]
+    step = [float(base["step_time_ns"][stage_of == p].mean()) for p in range(cfg.pp)]
+    lo = min(comp)
+    return {"stage_parts": [stage_parts(cfg, p) for p in range(cfg.pp)],
+            "stage_layers": cfg.per_stage_layers(),
+            "stage_compute_ns": comp,
+            "stage_compute_excess": [c / lo - 1.0 if lo else 0.0 for c in comp],
+            "stage_step_ns": step,
+            "job_step_ns": float(base["step_time_ns"].mean())}
 
 
 _JOB: Optional[tuple] = None  # what forked writer processes read (set before the fork)
@@ -1960,7 +2174,9 @@ def _changes(cfg: SynthConfig, topo: Topology, book: _LiveBook) -> List[dict]:
 # a run that leaves them there writes the manifest it always wrote (without these keys).
 _NEUTRAL = {"comm_factor": None, "slow_kernel": None, "launch_overhead": 1.0,
             "leak_bytes_per_step": 0, "fragment_bytes_per_step": 0, "schedule": "1f1b",
-            "virtual_stages": 1}
+            "virtual_stages": 1, "kernel_jitter": "uniform", "kernel_sigma": 0.02,
+            "gpu_speed_sigma": 0.0, "gpu_speed": None, "p2p_streams": "per_direction",
+            "one_rank_comms": False, "pipeline_layers": False, "host_offsets_us": None}
 
 
 def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,
@@ -1986,7 +2202,9 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     idents = _identities(cfg, topo, book, chosen)
     steps = book.step_arrays(world)
     t1 = time.perf_counter()
-    planted = _planted(cfg, topo, cat, book, steps)
+    controls = _Controls(cfg, topo, cat, book)
+    planted = _planted(cfg, topo, cat, book, steps, controls)
+    structural = _structure(cfg, topo, controls)
     changes = _changes(cfg, topo, book)
     timings["controls"] = time.perf_counter() - t1
     if log and planted:
@@ -2028,7 +2246,9 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     for k, neutral in _NEUTRAL.items():
         if config[k] == neutral:
             del config[k]
-    pp_streams = [PP_FWD_STREAM, PP_BWD_STREAM]
+    pp_streams = {"per_direction": [PP_FWD_STREAM, PP_BWD_STREAM],
+                  "shared": [P2P_SHARED_STREAM],
+                  "per_peer": [P2P_PREV_STREAM, P2P_NEXT_STREAM]}[cfg.p2p_streams]
     if cfg.virtual_stages > 1:
         pp_streams += [PP_FWD_RECV_STREAM, PP_BWD_RECV_STREAM]
     comm_streams = {"mp_allreduce": MP_STREAM, "pp_sendrecv": pp_streams,
@@ -2087,6 +2307,9 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         "pp_group_collectives": cfg.pp_group_on(),
         "groups": groups,
         "streams": comm_streams,
+        "p2p_streams": cfg.p2p_streams,
+        "one_rank_comms": bool(cfg.one_rank_comms),
+        "structural": structural,
     }
     caused = np.array([[book.caused[r][si] for si in range(cfg.steps)] for r in range(world)],
                       dtype=np.int64).reshape(world, cfg.steps)
@@ -2101,7 +2324,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
 def config_dict(cfg: SynthConfig) -> dict:
     """The config as plain JSON values (rank lists as lists)."""
     d = asdict(cfg)
-    for k in ("slow_rank", "slow_host_rank", "stage_layers"):
+    for k in ("slow_rank", "slow_host_rank", "stage_layers", "host_offsets_us"):
         if isinstance(d[k], tuple):
             d[k] = list(d[k])
     return d

@@ -163,6 +163,9 @@ class Truth:
         for name in _STEP_ARRAYS:
             setattr(self, name, columns.get(name))
         self.changes: List[dict] = meta.get("changes", [])
+        self.structural: dict = meta.get("structural", {})
+        self.p2p_streams: str = meta.get("p2p_streams", "per_direction")
+        self.one_rank_comms: bool = bool(meta.get("one_rank_comms", False))
         sched = meta.get("schedule") or {"name": "1f1b", "virtual_stages": 1}
         self.schedule_name: str = sched["name"]
         self.virtual_stages: int = sched["virtual_stages"]
