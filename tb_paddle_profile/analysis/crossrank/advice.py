@@ -77,10 +77,13 @@ class Rule:
     cost: Optional[Callable] = None  # straggler: its cost to the job, a second trigger (no threshold)
 
 
-def _where_straggler(s: ppb.Straggler) -> str:
-    return ("its GPU: clocks and throttling (nvidia-smi -q -d CLOCK,PERFORMANCE), other processes on the "
-            "card, a slower or differently configured device" if s.longer_compute else
-            "its host: CPU contention or binding, data loading, Python work between steps, kernel-launch "
+def _where_straggler(s: ppb.Straggler, device: bool = True) -> str:
+    if s.longer_compute and device:
+        return ("its GPU: clocks and throttling (nvidia-smi -q -d CLOCK,PERFORMANCE), other processes on the "
+                "card, a slower or differently configured device")
+    if s.longer_compute:
+        return "its CPU work: other processes on its cores, thread binding (OMP_NUM_THREADS), extra work on that rank"
+    return ("its host: CPU contention or binding, data loading, Python work between steps, kernel-launch "
             "overhead")
 
 
@@ -205,8 +208,12 @@ def _subjects(rule: Rule, out: ppb.RunParallel, ranks, median_step: float):
     """(subject, rank or -1, value) of the places the rule fires."""
     pv = out.pipeline
     if rule.scope == "straggler":
+        if out.straggler.uncertain:   # an uncertain verdict names nobody to act on
+            return
+        floor = max(T.STRAGGLER_MIN_COST_NS, T.STRAGGLER_MIN_COST_FRACTION * median_step)
         for s in out.straggler.stragglers:
-            yield s, s.rank, (_excess(out, s.rank) / median_step if median_step else 0.0)
+            if s.job_cost_ns >= floor:   # an absorbed stall that costs nothing is no advice
+                yield s, s.rank, (_excess(out, s.rank) / median_step if median_step else 0.0)
         return
     if rule.scope == "rank":
         pool = ranks
@@ -227,6 +234,8 @@ def advise(out: ppb.RunParallel, msgs: Dict[int, ppb.RankParallel], median_step:
     for rule in RULES:
         for subject, rank, value in _subjects(rule, out, ranks, median_step):
             fields = dict(rank=rank, value=value, threshold=rule.threshold, **rule.fields(subject))
+            if rule.scope == "straggler" and rank in msgs and msgs[rank].timeline == pb.TIMELINE_HOST:
+                fields["where"] = _where_straggler(subject, device=False)
             text = rule.template.format(**fields)
             extra = []
             if rule.cost is not None:

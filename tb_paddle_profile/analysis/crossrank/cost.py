@@ -21,9 +21,11 @@ The verdict (findings.py), the straggler what-if (whatif.py) and Compare all rea
   ranks of one figure within STRUCTURE_SPREAD of each other: a difference of the program, not of a
   rank) is replayed through one representative.
 * **Without a replay** (the traces carry no program, or no collective joined the ranks: Paddle on
-  CPU/gloo records none) the cost comes from the step times: ranks of a synchronous job wait for the
-  slowest, so the rank's excess is paid as far as the other ranks have slack to give back: min(excess,
-  the median idle time of the other ranks minus its own), per step.
+  CPU/gloo records none) the cost comes from the step times: the ranks of a synchronous job wait for
+  the slowest inside the collectives the trace does not show, which is idle time on their host; the
+  candidate's cost is how much longer the others idle than it does (the median over the other ranks
+  of their idle time per step minus its own), at least 0 and at most the median step. (Not its
+  excess: work outside any event, such as the Python around a slow loop, is late arrival too.)
 """
 
 from __future__ import annotations
@@ -209,7 +211,7 @@ def _step_time_costs(cands: List[Candidate], msgs, median_step: float) -> None:
     for c in cands:
         others = np.delete(idle, c.index)
         slack = float(np.median(others)) - idle[c.index] if others.size else 0.0
-        c.cost = max(0.0, min(float(c.excess), slack))
+        c.cost = max(0.0, min(slack, median_step))
         c.method = "step times"
 
 

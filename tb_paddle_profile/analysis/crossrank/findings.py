@@ -44,17 +44,17 @@ def _finding(out, rule, category, text, cause="", ranks=(), stage=-1, cost=0, ex
 
 
 
-def _name(out, v, found, ranks, topo, msgs, figs, peer_vals, c, median_step, check) -> None:
+def _name(out, v, found, ranks, topo, msgs, figs, peer_vals, c, median_step, check, who) -> None:
     """The finding and the Straggler of one named candidate."""
     i = c.index
     r, m = ranks[i], msgs[i]
     cost = int(round(c.cost))
     cause = CAUSE[c.figure]
     absorbed = cost < T.ABSORBED_SHARE * c.excess
-    lead = (f"{m.label} {WHAT[c.figure]} {t(c.value)} per step against its role peers' median {t(c.peer_value)} "
+    lead = (f"{m.label} {WHAT[c.figure]} {t(c.value)} per step against {who}' median {t(c.peer_value)} "
             f"({t(c.excess)} more)")
     share = f"{cost / median_step:.1%} of the median step {t(median_step)}"
-    how = ("at its role peers' speed the replayed step would be that much shorter" if c.method.startswith("replay")
+    how = (f"at {who}' speed the replayed step would be that much shorter" if c.method.startswith("replay")
            else "from the step times: the other ranks' idle time it could give back")
     if absorbed:
         text = f"{lead}; the pipeline hides most of it; it costs the job {t(cost)} per step ({share}; {how})."
@@ -78,9 +78,9 @@ def _name(out, v, found, ranks, topo, msgs, figs, peer_vals, c, median_step, che
     s.longer_compute = cause == "device_compute"
     if s.longer_compute:
         s.reason = (f"{text} Its compute takes {t(s.compute_ns)} per step, {s.compute_excess:.0%} more than its "
-                    f"role peers' median {t(s.peer_compute_ns)}: longer compute; check {check[cause]}.")
+                    f"{who}' median {t(s.peer_compute_ns)}: longer compute; check {check[cause]}.")
     else:
-        s.reason = (f"{text} Its compute ({t(s.compute_ns)} per step) is like its role peers' "
+        s.reason = (f"{text} Its compute ({t(s.compute_ns)} per step) is like {who}' "
                     f"({t(s.peer_compute_ns)}): it starts its work late for host-side reasons (CPU, data loading, "
                     "kernel launches).")
 
@@ -135,6 +135,20 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
         return
 
     peered = has_peers(ranks, topo)
+    # Without any collective in the traces (Paddle on CPU/gloo records none) nothing tells the ranks'
+    # roles: each is compared with all the others, beyond the spread of the whole run, and the verdict
+    # says it is uncertain.
+    blind = not flat.n and len(ranks) > 1
+    who = "the other ranks" if blind else "its role peers"
+    if blind:
+        v.uncertain = True
+        found.append(_finding(
+            out, "no_collectives", "evidence",
+            "The traces record no collective and no send/recv (Paddle on CPU with gloo records none): the ranks' "
+            "roles are unknown, so each rank is compared with all the others beyond the spread of the whole run, "
+            "and costs come from the step times (how much longer the other ranks idle).",
+            triggers=[dict(metric="matched collective instances", value=0, threshold=1, unit="instances",
+                           rank=-1)]))
     costs = rank_costs(ranks, topo, flat, figs, peer_vals, median_step, msgs, prep=prep)
     for i, m in enumerate(msgs):
         ex = [figs[i][f] - peer_vals[i][f] for f in FIGURES] if peered[i] else [0]
@@ -146,7 +160,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
     cpu = all(r.digest.parallel.timeline == pb.TIMELINE_HOST for r in ranks)
     check = dict(CHECK, device_compute="its CPU work" if cpu else "its GPU")
     for c in named:
-        _name(out, v, found, ranks, topo, msgs, figs, peer_vals, c, median_step, check)
+        _name(out, v, found, ranks, topo, msgs, figs, peer_vals, c, median_step, check, who)
     for g in costs.groups:
         found.append(_structure(g, ranks, topo, figs, median_step))
     v.found = any(c.cost >= min_cost for c in named) and not v.uncertain
@@ -157,7 +171,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
             absorbed = c.cost < T.ABSORBED_SHARE * c.excess
             tail = "the pipeline hides most of it; it costs the job " if absorbed else "it costs the job "
             return (f"rank {ranks[c.index].rank} ({why}; check {check[CAUSE[c.figure]]}) {WHAT[c.figure]} "
-                    f"{t(c.excess)} per step more than its role peers; {tail}{t(c.cost)} per step")
+                    f"{t(c.excess)} per step more than {who}; {tail}{t(c.cost)} per step")
         head = "Possible straggler (uncertain evidence): " if v.uncertain else "Straggler: "
         if not v.found and not v.uncertain:
             head = "No straggler sets the step; absorbed: "
@@ -172,7 +186,9 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
             for g in costs.groups[:4]) + ".")
     if not any(peered) and len(ranks) > 1:
         parts.append("No rank has a known role peer (the topology gives no roles): nobody is compared.")
-    if v.uncertain:
+    if blind:
+        parts.append("Uncertain: the traces record no collective, so the ranks' roles are unknown.")
+    elif v.uncertain:
         parts.append(f"Uncertain: {v.coverage:.0%} of the instances matched, the least covered rank "
                      f"{v.min_rank_coverage:.0%} (threshold {T.MIN_COVERAGE:.0%}).")
     v.summary = " ".join(parts)
