@@ -241,7 +241,7 @@ class Profile(_Frames):
 
     def to_json(self) -> str:
         """The Summary as proto3 JSON (``summary --format json``)."""
-        from .v1 import to_json
+        from tb_paddle_profile.core.protojson import to_json
 
         return to_json(self.summary)
 
@@ -358,7 +358,7 @@ class Run(_Frames):
         return parallel_text.render(self.parallel, time_unit=time_unit)
 
     def to_json(self) -> str:
-        from .v1 import to_json
+        from tb_paddle_profile.core.protojson import to_json
 
         return to_json(self.parallel)
 

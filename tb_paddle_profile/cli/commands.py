@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 from tb_paddle_profile.core.errors import our_bug
 from tb_paddle_profile.pipeline.batch import LoadFailure, LoadOptions, load_run, load_summaries
 from tb_paddle_profile.present.render import text
-from tb_paddle_profile.v1 import to_json
+from tb_paddle_profile.core.protojson import to_json
 from tb_paddle_profile.v1.summary_pb2 import Summary
 
 VIEW_ALIASES = {

@@ -36,7 +36,8 @@ from tb_paddle_profile.pipeline.discovery import Discovery, Snapshot, TraceFile
 from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, FileState, Loader
 from tb_paddle_profile.store.lru import SizedLRU
 from tb_paddle_profile.pipeline import runs as run_assembly
-from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, to_json
+from tb_paddle_profile.core.protojson import to_json_bytes
+from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 from tb_paddle_profile import timeline
 
 logger = logging.getLogger(__name__)
@@ -187,7 +188,7 @@ def _encode(message, fmt: str) -> bytes:
     """Serialized protobuf, or proto3 JSON (lowerCamelCase names, enums by name, 64-bit ints as strings,
     fields with default values included so that rank 0 or a 0 ns time is explicit, as in the CLI's JSON)."""
     if fmt == "json":
-        return to_json(message, indent=None).encode("utf-8")
+        return to_json_bytes(message, indent=None)
     return message.SerializeToString()
 
 
