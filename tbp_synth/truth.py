@@ -15,8 +15,9 @@ instance with its members, and the per-rank, per-step times). All times are nano
   file name), ``file`` (trace file name; written only for the ranks ``generate`` was asked
   to write, see ``written``), ``written`` (bool), ``hostname``, ``host`` (host index), ``gpu``
   (local device id its kernels run on), ``pid``, ``dp``, ``pp``, ``mp``, ``clock_offset_ns``
-  (trace time = global time + offset), ``label`` (``"rank 5 · dp1 pp0 mp1 · gpunode0 GPU5 ·
-  pid 30512"``).
+  (trace time = global time + offset), ``gpu_speed`` (the factor its GPU's compute kernels
+  take longer by, besides a planted slow device: 1 unless ``gpu_speed_sigma`` or
+  ``gpu_speed`` is set), ``label`` (``"rank 5 · dp1 pp0 mp1 · gpunode0 GPU5 · pid 30512"``).
 * ``steps``: the ProfileStep numbers, in order; ``step_time_ns``, ``step_start_ns``,
   ``step_end_ns``, ``compute_ns``: int64 arrays of shape ``(world, len(steps))`` indexed
   ``[rank, step index]`` (ProfileStep duration, its start and end on the global clock, the sum
@@ -30,7 +31,27 @@ instance with its members, and the per-rank, per-step times). All times are nano
   delay; slow device: its compute-kernel time minus the same without the anomaly);
   ``job_cost_ns_per_step`` is the job's mean step time (mean over ranks and steps) minus that
   of the same run (same seed) simulated without this one anomaly; ``absorbed`` is
-  ``job_cost_ns_per_step < excess_ns_per_step / 2``. Empty for a control run.
+  ``job_cost_ns_per_step < excess_ns_per_step / 2``. Empty for a control run. Also:
+  ``job_cost_max_ns_per_step`` (the same difference of the mean over steps of the longest
+  rank's step), ``gpu_speed`` (the rank's own GPU speed factor), ``peer_gpu_speed`` (the
+  median of its role peers': the other ranks of its pipeline stage without a planted slow
+  device) and ``saving_at_peer_speed_ns_per_step``: the job's mean step time minus that of
+  the same run with this rank at its role peers' speed (slow device: no planted factor and
+  the peers' GPU speed; host stall: no stall), equal to ``job_cost_ns_per_step`` unless the
+  GPUs' speeds differ. Each control is the same run with the same seed, so every kernel and
+  host gap has the same noise; a difference of two generated runs' traces gives the same
+  number (``tests/test_synth_realism.py``).
+* ``structural``: the stage differences every replica shares (structure, never stragglers),
+  from the same run simulated without any planted anomaly: ``stage_parts`` (per stage, what
+  it holds besides decoder layers: ``"data_loader"``, ``"embedding"`` on the first stage,
+  ``"head"``, ``"loss"`` on the last; every stage reads data without ``pipeline_layers``),
+  ``stage_layers``, ``stage_compute_ns`` (mean over the stage's ranks and the steps of
+  ``compute_ns``), ``stage_compute_excess`` (each stage's compute over the least-computing
+  stage's, minus 1), ``stage_step_ns`` (mean step time of the stage's ranks) and
+  ``job_step_ns``.
+* ``p2p_streams`` (``"per_direction"``, ``"shared"``, ``"per_peer"``) and
+  ``one_rank_comms``: the send/recv layout and whether one-rank communicators launch
+  kernels (docs/generator.md, "Realism").
 * ``changes``: the planted changes that are on (docs/generator.md, "Planted changes"), one
   dict each: ``{"type": "comm_factor", "axis", "factor"}``, ``{"type": "slow_kernel",
   "substring", "factor"}``, ``{"type": "launch_overhead", "factor"}``, ``{"type": "leak",

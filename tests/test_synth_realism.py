@@ -435,3 +435,22 @@ def test_the_1024_rank_case_generates_with_its_truth(tmp_path):
     assert p["type"] == "host_stall" and p["stage"] == 0 and p["job_cost_ns_per_step"] > 3e6
     excess = truth.structural["stage_compute_excess"]
     assert excess[7] > 0.2 and max(excess[1:7]) < 0.05
+
+
+def test_cli_preset_and_case(tmp_path, capsys):
+    from tbp_synth.__main__ import main as synth_main
+    out = tmp_path / "preset"
+    assert synth_main(["--out", str(out), "--preset", "realistic", "--dp", "1", "--mp", "1",
+                       "--pp", "2", "--layers", "2", "--micro-batches", "2", "--steps", "1",
+                       "--hidden", "512", "--heads", "8", "--seq-len", "256",
+                       "--p2p-streams", "per_peer", "--quiet", "--jobs", "1"]) == 0
+    cfg = load_truth(str(out)).config
+    assert cfg["kernel_jitter"] == "lognormal" and cfg["one_rank_comms"]
+    assert cfg["p2p_streams"] == "per_peer" and cfg["names"] == "default"  # the flag wins
+    out = tmp_path / "case"
+    assert synth_main(["--out", str(out), "--case", "rank-named-2hosts-gpu10", "--quiet",
+                       "--jobs", "2"]) == 0
+    truth = load_truth(str(out))
+    assert [(p["type"], p["rank"]) for p in truth.planted] == [("device_slow", 5)]
+    assert truth.host_offsets_ns == [412_000, 2_142_000]
+    assert "rank 5 (stage 0)" in capsys.readouterr().out
