@@ -82,6 +82,7 @@ class Costs:
     base_step: float = 0.0          # the unchanged replay's job step (or the median step time)
     method: str = ""
     notes: List[str] = field(default_factory=list)
+    error: str = ""                 # the replay's analysis error (unmatched collectives), "" without
 
     def of(self, index: int) -> Optional[Candidate]:
         return next((c for c in self.candidates if c.index == index), None)
@@ -217,8 +218,9 @@ def _step_time_costs(cands: List[Candidate], msgs, median_step: float) -> None:
 
 def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[str, int]],
                peer_vals: List[Dict[str, int]], median_step: float, msgs=None, graph=None, prep=None) -> Costs:
-    """Every candidate's cost (see the module docstring). ``graph``: a critical_path.Graph already made
-    (else one is made from ``prep`` or from the arguments when some candidate needs it)."""
+    """Every candidate's cost (see the module docstring). ``graph``: a critical_path.Graph already made,
+    or a function that makes one (else one is made from ``prep`` or from the arguments when some
+    candidate needs it)."""
     peered = verdict.has_peers(ranks, topo)
     cands = candidates(ranks, topo, figs, peer_vals, median_step, peered)
     out = Costs(base_step=median_step)
@@ -233,6 +235,8 @@ def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[
         out.notes.append("No collective joins the ranks in the traces (or they carry no program): each cost is "
                          "the rank's excess as far as the other ranks' idle time can give it back, from step times.")
     else:
+        if callable(graph):
+            graph = graph()
         if graph is None:
             from .critical_path import Graph, Prepared
             from .waits import Waits
@@ -241,6 +245,7 @@ def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[
             graph = Graph(prep)
         replayed = [c for c in cands if c.group < 0] + [next(c for c in cands if c.index == g.representative)
                                                           for g in out.groups]
+        out.error = graph.unmatched_note()
         changes = [{}] + [change_of(graph, c, peer_vals[c.index], figs[c.index]) for c in replayed]
         s, e = graph.replay_many(changes)
         steps = graph.job_steps(s, e)

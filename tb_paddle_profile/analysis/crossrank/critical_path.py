@@ -35,7 +35,7 @@ from ..collectives import KIND_LABELS
 from . import topology
 from .build import _match_with_clocks
 from .load import as_digests, load_ranks
-from .match import split_pipeline_unions
+from .match import SEND_RECV, split_pipeline_unions
 from .model import RankData, Topology
 from .waits import Waits, communicators
 
@@ -129,6 +129,9 @@ class Graph:
                 ck[idx] = r.kind[c[m][ok]]
         self.group = np.where(isc, grp, -1)
         self.ckind = ck
+        # collectives no group joins to their peers: the replay keeps them as traced (their wait
+        # included), so no change is carried through them; an analysis error, reported (unmatched())
+        self.unmatched_nodes = np.nonzero(isc & (self.group < 0))[0]
         w = prep.waits
         self.transfer = np.asarray(w.transfer, dtype=np.float64) if prep.flat.n else np.zeros(0)
         self.g_axis = prep.g_axis
@@ -288,6 +291,20 @@ class Graph:
                 m = np.maximum.reduceat(start[:, idx], self.glev_mptr[a0:a1] - m0, axis=1)
                 end[:, idx] = np.repeat(m, sizes, axis=1) + self.m_lag[idx] * np.repeat(ratio_all[:, gs], sizes, axis=1)
         return start, end[:, :N]
+
+    def unmatched(self) -> Tuple[int, int, int]:
+        """(send/recv nodes, other collective nodes) no matched group joins, and all collective nodes."""
+        p2p = int((self.ckind[self.unmatched_nodes] == SEND_RECV).sum())
+        return p2p, int(self.unmatched_nodes.size) - p2p, int((self.coll >= 0).sum())
+
+    def unmatched_note(self) -> str:
+        """The analysis error of unmatched collectives in one sentence ("" without any)."""
+        p2p, other, total = self.unmatched()
+        if not p2p and not other:
+            return ""
+        return (f"Analysis error: {p2p} send/recv and {other} other collective instances of {total} could not be "
+                "matched to their peers; the replay keeps them at their traced times (waits included), so changes "
+                "do not travel through them: replayed costs and what-ifs are uncertain.")
 
     def _sentinels(self) -> Dict[str, np.ndarray]:
         """The predecessors of the replayed nodes in level order, -1 replaced by N (end -inf: none) and,

@@ -101,6 +101,20 @@ def _structure(g, ranks, topo, figs, median_step) -> ppb.Finding:
                                    threshold=STRUCTURE_MIN_RANKS, unit="ranks", rank=-1)])
 
 
+
+def _balanced_saving(graph, costs):
+    """The What-if "Stages balanced" saving per step from the replay (None without one)."""
+    if graph is None:
+        return None
+    from .whatif import balanced_stages
+    if costs.method == "replay":
+        base = costs.base_step
+    else:
+        s, e = graph.replay()
+        base = graph.job_step(s, e)
+    x = balanced_stages(graph, base)
+    return x.saving_ns if x.applicable else None
+
 def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: Flat, w, g_axis: np.ndarray,
          figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]], msgs: List[ppb.RankParallel],
          median_step: float, prep=None) -> None:
@@ -149,7 +163,24 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
             "and costs come from the step times (how much longer the other ranks idle).",
             triggers=[dict(metric="matched collective instances", value=0, threshold=1, unit="instances",
                            rank=-1)]))
-    costs = rank_costs(ranks, topo, flat, figs, peer_vals, median_step, msgs, prep=prep)
+    box = {}
+
+    def graph():
+        """The replay graph, made once and only when something needs a replay."""
+        if "g" not in box:
+            box["g"] = None
+            if prep is not None and flat.n and any(len(r.digest.parallel.program.kind) for r in ranks):
+                from .critical_path import Graph
+                box["g"] = Graph(prep)
+        return box["g"]
+
+    costs = rank_costs(ranks, topo, flat, figs, peer_vals, median_step, msgs, graph=graph)
+    if costs.error:
+        v.uncertain = True
+        found.append(_finding(out, "replay_unmatched", "evidence", costs.error,
+                              triggers=[dict(metric="collective instances the replay could not join",
+                                             value=sum(graph().unmatched()[:2]), threshold=0, unit="instances",
+                                             rank=-1)]))
     for i, m in enumerate(msgs):
         ex = [figs[i][f] - peer_vals[i][f] for f in FIGURES] if peered[i] else [0]
         m.deviation = max(0.0, max(ex) / median_step)
@@ -206,12 +237,23 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
         lo = min(range(len(stages)), key=lambda i: comp[i])
         if comp[lo] > 0 and comp[hi] / comp[lo] - 1 >= T.STAGE_IMBALANCE_FRACTION:
             imb = comp[hi] / comp[lo] - 1
-            cost = comp[hi] - sum(comp) / len(comp)
+            saving = _balanced_saving(graph(), costs)
+            if saving is None:   # no replay: the slowest stage's compute beyond the mean
+                cost = comp[hi] - sum(comp) / len(comp)
+                how = f"Balanced, the slowest stage would save about {t(cost)} per step."
+            elif saving > 0:
+                cost = saving
+                how = (f"Balanced (every stage computing the stages' mean), the replayed step would be {t(cost)} "
+                       "shorter (the What-if 'Stages balanced').")
+            else:
+                cost = 0
+                how = ("Yet the replay with every stage computing the stages' mean finds no shorter step (the What-if "
+                       "'Stages balanced'): the slowest stage does not set the step.")
             found.append(_finding(
                 out, "stage_imbalance", "structure",
                 f"Stage {stages[hi].stage} computes {imb:.0%} more than stage {stages[lo].stage} ({t(comp[hi])} against "
                 f"{t(comp[lo])} per step): move a layer from stage {stages[hi].stage} to stage {stages[lo].stage}. "
-                f"Balanced, the slowest stage would save about {t(cost)} per step.",
+                + how,
                 cause="pipeline", ranks=list(stages[hi].ranks)[:64], stage=stages[hi].stage, cost=cost,
                 excess=comp[hi] - comp[lo],
                 triggers=[dict(metric="compute of the slowest stage over the fastest, minus 1", value=imb,

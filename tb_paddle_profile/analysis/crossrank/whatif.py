@@ -274,6 +274,8 @@ def analyze_whatif(inputs: Sequence, run: str = "", span: str = "", params=None,
         graph = Graph(prep)
         start, end = critical_path(graph, out.critical_path, labels)
         base = graph.job_step(start, end)
+        if graph.unmatched_note():
+            out.notes.append(graph.unmatched_note())
         if graph.stalled:
             out.notes.append("Part of the graph could not be ordered across ranks (a collective whose members wait "
                              "for each other): it keeps its traced times.")

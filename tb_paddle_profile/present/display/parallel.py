@@ -489,11 +489,14 @@ def _sentences(rp: ppb.RunParallel, labels: Dict[int, str], time_unit: str) -> L
     out.append(_sentence("units", [f"Times in {time_unit}, per step (means over the rank's steps)."]))
 
     v = rp.straggler
-    out.append(_sentence("verdict", spans(v.summary, labels), "warning" if v.found else "good",
-                         "Straggler verdict"))
-    for s in v.stragglers:
-        out.append(_sentence("verdict.straggler", spans(s.reason, labels), "warning",
-                             s.label or labels.get(s.rank, "")))
+    level = "warning" if v.found else ("note" if v.uncertain or v.stragglers else "good")
+    out.append(_sentence("verdict", spans(v.summary, labels), level, "Straggler verdict"))
+    for i, s in enumerate(v.stragglers):
+        # an uncertain verdict names nobody in bold, nor does an absorbed stall (but the costliest rank
+        # of a verdict that found one: what the job pays most for)
+        named = not v.uncertain and (not s.absorbed or (v.found and i == 0))
+        out.append(_sentence("verdict.straggler", spans(s.reason, labels), "warning" if named else "note",
+                             (s.label or labels.get(s.rank, "")) if named else ""))
     ev = [f"({v.rule} Evidence: ", val(v.coverage, PERCENT, digits=1),
           " of the instances matched, the least covered rank ", val(v.min_rank_coverage, PERCENT, digits=1),
           f"{'; UNCERTAIN' if v.uncertain else ''}.)"]
