@@ -108,6 +108,12 @@ def main(argv=None) -> int:
     p.add_argument("--pipeline-layers", action="store_true", default=None,
                    help="Paddle's PipelineLayer: EmbeddingPipe on the first stage, HeadPipe on "
                         "the last, the data read on the first stage only")
+    p.add_argument("--host-names", choices=("ordered", "shuffled"), default=None,
+                   help="gpunode<N> in Fleet's host order (plain) or numbered in a seeded "
+                        "shuffled order")
+    p.add_argument("--export-jitter-us", type=float, default=None,
+                   help="each rank exports its trace up to this many microseconds later than "
+                        "the others (the time in the file name; plain: 0, names in rank order)")
     p.add_argument("--case", default=None, metavar="NAME",
                    help="a case of the truth matrix (tbp_synth.matrix.cases()); the other "
                         "simulation options are ignored")
@@ -161,6 +167,8 @@ def main(argv=None) -> int:
                       p2p_streams=pick(a.p2p_streams, "p2p_streams"),
                       one_rank_comms=pick(a.one_rank_comms, "one_rank_comms"),
                       pipeline_layers=pick(a.pipeline_layers, "pipeline_layers"),
+                      host_names=pick(a.host_names, "host_names"),
+                      export_jitter_us=pick(a.export_jitter_us, "export_jitter_us"),
                       pp_group_collectives=not a.no_pp_group_collectives,
                       stage_layers=tuple(a.stage_layers) if a.stage_layers else None,
                       comm_factor=a.comm_factor, slow_kernel=a.slow_kernel,

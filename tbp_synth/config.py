@@ -156,6 +156,8 @@ class SynthConfig:
     one_rank_comms: bool = False  # mp = 1 / dp = 1 still launch NCCL kernels
     pipeline_layers: bool = False  # EmbeddingPipe / HeadPipe, data read on the first stage
     host_offsets_us: Optional[Tuple[float, ...]] = None  # explicit clock offset per host
+    host_names: str = "ordered"  # or "shuffled": gpunode numbers not in Fleet's host order
+    export_jitter_us: float = 0.0  # a rank's export time (file name) drawn in [0, this] us
 
     @classmethod
     def realistic(cls, **overrides) -> "SynthConfig":
@@ -244,6 +246,10 @@ class SynthConfig:
         if self.p2p_streams != "per_direction" and self.schedule == "interleaved":
             raise ValueError("p2p_streams=%r is for the 1f1b and gpipe schedules (the "
                              "interleaved one has its own four streams)" % self.p2p_streams)
+        if self.host_names not in ("ordered", "shuffled"):
+            raise ValueError("host_names must be 'ordered' or 'shuffled'")
+        if self.export_jitter_us < 0:
+            raise ValueError("export_jitter_us must not be negative")
         if self.host_offsets_us is not None:
             n_hosts = host_of(self, world - 1) + 1
             if len(self.host_offsets_us) != n_hosts:
@@ -341,7 +347,8 @@ class SynthConfig:
 # SynthConfig.realistic(): every realism option on
 REALISTIC = dict(kernel_jitter="lognormal", kernel_sigma=0.02, gpu_speed_sigma=0.003,
                  p2p_streams="shared", one_rank_comms=True, pipeline_layers=True,
-                 names="default", clock_skew_us=2000.0, gpus_per_node=8)
+                 names="default", clock_skew_us=2000.0, gpus_per_node=8,
+                 host_names="shuffled", export_jitter_us=40_000.0)
 
 # ----------------------------------------------------------------------------- hosts
 
@@ -351,8 +358,32 @@ def host_of(cfg: SynthConfig, rank: int) -> int:
     return rank // cfg.gpus_per_node
 
 
-def hostname(host: int) -> str:
+def hostname(host: int, cfg: Optional["SynthConfig"] = None) -> str:
+    """Host ``host``'s name: ``gpunode<host>``, or with ``host_names="shuffled"`` the number of
+    a seeded permutation of the hosts, so that the names do not give Fleet's host order."""
+    if cfg is not None and cfg.host_names == "shuffled":
+        n = host_of(cfg, cfg.world() - 1) + 1
+        key = (cfg.seed, n)
+        perm = _HOST_PERM.get(key)
+        if perm is None:
+            perm = list(range(n))
+            random.Random(cfg.seed * 5_915_587 + 31).shuffle(perm)
+            _HOST_PERM[key] = perm
+        host = perm[host]
     return "gpunode%d" % host
+
+
+_HOST_PERM: Dict[tuple, List[int]] = {}
+
+
+def export_delay_ns(cfg: "SynthConfig", rank: int) -> int:
+    """How long after its last step a rank's profiler exports its trace, beyond the fixed
+    50 ms (the time in the file name): ``rank`` us (so that names stay in rank order), or with
+    ``export_jitter_us`` a seeded draw in [0, that] us."""
+    if not cfg.export_jitter_us:
+        return rank * 1000
+    u = random.Random(cfg.seed * 3_267_000_013 + rank * 101 + 7).random()
+    return int(u * cfg.export_jitter_us * 1000)
 
 
 def host_gpus(cfg: SynthConfig, host: int) -> int:
@@ -388,7 +419,7 @@ def clock_offset_ns(cfg: SynthConfig, host: int) -> int:
 
 def worker_name(cfg: SynthConfig, rank: int, pid: int) -> str:
     if cfg.names == "default":
-        return "host_%spid_%d" % (hostname(host_of(cfg, rank)), pid)
+        return "host_%spid_%d" % (hostname(host_of(cfg, rank), cfg), pid)
     return "rank%d" % rank
 
 

@@ -20,7 +20,7 @@ from .config import (COMM_KINDS, COMPUTE_STREAM, DP_STREAM, MANIFEST_NAME, MP_ST
                      P2P_NEXT_STREAM, P2P_PREV_STREAM, P2P_SHARED_STREAM, PP_BWD_RECV_STREAM,
                      PP_BWD_STREAM, PP_FWD_RECV_STREAM, PP_FWD_STREAM, PP_GROUP_KIND,
                      PP_GROUP_STREAM, SynthConfig, Topology, clock_offset_ns, config_dict,
-                     host_gpus, host_of, hostname, worker_name)
+                     export_delay_ns, host_gpus, host_of, hostname, worker_name)
 from .catalog import _Catalog
 from .recorder import _NullSink
 from .parallel import _LiveBook, _ReplayBook, _SoloBook
@@ -201,8 +201,9 @@ def _identities(cfg: SynthConfig, topo: Topology, book: _LiveBook, chosen) -> Li
         off = clock_offset_ns(cfg, host)
         worker = worker_name(cfg, r, info["pid"])
         ident = {"rank": r, "worker": worker,
-                 "file": _writer.trace_file_name(worker, info["end_t"] + 50_000_000 + r * 1000 + off),
-                 "written": r in chosen, "hostname": hostname(host), "host": host,
+                 "file": _writer.trace_file_name(
+                     worker, info["end_t"] + 50_000_000 + export_delay_ns(cfg, r) + off),
+                 "written": r in chosen, "hostname": hostname(host, cfg), "host": host,
                  "gpu": r % cfg.gpus_per_node, "pid": info["pid"], **topo.coords(r),
                  "clock_offset_ns": off, "gpu_speed": cfg.gpu_speed_of(r)}
         ident["label"] = _truth._label(ident)
@@ -389,7 +390,8 @@ _NEUTRAL = {"comm_factor": None, "slow_kernel": None, "launch_overhead": 1.0,
             "leak_bytes_per_step": 0, "fragment_bytes_per_step": 0, "schedule": "1f1b",
             "virtual_stages": 1, "kernel_jitter": "uniform", "kernel_sigma": 0.02,
             "gpu_speed_sigma": 0.0, "gpu_speed": None, "p2p_streams": "per_direction",
-            "one_rank_comms": False, "pipeline_layers": False, "host_offsets_us": None}
+            "one_rank_comms": False, "pipeline_layers": False, "host_offsets_us": None,
+            "host_names": "ordered", "export_jitter_us": 0.0}
 
 
 def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,

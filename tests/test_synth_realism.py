@@ -122,14 +122,29 @@ def test_every_host_has_its_own_offset(tmp_path):
     one the host's trace shows."""
     cfg = SynthConfig.realistic(dp=8, mp=1, pp=1, steps=1, layers=1, micro_batches=1,
                                 gpus_per_node=1, **TINY)
-    res, truth, traces = _gen(tmp_path, cfg)
+    res, truth, traces = _gen(tmp_path / "realistic", cfg)
     seen = {r: _file_offset(p, truth, r) for r, p in res.traces.items()}
     for r, off in seen.items():
         assert abs(off - truth.host_offsets_ns[r]) < 1000
     assert len(set(truth.host_offsets_ns)) == 8
     assert min(np.diff(sorted(seen.values()))) > 2000  # told apart by the files alone
+    # Paddle's default names, with host numbers that do not follow Fleet's host order and
+    # export times (in the file names) that do not follow the ranks
+    hosts = []
+    stamps = []
     for r, path in res.traces.items():
-        assert Path(path).name.startswith("host_gpunode%dpid_" % r)
+        m = re.match(r"^host_gpunode(\d+)pid_(\d+)_time_(\d{4}(?:_\d\d){5}_\d{6})\.paddle_trace\.json$",
+                     Path(path).name)
+        assert m and truth.ranks[r]["hostname"] == "gpunode" + m.group(1)
+        assert int(m.group(2)) == truth.ranks[r]["pid"]
+        hosts.append(int(m.group(1)))
+        stamps.append(m.group(3))
+    assert sorted(hosts) == list(range(8)) and hosts != list(range(8))
+    assert stamps != sorted(stamps)
+    plain = replace(cfg, host_names="ordered", export_jitter_us=0.0)
+    res, _, _ = _gen(tmp_path / "plain", plain, jobs=1)
+    names = [Path(res.traces[r]).name for r in range(8)]
+    assert [n.split("pid_")[0] for n in names] == ["host_gpunode%d" % r for r in range(8)]
 
 
 def test_lock_step_replicas_end_different_groups_microseconds_apart(tmp_path):
