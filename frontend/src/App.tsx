@@ -6,7 +6,7 @@ import { Picker } from "./components/Picker";
 import type { PickItem } from "./components/Picker";
 import { Notice, Segmented } from "./components/ui";
 import type { LabelMap } from "./labels";
-import { workerLabel } from "./labels";
+import { naturalCompare, workerLabel } from "./labels";
 import { fmtBytes } from "./format";
 import { UNIT_CHOICES } from "./display/cells";
 import type { UnitChoice } from "./display/cells";
@@ -563,7 +563,10 @@ function groupFiles(workers: WorkerEntry[]): FileGroup[] {
     if (!g) groups.set(key, (g = { key, title, items: [] }));
     for (const s of w.spans) g.items.push({ w, s });
   }
-  return [...groups.values()];
+  const out = [...groups.values()];
+  // hosts in natural order (gpunode9 < gpunode10 < gpunode100); blocks of ranks are already in order
+  if (anyHost) out.sort((a, b) => naturalCompare(a.key, b.key));
+  return out;
 }
 
 /**
@@ -644,6 +647,10 @@ function FileList({ workers, sel, update }: { workers: WorkerEntry[]; sel: Selec
     const h = `${workerLabel(x.w)} rank ${x.w.rank} ${x.w.hostname} ${x.w.worker} ${x.s.fileName}`.toLowerCase();
     return words.every((wd) => h.includes(wd));
   };
+  // a rank number searched for: that rank first (its group first, it first in its group)
+  const exact = words.length === 1 && /^\d+$/.test(words[0]) ? Number(words[0]) : null;
+  const exactFirst = (items: { w: WorkerEntry }[]) => (exact === null ? items : [...items].sort((a, b) => Number(b.w.rank === exact) - Number(a.w.rank === exact)));
+  const shownGroups = exact === null ? groups : [...groups].sort((a, b) => Number(b.items.some((x) => x.w.rank === exact)) - Number(a.items.some((x) => x.w.rank === exact)));
   const toggle = (key: string) => {
     const next = new Set(opened);
     if (!next.delete(key)) next.add(key);
@@ -653,8 +660,8 @@ function FileList({ workers, sel, update }: { workers: WorkerEntry[]; sel: Selec
     <div class="file-groups" data-testid="file-groups" data-groups={groups.length}>
       <input class="search file-search" type="search" placeholder={`Filter ${files.toLocaleString()} files`} value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} data-testid="file-search" aria-label="Filter the files" />
       <ul>
-        {groups.map((g) => {
-          const items = words.length ? g.items.filter(hit) : g.items;
+        {shownGroups.map((g) => {
+          const items = words.length ? exactFirst(g.items.filter(hit)) as typeof g.items : g.items;
           if (!items.length) return null;
           const current = g.items.some((x) => x.w.worker === sel.worker && x.s.span === sel.span);
           // open: toggled by the user (a toggle flips the default), or, by default, the current group and any group while searching

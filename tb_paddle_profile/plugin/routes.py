@@ -248,7 +248,9 @@ class Routes:
         self._last_span_analysis: Dict[Tuple[str, str], str] = {}
         # analysis key -> (worker -> label, worker -> clock offset): small facts of a stored analysis,
         # kept so that the run list and every timeline request do not decode a whole RunParallel
-        self._facts = SizedLRU(8 << 20, sizeof=lambda v: 200 * (len(v[0]) + len(v[1])) + 100)
+        self._facts = SizedLRU(8 << 20, sizeof=lambda v: 200 * (len(v[0]) + len(v[1]) + len(v[2])) + 100)
+        # trace key -> (label, GPU) read from its digest before any analysis (the run list's)
+        self._priors = SizedLRU(4 << 20, sizeof=lambda v: 100 + len(v[0]))
 
     def apps(self) -> Dict[str, Callable]:
         return {
@@ -350,33 +352,58 @@ class Routes:
     def _run_list(self, snapshot: Snapshot) -> plugin_pb2.RunList:
         out = plugin_pb2.RunList(logdir=snapshot.logdir, scanned_at=snapshot.scanned_at)
         files = snapshot.files
-        states = iter(self._states(files))
+        # the states come in the order of snapshot.files, which is that of runs, workers, spans
+        order = iter(self._states(files))
+        states = {(run, worker, span): next(order) for run, workers in snapshot.runs.items()
+                  for worker, spans in workers.items() for span in spans}
         for run, workers in snapshot.runs.items():
             entry = out.runs.add(run=run)
             labels = self._labels(run)
-            for worker, spans in workers.items():
+            numbers = self._rank_numbers(run, workers)
+            for worker in sorted(workers, key=lambda w: (numbers.get(w, 1 << 30), w)):
+                spans = workers[worker]
                 first = next(iter(spans.values()))
-                w = entry.workers.add(worker=worker, rank=first.rank, hostname=first.hostname, pid=first.pid,
-                                      label=labels.get(worker) or self._prior_label(first))
+                w = entry.workers.add(worker=worker, rank=numbers.get(worker, first.rank), hostname=first.hostname,
+                                      pid=first.pid, label=labels.get(worker) or self._prior_label(first, numbers.get(worker)))
                 for span, trace in spans.items():
-                    st = next(states)
+                    st = states[run, worker, span]
                     w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
                                 error=st.error, cached=st.cached, loading_since_unix_s=st.loading_since)
         return out
 
-    def _analysis_facts(self, key: Optional[str]) -> Tuple[Dict[str, str], Dict[str, int]]:
-        """(worker -> label, worker -> clock offset ns) of the stored analysis ``key`` (in memory or on
-        disk); empty when there is none. Never computes an analysis."""
+    def _rank_numbers(self, run: str, workers: Mapping[str, Mapping[str, TraceFile]]) -> Dict[str, int]:
+        """worker -> its rank number, as the cross-rank analysis numbers them (analysis/crossrank/load.py):
+        from the file names when every one tells a rank and no two the same; else the run's last
+        analysis's; before there is one, Fleet's order computed here (hosts in natural order, then the
+        GPU of the rank's digest when it is loaded, then the pid), so that Paddle's default worker names
+        (host_<host>pid_<pid>) have a rank, a label and links in every view before any analysis."""
+        from tb_paddle_profile.analysis.crossrank.labels import natural_key
+
+        firsts = {w: next(iter(spans.values())) for w, spans in workers.items() if spans}
+        told = [f.rank for f in firsts.values()]
+        if all(r >= 0 for r in told) and len(set(told)) == len(told):
+            return {w: f.rank for w, f in firsts.items()}
+        known = self._analysis_facts(self._last_analysis.get(run))[2]
+        if known and set(firsts) <= set(known):
+            return {w: known[w] for w in firsts}
+        order = sorted(firsts, key=lambda w: (natural_key(firsts[w].hostname), self._prior(firsts[w])[1],
+                                              firsts[w].pid, natural_key(w), firsts[w].file_name))
+        return {w: i for i, w in enumerate(order)}
+
+    def _analysis_facts(self, key: Optional[str]) -> Tuple[Dict[str, str], Dict[str, int], Dict[str, int]]:
+        """(worker -> label, worker -> clock offset ns, worker -> rank number) of the stored analysis
+        ``key`` (in memory or on disk); empty when there is none. Never computes an analysis."""
         if not key:
-            return {}, {}
+            return {}, {}, {}
         facts = self._facts.get(key)
         if facts is None:
             data = self.analyses.peek(key)
             if data is None:
-                return {}, {}
+                return {}, {}, {}
             msg = plugin_pb2.RunParallel.FromString(data)
             facts = ({r.worker: r.label for r in msg.ranks if r.label},
-                     {r.worker: r.clock_offset_ns for r in msg.ranks if r.clock_offset_ns})
+                     {r.worker: r.clock_offset_ns for r in msg.ranks if r.clock_offset_ns},
+                     {r.worker: r.rank for r in msg.ranks})
             self._facts.put(key, facts)
         return facts
 
@@ -395,24 +422,33 @@ class Routes:
                 key = run_assembly.analysis_key(t.key for t in files)
         return self._analysis_facts(key)[1]
 
-    def _prior_label(self, trace: TraceFile) -> str:
+    def _prior_label(self, trace: TraceFile, rank: Optional[int] = None) -> str:
         """The label before any analysis: analysis.crossrank.labels.prior_label of the rank's digest (when
-        it is at hand), else the worker name."""
-        if self.loader is None:
-            return trace.worker
-        try:
-            from tb_paddle_profile.analysis.crossrank.labels import prior_label
-        except ImportError:
-            return trace.worker
-        data = self.loader.digest_bytes(trace) if self.loader.states([trace])[0].state == READY else None
-        if data is None:
-            return trace.worker
-        try:
-            d = summary_pb2.RankDigest.FromString(data)
-            return prior_label(d.meta, d.device_id, trace.rank if trace.rank >= 0 else None) or trace.worker
-        except Exception:  # a label is never worth a failed run list
-            logger.debug("tb_paddle_profile: no label for %s", trace.file_name, exc_info=True)
-            return trace.worker
+        it is at hand; ``rank``: its number in Fleet's order when the name tells none), else the worker name."""
+        label = self._prior(trace, rank)[0]
+        return label or trace.worker
+
+    def _prior(self, trace: TraceFile, rank: Optional[int] = None) -> Tuple[str, int]:
+        """(the rank's prior label or "", its GPU or -1) from its digest, when it is loaded."""
+        if rank is None or rank == trace.rank:
+            rank = trace.rank if trace.rank >= 0 else None
+        memo = (trace.key, rank)
+        got = self._priors.get(memo)
+        if got is not None:
+            return got
+        got = ("", -1)
+        if self.loader is not None and self.loader.states([trace])[0].state == READY:
+            data = self.loader.digest_bytes(trace)
+            if data is not None:
+                try:
+                    from tb_paddle_profile.analysis.crossrank.labels import prior_label
+
+                    d = summary_pb2.RankDigest.FromString(data)
+                    got = (prior_label(d.meta, d.device_id, rank), int(d.device_id))
+                except Exception:  # a label is never worth a failed run list
+                    logger.debug("tb_paddle_profile: no label for %s", trace.file_name, exc_info=True)
+                self._priors.put(memo, got)
+        return got
 
     @_handler
     def summary(self, request: Request) -> Response:
@@ -530,6 +566,8 @@ class Routes:
         fmt = _format(request)
         loader = self._require_loader()
         out = plugin_pb2.RunDistributed(run=run, span=span)
+        numbers = self._rank_numbers(run, self._run(self._snapshot(), request, refused=True)[1])
+        files.sort(key=lambda f: (numbers.get(f.worker, 1 << 30), f.worker))
         waiting, states = [], self._states(files)
         blocks = run_assembly.blocking(states)
         for trace, state, block in zip(files, states, blocks):
@@ -539,7 +577,8 @@ class Routes:
                 rank.MergeFromString(part)
             elif state.state == READY:  # its cache entry vanished; it is being loaded again
                 state = loader.state(trace)
-            rank.worker, rank.rank, rank.state, rank.error = trace.worker, trace.rank, state.state, state.error
+            rank.worker, rank.state, rank.error = trace.worker, state.state, state.error
+            rank.rank = numbers.get(trace.worker, trace.rank)
             rank.file_version = trace.key.digest()[:16]
             if block or state.state in (QUEUED, LOADING):
                 waiting.append(trace)
@@ -970,7 +1009,8 @@ class Routes:
         files = [workers[w][span] for w in chosen if span in workers[w]]
         if not files:
             raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
-        files.sort(key=lambda f: (f.rank if f.rank >= 0 else 1 << 30, f.worker))
+        numbers = self._rank_numbers(run, workers)
+        files.sort(key=lambda f: (numbers.get(f.worker, 1 << 30), f.worker))
         return run, span, files
 
     def _indexes(self, files: List[TraceFile]) -> list:
@@ -1004,6 +1044,9 @@ class Routes:
         budget = timeline.WINDOW_MAX_BYTES - (64 << 10) - (timeline.FLOW_CAP * 48 if flows else 0)
         msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows, total, offset, budget,
                                       clock=clock)
+        numbers = self._rank_numbers(run, self._run(self._snapshot(), request)[1])
+        for r in msg.ranks:  # default worker names: the rank the run list gives them
+            r.rank = numbers.get(r.worker, r.rank)
         return respond(request, _encode(msg, fmt), _CTYPES[fmt], 202 if building else 200,
                        [("Retry-After", "1")] if building else [])
 

@@ -1,0 +1,130 @@
+"""Paddle's default worker names in the tab (issue 26, item 4), in Chromium against a real TensorBoard: a
+generated 24-rank run on 12 hosts (gpunode0 … gpunode11, two GPUs each) with the default names
+``host_<host>pid_<pid>``. The ranks the page shows are the generator's (its synth_manifest.json):
+the sidebar lists the hosts in natural order and finds a rank by its number first, the worker
+picker too, the Distributed table numbers every rank, and What-if's "Show on the timeline" opens
+the timeline of the rank whose step ended last."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from conftest import ran
+from browser_util import PageLog, chromium_missing_reason, new_page, tensorboard, wait_all_loaded
+
+pytestmark = [pytest.mark.browser]
+
+_missing = chromium_missing_reason()
+if _missing:
+    pytest.skip(f"browser tests need Chromium: {_missing}", allow_module_level=True)
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = "job"
+SLOW_HOST_RANK = 13
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("rank_identity_browser")
+    gen = subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "6", "--mp", "2", "--pp", "2", "--layers", "2",
+                          "--micro-batches", "1", "--steps", "2", "--names", "default", "--gpus-per-node", "2",
+                          "--slow-host-rank", str(SLOW_HOST_RANK), "--quiet", "--out", str(root / RUN)],
+                         capture_output=True, text=True, cwd=str(REPO))
+    assert gen.returncode == 0, gen.stderr[-2000:]
+    return root
+
+
+@pytest.fixture(scope="module")
+def manifest(logdir) -> dict:
+    return json.loads((logdir / RUN / "synth_manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def tb(logdir, tmp_path_factory):
+    with tensorboard(logdir, tmp_path_factory.mktemp("rank_identity_tb")) as server:
+        wait_all_loaded(server)
+        yield server
+
+
+@pytest.fixture
+def page(browser, request):
+    log = PageLog()
+    page = new_page(browser, log, width=1280, height=800)
+    yield page
+    page.context.close()
+    if ran(request):
+        assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)
+
+
+def open_view(page, tb, view: str, worker: str):
+    keys = {"run": RUN, "worker": worker, "span": "0", "unit": "ms", "view": view}
+    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
+    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    frame = handle.content_frame()
+    frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
+    return frame
+
+
+def by_rank(manifest) -> dict:
+    return {r["rank"]: r for r in manifest["ranks"]}
+
+
+def natural(text: str):
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
+
+
+def test_sidebar_and_picker_know_the_ranks_of_default_names(tb, manifest, page):
+    ranks = by_rank(manifest)
+    frame = open_view(page, tb, "overview", ranks[0]["worker"])
+    frame.wait_for_selector('[data-testid="file-groups"]', timeout=60_000)
+    groups = frame.eval_on_selector_all('[data-testid="file-group"]', "els => els.map(e => e.dataset.group)")
+    hosts = sorted({r["hostname"] for r in manifest["ranks"]}, key=natural)
+    assert groups == [f"host {h}" for h in hosts]  # gpunode2 before gpunode10
+    # the files are named by their rank, not by the raw worker name
+    names = frame.eval_on_selector_all('.file-item .file-name', "els => els.map(e => e.textContent)")
+    assert names and all(n.startswith("rank ") for n in names), names
+
+    # "13" finds rank 13 first (not a host or pid that holds the digits)
+    frame.fill('[data-testid="file-search"]', str(SLOW_HOST_RANK))
+    first = frame.locator(".file-item").first
+    first.wait_for(timeout=10_000)
+    assert first.get_attribute("data-file") == ranks[SLOW_HOST_RANK]["trace"]
+
+    frame.click('[data-testid="select-worker-button"]')
+    frame.fill('[data-testid="select-worker-search"]', str(SLOW_HOST_RANK))
+    opt = frame.locator('[data-testid="select-worker-option"]').first
+    assert opt.get_attribute("data-value") == ranks[SLOW_HOST_RANK]["worker"]
+    frame.press('[data-testid="select-worker-search"]', "Enter")
+    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
+                            arg=ranks[SLOW_HOST_RANK]["worker"])
+
+
+def test_distributed_numbers_every_rank(tb, manifest, page):
+    ranks = by_rank(manifest)
+    frame = open_view(page, tb, "distributed", ranks[0]["worker"])
+    frame.wait_for_selector('[data-testid="dist-ranks"] .vt-row', timeout=120_000)
+    cells = frame.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="dist-ranks"] .vt-row'))
+        .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index))
+        .map((r) => r.querySelector('.vt-td[data-col="rank"]').textContent)""")
+    assert cells and "-" not in cells, cells
+    assert [int(c) for c in cells] == sorted(int(c) for c in cells)
+
+
+def test_whatif_show_on_the_timeline_works_on_default_names(tb, manifest, page):
+    ranks = by_rank(manifest)
+    frame = open_view(page, tb, "whatif", ranks[0]["worker"])
+    button = frame.locator('[data-testid="wi-path-timeline"]')
+    button.wait_for(timeout=120_000)
+    frame.wait_for_function("() => !document.querySelector('[data-testid=wi-path-timeline]').disabled", timeout=60_000)
+    whatif = json.loads(tb.get(f"/data/plugin/paddle_profile/whatif?run={RUN}&span=0&format=json", timeout=120))
+    end_rank = whatif["criticalPath"]["steps"][0]["endRank"]
+    button.click()
+    frame.wait_for_selector('[data-testid="panel-timeline"]', timeout=60_000)
+    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
+                            arg=ranks[end_rank]["worker"], timeout=30_000)
