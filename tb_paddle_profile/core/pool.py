@@ -31,8 +31,10 @@ import weakref
 from typing import Callable, List, Optional
 
 from tb_paddle_profile.core import settings
+from tb_paddle_profile.core.worker_path import drop_current_folder
 
-PRELOAD = ["tb_paddle_profile.analysis.summarize"]
+# worker_path first: the current folder leaves sys.path before anything imports the standard library's modules.
+PRELOAD = ["tb_paddle_profile.core.worker_path", "tb_paddle_profile.analysis.summarize"]
 # "spawn" forces fresh interpreters (should a platform's forkserver misbehave).
 ENV_START_METHOD = settings.START_METHOD
 
@@ -53,6 +55,7 @@ def _start_worker(environ: dict, init: Optional[Callable[[], None]]) -> None:
     # as a spawned one would.
     os.environ.clear()
     os.environ.update(environ)
+    drop_current_folder()
     if init is not None:
         init()
 
