@@ -34,9 +34,16 @@ def _rank(dp: int, pp: int, mp: int, PP: int, MP: int) -> int:
     return (dp * PP + pp) * MP + mp
 
 
-def cases() -> Dict[str, SynthConfig]:
-    """Every case of the matrix, by name (see the module docstring)."""
-    R = SynthConfig.realistic
+def cases(light: bool = False) -> Dict[str, SynthConfig]:
+    """Every case of the matrix, by name (see the module docstring). ``light``: half the
+    micro-batches (at least 2) of each case, about half the events and generation time; the
+    planted anomalies' costs change with it (each run's truth has its own)."""
+
+    def R(**kw):
+        if light and kw.get("micro_batches", 1) > 2:
+            kw["micro_batches"] = max(2, kw["micro_batches"] // 2)
+        return SynthConfig.realistic(**kw)
+
     out: Dict[str, SynthConfig] = OrderedDict()
 
     # DP4 x PP4 x MP4: 64 ranks on 8 hosts
@@ -104,22 +111,23 @@ def cases() -> Dict[str, SynthConfig]:
     return out
 
 
-def case(name: str) -> SynthConfig:
+def case(name: str, light: bool = False) -> SynthConfig:
     """One case of :func:`cases` by name."""
-    all_ = cases()
+    all_ = cases(light)
     if name not in all_:
         raise KeyError("no matrix case %r (one of %s)" % (name, ", ".join(all_)))
     return all_[name]
 
 
-def small_cases() -> Dict[str, SynthConfig]:
+def small_cases(light: bool = False) -> Dict[str, SynthConfig]:
     """:func:`cases` without the :data:`BIG` ones."""
-    return OrderedDict((k, v) for k, v in cases().items() if k not in BIG)
+    return OrderedDict((k, v) for k, v in cases(light).items() if k not in BIG)
 
 
-def generate_case(name: str, out_dir: str, jobs: int = 1, ranks: Optional[list] = None, log=None):
+def generate_case(name: str, out_dir: str, jobs: int = 1, ranks: Optional[list] = None, log=None,
+                  light: bool = False):
     """Write case ``name`` into ``out_dir`` (``generate``'s result)."""
-    return generate(case(name), out_dir, jobs=jobs, ranks=ranks, log=log)
+    return generate(case(name, light), out_dir, jobs=jobs, ranks=ranks, log=log)
 
 
 __all__ = ["BIG", "case", "cases", "generate_case", "small_cases"]

@@ -434,6 +434,12 @@ def test_the_matrix_has_every_case_realistic_and_consistent():
     assert big.world() == 1024 and host_of(big, 1023) + 1 == 128
     assert host_of(all_["dp4pp4mp4-control"], 63) + 1 == 8
     assert host_of(all_["dp32-control"], 31) + 1 == 4
+    light = cases(light=True)
+    assert list(light) == list(all_)
+    for name, cfg in light.items():
+        cfg.validate()
+        full = all_[name].micro_batches
+        assert cfg.micro_batches == (max(2, full // 2) if full > 2 else full)
     named = all_["rank-named-2hosts-control"]
     assert named.names == "rank" and clock_offset_ns(named, 1) - clock_offset_ns(named, 0) \
         == 1_730_000
