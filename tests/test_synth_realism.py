@@ -475,3 +475,29 @@ def test_cli_preset_and_case(tmp_path, capsys):
     assert [(p["type"], p["rank"]) for p in truth.planted] == [("device_slow", 5)]
     assert truth.host_offsets_ns == [412_000, 2_142_000]
     assert "rank 5 (stage 0)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("layout", ["shared", "per_peer"])
+def test_truth_ordinals_are_the_readers_on_realistic_runs(tmp_path, layout):
+    """With send/recv paired and on one or two streams, each member's ordinal (position among
+    the rank's instances of its step and kind) is still the one the project's reader gives the
+    trace's kernel, with the same duration (wait + transfer)."""
+    from tb_paddle_profile.analysis.collectives import KIND_LABELS
+    from tb_paddle_profile.analysis.summarize import summarize_file
+    cfg = SynthConfig.realistic(dp=2, mp=1, pp=4, steps=2, layers=4, micro_batches=5,
+                                gpus_per_node=4, p2p_streams=layout, **TINY)
+    res = generate(cfg, str(tmp_path), jobs=2)
+    truth = load_truth(str(tmp_path))
+    members = {}
+    for inst in truth.instances:
+        for m in inst["members"]:
+            members[(m["rank"], inst["step"], inst["kind"], m["ordinal"])] = (inst, m)
+    for r, path in res.traces.items():
+        s = summarize_file(path)
+        c = s.parallel.collectives
+        seen = {(r, c.step[i], KIND_LABELS[c.kind[i]], c.ordinal[i]): c.duration_ns[i]
+                for i in range(len(c.kind))}
+        assert set(seen) == {k for k in members if k[0] == r}
+        for key, dur in seen.items():
+            inst, m = members[key]
+            assert abs(dur - (m["wait_ns"] + inst["transfer_ns"])) <= 2
