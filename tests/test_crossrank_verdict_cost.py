@@ -226,3 +226,26 @@ def test_a_real_cpu_fleet_run_with_a_slowed_rank_names_it_with_its_cost():
     w = analyze_whatif(digests, "slow", "0")
     x = _whatif(w, wpb.WHAT_IF_STRAGGLER)
     assert x.applicable and x.rank == slow and x.saving_ns == s.job_cost_ns
+
+
+# ---------------------------------------------------------------- Compare (diff of two runs)
+
+
+def test_compare_cites_the_verdicts_cost_and_measures_the_same_change(tmp_path):
+    """A run with a slow GPU against the same run without it: the step-time change Compare measures and
+    the cost the straggler's verdict gives (and Compare cites) are both the planted cost."""
+    from tb_paddle_profile.analysis.diff import decompose_runs
+    cfg = CASES["dp-gpu10"]
+    rps = {}
+    for side, c in (("candidate", cfg), ("baseline", cfg.without_anomalies())):
+        out = tmp_path / side
+        res = generate(c, str(out))
+        rps[side] = analyze_run([digest_of(summarize_file(p)) for _, p in sorted(res.traces.items())], side, "0")
+    (p,) = load_truth(str(tmp_path / "candidate")).planted
+    d = decompose_runs(rps["baseline"], rps["candidate"])
+    assert d.change == pytest.approx(p["job_cost_ns_per_step"], rel=0.02)
+    (s,) = rps["candidate"].straggler.stragglers
+    assert s.rank == p["rank"]
+    assert abs(s.job_cost_ns - d.change) <= COST_TOLERANCE * d.change
+    (note,) = [n for n in d.notes if n.startswith("The straggler verdicts")]
+    assert f"rank {s.rank} {s.job_cost_ns / 1e6:.3g} ms per step" in note and "no straggler" in note

@@ -185,6 +185,17 @@ def _role_label(role: Tuple) -> str:
     return " ".join(p for p in parts if p) or "all ranks"
 
 
+def _verdict(rp: ppb.RunParallel) -> str:
+    """The run's named ranks and their cost per step, in a few words."""
+    v = rp.straggler
+    if not v.stragglers:
+        return "no straggler"
+    named = ", ".join(f"rank {s.rank} {s.job_cost_ns / 1e6:.3g} ms per step{' (absorbed)' if s.absorbed else ''}"
+                      for s in list(v.stragglers)[:4])
+    more = f" and {len(v.stragglers) - 4} more" if len(v.stragglers) > 4 else ""
+    return ("possibly " if v.uncertain else "") + named + more
+
+
 def decompose_runs(baseline: ppb.RunParallel, candidate: ppb.RunParallel) -> Decomposition:
     """The two runs' step-time change, per run, stage, role and rank (aligned as docs/diff.md says)."""
     sides = {"baseline": baseline, "candidate": candidate}
@@ -217,6 +228,10 @@ def decompose_runs(baseline: ppb.RunParallel, candidate: ppb.RunParallel) -> Dec
     else:
         notes.append(f"Ranks are aligned by role (pipeline stage, model-parallel index, data-parallel index; "
                      f"{topo['baseline']}).")
+
+    verdicts = [f"the {name}'s: {_verdict(rp)}" for name, rp in sides.items()]
+    notes.append("The straggler verdicts (each rank's cost to the job, its replay at its role peers' speed, the "
+                 "same as in the Distributed and What-if views): " + "; ".join(verdicts) + ".")
 
     def groups(keyfn, labelfn) -> List[Group]:
         by: Dict[Tuple, Dict[str, list]] = {}

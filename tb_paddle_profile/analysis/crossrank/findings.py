@@ -29,6 +29,8 @@ from .model import RankData, Topology
 from .verdict import CAUSE, FIGURES, WHAT, has_peers
 
 
+FIGURE_NAME = {"compute": "compute", "dataloader": "data loading", "launch": "kernel launches", "memcpy": "copies",
+               "first_device": "the wait for the step's first work"}
 # Where to look, per cause, in the verdict's sentence.
 CHECK = {"device_compute": "its GPU", "host_dataloader": "its data loader", "host": "its host",
          "launch_overhead": "its kernel launches", "memcpy": "its memory copies"}
@@ -90,7 +92,7 @@ def _structure(g, ranks, topo, figs, median_step) -> ppb.Finding:
     stages = sorted({topo.coord_pp[i] for i in g.members if topo.coord_pp and topo.coord_pp[i] >= 0})
     where = f" of stage {stages[0]}" if len(stages) == 1 else ""
     share = g.excess / g.peer_value if g.peer_value else 0.0
-    text = (f"{len(g.members)} ranks{where} {WHAT[g.figure]} {t(g.excess)} per step "
+    text = (f"{len(g.members)} ranks{where}: {FIGURE_NAME[g.figure]} {t(g.excess)} per step "
             f"({share:+.0%}) more than their role peers, all alike: a difference of their program or "
             f"their place in the job, not a straggler; one of them at its peers' speed would save "
             f"{t(g.cost)} per step.")
@@ -213,7 +215,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
                      f"{t(min_cost)} or more.")
     if costs.groups:
         parts.append("Structure, not stragglers: " + "; ".join(
-            f"{len(g.members)} ranks {WHAT[g.figure]} {t(g.excess)} more than their role peers"
+            f"{len(g.members)} ranks with {FIGURE_NAME[g.figure]} {t(g.excess)} per step over their role peers"
             for g in costs.groups[:4]) + ".")
     if not any(peered) and len(ranks) > 1:
         parts.append("No rank has a known role peer (the topology gives no roles): nobody is compared.")
