@@ -205,8 +205,11 @@ def test_csv_table_option_and_unknown_table(tmp_path):
     base = [sys.executable, "-m", "tb_paddle_profile", "summary", str(trace), "--format", "csv", "--no-cache"]
     one = subprocess.run(base + ["--table", "kernels"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert one.returncode == 0, one.stderr
-    assert one.stdout.startswith("# kernels/kernels: Kernel Summary\n") and one.stdout.count("\n# ") == 0
-    assert one.stdout.endswith("\n\n")
+    # --table: plain CSV, the header line first; the same table as in the all-tables CSV
+    assert not one.stdout.startswith("#") and one.stdout.count("\n# ") == 0
+    every = subprocess.run(base, cwd=REPO, capture_output=True, text=True, timeout=120).stdout
+    block = every.split("# kernels/kernels: Kernel Summary\n", 1)[1].split("\n\n", 1)[0] + "\n"
+    assert one.stdout == block and "," in block.split("\n", 1)[0]
     bad = subprocess.run(base + ["--table", "nope"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.strip().splitlines()) == 1 and trace.name in bad.stderr and "kernels/kernels" in bad.stderr

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
+from tb_paddle_profile.core.progress import follow
 from tb_paddle_profile.pipeline.discovery import local_traces
 from tb_paddle_profile.pipeline.jobs import JobSpec, run_job
-from tb_paddle_profile.pipeline.loader import FAILED, READY, FileState, Loader
+from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, FileState, Loader
 from tb_paddle_profile.pipeline.runs import (
     RunAnalyses,
     analysis_key,
@@ -39,12 +40,14 @@ from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 class LoadOptions:
     """How a batch is loaded: ``cache_dir`` (None: ``$TB_PADDLE_PROFILE_CACHE`` or the default folder),
     ``cache`` (False: nothing read or kept), ``jobs`` (parsing processes/threads; None: the cores, at
-    most 8), ``verbose`` (say on stderr how many traces were parsed and how many came from the cache)."""
+    most 8), ``verbose`` (say on stderr how many traces were parsed and how many came from the cache),
+    ``progress`` (a core.progress.Progress drawn while the files load; None: none)."""
 
     cache_dir: Optional[str] = None
     cache: bool = True
     jobs: Optional[int] = None
     verbose: bool = False
+    progress: Optional[object] = None
 
 
 class _Loaded:
@@ -53,6 +56,7 @@ class _Loaded:
     def __init__(self, opts: LoadOptions, fs, root: Optional[str], files: List):
         cache = open_cache(cache_dir=opts.cache_dir) if opts.cache else SummaryCache(None)
         self.files = files
+        self.progress = opts.progress
         if len(files) == 1 and not files[0].refused:
             # One file: the same job, run in this process (no worker process to start for it).
             self.loader = _Inline(fs, cache, files[0], root, opts.jobs or parse_workers())
@@ -63,7 +67,11 @@ class _Loaded:
         self.loader.track(files)
 
     def wait(self):
-        self.loader.wait_idle()
+        progress = self.progress
+        if progress is None:
+            self.loader.wait_idle()
+            return self.loader.states(self.files)
+        follow(self.loader, self.files, progress, (QUEUED, LOADING))
         return self.loader.states(self.files)
 
     def report(self, verbose: bool) -> None:
@@ -219,6 +227,8 @@ def load_run(run_dir: str, span: Optional[str], opts: LoadOptions = LoadOptions(
         if len(spans) > 1:
             notes.append(f"Spans {', '.join(spans)} found; this is span {span} (--span chooses).")
         notes.extend(duplicate_notes(workers, span))
+        if opts.progress is not None:
+            opts.progress.phase(f"analysing {len(digests)} ranks")
         analyses = RunAnalyses(loaded.loader.cache if loaded.loader.cache.cache_dir is not None else None)
         key = analysis_key(keys)
         compute = lambda: analyze_split(digests, ".", span)  # noqa: E731
@@ -226,4 +236,6 @@ def load_run(run_dir: str, span: Optional[str], opts: LoadOptions = LoadOptions(
     finally:
         loaded.close()
     result.notes.extend(notes)
-    return RunLoad(result, used, errors, lambda: analyses.matched(key, compute))
+    got = RunLoad(result, used, errors, lambda: analyses.matched(key, compute))
+    got.digests, got.span = digests, span  # for what the analysis does not hold (the what-if answers)
+    return got

@@ -16,10 +16,11 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from tb_paddle_profile.core.progress import follow
 from tb_paddle_profile.store.cache import ENV_SIDECAR, SummaryCache, env_flag, read_sidecar, write_sidecar
 from tb_paddle_profile.store.cache_store import open_cache
 from tb_paddle_profile.pipeline.discovery import Discovery
-from tb_paddle_profile.pipeline.loader import FAILED, GROWING, READY, Loader
+from tb_paddle_profile.pipeline.loader import FAILED, GROWING, LOADING, QUEUED, READY, Loader
 
 # The longest wait for one trace's timeline index: TIMELINE_WAIT_S, plus TIMELINE_WAIT_S_PER_MB per MB.
 TIMELINE_WAIT_S = 600.0
@@ -27,7 +28,7 @@ TIMELINE_WAIT_S_PER_MB = 2.0
 
 
 def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = False,
-               jobs: Optional[int] = None, timeline: bool = False) -> List[Tuple[str, bool, str]]:
+               jobs: Optional[int] = None, timeline: bool = False, progress=None) -> List[Tuple[str, bool, str]]:
     """Summarize every trace under ``logdir`` into the cache; one ``(path, ok, message)`` per trace.
 
     ``cache_dir`` defaults to ``TB_PADDLE_PROFILE_CACHE`` or ``~/.cache/tb_paddle_profile``; ``sidecar``
@@ -35,7 +36,8 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
     of worker processes (default: the cores, at most 8); ``timeline`` also builds each trace's timeline
     index into the cache, so that the Timeline view opens without waiting for it. ``ok`` is False, with
     the one-line reason, for a trace that is not usable and for one whose summary (or index) could not
-    be stored. Raises OSError when the logdir cannot be listed.
+    be stored. ``progress`` (a core.progress.Progress) is drawn while the traces load. Raises OSError
+    when the logdir cannot be listed.
     """
     cache = open_cache(cache_dir=cache_dir, sidecar=bool(sidecar) or env_flag(ENV_SIDECAR))
     discovery = Discovery(logdir, interval=None)
@@ -47,7 +49,7 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
         snapshot = discovery.scan()
         if snapshot.error:
             raise OSError(f"cannot list {logdir}: {snapshot.error}")
-        loader.wait_idle()
+        _wait(loader, snapshot.files, progress)
         results = []
         stored = []
         problem = None  # why the cache folder cannot be written, once asked
@@ -76,6 +78,13 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
     finally:
         discovery.stop()
         loader.close()
+
+
+def _wait(loader: Loader, files, progress) -> None:
+    if progress is None:
+        loader.wait_idle()
+    else:
+        follow(loader, files, progress, (QUEUED, LOADING))
 
 
 def _shown(trace) -> str:
