@@ -30,8 +30,21 @@ if str(REPO) not in sys.path:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: runs real Paddle training or other long work (CI runs it)")
+    config.addinivalue_line("markers", "slow: long work (real Paddle training, big runs, a browser): left out of "
+                                       "the fast tier, `pytest -m 'not slow'`; CI runs everything")
     config.addinivalue_line("markers", "browser: drives a real Chromium through Playwright")
+
+
+SLOW_LIST = TESTS / "slow_tests.txt"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every browser test and each test listed in slow_tests.txt (measured: tools/update_slow_tests.py)
+    is `slow`."""
+    listed = {ln.strip() for ln in SLOW_LIST.read_text().splitlines() if ln.strip() and not ln.startswith("#")}
+    for item in items:
+        if item.get_closest_marker("browser") or item.nodeid.split("[")[0] in listed:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
