@@ -86,8 +86,10 @@ export function fetchDistributed(run: string, span: string, signal?: AbortSignal
 }
 
 /** The cross-rank hybrid-parallel analysis; "pending" (with a note) while some ranks still load. */
-export function fetchParallel(run: string, span: string, signal?: AbortSignal): Promise<Fetched<RunParallel>> {
-  return fetchMessage(RunParallelSchema, `parallel?${query({ run, span })}`, signal, true);
+/** The run's cross-rank analysis; `part` "summary": without the per-rank tables and breakdowns (the
+ * top of the Distributed view at scale). */
+export function fetchParallel(run: string, span: string, signal?: AbortSignal, part = ""): Promise<Fetched<RunParallel>> {
+  return fetchMessage(RunParallelSchema, `parallel?${query(part ? { run, span, part } : { run, span })}`, signal, true);
 }
 
 /** MFU inputs of the `whatif` route (empty: not given). */

@@ -646,6 +646,12 @@ class Routes:
         notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
         notes += run_assembly.duplicate_notes(workers, span)
         missing = run_assembly.missing_ranks(files, states)
+        # part=summary: what the top of the Distributed view draws (the verdict, the findings, the
+        # outliers, the rank grid) without the per-rank tables, step breakdowns and matrices, so that a
+        # 1,024-rank page decodes a tenth of the answer before its first screen
+        part = _param(request, "part", required=False)
+        if part not in ("", "summary"):
+            raise HttpError(400, f"unknown part {_shown(part)} (summary, or none for the whole analysis)")
 
         def build() -> bytes:
             out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
@@ -655,9 +661,11 @@ class Routes:
 
             out.display.CopyFrom(parallel_display(out))
             _add_missing(out.display, "parallel", missing)
+            if part == "summary":
+                _summary_part(out)
             return _encode(out, fmt)
 
-        return self._send(request, ("parallel", key, run, span, tuple(notes), missing, fmt), _CTYPES[fmt], build)
+        return self._send(request, ("parallel", key, run, span, tuple(notes), missing, part, fmt), _CTYPES[fmt], build)
 
     @_handler
     def parallel_matched(self, request: Request) -> Response:
@@ -1217,6 +1225,24 @@ _INT_RANGES = {
     "rank_offset": (0, 1 << 31),
 }
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")
+
+
+# The tables of the parallel view that its summary draws (the rest are per rank: thousands of rows)
+SUMMARY_TABLES = ("stragglers", "findings", "outliers", "advice_triggers", "topology")
+
+
+def _summary_part(out: plugin_pb2.RunParallel) -> None:
+    """RunParallel reduced in place to what the summary draws: every rank's totals and coordinates kept
+    (the rank grid, the links), their per-step breakdowns, the matrices and the per-rank tables dropped."""
+    for r in out.ranks:
+        r.ClearField("step_breakdown")
+        r.ClearField("kinds")
+    for f in ("step_time", "exposed_communication", "memory"):
+        out.ClearField(f)
+    for view in out.display.views:
+        keep = [t for t in view.tables if t.key in SUMMARY_TABLES]
+        del view.tables[:]
+        view.tables.extend(keep)
 
 
 def _add_missing(display, view_key: str, text: Optional[str]) -> None:

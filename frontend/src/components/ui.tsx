@@ -1,5 +1,6 @@
 // Small building blocks: cards, plain tables for short lists, segmented controls, notices.
 import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
 
 export function Card(props: {
   title: string;
@@ -136,5 +137,23 @@ export function Stat(props: { label: string; value: string; sub?: string; testId
       <div class="stat-value">{props.value}</div>
       {props.sub ? <div class="stat-sub">{props.sub}</div> : null}
     </div>
+  );
+}
+
+/**
+ * A section that can be folded: its title is a button; folded, its children are not drawn at all (no
+ * DOM node, no chart), so a 1,024-rank page stays small until the user asks for the details.
+ */
+export function Fold(props: { title: string; subtitle?: string; open: boolean; testId: string; children: ComponentChildren }) {
+  const [open, setOpen] = useState(props.open);
+  return (
+    <section class={`fold ${open ? "open" : ""}`} data-testid={props.testId} data-open={open ? "1" : "0"}>
+      <button class="fold-head" onClick={() => setOpen(!open)} aria-expanded={open} data-testid={`${props.testId}-toggle`}>
+        <span class="fold-caret" aria-hidden="true">{open ? "▾" : "▸"}</span>
+        <span class="fold-title">{props.title}</span>
+        {props.subtitle ? <span class="fold-sub">{props.subtitle}</span> : null}
+      </button>
+      {open ? <div class="fold-body">{props.children}</div> : null}
+    </section>
   );
 }

@@ -5,7 +5,7 @@ import { useMemo } from "preact/hooks";
 import { csvUrl } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
-import { Card, Notice } from "../components/ui";
+import { Card, Fold, Notice } from "../components/ui";
 import type { TimeUnit } from "../display/cells";
 import { DisplayTable } from "../display/DisplayTable";
 import { tableOf, viewOf } from "../display/model";
@@ -18,7 +18,7 @@ import type { LabelMap } from "../labels";
 import { labelOf } from "../labels";
 import { num, RANK_WINDOW, rankZoom, share2, timeUnit } from "./parallel/charts";
 import { useParallel } from "./parallel/data";
-import { ParallelSection, ParallelSummary } from "./parallel/Parallel";
+import { FOLD_RANKS, ParallelSection, ParallelSummary } from "./parallel/Parallel";
 
 export const PARTS = ["Computation", "Overlap", "Communication", "Other"] as const;
 type Part = (typeof PARTS)[number];
@@ -236,7 +236,9 @@ export function Distributed({
       </Card>
     ) : null;
   const parallelKey = `${data.run}\u0000${data.span}\u0000${data.ranks.map((r) => `${r.worker}:${r.state}:${r.fileVersion}`).join(",")}`;
-  const parallel = useParallel(data.run, data.span, parallelKey);
+  // at scale the summary part first (a tenth of the answer); the whole analysis once the details are opened
+  const summaryOnly = data.ranks.length > FOLD_RANKS;
+  const parallel = useParallel(data.run, data.span, parallelKey, summaryOnly ? "summary" : "");
   return (
     <div class="panel distributed" data-testid="panel-distributed">
       {/* ranks that failed to load: named with the reason, above everything the other ranks' analysis shows */}
@@ -253,6 +255,7 @@ export function Distributed({
           <Sentence sentence={s} timeUnit={unit} />
         </Notice>
       ))}
+      <Fold title="Step times and the ranks' tables" subtitle={`every rank, every step · ${unit}`} open={ready.length <= FOLD_RANKS} testId="dist-fold">
       <div class="grid two-one">
         <Card
           title={many ? `Per step, mean of ${ready.length} ranks` : "Per step, every rank"}
@@ -275,7 +278,8 @@ export function Distributed({
           The table of the ranks comes once every rank is read.
         </Notice>
       )}
-      <ParallelSection state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} />
+      </Fold>
+      <ParallelSection state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} whole={summaryOnly ? { run: data.run, span: data.span, key: parallelKey } : undefined} />
     </div>
   );
 }

@@ -7,7 +7,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { csvUrl } from "../../api";
 import { Chart } from "../../components/Chart";
-import { Card, Notice, Segmented } from "../../components/ui";
+import { Card, Fold, Notice, Segmented } from "../../components/ui";
 import type { TimeUnit } from "../../display/cells";
 import { formatCell } from "../../display/cells";
 import { DisplayTable } from "../../display/DisplayTable";
@@ -22,6 +22,7 @@ import { labelOf } from "../../labels";
 import type { Breakdown, RankLabel } from "./charts";
 import { breakdownOption, heatBins, heatmapOption, kindsPresent, meanBreakdown, num, pct1, stepBreakdown, waitsOption } from "./charts";
 import type { ParallelState } from "./data";
+import { useParallel } from "./data";
 import "./parallel.css";
 import { RankGrid, hasGrid } from "./RankGrid";
 
@@ -32,6 +33,12 @@ const MAX_PER_STEP_BARS = 160;
 const SHOWN_STRAGGLERS = 3;
 /** Rank references of a finding or an advice shown as buttons (the rest counted; the whole list on hover). */
 const SHOWN_CHIPS = 4;
+/** Findings and advice items drawn at first, and how many more each "Show more" adds: the summary stays
+ * on one screen whatever the number of ranks (a 1,024-rank job may have hundreds of findings). */
+const SHOWN_ITEMS = 5;
+/** Above this many ranks the charts and tables below the summary start folded (summary first). */
+export const FOLD_RANKS = 64;
+const MORE_ITEMS = 20;
 /** The view of the display model these panels draw. */
 const VIEW = "parallel";
 
@@ -233,7 +240,8 @@ export function ParallelSection({
   current,
   labels,
   onOpenRank,
-}: SectionProps) {
+  whole,
+}: SectionProps & { whole?: { run: string; span: string; key: string } }) {
   const headline = state.status === "ok" ? sentencesOf(viewOf(state.value.display, VIEW) ?? EMPTY_VIEW, "headline")[0] : undefined;
   return (
     <section class="par" id="tbpp-parallel" data-testid="parallel">
@@ -258,13 +266,30 @@ export function ParallelSection({
           ))
         : null}
       {state.status === "ok" ? (
-        <Deferred key={state.value.analysisKey || "rp"}>
-          <ParallelBody rp={state.value} unit={unit} current={current} labels={labels} open={onOpenRank} />
-        </Deferred>
+        <Fold title="Advice, heatmaps and the tables of every rank" subtitle={`${state.value.ranks.length.toLocaleString()} ranks`} open={state.value.ranks.length <= FOLD_RANKS} testId="par-fold">
+          {whole ? (
+            <WholeBody whole={whole} unit={unit} current={current} labels={labels} open={onOpenRank} />
+          ) : (
+            <Deferred key={state.value.analysisKey || "rp"}>
+              <ParallelBody rp={state.value} unit={unit} current={current} labels={labels} open={onOpenRank} />
+            </Deferred>
+          )}
+        </Fold>
       ) : (
         loadingNotes(state)
       )}
     </section>
+  );
+}
+
+/** The details from the whole analysis, fetched when they are first shown (the summary came from its summary part). */
+function WholeBody({ whole, unit, current, labels, open }: { whole: { run: string; span: string; key: string }; unit: TimeUnit; current: string; labels?: LabelMap; open: Open }) {
+  const state = useParallel(whole.run, whole.span, whole.key);
+  if (state.status !== "ok") return loadingNotes(state);
+  return (
+    <Deferred key={state.value.analysisKey || "rp"}>
+      <ParallelBody rp={state.value} unit={unit} current={current} labels={labels} open={open} />
+    </Deferred>
   );
 }
 
@@ -452,14 +477,37 @@ function RankChips({ c, s }: { c: Ctx; s: SentenceMsg | undefined }) {
   );
 }
 
+/** The first `shown` items, and a button that shows MORE_ITEMS more (and one that folds them again). */
+function usePaged(total: number): [number, ComponentChildren] {
+  const [shown, setShown] = useState(SHOWN_ITEMS);
+  const n = Math.min(total, shown);
+  const more =
+    total > SHOWN_ITEMS ? (
+      <div class="par-more" data-testid="par-more" data-shown={String(n)} data-total={String(total)}>
+        {n < total ? (
+          <button class="btn small" onClick={() => setShown(shown + MORE_ITEMS)} data-testid="par-more-show">
+            {`Show ${Math.min(MORE_ITEMS, total - n)} more of ${total.toLocaleString()}`}
+          </button>
+        ) : null}
+        {n > SHOWN_ITEMS ? (
+          <button class="btn small" onClick={() => setShown(SHOWN_ITEMS)} data-testid="par-more-fold">
+            Show fewer
+          </button>
+        ) : null}
+      </div>
+    ) : null;
+  return [n, more];
+}
+
 function FindingsCard({ c }: { c: Ctx }) {
   const { view, unit } = c;
   const groups = groupsOf(view, "finding.");
   const table = tableOf(view, "findings");
+  const [shown, more] = usePaged(groups.length);
   return (
-    <Card title="Findings" subtitle={`anomalies, structure, evidence · cost to the whole job per step, ${unit}`} testId="par-findings-card">
-      <ol class="par-findings" data-testid="par-findings">
-        {groups.map((g, i) => {
+    <Card title="Findings" subtitle={`${groups.length.toLocaleString()} · anomalies, structure, evidence · cost to the whole job per step, ${unit}`} testId="par-findings-card">
+      <ol class="par-findings" data-testid="par-findings" data-total={String(groups.length)}>
+        {groups.slice(0, shown).map((g, i) => {
           const row = table?.rows[i];
           const cell = (key: string) => (table && row ? textOf(table, row, key) : "");
           const category = cell("category");
@@ -491,6 +539,7 @@ function FindingsCard({ c }: { c: Ctx }) {
           );
         })}
       </ol>
+      {more}
     </Card>
   );
 }
@@ -516,11 +565,12 @@ function AdviceCard({ c }: { c: Ctx }) {
   const groups = groupsOf(view, "advice.").filter((g) => g.head.key !== "advice.none");
   const none = sentencesOf(view, "advice.none")[0];
   const triggers = tableOf(view, "advice_triggers");
+  const [shown, more] = usePaged(groups.length);
   return (
     <Card title="Advice" subtitle="rule-based; each rule cites the value that fired it and its threshold" testId="par-advice-card">
       {groups.length ? (
-        <ol class="par-advice" data-testid="par-advice">
-          {groups.map((g, i) => {
+        <ol class="par-advice" data-testid="par-advice" data-total={String(groups.length)}>
+          {groups.slice(0, shown).map((g, i) => {
             const rule = g.head.key.slice("advice.".length);
             const rows = triggers ? triggers.rows.filter((r) => num(cellOf(triggers, r, "advice")?.number) === i) : [];
             return (
@@ -551,6 +601,9 @@ function AdviceCard({ c }: { c: Ctx }) {
             );
           })}
         </ol>
+      ) : null}
+      {groups.length ? (
+        more
       ) : (
         <p class="muted" data-testid="par-advice-none">
           <S c={c} s={none} />

@@ -20,9 +20,10 @@ function remember<T>(cache: Map<string, T>, key: string, value: T): void {
   while (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
 }
 
-/** RunParallel of `run`/`span`; `key` changes when the ranks' load states or file versions change
- * (fetch again). */
-export function useParallel(run: string, span: string, key: string): ParallelState {
+/** RunParallel of `run`/`span` (`part` "summary": its summary part only); `key` changes when the
+ * ranks' load states or file versions change (fetch again). */
+export function useParallel(run: string, span: string, baseKey: string, part = ""): ParallelState {
+  const key = `${baseKey}\u0000${part}`;
   const [state, setState] = useState<{ key: string; s: ParallelState }>({ key: "", s: { status: "loading" } });
   useEffect(() => {
     const hit = parallelCache.get(key);
@@ -37,7 +38,7 @@ export function useParallel(run: string, span: string, key: string): ParallelSta
     const attempt = async () => {
       let r;
       try {
-        r = await fetchParallel(run, span, ctl.signal);
+        r = await fetchParallel(run, span, ctl.signal, part);
       } catch {
         return; // aborted
       }
