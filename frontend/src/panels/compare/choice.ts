@@ -42,8 +42,8 @@ export function modeOf(sel: Pick<Selection, "bworker" | "cworker">): Mode {
 
 /**
  * The choice made valid for the run list. The baseline defaults to the page's own run, worker and span;
- * the candidate to the next run (the same worker name where it has one), else another rank of the same
- * run. Both sides are in the same mode: one rank each, or the whole runs.
+ * the candidate to the next run (the same rank where it has one: by worker name, else rank number), else
+ * another rank of the same run. Both sides are in the same mode: one rank each, or the whole runs.
  */
 export function resolveChoice(sel: Selection, list: RunList): Selection {
   const runs = list.runs;
@@ -60,7 +60,11 @@ export function resolveChoice(sel: Selection, list: RunList): Selection {
   // The candidate: as chosen, else the next run (one that has the baseline's worker first), else the same run.
   const at = runs.indexOf(bRun);
   const after = [...runs.slice(at + 1), ...runs.slice(0, at)];
-  const next = (mode === "rank" ? after.find((r) => r.workers.some((w) => w.worker === bWorker)) : undefined) ?? after[0];
+  // the same rank: its worker name, else its rank number (default worker names hold the pid, which
+  // differs from run to run)
+  const bRank = bWorkers.find((w) => w.worker === bWorker)?.rank ?? -1;
+  const same = (ws: WorkerEntry[]) => ws.find((w) => w.worker === bWorker) ?? (bRank >= 0 ? ws.find((w) => w.rank === bRank) : undefined);
+  const next = (mode === "rank" ? after.find((r) => same(r.workers)) : undefined) ?? after[0];
   const cRun = find(sel.crun) ?? next ?? bRun;
   const cWorkers = sortedWorkers(cRun);
   let cWorker: string;
@@ -69,7 +73,7 @@ export function resolveChoice(sel: Selection, list: RunList): Selection {
     const fallback =
       cRun.run === bRun.run
         ? (cWorkers.find((w) => w.worker !== bWorker) ?? cWorkers[0])
-        : (cWorkers.find((w) => w.worker === bWorker) ?? cWorkers[0]);
+        : (same(cWorkers) ?? cWorkers[0]);
     cWorker = (cWorkers.find((w) => w.worker === sel.cworker) ?? fallback)?.worker ?? "";
   }
   const cSpans = spansOf(cRun, cWorker);
