@@ -7,7 +7,9 @@ Each rank's own trace is read again and rewritten into the merged file, event fo
   threads of that process, with integer tids and names ("GPU 0 stream 7"), so that ranks sharing a GPU
   number or a pid no longer fall on one track;
 - every time on the run's common clock: a rank's times less its host's clock offset
-  (RunParallel.ranks[].clock_offset_ns, what the cross-rank analysis measured and the timeline applies);
+  (RunParallel.ranks[].clock_offset_ns, what the cross-rank analysis measured and the timeline applies),
+  counted from ``otherData.ts_base_unix_us`` (a second before the first rank's first event), so that
+  the fractions of a microsecond the offsets carry are not lost in the doubles of epoch microseconds;
 - launch -> kernel flows: Paddle's own "s"/"f" pairs, their ids made unique per rank; a trace without
   them gets one pair per CUDA runtime call and device event sharing a correlation id;
 - memory: Paddle's "[memory]" instants kept, and a counter track per place (allocated and reserved bytes)
@@ -62,10 +64,11 @@ def _is_device(ev: dict, host_pids: Set[object]) -> bool:
 class _RankWriter:
     """The rewriting of one rank's events (see the module's docstring)."""
 
-    def __init__(self, position: int, label: str, rank: int, offset_ns: int):
+    def __init__(self, position: int, label: str, rank: int, offset_ns: int, base_us: int):
         self.pid = position + 1
         self.position, self.label, self.rank = position, label, rank
         self.shift_us = offset_ns / 1000.0
+        self.base_us = base_us
         self.tids: Dict[Tuple[object, object], int] = {}
         self.names: Dict[int, str] = {}
         self.events = self.flows = 0
@@ -102,7 +105,7 @@ class _RankWriter:
             new = dict(ev)
             new["pid"], new["tid"] = self.pid, self._tid(ev, device)
             if "ts" in new:
-                new["ts"] = ev["ts"] - self.shift_us
+                new["ts"] = (ev["ts"] - self.base_us) - self.shift_us
             if ph in ("s", "f", "t") and "id" in new:
                 new["id"] = self.position * FLOW_ID_STRIDE + int(new["id"])
                 flow_ends.setdefault(new["id"], set()).add(ph)
@@ -138,7 +141,7 @@ class _RankWriter:
             args = ev.get("args") or {}
             if ev.get("ph") == "i" and ev.get("name") == "[memory]" and "current_allocated" in args:
                 out.append({"name": f"memory {args.get('place', '')}", "ph": "C", "pid": self.pid,
-                            "ts": ev["ts"] - self.shift_us,
+                            "ts": (ev["ts"] - self.base_us) - self.shift_us,
                             "args": {"allocated": args.get("current_allocated", 0),
                                      "reserved": args.get("current_reserved", 0)}})
         return out
@@ -166,9 +169,12 @@ def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None
         raise ValueError(f"--ranks {ranks!r}: no such rank in this run (ranks: {have})")
     opener = gzip.open if output.endswith(".gz") else open
     totals = {"ranks": 0, "events": 0, "flows": 0}
+    first = _read(by_name[order[0].file_name].path)
+    starts = [e["ts"] for e in first["traceEvents"] if isinstance(e, dict) and isinstance(e.get("ts"), (int, float))]
+    base_us = int(min(starts, default=0) - order[0].clock_offset_ns / 1000.0) - 1_000_000
     with opener(output, "wt", encoding="utf-8") as out:
         head = {"displayTimeUnit": "ms", "schemaVersion": "1.0.2",
-                "otherData": {"run": parallel.run, "span": parallel.span,
+                "otherData": {"run": parallel.run, "span": parallel.span, "ts_base_unix_us": base_us,
                               "clock": "the run's common clock: each rank's times less its host's clock offset",
                               "ranks": {str(r.rank): {"label": r.label or r.worker, "file": r.file_name,
                                                       "clock_offset_ns": r.clock_offset_ns, "pid": i + 1}
@@ -176,8 +182,9 @@ def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None
         out.write(json.dumps(head)[:-1] + ', "traceEvents": [\n')
         sep = ""
         for i, r in enumerate(order):
-            writer = _RankWriter(i, r.label or r.worker, r.rank, r.clock_offset_ns)
-            events = writer.rewrite(_read(by_name[r.file_name].path))
+            writer = _RankWriter(i, r.label or r.worker, r.rank, r.clock_offset_ns, base_us)
+            events = writer.rewrite(first if i == 0 else _read(by_name[r.file_name].path))
+            first = None
             for ev in writer.metadata() + events:
                 out.write(sep + json.dumps(ev))
                 sep = ",\n"
