@@ -100,7 +100,6 @@ class Graph:
 
         self.kind = col("kind")
         self.step = col("step")
-        self.stream = col("stream")
         self.obs_start = (col("start_ns") + self.shift[self.rank]).astype(np.float64)
         self.dur = col("duration_ns").astype(np.float64)
         self.busy = col("busy_ns").astype(np.float64)
@@ -110,9 +109,7 @@ class Graph:
         self.wp, self.wl = pred("wait_pred"), col("wait_lag_ns").astype(np.float64)
         self.tl, self.tn = col("tail_lag_ns").astype(np.float64), col("tail_ns").astype(np.float64)
         self.coll = col("collective")
-        self.name = col("name")
-        self.phase = col("phase")
-        self.events = col("events")
+        self._col = col   # the columns only the paths and some what-ifs read, on first use (properties below)
         self.obs_end = self.obs_start + self.dur
         # the matched group of each collective node (-1: unmatched or not a collective)
         grp = np.full(N, -1, dtype=np.int64)
@@ -137,6 +134,28 @@ class Graph:
         self.g_axis = prep.g_axis
         self.is_device = np.isin(self.kind, P.DEVICE_KINDS)
         self._levels()
+
+    @property
+    def stream(self) -> np.ndarray:
+        return self._lazy("stream")
+
+    @property
+    def name(self) -> np.ndarray:
+        return self._lazy("name")
+
+    @property
+    def phase(self) -> np.ndarray:
+        return self._lazy("phase")
+
+    @property
+    def events(self) -> np.ndarray:
+        return self._lazy("events")
+
+    def _lazy(self, key: str) -> np.ndarray:
+        got = self.__dict__.setdefault("_lazy_cols", {})
+        if key not in got:
+            got[key] = self._col(key)
+        return got[key]
 
     # ------------------------------------------------------------------ levels (once)
     def _levels(self) -> None:

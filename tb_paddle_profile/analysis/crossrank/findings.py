@@ -109,12 +109,7 @@ def _balanced_saving(graph, costs):
     if graph is None:
         return None
     from .whatif import balanced_stages
-    if costs.method == "replay":
-        base = costs.base_step
-    else:
-        s, e = graph.replay()
-        base = graph.job_step(s, e)
-    x = balanced_stages(graph, base)
+    x = balanced_stages(graph, costs.base_step if costs.method == "replay" else None)
     return x.saving_ns if x.applicable else None
 
 def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: Flat, w, g_axis: np.ndarray,

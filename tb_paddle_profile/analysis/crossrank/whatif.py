@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -112,13 +112,14 @@ def straggler(graph: Graph, base: float, *_) -> wpb.WhatIf:
                    rank=label)
 
 
-def balanced_stages(graph: Graph, base: float, *_) -> wpb.WhatIf:
+def balanced_stages(graph: Graph, base: Optional[float], *_) -> wpb.WhatIf:
+    """``base``: the unchanged replay's job step (None: replayed here)."""
     k = wpb.WHAT_IF_BALANCED_STAGES
     prep = graph.prep
     topo = prep.topo
     stages = sorted({p for p in topo.coord_pp if p >= 0}) if topo.coord_pp else []
     if topo.pp < 2 or len(stages) < 2:
-        return _not_applicable(k, base, "the run has no pipeline stages")
+        return _not_applicable(k, base or 0.0, "the run has no pipeline stages")
     _, figs = _compute_figures(graph)
     comp = {p: statistics.median([figs[i]["compute"] for i in range(len(prep.ranks)) if topo.coord_pp[i] == p])
             for p in stages}
@@ -127,9 +128,14 @@ def balanced_stages(graph: Graph, base: float, *_) -> wpb.WhatIf:
     pp_of = np.array(topo.coord_pp, dtype=np.int64)[graph.rank] if graph.n else np.zeros(0, np.int64)
     for p in stages:
         scale[(pp_of == p) & (graph.kind == P.COMPUTE)] = mean / max(1.0, comp[p])
-    s, e = graph.replay(scale=scale)
+    if base is None:   # the unchanged replay too, in the same walk
+        s, e = graph.replay_many([{}, dict(scale=scale)])
+        base, new = graph.job_steps(s, e).tolist()
+    else:
+        s, e = graph.replay(scale=scale)
+        new = graph.job_step(s, e)
     spread = max(comp.values()) / max(1.0, min(comp.values())) - 1
-    return _result(k, base, graph.job_step(s, e),
+    return _result(k, base, new,
                    f"Every stage computes the stages' mean ({len(stages)} stages, now {spread:.0%} apart): its "
                    "compute kernels are scaled by mean ÷ its own; communication as traced.")
 
