@@ -135,21 +135,10 @@ class Graph:
         self.is_device = np.isin(self.kind, P.DEVICE_KINDS)
         self._levels()
 
-    @property
-    def stream(self) -> np.ndarray:
-        return self._lazy("stream")
-
-    @property
-    def name(self) -> np.ndarray:
-        return self._lazy("name")
-
-    @property
-    def phase(self) -> np.ndarray:
-        return self._lazy("phase")
-
-    @property
-    def events(self) -> np.ndarray:
-        return self._lazy("events")
+    stream = property(lambda self: self._lazy("stream"))
+    name = property(lambda self: self._lazy("name"))
+    phase = property(lambda self: self._lazy("phase"))
+    events = property(lambda self: self._lazy("events"))
 
     def _lazy(self, key: str) -> np.ndarray:
         got = self.__dict__.setdefault("_lazy_cols", {})
