@@ -24,7 +24,7 @@ HEADER = ("# Tests the fast tier leaves out (conftest.py marks them `slow`): mea
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("log")
-    ap.add_argument("--threshold", type=float, default=1.0)
+    ap.add_argument("--threshold", type=float, default=0.5)
     a = ap.parse_args()
     text = Path(a.log).read_text(errors="replace")
     if "slowest durations" not in text:
