@@ -117,12 +117,21 @@ def host_kind(name: str, event_type: int) -> int:
     if event_type == et.COMMUNICATION:
         return kind or OTHER
     if event_type == et.OPERATOR:
+        if _is_grad_node(name):
+            return NOT_COMMUNICATION
         if kind:
             return kind
         low = name.lower()
         if low.startswith(_OTHER_OPERATOR_PREFIXES) or "rpc" in {w.lower() for w in _TOKENS.findall(name)}:
             return OTHER
     return NOT_COMMUNICATION
+
+
+def _is_grad_node(name: str) -> bool:
+    """An autograd node (``Global_GradNodePyLayer_mp_allreduce_eager``, ``CIdentityGradNode``): it runs
+    the backward of an operator whose name may name a collective, but communicates only through the
+    kernels and operators it launches (on CPU/gloo Paddle records no event for those at all)."""
+    return "gradnode" in name.lower().replace("_", "")
 
 
 def shape_bytes(shapes_json: str, dtypes_json: str) -> int:

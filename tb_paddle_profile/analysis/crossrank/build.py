@@ -10,9 +10,9 @@ import numpy as np
 
 from ...v1 import plugin_pb2 as ppb
 from ..memory import memory_stages
-from . import advice, clocks, encode, findings, labels, pipeline, thresholds as T, topology, verdict
+from . import advice, comms, encode, findings, labels, pipeline, thresholds as T, topology, verdict
 from .load import as_digests, load_ranks, pool_of
-from .match import (SEND_RECV, Flat, build_lineups, global_names, match, member_values,
+from .match import (SEND_RECV, Flat, global_names, member_values,
                     split_pipeline_unions)
 from .model import RankData
 from .waits import Waits, communicators
@@ -107,63 +107,8 @@ def _bincount_int(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarra
 
 
 def _match_with_clocks(ranks: List[RankData], notes: List[str]):
-    """Match, estimating and applying the hosts' clock offsets when ranks tell their hosts."""
-    lineups = build_lineups(ranks)
-    n_hosts = max((r.host for r in ranks), default=0) + 1
-    clock_rows = []
-    if not clocks.has_hosts(ranks):
-        if len(ranks) > 1 and not all(r.hostname for r in ranks):
-            notes.append("The worker names tell no hosts: no clock correction (ranks are assumed to share one "
-                         "clock; a line-up of two ranks is matched whatever their clocks).")
-        return match(ranks, lineups, T.END_GAP_MIN_NS), clock_rows, T.END_GAP_MIN_NS
-    off, cspread, _, reached = clocks.coarse_offsets(ranks, lineups, n_hosts)
-    for r in ranks:
-        r.offset_ns = off[r.host]
-    # the coarse estimate may be off by its spread: match that loosely first, then tighten
-    # between hosts the cut is at least the clock estimate's error; within a host clocks agree
-    floor = T.END_GAP_MIN_NS
-    def shares(spreads):
-        return [max(T.END_GAP_MIN_NS, min(T.CLOCK_LOOSE_MAX_NS, T.CLOCK_SPREAD_FACTOR * x)) / 2 for x in spreads]
-
-    cross = shares(cspread)
-    flat = match(ranks, lineups, floor, cross)
-    spread = [0] * n_hosts
-    samples = [0] * n_hosts
-    fine = None
-    for _ in range(3):
-        fine = clocks.fine_offsets(ranks, flat, n_hosts)
-        corr, spread, samples, reached_f, mad = fine
-        changed = max((abs(c) for c, ok in zip(corr, reached_f) if ok), default=0)
-        for h in range(n_hosts):
-            if reached_f[h]:
-                off[h] += corr[h]
-        for r in ranks:
-            r.offset_ns = off[r.host]
-        new_cross = shares(mad)
-        moved = max((abs(a - b) for a, b in zip(new_cross, cross)), default=0)
-        reached = [a or b for a, b in zip(reached, reached_f)]
-        if changed <= T.END_GAP_MIN_NS and moved <= T.END_GAP_MIN_NS / 2:
-            break   # the clocks and the cut stand: this matching is the final one
-        cross = new_cross
-        flat = match(ranks, lineups, floor, cross)
-        fine = None
-    if fine is None:
-        fine = clocks.fine_offsets(ranks, flat, n_hosts)
-    _, spread, samples, reached_f, _ = fine
-    # the reported spread and samples are those of the final matching (offsets as applied)
-    names = {}
-    for r in ranks:
-        names.setdefault(r.host, (r.hostname, []))[1].append(r.index)
-    lost = []
-    for h in sorted(names):
-        name, idx = names[h]
-        clock_rows.append((name, int(off[h]), int(spread[h]), int(samples[h]), idx, h == 0))
-        if h and not (reached[h] or reached_f[h]):
-            lost.append(name)
-    if lost:
-        notes.append(f"No collective links host(s) {', '.join(lost[:8])}{', …' if len(lost) > 8 else ''} to the "
-                     "others: their clocks are not corrected.")
-    return flat, clock_rows, 2 * max(cross, default=T.END_GAP_MIN_NS / 2)
+    """Communicators, clocks and every matched instance (comms.match_run)."""
+    return comms.match_run(ranks, notes)
 
 
 def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParallel:

@@ -57,3 +57,10 @@ LAUNCH_BOUND_RUNTIME_FRACTION = 0.50
 MEMCPY_FRACTION = 0.10
 GPU_IDLE_FRACTION = 0.20
 PIPELINE_BUBBLE_FRACTION = 0.20
+
+# ---- communicators (comms.py)
+# Members of one instance end within this much of each other (corrected clocks); two channels are one
+# communicator when their end increments agree within it at every position.
+MATCH_TOL_NS = 1_000
+# Without host names, ranks whose clock offsets are within this much of their neighbours' share a host.
+CLOCK_HOST_GAP_NS = 2_000

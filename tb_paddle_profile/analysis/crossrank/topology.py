@@ -107,6 +107,47 @@ def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[
     return chains, count
 
 
+def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]], dp_group: List) -> List[int]:
+    """The dp coordinate of every rank as its replica's index, or None when the replicas are not a
+    grid. A replica (one dp index) is what the pipelines and the mp groups join; each dp group must
+    hold one rank of every replica. Replicas are numbered by their lowest rank index (Fleet's dp
+    order when the ranks are numbered in Fleet's order; a rank's position in its own dp group is
+    not, when the host names do not follow Fleet's host order: the stages of one replica would
+    get different dp indexes)."""
+    # components: every group's members take the lowest label among them, until nothing changes
+    groups = [np.asarray(g, dtype=np.int64) for g in list(chains) + list(mp_group) if len(g) > 1]
+    label = np.arange(n, dtype=np.int64)
+    if groups:
+        flat_m = np.concatenate(groups)
+        flat_g = np.repeat(np.arange(len(groups)), [g.size for g in groups])
+        for _ in range(n):
+            low = np.full(len(groups), n, dtype=np.int64)
+            np.minimum.at(low, flat_g, label[flat_m])
+            new = label.copy()
+            np.minimum.at(new, flat_m, low[flat_g])
+            if (new == label).all():
+                break
+            label = new
+    root = label.tolist()
+    lowest: Dict[int, int] = {}
+    for x in range(n):
+        lowest.setdefault(root[x], x)
+    order = sorted(lowest, key=lowest.get)
+    index = {r: i for i, r in enumerate(order)}
+    dp = [index[root[x]] for x in range(n)]
+    sizes = defaultdict(int)
+    for x in range(n):
+        sizes[dp[x]] += 1
+    if len(set(sizes.values())) != 1:
+        return None
+    n_rep = len(order)
+    for x in range(n):
+        g = dp_group[x]
+        if n_rep > 1 and (g is None or len(g) != n_rep or sorted(dp[y] for y in g) != list(range(n_rep))):
+            return None
+    return dp
+
+
 def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g_comm: np.ndarray,
           counts: List[int], notes: List[str]) -> Tuple[Topology, List[str], np.ndarray]:
     """The topology, the axis of each communicator, and the axis of each group (as comm axes)."""
@@ -220,6 +261,10 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     topo.coord_pp = list(stage)
     topo.coord_mp = [index_in(mp_of[x], x) if mp_of[x] >= 0 else (-1 if any_mp else 0) for x in range(n)]
     topo.coord_dp = [index_in(dp_of[x], x) if dp_of[x] >= 0 else (-1 if any_dp else 0) for x in range(n)]
+    by_replica = _replica_dp(n, chains, [comms[c] if c >= 0 else (x,) for x, c in enumerate(mp_of)],
+                             [comms[c] if c >= 0 else None for c in dp_of])
+    if by_replica is not None:
+        topo.coord_dp = by_replica
     # sharding (Paddle's sharding_degree): a rank's within-stage communicator of all-gathers and
     # reduce-scatters only; its coordinate is its index there (present only when every rank has one)
     sh_of = [-1] * n

@@ -1,0 +1,383 @@
+"""Communicators from collective semantics, then every instance matched by its order.
+
+NCCL has every member of a communicator issue the same collectives in the same order, and
+send/recv between two ranks is FIFO. Traces carry no communicator ids; what this uses instead:
+
+* **Collectives: a channel's shape.** A channel (match.py: one rank's instances of one stream and
+  issuing operator) is one communicator's traffic. Channels with the same signature are lined up
+  (the j-th instance of each is one position). The members of one collective end together, so the
+  channels of one communicator have the same *shape*: the increments of their end times from one
+  position to the next, which no clock offset changes. Two channels are one communicator when
+  their increments agree within MATCH_TOL_NS at **every** position of the run: lock-step replicas
+  whose groups end within microseconds of each other agree at some positions, never at all (the
+  partition is the meet of the positions' single-linkage cuts, sorting per position: O(C log C · P)).
+  A channel that agrees with no other is a one-rank communicator (MP = 1 still launching NCCL
+  kernels): its instances are matched alone. Instance k of a communicator is then the k-th instance
+  of each member channel.
+* **Clocks.** The end differences between the members of one communicator are their clocks'
+  differences, constant over the run: per member pair the median over all positions. With host names,
+  the pairs are per host (one clock per host); without, per rank, and the ranks are grouped into
+  hosts by their offsets (ranks whose offsets are within CLOCK_HOST_GAP_NS of their neighbours' share
+  a clock). Offsets are joined from the reference along the best supported pairs (clocks.join).
+* **Verification.** A communicator's instance whose members' corrected ends are further apart than
+  MATCH_TOL_NS is not one instance: its members go to the residue.
+* **Send/recv: links, then FIFO pairs.** A send and its receive end together. Every send is paired
+  with the receives of other ranks whose corrected ends are within MATCH_TOL_NS (a sweep over the
+  instances sorted by end); a link (two ranks) is kept when it co-ends at least P2P_PARTNER_SHARE
+  as often as the busiest link of either end (coincidences between lock-step pipelines do not
+  persist). Over kept links, instances are paired mutually nearest by end time (each instance once).
+* Line-ups of fewer than SHAPE_MIN_POSITIONS positions (no shape to tell) are cut by corrected end
+  time as before (match.cut_columns); instances no line-up explains go to the residue (match.py).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from . import clocks, thresholds as T
+from .clocks import join
+from .load import pool_of
+from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders, _offsets, _persist,
+                    _ranges, build_lineups, cut_columns, match_residue)
+from .model import RankData
+
+SHAPE_MIN_POSITIONS = 3
+
+
+def shape_blocks(E: np.ndarray, tol: float) -> np.ndarray:
+    """Per channel (row of E, channels × positions of end times), its communicator block: channels
+    whose end increments agree within tol at every position (single linkage per position, the meet
+    over positions). Block ids are 0.. in the order of their first channel."""
+    C, P = E.shape
+    block = np.zeros(C, dtype=np.int64)
+    if C < 2 or P < 2:
+        return block
+    D = np.diff(E, axis=1).astype(np.float64)
+    for p in range(P - 1):
+        x = D[:, p]
+        order = np.lexsort((x, block))
+        bs, xs = block[order], x[order]
+        new = np.concatenate([[True], (bs[1:] != bs[:-1]) | (np.diff(xs) > tol)])
+        nb = np.empty(C, dtype=np.int64)
+        nb[order] = np.cumsum(new) - 1
+        block = nb
+    # renumber in the order of the first channel
+    _, first, inv = np.unique(block, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inv.ravel()]
+
+
+class _Shaped:
+    """A line-up with its communicator blocks."""
+
+    def __init__(self, lu: Lineup, block: np.ndarray):
+        self.lu, self.block = lu, block
+
+
+def _has_hosts(ranks: Sequence[RankData]) -> bool:
+    return all(r.hostname for r in ranks)
+
+
+def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.ndarray):
+    """Edges (a, b) → (offset(a) − offset(b), weight, spread, samples) between clock nodes, from the
+    member pairs of every communicator block (each member against the block's first member on another
+    node)."""
+    acc: Dict[Tuple[int, int], List[Tuple[float, int, float]]] = {}
+    for s in shaped:
+        lu, block = s.lu, s.block
+        nb = int(block.max()) + 1 if block.size else 0
+        if nb == block.size:
+            continue   # all one-rank communicators
+        E = _gather(ranks, lu.rows, lu.inst, "end")
+        nodes = node_of[lu.rows]
+        order = np.lexsort((nodes, block))
+        bs = block[order]
+        firsts = np.concatenate([[True], bs[1:] != bs[:-1]])
+        ref = order[np.maximum.accumulate(np.where(firsts, np.arange(order.size), 0))]
+        cross = nodes[order] != nodes[ref]
+        if not cross.any():
+            continue
+        a, b = order[cross], ref[cross]
+        d = np.sort(E[a] - E[b], axis=1)
+        P = d.shape[1]
+        med = d[:, P // 2].astype(np.float64)
+        iqr = (d[:, (3 * P) // 4] - d[:, P // 4]).astype(np.float64)
+        for na, nb_, m, q in zip(nodes[a].tolist(), nodes[b].tolist(), med.tolist(), iqr.tolist()):
+            acc.setdefault((na, nb_), []).append((m, P, q))
+    edges = {}
+    for k, v in acc.items():
+        m = np.array([x[0] for x in v])
+        n = int(sum(x[1] for x in v))
+        est = float(np.median(m))
+        spread = float(max(np.median([x[2] for x in v]), np.percentile(m, 75) - np.percentile(m, 25)))
+        edges[k] = (int(round(est)), n / (spread + T.CLOCK_BIN_NS), int(round(spread)), n)
+    return edges
+
+
+def _group_hosts(off: List[int], reached: List[bool]) -> np.ndarray:
+    """Ranks (clock nodes) whose offsets lie within CLOCK_HOST_GAP_NS of their neighbours' (sorted)
+    share a host; each unreached rank is a host of its own. Host ids in the order of their lowest
+    rank."""
+    n = len(off)
+    o = np.array(off, dtype=np.int64)
+    ok = np.array(reached, dtype=bool)
+    host = np.full(n, -1, dtype=np.int64)
+    idx = np.flatnonzero(ok)
+    if idx.size:
+        srt = idx[np.argsort(o[idx], kind="stable")]
+        new = np.concatenate([[True], np.diff(o[srt]) > T.CLOCK_HOST_GAP_NS])
+        host[srt] = np.cumsum(new) - 1
+    nxt = int(host.max()) + 1 if idx.size else 0
+    for i in np.flatnonzero(~ok).tolist():
+        host[i] = nxt
+        nxt += 1
+    # renumber by lowest member
+    _, first, inv = np.unique(host, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inv.ravel()]
+
+
+def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: _Shaped, tol: float):
+    """Each block's instances at every position; a position whose members' corrected ends spread
+    beyond tol is left to the residue."""
+    lu, block = s.lu, s.block
+    C, P = lu.inst.shape
+    order = np.lexsort((lu.rows, block))
+    bs = block[order]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(bs)) + 1])
+    sizes = np.diff(np.concatenate([starts, [C]]))
+    B = starts.size
+    Ec = _gather(ranks, lu.rows[order], lu.inst[order], "cend")
+    spread = np.maximum.reduceat(Ec, starts, axis=0) - np.minimum.reduceat(Ec, starts, axis=0)   # B × P
+    ok = (spread <= tol).T.ravel()                                  # position-major, block within
+    g_size = np.tile(sizes, P)
+    g_step = np.repeat(lu.steps, B)
+    g_kind = np.repeat(lu.kinds, B)
+    m_rank = np.tile(lu.rows[order], P)
+    m_inst = lu.inst[order].T.ravel()
+    m_ok = np.repeat(ok, g_size)
+    col.add(g_step[ok], g_kind[ok], g_size[ok], m_rank[m_ok], m_inst[m_ok])
+
+
+def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float):
+    """Send/recv pairs: co-ending candidates, kept links, mutually nearest pairs (module docstring)."""
+    p = pool_of(ranks)
+    sel = np.flatnonzero(p.kind == SEND_RECV)
+    if sel.size < 2:
+        return
+    rk = p.rank_of[sel]
+    e = (p.end[sel] - _offsets(ranks)[rk]).astype(np.int64)
+    d = p.direction[sel]
+    o = np.argsort(e, kind="stable")
+    sel, rk, e, d = sel[o], rk[o], e[o], d[o]
+    I, J = [], []
+    for k in range(1, P2P_MAX_WINDOW + 1):
+        if k >= e.size:
+            break
+        dt = e[k:] - e[:-k]
+        near = dt <= tol
+        if not near.any():
+            break
+        ok = near & (rk[k:] != rk[:-k]) & ((d[k:] == 0) | (d[:-k] == 0) | (d[k:] != d[:-k]))
+        idx = np.flatnonzero(ok)
+        I.append(idx)
+        J.append(idx + k)
+    if not I:
+        return
+    I, J = np.concatenate(I), np.concatenate(J)
+    if not I.size:
+        return
+    n = len(ranks)
+    a, b = np.minimum(rk[I], rk[J]), np.maximum(rk[I], rk[J])
+    key = a * n + b
+    uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    la, lb = uk // n, uk % n
+    best = np.zeros(n, dtype=np.int64)
+    np.maximum.at(best, la, cnt)
+    np.maximum.at(best, lb, cnt)
+    keep_link = cnt >= T.P2P_PARTNER_SHARE * np.maximum(best[la], best[lb])
+    keep = keep_link[inv]
+    I, J = I[keep], J[keep]
+    dt = (e[J] - e[I]).astype(np.float64)
+    used = np.zeros(e.size, dtype=bool)
+    acc_i, acc_j = [], []
+    live = np.ones(I.size, dtype=bool)
+    for _ in range(P2P_ROUNDS):
+        live &= ~used[I] & ~used[J]
+        c = np.flatnonzero(live)
+        if not c.size:
+            break
+        ends = np.concatenate([I[c], J[c]])
+        cand = np.concatenate([c, c])
+        dd = np.concatenate([dt[c], dt[c]])
+        srt = np.lexsort((cand, dd, ends))
+        es = ends[srt]
+        first = np.concatenate([[True], es[1:] != es[:-1]])
+        best_of = np.full(e.size, -1, dtype=np.int64)
+        best_of[es[first]] = cand[srt][first]
+        mutual = c[(best_of[I[c]] == c) & (best_of[J[c]] == c)]
+        if not mutual.size:
+            break
+        used[I[mutual]] = True
+        used[J[mutual]] = True
+        acc_i.append(I[mutual])
+        acc_j.append(J[mutual])
+    if not acc_i:
+        return
+    ai, aj = np.concatenate(acc_i), np.concatenate(acc_j)
+    swap = rk[ai] > rk[aj]
+    x = np.where(swap, aj, ai)
+    y = np.where(swap, ai, aj)
+    m_rank = np.stack([rk[x], rk[y]], axis=1).ravel()
+    pos = np.stack([sel[x], sel[y]], axis=1).ravel()
+    m_inst = pos - p.base[m_rank]
+    col.add(p.step[sel[x]], np.full(x.size, SEND_RECV), np.full(x.size, 2), m_rank, m_inst)
+
+
+P2P_MAX_WINDOW = 256
+P2P_ROUNDS = 16
+
+
+def _fallback(ranks, col: Collector, lu: Lineup):
+    """A line-up too short for a shape: cut by corrected end time (match.py's way)."""
+    E = _gather(ranks, lu.rows, lu.inst, "cend")
+    C, P = E.shape
+    if C == 2:
+        L = np.zeros((2, P), dtype=np.int64)
+    else:
+        order, cid = cut_columns(E, T.MATCH_TOL_NS)
+        L = _persist(_leaders(order, cid))
+    _emit(col, L, lu, None, E, [])
+
+
+def match_run(ranks: List[RankData], notes: List[str]):
+    """(Flat of every matched group, clock rows, the end tolerance): communicators, clocks, instances."""
+    lineups = build_lineups(ranks)
+    tol = T.MATCH_TOL_NS
+    shaped: List[_Shaped] = []
+    short: List[Lineup] = []
+    for lu in lineups:
+        if lu.p2p:
+            continue
+        P = lu.inst.shape[1]
+        if P < SHAPE_MIN_POSITIONS:
+            short.append(lu)
+            continue
+        block = shape_blocks(_gather(ranks, lu.rows, lu.inst, "end"), tol)
+        # two channels of one rank in one block are no communicator: cut by time instead
+        key = block * (len(ranks) + 1) + lu.rows
+        if np.unique(key).size != key.size:
+            short.append(lu)
+            continue
+        shaped.append(_Shaped(lu, block))
+
+    # ---- clocks
+    hosts_known = _has_hosts(ranks)
+    n = len(ranks)
+    if hosts_known:
+        node_of = np.array([r.host for r in ranks], dtype=np.int64)
+    else:
+        node_of = np.arange(n, dtype=np.int64)
+    n_nodes = int(node_of.max()) + 1 if n else 0
+    edges = _clock_edges(ranks, shaped, node_of)
+    coarse = False
+    if hosts_known and n_nodes > 1:
+        # host pairs no communicator's shape links (line-ups too short for a shape): the most constant
+        # channel pair of a line-up (clocks.coarse_pairs), refined once after a first matching below
+        for k, (est, sp, pos) in clocks.coarse_pairs(ranks, lineups).items():
+            if k not in edges and (k[1], k[0]) not in edges:
+                edges[k] = (est, 1e-6 * pos / (sp + T.CLOCK_BIN_NS), sp, pos)
+                coarse = True
+    off, spread, samples, reached = join(n_nodes, edges)
+    clock_rows = []
+    if not hosts_known:
+        host = _group_hosts(off, reached)
+        n_h = int(host.max()) + 1 if n else 0
+        h_off = [0] * n_h
+        h_spread, h_samples, h_reached = [0] * n_h, [0] * n_h, [False] * n_h
+        for h in range(n_h):
+            idx = np.flatnonzero(host == h)
+            h_off[h] = int(round(float(np.median([off[i] for i in idx]))))
+            h_spread[h] = int(max(spread[i] for i in idx))
+            h_samples[h] = int(sum(samples[i] for i in idx))
+            h_reached[h] = any(reached[i] for i in idx)
+        ref = h_off[int(host[0])] if n else 0
+        for r in ranks:
+            r.host = int(host[r.index])
+            r.offset_ns = h_off[r.host] - ref
+        for h in range(n_h):
+            idx = np.flatnonzero(host == h).tolist()
+            clock_rows.append(("", h_off[h] - ref, h_spread[h], h_samples[h], idx, h == int(host[0])))
+        if n_h > 1:
+            notes.append(f"The worker names tell no hosts: {n_h} clocks told apart by the collectives' end times "
+                         "(ranks whose offsets agree share a host).")
+        lost = [i for i in range(n_h) if not h_reached[i]] if n > 1 else []
+    else:
+        for r in ranks:
+            r.offset_ns = int(off[r.host])
+        names: Dict[int, Tuple[str, List[int]]] = {}
+        for r in ranks:
+            names.setdefault(r.host, (r.hostname, []))[1].append(r.index)
+        lost = []
+        for h in sorted(names):
+            name, idx = names[h]
+            clock_rows.append((name, int(off[h]), int(spread[h]), int(samples[h]), idx, h == 0))
+            if h and not reached[h]:
+                lost.append(h)
+    if lost and len(clock_rows) > 1:
+        what = [clock_rows[h][0] or f"of ranks {[ranks[i].rank for i in clock_rows[h][4]][:4]}" for h in lost
+                if h < len(clock_rows)]
+        notes.append(f"No collective links host(s) {', '.join(what[:8])}{', …' if len(what) > 8 else ''} to the "
+                     "others: their clocks are not corrected.")
+
+    flat = _instances(ranks, shaped, short, tol)
+    if coarse:
+        corr, _, _, reached_f, _ = clocks.fine_offsets(ranks, flat, n_nodes)
+        for r in ranks:
+            if reached_f[r.host]:
+                r.offset_ns += int(corr[r.host])
+        for i, row in enumerate(clock_rows):
+            if reached_f[i]:
+                clock_rows[i] = (row[0], row[1] + int(corr[i])) + row[2:]
+        flat = _instances(ranks, shaped, short, tol)
+    return flat, clock_rows, tol
+
+
+def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lineup], tol: float) -> Flat:
+    col = Collector()
+    for s in shaped:
+        _emit_shaped(ranks, col, s, tol)
+    for lu in short:
+        _fallback(ranks, col, lu)
+    match_p2p(ranks, col, tol)
+    g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
+    p = pool_of(ranks)
+    taken = np.zeros(p.kind.size, bool)
+    if m_rank.size:
+        taken[p.at(m_rank, m_inst)] = True
+    taken |= p.kind == SEND_RECV        # send/recv: only by links
+    match_residue(ranks, col, taken, tol)
+    return _flat(ranks, col)
+
+
+def _flat(ranks: Sequence[RankData], col: Collector) -> Flat:
+    """Groups ordered by step, then kind, then their first member's corrected end."""
+    g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
+    p = pool_of(ranks)
+    ptr = np.concatenate([[0], np.cumsum(g_size)]).astype(np.int64)
+    if not g_size.size:
+        return Flat(g_step, g_kind, ptr, m_rank, m_inst)
+    first_end = p.end[p.base[m_rank[ptr[:-1]]] + m_inst[ptr[:-1]]] - _offsets(ranks)[m_rank[ptr[:-1]]]
+    go = np.lexsort((first_end, g_kind, g_step))
+    sizes = g_size[go]
+    new_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    idx = _ranges(ptr[:-1][go], sizes)
+    return Flat(g_step[go], g_kind[go], new_ptr, m_rank[idx], m_inst[idx])
+
+
+__all__ = ["match_run", "match_p2p", "shape_blocks", "SHAPE_MIN_POSITIONS"]
