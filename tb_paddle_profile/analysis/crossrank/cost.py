@@ -16,8 +16,9 @@ The verdict (findings.py), the straggler what-if (whatif.py) and Compare all rea
   - data loader / first work: in each step, the host's longest stretch before work (the largest lag
     from a host node to the first node launched or reached after it) shortened by the excess.
 * **The cost**: the unchanged replay's job step (mean over ranks and steps of the ProfileStep
-  durations) minus the changed one's, per step. Every candidate is replayed, all in one batched
-  replay (Graph.replay_many); a group of candidates that share one excess (STRUCTURE_MIN_RANKS or more
+  durations) minus the changed one's, per step. Candidates are replayed a few at a time
+  (Graph.replay_many), at most MAX_REPLAYED of them (the largest relative excess first; the others
+  are not named, and a note says so); a group of candidates that share one excess (STRUCTURE_MIN_RANKS or more
   ranks of one figure within STRUCTURE_SPREAD of each other: a difference of the program, not of a
   rank) is replayed through one representative.
 * **Without a replay** (the traces carry no program, or no collective joined the ranks: Paddle on
@@ -46,6 +47,10 @@ NOISE_SPREADS = 4.5
 NOISE_SCALE_FRACTION = 0.05
 STRUCTURE_MIN_RANKS = 4
 STRUCTURE_MIN_SHARE = 0.05
+# At most this many candidates are replayed (largest relative excess first; a group's representative
+# first of all), REPLAY_BATCH per walk over the graph.
+MAX_REPLAYED = 16
+REPLAY_BATCH = 4
 STRUCTURE_SPREAD = 0.25
 # The figures a change is made for, and the host-side ones among them (one shortening, by the largest).
 HOST_FIGURES = ("dataloader", "first_device")
@@ -243,17 +248,27 @@ def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[
             if prep is None:
                 prep = Prepared(list(ranks), flat, Waits(ranks, flat), topo, np.zeros(flat.n, dtype=object))
             graph = Graph(prep)
-        replayed = [c for c in cands if c.group < 0] + [next(c for c in cands if c.index == g.representative)
-                                                          for g in out.groups]
+        reps = {g.representative for g in out.groups}
+        replayed = sorted((c for c in cands if c.group < 0 or c.index in reps),
+                          key=lambda c: (c.index not in reps, -c.excess / _scale(c.peer_value, median_step)))
+        if len(replayed) > MAX_REPLAYED:
+            for c in replayed[MAX_REPLAYED:]:
+                c.method = "not replayed"
+            out.notes.append(f"{len(replayed) - MAX_REPLAYED} more ranks unlike their role peers were not replayed "
+                             f"(the {MAX_REPLAYED} with the largest excess were): they are not named.")
+            replayed = replayed[:MAX_REPLAYED]
         out.error = graph.unmatched_note()
-        changes = [{}] + [change_of(graph, c, peer_vals[c.index], figs[c.index]) for c in replayed]
-        s, e = graph.replay_many(changes)
-        steps = graph.job_steps(s, e)
-        base = float(steps[0])
+        base = None
+        for k in range(0, len(replayed), REPLAY_BATCH):   # a few at a time: K replays hold K copies of the graph
+            part = replayed[k:k + REPLAY_BATCH]
+            changes = [{}] + [change_of(graph, c, peer_vals[c.index], figs[c.index]) for c in part]
+            s, e = graph.replay_many(changes)
+            steps = graph.job_steps(s, e)
+            base = float(steps[0])
+            for c, new in zip(part, steps[1:].tolist()):
+                c.cost = max(0.0, base - new)
+                c.method = "replay"
         out.base_step = base
-        for c, new in zip(replayed, steps[1:].tolist()):
-            c.cost = max(0.0, base - new)
-            c.method = "replay"
         for g in out.groups:
             rep = next(c for c in cands if c.index == g.representative)
             g.cost = rep.cost
@@ -290,4 +305,5 @@ def named(costs: Costs, median_step: float) -> List[Candidate]:
     from . import thresholds as T
     min_cost = max(T.STRAGGLER_MIN_COST_NS, T.STRAGGLER_MIN_COST_FRACTION * median_step)
     floor = max(T.ANOMALY_MIN_EXCESS_NS, T.ANOMALY_MIN_EXCESS_FRACTION * median_step)
-    return [c for c in costs.candidates if c.group < 0 and (c.cost >= min_cost or c.excess >= floor)]
+    return [c for c in costs.candidates if c.group < 0 and c.method != "not replayed"
+            and (c.cost >= min_cost or c.excess >= floor)]
