@@ -2,7 +2,8 @@
 
     import tb_paddle_profile as tbp
     p = tbp.load("profiler_log/rank0_time_....paddle_trace.json")
-    p.operators            # Paddle's Operator Summary as a DataFrame (raw values: ns, fractions, ints)
+    p.operators            # one row per operator (typed: ns int64, fractions float64); p.operator_details inner rows
+    p.table("operators")   # the display table as the CLI prints it (every row, trees by depth)
     print(p.text())        # what `tb-paddle-profile summary` prints
     r = tbp.load_run("profiler_log/gpt-2rank")
     r.ranks, r.steps, r.collectives, r.waits, r.verdict, r.step_times
@@ -13,7 +14,8 @@ Nothing is computed here. A trace is loaded by the CLI's loader and per-file job
 the CLI has parsed is not parsed again, and the reverse. Each frame is one table of the display
 model (``display.summary.summary_display`` / ``display.parallel.parallel_display``), turned into a
 DataFrame by ``display.export.to_frame``: the rows, order and ratios the CLI prints and the panels
-show. The few raw frames (the memory curve, the rank × step matrices) are columns of the Summary /
+show; the attributes give them as data (:func:`tidy`: typed columns, one level of a tree per frame,
+parent ids), ``table(key)`` / ``views`` as displayed. The few raw frames (the memory curve, the rank × step matrices) are columns of the Summary /
 RunParallel messages, reshaped, with no arithmetic. The text is the CLI's own renderer.
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Dict, List, Optional
 
 from tb_paddle_profile.pipeline import batch
 
-__all__ = ["LoadError", "Profile", "Run", "load", "load_all", "load_run"]
+__all__ = ["LoadError", "Profile", "Run", "load", "load_all", "load_run", "tidy"]
 
 
 class LoadError(Exception):
@@ -78,6 +80,73 @@ def _tables(display) -> Dict[str, object]:
     return {t.key: to_frame(t) for v in display.views for t in v.tables}
 
 
+def tidy(frame, tree: str = "top"):
+    """A display table's frame as data: consistent dtypes by unit (durations in ns as int64, averages
+    ``*_avg_ns`` as float64, counts and bytes as int64, fractions as float64; a column with a missing
+    value nullable: Int64), the ``section`` column (Paddle's "Thread: 3") as ``thread``; for a tree
+    table (a ``depth`` column), ``tree="top"`` keeps the top-level rows (one per operator: sums do not
+    count an inner event twice) and ``tree="inner"`` the others, each with its ``parent_id`` (the ``id``
+    of the row it is under) and ``top`` (the name of its top-level row). ``id`` is the row's position
+    in the display table."""
+    import pandas as pd
+
+    out = frame.copy()
+    units = dict(frame.attrs.get("units", {}))
+    if "depth" in out:
+        out.insert(0, "id", range(len(out)))
+    if "section" in out:
+        out["section"] = out["section"].astype(str).str.replace(r"^Thread:\s*", "", regex=True)
+        out = out.rename(columns={"section": "thread"})
+    if "depth" in out:
+        parents, tops, stack = [], [], []  # stack: (depth, id, name) of the rows above
+        names = out["name"] if "name" in out else out.iloc[:, 2]
+        for rid, depth, name in zip(out["id"], out["depth"], names):
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            parents.append(stack[-1][1] if stack else -1)
+            tops.append(stack[0][2] if stack else name)
+            stack.append((depth, rid, name))
+        out["parent_id"], out["top"] = parents, tops
+        if tree == "top":
+            out = out[out["depth"] == 0].drop(columns=["depth", "parent_id", "top"])
+        elif tree == "inner":
+            out = out[out["depth"] > 0]
+        out = out.reset_index(drop=True)
+    for col, unit in units.items():
+        if col not in out:
+            continue
+        series = pd.to_numeric(out[col], errors="coerce")
+        if unit == "fraction" or (unit == "ns" and col.endswith("_avg_ns")):
+            out[col] = series.astype("float64")
+        elif unit in ("ns", "count", "bytes"):
+            whole = series.dropna()
+            if len(whole) and not (whole == whole.round()).all():
+                out[col] = series.astype("float64")
+            else:
+                out[col] = series.round().astype("Int64" if series.isna().any() else "int64")
+    for col in LIST_COLUMNS & set(out.columns):
+        out[col] = [_int_list(v) for v in out[col]]
+    out.attrs.update(frame.attrs, tidy=tree)
+    return out
+
+
+# Text columns that hold lists of integers in the display ("0,1,4", "[2, 1, 1]"): lists in the frames.
+LIST_COLUMNS = {"ranks", "sizes", "examples", "members", "grid", "block"}
+
+
+def _int_list(value):
+    if not isinstance(value, str):
+        return value
+    if ";" in value:  # groups: "1,3; 0,2"
+        groups = [_int_list(g) for g in value.split(";")]
+        return groups if all(isinstance(g, list) for g in groups) else value
+    parts = [p.strip() for p in value.strip().strip("[]").split(",")]
+    try:
+        return [int(p) for p in parts if p]
+    except ValueError:
+        return value  # not a list of numbers ("…" of a cut list, a name): kept as it is
+
+
 def _sentences(display, time_unit: str = "ms"):
     """Every sentence of a Display's views as a frame: view, key, level, title, text."""
     import pandas as pd
@@ -116,11 +185,15 @@ class _Frames:
         return dict(self._frames())
 
     def table(self, key: str):
-        """One table by its key; KeyError naming the keys there are."""
+        """One display table by its key, as the CLI prints it and the tab shows it (every row, trees
+        by ``depth``, a ``section`` column); KeyError naming the keys there are. The attributes
+        (``operators``, ``ranks``, ...) are the same tables as data (:func:`tidy`)."""
         frames = self._frames()
         if key not in frames:
             raise KeyError(f"no table {key!r} here; tables: {', '.join(frames) or 'none'}")
         return frames[key]
+
+    display_table = table
 
     def __getattr__(self, name: str):
         aliases = type(self).ALIASES
@@ -129,7 +202,7 @@ class _Frames:
         frames = self._frames()
         for key in aliases[name]:
             if key in frames:
-                return frames[key]
+                return tidy(frames[key], "inner" if name.endswith("_details") else "top")
         raise AttributeError(f"{type(self).__name__}.{name}: this {'trace' if isinstance(self, Profile) else 'run'} "
                              f"has no table {aliases[name][0]!r}; tables: {', '.join(frames) or 'none'}")
 
@@ -150,9 +223,11 @@ class Profile(_Frames):
 
     ALIASES = {
         "device": ("device",), "overview": ("overview",), "model": ("model",), "model_steps": ("model_steps",),
-        "distributed": ("distributed",), "operators": ("operators",), "operators_by_shape": ("operators_by_shape",),
-        "kernels": ("kernels",), "kernels_by_operator": ("kernels_by_operator",),
+        "distributed": ("distributed",), "operators": ("operators",), "operator_details": ("operators",),
+        "operators_by_shape": ("operators_by_shape",),
+        "kernels": ("kernels",), "kernel_details": ("kernels",), "kernels_by_operator": ("kernels_by_operator",),
         "memory_manipulation": ("memory_manipulation",), "user_defined": ("user_defined",),
+        "user_defined_details": ("user_defined",),
     }
 
     def __init__(self, summary, path: str = "", sorted_by: str = "CPUTotal", op_detail: bool = True,
@@ -202,7 +277,7 @@ class Profile(_Frames):
                                          "allocation_size", "free_size", "increased_size"])
         out = pd.concat(parts, ignore_index=True)
         out.attrs.update(parts[0].attrs, key="memory", title="Memory Summary")
-        return out
+        return tidy(out)
 
     @property
     def memory_tables(self) -> Dict[str, object]:
@@ -299,10 +374,30 @@ class Run(_Frames):
 
 
     @property
+    def ranks(self):
+        """One row per rank: its step breakdown (ns, fractions) and its place in the topology as integers:
+        ``dp``, ``pp`` (its pipeline stage as the label says it: 0 when not pipelined), ``mp``, ``stage``
+        (the analysis' pipeline stage: -1 when not pipelined), ``sharding`` and ``device_id`` (its GPU;
+        -1: unknown) and ``host``."""
+        frame = tidy(self.table("ranks"))
+        by_rank = {r.rank: r for r in self.parallel.ranks}
+        coords = {"dp": "dp", "pp": "pipeline_stage", "mp": "mp", "stage": "pipeline_stage",
+                  "sharding": "sharding", "device_id": "device_id"}
+        at = frame.columns.get_loc("label") + 1 if "label" in frame else 1
+        for i, (col, field) in enumerate(coords.items()):
+            values = [int(getattr(by_rank[r], field)) if r in by_rank else -1 for r in frame["rank"]]
+            if col == "pp":
+                values = [max(v, 0) for v in values]
+            frame.insert(at + i, col, values)
+            frame[col] = frame[col].astype("int64")
+        frame.insert(at + len(coords), "host", [by_rank[r].hostname if r in by_rank else "" for r in frame["rank"]])
+        return frame
+
+    @property
     def verdict(self):
         """The straggler verdict: one row per named rank (cause, cost to the job, compute against its
         role peers; empty when no rank is named), the verdict's sentence in ``attrs["text"]``."""
-        frame = self.table("stragglers").copy()
+        frame = tidy(self.table("stragglers"))
         sentences = self.sentences
         said = sentences.loc[sentences["key"] == "verdict", "text"]
         frame.attrs["text"] = said.iloc[0] if len(said) else ""

@@ -20,6 +20,8 @@ from conftest import REPO, trace_folders
 
 pd = pytest.importorskip("pandas", reason="pandas is a dependency of the API (pip install -e .)")
 
+import numpy as np  # noqa: E402
+
 import tb_paddle_profile as tbp  # noqa: E402
 
 UNIT = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
@@ -63,7 +65,7 @@ def paddle_rows(text: str, title: str):
 
 def t(ns, unit: str) -> str:
     """Paddle's format_time: '%.2f' of the time in the unit; no value prints '-'."""
-    return "-" if ns is None or (isinstance(ns, float) and math.isnan(ns)) else "%.2f" % (ns / UNIT[unit])
+    return "-" if _none(ns) is None else "%.2f" % (ns / UNIT[unit])
 
 
 def r(x) -> str:
@@ -76,7 +78,7 @@ def stats(row, side: str, unit: str) -> str:
 
 
 def _none(v):
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+    return None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
 
 
 def _printed_sets():
@@ -97,7 +99,7 @@ def _printed_sets():
 def test_operator_frame_is_paddles_operator_summary(trace, printed, sorted_by, unit):
     p = tbp.load(trace, sorted_by=sorted_by)
     want = paddle_rows(printed.read_text(), "Operator Summary")
-    ops = p.operators
+    ops = p.table("operators")  # the display table: every row Paddle prints, trees by depth
     assert len(ops) == len(want) > 0
     for (depth, cells), (_, row) in zip(want, ops.iterrows()):
         name = cells[0]
@@ -106,6 +108,32 @@ def test_operator_frame_is_paddles_operator_summary(trace, printed, sorted_by, u
         flops = _none(row["flops"])
         assert cells[1:] == [str(int(row["calls"])), stats(row, "cpu", unit), stats(row, "gpu", unit),
                              "-" if flops is None else str(int(flops))], name
+
+
+@pytest.mark.parametrize("trace, printed, sorted_by, unit", _printed_sets())
+def test_operator_data_is_one_row_per_operator_with_typed_columns(trace, printed, sorted_by, unit):
+    p = tbp.load(trace, sorted_by=sorted_by)
+    want = paddle_rows(printed.read_text(), "Operator Summary")
+    ops, inner = p.operators, p.operator_details
+    top = [cells for depth, cells in want if depth == 0]
+    assert len(ops) == len(top) > 0 and len(inner) == len(want) - len(top)
+    for cells, (_, row) in zip(top, ops.iterrows()):
+        assert row["name"] == cells[0] or (cells[0].endswith("...") and row["name"].startswith(cells[0][:-3]))
+        assert cells[1:3] == [str(row["calls"]), stats(row, "cpu", unit)]
+    assert ops["cpu_total_ns"].dtype == ops["gpu_total_ns"].dtype == np.int64 and ops["calls"].dtype == np.int64
+    assert ops["cpu_ratio"].dtype == np.float64 and ops["cpu_avg_ns"].dtype == np.float64
+    # the tree as Paddle printed it: each inner row's parent is the nearest shallower row above it
+    stack, parents = [], []
+    for i, (depth, _) in enumerate(want):
+        while stack and want[stack[-1]][0] >= depth:
+            stack.pop()
+        if depth:
+            parents.append(stack[-1])
+        stack.append(i)
+    assert list(inner["parent_id"]) == parents
+    assert list(inner["depth"]) == [d for d, _ in want if d]
+    assert set(inner["top"]) <= set(ops["name"])
+    assert ops["cpu_total_ns"].sum() <= p.table("operators")["cpu_total_ns"].sum()
 
 
 @pytest.mark.parametrize("trace, printed, sorted_by, unit", _printed_sets())

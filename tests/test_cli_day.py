@@ -355,3 +355,26 @@ def test_workers_ignore_the_current_folder_in_the_cli(runs, tmp_path):
     assert got.returncode == 0, got.stderr[-2000:]
     n = len(list(run.glob("*.paddle_trace.json")))
     assert got.stdout.strip() == f"{n} of {n} traces summarized and indexed into the cache"
+
+
+# ------------------------------------------------------------------ tidy frames of the API
+
+
+def test_run_ranks_have_integer_coordinates_of_the_planted_topology(runs):
+    import tb_paddle_profile as tbp
+    from tbp_synth.truth import load_truth
+
+    run = tbp.load_run(runs["skew"], cache_dir=str(runs["cache"]))
+    ranks = run.ranks
+    for col in ("rank", "dp", "pp", "mp", "stage", "device_id"):
+        assert str(ranks[col].dtype) == "int64", col
+    truth = {r["rank"]: r for r in load_truth(str(runs["skew"])).ranks}
+    for _, row in ranks.iterrows():
+        t = truth[row["rank"]]
+        assert (row["dp"], row["pp"], row["mp"]) == (t["dp"], t["pp"], t["mp"])
+        assert row["host"] == f"gpunode{row['rank'] // 2}"  # gpus_per_node=2
+    for col, dtype in ranks.dtypes.items():  # no column of mixed Python objects
+        assert str(dtype) != "object" or col in ("label", "worker", "host", "timeline"), (col, dtype)
+    kinds = run.collectives
+    assert all(isinstance(v, list) and all(isinstance(x, int) for x in v) for v in kinds["ranks"])
+    assert set().union(*map(set, kinds["ranks"])) == set(truth)

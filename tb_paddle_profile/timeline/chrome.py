@@ -1,7 +1,16 @@
 """The trace_window export: the slices of a window as Chrome-tracing JSON (Paddle's own layout),
-sized before it is built (window_size) and refused past $TB_PADDLE_PROFILE_WINDOW_MAX_MB."""
+sized before it is built (window_size) and refused past $TB_PADDLE_PROFILE_WINDOW_MAX_MB.
+
+Besides the slices ("X"), the window carries what Perfetto needs to show it as Paddle's own trace does:
+process names (the host process by its trace's worker, each GPU by its number) and thread names,
+launch -> kernel flows ("s" on the CUDA runtime call, "f" on the device event, the correlation id as
+the flow id; a flow whose other end lies outside the window is an unpaired end, which viewers ignore),
+and the memory of each place: Paddle's "[memory]" instants and a counter track (allocated, reserved)
+at each memory event of the window, from the index's memory counters.
+"""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import Dict, Iterable, Iterator, List, Tuple
@@ -41,9 +50,17 @@ def _head_json(file_name: str, ws: int, we: int) -> str:
     return json.dumps(head)[:-1] + ', "traceEvents": [\n'
 
 
-def _meta_events(idx: TimelineIndex) -> List[str]:
+def _worker(file_name: str) -> str:
+    return file_name.split("_time_")[0] if "_time_" in file_name else file_name
+
+
+def _meta_events(idx: TimelineIndex, file_name: str = "") -> List[str]:
     pid = idx.header.get("pid", 0)
-    out = []
+    out = [json.dumps({"name": "process_name", "ph": "M", "pid": pid,
+                       "args": {"name": f"{_worker(file_name) or 'host'} (pid {pid})"}})]
+    devices = sorted({tr["device"] for tr in idx.tracks if tr["kind"] != HOST_THREAD})
+    out.extend(json.dumps({"name": "process_name", "ph": "M", "pid": d, "args": {"name": f"GPU {d}"}})
+               for d in devices)
     for tr in idx.tracks:
         if tr["kind"] == HOST_THREAD:
             out.append(json.dumps({"name": "thread_name", "ph": "M", "pid": pid, "tid": tr["tid"],
@@ -57,6 +74,51 @@ def _meta_events(idx: TimelineIndex) -> List[str]:
 def _x_event(name, pid, tid, ts, dur, cat, args) -> str:
     return json.dumps({"name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "ph": "X", "cat": cat,
                        "args": args})
+
+
+def _flow_event(ph: str, corr: int, pid, tid, ts: float) -> str:
+    ev = {"name": "launch", "id": corr, "pid": pid, "tid": tid, "ts": ts, "ph": ph, "cat": "async"}
+    if ph == "f":
+        ev["bp"] = "e"
+    return json.dumps(ev)
+
+
+def _memory_points(idx: TimelineIndex, ws: int, we: int):
+    """(place, times, allocated, reserved) of each place's memory counter points in [ws, we] (index-local
+    ns; numpy views of the index, nothing copied)."""
+    a = idx.a
+    if "ctr_ptr" not in a:
+        return
+    counters = idx.header.get("counters", [])
+    for i, c in enumerate(counters):
+        if c.get("kind") != "allocated" or i + 1 >= len(counters) or counters[i + 1].get("kind") != "reserved":
+            continue
+        p0, p1, q0 = int(a["ctr_ptr"][i]), int(a["ctr_ptr"][i + 1]), int(a["ctr_ptr"][i + 1])
+        t = a["ctr_t"][p0:p1]
+        lo, hi = int(np.searchsorted(t, ws, "left")), int(np.searchsorted(t, we, "right"))
+        if hi > lo:
+            place = c["label"][: -len(" allocated")] if c["label"].endswith(" allocated") else c["label"]
+            yield place, t[lo:hi], a["ctr_v"][p0 + lo:p0 + hi], a["ctr_v"][q0 + lo:q0 + hi]
+
+
+def _memory_blocks(idx: TimelineIndex, ws: int, we: int, origin_us: float, block: int) -> Iterator[List[str]]:
+    """The memory instants and counter samples of the window, ``block`` points at a time, as JSON texts."""
+    pid = idx.header.get("pid", 0)
+    tid = next((tr["tid"] for tr in idx.tracks if tr["kind"] == HOST_THREAD), 0)  # Paddle's: a host thread
+    for place, t, alloc, reserved in _memory_points(idx, ws, we):
+        for b0 in range(0, len(t), block):
+            points = zip(t[b0:b0 + block].tolist(), alloc[b0:b0 + block].tolist(), reserved[b0:b0 + block].tolist())
+            yield list(_memory_events_of(pid, tid, place, points, origin_us))
+
+
+def _memory_events_of(pid, tid, place: str, points, origin_us: float) -> Iterator[str]:
+    for t, alloc, reserved in points:
+        ts = origin_us + t / 1000.0
+        yield json.dumps({"name": "[memory]", "pid": pid, "tid": tid, "ts": ts, "ph": "i", "s": "t",
+                          "cat": "Memory", "args": {"place": place, "current_allocated": alloc,
+                                                    "current_reserved": reserved}})
+        yield json.dumps({"name": f"memory {place}", "pid": pid, "ts": ts, "ph": "C",
+                          "args": {"allocated": alloc, "reserved": reserved}})
 
 
 def _times(s: int, e: int) -> dict:
@@ -97,12 +159,15 @@ def _chrome_events(idx: TimelineIndex, pos: np.ndarray, pid: int, origin_us: flo
                     args["correlation id"] = corr
                 args["bytes"] = int(a["dev_bytes"][row])
             ev_pid, ev_tid = tr["device"], tr["stream"]
+            if corr >= 0:
+                out.append(_flow_event("f", corr, ev_pid, ev_tid, origin_us + s / 1000.0))
         else:
             ev_pid, ev_tid = pid, tr["tid"]
             if kind == KIND_RUNTIME:
                 corr = int(a["rt_corr"][row])
                 if corr >= 0:
                     args["correlation id"] = corr
+                    out.append(_flow_event("s", corr, ev_pid, ev_tid, origin_us + s / 1000.0))
             else:
                 found = idx.shapes(row)
                 if found is not None:
@@ -128,8 +193,10 @@ def _worst_cases() -> Dict[str, int]:
     kernel = _x_event(args=_kernel_args(dict(times), i64, [i32] * 3, [i32] * 3, i32, i64, f, f, f), **base)
     copy = _x_event(args=dict(times, **{"correlation id": i64, "bytes": i64}), **base)
     shapes = _x_event(args=dict(times, input_shapes=None, input_dtypes=None), **base)
+    flow = _flow_event("f", i64, i64, i64, f)
+    memory = sum(len(x) + 2 for x in _memory_events_of(i64, i64, "", [(i64, i64, i64)], f))
     return {"host": len(host), "runtime": len(runtime), "kernel": len(kernel), "copy": len(copy),
-            "shapes": len(shapes) - len(host) - 2 * len("null") + 16}
+            "shapes": len(shapes) - len(host) - 2 * len("null") + 16, "flow": len(flow) + 2, "memory": memory}
 
 
 _WORST = _worst_cases()
@@ -154,8 +221,10 @@ def window_size(idx: TimelineIndex, ws: int, we: int, file_name: str = "") -> Tu
     extra = idx._name_extra
     shape_rows = a["shape_rows"]
     shape_len = np.diff(a["shape_ptr"]).astype(np.int64)
-    meta = _meta_events(idx)
+    meta = _meta_events(idx, file_name)
     total = len(_head_json(file_name, ws, we).encode()) + sum(len(m) + 2 for m in meta) + 8
+    for place, t, _, _ in _memory_points(idx, ws, we):
+        total += len(t) * (_WORST["memory"] + 2 * len(json.dumps(place)))
     pid_extra = max(0, len(json.dumps(idx.header.get("pid", 0))) - 20)  # a pid wider than an int64
     events = 0
     for pos in _window_blocks(idx, ws, we):
@@ -169,6 +238,7 @@ def window_size(idx: TimelineIndex, ws: int, we: int, file_name: str = "") -> Tu
                   + n_copy * _WORST["copy"] + 2 * len(pos)  # ",\n" between events
                   + pid_extra * (n_host + n_rt))
         total += int(extra[a["ev_name"][pos]].sum())
+        total += (len(pos) - n_host) * _WORST["flow"]  # a runtime call or device event may carry a flow end
         if len(shape_rows) and n_host:
             rows = a["ev_row"][pos[host]]
             i = np.minimum(np.searchsorted(shape_rows, rows), len(shape_rows) - 1)
@@ -196,9 +266,11 @@ def chrome_chunks(idx: TimelineIndex, ws: int, we: int, file_name: str, chunk: i
             sep = ",\n"
             size += len(t) + 2
 
-    emit(_meta_events(idx))
-    for pos in _window_blocks(idx, ws, we, block=block):
-        emit(_chrome_events(idx, pos, pid, origin_us))
+    emit(_meta_events(idx, file_name))
+    memory = _memory_blocks(idx, ws, we, origin_us, block)
+    slices = (_chrome_events(idx, pos, pid, origin_us) for pos in _window_blocks(idx, ws, we, block=block))
+    for texts in itertools.chain(memory, slices):
+        emit(texts)
         if size >= chunk:
             text = "".join(buf)
             buf.clear()
