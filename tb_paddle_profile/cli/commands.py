@@ -12,6 +12,7 @@ import sys
 import traceback
 from typing import List, Optional, Tuple
 
+from tb_paddle_profile.core import terminal
 from tb_paddle_profile.core.progress import Progress
 from tb_paddle_profile.core.version import __version__
 
@@ -115,11 +116,11 @@ def _cmd_summary(args) -> int:
             print(f"error: {our_bug(f.file_name, exc)}", file=sys.stderr)
             logging.getLogger(__name__).debug("internal error on %s", f.path, exc_info=True)
             if args.debug:
-                traceback.print_exc(file=sys.stderr)
+                traceback.print_exc(file=terminal.raw(sys.stderr))
             internal += 1
             continue
         if len(loaded) > 1:
-            print(f"{'' if i == 0 else chr(10)}==> {f.path} <==")
+            print(f"{'' if i == 0 else chr(10)}==> {terminal.visible(f.path)} <==")
         print(out, end="" if args.format == "csv" else "\n")
     return 3 if internal else 2 if failed else 0
 
@@ -253,7 +254,7 @@ def _cmd_diff(args) -> int:
     except Exception as exc:  # a bug of ours: said as such, with the traceback under --debug
         print(f"error: {our_bug(args.baseline, exc)}", file=sys.stderr)
         if args.debug:
-            traceback.print_exc(file=sys.stderr)
+            traceback.print_exc(file=terminal.raw(sys.stderr))
         return 3
     if args.format == "json":
         print(to_json(result))
@@ -414,7 +415,7 @@ def _cmd_preprocess(args) -> int:
             failed += 1
             print(f"error: {message}", file=sys.stderr)
         elif args.verbose:
-            print(f"{path}: {message}")
+            print(terminal.visible(f"{path}: {message}"))
     done = "summarized" if args.no_timeline else "summarized and indexed"
     print(f"{len(results) - failed} of {len(results)} traces {done} into the cache")
     return 2 if failed else 0
@@ -718,6 +719,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         quiet.setLevel(logging.CRITICAL)
     else:
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+    # Names from the traces reach every line printed: their control characters are shown, not obeyed
+    # (terminal.py); an error line stays one line. The progress line keeps the stream it drew on.
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = terminal.SafeStream(sys.stdout, lines=True), terminal.SafeStream(sys.stderr, lines=False)
     try:
         return args.func(args)
     except BrokenPipeError:
@@ -725,9 +730,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as exc:  # a bug of ours anywhere: one line, its traceback with --debug
         print(f"error: {our_bug(getattr(args, 'command', 'tb-paddle-profile'), exc)}", file=sys.stderr)
         if args.debug:
-            traceback.print_exc(file=sys.stderr)
+            traceback.print_exc(file=terminal.raw(sys.stderr))
         return 3
     finally:
+        sys.stdout, sys.stderr = streams
         args.progress_line.finish()
         quiet.setLevel(level)
 

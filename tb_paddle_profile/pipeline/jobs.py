@@ -20,6 +20,8 @@ Signature (stable; the plugin's loader, ``preprocess``, the CLI and the Dask run
 - ``force``: parse even when the cache already holds the entry (the index went missing);
 - ``recent``: the file was modified recently (a truncated one is then "growing", not failed);
 - ``parse_workers``: processes/threads that decode a large file together (reader.read_trace);
+- ``inflate_share``: how many jobs may run at once on this machine: a .gz is inflated at most to
+  reader.max_inflate_bytes(inflate_share) (the memory divided among them, counted in bytes produced);
 - ``return_data``: the outcome carries the summary's and the digest's bytes.
 
 ``JobOutcome`` (dataclass, picklable):
@@ -67,6 +69,7 @@ class JobSpec:
     recent: bool = False
     parse_workers: int = 1
     return_data: bool = True
+    inflate_share: int = 1
 
 
 @dataclass
@@ -239,12 +242,12 @@ def _parse(box: list, spec: JobSpec):
     """The one parse: tables and tree, then the Summary and (when asked) the index from the same ones."""
     from tb_paddle_profile.analysis.profile import Profile
     from tb_paddle_profile.analysis.summarize import summarize_profile
-    from tb_paddle_profile.trace.reader import read_trace
+    from tb_paddle_profile.trace.reader import max_inflate_bytes, read_trace
 
     base = os.path.basename(spec.file_name)
     size = len(box[0])
     settings.note_parse(base)
-    tables = read_trace(box, base, spec.parse_workers)
+    tables = read_trace(box, base, spec.parse_workers, max_inflate=max_inflate_bytes(spec.inflate_share))
     p = Profile.build(tables)
     summary = summarize_profile(p, base, size)
     parts = None
@@ -260,9 +263,11 @@ ENV_PARSE_LOG = settings.PARSE_LOG
 
 def _looks_truncated(fs, spec: JobSpec) -> bool:
     from tb_paddle_profile.core import paths
+    from tb_paddle_profile.trace.reader import max_inflate_bytes
     from tb_paddle_profile.trace.truncation import looks_truncated
 
     try:
-        return looks_truncated(paths.read_checked(fs, spec.path, spec.root, spec.file_name))
+        return looks_truncated(paths.read_checked(fs, spec.path, spec.root, spec.file_name),
+                               max_inflate_bytes(spec.inflate_share))
     except Exception:
         return False

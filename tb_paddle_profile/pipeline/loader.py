@@ -697,7 +697,7 @@ class Loader:
                            cache_dir=str(self.cache.cache_dir) if self.cache.cache_dir is not None else None,
                            sidecar=self.cache.sidecar, fs=self.fs, root=self._root_of(f),
                            index=self.index or force, index_dir=self._index_dir(), force=force,
-                           recent=recent, parse_workers=share)
+                           recent=recent, parse_workers=share, inflate_share=self.max_workers)
             job = pool.submit(run_job, spec)
         except Exception as err:  # no worker process could be started: no file's fault, retried
             self._pool_failed(e, err)

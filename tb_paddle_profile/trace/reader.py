@@ -316,10 +316,20 @@ _INFLATE_PIECE = 1 << 16  # input of one decompress call (unconsumed input is co
 _GB = 10 ** 9
 
 
-def max_inflate_bytes() -> int:
+def physical_memory() -> Optional[int]:
+    """Bytes of memory of this machine (None where it cannot be told)."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return memory if memory > 0 else None
+
+
+def max_inflate_bytes(share: int = 1) -> int:
     """How far a .gz trace may inflate (0: no bound): $TB_PADDLE_PROFILE_MAX_INFLATE_GB, else
-    DEFAULT_MAX_INFLATE_GB but at most half of this machine's memory (the inflated bytes are held
-    in memory and the parse needs about 1.4 x them: a larger file cannot be summarized here)."""
+    DEFAULT_MAX_INFLATE_GB but at most half of this machine's memory divided among the `share`
+    parses that may run at once (the inflated bytes are held in memory and the parse needs about
+    1.4 x them: N workers each inflating a bomb to its bound then still leave half the memory)."""
     value = os.environ.get(MAX_INFLATE_ENV, "").strip()
     if value:
         try:
@@ -331,18 +341,18 @@ def max_inflate_bytes() -> int:
         if gb > 0 and math.isfinite(gb):
             return int(gb * _GB)
     limit = DEFAULT_MAX_INFLATE_GB * _GB
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        if memory > 0:
-            limit = min(limit, memory // 2)
-    except (AttributeError, ValueError, OSError):
-        pass
+    memory = physical_memory()
+    if memory:
+        limit = min(limit, memory // (2 * max(1, share)))
     return limit
 
 
-def _inflate_bound(compressed_size: int) -> "tuple[int, str]":
-    """The most bytes a .gz of that size may inflate to, and the refusal that names the bound."""
-    limit = max_inflate_bytes()
+def _inflate_bound(compressed_size: int, limit: Optional[int] = None) -> "tuple[int, str]":
+    """The most bytes a .gz of that size may inflate to (`limit`: the bound on any .gz, by default
+    max_inflate_bytes()), and the refusal that names the bound. Counted in bytes inflated, never
+    taken from the gzip trailer (a multi-member file's trailer tells only its last member)."""
+    if limit is None:
+        limit = max_inflate_bytes()
     by_ratio = max(RATIO_FREE_BYTES, MAX_GZIP_RATIO * compressed_size)
     if limit and limit <= by_ratio:
         return limit, (f"inflates beyond {limit / _GB:.3g} GB (the bound for a .gz trace; "
@@ -427,10 +437,10 @@ def _layers(data, file_name: str, bound: int, partial: bool = False):
 _JSON_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*")
 
 
-def _inflate(data, file_name: str) -> bytearray:
+def _inflate(data, file_name: str, limit: Optional[int] = None) -> bytearray:
     """A .gz trace's bytes inflated in bounded steps (at most _inflate_bound), gzip in gzip in the
     same pass. Refused as soon as the output cannot start a JSON document."""
-    bound, refusal = _inflate_bound(len(data))
+    bound, refusal = _inflate_bound(len(data), limit)
     try:
         stream, first = _layers(data, file_name, bound)
         out = bytearray(first)
@@ -504,11 +514,11 @@ def inflated_size(head: bytes, tail: bytes, compressed_size: int) -> int:
     return max(0, min(max(size, out), bound))
 
 
-def _prepare(data, file_name: str):
+def _prepare(data, file_name: str, max_inflate: Optional[int] = None):
     """The file's JSON bytes: a .gz inflated (bounded, once, every layer), a UTF-8 byte order mark
     blanked to spaces (so that byte offsets stay those of the file)."""
     if data[:2] == GZIP_MAGIC:
-        data = _inflate(data, file_name)
+        data = _inflate(data, file_name, max_inflate)
     if data[:3] == _BOM:
         if isinstance(data, bytearray):
             data[:3] = b"   "
@@ -712,7 +722,8 @@ class _Nested(Exception):
     pass
 
 
-def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1) -> EventTables:
+def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1,
+               max_inflate: Optional[int] = None) -> EventTables:
     """Decode a whole trace file's bytes into EventTables.
 
     `data` may be a one-item list holding the bytes: the reader then takes them out and drops
@@ -724,6 +735,8 @@ def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1
     large files (PARALLEL_MIN_BYTES of events per process), each taking a contiguous range of the
     events. The tables are the same as a serial read's; any failure falls back to the serial read.
 
+    `max_inflate`: the bound of a .gz's inflated bytes (None: max_inflate_bytes(), for one parse).
+
     Bad input raises TraceError (one line naming the file and the reason, byte offsets counted in
     the file's decompressed bytes); any other exception is a bug of ours."""
     box = data if isinstance(data, list) else [data]
@@ -732,7 +745,7 @@ def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read(box, file_name, workers=workers)
+        return _read(box, file_name, workers=workers, max_inflate=max_inflate)
     except _Malformed as exc:
         raise TraceError(file_name, f"not a Paddle trace: malformed event ({exc})") from None
     except _Nested:
@@ -742,8 +755,8 @@ def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1
             gc.enable()
 
 
-def _read(box: list, file_name: str, workers: int = 1) -> EventTables:
-    box[0] = data = _prepare(box[0], file_name)  # inflated once; the compressed bytes go
+def _read(box: list, file_name: str, workers: int = 1, max_inflate: Optional[int] = None) -> EventTables:
+    box[0] = data = _prepare(box[0], file_name, max_inflate)  # inflated once; the compressed bytes go
     if _BLANK.match(data):
         raise TraceError(file_name, "empty file")
     buf, repaired, changed = data, 0, None

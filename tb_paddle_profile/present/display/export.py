@@ -59,12 +59,29 @@ def records(table: dpb.Table) -> List[Dict[str, object]]:
     return out
 
 
+# A text cell a spreadsheet would read as a formula (=HYPERLINK(...), +cmd, -1+1, @SUM, or one hidden
+# after a tab or CR) is written after a quote, as OWASP advises: shown as text, never evaluated. A CR
+# is written as the two characters \r (the csv module leaves a field holding one unquoted).
+_FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        if v.startswith(_FORMULA_LEADS):
+            v = "'" + v
+        return v.replace("\r", "\\r")
+    return v
+
+
 def to_csv(table: dpb.Table) -> str:
+    """The table as CSV (header() then records()); text cells neutralised against formula injection."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=header(table), lineterminator="\n")
     w.writeheader()
     for rec in records(table):
-        w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
+        w.writerow({k: _csv_cell(v) for k, v in rec.items()})
     return buf.getvalue()
 
 

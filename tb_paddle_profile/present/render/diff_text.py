@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 from typing import List
 
+from tb_paddle_profile.core.terminal import visible_lines
 from tb_paddle_profile.present.display.cells import sentence_text
 from tb_paddle_profile.present.render.text import render_table
 
@@ -36,4 +37,4 @@ def render_text(result, time_unit: str = "ms") -> str:
             for s in t.notes:
                 out.extend(textwrap.wrap(sentence_text(s, unit), WIDTH))
             out.append("")
-    return "\n".join(out).rstrip() + "\n"
+    return visible_lines(out).rstrip() + "\n"

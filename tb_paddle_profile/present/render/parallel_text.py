@@ -11,6 +11,7 @@ from __future__ import annotations
 import textwrap
 from typing import List
 
+from tb_paddle_profile.core.terminal import visible, visible_lines
 from tb_paddle_profile.present.display import cells
 from tb_paddle_profile.present.display.cells import format_cell, format_value, sentence_text
 from tb_paddle_profile.present.display.parallel import parallel_display, spans
@@ -26,7 +27,8 @@ def table_lines(t: dpb.Table, time_unit: str) -> List[str]:
     """One table in the plain layout."""
     shown = [i for i, c in enumerate(t.columns) if not c.text_hidden]
     header = [t.columns[i].header for i in shown]
-    rows = [[format_cell(t.columns[i], r.cells[i], time_unit) for i in shown] for r in t.rows if not r.text_hidden]
+    rows = [[visible(format_cell(t.columns[i], r.cells[i], time_unit)) for i in shown]
+            for r in t.rows if not r.text_hidden]
     widths = [max(len(h), *(len(r[j]) for r in rows)) if rows else len(h) for j, h in enumerate(header)]
     line = "  ".join("-" * w for w in widths)
     out = [t.title.center(max(len(line), len(t.title)), "-")]
@@ -95,7 +97,7 @@ def render_display(display: dpb.Display) -> str:
         out.extend(wrap(txt(s), WIDTH))
     for s in said("note"):
         out.extend(wrap(txt(s), WIDTH))
-    return "\n".join(out).rstrip() + "\n"
+    return visible_lines(out).rstrip() + "\n"
 
 
 def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
+from tb_paddle_profile.core.terminal import visible, visible_lines
 from tb_paddle_profile.present.display import cells
 from tb_paddle_profile.present.display.summary import SORTED_KEYS, VIEWS, display_kernel_name, summary_display
 from tb_paddle_profile.v1 import display_pb2 as dpb
@@ -62,9 +63,9 @@ def _cell_texts(table: dpb.Table, units: List[_Unit], row: dpb.Row, time_unit: s
     out = []
     for n, u in enumerate(units):
         if row.role == dpb.ROW_HEADER:
-            out.append(" / ".join(row.cells[i].text for i in u.indices))
+            out.append(visible(" / ".join(row.cells[i].text for i in u.indices)))
             continue
-        s = " / ".join(cells.format_cell(table.columns[i], row.cells[i], time_unit) for i in u.indices)
+        s = visible(" / ".join(cells.format_cell(table.columns[i], row.cells[i], time_unit) for i in u.indices))
         if n == 0:
             c, indent = u.column, 2 * row.depth
             if c.text_truncate and row.depth >= c.text_truncate_depth and len(s) + indent > c.text_width:
@@ -128,8 +129,8 @@ def render_display(display: dpb.Display, time_unit: str, views: Optional[Sequenc
                 continue
             render_table(table, time_unit, out)
             if table.key == "device" and any(s.key == "no_steps" for s in view.sentences):
-                return "".join(line + "\n" for line in out)  # Paddle stops after the device table
-    return "".join(line + "\n" for line in out)
+                return visible_lines(out) + "\n"  # Paddle stops after the device table
+    return visible_lines(out) + "\n" if out else ""
 
 
 def render(summary: pb.Summary, sorted_by: str = "CPUTotal", time_unit: str = "ms", op_detail: bool = True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import List
 
+from tb_paddle_profile.core.terminal import visible_lines
 from tb_paddle_profile.present.display.cells import sentence_text
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.present.render.parallel_text import WIDTH, table_lines
@@ -37,4 +38,4 @@ def render_display(display: dpb.Display) -> str:
         out.append("")
         for s in notes:
             out.extend(textwrap.wrap(sentence_text(s, unit), WIDTH))
-    return "\n".join(out).rstrip() + "\n"
+    return visible_lines(out).rstrip() + "\n"

@@ -1,0 +1,221 @@
+"""Hardening, second round (issue 29): each attack of the audit reproduced, against the fix that holds it.
+
+Gzip bombs bounded by the bytes inflated (never by the trailer) in the reader and the truncation check,
+the default bound divided among the workers; control characters in names made visible wherever the CLI
+prints them; CSV cells neutralised against formula injection; shared caches honouring the umask; the
+loader's dispatcher at a cost per file that does not grow with the queue; and the smaller items."""
+import gzip
+import os
+import tracemalloc
+import zlib
+
+import pytest
+
+from tb_paddle_profile.core.errors import TraceError
+from tb_paddle_profile.trace import reader
+from tb_paddle_profile.trace.truncation import looks_truncated
+
+MB = 1 << 20
+
+
+def _deflate_members(*payloads) -> bytes:
+    """A multi-member .gz, one member per payload (an iterable of byte chunks), compressed in steps."""
+    out = []
+    for chunks in payloads:
+        c = zlib.compressobj(1, zlib.DEFLATED, 31)
+        for chunk in chunks:
+            out.append(c.compress(chunk))
+        out.append(c.flush())
+    return b"".join(out)
+
+
+def _bomb(inflated_mb: int) -> bytes:
+    """JSON-looking output about 60 x smaller compressed (under the 200 x ratio refusal), and a tiny
+    last member whose size trailer says 7 bytes: the trailer lies about the whole file."""
+    block = (b" " * 1000 + os.urandom(24)) * 1024  # 1 MB, about 60:1 at deflate -1
+    big = [b'{"traceEvents": ['] + [block] * inflated_mb
+    return _deflate_members(big, [b"]}    \n"])
+
+
+@pytest.fixture(scope="module")
+def bomb() -> bytes:
+    return _bomb(48)
+
+
+def _peak(fn, *args, **kw):
+    tracemalloc.start()
+    try:
+        try:
+            result = fn(*args, **kw)
+        except TraceError as err:
+            result = err
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_bomb_trailer_lies_and_the_plan_is_small(bomb):
+    """The attack: the size trailer says 7 bytes, and the ratio alone does not refuse the file."""
+    assert int.from_bytes(bomb[-4:], "little") == 7
+    assert len(bomb) * reader.MAX_GZIP_RATIO > 48 * MB  # not refused by the ratio: only a bound on bytes holds it
+
+
+def test_default_bound_is_divided_among_workers(monkeypatch):
+    monkeypatch.delenv(reader.MAX_INFLATE_ENV, raising=False)
+    monkeypatch.setattr(reader, "physical_memory", lambda: 256 * MB)
+    assert reader.max_inflate_bytes() == 128 * MB
+    assert reader.max_inflate_bytes(4) == 32 * MB  # 4 workers x 32 MB (x 1.4 to parse) leave the host half
+    monkeypatch.setenv(reader.MAX_INFLATE_ENV, "0.5")
+    assert reader.max_inflate_bytes(4) == 500_000_000  # an explicit bound is the user's
+
+
+def test_bomb_refused_at_the_per_worker_bound_counted_in_bytes(bomb, monkeypatch):
+    """With 4 workers on 256 MB the bound is 32 MB; the 48 MB bomb (old: inflated whole, 128 MB allowed)
+    is refused, and no more than the bound was ever held."""
+    from tb_paddle_profile.pipeline.jobs import JobSpec, run_job
+    from tb_paddle_profile.store.cache import CacheKey
+    import tempfile
+
+    monkeypatch.delenv(reader.MAX_INFLATE_ENV, raising=False)
+    monkeypatch.setattr(reader, "physical_memory", lambda: 256 * MB)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "rank0.paddle_trace.json.gz")
+        with open(path, "wb") as f:
+            f.write(bomb)
+        st = os.stat(path)
+        spec = JobSpec(path=path, file_name="rank0.paddle_trace.json.gz",
+                       key=CacheKey(path, st.st_size, str(st.st_mtime_ns)), index=False, inflate_share=4)
+        out, peak = _peak(run_job, spec)
+    assert not out.ok and out.error_kind == "trace", out
+    assert "inflates beyond 0.0336 GB" in out.error, out.error
+    assert peak < 48 * MB, peak
+
+
+def test_reader_bound_counts_output_not_trailer(bomb):
+    got, peak = _peak(reader.read_trace, bomb, "bomb.json.gz", max_inflate=16 * MB)
+    assert isinstance(got, TraceError) and "inflates beyond" in str(got), got
+    assert peak < 24 * MB, peak
+
+
+def test_truncation_check_inflates_with_an_output_limit(bomb):
+    """The check of a recently modified file (old: each 1 MB of input inflated in one call, then the
+    whole file) keeps a few MB at most, and a bomb is not 'still being written'."""
+    got, peak = _peak(looks_truncated, bomb, 16 * MB)
+    assert got is False
+    assert peak < 8 * MB, peak
+    got, peak = _peak(looks_truncated, bomb, 0)  # no bound: still bounded steps
+    assert got is False  # complete stream, ends with ]}
+    assert peak < 8 * MB, peak
+
+
+def test_truncation_check_layers():
+    doc = b'{"traceEvents": [], "schemaVersion": "1.0.2"}\n'
+    one, two, three = gzip.compress(doc), gzip.compress(gzip.compress(doc)), gzip.compress(gzip.compress(gzip.compress(doc)))
+    assert not looks_truncated(one) and not looks_truncated(two)
+    assert looks_truncated(one[:-10]) and looks_truncated(two[:-10]) and looks_truncated(doc[:-5])
+    assert not looks_truncated(three)  # refused by the reader: failed at once, never GROWING
+    assert not looks_truncated(b"\x1f\x8b" + b"\xff" * 40)  # corrupt
+
+
+def test_recent_three_layer_gzip_fails_instead_of_growing(tmp_path):
+    from tb_paddle_profile.pipeline.jobs import JobSpec, run_job
+    from tb_paddle_profile.store.cache import CacheKey
+
+    doc = b'{"traceEvents": [], "schemaVersion": "1.0.2"}\n'
+    path = tmp_path / "rank0.paddle_trace.json.gz"
+    path.write_bytes(gzip.compress(gzip.compress(gzip.compress(doc))))
+    st = path.stat()
+    spec = JobSpec(path=str(path), file_name=path.name, key=CacheKey(str(path), st.st_size, str(st.st_mtime_ns)),
+                   index=False, recent=True)
+    out = run_job(spec)
+    assert out.kind == "parsed" and not out.ok and "compressed more than" in out.error, out
+
+
+# ---------------------------------------------------------------- terminal injection, CSV formulas
+
+from conftest import REPO  # noqa: E402
+
+EXAMPLE = sorted((REPO / "examples" / "profiler_log" / "gpt-single").glob("*.paddle_trace.json"))[0]
+# An operator name that sets the window title, writes the clipboard (OSC 52), clears the screen, returns
+# the carriage and forges a line; a spreadsheet would evaluate it as a formula.
+EVIL = '=HYPERLINK(\\u0022http://x\\u0022)\\u001b]0;pwned\\u0007\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\r0failed\\nOK\\u009b'
+_CONTROLS = [chr(c) for c in list(range(0, 9)) + list(range(11, 32)) + list(range(0x7f, 0xa0))]
+
+
+@pytest.fixture(scope="module")
+def evil_trace(tmp_path_factory):
+    text = EXAMPLE.read_text()
+    assert text.count('"adamw_ ') >= 3
+    path = tmp_path_factory.mktemp("evil") / EXAMPLE.name
+    path.write_text(text.replace('"adamw_ ', '"' + EVIL + 'adamw_ '))
+    return path
+
+
+def _cli(capsys, *argv):
+    from tb_paddle_profile.cli.commands import main
+
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _no_controls(text: str, newlines: bool = True) -> None:
+    bad = sorted({repr(c) for c in text if c in _CONTROLS or (not newlines and c == "\n")})
+    assert not bad, bad
+
+
+def test_visible_shows_every_control_character():
+    from tb_paddle_profile.core.terminal import visible
+
+    assert visible("a\x1b]0;t\x07b\r\nc\t\x9b\x7f") == "a\\x1b]0;t\\x07b\\r\\nc\\t\\x9b\\x7f"
+    assert visible("plain µs – ok") == "plain µs – ok"
+
+
+def test_summary_text_shows_controls_of_names(capsys, evil_trace):
+    rc, out, err = _cli(capsys, "summary", "--no-cache", str(evil_trace))
+    assert rc == 0, err
+    _no_controls(out + err)
+    assert "\\x1b]0;pwned\\x07" in out
+    assert "\\r0failed\\nOK\\x9badamw_" in out  # one row, one line
+    assert not any(line.startswith(("OK", "0failed")) for line in out.splitlines())
+
+
+def test_summary_csv_neutralises_formulas_and_controls(capsys, evil_trace):
+    import csv as csvmod
+    import io
+
+    rc, out, err = _cli(capsys, "summary", "--no-cache", "--format", "csv", "--table", "operators", str(evil_trace))
+    assert rc == 0, err
+    _no_controls(out)
+    cells = [c for row in csvmod.reader(io.StringIO(out)) for c in row if "HYPERLINK" in c]
+    assert cells and all(c.startswith("'=HYPERLINK") for c in cells), cells[:3]
+
+
+def test_to_csv_formula_leads():
+    from tb_paddle_profile.present.display.export import to_csv
+    from tb_paddle_profile.v1 import display_pb2 as dpb
+    from tb_paddle_profile.present.display.cells import TEXT
+
+    t = dpb.Table(key="t")
+    t.columns.add(key="name").format.kind = TEXT
+    for name in ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx", "relu", "a=b"]:
+        t.rows.add().cells.add(text=name)
+    import csv as csvmod
+    import io
+
+    got = [row[0] for row in csvmod.reader(io.StringIO(to_csv(t), newline=""))][1:]
+    assert got == ["'=1+1", "'+cmd", "'-2+3", "'@SUM(A1)", "'\tx", "'\\rx", "relu", "a=b"], got
+
+
+def test_error_lines_cannot_forge_lines(capsys, tmp_path):
+    """A file name with an LF and an OSC sequence forged '0 failed; all good' in preprocess's errors."""
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    (logdir / "ok.paddle_trace.json").write_bytes(EXAMPLE.read_bytes())
+    (logdir / "x\n0 failed; all good\x1b]0;t\x07.paddle_trace.json").write_bytes(b'{"traceEvents": [')
+    rc, out, err = _cli(capsys, "preprocess", "--cache-dir", str(tmp_path / "cache"), str(logdir))
+    assert rc == 2
+    _no_controls(out + err)
+    errors = err.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("error: ") and "x\\n0 failed; all good\\x1b]0;t\\x07" in errors[0]
+    assert not any(line.startswith("0 failed") for line in (out + err).splitlines())
