@@ -219,3 +219,60 @@ def test_error_lines_cannot_forge_lines(capsys, tmp_path):
     errors = err.splitlines()
     assert len(errors) == 1 and errors[0].startswith("error: ") and "x\\n0 failed; all good\\x1b]0;t\\x07" in errors[0]
     assert not any(line.startswith("0 failed") for line in (out + err).splitlines())
+
+
+# ---------------------------------------------------------------- shared caches, temporary files
+
+
+@pytest.fixture
+def umask_002():
+    old = os.umask(0o002)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_cache_entries_and_sidecars_honour_the_umask(tmp_path, umask_002):
+    """Team members sharing a cache (umask 002, a group folder) read each other's entries: mkstemp's
+    0600 made every entry private, so each parsed everything again."""
+    import fsspec
+
+    from tb_paddle_profile.store.cache import CacheKey, CachedResult, SummaryCache, sidecar_path, write_sidecar
+    from tb_paddle_profile.store.cache_store import CacheStore
+
+    trace = tmp_path / "r.paddle_trace.json"
+    trace.write_bytes(b"{}")
+    key = CacheKey(str(trace), 2, "1")
+    cache = SummaryCache(tmp_path / "cache")
+    assert cache.put(key, CachedResult(True, b"summary", ""))
+    assert cache.put_digest(key, b"digest")
+    assert cache.put_index(key, [b"index"])
+    assert write_sidecar(fsspec.filesystem("file"), str(trace), key, CachedResult(True, b"summary", "")) == ""
+    made = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()] + [tmp_path / sidecar_path(trace.name)]
+    assert len(made) == 4
+    for p in made:
+        assert p.stat().st_mode & 0o777 == 0o664, (p, oct(p.stat().st_mode))
+    store = CacheStore(str(tmp_path / "cache"))
+    assert store._create(str(tmp_path / "cache" / "claim-test"), b"x")
+    assert (tmp_path / "cache" / "claim-test").stat().st_mode & 0o777 == 0o664
+
+
+def test_temporary_parts_left_by_a_kill_are_trimmed(tmp_path):
+    import time
+
+    from tb_paddle_profile.store.cache import CacheKey, CachedResult, STALE_PART_S, SummaryCache, trim
+
+    cache = SummaryCache(tmp_path)
+    key = CacheKey("file:///x", 2, "1")
+    cache.put(key, CachedResult(True, b"s", ""))
+    folder = tmp_path / "timeline-v3" / "ab"
+    folder.mkdir(parents=True)
+    old, fresh = folder / ".tmp-killed.part", folder / ".tmp-writing.part"
+    old.write_bytes(b"x" * 100_000)
+    fresh.write_bytes(b"y" * 100)
+    then = time.time() - STALE_PART_S - 60
+    os.utime(old, (then, then))
+    assert trim(tmp_path, 1 << 30) == 100_000  # the folder is far under its bound: the part goes all the same
+    assert not old.exists() and fresh.exists()
+    assert cache.get(key) is not None

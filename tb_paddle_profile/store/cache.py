@@ -45,6 +45,7 @@ ENV_SIDECAR = settings.SIDECAR
 ENV_CACHE_MAX_MB = settings.CACHE_MAX_MB
 DEFAULT_CACHE_MAX_MB = 8192
 TRIM_INTERVAL_S = 30.0  # a folder is walked at most this often per Trimmer
+STALE_PART_S = 3600.0  # a .tmp-*.part older than this is a write a kill left behind: trimmed
 # The entry files the bound applies to: <cache>/v<N>/xx/<digest>.pb (summaries),
 # <cache>/timeline-v<N>/xx/<digest>.tl (timeline indexes), <cache>/digest-v<N>/xx/<digest>.dg (rank digests)
 # and <cache>/analysis-v<N>/xx/<key>.ra (cross-rank analyses), any layout version N; nothing else is touched.
@@ -201,6 +202,7 @@ def atomic_write(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
     try:
+        share_mode(fd)
         with os.fdopen(fd, "wb") as f:
             if isinstance(data, (bytes, bytearray, memoryview)):
                 f.write(data)
@@ -217,6 +219,29 @@ def atomic_write(path: Path, data) -> None:
             pass
         raise
     _fsync_folder(path.parent)
+
+
+def _umask() -> int:
+    """This process's umask (from /proc where it is shown, else set and put back)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def share_mode(fd: int) -> None:
+    """Give a file made by mkstemp (mode 0600) the mode a plain open would: 0666 less the umask, so a
+    team sharing a cache folder (umask 002, a group folder) reads each other's entries."""
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except (OSError, AttributeError):  # Windows, or a file system without modes
+        pass
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -348,8 +373,11 @@ def touch(path: Path) -> None:
         pass
 
 
-def _entries(cache_dir: Path) -> List[Tuple[float, int, Path]]:
+def _entries(cache_dir: Path, stale: Optional[list] = None) -> List[Tuple[float, int, Path]]:
+    """(mtime, size, path) of the entries; `stale`, when given, gets the same of the .tmp-*.part files
+    older than STALE_PART_S (left by a writer killed half way)."""
     found = []
+    old = time.time() - STALE_PART_S
     for root in os.scandir(cache_dir):
         m = _ENTRY_FOLDER.fullmatch(root.name)
         if m is None or not root.is_dir(follow_symlinks=False):
@@ -359,6 +387,14 @@ def _entries(cache_dir: Path) -> List[Tuple[float, int, Path]]:
             if not sub.is_dir(follow_symlinks=False):
                 continue
             for entry in os.scandir(sub.path):
+                if stale is not None and entry.name.startswith(".tmp-") and entry.name.endswith(".part"):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if st.st_mtime < old and entry.is_file(follow_symlinks=False):
+                        stale.append((st.st_mtime, st.st_size, Path(entry.path)))
+                    continue
                 if entry.name.endswith(suffix) and not entry.name.startswith(".") \
                         and entry.is_file(follow_symlinks=False):
                     try:
@@ -374,13 +410,21 @@ def trim(cache_dir: Path, limit: int, keep: Iterable[Path] = ()) -> int:
     bytes (``keep``: paths never deleted, e.g. the entry just written). Returns the bytes freed."""
     if limit <= 0:
         return 0
-    entries = _entries(cache_dir)
+    stale: list = []
+    entries = _entries(cache_dir, stale)
+    freed = 0
+    for _, size, path in stale:
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        freed += size
     total = sum(size for _, size, _ in entries)
     if total <= limit:
-        return 0
+        return freed
     keep = {Path(p) for p in keep}
     target = int(limit * 0.9)
-    freed = 0
+    parts, freed = freed, 0
     for _, size, path in sorted(entries, key=lambda e: (e[0], str(e[2]))):
         if total - freed <= target:
             break
@@ -391,7 +435,7 @@ def trim(cache_dir: Path, limit: int, keep: Iterable[Path] = ()) -> int:
         except OSError:
             continue
         freed += size
-    return freed
+    return parts + freed
 
 
 class Trimmer:

@@ -45,6 +45,7 @@ from tb_paddle_profile.store.cache import (
     CacheKey,
     CachedResult,
     SummaryCache,
+    share_mode,
     _CHECK_LEN,
     _DISABLED,
     ENV_CACHE_DIR,
@@ -309,6 +310,7 @@ class CacheStore:
             os.makedirs(folder, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=folder)
             try:
+                share_mode(fd)
                 with os.fdopen(fd, "wb") as f:  # no fsync: a claim lost in a crash only lapses sooner
                     f.write(blob)
                 try:
