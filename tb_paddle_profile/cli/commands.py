@@ -510,8 +510,8 @@ exit status: 0 done; 1 a --fail-if-slower gate failed; 2 bad input (each file sa
 3 a bug of the tool (--debug prints its traceback).
 """
 
-DOCS = ("Every command's options: tb-paddle-profile COMMAND --help. The definitions behind the tables "
-        "(docs/*.md of the source tree) are summarised in each command's help.")
+DOCS = ("Every command's options and examples: tb-paddle-profile COMMAND --help. --format csv and the "
+        "Python API (import tb_paddle_profile as tbp; help(tbp)) give every table with its column keys.")
 
 
 class _Parser(argparse.ArgumentParser):
