@@ -14,7 +14,9 @@ The verdict (findings.py), the straggler what-if (whatif.py) and Compare all rea
   - memcpy: its copies' time scaled by the peers' median ÷ its own;
   - launches: its launch lags (and the host chain's) scaled by the peers' median ÷ its own;
   - data loader / first work: in each step, the host's longest stretch before work (the largest lag
-    from a host node to the first node launched or reached after it) shortened by the excess.
+    from a host node to the first node launched or reached after it) shortened by the excess, and
+    the gaps inside the compute runs launched from there those of queued kernels (the late host
+    paced them; the run still ends no earlier than its last launch).
 * **The cost**: the unchanged replay's job step (mean over ranks and steps of the ProfileStep
   durations) minus the changed one's, per step. Candidates are replayed a few at a time
   (Graph.replay_many), at most MAX_REPLAYED of them (the largest relative excess first; the others
@@ -163,8 +165,9 @@ def _groups(cands: List[Candidate], world: int) -> List[Group]:
 
 
 def _host_change(graph, mine: np.ndarray, x: float):
-    """(launch_lag, host_lag, tail_lag): in each step of the rank (``mine``: its nodes), the lags from
-    the host node with the longest stretch before work shortened by x."""
+    """(launch_lag, host_lag, tail_lag, gaps): in each step of the rank (``mine``: its nodes), the lags
+    from the host node with the longest stretch before work shortened by x, and the gaps inside the
+    compute runs launched from it those of queued kernels."""
     n = graph.n
     host = mine & ~graph.is_device
     # per host node, its lead: the smallest lag to a node launched from it or reached after it
@@ -186,7 +189,13 @@ def _host_change(graph, mine: np.ndarray, x: float):
     ll = np.where(fl, np.maximum(graph.ll - x, 0.0), graph.ll)
     tl = np.where(fl, np.maximum(graph.tl - x, 0.0), graph.tl)
     sl = np.where(fs, np.maximum(graph.sl - x, 0.0), graph.sl)
-    return ll, sl, tl
+    # the gaps inside those compute runs were the late host's pace: a host that is on time queues the
+    # kernels (a queued kernel starts about FREE_LAG_NS after the one before); the run still ends no
+    # earlier than its last kernel's launch (the tail lag) allows
+    gaps = graph.dur - graph.busy
+    paced = fl[:n] & (graph.kind == P.COMPUTE)
+    gaps = np.where(paced, np.minimum(gaps, np.maximum(graph.events - 1, 0) * float(P.FREE_LAG_NS)), gaps)
+    return ll, sl, tl, gaps
 
 
 def change_of(graph, c: Candidate, peer_vals: Dict[str, int], figs: Dict[str, int]) -> Dict[str, np.ndarray]:
@@ -203,7 +212,7 @@ def change_of(graph, c: Candidate, peer_vals: Dict[str, int], figs: Dict[str, in
         ch["scale"] = scale
     x = max(c.excesses.get(f, 0) for f in HOST_FIGURES)
     if x:
-        ch["launch_lag"], ch["host_lag"], ch["tail_lag"] = _host_change(graph, mine, float(x))
+        ch["launch_lag"], ch["host_lag"], ch["tail_lag"], ch["gaps"] = _host_change(graph, mine, float(x))
     if c.excesses.get("launch"):
         r = peer_vals["launch"] / max(1, figs["launch"])
         ll = ch.get("launch_lag", graph.ll)
