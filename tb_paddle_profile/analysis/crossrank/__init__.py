@@ -8,8 +8,10 @@ questions are answered by one module each (definitions in their docstrings and i
 docs/distributed.md):
 
     load.py       digests → RankData, numbered by rank (file names, else Fleet's order)
-    match.py      channels, line-ups, groups by end time, persistence, send/recv, residue
-    clocks.py     each host's clock offset (coarse from line-ups, fine from matched groups)
+    comms.py      communicators by shape (end increments that agree at every position), the clocks
+                  from their members, send/recv by persistent links; every instance by its order
+    match.py      channels, line-ups, cuts by end time (short and host-side line-ups), residue
+    clocks.py     joining clock offsets; the coarse estimate for line-ups without a shape
     waits.py      transfer and wait per member; communicators
     topology.py   pipelines, process groups, DP/PP/MP coordinates
     labels.py     the one label of a rank

@@ -25,9 +25,13 @@ send/recv between two ranks is FIFO. Traces carry no communicator ids; what this
   with the receives of other ranks whose corrected ends are within MATCH_TOL_NS (a sweep over the
   instances sorted by end); a link (two ranks) is kept when it co-ends at least P2P_PARTNER_SHARE
   as often as the busiest link of either end (coincidences between lock-step pipelines do not
-  persist). Over kept links, instances are paired mutually nearest by end time (each instance once).
-* Line-ups of fewer than SHAPE_MIN_POSITIONS positions (no shape to tell) are cut by corrected end
-  time as before (match.cut_columns); instances no line-up explains go to the residue (match.py).
+  persist). Over kept links, instances are paired mutually nearest (each instance once): pairs on a
+  strong link (at least P2P_STRONG_SHARE of either end's busiest) before others, then by end time, so
+  that two transfers of lock-step pipelines ending at the same nanosecond pair along their links.
+* Line-ups of fewer than SHAPE_MIN_POSITIONS positions (no shape to tell) and of host instances
+  (gloo's blocking calls, Communication events: their ends are when each process got its result, not
+  one moment) are cut by corrected end time as before (match.cut_columns; a line-up of two channels
+  is one group at every position); instances no line-up explains go to the residue (match.py).
 """
 
 from __future__ import annotations
@@ -201,8 +205,11 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float):
     np.maximum.at(best, la, cnt)
     np.maximum.at(best, lb, cnt)
     keep_link = cnt >= T.P2P_PARTNER_SHARE * np.maximum(best[la], best[lb])
+    # pairs on a strong link (at least half the co-ends of either end's busiest) go first, then by end
+    strong = (cnt >= P2P_STRONG_SHARE * np.maximum(best[la], best[lb])).astype(np.int64)
     keep = keep_link[inv]
     I, J = I[keep], J[keep]
+    weak = 1 - strong[inv[keep]]
     dt = (e[J] - e[I]).astype(np.float64)
     used = np.zeros(e.size, dtype=bool)
     acc_i, acc_j = [], []
@@ -215,7 +222,8 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float):
         ends = np.concatenate([I[c], J[c]])
         cand = np.concatenate([c, c])
         dd = np.concatenate([dt[c], dt[c]])
-        srt = np.lexsort((cand, dd, ends))
+        wk = np.concatenate([weak[c], weak[c]])
+        srt = np.lexsort((cand, dd, wk, ends))
         es = ends[srt]
         first = np.concatenate([[True], es[1:] != es[:-1]])
         best_of = np.full(e.size, -1, dtype=np.int64)
@@ -240,6 +248,7 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float):
 
 
 P2P_MAX_WINDOW = 256
+P2P_STRONG_SHARE = 0.5
 P2P_ROUNDS = 16
 
 
@@ -261,11 +270,15 @@ def match_run(ranks: List[RankData], notes: List[str]):
     tol = T.MATCH_TOL_NS
     shaped: List[_Shaped] = []
     short: List[Lineup] = []
+    pool = pool_of(ranks)
     for lu in lineups:
         if lu.p2p:
             continue
         P = lu.inst.shape[1]
-        if P < SHAPE_MIN_POSITIONS:
+        # host instances (gloo, Communication events) block the calling thread: their ends tell when
+        # each process got its result back, not one moment, so they are cut by time (match.py's way)
+        host_side = pool.stream[pool.base[lu.rows[0]] + lu.inst[0, 0]] < 0
+        if P < SHAPE_MIN_POSITIONS or host_side:
             short.append(lu)
             continue
         block = shape_blocks(_gather(ranks, lu.rows, lu.inst, "end"), tol)

@@ -111,6 +111,8 @@ class Topology:
     method: str = ""
     complete: bool = False
     matches_fleet_order: bool = False
+    # share of the matched instances whose members are exactly one of the grid's groups
+    fit: float = 0.0
     notes: List[str] = field(default_factory=list)
 
     def role(self, i: int) -> Tuple[int, int]:

@@ -298,8 +298,23 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     topo.method = ("pipelines from matched send/recv pairs (stage 0 sends first); pp_group = a communicator "
                    "holding exactly one pipeline; per rank, its within-stage communicator with the most "
                    "instances per step is mp, the one meeting it only in the rank is dp; indexes in rank order")
-    if not topo.complete and n > 1:
+    # how well the grid explains the run: the share of matched instances whose members are one of its
+    # groups (an mp, dp, sharding or pipeline-group communicator, a send/recv pair of one pipeline)
+    explained = sum(counts[c] for c in range(len(comms)) if axis[c] in ("mp", "dp", "sharding", "pp_group"))
+    explained += sum(g[2] for g in topo.groups if g[0] == "pp")
+    topo.fit = explained / flat.n if flat.n else 0.0
+    if not flat.n and n > 1:
+        # Paddle on CPU (gloo) records no event for a collective or a send/recv: nothing tells the grid
+        topo.coord_dp = topo.coord_pp = topo.coord_mp = [-1] * n
+        topo.complete = topo.matches_fleet_order = False
+        topo.notes.append("No trace holds a collective or send/recv instance (Paddle on CPU/gloo records none): "
+                          "no topology and no coordinates.")
+    elif not topo.complete and n > 1:
         topo.notes.append("The coordinates do not fill a DP x PP x MP grid exactly once: some ranks' groups "
                           "could not be told apart (see the matching coverage).")
+    elif n > 1:
+        topo.notes.append(f"DP {topo.dp} x PP {topo.pp} x MP {topo.mp}"
+                          f"{f' x sharding {topo.sharding}' if topo.sharding else ''} explains "
+                          f"{100 * topo.fit:.1f} % of the matched instances (its groups' members exactly).")
     g_axis = np.array([axis[c] for c in g_comm.tolist()], dtype=object) if flat.n else np.zeros(0, dtype=object)
     return topo, axis, g_axis
