@@ -378,3 +378,29 @@ def test_run_ranks_have_integer_coordinates_of_the_planted_topology(runs):
     kinds = run.collectives
     assert all(isinstance(v, list) and all(isinstance(x, int) for x in v) for v in kinds["ranks"])
     assert set().union(*map(set, kinds["ranks"])) == set(truth)
+
+
+# ------------------------------------------------------------------ our views within 120 columns
+
+
+def test_our_views_fit_120_columns_and_keep_the_numbers(runs):
+    cache = ["--cache-dir", runs["cache"]]
+    ranks = sorted(runs["skew"].glob("*.paddle_trace.json"))
+    outputs = {
+        "parallel": _cli("parallel", runs["skew"], *cache),
+        "whatif": _cli("whatif", runs["skew"], *cache),
+        "diff runs": _cli("diff", runs["base"], runs["slow"], *cache),
+        "diff ranks": _cli("diff", ranks[0], ranks[-1], *cache),
+    }
+    for what, got in outputs.items():
+        assert got.returncode == 0, (what, got.stderr)
+        widest = max(len(line.rstrip()) for line in got.stdout.splitlines())
+        assert widest <= 120, (what, widest)
+    # the per-rank table still has one row per rank, its label shortened to what the Rank column lacks
+    import tb_paddle_profile as tbp
+
+    run = tbp.load_run(runs["skew"], cache_dir=str(runs["cache"]))
+    text = outputs["parallel"].stdout
+    for r in run.parallel.ranks:
+        coords = r.label.split(" · ")[1]  # "dp1 pp0 mp0"
+        assert re.search(rf"^{r.rank}\s+{re.escape(coords)} · ", text, re.M), r.label

@@ -11,12 +11,20 @@ from typing import List
 
 from tb_paddle_profile.core.terminal import visible_lines
 from tb_paddle_profile.present.display.cells import sentence_text
+from tb_paddle_profile.present.render.fit import DEFAULT_WIDTH, fit_tables
 from tb_paddle_profile.present.render.text import render_table
+
+
+def _lines(table, unit: str) -> List[str]:
+    out: List[str] = []
+    render_table(table, unit, out)
+    return out
 
 WIDTH = 100
 
 
-def render_text(result, time_unit: str = "ms") -> str:
+def render_text(result, time_unit: str = "ms", width: int = DEFAULT_WIDTH) -> str:
+    """The text of a RunDiff; a table wider than ``width`` is printed in parts (render/fit.py; 0: never)."""
     unit = result.display.time_unit or time_unit
     out: List[str] = [f"Baseline:  {result.baseline.label}", f"Candidate: {result.candidate.label}"]
     said = {sentence_text(s, unit) for v in result.display.views for s in v.sentences}
@@ -33,7 +41,8 @@ def render_text(result, time_unit: str = "ms") -> str:
         for t in tables:
             if not t.rows:
                 continue
-            render_table(t, unit, out)
+            for part in fit_tables(t, width, lambda x: _lines(x, unit)):
+                render_table(part, unit, out)
             for s in t.notes:
                 out.extend(textwrap.wrap(sentence_text(s, unit), WIDTH))
             out.append("")

@@ -15,24 +15,45 @@ from tb_paddle_profile.core.terminal import visible, visible_lines
 from tb_paddle_profile.present.display import cells
 from tb_paddle_profile.present.display.cells import format_cell, format_value, sentence_text
 from tb_paddle_profile.present.display.parallel import parallel_display, spans
+from tb_paddle_profile.present.render.fit import DEFAULT_WIDTH, fit_tables, header_lines, short_label
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2 as ppb
 
 WIDTH = 100
+TABLE_WIDTH = DEFAULT_WIDTH  # our tables' widest line; wider ones are printed in parts
 # Tables printed after the verdict and the findings (the rest before them).
 _LATE_TABLES = ("pipeline", "pipeline_ranks")
 
 
-def table_lines(t: dpb.Table, time_unit: str) -> List[str]:
-    """One table in the plain layout."""
+def table_lines(t: dpb.Table, time_unit: str, width: int = TABLE_WIDTH) -> List[str]:
+    """One table in the plain layout; wider than ``width``, in parts that each fit (render/fit.py)."""
+    out: List[str] = []
+    for part in fit_tables(t, width, lambda x: _plain_lines(x, time_unit)):
+        out += _plain_lines(part, time_unit)
+    return out
+
+
+def _plain_lines(t: dpb.Table, time_unit: str) -> List[str]:
     shown = [i for i, c in enumerate(t.columns) if not c.text_hidden]
-    header = [t.columns[i].header for i in shown]
-    rows = [[visible(format_cell(t.columns[i], r.cells[i], time_unit)) for i in shown]
-            for r in t.rows if not r.text_hidden]
-    widths = [max(len(h), *(len(r[j]) for r in rows)) if rows else len(h) for j, h in enumerate(header)]
+    # a table with its own Rank column shows the rest of each rank's label ("dp1 pp0 mp1 · gpunode1 GPU1")
+    shorten = any(t.columns[i].key == "rank" for i in shown)
+    rows = []
+    for r in t.rows:
+        if r.text_hidden:
+            continue
+        cells_ = [visible(format_cell(t.columns[i], r.cells[i], time_unit)) for i in shown]
+        if shorten:
+            cells_ = [short_label(c) if t.columns[i].key == "label" else c for i, c in zip(shown, cells_)]
+        rows.append(cells_)
+    cell_widths = [max((len(r[j]) for r in rows), default=0) for j in range(len(shown))]
+    heads = [header_lines(t.columns[i].header, w) for i, w in zip(shown, cell_widths)]
+    widths = [max(w, *(len(h) for h in hs)) for w, hs in zip(cell_widths, heads)]
     line = "  ".join("-" * w for w in widths)
     out = [t.title.center(max(len(line), len(t.title)), "-")]
-    out.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    depth = max(len(h) for h in heads) if heads else 1
+    for k in range(depth):  # headers over two lines end on the same line as the others
+        parts = [(hs[k - (depth - len(hs))] if k >= depth - len(hs) else "") for hs in heads]
+        out.append("  ".join(h.ljust(w) for h, w in zip(parts, widths)).rstrip())
     out.append(line)
     for r in rows:
         out.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
@@ -52,7 +73,7 @@ def render_display(display: dpb.Display) -> str:
     txt = lambda s: sentence_text(s, unit)  # noqa: E731
     wrap = textwrap.wrap
     out: List[str] = []
-    out.append(" ".join(txt(s) for s in said("headline") + said("units")))
+    out.extend(wrap(" ".join(txt(s) for s in said("headline") + said("units")), DEFAULT_WIDTH))
     out.append("")
     tables = [t for t in view.tables if not t.text_hidden]
     for t in tables:
@@ -90,7 +111,7 @@ def render_display(display: dpb.Display) -> str:
             i += 1
             out.extend(wrap(f"{i}. {s.title}. {txt(s)}", WIDTH, subsequent_indent="   "))
         elif s.key.endswith(".trigger"):
-            out.append(f"   {txt(s)}")
+            out.extend(wrap(txt(s), DEFAULT_WIDTH, initial_indent="   ", subsequent_indent="     "))
     out.append("")
 
     for s in said("matching"):
