@@ -78,6 +78,10 @@ def test_collective_instances_have_their_exact_members(case):
 
 def test_every_rank_has_its_coordinates(case):
     name, (t, rp) = case
+    _assert_coordinates(name, t, rp)
+
+
+def _assert_coordinates(name, t, rp):
     tx = _truth_of(t, rp)
     cfg = t.config
     tv = rp.topology
@@ -99,12 +103,8 @@ def test_every_rank_has_its_coordinates(case):
 
 def test_clock_offsets_within_two_microseconds(case):
     name, (t, rp) = case
+    _assert_clocks(name, t, rp)
     tx = _truth_of(t, rp)
-    ref = rp.ranks[0]
-    for r in rp.ranks:
-        ours = r.clock_offset_ns - ref.clock_offset_ns
-        truth = tx[r.rank]["clock_offset_ns"] - tx[ref.rank]["clock_offset_ns"]
-        assert abs(ours - truth) <= CLOCK_TOLERANCE_NS, (name, r.rank, ours, truth)
     if name.startswith("rank-named"):
         # no host in the names: the hosts are told apart by the clocks, each rank with its host-mates
         host_of = {}
@@ -114,6 +114,15 @@ def test_clock_offsets_within_two_microseconds(case):
         truth_host = {r.rank: tx[r.rank]["host"] for r in rp.ranks}
         pairs = [(a, b) for a in truth_host for b in truth_host if a < b]
         assert all((host_of[a] == host_of[b]) == (truth_host[a] == truth_host[b]) for a, b in pairs)
+
+
+def _assert_clocks(name, t, rp):
+    tx = _truth_of(t, rp)
+    ref = rp.ranks[0]
+    for r in rp.ranks:
+        ours = r.clock_offset_ns - ref.clock_offset_ns
+        truth = tx[r.rank]["clock_offset_ns"] - tx[ref.rank]["clock_offset_ns"]
+        assert abs(ours - truth) <= CLOCK_TOLERANCE_NS, (name, r.rank, ours, truth)
 
 
 def _real_fleet_sets():
@@ -137,3 +146,26 @@ def test_real_cpu_fleet_runs_get_no_topology():
         assert rp.matching.instances == 0, d
         assert all(r.dp == -1 and r.mp == -1 for r in rp.ranks), d
         assert any("no topology" in n for n in rp.topology.notes), d
+
+
+@pytest.mark.slow
+def test_1024_ranks_on_128_hosts(tmp_path_factory):
+    """DP16 x PP8 x MP8 on 128 skewed hosts with shuffled names (matrix.BIG): the same holds at scale."""
+    name = "dp16pp8mp8-loader6ms-first"
+    out = str(tmp_path_factory.mktemp("big"))
+    res = generate(matrix.case(name), out)
+    digests = [digest_of(summarize_file(p)) for _, p in sorted(res.traces.items())]
+    t, rp = load_truth(out), analyze_run(digests, run=name, span="0")
+    share, _ = _exact_share(t, rp)
+    assert share >= MIN_EXACT, share
+    _assert_coordinates(name, t, rp)
+    _assert_clocks(name, t, rp)
+
+
+def test_autograd_nodes_are_not_collectives():
+    """The names real Paddle 3.3.1 MP runs write (../shared/traces/real-fleet-cpu-gloo/mp2pp2_shim): the
+    autograd node of mp_allreduce is an Operator event that communicates nothing itself."""
+    from tb_paddle_profile.analysis.collectives import NOT_COMMUNICATION, host_kind
+    from tb_paddle_profile.trace import event_types as et
+    assert host_kind("Global_GradNodePyLayer_mp_allreduce_eager", et.OPERATOR) == NOT_COMMUNICATION
+    assert host_kind("c_allreduce_sum", et.OPERATOR) != NOT_COMMUNICATION
