@@ -326,6 +326,15 @@ def test_report_is_one_offline_page_of_the_display_model(runs, tmp_path):
     assert html.unescape(re.sub(r"<[^>]+>", "", page)).count(sentence_text(verdict)) >= 1
     headings = re.findall(r"<h2>(.*?)</h2>", page)
     assert any(h.startswith("Across ranks") for h in headings) and any(h.startswith("What-if") for h in headings)
+    # the rank with the longest mean step (the planted slow one's pipeline: by the truth's step times)
+    # gets its top operators, as its own Profile has them
+    truth = load_truth(str(runs["slow"]))
+    slowest = int(truth.step_time_ns.mean(axis=1).argmax())
+    label = next(r.label for r in run.parallel.ranks if r.rank == slowest)
+    assert any(html.escape(label) in h and h.startswith("Slowest rank") for h in headings)
+    ops = run.profile(slowest).operators
+    shown = [row[0] for row in parsed.tables["operators"][1:] if row and not row[0].startswith("Thread:")]
+    assert shown[0] == ops["name"].iloc[0] and set(ops["name"].head(25)) <= set(shown)
 
 
 @pytest.mark.browser

@@ -457,6 +457,9 @@ def _cmd_report(args) -> int:
         args.progress_line.phase("what-if estimates")
         answer = whatif_answer(run.digests, args.run_dir, run.span, args.time_unit)
         displays.append(("What-if", answer.display))
+        slowest = _slowest_rank_display(args, run)
+        if slowest is not None:
+            displays.append(slowest)
     finally:
         args.progress_line.finish()
     html = render_report(f"{args.run_dir} · span {run.result.span}", displays, time_unit=args.time_unit,
@@ -469,6 +472,26 @@ def _cmd_report(args) -> int:
         return 2
     print(f"{args.output}: {len(html) / 1e6:.2f} MB, {len(run.result.ranks)} rank(s)", file=sys.stderr)
     return 3 if internal else 2 if failed else 0
+
+
+def _slowest_rank_display(args, run):
+    """("Slowest rank", a Display of its top operators and kernels) for the report, from its Summary
+    (in the cache the run was just loaded through); None when it cannot be read."""
+    from tb_paddle_profile.present.display.summary import summary_display
+    from tb_paddle_profile.present.html_report import top_rows
+
+    ranks = [r for r in run.result.ranks if r.file_name]
+    by_name = {f.file_name: f for f in run.used}
+    ranks = [r for r in ranks if r.file_name in by_name]
+    if not ranks:
+        return None
+    slow = max(ranks, key=lambda r: r.step_time_ns)
+    ((_, data, _, _),) = load_summaries(by_name[slow.file_name].path, _options(args))
+    if data is None:
+        return None
+    display = summary_display(Summary.FromString(data), time_unit=args.time_unit)
+    title = f"top operators and kernels of {slow.label or slow.worker}, the rank with the longest step"
+    return "Slowest rank", top_rows(display, ["operators", "kernels"], 25, title)
 
 
 def _cache_args(p) -> None:

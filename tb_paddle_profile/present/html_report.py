@@ -80,6 +80,29 @@ def span_text_all(s: dpb.Sentence, time_unit: str) -> str:
     return "".join(span_text(x, time_unit) for x in s.spans)
 
 
+def top_rows(display: dpb.Display, keys: Sequence[str], n: int, title: str) -> dpb.Display:
+    """A Display of one view holding the tables ``keys`` of ``display`` cut to their first ``n``
+    top-level rows (with the rows under them): a rank's top operators and kernels for the report."""
+    out = dpb.Display(time_unit=display.time_unit)
+    view = out.views.add(key="rank", title=title)
+    by_key = {t.key: t for v in display.views for t in v.tables}
+    for key in keys:
+        if key not in by_key:
+            continue
+        t = view.tables.add()
+        t.CopyFrom(by_key[key])
+        del t.rows[:]
+        kept = 0
+        for row in by_key[key].rows:
+            if row.role == dpb.ROW_DATA and row.depth == 0:
+                kept += 1
+            if kept > n:
+                break
+            t.rows.add().CopyFrom(row)
+        t.title = f"{t.title} (the first {n})" if kept > n else t.title
+    return out
+
+
 def render_report(title: str, displays: Sequence[Tuple[str, dpb.Display]], time_unit: str = "ms",
                   notes: List[str] = ()) -> str:
     """The HTML page: ``displays`` [(heading, Display)], each view a section (its sentences, then its
