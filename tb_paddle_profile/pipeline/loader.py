@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import heapq
 import itertools
 import tempfile
 import logging
@@ -111,7 +112,7 @@ class FileState:
 class _Entry:
     __slots__ = ("file", "state", "error", "cached", "data", "seq", "crashes", "rounds", "not_before", "why",
                  "first_seen", "job", "plan", "digest", "index_path", "waiters", "side", "side_running",
-                 "loading_since")
+                 "loading_since", "token")
 
     def __init__(self, file: TraceFile, seq: int, now: float):
         self.file = file
@@ -135,6 +136,7 @@ class _Entry:
         self.side = False  # queued for a job that only its timeline index needs (its state unchanged)
         self.side_running = False
         self.loading_since = 0.0
+        self.token = 0  # its item in the loader's queue heaps (an older item is stale)
 
 
 # ------------------------------------------------------------------ worker side
@@ -270,6 +272,13 @@ class Loader:
         self._cond = threading.Condition(threading.RLock())
         self._entries: Dict[CacheKey, _Entry] = {}
         self._pending: Dict[CacheKey, _Entry] = {}
+        # The queue's order without a scan of it per file started: a heap of (rank, token, key) of the
+        # pending entries that are due, one of (not_before, seq, token, key) of those that wait for a
+        # retry, and the entries wanting only their index. An item whose token is not its entry's is
+        # stale (the entry started, left, or was pushed again with a new rank): dropped when met.
+        self._ready: list = []
+        self._later: list = []
+        self._side: Dict[CacheKey, _Entry] = {}
         self._inflight: Dict[CacheKey, int] = {}  # key -> memory estimate
         self._done: List[Tuple[_Entry, Job]] = []
         self._urgent: set = set()
@@ -348,8 +357,8 @@ class Loader:
             return found.data
         with self._cond:  # the cache entry went away (cache folder cleaned): compute it again
             if self._entries.get(key) is e and e.state == READY and e.data is None:
-                self._enqueue(e)
                 self._urgent.add(key)
+                self._enqueue(e)
                 self._touch()
         return None
 
@@ -405,14 +414,15 @@ class Loader:
             e.waiters.append(fut)
             if e.state == READY and not e.side_running and not e.side:
                 e.side = True
+                self._side[file.key] = e
                 self._urgent.add(file.key)
                 self._touch()
             elif e.state in (QUEUED, FAILED) and file.key not in self._pending and file.key not in self._inflight:
-                self._enqueue(e)
                 self._urgent.add(file.key)
+                self._enqueue(e)
                 self._touch()
             else:
-                self._urgent.add(file.key)
+                self._make_urgent(file.key)
                 self._cond.notify_all()
         return fut
 
@@ -432,9 +442,10 @@ class Loader:
         with self._cond:
             for f in files:
                 if f.key in self._pending:
-                    self._urgent.add(f.key)
-            if run is not None:
+                    self._make_urgent(f.key)
+            if run is not None and run != self._focus:
                 self._focus = run
+                self._reorder()
             self._cond.notify_all()
 
     def wait_idle(self, timeout: Optional[float] = None) -> bool:
@@ -534,12 +545,16 @@ class Loader:
             for key in [k for k in self._entries if k not in seen]:
                 e = self._entries.pop(key)
                 self._pending.pop(key, None)
+                self._side.pop(key, None)
                 self._urgent.discard(key)
                 self._memory.discard(key)
                 if e.job is not None and key in self._inflight:
                     cancel.append(e.job)  # deleted or rewritten while parsed: stop spending a worker on it
             order = run_order or list(dict.fromkeys(f.run for f in files))
-            self._run_order = {run: i for i, run in enumerate(order)}
+            run_rank = {run: i for i, run in enumerate(order)}
+            if run_rank != self._run_order:
+                self._run_order = run_rank
+                self._reorder()
             pool = self._executor
             self._touch()
         for job in cancel:
@@ -565,6 +580,44 @@ class Loader:
         e.state, e.error, e.cached, e.why = QUEUED, error, False, ""
         e.not_before = not_before
         self._pending[e.file.key] = e
+        self._push(e)
+
+    def _rank(self, e: _Entry) -> tuple:
+        key = e.file.key
+        tier = 0 if key in self._urgent else (1 if e.file.run == self._focus else 2)
+        return (tier, self._run_order.get(e.file.run, len(self._run_order)), e.seq)
+
+    def _push(self, e: _Entry) -> None:
+        """(Re)file a pending entry in the queue's heaps at its current rank: O(log n)."""
+        e.token += 1
+        if e.not_before > time.monotonic():
+            heapq.heappush(self._later, (e.not_before, e.seq, e.token, e.file.key))
+        else:
+            heapq.heappush(self._ready, (self._rank(e), e.token, e.file.key))
+        if len(self._ready) + len(self._later) > 2 * len(self._pending) + 64:
+            self._reorder()  # mostly stale items: rebuilt, so that the heaps stay O(pending)
+
+    def _make_urgent(self, key: CacheKey) -> None:
+        self._urgent.add(key)
+        e = self._pending.get(key)
+        if e is not None:
+            self._push(e)
+
+    def _reorder(self) -> None:
+        """Rebuild the heaps from the pending entries (the focus or the run order changed): O(n)."""
+        self._ready, self._later = [], []
+        for e in self._pending.values():
+            e.token += 1
+            if e.not_before > time.monotonic():
+                self._later.append((e.not_before, e.seq, e.token, e.file.key))
+            else:
+                self._ready.append((self._rank(e), e.token, e.file.key))
+        heapq.heapify(self._ready)
+        heapq.heapify(self._later)
+
+    def _live(self, key: CacheKey, token: int) -> Optional[_Entry]:
+        e = self._pending.get(key)
+        return e if e is not None and e.token == token else None
 
     def _root_of(self, f: TraceFile) -> Optional[str]:
         return getattr(f, "root", "") or self.root
@@ -580,7 +633,7 @@ class Loader:
         return e.plan
 
     def _side_jobs(self) -> List[_Entry]:
-        return [e for e in self._entries.values() if e.side and not e.side_running]
+        return [e for e in self._side.values() if e.side and not e.side_running]
 
     def _pick(self, now: float) -> Optional[_Entry]:
         if now < self._pool_retry_at:
@@ -588,21 +641,24 @@ class Loader:
         side = self._side_jobs() if len(self._inflight) < self.max_workers else []
         if side:
             return min(side, key=lambda e: e.seq)
-        if not self._pending:
-            return None
-        last = len(self._run_order)
-
-        def rank(e: _Entry):
-            key = e.file.key
-            tier = 0 if key in self._urgent else (1 if e.file.run == self._focus else 2)
-            return (tier, self._run_order.get(e.file.run, last), e.seq)
-
-        due = [e for e in self._pending.values() if e.not_before <= now]
-        return min(due, key=rank) if due else None
+        while self._later and self._later[0][0] <= now:  # retries now due
+            _, _, token, key = heapq.heappop(self._later)
+            e = self._live(key, token)
+            if e is not None:
+                heapq.heappush(self._ready, (self._rank(e), e.token, key))
+        while self._ready:
+            _, token, key = self._ready[0]
+            e = self._live(key, token)
+            if e is not None and e.not_before <= now:
+                return e
+            heapq.heappop(self._ready)
+            if e is not None:
+                self._push(e)
+        return None
 
     def _next_wake(self, now: float) -> float:
         """Seconds until a waiting retry is due (at most 1)."""
-        times = [e.not_before for e in self._pending.values() if e.not_before > now]
+        times = [self._later[0][0]] if self._later and self._later[0][0] > now else []
         if self._pool_retry_at > now:
             times.append(self._pool_retry_at)
         return max(0.01, min([1.0] + [t - now for t in times]))
@@ -648,6 +704,7 @@ class Loader:
                 key = nxt.file.key
                 if nxt.side:  # only its index is wanted: its state stays as it is
                     nxt.side, nxt.side_running = False, True
+                    self._side.pop(key, None)
                 else:
                     del self._pending[key]
                     nxt.state, nxt.loading_since = LOADING, time.time()
@@ -728,6 +785,7 @@ class Loader:
             self.stats["pool_failures"] += 1
             if e.side_running:  # only its index was wanted: asked again, its state unchanged
                 e.side_running, e.side = False, True
+                self._side[key] = e
             elif self._entries.get(key) is e:
                 self._enqueue(e)
             if self._pool_fails >= POOL_MAX_TRIES:
