@@ -350,3 +350,73 @@ def test_dispatcher_cost_per_file_does_not_grow_with_the_queue():
             L._cond.notify_all()
     finally:
         L.close()
+
+
+# ---------------------------------------------------------------- the timeline's routes
+
+HOST = "gke-training-pool-a100-80gb-spot-5f3c9e1d-" + "x7k2" * 7  # a ~70-character Kubernetes host name
+
+
+@pytest.fixture(scope="module")
+def k8s_plugin(tmp_path_factory):
+    from plugin_testlib import generate_rank, make_plugin, ready
+
+    src = generate_rank(tmp_path_factory.mktemp("gen"), 3000).read_bytes()
+    root = tmp_path_factory.mktemp("k8s_logdir")
+    (root / "k8s").mkdir()
+    names = []
+    for n in range(16):
+        worker = f"host_{HOST}pid_{1000 + n}"
+        (root / "k8s" / f"{worker}_time_2026_11_29_09_29_12_650159.paddle_trace.json").write_bytes(src)
+        names.append(worker)
+    old = os.environ.get("TB_PADDLE_PROFILE_CACHE")
+    os.environ["TB_PADDLE_PROFILE_CACHE"] = str(tmp_path_factory.mktemp("k8s_cache"))
+    plugin, client = make_plugin(root)
+    try:
+        ready(plugin)
+        yield plugin, client, names
+    finally:
+        plugin.close()
+        if old is None:
+            os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)
+        else:
+            os.environ["TB_PADDLE_PROFILE_CACHE"] = old
+
+
+def _get_built(client, url):
+    import time
+
+    deadline = time.monotonic() + 120
+    while True:
+        r = client.get(url)
+        if r.status_code not in (202, 503) or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
+
+
+def test_timeline_of_16_ranks_with_long_host_names(k8s_plugin):
+    """The chosen workers, joined into one parameter, passed 1,024 characters: '400 invalid value'."""
+    from urllib.parse import quote
+
+    from plugin_testlib import PREFIX
+    from tb_paddle_profile.v1 import timeline_pb2 as tpb
+
+    _, client, names = k8s_plugin
+    joined = ",".join(names)
+    assert len(joined) > 1024
+    r = _get_built(client, f"{PREFIX}/timeline?run=k8s&span=0&px=800&workers={quote(joined)}")
+    assert r.status_code == 200, r.data[:300]
+    msg = tpb.TimelineWindow.FromString(r.data)
+    assert len(msg.ranks) == 16
+    r = _get_built(client, f"{PREFIX}/timeline_search?run=k8s&span=0&workers={quote(joined)}&q=Step")
+    assert r.status_code == 200, r.data[:300]
+
+
+def test_a_search_may_hold_a_nul(k8s_plugin):
+    from plugin_testlib import PREFIX
+
+    _, client, _ = k8s_plugin
+    r = _get_built(client, f"{PREFIX}/timeline_search?run=k8s&span=0&q=a%00b")
+    assert r.status_code == 200, r.data[:300]  # found nothing, but searched (was 400)
+    r = client.get(f"{PREFIX}/timeline?run=k%00s&span=0")
+    assert r.status_code == 400  # a NUL elsewhere is still refused

@@ -48,6 +48,10 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 _CTYPES = {"pb": PROTOBUF, "json": JSON}
 _MAX_PARAM = 1024
+# A list of workers (comma-separated names, each looked up among the run's): 16 ranks of ~80-character
+# Kubernetes host names already pass 1,024; this cap holds some 700 such names (the request line's own
+# limit, 64 KB in werkzeug's server, comes first beyond).
+_MAX_LIST_PARAM = 60_000
 _GZIP_MIN = 256
 _CHUNK = 1 << 20
 _COMPRESSIBLE = ("text/", "application/json", "application/javascript", PROTOBUF, "image/svg+xml",
@@ -149,7 +153,9 @@ def _handler(fn: Callable[["Routes", Request], Response]):
     return app
 
 
-def _param(request: Request, name: str, required: bool = True) -> str:
+def _param(request: Request, name: str, required: bool = True, most: int = _MAX_PARAM, nul: bool = False) -> str:
+    """The one value of a query parameter, at most `most` characters; a NUL refused unless `nul` (a
+    search text: names may hold one)."""
     values = request.args.getlist(name)
     if not values:
         if required:
@@ -158,7 +164,7 @@ def _param(request: Request, name: str, required: bool = True) -> str:
     if len(values) > 1:
         raise HttpError(400, f"parameter '{name}' given more than once")
     value = values[0]
-    if len(value) > _MAX_PARAM or "\x00" in value:
+    if len(value) > most or ("\x00" in value and not nul):
         raise HttpError(400, f"invalid value for parameter '{name}'")
     return value
 
@@ -1009,7 +1015,7 @@ class Routes:
         snapshot = self._snapshot()
         run, workers = self._run(snapshot, request)
         span = _param(request, "span")
-        names = [w for w in _param(request, many, required=False).split(",") if w]
+        names = [w for w in _param(request, many, required=False, most=_MAX_LIST_PARAM).split(",") if w]
         for w in names:
             if w not in workers:
                 raise HttpError(404, f"unknown worker {_shown(w)} in run {_shown(run)}")
@@ -1033,7 +1039,7 @@ class Routes:
         ws, we = _int(request, "start_ns"), _int(request, "end_ns")
         px = _int(request, "px") or 1000
         base = _int(request, "base_unix_ns")
-        query = _param(request, "q", required=False)
+        query = _param(request, "q", required=False, nul=True)
         flows = _param(request, "flows", required=False) in ("1", "true")
         # One page of ranks (timeline.WINDOW_MAX_RANKS, and WINDOW_MAX_BYTES of message): only the
         # indexes of that page are opened.
@@ -1090,7 +1096,7 @@ class Routes:
     def timeline_search(self, request: Request) -> Response:
         run, span, files = self._span_files(request)
         fmt = _format(request)
-        query = _param(request, "q")
+        query = _param(request, "q", nul=True)
         if not query:
             raise HttpError(400, "empty query")
         exact = _param(request, "exact", required=False) in ("1", "true")
@@ -1152,7 +1158,7 @@ class Routes:
         else:
             by_rank = {r: f for f in files for r in [rank_of.get(f.worker, f.rank)]}
             # Only the indexes of the ranks shown (``workers``, default all) are opened for the members' slices.
-            shown = {w for w in _param(request, "workers", required=False).split(",") if w} or None
+            shown = {w for w in _param(request, "workers", required=False, most=_MAX_LIST_PARAM).split(",") if w} or None
             store = self._timelines()
             for r in table.rank[int(table.ptr[group]):int(table.ptr[group + 1])].tolist():
                 f = by_rank.get(int(r))
