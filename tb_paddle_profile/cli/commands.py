@@ -169,7 +169,7 @@ def _cmd_parallel(args) -> int:
         if not emit_csv(args, parallel_display(result, args.time_unit), args.run_dir):
             return 2
     else:
-        print(parallel_text.render(result, time_unit=args.time_unit), end="")
+        print(parallel_text.render(result, time_unit=args.time_unit, width=args.width), end="")
     return 3 if internal else 2 if failed else 0
 
 
@@ -262,7 +262,7 @@ def _cmd_diff(args) -> int:
         if not emit_csv(args, result.display, args.baseline):
             return 2
     else:
-        print(render_text(result, args.time_unit), end="")
+        print(render_text(result, args.time_unit, width=args.width), end="")
     if args.fail_if_slower is not None:
         return gate(result, args.fail_if_slower, args.time_unit)
     return 0
@@ -569,6 +569,12 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
+def _width_arg(p) -> None:
+    p.add_argument("--width", type=int, default=120, metavar="COLUMNS",
+                   help="text: a table wider than this is printed in parts that each fit, keeping its name "
+                        "column (default 120; 0: never split)")
+
+
 def _output_args(p, what: str, csv_heading: str) -> None:
     p.add_argument("--format", choices=("text", "json", "csv"), default=None,
                    help=f"text (default): {what}; json: the protobuf as proto3 JSON; csv: every table with raw "
@@ -621,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--span", default=None, help="which recorded span (Paddle's span_index; default the first)")
     d.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
     _output_args(d, "the verdict, findings and tables", "# parallel/<key>: <title>")
+    _width_arg(d)
     d.add_argument("--jobs", type=_jobs, default=None, help=JOBS_HELP)
     _cache_args(d)
     d.set_defaults(func=_cmd_parallel)
@@ -658,6 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="two ranks: the tables' order before sorting by |delta| (CPU keys: CPU deltas; GPU keys: GPU)")
     c.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
     _output_args(c, "the sentence and the tables", "# <view>/<table>: <title>")
+    _width_arg(c)
     c.add_argument("--fail-if-slower", type=_threshold, default=None, metavar="PCT",
                    help="a regression gate: exit 1, with one line on stderr saying why, when the candidate's "
                         "mean step time is more than PCT (e.g. 5%%) above the baseline's")

@@ -65,8 +65,9 @@ def _plain_lines(t: dpb.Table, time_unit: str) -> List[str]:
     return out
 
 
-def render_display(display: dpb.Display) -> str:
-    """The "parallel" view of `display`, in the time unit it was built for (its "units" sentence says it)."""
+def render_display(display: dpb.Display, width: int = TABLE_WIDTH) -> str:
+    """The "parallel" view of `display`, in the time unit it was built for (its "units" sentence says it);
+    tables wider than ``width`` in parts (0: never)."""
     unit = display.time_unit or "ms"
     (view,) = [v for v in display.views if v.key == "parallel"]
     said = lambda key: [s for s in view.sentences if s.key == key]  # noqa: E731
@@ -78,7 +79,7 @@ def render_display(display: dpb.Display) -> str:
     tables = [t for t in view.tables if not t.text_hidden]
     for t in tables:
         if t.key not in _LATE_TABLES:
-            out += table_lines(t, unit)
+            out += table_lines(t, unit, width)
 
     out.append("Straggler verdict".center(WIDTH, "-"))
     for s in said("verdict"):
@@ -98,7 +99,7 @@ def render_display(display: dpb.Display) -> str:
 
     for t in tables:
         if t.key in _LATE_TABLES:
-            out += table_lines(t, unit)
+            out += table_lines(t, unit, width)
 
     out.append("Advice".center(WIDTH, "-"))
     for s in said("advice.none"):
@@ -121,9 +122,9 @@ def render_display(display: dpb.Display) -> str:
     return visible_lines(out).rstrip() + "\n"
 
 
-def render(rp: ppb.RunParallel, time_unit: str = "ms") -> str:
+def render(rp: ppb.RunParallel, time_unit: str = "ms", width: int = TABLE_WIDTH) -> str:
     """The CLI's text of a RunParallel: its Display, laid out."""
-    return render_display(parallel_display(rp, time_unit))
+    return render_display(parallel_display(rp, time_unit), width)
 
 
 # Thin names kept for the tests that compare the panel with the CLI's formatting.
