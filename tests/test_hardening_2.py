@@ -420,3 +420,20 @@ def test_a_search_may_hold_a_nul(k8s_plugin):
     assert r.status_code == 200, r.data[:300]  # found nothing, but searched (was 400)
     r = client.get(f"{PREFIX}/timeline?run=k%00s&span=0")
     assert r.status_code == 400  # a NUL elsewhere is still refused
+
+
+# ---------------------------------------------------------------- preprocess
+
+
+def test_preprocess_cache_off_with_sidecars_counts_the_sidecar(capsys, tmp_path):
+    """'0 of 1' and exit 2 although the sidecar was written: the index had nowhere to go."""
+    from tb_paddle_profile.store.cache import sidecar_path
+
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    trace = logdir / EXAMPLE.name
+    trace.write_bytes(EXAMPLE.read_bytes())
+    rc, out, err = _cli(capsys, "preprocess", "--cache-dir", "off", "--sidecar", str(logdir))
+    assert rc == 0, (out, err)
+    assert out.startswith("1 of 1 traces"), out
+    assert os.path.getsize(sidecar_path(str(trace))) > 0

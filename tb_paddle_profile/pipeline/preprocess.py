@@ -7,7 +7,8 @@ started afterwards on the same logdir (and cache) parses nothing.
 A trace counts as done only when what was asked for is really stored: its summary in the cache folder
 (or its sidecar), and its timeline index when timelines are asked for. A cache folder that cannot be
 written is reported per trace (with the reason) instead of being filled silently in memory, and the
-timeline indexes are then reported as not stored.
+timeline indexes are then reported as not stored. With the cache off (sidecars only) there is no
+place for timeline indexes: none is built, and a trace whose sidecar holds its summary is done.
 """
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
     when the logdir cannot be listed.
     """
     cache = open_cache(cache_dir=cache_dir, sidecar=bool(sidecar) or env_flag(ENV_SIDECAR))
+    unkept = ""
+    if timeline and cache.cache_dir is None and cache.sidecar:
+        timeline, unkept = False, "; no timeline index: the cache is off (an index is only kept in a cache folder)"
     discovery = Discovery(logdir, interval=None)
     # The loader's jobs (jobs.run_job) make each trace's summary, digest and (with `timeline`) timeline
     # index from one parse, into the cache.
@@ -59,7 +63,7 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
                 _ensure_sidecar(discovery.fs, trace, cache, discovery.root)
             if state.state == READY:
                 if _is_stored(discovery.fs, trace, cache, discovery.root):
-                    results.append((shown, True, "cached" if state.cached else "parsed"))
+                    results.append((shown, True, ("cached" if state.cached else "parsed") + unkept))
                     stored.append(trace)
                     continue
                 if problem is None:
