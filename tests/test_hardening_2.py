@@ -437,3 +437,52 @@ def test_preprocess_cache_off_with_sidecars_counts_the_sidecar(capsys, tmp_path)
     assert rc == 0, (out, err)
     assert out.startswith("1 of 1 traces"), out
     assert os.path.getsize(sidecar_path(str(trace))) > 0
+
+
+def _synth_two_hosts(out, offset_us: int):
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "1", "--pp", "1", "--gpus-per-node", "1",
+                    "--names", "default", "--host-offsets-us", f"0,{offset_us}", "--steps", "3",
+                    "--events-per-rank", "3000", "--out", str(out)], check=True, capture_output=True, cwd=str(REPO))
+    return sorted(out.glob("*.paddle_trace.json"))
+
+
+def test_clock_corrections_follow_a_reexported_host(tmp_path):
+    """After host 1's traces were exported again with its clock 5 ms further off, the timeline kept
+    the old offset until the Distributed view was opened."""
+    from plugin_testlib import PREFIX, make_plugin, ready
+    from tb_paddle_profile.v1 import timeline_pb2 as tpb
+
+    first = _synth_two_hosts(tmp_path / "g1", 2000)
+    second = _synth_two_hosts(tmp_path / "g2", 7000)
+    root = tmp_path / "logs"
+    (root / "run").mkdir(parents=True)
+    for f in first:
+        (root / "run" / f.name).write_bytes(f.read_bytes())
+    os.environ["TB_PADDLE_PROFILE_CACHE"] = str(tmp_path / "cache")
+    plugin, client = make_plugin(root)
+    try:
+        ready(plugin)
+
+        def offsets():
+            r = _get_built(client, f"{PREFIX}/timeline?run=run&span=0&px=800")
+            assert r.status_code == 200, r.data[:300]
+            return [x.clock_offset_ns for x in tpb.TimelineWindow.FromString(r.data).ranks]
+
+        assert _get_built(client, f"{PREFIX}/parallel?run=run&span=0").status_code == 200  # the Distributed view
+        before = offsets()
+        assert abs(abs(before[1] - before[0]) - 2_000_000) < 200_000, before  # the planted 2 ms
+        host1 = [f for f in second if "gpunode1" in f.name]
+        assert len(host1) == 1
+        for old in (root / "run").glob("*gpunode1*"):
+            old.unlink()
+        (root / "run" / host1[0].name).write_bytes(host1[0].read_bytes())
+        plugin.discovery.scan()
+        ready(plugin)
+        after = offsets()  # the Distributed view not opened again
+        assert abs(abs(after[1] - after[0]) - 7_000_000) < 200_000, after  # the planted 7 ms
+    finally:
+        plugin.close()
+        os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)

@@ -421,12 +421,39 @@ class Routes:
         """worker -> its host's clock offset from the cross-rank analysis of this run and span (the
         timeline draws every rank on the corrected clock once the analysis exists, e.g. stored by
         ``preprocess`` or the CLI; before, each rank on its own clock)."""
-        key = self._last_span_analysis.get((run, span))
-        if key is None and files:
-            states = self._states(files)
-            if all(st.state == READY for st in states):
-                key = run_assembly.analysis_key(t.key for t in files)
+        del files  # the offsets come from every rank of the span, whichever are drawn
+        if self.loader is None:
+            return {}
+        workers = self._snapshot().runs.get(run) or {}
+        span_files = [f for f in run_assembly.span_files(workers, span) if not f.refused]
+        states = self._states(span_files)
+        if not span_files or any(run_assembly.blocking(states)):
+            return {}  # a rank being parsed: the inputs of the offsets are not known yet
+        ready = [t for t, st in zip(span_files, states) if st.state == READY]
+        if not ready:
+            return {}
+        # Keyed by the inputs the offsets come from: a host's traces exported again (new keys) give
+        # another key, whose analysis is made now rather than the old one's offsets applied.
+        key = run_assembly.analysis_key(t.key for t in ready)
+        if key != self._last_span_analysis.get((run, span)) and self.analyses.peek(key) is None:
+            try:
+                self.analyses.get(key, lambda: self._compute_analysis(ready, run, span))
+            except Routes._Reloading:
+                return {}
+            except Exception:  # an offset is never worth a failed timeline: drawn on each rank's clock
+                logger.exception("tb_paddle_profile: no clock offsets for %s span %s", _shown(run), _shown(span))
+                return {}
+            self._last_span_analysis[(run, span)] = key
         return self._analysis_facts(key)[1]
+
+    def _compute_analysis(self, ready: List[TraceFile], run: str, span: str):
+        digests = []
+        for trace in ready:
+            data = self._require_loader().digest_bytes(trace)
+            if data is None:  # never an analysis without it (it would be stored as the run's)
+                raise Routes._Reloading
+            digests.append(summary_pb2.RankDigest.FromString(data))
+        return run_assembly.analyze_split(digests, run, span)  # the matched instances apart
 
     def _prior_label(self, trace: TraceFile, rank: Optional[int] = None) -> str:
         """The label before any analysis: analysis.crossrank.labels.prior_label of the rank's digest (when
@@ -620,13 +647,7 @@ class Routes:
         key = run_assembly.analysis_key(t.key for t in ready)
 
         def compute():
-            digests = []
-            for trace in ready:
-                data = loader.digest_bytes(trace)
-                if data is None:  # never an analysis without it (it would be stored as the run's)
-                    raise Routes._Reloading
-                digests.append(summary_pb2.RankDigest.FromString(data))
-            return run_assembly.analyze_split(digests, run, span)  # the matched instances apart
+            return self._compute_analysis(ready, run, span)
 
         try:
             data = self.analyses.matched(key, compute) if matched else self.analyses.get(key, compute)
