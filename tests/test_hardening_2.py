@@ -386,7 +386,7 @@ def k8s_plugin(tmp_path_factory):
 def _get_built(client, url):
     import time
 
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 60
     while True:
         r = client.get(url)
         if r.status_code not in (202, 503) or time.monotonic() > deadline:
@@ -483,6 +483,44 @@ def test_clock_corrections_follow_a_reexported_host(tmp_path):
         ready(plugin)
         after = offsets()  # the Distributed view not opened again
         assert abs(abs(after[1] - after[0]) - 7_000_000) < 200_000, after  # the planted 7 ms
+    finally:
+        plugin.close()
+        os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)
+
+
+def test_timeline_ready_as_soon_as_a_grown_file_is(tmp_path):
+    """Viewed while it was still being written, a file's timeline stayed 503 for COOLDOWN_S (2 minutes)
+    after it settled: the 'still growing' answer was taken for a failed build."""
+    from plugin_testlib import PREFIX, make_plugin, ready
+    from tb_paddle_profile.pipeline.loader import GROWING, READY
+    from tb_paddle_profile.timeline.store import TimelineStore
+
+    data = EXAMPLE.read_bytes()
+    root = tmp_path / "logs"
+    (root / "run").mkdir(parents=True)
+    path = root / "run" / EXAMPLE.name
+    path.write_bytes(data[: len(data) // 2])
+    os.environ["TB_PADDLE_PROFILE_CACHE"] = str(tmp_path / "cache")
+    plugin, client = make_plugin(root)
+    try:
+        plugin.discovery.wait_first_scan(60)
+        path.write_bytes(data)  # it grows: the next scan sees another size
+        snap = plugin.discovery.scan()
+        f = next(iter(next(iter(snap.runs["run"].values())).values()))
+        assert plugin.loader.state(f).state == GROWING
+        url = f"{PREFIX}/timeline?run=run&span=0&px=800"
+        for _ in range(2):
+            r = client.get(url)
+            assert r.status_code in (202, 503), r.status_code
+        plugin.discovery.scan()  # settled: parsed now
+        ready(plugin)
+        assert plugin.loader.state(f).state == READY
+        store = plugin._routes._timelines()
+        real = store._clock
+        store._clock = lambda: real() + TimelineStore.GROWING_S + 1  # a moment later, far less than COOLDOWN_S
+        assert TimelineStore.GROWING_S + 1 < TimelineStore.COOLDOWN_S
+        r = _get_built(client, url)
+        assert r.status_code == 200, r.data[:300]
     finally:
         plugin.close()
         os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)

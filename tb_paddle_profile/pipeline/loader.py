@@ -409,7 +409,7 @@ class Loader:
                 fut.set_result({"ok": False, "kind": "bug" if e.why == "bug" else "trace", "error": e.error})
                 return fut
             if e.state == GROWING:
-                fut.set_result({"ok": False, "kind": "transient", "retry": False, "error": e.error})
+                fut.set_result({"ok": False, "kind": "transient", "retry": False, "growing": True, "error": e.error})
                 return fut
             e.waiters.append(fut)
             if e.state == READY and not e.side_running and not e.side:

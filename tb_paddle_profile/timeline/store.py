@@ -57,6 +57,7 @@ class TimelineStore:
     RETRIES = 3
     BACKOFF_S = 2.0
     COOLDOWN_S = 120.0
+    GROWING_S = 1.0  # a file still being written is asked about again this soon (not after COOLDOWN_S)
     KEEP_OPEN = 64
 
     def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2, root: Optional[str] = None,
@@ -275,6 +276,11 @@ class TimelineStore:
                 job.path, job.fresh = Path(res["path"]), True
                 job.kind, job.reason, job.attempts = "", "", 0
                 written = job.path
+            elif res["kind"] == "transient" and res.get("growing"):
+                # Not a failed build: its summary is not made yet. Asked again at the next request a
+                # moment later, so that the timeline is there as soon as the summary is.
+                job.kind, job.reason = "transient", res["error"]
+                job.next_at = now + self.GROWING_S
             elif res["kind"] == "transient":
                 job.attempts += 1
                 if job.attempts >= self.RETRIES or res.get("retry") is False:
@@ -298,7 +304,7 @@ class TimelineStore:
         elif res["kind"] == "bug":
             logger.error("tb_paddle_profile: %s%s", res["error"],
                          f"\n{res['traceback']}" if res.get("traceback") else "")
-        elif res["kind"] == "transient":
+        elif res["kind"] == "transient" and not res.get("growing"):
             logger.warning("tb_paddle_profile: %s", job.reason or f"{res['error']} (will retry)")
 
     def close(self) -> None:
