@@ -7,10 +7,11 @@ send/recv between two ranks is FIFO. Traces carry no communicator ids; what this
   issuing operator) is one communicator's traffic. Channels with the same signature are lined up
   (the j-th instance of each is one position). The members of one collective end together, so the
   channels of one communicator have the same *shape*: the increments of their end times from one
-  position to the next, which no clock offset changes. Two channels are one communicator when
-  their increments agree within MATCH_TOL_NS at **every** position of the run: lock-step replicas
-  whose groups end within microseconds of each other agree at some positions, never at all (the
-  partition is the meet of the positions' single-linkage cuts, sorting per position: O(C log C · P)).
+  position to the next, which no clock offset changes. Two channels are one communicator when their
+  increments agree within MATCH_TOL_NS at nearly every position of the run (SHAPE_SHARE of them):
+  lock-step replicas whose groups end within microseconds of each other agree at some positions, not
+  at most (the meet of the positions' single-linkage cuts, sorting per position, its blocks joined
+  again where together that often).
   A channel that agrees with no other is a one-rank communicator (MP = 1 still launching NCCL
   kernels): its instances are matched alone. Instance k of a communicator is then the k-th instance
   of each member channel.
@@ -20,7 +21,7 @@ send/recv between two ranks is FIFO. Traces carry no communicator ids; what this
   hosts by their offsets (ranks whose offsets are within CLOCK_HOST_GAP_NS of their neighbours' share
   a clock). Offsets are joined from the reference along the best supported pairs (clocks.join).
 * **Verification.** A communicator's instance whose members' corrected ends are further apart than
-  MATCH_TOL_NS is not one instance: its members go to the residue.
+  MATCH_VERIFY_NS is not one instance: its members go to the residue.
 * **Send/recv: links, then FIFO pairs.** A send and its receive end together. Every send is paired
   with the receives of other ranks whose corrected ends are within MATCH_TOL_NS (a sweep over the
   instances sorted by end); a link (two ranks) is kept when it co-ends at least P2P_PARTNER_SHARE
@@ -43,7 +44,7 @@ import numpy as np
 from . import clocks, thresholds as T
 from .clocks import join
 from .load import pool_of
-from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders, _offsets, _persist,
+from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders, _offsets, _persist, joined_blocks,
                     _ranges, build_lineups, cut_columns, match_residue)
 from .model import RankData
 
@@ -52,26 +53,25 @@ SHAPE_MIN_POSITIONS = 3
 
 def shape_blocks(E: np.ndarray, tol: float) -> np.ndarray:
     """Per channel (row of E, channels × positions of end times), its communicator block: channels
-    whose end increments agree within tol at every position (single linkage per position, the meet
-    over positions). Block ids are 0.. in the order of their first channel."""
+    whose end increments agree within tol (single linkage per position) at SHAPE_SHARE of the positions
+    (match.joined_blocks: the meet over positions, blocks together that often joined again; a member's
+    end that timing noise moves at a few positions does not split its communicator). Block ids are 0..
+    in the order of their first channel."""
     C, P = E.shape
-    block = np.zeros(C, dtype=np.int64)
     if C < 2 or P < 2:
-        return block
+        return np.zeros(C, dtype=np.int64)
     D = np.diff(E, axis=1).astype(np.float64)
-    for p in range(P - 1):
-        x = D[:, p]
-        order = np.lexsort((x, block))
-        bs, xs = block[order], x[order]
-        new = np.concatenate([[True], (bs[1:] != bs[:-1]) | (np.diff(xs) > tol)])
-        nb = np.empty(C, dtype=np.int64)
-        nb[order] = np.cumsum(new) - 1
-        block = nb
-    # renumber in the order of the first channel
+    order = np.argsort(D, axis=0, kind="stable")
+    Ds = np.take_along_axis(D, order, 0)
+    cid = np.vstack([np.zeros((1, P - 1), dtype=np.int64), np.cumsum(np.diff(Ds, axis=0) > tol, axis=0)])
+    block, _ = joined_blocks(_leaders(order, cid), SHAPE_SHARE)
     _, first, inv = np.unique(block, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)
     return rank[inv.ravel()]
+
+
+SHAPE_SHARE = 0.75
 
 
 class _Shaped:
@@ -364,7 +364,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
 def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lineup], tol: float) -> Flat:
     col = Collector()
     for s in shaped:
-        _emit_shaped(ranks, col, s, tol)
+        _emit_shaped(ranks, col, s, T.MATCH_VERIFY_NS)
     for lu in short:
         _fallback(ranks, col, lu)
     match_p2p(ranks, col, tol)

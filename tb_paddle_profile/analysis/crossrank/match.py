@@ -192,6 +192,21 @@ def _persist(L: np.ndarray) -> np.ndarray:
     C, P = L.shape
     if P < 2:
         return L
+    block, nb = joined_blocks(L)
+    # per position, the ids (in sorted order) of the distinct (leader, block): all positions at once
+    width = (C + 1) * (nb + 1)
+    v = (L * (nb + 1) + block[:, None]) + np.arange(P, dtype=np.int64)[None, :] * width
+    uniq, inv = np.unique(v.ravel(), return_inverse=True)
+    first = np.searchsorted(uniq, np.arange(P, dtype=np.int64) * width)
+    return (inv.reshape(C, P) - first[None, :]).astype(L.dtype)
+
+
+def joined_blocks(L: np.ndarray, share: float = None):
+    """(block per channel, block count): the meet of all positions' partitions (L: per channel and
+    position, a canonical cluster id), its blocks joined again where they were together at ≥ share
+    (PERSIST_SHARE) of the positions."""
+    C, P = L.shape
+    share = PERSIST_SHARE if share is None else share
     block = _row_ids(L)
     nb = int(block.max()) + 1
     if nb > 1:
@@ -211,15 +226,10 @@ def _persist(L: np.ndarray) -> np.ndarray:
             return x
 
         for (x, y), c in zip(pairs, counts):
-            if c >= PERSIST_SHARE * P:
+            if c >= share * P:
                 parent[find(x)] = find(y)
         block = np.array([find(x) for x in range(nb)], dtype=np.int64)[block]
-    # per position, the ids (in sorted order) of the distinct (leader, block): all positions at once
-    width = (C + 1) * (nb + 1)
-    v = (L * (nb + 1) + block[:, None]) + np.arange(P, dtype=np.int64)[None, :] * width
-    uniq, inv = np.unique(v.ravel(), return_inverse=True)
-    first = np.searchsorted(uniq, np.arange(P, dtype=np.int64) * width)
-    return (inv.reshape(C, P) - first[None, :]).astype(L.dtype)
+    return block, nb
 
 
 def _block_pairs(blocks: np.ndarray, starts: np.ndarray, sizes: np.ndarray, nb: int):

@@ -62,5 +62,7 @@ PIPELINE_BUBBLE_FRACTION = 0.20
 # Members of one instance end within this much of each other (corrected clocks); two channels are one
 # communicator when their end increments agree within it at every position.
 MATCH_TOL_NS = 1_000
+# ... and an instance of a communicator whose members' corrected ends spread wider than this is none.
+MATCH_VERIFY_NS = 5_000
 # Without host names, ranks whose clock offsets are within this much of their neighbours' share a host.
 CLOCK_HOST_GAP_NS = 2_000
