@@ -524,3 +524,47 @@ def test_timeline_ready_as_soon_as_a_grown_file_is(tmp_path):
     finally:
         plugin.close()
         os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)
+
+
+def test_swapped_timeline_indexes_are_told_apart(tmp_path):
+    """Two .tl files swapped in the cache served each rank the other's timeline: an index now names
+    its trace (its cache key's digest), and one naming another trace is rebuilt."""
+    import shutil
+
+    from plugin_testlib import PREFIX, make_plugin, ready
+    from tb_paddle_profile.store.cache import SummaryCache
+    from tb_paddle_profile.timeline import CorruptIndex, TimelineIndex
+
+    root = tmp_path / "logs"
+    (root / "run").mkdir(parents=True)
+    for f in _synth_two_hosts(tmp_path / "g", 2000):
+        shutil.copy(f, root / "run" / f.name)
+    os.environ["TB_PADDLE_PROFILE_CACHE"] = str(tmp_path / "cache")
+    try:
+        plugin, client = make_plugin(root)
+        try:
+            ready(plugin)
+            files = sorted((f for spans in plugin.discovery.scan().runs["run"].values() for f in spans.values()),
+                           key=lambda f: f.worker)
+            assert _get_built(client, f"{PREFIX}/timeline?run=run&span=0&px=800").status_code == 200
+        finally:
+            plugin.close()
+        cache = SummaryCache(tmp_path / "cache")
+        a, b = (cache.index_path(f.key) for f in files)
+        assert TimelineIndex(str(a), trace=files[0].key.digest()).header["trace"] == files[0].key.digest()
+        swap = tmp_path / "swap.tl"
+        a.rename(swap)
+        b.rename(a)
+        swap.rename(b)
+        with pytest.raises(CorruptIndex, match="another trace"):
+            TimelineIndex(str(a), trace=files[0].key.digest())
+        plugin, client = make_plugin(root)
+        try:
+            ready(plugin)
+            assert _get_built(client, f"{PREFIX}/timeline?run=run&span=0&px=800").status_code == 200
+        finally:
+            plugin.close()
+        for f in files:  # rebuilt, each its own
+            assert TimelineIndex(str(cache.index_path(f.key))).header["trace"] == f.key.digest()
+    finally:
+        os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)

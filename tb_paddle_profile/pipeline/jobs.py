@@ -154,7 +154,8 @@ def _store(spec: JobSpec, cache: SummaryCache, fs, result: CachedResult, digest:
 
     notes = []
     cache_ok = cache.cache_dir is not None
-    if index_parts is not None:
+    if index_parts is not None:  # the index names its trace (TimelineIndex checks it when opened)
+        index_parts = (dict(index_parts[0], trace=spec.key.digest()), index_parts[1])
         written = None
         if cache_ok:
             try:

@@ -131,10 +131,10 @@ def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int
 
 
 def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse_workers: int = 1,
-                    root: Optional[str] = None, fallback: Optional[str] = None) -> dict:
+                    root: Optional[str] = None, fallback: Optional[str] = None, trace: str = "") -> dict:
     """Runs in a worker process (picklable arguments only): read the trace under the logdir's path policy
     (``root``: the logdir), build its index, write it to ``target`` or, when that folder is not
-    writable, to ``fallback``.
+    writable, to ``fallback``. ``trace``: the CacheKey digest the index names (TimelineIndex checks it).
 
     Returns ``{"ok": True, "path", "note", "events", "bytes"}`` or ``{"ok": False, "kind", "error"}`` with
     kind "trace" (the file is not a usable trace: permanent for this version of it), "transient" (the
@@ -158,6 +158,8 @@ def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse
 
     try:
         header, arrays = _parse(read, file_name, parse_workers)
+        if trace:
+            header = dict(header, trace=trace)
     except TraceError as err:
         return {"ok": False, "kind": "trace", "error": str(err)}
     except TransientError as err:

@@ -77,9 +77,12 @@ _REQUIRED = ("ev_start", "ev_end", "ev_name", "ev_kind", "ev_type", "ev_row", "l
 
 
 class TimelineIndex:
-    """A memory-mapped index file, checked whole (CRC-32) when opened; CorruptIndex when it is damaged."""
+    """A memory-mapped index file, checked whole (CRC-32) when opened; CorruptIndex when it is damaged,
+    or when `trace` (the CacheKey digest of the trace it should index) is not the one its header names
+    (an index swapped with another trace's would draw the wrong rank). An index whose header names no
+    trace (written before indexes carried one) cannot be told and is taken."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, trace: Optional[str] = None):
         with open(path, "rb") as f:
             self.inode = os.fstat(f.fileno()).st_ino
             try:
@@ -88,6 +91,9 @@ class TimelineIndex:
                 raise CorruptIndex("empty file") from None
         try:
             self._load()
+            named = self.header.get("trace")
+            if trace is not None and named is not None and named != trace:
+                raise CorruptIndex(f"the index of another trace ({str(named)[:16]}, {trace[:16]} expected)")
         except CorruptIndex:
             self.close()
             raise

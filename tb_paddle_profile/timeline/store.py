@@ -128,7 +128,7 @@ class TimelineStore:
             path = job.path if job is not None and job.path is not None else self._path(file)
             fresh = job is not None and job.fresh
         try:
-            idx = TimelineIndex(str(path))
+            idx = TimelineIndex(str(path), trace=digest)
         except FileNotFoundError:
             idx = None
             if fresh:  # built, then gone before it was opened (trimmed, folder cleaned): build again
@@ -228,7 +228,7 @@ class TimelineStore:
             share = max(1, parse_workers() // (building + 1))
             return self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size,
                                          str(target), share, getattr(file, "root", "") or self.root,
-                                         fallback), None
+                                         fallback, file.key.digest()), None
         except Exception as err:  # no worker process could be started (resources): transient
             self._executor = None
             return None, {"ok": False, "kind": "transient",
