@@ -411,7 +411,9 @@ def _subtract(a, b):
     return ranges.intersect(a, (gaps_s[keep], gaps_e[keep]))
 
 
-def parallel_view(p: Profile, steps, out: pb.ParallelView) -> None:
+def parallel_view(p: Profile, steps, out: pb.ParallelView) -> "CollectiveAnalysis":
+    """Fill the rank's ParallelView; the analysis is returned for the views built on its
+    instances (comm_axes.py and the modules that use it)."""
     ca = CollectiveAnalysis(p, steps)
     ca.to_pb(out)
     # the Forward / Backward phases (phases.py), their names added to the view's
@@ -419,3 +421,4 @@ def parallel_view(p: Profile, steps, out: pb.ParallelView) -> None:
     known = len(names)
     phase_spans(p, ca.steps, ca.instances, ca.dev_comm, names, out.phases)
     out.names.extend(list(names)[known:])
+    return ca

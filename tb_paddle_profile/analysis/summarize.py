@@ -10,6 +10,11 @@ from typing import Callable
 from tb_paddle_profile.core.version import __version__
 from tb_paddle_profile.trace import event_types as et
 from tb_paddle_profile.analysis.collectives import parallel_view
+from tb_paddle_profile.analysis.comm_axes import comm_instances
+from tb_paddle_profile.analysis.comm_bandwidth import bandwidth_view
+from tb_paddle_profile.analysis.comm_overlap import overlap_view
+from tb_paddle_profile.analysis.host_stalls import host_stall_view
+from tb_paddle_profile.analysis.launch_latency import launch_view
 from tb_paddle_profile.analysis.distributed import DistributedAnalysis
 from tb_paddle_profile.analysis.kernels import kernel_view
 from tb_paddle_profile.analysis.memory import memory_view, rank_memory
@@ -24,7 +29,7 @@ from tb_paddle_profile.trace.reader import EventTables, read_trace
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
 # Bump when the analyses change what they put into a Summary (part of the cache key).
-SUMMARY_SCHEMA = 4
+SUMMARY_SCHEMA = 5
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
@@ -49,8 +54,13 @@ def summarize_profile(p: Profile, file_name: str, file_size: int = 0) -> pb.Summ
     kernel_view(p, s.kernels)
     memory_view(p, s.memory, model.steps)
     user_defined_views(p, s.memory_manipulation, s.user_defined)
-    parallel_view(p, model.steps, s.parallel)
+    ca = parallel_view(p, model.steps, s.parallel)
     rank_memory(s.memory, s.parallel.memory)
+    axis, phase = comm_instances(p, ca, s.comm.instances)
+    bandwidth_view(ca.instances, axis, s.comm.bandwidth)
+    overlap_view(p, ca, axis, phase, s.comm.overlap)
+    launch_view(p, s.comm.launch)
+    host_stall_view(p, ca.steps, s.comm.host_stalls)
     return s
 
 

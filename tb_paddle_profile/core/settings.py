@@ -17,6 +17,8 @@ START_METHOD = "TB_PADDLE_PROFILE_START_METHOD"  # "spawn" instead of forkserver
 MAX_INFLATE_GB = "TB_PADDLE_PROFILE_MAX_INFLATE_GB"  # the bound on a gzip's inflated size
 NATIVE = "TB_PADDLE_PROFILE_NATIVE"              # 0: the reader's msgspec path only
 WINDOW_MAX_MB = "TB_PADDLE_PROFILE_WINDOW_MAX_MB"  # the timeline's window answer bound
+NVLINK_GBPS = "TB_PADDLE_PROFILE_NVLINK_GBPS"    # nominal NVLink bandwidth per direction (GB/s)
+NETWORK_GBPS = "TB_PADDLE_PROFILE_NETWORK_GBPS"  # nominal network bandwidth per NIC and direction (GB/s)
 PARSE_LOG = "TB_PADDLE_PROFILE_PARSE_LOG"        # tests and benchmarks: a file that counts parses
 
 

@@ -29,6 +29,17 @@ class Timeline(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TIMELINE_UNSPECIFIED: _ClassVar[Timeline]
     TIMELINE_DEVICE: _ClassVar[Timeline]
     TIMELINE_HOST: _ClassVar[Timeline]
+
+class CommAxis(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    COMM_AXIS_UNSPECIFIED: _ClassVar[CommAxis]
+    COMM_AXIS_MP: _ClassVar[CommAxis]
+    COMM_AXIS_DP: _ClassVar[CommAxis]
+    COMM_AXIS_PP: _ClassVar[CommAxis]
+    COMM_AXIS_PP_GROUP: _ClassVar[CommAxis]
+    COMM_AXIS_SHARDING: _ClassVar[CommAxis]
+    COMM_AXIS_EP: _ClassVar[CommAxis]
+    COMM_AXIS_OTHER: _ClassVar[CommAxis]
 COLLECTIVE_KIND_UNSPECIFIED: CollectiveKind
 COLLECTIVE_KIND_ALL_REDUCE: CollectiveKind
 COLLECTIVE_KIND_ALL_GATHER: CollectiveKind
@@ -43,9 +54,17 @@ P2P_DIRECTION_RECV: P2PDirection
 TIMELINE_UNSPECIFIED: Timeline
 TIMELINE_DEVICE: Timeline
 TIMELINE_HOST: Timeline
+COMM_AXIS_UNSPECIFIED: CommAxis
+COMM_AXIS_MP: CommAxis
+COMM_AXIS_DP: CommAxis
+COMM_AXIS_PP: CommAxis
+COMM_AXIS_PP_GROUP: CommAxis
+COMM_AXIS_SHARDING: CommAxis
+COMM_AXIS_EP: CommAxis
+COMM_AXIS_OTHER: CommAxis
 
 class Summary(_message.Message):
-    __slots__ = ("meta", "device", "overview", "model", "distributed", "operators", "kernels", "memory", "memory_manipulation", "user_defined", "parallel")
+    __slots__ = ("meta", "device", "overview", "model", "distributed", "operators", "kernels", "memory", "memory_manipulation", "user_defined", "parallel", "comm")
     META_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     OVERVIEW_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +76,7 @@ class Summary(_message.Message):
     MEMORY_MANIPULATION_FIELD_NUMBER: _ClassVar[int]
     USER_DEFINED_FIELD_NUMBER: _ClassVar[int]
     PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    COMM_FIELD_NUMBER: _ClassVar[int]
     meta: TraceMeta
     device: DeviceView
     overview: OverviewView
@@ -68,7 +88,8 @@ class Summary(_message.Message):
     memory_manipulation: _containers.RepeatedCompositeFieldContainer[EventStats]
     user_defined: UserDefinedView
     parallel: ParallelView
-    def __init__(self, meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., device: _Optional[_Union[DeviceView, _Mapping]] = ..., overview: _Optional[_Union[OverviewView, _Mapping]] = ..., model: _Optional[_Union[ModelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., operators: _Optional[_Union[OperatorView, _Mapping]] = ..., kernels: _Optional[_Union[KernelView, _Mapping]] = ..., memory: _Optional[_Union[MemoryView, _Mapping]] = ..., memory_manipulation: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., user_defined: _Optional[_Union[UserDefinedView, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ...) -> None: ...
+    comm: CommView
+    def __init__(self, meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., device: _Optional[_Union[DeviceView, _Mapping]] = ..., overview: _Optional[_Union[OverviewView, _Mapping]] = ..., model: _Optional[_Union[ModelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., operators: _Optional[_Union[OperatorView, _Mapping]] = ..., kernels: _Optional[_Union[KernelView, _Mapping]] = ..., memory: _Optional[_Union[MemoryView, _Mapping]] = ..., memory_manipulation: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., user_defined: _Optional[_Union[UserDefinedView, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., comm: _Optional[_Union[CommView, _Mapping]] = ...) -> None: ...
 
 class TraceMeta(_message.Message):
     __slots__ = ("summary_schema", "tool_version", "file_name", "file_size", "worker", "export_time", "rank", "hostname", "pid", "span", "schema_version", "origin_unix_ns", "start_ns", "end_ns", "counts", "threads", "devices", "total_time_ns", "repaired_lines")
@@ -799,3 +820,125 @@ class RankDigest(_message.Message):
     steps: _containers.RepeatedCompositeFieldContainer[ModelStep]
     device_id: int
     def __init__(self, digest_schema: _Optional[int] = ..., meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[ModelStep, _Mapping]]] = ..., device_id: _Optional[int] = ...) -> None: ...
+
+class CommInstances(_message.Message):
+    __slots__ = ("axis", "phase")
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    axis: _containers.RepeatedScalarFieldContainer[CommAxis]
+    phase: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, axis: _Optional[_Iterable[_Union[CommAxis, str]]] = ..., phase: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CommBandwidth(_message.Message):
+    __slots__ = ("axis", "kind", "calls", "calls_with_bytes", "bytes", "duration_ns", "max_algbw")
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    CALLS_WITH_BYTES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    DURATION_NS_FIELD_NUMBER: _ClassVar[int]
+    MAX_ALGBW_FIELD_NUMBER: _ClassVar[int]
+    axis: CommAxis
+    kind: CollectiveKind
+    calls: int
+    calls_with_bytes: int
+    bytes: int
+    duration_ns: int
+    max_algbw: float
+    def __init__(self, axis: _Optional[_Union[CommAxis, str]] = ..., kind: _Optional[_Union[CollectiveKind, str]] = ..., calls: _Optional[int] = ..., calls_with_bytes: _Optional[int] = ..., bytes: _Optional[int] = ..., duration_ns: _Optional[int] = ..., max_algbw: _Optional[float] = ...) -> None: ...
+
+class CommOverlap(_message.Message):
+    __slots__ = ("stream", "axis", "phase", "calls", "time_ns", "hidden_ns", "exposed_ns")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    stream: int
+    axis: CommAxis
+    phase: int
+    calls: int
+    time_ns: int
+    hidden_ns: int
+    exposed_ns: int
+    def __init__(self, stream: _Optional[int] = ..., axis: _Optional[_Union[CommAxis, str]] = ..., phase: _Optional[int] = ..., calls: _Optional[int] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ...) -> None: ...
+
+class LaunchStream(_message.Message):
+    __slots__ = ("device_id", "stream", "launched", "p50_ns", "p90_ns", "max_ns", "max_queue", "mean_queue", "starved_ns", "starved_gaps", "span_ns", "queue_time_ns", "queue_depth")
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    LAUNCHED_FIELD_NUMBER: _ClassVar[int]
+    P50_NS_FIELD_NUMBER: _ClassVar[int]
+    P90_NS_FIELD_NUMBER: _ClassVar[int]
+    MAX_NS_FIELD_NUMBER: _ClassVar[int]
+    MAX_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    MEAN_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    STARVED_NS_FIELD_NUMBER: _ClassVar[int]
+    STARVED_GAPS_FIELD_NUMBER: _ClassVar[int]
+    SPAN_NS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    device_id: int
+    stream: int
+    launched: int
+    p50_ns: int
+    p90_ns: int
+    max_ns: int
+    max_queue: int
+    mean_queue: float
+    starved_ns: int
+    starved_gaps: int
+    span_ns: int
+    queue_time_ns: _containers.RepeatedScalarFieldContainer[int]
+    queue_depth: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, device_id: _Optional[int] = ..., stream: _Optional[int] = ..., launched: _Optional[int] = ..., p50_ns: _Optional[int] = ..., p90_ns: _Optional[int] = ..., max_ns: _Optional[int] = ..., max_queue: _Optional[int] = ..., mean_queue: _Optional[float] = ..., starved_ns: _Optional[int] = ..., starved_gaps: _Optional[int] = ..., span_ns: _Optional[int] = ..., queue_time_ns: _Optional[_Iterable[int]] = ..., queue_depth: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class HostStall(_message.Message):
+    __slots__ = ("step", "start_ns", "duration_ns", "before", "after", "within")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    START_NS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_NS_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    WITHIN_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    start_ns: int
+    duration_ns: int
+    before: int
+    after: int
+    within: int
+    def __init__(self, step: _Optional[int] = ..., start_ns: _Optional[int] = ..., duration_ns: _Optional[int] = ..., before: _Optional[int] = ..., after: _Optional[int] = ..., within: _Optional[int] = ...) -> None: ...
+
+class HostStalls(_message.Message):
+    __slots__ = ("threshold_ns", "main_tid", "steps", "steps_with_stall", "stalled_ns", "stalls", "names")
+    THRESHOLD_NS_FIELD_NUMBER: _ClassVar[int]
+    MAIN_TID_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_WITH_STALL_FIELD_NUMBER: _ClassVar[int]
+    STALLED_NS_FIELD_NUMBER: _ClassVar[int]
+    STALLS_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    threshold_ns: int
+    main_tid: int
+    steps: int
+    steps_with_stall: int
+    stalled_ns: int
+    stalls: _containers.RepeatedCompositeFieldContainer[HostStall]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, threshold_ns: _Optional[int] = ..., main_tid: _Optional[int] = ..., steps: _Optional[int] = ..., steps_with_stall: _Optional[int] = ..., stalled_ns: _Optional[int] = ..., stalls: _Optional[_Iterable[_Union[HostStall, _Mapping]]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CommView(_message.Message):
+    __slots__ = ("instances", "bandwidth", "overlap", "launch", "host_stalls")
+    INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    BANDWIDTH_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_FIELD_NUMBER: _ClassVar[int]
+    HOST_STALLS_FIELD_NUMBER: _ClassVar[int]
+    instances: CommInstances
+    bandwidth: _containers.RepeatedCompositeFieldContainer[CommBandwidth]
+    overlap: _containers.RepeatedCompositeFieldContainer[CommOverlap]
+    launch: _containers.RepeatedCompositeFieldContainer[LaunchStream]
+    host_stalls: HostStalls
+    def __init__(self, instances: _Optional[_Union[CommInstances, _Mapping]] = ..., bandwidth: _Optional[_Iterable[_Union[CommBandwidth, _Mapping]]] = ..., overlap: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., launch: _Optional[_Iterable[_Union[LaunchStream, _Mapping]]] = ..., host_stalls: _Optional[_Union[HostStalls, _Mapping]] = ...) -> None: ...

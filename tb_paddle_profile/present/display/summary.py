@@ -26,6 +26,7 @@ from tb_paddle_profile.analysis.memory import THREAD_ROOT
 from tb_paddle_profile.analysis.recommendations import LOW_OCCUPANCY, recommendations
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import summary_pb2 as pb
+from tb_paddle_profile.present.display.comm import comm_tables
 from tb_paddle_profile.present.display.cells import (
     BYTES,
     COUNT,
@@ -828,6 +829,9 @@ def summary_display(summary: pb.Summary, sorted_by: str = "CPUTotal", op_detail:
         overview.tables.append(_kernel_efficiency_table(s))
     if total:
         overview.sentences.extend(_recommendation_sentences(s))
+    comm, findings = comm_tables(s)
+    overview.tables.extend(comm)
+    overview.sentences.extend(findings)
     out.views.append(_operators_view(s, sorted_by, op_detail, thread_sep))
     out.views.append(_kernels_view(s, sorted_by))
     out.views.append(_memory_view(s, total, sorted_by, thread_sep))

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/summary.proto.
  */
 export const file_tb_paddle_profile_v1_summary: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0Yl9wYWRkbGVfcHJvZmlsZS92MS9zdW1tYXJ5LnByb3RvEhR0Yl9wYWRkbGVfcHJvZmlsZS52MSLaBAoHU3VtbWFyeRItCgRtZXRhGAEgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVHJhY2VNZXRhEjAKBmRldmljZRgCIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRldmljZVZpZXcSNAoIb3ZlcnZpZXcYAyABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5PdmVydmlld1ZpZXcSLgoFbW9kZWwYBCABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFZpZXcSOgoLZGlzdHJpYnV0ZWQYBSABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFZpZXcSNQoJb3BlcmF0b3JzGAYgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JWaWV3EjEKB2tlcm5lbHMYByABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxWaWV3EjAKBm1lbW9yeRgIIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVZpZXcSPQoTbWVtb3J5X21hbmlwdWxhdGlvbhgJIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSOwoMdXNlcl9kZWZpbmVkGAogASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuVXNlckRlZmluZWRWaWV3EjQKCHBhcmFsbGVsGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxWaWV3It8DCglUcmFjZU1ldGESFgoOc3VtbWFyeV9zY2hlbWEYASABKA0SFAoMdG9vbF92ZXJzaW9uGAIgASgJEhEKCWZpbGVfbmFtZRgDIAEoCRIRCglmaWxlX3NpemUYBCABKAQSDgoGd29ya2VyGAUgASgJEhMKC2V4cG9ydF90aW1lGAYgASgJEgwKBHJhbmsYByABKAUSEAoIaG9zdG5hbWUYCCABKAkSCwoDcGlkGAkgASgDEgwKBHNwYW4YCiABKAkSFgoOc2NoZW1hX3ZlcnNpb24YCyABKAkSFgoOb3JpZ2luX3VuaXhfbnMYDCABKAMSEAoIc3RhcnRfbnMYDSABKAMSDgoGZW5kX25zGA4gASgDEjEKBmNvdW50cxgPIAEoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50Q291bnRzEjEKB3RocmVhZHMYECADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaHJlYWRJbmZvEjcKB2RldmljZXMYESADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5EZXZpY2VQcm9wZXJ0aWVzEhUKDXRvdGFsX3RpbWVfbnMYEiABKAMSFgoOcmVwYWlyZWRfbGluZXMYEyABKAQifQoLRXZlbnRDb3VudHMSDAoEaG9zdBgBIAEoBBIPCgdydW50aW1lGAIgASgEEg4KBmRldmljZRgDIAEoBBIOCgZtZW1vcnkYBCABKAQSDwoHa2VybmVscxgFIAEoBBIOCgZtZW1jcHkYBiABKAQSDgoGbWVtc2V0GAcgASgEImsKClRocmVhZEluZm8SCwoDdGlkGAEgASgDEgwKBG5hbWUYAiABKAkSEwoLaG9zdF9ldmVudHMYAyABKAQSFgoOcnVudGltZV9ldmVudHMYBCABKAQSFQoNbWVtb3J5X2V2ZW50cxgFIAEoBCKCAwoQRGV2aWNlUHJvcGVydGllcxIKCgJpZBgBIAEoAxIMCgRuYW1lGAIgASgJEhgKEHRvdGFsX2dsb2JhbF9tZW0YAyABKAQSFQoNY29tcHV0ZV9tYWpvchgEIAEoBRIVCg1jb21wdXRlX21pbm9yGAUgASgFEh0KFW1heF90aHJlYWRzX3Blcl9ibG9jaxgGIAEoBRImCh5tYXhfdGhyZWFkc19wZXJfbXVsdGlwcm9jZXNzb3IYByABKAUSFgoOcmVnc19wZXJfYmxvY2sYCCABKAUSHwoXcmVnc19wZXJfbXVsdGlwcm9jZXNzb3IYCSABKAUSEQoJd2FycF9zaXplGAogASgFEhwKFHNoYXJlZF9tZW1fcGVyX2Jsb2NrGAsgASgEEiUKHXNoYXJlZF9tZW1fcGVyX211bHRpcHJvY2Vzc29yGAwgASgEEhAKCHNtX2NvdW50GA0gASgFEiIKGnNoYXJlZF9tZW1fcGVyX2Jsb2NrX29wdGluGA4gASgEIj0KCVRpbWVTdGF0cxIQCgh0b3RhbF9ucxgBIAEoAxIOCgZtYXhfbnMYAiABKAMSDgoGbWluX25zGAMgASgDIsoBCgpFdmVudFN0YXRzEgwKBG5hbWUYASABKAkSDQoFY2FsbHMYAiABKAQSLAoDY3B1GAMgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzEiwKA2dwdRgEIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxI0CgtnZW5lcmFsX2dwdRgFIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxINCgVmbG9wcxgGIAEoAyItCglUaW1lUmFuZ2USEAoIc3RhcnRfbnMYASABKAMSDgoGZW5kX25zGAIgASgDIn0KCkRldmljZVZpZXcSHwoXY3B1X3Byb2Nlc3NfdXRpbGl6YXRpb24YASABKAESHgoWY3B1X3N5c3RlbV91dGlsaXphdGlvbhgCIAEoARIuCgRncHVzGAMgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGV2aWNlQnVzeSI3CgpEZXZpY2VCdXN5EhEKCWRldmljZV9pZBgBIAEoAxIWCg5rZXJuZWxfdGltZV9ucxgCIAEoAyJBCgtPdmVydmlld1JvdxISCgpldmVudF90eXBlGAEgASgJEg0KBWNhbGxzGAIgASgEEg8KB3RpbWVfbnMYAyABKAMibgoMT3ZlcnZpZXdWaWV3Ei4KA2NwdRgBIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk92ZXJ2aWV3Um93Ei4KA2dwdRgCIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk92ZXJ2aWV3Um93IqsCCglNb2RlbFN0ZXASDAoEc3RlcBgBIAEoAxIuCgVyYW5nZRgCIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVSYW5nZRIZChFkYXRhbG9hZGVyX2NwdV9ucxgDIAEoAxIWCg5mb3J3YXJkX2NwdV9ucxgEIAEoAxIXCg9iYWNrd2FyZF9jcHVfbnMYBSABKAMSGwoTb3B0aW1pemF0aW9uX2NwdV9ucxgGIAEoAxIZChFkYXRhbG9hZGVyX2dwdV9ucxgHIAEoAxIWCg5mb3J3YXJkX2dwdV9ucxgIIAEoAxIXCg9iYWNrd2FyZF9ncHVfbnMYCSABKAMSGwoTb3B0aW1pemF0aW9uX2dwdV9ucxgKIAEoAxIOCgZncHVfbnMYCyABKAMibAoJTW9kZWxWaWV3Ei8KBWl0ZW1zGAEgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuRXZlbnRTdGF0cxIuCgVzdGVwcxgCIAMoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1vZGVsU3RlcCKVAQoPRGlzdHJpYnV0ZWRTdGVwEgwKBHN0ZXAYASABKAMSLgoFcmFuZ2UYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lUmFuZ2USGAoQY29tbXVuaWNhdGlvbl9ucxgDIAEoAxIWCg5jb21wdXRhdGlvbl9ucxgEIAEoAxISCgpvdmVybGFwX25zGAUgASgDIoACCg9EaXN0cmlidXRlZFZpZXcSDwoHcHJlc2VudBgBIAEoCBIYChBjb21tdW5pY2F0aW9uX25zGAIgASgDEhYKDmNvbXB1dGF0aW9uX25zGAMgASgDEhIKCm92ZXJsYXBfbnMYBCABKAMSEQoJY3B1X2NhbGxzGAUgASgEEhEKCWdwdV9jYWxscxgGIAEoBBIcChRjcHVfY29tbXVuaWNhdGlvbl9ucxgHIAEoAxIcChRncHVfY29tbXVuaWNhdGlvbl9ucxgIIAEoAxI0CgVzdGVwcxgJIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3RyaWJ1dGVkU3RlcCJsCgtEZXZpY2VTdGF0cxIMCgRuYW1lGAEgASgJEhIKCmV2ZW50X3R5cGUYAiABKAkSDQoFY2FsbHMYAyABKAQSLAoDZ3B1GAQgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzImkKClNoYXBlR3JvdXASFAoMaW5wdXRfc2hhcGVzGAEgASgJEhQKDGlucHV0X2R0eXBlcxgCIAEoCRIvCgVzdGF0cxgDIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMi2QEKDE9wZXJhdG9yTm9kZRIvCgVzdGF0cxgBIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSMgoGaW5uZXJzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JOb2RlEjIKB2RldmljZXMYAyADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EZXZpY2VTdGF0cxIwCgZzaGFwZXMYBCADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5TaGFwZUdyb3VwIlsKD1RocmVhZE9wZXJhdG9ycxIRCgl0aHJlYWRfaWQYASABKAMSNQoJb3BlcmF0b3JzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JOb2RlIn0KDE9wZXJhdG9yVmlldxI1CglvcGVyYXRvcnMYASADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5PcGVyYXRvck5vZGUSNgoHdGhyZWFkcxgCIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRocmVhZE9wZXJhdG9ycyLFAQoMTGF1bmNoQ29uZmlnEgwKBGdyaWQYASADKAUSDQoFYmxvY2sYAiADKAUSHAoUcmVnaXN0ZXJzX3Blcl90aHJlYWQYAyABKAUSFQoNc2hhcmVkX21lbW9yeRgEIAEoAxIVCg1ibG9ja3NfcGVyX3NtGAUgASgBEhQKDHdhcnBzX3Blcl9zbRgGIAEoARIVCg1vY2N1cGFuY3lfcGN0GAcgASgBEg0KBWNhbGxzGAggASgEEhAKCHRvdGFsX25zGAkgASgDImEKEEtlcm5lbEJ5T3BlcmF0b3ISEAoIb3BlcmF0b3IYASABKAkSDQoFY2FsbHMYAiABKAQSLAoDZ3B1GAMgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVN0YXRzIoQCCgtLZXJuZWxTdGF0cxIMCgRuYW1lGAEgASgJEg0KBWNhbGxzGAIgASgEEiwKA2dwdRgDIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxIzCgdjb25maWdzGAQgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuTGF1bmNoQ29uZmlnEjkKCW9wZXJhdG9ycxgFIAMoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbEJ5T3BlcmF0b3ISOgoKZWZmaWNpZW5jeRgGIAEoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbEVmZmljaWVuY3kilAEKEEtlcm5lbEVmZmljaWVuY3kSFgoOdGVuc29yX2NvcmVfbnMYASABKAMSEQoJbGF1bmNoX25zGAIgASgDEhMKC3NtX2tub3duX25zGAMgASgDEhgKEHNtX2VmZmljaWVuY3lfbnMYBCABKAESFAoMb2NjdXBhbmN5X25zGAUgASgBEhAKCHRvdGFsX25zGAYgASgDInwKCktlcm5lbFZpZXcSMgoHa2VybmVscxgBIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLktlcm5lbFN0YXRzEjoKCmVmZmljaWVuY3kYAiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxFZmZpY2llbmN5InQKCk1lbW9yeUl0ZW0SDAoEbmFtZRgBIAEoCRIYChBhbGxvY2F0aW9uX2NvdW50GAIgASgEEhIKCmZyZWVfY291bnQYAyABKAQSFwoPYWxsb2NhdGlvbl9zaXplGAQgASgDEhEKCWZyZWVfc2l6ZRgFIAEoAyJyCgtNZW1vcnlDdXJ2ZRITCgd0aW1lX25zGAEgAygDQgIQARIVCglhbGxvY2F0ZWQYAiADKANCAhABEhQKCHJlc2VydmVkGAMgAygDQgIQARIRCglkZWNpbWF0ZWQYBCABKAgSDgoGZXZlbnRzGAUgASgEIpYDCgtNZW1vcnlQbGFjZRINCgVwbGFjZRgBIAEoCRIWCg5wZWFrX2FsbG9jYXRlZBgCIAEoAxIVCg1wZWFrX3Jlc2VydmVkGAMgASgDEjMKCWFsbG9jYXRlZBgEIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeUl0ZW0SMgoIcmVzZXJ2ZWQYBSADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlJdGVtEjAKBWN1cnZlGAYgASgLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5Q3VydmUSMgoGZ3Jvd3RoGAcgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5R3Jvd3RoEkAKDWZyYWdtZW50YXRpb24YCCABKAsyKS50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlGcmFnbWVudGF0aW9uEjgKDWFsaXZlX2F0X3BlYWsYCSABKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlBbGl2ZSLUAQoPTWVtb3J5U3RlcFBvaW50EgwKBHN0ZXAYASABKAMSLgoFcmFuZ2UYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lUmFuZ2USFQoNYWxsb2NhdGVkX2VuZBgDIAEoAxIUCgxyZXNlcnZlZF9lbmQYBCABKAMSFgoOYWxsb2NhdGVkX3BlYWsYBSABKAMSFwoPYWxsb2NhdGVkX2Zsb29yGAYgASgDEhUKDXJlc2VydmVkX3BlYWsYByABKAMSDgoGZXZlbnRzGAggASgEIvIBCgxNZW1vcnlHcm93dGgSNAoFc3RlcHMYASADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlTdGVwUG9pbnQSFwoPYWxsb2NhdGVkX3Nsb3BlGAIgASgBEhYKDnJlc2VydmVkX3Nsb3BlGAMgASgBEhMKC2Zsb29yX3Nsb3BlGAQgASgBEhgKEGZsb29yX2dyb3d0aF9taW4YBSABKAMSFgoObGVha19taW5fc3RlcHMYBiABKA0SHAoUbGVha190aHJlc2hvbGRfYnl0ZXMYByABKAMSFgoObGVha19zdXNwZWN0ZWQYCCABKAgimQEKE01lbW9yeUZyYWdtZW50YXRpb24SFAoMcGVha190aW1lX25zGAEgASgDEhYKDnBlYWtfYWxsb2NhdGVkGAIgASgDEhUKDXBlYWtfcmVzZXJ2ZWQYAyABKAMSFQoNYXRfcGVha19ieXRlcxgEIAEoAxIRCgltYXhfYnl0ZXMYBSABKAMSEwoLbWF4X3RpbWVfbnMYBiABKAMiUQoQTWVtb3J5QWxpdmVHcm91cBIQCghvcGVyYXRvchgBIAEoCRINCgVsYXllchgCIAEoCRINCgVieXRlcxgDIAEoAxINCgVjb3VudBgEIAEoBCLAAQoLTWVtb3J5QWxpdmUSDwoHdGltZV9ucxgBIAEoAxIRCglhbGxvY2F0ZWQYAiABKAMSNgoGZ3JvdXBzGAMgAygLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5QWxpdmVHcm91cBIUCgxvdGhlcnNfYnl0ZXMYBCABKAMSFAoMb3RoZXJzX2NvdW50GAUgASgEEhQKDGJlZm9yZV90cmFjZRgGIAEoAxITCgt1bmFkZHJlc3NlZBgHIAEoBCI/CgpNZW1vcnlWaWV3EjEKBnBsYWNlcxgBIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVBsYWNlIlcKEVRocmVhZFVzZXJEZWZpbmVkEhEKCXRocmVhZF9pZBgBIAEoAxIvCgVpdGVtcxgCIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMifAoPVXNlckRlZmluZWRWaWV3Ei8KBWl0ZW1zGAEgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuRXZlbnRTdGF0cxI4Cgd0aHJlYWRzGAIgAygLMicudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGhyZWFkVXNlckRlZmluZWQilAEKCEtpbmRTdGVwEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEIuEDCgxQYXJhbGxlbFN0ZXASDAoEc3RlcBgBIAEoAxIuCgVyYW5nZRgCIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVSYW5nZRISCgpjb21wdXRlX25zGAMgASgDEhgKEGNvbW11bmljYXRpb25fbnMYBCABKAMSHwoXaGlkZGVuX2NvbW11bmljYXRpb25fbnMYBSABKAMSIAoYZXhwb3NlZF9jb21tdW5pY2F0aW9uX25zGAYgASgDEhEKCW1lbW9yeV9ucxgHIAEoAxIZChFleHBvc2VkX21lbW9yeV9ucxgIIAEoAxIPCgdpZGxlX25zGAkgASgDEi0KBWtpbmRzGAogAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZFN0ZXASEgoKcnVudGltZV9ucxgLIAEoAxIVCg1ydW50aW1lX2NhbGxzGAwgASgEEhAKCGxhdW5jaGVzGA0gASgEEg8KB3N5bmNfbnMYDiABKAMSEgoKc3luY19jYWxscxgPIAEoBBIPCgdrZXJuZWxzGBAgASgEEhEKCWtlcm5lbF9ucxgRIAEoAxIVCg1kYXRhbG9hZGVyX25zGBIgASgDEhcKD2ZpcnN0X2RldmljZV9ucxgTIAEoAyK+AgoTQ29sbGVjdGl2ZUluc3RhbmNlcxI2CgRraW5kGAEgAygOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmRCAhABEhAKBG5hbWUYAiADKA1CAhABEg4KAm9wGAMgAygNQgIQARIQCgRzdGVwGAQgAygSQgIQARITCgdvcmRpbmFsGAUgAygNQgIQARIUCghzdGFydF9ucxgGIAMoA0ICEAESFwoLZHVyYXRpb25fbnMYByADKANCAhABEhUKCWRldmljZV9pZBgIIAMoEkICEAESEgoGc3RyZWFtGAkgAygSQgIQARIRCgVieXRlcxgKIAMoBEICEAESOQoJZGlyZWN0aW9uGAsgAygOMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUDJQRGlyZWN0aW9uQgIQASLeAgoMUGFyYWxsZWxWaWV3EjAKCHRpbWVsaW5lGAEgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmUSMQoFc3RlcHMYAiADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFN0ZXASPgoLY29sbGVjdGl2ZXMYAyABKAsyKS50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlSW5zdGFuY2VzEg0KBW5hbWVzGAQgAygJEjAKBnBoYXNlcxgFIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLlBoYXNlU3BhbnMSNgoHcHJvZ3JhbRgGIAEoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlBhcmFsbGVsUHJvZ3JhbRIwCgZtZW1vcnkYByABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rTWVtb3J5Ik8KD1JhbmtNZW1vcnlQbGFjZRINCgVwbGFjZRgBIAEoCRIWCg5wZWFrX2FsbG9jYXRlZBgCIAEoAxIVCg1wZWFrX3Jlc2VydmVkGAMgASgDIkMKClJhbmtNZW1vcnkSNQoGcGxhY2VzGAEgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua01lbW9yeVBsYWNlIuIDCg9QYXJhbGxlbFByb2dyYW0SEAoEa2luZBgBIAMoDUICEAESEAoEc3RlcBgCIAMoEkICEAESEgoGc3RyZWFtGAMgAygSQgIQARIUCghzdGFydF9ucxgEIAMoA0ICEAESFwoLZHVyYXRpb25fbnMYBSADKANCAhABEhMKB2J1c3lfbnMYBiADKANCAhABEhIKBmV2ZW50cxgHIAMoDUICEAESFwoLc3RyZWFtX3ByZWQYCCADKBJCAhABEhkKDXN0cmVhbV9sYWdfbnMYCSADKANCAhABEhcKC2xhdW5jaF9wcmVkGAogAygSQgIQARIZCg1sYXVuY2hfbGFnX25zGAsgAygDQgIQARIWCgpjcm9zc19wcmVkGAwgAygSQgIQARIYCgxjcm9zc19sYWdfbnMYDSADKANCAhABEhcKC3RhaWxfbGFnX25zGA4gAygDQgIQARITCgd0YWlsX25zGA8gAygDQgIQARIWCgpjb2xsZWN0aXZlGBIgAygSQgIQARIQCgRuYW1lGBMgAygNQgIQARIRCgVwaGFzZRgUIAMoDUICEAESFQoJd2FpdF9wcmVkGBUgAygSQgIQARIXCgt3YWl0X2xhZ19ucxgWIAMoA0ICEAFKBAgQEBFKBAgREBIigQIKClBoYXNlU3BhbnMSEQoFcGhhc2UYASADKA1CAhABEhAKBHN0ZXAYAiADKBJCAhABEhkKDWhvc3Rfc3RhcnRfbnMYAyADKANCAhABEhcKC2hvc3RfZW5kX25zGAQgAygDQgIQARIbCg9kZXZpY2Vfc3RhcnRfbnMYBSADKANCAhABEhkKDWRldmljZV9lbmRfbnMYBiADKANCAhABEhUKCWtlcm5lbF9ucxgHIAMoA0ICEAESEwoHa2VybmVscxgIIAMoDUICEAESEwoHcDJwX3B0chgJIAMoDUICEAESDwoDcDJwGAogAygNQgIQARIQCgRuYW1lGAsgAygNQgIQASKHAgoKUmFua0RpZ2VzdBIVCg1kaWdlc3Rfc2NoZW1hGAEgASgNEi0KBG1ldGEYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UcmFjZU1ldGESNAoIcGFyYWxsZWwYAyABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFZpZXcSOgoLZGlzdHJpYnV0ZWQYBCABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFZpZXcSLgoFc3RlcHMYBSADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFN0ZXASEQoJZGV2aWNlX2lkGAYgASgFKo4CCg5Db2xsZWN0aXZlS2luZBIfChtDT0xMRUNUSVZFX0tJTkRfVU5TUEVDSUZJRUQQABIeChpDT0xMRUNUSVZFX0tJTkRfQUxMX1JFRFVDRRABEh4KGkNPTExFQ1RJVkVfS0lORF9BTExfR0FUSEVSEAISIgoeQ09MTEVDVElWRV9LSU5EX1JFRFVDRV9TQ0FUVEVSEAMSHQoZQ09MTEVDVElWRV9LSU5EX0JST0FEQ0FTVBAEEh0KGUNPTExFQ1RJVkVfS0lORF9TRU5EX1JFQ1YQBRIeChpDT0xMRUNUSVZFX0tJTkRfQUxMX1RPX0FMTBAGEhkKFUNPTExFQ1RJVkVfS0lORF9PVEhFUhAHKl0KDFAyUERpcmVjdGlvbhIdChlQMlBfRElSRUNUSU9OX1VOU1BFQ0lGSUVEEAASFgoSUDJQX0RJUkVDVElPTl9TRU5EEAESFgoSUDJQX0RJUkVDVElPTl9SRUNWEAIqTAoIVGltZWxpbmUSGAoUVElNRUxJTkVfVU5TUEVDSUZJRUQQABITCg9USU1FTElORV9ERVZJQ0UQARIRCg1USU1FTElORV9IT1NUEAJiBnByb3RvMw");
+  fileDesc("CiJ0Yl9wYWRkbGVfcHJvZmlsZS92MS9zdW1tYXJ5LnByb3RvEhR0Yl9wYWRkbGVfcHJvZmlsZS52MSKIBQoHU3VtbWFyeRItCgRtZXRhGAEgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVHJhY2VNZXRhEjAKBmRldmljZRgCIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRldmljZVZpZXcSNAoIb3ZlcnZpZXcYAyABKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5PdmVydmlld1ZpZXcSLgoFbW9kZWwYBCABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFZpZXcSOgoLZGlzdHJpYnV0ZWQYBSABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFZpZXcSNQoJb3BlcmF0b3JzGAYgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JWaWV3EjEKB2tlcm5lbHMYByABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxWaWV3EjAKBm1lbW9yeRgIIAEoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVZpZXcSPQoTbWVtb3J5X21hbmlwdWxhdGlvbhgJIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSOwoMdXNlcl9kZWZpbmVkGAogASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuVXNlckRlZmluZWRWaWV3EjQKCHBhcmFsbGVsGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxWaWV3EiwKBGNvbW0YDCABKAsyHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tVmlldyLfAwoJVHJhY2VNZXRhEhYKDnN1bW1hcnlfc2NoZW1hGAEgASgNEhQKDHRvb2xfdmVyc2lvbhgCIAEoCRIRCglmaWxlX25hbWUYAyABKAkSEQoJZmlsZV9zaXplGAQgASgEEg4KBndvcmtlchgFIAEoCRITCgtleHBvcnRfdGltZRgGIAEoCRIMCgRyYW5rGAcgASgFEhAKCGhvc3RuYW1lGAggASgJEgsKA3BpZBgJIAEoAxIMCgRzcGFuGAogASgJEhYKDnNjaGVtYV92ZXJzaW9uGAsgASgJEhYKDm9yaWdpbl91bml4X25zGAwgASgDEhAKCHN0YXJ0X25zGA0gASgDEg4KBmVuZF9ucxgOIAEoAxIxCgZjb3VudHMYDyABKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5FdmVudENvdW50cxIxCgd0aHJlYWRzGBAgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGhyZWFkSW5mbxI3CgdkZXZpY2VzGBEgAygLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGV2aWNlUHJvcGVydGllcxIVCg10b3RhbF90aW1lX25zGBIgASgDEhYKDnJlcGFpcmVkX2xpbmVzGBMgASgEIn0KC0V2ZW50Q291bnRzEgwKBGhvc3QYASABKAQSDwoHcnVudGltZRgCIAEoBBIOCgZkZXZpY2UYAyABKAQSDgoGbWVtb3J5GAQgASgEEg8KB2tlcm5lbHMYBSABKAQSDgoGbWVtY3B5GAYgASgEEg4KBm1lbXNldBgHIAEoBCJrCgpUaHJlYWRJbmZvEgsKA3RpZBgBIAEoAxIMCgRuYW1lGAIgASgJEhMKC2hvc3RfZXZlbnRzGAMgASgEEhYKDnJ1bnRpbWVfZXZlbnRzGAQgASgEEhUKDW1lbW9yeV9ldmVudHMYBSABKAQiggMKEERldmljZVByb3BlcnRpZXMSCgoCaWQYASABKAMSDAoEbmFtZRgCIAEoCRIYChB0b3RhbF9nbG9iYWxfbWVtGAMgASgEEhUKDWNvbXB1dGVfbWFqb3IYBCABKAUSFQoNY29tcHV0ZV9taW5vchgFIAEoBRIdChVtYXhfdGhyZWFkc19wZXJfYmxvY2sYBiABKAUSJgoebWF4X3RocmVhZHNfcGVyX211bHRpcHJvY2Vzc29yGAcgASgFEhYKDnJlZ3NfcGVyX2Jsb2NrGAggASgFEh8KF3JlZ3NfcGVyX211bHRpcHJvY2Vzc29yGAkgASgFEhEKCXdhcnBfc2l6ZRgKIAEoBRIcChRzaGFyZWRfbWVtX3Blcl9ibG9jaxgLIAEoBBIlCh1zaGFyZWRfbWVtX3Blcl9tdWx0aXByb2Nlc3NvchgMIAEoBBIQCghzbV9jb3VudBgNIAEoBRIiChpzaGFyZWRfbWVtX3Blcl9ibG9ja19vcHRpbhgOIAEoBCI9CglUaW1lU3RhdHMSEAoIdG90YWxfbnMYASABKAMSDgoGbWF4X25zGAIgASgDEg4KBm1pbl9ucxgDIAEoAyLKAQoKRXZlbnRTdGF0cxIMCgRuYW1lGAEgASgJEg0KBWNhbGxzGAIgASgEEiwKA2NwdRgDIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cxIsCgNncHUYBCABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lU3RhdHMSNAoLZ2VuZXJhbF9ncHUYBSABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lU3RhdHMSDQoFZmxvcHMYBiABKAMiLQoJVGltZVJhbmdlEhAKCHN0YXJ0X25zGAEgASgDEg4KBmVuZF9ucxgCIAEoAyJ9CgpEZXZpY2VWaWV3Eh8KF2NwdV9wcm9jZXNzX3V0aWxpemF0aW9uGAEgASgBEh4KFmNwdV9zeXN0ZW1fdXRpbGl6YXRpb24YAiABKAESLgoEZ3B1cxgDIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRldmljZUJ1c3kiNwoKRGV2aWNlQnVzeRIRCglkZXZpY2VfaWQYASABKAMSFgoOa2VybmVsX3RpbWVfbnMYAiABKAMiQQoLT3ZlcnZpZXdSb3cSEgoKZXZlbnRfdHlwZRgBIAEoCRINCgVjYWxscxgCIAEoBBIPCgd0aW1lX25zGAMgASgDIm4KDE92ZXJ2aWV3VmlldxIuCgNjcHUYASADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5PdmVydmlld1JvdxIuCgNncHUYAiADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5PdmVydmlld1JvdyKrAgoJTW9kZWxTdGVwEgwKBHN0ZXAYASABKAMSLgoFcmFuZ2UYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lUmFuZ2USGQoRZGF0YWxvYWRlcl9jcHVfbnMYAyABKAMSFgoOZm9yd2FyZF9jcHVfbnMYBCABKAMSFwoPYmFja3dhcmRfY3B1X25zGAUgASgDEhsKE29wdGltaXphdGlvbl9jcHVfbnMYBiABKAMSGQoRZGF0YWxvYWRlcl9ncHVfbnMYByABKAMSFgoOZm9yd2FyZF9ncHVfbnMYCCABKAMSFwoPYmFja3dhcmRfZ3B1X25zGAkgASgDEhsKE29wdGltaXphdGlvbl9ncHVfbnMYCiABKAMSDgoGZ3B1X25zGAsgASgDImwKCU1vZGVsVmlldxIvCgVpdGVtcxgBIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSLgoFc3RlcHMYAiADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Nb2RlbFN0ZXAilQEKD0Rpc3RyaWJ1dGVkU3RlcBIMCgRzdGVwGAEgASgDEi4KBXJhbmdlGAIgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVJhbmdlEhgKEGNvbW11bmljYXRpb25fbnMYAyABKAMSFgoOY29tcHV0YXRpb25fbnMYBCABKAMSEgoKb3ZlcmxhcF9ucxgFIAEoAyKAAgoPRGlzdHJpYnV0ZWRWaWV3Eg8KB3ByZXNlbnQYASABKAgSGAoQY29tbXVuaWNhdGlvbl9ucxgCIAEoAxIWCg5jb21wdXRhdGlvbl9ucxgDIAEoAxISCgpvdmVybGFwX25zGAQgASgDEhEKCWNwdV9jYWxscxgFIAEoBBIRCglncHVfY2FsbHMYBiABKAQSHAoUY3B1X2NvbW11bmljYXRpb25fbnMYByABKAMSHAoUZ3B1X2NvbW11bmljYXRpb25fbnMYCCABKAMSNAoFc3RlcHMYCSADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXN0cmlidXRlZFN0ZXAibAoLRGV2aWNlU3RhdHMSDAoEbmFtZRgBIAEoCRISCgpldmVudF90eXBlGAIgASgJEg0KBWNhbGxzGAMgASgEEiwKA2dwdRgEIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cyJpCgpTaGFwZUdyb3VwEhQKDGlucHV0X3NoYXBlcxgBIAEoCRIUCgxpbnB1dF9kdHlwZXMYAiABKAkSLwoFc3RhdHMYAyABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5FdmVudFN0YXRzItkBCgxPcGVyYXRvck5vZGUSLwoFc3RhdHMYASABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5FdmVudFN0YXRzEjIKBmlubmVycxgCIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk9wZXJhdG9yTm9kZRIyCgdkZXZpY2VzGAMgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGV2aWNlU3RhdHMSMAoGc2hhcGVzGAQgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuU2hhcGVHcm91cCJbCg9UaHJlYWRPcGVyYXRvcnMSEQoJdGhyZWFkX2lkGAEgASgDEjUKCW9wZXJhdG9ycxgCIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk9wZXJhdG9yTm9kZSJ9CgxPcGVyYXRvclZpZXcSNQoJb3BlcmF0b3JzGAEgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuT3BlcmF0b3JOb2RlEjYKB3RocmVhZHMYAiADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaHJlYWRPcGVyYXRvcnMixQEKDExhdW5jaENvbmZpZxIMCgRncmlkGAEgAygFEg0KBWJsb2NrGAIgAygFEhwKFHJlZ2lzdGVyc19wZXJfdGhyZWFkGAMgASgFEhUKDXNoYXJlZF9tZW1vcnkYBCABKAMSFQoNYmxvY2tzX3Blcl9zbRgFIAEoARIUCgx3YXJwc19wZXJfc20YBiABKAESFQoNb2NjdXBhbmN5X3BjdBgHIAEoARINCgVjYWxscxgIIAEoBBIQCgh0b3RhbF9ucxgJIAEoAyJhChBLZXJuZWxCeU9wZXJhdG9yEhAKCG9wZXJhdG9yGAEgASgJEg0KBWNhbGxzGAIgASgEEiwKA2dwdRgDIAEoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVTdGF0cyKEAgoLS2VybmVsU3RhdHMSDAoEbmFtZRgBIAEoCRINCgVjYWxscxgCIAEoBBIsCgNncHUYAyABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lU3RhdHMSMwoHY29uZmlncxgEIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLkxhdW5jaENvbmZpZxI5CglvcGVyYXRvcnMYBSADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxCeU9wZXJhdG9yEjoKCmVmZmljaWVuY3kYBiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxFZmZpY2llbmN5IpQBChBLZXJuZWxFZmZpY2llbmN5EhYKDnRlbnNvcl9jb3JlX25zGAEgASgDEhEKCWxhdW5jaF9ucxgCIAEoAxITCgtzbV9rbm93bl9ucxgDIAEoAxIYChBzbV9lZmZpY2llbmN5X25zGAQgASgBEhQKDG9jY3VwYW5jeV9ucxgFIAEoARIQCgh0b3RhbF9ucxgGIAEoAyJ8CgpLZXJuZWxWaWV3EjIKB2tlcm5lbHMYASADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5LZXJuZWxTdGF0cxI6CgplZmZpY2llbmN5GAIgASgLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2VybmVsRWZmaWNpZW5jeSJ0CgpNZW1vcnlJdGVtEgwKBG5hbWUYASABKAkSGAoQYWxsb2NhdGlvbl9jb3VudBgCIAEoBBISCgpmcmVlX2NvdW50GAMgASgEEhcKD2FsbG9jYXRpb25fc2l6ZRgEIAEoAxIRCglmcmVlX3NpemUYBSABKAMicgoLTWVtb3J5Q3VydmUSEwoHdGltZV9ucxgBIAMoA0ICEAESFQoJYWxsb2NhdGVkGAIgAygDQgIQARIUCghyZXNlcnZlZBgDIAMoA0ICEAESEQoJZGVjaW1hdGVkGAQgASgIEg4KBmV2ZW50cxgFIAEoBCKWAwoLTWVtb3J5UGxhY2USDQoFcGxhY2UYASABKAkSFgoOcGVha19hbGxvY2F0ZWQYAiABKAMSFQoNcGVha19yZXNlcnZlZBgDIAEoAxIzCglhbGxvY2F0ZWQYBCADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlJdGVtEjIKCHJlc2VydmVkGAUgAygLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5SXRlbRIwCgVjdXJ2ZRgGIAEoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeUN1cnZlEjIKBmdyb3d0aBgHIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeUdyb3d0aBJACg1mcmFnbWVudGF0aW9uGAggASgLMikudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5RnJhZ21lbnRhdGlvbhI4Cg1hbGl2ZV9hdF9wZWFrGAkgASgLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5QWxpdmUi1AEKD01lbW9yeVN0ZXBQb2ludBIMCgRzdGVwGAEgASgDEi4KBXJhbmdlGAIgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZVJhbmdlEhUKDWFsbG9jYXRlZF9lbmQYAyABKAMSFAoMcmVzZXJ2ZWRfZW5kGAQgASgDEhYKDmFsbG9jYXRlZF9wZWFrGAUgASgDEhcKD2FsbG9jYXRlZF9mbG9vchgGIAEoAxIVCg1yZXNlcnZlZF9wZWFrGAcgASgDEg4KBmV2ZW50cxgIIAEoBCLyAQoMTWVtb3J5R3Jvd3RoEjQKBXN0ZXBzGAEgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5U3RlcFBvaW50EhcKD2FsbG9jYXRlZF9zbG9wZRgCIAEoARIWCg5yZXNlcnZlZF9zbG9wZRgDIAEoARITCgtmbG9vcl9zbG9wZRgEIAEoARIYChBmbG9vcl9ncm93dGhfbWluGAUgASgDEhYKDmxlYWtfbWluX3N0ZXBzGAYgASgNEhwKFGxlYWtfdGhyZXNob2xkX2J5dGVzGAcgASgDEhYKDmxlYWtfc3VzcGVjdGVkGAggASgIIpkBChNNZW1vcnlGcmFnbWVudGF0aW9uEhQKDHBlYWtfdGltZV9ucxgBIAEoAxIWCg5wZWFrX2FsbG9jYXRlZBgCIAEoAxIVCg1wZWFrX3Jlc2VydmVkGAMgASgDEhUKDWF0X3BlYWtfYnl0ZXMYBCABKAMSEQoJbWF4X2J5dGVzGAUgASgDEhMKC21heF90aW1lX25zGAYgASgDIlEKEE1lbW9yeUFsaXZlR3JvdXASEAoIb3BlcmF0b3IYASABKAkSDQoFbGF5ZXIYAiABKAkSDQoFYnl0ZXMYAyABKAMSDQoFY291bnQYBCABKAQiwAEKC01lbW9yeUFsaXZlEg8KB3RpbWVfbnMYASABKAMSEQoJYWxsb2NhdGVkGAIgASgDEjYKBmdyb3VwcxgDIAMoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeUFsaXZlR3JvdXASFAoMb3RoZXJzX2J5dGVzGAQgASgDEhQKDG90aGVyc19jb3VudBgFIAEoBBIUCgxiZWZvcmVfdHJhY2UYBiABKAMSEwoLdW5hZGRyZXNzZWQYByABKAQiPwoKTWVtb3J5VmlldxIxCgZwbGFjZXMYASADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlQbGFjZSJXChFUaHJlYWRVc2VyRGVmaW5lZBIRCgl0aHJlYWRfaWQYASABKAMSLwoFaXRlbXMYAiADKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5FdmVudFN0YXRzInwKD1VzZXJEZWZpbmVkVmlldxIvCgVpdGVtcxgBIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkV2ZW50U3RhdHMSOAoHdGhyZWFkcxgCIAMoCzInLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRocmVhZFVzZXJEZWZpbmVkIpQBCghLaW5kU3RlcBIyCgRraW5kGAEgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDQoFY2FsbHMYAiABKAQSEQoJZGV2aWNlX25zGAMgASgDEg8KB2hvc3RfbnMYBCABKAMSEgoKZXhwb3NlZF9ucxgFIAEoAxINCgVieXRlcxgGIAEoBCLhAwoMUGFyYWxsZWxTdGVwEgwKBHN0ZXAYASABKAMSLgoFcmFuZ2UYAiABKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lUmFuZ2USEgoKY29tcHV0ZV9ucxgDIAEoAxIYChBjb21tdW5pY2F0aW9uX25zGAQgASgDEh8KF2hpZGRlbl9jb21tdW5pY2F0aW9uX25zGAUgASgDEiAKGGV4cG9zZWRfY29tbXVuaWNhdGlvbl9ucxgGIAEoAxIRCgltZW1vcnlfbnMYByABKAMSGQoRZXhwb3NlZF9tZW1vcnlfbnMYCCABKAMSDwoHaWRsZV9ucxgJIAEoAxItCgVraW5kcxgKIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLktpbmRTdGVwEhIKCnJ1bnRpbWVfbnMYCyABKAMSFQoNcnVudGltZV9jYWxscxgMIAEoBBIQCghsYXVuY2hlcxgNIAEoBBIPCgdzeW5jX25zGA4gASgDEhIKCnN5bmNfY2FsbHMYDyABKAQSDwoHa2VybmVscxgQIAEoBBIRCglrZXJuZWxfbnMYESABKAMSFQoNZGF0YWxvYWRlcl9ucxgSIAEoAxIXCg9maXJzdF9kZXZpY2VfbnMYEyABKAMivgIKE0NvbGxlY3RpdmVJbnN0YW5jZXMSNgoEa2luZBgBIAMoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kQgIQARIQCgRuYW1lGAIgAygNQgIQARIOCgJvcBgDIAMoDUICEAESEAoEc3RlcBgEIAMoEkICEAESEwoHb3JkaW5hbBgFIAMoDUICEAESFAoIc3RhcnRfbnMYBiADKANCAhABEhcKC2R1cmF0aW9uX25zGAcgAygDQgIQARIVCglkZXZpY2VfaWQYCCADKBJCAhABEhIKBnN0cmVhbRgJIAMoEkICEAESEQoFYnl0ZXMYCiADKARCAhABEjkKCWRpcmVjdGlvbhgLIAMoDjIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlAyUERpcmVjdGlvbkICEAEi3gIKDFBhcmFsbGVsVmlldxIwCgh0aW1lbGluZRgBIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lEjEKBXN0ZXBzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxTdGVwEj4KC2NvbGxlY3RpdmVzGAMgASgLMikudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUluc3RhbmNlcxINCgVuYW1lcxgEIAMoCRIwCgZwaGFzZXMYBSABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5QaGFzZVNwYW5zEjYKB3Byb2dyYW0YBiABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFByb2dyYW0SMAoGbWVtb3J5GAcgASgLMiAudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua01lbW9yeSJPCg9SYW5rTWVtb3J5UGxhY2USDQoFcGxhY2UYASABKAkSFgoOcGVha19hbGxvY2F0ZWQYAiABKAMSFQoNcGVha19yZXNlcnZlZBgDIAEoAyJDCgpSYW5rTWVtb3J5EjUKBnBsYWNlcxgBIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtNZW1vcnlQbGFjZSLiAwoPUGFyYWxsZWxQcm9ncmFtEhAKBGtpbmQYASADKA1CAhABEhAKBHN0ZXAYAiADKBJCAhABEhIKBnN0cmVhbRgDIAMoEkICEAESFAoIc3RhcnRfbnMYBCADKANCAhABEhcKC2R1cmF0aW9uX25zGAUgAygDQgIQARITCgdidXN5X25zGAYgAygDQgIQARISCgZldmVudHMYByADKA1CAhABEhcKC3N0cmVhbV9wcmVkGAggAygSQgIQARIZCg1zdHJlYW1fbGFnX25zGAkgAygDQgIQARIXCgtsYXVuY2hfcHJlZBgKIAMoEkICEAESGQoNbGF1bmNoX2xhZ19ucxgLIAMoA0ICEAESFgoKY3Jvc3NfcHJlZBgMIAMoEkICEAESGAoMY3Jvc3NfbGFnX25zGA0gAygDQgIQARIXCgt0YWlsX2xhZ19ucxgOIAMoA0ICEAESEwoHdGFpbF9ucxgPIAMoA0ICEAESFgoKY29sbGVjdGl2ZRgSIAMoEkICEAESEAoEbmFtZRgTIAMoDUICEAESEQoFcGhhc2UYFCADKA1CAhABEhUKCXdhaXRfcHJlZBgVIAMoEkICEAESFwoLd2FpdF9sYWdfbnMYFiADKANCAhABSgQIEBARSgQIERASIoECCgpQaGFzZVNwYW5zEhEKBXBoYXNlGAEgAygNQgIQARIQCgRzdGVwGAIgAygSQgIQARIZCg1ob3N0X3N0YXJ0X25zGAMgAygDQgIQARIXCgtob3N0X2VuZF9ucxgEIAMoA0ICEAESGwoPZGV2aWNlX3N0YXJ0X25zGAUgAygDQgIQARIZCg1kZXZpY2VfZW5kX25zGAYgAygDQgIQARIVCglrZXJuZWxfbnMYByADKANCAhABEhMKB2tlcm5lbHMYCCADKA1CAhABEhMKB3AycF9wdHIYCSADKA1CAhABEg8KA3AycBgKIAMoDUICEAESEAoEbmFtZRgLIAMoDUICEAEihwIKClJhbmtEaWdlc3QSFQoNZGlnZXN0X3NjaGVtYRgBIAEoDRItCgRtZXRhGAIgASgLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuVHJhY2VNZXRhEjQKCHBhcmFsbGVsGAMgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxWaWV3EjoKC2Rpc3RyaWJ1dGVkGAQgASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGlzdHJpYnV0ZWRWaWV3Ei4KBXN0ZXBzGAUgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTW9kZWxTdGVwEhEKCWRldmljZV9pZBgGIAEoBSJUCg1Db21tSW5zdGFuY2VzEjAKBGF4aXMYASADKA4yHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tQXhpc0ICEAESEQoFcGhhc2UYAiADKA1CAhABItEBCg1Db21tQmFuZHdpZHRoEiwKBGF4aXMYASABKA4yHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tQXhpcxIyCgRraW5kGAIgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDQoFY2FsbHMYAyABKAQSGAoQY2FsbHNfd2l0aF9ieXRlcxgEIAEoBBINCgVieXRlcxgFIAEoBBITCgtkdXJhdGlvbl9ucxgGIAEoAxIRCgltYXhfYWxnYncYByABKAEioQEKC0NvbW1PdmVybGFwEg4KBnN0cmVhbRgBIAEoAxIsCgRheGlzGAIgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUF4aXMSDQoFcGhhc2UYAyABKA0SDQoFY2FsbHMYBCABKAQSDwoHdGltZV9ucxgFIAEoAxIRCgloaWRkZW5fbnMYBiABKAMSEgoKZXhwb3NlZF9ucxgHIAEoAyKJAgoMTGF1bmNoU3RyZWFtEhEKCWRldmljZV9pZBgBIAEoAxIOCgZzdHJlYW0YAiABKAMSEAoIbGF1bmNoZWQYAyABKAQSDgoGcDUwX25zGAQgASgDEg4KBnA5MF9ucxgFIAEoAxIOCgZtYXhfbnMYBiABKAMSEQoJbWF4X3F1ZXVlGAcgASgEEhIKCm1lYW5fcXVldWUYCCABKAESEgoKc3RhcnZlZF9ucxgJIAEoAxIUCgxzdGFydmVkX2dhcHMYCiABKAQSDwoHc3Bhbl9ucxgLIAEoAxIZCg1xdWV1ZV90aW1lX25zGAwgAygDQgIQARIXCgtxdWV1ZV9kZXB0aBgNIAMoDUICEAEibwoJSG9zdFN0YWxsEgwKBHN0ZXAYASABKAMSEAoIc3RhcnRfbnMYAiABKAMSEwoLZHVyYXRpb25fbnMYAyABKAMSDgoGYmVmb3JlGAQgASgNEg0KBWFmdGVyGAUgASgNEg4KBndpdGhpbhgGIAEoDSKxAQoKSG9zdFN0YWxscxIUCgx0aHJlc2hvbGRfbnMYASABKAMSEAoIbWFpbl90aWQYAiABKAMSDQoFc3RlcHMYAyABKAQSGAoQc3RlcHNfd2l0aF9zdGFsbBgEIAEoBBISCgpzdGFsbGVkX25zGAUgASgDEi8KBnN0YWxscxgGIAMoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkhvc3RTdGFsbBINCgVuYW1lcxgHIAMoCSKZAgoIQ29tbVZpZXcSNgoJaW5zdGFuY2VzGAEgASgLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUluc3RhbmNlcxI2CgliYW5kd2lkdGgYAiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tQmFuZHdpZHRoEjIKB292ZXJsYXAYAyADKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tT3ZlcmxhcBIyCgZsYXVuY2gYBCADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5MYXVuY2hTdHJlYW0SNQoLaG9zdF9zdGFsbHMYBSABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Ib3N0U3RhbGxzKo4CCg5Db2xsZWN0aXZlS2luZBIfChtDT0xMRUNUSVZFX0tJTkRfVU5TUEVDSUZJRUQQABIeChpDT0xMRUNUSVZFX0tJTkRfQUxMX1JFRFVDRRABEh4KGkNPTExFQ1RJVkVfS0lORF9BTExfR0FUSEVSEAISIgoeQ09MTEVDVElWRV9LSU5EX1JFRFVDRV9TQ0FUVEVSEAMSHQoZQ09MTEVDVElWRV9LSU5EX0JST0FEQ0FTVBAEEh0KGUNPTExFQ1RJVkVfS0lORF9TRU5EX1JFQ1YQBRIeChpDT0xMRUNUSVZFX0tJTkRfQUxMX1RPX0FMTBAGEhkKFUNPTExFQ1RJVkVfS0lORF9PVEhFUhAHKl0KDFAyUERpcmVjdGlvbhIdChlQMlBfRElSRUNUSU9OX1VOU1BFQ0lGSUVEEAASFgoSUDJQX0RJUkVDVElPTl9TRU5EEAESFgoSUDJQX0RJUkVDVElPTl9SRUNWEAIqTAoIVGltZWxpbmUSGAoUVElNRUxJTkVfVU5TUEVDSUZJRUQQABITCg9USU1FTElORV9ERVZJQ0UQARIRCg1USU1FTElORV9IT1NUEAIqsgEKCENvbW1BeGlzEhkKFUNPTU1fQVhJU19VTlNQRUNJRklFRBAAEhAKDENPTU1fQVhJU19NUBABEhAKDENPTU1fQVhJU19EUBACEhAKDENPTU1fQVhJU19QUBADEhYKEkNPTU1fQVhJU19QUF9HUk9VUBAEEhYKEkNPTU1fQVhJU19TSEFSRElORxAFEhAKDENPTU1fQVhJU19FUBAGEhMKD0NPTU1fQVhJU19PVEhFUhAHYgZwcm90bzM");
 
 /**
  * @generated from message tb_paddle_profile.v1.Summary
@@ -87,6 +87,14 @@ export type Summary = Message<"tb_paddle_profile.v1.Summary"> & {
    * @generated from field: tb_paddle_profile.v1.ParallelView parallel = 11;
    */
   parallel?: ParallelView | undefined;
+
+  /**
+   * Not a Paddle table: communication by communicator, launch latency per
+   * stream and host stalls (docs/communication.md).
+   *
+   * @generated from field: tb_paddle_profile.v1.CommView comm = 12;
+   */
+  comm?: CommView | undefined;
 };
 
 /**
@@ -2305,6 +2313,375 @@ export const RankDigestSchema: GenMessage<RankDigest> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_summary, 45);
 
 /**
+ * Per collective instance (entry i describes ParallelView.collectives[i]).
+ *
+ * @generated from message tb_paddle_profile.v1.CommInstances
+ */
+export type CommInstances = Message<"tb_paddle_profile.v1.CommInstances"> & {
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.CommAxis axis = 1 [packed = true];
+   */
+  axis: CommAxis[];
+
+  /**
+   * 0 other, 1 forward, 2 backward, 3 optimization: the outermost such host
+   * event around its launch.
+   *
+   * @generated from field: repeated uint32 phase = 2 [packed = true];
+   */
+  phase: number[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.CommInstances.
+ * Use `create(CommInstancesSchema)` to create a new message.
+ */
+export const CommInstancesSchema: GenMessage<CommInstances> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 46);
+
+/**
+ * One communicator kind and collective kind of one rank, all steps.
+ *
+ * @generated from message tb_paddle_profile.v1.CommBandwidth
+ */
+export type CommBandwidth = Message<"tb_paddle_profile.v1.CommBandwidth"> & {
+  /**
+   * @generated from field: tb_paddle_profile.v1.CommAxis axis = 1;
+   */
+  axis: CommAxis;
+
+  /**
+   * @generated from field: tb_paddle_profile.v1.CollectiveKind kind = 2;
+   */
+  kind: CollectiveKind;
+
+  /**
+   * @generated from field: uint64 calls = 3;
+   */
+  calls: bigint;
+
+  /**
+   * Calls whose bytes the trace tells (input shapes of the issuing operator).
+   *
+   * @generated from field: uint64 calls_with_bytes = 4;
+   */
+  callsWithBytes: bigint;
+
+  /**
+   * @generated from field: uint64 bytes = 5;
+   */
+  bytes: bigint;
+
+  /**
+   * Plain sum of the durations of the calls with bytes (device kernels; host
+   * events on the host timeline).
+   *
+   * @generated from field: int64 duration_ns = 6;
+   */
+  durationNs: bigint;
+
+  /**
+   * The fastest call with bytes: its algorithm bandwidth (bytes per second).
+   *
+   * @generated from field: double max_algbw = 7;
+   */
+  maxAlgbw: number;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.CommBandwidth.
+ * Use `create(CommBandwidthSchema)` to create a new message.
+ */
+export const CommBandwidthSchema: GenMessage<CommBandwidth> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 47);
+
+/**
+ * Communication of one stream, communicator and phase of one rank, all steps.
+ *
+ * @generated from message tb_paddle_profile.v1.CommOverlap
+ */
+export type CommOverlap = Message<"tb_paddle_profile.v1.CommOverlap"> & {
+  /**
+   * Device stream (-1: host communication events).
+   *
+   * @generated from field: int64 stream = 1;
+   */
+  stream: bigint;
+
+  /**
+   * @generated from field: tb_paddle_profile.v1.CommAxis axis = 2;
+   */
+  axis: CommAxis;
+
+  /**
+   * @generated from field: uint32 phase = 3;
+   */
+  phase: number;
+
+  /**
+   * @generated from field: uint64 calls = 4;
+   */
+  calls: bigint;
+
+  /**
+   * Union of its instances' intervals.
+   *
+   * @generated from field: int64 time_ns = 5;
+   */
+  timeNs: bigint;
+
+  /**
+   * The part of time_ns while some compute kernel runs (host timeline: some
+   * non-communication operator outside communication).
+   *
+   * @generated from field: int64 hidden_ns = 6;
+   */
+  hiddenNs: bigint;
+
+  /**
+   * @generated from field: int64 exposed_ns = 7;
+   */
+  exposedNs: bigint;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.CommOverlap.
+ * Use `create(CommOverlapSchema)` to create a new message.
+ */
+export const CommOverlapSchema: GenMessage<CommOverlap> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 48);
+
+/**
+ * Launch latency and launch queue of one device stream.
+ *
+ * @generated from message tb_paddle_profile.v1.LaunchStream
+ */
+export type LaunchStream = Message<"tb_paddle_profile.v1.LaunchStream"> & {
+  /**
+   * @generated from field: int64 device_id = 1;
+   */
+  deviceId: bigint;
+
+  /**
+   * @generated from field: int64 stream = 2;
+   */
+  stream: bigint;
+
+  /**
+   * Kernels, memcpy and memset with a launching runtime call.
+   *
+   * @generated from field: uint64 launched = 3;
+   */
+  launched: bigint;
+
+  /**
+   * Latency: the device event's start minus its runtime call's start.
+   *
+   * @generated from field: int64 p50_ns = 4;
+   */
+  p50Ns: bigint;
+
+  /**
+   * @generated from field: int64 p90_ns = 5;
+   */
+  p90Ns: bigint;
+
+  /**
+   * @generated from field: int64 max_ns = 6;
+   */
+  maxNs: bigint;
+
+  /**
+   * Queue: events launched but not started. Its maximum and its time-weighted
+   * mean over the stream's span (first launch to last start).
+   *
+   * @generated from field: uint64 max_queue = 7;
+   */
+  maxQueue: bigint;
+
+  /**
+   * @generated from field: double mean_queue = 8;
+   */
+  meanQueue: number;
+
+  /**
+   * Starvation: gaps where the stream is idle and its next event has not been
+   * launched yet (the GPU waits for the host); the part of each gap before
+   * the launch, summed, and how many such gaps exceed STARVE_MIN_NS.
+   *
+   * @generated from field: int64 starved_ns = 9;
+   */
+  starvedNs: bigint;
+
+  /**
+   * @generated from field: uint64 starved_gaps = 10;
+   */
+  starvedGaps: bigint;
+
+  /**
+   * The span measured: the stream's first launch to its last event's end.
+   *
+   * @generated from field: int64 span_ns = 11;
+   */
+  spanNs: bigint;
+
+  /**
+   * The queue over time, as steps: depth queue_depth[i] from queue_time_ns[i]
+   * on (at most MAX_QUEUE_POINTS points, each the largest depth of its bin).
+   *
+   * @generated from field: repeated int64 queue_time_ns = 12 [packed = true];
+   */
+  queueTimeNs: bigint[];
+
+  /**
+   * @generated from field: repeated uint32 queue_depth = 13 [packed = true];
+   */
+  queueDepth: number[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.LaunchStream.
+ * Use `create(LaunchStreamSchema)` to create a new message.
+ */
+export const LaunchStreamSchema: GenMessage<LaunchStream> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 49);
+
+/**
+ * A gap on the main thread with no CUDA runtime call (no launch, no sync, no
+ * copy), longer than the threshold. Before / after: the innermost host event
+ * around the runtime call just before / after the gap.
+ *
+ * @generated from message tb_paddle_profile.v1.HostStall
+ */
+export type HostStall = Message<"tb_paddle_profile.v1.HostStall"> & {
+  /**
+   * @generated from field: int64 step = 1;
+   */
+  step: bigint;
+
+  /**
+   * @generated from field: int64 start_ns = 2;
+   */
+  startNs: bigint;
+
+  /**
+   * @generated from field: int64 duration_ns = 3;
+   */
+  durationNs: bigint;
+
+  /**
+   * @generated from field: uint32 before = 4;
+   */
+  before: number;
+
+  /**
+   * @generated from field: uint32 after = 5;
+   */
+  after: number;
+
+  /**
+   * Index into HostStalls.names: the innermost host event of the thread
+   * holding the gap's middle ("" none).
+   *
+   * @generated from field: uint32 within = 6;
+   */
+  within: number;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.HostStall.
+ * Use `create(HostStallSchema)` to create a new message.
+ */
+export const HostStallSchema: GenMessage<HostStall> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 50);
+
+/**
+ * @generated from message tb_paddle_profile.v1.HostStalls
+ */
+export type HostStalls = Message<"tb_paddle_profile.v1.HostStalls"> & {
+  /**
+   * @generated from field: int64 threshold_ns = 1;
+   */
+  thresholdNs: bigint;
+
+  /**
+   * @generated from field: int64 main_tid = 2;
+   */
+  mainTid: bigint;
+
+  /**
+   * Steps measured, and those with at least one stall.
+   *
+   * @generated from field: uint64 steps = 3;
+   */
+  steps: bigint;
+
+  /**
+   * @generated from field: uint64 steps_with_stall = 4;
+   */
+  stepsWithStall: bigint;
+
+  /**
+   * @generated from field: int64 stalled_ns = 5;
+   */
+  stalledNs: bigint;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.HostStall stalls = 6;
+   */
+  stalls: HostStall[];
+
+  /**
+   * @generated from field: repeated string names = 7;
+   */
+  names: string[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.HostStalls.
+ * Use `create(HostStallsSchema)` to create a new message.
+ */
+export const HostStallsSchema: GenMessage<HostStalls> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 51);
+
+/**
+ * @generated from message tb_paddle_profile.v1.CommView
+ */
+export type CommView = Message<"tb_paddle_profile.v1.CommView"> & {
+  /**
+   * @generated from field: tb_paddle_profile.v1.CommInstances instances = 1;
+   */
+  instances?: CommInstances | undefined;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.CommBandwidth bandwidth = 2;
+   */
+  bandwidth: CommBandwidth[];
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.CommOverlap overlap = 3;
+   */
+  overlap: CommOverlap[];
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.LaunchStream launch = 4;
+   */
+  launch: LaunchStream[];
+
+  /**
+   * @generated from field: tb_paddle_profile.v1.HostStalls host_stalls = 5;
+   */
+  hostStalls?: HostStalls | undefined;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.CommView.
+ * Use `create(CommViewSchema)` to create a new message.
+ */
+export const CommViewSchema: GenMessage<CommView> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_summary, 52);
+
+/**
  * What a communication event does, from its operator or kernel name.
  *
  * @generated from enum tb_paddle_profile.v1.CollectiveKind
@@ -2422,4 +2799,73 @@ export enum Timeline {
  */
 export const TimelineSchema: GenEnum<Timeline> = /*@__PURE__*/
   enumDesc(file_tb_paddle_profile_v1_summary, 2);
+
+/**
+ * Which parallel group a collective instance belongs to, as told by its kind,
+ * its phase and its stream within one rank's trace (a rule, not a recorded fact).
+ *
+ * @generated from enum tb_paddle_profile.v1.CommAxis
+ */
+export enum CommAxis {
+  /**
+   * @generated from enum value: COMM_AXIS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Model (tensor) parallel: all-reduces launched in the forward phase, and
+   * every instance of their stream.
+   *
+   * @generated from enum value: COMM_AXIS_MP = 1;
+   */
+  MP = 1,
+
+  /**
+   * Data parallel: gradient all-reduces launched in the backward phase on a
+   * stream without forward all-reduces.
+   *
+   * @generated from enum value: COMM_AXIS_DP = 2;
+   */
+  DP = 2,
+
+  /**
+   * Pipeline parallel: send/recv.
+   *
+   * @generated from enum value: COMM_AXIS_PP = 3;
+   */
+  PP = 3,
+
+  /**
+   * The pipeline's group (loss broadcast, gradient-clip all-reduce): other
+   * all-reduces and broadcasts of a rank that also sends/receives.
+   *
+   * @generated from enum value: COMM_AXIS_PP_GROUP = 4;
+   */
+  PP_GROUP = 4,
+
+  /**
+   * Reduce-scatter and all-gather (sharding stages, sequence parallel).
+   *
+   * @generated from enum value: COMM_AXIS_SHARDING = 5;
+   */
+  SHARDING = 5,
+
+  /**
+   * All-to-all (expert parallel).
+   *
+   * @generated from enum value: COMM_AXIS_EP = 6;
+   */
+  EP = 6,
+
+  /**
+   * @generated from enum value: COMM_AXIS_OTHER = 7;
+   */
+  OTHER = 7,
+}
+
+/**
+ * Describes the enum tb_paddle_profile.v1.CommAxis.
+ */
+export const CommAxisSchema: GenEnum<CommAxis> = /*@__PURE__*/
+  enumDesc(file_tb_paddle_profile_v1_summary, 3);
 
