@@ -33,7 +33,7 @@ from ...v1 import whatif_pb2 as wpb
 from .. import program as P
 from ..collectives import KIND_LABELS
 from . import topology
-from .build import _match_with_clocks
+from .steps import _match_with_clocks
 from .load import as_digests, load_ranks
 from .match import SEND_RECV, split_pipeline_unions
 from .model import RankData, Topology

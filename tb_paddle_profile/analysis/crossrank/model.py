@@ -10,7 +10,7 @@
   offsets into the members' rank index and instance index columns, members by rank index), so
   that nothing is done per group in Python; ``Flat.group(i)`` gives one as a ``Group``.
 * ``MatchResult``: every group, the clock offsets that were applied, coverage, notes (the fields
-  the modules exchange are returned directly by ``build._match_with_clocks``).
+  the modules exchange are returned directly by ``steps._match_with_clocks``).
 * ``Topology``: process groups and each rank's coordinate.
 
 Times are ns. ``start``/``end`` are absolute (origin_unix_ns + relative) **before** any clock

@@ -40,7 +40,7 @@ def round_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def figures(st) -> List[Dict[str, int]]:
     """Per rank index, its figures: means over its steps (0 without any). ``st``: the steps of every
-    rank as rows (build._Steps: ``ptr``, ``count``, ``first_device``, ``col(field)``)."""
+    rank as rows (steps._Steps: ``ptr``, ``count``, ``first_device``, ``col(field)``)."""
     n = st.count.size
     steps = np.maximum(1, st.count)
 

@@ -34,7 +34,7 @@ from ...v1 import whatif_pb2 as wpb
 from .. import program as P
 from ..collectives import ALL_REDUCE
 from . import verdict
-from .build import _Steps
+from .steps import _Steps
 from .critical_path import Graph
 
 TITLES = {
