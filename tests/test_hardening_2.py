@@ -568,3 +568,44 @@ def test_swapped_timeline_indexes_are_told_apart(tmp_path):
             assert TimelineIndex(str(cache.index_path(f.key))).header["trace"] == f.key.digest()
     finally:
         os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)
+
+
+def test_concurrent_preprocess_runs_parse_each_trace_once(tmp_path):
+    """TensorBoard plus two preprocess on one cache parsed 15 files 37 times (the README says once):
+    each job now takes the file's claim in the cache; another process waits for its entry."""
+    import subprocess
+    import sys
+
+    from plugin_testlib import make_plugin, ready
+
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    data = EXAMPLE.read_bytes()
+    names = [f"host_n{i}pid_{100 + i}_time_2026_11_29_09_29_12_650159.paddle_trace.json" for i in range(8)]
+    for name in names:
+        (logdir / name).write_bytes(data)
+    log = tmp_path / "parses.log"
+    env = dict(os.environ, TB_PADDLE_PROFILE_PARSE_LOG=str(log), TB_PADDLE_PROFILE_CACHE=str(tmp_path / "cache"))
+    cmd = [sys.executable, "-m", "tb_paddle_profile", "preprocess", "--jobs", "2", str(logdir)]
+    procs = [subprocess.Popen(cmd, env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    saved = {k: os.environ.get(k) for k in ("TB_PADDLE_PROFILE_PARSE_LOG", "TB_PADDLE_PROFILE_CACHE")}
+    os.environ.update(TB_PADDLE_PROFILE_PARSE_LOG=str(log), TB_PADDLE_PROFILE_CACHE=str(tmp_path / "cache"))
+    try:
+        plugin, _ = make_plugin(logdir)  # TensorBoard at the same time
+        try:
+            ready(plugin)
+        finally:
+            plugin.close()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err.decode()
+        assert out.decode().startswith("8 of 8 traces"), out.decode()
+    parsed = log.read_text().splitlines()
+    assert sorted(parsed) == sorted(names), parsed  # once each

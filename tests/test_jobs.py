@@ -69,7 +69,7 @@ def test_one_parse_gives_the_summary_the_digest_and_the_timeline_index(logdir, t
     # The index is the one the timeline builds from its own parse of the trace.
     assert out.index_path == str(cache.index_path(f.key))
     built = tmp_path / "alone.tl"
-    timeline.build_file_index(Path(f.path).read_bytes, f.file_name, str(built))
+    timeline.build_file_index(Path(f.path).read_bytes, f.file_name, str(built), trace=f.key.digest())
     assert Path(out.index_path).read_bytes() == built.read_bytes()
 
     again = jobs.run_job(_spec(f, cache_dir))

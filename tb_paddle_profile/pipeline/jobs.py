@@ -20,6 +20,10 @@ Signature (stable; the plugin's loader, ``preprocess``, the CLI and the Dask run
 - ``force``: parse even when the cache already holds the entry (the index went missing);
 - ``recent``: the file was modified recently (a truncated one is then "growing", not failed);
 - ``parse_workers``: processes/threads that decode a large file together (reader.read_trace);
+- ``claim_owner``: who parses (one loader, one ``preprocess``: cache_store.new_owner()). With a local
+  cache, the job takes the file's claim in it before parsing, so that processes sharing the cache
+  (TensorBoard and ``preprocess`` runs) parse each trace once: a file claimed by another owner is
+  waited for until its entry appears (then read from the cache) or the claim lapses (then parsed here);
 - ``inflate_share``: how many jobs may run at once on this machine: a .gz is inflated at most to
   reader.max_inflate_bytes(inflate_share) (the memory divided among them, counted in bytes produced);
 - ``return_data``: the outcome carries the summary's and the digest's bytes.
@@ -43,6 +47,8 @@ A failed trace (TraceError) gets only its failure entry.
 from __future__ import annotations
 
 import os
+import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
@@ -70,6 +76,7 @@ class JobSpec:
     parse_workers: int = 1
     return_data: bool = True
     inflate_share: int = 1
+    claim_owner: str = ""
 
 
 @dataclass
@@ -189,11 +196,73 @@ def _store(spec: JobSpec, cache: SummaryCache, fs, result: CachedResult, digest:
 
 
 def _run(spec: JobSpec) -> JobOutcome:
-    from tb_paddle_profile.core import paths
-
     cache = SummaryCache(spec.cache_dir, sidecar=spec.sidecar, limit=0)  # the caller bounds the folder
     if not spec.force and cache.cache_dir is not None:
         found = _from_cache(spec, cache)
+        if found is not None:
+            return found
+    claim = _claim(spec, cache)
+    if isinstance(claim, JobOutcome):
+        return claim
+    try:
+        return _run_claimed(spec, cache)
+    finally:
+        if claim is not None:
+            claim.release()
+
+
+CLAIM_WAIT_S = 1.0  # a file claimed by another process is looked at again this often
+
+
+class _Claim:
+    """The claim on one file in a local cache, renewed every third of its time to live until released."""
+
+    def __init__(self, store, key: CacheKey, claim: dict, owner: str):
+        from tb_paddle_profile.store.cache_store import CLAIM_TTL_S
+
+        self._store, self._key, self._owner = store, key, owner
+        self._stop = threading.Event()
+
+        def renew():
+            while not self._stop.wait(CLAIM_TTL_S / 3):
+                try:
+                    store.renew(key, claim, CLAIM_TTL_S)
+                except OSError:
+                    pass  # the next beat tries again
+
+        threading.Thread(target=renew, name="tbpp-job-claim", daemon=True).start()
+
+    def release(self) -> None:
+        self._stop.set()
+        self._store.release(self._key, self._owner)
+
+
+def _claim(spec: JobSpec, cache: SummaryCache):
+    """None (no claim wanted), the _Claim taken, or the outcome of the entry another process wrote
+    while this one waited for its claim."""
+    if not spec.claim_owner or cache.cache_dir is None:
+        return None
+    from tb_paddle_profile.store.cache_store import CacheStore
+
+    store = CacheStore(str(cache.cache_dir))
+    while True:
+        try:
+            held, claim = store.claim(spec.key, spec.claim_owner)
+        except OSError:
+            return None  # claims cannot be written here: parse without one
+        if held:
+            return _Claim(store, spec.key, claim, spec.claim_owner)
+        time.sleep(CLAIM_WAIT_S)
+        found = None if spec.force else _from_cache(spec, cache)
+        if found is not None:
+            return found
+
+
+def _run_claimed(spec: JobSpec, cache: SummaryCache) -> JobOutcome:
+    from tb_paddle_profile.core import paths
+
+    if not spec.force and cache.cache_dir is not None and spec.claim_owner:
+        found = _from_cache(spec, cache)  # written by another process just before our claim
         if found is not None:
             return found
     fs = _filesystem(spec)

@@ -48,6 +48,7 @@ from tb_paddle_profile.core import settings
 from tb_paddle_profile.core import paths
 from tb_paddle_profile.store.lru import SizedLRU
 from tb_paddle_profile.store.cache import CacheKey, CachedResult, SummaryCache
+from tb_paddle_profile.store.cache_store import new_owner
 from tb_paddle_profile.core.errors import our_bug
 from tb_paddle_profile.pipeline.jobs import JobSpec, run_job
 from tb_paddle_profile.trace.reader import inflated_size
@@ -293,6 +294,7 @@ class Loader:
         self._pool_error = ""  # why no worker process could be started, while that lasts
         self._pool_fails = 0
         self._pool_retry_at = 0.0
+        self._owner = new_owner()  # of its jobs' claims in the cache (jobs.py): a retry takes its own again
         self.stats: Dict[str, int] = collections.Counter()
         self._thread = threading.Thread(target=self._dispatch_loop, name="paddle-profile-loader", daemon=True)
         self._thread.start()
@@ -754,7 +756,8 @@ class Loader:
                            cache_dir=str(self.cache.cache_dir) if self.cache.cache_dir is not None else None,
                            sidecar=self.cache.sidecar, fs=self.fs, root=self._root_of(f),
                            index=self.index or force, index_dir=self._index_dir(), force=force,
-                           recent=recent, parse_workers=share, inflate_share=self.max_workers)
+                           recent=recent, parse_workers=share, inflate_share=self.max_workers,
+                           claim_owner=self._owner)
             job = pool.submit(run_job, spec)
         except Exception as err:  # no worker process could be started: no file's fault, retried
             self._pool_failed(e, err)

@@ -122,10 +122,12 @@ def _parse(read_bytes, file_name: str, parse_workers: int = 1):
     return build_index(tables, tree)
 
 
-def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int = 1) -> dict:
+def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int = 1, trace: str = "") -> dict:
     """Worker side: parse the trace (`parse_workers` cores reading a large file together) and
-    write its index to ``target`` atomically."""
+    write its index to ``target`` atomically (``trace``: the CacheKey digest the index names)."""
     header, arrays = _parse(read_bytes, file_name, parse_workers)
+    if trace:
+        header = dict(header, trace=trace)
     size = write_index(target, header, arrays)
     return {"events": int(len(arrays["ev_start"])), "bytes": size}
 
