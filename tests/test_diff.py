@@ -403,3 +403,28 @@ def test_operators_match_by_name_and_input_shapes(shared_traces, tmp_path, cache
     assert all(r["status"] == "new" for r in rows if "[[2,3]]" in r["input_shapes"])
     assert any(r["status"] == "" and "[[2,2]]" in r["input_shapes"] for r in rows)
     assert {r["status"] for r in rows} == {"", "new", "removed"}
+
+
+def test_shares_of_a_change_near_zero_are_not_percentages():
+    """Two parts that cancel (+3 ms compute, −2.99 ms waiting: the step 6.5 µs slower of 30 ms) gave "share of
+    change 45925.7 %" (issue 26.5): below 1 % of the baseline step the shares are missing and a note says why;
+    a real change keeps them (they add up to 100 %)."""
+    from tb_paddle_profile.analysis.diff import Decomposition, Group
+    from tb_paddle_profile.present.display.cells import format_cell, sentence_text
+    from tb_paddle_profile.present.display.diff import decomposition_table
+
+    keys = ["compute", "waiting"]
+
+    def table(compute_delta, waiting_delta):
+        g = Group("job", "job", {"compute": 20e6, "waiting": 10e6},
+                  {"compute": 20e6 + compute_delta, "waiting": 10e6 + waiting_delta})
+        return decomposition_table(Decomposition(keys=keys, total=g))
+
+    t = table(3e6, -2.9935e6)
+    col = [c.key for c in t.columns].index("share")
+    assert [r.cells[col].missing for r in t.rows] == [True, True, True]
+    assert all("%" not in format_cell(t.columns[col], r.cells[col]) for r in t.rows)
+    assert any("share" in sentence_text(n) for n in t.notes)
+    t = table(3e6, -1e6)
+    shares = [r.cells[col].number for r in t.rows]
+    assert shares == pytest.approx([1.5, -0.5, 1.0]) and not any("share" in sentence_text(n) for n in t.notes)

@@ -173,3 +173,38 @@ def test_cli_on_a_folder_without_traces(tmp_path, capsys):
     assert cli.main(["whatif", str(tmp_path), "--no-cache"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(tmp_path) in err[0]
+
+
+def test_the_headline_is_the_largest_per_step_saving_and_names_the_straggler(base_run):
+    """Per-step and per-sample savings apart (issue 26.5): BASE's largest saving is per sample (twice the
+    micro-batches); the headline is the largest per-step one, and the straggler's own estimate with its rank."""
+    from tb_paddle_profile.present.display.cells import format_cell, sentence_text
+    from tb_paddle_profile.present.display.whatif import whatif_display
+
+    _, w = base_run
+    applicable = [x for x in w.what_ifs if x.applicable and x.saving_ns > 0]
+    per_step = [x for x in applicable if not x.per_sample]
+    best = max(per_step, key=lambda x: x.saving_ns)
+    twice = _get(w, wpb.WHAT_IF_DOUBLE_MICRO_BATCHES)
+    assert twice.per_sample and twice.saving_ns > best.saving_ns   # the case of the issue
+    view = whatif_display(w).views[0]
+    by_key = {s.key: s for s in view.sentences}
+    head = sentence_text(by_key["whatif.best"])
+    assert best.title in head and twice.title not in head and "per sample" not in head
+    assert f"{best.saving_ns / 1e6:.2f}" in head
+    straggler = _get(w, wpb.WHAT_IF_STRAGGLER)
+    assert straggler.applicable and straggler.rank == BASE.slow_rank
+    own = by_key["whatif.best"] if best.kind == wpb.WHAT_IF_STRAGGLER else by_key["whatif.best.straggler"]
+    assert [s.rank for s in own.spans if s.is_rank] == [straggler.rank]
+    assert f"{straggler.saving_ns / 1e6:.2f}" in sentence_text(own)
+    # the table: a per-step column and a per-sample column, each row filled in one of them
+    (t,) = [t for t in view.tables if t.key == "whatif"]
+    col = {c.key: i for i, c in enumerate(t.columns)}
+    for row, x in zip(t.rows, w.what_ifs):
+        if not x.applicable:
+            continue
+        per, other = ("saving_per_sample", "saving") if x.per_sample else ("saving", "saving_per_sample")
+        assert row.cells[col[per]].number == x.saving_ns and not row.cells[col[per]].missing
+        assert row.cells[col[other]].missing and row.cells[col[other + "_pct"]].missing
+        assert format_cell(t.columns[col[per + "_pct"]], row.cells[col[per + "_pct"]]) == f"{100 * x.saving_fraction:.1f}%"
+    assert "rank" in t.rows[[x.kind for x in w.what_ifs].index(wpb.WHAT_IF_STRAGGLER)].cells[col["change"]].text

@@ -42,6 +42,9 @@ PRIMARY = ("calls", "time_ns", "utilization", "value", "cpu_total_ns", "gpu_tota
 # Numeric columns that name the row rather than measure it (model_steps: the step number).
 IDENTITY = ("step",)
 _SIDES = ("baseline", "candidate")
+# The share of the change is a part's delta ÷ the step's: printed only when the step changed by at least this
+# fraction of the baseline step (and 1 µs); below it the parts' changes cancel and a share means nothing.
+SHARE_MIN_CHANGE = 0.01
 _NEW, _REMOVED = "new", "removed"
 
 
@@ -327,17 +330,22 @@ def decomposition_table(d: Decomposition, workers: Tuple[str, str] = ("", "")) -
     t.text.CopyFrom(dpb.TextLayout(style="paddle", time_unit_line=True, closing_separator=True, blank_lines_after=1))
     _header_widths(t)
     change = d.change
-    for k in sorted(keys, key=lambda k: -abs(g.delta(k) or 0.0)):
-        b, c = (g.baseline or {}).get(k, 0.0), (g.candidate or {}).get(k, 0.0)
-        delta = g.delta(k)
-        t.rows.add(cells=[text(part_label(k)), num(b), num(c), num(delta), num(delta / b if b and delta is not None
-                                                                                 else None),
-                          num(delta / change if change and delta is not None else None)], id=k,
-                   link=diff_link(workers[0], workers[1], ""))
     b, c = g.step("baseline") or 0.0, g.step("candidate") or 0.0
+    shared = abs(change) >= max(1000.0, SHARE_MIN_CHANGE * abs(b))
+    for k in sorted(keys, key=lambda k: -abs(g.delta(k) or 0.0)):
+        pb_, pc = (g.baseline or {}).get(k, 0.0), (g.candidate or {}).get(k, 0.0)
+        delta = g.delta(k)
+        t.rows.add(cells=[text(part_label(k)), num(pb_), num(pc), num(delta),
+                          num(delta / pb_ if pb_ and delta is not None else None),
+                          num(delta / change if shared and delta is not None else None)], id=k,
+                   link=diff_link(workers[0], workers[1], ""))
     t.rows.add(cells=[text("step time"), num(b), num(c), num(c - b), num((c - b) / b if b else None),
-                      num(1.0 if change else None)], role=dpb.ROW_TOTAL, id="step",
+                      num(1.0 if shared else None)], role=dpb.ROW_TOTAL, id="step",
                link=diff_link(workers[0], workers[1], ""))
+    if not shared and keys:
+        t.notes.append(sentence([f"No share of the change: the step time changed by less than "
+                                 f"{SHARE_MIN_CHANGE:.0%} of the baseline's (", val(change, DURATION, style="unit"),
+                                 "), the parts' changes cancel."], key="diff.share", level="note"))
     return t
 
 

@@ -10,24 +10,33 @@ from typing import List
 from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
-from tb_paddle_profile.present.display.cells import DURATION, PERCENT, sentence, val
+from tb_paddle_profile.present.display.cells import DURATION, PERCENT, rank, sentence, val
 from tb_paddle_profile.present.display.parallel import _row, _table, col, count, dur, pct
 from tb_paddle_profile.present.display.schedule import mfu_tables, schedule_sentences, schedule_tables
 
 
+def _change_label(x: wpb.WhatIf) -> str:
+    """The estimate's title, and the rank it changes (the straggler's own row)."""
+    return f"{x.title} (rank {x.rank})" if x.rank >= 0 else x.title
+
+
 def _whatif_table(w: wpb.RunWhatIf) -> dpb.Table:
     t = _table("whatif", "What-if estimates", [
-        col("change", "Change"), dur("step", "Step"), dur("new_step", "New step"), dur("saving", "Saving"),
-        pct("saving_pct", "Saving %"), col("assumption", "Assumption", text_hidden=True)],
+        col("change", "Change"), dur("step", "Step"), dur("new_step", "New step"), dur("saving", "Saving per step"),
+        pct("saving_pct", "Per step %"), dur("saving_per_sample", "Saving per sample"),
+        pct("saving_per_sample_pct", "Per sample %"), col("assumption", "Assumption", text_hidden=True)],
         notes=[sentence(["Step = the job's mean step time replayed (mean over ranks and steps). Twice the "
-                         "micro-batches: the new step does twice the work; its saving is per sample."])],
+                         "micro-batches: the new step does twice the work; its saving is per sample, apart from "
+                         "the savings per step."])],
         empty="No what-if: the run has no step to replay.")
     for x in w.what_ifs:
         if x.applicable:
-            _row(t, [x.title, x.step_ns, x.new_step_ns, x.saving_ns, x.saving_fraction, x.assumption],
-                 id=wpb.WhatIfKind.Name(x.kind))
+            step = [None, None] if x.per_sample else [x.saving_ns, x.saving_fraction]
+            sample = [x.saving_ns, x.saving_fraction] if x.per_sample else [None, None]
+            _row(t, [_change_label(x), x.step_ns, x.new_step_ns] + step + sample + [x.assumption],
+                 id=wpb.WhatIfKind.Name(x.kind), link=f"rank:{x.rank}" if x.rank >= 0 else "")
         else:
-            _row(t, [x.title, x.step_ns, None, None, None, "not applicable: " + x.reason],
+            _row(t, [x.title, x.step_ns, None, None, None, None, None, "not applicable: " + x.reason],
                  id=wpb.WhatIfKind.Name(x.kind))
     return t
 
@@ -53,6 +62,28 @@ def _steps_table(cp: wpb.CriticalPath) -> dpb.Table:
     return t
 
 
+def _headline(w: wpb.RunWhatIf) -> List[dpb.Sentence]:
+    """"whatif.best": the largest saving per step (a per-sample saving is not compared with them) with the
+    rank it changes; "whatif.best.straggler": the straggler's own estimate, when it is not that one."""
+    per_step = [x for x in w.what_ifs if x.applicable and not x.per_sample and x.saving_ns > 0]
+    if not per_step:
+        return []
+
+    def on(x: wpb.WhatIf) -> list:
+        return [" (", rank(x.rank, f"rank {x.rank}"), ")"] if x.rank >= 0 else []
+
+    b = max(per_step, key=lambda x: x.saving_ns)
+    out = [sentence(["Largest estimated saving per step: ", b.title] + on(b) + [", ", val(b.saving_ns, DURATION),
+                     " (", val(b.saving_fraction, PERCENT, digits=1), "). ", b.assumption],
+                    key="whatif.best", level="good")]
+    own = [x for x in per_step if x.kind == wpb.WHAT_IF_STRAGGLER and x is not b]
+    for x in own:
+        out.append(sentence(["The straggler, ", rank(x.rank, f"rank {x.rank}"), ", at its role peers' speed: ",
+                             val(x.saving_ns, DURATION), " per step (", val(x.saving_fraction, PERCENT, digits=1),
+                             ")."], key="whatif.best.straggler", level="good"))
+    return out
+
+
 def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
     out = [sentence([f"Times in {time_unit}."], key="units", level="note")]
     cp = w.critical_path
@@ -66,12 +97,7 @@ def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
             r = cp.total.by_rank[0]
             spans += ["; most of it runs on ", r.key, " (", val(r.fraction, PERCENT, digits=1), ")"]
         out.append(sentence(spans + ["."], key="whatif.path"))
-    best = [x for x in w.what_ifs if x.applicable and x.saving_ns > 0]
-    if best:
-        b = max(best, key=lambda x: x.saving_ns)
-        out.append(sentence(["Largest estimated saving: ", b.title, ", ", val(b.saving_ns, DURATION), " (",
-                             val(b.saving_fraction, PERCENT, digits=1), ")", " per sample" if b.per_sample else "",
-                             ". ", b.assumption], key="whatif.best", level="good"))
+    out.extend(_headline(w))
     for x in w.what_ifs:
         key = "whatif." + wpb.WhatIfKind.Name(x.kind).lower()[len("what_if_"):]
         if not x.applicable:
@@ -79,8 +105,8 @@ def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
         if x.applicable:
             out.append(sentence([x.title + ": ", val(x.new_step_ns, DURATION), " instead of ",
                                  val(x.step_ns, DURATION), " (saving ", val(x.saving_ns, DURATION), ", ",
-                                 val(x.saving_fraction, PERCENT, digits=1), " per sample" if x.per_sample else "",
-                                 "). ", x.assumption], key=key))
+                                 val(x.saving_fraction, PERCENT, digits=1),
+                                 " per sample" if x.per_sample else " per step", "). ", x.assumption], key=key))
     for n in w.notes:
         out.append(sentence(["Note: " + n], key="note", level="note"))
     return out

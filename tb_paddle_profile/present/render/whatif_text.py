@@ -18,15 +18,16 @@ def render_display(display: dpb.Display) -> str:
     unit = display.time_unit or "ms"
     (view,) = [v for v in display.views if v.key == "whatif"]
     out: List[str] = []
+    head = ("whatif.path", "whatif.best", "whatif.best.straggler")
     for s in view.sentences:
-        if s.key in ("whatif.path", "whatif.best", "units"):
+        if s.key in head + ("units",):
             out.extend(textwrap.wrap(sentence_text(s, unit), WIDTH))
     out.append("")
     for t in view.tables:
         if not t.text_hidden:
             out += table_lines(t, unit)
     for s in view.sentences:
-        if s.key.startswith("whatif.") and s.key not in ("whatif.path", "whatif.best"):
+        if s.key.startswith("whatif.") and s.key not in head:
             out.extend(textwrap.wrap(sentence_text(s, unit), WIDTH, initial_indent="- ", subsequent_indent="  "))
     rest = [s for s in view.sentences if not s.key.startswith("whatif.") and s.key not in ("note", "units")]
     if rest:

@@ -28,11 +28,11 @@ const VIEW = "whatif";
 
 /** Where a table or sentence of the model goes, by its key: the estimates ("whatif", "whatif.<kind>"),
  * the critical path ("critical_path_*", "whatif.path"), the schedule, MFU; the rest (the headline
- * "whatif.best", notes) above them. */
+ * "whatif.best" and "whatif.best.straggler", notes) above them. */
 type Place = "estimates" | "path" | "schedule" | "mfu" | "other";
 
 function placeOf(key: string): Place {
-  if (key === "whatif.best" || key === "note" || key === "missing") return "other";
+  if (key === "whatif.best" || key.startsWith("whatif.best.") || key === "note" || key === "missing") return "other";
   if (key === "whatif.path" || key.startsWith("critical") || key.startsWith("path")) return "path";
   if (key.startsWith("what_if") || key.startsWith("whatif")) return "estimates";
   if (key.startsWith("schedule")) return "schedule";
@@ -141,6 +141,11 @@ function WhatIfBody(props: WhatIfProps & { w: RunWhatIf; form: ComponentChildren
       toTimeline(r, step, firstSegment(r, step));
     }
   };
+  // the straggler's estimate ("rank:<n>") opens that rank
+  const onRankLink = (link: string) => {
+    const rank = /^rank:(\d+)$/.exec(link);
+    if (rank) openRank(Number(rank[1]));
+  };
   const csv = (t: Table) => csvUrl({ run: w.run || props.run, span: w.span || props.span }, VIEW, t.key);
   const drawTable = (t: Table, onLink?: (link: string, row: Row) => void, showTitle = true) => (
     <div class="wi-table" data-table={t.key}>
@@ -163,7 +168,7 @@ function WhatIfBody(props: WhatIfProps & { w: RunWhatIf; form: ComponentChildren
       ) : null}
 
       <Card title="What-if estimates" subtitle={`each change replayed on the run's dependency graph across ranks · times in ${unit}`} testId="wi-estimates">
-        {tables("estimates").map((t) => drawTable(t, undefined, tables("estimates").length > 1))}
+        {tables("estimates").map((t) => drawTable(t, onRankLink, tables("estimates").length > 1))}
         {!tables("estimates").length ? <div class="wi-na">No estimates for this run.</div> : null}
         {sentences("estimates").length ? (
           <details class="wi-details" data-testid="wi-estimates-sentences">
