@@ -100,7 +100,7 @@ def render_table(table: dpb.Table, time_unit: str, out: List[str]) -> None:
     out.append(title(table.title))
     if lay.time_unit_line:
         out.append(f"Time unit: {time_unit}")
-    out.extend(lay.head_lines)
+    out.extend(ln for h in lay.head_lines for ln in h.split("\n"))
     if not lay.no_header:
         out += [sep, row_format.format(*(u.header for u in units)), sep]
     for r, t in zip(rows, texts):
@@ -113,7 +113,7 @@ def render_table(table: dpb.Table, time_unit: str, out: List[str]) -> None:
     if lay.closing_separator:
         out.append(sep)
     if table.note:
-        out.append(table.note)
+        out.extend(table.note.split("\n"))  # Paddle's multi-line note: its lines, each made visible
     if lay.closing_rule:
         out.append("-" * length)
     out.extend([""] * lay.blank_lines_after)
