@@ -197,6 +197,14 @@ def test_distributed_puts_every_rank_side_by_side(env):
                                 plugin_pb2.RunDistributed())
     assert as_json == dist
 
+    # part=summary: the same answer without the view's per-rank tables (a folded view of many ranks)
+    whole = dist.display.views
+    part = plugin_pb2.RunDistributed.FromString(get(env, "distributed", run="gloo", span="0", part="summary").get_data())
+    assert any(v.tables for v in whole) and not any(v.tables for v in part.display.views)
+    assert [list(v.sentences) for v in part.display.views] == [list(v.sentences) for v in whole]
+    assert list(part.ranks) == list(dist.ranks)
+    assert get(env, "distributed", run="gloo", span="0", part="tables").status_code == 400
+
     # Of the broken run only the truncated file has a readable span 0; the others have none ("?").
     r = get(env, "distributed", run="broken", span="0")
     assert r.status_code == 200

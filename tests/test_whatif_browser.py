@@ -5,7 +5,7 @@ PP2 interleaved run (two model chunks per stage). What the page shows is compare
 not write in TypeScript:
 
 * every cell of every table and every sentence of the view is the Python formatter's string
-  (tb_paddle_profile/display/cells.py) of the `whatif` route's Display, and the route's estimates are
+  (tb_paddle_profile/present/display/cells.py) of the `whatif` route's Display, and the route's estimates are
   the CLI's (`tb-paddle-profile whatif RUN --format json`, run on the folder TensorBoard serves);
 * the schedule chart draws one box per slot of the generator's truth (`Truth.schedule(rank, step)`),
   in the truth's micro-batch order on every stage, F and B apart, chunks apart;

@@ -17,6 +17,7 @@ import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
 import type { Display } from "./gen/tb_paddle_profile/v1/display_pb";
 import { connectHost, hostHashKeys, hostUrlData, mirrorToHost } from "./host";
 import { Distributed } from "./panels/Distributed";
+import { FOLD_RANKS } from "./panels/parallel/Parallel";
 import { Kernels } from "./panels/Kernels";
 import { Memory } from "./panels/Memory";
 import { Operators } from "./panels/Operators";
@@ -281,7 +282,9 @@ export function App() {
           })
           .join(",")}\u0000${reloads}`
       : null;
-  const dist = useLoaded<RunDistributed>(distKey, (signal) => fetchDistributed(sel.run, sel.span, signal), 4);
+  // many ranks: the view opens folded, so its per-rank tables are fetched when the details are opened
+  const distPart = run && run.workers.length > FOLD_RANKS ? "summary" : "";
+  const dist = useLoaded<RunDistributed>(distKey && `${distKey}\u0000${distPart}`, (signal) => fetchDistributed(sel.run, sel.span, signal, distPart), 4);
 
   const update = (patch: Partial<Selection>) => {
     byUser.current = true;

@@ -55,10 +55,56 @@ async function fetchMessage<Desc extends DescMessage>(
   }
   const bytes = new Uint8Array(await response.arrayBuffer());
   try {
-    return { kind: "ok", value: fromBinary(schema, bytes) };
+    return { kind: "ok", value: await decode(schema, bytes) };
   } catch (err) {
     return { kind: "error", message: `could not decode the answer of ${url.split("?")[0]}: ${(err as Error).message}` };
   }
+}
+
+/** Answers above this size are decoded in a worker: a 1,024-rank analysis takes ~100 ms to decode, one
+ * task the page could not answer input in. */
+const WORKER_BYTES = 64 << 10;
+let worker: Worker | null | undefined;
+let nextId = 0;
+const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
+function decoder(): Worker | null {
+  if (worker === undefined) {
+    try {
+      worker = new Worker(new URL("./decode.worker.ts", import.meta.url), { type: "module" });
+      worker.onmessage = (e: MessageEvent<{ id: number; value?: unknown; error?: string }>) => {
+        const w = waiting.get(e.data.id);
+        waiting.delete(e.data.id);
+        if (e.data.error !== undefined) w?.reject(new Error(e.data.error));
+        else w?.resolve(e.data.value);
+      };
+      worker.onerror = () => {
+        // no worker here (a policy, an old browser): every answer is decoded on the page, these again
+        worker = null;
+        for (const w of waiting.values()) w.reject(new Error("worker"));
+        waiting.clear();
+      };
+    } catch {
+      worker = null;
+    }
+  }
+  return worker;
+}
+
+async function decode<Desc extends DescMessage>(schema: Desc, bytes: Uint8Array): Promise<MessageShape<Desc>> {
+  const w = bytes.length >= WORKER_BYTES ? decoder() : null;
+  if (w) {
+    const id = nextId++;
+    try {
+      return await new Promise<MessageShape<Desc>>((resolve, reject) => {
+        waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+        w.postMessage({ id, typeName: schema.typeName, bytes });
+      });
+    } catch (err) {
+      if ((err as Error).message !== "worker") throw err;
+    }
+  }
+  return fromBinary(schema, bytes);
 }
 
 function firstLine(text: string): string {
@@ -81,8 +127,9 @@ export function fetchSummary(key: SpanKey, signal?: AbortSignal): Promise<Fetche
   return fetchMessage(SummarySchema, `summary?${query({ run: key.run, worker: key.worker, span: key.span })}`, signal);
 }
 
-export function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<Fetched<RunDistributed>> {
-  return fetchMessage(RunDistributedSchema, `distributed?${query({ run, span })}`, signal, true);
+/** Every rank of a run and span; `part` "summary": without the view's per-rank tables (a folded view of many ranks). */
+export function fetchDistributed(run: string, span: string, signal?: AbortSignal, part = ""): Promise<Fetched<RunDistributed>> {
+  return fetchMessage(RunDistributedSchema, `distributed?${query(part ? { run, span, part } : { run, span })}`, signal, true);
 }
 
 /** The cross-rank hybrid-parallel analysis; "pending" (with a note) while some ranks still load. */

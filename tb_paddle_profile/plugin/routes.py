@@ -597,6 +597,11 @@ class Routes:
     def distributed(self, request: Request) -> Response:
         run, span, files = self._run_span(request)
         fmt = _format(request)
+        # part=summary: without the view's per-rank tables (what a folded Distributed view of many ranks
+        # does not draw before its details are opened)
+        part = _param(request, "part", required=False)
+        if part not in ("", "summary"):
+            raise HttpError(400, f"unknown part {_shown(part)} (summary, or none for every table)")
         loader = self._require_loader()
         out = plugin_pb2.RunDistributed(run=run, span=span)
         numbers = self._rank_numbers(run, self._run(self._snapshot(), request, refused=True)[1])
@@ -605,9 +610,9 @@ class Routes:
         blocks = run_assembly.blocking(states)
         for trace, state, block in zip(files, states, blocks):
             rank = out.ranks.add()
-            part = self._rank_part(trace) if state.state == READY else None
-            if part is not None:
-                rank.MergeFromString(part)
+            encoded = self._rank_part(trace) if state.state == READY else None
+            if encoded is not None:
+                rank.MergeFromString(encoded)
             elif state.state == READY:  # its cache entry vanished; it is being loaded again
                 state = loader.state(trace)
             rank.worker, rank.state, rank.error = trace.worker, state.state, state.error
@@ -623,6 +628,9 @@ class Routes:
             labels.update({t.worker: self._prior_label(t) for t in files if t.worker not in labels})
             out.display.CopyFrom(distributed_display(out, labels))
             _add_missing(out.display, "distributed", run_assembly.missing_ranks(files, states))
+            if part == "summary":
+                for view in out.display.views:
+                    del view.tables[:]
         return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
                        [("Retry-After", "1")] if waiting else [])
 

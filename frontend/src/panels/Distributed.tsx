@@ -1,8 +1,8 @@
 // Distributed: every rank of a run and span side by side — computation, communication, overlap, the rest.
 // The tables and the note are RunDistributed.display (view "distributed", built in Python by
 // display/parallel.py); the charts read RunDistributed's raw fields.
-import { useMemo } from "preact/hooks";
-import { csvUrl } from "../api";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { csvUrl, fetchDistributed } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
 import { Card, Fold, Notice } from "../components/ui";
@@ -206,12 +206,64 @@ export function Distributed({
   labels?: LabelMap;
   onOpenRank: (worker: string) => void;
 }) {
+  const open = (worker: string) => onOpenRank(worker);
+  const view = viewOf(data.display, "distributed");
+  const readyCount = useMemo(() => data.ranks.filter((r) => r.state === LoadState.READY).length, [data]);
+  const parallelKey = `${data.run}\u0000${data.span}\u0000${data.ranks.map((r) => `${r.worker}:${r.state}:${r.fileVersion}`).join(",")}`;
+  // at scale the summary part first (a tenth of the answer); the whole analysis once the details are opened
+  const summaryOnly = data.ranks.length > FOLD_RANKS;
+  const parallel = useParallel(data.run, data.span, parallelKey, summaryOnly ? "summary" : "");
+  return (
+    <div class="panel distributed" data-testid="panel-distributed">
+      {/* ranks that failed to load: named with the reason, above everything the other ranks' analysis shows */}
+      {view?.sentences
+        .filter((s) => s.key === "missing")
+        .map((s) => (
+          <Notice kind="error" testId="missing-ranks">
+            <Sentence sentence={s} timeUnit={unit} />
+          </Notice>
+        ))}
+      <ParallelSummary state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} />
+      {view?.sentences.filter((s) => s.key !== "missing").map((s) => (
+        <Notice kind="info" testId={s.key === "no_communication" ? "no-communication" : "dist-sentence"}>
+          <Sentence sentence={s} timeUnit={unit} />
+        </Notice>
+      ))}
+      <Fold title="Step times and the ranks' tables" subtitle={`every rank, every step · ${unit}`} open={readyCount <= FOLD_RANKS} testId="dist-fold">
+        <DistributedDetails data={data} unit={unit} current={current} labels={labels} open={open} />
+      </Fold>
+      <ParallelSection state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} whole={summaryOnly ? { run: data.run, span: data.span, key: parallelKey } : undefined} />
+    </div>
+  );
+}
+
+/** RunDistributed with its view's tables: `data` itself when it has them, else (the summary part of a
+ * run of many ranks) the whole answer, fetched once the details are shown. */
+function useWhole(data: RunDistributed): RunDistributed | null {
+  const has = (d: RunDistributed) => (viewOf(d.display, "distributed")?.tables.length ?? 0) > 0 || !d.display;
+  const [whole, setWhole] = useState<RunDistributed | null>(null);
+  const need = !has(data);
+  useEffect(() => {
+    if (!need) return;
+    const ctl = new AbortController();
+    fetchDistributed(data.run, data.span, ctl.signal).then(
+      (r) => r.kind === "ok" && window.setTimeout(() => !ctl.signal.aborted && setWhole(r.value), 0),
+      () => undefined,
+    );
+    return () => ctl.abort();
+  }, [data, need]);
+  return need ? whole : data;
+}
+
+/** The charts and tables below the summary (computed only when the fold is open). */
+function DistributedDetails({ data: summary, unit, current, labels, open }: { data: RunDistributed; unit: TimeUnit; current: string; labels?: LabelMap; open: (worker: string) => void }) {
+  const whole = useWhole(summary);
+  const data = whole ?? summary;
   const rows = useMemo(() => rankRows(data, labels), [data, labels]);
   const ready = rows.filter((x) => x.ready);
   const charts = useMemo(() => ({ steps: perStepOption(rows, unit), ranks: perRankOption(rows, unit) }), [rows, unit]);
   const many = ready.length > MANY_RANKS;
-  const open = (worker: string) => onOpenRank(worker);
-  const view = viewOf(data.display, "distributed");
+  const view = whole ? viewOf(whole.display, "distributed") : undefined;
   const byRank = useMemo(() => new Map(data.ranks.map((r) => [r.rank, r.worker])), [data]);
   const onLink = (link: string) => {
     const w = link.startsWith("rank:") ? byRank.get(Number(link.slice(5))) : undefined;
@@ -235,27 +287,8 @@ export function Distributed({
         />
       </Card>
     ) : null;
-  const parallelKey = `${data.run}\u0000${data.span}\u0000${data.ranks.map((r) => `${r.worker}:${r.state}:${r.fileVersion}`).join(",")}`;
-  // at scale the summary part first (a tenth of the answer); the whole analysis once the details are opened
-  const summaryOnly = data.ranks.length > FOLD_RANKS;
-  const parallel = useParallel(data.run, data.span, parallelKey, summaryOnly ? "summary" : "");
   return (
-    <div class="panel distributed" data-testid="panel-distributed">
-      {/* ranks that failed to load: named with the reason, above everything the other ranks' analysis shows */}
-      {view?.sentences
-        .filter((s) => s.key === "missing")
-        .map((s) => (
-          <Notice kind="error" testId="missing-ranks">
-            <Sentence sentence={s} timeUnit={unit} />
-          </Notice>
-        ))}
-      <ParallelSummary state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} />
-      {view?.sentences.filter((s) => s.key !== "missing").map((s) => (
-        <Notice kind="info" testId={s.key === "no_communication" ? "no-communication" : "dist-sentence"}>
-          <Sentence sentence={s} timeUnit={unit} />
-        </Notice>
-      ))}
-      <Fold title="Step times and the ranks' tables" subtitle={`every rank, every step · ${unit}`} open={ready.length <= FOLD_RANKS} testId="dist-fold">
+    <>
       <div class="grid two-one">
         <Card
           title={many ? `Per step, mean of ${ready.length} ranks` : "Per step, every rank"}
@@ -278,8 +311,6 @@ export function Distributed({
           The table of the ranks comes once every rank is read.
         </Notice>
       )}
-      </Fold>
-      <ParallelSection state={parallel} unit={unit} current={current} labels={labels} onOpenRank={open} whole={summaryOnly ? { run: data.run, span: data.span, key: parallelKey } : undefined} />
-    </div>
+    </>
   );
 }
