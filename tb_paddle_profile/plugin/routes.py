@@ -1130,10 +1130,20 @@ class Routes:
             raise HttpError(400, "empty query")
         exact = _param(request, "exact", required=False) in ("1", "true")
         limit = max(1, min(_int(request, "limit") or timeline.MATCH_CAP, timeline.MATCH_CAP))
-        ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
-        msg = timeline.search_message(ranks, query, exact, _int(request, "base_unix_ns"), limit,
-                                      clock=self._clock(run, span, files))
+        base, clock = _int(request, "base_unix_ns"), self._clock(run, span, files)
+        store = self._timelines()
+        ri = store.run_index(self._whole_span(request, run, span))  # names -> ranks: no rank opened per request
+        if ri is not None:
+            msg = timeline.run_search_message(ri, files, query, exact, base, limit, clock=clock,
+                                              open_rank=lambda f: store.get(f)[0])
+        else:  # a rank's index is not ready yet: the ranks' own indexes (builds asked for)
+            ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
+            msg = timeline.search_message(ranks, query, exact, base, limit, clock=clock)
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+
+    def _whole_span(self, request: Request, run: str, span: str) -> List[TraceFile]:
+        """Every file of the run's span (the run index covers them all; a request may name some)."""
+        return run_assembly.span_files(self._run(self._snapshot(), request)[1], span)
 
     @_handler
     def timeline_range(self, request: Request) -> Response:
@@ -1153,9 +1163,15 @@ class Routes:
                 lst.append(int(tid))
         if not tracks:
             tracks = {w: None for w in by_worker}
-        ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
-        msg = timeline.range_message(ranks, ws, we, tracks, _int(request, "base_unix_ns"),
-                                     clock=self._clock(run, span, files))
+        base, clock = _int(request, "base_unix_ns"), self._clock(run, span, files)
+        store = self._timelines()
+        ri = store.run_index(self._whole_span(request, run, span))  # ranks held whole or missed: not opened
+        if ri is not None:
+            msg = timeline.run_range_message(ri, files, ws, we, tracks, base, clock=clock,
+                                             open_rank=lambda f: store.get(f)[0])
+        else:
+            ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
+            msg = timeline.range_message(ranks, ws, we, tracks, base, clock=clock)
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
 
     @_handler

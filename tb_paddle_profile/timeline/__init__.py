@@ -35,6 +35,9 @@ name below):
 - ``chrome``: the ``trace_window`` export as Chrome-tracing JSON, sized and bounded;
 - ``store``: ``TimelineStore``, the plugin's open indexes and their builds;
 - ``messages``: the protobuf answers of the timeline routes.
+- ``runindex``: the run-level index of a span's ranks (names → ranks and first events, per-rank sums
+  and extents) that ``timeline_search`` and ``timeline_range`` answer from (``RunIndex``,
+  ``run_search_message``, ``run_range_message``; ``TimelineStore.run_index``);
 - ``members``: the matched collective instance of a selected slice, with each member rank's slice
   (``instance_of``, ``event_at``, ``instance_message``; route ``timeline_instance``).
 """
@@ -47,6 +50,9 @@ from .chrome import (DEFAULT_WINDOW_MAX_MB, ENV_WINDOW_MAX_MB, chrome_chunks, ch
 from .levels import (FLOW_CAP, LANE_CAP, MATCH_CAP, MAX_PX, event_details, merge_lane, query_lane, range_sums,
                      row_of, search, type_name)
 from .members import event_at, instance_message, instance_of
+from .runindex import RunIndex, build_run_index
+from .runindex import range_message as run_range_message
+from .runindex import search_message as run_search_message
 from .messages import WINDOW_MAX_BYTES, WINDOW_MAX_RANKS, event_message, range_message, search_message, window_message
 from .storage import (INDEX_VERSION, MAGIC, TRAILER_MAGIC, CorruptIndex, TimelineIndex, encode_index, encode_parts,
                       write_index)
@@ -61,6 +67,7 @@ __all__ = [
     "FLOW_CAP", "LANE_CAP", "MATCH_CAP", "MAX_PX", "event_details", "merge_lane", "query_lane", "range_sums", "row_of",
     "search", "type_name",
     "event_at", "instance_message", "instance_of",
+    "RunIndex", "build_run_index", "run_range_message", "run_search_message",
     "WINDOW_MAX_BYTES", "WINDOW_MAX_RANKS", "event_message", "range_message", "search_message", "window_message",
     "INDEX_VERSION", "MAGIC", "TRAILER_MAGIC", "CorruptIndex", "TimelineIndex", "encode_index", "encode_parts",
     "write_index",

@@ -216,7 +216,6 @@ def search_message(ranks: list, query: str, exact: bool, base: Optional[int], li
 def range_message(ranks: list, ws: int, we: int, tracks: Dict[str, Optional[List[int]]], base: Optional[int],
                   clock: Optional[Dict[str, int]] = None):
     """Sums over [ws, we] of the tracks named per worker (None: all its tracks)."""
-    from ..v1 import timeline_pb2 as tpb
 
     ready = [(f, idx) for f, idx in ranks if idx is not None]
     if base is None:
@@ -230,8 +229,16 @@ def range_message(ranks: list, ws: int, we: int, tracks: Dict[str, Optional[List
             t = acc.setdefault(key, [0, 0, 0])
             for i in range(3):
                 t[i] += v[i]
+    return range_rows(acc, ws, we)
+
+
+def range_rows(acc: Dict[Tuple[str, str], list], ws: int, we: int):
+    """The TimelineRange of sums per (name, type): [count, total ns, overlap ns]; rows by overlap, longest
+    first, then by name and type (the same order whichever ranks were read first)."""
+    from ..v1 import timeline_pb2 as tpb
+
     msg = tpb.TimelineRange(start_ns=ws, end_ns=we)
-    for (name, typ), (c, tot, ovl) in sorted(acc.items(), key=lambda kv: -kv[1][2]):
+    for (name, typ), (c, tot, ovl) in sorted(acc.items(), key=lambda kv: (-kv[1][2], kv[0])):
         msg.rows.add(name=name, type=typ, count=c, total_ns=tot, overlap_ns=ovl)
         msg.events += c
     return msg

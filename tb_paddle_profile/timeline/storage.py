@@ -1,10 +1,18 @@
 """The index file: its layout (a JSON header, 64-byte aligned arrays, a CRC-32 trailer), writing it
-(encode_parts, write_index) and opening it memory-mapped and checked (TimelineIndex)."""
+(encode_parts, write_index) and opening it memory-mapped and checked (TimelineIndex).
+
+The CRC-32 of a whole file is computed once per file version in this process (``verified``: keyed by
+the file's device, inode, size and times, which an atomic rewrite always changes; a file modified in the
+last 2 s is checked again at its next open), not on every open: a 4,096-rank search used to checksum
+every rank's index on each request."""
 from __future__ import annotations
 
+import collections
 import json
 import mmap
 import os
+import threading
+import time
 import zlib
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
@@ -72,25 +80,113 @@ class CorruptIndex(ValueError):
     """An index file that is cut short, corrupt or not an index of this version."""
 
 
+_VERIFIED_MAX = 1 << 16  # file versions remembered as checked (about 100 bytes each)
+_verified: "collections.OrderedDict[tuple, bool]" = collections.OrderedDict()
+_verified_lock = threading.Lock()
+CHECKSUMS = [0]  # whole-file CRC-32s computed by this process (tests count them)
+
+
+def _version(st: os.stat_result) -> tuple:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def verified(st: os.stat_result) -> bool:
+    """Whether this version of a file (its fstat) was checksummed whole already by this process."""
+    with _verified_lock:
+        return _version(st) in _verified
+
+
+_SETTLED_NS = 2_000_000_000  # a file modified this recently may change again within the same timestamp
+
+
+def _remember(st: os.stat_result) -> None:
+    # As git does with its index ("racy clean"): a version is remembered only once its modification
+    # time is well in the past, since a rewrite in place within the file system's timestamp granularity
+    # (a few ms) would keep the same size, inode and times.
+    if time.time_ns() - st.st_mtime_ns < _SETTLED_NS:
+        return
+    with _verified_lock:
+        _verified[_version(st)] = True
+        while len(_verified) > _VERIFIED_MAX:
+            _verified.popitem(last=False)
+
+
+def forget_verified() -> None:
+    """Check every file again at its next open (tests)."""
+    with _verified_lock:
+        _verified.clear()
+
+
+def map_arrays(mm, st: Optional[os.stat_result] = None,
+               version: Optional[int] = INDEX_VERSION) -> Tuple[dict, Dict[str, np.ndarray]]:
+    """(header, arrays) of a mapped file in the index layout: magic, trailer and length always checked,
+    the CRC-32 of the whole file once per file version (``st``: its fstat; None: every time), the
+    arrays within the file. CorruptIndex when any check fails."""
+    size = len(mm)
+    if size < len(MAGIC) + 8 + _TRAILER or mm[:len(MAGIC)] != MAGIC:
+        raise CorruptIndex("not a timeline index of this version")
+    trailer = mm[size - _TRAILER:]
+    if trailer[:len(TRAILER_MAGIC)] != TRAILER_MAGIC:
+        raise CorruptIndex("cut short (no trailer)")
+    crc = int.from_bytes(trailer[len(TRAILER_MAGIC):len(TRAILER_MAGIC) + 4], "little")
+    count = int.from_bytes(trailer[len(TRAILER_MAGIC) + 4:], "little")
+    if count != size - _TRAILER:
+        raise CorruptIndex(f"{size - _TRAILER} bytes before the trailer, {count} expected")
+    if st is None or not verified(st):
+        with memoryview(mm) as view:
+            with view[:count] as covered:
+                CHECKSUMS[0] += 1
+                if zlib.crc32(covered) != crc:
+                    raise CorruptIndex("checksum mismatch (corrupt bytes)")
+        if st is not None:
+            _remember(st)
+    n = int.from_bytes(mm[len(MAGIC):len(MAGIC) + 8], "little")
+    start = len(MAGIC) + 8
+    if start + n > count:
+        raise CorruptIndex("header beyond the end")
+    header = json.loads(mm[start:start + n])
+    if version is not None and header.get("version") != version:
+        raise CorruptIndex(f"index version {header.get('version')!r}, {version} expected")
+    base = start + n + ((-(start + n)) % 64)
+    arrays: Dict[str, np.ndarray] = {}
+    for key, (dtype, shape, off) in header["arrays"].items():
+        dt = np.dtype(dtype)
+        if dt.hasobject:
+            raise CorruptIndex(f"array {key!r} of objects")
+        count_items = int(np.prod(shape)) if shape else 1
+        if off < 0 or base + off + count_items * dt.itemsize > count:
+            raise CorruptIndex(f"array {key!r} beyond the end")
+        arrays[key] = np.frombuffer(mm, dtype=dt, count=count_items, offset=base + off).reshape(shape)
+    return header, arrays
+
+
+def open_mapped(path: str):
+    """(mmap, fstat) of a file, read-only; CorruptIndex for an empty one."""
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), st
+        except ValueError:  # an empty file cannot be mapped
+            raise CorruptIndex("empty file") from None
+
+
 _REQUIRED = ("ev_start", "ev_end", "ev_name", "ev_kind", "ev_type", "ev_row", "lane_ptr", "lane_track",
              "lane_depth", "lane_maxdur", "names_blob", "names_ptr", "shape_rows", "shape_ptr", "shape_blob")
 
 
 class TimelineIndex:
-    """A memory-mapped index file, checked whole (CRC-32) when opened; CorruptIndex when it is damaged,
+    """A memory-mapped index file, checked whole (CRC-32) at its first open in this process (once per
+    file version: map_arrays) and its structure at every open; CorruptIndex when it is damaged,
     or when `trace` (the CacheKey digest of the trace it should index) is not the one its header names
     (an index swapped with another trace's would draw the wrong rank). An index whose header names no
     trace (written before indexes carried one) cannot be told and is taken."""
 
     def __init__(self, path: str, trace: Optional[str] = None):
-        with open(path, "rb") as f:
-            self.inode = os.fstat(f.fileno()).st_ino
-            try:
-                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except ValueError:  # an empty file cannot be mapped
-                raise CorruptIndex("empty file") from None
+        self._mm, st = open_mapped(path)
+        self.inode = st.st_ino
+        self.mtime_ns = st.st_mtime_ns
         try:
-            self._load()
+            self._load(st)
             named = self.header.get("trace")
             if trace is not None and named is not None and named != trace:
                 raise CorruptIndex(f"the index of another trace ({str(named)[:16]}, {trace[:16]} expected)")
@@ -101,39 +197,8 @@ class TimelineIndex:
             self.close()
             raise CorruptIndex(f"malformed: {type(err).__name__}: {one_line(err)}") from None
 
-    def _load(self) -> None:
-        mm = self._mm
-        size = len(mm)
-        if size < len(MAGIC) + 8 + _TRAILER or mm[:len(MAGIC)] != MAGIC:
-            raise CorruptIndex("not a timeline index of this version")
-        trailer = mm[size - _TRAILER:]
-        if trailer[:len(TRAILER_MAGIC)] != TRAILER_MAGIC:
-            raise CorruptIndex("cut short (no trailer)")
-        crc = int.from_bytes(trailer[len(TRAILER_MAGIC):len(TRAILER_MAGIC) + 4], "little")
-        count = int.from_bytes(trailer[len(TRAILER_MAGIC) + 4:], "little")
-        if count != size - _TRAILER:
-            raise CorruptIndex(f"{size - _TRAILER} bytes before the trailer, {count} expected")
-        with memoryview(mm) as view:
-            with view[:count] as covered:
-                if zlib.crc32(covered) != crc:
-                    raise CorruptIndex("checksum mismatch (corrupt bytes)")
-        n = int.from_bytes(mm[len(MAGIC):len(MAGIC) + 8], "little")
-        start = len(MAGIC) + 8
-        if start + n > count:
-            raise CorruptIndex("header beyond the end")
-        self.header = json.loads(mm[start:start + n])
-        if self.header.get("version") != INDEX_VERSION:
-            raise CorruptIndex(f"index version {self.header.get('version')!r}, {INDEX_VERSION} expected")
-        base = start + n + ((-(start + n)) % 64)
-        self.a: Dict[str, np.ndarray] = {}
-        for key, (dtype, shape, off) in self.header["arrays"].items():
-            dt = np.dtype(dtype)
-            if dt.hasobject:
-                raise CorruptIndex(f"array {key!r} of objects")
-            count_items = int(np.prod(shape)) if shape else 1
-            if off < 0 or base + off + count_items * dt.itemsize > count:
-                raise CorruptIndex(f"array {key!r} beyond the end")
-            self.a[key] = np.frombuffer(mm, dtype=dt, count=count_items, offset=base + off).reshape(shape)
+    def _load(self, st: Optional[os.stat_result] = None) -> None:
+        self.header, self.a = map_arrays(self._mm, st)
         missing = [k for k in _REQUIRED if k not in self.a]
         if missing:
             raise CorruptIndex(f"arrays missing: {', '.join(missing)}")
@@ -164,7 +229,7 @@ class TimelineIndex:
         self.n_lanes = len(self.a["lane_track"])
         self._lower = None
         self._name_extra = None
-        self.nbytes = len(mm)
+        self.nbytes = len(self._mm)
 
     def lower_names(self) -> List[str]:
         if self._lower is None:

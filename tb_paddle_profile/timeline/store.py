@@ -15,10 +15,12 @@ from typing import Dict, Optional, Tuple
 
 from tb_paddle_profile.store.cache import Trimmer, discard, log_once, touch
 from .build import index_in_worker
+from .runindex import RunIndex, build_run_index, run_key
 from .storage import INDEX_VERSION, CorruptIndex, TimelineIndex, one_line
 
 
 logger = logging.getLogger("tb_paddle_profile.timeline")
+TOUCH_EVERY_NS = 60_000_000_000
 
 
 class _Job:
@@ -59,6 +61,7 @@ class TimelineStore:
     COOLDOWN_S = 120.0
     GROWING_S = 1.0  # a file still being written is asked about again this soon (not after COOLDOWN_S)
     KEEP_OPEN = 64
+    KEEP_RUNS = 8  # run indexes kept open (runindex.py)
 
     def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2, root: Optional[str] = None,
                  runner=None):
@@ -84,6 +87,9 @@ class TimelineStore:
         self._executor = None
         self._closed = False
         self._clock = time.monotonic  # tests may replace it
+        self._runs: "collections.OrderedDict[str, RunIndex]" = collections.OrderedDict()
+        self._run_flights: Dict[str, threading.Lock] = {}
+        self.opens = 0  # rank indexes opened from their files (tests count them)
 
     def _temp_folder(self) -> Path:
         if self._spill is None:
@@ -129,6 +135,7 @@ class TimelineStore:
             fresh = job is not None and job.fresh
         try:
             idx = TimelineIndex(str(path), trace=digest)
+            self.opens += 1
         except FileNotFoundError:
             idx = None
             if fresh:  # built, then gone before it was opened (trimmed, folder cleaned): build again
@@ -149,7 +156,10 @@ class TimelineStore:
 
             return self._give_up(file, digest, "bug", our_bug(file.file_name, err), traceback.format_exc())
         if idx is not None:
-            touch(path)  # used: the last to be trimmed
+            # used: the last to be trimmed (the modification time is the cache's LRU clock). At most once
+            # a minute, so that the version whose checksum was verified stays the same (storage.verified).
+            if time.time_ns() - idx.mtime_ns > TOUCH_EVERY_NS:
+                touch(path)
             with self._lock:
                 job = self._jobs.get(digest)
                 if job is not None:
@@ -166,6 +176,84 @@ class TimelineStore:
                     self._open.popitem(last=False)
             return idx, ""
         return self._start(file, digest)
+
+    def run_index(self, files) -> Optional[RunIndex]:
+        """The run index of the indexes of ``files`` (runindex.py), in their order: open already, read
+        back from the cache folder, or built now from their indexes (once, however many requests ask);
+        None while one of them is not ready (its build is asked for, as by get) or when it cannot be
+        written."""
+        digests = [f.key.digest() for f in files]
+        key = run_key(digests)
+        with self._lock:
+            ri = self._runs.get(key)
+            if ri is not None:
+                self._runs.move_to_end(key)
+                return ri
+            flight = self._run_flights.setdefault(key, threading.Lock())
+        try:
+            with flight:
+                with self._lock:
+                    ri = self._runs.get(key)
+                if ri is None:
+                    path = self.folder / key[:2] / f"run-{key}.tl"
+                    ri = self._open_run(path, digests)
+                    if ri is None:
+                        ri = self._build_run(files, digests, path)
+                    if ri is not None:
+                        with self._lock:
+                            self._runs[key] = ri
+                            while len(self._runs) > self.KEEP_RUNS:
+                                self._runs.popitem(last=False)  # dropped, not closed (as rank indexes)
+        finally:
+            with self._lock:
+                if self._run_flights.get(key) is flight:
+                    del self._run_flights[key]
+        return ri
+
+    def _open_run(self, path: Path, digests) -> Optional[RunIndex]:
+        try:
+            ri = RunIndex(str(path))
+        except FileNotFoundError:
+            return None
+        except CorruptIndex as err:
+            discard(path, None, str(err), "timeline run index")
+            return None
+        except OSError:
+            return None
+        if ri.traces != list(digests):
+            ri.close()
+            discard(path, None, "it indexes other traces", "timeline run index")
+            return None
+        if time.time_ns() - path.stat().st_mtime_ns > TOUCH_EVERY_NS:
+            touch(path)
+        return ri
+
+    def _build_run(self, files, digests, path: Path) -> Optional[RunIndex]:
+        class NotReady(Exception):
+            pass
+
+        def indexes():  # every rank's index, opened once (checked once per file version) and let go
+            for f in files:
+                idx, _ = self.get(f)
+                if idx is None:  # not built yet: asked for by get; the run index waits for it
+                    raise NotReady
+                yield idx
+
+        targets = [path]
+        if self.folder != self._spill:  # a cache folder that cannot be written: the temporary one
+            targets.append(self._temp_folder() / path.relative_to(self.folder))
+        for target in targets:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                build_run_index(str(target), digests, indexes())
+                (self.trimmer if target == path else self._spill_trimmer).after_write(target)
+                return RunIndex(str(target))
+            except NotReady:
+                return None
+            except (OSError, CorruptIndex) as err:
+                log_once(f"timeline-run-index:{target.parent.parent}", logging.WARNING,
+                         "tb_paddle_profile: timeline run index %s not written (%s)", target, one_line(err))
+        return None
 
     def _job(self, digest: str) -> _Job:
         with self._lock:
@@ -312,6 +400,7 @@ class TimelineStore:
             self._closed = True
             # Dropped, not closed: a request still answering keeps its index until it is done.
             self._open.clear()
+            self._runs.clear()
             if self._executor is not None:
                 self._executor.shutdown(wait=False, cancel_futures=True)
                 self._executor = None
