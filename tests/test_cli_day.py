@@ -233,7 +233,7 @@ def test_export_merges_the_ranks_on_the_analysis_clock(runs, tmp_path):
     names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
     by_pid = defaultdict(list)
     for e in events:
-        if e.get("ph") not in ("M", "C"):
+        if e.get("ph") not in ("M", "C") and e.get("cat") != "collective":  # the arrows: below
             by_pid[e["pid"]].append(e)
     assert len(names) == len(run.parallel.ranks) == truth.world
     for r in run.parallel.ranks:
@@ -262,14 +262,55 @@ def test_export_merges_the_ranks_on_the_analysis_clock(runs, tmp_path):
         # memory: Paddle's instants kept, and one counter sample per instant
         n_mem = sum(1 for e in source if e.get("name") == "[memory]")
         assert sum(1 for e in events if e.get("ph") == "C" and e["pid"] == pid) == n_mem
-    ids = [e["id"] for e in events if e.get("ph") == "s"]
+    ids = [e["id"] for e in events if e.get("ph") == "s" and e.get("cat") != "collective"]
     assert len(ids) == len(set(ids))  # flow ids do not collide across ranks
+    _assert_collective_arrows(merged, truth)
     some = _cli("export", runs["skew"], "-o", tmp_path / "two.json", "--ranks", "0,3", "--cache-dir", runs["cache"])
     assert some.returncode == 0
     two = json.loads((tmp_path / "two.json").read_text())
     assert sorted(two["otherData"]["ranks"]) == ["0", "3"]
     none = _cli("export", runs["skew"], "-o", tmp_path / "x.json", "--ranks", "99", "--cache-dir", runs["cache"])
     assert none.returncode == 2 and len(none.stderr.strip().splitlines()) == 1
+
+
+def _assert_collective_arrows(merged, truth):
+    """Every planted collective instance is one chain of flow events through its members' slices: the
+    same members (the sender first for send/recv), each bound to a slice that starts where the
+    generator started that member's NCCL kernel (its global clock: within 2 us of the merged clock)."""
+    events = merged["traceEvents"]
+    base = merged["otherData"]["ts_base_unix_us"]
+    slices = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X":
+            slices[(e["pid"], e["tid"])].append(e)
+    chains = defaultdict(list)
+    for e in events:
+        if e.get("cat") == "collective":
+            chains[e["id"]].append(e)
+    got = defaultdict(list)
+    for points in chains.values():
+        assert [p["ph"] for p in points] == ["s"] + ["t"] * (len(points) - 2) + ["f"]
+        members = []
+        for p in points:  # the slice each point lies in, on its own track
+            inside = [x for x in slices[(p["pid"], p["tid"])] if x["ts"] <= p["ts"] <= x["ts"] + x["dur"]]
+            assert len(inside) == 1, p
+            members.append((p["args"]["rank"], (inside[0]["ts"] + base) * 1000))
+        sender = members[0][0] if points[0]["name"].startswith("send_recv") else None  # the arrow leaves it
+        got[(points[0]["name"], frozenset(r for r, _ in members), sender)].append(members)
+    want = defaultdict(list)
+    for inst in truth.instances:
+        if len(inst["members"]) < 2:
+            continue
+        members = [(m["rank"], m["start_ns"]) for m in inst["members"]]
+        sender = members[0][0] if inst["kind"] == "send_recv" else None  # the truth lists the sender first
+        want[(f"{inst['kind']} step {inst['step']}", frozenset(r for r, _ in members), sender)].append(members)
+    assert sum(map(len, want.values())) > 0
+    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in want.items()}
+    for key, planted in want.items():
+        drawn = sorted(got[key], key=lambda ms: min(t for _, t in ms))
+        for ms, truth_ms in zip(drawn, sorted(planted, key=lambda ms: min(t for _, t in ms))):
+            starts = dict(truth_ms)
+            assert all(abs(t - starts[r]) < 2000 for r, t in ms), (key, ms, truth_ms)
 
 
 # ------------------------------------------------------------------ the HTML report

@@ -429,7 +429,7 @@ def _cmd_export(args) -> int:
     if run is None:
         return 3 if internal else 2
     try:
-        stats = write_merged_trace(run.result, run.used, args.output, ranks=args.ranks)
+        stats = write_merged_trace(run.result, run.used, args.output, ranks=args.ranks, matched=run.matched_table())
     except ValueError as exc:  # a --ranks that names no rank of the run, a trace that cannot be read
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -437,7 +437,7 @@ def _cmd_export(args) -> int:
         print(f"error: {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(f"{args.output}: {stats['ranks']} rank(s), {stats['events']} events, {stats['flows']} launch→kernel "
-          f"flows (open it in https://ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
+          f"flows, {stats['collectives']} collective instances as arrows (open it in https://ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
     return 3 if internal else 2 if failed else 0
 
 

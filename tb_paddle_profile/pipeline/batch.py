@@ -174,6 +174,10 @@ class RunLoad:
     def __init__(self, result, used, errors, matched):
         self.result, self.used, self.errors, self._matched = result, used, errors, matched
 
+    def matched_table(self) -> MatchedTable:
+        """The matched instances as columns (analysis.crossrank.encode.MatchedTable)."""
+        return MatchedTable.from_bytes(self._matched())
+
     def with_matched(self):
         """``result`` with its matched instances (kept apart from the stored analysis)."""
         self.result.MergeFromString(MatchedTable.from_bytes(self._matched()).encode())

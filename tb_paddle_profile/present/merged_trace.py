@@ -13,7 +13,13 @@ Each rank's own trace is read again and rewritten into the merged file, event fo
 - launch -> kernel flows: Paddle's own "s"/"f" pairs, their ids made unique per rank; a trace without
   them gets one pair per CUDA runtime call and device event sharing a correlation id;
 - memory: Paddle's "[memory]" instants kept, and a counter track per place (allocated and reserved bytes)
-  drawn from them.
+  drawn from them;
+- collectives: each instance the cross-rank analysis matched (RunParallel.matched) whose members include
+  two or more of the chosen ranks is one chain of flow events (category ``collective``, named by its
+  kind and step) through its members' slices in rank order, senders before receivers for send/recv:
+  Perfetto draws an arrow from each member to the next. A member's slice is its event that starts
+  where the analysis says (within 2 µs of ``start_unix_ns``: the file's ts is rounded, a GPU stream's first); a member
+  with no such event is left out of its chain.
 
 Metadata of the sources (their process names and sort indexes) is replaced; nothing else is dropped
 or computed: the events of rank r in the merged file are the events of r's trace.
@@ -24,9 +30,14 @@ import gzip
 import json
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+import numpy as np
+
 HOST_TID0 = 1
 DEVICE_TID0 = 100_000  # device streams: DEVICE_TID0 + device * 1000 + stream
 FLOW_ID_STRIDE = 1 << 32  # a rank's flow ids: position * stride + its own id
+COLLECTIVE_FLOW_ID0 = 1 << 62  # collective chains: this + the instance's index (above any rank's ids)
+KIND_NAMES = {1: "all_reduce", 2: "all_gather", 3: "reduce_scatter", 4: "broadcast", 5: "send_recv",
+              6: "all_to_all", 7: "other"}  # CollectiveKind
 EVENT_PHASES = ("X", "i", "I", "s", "f", "t", "B", "E", "C", "b", "e", "n")
 
 
@@ -72,6 +83,7 @@ class _RankWriter:
         self.tids: Dict[Tuple[object, object], int] = {}
         self.names: Dict[int, str] = {}
         self.events = self.flows = 0
+        self.slices: List[Tuple[float, float, int, bool]] = []  # (source ts µs, dur µs, new tid, device)
 
     def _tid(self, ev: dict, device: bool) -> int:
         key = (ev.get("pid"), ev.get("tid"))
@@ -111,6 +123,8 @@ class _RankWriter:
                 flow_ends.setdefault(new["id"], set()).add(ph)
             if ph in ("i", "I"):
                 new.setdefault("s", "t")
+            if ph == "X" and isinstance(ev.get("ts"), (int, float)):
+                self.slices.append((float(ev["ts"]), float(ev.get("dur") or 0.0), new["tid"], device))
             out.append(new)
             self.events += 1
             corr = (ev.get("args") or {}).get("correlation id") if ph == "X" else None
@@ -133,7 +147,16 @@ class _RankWriter:
                             "tid": kernel["tid"], "ts": kernel["ts"]})
                 self.flows += 1
         out.extend(self._memory_counters(src))
+        self._index_slices()
         return out
+
+    def _index_slices(self) -> None:
+        """The slices as sorted columns (kept for slice_at while the other ranks are written)."""
+        a = np.array(self.slices, dtype=np.float64).reshape(len(self.slices), 4)
+        order = np.argsort(a[:, 0], kind="stable")
+        self._ts, self._dur = a[order, 0], a[order, 1]
+        self._tid, self._device = a[order, 2].astype(np.int64), a[order, 3].astype(bool)
+        self.slices = []
 
     def _memory_counters(self, src: Iterable[dict]) -> List[dict]:
         out = []
@@ -146,6 +169,20 @@ class _RankWriter:
                                      "reserved": args.get("current_reserved", 0)}})
         return out
 
+    def slice_at(self, start_unix_ns: int, dur_ns: int) -> Optional[Tuple[float, int]]:
+        """(merged ts inside it, tid) of this rank's slice starting within 2 µs of
+        ``start_unix_ns`` (its source clock), a GPU stream's before a host thread's, the duration
+        nearest ``dur_ns`` first; None when there is none."""
+        at = start_unix_ns / 1000.0
+        lo = int(np.searchsorted(self._ts, at - 2.0, side="left"))
+        hi = int(np.searchsorted(self._ts, at + 2.0, side="right"))
+        if hi <= lo:
+            return None
+        score = [(not self._device[i], abs(self._dur[i] * 1000.0 - dur_ns), i) for i in range(lo, hi)]
+        i = min(score)[2]
+        ts, dur = float(self._ts[i]), float(self._dur[i])
+        return (ts - self.base_us) - self.shift_us + dur / 2.0, int(self._tid[i])
+
     def metadata(self) -> List[dict]:
         out = [{"name": "process_name", "ph": "M", "pid": self.pid, "args": {"name": self.label}},
                {"name": "process_sort_index", "ph": "M", "pid": self.pid, "args": {"sort_index": self.rank}},
@@ -157,10 +194,50 @@ class _RankWriter:
         return out
 
 
-def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None) -> Dict[str, int]:
+def collective_flows(matched, writers: Dict[int, "_RankWriter"]) -> Tuple[List[dict], int]:
+    """The flow events of every matched instance (an analysis.crossrank.encode.MatchedTable) with two or
+    more members among ``writers`` (rank number -> its writer, after its rewrite), and how many chains."""
+    out: List[dict] = []
+    chains = 0
+    if matched is None or not matched.n:
+        return out, chains
+    ptr = matched.ptr.tolist()
+    rank, start, dur, direction = (matched.rank.tolist(), matched.start.tolist(), matched.dur.tolist(),
+                                   matched.dir.tolist())
+    step, kind = matched.step.tolist(), matched.kind.tolist()
+    for g in range(matched.n):
+        members = [j for j in range(ptr[g], ptr[g + 1]) if rank[j] in writers]
+        if len(members) < 2:
+            continue
+        # senders (P2P_DIRECTION_SEND = 1) before receivers, then by rank
+        members.sort(key=lambda j: (0 if direction[j] == 1 else 1, rank[j]))
+        points = []
+        for j in members:
+            w = writers[rank[j]]
+            at = w.slice_at(start[j], dur[j])
+            if at is not None:
+                points.append((w.pid, at[1], at[0], rank[j]))
+        if len(points) < 2:
+            continue
+        name = f"{KIND_NAMES.get(kind[g], 'collective')} step {step[g]}"
+        fid = COLLECTIVE_FLOW_ID0 + g
+        for n, (pid, tid, ts, r) in enumerate(points):
+            ph = "s" if n == 0 else ("f" if n == len(points) - 1 else "t")
+            ev = {"name": name, "cat": "collective", "ph": ph, "id": fid, "pid": pid, "tid": tid, "ts": ts,
+                  "args": {"rank": r}}
+            if ph == "f":
+                ev["bp"] = "e"
+            out.append(ev)
+        chains += 1
+    return out, chains
+
+
+def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None,
+                       matched=None) -> Dict[str, int]:
     """Write the merged trace of the analysed run ``parallel`` (a RunParallel) from its ``files``
     (TraceFiles, as pipeline.batch.load_run used them) to ``output`` (.gz: compressed). ``ranks``:
-    "0,2-5" keeps those. Returns {"ranks", "events", "flows"}; ValueError for a --ranks naming none."""
+    "0,2-5" keeps those; ``matched``: the analysis's MatchedTable (its instances drawn as arrows).
+    Returns {"ranks", "events", "flows", "collectives"}; ValueError for a --ranks naming none."""
     chosen = parse_ranks(ranks)
     by_name = {f.file_name: f for f in files}
     order = [r for r in parallel.ranks if r.file_name in by_name and (chosen is None or r.rank in chosen)]
@@ -168,7 +245,8 @@ def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None
         have = ", ".join(str(r.rank) for r in parallel.ranks)
         raise ValueError(f"--ranks {ranks!r}: no such rank in this run (ranks: {have})")
     opener = gzip.open if output.endswith(".gz") else open
-    totals = {"ranks": 0, "events": 0, "flows": 0}
+    totals = {"ranks": 0, "events": 0, "flows": 0, "collectives": 0}
+    writers: Dict[int, _RankWriter] = {}
     first = _read(by_name[order[0].file_name].path)
     starts = [e["ts"] for e in first["traceEvents"] if isinstance(e, dict) and isinstance(e.get("ts"), (int, float))]
     base_us = int(min(starts, default=0) - order[0].clock_offset_ns / 1000.0) - 1_000_000
@@ -191,5 +269,10 @@ def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None
             totals["ranks"] += 1
             totals["events"] += writer.events
             totals["flows"] += writer.flows
+            writers[r.rank] = writer
+        flows, totals["collectives"] = collective_flows(matched, writers)
+        for ev in flows:
+            out.write(sep + json.dumps(ev))
+            sep = ",\n"
         out.write("\n]}\n")
     return totals
