@@ -116,6 +116,34 @@ class PageLog:
         return out
 
 
+def checked_pages(browser, checked: bool):
+    """A generator for a fixture: yields ``make(width, height=1000, **context_options)`` (a new context's page,
+    logged); after the test (``checked()`` true: it ran), no page or console error and no request outside
+    127.0.0.1 on any of them."""
+    logs, opened = [], []
+
+    def make(width: int, height: int = 1000, **options):
+        log = PageLog()
+        context = browser.new_context(viewport={"width": width, "height": height}, **options)
+        page = context.new_page()
+        context.on("request", lambda req: log.requests.append(req.url))
+        page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda err: log.page_errors.append(str(err)))
+        logs.append(log)
+        opened.append(page)
+        return page
+
+    yield make
+    for page in opened:
+        page.context.close()
+    if not checked():
+        return
+    for log in logs:
+        assert log.page_errors == [], log.page_errors
+        assert log.console_errors == [], log.console_errors
+        assert log.outside_requests() == [], log.outside_requests()
+
+
 def launch_browser(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 

@@ -81,7 +81,19 @@ const DARK_THEME = {
   categoryAxis: { axisLine: { lineStyle: { color: "#616161" } }, axisLabel: { color: "#bdbdbd" }, splitLine: { lineStyle: { color: "#3a3a3a" } }, nameTextStyle: { color: "#bdbdbd" } },
   valueAxis: { axisLine: { lineStyle: { color: "#616161" } }, axisLabel: { color: "#bdbdbd" }, splitLine: { lineStyle: { color: "#3a3a3a" } }, nameTextStyle: { color: "#bdbdbd" } },
   logAxis: { axisLine: { lineStyle: { color: "#616161" } }, axisLabel: { color: "#bdbdbd" }, splitLine: { lineStyle: { color: "#3a3a3a" } }, nameTextStyle: { color: "#bdbdbd" } },
-  dataZoom: { textStyle: { color: "#bdbdbd" }, borderColor: "#424242" },
+  // the zoom slider: a dark strip, the chosen window a lighter band, the handles light grey
+  dataZoom: {
+    textStyle: { color: "#bdbdbd" },
+    borderColor: "#424242",
+    backgroundColor: "#2d2d2d",
+    fillerColor: "rgba(100,181,246,0.18)",
+    dataBackground: { lineStyle: { color: "#616161" }, areaStyle: { color: "#3a3a3a" } },
+    selectedDataBackground: { lineStyle: { color: "#64b5f6" }, areaStyle: { color: "#2a4763" } },
+    handleStyle: { color: "#8a8a8a", borderColor: "#a0a0a0" },
+    moveHandleStyle: { color: "#757575", opacity: 0.6 },
+    brushStyle: { color: "rgba(100,181,246,0.2)" },
+    emphasis: { handleStyle: { borderColor: "#b0b0b0" }, moveHandleStyle: { color: "#9e9e9e" } },
+  },
   visualMap: { textStyle: { color: "#d0d0d0" } },
   tooltip: { backgroundColor: "#2d2d2d", borderColor: "#555555", textStyle: { color: "#e8e8e8" } },
 };
@@ -96,7 +108,8 @@ function darken(value: unknown, key = ""): unknown {
   }
   if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = darken(v, k);
+    // a series label's rich styles are chosen for the series' own fills, which dark mode keeps
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = k === "rich" && key === "label" ? v : darken(v, k);
     return out;
   }
   return value;
@@ -173,6 +186,8 @@ export function Chart({ option, height, onClick, testId }: ChartProps) {
     const node = el.current!;
     const instance = echarts.init(node, darkMode ? "tbpp-dark" : null, { renderer: "canvas" });
     chart.current = instance;
+    // the instance on its element, for the browser tests (the labels' and cells' pixels, the option drawn)
+    (node as HTMLDivElement & { __tbppChart?: echarts.ECharts }).__tbppChart = instance;
     instance.on("click", (p) => click.current?.(p as never));
     const observer = new ResizeObserver(() => instance.resize());
     observer.observe(node);

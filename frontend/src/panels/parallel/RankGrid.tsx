@@ -4,6 +4,7 @@
 // of ranks: hover gives the rank's label and numbers, a click opens it.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Card } from "../../components/ui";
+import { isDark, onDarkChange } from "../../host";
 import type { TimeUnit } from "../../display/cells";
 import type { RankParallel, RunParallel } from "../../gen/tb_paddle_profile/v1/plugin_pb";
 import type { RankLabel } from "./charts";
@@ -40,19 +41,30 @@ export function hasGrid(rp: RunParallel): boolean {
   return !!d && rp.ranks.some((r) => coord(r, d) !== null);
 }
 
-const STOPS: [number, [number, number, number]][] = [
+type Stops = [number, [number, number, number]][];
+
+const STOPS: Stops = [
   [0, [236, 239, 241]],
   [0.35, [255, 204, 128]],
   [0.7, [239, 108, 0]],
   [1, [183, 28, 28]],
 ];
+// dark mode: no deviation is a blue grey that stands apart from the card (#262626) without glowing
+const DARK_STOPS: Stops = [[0, [84, 110, 122]], ...STOPS.slice(1)];
+
+/** What the canvas draws besides the cells, per mode: the labels (the page's muted text), a cell without a
+ * rank, the outlines of the ranks the verdict names and of the current rank. */
+const INKS = {
+  light: { label: "#616161", empty: "#ffffff", named: "#212121", current: "#1976d2" },
+  dark: { label: "#b0b0b0", empty: "#333333", named: "#ffffff", current: "#64b5f6" },
+};
 
 /** Colour of a deviation, on a scale whose top is `max`. */
-export function deviationColor(dev: number, max: number): string {
+export function deviationColor(dev: number, max: number, stops: Stops = STOPS): string {
   const t = Math.min(1, Math.max(0, dev / max));
-  for (let i = 1; i < STOPS.length; i++) {
-    const [t1, c1] = STOPS[i];
-    const [t0, c0] = STOPS[i - 1];
+  for (let i = 1; i < stops.length; i++) {
+    const [t1, c1] = stops[i];
+    const [t0, c0] = stops[i - 1];
     if (t <= t1) {
       const f = (t - t0) / (t1 - t0);
       const c = c0.map((v, k) => Math.round(v + (c1[k] - v) * f));
@@ -82,6 +94,10 @@ export function RankGrid({
   const canvas = useRef<HTMLCanvasElement>(null);
   const [width, setWidth] = useState(0);
   const [tip, setTip] = useState<{ x: number; y: number; r: RankParallel } | null>(null);
+  const [dark, setDark] = useState(isDark());
+  useEffect(() => onDarkChange(setDark), []);
+  const stops = dark ? DARK_STOPS : STOPS;
+  const ink = dark ? INKS.dark : INKS.light;
 
   const rows = d.pp * d.mp;
   const avail = Math.max(100, width - LABEL_W - RIGHT);
@@ -121,7 +137,7 @@ export function RankGrid({
     ctx.clearRect(0, 0, width, height);
     ctx.font = "11px system-ui, sans-serif";
     ctx.textBaseline = "middle";
-    ctx.fillStyle = "#616161";
+    ctx.fillStyle = ink.label;
     // DP axis: a tick label every few replicas
     const every = Math.max(1, Math.ceil(36 / cw));
     ctx.textAlign = "center";
@@ -131,16 +147,16 @@ export function RankGrid({
     for (let stage = 0; stage < d.pp; stage++) {
       for (let mp = 0; mp < d.mp; mp++) {
         const y = yOf(stage, mp);
-        ctx.fillStyle = "#616161";
+        ctx.fillStyle = ink.label;
         if (ch >= 10) ctx.fillText(d.pp > 1 ? `pp${stage} mp${mp}` : `mp${mp}`, LABEL_W - 6, y + ch / 2);
         else if (mp === 0) ctx.fillText(`pp${stage}`, LABEL_W - 6, y + (d.mp * ch) / 2);
         for (let dp = 0; dp < d.dp; dp++) {
           const r = cells.get(`${dp}:${stage}:${mp}`);
           const x = LABEL_W + dp * cw;
-          ctx.fillStyle = r ? deviationColor(r.deviation, maxDev) : "#ffffff";
+          ctx.fillStyle = r ? deviationColor(r.deviation, maxDev, stops) : ink.empty;
           const gap = cw > 4 ? 1 : 0;
           ctx.fillRect(x, y, cw - gap, ch - (ch > 6 ? 1 : 0));
-          if (r && (named.has(r.rank) || r.worker === current)) marks.push({ r, x, y, color: named.has(r.rank) ? "#212121" : "#1976d2" });
+          if (r && (named.has(r.rank) || r.worker === current)) marks.push({ r, x, y, color: named.has(r.rank) ? ink.named : ink.current });
         }
       }
     }
@@ -149,7 +165,7 @@ export function RankGrid({
       ctx.strokeStyle = m.color;
       ctx.strokeRect(m.x - 1, m.y - 1, Math.max(cw, 4) + 1, Math.max(ch, 4) + 1);
     }
-  }, [rp, width, height, cw, ch, current, named]);
+  }, [rp, width, height, cw, ch, current, named, dark]);
 
   const at = (e: MouseEvent): RankParallel | null => {
     const rect = canvas.current!.getBoundingClientRect();
@@ -168,7 +184,7 @@ export function RankGrid({
   return (
     <Card
       title={`Rank grid: DP ${d.dp} × PP ${d.pp} × MP ${d.mp}`}
-      subtitle="colour = the rank's deviation from its role peers · outlined: named by the verdict (black), the current rank (blue) · hover for numbers, click to open"
+      subtitle={`colour = the rank's deviation from its role peers · outlined: named by the verdict (${dark ? "white" : "black"}), the current rank (blue) · hover for numbers, click to open`}
       testId="par-grid-card"
     >
       <div class="par-grid-box" ref={box}>
@@ -209,7 +225,7 @@ export function RankGrid({
       </div>
       <div class="par-grid-legend">
         <span>deviation 0</span>
-        <span class="par-grid-scale" style={{ background: `linear-gradient(90deg, ${STOPS.map(([p]) => `${deviationColor(p * maxDev, maxDev)} ${p * 100}%`).join(", ")})` }} />
+        <span class="par-grid-scale" style={{ background: `linear-gradient(90deg, ${STOPS.map(([p]) => `${deviationColor(p * maxDev, maxDev, stops)} ${p * 100}%`).join(", ")})` }} />
         <span>{`${pct1(maxDev)} of the median step`}</span>
         {unplaced ? <span class="muted">{` · ${unplaced} ranks without a coordinate`}</span> : null}
         {!topo.complete ? <span class="muted"> · the coordinates do not fill the grid</span> : null}

@@ -1,6 +1,7 @@
 // ECharts options of the hybrid-parallel section: step breakdown (rank × step), waits, rank × step heatmaps.
 import type { ChartOption } from "../../components/Chart";
 import { tooltipBox } from "../../components/Chart";
+import { inkOn, scaleColor } from "../../components/color";
 import { create } from "@bufbuild/protobuf";
 import type { TimeUnit } from "../../display/cells";
 import { formatValue } from "../../display/cells";
@@ -350,8 +351,10 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
         label: showLabels
           ? {
               show: true,
-              formatter: ((p: { data: HeatCell }) => `{${(p.data[2] - lo) / (hi - lo) > 0.55 ? "light" : "dark"}|${time(p.data[2], unit)}}`) as never,
-              rich: { light: { color: "#ffffff", fontSize: 10 }, dark: { color: "#212121", fontSize: 10 } },
+              // black or white, whichever reads better on the cell's own colour (the scale at its value; the
+              // cells keep their colours in dark mode, and so do these)
+              formatter: ((p: { data: HeatCell }) => `{${inkOn(scaleColor(colors, (p.data[2] - lo) / (hi - lo))) === "#000000" ? "ink" : "paper"}|${time(p.data[2], unit)}}`) as never,
+              rich: { ink: { color: "#000000", fontSize: 10 }, paper: { color: "#ffffff", fontSize: 10 } },
             }
           : { show: false },
         emphasis: { itemStyle: { borderColor: "#212121", borderWidth: 1 } },
