@@ -227,7 +227,7 @@ def search_message(ri: RunIndex, files: list, query: str, exact: bool, base: Opt
     off = origins - base  # per request position
     l0, l1 = a["e_list"][sel], a["e_list"][sel + 1]
     lens = l1 - l0
-    el = np.repeat(l0 - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+    el = _ranges(l0, l1)
     el_pos = np.repeat(epos[sel], lens)
     c_start = a["l_start"][el] + off[el_pos]
     c_end = a["l_end"][el] + off[el_pos]
@@ -286,6 +286,12 @@ def search_message(ri: RunIndex, files: list, query: str, exact: bool, base: Opt
     return msg
 
 
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The positions [lo[i], hi[i]) of every i, concatenated."""
+    lens = hi - lo
+    return np.repeat(lo - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+
+
 def range_message(ri: RunIndex, files: list, ws: int, we: int, tracks: Dict[str, Optional[List[int]]],
                   base: Optional[int], clock: Optional[Dict[str, int]] = None,
                   open_rank: Optional[Callable] = None):
@@ -297,32 +303,39 @@ def range_message(ri: RunIndex, files: list, ws: int, we: int, tracks: Dict[str,
     origins, slots = _origins(ri, files, clock)
     if base is None:
         base = int(origins.min()) if len(files) else 0
+    asked = np.array([f.worker in tracks for f in files], bool)
+    off = origins - base
+    first, last = a["r_first"][slots] + off, a["r_last"][slots] + off  # each rank's extent, on the common clock
+    hit = asked & ~((we < first) | (ws > last))
+    whole = hit & (ws <= first) & (we >= last)
     acc: Dict[Tuple[str, str], list] = {}
-    for p, f in enumerate(files):
-        if f.worker not in tracks:
-            continue
-        s = int(slots[p])
-        off = int(origins[p]) - base
-        lws, lwe = ws - off, we - off
-        first, last = int(a["r_first"][s]), int(a["r_last"][s])
-        if lwe < first or lws > last:
-            continue
-        wanted = tracks[f.worker]
-        if lws <= first and lwe >= last:
-            p0, p1 = int(a["s_ptr"][s]), int(a["s_ptr"][s + 1])
-            tr = a["s_track"][p0:p1]
-            keep = np.ones(p1 - p0, bool) if wanted is None else np.isin(tr, np.array(wanted, np.int64))
-            for g, t, c, tot in zip(a["s_name"][p0:p1][keep].tolist(), a["s_type"][p0:p1][keep].tolist(),
-                                    a["s_count"][p0:p1][keep].tolist(), a["s_total"][p0:p1][keep].tolist()):
-                v = acc.setdefault((ri.names[g], type_name(t)), [0, 0, 0])
-                v[0] += c
-                v[1] += tot
-                v[2] += tot
-            continue
+    held = np.flatnonzero(whole)
+    if len(held):  # every rank held whole at once: their stored sums per (track, name, type)
+        sl = slots[held]
+        el = _ranges(a["s_ptr"][sl], a["s_ptr"][sl + 1])
+        owner = np.repeat(held, a["s_ptr"][sl + 1] - a["s_ptr"][sl])
+        picked = [tracks[files[p].worker] for p in held.tolist()]
+        if any(t is not None for t in picked):  # tracks named: only theirs
+            keep = np.ones(len(el), bool)
+            for p, t in zip(held.tolist(), picked):
+                if t is not None:
+                    mine = owner == p
+                    keep[mine] = np.isin(a["s_track"][el[mine]], np.array(t, np.int64))
+            el = el[keep]
+        key = (a["s_name"][el].astype(np.int64) << _TYPE_BITS) | a["s_type"][el].astype(np.int64)
+        uniq, inv = np.unique(key, return_inverse=True)
+        cnt = np.bincount(inv, weights=a["s_count"][el], minlength=len(uniq))
+        tot = np.zeros(len(uniq), np.int64)
+        np.add.at(tot, inv, a["s_total"][el])
+        for k, c, t in zip(uniq.tolist(), cnt.astype(np.int64).tolist(), tot.tolist()):
+            acc[(ri.names[k >> _TYPE_BITS], type_name(k & 0xFFF))] = [c, t, t]
+    for p in np.flatnonzero(hit & ~whole).tolist():  # the ranks the range cuts: their own index
+        f = files[p]
         idx = open_rank(f) if open_rank is not None else None
         if idx is None:
             continue
-        for key, v in range_sums(idx, lws, lwe, wanted).items():
+        o = int(off[p])
+        for key, v in range_sums(idx, ws - o, we - o, tracks[f.worker]).items():
             t = acc.setdefault(key, [0, 0, 0])
             for i in range(3):
                 t[i] += v[i]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import mmap
 import os
 import threading
@@ -153,7 +154,7 @@ def map_arrays(mm, st: Optional[os.stat_result] = None,
         dt = np.dtype(dtype)
         if dt.hasobject:
             raise CorruptIndex(f"array {key!r} of objects")
-        count_items = int(np.prod(shape)) if shape else 1
+        count_items = math.prod(int(x) for x in shape)  # 1 for a scalar (np.prod: 0.1 ms a call)
         if off < 0 or base + off + count_items * dt.itemsize > count:
             raise CorruptIndex(f"array {key!r} beyond the end")
         arrays[key] = np.frombuffer(mm, dtype=dt, count=count_items, offset=base + off).reshape(shape)
@@ -203,9 +204,10 @@ class TimelineIndex:
         if missing:
             raise CorruptIndex(f"arrays missing: {', '.join(missing)}")
         blob = self.a["names_blob"].tobytes()
-        ptr = self.a["names_ptr"].tolist()
-        if not ptr or ptr[0] != 0 or ptr[-1] != len(blob) or any(b < a for a, b in zip(ptr, ptr[1:])):
+        offsets = self.a["names_ptr"]
+        if not len(offsets) or int(offsets[0]) != 0 or int(offsets[-1]) != len(blob) or bool((np.diff(offsets) < 0).any()):
             raise CorruptIndex("name offsets do not fit the name blob")
+        ptr = offsets.tolist()
         self.names: List[str] = [blob[i:j].decode("utf-8", "surrogatepass") for i, j in zip(ptr, ptr[1:])]
         if not self.names:
             self.names = [""]
