@@ -24,10 +24,12 @@ answers (:func:`matched_page`).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from tb_paddle_profile.store.lru import SizedLRU
@@ -224,6 +226,7 @@ class RunAnalyses:
         self._lock = threading.Lock()
         self._flights: Dict[str, threading.Lock] = {}
         self.computed = 0  # analyses computed by this process (not read back): for tests and status
+        self.derived_computed = 0  # what-if answers (derived) computed by this process
 
     def peek(self, key: str) -> Optional[bytes]:
         """The stored analysis (serialized RunParallel) of ``key`` if it is in memory or in the cache;
@@ -278,6 +281,38 @@ class RunAnalyses:
                     del self._flights[key]
         return data
 
+    def derived(self, name: str, compute: Callable[[], bytes]) -> bytes:
+        """Bytes made from an analysis's inputs and stored with it (the what-if answer: whatif_name),
+        by ``name``: in memory, in the cache folder (so a restart reads them back), or ``compute()``d
+        once however many threads ask at the same time."""
+        with self._lock:
+            data = self._memory.get(name)
+        if data is None and self.cache is not None:
+            data = self.cache.get_analysis(name)
+            if data is not None:
+                with self._lock:
+                    self._memory.put(name, data)
+        if data is not None:
+            return data
+        with self._lock:
+            flight = self._flights.setdefault(name, threading.Lock())
+        try:
+            with flight:
+                with self._lock:
+                    data = self._memory.get(name)
+                if data is None:
+                    data = compute()
+                    with self._lock:
+                        self.derived_computed += 1
+                        self._memory.put(name, data)
+                    if self.cache is not None:
+                        self.cache.put_analysis(name, data)
+        finally:
+            with self._lock:
+                if self._flights.get(name) is flight:
+                    del self._flights[name]
+        return data
+
     @staticmethod
     def _compute(key: str, compute: Callable[[], object]) -> Tuple[bytes, bytes]:
         from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
@@ -291,6 +326,33 @@ class RunAnalyses:
             summary_first(message, in_place=True)
         message.analysis_key = key
         return message.SerializeToString(), table.to_bytes()
+
+
+@functools.lru_cache(maxsize=1)
+def _whatif_code() -> str:
+    """A digest of the code and schema a what-if answer comes from (the cross-rank analysis, the display
+    models, their protobuf files): a stored answer is never served by another version of them."""
+    from tb_paddle_profile.v1 import display_pb2, whatif_pb2
+
+    root = Path(__file__).resolve().parents[1]  # the package
+    h = hashlib.sha256(whatif_pb2.DESCRIPTOR.serialized_pb + display_pb2.DESCRIPTOR.serialized_pb)
+    for path in sorted([*root.glob("analysis/crossrank/*.py"), *root.glob("present/display/*.py"),
+                        root / "analysis" / "program.py"]):
+        try:
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+        except OSError:  # an installation without its sources: the version alone
+            h.update(path.name.encode())
+    return h.hexdigest()[:16]
+
+
+def whatif_name(analysis: str, run: str, span: str, args: Mapping[str, float]) -> str:
+    """The name a run's what-if answer (RunWhatIf, before the route's notes) is stored under: its
+    inputs' analysis key, the run and span it names, the MFU inputs and the code it comes from."""
+    from tb_paddle_profile.core.version import __version__
+
+    text = "\0".join(["whatif-1", __version__, _whatif_code(), analysis, run, span] +
+                     [f"{k}={float(v)!r}" for k, v in sorted(args.items())])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
 
 
 _PACK_MAGIC = b"TBPPRA2\n"

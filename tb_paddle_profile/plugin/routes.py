@@ -39,6 +39,7 @@ from tb_paddle_profile.pipeline import runs as run_assembly
 from tb_paddle_profile.core.protojson import to_json_bytes
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 from tb_paddle_profile import timeline
+from tb_paddle_profile.plugin.heavy import Heavy
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +77,9 @@ export async function render() {
   document.body.appendChild(p);
 }
 """
+
+
+HEAVY_WORKERS = 2  # heavy requests computing at once (plugin/heavy.py); the others wait without the GIL
 
 
 class HttpError(Exception):
@@ -257,6 +261,9 @@ class Routes:
         self._facts = SizedLRU(8 << 20, sizeof=lambda v: 200 * (len(v[0]) + len(v[1]) + len(v[2])) + 100)
         # trace key -> (label, GPU) read from its digest before any analysis (the run list's)
         self._priors = SizedLRU(4 << 20, sizeof=lambda v: 100 + len(v[0]))
+        self._prewarmed: Dict[Tuple[str, str], int] = {}  # (run, span) -> the scan whose indexes were asked for
+        # searches, ranges, what-ifs and first analyses: at most HEAVY_WORKERS at once (heavy.py)
+        self._heavy = Heavy(HEAVY_WORKERS)
 
     def apps(self) -> Dict[str, Callable]:
         return {
@@ -437,7 +444,7 @@ class Routes:
         key = run_assembly.analysis_key(t.key for t in ready)
         if key != self._last_span_analysis.get((run, span)) and self.analyses.peek(key) is None:
             try:
-                self.analyses.get(key, lambda: self._compute_analysis(ready, run, span))
+                self.analyses.get(key, lambda: self._heavy.run("clock", lambda: self._compute_analysis(ready, run, span)))
             except Routes._Reloading:
                 return {}
             except Exception:  # an offset is never worth a failed timeline: drawn on each rank's clock
@@ -602,18 +609,41 @@ class Routes:
         part = _param(request, "part", required=False)
         if part not in ("", "summary"):
             raise HttpError(400, f"unknown part {_shown(part)} (summary, or none for every table)")
-        loader = self._require_loader()
-        out = plugin_pb2.RunDistributed(run=run, span=span)
+        self._require_loader()
         numbers = self._rank_numbers(run, self._run(self._snapshot(), request, refused=True)[1])
         files.sort(key=lambda f: (numbers.get(f.worker, 1 << 30), f.worker))
-        waiting, states = [], self._states(files)
+        states = self._states(files)
         blocks = run_assembly.blocking(states)
+        if not any(b or st.state in (QUEUED, LOADING) for b, st in zip(blocks, states)):
+            # Every rank settled: memoized under what the answer is made of (the files' versions and
+            # states, the rank numbers, the analysis whose labels it shows), built once.
+            memo = ("distributed", run, span, tuple(f.key for f in files), tuple((st.state, st.error) for st in states),
+                    tuple(numbers.get(f.worker, f.rank) for f in files), self._last_analysis.get(run), part, fmt)
+            try:
+                return self._send(request, memo, _CTYPES[fmt],
+                                  lambda: _encode(self._distributed(run, span, files, states, blocks, numbers, part,
+                                                                    settled=True)[0], fmt))
+            except Routes._Reloading:  # a READY rank's digest vanished: it is being loaded again
+                states = self._states(files)
+                blocks = run_assembly.blocking(states)
+        out, waiting = self._distributed(run, span, files, states, blocks, numbers, part)
+        return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
+                       [("Retry-After", "1")] if waiting else [])
+
+    def _distributed(self, run: str, span: str, files: List[TraceFile], states, blocks, numbers: Dict[str, int],
+                     part: str, settled: bool = False):
+        """(RunDistributed, the ranks it waits for); ``settled``: _Reloading instead of waiting."""
+        loader = self._require_loader()
+        out = plugin_pb2.RunDistributed(run=run, span=span)
+        waiting = []
         for trace, state, block in zip(files, states, blocks):
             rank = out.ranks.add()
             encoded = self._rank_part(trace) if state.state == READY else None
             if encoded is not None:
                 rank.MergeFromString(encoded)
             elif state.state == READY:  # its cache entry vanished; it is being loaded again
+                if settled:
+                    raise Routes._Reloading
                 state = loader.state(trace)
             rank.worker, rank.state, rank.error = trace.worker, state.state, state.error
             rank.rank = numbers.get(trace.worker, trace.rank)
@@ -631,8 +661,7 @@ class Routes:
             if part == "summary":
                 for view in out.display.views:
                     del view.tables[:]
-        return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
-                       [("Retry-After", "1")] if waiting else [])
+        return out, waiting
 
     class _Reloading(Exception):
         """A READY rank's cached digest was damaged or removed: it is being computed again."""
@@ -654,8 +683,8 @@ class Routes:
         ready = [t for t, st in zip(files, states) if st.state == READY]
         key = run_assembly.analysis_key(t.key for t in ready)
 
-        def compute():
-            return self._compute_analysis(ready, run, span)
+        def compute():  # once per analysis key, on the heavy executor
+            return self._heavy.run("analysis", lambda: self._compute_analysis(ready, run, span))
 
         try:
             data = self.analyses.matched(key, compute) if matched else self.analyses.get(key, compute)
@@ -752,25 +781,33 @@ class Routes:
         key = run_assembly.analysis_key(t.key for t in ready)
         notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
         missing = run_assembly.missing_ranks(files, states)
-        digests = []
-        for trace in ready:
-            data = loader.digest_bytes(trace)
-            if data is None:
-                out = whatif_pb2.RunWhatIf(run=run, span=span)
-                out.notes.append("waiting for a rank whose cached digest is being computed again")
-                return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
-            digests.append(summary_pb2.RankDigest.FromString(data))
 
-        def build() -> bytes:
+        def compute() -> bytes:  # the digests are read only when the answer is neither in memory nor stored
             from tb_paddle_profile.present.display.whatif import whatif_answer
 
-            out = whatif_answer(digests, run, span, **mfu_args)
+            digests = []
+            for trace in ready:
+                data = loader.digest_bytes(trace)
+                if data is None:
+                    raise Routes._Reloading
+                digests.append(summary_pb2.RankDigest.FromString(data))
+            return whatif_answer(digests, run, span, **mfu_args).SerializeToString()
+
+        def build() -> bytes:
+            # stored with the analysis (runs.whatif_name): the first open after a restart reads it back
+            out = whatif_pb2.RunWhatIf.FromString(self.analyses.derived(
+                run_assembly.whatif_name(key, run, span, mfu_args), lambda: self._heavy.run("whatif", compute)))
             out.notes.extend(notes)
             _add_missing(out.display, "whatif", missing)
             return _encode(out, fmt)
 
         memo = ("whatif", key, run, span, tuple(sorted(mfu_args.items())), tuple(notes), missing, fmt)
-        return self._send(request, memo, _CTYPES[fmt], build)
+        try:
+            return self._send(request, memo, _CTYPES[fmt], build)
+        except Routes._Reloading:
+            out = whatif_pb2.RunWhatIf(run=run, span=span)
+            out.notes.append("waiting for a rank whose cached digest is being computed again")
+            return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
 
     @_handler
     def diff(self, request: Request) -> Response:
@@ -1004,17 +1041,24 @@ class Routes:
         store = getattr(self, "_timeline_store", None)
         if store is not None:
             store.close()
+        self._heavy.close()
 
     # ------------------------------------------------------------- timeline (tb_paddle_profile.timeline)
     def _prewarm_timelines(self, trace: TraceFile) -> None:
         """Someone looks at a rank: have the missing timeline indexes of its run and span made in the
         background (their files' jobs run again), so that opening the Timeline view does not wait."""
         snapshot = self._snapshot()
+        # Once per scan of the logdir and run and span, not at every rank's summary: looking at each of
+        # the span's files (a stat and a hash per rank) cost 95 ms per summary at 4,096 ranks.
+        seen = (trace.run, trace.span)
+        if self._prewarmed.get(seen) == snapshot.generation:
+            return
         files = [spans[trace.span] for spans in snapshot.runs.get(trace.run, {}).values() if trace.span in spans]
         if not files or self.loader is None:
             return
         store = self._timelines()
         cache = self.loader.cache
+        settled = True
         for f, st in zip(files, self.loader.states(files)):
             # The jobs that made the summaries made their indexes: only a missing one is asked for
             # (opening every rank's index here would read a 1,024-rank run's at each view).
@@ -1026,6 +1070,11 @@ class Routes:
                 except Exception:  # a bug of ours: logged, but it must not break the summary
                     logging.getLogger(__name__).exception(
                         "tb_paddle_profile: %s: starting its timeline index failed", f.file_name)
+            elif st.state in (QUEUED, LOADING):
+                settled = False  # asked about again once it is loaded
+        if settled:
+            with self._lock:
+                self._prewarmed[seen] = snapshot.generation
 
     def _timelines(self):
         loader = self._require_loader()
@@ -1130,16 +1179,19 @@ class Routes:
             raise HttpError(400, "empty query")
         exact = _param(request, "exact", required=False) in ("1", "true")
         limit = max(1, min(_int(request, "limit") or timeline.MATCH_CAP, timeline.MATCH_CAP))
-        base, clock = _int(request, "base_unix_ns"), self._clock(run, span, files)
-        store = self._timelines()
-        ri = store.run_index(self._whole_span(request, run, span))  # names -> ranks: no rank opened per request
-        if ri is not None:
-            msg = timeline.run_search_message(ri, files, query, exact, base, limit, clock=clock,
-                                              open_rank=lambda f: store.get(f)[0])
-        else:  # a rank's index is not ready yet: the ranks' own indexes (builds asked for)
-            ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
-            msg = timeline.search_message(ranks, query, exact, base, limit, clock=clock)
-        return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+        base, whole = _int(request, "base_unix_ns"), self._whole_span(request, run, span)
+
+        def answer():
+            clock = self._clock(run, span, files)
+            store = self._timelines()
+            ri = store.run_index(whole)  # names -> ranks: no rank opened per request
+            if ri is not None:
+                return timeline.run_search_message(ri, files, query, exact, base, limit, clock=clock,
+                                                   open_rank=lambda f: store.get(f)[0])
+            ranks = [(f, idx) for f, idx, _ in self._indexes(files)]  # an index not ready: the ranks' own
+            return timeline.search_message(ranks, query, exact, base, limit, clock=clock)
+
+        return respond(request, _encode(self._heavy.run("timeline_search", answer), fmt), _CTYPES[fmt])
 
     def _whole_span(self, request: Request, run: str, span: str) -> List[TraceFile]:
         """Every file of the run's span (the run index covers them all; a request may name some)."""
@@ -1163,16 +1215,19 @@ class Routes:
                 lst.append(int(tid))
         if not tracks:
             tracks = {w: None for w in by_worker}
-        base, clock = _int(request, "base_unix_ns"), self._clock(run, span, files)
-        store = self._timelines()
-        ri = store.run_index(self._whole_span(request, run, span))  # ranks held whole or missed: not opened
-        if ri is not None:
-            msg = timeline.run_range_message(ri, files, ws, we, tracks, base, clock=clock,
-                                             open_rank=lambda f: store.get(f)[0])
-        else:
+        base, whole = _int(request, "base_unix_ns"), self._whole_span(request, run, span)
+
+        def answer():
+            clock = self._clock(run, span, files)
+            store = self._timelines()
+            ri = store.run_index(whole)  # ranks held whole or missed: not opened
+            if ri is not None:
+                return timeline.run_range_message(ri, files, ws, we, tracks, base, clock=clock,
+                                                  open_rank=lambda f: store.get(f)[0])
             ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
-            msg = timeline.range_message(ranks, ws, we, tracks, base, clock=clock)
-        return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+            return timeline.range_message(ranks, ws, we, tracks, base, clock=clock)
+
+        return respond(request, _encode(self._heavy.run("timeline_range", answer), fmt), _CTYPES[fmt])
 
     @_handler
     def timeline_instance(self, request: Request) -> Response:
