@@ -72,6 +72,12 @@ def main(argv=None) -> int:
     p.add_argument("--fragment-bytes-per-step", type=int, default=d.fragment_bytes_per_step,
                    metavar="B", help="planted change: reserved minus allocated GPU memory grows "
                                      "by B every step")
+    p.add_argument("--record-shapes", action="store_true",
+                   help="write the forward operators' input_shapes and input_dtypes (Paddle 3.3.1 "
+                        "writes them empty)")
+    p.add_argument("--dp-seq-lens", type=_ranks, default=None, metavar="L,L,...",
+                   help="planted sequence imbalance: the sequence length of each data-parallel "
+                        "replica, one per dp index (default: --seq-len everywhere)")
     p.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default=d.schedule,
                    help="pipeline schedule (default %(default)s)")
     p.add_argument("--virtual-stages", type=int, default=d.virtual_stages, metavar="V",
@@ -175,7 +181,8 @@ def main(argv=None) -> int:
                       launch_overhead=a.launch_overhead,
                       leak_bytes_per_step=a.leak_bytes_per_step,
                       fragment_bytes_per_step=a.fragment_bytes_per_step, schedule=a.schedule,
-                      virtual_stages=a.virtual_stages)
+                      virtual_stages=a.virtual_stages, record_shapes=a.record_shapes,
+                      dp_seq_lens=tuple(a.dp_seq_lens) if a.dp_seq_lens else None)
     if a.case:
         from .matrix import cases
         all_cases = cases()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Dict
+import json
+from dataclasses import replace
+from typing import Dict, Tuple
 
 from .model import KernelSpec
 from .config import SynthConfig
@@ -37,6 +39,9 @@ class _Catalog:
     HBM = 2.4e12  # bytes/s for memory-bound kernels
 
     def __init__(self, cfg: SynthConfig):
+        self.cfg = cfg
+        self.seq_len = cfg.seq_len
+        self._variants: Dict[int, "_Catalog"] = {}
         T = cfg.seq_len * cfg.micro_batch_size
         H, mp, V = cfg.hidden, cfg.mp, cfg.vocab
         heads = cfg.heads // mp
@@ -152,3 +157,48 @@ class _Catalog:
                 raise ValueError("slow_kernel: no compute kernel name contains %r" % sub)
             for k in keys:
                 self.kernel_factor[k] = self.kernel_factor.get(k, 1.0) * f
+        self._shapes(cfg)
+
+    def for_seq(self, seq_len: int) -> "_Catalog":
+        """The catalogue of a replica whose sequences are ``seq_len`` long (dp_seq_lens): this one
+        when it is the config's, else one made once."""
+        if seq_len == self.seq_len:
+            return self
+        c = self._variants.get(seq_len)
+        if c is None:
+            c = self._variants[seq_len] = _Catalog(replace(self.cfg, seq_len=seq_len, dp_seq_lens=None))
+        return c
+
+    def _shapes(self, cfg: SynthConfig) -> None:
+        """``shapes``: per catalogue key, the (input_shapes, input_dtypes) JSON its forward operator
+        records with ``record_shapes`` (Paddle's argument names); ``flops``: the forward FLOPs of
+        the GEMMs among them, 2 · m · n · k (the planted truth of docs/flops.md)."""
+        b, s, H, mp, V = cfg.micro_batch_size, cfg.seq_len, cfg.hidden, cfg.mp, cfg.vocab
+        h, hd = cfg.heads // mp, cfg.hidden // cfg.heads
+        self.shapes: Dict[str, Tuple[str, str]] = {}
+        self.flops: Dict[str, int] = {}
+
+        def put(key, shapes, dtypes):
+            self.shapes[key] = (json.dumps(shapes), json.dumps(dtypes))
+
+        bf = ["bfloat16"]
+        for key, k, n in (("qkv", H, 3 * H // mp), ("proj", H // mp, H), ("fc1", H, 4 * H // mp),
+                          ("fc2", 4 * H // mp, H), ("lm_head", H, V // mp)):
+            put(key, {"x": [[b, s, k]], "y": [[k, n]]}, {"x": bf, "y": bf})
+            self.flops[key] = 2 * b * s * k * n
+        # attention scores q · kᵀ (transpose_y) and scores · v, per head
+        put("qk", {"x": [[b, h, s, hd]], "y": [[b, h, s, hd]]}, {"x": bf, "y": bf})
+        self.flops["qk"] = 2 * b * h * s * s * hd
+        put("av", {"x": [[b, h, s, s]], "y": [[b, h, s, hd]]}, {"x": bf, "y": bf})
+        self.flops["av"] = 2 * b * h * s * s * hd
+        put("embedding", {"x": [[b, s]], "weight": [[V // mp if mp > 1 else V, H]]},
+            {"x": ["int64"], "weight": bf})
+        put("layer_norm", {"x": [[b, s, H]], "scale": [[H]], "bias": [[H]]},
+            {"x": bf, "scale": ["float32"], "bias": ["float32"]})
+        put("add", {"x": [[b, s, H]], "y": [[b, s, H]]}, {"x": bf, "y": bf})
+        put("gelu", {"x": [[b, s, 4 * H // mp]]}, {"x": bf})
+        put("softmax", {"x": [[b, h, s, s]]}, {"x": bf})
+
+    def layer_flops(self) -> int:
+        """Forward FLOPs of one decoder layer's GEMMs (one micro-batch)."""
+        return sum(self.flops[k] for k in ("qkv", "proj", "fc1", "fc2", "qk", "av"))

@@ -158,6 +158,12 @@ class SynthConfig:
     host_offsets_us: Optional[Tuple[float, ...]] = None  # explicit clock offset per host
     host_names: str = "ordered"  # or "shuffled": gpunode numbers not in Fleet's host order
     export_jitter_us: float = 0.0  # a rank's export time (file name) drawn in [0, this] us
+    # shapes (docs/generator.md, "Shapes and sequences"): record_shapes writes the forward
+    # operators' input_shapes / input_dtypes (Paddle 3.3.1 writes them empty); dp_seq_lens gives
+    # each data-parallel replica its own sequence length (one per dp index; its kernels' times
+    # follow its tokens), instead of seq_len everywhere
+    record_shapes: bool = False
+    dp_seq_lens: Optional[Tuple[int, ...]] = None
 
     @classmethod
     def realistic(cls, **overrides) -> "SynthConfig":
@@ -250,6 +256,10 @@ class SynthConfig:
             raise ValueError("host_names must be 'ordered' or 'shuffled'")
         if self.export_jitter_us < 0:
             raise ValueError("export_jitter_us must not be negative")
+        if self.dp_seq_lens is not None:
+            if len(self.dp_seq_lens) != self.dp or min(int(x) for x in self.dp_seq_lens) < 1:
+                raise ValueError("dp_seq_lens must give a sequence length of at least 1 for each "
+                                 "of the %d data-parallel replicas" % self.dp)
         if self.host_offsets_us is not None:
             n_hosts = host_of(self, world - 1) + 1
             if len(self.host_offsets_us) != n_hosts:
@@ -305,6 +315,11 @@ class SynthConfig:
             return 1.0
         rng = random.Random(self.seed * 91_138_233 + rank * 7 + 5)
         return math.exp(rng.gauss(0.0, self.gpu_speed_sigma))
+
+    def seq_len_of(self, dp_index: int) -> int:
+        """The sequence length of data-parallel replica ``dp_index``: ``dp_seq_lens`` when
+        given, else ``seq_len``."""
+        return int(self.dp_seq_lens[dp_index]) if self.dp_seq_lens else self.seq_len
 
     def per_stage_layers(self) -> List[int]:
         if self.stage_layers is not None:
@@ -453,7 +468,7 @@ class Topology:
 def config_dict(cfg: SynthConfig) -> dict:
     """The config as plain JSON values (rank lists as lists)."""
     d = asdict(cfg)
-    for k in ("slow_rank", "slow_host_rank", "stage_layers", "host_offsets_us"):
+    for k in ("slow_rank", "slow_host_rank", "stage_layers", "host_offsets_us", "dp_seq_lens"):
         if isinstance(d[k], tuple):
             d[k] = list(d[k])
     return d

@@ -323,6 +323,39 @@ def _structure(cfg: SynthConfig, topo: Topology, controls: "_Controls") -> dict:
             "stage_step_ns": step,
             "job_step_ns": float(base["step_time_ns"].mean())}
 
+def _shape_truth(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook,
+                 controls: "_Controls") -> dict:
+    """What record_shapes and dp_seq_lens plant, per rank: its replica's sequence length, the tokens
+    of each micro-batch (micro_batch_size × that length, every micro-batch alike), and the forward
+    FLOPs of its GEMMs per micro-batch (2 · m · n · k from the shapes it writes): per decoder layer,
+    the head's (last stage), the stage's total; and per step (× micro-batches). With dp_seq_lens,
+    the imbalance's cost: the job's mean step minus that of the same run (same seed) with every
+    replica at the mean length (balanced_seq_len, balanced_job_step_ns, imbalance_cost_ns_per_step)."""
+    ranks = []
+    for r in range(topo.world):
+        c = topo.coords(r)
+        rc = cat.for_seq(cfg.seq_len_of(c["dp"]))
+        layers = sum(n for _, n in cfg.chunk_layers(c["pp"]))
+        head = rc.flops["lm_head"] if c["pp"] == cfg.pp - 1 else 0
+        fwd = layers * rc.layer_flops() + head
+        ranks.append({"rank": r, "dp": c["dp"], "pp": c["pp"], "seq_len": rc.seq_len,
+                      "tokens_per_micro_batch": cfg.micro_batch_size * rc.seq_len,
+                      "tokens_per_step": cfg.micro_batch_size * rc.seq_len * cfg.micro_batches,
+                      "decoder_layers": layers, "layer_forward_flops": rc.layer_flops(),
+                      "head_forward_flops": head, "forward_flops_per_micro_batch": fwd,
+                      "forward_flops_per_step": fwd * cfg.micro_batches,
+                      "op_forward_flops": dict(rc.flops)})
+    out = {"record_shapes": bool(cfg.record_shapes), "micro_batches": cfg.micro_batches,
+           "micro_batch_size": cfg.micro_batch_size, "ranks": ranks}
+    if cfg.dp_seq_lens:   # the imbalance's cost: the same run with every replica at the mean length
+        mean = int(round(sum(cfg.dp_seq_lens) / len(cfg.dp_seq_lens)))
+        control = replace(cfg, dp_seq_lens=(mean,) * cfg.dp)
+        job = book.job_step_ns(topo.world)
+        balanced = controls.book(control).job_step_ns(topo.world)
+        out.update(balanced_seq_len=mean, balanced_job_step_ns=balanced,
+                   imbalance_cost_ns_per_step=job - balanced)
+    return out
+
 _JOB: Optional[tuple] = None  # what forked writer processes read (set before the fork)
 
 
@@ -359,6 +392,8 @@ def _prepare(cfg: SynthConfig) -> SynthConfig:
     if cfg.stage_layers is not None:
         cfg = replace(cfg, stage_layers=tuple(int(x) for x in cfg.stage_layers),
                       layers=sum(int(x) for x in cfg.stage_layers))
+    if cfg.dp_seq_lens is not None:
+        cfg = replace(cfg, dp_seq_lens=tuple(int(x) for x in cfg.dp_seq_lens))
     if cfg.comm_factor is not None or cfg.slow_kernel is not None:
         cfg = replace(cfg, comm_factor=cfg.comm_factors() or None,
                       slow_kernel=cfg.slow_kernels() or None)
@@ -391,7 +426,8 @@ _NEUTRAL = {"comm_factor": None, "slow_kernel": None, "launch_overhead": 1.0,
             "virtual_stages": 1, "kernel_jitter": "uniform", "kernel_sigma": 0.02,
             "gpu_speed_sigma": 0.0, "gpu_speed": None, "p2p_streams": "per_direction",
             "one_rank_comms": False, "pipeline_layers": False, "host_offsets_us": None,
-            "host_names": "ordered", "export_jitter_us": 0.0}
+            "host_names": "ordered", "export_jitter_us": 0.0, "record_shapes": False,
+            "dp_seq_lens": None}
 
 
 def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,
@@ -526,6 +562,8 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         "one_rank_comms": bool(cfg.one_rank_comms),
         "structural": structural,
     }
+    if cfg.record_shapes or cfg.dp_seq_lens:
+        meta["shapes"] = _shape_truth(cfg, topo, cat, book, controls)
     caused = np.array([[book.caused[r][si] for si in range(cfg.steps)] for r in range(world)],
                       dtype=np.int64).reshape(world, cfg.steps)
     _truth.write_truth(out_dir, meta, {**book.columns(), **steps, "caused_wait_ns": caused,

@@ -39,6 +39,8 @@ class _Layers:
             wrap = self._open(name + " pybind_imperative_func", USER_DEFINED)
             self._adv(600, 2400)
         row = self._open(name + " dygraph", OPERATOR)
+        if self.cfg.record_shapes and kernels and kernels[0] in self.cat.shapes:
+            self.sink.host_shapes(row, *self.cat.shapes[kernels[0]])
         self._adv(400, 1800)
         if grad is not None:
             self._leaf(name + " node_creation", OPERATOR_INNER, 300, 1400)

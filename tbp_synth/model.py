@@ -119,6 +119,7 @@ class RankTrace:
         self.h_tid = array("q")
         self.h_start = array("q")
         self.h_end = array("q")
+        self.h_shapes: Dict[int, Tuple[str, str]] = {}  # row -> (input_shapes, input_dtypes) JSON
         # CUDA runtime events
         self.r_name = array("i")
         self.r_tid = array("q")
@@ -179,6 +180,10 @@ class RankTrace:
 
     def host_close(self, row: int, end: int) -> None:
         self.h_end[row] = end
+
+    def host_shapes(self, row: int, shapes: str, dtypes: str) -> None:
+        """An Operator row's input_shapes and input_dtypes JSON (record_shapes)."""
+        self.h_shapes[row] = (shapes, dtypes)
 
     def runtime(self, name_id: int, tid: int, start: int, end: int, corr: int) -> None:
         self.r_name.append(name_id)

@@ -27,6 +27,8 @@ class _RankProgram(_Recorder, _Timing, _Memory, _Layers, _Parallel, _Schedule):
         self.sink, self.book = sink, book
         c = topo.coords(rank)
         self.dp_i, self.pp_i, self.mp_i = c["dp"], c["pp"], c["mp"]
+        if cfg.dp_seq_lens:  # this replica's sequence length: its kernels, bytes and shapes
+            self.cat = cat.for_seq(cfg.seq_len_of(self.dp_i))
         self.rng = random.Random(cfg.seed * 1_000_003 + rank)
         rnd = self._rnd = self.rng.random
         self.pid = 30000 + 1000 * rank + int(rnd() * 900)

@@ -24,6 +24,7 @@ from .model import (EVENT_TYPE_NAMES, KERNEL, MEM_TYPE_NAMES, MEMCPY, OPERATOR,
 
 TRACE_SUFFIX = ".paddle_trace.json"
 _CHUNK = 65536  # host events formatted per batch
+_NO_SHAPES = ("{}", "{}")  # Paddle 3.3.1's input_shapes / input_dtypes (record_shapes: RankTrace.h_shapes)
 
 
 def trace_file_name(worker: str, export_time_ns: int) -> str:
@@ -250,6 +251,7 @@ def write_trace(trace: RankTrace, trees: NodeTrees, out: TextIO, layout: int = 3
     places = trace.places
     mem_cats = MEM_TYPE_NAMES
     h_name, h_type = trace.h_name, trace.h_type
+    h_shapes = getattr(trace, "h_shapes", None)
     r_name, r_corr, r_start, r_end = trace.r_name, trace.r_corr, trace.r_start, trace.r_end
     d_name, d_type, d_stream, d_corr, d_arg = (trace.d_name, trace.d_type, trace.d_stream,
                                                trace.d_corr, trace.d_arg)
@@ -317,8 +319,9 @@ def write_trace(trace: RankTrace, trees: NodeTrees, out: TextIO, layout: int = 3
             for i, h in enumerate(rows):
                 etype = h_type[h]
                 if etype == OPERATOR:
+                    shp, dts = h_shapes.get(h, _NO_SHAPES) if h_shapes else _NO_SHAPES
                     add(L.host_operator % (names[h_name[h]], h_sfx[i], pid, tid, h_ts[i],
-                                           h_dur[i], cats[etype], h_rs[i], h_re[i], "{}", "{}",
+                                           h_dur[i], cats[etype], h_rs[i], h_re[i], shp, dts,
                                            ""))
                 else:
                     tmpl = L.host_python if etype in PYTHON_SIDE_TYPES else L.host_cpp
