@@ -609,3 +609,20 @@ def test_concurrent_preprocess_runs_parse_each_trace_once(tmp_path):
         assert out.decode().startswith("8 of 8 traces"), out.decode()
     parsed = log.read_text().splitlines()
     assert sorted(parsed) == sorted(names), parsed  # once each
+
+
+def test_cache_writes_fsync_only_when_asked(tmp_path, monkeypatch):
+    """6 fsyncs per trace were a third of a small trace's job: off by default (an entry a power loss cut
+    is caught by its checksum), on with TB_PADDLE_PROFILE_CACHE_FSYNC=1; the file is whole either way."""
+    from tb_paddle_profile.store import cache as cache_mod
+
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(cache_mod.os, "fsync", lambda fd: calls.append(fd) or real(fd))
+    monkeypatch.delenv("TB_PADDLE_PROFILE_CACHE_FSYNC", raising=False)
+    cache_mod.atomic_write(tmp_path / "a" / "x.bin", b"abc" * 1000)
+    assert calls == [] and (tmp_path / "a" / "x.bin").read_bytes() == b"abc" * 1000
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_FSYNC", "1")
+    cache_mod.atomic_write(tmp_path / "a" / "y.bin", [b"ab", b"cd"])
+    assert len(calls) == 2 and (tmp_path / "a" / "y.bin").read_bytes() == b"abcd"  # the file, then its folder
+    assert not list((tmp_path / "a").glob(".tmp-*"))

@@ -19,6 +19,7 @@ NATIVE = "TB_PADDLE_PROFILE_NATIVE"              # 0: the reader's msgspec path 
 WINDOW_MAX_MB = "TB_PADDLE_PROFILE_WINDOW_MAX_MB"  # the timeline's window answer bound
 NVLINK_GBPS = "TB_PADDLE_PROFILE_NVLINK_GBPS"    # nominal NVLink bandwidth per direction (GB/s)
 NETWORK_GBPS = "TB_PADDLE_PROFILE_NETWORK_GBPS"  # nominal network bandwidth per NIC and direction (GB/s)
+CACHE_FSYNC = "TB_PADDLE_PROFILE_CACHE_FSYNC"    # 1: fsync each cache write and its folder (power-loss durability)
 PARSE_LOG = "TB_PADDLE_PROFILE_PARSE_LOG"        # tests and benchmarks: a file that counts parses
 
 

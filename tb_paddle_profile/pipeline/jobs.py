@@ -215,25 +215,38 @@ CLAIM_WAIT_S = 1.0  # a file claimed by another process is looked at again this 
 
 
 class _Claim:
-    """The claim on one file in a local cache, renewed every third of its time to live until released."""
+    """The claim on one file in a local cache, renewed every third of its time to live until released
+    (by the process's one renewing thread: a thread per job cost more than a small trace's parse)."""
+
+    _lock = threading.Lock()
+    _held: Dict[int, "_Claim"] = {}
+    _thread: Optional[threading.Thread] = None
 
     def __init__(self, store, key: CacheKey, claim: dict, owner: str):
+        self._store, self._key, self._claim, self._owner = store, key, claim, owner
+        with _Claim._lock:
+            _Claim._held[id(self)] = self
+            if _Claim._thread is None or not _Claim._thread.is_alive():
+                _Claim._thread = threading.Thread(target=_Claim._renew_all, name="tbpp-job-claims", daemon=True)
+                _Claim._thread.start()
+
+    @staticmethod
+    def _renew_all() -> None:
         from tb_paddle_profile.store.cache_store import CLAIM_TTL_S
 
-        self._store, self._key, self._owner = store, key, owner
-        self._stop = threading.Event()
-
-        def renew():
-            while not self._stop.wait(CLAIM_TTL_S / 3):
+        while True:
+            time.sleep(CLAIM_TTL_S / 3)
+            with _Claim._lock:
+                held = list(_Claim._held.values())
+            for c in held:
                 try:
-                    store.renew(key, claim, CLAIM_TTL_S)
+                    c._store.renew(c._key, c._claim, CLAIM_TTL_S)
                 except OSError:
                     pass  # the next beat tries again
 
-        threading.Thread(target=renew, name="tbpp-job-claim", daemon=True).start()
-
     def release(self) -> None:
-        self._stop.set()
+        with _Claim._lock:
+            _Claim._held.pop(id(self), None)
         self._store.release(self._key, self._owner)
 
 
