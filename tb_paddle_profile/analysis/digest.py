@@ -3,7 +3,8 @@
 It is projected from the rank's Summary in the job that parsed the trace, and cached beside it,
 so that the cross-rank analysis and the run routes of a run with thousands of ranks read a few KB
 per rank instead of whole Summaries (issue 12). Nothing here is computed anew: every field is a
-copy of a Summary field, except ``device_id``, the GPU most of the rank's kernels ran on.
+copy of a Summary field, except ``device_id``, the GPU most of the rank's kernels ran on (and
+``flops`` keeps Summary.flops without its per-operator rows).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections import Counter
 from ..v1 import summary_pb2 as pb
 
 # Bump when a field changes meaning; part of the digest's cache key.
-DIGEST_SCHEMA = 2
+DIGEST_SCHEMA = 3
 
 
 def device_id_of(summary: pb.Summary) -> int:
@@ -36,4 +37,7 @@ def digest_of(summary: pb.Summary) -> pb.RankDigest:
     d.distributed.CopyFrom(summary.distributed)
     d.steps.extend(summary.model.steps)
     d.device_id = device_id_of(summary)
+    d.flops.CopyFrom(summary.flops)
+    del d.flops.operators[:]
+    d.sequences.CopyFrom(summary.sequences)
     return d

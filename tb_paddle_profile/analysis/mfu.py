@@ -19,6 +19,9 @@
 - **MFU** (job) = 6 · N · tokens / (step time × Σ peak FLOP/s of the job's devices, one per rank).
   **Per rank**: its share 6 · N · tokens / world (data parallelism splits the tokens, tensor and
   pipeline parallelism the layers, all evenly) / (its step time × its peak).
+- **Per stage** (``stage_mfu``, without --params): when the traces record input shapes, each rank's
+  own model FLOPs per step from them (analysis/flops.py; docs/flops.md) over its step time × peak,
+  the mean over the stage's ranks: the split of MFU by stage that 6 · N · tokens cannot give.
 """
 
 from __future__ import annotations
@@ -177,6 +180,38 @@ def _step_times(r) -> List[int]:
     return [s.range.end_ns - s.range.start_ns for s in r.steps.values() if s.step >= 0]
 
 
+def stage_mfu(ranks: Sequence, topo, peak_tflops: Optional[float], out: spb.Mfu) -> None:
+    """Mfu.stages: per pipeline stage (one stage without a pipeline), the mean over its ranks of the
+    model FLOPs per step the recorded shapes tell (Summary.flops: forward + twice the forward for the
+    backward, docs/flops.md), of the step time and of the rank's MFU = its FLOPs per step / (its step
+    time × its peak). Nothing when no rank's trace records shapes; needs no --params."""
+    if not any(r.digest.flops.model_flops_per_step > 0 for r in ranks):
+        return
+    pp = list(getattr(topo, "coord_pp", None) or [])
+    by: Dict[int, List] = {}
+    for r in ranks:
+        stage = pp[r.index] if r.index < len(pp) and pp[r.index] >= 0 else 0
+        by.setdefault(stage, []).append(r)
+    for stage in sorted(by):
+        rows = by[stage]
+        fl, st, pk, m = [], [], [], []
+        for r in rows:
+            times = _step_times(r)
+            step = sum(times) / len(times) if times else 0.0
+            if peak_tflops:
+                peak = float(peak_tflops) * 1e12
+            else:
+                peak = peak_of(_device_name(r))[0] if r.digest.parallel.timeline == pb.TIMELINE_DEVICE else 0.0
+            f = r.digest.flops.model_flops_per_step
+            fl.append(f)
+            st.append(step)
+            pk.append(peak)
+            m.append(f / (step * 1e-9 * peak) if step and peak else 0.0)
+        out.stages.add(stage=stage, ranks=[r.rank for r in rows], flops_per_step=sum(fl) / len(fl),
+                       step_time_ns=int(round(sum(st) / len(st))), peak_flops=sum(pk) / len(pk),
+                       mfu=sum(m) / len(m) if all(pk) else 0.0)
+
+
 def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_step: Optional[float] = None,
         model_config: Optional[str] = None, peak_tflops: Optional[float] = None) -> spb.Mfu:
     """The Mfu of the run's ranks (crossrank RankData, in rank order). ``topo``: its Topology (the
@@ -208,6 +243,7 @@ def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_s
     if tokens_per_step:
         tok, out.tokens_source = float(tokens_per_step), "--tokens-per-step"
     out.params, out.tokens_per_step = n, tok
+    stage_mfu(ranks, topo, peak_tflops, out)
     if not n or not tok:
         lack = [w for w, v in (("the parameter count (--params)", n), ("the tokens per step (--tokens-per-step)", tok))
                 if not v]

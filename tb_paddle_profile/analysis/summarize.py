@@ -16,6 +16,8 @@ from tb_paddle_profile.analysis.comm_overlap import overlap_view
 from tb_paddle_profile.analysis.host_stalls import host_stall_view
 from tb_paddle_profile.analysis.launch_latency import launch_view
 from tb_paddle_profile.analysis.distributed import DistributedAnalysis
+from tb_paddle_profile.analysis.flops import ShapedCalls, flops_view
+from tb_paddle_profile.analysis.sequences import sequence_view
 from tb_paddle_profile.analysis.kernels import kernel_view
 from tb_paddle_profile.analysis.memory import memory_view, rank_memory
 from tb_paddle_profile.analysis.model import ModelAnalysis
@@ -29,7 +31,7 @@ from tb_paddle_profile.trace.reader import EventTables, read_trace
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
 # Bump when the analyses change what they put into a Summary (part of the cache key).
-SUMMARY_SCHEMA = 5
+SUMMARY_SCHEMA = 6
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
@@ -61,6 +63,9 @@ def summarize_profile(p: Profile, file_name: str, file_size: int = 0) -> pb.Summ
     overlap_view(p, ca, axis, phase, s.comm.overlap)
     launch_view(p, s.comm.launch)
     host_stall_view(p, ca.steps, s.comm.host_stalls)
+    calls = ShapedCalls(p)
+    flops_view(p, ca.steps, calls, s.flops)
+    sequence_view(p, calls, s.parallel.phases, s.sequences)
     return s
 
 

@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 # Bump when the analysis changes what it puts into a RunParallel (part of the analysis key).
 # 2: the matched instances are stored apart (MATCHED_SUFFIX), not in the RunParallel.
-ANALYSIS_SCHEMA = 2
+ANALYSIS_SCHEMA = 3
 MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
 ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
 
@@ -172,6 +172,25 @@ def analyze_split(digests: Sequence, run: str, span: str):
     from tb_paddle_profile.analysis.crossrank.build import analyze
 
     return analyze(list(digests), run, span)
+
+
+def analysis_blobs(digests: Sequence[bytes], run: str, span: str, key: str) -> Tuple[bytes, bytes]:
+    """analyze_split of serialized RankDigests, serialized as RunAnalyses stores it (``key`` its analysis
+    key): what a worker process returns (the plugin computes analyses out of its request threads' GIL)."""
+    from tb_paddle_profile.v1 import summary_pb2
+
+    message, table = analyze_split([summary_pb2.RankDigest.FromString(d) for d in digests], run, span)
+    message.analysis_key = key
+    return message.SerializeToString(), table.to_bytes()
+
+
+def whatif_blob(digests: Sequence[bytes], run: str, span: str, args: Mapping[str, float]) -> bytes:
+    """The serialized RunWhatIf (present/display/whatif.whatif_answer) of serialized RankDigests: what
+    RunAnalyses.derived stores under whatif_name; run in a worker process by the plugin."""
+    from tb_paddle_profile.present.display.whatif import whatif_answer
+    from tb_paddle_profile.v1 import summary_pb2
+
+    return whatif_answer([summary_pb2.RankDigest.FromString(d) for d in digests], run, span, **args).SerializeToString()
 
 
 def summary_first(message, in_place: bool = False):
@@ -318,6 +337,8 @@ class RunAnalyses:
         from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
 
         got = compute()
+        if isinstance(got, tuple) and isinstance(got[0], bytes):  # analysis_blobs: serialized already
+            return got[0], got[1]
         if isinstance(got, tuple):
             message, table = got
         else:  # a whole RunParallel: its matched instances apart

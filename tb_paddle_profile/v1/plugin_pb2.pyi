@@ -109,7 +109,7 @@ class RunDistributed(_message.Message):
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankDistributed, _Mapping]]] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ...) -> None: ...
 
 class RunParallel(_message.Message):
-    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total", "display", "memory")
+    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total", "display", "memory", "sequences")
     RUN_FIELD_NUMBER: _ClassVar[int]
     SPAN_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +130,7 @@ class RunParallel(_message.Message):
     MATCHED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     run: str
     span: str
     ranks: _containers.RepeatedCompositeFieldContainer[RankParallel]
@@ -150,7 +151,54 @@ class RunParallel(_message.Message):
     matched_total: int
     display: _display_pb2.Display
     memory: MemoryStages
-    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ..., memory: _Optional[_Union[MemoryStages, _Mapping]] = ...) -> None: ...
+    sequences: SequenceBalance
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ..., memory: _Optional[_Union[MemoryStages, _Mapping]] = ..., sequences: _Optional[_Union[SequenceBalance, _Mapping]] = ...) -> None: ...
+
+class SequenceReplica(_message.Message):
+    __slots__ = ("dp", "ranks", "tokens_per_step", "tokens_per_micro_batch", "min_micro_batch_tokens", "max_micro_batch_tokens", "micro_batches", "compute_ns")
+    DP_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
+    MIN_MICRO_BATCH_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MICRO_BATCH_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MICRO_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
+    dp: int
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    tokens_per_step: float
+    tokens_per_micro_batch: float
+    min_micro_batch_tokens: int
+    max_micro_batch_tokens: int
+    micro_batches: int
+    compute_ns: int
+    def __init__(self, dp: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ..., tokens_per_step: _Optional[float] = ..., tokens_per_micro_batch: _Optional[float] = ..., min_micro_batch_tokens: _Optional[int] = ..., max_micro_batch_tokens: _Optional[int] = ..., micro_batches: _Optional[int] = ..., compute_ns: _Optional[int] = ...) -> None: ...
+
+class SequenceBalance(_message.Message):
+    __slots__ = ("present", "why_not", "replicas", "mean_tokens_per_step", "spread", "cv", "step_ns", "balanced_step_ns", "cost_ns", "method", "assumption")
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    WHY_NOT_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    MEAN_TOKENS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    SPREAD_FIELD_NUMBER: _ClassVar[int]
+    CV_FIELD_NUMBER: _ClassVar[int]
+    STEP_NS_FIELD_NUMBER: _ClassVar[int]
+    BALANCED_STEP_NS_FIELD_NUMBER: _ClassVar[int]
+    COST_NS_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    ASSUMPTION_FIELD_NUMBER: _ClassVar[int]
+    present: bool
+    why_not: str
+    replicas: _containers.RepeatedCompositeFieldContainer[SequenceReplica]
+    mean_tokens_per_step: float
+    spread: float
+    cv: float
+    step_ns: int
+    balanced_step_ns: int
+    cost_ns: int
+    method: str
+    assumption: str
+    def __init__(self, present: _Optional[bool] = ..., why_not: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[SequenceReplica, _Mapping]]] = ..., mean_tokens_per_step: _Optional[float] = ..., spread: _Optional[float] = ..., cv: _Optional[float] = ..., step_ns: _Optional[int] = ..., balanced_step_ns: _Optional[int] = ..., cost_ns: _Optional[int] = ..., method: _Optional[str] = ..., assumption: _Optional[str] = ...) -> None: ...
 
 class MemoryStageRow(_message.Message):
     __slots__ = ("stage", "ranks", "max_peak_allocated", "max_allocated_rank", "min_peak_allocated", "mean_peak_allocated", "max_peak_reserved", "max_reserved_rank")
@@ -313,7 +361,7 @@ class RankKind(_message.Message):
     def __init__(self, kind: _Optional[_Union[_summary_pb2.CollectiveKind, str]] = ..., calls: _Optional[int] = ..., device_ns: _Optional[int] = ..., host_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., bytes: _Optional[int] = ..., wait_ns: _Optional[int] = ..., transfer_ns: _Optional[int] = ..., matched: _Optional[int] = ...) -> None: ...
 
 class RankParallel(_message.Message):
-    __slots__ = ("worker", "rank", "rank_inferred", "file_name", "timeline", "steps", "step_time_ns", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches", "kinds", "wait_ns", "caused_wait_ns", "last_arrivals", "matched", "peers", "peer_compute_ns", "pipeline_stage", "bubble_ns", "bubble_ratio", "step_breakdown", "label", "hostname", "pid", "device_id", "dp", "mp", "sharding", "clock_offset_ns", "coverage", "dataloader_ns", "first_device_ns", "deviation")
+    __slots__ = ("worker", "rank", "rank_inferred", "file_name", "timeline", "steps", "step_time_ns", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches", "kinds", "wait_ns", "caused_wait_ns", "last_arrivals", "matched", "peers", "peer_compute_ns", "pipeline_stage", "bubble_ns", "bubble_ratio", "step_breakdown", "label", "hostname", "pid", "device_id", "dp", "mp", "sharding", "clock_offset_ns", "coverage", "dataloader_ns", "first_device_ns", "deviation", "tokens_per_step", "flops_per_step")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     RANK_INFERRED_FIELD_NUMBER: _ClassVar[int]
@@ -355,6 +403,8 @@ class RankParallel(_message.Message):
     DATALOADER_NS_FIELD_NUMBER: _ClassVar[int]
     FIRST_DEVICE_NS_FIELD_NUMBER: _ClassVar[int]
     DEVIATION_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     rank_inferred: bool
@@ -396,7 +446,9 @@ class RankParallel(_message.Message):
     dataloader_ns: int
     first_device_ns: int
     deviation: float
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., rank_inferred: _Optional[bool] = ..., file_name: _Optional[str] = ..., timeline: _Optional[_Union[_summary_pb2.Timeline, str]] = ..., steps: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., runtime_ns: _Optional[int] = ..., sync_ns: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., launches: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[RankKind, _Mapping]]] = ..., wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., peers: _Optional[_Iterable[int]] = ..., peer_compute_ns: _Optional[int] = ..., pipeline_stage: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ..., step_breakdown: _Optional[_Iterable[_Union[_summary_pb2.ParallelStep, _Mapping]]] = ..., label: _Optional[str] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., device_id: _Optional[int] = ..., dp: _Optional[int] = ..., mp: _Optional[int] = ..., sharding: _Optional[int] = ..., clock_offset_ns: _Optional[int] = ..., coverage: _Optional[float] = ..., dataloader_ns: _Optional[int] = ..., first_device_ns: _Optional[int] = ..., deviation: _Optional[float] = ...) -> None: ...
+    tokens_per_step: float
+    flops_per_step: float
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., rank_inferred: _Optional[bool] = ..., file_name: _Optional[str] = ..., timeline: _Optional[_Union[_summary_pb2.Timeline, str]] = ..., steps: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., runtime_ns: _Optional[int] = ..., sync_ns: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., launches: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[RankKind, _Mapping]]] = ..., wait_ns: _Optional[int] = ..., caused_wait_ns: _Optional[int] = ..., last_arrivals: _Optional[int] = ..., matched: _Optional[int] = ..., peers: _Optional[_Iterable[int]] = ..., peer_compute_ns: _Optional[int] = ..., pipeline_stage: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ..., step_breakdown: _Optional[_Iterable[_Union[_summary_pb2.ParallelStep, _Mapping]]] = ..., label: _Optional[str] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., device_id: _Optional[int] = ..., dp: _Optional[int] = ..., mp: _Optional[int] = ..., sharding: _Optional[int] = ..., clock_offset_ns: _Optional[int] = ..., coverage: _Optional[float] = ..., dataloader_ns: _Optional[int] = ..., first_device_ns: _Optional[int] = ..., deviation: _Optional[float] = ..., tokens_per_step: _Optional[float] = ..., flops_per_step: _Optional[float] = ...) -> None: ...
 
 class KindAcrossRanks(_message.Message):
     __slots__ = ("kind", "calls", "device_ns", "host_ns", "exposed_ns", "bytes", "matched", "wait_ns", "transfer_ns", "ranks")
@@ -541,20 +593,22 @@ class StragglerVerdict(_message.Message):
     def __init__(self, found: _Optional[bool] = ..., stragglers: _Optional[_Iterable[_Union[Straggler, _Mapping]]] = ..., summary: _Optional[str] = ..., min_wait_fraction: _Optional[float] = ..., min_share_of_top: _Optional[float] = ..., compute_excess_threshold: _Optional[float] = ..., uncertain: _Optional[bool] = ..., coverage: _Optional[float] = ..., min_rank_coverage: _Optional[float] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class PipelineStage(_message.Message):
-    __slots__ = ("stage", "ranks", "step_time_ns", "compute_ns", "bubble_ns", "bubble_ratio")
+    __slots__ = ("stage", "ranks", "step_time_ns", "compute_ns", "bubble_ns", "bubble_ratio", "flops_per_step")
     STAGE_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
     STEP_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
     BUBBLE_NS_FIELD_NUMBER: _ClassVar[int]
     BUBBLE_RATIO_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
     stage: int
     ranks: _containers.RepeatedScalarFieldContainer[int]
     step_time_ns: int
     compute_ns: int
     bubble_ns: int
     bubble_ratio: float
-    def __init__(self, stage: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ...) -> None: ...
+    flops_per_step: float
+    def __init__(self, stage: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ..., step_time_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., bubble_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ..., flops_per_step: _Optional[float] = ...) -> None: ...
 
 class PipelineView(_message.Message):
     __slots__ = ("present", "pipelines", "stages", "definition")

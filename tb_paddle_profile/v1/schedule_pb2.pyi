@@ -193,7 +193,7 @@ class RankMfu(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., device_name: _Optional[str] = ..., peak_flops: _Optional[float] = ..., step_time_ns: _Optional[int] = ..., flops_per_step: _Optional[float] = ..., mfu: _Optional[float] = ...) -> None: ...
 
 class Mfu(_message.Message):
-    __slots__ = ("applicable", "why_not", "params", "tokens_per_step", "params_source", "tokens_source", "formulas", "assumptions", "device_name", "peak_flops_per_device", "peak_source", "devices", "step_time_ns", "model_flops_per_step", "achieved_flops", "mfu", "ranks")
+    __slots__ = ("applicable", "why_not", "params", "tokens_per_step", "params_source", "tokens_source", "formulas", "assumptions", "device_name", "peak_flops_per_device", "peak_source", "devices", "step_time_ns", "model_flops_per_step", "achieved_flops", "mfu", "ranks", "stages")
     APPLICABLE_FIELD_NUMBER: _ClassVar[int]
     WHY_NOT_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +211,7 @@ class Mfu(_message.Message):
     ACHIEVED_FLOPS_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
+    STAGES_FIELD_NUMBER: _ClassVar[int]
     applicable: bool
     why_not: str
     params: float
@@ -228,4 +229,21 @@ class Mfu(_message.Message):
     achieved_flops: float
     mfu: float
     ranks: _containers.RepeatedCompositeFieldContainer[RankMfu]
-    def __init__(self, applicable: _Optional[bool] = ..., why_not: _Optional[str] = ..., params: _Optional[float] = ..., tokens_per_step: _Optional[float] = ..., params_source: _Optional[str] = ..., tokens_source: _Optional[str] = ..., formulas: _Optional[_Iterable[str]] = ..., assumptions: _Optional[_Iterable[str]] = ..., device_name: _Optional[str] = ..., peak_flops_per_device: _Optional[float] = ..., peak_source: _Optional[str] = ..., devices: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., model_flops_per_step: _Optional[float] = ..., achieved_flops: _Optional[float] = ..., mfu: _Optional[float] = ..., ranks: _Optional[_Iterable[_Union[RankMfu, _Mapping]]] = ...) -> None: ...
+    stages: _containers.RepeatedCompositeFieldContainer[StageMfu]
+    def __init__(self, applicable: _Optional[bool] = ..., why_not: _Optional[str] = ..., params: _Optional[float] = ..., tokens_per_step: _Optional[float] = ..., params_source: _Optional[str] = ..., tokens_source: _Optional[str] = ..., formulas: _Optional[_Iterable[str]] = ..., assumptions: _Optional[_Iterable[str]] = ..., device_name: _Optional[str] = ..., peak_flops_per_device: _Optional[float] = ..., peak_source: _Optional[str] = ..., devices: _Optional[int] = ..., step_time_ns: _Optional[int] = ..., model_flops_per_step: _Optional[float] = ..., achieved_flops: _Optional[float] = ..., mfu: _Optional[float] = ..., ranks: _Optional[_Iterable[_Union[RankMfu, _Mapping]]] = ..., stages: _Optional[_Iterable[_Union[StageMfu, _Mapping]]] = ...) -> None: ...
+
+class StageMfu(_message.Message):
+    __slots__ = ("stage", "ranks", "flops_per_step", "step_time_ns", "peak_flops", "mfu")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    PEAK_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
+    stage: int
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    flops_per_step: float
+    step_time_ns: int
+    peak_flops: float
+    mfu: float
+    def __init__(self, stage: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ..., flops_per_step: _Optional[float] = ..., step_time_ns: _Optional[int] = ..., peak_flops: _Optional[float] = ..., mfu: _Optional[float] = ...) -> None: ...

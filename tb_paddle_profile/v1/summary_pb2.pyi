@@ -64,7 +64,7 @@ COMM_AXIS_EP: CommAxis
 COMM_AXIS_OTHER: CommAxis
 
 class Summary(_message.Message):
-    __slots__ = ("meta", "device", "overview", "model", "distributed", "operators", "kernels", "memory", "memory_manipulation", "user_defined", "parallel", "comm")
+    __slots__ = ("meta", "device", "overview", "model", "distributed", "operators", "kernels", "memory", "memory_manipulation", "user_defined", "parallel", "comm", "flops", "sequences")
     META_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     OVERVIEW_FIELD_NUMBER: _ClassVar[int]
@@ -77,6 +77,8 @@ class Summary(_message.Message):
     USER_DEFINED_FIELD_NUMBER: _ClassVar[int]
     PARALLEL_FIELD_NUMBER: _ClassVar[int]
     COMM_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     meta: TraceMeta
     device: DeviceView
     overview: OverviewView
@@ -89,7 +91,9 @@ class Summary(_message.Message):
     user_defined: UserDefinedView
     parallel: ParallelView
     comm: CommView
-    def __init__(self, meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., device: _Optional[_Union[DeviceView, _Mapping]] = ..., overview: _Optional[_Union[OverviewView, _Mapping]] = ..., model: _Optional[_Union[ModelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., operators: _Optional[_Union[OperatorView, _Mapping]] = ..., kernels: _Optional[_Union[KernelView, _Mapping]] = ..., memory: _Optional[_Union[MemoryView, _Mapping]] = ..., memory_manipulation: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., user_defined: _Optional[_Union[UserDefinedView, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., comm: _Optional[_Union[CommView, _Mapping]] = ...) -> None: ...
+    flops: FlopsView
+    sequences: SequenceView
+    def __init__(self, meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., device: _Optional[_Union[DeviceView, _Mapping]] = ..., overview: _Optional[_Union[OverviewView, _Mapping]] = ..., model: _Optional[_Union[ModelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., operators: _Optional[_Union[OperatorView, _Mapping]] = ..., kernels: _Optional[_Union[KernelView, _Mapping]] = ..., memory: _Optional[_Union[MemoryView, _Mapping]] = ..., memory_manipulation: _Optional[_Iterable[_Union[EventStats, _Mapping]]] = ..., user_defined: _Optional[_Union[UserDefinedView, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., comm: _Optional[_Union[CommView, _Mapping]] = ..., flops: _Optional[_Union[FlopsView, _Mapping]] = ..., sequences: _Optional[_Union[SequenceView, _Mapping]] = ...) -> None: ...
 
 class TraceMeta(_message.Message):
     __slots__ = ("summary_schema", "tool_version", "file_name", "file_size", "worker", "export_time", "rank", "hostname", "pid", "span", "schema_version", "origin_unix_ns", "start_ns", "end_ns", "counts", "threads", "devices", "total_time_ns", "repaired_lines")
@@ -806,20 +810,24 @@ class PhaseSpans(_message.Message):
     def __init__(self, phase: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., host_start_ns: _Optional[_Iterable[int]] = ..., host_end_ns: _Optional[_Iterable[int]] = ..., device_start_ns: _Optional[_Iterable[int]] = ..., device_end_ns: _Optional[_Iterable[int]] = ..., kernel_ns: _Optional[_Iterable[int]] = ..., kernels: _Optional[_Iterable[int]] = ..., p2p_ptr: _Optional[_Iterable[int]] = ..., p2p: _Optional[_Iterable[int]] = ..., name: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class RankDigest(_message.Message):
-    __slots__ = ("digest_schema", "meta", "parallel", "distributed", "steps", "device_id")
+    __slots__ = ("digest_schema", "meta", "parallel", "distributed", "steps", "device_id", "flops", "sequences")
     DIGEST_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     META_FIELD_NUMBER: _ClassVar[int]
     PARALLEL_FIELD_NUMBER: _ClassVar[int]
     DISTRIBUTED_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     digest_schema: int
     meta: TraceMeta
     parallel: ParallelView
     distributed: DistributedView
     steps: _containers.RepeatedCompositeFieldContainer[ModelStep]
     device_id: int
-    def __init__(self, digest_schema: _Optional[int] = ..., meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[ModelStep, _Mapping]]] = ..., device_id: _Optional[int] = ...) -> None: ...
+    flops: FlopsView
+    sequences: SequenceView
+    def __init__(self, digest_schema: _Optional[int] = ..., meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[ModelStep, _Mapping]]] = ..., device_id: _Optional[int] = ..., flops: _Optional[_Union[FlopsView, _Mapping]] = ..., sequences: _Optional[_Union[SequenceView, _Mapping]] = ...) -> None: ...
 
 class CommInstances(_message.Message):
     __slots__ = ("axis", "phase")
@@ -942,3 +950,59 @@ class CommView(_message.Message):
     launch: _containers.RepeatedCompositeFieldContainer[LaunchStream]
     host_stalls: HostStalls
     def __init__(self, instances: _Optional[_Union[CommInstances, _Mapping]] = ..., bandwidth: _Optional[_Iterable[_Union[CommBandwidth, _Mapping]]] = ..., overlap: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., launch: _Optional[_Iterable[_Union[LaunchStream, _Mapping]]] = ..., host_stalls: _Optional[_Union[HostStalls, _Mapping]] = ...) -> None: ...
+
+class FlopsOperator(_message.Message):
+    __slots__ = ("name", "formula", "calls", "unresolved", "flops")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FORMULA_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    UNRESOLVED_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    formula: str
+    calls: int
+    unresolved: int
+    flops: float
+    def __init__(self, name: _Optional[str] = ..., formula: _Optional[str] = ..., calls: _Optional[int] = ..., unresolved: _Optional[int] = ..., flops: _Optional[float] = ...) -> None: ...
+
+class FlopsLayer(_message.Message):
+    __slots__ = ("name", "ordinal", "calls", "flops")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ORDINAL_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    ordinal: int
+    calls: int
+    flops: float
+    def __init__(self, name: _Optional[str] = ..., ordinal: _Optional[int] = ..., calls: _Optional[int] = ..., flops: _Optional[float] = ...) -> None: ...
+
+class FlopsView(_message.Message):
+    __slots__ = ("shaped_operators", "operators", "layers", "steps", "forward_flops_per_step", "model_flops_per_step")
+    SHAPED_OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_FLOPS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FLOPS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    shaped_operators: int
+    operators: _containers.RepeatedCompositeFieldContainer[FlopsOperator]
+    layers: _containers.RepeatedCompositeFieldContainer[FlopsLayer]
+    steps: int
+    forward_flops_per_step: float
+    model_flops_per_step: float
+    def __init__(self, shaped_operators: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[FlopsOperator, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[FlopsLayer, _Mapping]]] = ..., steps: _Optional[int] = ..., forward_flops_per_step: _Optional[float] = ..., model_flops_per_step: _Optional[float] = ...) -> None: ...
+
+class SequenceView(_message.Message):
+    __slots__ = ("step", "micro_batch", "tokens", "source", "names")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    step: _containers.RepeatedScalarFieldContainer[int]
+    micro_batch: _containers.RepeatedScalarFieldContainer[int]
+    tokens: _containers.RepeatedScalarFieldContainer[int]
+    source: _containers.RepeatedScalarFieldContainer[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, step: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., tokens: _Optional[_Iterable[int]] = ..., source: _Optional[_Iterable[int]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...

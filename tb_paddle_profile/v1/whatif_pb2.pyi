@@ -27,6 +27,7 @@ class WhatIfKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WHAT_IF_BALANCED_STAGES: _ClassVar[WhatIfKind]
     WHAT_IF_DOUBLE_MICRO_BATCHES: _ClassVar[WhatIfKind]
     WHAT_IF_NO_LAUNCH_OVERHEAD: _ClassVar[WhatIfKind]
+    WHAT_IF_BALANCED_SEQUENCES: _ClassVar[WhatIfKind]
 PATH_KIND_UNSPECIFIED: PathKind
 PATH_COMPUTE: PathKind
 PATH_COMMUNICATION: PathKind
@@ -39,6 +40,7 @@ WHAT_IF_STRAGGLER: WhatIfKind
 WHAT_IF_BALANCED_STAGES: WhatIfKind
 WHAT_IF_DOUBLE_MICRO_BATCHES: WhatIfKind
 WHAT_IF_NO_LAUNCH_OVERHEAD: WhatIfKind
+WHAT_IF_BALANCED_SEQUENCES: WhatIfKind
 
 class CriticalSegment(_message.Message):
     __slots__ = ("rank", "step", "start_unix_ns", "end_unix_ns", "kind", "collective_kind", "name", "stream", "merged", "worker")

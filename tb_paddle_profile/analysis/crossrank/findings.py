@@ -7,7 +7,8 @@ Rules (thresholds in thresholds.py, explained in docs/distributed.md):
 | straggler | anomaly | a rank unlike its role peers beyond the noise (cost.py) whose replay at their speed shortens the job's step by at least STRAGGLER_MIN_COST_NS and STRAGGLER_MIN_COST_FRACTION of the median step, and by at least ABSORBED_SHARE of its excess |
 | absorbed_stall | anomaly | such a rank that costs the job less than ABSORBED_SHARE of its excess (the pipeline hides most of it), named when it costs the floor or its excess is at least ANOMALY_MIN_EXCESS_FRACTION of the median step |
 | shared_excess | structure | STRUCTURE_MIN_RANKS or more ranks (and STRUCTURE_MIN_SHARE of the world) share one excess: their program or place differs, not their speed; replayed through one of them |
-| stage_imbalance | structure | the stages' mean compute differs by ≥ STAGE_IMBALANCE_FRACTION |
+| stage_imbalance | structure | the stages' mean compute differs by ≥ STAGE_IMBALANCE_FRACTION (its text quotes the stages' FLOPs when the traces record shapes) |
+| sequence_imbalance | anomaly | the data-parallel replicas' tokens per step differ by ≥ SEQUENCE_IMBALANCE_FRACTION at a cost (sequences.py) |
 | structural_wait | structure | a stage's ranks wait ≥ STRUCTURAL_WAIT_FRACTION of the step at pipeline-group collectives |
 | uncertain | evidence | a rank's matched coverage is below MIN_COVERAGE |
 """
@@ -21,7 +22,7 @@ import numpy as np
 
 from ...v1 import plugin_pb2 as ppb
 from ...v1 import summary_pb2 as pb
-from . import thresholds as T
+from . import sequences, thresholds as T
 from .advice import t
 from .cost import STRUCTURE_MIN_RANKS, named as named_candidates, rank_costs
 from .match import Flat
@@ -140,7 +141,9 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
             triggers=[dict(metric="matched coverage of the least covered rank", value=low[0].coverage,
                            threshold=T.MIN_COVERAGE, unit="fraction", rank=low[0].rank)]))
 
+    sequences.rank_flops(out, ranks, msgs)
     if len(ranks) < 2 or not median_step:
+        sequences.fill(out, ranks, topo, figs, median_step)   # its why-not: one replica, or no steps
         v.summary = "A straggler needs at least two ranks with steps."
         out.findings.extend(found)
         return
@@ -178,6 +181,10 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
                               triggers=[dict(metric="collective instances the replay could not join",
                                              value=sum(graph().unmatched()[:2]), threshold=0, unit="instances",
                                              rank=-1)]))
+    seq = sequences.fill(out, ranks, topo, figs, median_step, graph,
+                         costs.base_step if costs.method == "replay" else None)
+    if seq is not None:
+        found.append(seq)
     for i, m in enumerate(msgs):
         ex = [figs[i][f] - peer_vals[i][f] for f in FIGURES] if peered[i] else [0]
         m.deviation = max(0.0, max(ex) / median_step)
@@ -250,7 +257,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
                 out, "stage_imbalance", "structure",
                 f"Stage {stages[hi].stage} computes {imb:.0%} more than stage {stages[lo].stage} ({t(comp[hi])} against "
                 f"{t(comp[lo])} per step): move a layer from stage {stages[hi].stage} to stage {stages[lo].stage}. "
-                + how,
+                + how + sequences.stage_flops_text(stages, hi, lo),
                 cause="pipeline", ranks=list(stages[hi].ranks)[:64], stage=stages[hi].stage, cost=cost,
                 excess=comp[hi] - comp[lo],
                 triggers=[dict(metric="compute of the slowest stage over the fastest, minus 1", value=imb,

@@ -20,6 +20,9 @@ docs/critical-path.md):
   when its first launch did (launch edges dropped but for the first), and the host reaches its
   synchronising call then; the data loader before the first launch and the work after the
   synchronisation stay.
+* **balanced_sequences**: every data-parallel replica at the replicas' mean tokens per step (from the
+  recorded input shapes): each rank's compute runs scaled by the mean ÷ its replica's tokens
+  (crossrank/sequences.py).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import numpy as np
 from ...v1 import whatif_pb2 as wpb
 from .. import program as P
 from ..collectives import ALL_REDUCE
-from . import verdict
+from . import sequences, verdict
 from .steps import _Steps
 from .critical_path import Graph
 
@@ -43,6 +46,7 @@ TITLES = {
     wpb.WHAT_IF_BALANCED_STAGES: "Stages balanced",
     wpb.WHAT_IF_DOUBLE_MICRO_BATCHES: "Twice the micro-batches",
     wpb.WHAT_IF_NO_LAUNCH_OVERHEAD: "No host launch overhead",
+    wpb.WHAT_IF_BALANCED_SEQUENCES: sequences.TITLE,
 }
 
 
@@ -241,7 +245,8 @@ def no_launch_overhead(graph: Graph, base: float, s0: np.ndarray = None, e0: np.
                    "synchronisation stay.")
 
 
-ALL = (dp_overlap, straggler, balanced_stages, double_micro_batches, no_launch_overhead)
+ALL = (dp_overlap, straggler, balanced_stages, double_micro_batches, no_launch_overhead,
+       sequences.sequences_balanced)
 
 
 def what_ifs(graph: Graph, base: float, start: np.ndarray = None, end: np.ndarray = None) -> List[wpb.WhatIf]:

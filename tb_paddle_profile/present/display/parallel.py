@@ -47,6 +47,7 @@ CAUSES = {
     "launch_overhead": "launch overhead",
     "memcpy": "memcpy",
     "pipeline": "pipeline",
+    "sequence_lengths": "data: sequence lengths across DP ranks",
 }
 CATEGORY_TITLE = {"anomaly": "Anomaly", "structure": "Structure", "evidence": "Evidence"}
 CATEGORY_LEVEL = {"anomaly": "warning", "structure": "info", "evidence": "note"}
@@ -337,12 +338,17 @@ def _pipeline_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
         return []
     notes = [_note("pipeline.definition", pv.definition)] if pv.definition else []
     if pv.stages:
+        flops = any(s.flops_per_step > 0 for s in pv.stages)   # a column only where the traces record shapes
         t = _table("pipeline", f"Pipeline ({pv.pipelines} pipelines)", [
             count("stage", "Stage"), col("ranks", "Ranks"), dur("step_ns", "Step"), dur("compute_ns", "Compute"),
-            dur("bubble_ns", "Bubble"), pct("bubble_ratio", "Bubble ratio")], notes)
+            dur("bubble_ns", "Bubble"), pct("bubble_ratio", "Bubble ratio")]
+            + ([col("tflop_per_step", "TFLOP/step", NUMBER, 3,
+                    description="Model FLOPs per step from the recorded shapes (forward + backward), mean over the "
+                                "stage's ranks")] if flops else []), notes)
         for s in pv.stages:
             _row(t, [s.stage, ranks_text(s.ranks), s.step_time_ns, s.compute_ns, s.bubble_ns,
-                     s.bubble_ratio], str(s.stage), _rank_link(s.ranks[0]) if s.ranks else "")
+                     s.bubble_ratio] + ([s.flops_per_step / 1e12] if flops else []), str(s.stage),
+                 _rank_link(s.ranks[0]) if s.ranks else "")
         return [t]
     t = _table("pipeline_ranks", "Pipeline (stages unknown)", [
         count("rank", "Rank"), dur("step_ns", "Step"), dur("bubble_ns", "Bubble"), pct("bubble_ratio", "Bubble ratio")],
@@ -387,6 +393,51 @@ def _memory_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
     for r in mem.ranks:
         _row(ranks, [r.rank, r.stage, r.place, r.peak_allocated, r.peak_reserved], str(r.rank), _rank_link(r.rank))
     return [stages, ranks]
+
+
+SEQUENCES_NOTE = ("Tokens from the recorded input shapes (each micro-batch's first embedding ids, else the rows of "
+                  "its first GEMM with a 2-D weight); a replica is the ranks of one data-parallel coordinate. "
+                  "Compute: the median over its ranks per step. docs/flops.md.")
+RANK_FLOPS_NOTE = ("Model FLOPs per step from the recorded shapes: forward GEMMs and attention, the backward counted as "
+                   "twice the forward; achieved = FLOPs per step / step time.")
+
+
+def _sequence_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
+    """Tokens per data-parallel replica (RunParallel.sequences) and FLOPs per rank, where the traces
+    record input shapes (crossrank/sequences.py); nothing otherwise."""
+    out = []
+    sb = rp.sequences
+    if sb.present and sb.replicas:
+        notes = [_note("sequences.note", SEQUENCES_NOTE)]
+        if sb.method:
+            notes.append(_sentence("sequences.cost", [
+                f"Spread {sb.spread:.1%} (max / min - 1; CV {sb.cv:.1%}). With every replica at the mean "
+                f"{sb.mean_tokens_per_step:,.0f} tokens per step the step would be ", duration(sb.cost_ns),
+                f" shorter ({sb.method}): ", duration(sb.step_ns), " to ", duration(sb.balanced_step_ns), ". ",
+                sb.assumption], "note"))
+        elif sb.why_not:
+            notes.append(_note("sequences.why_not", sb.why_not))
+        t = _table("sequences", "Tokens per data-parallel replica", [
+            col("dp", "DP", COUNT), col("ranks", "Ranks"), col("tokens_per_step", "Tokens/step", NUMBER, 0),
+            col("tokens_per_micro_batch", "Tokens/micro-batch", NUMBER, 0), count("min_tokens", "Min"),
+            count("max_tokens", "Max"), count("micro_batches", "Micro-batches"), dur("compute_ns", "Compute")], notes)
+        for r in sb.replicas:
+            _row(t, [r.dp if r.dp >= 0 else None, ranks_text(r.ranks), r.tokens_per_step, r.tokens_per_micro_batch,
+                     r.min_micro_batch_tokens, r.max_micro_batch_tokens, r.micro_batches, r.compute_ns],
+                 str(r.dp), _rank_link(r.ranks[0]) if r.ranks else "")
+        out.append(t)
+    if any(r.flops_per_step > 0 for r in rp.ranks):
+        t = _table("rank_flops", "FLOPs by rank (from input shapes)", [
+            count("rank", "Rank"), col("label", "Label", text_hidden=True), count("stage", "Stage"),
+            col("tokens_per_step", "Tokens/step", NUMBER, 0), col("tflop_per_step", "TFLOP/step", NUMBER, 3),
+            dur("step_ns", "Step"), col("achieved_tflops", "Achieved TFLOP/s", NUMBER, 1)],
+            [_note("rank_flops.note", RANK_FLOPS_NOTE)])
+        for r in rp.ranks:
+            ach = r.flops_per_step / (r.step_time_ns * 1e-9) / 1e12 if r.step_time_ns else None
+            _row(t, [r.rank, _label(r), r.pipeline_stage if r.pipeline_stage >= 0 else None, r.tokens_per_step,
+                     r.flops_per_step / 1e12, r.step_time_ns, ach], r.worker, _rank_link(r.rank))
+        out.append(t)
+    return out
 
 
 def _stragglers_table(rp: ppb.RunParallel, labels: Dict[int, str]) -> dpb.Table:
@@ -568,6 +619,7 @@ def parallel_display(rp: ppb.RunParallel, time_unit: str = "ms") -> dpb.Display:
         tables.append(_clocks_table(rp))
     tables += _pipeline_tables(rp)
     tables += _memory_tables(rp)
+    tables += _sequence_tables(rp)
     tables += [_stragglers_table(rp, labels), _findings_table(rp), _outliers_table(rp), _advice_triggers_table(rp)]
     view.tables.extend(tables)
     out = dpb.Display(time_unit=time_unit)

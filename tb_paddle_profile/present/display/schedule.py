@@ -18,7 +18,7 @@ from typing import List, Optional
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import schedule_pb2 as spb
 from tb_paddle_profile.present.display.cells import NUMBER, PERCENT, lit, rank, sentence, val
-from tb_paddle_profile.present.display.parallel import _note, _row, _table, col, count, dur, duration, pct
+from tb_paddle_profile.present.display.parallel import _note, _row, _table, col, count, dur, duration, pct, ranks_text
 
 RANKS_PRINTED = 16
 KIND_TEXT = {spb.BUBBLE_KIND_FILL_DRAIN: "fill/drain", spb.BUBBLE_KIND_WAIT: "waiting",
@@ -83,9 +83,28 @@ def schedule_tables(s: spb.PipelineSchedule) -> List[dpb.Table]:
     return [stages, bubbles, slots]
 
 
+STAGES_NOTE = ("From the FLOPs the traces' input shapes tell (forward + twice the forward for the backward; "
+               "docs/flops.md), not from --params: each rank's own FLOPs per step over its step time x peak, the mean "
+               "over the stage's ranks.")
+
+
+def _stage_table(m: spb.Mfu) -> dpb.Table:
+    t = _table("mfu_stages", "MFU per pipeline stage (from input shapes)", [
+        count("stage", "Stage"), col("ranks", "Ranks"), col("tflop_per_step", "TFLOP per step", NUMBER, 3),
+        dur("step_ns", "Step time"), col("achieved_tflops", "Achieved TFLOP/s", NUMBER, 1),
+        col("peak_tflops", "Peak TFLOP/s", NUMBER, 1), pct("mfu", "MFU")], [_note("mfu_stages.note", STAGES_NOTE)])
+    for s in m.stages:
+        ach = s.flops_per_step / (s.step_time_ns * 1e-9) / 1e12 if s.step_time_ns else None
+        _row(t, [s.stage, ranks_text(s.ranks), s.flops_per_step / 1e12, s.step_time_ns, ach,
+                 s.peak_flops / 1e12 if s.peak_flops else None, s.mfu if s.peak_flops else None], str(s.stage),
+             f"rank:{s.ranks[0]}" if s.ranks else "")
+    return t
+
+
 def mfu_tables(m: spb.Mfu) -> List[dpb.Table]:
+    stages = [_stage_table(m)] if m.stages else []
     if not m.applicable:
-        return []
+        return stages
     job = _table("mfu", "Model FLOPs utilisation", [
         pct("mfu", "MFU"), col("achieved_tflops", "Achieved TFLOP/s", NUMBER, 1),
         col("peak_tflops", "Peak TFLOP/s per GPU", NUMBER, 1), count("gpus", "GPUs"), col("device", "Device"),
@@ -103,7 +122,7 @@ def mfu_tables(m: spb.Mfu) -> List[dpb.Table]:
     for r in m.ranks:
         _row(ranks, [r.rank, r.device_name, r.peak_flops / 1e12, r.step_time_ns, r.flops_per_step / 1e12, r.mfu],
              str(r.rank), f"rank:{r.rank}")
-    return [job, ranks]
+    return [job, ranks] + stages
 
 
 # ------------------------------------------------------------------ sentences

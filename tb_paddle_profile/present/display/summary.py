@@ -27,6 +27,7 @@ from tb_paddle_profile.analysis.recommendations import LOW_OCCUPANCY, recommenda
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import summary_pb2 as pb
 from tb_paddle_profile.present.display.comm import comm_tables
+from tb_paddle_profile.present.display.flops import flops_tables
 from tb_paddle_profile.present.display.cells import (
     BYTES,
     COUNT,
@@ -832,6 +833,9 @@ def summary_display(summary: pb.Summary, sorted_by: str = "CPUTotal", op_detail:
     comm, findings = comm_tables(s)
     overview.tables.extend(comm)
     overview.sentences.extend(findings)
+    fl, fl_sentences = flops_tables(s)
+    overview.tables.extend(fl)
+    overview.sentences.extend(fl_sentences)
     out.views.append(_operators_view(s, sorted_by, op_detail, thread_sep))
     out.views.append(_kernels_view(s, sorted_by))
     out.views.append(_memory_view(s, total, sorted_by, thread_sep))

@@ -1,0 +1,248 @@
+"""FLOPs per operator and layer from the recorded input shapes (``Summary.flops``; formulas in
+docs/flops.md). The calls read here also give sequences.py the tokens of each micro-batch.
+
+Only Operator events whose ``input_shapes`` the trace records count (Paddle 3.3.1 writes them empty:
+then both views are empty). Per call, by the operator's name (Paddle's suffixes " dygraph",
+" compute", " pybind_imperative_func" stripped):
+
+- **GEMM** (``matmul``, ``matmul_v2``, ``mm``, ``bmm``, ``linear``, ``fused_gemm_epilogue``, ...):
+  x ``[..., m, k]``, y ``[..., k, n]``: 2 · batch · m · n · k, batch the larger product of the two
+  inputs' leading dimensions. The trace records no ``transpose_x`` / ``transpose_y``: k is the
+  dimension the shapes share (y ``[..., n, k]`` when y's last dimension matches x's, x
+  ``[..., k, m]`` when only the next-to-last ones match).
+- **attention** (``flash_attn``, ``memory_efficient_attention``, ``scaled_dot_product_attention``,
+  ...): q ``[b, s, h, d]``, k ``[b, s_k, h_k, d]``: 4 · b · h · s · s_k · d (q·kᵀ and the scores
+  times v); a causal mask is not recorded, so it is not halved.
+- **embedding** (``embedding``, ``c_embedding``, ``lookup_table_v2``): a lookup, 0 FLOPs; its ids
+  tell the tokens.
+
+Other operators (element-wise, norms, softmax) are not counted. A call whose shapes do not fit its
+formula counts as *unresolved* (0 FLOPs). The backward's FLOPs are not read from the trace (grad
+nodes record no shapes): ``model_flops_per_step`` counts them as twice the forward (a GEMM's
+backward is two GEMMs of its size, dX and dW), as 6 · N · tokens does.
+
+A call's **layer** is the Forward event just below the outermost Forward above it (the model's
+sub-layers: embeddings, each decoder layer, the head), or that outermost Forward when there is none
+below (a loss function called after the model), numbered by its position among the layers of that
+name in its outermost Forward.
+
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from tb_paddle_profile.trace import event_types as et
+from ..v1 import summary_pb2 as pb
+from .profile import Profile
+
+GEMM = frozenset({"matmul", "matmul_v2", "mm", "bmm", "linear", "fused_gemm_epilogue", "fused_linear",
+                  "addmm", "fc", "fused_matmul"})
+ATTENTION = frozenset({"flash_attn", "flash_attn_v3", "flashmask_attention", "memory_efficient_attention",
+                       "scaled_dot_product_attention", "fused_dot_product_attention"})
+EMBEDDING = frozenset({"embedding", "c_embedding", "lookup_table_v2", "lookup_table"})
+_SUFFIXES = (" dygraph", " compute", " pybind_imperative_func")
+# what the backward adds to the forward (model FLOPs = (1 + BACKWARD_FACTOR) × forward)
+BACKWARD_FACTOR = 2.0
+
+_X = ("x", "input", "a")
+_Y = ("y", "weight", "w", "b", "mat2", "other")
+_Q, _K = ("q", "query"), ("k", "key")
+_IDS = ("x", "ids", "input")
+
+
+def base_name(name: str) -> str:
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def formula_of(name: str) -> str:
+    """'gemm', 'attention', 'embedding' or '' (not counted) for an operator's name."""
+    b = base_name(name)
+    if b in GEMM:
+        return "gemm"
+    if b in ATTENTION:
+        return "attention"
+    if b in EMBEDDING:
+        return "embedding"
+    return ""
+
+
+def _first(shapes: dict, keys: Sequence[str]) -> Optional[List[int]]:
+    """The first shape of the first input among ``keys`` (case-insensitive), None without one."""
+    low = {str(k).lower(): v for k, v in shapes.items()}
+    for k in keys:
+        v = low.get(k)
+        if isinstance(v, list) and v and isinstance(v[0], list) and all(isinstance(d, int) and d >= 0 for d in v[0]):
+            return v[0]
+    return None
+
+
+def gemm_flops(x: List[int], y: List[int]) -> Tuple[float, int]:
+    """(FLOPs, rows of x) of x @ y from their shapes (-1 FLOPs: the shapes do not fit)."""
+    if len(x) < 2 or len(y) < 2:
+        return -1.0, 0
+    if y[-2] == x[-1]:
+        m, k, n = x[-2], x[-1], y[-1]
+    elif y[-1] == x[-1]:            # transpose_y
+        m, k, n = x[-2], x[-1], y[-2]
+    elif y[-2] == x[-2]:            # transpose_x
+        m, k, n = x[-1], x[-2], y[-1]
+    else:
+        return -1.0, 0
+    batch = max(math.prod(x[:-2]), math.prod(y[:-2]))
+    return 2.0 * batch * m * n * k, math.prod(x[:-1])
+
+
+def call_flops(formula: str, shapes: dict) -> Tuple[float, int, bool]:
+    """(forward FLOPs, tokens it tells (0: none), resolved) of one call."""
+    if formula == "gemm":
+        x, y = _first(shapes, _X), _first(shapes, _Y)
+        if x is None or y is None:
+            return 0.0, 0, False
+        f, rows = gemm_flops(x, y)
+        if f < 0:
+            return 0.0, 0, False
+        return f, rows if len(y) == 2 else 0, True
+    if formula == "attention":
+        q, k = _first(shapes, _Q), _first(shapes, _K)
+        if q is None or k is None or len(q) != 4 or len(k) != 4:
+            return 0.0, 0, False
+        b, s, h, d = q
+        return 4.0 * b * h * s * k[1] * d, 0, True
+    if formula == "embedding":
+        ids = _first(shapes, _IDS)
+        return 0.0, (math.prod(ids) if ids else 0), ids is not None
+    return 0.0, 0, False
+
+
+class ShapedCalls:
+    """The Operator calls whose shapes the trace records and whose name has a formula, as columns:
+    ``rows`` (host rows, by start), ``formula`` (0 gemm, 1 attention, 2 embedding), ``flops``,
+    ``tokens`` and ``resolved``; ``shaped``: how many Operator events record shapes."""
+
+    CODES = {"gemm": 0, "attention": 1, "embedding": 2}
+
+    def __init__(self, p: Profile):
+        t = p.tables
+        h = t.host
+        shaped = [r for r in t.host.shapes if h.type[r] == et.OPERATOR] if t.host.shapes else []
+        self.shaped = len(shaped)
+        per_name: Dict[int, str] = {}
+        cache: Dict[Tuple[int, str], Tuple[float, int, bool, int]] = {}
+        rows, fl, tok, ok, code = [], [], [], [], []
+        for r in shaped:
+            nid = int(h.name[r])
+            f = per_name.get(nid)
+            if f is None:
+                f = per_name[nid] = formula_of(t.names[nid])
+            if not f:
+                continue
+            text = t.host.shapes[r][0]
+            got = cache.get((nid, text))
+            if got is None:
+                try:
+                    shapes = json.loads(text)
+                except ValueError:
+                    shapes = None
+                if isinstance(shapes, dict):
+                    v, k, good = call_flops(f, shapes)
+                else:
+                    v, k, good = 0.0, 0, False
+                got = cache[(nid, text)] = (v, k, good, self.CODES[f])
+            rows.append(r)
+            fl.append(got[0])
+            tok.append(got[1])
+            ok.append(got[2])
+            code.append(got[3])
+        rows_a = np.array(rows, dtype=np.int64)
+        order = np.argsort(h.start[rows_a], kind="stable") if rows_a.size else rows_a
+        self.rows = rows_a[order]
+        self.flops = np.array(fl, dtype=np.float64)[order]
+        self.tokens = np.array(tok, dtype=np.int64)[order]
+        self.resolved = np.array(ok, dtype=bool)[order]
+        self.formula = np.array(code, dtype=np.int64)[order]
+
+
+def _layers(p: Profile, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(layer row, its outermost Forward row) of each host row (-1, -1: outside any Forward)."""
+    h, tree = p.tables.host, p.tree
+    parent = tree.host_parent
+    is_fw = h.type == et.FORWARD
+    outer = np.full(rows.size, -1, dtype=np.int64)
+    below = np.full(rows.size, -1, dtype=np.int64)
+    cur = rows.copy()
+    for _ in range(tree.max_depth + 1):
+        live = cur >= 0
+        if not live.any():
+            break
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+        hit = (cur >= 0) & is_fw[np.maximum(cur, 0)]
+        below = np.where(hit, outer, below)
+        outer = np.where(hit, cur, outer)
+    return np.where(below >= 0, below, outer), outer
+
+
+def flops_view(p: Profile, steps: Sequence[Tuple[int, int, int]], calls: ShapedCalls, out: pb.FlopsView) -> None:
+    t = p.tables
+    h = t.host
+    out.shaped_operators = calls.shaped
+    rows = calls.rows
+    out.steps = max(1, len(steps))
+    if not rows.size:
+        return
+    names = np.asarray(h.name)[rows]
+    # per operator name, in the order of first call
+    uniq, first, inv = np.unique(names, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    calls_n = np.bincount(inv, minlength=uniq.size)
+    unresolved = np.bincount(inv, weights=(~calls.resolved).astype(float), minlength=uniq.size)
+    fsum = np.bincount(inv, weights=calls.flops, minlength=uniq.size)
+    labels = {v: k for k, v in ShapedCalls.CODES.items()}
+    for j in np.argsort(first, kind="stable").tolist():
+        out.operators.add(name=base_name(t.names[int(uniq[j])]), formula=labels[int(calls.formula[first[j]])],
+                          calls=int(calls_n[j]), unresolved=int(unresolved[j]), flops=float(fsum[j]))
+    # per step: the calls inside a step
+    if steps:
+        s_start = np.array([a for _, a, _ in steps], dtype=np.int64)
+        s_end = np.array([b for _, _, b in steps], dtype=np.int64)
+        o = np.argsort(s_start, kind="stable")
+        st = h.start[rows]
+        i = np.searchsorted(s_start[o], st, side="right") - 1
+        inside = (i >= 0) & (st < s_end[o][np.maximum(i, 0)])
+        fwd = float(calls.flops[inside].sum())
+    else:
+        fwd = float(calls.flops.sum())
+    out.forward_flops_per_step = fwd / out.steps
+    out.model_flops_per_step = out.forward_flops_per_step * (1.0 + BACKWARD_FACTOR)
+    # per layer (name, ordinal among its outermost Forward's layers of that name)
+    counted = calls.flops > 0
+    c_rows = rows[counted]
+    layer, outer = _layers(p, c_rows)
+    has = layer >= 0
+    if not has.any():
+        return
+    lrows, louter = np.unique(np.stack([layer[has], outer[has]]), axis=1)
+    lname = np.asarray(h.name)[lrows]
+    o = np.lexsort((h.start[lrows], lname, louter))
+    ls, lo, ln = lrows[o], louter[o], lname[o]
+    new_grp = np.r_[True, (lo[1:] != lo[:-1]) | (ln[1:] != ln[:-1])]
+    grp_start = np.maximum.accumulate(np.where(new_grp, np.arange(ls.size), 0))
+    ordinal = np.arange(ls.size) - grp_start
+    lay, fl = layer[has], calls.flops[counted][has]
+    by_row = np.argsort(ls, kind="stable")
+    ord_of = ordinal[by_row][np.searchsorted(ls[by_row], lay)]
+    key = np.asarray(h.name)[lay].astype(np.int64) * (int(ord_of.max()) + 1) + ord_of
+    uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    n_calls = np.bincount(inv, minlength=uk.size)
+    f_sum = np.bincount(inv, weights=fl, minlength=uk.size)
+    for j in np.argsort(first, kind="stable").tolist():   # by first call
+        r = int(lay[first[j]])
+        out.layers.add(name=t.names[int(h.name[r])], ordinal=int(ord_of[first[j]]), calls=int(n_calls[j]),
+                       flops=float(f_sum[j]))
