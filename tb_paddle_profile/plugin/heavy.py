@@ -1,5 +1,6 @@
-"""Heavy work of the routes (a search or range over many ranks, a what-if, a cross-rank analysis made for
-the first time) on a bounded executor instead of the request threads.
+"""Heavy work of the routes (a search or a range over many ranks, a timeline window panned to) on a bounded
+executor instead of the request threads; the cross-rank analyses and what-ifs run in a worker process
+(routes.Routes._in_process), and here only when no process can be started.
 
 TensorBoard answers each request on its own thread, and they all share one GIL: fifty requests each
 computing for seconds made every cheap route (a summary from the memo, the run list) wait behind them

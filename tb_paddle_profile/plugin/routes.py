@@ -14,6 +14,8 @@ traceback.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import concurrent.futures.process
 import functools
 import gzip
 import hashlib
@@ -80,6 +82,7 @@ export async function render() {
 
 
 HEAVY_WORKERS = 2  # heavy requests computing at once (plugin/heavy.py); the others wait without the GIL
+HEAVY_PROCESSES = 1  # worker processes computing analyses and what-ifs (out of TensorBoard's GIL)
 
 
 class HttpError(Exception):
@@ -264,6 +267,8 @@ class Routes:
         self._prewarmed: Dict[Tuple[str, str], int] = {}  # (run, span) -> the scan whose indexes were asked for
         # searches, ranges, what-ifs and first analyses: at most HEAVY_WORKERS at once (heavy.py)
         self._heavy = Heavy(HEAVY_WORKERS)
+        self._procs = None  # the process pool of the analyses and what-ifs (_in_process), started when needed
+        self._procs_failed = False
 
     def apps(self) -> Dict[str, Callable]:
         return {
@@ -444,7 +449,7 @@ class Routes:
         key = run_assembly.analysis_key(t.key for t in ready)
         if key != self._last_span_analysis.get((run, span)) and self.analyses.peek(key) is None:
             try:
-                self.analyses.get(key, lambda: self._heavy.run("clock", lambda: self._compute_analysis(ready, run, span)))
+                self.analyses.get(key, lambda: self._compute_analysis(ready, run, span))
             except Routes._Reloading:
                 return {}
             except Exception:  # an offset is never worth a failed timeline: drawn on each rank's clock
@@ -453,14 +458,46 @@ class Routes:
             self._last_span_analysis[(run, span)] = key
         return self._analysis_facts(key)[1]
 
-    def _compute_analysis(self, ready: List[TraceFile], run: str, span: str):
+    def _digest_blobs(self, ready: List[TraceFile]) -> List[bytes]:
         digests = []
         for trace in ready:
             data = self._require_loader().digest_bytes(trace)
             if data is None:  # never an analysis without it (it would be stored as the run's)
                 raise Routes._Reloading
-            digests.append(summary_pb2.RankDigest.FromString(data))
-        return run_assembly.analyze_split(digests, run, span)  # the matched instances apart
+            digests.append(data)
+        return digests
+
+    def _compute_analysis(self, ready: List[TraceFile], run: str, span: str):
+        """The analysis of ``ready`` (runs.analysis_blobs, the matched instances apart), in the heavy
+        worker process."""
+        key = run_assembly.analysis_key(t.key for t in ready)
+        return self._in_process(run_assembly.analysis_blobs, self._digest_blobs(ready), run, span, key)
+
+    def _in_process(self, fn, *args):
+        """``fn(*args)`` in the heavy worker process (HEAVY_PROCESSES: its pool queues the others), out of
+        the request threads' GIL; on the heavy executor of this process when no process can be started."""
+        with self._lock:
+            pool = self._procs
+            if pool is None and not self._procs_failed:
+                try:
+                    from tb_paddle_profile.core.pool import process_pool
+
+                    pool = self._procs = process_pool(HEAVY_PROCESSES)
+                except Exception:  # no process (resources, platform): computed in this process
+                    logger.warning("tb_paddle_profile: no worker process for the cross-rank analyses; "
+                                   "computing them in TensorBoard's process", exc_info=True)
+                    self._procs_failed = True
+        if pool is None:
+            return self._heavy.run(getattr(fn, "__name__", "analysis"), lambda: fn(*args))
+        try:
+            return pool.submit(fn, *args).result()
+        except concurrent.futures.process.BrokenProcessPool:  # the process died (memory?): once more, here
+            with self._lock:
+                if self._procs is pool:
+                    self._procs = None
+            logger.warning("tb_paddle_profile: the analyses' worker process died; computing %s here",
+                           getattr(fn, "__name__", "it"))
+            return self._heavy.run(getattr(fn, "__name__", "analysis"), lambda: fn(*args))
 
     def _prior_label(self, trace: TraceFile, rank: Optional[int] = None) -> str:
         """The label before any analysis: analysis.crossrank.labels.prior_label of the rank's digest (when
@@ -683,8 +720,8 @@ class Routes:
         ready = [t for t, st in zip(files, states) if st.state == READY]
         key = run_assembly.analysis_key(t.key for t in ready)
 
-        def compute():  # once per analysis key, on the heavy executor
-            return self._heavy.run("analysis", lambda: self._compute_analysis(ready, run, span))
+        def compute():  # once per analysis key, in the heavy worker process
+            return self._compute_analysis(ready, run, span)
 
         try:
             data = self.analyses.matched(key, compute) if matched else self.analyses.get(key, compute)
@@ -783,20 +820,12 @@ class Routes:
         missing = run_assembly.missing_ranks(files, states)
 
         def compute() -> bytes:  # the digests are read only when the answer is neither in memory nor stored
-            from tb_paddle_profile.present.display.whatif import whatif_answer
-
-            digests = []
-            for trace in ready:
-                data = loader.digest_bytes(trace)
-                if data is None:
-                    raise Routes._Reloading
-                digests.append(summary_pb2.RankDigest.FromString(data))
-            return whatif_answer(digests, run, span, **mfu_args).SerializeToString()
+            return self._in_process(run_assembly.whatif_blob, self._digest_blobs(ready), run, span, mfu_args)
 
         def build() -> bytes:
             # stored with the analysis (runs.whatif_name): the first open after a restart reads it back
-            out = whatif_pb2.RunWhatIf.FromString(self.analyses.derived(
-                run_assembly.whatif_name(key, run, span, mfu_args), lambda: self._heavy.run("whatif", compute)))
+            out = whatif_pb2.RunWhatIf.FromString(
+                self.analyses.derived(run_assembly.whatif_name(key, run, span, mfu_args), compute))
             out.notes.extend(notes)
             _add_missing(out.display, "whatif", missing)
             return _encode(out, fmt)
@@ -1042,6 +1071,10 @@ class Routes:
         if store is not None:
             store.close()
         self._heavy.close()
+        with self._lock:
+            pool, self._procs = self._procs, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------- timeline (tb_paddle_profile.timeline)
     def _prewarm_timelines(self, trace: TraceFile) -> None:
@@ -1134,13 +1167,24 @@ class Routes:
             code = max(self._failure_code(store, f) for f, _, _ in ranks)
             raise HttpError(code, "; ".join(state for _, _, state in ranks))
         budget = timeline.WINDOW_MAX_BYTES - (64 << 10) - (timeline.FLOW_CAP * 48 if flows else 0)
-        msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows, total, offset, budget,
-                                      clock=clock)
         numbers = self._rank_numbers(run, self._run(self._snapshot(), request)[1])
-        for r in msg.ranks:  # default worker names: the rank the run list gives them
-            r.rank = numbers.get(r.worker, r.rank)
-        return respond(request, _encode(msg, fmt), _CTYPES[fmt], 202 if building else 200,
-                       [("Retry-After", "1")] if building else [])
+
+        def build() -> bytes:
+            msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows, total, offset, budget,
+                                          clock=clock)
+            for r in msg.ranks:  # default worker names: the rank the run list gives them
+                r.rank = numbers.get(r.worker, r.rank)
+            return _encode(msg, fmt)
+
+        if building or ws is not None or we is not None:  # a window panned or zoomed to: one user's
+            body = self._heavy.run("timeline", build)
+            return respond(request, body, _CTYPES[fmt], 202 if building else 200,
+                           [("Retry-After", "1")] if building else [])
+        # The whole span (the view every user opens first): memoized under all it is made of
+        page = tuple((f.worker, f.key, state, clock.get(f.worker, 0), numbers.get(f.worker, f.rank))
+                     for f, _, state in ranks)
+        memo = ("timeline", run, span, page, total, offset, ws, we, px, base, query, flows, fmt)
+        return self._send(request, memo, _CTYPES[fmt], build)
 
     @staticmethod
     def _failure_code(store, trace: TraceFile) -> int:
