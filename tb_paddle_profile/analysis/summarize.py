@@ -31,7 +31,7 @@ from tb_paddle_profile.trace.reader import EventTables, read_trace
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
 # Bump when the analyses change what they put into a Summary (part of the cache key).
-SUMMARY_SCHEMA = 6
+SUMMARY_SCHEMA = 7
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
@@ -60,7 +60,7 @@ def summarize_profile(p: Profile, file_name: str, file_size: int = 0) -> pb.Summ
     rank_memory(s.memory, s.parallel.memory)
     axis, phase = comm_instances(p, ca, s.comm.instances)
     bandwidth_view(ca.instances, axis, s.comm.bandwidth)
-    overlap_view(p, ca, axis, phase, s.comm.overlap)
+    overlap_view(p, ca, axis, phase, s.comm.overlap, s.comm.axes)
     launch_view(p, s.comm.launch)
     host_stall_view(p, ca.steps, s.comm.host_stalls)
     calls = ShapedCalls(p)

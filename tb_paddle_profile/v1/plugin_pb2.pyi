@@ -109,7 +109,7 @@ class RunDistributed(_message.Message):
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankDistributed, _Mapping]]] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ...) -> None: ...
 
 class RunParallel(_message.Message):
-    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total", "display", "memory", "sequences")
+    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total", "display", "memory", "sequences", "comm")
     RUN_FIELD_NUMBER: _ClassVar[int]
     SPAN_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +131,7 @@ class RunParallel(_message.Message):
     DISPLAY_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     SEQUENCES_FIELD_NUMBER: _ClassVar[int]
+    COMM_FIELD_NUMBER: _ClassVar[int]
     run: str
     span: str
     ranks: _containers.RepeatedCompositeFieldContainer[RankParallel]
@@ -152,7 +153,76 @@ class RunParallel(_message.Message):
     display: _display_pb2.Display
     memory: MemoryStages
     sequences: SequenceBalance
-    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ..., memory: _Optional[_Union[MemoryStages, _Mapping]] = ..., sequences: _Optional[_Union[SequenceBalance, _Mapping]] = ...) -> None: ...
+    comm: CommAcrossRanks
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ..., memory: _Optional[_Union[MemoryStages, _Mapping]] = ..., sequences: _Optional[_Union[SequenceBalance, _Mapping]] = ..., comm: _Optional[_Union[CommAcrossRanks, _Mapping]] = ...) -> None: ...
+
+class CommAxisStep(_message.Message):
+    __slots__ = ("axis", "phase", "calls", "time_ns", "hidden_ns", "exposed_ns")
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    axis: _summary_pb2.CommAxis
+    phase: int
+    calls: float
+    time_ns: int
+    hidden_ns: int
+    exposed_ns: int
+    def __init__(self, axis: _Optional[_Union[_summary_pb2.CommAxis, str]] = ..., phase: _Optional[int] = ..., calls: _Optional[float] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ...) -> None: ...
+
+class CommRank(_message.Message):
+    __slots__ = ("rank", "axes", "starved_stream", "starved_share", "launch_p50_ns", "max_queue", "stall_steps", "steps", "stalled_ns_per_step")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    AXES_FIELD_NUMBER: _ClassVar[int]
+    STARVED_STREAM_FIELD_NUMBER: _ClassVar[int]
+    STARVED_SHARE_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_P50_NS_FIELD_NUMBER: _ClassVar[int]
+    MAX_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    STALL_STEPS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    STALLED_NS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    axes: _containers.RepeatedCompositeFieldContainer[CommAxisStep]
+    starved_stream: int
+    starved_share: float
+    launch_p50_ns: int
+    max_queue: int
+    stall_steps: int
+    steps: int
+    stalled_ns_per_step: int
+    def __init__(self, rank: _Optional[int] = ..., axes: _Optional[_Iterable[_Union[CommAxisStep, _Mapping]]] = ..., starved_stream: _Optional[int] = ..., starved_share: _Optional[float] = ..., launch_p50_ns: _Optional[int] = ..., max_queue: _Optional[int] = ..., stall_steps: _Optional[int] = ..., steps: _Optional[int] = ..., stalled_ns_per_step: _Optional[int] = ...) -> None: ...
+
+class CommAxisAcross(_message.Message):
+    __slots__ = ("axis", "phase", "ranks", "time_ns", "hidden_ns", "exposed_ns", "max_exposed_ns", "max_exposed_rank", "algbw")
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    MAX_EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    MAX_EXPOSED_RANK_FIELD_NUMBER: _ClassVar[int]
+    ALGBW_FIELD_NUMBER: _ClassVar[int]
+    axis: _summary_pb2.CommAxis
+    phase: int
+    ranks: int
+    time_ns: int
+    hidden_ns: int
+    exposed_ns: int
+    max_exposed_ns: int
+    max_exposed_rank: int
+    algbw: float
+    def __init__(self, axis: _Optional[_Union[_summary_pb2.CommAxis, str]] = ..., phase: _Optional[int] = ..., ranks: _Optional[int] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., max_exposed_ns: _Optional[int] = ..., max_exposed_rank: _Optional[int] = ..., algbw: _Optional[float] = ...) -> None: ...
+
+class CommAcrossRanks(_message.Message):
+    __slots__ = ("ranks", "axes")
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    AXES_FIELD_NUMBER: _ClassVar[int]
+    ranks: _containers.RepeatedCompositeFieldContainer[CommRank]
+    axes: _containers.RepeatedCompositeFieldContainer[CommAxisAcross]
+    def __init__(self, ranks: _Optional[_Iterable[_Union[CommRank, _Mapping]]] = ..., axes: _Optional[_Iterable[_Union[CommAxisAcross, _Mapping]]] = ...) -> None: ...
 
 class SequenceReplica(_message.Message):
     __slots__ = ("dp", "ranks", "tokens_per_step", "tokens_per_micro_batch", "min_micro_batch_tokens", "max_micro_batch_tokens", "micro_batches", "compute_ns")

@@ -810,7 +810,7 @@ class PhaseSpans(_message.Message):
     def __init__(self, phase: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., host_start_ns: _Optional[_Iterable[int]] = ..., host_end_ns: _Optional[_Iterable[int]] = ..., device_start_ns: _Optional[_Iterable[int]] = ..., device_end_ns: _Optional[_Iterable[int]] = ..., kernel_ns: _Optional[_Iterable[int]] = ..., kernels: _Optional[_Iterable[int]] = ..., p2p_ptr: _Optional[_Iterable[int]] = ..., p2p: _Optional[_Iterable[int]] = ..., name: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class RankDigest(_message.Message):
-    __slots__ = ("digest_schema", "meta", "parallel", "distributed", "steps", "device_id", "flops", "sequences")
+    __slots__ = ("digest_schema", "meta", "parallel", "distributed", "steps", "device_id", "flops", "sequences", "comm")
     DIGEST_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     META_FIELD_NUMBER: _ClassVar[int]
     PARALLEL_FIELD_NUMBER: _ClassVar[int]
@@ -819,6 +819,7 @@ class RankDigest(_message.Message):
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     FLOPS_FIELD_NUMBER: _ClassVar[int]
     SEQUENCES_FIELD_NUMBER: _ClassVar[int]
+    COMM_FIELD_NUMBER: _ClassVar[int]
     digest_schema: int
     meta: TraceMeta
     parallel: ParallelView
@@ -827,7 +828,8 @@ class RankDigest(_message.Message):
     device_id: int
     flops: FlopsView
     sequences: SequenceView
-    def __init__(self, digest_schema: _Optional[int] = ..., meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[ModelStep, _Mapping]]] = ..., device_id: _Optional[int] = ..., flops: _Optional[_Union[FlopsView, _Mapping]] = ..., sequences: _Optional[_Union[SequenceView, _Mapping]] = ...) -> None: ...
+    comm: CommView
+    def __init__(self, digest_schema: _Optional[int] = ..., meta: _Optional[_Union[TraceMeta, _Mapping]] = ..., parallel: _Optional[_Union[ParallelView, _Mapping]] = ..., distributed: _Optional[_Union[DistributedView, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[ModelStep, _Mapping]]] = ..., device_id: _Optional[int] = ..., flops: _Optional[_Union[FlopsView, _Mapping]] = ..., sequences: _Optional[_Union[SequenceView, _Mapping]] = ..., comm: _Optional[_Union[CommView, _Mapping]] = ...) -> None: ...
 
 class CommInstances(_message.Message):
     __slots__ = ("axis", "phase")
@@ -938,18 +940,20 @@ class HostStalls(_message.Message):
     def __init__(self, threshold_ns: _Optional[int] = ..., main_tid: _Optional[int] = ..., steps: _Optional[int] = ..., steps_with_stall: _Optional[int] = ..., stalled_ns: _Optional[int] = ..., stalls: _Optional[_Iterable[_Union[HostStall, _Mapping]]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CommView(_message.Message):
-    __slots__ = ("instances", "bandwidth", "overlap", "launch", "host_stalls")
+    __slots__ = ("instances", "bandwidth", "overlap", "launch", "host_stalls", "axes")
     INSTANCES_FIELD_NUMBER: _ClassVar[int]
     BANDWIDTH_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_FIELD_NUMBER: _ClassVar[int]
     LAUNCH_FIELD_NUMBER: _ClassVar[int]
     HOST_STALLS_FIELD_NUMBER: _ClassVar[int]
+    AXES_FIELD_NUMBER: _ClassVar[int]
     instances: CommInstances
     bandwidth: _containers.RepeatedCompositeFieldContainer[CommBandwidth]
     overlap: _containers.RepeatedCompositeFieldContainer[CommOverlap]
     launch: _containers.RepeatedCompositeFieldContainer[LaunchStream]
     host_stalls: HostStalls
-    def __init__(self, instances: _Optional[_Union[CommInstances, _Mapping]] = ..., bandwidth: _Optional[_Iterable[_Union[CommBandwidth, _Mapping]]] = ..., overlap: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., launch: _Optional[_Iterable[_Union[LaunchStream, _Mapping]]] = ..., host_stalls: _Optional[_Union[HostStalls, _Mapping]] = ...) -> None: ...
+    axes: _containers.RepeatedCompositeFieldContainer[CommOverlap]
+    def __init__(self, instances: _Optional[_Union[CommInstances, _Mapping]] = ..., bandwidth: _Optional[_Iterable[_Union[CommBandwidth, _Mapping]]] = ..., overlap: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., launch: _Optional[_Iterable[_Union[LaunchStream, _Mapping]]] = ..., host_stalls: _Optional[_Union[HostStalls, _Mapping]] = ..., axes: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ...) -> None: ...
 
 class FlopsOperator(_message.Message):
     __slots__ = ("name", "formula", "calls", "unresolved", "flops")

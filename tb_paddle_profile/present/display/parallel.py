@@ -440,6 +440,54 @@ def _sequence_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
     return out
 
 
+COMM_AXES_NOTE = ("Per communicator (by rule, docs/communication.md) and phase: the means per step over the ranks that "
+                  "have it; hidden = while a compute kernel runs. Algbw: the communicator's bytes over its calls' time, "
+                  "all ranks and phases ('-' when the traces record no shapes).")
+COMM_RANKS_NOTE = ("Exposed communication per step by communicator; Starved: the share of the span its most starved "
+                   "stream sat idle waiting for the host's launches; Stalls: steps with a main-thread stretch over the "
+                   "threshold without any CUDA call.")
+
+
+def _comm_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
+    """RunParallel.comm (crossrank/comm_ranks.py): per communicator and phase across ranks, and per rank."""
+    from tb_paddle_profile.analysis.comm_axes import AXIS_LABELS, PHASE_LABELS
+    cv = rp.comm
+    out = []
+    if cv.axes:
+        t = _table("comm_axes", "Communication by communicator and phase (per step, across ranks)", [
+            col("axis", "Communicator"), col("phase", "Phase"), count("ranks", "Ranks"), dur("time_ns", "Time"),
+            dur("hidden_ns", "Hidden"), dur("exposed_ns", "Exposed"), pct("hidden_share", "Hidden share"),
+            dur("max_exposed_ns", "Max exposed"), count("max_exposed_rank", "On rank"),
+            col("algbw_gbps", "Algbw GB/s", NUMBER, 2)], [_note("comm_axes.note", COMM_AXES_NOTE)])
+        for a in cv.axes:
+            _row(t, [AXIS_LABELS.get(a.axis, "-"), PHASE_LABELS.get(a.phase, "other"), a.ranks, a.time_ns,
+                     a.hidden_ns, a.exposed_ns, _share(a.hidden_ns, a.time_ns), a.max_exposed_ns,
+                     a.max_exposed_rank, a.algbw / 1e9 if a.algbw else None], f"{a.axis}:{a.phase}",
+                 _rank_link(a.max_exposed_rank))
+        out.append(t)
+    if cv.ranks:
+        axes = sorted({x.axis for r in cv.ranks for x in r.axes})
+        t = _table("comm_ranks", "Communication, launches and host stalls by rank (per step)", [
+            count("rank", "Rank"), col("label", "Label", text_hidden=True)]
+            + [dur(f"exposed_{AXIS_LABELS.get(a, 'other').lower().replace(' ', '_')}",
+                   f"Exposed {AXIS_LABELS.get(a, 'other')}") for a in axes]
+            + [pct("starved_share", "Starved"), count("starved_stream", "Stream"), dur("launch_p50_ns", "Launch p50"),
+               count("max_queue", "Max queue"), col("stalls", "Stalls"), dur("stalled_ns", "Stalled")],
+            [_note("comm_ranks.note", COMM_RANKS_NOTE)])
+        labels = {r.rank: _label(r) for r in rp.ranks}
+        for r in cv.ranks:
+            ex = {}
+            for x in r.axes:
+                ex[x.axis] = ex.get(x.axis, 0) + x.exposed_ns
+            starved = r.starved_stream >= 0
+            _row(t, [r.rank, labels.get(r.rank, "")] + [ex.get(a, 0) for a in axes]
+                 + [r.starved_share if starved else None, r.starved_stream if starved else None,
+                    r.launch_p50_ns if starved else None, r.max_queue if starved else None,
+                    f"{r.stall_steps}/{r.steps}", r.stalled_ns_per_step], str(r.rank), _rank_link(r.rank))
+        out.append(t)
+    return out
+
+
 def _stragglers_table(rp: ppb.RunParallel, labels: Dict[int, str]) -> dpb.Table:
     t = _table("stragglers", "Named ranks", [
         count("rank", "Rank"), col("label", "Label"), col("cause", "Cause"), col("gpu", "GPU cause"),
@@ -620,6 +668,7 @@ def parallel_display(rp: ppb.RunParallel, time_unit: str = "ms") -> dpb.Display:
     tables += _pipeline_tables(rp)
     tables += _memory_tables(rp)
     tables += _sequence_tables(rp)
+    tables += _comm_tables(rp)
     tables += [_stragglers_table(rp, labels), _findings_table(rp), _outliers_table(rp), _advice_triggers_table(rp)]
     view.tables.extend(tables)
     out = dpb.Display(time_unit=time_unit)
