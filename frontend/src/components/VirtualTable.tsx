@@ -68,6 +68,8 @@ interface Props<R> {
   cellTestId?: string;
   /** A drag of a header's right edge: the column's new width (px). No resize handles without it. */
   onResize?: (key: string, width: number) => void;
+  /** The name as drawn in `room` px, when it does not fit (display/abbrev.ts); the cell's text stays the whole name. */
+  nameShort?: (row: R, room: number) => string | undefined;
 }
 
 /** Follows a drag that starts on a header's resize handle: reports width + the pointer's travel. */
@@ -190,6 +192,7 @@ export function VirtualTable<R>(props: Props<R>) {
         nameKey={props.nameKey}
         nameCellTitle={props.nameCellTitle}
         cellTestId={props.cellTestId}
+        nameShort={props.nameShort}
       />
     );
   }
@@ -242,7 +245,12 @@ interface RowProps<R> {
   nameKey?: string;
   nameCellTitle?: (row: R) => string | undefined;
   cellTestId?: string;
+  nameShort?: (row: R, room: number) => string | undefined;
 }
+
+/** The name cell's own room besides its text: left padding 6 (and 16 a level), the toggle 18, the gap 2,
+ * the right padding 8, and 4 to spare (the canvas that measures has no tabular figures). */
+const NAME_CHROME = 6 + 18 + 2 + 8 + 4;
 
 /**
  * One row, placed at its index. It re-renders only when its row, index, columns or width change: rows
@@ -293,7 +301,17 @@ class Row<R> extends Component<RowProps<R>> {
           ) : (
             <span class="vt-toggle-space" />
           )}
-          <span class="vt-name">{name}</span>
+          {(() => {
+            // a name too long for its cell is drawn shortened (::before, from data-short); its text stays whole
+            const short = !detail && this.props.nameShort ? this.props.nameShort(r.row, nameWidth - NAME_CHROME - r.depth * 16) : undefined;
+            return short !== undefined && short !== name ? (
+              <span class="vt-name short" data-short={short}>
+                {name}
+              </span>
+            ) : (
+              <span class="vt-name">{name}</span>
+            );
+          })()}
           {detail ? <span class="vt-detail">{detail}</span> : null}
         </div>
         {columns.map((c) => (

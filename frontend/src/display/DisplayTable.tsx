@@ -4,13 +4,14 @@
 // closes by Row.id, and the CSV button links to the `csv` route (the CSV is built in Python).
 import type { ComponentChildren } from "preact";
 import { createContext } from "preact";
-import { useContext, useMemo, useState } from "preact/hooks";
+import { useContext, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Column as VColumn, FlatRow, SortDir, SortState } from "../components/VirtualTable";
 import { comparator, stableSort, VirtualTable } from "../components/VirtualTable";
 import { CellKind, RowRole } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { Column, Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { TimeUnit } from "./cells";
 import { fitUnit, formatCell, formatValue } from "./cells";
+import { abbreviate, partingPoints, textWidth } from "./abbrev";
 
 /**
  * True when the unit selector is on "auto": each duration column of a table (one without a fixed unit)
@@ -260,6 +261,25 @@ export interface DisplayTableProps {
   rowClass?: (row: Row) => string;
   /** Draw the title above the table (default false: the panel's card carries it). */
   showTitle?: boolean;
+  /**
+   * Columns that make room when the table is wider than its box, in the order they go (the first first),
+   * down to the name column at `fitNameWidth`; a "Columns" menu shows and hides any column (the choice is
+   * kept in the link, `dt.<table>.cols`). Without it every column is drawn and the table scrolls.
+   */
+  fitHide?: string[];
+  /** The name column's least width while columns are hidden to fit (default nameWidth). */
+  fitNameWidth?: number;
+}
+
+/** The user's choices of the Columns menu: "+key" shown, "-key" hidden, comma-separated. */
+function parseChoices(text: string): Map<string, boolean> {
+  const out = new Map<string, boolean>();
+  for (const part of text.split(",")) if (part.length > 1 && (part[0] === "+" || part[0] === "-")) out.set(part.slice(1), part[0] === "+");
+  return out;
+}
+
+function choicesText(choices: Map<string, boolean>): string {
+  return [...choices].map(([k, on]) => `${on ? "+" : "-"}${k}`).join(",");
 }
 
 export function DisplayTable(props: DisplayTableProps) {
@@ -330,6 +350,51 @@ export function DisplayTable(props: DisplayTableProps) {
     [table, timeUnit, units, allTexts, groupHeader, widths],
   );
 
+  // Fitting: the box's width (the table's border and a scroll bar's room left out), the columns hidden to fit.
+  const box = useRef<HTMLDivElement>(null);
+  const [boxWidth, setBoxWidth] = useState(0);
+  useLayoutEffect(() => {
+    const node = box.current;
+    if (!node || !props.fitHide) return;
+    const measure = () => setBoxWidth(node.clientWidth);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, [!!props.fitHide]);
+  const [choiceText, setChoiceText] = useUrlState<string>(`dt.${table.key}.cols`, "");
+  const choices = useMemo(() => parseChoices(choiceText), [choiceText]);
+  const fitted = useMemo(() => {
+    const hidden = new Set<string>();
+    for (const c of columns) if (choices.get(c.key) === false) hidden.add(c.key);
+    const auto = new Set<string>();
+    if (props.fitHide && boxWidth > 0) {
+      const room = boxWidth - 2 - 16 - (props.fitNameWidth ?? props.nameWidth ?? 160);
+      let used = columns.reduce((a, c) => a + (hidden.has(c.key) ? 0 : c.width), 0);
+      for (const key of props.fitHide) {
+        if (used <= room) break;
+        const c = columns.find((x) => x.key === key);
+        if (!c || hidden.has(key) || choices.get(key) === true) continue;
+        hidden.add(key);
+        auto.add(key);
+        used -= c.width;
+      }
+    }
+    return { columns: columns.filter((c) => !hidden.has(c.key)), hidden, auto };
+  }, [columns, choices, boxWidth, props.fitHide, props.fitNameWidth, props.nameWidth]);
+  const choose = (key: string, on: boolean) => {
+    const next = new Map(choices);
+    next.set(key, on);
+    setChoiceText(choicesText(next));
+  };
+
+  // Names too long for their cell are drawn shortened where they part from their look-alikes.
+  const parting = useMemo(() => (nameCol ? partingPoints(table.rows.map((r) => r.cells[nameCol.i]?.text ?? "")) : new Map<string, number>()), [table, nameCol?.i]);
+  const nameShort = (r: DRow, room: number) => {
+    const text = r.texts[nameCol.i] ?? "";
+    return abbreviate(text, parting.get(text) ?? 0, (t) => textWidth(t) <= room);
+  };
+
   const compare = useMemo(() => {
     if (!sort || !nameCol) return null;
     // A sort by a column the table does not have (another grouping's) falls back to the model's order.
@@ -357,7 +422,7 @@ export function DisplayTable(props: DisplayTableProps) {
   const hasTree = table.tree && roots.some((r) => r.children.length > 0);
   const clickable = props.onLink || props.onRowClick;
   return (
-    <div class="dt" data-testid={`${testId}-wrap`} data-table={table.key}>
+    <div class="dt" ref={box} data-testid={`${testId}-wrap`} data-table={table.key}>
       {props.showTitle && table.title ? <h4 class="dt-title">{table.title}</h4> : null}
       <div class="dt-tools">
         {props.tools}
@@ -382,6 +447,20 @@ export function DisplayTable(props: DisplayTableProps) {
             </button>
           </>
         ) : null}
+        {props.fitHide ? (
+          <details class="dt-cols" data-testid={`${testId}-columns`}>
+            <summary class="btn" title="Show or hide columns">{fitted.hidden.size ? `Columns · ${fitted.hidden.size} hidden` : "Columns"}</summary>
+            <div class="dt-cols-menu">
+              {columns.map((c) => (
+                <label class="dt-cols-item" title={c.tooltip}>
+                  <input type="checkbox" checked={!fitted.hidden.has(c.key)} data-col={c.key} onChange={(e) => choose(c.key, (e.target as HTMLInputElement).checked)} />
+                  {c.group ? `${c.group.replace(/ \(.*\)$/, "")} · ${c.title}` : c.title}
+                  {fitted.auto.has(c.key) ? <span class="muted"> (hidden to fit)</span> : null}
+                </label>
+              ))}
+            </div>
+          </details>
+        ) : null}
         {props.csvHref ? (
           <a class="btn dt-csv" href={props.csvHref} download={`${table.key}.csv`} data-testid={`${testId}-csv`} title="Download this table as CSV (raw values: ns, fractions, counts)">
             CSV
@@ -390,13 +469,14 @@ export function DisplayTable(props: DisplayTableProps) {
       </div>
       <VirtualTable<DRow>
         rows={flat}
-        columns={columns}
+        columns={fitted.columns}
         name={(r) => r.texts[nameCol.i]}
         nameKey={nameCol.c.key}
         nameTitle={nameCol.c.header}
         nameTooltip={nameCol.c.description || undefined}
         nameCellTitle={(r) => r.row.cells[nameCol.i]?.title || r.texts[nameCol.i]}
-        nameWidth={widths[nameCol.c.key] ?? props.nameWidth ?? ((nameCol.c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? 160 : 70)}
+        nameWidth={widths[nameCol.c.key] ?? (fitted.auto.size ? props.fitNameWidth : undefined) ?? props.nameWidth ?? ((nameCol.c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? 160 : 70)}
+        nameShort={nameShort}
         onResize={onResize}
         sort={sort}
         onSort={onSort}

@@ -12,6 +12,11 @@ import { useUrlState } from "../state";
 
 type Grouping = "kernel" | "operator";
 
+/** The columns that make room when the table is wider than its box, the first first: the launch
+ * configuration's details, then the minimum and maximum (the Columns menu brings any back). The totals,
+ * the ratio and the efficiency columns stay. */
+const FIT_HIDE = ["launches", "blocks_per_sm", "warps_per_sm", "shared_memory_bytes", "registers", "block", "grid", "occupancy_pct", "gpu_min_ns", "gpu_max_ns"];
+
 export function Kernels({ display, spanKey, unit, find, onTimeline }: TablePanelProps) {
   const view = viewOf(display, "kernels");
   const kernels = tableOf(view, "kernels");
@@ -78,6 +83,8 @@ export function Kernels({ display, spanKey, unit, find, onTimeline }: TablePanel
         filterTestId="kernels-search"
         maxHeight={620}
         nameWidth={grouping === "kernel" ? 300 : 360}
+        fitNameWidth={220}
+        fitHide={FIT_HIDE}
         onRowClick={onTimeline ? (r) => setPicked(timelineName(r.link)) : undefined}
         rowClass={(r) => (picked && timelineName(r.link) === picked ? "picked" : "")}
         cardTools={
