@@ -120,6 +120,9 @@ def main(argv=None) -> int:
     p.add_argument("--export-jitter-us", type=float, default=None,
                    help="each rank exports its trace up to this many microseconds later than "
                         "the others (the time in the file name; plain: 0, names in rank order)")
+    p.add_argument("--comm-end-noise-us", type=float, default=None,
+                   help="each member's NCCL kernel ends N(0, this) microseconds off its "
+                        "collective's end (default 0: every member ends at the same moment)")
     p.add_argument("--case", default=None, metavar="NAME",
                    help="a case of the truth matrix (tbp_synth.matrix.cases()); the other "
                         "simulation options are ignored")
@@ -175,6 +178,7 @@ def main(argv=None) -> int:
                       pipeline_layers=pick(a.pipeline_layers, "pipeline_layers"),
                       host_names=pick(a.host_names, "host_names"),
                       export_jitter_us=pick(a.export_jitter_us, "export_jitter_us"),
+                      comm_end_noise_us=pick(a.comm_end_noise_us, "comm_end_noise_us"),
                       pp_group_collectives=not a.no_pp_group_collectives,
                       stage_layers=tuple(a.stage_layers) if a.stage_layers else None,
                       comm_factor=a.comm_factor, slow_kernel=a.slow_kernel,

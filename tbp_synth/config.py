@@ -158,6 +158,7 @@ class SynthConfig:
     host_offsets_us: Optional[Tuple[float, ...]] = None  # explicit clock offset per host
     host_names: str = "ordered"  # or "shuffled": gpunode numbers not in Fleet's host order
     export_jitter_us: float = 0.0  # a rank's export time (file name) drawn in [0, this] us
+    comm_end_noise_us: float = 0.0  # each member's NCCL kernel ends N(0, this) us off its collective's end
     # shapes (docs/generator.md, "Shapes and sequences"): record_shapes writes the forward
     # operators' input_shapes / input_dtypes (Paddle 3.3.1 writes them empty); dp_seq_lens gives
     # each data-parallel replica its own sequence length (one per dp index; its kernels' times
@@ -256,6 +257,8 @@ class SynthConfig:
             raise ValueError("host_names must be 'ordered' or 'shuffled'")
         if self.export_jitter_us < 0:
             raise ValueError("export_jitter_us must not be negative")
+        if not self.comm_end_noise_us >= 0:
+            raise ValueError("comm_end_noise_us must not be negative")
         if self.dp_seq_lens is not None:
             if len(self.dp_seq_lens) != self.dp or min(int(x) for x in self.dp_seq_lens) < 1:
                 raise ValueError("dp_seq_lens must give a sequence length of at least 1 for each "

@@ -36,7 +36,7 @@ def _simulate_together(cfg: SynthConfig, topo: Topology, cat: _Catalog,
                        record: bool = True) -> _LiveBook:
     """Phase 1: run every rank's program, unrecorded, until all collectives are timed
     (``record``: also keep every instance with its members, for the truth)."""
-    book = _LiveBook(record)
+    book = _LiveBook(record, end_noise_ns=cfg.comm_end_noise_us * 1000.0, seed=cfg.seed)
     progs = [_RankProgram(cfg, topo, cat, r, _NullSink(), book) for r in range(topo.world)]
     gens = [p.run() for p in progs]
     runnable = collections.deque(range(topo.world))
@@ -426,8 +426,8 @@ _NEUTRAL = {"comm_factor": None, "slow_kernel": None, "launch_overhead": 1.0,
             "virtual_stages": 1, "kernel_jitter": "uniform", "kernel_sigma": 0.02,
             "gpu_speed_sigma": 0.0, "gpu_speed": None, "p2p_streams": "per_direction",
             "one_rank_comms": False, "pipeline_layers": False, "host_offsets_us": None,
-            "host_names": "ordered", "export_jitter_us": 0.0, "record_shapes": False,
-            "dp_seq_lens": None}
+            "host_names": "ordered", "export_jitter_us": 0.0,
+            "comm_end_noise_us": 0.0, "record_shapes": False, "dp_seq_lens": None}
 
 
 def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,

@@ -6,6 +6,8 @@ collectives."""
 from __future__ import annotations
 
 import collections
+import math
+import zlib
 from array import array
 from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
 
@@ -18,6 +20,9 @@ from .config import (MP_STREAM, P2P_NEXT_STREAM, P2P_PREV_STREAM, P2P_SHARED_STR
 
 if TYPE_CHECKING:
     from .program import _RankProgram
+
+
+_M64 = (1 << 64) - 1
 
 
 class _Pending:
@@ -38,9 +43,16 @@ class _LiveBook:
     lowest rank among equals) made each other member wait its start minus theirs.
 
     Every completed instance is also recorded, with its members, for the truth file
-    (:mod:`.truth`): ``ordinal`` counts a rank's launches per (step, kind) in launch order."""
+    (:mod:`.truth`): ``ordinal`` counts a rank's launches per (step, kind) in launch order.
 
-    def __init__(self, record: bool = True):
+    ``end_noise_ns`` (SynthConfig.comm_end_noise_us): each member's kernel ends N(0, that)
+    off the collective's end (drawn from the instance's key and the rank, so that the same
+    instance of a control run gets the same noise), never before its start plus half the
+    transfer."""
+
+    def __init__(self, record: bool = True, end_noise_ns: float = 0.0, seed: int = 0):
+        self.end_noise_ns = float(end_noise_ns)
+        self.seed = seed
         self.open: Dict[tuple, list] = {}
         self.times: Dict[int, list] = collections.defaultdict(list)
         self.woken: List[int] = []
@@ -85,9 +97,11 @@ class _LiveBook:
                 last_rank, last_start = max(((m[0], m[1]) for m in members),
                                             key=lambda m: (m[1], -m[0]))
                 self.caused[last_rank][key[3]] += sum(last_start - m[1] for m in members)
+            ends = {}
             for r, s, h, slot, _, _ in members:
-                h.end = end
-                self.times[r][slot] = (s, end)
+                e = ends[r] = end if not self.end_noise_ns else self._noisy_end(key, r, s, end, xfer)
+                h.end = e
+                self.times[r][slot] = (s, e)
                 self.woken.extend(h.waiters)
                 h.waiters = []
             if self.record:
@@ -102,9 +116,19 @@ class _LiveBook:
                     self.mem_rank.append(r)
                     self.mem_ordinal.append(o)
                     self.mem_start.append(s)
-                    self.mem_end.append(end)
+                    self.mem_end.append(ends[r])
                 self.inst_ptr.append(len(self.mem_rank))
         return handle
+
+    def _noisy_end(self, key: tuple, rank: int, start: int, end: int, xfer: int) -> int:
+        # crc32 is linear: mixed (splitmix64's finaliser) so that members' draws are independent
+        h = (zlib.crc32(repr((self.seed, key, rank)).encode()) + 0x9E3779B97F4A7C15) & _M64
+        h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & _M64
+        h ^= h >> 31
+        u1, u2 = ((h & 0xFFFFFFFF) + 0.5) / 2.0 ** 32, ((h >> 32) + 0.5) / 2.0 ** 32
+        z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+        return max(start + xfer // 2, end + int(round(z * self.end_noise_ns)))
 
     def finished(self, prog: "_RankProgram") -> None:
         """Keep what the truth needs of a rank whose program ended."""

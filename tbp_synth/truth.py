@@ -87,7 +87,8 @@ Instance dicts: ``{"step" (ProfileStep number), "kind" ("all_reduce", "broadcast
 (the broadcast's source rank, else -1), "transfer_ns", "members": [{"rank", "ordinal",
 "wait_ns", "start_ns", "end_ns"}]}``. Every member's NCCL kernel ends at the same moment (the
 last member's start plus the transfer); its ``wait_ns`` = duration - transfer = last start -
-its start. ``ordinal`` is the position of the instance among that rank's instances of the same
+its start. With ``comm_end_noise_us`` each member's ``end_ns`` is its own (that moment plus its
+noise, never before its start plus half the transfer), and ``wait_ns`` = duration - transfer. ``ordinal`` is the position of the instance among that rank's instances of the same
 step and kind in launch order (``ParallelView.collectives.ordinal``). For send/recv the
 members are ``[sender, receiver]``; for the others they are in rank order.
 
