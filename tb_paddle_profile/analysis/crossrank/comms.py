@@ -6,29 +6,32 @@ send/recv between two ranks is FIFO. Traces carry no communicator ids; what this
 * **Collectives: a channel's shape.** A channel (match.py: one rank's instances of one stream and
   issuing operator) is one communicator's traffic. Channels with the same signature are lined up
   (the j-th instance of each is one position). The members of one collective end together, so the
-  channels of one communicator have the same *shape*: the increments of their end times from one
-  position to the next, which no clock offset changes. Two channels are one communicator when their
-  increments agree within MATCH_TOL_NS at nearly every position of the run (SHAPE_SHARE of them):
-  lock-step replicas whose groups end within microseconds of each other agree at some positions, not
+  channels of one communicator have the same *shape*: their end times, each less its own mean over
+  the positions, which no clock offset changes. Two channels are one communicator when their centred
+  ends agree within the shape tolerance at nearly every position of the run (SHAPE_SHARE of them):
+  lock-step replicas whose groups drift apart and back within each step agree at some positions, not
   at most (the meet of the positions' single-linkage cuts, sorting per position, its blocks joined
   again where together that often).
   A channel that agrees with no other is a one-rank communicator (MP = 1 still launching NCCL
   kernels): its instances are matched alone. Instance k of a communicator is then the k-th instance
   of each member channel.
+* **End noise.** Members of one collective end microseconds apart on real GPUs. The communicators
+  are found first at SHAPE_WIDE_TOL_NS; the run's end noise (end_noise: sigma of one member's end) is
+  measured on them, and the shape, verification and send/recv tolerances scale with it (thresholds.py;
+  at no noise they are MATCH_TOL_NS and MATCH_VERIFY_NS). Under noise, line-ups of fewer than
+  SHAPE_NOISY_MIN_POSITIONS give their blocks to the clocks but are cut by corrected end time.
 * **Clocks.** The end differences between the members of one communicator are their clocks'
   differences, constant over the run: per member pair the median over all positions. With host names,
   the pairs are per host (one clock per host); without, per rank, and the ranks are grouped into
   hosts by their offsets (ranks whose offsets are within CLOCK_HOST_GAP_NS of their neighbours' share
   a clock). Offsets are joined from the reference along the best supported pairs (clocks.join).
 * **Verification.** A communicator's instance whose members' corrected ends are further apart than
-  MATCH_VERIFY_NS is not one instance: its members go to the residue.
-* **Send/recv: links, then FIFO pairs.** A send and its receive end together. Every send is paired
-  with the receives of other ranks whose corrected ends are within MATCH_TOL_NS (a sweep over the
-  instances sorted by end); a link (two ranks) is kept when it co-ends at least P2P_PARTNER_SHARE
-  as often as the busiest link of either end (coincidences between lock-step pipelines do not
-  persist). Over kept links, instances are paired mutually nearest (each instance once): pairs on a
-  strong link (at least P2P_STRONG_SHARE of either end's busiest) before others, then by end time, so
-  that two transfers of lock-step pipelines ending at the same nanosecond pair along their links.
+  the verification tolerance is not one instance: its members go to the residue.
+* **Send/recv: links, then pairs.** A send and its receive end together. Every send is paired
+  with the receives of other ranks whose corrected ends are within the send/recv tolerance (a sweep
+  over the instances sorted by end); links (two ranks) are weighed by how closely their candidates
+  co-end and kept heaviest first, at most two per rank (pipeline_links); over kept links, instances
+  are paired mutually nearest (each instance once).
 * Line-ups of fewer than SHAPE_MIN_POSITIONS positions (no shape to tell) and of host instances
   (gloo's blocking calls, Communication events: their ends are when each process got its result, not
   one moment) are cut by corrected end time as before (match.cut_columns; a line-up of two channels
@@ -49,21 +52,31 @@ from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders
 from .model import RankData
 
 SHAPE_MIN_POSITIONS = 3
+SHAPE_NOISY_MIN_POSITIONS = 8
 
 
-def shape_blocks(E: np.ndarray, tol: float) -> np.ndarray:
+def shape_blocks(E: np.ndarray, tol: float, centred: bool = True) -> np.ndarray:
     """Per channel (row of E, channels × positions of end times), its communicator block: channels
-    whose end increments agree within tol (single linkage per position) at SHAPE_SHARE of the positions
+    whose shapes agree within tol (single linkage per position) at SHAPE_SHARE of the positions
     (match.joined_blocks: the meet over positions, blocks together that often joined again; a member's
-    end that timing noise moves at a few positions does not split its communicator). Block ids are 0..
+    end that timing noise moves at a few positions does not split its communicator). No clock offset
+    changes a shape: ``centred``, each channel's ends less their own mean over the positions (the
+    members of one communicator end together at every position, so their centred ends differ by the
+    end noise only, while lock-step replicas' groups drift apart and back within each step and agree
+    only where the drift crosses its mean); else the increments of its ends from one position to the
+    next (what the matching uses when the run shows no end noise: exact agreement). Block ids are 0..
     in the order of their first channel."""
     C, P = E.shape
     if C < 2 or P < 2:
         return np.zeros(C, dtype=np.int64)
-    D = np.diff(E, axis=1).astype(np.float64)
-    order = np.argsort(D, axis=0, kind="stable")
-    Ds = np.take_along_axis(D, order, 0)
-    cid = np.vstack([np.zeros((1, P - 1), dtype=np.int64), np.cumsum(np.diff(Ds, axis=0) > tol, axis=0)])
+    if centred:
+        X = (E - E[:, :1]).astype(np.float64)     # unix ns: float64 only after taking the first end off
+        R = X - X.mean(axis=1, keepdims=True)
+    else:
+        R = np.diff(E, axis=1).astype(np.float64)
+    order = np.argsort(R, axis=0, kind="stable")
+    Rs = np.take_along_axis(R, order, 0)
+    cid = np.vstack([np.zeros((1, R.shape[1]), dtype=np.int64), np.cumsum(np.diff(Rs, axis=0) > tol, axis=0)])
     block, _ = joined_blocks(_leaders(order, cid), SHAPE_SHARE)
     _, first, inv = np.unique(block, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
@@ -74,18 +87,40 @@ def shape_blocks(E: np.ndarray, tol: float) -> np.ndarray:
 SHAPE_SHARE = 0.75
 
 
+def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Sequence[np.ndarray]) -> float:
+    """The run's end noise: sigma of one member's end about its collective's, in ns. On every block of
+    two or more channels, each member's end minus the block's first member's, less its median over the
+    positions (their clocks' difference), is the difference of two members' noise; the median absolute
+    residual per member, the median over all members (blocks that merged lock-step replicas by accident
+    are few), as a normal's sigma (x 1.4826 / sqrt 2). 0 when no block has two channels."""
+    per = []
+    for lu, E, block in zip(lineups, ends, blocks):
+        if block.size < 2 or int(block.max()) + 1 == block.size:
+            continue
+        order = np.argsort(block, kind="stable")
+        bs = block[order]
+        first = np.concatenate([[True], bs[1:] != bs[:-1]])
+        ref = order[np.maximum.accumulate(np.where(first, np.arange(order.size), 0))]
+        a, b = order[~first], ref[~first]
+        d = (E[a] - E[b]).astype(np.float64)
+        per.append(np.median(np.abs(d - np.median(d, axis=1, keepdims=True)), axis=1))
+    if not per:
+        return 0.0
+    return float(np.median(np.concatenate(per))) * 1.4826 / np.sqrt(2.0)
+
+
 class _Shaped:
     """A line-up with its communicator blocks."""
 
-    def __init__(self, lu: Lineup, block: np.ndarray):
-        self.lu, self.block = lu, block
+    def __init__(self, lu: Lineup, block: np.ndarray, by_time: bool = False):
+        self.lu, self.block, self.by_time = lu, block, by_time
 
 
 def _has_hosts(ranks: Sequence[RankData]) -> bool:
     return all(r.hostname for r in ranks)
 
 
-def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.ndarray):
+def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.ndarray, noisy: bool = False):
     """Edges (a, b) → (offset(a) − offset(b), weight, spread, samples) between clock nodes, from the
     member pairs of every communicator block (each member against the block's first member on another
     node)."""
@@ -113,6 +148,10 @@ def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.n
             acc.setdefault((na, nb_), []).append((m, P, q))
     edges = {}
     for k, v in acc.items():
+        # under end noise the positions of a collective once or twice a step tell communicators apart
+        # least (shape_blocks): a node pair linked by longer line-ups takes its clock from those alone
+        if noisy and any(x[1] >= SHAPE_NOISY_MIN_POSITIONS for x in v):
+            v = [x for x in v if x[1] >= SHAPE_NOISY_MIN_POSITIONS]
         m = np.array([x[0] for x in v])
         n = int(sum(x[1] for x in v))
         est = float(np.median(m))
@@ -167,7 +206,37 @@ def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: _Shaped, tol: flo
     col.add(g_step[ok], g_kind[ok], g_size[ok], m_rank[m_ok], m_inst[m_ok])
 
 
-def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float):
+def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarray, n: int,
+                   sigma: float) -> np.ndarray:
+    """Which links (rank pairs la[i] < lb[i]) carry send/recv, from their co-ending candidates (dt: each
+    candidate's end difference, inv: its link). A link's weight sums exp(-dt^2 / 2 s^2) over its
+    candidates, s the end difference's noise (sqrt 2 x sigma, at least MATCH_TOL_NS / 2): every transfer
+    of a true link co-ends within the noise, while the links between lock-step pipelines (tensor-
+    parallel partners') co-end often but further apart. Links are taken heaviest first while both ranks
+    have fewer than two (a pipeline stage sends to and receives from its two neighbours; the
+    interleaved schedule's ring too), and only when at least P2P_PARTNER_SHARE as heavy as the
+    heaviest link of either rank."""
+    s = max(np.sqrt(2.0) * sigma, T.MATCH_TOL_NS / 2.0)
+    w = np.bincount(inv, weights=np.exp(-np.square(dt.astype(np.float64)) / (2.0 * s * s)), minlength=la.size)
+    best = np.zeros(n)
+    np.maximum.at(best, la, w)
+    np.maximum.at(best, lb, w)
+    ok = w >= T.P2P_PARTNER_SHARE * np.maximum(best[la], best[lb])
+    deg = np.zeros(n, dtype=np.int64)
+    keep = np.zeros(la.size, dtype=bool)
+    for i in np.lexsort((lb, la, -w)).tolist():
+        x, y = int(la[i]), int(lb[i])
+        if ok[i] and deg[x] < P2P_MAX_LINKS and deg[y] < P2P_MAX_LINKS:
+            keep[i] = True
+            deg[x] += 1
+            deg[y] += 1
+    return keep
+
+
+P2P_MAX_LINKS = 2
+
+
+def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: float = 0.0):
     """Send/recv pairs: co-ending candidates, kept links, mutually nearest pairs (module docstring)."""
     p = pool_of(ranks)
     sel = np.flatnonzero(p.kind == SEND_RECV)
@@ -198,18 +267,13 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float):
     n = len(ranks)
     a, b = np.minimum(rk[I], rk[J]), np.maximum(rk[I], rk[J])
     key = a * n + b
-    uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+    uk, inv = np.unique(key, return_inverse=True)
     inv = inv.ravel()
     la, lb = uk // n, uk % n
-    best = np.zeros(n, dtype=np.int64)
-    np.maximum.at(best, la, cnt)
-    np.maximum.at(best, lb, cnt)
-    keep_link = cnt >= T.P2P_PARTNER_SHARE * np.maximum(best[la], best[lb])
-    # pairs on a strong link (at least half the co-ends of either end's busiest) go first, then by end
-    strong = (cnt >= P2P_STRONG_SHARE * np.maximum(best[la], best[lb])).astype(np.int64)
+    keep_link = pipeline_links(la, lb, e[J] - e[I], inv, n, sigma)
     keep = keep_link[inv]
     I, J = I[keep], J[keep]
-    weak = 1 - strong[inv[keep]]
+    weak = np.zeros(I.size, dtype=np.int64)
     dt = (e[J] - e[I]).astype(np.float64)
     used = np.zeros(e.size, dtype=bool)
     acc_i, acc_j = [], []
@@ -248,29 +312,27 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float):
 
 
 P2P_MAX_WINDOW = 256
-P2P_STRONG_SHARE = 0.5
 P2P_ROUNDS = 16
 
 
-def _fallback(ranks, col: Collector, lu: Lineup):
-    """A line-up too short for a shape: cut by corrected end time (match.py's way)."""
+def _fallback(ranks, col: Collector, lu: Lineup, tol: float):
+    """A line-up too short for a shape: cut by corrected end time (match.py's way), at least tol apart."""
     E = _gather(ranks, lu.rows, lu.inst, "cend")
     C, P = E.shape
     if C == 2:
         L = np.zeros((2, P), dtype=np.int64)
     else:
-        order, cid = cut_columns(E, T.MATCH_TOL_NS)
+        order, cid = cut_columns(E, tol)
         L = _persist(_leaders(order, cid))
-    _emit(col, L, lu, None, E, [])
+    _emit(col, L, lu)
 
 
 def match_run(ranks: List[RankData], notes: List[str]):
     """(Flat of every matched group, clock rows, the end tolerance): communicators, clocks, instances."""
     lineups = build_lineups(ranks)
-    tol = T.MATCH_TOL_NS
-    shaped: List[_Shaped] = []
     short: List[Lineup] = []
     pool = pool_of(ranks)
+    cands: List[Tuple[Lineup, np.ndarray]] = []
     for lu in lineups:
         if lu.p2p:
             continue
@@ -281,13 +343,32 @@ def match_run(ranks: List[RankData], notes: List[str]):
         if P < SHAPE_MIN_POSITIONS or host_side:
             short.append(lu)
             continue
-        block = shape_blocks(_gather(ranks, lu.rows, lu.inst, "end"), tol)
+        cands.append((lu, _gather(ranks, lu.rows, lu.inst, "end")))
+    # the run's end noise, measured on the communicators found at a wide tolerance, sets the
+    # tolerances: shapes, an instance's spread, a send and its receive (at no noise: MATCH_TOL_NS)
+    wide = [shape_blocks(E, T.SHAPE_WIDE_TOL_NS) for _, E in cands]
+    sigma = end_noise([lu for lu, _ in cands], [E for _, E in cands], wide)
+    shape_tol = min(T.SHAPE_WIDE_TOL_NS, max(T.MATCH_TOL_NS, T.SHAPE_NOISE_FACTOR * sigma))
+    tol = max(T.MATCH_TOL_NS, T.P2P_NOISE_FACTOR * sigma)
+    verify = max(T.MATCH_VERIFY_NS, T.VERIFY_NOISE_FACTOR * sigma)
+    if tol > T.MATCH_TOL_NS:
+        notes.append(f"The members of one collective end {{ns:{int(round(sigma))}}} apart (end noise, sigma, "
+                     f"measured on the communicators): instances are matched within {{ns:{int(round(verify))}}}, "
+                     f"send/recv within {{ns:{int(round(tol))}}}.")
+    shaped: List[_Shaped] = []
+    for (lu, E), bw in zip(cands, wide):
+        noisy = shape_tol > T.MATCH_TOL_NS
+        block = bw if shape_tol >= T.SHAPE_WIDE_TOL_NS else shape_blocks(E, shape_tol, centred=noisy)
         # two channels of one rank in one block are no communicator: cut by time instead
         key = block * (len(ranks) + 1) + lu.rows
         if np.unique(key).size != key.size:
             short.append(lu)
             continue
-        shaped.append(_Shaped(lu, block))
+        # a collective once or twice a step: its centred ends are mostly the job's step-time jitter,
+        # which every communicator shares; under end noise its blocks give clocks, but its instances
+        # are cut by corrected end time
+        by_time = noisy and E.shape[1] < SHAPE_NOISY_MIN_POSITIONS
+        shaped.append(_Shaped(lu, block, by_time))
 
     # ---- clocks
     hosts_known = _has_hosts(ranks)
@@ -297,7 +378,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
     else:
         node_of = np.arange(n, dtype=np.int64)
     n_nodes = int(node_of.max()) + 1 if n else 0
-    edges = _clock_edges(ranks, shaped, node_of)
+    edges = _clock_edges(ranks, shaped, node_of, shape_tol > T.MATCH_TOL_NS)
     coarse = False
     if hosts_known and n_nodes > 1:
         # host pairs no communicator's shape links (line-ups too short for a shape): the most constant
@@ -348,7 +429,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
         notes.append(f"No collective links host(s) {', '.join(what[:8])}{', …' if len(what) > 8 else ''} to the "
                      "others: their clocks are not corrected.")
 
-    flat = _instances(ranks, shaped, short, tol)
+    flat = _instances(ranks, shaped, short, tol, verify, sigma)
     if coarse:
         corr, _, _, reached_f, _ = clocks.fine_offsets(ranks, flat, n_nodes)
         for r in ranks:
@@ -357,17 +438,21 @@ def match_run(ranks: List[RankData], notes: List[str]):
         for i, row in enumerate(clock_rows):
             if reached_f[i]:
                 clock_rows[i] = (row[0], row[1] + int(corr[i])) + row[2:]
-        flat = _instances(ranks, shaped, short, tol)
+        flat = _instances(ranks, shaped, short, tol, verify, sigma)
     return flat, clock_rows, tol
 
 
-def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lineup], tol: float) -> Flat:
+def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lineup], tol: float,
+               verify: float, sigma: float) -> Flat:
     col = Collector()
     for s in shaped:
-        _emit_shaped(ranks, col, s, T.MATCH_VERIFY_NS)
+        if s.by_time:
+            _fallback(ranks, col, s.lu, tol)
+        else:
+            _emit_shaped(ranks, col, s, verify)
     for lu in short:
-        _fallback(ranks, col, lu)
-    match_p2p(ranks, col, tol)
+        _fallback(ranks, col, lu, tol)
+    match_p2p(ranks, col, tol, sigma)
     g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
     p = pool_of(ranks)
     taken = np.zeros(p.kind.size, bool)

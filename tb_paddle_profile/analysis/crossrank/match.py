@@ -1,29 +1,23 @@
-"""Which instances of which ranks are one collective (or one send/recv transfer).
+"""The parts of the matching that comms.py (communicators, then instances by their order) builds on.
 
-Paddle traces carry no communicator ids. What they do carry, and what this uses:
+Paddle traces carry no communicator ids. What they do carry, and what this holds:
 
-* **Channels.** On one rank, the instances of one device stream and one issuing operator (host
-  instances: stream -1) form a channel: one communicator's traffic in practice. Its *signature*
-  is the sequence of (step, kind) of its instances.
-* **Line-ups.** Channels of different ranks with the same signature (and, for collectives, the
-  same operator name) are lined up: the j-th instance of each is one position. Ranks that run
-  different programs (pipeline stages) still line up on the channel they share (the clip
-  all-reduce, the loss broadcast). All send/recv channels with the same signature form one
-  line-up, sends and receives together.
-* **End times.** The members of one collective end together. At each position the members are
-  sorted by their end (after the hosts' clock correction) and cut where neighbours are further
-  apart than END_GAP_FACTOR × the typical distance to the nearest other end (at least
-  END_GAP_MIN_NS and CLOCK_SPREAD_FACTOR × the clock estimate's spread). Members left alone are
-  not matched. A line-up of two channels is one group at every position (this also covers two
-  ranks whose clocks disagree).
-* **Persistence.** A communicator's member set recurs at every position. The partition of a
-  line-up's channels found at most positions (the modal one) splits positions where two groups
-  happened to end together (a position whose partition is coarser than the modal one).
-* **Send/recv.** A group is one send and one receive (or two instances of unknown direction) of
-  two ranks; a position that still holds more is paired by the partners found elsewhere, then by
-  nearest end.
-* **Residue.** Instances no line-up matched (a rank missing a step, a channel shared by several
-  communicators) are pooled by (step, kind) over all ranks and cut by end time the same way.
+* **Channels and line-ups** (build_lineups). On one rank, the instances of one device stream and one
+  issuing operator (host instances: stream -1) form a channel: one communicator's traffic in
+  practice. Its *signature* is the sequence of (step, kind) of its instances. Channels of different
+  ranks with the same signature (and, for collectives, the same operator name) are lined up: the j-th
+  instance of each is one position. Ranks that run different programs (pipeline stages) still line up
+  on the channel they share (the clip all-reduce, the loss broadcast). All send/recv channels with
+  the same signature form one line-up, sends and receives together.
+* **Cuts by end time** (cut_columns, _persist, joined_blocks). At each position the members are
+  sorted by their end and cut where neighbours are further apart than END_GAP_FACTOR × the typical
+  distance to the nearest other end (and a floor). A communicator's member set recurs at every
+  position: the meet of all positions' partitions, its blocks joined again where together at most
+  positions, splits positions where two groups happened to end together.
+* **Residue** (match_residue). Instances no line-up matched (a rank missing a step, a channel shared
+  by several communicators) are pooled by (step, kind) over all ranks and cut by end time the same way.
+* **Matched groups as columns** (Flat, Collector, member_values) and the split of groups that are a
+  union of whole pipelines (split_pipeline_unions).
 
 Everything is sorting and hashing: O(N log N) in the number of instances.
 """
@@ -31,7 +25,7 @@ Everything is sorting and hashing: O(N log N) in the number of instances.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -53,22 +47,9 @@ class Lineup:
     kinds: np.ndarray       # P
 
 
-def channels_of(r: RankData):
-    """(key, instance indexes in launch order) of each channel of a rank."""
-    n = r.kind.size
-    if not n:
-        return []
-    p2p = (r.kind == SEND_RECV).astype(np.int64)
-    nn = len(r.names) + 1
-    key = ((r.stream + 2) * nn + r.op) * 2 + p2p
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    cut = np.nonzero(np.diff(ks))[0] + 1
-    return np.split(order, cut)
-
-
 def build_lineups(ranks: Sequence[RankData]) -> List[Lineup]:
-    """Line-ups of every rank's channels at once (channels_of's channels, in its order, rank by rank)."""
+    """Line-ups of every rank's channels (a rank's instances of one stream, issuing operator and
+    send/recv flag, in launch order), rank by rank."""
     p = pool_of(ranks)
     if not p.kind.size:
         return []
@@ -144,12 +125,10 @@ def _offsets(ranks: Sequence[RankData]) -> np.ndarray:
     return np.fromiter((r.offset_ns for r in ranks), dtype=np.int64, count=len(ranks))
 
 
-def cut_columns(E: np.ndarray, floor_ns: float, hosts: Optional[np.ndarray] = None,
-                cross_floor_ns=None) -> Tuple[np.ndarray, np.ndarray]:
+def cut_columns(E: np.ndarray, floor_ns: float) -> Tuple[np.ndarray, np.ndarray]:
     """Cluster each column of E (members × positions, end times) by gaps; returns (order, cluster id
-    in sorted order), both members × positions. A gap between members of hosts a and b is cut only
-    beyond cross_floor_ns[a] + cross_floor_ns[b] too (the clocks' residual error, per host); within
-    a host the clock is the same."""
+    in sorted order), both members × positions. A gap is cut beyond END_GAP_FACTOR × the column's
+    typical distance to the nearest other end, and beyond floor_ns."""
     C, P = E.shape
     order = np.argsort(E, axis=0, kind="stable")
     Es = np.take_along_axis(E, order, 0)
@@ -158,13 +137,7 @@ def cut_columns(E: np.ndarray, floor_ns: float, hosts: Optional[np.ndarray] = No
     right = np.vstack([gaps, gaps[-1:]])
     nearest = np.minimum(left, right)
     tol = np.maximum(floor_ns, T.END_GAP_FACTOR * np.median(nearest, axis=0))
-    thr = np.broadcast_to(tol[None, :], gaps.shape)
-    if hosts is not None and cross_floor_ns is not None:
-        hs = hosts[order]
-        cross = hs[1:] != hs[:-1]
-        sp = np.asarray(cross_floor_ns, dtype=np.float64)
-        thr = np.where(cross, np.maximum(thr, sp[hs[1:]] + sp[hs[:-1]]), thr)
-    cut = gaps > thr
+    cut = gaps > tol[None, :]
     cid = np.vstack([np.zeros((1, P), dtype=np.int64), np.cumsum(cut, axis=0)])
     return order, cid
 
@@ -293,9 +266,8 @@ class Collector:
         return (cat(self.g_step), cat(self.g_kind), cat(self.g_size), cat(self.m_rank), cat(self.m_inst))
 
 
-def _emit(col: Collector, L: np.ndarray, lu: Lineup, dirs: Optional[np.ndarray], E: np.ndarray,
-          oversize: list):
-    """Clusters of ≥ 2 members → groups (p2p: exactly one send and one receive)."""
+def _emit(col: Collector, L: np.ndarray, lu: Lineup):
+    """Clusters of ≥ 2 members (L: per channel and position, a canonical cluster id) → groups."""
     C, P = L.shape
     key = L + np.arange(P)[None, :] * C              # cluster id unique over positions
     flat = key.T.ravel()                             # position-major
@@ -306,20 +278,6 @@ def _emit(col: Collector, L: np.ndarray, lu: Lineup, dirs: Optional[np.ndarray],
     sizes = np.diff(np.concatenate([starts, [fk.size]]))
     pos = fk[starts] // C
     keep = sizes >= 2
-    if lu.p2p:
-        d = dirs.T.ravel()[order]
-        ok2 = sizes == 2
-        two = starts[ok2 & keep]
-        da, db = d[two], d[two + 1]
-        valid = ~((da != 0) & (da == db))
-        big = np.nonzero(sizes > 2)[0]
-        for b in big.tolist():
-            s0, n = starts[b], sizes[b]
-            mem = order[s0:s0 + n]
-            oversize.append((lu, int(pos[b]), mem % C, E.T.ravel()[mem], d[s0:s0 + n]))
-        sel = np.zeros(sizes.size, bool)
-        sel[np.nonzero(ok2 & keep)[0][valid]] = True
-        keep = sel
     if not keep.any():
         return
     g_starts, g_sizes, g_pos = starts[keep], sizes[keep], pos[keep]
@@ -339,79 +297,6 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     if sizes.size > 1:
         out[ends[:-1]] = starts[1:] - (starts[:-1] + sizes[:-1] - 1)
     return np.cumsum(out)
-
-
-def _pair_oversize(col: Collector, oversize: list, partners: set, ranks: Sequence[RankData]):
-    """A send/recv position that still holds several transfers: known partner pairs first, then
-    neighbours in end order (a send with a receive)."""
-    partner_of: dict = {}
-    for a, b in partners:
-        partner_of.setdefault(a, []).append(b)
-        partner_of.setdefault(b, []).append(a)
-    for lu, p, rows, ends, dirs in oversize:
-        o = np.argsort(ends, kind="stable")
-        rows, dirs = rows[o].tolist(), dirs[o].tolist()
-        rk = [int(lu.rows[x]) for x in rows]
-        where: dict = {}
-        for i, r in enumerate(rk):
-            where.setdefault(r, []).append(i)
-        used = [False] * len(rows)
-        pairs = []
-
-        def ok(i, j):
-            return not used[j] and j != i and rk[j] != rk[i] and not (dirs[i] and dirs[i] == dirs[j])
-
-        for i in range(len(rows)):
-            if used[i]:
-                continue
-            best = None
-            for q in partner_of.get(rk[i], ()):
-                for j in where.get(q, ()):
-                    if ok(i, j) and (best is None or abs(j - i) < abs(best - i)):
-                        best = j
-            if best is not None:
-                used[i] = used[best] = True
-                pairs.append((i, best))
-        free = [i for i in range(len(rows)) if not used[i]]
-        k = 0
-        while k + 1 < len(free):
-            i, j = free[k], free[k + 1]
-            if ok(i, j):
-                used[i] = used[j] = True
-                pairs.append((i, j))
-                k += 2
-            else:
-                k += 1
-        for i, j in pairs:
-            a, b = sorted((i, j), key=lambda x: rk[x])
-            col.add([lu.steps[p]], [lu.kinds[p]], [2], [rk[a], rk[b]],
-                    [lu.inst[rows[a], p], lu.inst[rows[b], p]])
-
-
-def match_lineups(ranks: Sequence[RankData], lineups: List[Lineup], floor_ns: float,
-                  cross_floor_ns=None) -> Collector:
-    col = Collector()
-    oversize: list = []
-    for lu in lineups:
-        E = _gather(ranks, lu.rows, lu.inst, "cend")
-        C, P = E.shape
-        if C == 2:
-            L = np.zeros((2, P), dtype=np.int64)
-        else:
-            hosts = np.array([ranks[i].host for i in lu.rows.tolist()])
-            order, cid = cut_columns(E, floor_ns, hosts, cross_floor_ns)
-            L = _persist(_leaders(order, cid))
-        dirs = _gather(ranks, lu.rows, lu.inst, "dir") if lu.p2p else None
-        _emit(col, L, lu, dirs, E, oversize)
-    if oversize:
-        g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
-        ptr = np.concatenate([[0], np.cumsum(g_size)])
-        partners = set()
-        p2p = np.nonzero((g_kind == SEND_RECV) & (g_size == 2))[0]
-        for a, b in zip(m_rank[ptr[p2p]].tolist(), m_rank[ptr[p2p] + 1].tolist()):
-            partners.add((min(a, b), max(a, b)))
-        _pair_oversize(col, oversize, partners, ranks)
-    return col
 
 
 def match_residue(ranks: Sequence[RankData], col: Collector, taken: np.ndarray, floor_ns: float):
@@ -499,34 +384,6 @@ class Flat:
                      insts=self.m_inst[a:b].copy())
 
 
-def match(ranks: Sequence[RankData], lineups: List[Lineup], floor_ns: float, cross_floor_ns=None) -> Flat:
-    """floor_ns: the smallest end-time cut; cross_floor_ns: per host, its share of the smallest cut
-    between two hosts (None: one clock)."""
-    col = match_lineups(ranks, lineups, floor_ns, cross_floor_ns)
-    g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
-    p = pool_of(ranks)
-    taken = np.zeros(p.kind.size, bool)
-    if m_rank.size:
-        taken[p.at(m_rank, m_inst)] = True
-    match_residue(ranks, col, taken, max([floor_ns] + [2 * x for x in (cross_floor_ns or [])]))
-    g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
-    # order groups by step, then kind, then their first member's start (deterministic)
-    ptr = np.concatenate([[0], np.cumsum(g_size)])
-    first_rank = m_rank[ptr[:-1]] if g_size.size else np.zeros(0, np.int64)
-    first_inst = m_inst[ptr[:-1]] if g_size.size else np.zeros(0, np.int64)
-    first_end = _ends(ranks, first_rank, first_inst)
-    go = np.lexsort((first_end, g_kind, g_step))
-    sizes = g_size[go]
-    new_ptr = np.concatenate([[0], np.cumsum(sizes)])
-    idx = _ranges(ptr[:-1][go], sizes) if sizes.size else np.zeros(0, np.int64)
-    return Flat(g_step[go], g_kind[go], new_ptr, m_rank[idx], m_inst[idx])
-
-
-def _ends(ranks, rows, inst):
-    p = pool_of(ranks)
-    return p.end[p.base[rows] + inst] - _offsets(ranks)[rows]
-
-
 def member_values(ranks: Sequence[RankData], flat: Flat, what: str) -> np.ndarray:
     """A per-instance column of each member: 'dur', 'cend', 'end', 'start', 'dir', 'ordinal', 'host'."""
     p = pool_of(ranks)
@@ -541,11 +398,34 @@ def member_values(ranks: Sequence[RankData], flat: Flat, what: str) -> np.ndarra
     return col[at]
 
 
+def _unions_disagree(uk: np.ndarray, split: np.ndarray, n_chains: int) -> np.ndarray:
+    """Per group, whether it is a union of pipelines (uk: group * (n_chains + 1) + pipeline of each
+    (group, pipeline) touched; split: the union groups) that joins its pipelines only by accident:
+    for each of them the unions holding it have that pipeline alone in common (one collective merges
+    it with its data-parallel replicas, another with its tensor-parallel partners). A communicator
+    over several pipelines (Paddle's check group: a replica's model and pipeline ranks) holds the same
+    pipelines at every instance and is left whole."""
+    grp, pipe = uk // (n_chains + 1), uk % (n_chains + 1)
+    sel = split[grp]
+    sets: Dict[int, set] = {}
+    for gi, c in zip(grp[sel].tolist(), pipe[sel].tolist()):
+        sets.setdefault(gi, set()).add(c)
+    common: Dict[int, set] = {}
+    for members in {frozenset(v) for v in sets.values()}:
+        for c in members:
+            common[c] = common[c] & members if c in common else set(members)
+    out = np.zeros(split.size, dtype=bool)
+    for gi, members in sets.items():
+        out[gi] = all(common[c] == {c} for c in members)
+    return out
+
+
 def split_pipeline_unions(flat: Flat, chains: List[List[int]]) -> Flat:
     """Groups across stages that are exactly a union of two or more pipelines (the loss broadcasts
     or clip all-reduces of pipelines running in lock-step, e.g. tensor-parallel partners', end
     together) are split into one group per pipeline, provided some collective elsewhere has exactly
-    one pipeline's members (the run has pipeline-group collectives)."""
+    one pipeline's members (the run has pipeline-group collectives), or the unions disagree: each
+    pipeline's unions have that pipeline alone in common (_unions_disagree)."""
     if flat.n == 0 or len(chains) < 2:
         return flat
     n_ranks = int(flat.m_rank.max()) + 1
@@ -559,8 +439,7 @@ def split_pipeline_unions(flat: Flat, chains: List[List[int]]) -> Flat:
     lo = np.minimum.reduceat(mc, flat.ptr[:-1])
     hi = np.maximum.reduceat(mc, flat.ptr[:-1])
     # some collective holds exactly one pipeline's ranks
-    if not (coll & (lo == hi) & (lo >= 0) & (sizes == clen[np.maximum(lo, 0)])).any():
-        return flat
+    single = bool((coll & (lo == hi) & (lo >= 0) & (sizes == clen[np.maximum(lo, 0)])).any())
     g = flat.m_group
     cand = coll & (sizes >= 4) & (lo != hi) & (lo >= 0)
     if not cand.any():
@@ -571,6 +450,8 @@ def split_pipeline_unions(flat: Flat, chains: List[List[int]]) -> Flat:
     whole = cnt[inv.ravel()] == clen[np.maximum(mc, 0)]
     whole_g = np.minimum.reduceat(whole.astype(np.int64), flat.ptr[:-1]).astype(bool)
     split = cand & whole_g
+    if split.any() and not single:
+        split &= _unions_disagree(uk, split, len(chains))
     if not split.any():
         return flat
     part = np.where(split[g], mc, -1)

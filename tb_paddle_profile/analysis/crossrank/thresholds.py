@@ -66,3 +66,13 @@ MATCH_TOL_NS = 1_000
 MATCH_VERIFY_NS = 5_000
 # Without host names, ranks whose clock offsets are within this much of their neighbours' share a host.
 CLOCK_HOST_GAP_NS = 2_000
+# End-time noise (members of one collective do not end at the same nanosecond: real NCCL kernels end
+# microseconds apart). A first pass finds communicators by shape at SHAPE_WIDE_TOL_NS; the run's end
+# noise (sigma, per member) is measured on them; then the tolerances scale with it: shapes at
+# SHAPE_NOISE_FACTOR x sigma, an instance's corrected ends within VERIFY_NOISE_FACTOR x sigma, a send
+# and its receive within P2P_NOISE_FACTOR x sigma (never below MATCH_TOL_NS / MATCH_VERIFY_NS, never
+# above SHAPE_WIDE_TOL_NS for shapes).
+SHAPE_WIDE_TOL_NS = 16_000
+SHAPE_NOISE_FACTOR = 4.0
+VERIFY_NOISE_FACTOR = 8.0
+P2P_NOISE_FACTOR = 6.0

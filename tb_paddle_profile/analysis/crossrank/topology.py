@@ -298,23 +298,166 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     topo.method = ("pipelines from matched send/recv pairs (stage 0 sends first); pp_group = a communicator "
                    "holding exactly one pipeline; per rank, its within-stage communicator with the most "
                    "instances per step is mp, the one meeting it only in the rank is dp; indexes in rank order")
-    # how well the grid explains the run: the share of matched instances whose members are one of its
-    # groups (an mp, dp, sharding or pipeline-group communicator, a send/recv pair of one pipeline)
-    explained = sum(counts[c] for c in range(len(comms)) if axis[c] in ("mp", "dp", "sharding", "pp_group"))
-    explained += sum(g[2] for g in topo.groups if g[0] == "pp")
-    topo.fit = explained / flat.n if flat.n else 0.0
+    # model selection: the grid read off the groups against every DP x PP x MP factorization of the
+    # world numbered by Fleet's formula; the one that explains the most matched instances wins, and
+    # every rank gets its coordinates from it, or none gets any
+    pick = select_model(ranks, comms, counts, kinds_of, topo)
+    topo.fit = pick.fit
+    trusted = pick.source == "groups" or pick.fit >= _min_fit(ranks)
     if not flat.n and n > 1:
         # Paddle on CPU (gloo) records no event for a collective or a send/recv: nothing tells the grid
         topo.coord_dp = topo.coord_pp = topo.coord_mp = [-1] * n
         topo.complete = topo.matches_fleet_order = False
         topo.notes.append("No trace holds a collective or send/recv instance (Paddle on CPU/gloo records none): "
                           "no topology and no coordinates.")
-    elif not topo.complete and n > 1:
-        topo.notes.append("The coordinates do not fill a DP x PP x MP grid exactly once: some ranks' groups "
-                          "could not be told apart (see the matching coverage).")
+    elif n > 1 and not trusted:
+        topo.coord_dp = topo.coord_pp = topo.coord_mp = [-1] * n
+        topo.coord_sharding = [-1] * n
+        topo.complete = topo.matches_fleet_order = False
+        topo.notes.append(f"No DP x PP x MP grid explains the run: the groups fill none exactly once, and the "
+                          f"best factorization numbered by Fleet's formula, {pick.label()}, explains "
+                          f"{100 * pick.fit:.1f} % of the matched instances (at least {100 * _min_fit(ranks):.0f} % "
+                          "needed); no rank is given coordinates.")
     elif n > 1:
-        topo.notes.append(f"DP {topo.dp} x PP {topo.pp} x MP {topo.mp}"
-                          f"{f' x sharding {topo.sharding}' if topo.sharding else ''} explains "
-                          f"{100 * topo.fit:.1f} % of the matched instances (its groups' members exactly).")
+        if pick.source == "fleet":
+            topo.dp, topo.pp, topo.mp = pick.shape
+            topo.sharding = 0
+            topo.coord_dp, topo.coord_pp, topo.coord_mp = (list(c) for c in pick.coords)
+            topo.coord_sharding = [-1] * n
+            topo.complete = topo.matches_fleet_order = True
+            topo.method += ("; the grid: the DP x PP x MP factorization of the world, ranks numbered by Fleet's "
+                            "formula, that explains the most matched instances")
+        runner = f"; next best {pick.runner_up[0]}: {100 * pick.runner_up[1]:.1f} %" if pick.runner_up else ""
+        topo.notes.append(f"{pick.label()} explains {100 * pick.fit:.1f} % of the matched instances (its groups' "
+                          f"members exactly), of {pick.candidates} grids tried{runner}.")
     g_axis = np.array([axis[c] for c in g_comm.tolist()], dtype=object) if flat.n else np.zeros(0, dtype=object)
     return topo, axis, g_axis
+
+
+# a factorization numbered by Fleet's formula is taken only when it explains at least this share of the
+# matched instances; when the rank numbers are inferred (Paddle's default worker names: hosts in natural
+# order, which need not be Fleet's), at least MODEL_MIN_FIT_INFERRED
+MODEL_MIN_FIT = 0.9
+MODEL_MIN_FIT_INFERRED = 0.99
+
+
+def _min_fit(ranks: Sequence[RankData]) -> float:
+    return MODEL_MIN_FIT_INFERRED if any(r.rank_inferred for r in ranks) else MODEL_MIN_FIT
+
+
+class _Pick:
+    """The chosen grid: where its coordinates come from ("groups": read off the matched groups;
+    "fleet": Fleet's formula on the rank numbers), its shape, coordinates and fit."""
+
+    def __init__(self, source, shape, coords, fit, candidates, runner_up, sharding=0):
+        self.source, self.shape, self.coords, self.fit = source, shape, coords, fit
+        self.candidates, self.runner_up, self.sharding = candidates, runner_up, sharding
+
+    def label(self) -> str:
+        d, p, m = self.shape
+        sh = f" x sharding {self.sharding}" if self.sharding else ""
+        return f"DP {d} x PP {p} x MP {m}{sh}"
+
+
+def _divisors(n: int) -> List[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def factorizations(n: int) -> List[Tuple[int, int, int]]:
+    """Every (dp, pp, mp) with dp * pp * mp = n."""
+    return [(d, p, n // (d * p)) for d in _divisors(n) for p in _divisors(n // d)]
+
+
+def fleet_coords(rank: np.ndarray, shape: Tuple[int, int, int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fleet's coordinates of each rank number: rank = (dp * PP + pp) * MP + mp."""
+    _, P, M = shape
+    return rank // (P * M), (rank // M) % P, rank % M
+
+
+def explained(comms: List[Tuple[int, ...]], counts: List[int], p2p: np.ndarray, coords, shape) -> float:
+    """The share of the matched instances whose members are exactly one group of the grid ``shape``
+    with per-rank-index ``coords`` (dp, pp, mp arrays): an mp group (one dp and pp, MP members), a dp
+    group (one pp and mp, DP members), a pipeline (one dp and mp, PP members), the world, a send/recv
+    pair of neighbouring stages of one pipeline (stage 0 and the last too: the interleaved ring), a
+    one-rank communicator where an axis has one rank."""
+    return _explain(comms, counts, p2p, coords, shape)[0]
+
+
+def _explain(comms, counts, p2p, coords, shape) -> Tuple[float, Set[str]]:
+    """(explained's share, the axes some explained communicator is a group of: "mp", "dp", "pp" (a
+    pipeline-group collective), "p2p" (a send/recv pair))."""
+    total = float(sum(counts))
+    if not comms or not total:
+        return 0.0, set()
+    D, P, M = shape
+    n = int(D * P * M)
+    size = np.array([len(c) for c in comms], dtype=np.int64)
+    mem = np.concatenate([np.asarray(c, dtype=np.int64) for c in comms])
+    ptr = np.concatenate([[0], np.cumsum(size)[:-1]])
+    d, p, m = (np.asarray(x, dtype=np.int64)[mem] for x in coords)
+
+    def same(x):
+        return np.maximum.reduceat(x, ptr) == np.minimum.reduceat(x, ptr)
+
+    sd, sp, sm = same(d), same(p), same(m)
+    coll = ~p2p
+    gap = np.abs(np.maximum.reduceat(p, ptr) - np.minimum.reduceat(p, ptr))
+    rules = {
+        "one": coll & (size == 1) & ((M == 1) | (D == 1) | (P == 1)),
+        "mp": coll & (size > 1) & (size == M) & sd & sp,
+        "dp": coll & (size > 1) & (size == D) & sp & sm,
+        "pp": coll & (size > 1) & (size == P) & sd & sm,
+        "world": coll & (size == n) & (n > 1),
+        "p2p": p2p & (size == 2) & sd & sm & ((gap == 1) | ((gap == P - 1) & (P > 2))),
+    }
+    ok = np.zeros(len(comms), dtype=bool)
+    for v in rules.values():
+        ok |= v
+    fit = float(np.asarray(counts, dtype=np.float64)[ok].sum() / total)
+    return fit, {k for k, v in rules.items() if v.any()}
+
+
+def _unevidenced(shape: Tuple[int, int, int], seen: Set[str]) -> Tuple[int, int]:
+    """(1 when the grid has stages but no send/recv pair between them, else 0; how many of its axes of
+    more than one rank no explained communicator is a group of)."""
+    D, P, M = shape
+    axes = [("dp", D, {"dp"}), ("pp", P, {"pp", "p2p"}), ("mp", M, {"mp"})]
+    return int(P > 1 and "p2p" not in seen), sum(1 for _, k, ev in axes if k > 1 and not (ev & seen))
+
+
+def select_model(ranks: Sequence[RankData], comms: List[Tuple[int, ...]], counts: List[int],
+                 kinds_of: Dict[int, Set[int]], topo: Topology) -> _Pick:
+    """The grid that explains the most matched instances: the one read off the groups (when it is
+    complete) or a DP x PP x MP factorization of the world with Fleet's rank numbering (taken only
+    when it explains at least _min_fit; else the groups' grid, when complete). Ties go to the
+    grid that leaves no axis without evidence (stages need send/recv pairs between them; an axis of
+    more than one rank, some communicator that is one of its groups), then to the grid of the groups,
+    then to the factorization whose first stage holds the ranks that read data (the data loader runs
+    on stage 0 only, when not on every rank), then to the first in order."""
+    n = len(ranks)
+    p2p = np.array([kinds_of.get(c, set()) == {SEND_RECV} for c in range(len(comms))], dtype=bool)
+    rank = np.array([r.rank for r in ranks], dtype=np.int64)
+    reads = np.array([any(s.dataloader_ns > 0 for s in r.steps.values()) for r in ranks], dtype=bool)
+    informative = 0 < int(reads.sum()) < n
+    scored = []
+    if topo.complete:
+        coords = (np.array(topo.coord_dp), np.array(topo.coord_pp), np.array(topo.coord_mp))
+        if topo.sharding:   # the sharding axis is read off its groups only: that grid is taken as it is
+            return _Pick("groups", (topo.dp, topo.pp, topo.mp), coords, 1.0 if comms else 0.0, 1, None,
+                         topo.sharding)
+        shape = (topo.dp, topo.pp, topo.mp)
+        fit, seen = _explain(comms, counts, p2p, coords, shape)
+        scored.append((fit, _unevidenced(shape, seen), 1, 0, "groups", shape, coords))
+    for shape in factorizations(n):
+        coords = fleet_coords(rank, shape)
+        prog = float(np.mean(reads == (coords[1] == 0))) if informative and shape[1] > 1 else 0.0
+        fit, seen = _explain(comms, counts, p2p, coords, shape)
+        scored.append((fit, _unevidenced(shape, seen), 0, prog, "fleet", shape, coords))
+    scored.sort(key=lambda x: (-x[0], x[1], -x[2], -x[3]))
+    scored = [(x[0], x[2], x[3], x[4], x[5], x[6]) for x in scored]
+    best = scored[0]
+    if best[3] == "fleet" and best[0] < _min_fit(ranks) and topo.complete:
+        best = next(x for x in scored if x[3] == "groups")   # a hypothesis that fits badly: the groups' grid
+    runner = next(((_Pick(x[3], x[4], x[5], x[0], 0, None).label(), x[0]) for x in scored[1:]
+                   if x[4] != best[4]), None)
+    return _Pick(best[3], best[4], best[5], best[0], len(scored), runner)
