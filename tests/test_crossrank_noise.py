@@ -1,0 +1,130 @@
+"""Cross-rank inference when the members of one collective do not end at the same moment (issue 24,
+point 1): real NCCL kernels of one collective end microseconds apart on its members. The generator
+plants that (SynthConfig.comm_end_noise_us: each member's end N(0, sigma) off its collective's end)
+on truth-matrix runs; the analysis measures the noise on the communicators it finds and widens its
+tolerances with it, while members still come from the communicators' order. Asserted against the
+generator's planted truth (tbp_synth.truth): every instance with its exact members, every rank's
+coordinates, the clocks; and the model selection of the topology (topology.select_model) against the
+truth's grid."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tb_paddle_profile.analysis.crossrank import analyze_run
+from tb_paddle_profile.analysis.crossrank.topology import explained, factorizations, fleet_coords
+from tb_paddle_profile.analysis.digest import digest_of
+from tb_paddle_profile.analysis.summarize import summarize_file
+from tbp_synth import generate, matrix
+from tbp_synth.truth import load_truth
+from test_crossrank_inference import MIN_EXACT, _assert_clocks, _assert_coordinates, _exact_share, _truth_of
+
+# (matrix case, light, end noise sigma in us)
+RUNS = {
+    "dp4pp4mp4-1us": ("dp4pp4mp4-control", True, 1.0),
+    "dp4pp4mp4-3us": ("dp4pp4mp4-control", True, 3.0),
+    "dp2pp8-mb16-1us": ("dp2pp8-mb16-control", False, 1.0),   # 16 micro-batches
+    "dp2pp8-mb16-3us": ("dp2pp8-mb16-control", False, 3.0),
+}
+# Measured and not reached: on DP4 x PP4 x MP4 at 3 us the pipeline-group collectives (the clip
+# all-reduce once a step, the loss broadcasts) of replicas that the data-parallel all-reduce keeps in
+# lock-step end within the noise of each other, and a few DP all-reduces too (96 % exact).
+SHORT = {"dp4pp4mp4-3us"}
+
+
+def _generate(tmp_path_factory, key):
+    name, light, sigma = RUNS[key]
+    out = str(tmp_path_factory.mktemp(key))
+    res = generate(replace(matrix.case(name, light=light), comm_end_noise_us=sigma), out)
+    digests = [digest_of(summarize_file(p)) for _, p in sorted(res.traces.items())]
+    return load_truth(out), analyze_run(digests, run=key, span="0")
+
+
+@pytest.fixture(scope="module", params=list(RUNS))
+def noisy(request, tmp_path_factory):
+    return request.param, _generate(tmp_path_factory, request.param)
+
+
+def _short(key):
+    if key in SHORT:
+        pytest.xfail("below the goal, measured: " + RUNS[key][0] + " at %g us" % RUNS[key][2])
+
+
+@pytest.mark.slow
+def test_the_planted_noise_is_in_the_truth_and_measured(noisy):
+    """The truth's members of one collective end apart by the planted sigma (the members' ends less
+    their instance's mean, over the instances of more than one member, not send/recv: its sender's
+    end is held to at least half the transfer after its start), and the analysis says it measured it
+    (a note with its tolerances)."""
+    key, (t, rp) = noisy
+    sigma = RUNS[key][2] * 1000
+    c = t.columns
+    ptr, end, kind = c["inst_ptr"], c["mem_end_ns"].astype(np.float64), c["inst_kind"]
+    size = np.diff(ptr)
+    sel = np.flatnonzero((size > 1) & (kind != 2))
+    owner = np.repeat(np.arange(size.size), size)
+    mean = np.bincount(owner, weights=end, minlength=size.size) / np.maximum(size, 1)
+    dev = end - mean[owner]
+    m = np.isin(owner, sel)
+    n = size[owner][m]
+    got = np.sqrt(np.mean(dev[m] ** 2 * n / (n - 1)))
+    assert abs(got - sigma) <= 0.15 * sigma, (key, got)
+    assert any("apart (end noise" in x for x in rp.notes), key
+
+
+@pytest.mark.slow
+def test_instances_keep_their_exact_members_under_end_noise(noisy):
+    key, (t, rp) = noisy
+    _short(key)
+    share, wrong = _exact_share(t, rp)
+    assert share >= MIN_EXACT, (key, share)
+    assert len(wrong) <= (1 - MIN_EXACT) * t.n_instances, (key, len(wrong))
+
+
+@pytest.mark.slow
+def test_coordinates_and_clocks_under_end_noise(noisy):
+    key, (t, rp) = noisy
+    _short(key)
+    _assert_coordinates(key, t, rp)
+    _assert_clocks(key, t, rp)
+
+
+@pytest.mark.slow
+def test_every_rank_has_its_coordinates_or_none_has(noisy):
+    """All or nothing, in every run (also where the matching falls short): either every rank's
+    (stage, mp) is the truth's, or no rank has an mp or dp coordinate."""
+    key, (t, rp) = noisy
+    tx = _truth_of(t, rp)
+    right = [(r.pipeline_stage, r.mp) == (tx[r.rank]["pp"], tx[r.rank]["mp"]) for r in rp.ranks]
+    none = all(r.dp == -1 and r.mp == -1 for r in rp.ranks)
+    assert all(right) or none, (key, sum(right), len(right))
+    if none:
+        assert not rp.topology.complete
+        assert any("no rank is given coordinates" in x for x in rp.topology.notes), key
+
+
+@pytest.mark.slow
+def test_the_true_grid_alone_explains_every_planted_instance(noisy):
+    """topology.explained on the planted instances (their member sets, ranks numbered by Fleet's
+    formula as the generator lays them out): the truth's DP x PP x MP explains all of them, every
+    other factorization of the world fewer; fleet_coords gives the truth's coordinates."""
+    key, (t, _) = noisy
+    cfg = t.config
+    world = cfg["dp"] * cfg["pp"] * cfg["mp"]
+    sets = {}
+    for i in t.instances:
+        k = (tuple(sorted(m["rank"] for m in i["members"])), i["kind"] == "send_recv")
+        sets[k] = sets.get(k, 0) + 1
+    comms = [k[0] for k in sets]
+    p2p = np.array([k[1] for k in sets], dtype=bool)
+    counts = list(sets.values())
+    rank = np.arange(world)
+    true_shape = (cfg["dp"], cfg["pp"], cfg["mp"])
+    coords = fleet_coords(rank, true_shape)
+    by_rank = {x["rank"]: x for x in t.ranks}
+    assert all((coords[0][r], coords[1][r], coords[2][r]) == (by_rank[r]["dp"], by_rank[r]["pp"], by_rank[r]["mp"])
+               for r in range(world))
+    assert explained(comms, counts, p2p, coords, true_shape) == 1.0
+    for shape in factorizations(world):
+        if shape != true_shape:
+            assert explained(comms, counts, p2p, fleet_coords(rank, shape), shape) < 1.0, (key, shape)
