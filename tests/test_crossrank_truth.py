@@ -229,4 +229,7 @@ def test_cli_text_shows_labels_topology_clocks_and_findings(host_stage0):
     p = _planted(t)
     assert t.ranks[p["rank"]]["label"] in text
     for x in t.ranks:
-        assert x["label"] in text  # the per-rank table names every rank by its label
+        # the per-rank table names every rank by its coordinates and GPU (the truth's label less the rank
+        # number, the row's first cell, and the pid)
+        short = x["label"].split(" · ", 1)[1].rsplit(" · pid", 1)[0]
+        assert any(line.startswith(f"{x['rank']} ") and short in line for line in text.splitlines()), short

@@ -306,14 +306,19 @@ def test_cli_folder_walk_follows_the_policy(shared_traces, tmp_path):
         assert shown == ["good/" + env["good"].name, "links/" + NAME.format("inside"), "swap/" + env["swap"].name]
         assert "secret" not in r.stdout
 
+        # The logdir holds three runs (good/, links/, swap/): distributed names them and analyses none.
         r = cli("distributed", str(env["logdir"]), "--span", "0", "--jobs", "1")
-        assert r.returncode == 2 and SECRET.decode() not in r.stdout + r.stderr
-        assert sum(line.startswith("error: ") for line in r.stderr.splitlines()) == len(REFUSED), r.stderr
-        assert "span 0: 3 ranks" in r.stdout, r.stdout  # the three traces of span 0 (rank labels name no worker)
+        assert r.returncode == 2 and SECRET.decode() not in r.stdout + r.stderr and not r.stdout, r.stdout
+        assert "3 runs here: good (1 trace), links (8 traces), swap (1 trace)" in r.stderr, r.stderr
         # The folder given is the root: from links/, the link to ../good leads outside it.
         r = cli("distributed", str(env["logdir"] / "links"), "--jobs", "1")
         assert r.returncode == 2 and SECRET.decode() not in r.stdout + r.stderr
         assert f"{NAME.format('inside')}: {paths.OUTSIDE}" in r.stderr, r.stderr
+        errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == len(REFUSED) + 2, r.stderr  # every refused link, the one inside, and the run
+        assert errors[-1].endswith("links: none of its 8 trace files could be read"), r.stderr
+        for worker, reason in REFUSED.items():
+            assert any(NAME.format(worker) in e and reason in e for e in errors), (worker, r.stderr)
 
         # A file named explicitly is followed, wherever it leads, but a FIFO or a device is refused.
         r = cli("summary", str(env["logdir"] / "links" / NAME.format("trace")), "--views", "overview")

@@ -204,6 +204,8 @@ def load_run(run_dir: str, span: Optional[str], opts: LoadOptions = LoadOptions(
     spans = sorted({f.span for f in files if not f.refused and "@" not in f.span}, key=span_order)
     span = str(span) if span is not None else (spans[0] if spans else "")
     chosen = span_files(workers, span)
+    if not spans:
+        raise LoadFailure(f"{run_dir}: none of its {len(files)} trace files could be read", errors)
     if not chosen:
         raise LoadFailure(f"{run_dir}: no trace of span {span!r} (spans: {', '.join(spans) or 'none'})", errors)
     loaded = _Loaded(opts, fs, root, chosen)

@@ -431,8 +431,9 @@ class Routes:
 
     def _clock(self, run: str, span: str, files: Optional[List[TraceFile]] = None) -> Dict[str, int]:
         """worker -> its host's clock offset from the cross-rank analysis of this run and span (the
-        timeline draws every rank on the corrected clock once the analysis exists, e.g. stored by
-        ``preprocess`` or the CLI; before, each rank on its own clock)."""
+        timeline draws every rank on the corrected clock: the span's analysis is read back, or made now
+        when none is stored for its ranks as they are; each rank on its own clock only while a rank is
+        still being parsed or when the analysis fails)."""
         del files  # the offsets come from every rank of the span, whichever are drawn
         if self.loader is None:
             return {}
