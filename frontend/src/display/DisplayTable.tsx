@@ -497,7 +497,7 @@ export function DisplayTable(props: DisplayTableProps) {
       />
       {table.note ? (
         <details class="dt-note-box">
-          <summary>Paddle's note on this table</summary>
+          <summary>{table.paddleView ? "Paddle's note on this table" : "About this table"}</summary>
           <pre class="dt-note" data-testid={`${testId}-note`}>
             {table.note}
           </pre>

@@ -25,6 +25,8 @@ export const STAGE_COLORS: Record<string, string> = {
 const STAGES = ["Dataloader", "Forward", "Backward", "Optimization", "Others"] as const;
 
 const TOP_ROWS = 10;
+/** Tables of the view that this panel draws in their own cards (or, for "model_steps", inside another). */
+const DRAWN_APART = new Set(["device", "overview", "model", "model_steps", "distributed", "kernel_efficiency"]);
 
 const num = (v: bigint | number | undefined): number => (v === undefined ? 0 : Number(v));
 
@@ -44,6 +46,9 @@ export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
   const modelSteps = tableOf(view, "model_steps");
   const distributed = tableOf(view, "distributed");
   const kernelEfficiency = tableOf(view, "kernel_efficiency");
+  // The view's other tables (communication per communicator, launch latency, host stalls, FLOPs, …), each
+  // a card in the model's order: the panel draws whatever the model adds.
+  const others = (view?.tables ?? []).filter((t) => !DRAWN_APART.has(t.key) && !t.key.includes(".thread."));
   const operators = tableOf(viewOf(display, "operators"), "operators");
   const kernels = tableOf(viewOf(display, "kernels"), "kernels");
   const card = { spanKey, view: "overview", timeUnit: unit };
@@ -76,6 +81,9 @@ export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
           noFilter
         />
       ) : null}
+      {others.map((t) => (
+        <DisplayCard {...card} table={t} cardTestId={`card-${t.key}`} testId={`dt-${t.key.replace(/[._]/g, "-")}`} noFilter />
+      ))}
       {overview && (operators || kernels) ? (
         <div class={`grid ${operators && kernels ? "two" : "one"}`}>
           {operators ? (
