@@ -251,3 +251,16 @@ def copy_trace_sets(root: Path, runs) -> Path:
     if not any(root.rglob("*.paddle_trace.json")):
         pytest.skip("the test traces are not here")
     return root
+
+
+def show_all_columns(frame, test_id: str) -> None:
+    """Every column of a DisplayTable shown (a table hides columns to fit its box, e.g. the Kernels table's
+    launch configuration at 1,280 px): its Columns menu opened, each unchecked column checked, closed."""
+    menu = frame.locator(f'[data-testid="{test_id}-columns"]')
+    if not menu.count():
+        return
+    menu.locator("summary").click()
+    hidden = menu.locator("input[type=checkbox]:not(:checked)")
+    while hidden.count():
+        hidden.first.check()
+    menu.locator("summary").click()

@@ -33,7 +33,7 @@ from tb_paddle_profile.present.display import cells  # noqa: E402
 from tb_paddle_profile.present.display.export import to_csv  # noqa: E402
 from tb_paddle_profile.v1 import display_pb2 as dpb  # noqa: E402
 
-from browser_util import SHOTS  # noqa: E402
+from browser_util import SHOTS, show_all_columns  # noqa: E402
 VIEWS = ("overview", "operators", "kernels", "memory")
 WIDTHS = (1280, 1440)
 # (run, worker index, unit): a GPU-shaped trace in us and a real CPU trace in ms
@@ -117,13 +117,7 @@ def find_model_table(display: dpb.Display, view: str, key: str) -> Tuple[dpb.Tab
 def check_drawn_table(frame, display: dpb.Display, view: str, key: str, test_id: str, unit: str) -> Tuple[dpb.Table, List[dict]]:
     """Every cell of one drawn table equals the Python formatter's string; returns the model table and the rows."""
     table, part = find_model_table(display, view, key)
-    menu = frame.locator(f'[data-testid="{test_id}-columns"]')
-    if menu.count():  # columns hidden to fit the box (the Kernels table at 1,280 px): all shown, every cell read
-        menu.locator("summary").click()
-        hidden = menu.locator("input[type=checkbox]:not(:checked)")
-        while hidden.count():
-            hidden.first.check()
-        menu.locator("summary").click()
+    show_all_columns(frame, test_id)  # columns hidden to fit the box: all shown, every cell read
     expand = frame.locator(f'[data-testid="{test_id}-expand-all"]')
     if expand.count():
         expand.click()

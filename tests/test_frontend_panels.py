@@ -25,6 +25,7 @@ import pytest
 from conftest import ran
 from browser_util import (
     REPO,
+    show_all_columns,
     PageLog,
     chromium_missing_reason,
     new_page,
@@ -497,6 +498,7 @@ def test_kernel_table_shows_the_cli_numbers_and_launch_configs(tb, logdir, page_
     by_name = {k.name: k for k in summary.kernels.kernels}
     full = lambda r: r["id"][len("k:"):]  # noqa: E731  (row ids carry the full name)
 
+    show_all_columns(frame, "kernel-table")  # the launch configuration is hidden to fit at 1,280 px
     rows = read_virtual_table(frame, "kernel-table")
     assert len(rows) == len(cli)
     for r, (_, c) in zip(rows, cli):

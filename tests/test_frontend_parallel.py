@@ -50,6 +50,7 @@ if _missing:
 from google.protobuf import json_format  # noqa: E402
 
 from tb_paddle_profile.present.display.cells import format_cell, sentence_text  # noqa: E402
+from tb_paddle_profile.present.render.fit import short_label  # noqa: E402
 from tb_paddle_profile.v1 import display_pb2  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 
@@ -113,10 +114,10 @@ def view_of(rp: plugin_pb2.RunParallel) -> display_pb2.View:
 
 
 def cli_text(run_dir: Path, unit: str) -> str:
-    """What `tb-paddle-profile distributed RUN_DIR --time-unit UNIT` prints (run in the logdir, so that the
-    run is named as TensorBoard names it)."""
+    """What `tb-paddle-profile distributed RUN_DIR --time-unit UNIT --width 0` prints (run in the logdir, so
+    that the run is named as TensorBoard names it; tables whole, a row a line)."""
     out = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "distributed", run_dir.name, "--time-unit", unit,
-                          "--no-cache"], capture_output=True, text=True, check=True, cwd=str(run_dir.parent))
+                          "--no-cache", "--width", "0"], capture_output=True, text=True, check=True, cwd=str(run_dir.parent))
     return out.stdout
 
 
@@ -274,7 +275,9 @@ def check_against_cli(frame, rp, cli: str, unit):
         for r in t.rows:
             if r.text_hidden:
                 continue
-            cells = [format_cell(t.columns[i], r.cells[i], unit) for i in shown]
+            # the text names a rank by its short label (its Rank cell says the number; no pid): fit.short_label
+            cells = [short_label(c) if t.columns[i].key == "label" else c
+                     for i, c in ((i, format_cell(t.columns[i], r.cells[i], unit)) for i in shown)]
             line = r"^\s*" + r"\s+".join(re.escape(c) for c in cells if c) + r"\s*$"
             assert re.search(line, cli, re.M), (t.key, cells)
     flat = squash(cli)

@@ -160,20 +160,24 @@ def _members_shown(frame) -> list:
         cells: [...tr.querySelectorAll('td')].map((td) => td.textContent) }))""")
 
 
-def _check_against_cli(frame, inst: dict) -> list:
+def _check_against_cli(frame, inst: dict, analysis: dict) -> list:
     shown = _members_shown(frame)
     want = {x["rank"]: x for x in inst["members"]}
     assert sorted(m["rank"] for m in shown) == sorted(want)
-    first = min(int(x["startUnixNs"]) for x in inst["members"])
+    # arrivals on the run's common clock: each member's start less its clock offset (rank-named files: each
+    # rank's own estimate, nanoseconds here), after the first member's
+    clock = {int(r.get("rank", 0)): int(r.get("clockOffsetNs", 0)) for r in analysis["ranks"]}
+    common = {r: int(x["startUnixNs"]) - clock.get(r, 0) for r, x in want.items()}
+    first = min(common.values())
     for m in shown:
         w = want[m["rank"]]
         assert int(m["wait"]) == int(w.get("waitNs", 0)) and int(m["dur"]) == int(w["durationNs"]), (m, w)
         assert int(m["transfer"]) == int(inst["transferNs"]) and int(m["start"]) == int(w["startUnixNs"])
         assert m["last"] == (m["rank"] == inst.get("lastRank", 0))
-        # the text: wait, duration and transfer as the page prints times (one host clock: no correction here)
+        # the text: wait, duration and transfer as the page prints times
         assert m["cells"][2] == fmt_dur(int(w.get("waitNs", 0))) and m["cells"][3] == fmt_dur(int(w["durationNs"]))
         assert m["cells"][4] == fmt_dur(int(inst["transferNs"]))
-        assert m["cells"][1] == "+" + fmt_dur(int(w["startUnixNs"]) - first)
+        assert m["cells"][1] == "+" + fmt_dur(common[m["rank"]] - first)
     return shown
 
 
@@ -189,7 +193,7 @@ def test_a_collectives_instance_on_every_member_rank(gen, browser, width, dark):
     frame = _open(page, tb, RUN, "rank1", {"tlsel": f"rank1:{sid}"})
     _wait_drawn(frame)
     frame.wait_for_selector('[data-testid="timeline-instance"]', timeout=60_000)
-    shown = _check_against_cli(frame, inst)
+    shown = _check_against_cli(frame, inst, analysis)
     assert all(m["shown"] for m in shown)  # 16 ranks: all drawn
     # a flow from the last arrival to each other member, all of them on the canvas
     frame.wait_for_function("(n) => window.__tbppTimeline.memberFlows === n", arg=len(shown) - 1, timeout=10_000)
@@ -210,7 +214,7 @@ def test_a_collectives_instance_on_every_member_rank(gen, browser, width, dark):
     member = next(x for x in inst["members"] if x["rank"] == other["rank"])
     assert base + round(start) + clock.get(other["worker"], 0) == int(member["startUnixNs"])
     frame.wait_for_selector('[data-testid="timeline-instance"]', timeout=20_000)  # the same instance again
-    _check_against_cli(frame, inst)
+    _check_against_cli(frame, inst, analysis)
     # the canvas follows TensorBoard's mode
     frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
     page.wait_for_timeout(200)
@@ -232,7 +236,7 @@ def test_member_ranks_not_shown_are_added_and_then_flows_reach_them(gen, browser
     frame = _open(page, tb, RUN, "rank1", {"tlsel": f"rank1:{sid}", "tlranks": "rank0,rank1"})
     _wait_drawn(frame)
     frame.wait_for_selector('[data-testid="timeline-instance"]', timeout=60_000)
-    shown = _check_against_cli(frame, inst)
+    shown = _check_against_cli(frame, inst, analysis)
     members = {f"rank{x['rank']}" for x in inst["members"]}
     hidden = members - {"rank0", "rank1"}
     assert {m["worker"] for m in shown if not m["shown"]} == hidden
@@ -243,7 +247,7 @@ def test_member_ranks_not_shown_are_added_and_then_flows_reach_them(gen, browser
     frame.wait_for_function("(ws) => ws.every((w) => window.__tbppTimeline.workers().includes(w))", arg=sorted(members))
     _wait_drawn(frame)
     frame.wait_for_function("(n) => window.__tbppTimeline.memberFlows === n", arg=len(members) - 1, timeout=30_000)
-    assert all(m["shown"] for m in _check_against_cli(frame, inst))
+    assert all(m["shown"] for m in _check_against_cli(frame, inst, analysis))
     assert frame.evaluate("() => window.__tbppTimeline.workers()") == sorted(members | {"rank0"}, key=lambda w: int(w[4:]))
     page.screenshot(path=str(SHOTS / f"timeline-members-added-{width}.png"))
     _close(page, log)

@@ -3,6 +3,7 @@
 import { Component } from "preact";
 import type { ComponentChildren, JSX } from "preact";
 import { useCallback, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
+import { textWidth } from "../display/abbrev";
 
 export type SortDir = "asc" | "desc";
 export interface SortState {
@@ -212,8 +213,8 @@ export function VirtualTable<R>(props: Props<R>) {
             <div class="vt-hrow groups">
               <div class="vt-th left group" style={{ width: `${nameWidth}px` }} />
               {groups.map((g) => (
-                <div class="vt-th group" style={{ width: `${g.width}px` }}>
-                  {g.title}
+                <div class="vt-th group" style={{ width: `${g.width}px` }} title={g.title || undefined}>
+                  {fitGroupTitle(g.title, g.width)}
                 </div>
               ))}
             </div>
@@ -359,4 +360,18 @@ export function comparator<R>(value: (r: R) => number | string | undefined, dir:
     if (typeof x === "number" && typeof y === "number") return sign * (x - y);
     return sign * compareText(String(x), String(y));
   };
+}
+
+/** A column group's title within its width (columns of the group hidden to fit the box leave it
+ * narrower than its words): whole words from the start and "…", or nothing; the full title on hover. */
+function fitGroupTitle(title: string, width: number): string {
+  const room = width - 17; // 8 px padding each side and the 1 px border
+  const fits = (t: string) => textWidth(t) * 1.05 <= room;
+  if (!title || fits(title)) return title;
+  const words = title.split(" ");
+  for (let n = words.length - 1; n >= 1; n--) {
+    const t = words.slice(0, n).join(" ") + "…";
+    if (fits(t)) return t;
+  }
+  return "";
 }
