@@ -234,13 +234,13 @@ def test_plugin_answers_carry_the_displays(run, tmp_path, monkeypatch):
         rd = plugin_pb2.RunDistributed.FromString(resp.get_data())
         dview = _view(rd.display, "distributed")
         rows = records(_table(dview, "ranks"))
-        # Paddle's default worker names tell no rank (the route's rank is unknown: "-"); the labels the run
-        # list knows once the analysis exists do
+        # Paddle's default worker names tell no rank: each has the number the run list gives it (Fleet's order:
+        # hosts, GPUs, pids; issue 26.4), the truth's, and the label the analysis gave it
         by_label = {x["label"]: x for x in t.ranks}
         assert sorted(r["label"] for r in rows) == sorted(by_label)
         for r in rows:
             truth = by_label[r["label"]]
-            assert r["worker"] == truth["worker"] and r["rank"] is None
+            assert r["worker"] == truth["worker"] and r["rank"] == truth["rank"]
             truth_total = t.step_time_ns[truth["rank"]].sum()
             assert r["state"] == "ready" and r["steps"] == len(t.steps)
             assert abs(r["total_ns"] - truth_total) <= 3 * WAIT_TOLERANCE_NS

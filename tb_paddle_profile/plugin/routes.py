@@ -693,7 +693,7 @@ class Routes:
             from tb_paddle_profile.present.display.parallel import distributed_display
 
             labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
-            labels.update({t.worker: self._prior_label(t) for t in files if t.worker not in labels})
+            labels.update({t.worker: self._prior_label(t, numbers.get(t.worker)) for t in files if t.worker not in labels})
             out.display.CopyFrom(distributed_display(out, labels))
             _add_missing(out.display, "distributed", run_assembly.missing_ranks(files, states))
             if part == "summary":
@@ -869,7 +869,8 @@ class Routes:
                     self.loader.prioritize([trace], trace.run)
                     waiting.alignment.append(f"waiting for {trace.file_name} to load")
                 datas.append(data)
-                labels.append(self._labels(trace.run).get(trace.worker) or self._prior_label(trace))
+                number = self._rank_numbers(trace.run, self._snapshot().runs.get(trace.run) or {}).get(trace.worker)
+                labels.append(self._labels(trace.run).get(trace.worker) or self._prior_label(trace, number))
             if any(d is None for d in datas):
                 return respond(request, _encode(waiting, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
 
