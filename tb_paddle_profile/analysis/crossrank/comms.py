@@ -85,6 +85,11 @@ def shape_blocks(E: np.ndarray, tol: float, centred: bool = True) -> np.ndarray:
 
 
 SHAPE_SHARE = 0.75
+# end_noise: a member "exact" when its median distance to its block's first member is within this; a
+# run with at least this many (and this share) of exact members has no end noise to measure.
+EXACT_END_NS = 50
+EXACT_MIN_MEMBERS = 4
+EXACT_MIN_SHARE = 0.01
 
 
 def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Sequence[np.ndarray]) -> float:
@@ -106,7 +111,15 @@ def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Seq
         per.append(np.median(np.abs(d - np.median(d, axis=1, keepdims=True)), axis=1))
     if not per:
         return 0.0
-    return float(np.median(np.concatenate(per))) * 1.4826 / np.sqrt(2.0)
+    m = np.concatenate(per)
+    # Members that end with their block's first member to the nanosecond at every position (within
+    # EXACT_END_NS) cannot come from noise: such a run's collectives end together, and the members of
+    # wide blocks far off are lock-step replicas merged by the wide tolerance (at 1,024 ranks most of
+    # them: their median is the replicas' drift, not noise). Then the noise is that of the exact ones.
+    exact = m <= EXACT_END_NS
+    if int(exact.sum()) >= max(EXACT_MIN_MEMBERS, EXACT_MIN_SHARE * m.size):
+        m = m[exact]
+    return float(np.median(m)) * 1.4826 / np.sqrt(2.0)
 
 
 class _Shaped:
