@@ -228,6 +228,35 @@ def test_back_returns_to_the_previous_view(tb, browser):
     assert log.console_errors == [] and log.page_errors == [], (log.console_errors, log.page_errors)
 
 
+def test_a_pasted_link_is_followed_without_a_reload(tb, browser):
+    """Issue 26.6: a link pasted into the address bar of an open tab changes only TensorBoard's hash
+    (a same-document navigation: no reload, no new iframe); the tab shows what the link names."""
+    log = PageLog()
+    page = open_page(browser, log, 1280, False)
+    names = workers(tb)
+    page.goto(link(tb, run=RUN, worker=names[0], view="overview"))
+    frame = frame_of(page, "overview")
+    assert "rank 0" in frame.locator('[data-testid="crumbs"]').text_content()
+    # a mark in the iframe's window: gone if the iframe were loaded again
+    frame.evaluate("() => { window.__pastedLinkMark = 1; }")
+    page.goto(link(tb, run=RUN, worker=names[1], view="operators", **{"u.ops.q": "matmul"}))
+    frame.wait_for_selector('[data-testid="panel-operators"]', timeout=30_000)
+    assert frame.evaluate("() => window.__pastedLinkMark") == 1
+    assert shown_view(frame) == "operators"
+    assert "rank 1" in frame.locator('[data-testid="crumbs"]').text_content()
+    assert frame.locator('[data-testid="select-worker"]').get_attribute("data-value") == names[1]
+    assert frame.locator('[data-testid="operators-search"]').input_value() == "matmul"
+    # the tab's own hash and TensorBoard's agree on the pasted selection
+    assert "worker=" + names[1] in frame.evaluate("() => location.hash")
+    assert host_keys(page)["worker"] == names[1] and host_keys(page)["view"] == "operators"
+    # Back returns to the view before the paste
+    page.go_back()
+    frame.wait_for_selector('[data-testid="panel-overview"]', timeout=30_000)
+    assert "rank 0" in frame.locator('[data-testid="crumbs"]').text_content()
+    page.context.close()
+    assert log.console_errors == [] and log.page_errors == [], (log.console_errors, log.page_errors)
+
+
 # ---------------------------------------------------------------- table state in the link
 
 

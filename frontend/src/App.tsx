@@ -15,7 +15,7 @@ import { LoadState } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import type { RunDistributed, RunEntry, RunList, SpanEntry, WorkerEntry } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
 import type { Display } from "./gen/tb_paddle_profile/v1/display_pb";
-import { connectHost, hostHashKeys, hostUrlData, mirrorToHost } from "./host";
+import { connectHost, hostHashKeys, hostUrlData, mirrorToHost, onHostHashChange } from "./host";
 import { Distributed } from "./panels/Distributed";
 import { FOLD_RANKS } from "./panels/parallel/Parallel";
 import { Kernels } from "./panels/Kernels";
@@ -181,10 +181,21 @@ export function App() {
     };
     window.addEventListener("hashchange", onHash);
     window.addEventListener("popstate", onHash);
+    // A link pasted into TensorBoard's address bar while the tab is open: only TensorBoard's hash changes.
+    // The link is the whole state (keys it leaves out take their defaults); the paste is already a
+    // history entry of TensorBoard's page, so ours is only replaced. A hash without our keys (another
+    // tab of TensorBoard, or "#paddle_profile" alone) leaves the tab as it is.
+    const stopHost = onHostHashChange((pairs) => {
+      if (!Object.keys(pairs).length) return;
+      loadUi(pairs);
+      const next = { ...DEFAULT_SELECTION, ...parseSelection(pairs) };
+      setSel((s) => (writeHash(s) === writeHash(next) ? s : next));
+    });
     const stopUi = onUiChange(() => setUiTick((n) => n + 1));
     return () => {
       window.removeEventListener("hashchange", onHash);
       window.removeEventListener("popstate", onHash);
+      stopHost();
       stopUi();
     };
   }, []);

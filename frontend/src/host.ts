@@ -134,6 +134,31 @@ export async function hostUrlData(): Promise<Record<string, string>> {
 }
 
 /**
+ * Calls `listener` with the p.paddle_profile.* keys of the TensorBoard page's hash whenever that hash
+ * changes by a navigation: a link pasted or edited in the address bar of an open tab (only the hash
+ * changes, so nothing is reloaded), or Back/Forward over such an entry. Our own mirroring uses
+ * replaceState, which fires no hashchange. Returns the function that stops it; a no-op outside
+ * TensorBoard or on another origin.
+ */
+export function onHostHashChange(listener: (keys: Record<string, string>) => void): () => void {
+  const parent = parentWindow();
+  if (!parent) return () => undefined;
+  const handler = () => listener(hostHashKeys());
+  try {
+    parent.addEventListener("hashchange", handler);
+  } catch {
+    return () => undefined;
+  }
+  return () => {
+    try {
+      parent.removeEventListener("hashchange", handler);
+    } catch {
+      /* the parent is gone */
+    }
+  };
+}
+
+/**
  * Mirrors our keys into TensorBoard's URL hash (replaceState: no history entry, no hashchange event),
  * only while TensorBoard shows our tab. Any failure (another origin, an unexpected hash) leaves it alone.
  */
