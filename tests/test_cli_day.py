@@ -171,7 +171,7 @@ def test_progress_is_drawn_on_a_terminal_and_never_mixed_with_output(runs, tmp_p
     assert proc.returncode == 0
     json.loads(proc.stdout)  # stdout is the JSON alone
     assert f"{n}/{n} traces" in tty and "\r" in tty
-    mb = f"{total / (1 << 20):.2f} MB"
+    mb = f"{total / (1 << 20):.2f} MiB"
     assert f"of {mb}" in tty, tty[-400:]
     assert "analysing" in tty
     # not a terminal: nothing on stderr; --progress draws it anyway

@@ -10,6 +10,7 @@ No text is cut, no console error. Screenshots go to browser_util.SHOTS.
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,7 +138,7 @@ def test_memory_panel_shows_the_leak_growth_and_whats_alive(tb, logdir, page_at,
     leak = next(s for s in view.sentences if s.key == f"memory.leak.{place}")
     shown = frame.inner_text('[data-testid="view-sentences"]')
     assert sentence_text(leak, "ms") in " ".join(shown.split())
-    assert "256.00 MB" in sentence_text(leak, "ms")
+    assert "256.00 MiB" in sentence_text(leak, "ms")
     # every cell of the three insight tables is the Python formatter's string
     _same(frame, "memory-insights", table(view, "memory_insights"), "ms")
     _same(frame, "memory-steps", table(view, f"memory_steps.{place}"), "ms")
@@ -194,8 +195,105 @@ def test_parallel_view_shows_the_peak_per_stage(tb, logdir, page_at, width, dark
     assert bars.count() == len(rp.memory.stages)
     texts = [bars.nth(i).inner_text() for i in range(bars.count())]
     for text, st in zip(texts, rp.memory.stages):
-        assert f"stage {st.stage}" in text and text.strip().endswith(("GB", "MB"))
+        assert f"stage {st.stage}" in text and text.strip().endswith(("GiB", "MiB"))
     cut = frame.evaluate(_CUT.replace(".panel .dt[data-table]", '[data-testid="par-memory-card"] .dt[data-table]'))
     assert cut == []
     frame.locator('[data-testid="par-memory-card"]').scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / f"memory-stages-{width}-{'dark' if dark else 'light'}.png"))
+
+
+# ---------------------------------------------------------------- units (issue 26.6)
+
+BINARY = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+_SIZE = re.compile(r"(-?)(\d+(?:\.\d\d)?) (B|KiB|MiB|GiB)")
+
+
+def size_of(text: str, raw: float) -> None:
+    """``text`` is ``raw`` bytes as a human size: its sign, a binary unit whose multiple of 1..1024 it is, 2
+    decimals (an integer of B)."""
+    m = _SIZE.fullmatch(text.strip())
+    assert m, f"{text!r} is not a human size (B, KiB, MiB, GiB)"
+    sign, number, unit = m.groups()
+    assert (sign == "-") == (raw < 0), (text, raw)
+    magnitude = abs(raw) / BINARY[unit]
+    assert 1 <= magnitude < 1024 or unit in ("B", "GiB"), (text, raw)
+    # B: the integer (a fractional mean, a slope, is cut); else 2 decimals
+    assert abs(float(number) - magnitude) < (1 if unit == "B" else 0.005 + 1e-9), (text, raw)
+
+
+_CHART_UNITS = """(id) => {
+  const c = document.querySelector(`[data-testid="${id}"]`).__tbppChart;
+  const o = c.getOption();
+  const marks = o.series.filter((s) => s.markPoint && s.markPoint.data && s.markPoint.data.length)
+    .map((s) => ({ text: s.markPoint.label.formatter(), value: s.markPoint.data[0].value, y: s.markPoint.data[0].coord[1] }));
+  const box = o.tooltip[0].formatter([{ dataIndex: 0 }]);
+  const tip = typeof box === "string" ? box : box.textContent;
+  const ys = o.series.map((s) => s.data.map((d) => (Array.isArray(d) ? d[1] : d)));
+  return { axis: o.yAxis[0].name, marks, tip, ys };
+}"""
+
+
+def test_memory_units_agree_between_axis_and_labels(tb, logdir, page_at):
+    """The memory curve's y axis names a binary unit (GiB) and every label on or beside it prints sizes in
+    binary units by the same ladder: a peak label in the axis's unit is its point's height ("8.00 GB" on a
+    GiB axis was the defect); the per-step chart's axis and tooltips the same."""
+    worker = worker_of(logdir, LEAK_RUN)
+    view = memory_view(tb, LEAK_RUN, worker)
+    place = next(t.key[len("memory_steps."):] for t in view.tables if t.key.startswith("memory_steps.Place(gpu"))
+    page = page_at(1280, False)
+    frame = open_panel(page, tb, LEAK_RUN, worker, "memory", "ms")
+    if frame.locator('[data-testid="memory-place"]').count():
+        frame.click(f'[data-testid="memory-place"] button[data-value="{place}"]')
+    frame.wait_for_selector(f'[data-testid="memory-steps-wrap"][data-table="memory_steps.{place}"]', timeout=30_000)
+    frame.wait_for_selector('[data-testid="memory-curve"][data-drawn]', timeout=30_000)
+    frame.wait_for_selector('[data-testid="memory-steps-chart"][data-drawn]', timeout=30_000)
+    frame.wait_for_timeout(300)
+
+    curve = frame.evaluate(_CHART_UNITS, "memory-curve")
+    assert curve["axis"] in BINARY, curve["axis"]
+    top = max(max(ys) for ys in curve["ys"] if ys)
+    assert 1 <= top < 1024 or curve["axis"] == "GiB", (curve["axis"], top)  # the axis's unit fits its data
+    assert curve["marks"], "no peak marked"
+    for mark in curve["marks"]:
+        assert mark["text"].startswith("peak "), mark
+        size_of(mark["text"][len("peak "):], mark["value"])
+        if mark["text"].endswith(" " + curve["axis"]):  # in the axis's unit: the number is the point's height
+            assert abs(float(mark["text"].split()[1]) - mark["y"]) <= 0.005 + 1e-9, (mark, curve["axis"])
+    highest = max(curve["marks"], key=lambda m: m["value"])
+    assert highest["text"].endswith(" " + curve["axis"]), (highest, curve["axis"])
+    shown = re.findall(r"\((-?[\d.]+ \S+?)\)", curve["tip"])  # "123 B (1.50 MiB)" per series
+    assert len(shown) == 2 and all(_SIZE.fullmatch(text) or text == "0 B" for text in shown), curve["tip"]
+
+    steps = frame.evaluate(_CHART_UNITS, "memory-steps-chart")
+    assert steps["axis"] in BINARY, steps["axis"]
+    t = table(view, f"memory_steps.{place}")
+    top_raw = max(x.number for r in t.rows for c, x in zip(t.columns, r.cells) if c.key in ("allocated_end", "reserved_end", "allocated_peak", "allocated_floor"))
+    assert abs(max(max(ys) for ys in steps["ys"]) - top_raw / BINARY[steps["axis"]]) < 1e-6
+    assert 1 <= top_raw / BINARY[steps["axis"]] < 1024 or steps["axis"] == "GiB"
+    sizes = re.findall(r"(-?\d[\d.]* (?:[KMGT]i?B|B))", steps["tip"])
+    assert sizes and all(_SIZE.fullmatch(s) for s in sizes), steps["tip"]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    frame.locator('[data-testid="memory-curve-card"]').screenshot(path=str(SHOTS / "memory-units-curve-1280.png"))
+
+
+def test_negative_bytes_print_as_signed_sizes(tb, logdir, page_at):
+    """The CPU allocator's reserved − allocated is negative on the real CPU trace: the insights table prints
+    it as a human size with a sign ("-483183820 B" was the defect), every number the model's raw value."""
+    worker = worker_of(logdir, CPU_RUN)
+    view = memory_view(tb, CPU_RUN, worker)
+    t = table(view, "memory_insights")
+    raw = {c.key: x.number for c, x in zip(t.columns, t.rows[0].cells)}
+    negative = [k for k in ("fragmentation_at_peak", "fragmentation_max", "allocated_slope", "reserved_slope",
+                            "floor_growth_min") if raw.get(k, 0) < -1024]
+    assert negative, raw  # the trace's CPU place: reserved below allocated
+    page = page_at(1280, False)
+    frame = open_panel(page, tb, CPU_RUN, worker, "memory", "ms")
+    frame.wait_for_selector('[data-testid="memory-insights"] .vt-row', timeout=30_000)
+    (row,) = drawn(frame, "memory-insights")
+    for key in negative:
+        size_of(row[key], raw[key])
+    for key in ("allocated_slope", "reserved_slope", "floor_growth_min", "fragmentation_at_peak", "fragmentation_max"):
+        if raw.get(key):
+            size_of(row[key], raw[key])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    frame.locator('[data-testid="memory-insights-card"]').screenshot(path=str(SHOTS / "memory-units-insights-cpu-1280.png"))

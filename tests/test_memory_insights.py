@@ -257,7 +257,7 @@ def test_a_planted_leak_is_suspected_with_its_bytes_per_step(runs):
         ins = find_table(d, "memory_insights", "memory")
         row = next(r for r in ins.rows if r.id == pl.place)
         assert format_cell(ins.columns[5], row.cells[5]) == "Yes"
-        assert format_cell(ins.columns[2], row.cells[2]) == "256.00 MB"
+        assert format_cell(ins.columns[2], row.cells[2]) == "256.00 MiB"
         al = pl.alive_at_peak
         assert sum(x.bytes for x in al.groups) + al.others_bytes + al.before_trace == al.allocated
 
@@ -331,7 +331,7 @@ def test_peak_memory_per_pipeline_stage_and_rank(runs):
     assert "Peak memory by pipeline stage" in cli and "Peak memory by rank" in cli
     for r, row in zip(mem.ranks, ranks.rows):
         shown = format_cell(ranks.columns[3], row.cells[3])
-        assert shown.endswith("GB") and re.search(rf"^{r.rank}\s+{r.stage}\s+Place\(gpu:\d\)\s+{re.escape(shown)}\s",
+        assert shown.endswith("GiB") and re.search(rf"^{r.rank}\s+{r.stage}\s+Place\(gpu:\d\)\s+{re.escape(shown)}\s",
                                                   cli, re.M)
 
 

@@ -9,7 +9,7 @@ Playwright at 1,280 and 1,440 px, opens the Overview, Operators, Kernels and Mem
   still there after a reload (local storage, per table);
 * a CPU-only trace draws no GPU column (Paddle prints them as zeros; the panels leave them out), while the
   GPU-shaped trace draws them;
-* the memory tables print bytes humanised ("4.00 MB"): the strings of the Python formatter for the
+* the memory tables print bytes humanised ("4.00 MiB"): the strings of the Python formatter for the
   columns' panel_format, and the humanised form of the integers Paddle printed for the same trace
   (tests/data/traces/cpu-gpt-single/paddle_summary.CPUTotal.ms.txt).
 
@@ -191,8 +191,8 @@ def test_memory_bytes_are_humanised_as_the_python_formatter_and_paddles_numbers(
         assert [drawn["cells"][k] for k in ("allocation_count", "free_count")] == [str(n) for n in numbers[:2]]
         shown = [drawn["cells"][k] for k in ("allocation_size", "free_size", "increased_size")]
         assert shown == [cells.human_bytes(n) for n in numbers[2:]]
-        humanised += sum(1 for s in shown if s.endswith(("KB", "MB", "GB")))
-    assert humanised > 3, "the sizes print in KB / MB"
+        humanised += sum(1 for s in shown if s.endswith(("KiB", "MiB", "GiB")))
+    assert humanised > 3, "the sizes print in KiB / MiB"
     assert not frame.evaluate(_CUT)
 
 

@@ -23,10 +23,11 @@ DIV = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": None}
 def human(n: int) -> str:
     if not n:
         return "-"
-    for unit, div in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+    sign, n = ("-" if n < 0 else ""), abs(n)
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= div:
-            return f"{n / div:.2f} {unit}"
-    return f"{n} B"
+            return f"{sign}{n / div:.2f} {unit}"
+    return f"{sign}{n} B"
 
 
 def cases():
@@ -64,6 +65,10 @@ def cases():
              [rnd.randrange(0, 2**45) for _ in range(100)]:
         add("CELL_COUNT", number=float(n), expected=str(n))
         add("CELL_BYTES", number=float(n), expected=str(n))
+        add("CELL_BYTES", number=float(n), style="human", expected=human(n))
+    # negative sizes (a slope, reserved − allocated): the magnitude's size with a sign
+    for n in [-1, -614, -1023, -1024, -2052, -1774844, -483183820, -(3 * 2**30 + 5)] + \
+             [-rnd.randrange(1, 2**40) for _ in range(40)]:
         add("CELL_BYTES", number=float(n), style="human", expected=human(n))
     numbers = [0, 1, 0.5, 2.5, 0.125, 1e-5, 1.23456789, 123456.5, 999999.5, 1e6, 1.5e7, 3.14159, 0.0001,
                0.00012345, -2.5, 12.0, 0.3]

@@ -30,8 +30,7 @@ export function fmtInt(v: number | bigint): string {
   return typeof v === "bigint" ? v.toString() : pyInt(v);
 }
 
-/** Human-readable bytes for labels next to exact values ("1.50 MB", a CELL_BYTES of style "human"). */
+/** Human-readable bytes for labels next to exact values ("1.50 MiB", a CELL_BYTES of style "human"; "0 B" for 0). */
 export function fmtBytes(bytes: number): string {
-  if (bytes < 0) return `-${humanBytes(-bytes)}`;
   return bytes === 0 ? "0 B" : humanBytes(bytes);
 }

@@ -22,12 +22,12 @@ REDRAW_S = 0.1
 
 
 def human_bytes(n: float) -> str:
-    """1.50 MB style (binary multiples), as the display model's "human" bytes."""
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
+    """1.50 MiB style (binary units), as the display model's "human" bytes (present/display/cells.py)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
         n /= 1024.0
-    return f"{n:.2f} TB"  # pragma: no cover - the loop returns
+    return f"{n:.2f} TiB"  # pragma: no cover - the loop returns
 
 
 def human_seconds(s: float) -> str:

@@ -67,17 +67,27 @@ export function pyInt(x: number): string {
   return Math.abs(t) < 2 ** 53 ? String(t === 0 ? 0 : t) : BigInt(t).toString();
 }
 
-/** "-" for 0, else B / KB / MB / GB with 2 decimals (binary multiples). */
+/** The binary units of a human size, largest first (display/cells.py BYTE_UNITS). */
+export const BYTE_UNITS: readonly (readonly [string, number])[] = [
+  ["GiB", 2 ** 30],
+  ["MiB", 2 ** 20],
+  ["KiB", 2 ** 10],
+];
+
+/** [name, divisor] of the binary unit that `n` bytes print in: the largest that |n| reaches (a chart's
+ * axis takes its unit from here, so that the axis and the sizes printed on it name the same unit). */
+export function byteUnit(n: number): [string, number] {
+  for (const [unit, div] of BYTE_UNITS) if (Math.abs(n) >= div) return [unit, div];
+  return ["B", 1];
+}
+
+/** "-" for 0, else B / KiB / MiB / GiB with 2 decimals (an integer of B), a negative size with its sign. */
 export function humanBytes(n: number): string {
   if (!n) return "-";
-  for (const [unit, div] of [
-    ["GB", 2 ** 30],
-    ["MB", 2 ** 20],
-    ["KB", 2 ** 10],
-  ] as const) {
-    if (n >= div) return `${pyFixed(n / div, 2)} ${unit}`;
-  }
-  return `${pyInt(n)} B`;
+  const sign = n < 0 ? "-" : "";
+  const a = Math.abs(n);
+  const [unit, div] = byteUnit(a);
+  return div === 1 ? `${sign}${pyInt(a)} B` : `${sign}${pyFixed(a / div, 2)} ${unit}`;
 }
 
 /** The printed text of one cell under its column's (or span's) format. */

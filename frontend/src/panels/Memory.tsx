@@ -7,6 +7,7 @@ import type { SpanKey } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
 import { Card, Notice, Segmented, Stat } from "../components/ui";
+import { byteUnit } from "../display/cells";
 import { DisplayCard, ViewSentences } from "../display/DisplayCard";
 import { numberOf, tableOf, tablesWithPrefix, viewOf } from "../display/model";
 import type { TimeUnit } from "../format";
@@ -22,9 +23,10 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
   const t = c?.timeNs ?? [];
   const alloc = c?.allocated ?? [];
   const reserved = c?.reserved ?? [];
-  // The y axis in the binary unit of the peak, so that its ticks are round numbers of that unit.
+  // The y axis in the unit the peak prints in (the one formatter's ladder, display/cells.ts byteUnit), so
+  // that its ticks are round numbers of that unit and the peak's label names the axis's unit.
   const peak = Math.max(num(place.peakAllocated), num(place.peakReserved), 1);
-  const [scale, scaleName] = peak >= 2 ** 30 ? [2 ** 30, "GiB"] : peak >= 2 ** 20 ? [2 ** 20, "MiB"] : peak >= 2 ** 10 ? [2 ** 10, "KiB"] : [1, "B"];
+  const [scaleName, scale] = byteUnit(peak);
   const pts = (ys: bigint[]) => t.map((x, i) => [inUnit(num(x), unit), num(ys[i]) / scale]);
   const peakAt = (ys: bigint[]) => {
     let best = -1;
@@ -83,7 +85,7 @@ function stepsOption(table: Table): ChartOption {
   ];
   const values = series.map((sr) => rows.map((r) => numberOf(table, r, sr.key)));
   const top = Math.max(1, ...values.flat());
-  const [scale, scaleName] = top >= 2 ** 30 ? [2 ** 30, "GiB"] : top >= 2 ** 20 ? [2 ** 20, "MiB"] : top >= 2 ** 10 ? [2 ** 10, "KiB"] : [1, "B"];
+  const [scaleName, scale] = byteUnit(top);
   const steps = rows.map((r) => String(numberOf(table, r, "step")));
   return {
     legend: { top: 0, itemWidth: 14, itemHeight: 8 },

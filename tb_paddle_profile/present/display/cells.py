@@ -7,7 +7,7 @@ operations Paddle's profiler_statistic applies). The rules, per CellKind:
 * DURATION: ns in the format's unit (or the reader's ``time_unit``), ``'{:.2f}'`` of ``ns / divisor``
   (``ns`` itself for "ns"), "-" when missing or infinite; style "unit" appends " <unit>";
 * RATIO: ``'{:.{digits}f}'`` of ``fraction * 100``; PERCENT: the same and a "%" sign;
-* COUNT: ``str(int)``; BYTES: the integer, or style "human": "1.50 MB" (binary multiples), "-" for 0;
+* COUNT: ``str(int)``; BYTES: the integer, or style "human": "1.50 MiB" (binary units), "-1.50 MiB", "-" for 0;
 * NUMBER: ``'{:.{digits}f}'``, or style "g": ``'{:g}'``; TEXT: the text.
 """
 from __future__ import annotations
@@ -24,14 +24,26 @@ TIME_UNITS = ("s", "ms", "us", "ns")
 _DIVISOR = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": None}
 
 
+# The binary units of a human size, largest first (display/cells.ts BYTE_UNITS is the same ladder; the
+# Memory panel's axes take their unit from it, so an axis and its labels name the same unit).
+BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def byte_unit(n: float) -> tuple:
+    """(name, divisor) of the binary unit that ``n`` bytes print in: the largest that ``|n|`` reaches."""
+    for unit, div in BYTE_UNITS:
+        if abs(n) >= div:
+            return unit, div
+    return "B", 1
+
+
 def human_bytes(n: int) -> str:
-    """"-" for 0, else B / KB / MB / GB with 2 decimals (binary multiples)."""
+    """"-" for 0, else B / KiB / MiB / GiB with 2 decimals (an integer of B), a negative size with its sign."""
     if not n:
         return "-"
-    for unit, div in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= div:
-            return f"{n / div:.2f} {unit}"
-    return f"{n} B"
+    sign, n = ("-" if n < 0 else ""), abs(n)
+    unit, div = byte_unit(n)
+    return f"{sign}{n} B" if div == 1 else f"{sign}{n / div:.2f} {unit}"
 
 
 def format_value(fmt: dpb.Format, cell: dpb.Cell, time_unit: str = "ms") -> str:

@@ -370,7 +370,7 @@ def _memory_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
     mem = rp.memory
     if not mem.ranks:
         return []
-    def b(key: str, header: str, description: str) -> dpb.Column:   # "1.50 GB" in the CLI and the panel; CSV: the integer
+    def b(key: str, header: str, description: str) -> dpb.Column:   # "1.50 GiB" in the CLI and the panel; CSV: the integer
         return col(key, header, BYTES, style="human", description=description)
 
     stages = _table("memory_stages", "Peak memory by pipeline stage", [

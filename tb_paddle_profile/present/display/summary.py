@@ -652,7 +652,7 @@ def _memory_table(pl: pb.MemoryPlace) -> dpb.Table:
     cols = [_col(k, h, kind, width=w) for (k, h, kind), w in zip(specs, widths)]
     cols[-1].description = "Allocation size - free size"
     for c in cols:
-        if c.format.kind == BYTES:  # Paddle prints the integer; the panels print "1.50 MB" (docs/display.md)
+        if c.format.kind == BYTES:  # Paddle prints the integer; the panels print "1.50 MiB" (docs/display.md)
             c.panel_format.CopyFrom(fmt(BYTES, style="human"))
     rows = []
     for kind, items in (("Allocated", pl.allocated), ("Reserved", pl.reserved)):
@@ -673,7 +673,7 @@ def _memory_table(pl: pb.MemoryPlace) -> dpb.Table:
 
 
 def _human(key: str, header: str, description: str = "") -> dpb.Column:
-    """A bytes column printed "1.50 MB" everywhere (these tables are not Paddle's; CSV keeps the integer)."""
+    """A bytes column printed "1.50 MiB" everywhere (these tables are not Paddle's; CSV keeps the integer)."""
     return _col(key, header, BYTES, style="human", description=description)
 
 
