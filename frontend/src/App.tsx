@@ -6,7 +6,7 @@ import { Picker } from "./components/Picker";
 import type { PickItem } from "./components/Picker";
 import { Notice, Segmented } from "./components/ui";
 import type { LabelMap } from "./labels";
-import { naturalCompare, workerLabel } from "./labels";
+import { workerLabel } from "./labels";
 import { fmtBytes } from "./format";
 import { UNIT_CHOICES } from "./display/cells";
 import type { UnitChoice } from "./display/cells";
@@ -39,12 +39,10 @@ function allSpans(list: RunList | null): SpanEntry[] {
   return (list?.runs ?? []).flatMap((r) => r.workers.flatMap((w) => w.spans));
 }
 
+/** A run's workers in the runs route's order (rank order: the numbers it gives, Fleet's order for Paddle's
+ * default worker names, whose hosts come in natural order); the tab sorts nothing of its own. */
 function sortedWorkers(run: RunEntry): WorkerEntry[] {
-  return [...run.workers].sort((a, b) => {
-    const ra = a.rank >= 0 ? a.rank : Number.MAX_SAFE_INTEGER;
-    const rb = b.rank >= 0 ? b.rank : Number.MAX_SAFE_INTEGER;
-    return ra - rb || a.worker.localeCompare(b.worker);
-  });
+  return run.workers;
 }
 
 /** The selection made valid for the run list: unknown run, worker or span fall back to the first one. */
@@ -577,10 +575,10 @@ function groupFiles(workers: WorkerEntry[]): FileGroup[] {
     if (!g) groups.set(key, (g = { key, title, items: [] }));
     for (const s of w.spans) g.items.push({ w, s });
   }
-  const out = [...groups.values()];
-  // hosts in natural order (gpunode9 < gpunode10 < gpunode100); blocks of ranks are already in order
-  if (anyHost) out.sort((a, b) => naturalCompare(a.key, b.key));
-  return out;
+  // the groups in the order of their first worker in the runs route's order: hosts by their lowest rank
+  // (for Paddle's default names the server numbers ranks host by host, hosts in natural order:
+  // gpunode9 < gpunode10 < gpunode100), blocks of ranks in rank order
+  return [...groups.values()];
 }
 
 /**

@@ -19,15 +19,3 @@ export type LabelMap = Map<string, string>;
 export function labelOf(r: { worker: string; rank: number; label?: string; hostname?: string; pid?: bigint }, known?: LabelMap): string {
   return r.label || known?.get(r.worker) || fallbackLabel(r.worker, r.rank, r.hostname ?? "", r.pid ?? 0n);
 }
-
-/** Compares names with the numbers inside them by value: gpunode9 < gpunode10 < gpunode100. */
-export function naturalCompare(a: string, b: string): number {
-  const pa = a.toLowerCase().split(/(\d+)/);
-  const pb = b.toLowerCase().split(/(\d+)/);
-  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
-    if (pa[i] === pb[i]) continue;
-    if (i % 2 === 1) return Number(pa[i]) - Number(pb[i]) || pa[i].length - pb[i].length;
-    return pa[i] < pb[i] ? -1 : 1;
-  }
-  return pa.length - pb.length;
-}

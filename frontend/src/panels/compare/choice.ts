@@ -17,12 +17,9 @@ export interface Side {
 
 export type Mode = "rank" | "run";
 
+/** A run's workers in the runs route's order (rank order); nothing re-sorted here. */
 export function sortedWorkers(run: RunEntry): WorkerEntry[] {
-  return [...run.workers].sort((a, b) => {
-    const ra = a.rank >= 0 ? a.rank : Number.MAX_SAFE_INTEGER;
-    const rb = b.rank >= 0 ? b.rank : Number.MAX_SAFE_INTEGER;
-    return ra - rb || a.worker.localeCompare(b.worker);
-  });
+  return run.workers;
 }
 
 /** The spans a side can choose: the worker's, or for the whole run every span any worker recorded. */
