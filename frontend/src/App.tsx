@@ -425,7 +425,19 @@ function PanelArea({
     case "memory":
       return <Memory summary={s} display={d} spanKey={key} unit={sel.unit} />;
     default:
-      return <Overview summary={s} display={d} spanKey={key} unit={sel.unit} onOpen={(view) => update({ view })} />;
+      return (
+        <Overview
+          summary={s}
+          display={d}
+          spanKey={key}
+          unit={sel.unit}
+          onOpen={(view) => update({ view })}
+          onRank={(rank) => {
+            const w = run.workers.find((x) => x.rank === rank);
+            if (w) update({ worker: w.worker });
+          }}
+        />
+      );
   }
 }
 

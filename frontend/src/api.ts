@@ -6,8 +6,8 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { RunDistributedSchema, RunListSchema, RunParallelSchema } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import type { RunDistributed, RunList, RunParallel } from "./gen/tb_paddle_profile/v1/plugin_pb";
 import { SummarySchema } from "./gen/tb_paddle_profile/v1/summary_pb";
-import { DisplaySchema } from "./gen/tb_paddle_profile/v1/display_pb";
-import type { Display } from "./gen/tb_paddle_profile/v1/display_pb";
+import { DisplaySchema, ViewSchema } from "./gen/tb_paddle_profile/v1/display_pb";
+import type { Display, View } from "./gen/tb_paddle_profile/v1/display_pb";
 import type { Summary } from "./gen/tb_paddle_profile/v1/summary_pb";
 import { RunWhatIfSchema } from "./gen/tb_paddle_profile/v1/whatif_pb";
 import type { RunWhatIf } from "./gen/tb_paddle_profile/v1/whatif_pb";
@@ -157,6 +157,12 @@ export function fetchWhatIf(run: string, span: string, mfu: MfuInputs, signal?: 
 }
 
 /** The display model of one rank (every table and sentence of its views), built in Python. */
+/** What the run's stored cross-rank analysis says of one rank (View "rank_banner": the straggler, a role
+ * peer of it, or no sentence); the server never computes an analysis for it. */
+export function fetchRankBanner(key: SpanKey, signal?: AbortSignal): Promise<Fetched<View>> {
+  return fetchMessage(ViewSchema, `rank_banner?${query({ run: key.run, worker: key.worker, span: key.span })}`, signal);
+}
+
 export function fetchDisplay(key: SpanKey, sortedBy?: string, signal?: AbortSignal): Promise<Fetched<Display>> {
   const params: Record<string, string> = { run: key.run, worker: key.worker, span: key.span };
   if (sortedBy) params.sorted_by = sortedBy;

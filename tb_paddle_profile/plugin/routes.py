@@ -279,6 +279,7 @@ class Routes:
             "/distributed": self.distributed,
             "/parallel": self.parallel,
             "/parallel_matched": self.parallel_matched,
+            "/rank_banner": self.rank_banner,
             "/whatif": self.whatif,
             "/diff": self.diff,
             "/trace": self.trace,
@@ -768,6 +769,33 @@ class Routes:
             return _encode(out, fmt)
 
         return self._send(request, ("parallel", key, run, span, tuple(notes), missing, part, fmt), _CTYPES[fmt], build)
+
+    @_handler
+    def rank_banner(self, request: Request) -> Response:
+        """What the stored cross-rank analysis of the run and span says of one rank (display View
+        "rank_banner", present/display/parallel.rank_banner): the straggler, a role peer of it, or no
+        sentence. Only an analysis already stored (in memory or in the cache) for the span's ranks as
+        they are is read; none is ever computed here, so while ranks load or before anyone opened the
+        run views the answer is an empty view."""
+        run, span, files = self._run_span(request)
+        worker = _param(request, "worker")
+        fmt = _format(request)
+        from tb_paddle_profile.present.display.parallel import rank_banner
+        from tb_paddle_profile.v1 import display_pb2
+
+        states = self._states(files) if self.loader is not None else []
+        ready = [t for t, st in zip(files, states) if st.state == READY]
+        if not ready or any(run_assembly.blocking(states)):
+            return respond(request, _encode(display_pb2.View(key="rank_banner"), fmt), _CTYPES[fmt])
+        key = run_assembly.analysis_key(t.key for t in ready)
+        data = self.analyses.peek(key)
+        if data is None:  # not stored (yet): nothing to say, nothing memoized
+            return respond(request, _encode(display_pb2.View(key="rank_banner"), fmt), _CTYPES[fmt])
+
+        def build() -> bytes:
+            return _encode(rank_banner(plugin_pb2.RunParallel.FromString(data), worker), fmt)
+
+        return self._send(request, ("rank_banner", key, worker, fmt), _CTYPES[fmt], build)
 
     @_handler
     def parallel_matched(self, request: Request) -> Response:

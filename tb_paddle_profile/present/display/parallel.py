@@ -488,6 +488,65 @@ def _comm_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
     return out
 
 
+def straggler_cause(s: ppb.Straggler) -> str:
+    """A named rank's cause as the panel tags it ("host: its data loader")."""
+    return (cause_text(s.cause) if s.cause else "longer compute: check its GPU" if s.longer_compute
+            else "late arrival, normal compute: check its host")
+
+
+def _named(v: ppb.StragglerVerdict, i: int) -> bool:
+    """Whether the verdict names its i-th straggler in bold: not an uncertain verdict, nor an absorbed
+    stall (but the costliest rank of a verdict that found one: what the job pays most for)."""
+    s = v.stragglers[i]
+    return not v.uncertain and (not s.absorbed or (v.found and i == 0))
+
+
+def rank_banner(rp: ppb.RunParallel, worker: str) -> dpb.View:
+    """View "rank_banner": what the run's cross-rank analysis says of one rank, for the top of its pages
+    (the Overview): at most one sentence.
+
+    * a straggler the verdict names: "The straggler of this run (span S): <cause>; it costs the job
+      <t> per step" (level warning);
+    * a rank the verdict lists without naming it (an uncertain verdict, a stall the pipeline absorbs): the
+      same facts at level note;
+    * a role peer of a named straggler (the same pipeline stage and MP index, both known, another rank):
+      "A role peer of rank N, the straggler of this run: ..." with rank N a rank span (a link);
+    * else nothing (no sentence)."""
+    view = dpb.View(key="rank_banner", title="This rank in the run's analysis")
+    v = rp.straggler
+    me = next((r for r in rp.ranks if r.worker == worker), None)
+    if me is None:
+        return view
+    span = f" (span {rp.span})" if rp.span else ""
+
+    def cost(s: ppb.Straggler) -> List:
+        parts = [straggler_cause(s), "; it costs the job ", duration(s.job_cost_ns), " per step"]
+        return parts + [" (mostly absorbed by the pipeline)" if s.absorbed else "", "."]
+
+    for i, s in enumerate(v.stragglers):
+        if s.worker == worker or (not s.worker and s.rank == me.rank):
+            if _named(v, i):
+                view.sentences.append(_sentence("rank_banner.straggler", [f"The straggler of this run{span}: "]
+                                                + cost(s), "warning", "Straggler"))
+            else:
+                why = "an uncertain verdict" if v.uncertain else "not the run's straggler"
+                view.sentences.append(_sentence("rank_banner.named", [f"Named by this run's verdict{span} ({why}): "]
+                                                + cost(s), "note", "Unlike its role peers"))
+            return view
+    by_rank = {r.rank: r for r in rp.ranks}
+    for i, s in enumerate(v.stragglers):
+        it = by_rank.get(s.rank)
+        if it is None or not _named(v, i) or it.mp < 0 or me.mp < 0 or it.rank == me.rank:
+            continue
+        if (it.pipeline_stage, it.mp) == (me.pipeline_stage, me.mp):
+            where = (f"stage {me.pipeline_stage}, " if me.pipeline_stage >= 0 else "") + f"MP index {me.mp}"
+            view.sentences.append(_sentence("rank_banner.peer", [
+                "A role peer of ", rank(s.rank, f"rank {s.rank}"), f" ({where}), the straggler of this run{span}: "]
+                + cost(s), "info", "Role peer"))
+            return view
+    return view
+
+
 def _stragglers_table(rp: ppb.RunParallel, labels: Dict[int, str]) -> dpb.Table:
     t = _table("stragglers", "Named ranks", [
         count("rank", "Rank"), col("label", "Label"), col("cause", "Cause"), col("gpu", "GPU cause"),
@@ -496,8 +555,7 @@ def _stragglers_table(rp: ppb.RunParallel, labels: Dict[int, str]) -> dpb.Table:
         count("last_arrivals", "Arrived last"), count("matched", "Matched")], text_hidden=True)
     for s in rp.straggler.stragglers:
         gpu = s.cause == "device_compute" if s.cause else s.longer_compute
-        tag = (cause_text(s.cause) if s.cause else "longer compute: check its GPU" if s.longer_compute
-               else "late arrival, normal compute: check its host")
+        tag = straggler_cause(s)
         _row(t, [s.rank, (s.label or labels.get(s.rank, f"rank {s.rank}")), tag, ("1" if gpu else ""),
                  s.job_cost_ns, ("mostly absorbed" if s.absorbed else ""), s.compute_ns,
                  s.peer_compute_ns, s.compute_excess, s.last_arrivals, s.matched],
@@ -591,9 +649,7 @@ def _sentences(rp: ppb.RunParallel, labels: Dict[int, str], time_unit: str) -> L
     level = "warning" if v.found else ("note" if v.uncertain or v.stragglers else "good")
     out.append(_sentence("verdict", spans(v.summary, labels), level, "Straggler verdict"))
     for i, s in enumerate(v.stragglers):
-        # an uncertain verdict names nobody in bold, nor does an absorbed stall (but the costliest rank
-        # of a verdict that found one: what the job pays most for)
-        named = not v.uncertain and (not s.absorbed or (v.found and i == 0))
+        named = _named(v, i)
         out.append(_sentence("verdict.straggler", spans(s.reason, labels), "warning" if named else "note",
                              (s.label or labels.get(s.rank, "")) if named else ""))
     ev = [f"({v.rule} Evidence: ", val(v.coverage, PERCENT, digits=1),
