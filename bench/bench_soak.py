@@ -8,7 +8,7 @@ Writes ``--files`` tiny Paddle traces (one ProfileStep and a few operators each,
 1,000 ranks, starts ``tensorboard --logdir`` on 127.0.0.1 (a cache folder of its own, sidecars off),
 and while the plugin lists and loads them runs ``--clients`` threads that loop over the cheap routes a
 tab asks for (``runs``, one rank's ``summary`` and ``display``, a run's ``distributed``
-summary; ``status``, which lists every file, only once per sample). Every ``--sample`` seconds it prints the files loaded, requests answered, errors, and the
+summary; ``status?files=0``, the counts without the list of files, once per sample). Every ``--sample`` seconds it prints the files loaded, requests answered, errors, and the
 resident memory of the server's process tree (TensorBoard and its worker processes), then runs
 ``--after`` seconds more once every file is loaded. The last line says how memory grew: the peak
 against the first sample after the scan, and the last sample against the one when loading ended.
@@ -149,7 +149,7 @@ class Clients:
 
 def loaded(base: str) -> tuple:
     try:
-        with urllib.request.urlopen(base + "/data/plugin/paddle_profile/status", timeout=60) as r:
+        with urllib.request.urlopen(base + "/data/plugin/paddle_profile/status?files=0", timeout=60) as r:
             body = json.loads(r.read())
     except Exception:  # noqa: BLE001 - not up yet
         return 0, 0
@@ -205,7 +205,11 @@ def main(argv=None) -> int:
                 if done_at is not None and time.time() - done_at >= args.after:
                     break
         finally:
+            # the clients finish the request they are in before the server goes: terminated under them, those
+            # requests failed as ConnectionReset, RemoteDisconnected or IncompleteRead (counted as errors)
             clients.stop.set()
+            for t in clients.threads:
+                t.join(timeout=90)
             proc.terminate()
             try:
                 proc.wait(30)

@@ -394,7 +394,8 @@ def test_every_response_says_nosniff_and_our_own_bug_is_a_500_that_says_so(env, 
     def boom(self, *args, **kwargs):
         raise KeyError("lane_ptr")
 
-    monkeypatch.setattr(routes.Routes, "_states", boom)
+    # every request reads the latest scan (the status answer itself is memoized: Routes._send_latest)
+    monkeypatch.setattr(routes.Routes, "_snapshot", boom)
     with caplog.at_level("ERROR", logger="tb_paddle_profile.plugin.routes"):
         for r in (get(env, "status"), get(env, "summary", **gloo)):
             text = r.get_data(as_text=True)

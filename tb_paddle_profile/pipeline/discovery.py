@@ -43,6 +43,7 @@ from tb_paddle_profile.trace.reader import peek_span
 logger = logging.getLogger(__name__)
 
 HEAD_BYTES = 8192
+HEAD_BATCH = 512  # heads read and turned into spans at a time: a scan of N new files holds 512 heads, not N
 MIN_SCAN_GAP_S = 2.0
 SLOW_SCAN_FACTOR = 5
 UNKNOWN_SPAN = "?"
@@ -298,7 +299,13 @@ class Discovery:
                 continue  # nothing of a refused file is read, not even its head
             if size > 0 and (known is None or (known[2] is None and known[:2] != (size, version))):
                 need_head.append((path, size))
-        heads, late = self._read_heads(need_head)
+        spans_read: Dict[str, Optional[str]] = {}
+        late: Dict[str, str] = {}
+        for i in range(0, len(need_head), HEAD_BATCH):  # (100,000 new files: 0.8 GB of heads if read at once)
+            heads, refused = self._read_heads(need_head[i:i + HEAD_BATCH])
+            late.update(refused)
+            spans_read.update((path, peek_span(head)) for path, head in heads.items())
+            del heads
 
         known_now: Dict[str, Tuple[int, str, Optional[str]]] = {}
         traces: List[TraceFile] = []
@@ -308,8 +315,8 @@ class Discovery:
             if refused:
                 span = None
                 known = None  # its span is not remembered: it is read afresh once the file may be read
-            elif path in heads:
-                span = peek_span(heads[path])
+            elif path in spans_read:
+                span = spans_read[path]
             else:
                 span = known[2] if known else None
             if not refused:

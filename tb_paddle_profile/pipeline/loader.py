@@ -110,13 +110,35 @@ class FileState:
     loading_since: float = 0.0  # LOADING: time.time() when its parse began
 
 
+class _Tally:
+    """The loader's files counted by state, and a change counter per run, kept as states are set: the
+    status and runs routes read them without a pass over every file."""
+
+    __slots__ = ("counts", "runs")
+
+    def __init__(self):
+        self.counts: Dict[int, int] = collections.Counter()
+        self.runs: Dict[str, int] = collections.Counter()
+
+    def moved(self, run: str, old: Optional[int], new: Optional[int]) -> None:
+        if old is not None:
+            self.counts[old] -= 1
+            if not self.counts[old]:
+                del self.counts[old]
+        if new is not None:
+            self.counts[new] += 1
+        self.runs[run] += 1
+
+
 class _Entry:
-    __slots__ = ("file", "state", "error", "cached", "data", "seq", "crashes", "rounds", "not_before", "why",
-                 "first_seen", "job", "plan", "digest", "index_path", "waiters", "side", "side_running",
+    __slots__ = ("file", "_state", "tally", "error", "cached", "data", "seq", "crashes", "rounds", "not_before",
+                 "why", "first_seen", "job", "plan", "digest", "index_path", "waiters", "side", "side_running",
                  "loading_since", "token")
 
-    def __init__(self, file: TraceFile, seq: int, now: float):
+    def __init__(self, file: TraceFile, seq: int, now: float, tally: Optional[_Tally] = None):
         self.file = file
+        self.tally = tally if tally is not None else _Tally()
+        self._state: Optional[int] = None
         self.state = QUEUED
         self.error = ""
         self.cached = False
@@ -138,6 +160,20 @@ class _Entry:
         self.side_running = False
         self.loading_since = 0.0
         self.token = 0  # its item in the loader's queue heaps (an older item is stale)
+
+    @property
+    def state(self) -> int:
+        return self._state
+
+    @state.setter
+    def state(self, value: int) -> None:
+        # every change of what the routes show (error, cached, loading_since) comes with a state set
+        self.tally.moved(self.file.run, self._state, value)
+        self._state = value
+
+    def forget(self) -> None:
+        """Out of the loader's tally (the file is no longer listed)."""
+        self.tally.moved(self.file.run, self._state, None)
 
 
 # ------------------------------------------------------------------ worker side
@@ -272,6 +308,7 @@ class Loader:
         self.growing_window = growing_window_s() if growing_window is None else growing_window
         self._cond = threading.Condition(threading.RLock())
         self._entries: Dict[CacheKey, _Entry] = {}
+        self._tally = _Tally()
         self._pending: Dict[CacheKey, _Entry] = {}
         # The queue's order without a scan of it per file started: a heap of (rank, token, key) of the
         # pending entries that are due, one of (not_before, seq, token, key) of those that wait for a
@@ -435,9 +472,16 @@ class Loader:
             return self._index_tmp.name
 
     def counts(self) -> Dict[str, int]:
+        """Files by state name (kept as states change: no pass over the files)."""
         with self._cond:
             names = plugin_pb2.LoadState.Name
-            return dict(collections.Counter(names(e.state) for e in self._entries.values()))
+            return {names(state): n for state, n in self._tally.counts.items() if n}
+
+    def run_version(self, run: str) -> tuple:
+        """Changes whenever a state shown for a file of ``run`` may have changed (its files' states, errors,
+        or the reason no worker can start, which every queued file shows)."""
+        with self._cond:
+            return self._tally.runs.get(run, 0), self._pool_error
 
     def prioritize(self, files: Iterable[TraceFile], run: Optional[str] = None) -> None:
         """Load these files next, then the rest of ``run``."""
@@ -514,7 +558,7 @@ class Loader:
                 seen.add(key)
                 e = self._entries.get(key)
                 if e is None:
-                    e = self._entries[key] = _Entry(f, next(self._seq), now)
+                    e = self._entries[key] = _Entry(f, next(self._seq), now, self._tally)
                     if key in inflated:
                         e.plan = memory_estimate(f, inflated[key])
                     if _refused(f):
@@ -546,6 +590,7 @@ class Loader:
                     to_cache_failed.append((key, e.error))
             for key in [k for k in self._entries if k not in seen]:
                 e = self._entries.pop(key)
+                e.forget()
                 self._pending.pop(key, None)
                 self._side.pop(key, None)
                 self._urgent.discard(key)

@@ -250,6 +250,12 @@ class Routes:
         self._lock = threading.Lock()
         # Encoded responses as (body, gzipped), by a key naming their content; RankDistributed parts.
         self._bodies = SizedLRU(64 << 20, sizeof=lambda v: len(v[0]))
+        # The latest answer of the runs and status routes, one per (route, format, gzipped): (key, body,
+        # gzipped), the key naming the scan and the loader's version it was made from (a new state is a
+        # new answer; the older one is of no further use). And each run's part of the run list.
+        self._latest: Dict[tuple, tuple] = {}
+        self._run_parts: Dict[str, tuple] = {}  # run -> (key, serialized RunList holding that run alone)
+        self._prints: Optional[Tuple[int, Dict[str, int]]] = None  # (scan generation, run -> hash of its files)
         self._etags: Dict[tuple, str] = {}
         self._ranks = SizedLRU(32 << 20)
         self._static: Dict[str, Path] = {}
@@ -352,6 +358,23 @@ class Routes:
         body, compressed = hit
         return respond(request, body, ctype, headers=headers, gzipped=body if compressed else None)
 
+    def _send_latest(self, request: Request, slot: tuple, key: tuple, ctype: str,
+                     build: Callable[[], bytes]) -> Response:
+        """Answer with the body memoized under ``slot`` while its ``key`` stays the same (the runs and
+        status routes: asked for by every tab and poll, built again only when what they show changed)."""
+        gz = _accepts_gzip(request) and _compressible(ctype)
+        with self._lock:
+            hit = self._latest.get(slot + (gz,))
+        if hit is None or hit[0] != key:
+            body, compressed = build(), False
+            if gz and len(body) >= _GZIP_MIN:
+                body, compressed = gzip.compress(body, compresslevel=3, mtime=0), True
+            hit = (key, body, compressed)
+            with self._lock:
+                self._latest[slot + (gz,)] = hit
+        _, body, compressed = hit
+        return respond(request, body, ctype, gzipped=body if compressed else None)
+
     # ---------------------------------------------------------------- routes
     @_handler
     def runs(self, request: Request) -> Response:
@@ -362,33 +385,72 @@ class Routes:
         version = self.loader.version if self.loader is not None else 0
 
         def build():
-            return _encode(self._run_list(snapshot), fmt)
+            data = self._run_list_bytes(snapshot)
+            return data if fmt == "pb" else _encode(plugin_pb2.RunList.FromString(data), fmt)
 
         # the labels come from the runs' last analyses: a new analysis is a new run list
         labels_from = tuple(sorted(self._last_analysis.items()))
-        return self._send(request, ("runs", snapshot.generation, version, labels_from, fmt), _CTYPES[fmt], build)
+        return self._send_latest(request, ("runs", fmt), (snapshot.generation, version, labels_from), _CTYPES[fmt],
+                                 build)
+
+    def _run_list_bytes(self, snapshot: Snapshot) -> bytes:
+        """The serialized RunList of ``snapshot``, each run's part made again only when a state shown for
+        one of its files changed (Loader.run_version), a new scan or a new analysis of the run: a file
+        that changes state costs its run's files, not every file of the logdir. The bytes are those of
+        ``_run_list(snapshot).SerializeToString()`` (protobuf: repeated fields concatenate)."""
+        parts, kept = [], {}
+        prints = self._run_prints(snapshot)
+        for run, workers in snapshot.runs.items():
+            key = (prints[run], self.loader.run_version(run) if self.loader is not None else 0,
+                   self._last_analysis.get(run))
+            with self._lock:
+                got = self._run_parts.get(run)
+            if got is None or got[0] != key:
+                part = plugin_pb2.RunList()
+                self._run_entry(part.runs.add(run=run), run, workers)
+                got = (key, part.SerializeToString())
+            kept[run] = got
+            parts.append(got[1])
+        with self._lock:
+            self._run_parts = kept
+        head = plugin_pb2.RunList(logdir=snapshot.logdir).SerializeToString()
+        tail = plugin_pb2.RunList(scanned_at=snapshot.scanned_at).SerializeToString()
+        return head + b"".join(parts) + tail
+
+    def _run_prints(self, snapshot: Snapshot) -> Dict[str, int]:
+        """run -> a hash of its files as the scan lists them (every field of each TraceFile), computed once
+        per scan: a scan that found a run as it was leaves that run's part of the run list as it is."""
+        with self._lock:
+            got = self._prints
+        if got is None or got[0] != snapshot.generation:
+            got = (snapshot.generation, {run: hash(tuple((worker, tuple(spans.items())) for worker, spans in workers.items()))
+                                         for run, workers in snapshot.runs.items()})
+            with self._lock:
+                self._prints = got
+        return got[1]
 
     def _run_list(self, snapshot: Snapshot) -> plugin_pb2.RunList:
         out = plugin_pb2.RunList(logdir=snapshot.logdir, scanned_at=snapshot.scanned_at)
-        files = snapshot.files
-        # the states come in the order of snapshot.files, which is that of runs, workers, spans
-        order = iter(self._states(files))
-        states = {(run, worker, span): next(order) for run, workers in snapshot.runs.items()
-                  for worker, spans in workers.items() for span in spans}
         for run, workers in snapshot.runs.items():
-            entry = out.runs.add(run=run)
-            labels = self._labels(run)
-            numbers = self._rank_numbers(run, workers)
-            for worker in sorted(workers, key=lambda w: (numbers.get(w, 1 << 30), w)):
-                spans = workers[worker]
-                first = next(iter(spans.values()))
-                w = entry.workers.add(worker=worker, rank=numbers.get(worker, first.rank), hostname=first.hostname,
-                                      pid=first.pid, label=labels.get(worker) or self._prior_label(first, numbers.get(worker)))
-                for span, trace in spans.items():
-                    st = states[run, worker, span]
-                    w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
-                                error=st.error, cached=st.cached, loading_since_unix_s=st.loading_since)
+            self._run_entry(out.runs.add(run=run), run, workers)
         return out
+
+    def _run_entry(self, entry, run: str, workers: Mapping[str, Mapping[str, TraceFile]]) -> None:
+        """Fill the RunList's entry of ``run``: its workers in rank order, each span's file and state."""
+        files = [trace for spans in workers.values() for trace in spans.values()]
+        order = iter(self._states(files))
+        states = {(worker, span): next(order) for worker, spans in workers.items() for span in spans}
+        labels = self._labels(run)
+        numbers = self._rank_numbers(run, workers)
+        for worker in sorted(workers, key=lambda w: (numbers.get(w, 1 << 30), w)):
+            spans = workers[worker]
+            first = next(iter(spans.values()))
+            w = entry.workers.add(worker=worker, rank=numbers.get(worker, first.rank), hostname=first.hostname,
+                                  pid=first.pid, label=labels.get(worker) or self._prior_label(first, numbers.get(worker)))
+            for span, trace in spans.items():
+                st = states[worker, span]
+                w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
+                            error=st.error, cached=st.cached, loading_since_unix_s=st.loading_since)
 
     def _rank_numbers(self, run: str, workers: Mapping[str, Mapping[str, TraceFile]]) -> Dict[str, int]:
         """worker -> its rank number, as the cross-rank analysis numbers them (analysis/crossrank/load.py):
@@ -1017,26 +1079,41 @@ class Routes:
 
     @_handler
     def status(self, request: Request) -> Response:
+        """The logdir, the loader's counts and statistics, and every file's state (``files=0``: without the
+        list of files, whose size grows with the logdir's). Made again only when a scan, a state or a
+        statistic changed: the requests in between get the same bytes."""
         if _param(request, "format", required=False) not in ("", "json"):
             raise HttpError(400, "the status route answers JSON only")
+        listing = _param(request, "files", required=False).lower() not in ("0", "false", "no")
         snapshot = self._snapshot()
-        files = snapshot.files
-        states = self._states(files)
-        names = plugin_pb2.LoadState.Name
-        body = {
-            "logdir": snapshot.logdir,
-            "scanned_at": snapshot.scanned_at,
-            "scan_error": snapshot.error or self.error,
-            "workers": self.loader.max_workers if self.loader is not None else 0,
-            "stats": dict(self.loader.stats) if self.loader is not None else {},
-            "counts": dict(sorted(collections.Counter(names(s.state) for s in states).items())),
-            "files": [
+        loader = self.loader
+        stats = dict(loader.stats) if loader is not None else {}
+        key = (snapshot.generation, loader.version if loader is not None else 0, tuple(sorted(stats.items())),
+               self.error)
+
+        def build() -> bytes:
+            names = plugin_pb2.LoadState.Name
+            body = {
+                "logdir": snapshot.logdir,
+                "scanned_at": snapshot.scanned_at,
+                "scan_error": snapshot.error or self.error,
+                "workers": loader.max_workers if loader is not None else 0,
+                "stats": stats,
+            }
+            if not listing:  # the loader's tally (its files are the scan's, refused ones FAILED)
+                body["counts"] = dict(sorted(loader.counts().items())) if loader is not None else {}
+                return json.dumps(body).encode("utf-8")
+            files = snapshot.files
+            states = self._states(files)
+            body["counts"] = dict(sorted(collections.Counter(names(s.state) for s in states).items()))
+            body["files"] = [
                 {"run": f.run, "worker": f.worker, "span": f.span, "file_name": f.file_name, "file_size": f.size,
                  "state": names(s.state), "error": s.error, "cached": s.cached, "refused": f.refused}
                 for f, s in zip(files, states)
-            ],
-        }
-        return respond(request, json.dumps(body).encode("utf-8"), JSON)
+            ]
+            return json.dumps(body).encode("utf-8")
+
+        return self._send_latest(request, ("status", listing), key, JSON, build)
 
     @_handler
     def asset(self, request: Request) -> Response:
