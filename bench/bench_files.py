@@ -117,7 +117,11 @@ def measure(root: Path, n: int, requests: int) -> dict:
     from tb_paddle_profile.store.cache import SummaryCache
 
     out = {"files": n}
-    outcome = one_outcome(Path(tempfile.mkdtemp(prefix="tbpp_one_")))
+    one = Path(tempfile.mkdtemp(prefix="tbpp_one_"))
+    try:
+        outcome = one_outcome(one)
+    finally:
+        shutil.rmtree(one, ignore_errors=True)
     gc.collect()
     out["rss_start_mb"] = rss_mb()
 
