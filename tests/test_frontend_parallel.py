@@ -446,7 +446,7 @@ def test_a_rewritten_rank_refreshes_the_analysis(browser, tmp_path):
     new analysis (the slow rank moves from 1 to 0), not the one it had cached for the old files."""
     def generate(slow: int, out: Path) -> list:
         subprocess.run(
-            [sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "1", "--pp", "1", "--steps", "3",
+            [sys.executable, "-m", "tbp_synth", "--dp", "4", "--mp", "1", "--pp", "1", "--steps", "3",
              "--layers", "2", "--micro-batches", "2", "--slow-rank", str(slow), "--slow-factor", "1.6",
              "--out", str(out)],
             check=True, capture_output=True, text=True, cwd=str(REPO))
@@ -455,7 +455,9 @@ def test_a_rewritten_rank_refreshes_the_analysis(browser, tmp_path):
     logdir = tmp_path / "logdir"
     old = generate(1, logdir / "rw")
     new = generate(0, tmp_path / "next")
-    assert [p.name[:5] for p in old] == [p.name[:5] for p in new] == ["rank0", "rank1"]
+    # DP4: a DP2 job's two role peers give no noise estimate apart from the straggler's own deviation
+    # (test_crossrank_verdict_cost.test_a_dp2_straggler_is_named, an xfail)
+    assert [p.name[:5] for p in old] == [p.name[:5] for p in new] == ["rank0", "rank1", "rank2", "rank3"]
     log = PageLog()
     with tensorboard(logdir, tmp_path, extra_env={"TB_PADDLE_PROFILE_RESCAN_S": "1"}) as server:
         wait_all_loaded(server)

@@ -88,7 +88,7 @@ function startResize(e: PointerEvent, key: string, width: number, onResize: (key
 }
 
 export const ROW_HEIGHT = 24;
-const OVERSCAN = 12;
+const OVERSCAN = 6; // rows drawn beyond each edge of the viewport (144 px): smooth scrolling, a bounded DOM
 
 export function VirtualTable<R>(props: Props<R>) {
   const { rows, columns, maxHeight, sort } = props;

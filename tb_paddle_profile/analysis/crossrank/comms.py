@@ -88,8 +88,8 @@ SHAPE_SHARE = 0.75
 # end_noise: a member "exact" when its median distance to its block's first member is within this; a
 # run with at least this many (and this share) of exact members has no end noise to measure.
 EXACT_END_NS = 50
-EXACT_MIN_MEMBERS = 4
-EXACT_MIN_SHARE = 0.01
+EXACT_MIN_MEMBERS = 8
+EXACT_MIN_SHARE = 0.005
 
 
 def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Sequence[np.ndarray]) -> float:

@@ -354,9 +354,15 @@ function ParallelBody({ rp, unit, current, labels, open }: { rp: RunParallel; un
       </div>
       <MemoryCard c={c} />
       <TableCard c={c} table={t("clocks")} testId="par-clocks" subtitle={`${unit} · also subtracted from each host's times on the Timeline`} nameWidth={140} />
-      {others.map((x) => (
-        <TableCard c={c} table={x} testId={`par-${x.key}`} subtitle={x.columns.some((k) => k.format?.kind === CellKind.CELL_DURATION) ? unit : undefined} nameWidth={90} />
-      ))}
+      {others.length ? (
+        // the view's other tables (communication per communicator and rank, FLOPs, sequences, …): folded
+        // at scale, where each adds a table of every rank to the page
+        <Fold title={others.map((x) => x.title).join(" · ")} subtitle={`${others.length} table${others.length > 1 ? "s" : ""}`} open={rp.ranks.length <= FOLD_RANKS} testId="par-more-fold">
+          {others.map((x) => (
+            <TableCard c={c} table={x} testId={`par-${x.key}`} subtitle={x.columns.some((k) => k.format?.kind === CellKind.CELL_DURATION) ? unit : undefined} nameWidth={90} />
+          ))}
+        </Fold>
+      ) : null}
       <MatchingCard c={c} />
     </>
   );
