@@ -16,12 +16,6 @@ REPO = Path(__file__).resolve().parents[1]
 RUN = "scale"
 DP, MP, PP = 128, 2, 4
 SLOW_RANK = 517
-# Known wrong on this run (measured; since the cross-rank matching by collective order): with one
-# micro-batch and two steps, 95 % of the instances are matched (DP all-reduces of 128 members in
-# fragments), no DP x PP x MP factorization explains 90 % of them, so no coordinates, no role peers and
-# no straggler. The tests that need the right answer are strict xfails with this reason.
-KNOWN_WRONG = ("DP128 x PP4 x MP2 with 1 micro-batch: 95 % of instances matched, the topology not found "
-               "(87.7 % explained by DP128 x PP4 x MP2, 90 % needed), so no straggler named")
 
 
 @dataclass

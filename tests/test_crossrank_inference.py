@@ -38,6 +38,10 @@ CASES = {
     "dp4pp4mp4-gpu10-stage1": None,           # 64 ranks on 8 hosts, shared-stream 1F1B send/recv
     "per-peer-dp2pp4mp2": SynthConfig.realistic(dp=2, pp=4, mp=2, steps=4, layers=4, micro_batches=4,
                                                p2p_streams="per_peer"),
+    # one micro-batch, two steps, rank-named: the cross-replica collectives run once a step (no shape),
+    # 64 lock-step pipelines' clip all-reduces and first sends end within a microsecond of each other
+    "dp64pp2-mb1-rank-named": SynthConfig(dp=64, pp=2, mp=1, steps=2, layers=4, micro_batches=1, slow_rank=77,
+                                          slow_factor=1.5),
     "per-direction-dp2pp4mp2": SynthConfig.realistic(dp=2, pp=4, mp=2, steps=4, layers=4, micro_batches=4,
                                                     p2p_streams="per_direction", seed=3),
 }

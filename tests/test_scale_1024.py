@@ -41,7 +41,6 @@ def analysis(scale_run) -> plugin_pb2.RunParallel:
     return json_format.Parse(out.stdout, plugin_pb2.RunParallel(), ignore_unknown_fields=True)
 
 
-@pytest.mark.xfail(strict=True, reason=sr.KNOWN_WRONG)
 def test_the_verdict_names_exactly_the_planted_rank_with_its_cost(scale_run, analysis):
     truth = load_truth(scale_run.run_dir)
     (planted,) = truth.planted
@@ -61,7 +60,6 @@ def test_the_verdict_names_exactly_the_planted_rank_with_its_cost(scale_run, ana
     assert [list(f.ranks) for f in anomalies] == [[sr.SLOW_RANK]]
 
 
-@pytest.mark.xfail(strict=True, reason=sr.KNOWN_WRONG)
 def test_topology_pipelines_and_matching_are_the_generators(scale_run, analysis):
     truth = load_truth(scale_run.run_dir)
     t = analysis.topology

@@ -38,7 +38,8 @@ logger = logging.getLogger(__name__)
 
 # Bump when the analysis changes what it puts into a RunParallel (part of the analysis key).
 # 2: the matched instances are stored apart (MATCHED_SUFFIX), not in the RunParallel.
-ANALYSIS_SCHEMA = 4
+# 5: runs without end noise matched at EXACT_TOL_NS; rank-named clocks refined from the matched groups.
+ANALYSIS_SCHEMA = 5
 MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
 ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
 

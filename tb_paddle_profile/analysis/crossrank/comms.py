@@ -78,6 +78,8 @@ def shape_blocks(E: np.ndarray, tol: float, centred: bool = True) -> np.ndarray:
     Rs = np.take_along_axis(R, order, 0)
     cid = np.vstack([np.zeros((1, R.shape[1]), dtype=np.int64), np.cumsum(np.diff(Rs, axis=0) > tol, axis=0)])
     block, _ = joined_blocks(_leaders(order, cid), SHAPE_SHARE)
+    if not centred:   # exact increments: members agree to the nanosecond, a chained block is split
+        block = _consistent_blocks(R, block, tol)
     _, first, inv = np.unique(block, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)
@@ -85,6 +87,46 @@ def shape_blocks(E: np.ndarray, tol: float, centred: bool = True) -> np.ndarray:
 
 
 SHAPE_SHARE = 0.75
+SHAPE_REFERENCES = 32
+
+
+def _consistent_blocks(R: np.ndarray, block: np.ndarray, tol: float) -> np.ndarray:
+    """Single linkage chains: among a thousand channels, lock-step replicas' shapes fill the gaps between
+    two communicators and one block holds both. In a run without end noise every member of a
+    communicator agrees with every other (within tol at SHAPE_SHARE of the positions; under noise a
+    few positions' outliers would split true members, so it is used on exact increments only), so a block whose shapes spread wider at some
+    position is split: the member that agrees with the most others (of up to SHAPE_REFERENCES tried)
+    keeps those that agree with it, and the rest is split the same way; a member that agrees with no other
+    stays in the block (a lone outlier is no communicator of its own: the instances' verification and
+    the residue judge it)."""
+    C, P = R.shape
+    order = np.argsort(block, kind="stable")
+    bs = block[order]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(bs)) + 1])
+    sizes = np.diff(np.concatenate([starts, [C]]))
+    Rs = R[order]
+    spread = np.maximum.reduceat(Rs, starts, axis=0) - np.minimum.reduceat(Rs, starts, axis=0)
+    bad = np.flatnonzero((sizes > 1) & (spread > tol).any(axis=1))
+    if not bad.size:
+        return block
+    out = block.astype(np.int64).copy()
+    nxt = int(out.max()) + 1
+    for b in bad.tolist():
+        rest = order[starts[b]:starts[b] + sizes[b]]
+        first = True
+        while rest.size > 1:
+            refs = rest if rest.size <= SHAPE_REFERENCES else \
+                rest[np.linspace(0, rest.size - 1, SHAPE_REFERENCES).astype(np.int64)]
+            agree = (np.abs(R[rest][None, :, :] - R[refs][:, None, :]) <= tol).mean(axis=2) >= SHAPE_SHARE
+            best = int(np.argmax(agree.sum(axis=1)))
+            keep = agree[best]
+            if not first and keep.sum() > 1:
+                out[rest[keep]] = nxt
+                nxt += 1
+            first = False
+            rest = rest[~keep]
+    return out
+
 # end_noise: a member "exact" when its median distance to its block's first member is within this; a
 # run with at least this many (and this share) of exact members has no end noise to measure.
 EXACT_END_NS = 50
@@ -220,7 +262,7 @@ def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: _Shaped, tol: flo
 
 
 def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarray, n: int,
-                   sigma: float) -> np.ndarray:
+                   sigma: float) -> Tuple[np.ndarray, np.ndarray]:
     """Which links (rank pairs la[i] < lb[i]) carry send/recv, from their co-ending candidates (dt: each
     candidate's end difference, inv: its link). A link's weight sums exp(-dt^2 / 2 s^2) over its
     candidates, s the end difference's noise (sqrt 2 x sigma, at least MATCH_TOL_NS / 2): every transfer
@@ -228,7 +270,9 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
     parallel partners') co-end often but further apart. Links are taken heaviest first while both ranks
     have fewer than two (a pipeline stage sends to and receives from its two neighbours; the
     interleaved schedule's ring too), and only when at least P2P_PARTNER_SHARE as heavy as the
-    heaviest link of either rank."""
+    heaviest link of either rank. Returns (kept, weak): weak links are below P2P_STRONG_SHARE of the
+    heaviest link of either rank (a coincidence of lock-step replicas co-ends to the nanosecond now and
+    then; its link is light), and lose every tie of the pairing below to a strong one."""
     s = max(np.sqrt(2.0) * sigma, T.MATCH_TOL_NS / 2.0)
     w = np.bincount(inv, weights=np.exp(-np.square(dt.astype(np.float64)) / (2.0 * s * s)), minlength=la.size)
     best = np.zeros(n)
@@ -243,10 +287,12 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
             keep[i] = True
             deg[x] += 1
             deg[y] += 1
-    return keep
+    weak = w < P2P_STRONG_SHARE * np.maximum(best[la], best[lb])
+    return keep, weak
 
 
 P2P_MAX_LINKS = 2
+P2P_STRONG_SHARE = 0.5
 
 
 def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: float = 0.0):
@@ -283,10 +329,10 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: floa
     uk, inv = np.unique(key, return_inverse=True)
     inv = inv.ravel()
     la, lb = uk // n, uk % n
-    keep_link = pipeline_links(la, lb, e[J] - e[I], inv, n, sigma)
+    keep_link, weak_link = pipeline_links(la, lb, e[J] - e[I], inv, n, sigma)
     keep = keep_link[inv]
     I, J = I[keep], J[keep]
-    weak = np.zeros(I.size, dtype=np.int64)
+    weak = weak_link[inv][keep].astype(np.int64)
     dt = (e[J] - e[I]).astype(np.float64)
     used = np.zeros(e.size, dtype=bool)
     acc_i, acc_j = [], []
@@ -361,8 +407,14 @@ def match_run(ranks: List[RankData], notes: List[str]):
     # tolerances: shapes, an instance's spread, a send and its receive (at no noise: MATCH_TOL_NS)
     wide = [shape_blocks(E, T.SHAPE_WIDE_TOL_NS) for _, E in cands]
     sigma = end_noise([lu for lu, _ in cands], [E for _, E in cands], wide)
-    shape_tol = min(T.SHAPE_WIDE_TOL_NS, max(T.MATCH_TOL_NS, T.SHAPE_NOISE_FACTOR * sigma))
+    # a run whose members end together to the nanosecond (sigma within EXACT_END_NS) has shapes and
+    # short line-ups' cuts at EXACT_TOL_NS: lock-step replicas a microsecond apart are told apart
+    exact = sigma <= EXACT_END_NS
+    noisy = T.SHAPE_NOISE_FACTOR * sigma > T.MATCH_TOL_NS
+    shape_tol = min(T.SHAPE_WIDE_TOL_NS, max(T.EXACT_TOL_NS if exact else T.MATCH_TOL_NS,
+                                             T.SHAPE_NOISE_FACTOR * sigma))
     tol = max(T.MATCH_TOL_NS, T.P2P_NOISE_FACTOR * sigma)
+    cut_tol = T.EXACT_TOL_NS if exact else tol
     verify = max(T.MATCH_VERIFY_NS, T.VERIFY_NOISE_FACTOR * sigma)
     if tol > T.MATCH_TOL_NS:
         notes.append(f"The members of one collective end {{ns:{int(round(sigma))}}} apart (end noise, sigma, "
@@ -370,7 +422,6 @@ def match_run(ranks: List[RankData], notes: List[str]):
                      f"send/recv within {{ns:{int(round(tol))}}}.")
     shaped: List[_Shaped] = []
     for (lu, E), bw in zip(cands, wide):
-        noisy = shape_tol > T.MATCH_TOL_NS
         block = bw if shape_tol >= T.SHAPE_WIDE_TOL_NS else shape_blocks(E, shape_tol, centred=noisy)
         # two channels of one rank in one block are no communicator: cut by time instead
         key = block * (len(ranks) + 1) + lu.rows
@@ -391,7 +442,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
     else:
         node_of = np.arange(n, dtype=np.int64)
     n_nodes = int(node_of.max()) + 1 if n else 0
-    edges = _clock_edges(ranks, shaped, node_of, shape_tol > T.MATCH_TOL_NS)
+    edges = _clock_edges(ranks, shaped, node_of, noisy)
     coarse = False
     if hosts_known and n_nodes > 1:
         # host pairs no communicator's shape links (line-ups too short for a shape): the most constant
@@ -401,6 +452,9 @@ def match_run(ranks: List[RankData], notes: List[str]):
                 edges[k] = (est, 1e-6 * pos / (sp + T.CLOCK_BIN_NS), sp, pos)
                 coarse = True
     off, spread, samples, reached = join(n_nodes, edges)
+    if not hosts_known and n > 1 and not all(reached):
+        off, spread, samples, reached = _refine_rank_clocks(ranks, shaped, short, (off, spread, samples, reached),
+                                                            (tol, verify, sigma, cut_tol))
     clock_rows = []
     if not hosts_known:
         host = _group_hosts(off, reached)
@@ -417,6 +471,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
         for r in ranks:
             r.host = int(host[r.index])
             r.offset_ns = h_off[r.host] - ref
+        pool.host[:] = host
         for h in range(n_h):
             idx = np.flatnonzero(host == h).tolist()
             clock_rows.append(("", h_off[h] - ref, h_spread[h], h_samples[h], idx, h == int(host[0])))
@@ -442,7 +497,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
         notes.append(f"No collective links host(s) {', '.join(what[:8])}{', …' if len(what) > 8 else ''} to the "
                      "others: their clocks are not corrected.")
 
-    flat = _instances(ranks, shaped, short, tol, verify, sigma)
+    flat = _instances(ranks, shaped, short, tol, verify, sigma, cut_tol)
     if coarse:
         corr, _, _, reached_f, _ = clocks.fine_offsets(ranks, flat, n_nodes)
         for r in ranks:
@@ -451,20 +506,45 @@ def match_run(ranks: List[RankData], notes: List[str]):
         for i, row in enumerate(clock_rows):
             if reached_f[i]:
                 clock_rows[i] = (row[0], row[1] + int(corr[i])) + row[2:]
-        flat = _instances(ranks, shaped, short, tol, verify, sigma)
+        flat = _instances(ranks, shaped, short, tol, verify, sigma, cut_tol)
     return flat, clock_rows, tol
 
 
+def _refine_rank_clocks(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lineup], clocks_, tols):
+    """Rank-named files whose communicators' shapes leave ranks unlinked (collectives once a step,
+    too few positions for a shape, are cut by time): match once at the offsets known so far (the
+    unreached ranks' clocks as they are), then take every rank's offset from the matched groups that
+    span it (clocks.fine_offsets, one clock per rank), as the host-named path does after its coarse
+    estimate. Returns (offsets, spread, samples, reached) per rank."""
+    off, spread, samples, reached = clocks_
+    pool = pool_of(ranks)
+    for r in ranks:
+        r.host = r.index
+        r.offset_ns = int(off[r.index]) if reached[r.index] else 0
+    pool.host[:] = np.arange(len(ranks))
+    flat = _instances(ranks, shaped, short, *tols)
+    corr, sp_f, smp_f, reached_f, _ = clocks.fine_offsets(ranks, flat, len(ranks))
+    if not any(reached_f[1:]):
+        return clocks_
+    new_off = [int(r.offset_ns + corr[r.index]) if reached_f[r.index] else int(off[r.index]) for r in ranks]
+    new_spread = [int(sp_f[i]) if reached_f[i] else int(spread[i]) for i in range(len(ranks))]
+    new_samples = [int(smp_f[i]) if reached_f[i] else int(samples[i]) for i in range(len(ranks))]
+    return new_off, new_spread, new_samples, [bool(a or b) for a, b in zip(reached, reached_f)]
+
+
 def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lineup], tol: float,
-               verify: float, sigma: float) -> Flat:
+               verify: float, sigma: float, cut_tol: float) -> Flat:
     col = Collector()
+    pool = pool_of(ranks)
     for s in shaped:
         if s.by_time:
             _fallback(ranks, col, s.lu, tol)
         else:
             _emit_shaped(ranks, col, s, verify)
     for lu in short:
-        _fallback(ranks, col, lu, tol)
+        # device line-ups of an exact run are cut at its exact tolerance; host instances (gloo) at tol
+        host_side = pool.stream[pool.base[lu.rows[0]] + lu.inst[0, 0]] < 0
+        _fallback(ranks, col, lu, tol if host_side else cut_tol)
     match_p2p(ranks, col, tol, sigma)
     g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
     p = pool_of(ranks)

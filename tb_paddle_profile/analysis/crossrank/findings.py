@@ -223,9 +223,11 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
         parts.append("No rank has a known role peer (the topology gives no roles): nobody is compared.")
     if blind:
         parts.append("Uncertain: the traces record no collective, so the ranks' roles are unknown.")
-    elif v.uncertain:
+    elif v.uncertain and v.min_rank_coverage < T.MIN_COVERAGE:
         parts.append(f"Uncertain: {v.coverage:.0%} of the instances matched, the least covered rank "
                      f"{v.min_rank_coverage:.0%} (threshold {T.MIN_COVERAGE:.0%}).")
+    elif v.uncertain and costs.error:
+        parts.append("Uncertain: " + costs.error)
     v.summary = " ".join(parts)
     for note in costs.notes:
         if note not in out.notes:

@@ -73,6 +73,9 @@ CLOCK_HOST_GAP_NS = 2_000
 # and its receive within P2P_NOISE_FACTOR x sigma (never below MATCH_TOL_NS / MATCH_VERIFY_NS, never
 # above SHAPE_WIDE_TOL_NS for shapes).
 SHAPE_WIDE_TOL_NS = 16_000
+# A run whose collectives' members end together to the nanosecond (end noise within comms.EXACT_END_NS):
+# its shapes agree, and its short line-ups are cut, within this (timestamp rounding, not noise).
+EXACT_TOL_NS = 200
 SHAPE_NOISE_FACTOR = 4.0
 VERIFY_NOISE_FACTOR = 8.0
 P2P_NOISE_FACTOR = 6.0
