@@ -103,25 +103,67 @@ def _scale(peer: float, median_step: float) -> float:
 
 
 def _noise(figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]], peered: Sequence[bool],
-           median_step: float) -> Dict[str, float]:
+           median_step: float, ranks: Sequence[RankData] = (), role_of: Sequence = ()) -> Dict[str, float]:
     """Per figure, the timing noise as a share of the scale: the standard deviation estimated from the
     median absolute deviation of every peered rank from its role peers' median (pooled over the roles,
-    so that a role of two ranks or one straggler does not set it)."""
+    so that a role of two ranks or one straggler does not set it). With fewer than NOISE_MIN_ROLES
+    roles of two or more ranks the pool is the straggler's own deviation (DP2: both ranks deviate by
+    it): then the noise of a rank's mean over its steps, from its steps' variation (_step_noise)."""
     idx = [i for i, p in enumerate(peered) if p]
     out: Dict[str, float] = {}
+    roles = {}
+    for i in idx:
+        if role_of:
+            roles[role_of[i]] = roles.get(role_of[i], 0) + 1
+    few = bool(role_of) and sum(1 for k in roles.values() if k > 1) < NOISE_MIN_ROLES
+    step = _step_noise(ranks, idx, peer_vals, median_step) if few and ranks else None
     for f in verdict.FIGURES:
         if not idx:
             out[f] = 0.0
+            continue
+        if step is not None and step.get(f) is not None:
+            out[f] = step[f]
             continue
         rel = np.array([abs(figs[i][f] - peer_vals[i][f]) / _scale(peer_vals[i][f], median_step) for i in idx])
         out[f] = 1.4826 * float(np.median(rel))
     return out
 
 
+NOISE_MIN_ROLES = 3
+
+
+def _step_noise(ranks: Sequence[RankData], idx: List[int], peer_vals: List[Dict[str, int]],
+                median_step: float) -> Dict[str, float]:
+    """Per figure, the standard deviation of the difference between two ranks' means over their steps,
+    as a share of the scale: each rank's step-to-step deviation (1.4826 x the median absolute deviation
+    about its own median) over the square root of its steps, x sqrt 2, the median over the ranks;
+    None for a figure no rank has three steps of."""
+    from .steps import _Steps
+
+    st = _Steps(ranks)
+    vals = verdict.step_values(st)
+    out: Dict[str, float] = {}
+    for f in verdict.FIGURES:
+        per = []
+        for i in idx:
+            v = vals[f][st.ptr[i]:st.ptr[i + 1]]
+            if f == "first_device":
+                v = v[v >= 0]
+            if v.size < 3:
+                continue
+            sd = 1.4826 * float(np.median(np.abs(v - np.median(v)))) * np.sqrt(2.0 / v.size)
+            per.append(sd / _scale(peer_vals[i][f], median_step))
+        out[f] = float(np.median(per)) if per else None
+    return out
+
+
 def candidates(ranks: Sequence[RankData], topo: Topology, figs: List[Dict[str, int]],
                peer_vals: List[Dict[str, int]], median_step: float, peered: Sequence[bool]) -> List[Candidate]:
     floor = max(CANDIDATE_MIN_NS, CANDIDATE_MIN_FRACTION * median_step)
-    noise = _noise(figs, peer_vals, peered, median_step)
+    # roles known (a grid from the collectives): too few of them pool no noise; unknown (no collective
+    # in the traces, every rank compared with all others): the pool over all ranks
+    known = topo.complete and len(topo.coord_dp) == len(ranks) and all(x >= 0 for x in topo.coord_dp)
+    noise = _noise(figs, peer_vals, peered, median_step, ranks, verdict.roles(ranks, topo) if known else ())
     out = []
     for i in range(len(ranks)):
         if not peered[i]:

@@ -57,6 +57,14 @@ def figures(st) -> List[Dict[str, int]]:
     return [dict(zip(FIGURES, row)) for row in np.stack([cols[x] for x in FIGURES], axis=1).tolist()]
 
 
+def step_values(st) -> Dict[str, np.ndarray]:
+    """Per figure, its value in every step row of ``st`` (as :func:`figures` averages them; the first
+    work -1 where the step has no device event)."""
+    return {"compute": st.col("compute_ns"), "dataloader": st.col("dataloader_ns"),
+            "launch": np.maximum(0, st.col("runtime_ns") - st.col("sync_ns")), "memcpy": st.col("memory_ns"),
+            "first_device": np.where(st.first_device >= 0, st.first_device, -1)}
+
+
 def roles(ranks: Sequence[RankData], topo: Topology) -> List[Tuple[int, int]]:
     return [(topo.coord_pp[i] if topo.coord_pp else 0, topo.coord_mp[i] if topo.coord_mp else 0)
             for i in range(len(ranks))]
