@@ -60,6 +60,28 @@ def test_the_wire_reader_gives_what_protobuf_parses():
     assert load._packed([extra]) is None
 
 
+def test_the_program_columns_read_from_the_wire_are_what_protobuf_parses(run8):
+    """The replay graph's ParallelProgram columns (fields 1-22, two-byte tags from 16 on, zigzag and
+    plain int64 with negative values) through load.packed_columns, against the protobuf API, on the
+    generator's programs and on hand-made ones."""
+    from tb_paddle_profile.analysis.crossrank.critical_path import PROGRAM_FIELDS
+
+    progs = [d.parallel.program for d in run8]
+    odd = pb.ParallelProgram(kind=[1, 4], step=[-1, 2**40], stream=[-2, 7], start_ns=[-(2**63), 2**62],
+                             duration_ns=[0, 1], collective=[-1, 3], name=[0, 2**31], wait_pred=[-5, 0],
+                             wait_lag_ns=[-1, 9])
+    msgs = progs + [pb.ParallelProgram(), odd]
+    got = load.packed_columns(msgs, PROGRAM_FIELDS)
+    assert sum(len(m.kind) for m in progs) > 1000
+    for _, (name, _) in PROGRAM_FIELDS.items():
+        values, counts = got[name]
+        expected = [list(getattr(m, name)) for m in msgs]
+        assert counts.tolist() == [len(e) for e in expected], name
+        assert values.tolist() == [x for e in expected for x in e], name
+    extra = pb.ParallelProgram.FromString(odd.SerializeToString() + b"\xa2\x06\x01\x07")   # field 100
+    assert load.packed_columns([extra], PROGRAM_FIELDS) is None
+
+
 def test_loaded_columns_are_the_same_through_either_reader(run8, monkeypatch):
     digests = [pb.RankDigest.FromString(d.SerializeToString()) for d in run8]
     del digests[3].parallel.collectives.op[:]          # a rank whose digest lacks a column: zeros

@@ -34,7 +34,7 @@ from .. import program as P
 from ..collectives import KIND_LABELS
 from . import topology
 from .steps import _match_with_clocks
-from .load import as_digests, load_ranks
+from .load import as_digests, load_ranks, packed_columns
 from .match import SEND_RECV, split_pipeline_unions
 from .model import RankData, Topology
 from .waits import Waits, communicators
@@ -68,6 +68,19 @@ def prepare(inputs: Sequence) -> Prepared:
     return Prepared(ranks, flat, w, topo, np.asarray(g_axis), notes)
 
 
+def _program_fields() -> Dict[int, Tuple[str, bool]]:
+    """ParallelProgram's fields (all packed varints) for load.packed_columns, from its descriptor."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    from ...v1 import summary_pb2 as spb
+
+    return {f.number: (f.name, f.type in (F.TYPE_SINT64, F.TYPE_SINT32))
+            for f in spb.ParallelProgram.DESCRIPTOR.fields}
+
+
+PROGRAM_FIELDS = _program_fields()
+
+
 class Graph:
     """Every rank's program as global columns (node i of rank r at rank_ptr[r] + i)."""
 
@@ -83,9 +96,13 @@ class Graph:
         self.base_unix_ns = base
         self.shift = np.array([r.origin_unix_ns - base - r.offset_ns for r in ranks], dtype=np.int64)
 
+        fast = packed_columns(progs, PROGRAM_FIELDS) if N else None
+
         def col(name, dtype=np.int64, default=0):
             if not N:
                 return np.zeros(0, dtype)
+            if fast is not None and name in fast and np.array_equal(fast[name][1], counts):
+                return fast[name][0].astype(dtype, copy=False)
             parts = [getattr(p, name) for p in progs]
             if any(len(a) != c for a, c in zip(parts, counts.tolist())):   # a digest without the column
                 parts = [a if len(a) == c else [default] * c for a, c in zip(parts, counts.tolist())]

@@ -12,7 +12,7 @@ modules gather per-member values of all ranks with one index (``Pool.at``) inste
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -106,55 +106,60 @@ _FIELDS = {1: ("kind", False), 2: ("name", False), 3: ("op", False), 4: ("step",
 
 
 def _packed(msgs: Sequence[pb.CollectiveInstances]):
+    """CollectiveInstances' columns (:func:`packed_columns` with _FIELDS)."""
+    return packed_columns(msgs, _FIELDS)
+
+
+def packed_columns(msgs: Sequence, fields: Dict[int, Tuple[str, bool]]):
     """{field name: (the values of every message end to end, int64; count per message)} read from
     the messages' wire bytes with numpy (converting protobuf's repeated fields value by value costs
-    ~0.1 µs each, most of loading at thousands of ranks); None when the bytes hold anything else than
-    the packed varint fields above (then the fields are read through the protobuf API)."""
+    ~0.1 µs each, most of loading at thousands of ranks). ``fields``: field number -> (name,
+    zigzag-encoded), every one a packed varint field; None when the bytes hold anything else (then
+    the caller reads the fields through the protobuf API)."""
     bufs = [m.SerializeToString() for m in msgs]
     lens = np.fromiter((len(b) for b in bufs), dtype=np.int64, count=len(bufs))
     msg_end = np.cumsum(lens)
     pos = msg_end - lens
-    data = np.frombuffer(b"".join(bufs) + bytes(8), dtype=np.uint8)   # padded: length varints read ahead
-    seg_start = np.zeros((len(_FIELDS) + 1, len(bufs)), dtype=np.int64)
-    seg_end = np.zeros((len(_FIELDS) + 1, len(bufs)), dtype=np.int64)
+    data = np.frombuffer(b"".join(bufs) + bytes(16), dtype=np.uint8)   # padded: varints read ahead
+    nf = max(fields)
+    known = np.zeros(nf + 1, dtype=bool)
+    known[list(fields)] = True
+    seg_start = np.zeros((nf + 1, len(bufs)), dtype=np.int64)
+    seg_end = np.zeros((nf + 1, len(bufs)), dtype=np.int64)
     # the messages' top-level fields, one field of every message at a time (at most one per number)
-    for _ in range(len(_FIELDS) + 1):
+    for _ in range(len(fields) + 1):
         live = np.nonzero(pos < msg_end)[0]
         if not live.size:
             break
         p = pos[live]
-        tag = data[p].astype(np.int64)
-        field = tag >> 3
-        if ((tag & 7) != 2).any() or (tag >= 0x80).any() or (field < 1).any() or (field > len(_FIELDS)).any():
+        tag, tw = _length_varints(data, p)
+        if tw is None:
             return None
-        n, width = _length_varints(data, p + 1)
+        field = tag >> 3
+        if ((tag & 7) != 2).any() or (field < 1).any() or (field > nf).any() or not known[field].all():
+            return None
+        n, width = _length_varints(data, p + tw)
         if width is None or (seg_end[field, live] > 0).any():
             return None
-        a = p + 1 + width
+        a = p + tw + width
         seg_start[field, live] = a
         seg_end[field, live] = a + n
         pos[live] = a + n
     if (pos != msg_end).any():
         return None
-    data = data[:-8]
+    data = data[:-16]
     # every field is a packed varint one: the whole buffer is a sequence of varints (tags, lengths,
-    # values); decode them all at once, then give each value its field and sort by field (stable:
-    # message order stays)
+    # values); decode them all at once, then gather each field's values message by message
     value, start = _varints(data)
     if value is None:
         return None
-    fields = np.arange(1, len(_FIELDS) + 1)
     lo = np.searchsorted(start, seg_start[1:])            # per field and message: its values [lo, hi)
     hi = np.searchsorted(start, seg_end[1:])
-    mark = np.zeros(start.size + 1, dtype=np.int64)
-    np.add.at(mark, lo.ravel(), np.repeat(fields, lo.shape[1]))
-    np.add.at(mark, hi.ravel(), -np.repeat(fields, lo.shape[1]))
-    label = np.cumsum(mark[:-1]).astype(np.int8)
-    order = np.argsort(label, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(label, minlength=len(_FIELDS) + 1))])
     out = {}
-    for f, (name, zigzag) in _FIELDS.items():
-        v = value[order[bounds[f]:bounds[f + 1]]]
+    for f, (name, zigzag) in fields.items():
+        size = hi[f - 1] - lo[f - 1]
+        shift = lo[f - 1] - (np.cumsum(size) - size)
+        v = value[np.arange(int(size.sum()), dtype=np.int64) + np.repeat(shift, size)]
         if zigzag:
             v = (v >> np.uint64(1)) ^ (np.uint64(0) - (v & np.uint64(1)))
         out[name] = (v.view(np.int64), hi[f - 1] - lo[f - 1])
