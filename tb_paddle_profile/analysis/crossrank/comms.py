@@ -452,7 +452,9 @@ def match_run(ranks: List[RankData], notes: List[str]):
                 edges[k] = (est, 1e-6 * pos / (sp + T.CLOCK_BIN_NS), sp, pos)
                 coarse = True
     off, spread, samples, reached = join(n_nodes, edges)
-    if not hosts_known and n > 1 and not all(reached):
+    # (two ranks: a line-up of two channels is one group at every position, whatever its times, so
+    # matched groups tell nothing of the clocks)
+    if not hosts_known and n > 2 and not all(reached):
         off, spread, samples, reached = _refine_rank_clocks(ranks, shaped, short, (off, spread, samples, reached),
                                                             (tol, verify, sigma, cut_tol))
     clock_rows = []
