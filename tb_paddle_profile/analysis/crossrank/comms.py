@@ -374,6 +374,11 @@ P2P_MAX_WINDOW = 256
 P2P_ROUNDS = 16
 
 
+def _host_side(pool, lu: Lineup) -> bool:
+    """A line-up of host instances (gloo's blocking calls, Communication events: no device stream)."""
+    return bool(pool.stream[pool.base[lu.rows[0]] + lu.inst[0, 0]] < 0)
+
+
 def _fallback(ranks, col: Collector, lu: Lineup, tol: float):
     """A line-up too short for a shape: cut by corrected end time (match.py's way), at least tol apart."""
     E = _gather(ranks, lu.rows, lu.inst, "cend")
@@ -398,8 +403,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
         P = lu.inst.shape[1]
         # host instances (gloo, Communication events) block the calling thread: their ends tell when
         # each process got its result back, not one moment, so they are cut by time (match.py's way)
-        host_side = pool.stream[pool.base[lu.rows[0]] + lu.inst[0, 0]] < 0
-        if P < SHAPE_MIN_POSITIONS or host_side:
+        if P < SHAPE_MIN_POSITIONS or _host_side(pool, lu):
             short.append(lu)
             continue
         cands.append((lu, _gather(ranks, lu.rows, lu.inst, "end")))
@@ -545,8 +549,7 @@ def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lin
             _emit_shaped(ranks, col, s, verify)
     for lu in short:
         # device line-ups of an exact run are cut at its exact tolerance; host instances (gloo) at tol
-        host_side = pool.stream[pool.base[lu.rows[0]] + lu.inst[0, 0]] < 0
-        _fallback(ranks, col, lu, tol if host_side else cut_tol)
+        _fallback(ranks, col, lu, tol if _host_side(pool, lu) else cut_tol)
     match_p2p(ranks, col, tol, sigma)
     g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
     p = pool_of(ranks)

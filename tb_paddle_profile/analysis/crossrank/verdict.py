@@ -47,13 +47,11 @@ def figures(st) -> List[Dict[str, int]]:
     def mean(values):
         return round_div(segment_sums(values, st.ptr, n), steps)
 
-    fd_ok = st.first_device >= 0
-    cols = {"compute": mean(st.col("compute_ns")),
-            "dataloader": mean(st.col("dataloader_ns")),
-            "launch": mean(np.maximum(0, st.col("runtime_ns") - st.col("sync_ns"))),
-            "memcpy": mean(st.col("memory_ns")),
-            "first_device": round_div(segment_sums(np.where(fd_ok, st.first_device, 0), st.ptr, n),
-                                      np.maximum(1, segment_sums(fd_ok.astype(np.int64), st.ptr, n)))}
+    vals = step_values(st)
+    fd_ok = vals["first_device"] >= 0
+    cols = {f: mean(vals[f]) for f in FIGURES if f != "first_device"}
+    cols["first_device"] = round_div(segment_sums(np.where(fd_ok, vals["first_device"], 0), st.ptr, n),
+                                     np.maximum(1, segment_sums(fd_ok.astype(np.int64), st.ptr, n)))
     return [dict(zip(FIGURES, row)) for row in np.stack([cols[x] for x in FIGURES], axis=1).tolist()]
 
 
