@@ -107,16 +107,17 @@ def wait_http(url: str, proc, timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def tensorboard_process(logdir, env_updates: dict, workdir: Path, timeout: float = 300.0):
-    """A real ``tensorboard`` over ``logdir`` on a free port of 127.0.0.1, with ``env_updates`` in its
-    environment (sidecars off unless asked); yields (base URL, process, log path); stopped on exit."""
+def tensorboard_process(logdir, env_updates: dict, workdir: Path, timeout: float = 300.0, flag: str = "--logdir"):
+    """A real ``tensorboard`` over ``logdir`` (given as ``flag``: ``--logdir_spec`` for a spec) on a free
+    port of 127.0.0.1, with ``env_updates`` in its environment (sidecars off unless asked); yields
+    (base URL, process, log path); stopped on exit."""
     port = free_port()
     env = dict(os.environ)
     env.pop("TB_PADDLE_PROFILE_SIDECAR", None)
     env.update(env_updates)
     log = workdir / "tensorboard.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
+        proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", flag, str(logdir), "--port", str(port),
                                  "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(workdir))
     base = f"http://127.0.0.1:{port}"
     try:

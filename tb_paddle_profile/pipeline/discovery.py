@@ -26,6 +26,7 @@ import datetime as _dt
 import logging
 import os
 import posixpath
+import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -137,17 +138,69 @@ def file_identity(info: Mapping) -> Tuple[str, Optional[float]]:
     return (repr(mtime) if mtime is not None else ""), mtime
 
 
-class Discovery:
-    """Scans one logdir through fsspec; read-only."""
+def parse_logdir_spec(spec: str) -> List[Tuple[str, str]]:
+    """(group name, folder) of each entry of TensorBoard's ``--logdir_spec`` (``name:/path,/other``).
 
-    def __init__(self, logdir: str, interval: Optional[float] = 30.0):
+    TensorBoard's rules: entries are split at commas; ``name:path`` names a group unless the entry is a
+    URL (``s3://...``), starts with ``/`` (``/a:b`` is a path with a colon) or has a drive letter; local
+    paths are expanded (``~``) and made real. An entry without a name is named after its folder's last
+    component when the spec has several entries, and has no name (its runs named as with ``--logdir``)
+    when it is the only one. Two entries of the same name are told apart by " (2)", " (3)", ...
+    """
+    uri = re.compile(r"[a-zA-Z][0-9a-zA-Z.]*://")
+    parsed: List[Tuple[Optional[str], str]] = []
+    for entry in (spec or "").split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        name: Optional[str] = None
+        path = entry
+        if uri.match(entry) is None and ":" in entry and entry[0] != "/" and not os.path.splitdrive(entry)[0]:
+            name, _, path = entry.partition(":")
+            name = name.strip().strip("/") or None
+        if uri.match(path) is None:
+            path = os.path.realpath(os.path.expanduser(path))
+        parsed.append((name, path))
+    out: List[Tuple[str, str]] = []
+    taken: Dict[str, int] = {}
+    for name, path in parsed:
+        if name is None:
+            name = "" if len(parsed) == 1 else (posixpath.basename(path.rstrip("/")) or path)
+        count = taken.get(name, 0) + 1
+        taken[name] = count
+        out.append((name if count == 1 else f"{name} ({count})", path))
+    return out
+
+
+class Discovery:
+    """Scans one logdir, or the folders of a ``--logdir_spec`` (``groups``), through fsspec; read-only.
+
+    With groups, each folder's runs are named ``<group>/<run>`` (``<group>`` for the folder itself), as
+    TensorBoard names the runs of a spec; each file keeps its own folder as its ``root``, the boundary
+    of the path policy. The folders must lie on one filesystem (the first entry's); an entry on another
+    is left out and named in ``problems``.
+    """
+
+    def __init__(self, logdir: str, interval: Optional[float] = 30.0,
+                 groups: Optional[List[Tuple[str, str]]] = None):
         self.logdir = logdir
-        url = logdir
-        if "://" not in url and "::" not in url:
-            url = os.path.abspath(os.path.expanduser(url))
-        # Credentials and endpoints come from each store's usual environment and from fsspec's config.
-        self.fs, self.root = fsspec.core.url_to_fs(url)
-        self.root = self.root.rstrip("/") or "/"
+        entries = groups if groups else [("", logdir)]
+        self.roots: List[Tuple[str, str]] = []  # (group name, root as the store names it)
+        self.problems: List[str] = []
+        self.fs = None
+        for group, folder in entries:
+            url = folder
+            if "://" not in url and "::" not in url:
+                url = os.path.abspath(os.path.expanduser(url))
+            # Credentials and endpoints come from each store's usual environment and from fsspec's config.
+            fs, root = fsspec.core.url_to_fs(url)
+            if self.fs is None:
+                self.fs = fs
+            elif type(fs) is not type(self.fs):
+                self.problems.append(f"{folder}: not on the filesystem of {entries[0][1]} (left out)")
+                continue
+            self.roots.append((group, root.rstrip("/") or "/"))
+        self.root = self.roots[0][1]
         self.local = paths.is_local(self.fs)
         self.interval = interval
         self._snapshot = Snapshot(logdir=logdir)
@@ -158,6 +211,14 @@ class Discovery:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+
+    @classmethod
+    def from_spec(cls, spec: str, interval: Optional[float] = 30.0) -> "Discovery":
+        """The folders of TensorBoard's ``--logdir_spec`` (see :func:`parse_logdir_spec`)."""
+        groups = parse_logdir_spec(spec)
+        if not groups:
+            raise ValueError(f"--logdir_spec {spec!r} names no folder")
+        return cls(spec, interval, groups=groups)
 
     # ---------------------------------------------------------------- public
     def snapshot(self) -> Snapshot:
@@ -216,21 +277,35 @@ class Discovery:
             # Scans asked for by requests come at most every MIN_SCAN_GAP_S.
             self._stop.wait(max(0.0, started + MIN_SCAN_GAP_S - time.monotonic()))
 
-    def _list(self) -> Dict[str, Mapping]:
+    def _list(self) -> List[Tuple[str, str, str, Mapping]]:
+        """(run, path, root, listing entry) of every trace file under every root."""
         self.fs.invalidate_cache()
-        if not self.fs.exists(self.root):
-            return {}
-        found = self.fs.find(self.root, withdirs=False, detail=True)
-        return {p: info for p, info in found.items() if is_trace_file(posixpath.basename(p))}
+        out = []
+        for group, root in self.roots:
+            if not self.fs.exists(root):
+                continue
+            found = self.fs.find(root, withdirs=False, detail=True)
+            for p, info in found.items():
+                if not is_trace_file(posixpath.basename(p)):
+                    continue
+                run = self._run_name(p, root, group)
+                if run is not None:
+                    out.append((run, p, root, info))
+        return out
 
-    def _run_name(self, path: str) -> Optional[str]:
+    @staticmethod
+    def _run_name(path: str, root: str, group: str = "") -> Optional[str]:
         parent = posixpath.dirname(path)
-        if parent == self.root:
-            return "."
-        prefix = self.root if self.root.endswith("/") else self.root + "/"
-        if not parent.startswith(prefix):
-            return None
-        return parent[len(prefix):]
+        if parent == root:
+            rel = "."
+        else:
+            prefix = root if root.endswith("/") else root + "/"
+            if not parent.startswith(prefix):
+                return None
+            rel = parent[len(prefix):]
+        if not group:
+            return rel
+        return group if rel == "." else f"{group}/{rel}"
 
     def _checked(self, path: str, info: Mapping, root_real: str) -> Tuple[str, Mapping]:
         """(why the path policy refuses the file or "", its listing entry). A local link that may be
@@ -247,23 +322,23 @@ class Discovery:
                 pass
         return reason, info
 
-    def _read_heads(self, entries: List[Tuple[str, int]]) -> Tuple[Dict[str, bytes], Dict[str, str]]:
+    def _read_heads(self, entries: List[Tuple[str, int, str]]) -> Tuple[Dict[str, bytes], Dict[str, str]]:
         """The first bytes of each file, and the files refused when opened (swapped since the check)."""
         if not entries:
             return {}, {}
         if self.local:
             heads, refused = {}, {}
-            for path, size in entries:
+            for path, size, root in entries:
                 try:
-                    with paths.open_checked(self.fs, path, self.root, posixpath.basename(path)) as handle:
+                    with paths.open_checked(self.fs, path, root, posixpath.basename(path)) as handle:
                         heads[path] = handle.read(min(HEAD_BYTES, size))
                 except TraceError as err:
                     refused[path] = err.reason
                 except OSError as err:  # gone or unreadable: its span stays unknown, the loader says why
                     logger.debug("tb_paddle_profile: cannot read the head of %s: %s", path, err)
             return heads, refused
-        names = [p for p, _ in entries]
-        ends = [min(HEAD_BYTES, size) for _, size in entries]
+        names = [p for p, _, _ in entries]
+        ends = [min(HEAD_BYTES, size) for _, size, _ in entries]
         try:
             # Async stores (s3, gcs, http) fetch all the ranges concurrently.
             heads = self.fs.cat_ranges(names, [0] * len(names), ends, on_error="return")
@@ -282,23 +357,22 @@ class Discovery:
             return Snapshot(previous.logdir, time.time(), previous.runs, message, previous.generation + 1)
 
         entries = []
-        root_real = paths.real_root(self.root) if self.local else self.root
-        for path, info in listing.items():
-            run = self._run_name(path)
-            if run is None:
-                continue
-            refused, info = self._checked(path, info, root_real)
+        real = {root: paths.real_root(root) if self.local else root for _, root in self.roots}
+        for run, path, root, info in listing:
+            refused, info = self._checked(path, info, real[root])
             size = int(info.get("size") or 0)
             version, mtime = file_identity(info)
-            entries.append((run, path, size, version, mtime, refused))
+            entries.append((run, path, size, version, mtime, refused, root))
 
         need_head = []
-        for run, path, size, version, _, refused in entries:
+        asked = set()
+        for run, path, size, version, _, refused, root in entries:
             known = self._known.get(path)
-            if refused:
+            if refused or path in asked:
                 continue  # nothing of a refused file is read, not even its head
             if size > 0 and (known is None or (known[2] is None and known[:2] != (size, version))):
-                need_head.append((path, size))
+                need_head.append((path, size, root))
+                asked.add(path)
         spans_read: Dict[str, Optional[str]] = {}
         late: Dict[str, str] = {}
         for i in range(0, len(need_head), HEAD_BATCH):  # (100,000 new files: 0.8 GB of heads if read at once)
@@ -309,7 +383,7 @@ class Discovery:
 
         known_now: Dict[str, Tuple[int, str, Optional[str]]] = {}
         traces: List[TraceFile] = []
-        for run, path, size, version, mtime, refused in entries:
+        for run, path, size, version, mtime, refused, root in entries:
             refused = refused or late.get(path, "")
             known = self._known.get(path)
             if refused:
@@ -339,7 +413,7 @@ class Discovery:
                 export_time=parsed.export_time,
                 changed=known is not None and known[:2] != (size, version),
                 refused=refused,
-                root=self.root,
+                root=root,
                 recorded_span=span if span else UNKNOWN_SPAN,
             )
             traces.append(trace)

@@ -1038,7 +1038,7 @@ class Routes:
         fs = self.discovery.fs
         try:
             # Checked again on the open file: a file swapped for a link since the scan is refused too.
-            handle = paths.open_checked(fs, trace.path, self.discovery.root, trace.file_name)
+            handle = paths.open_checked(fs, trace.path, trace.root or self.discovery.root, trace.file_name)
         except TraceError as err:
             raise HttpError(403, str(err)) from None
         except FileNotFoundError:

@@ -43,15 +43,20 @@ class PaddleProfilePlugin(base_plugin.TBPlugin if base_plugin is not None else o
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context):
+        flags = getattr(context, "flags", None)
         logdir = getattr(context, "logdir", None) or ""
+        # --logdir_spec (name:folder,...): TensorBoard gives plugins no logdir then, only its flags.
+        spec = "" if logdir else (getattr(flags, "logdir_spec", None) or "")
         self.discovery: Optional[Discovery] = None
         self.loader: Optional[Loader] = None
         error = ""
-        if logdir:
+        if logdir or spec:
             try:
-                self.discovery = Discovery(logdir, interval=rescan_interval(getattr(context, "flags", None)))
+                interval = rescan_interval(flags)
+                self.discovery = Discovery(logdir, interval=interval) if logdir else Discovery.from_spec(spec, interval)
+                error = "; ".join(self.discovery.problems)
             except Exception as err:  # e.g. hdfs:// without its driver: the tab stays off, TensorBoard runs
-                error = f"cannot open {logdir}: {' '.join(str(err).split()) or type(err).__name__}"
+                error = f"cannot open {logdir or spec}: {' '.join(str(err).split()) or type(err).__name__}"
                 logger.error("tb_paddle_profile: %s", error)
         if self.discovery is not None:
             self.loader = Loader(self.discovery.fs, open_cache())
