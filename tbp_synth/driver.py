@@ -376,6 +376,9 @@ def _write_rank(r: int) -> dict:
         n_events = _writer.write_trace(trace, trees, f, layout)
     entry["trace_events"] = n_events
     entry["steps"] = steps
+    if cfg.record_shapes:   # the kernels each layer's forward launched (docs/flops.md, "Time per layer")
+        entry["layer_kernels"] = [{"name": n, "ordinal": o, "kernels": k, "kernel_ns": ns, "comm_kernel_ns": c}
+                                  for (n, o), (k, ns, c) in prog.layer_kernels.items()]
     if host_straggler:
         entry["is_slow_host"] = r in cfg.slow_host_ranks()
         entry["host_delay_ns"] = cfg.host_delay_ns(r)
@@ -489,6 +492,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
             pool.terminate()
         _JOB = None
     timings["write"] = time.perf_counter() - t2
+    layer_kernels = {e["rank"]: e.pop("layer_kernels") for e in rank_entries if "layer_kernels" in e}
 
     groups = topo.groups()
     config = asdict(cfg)
@@ -564,6 +568,9 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     }
     if cfg.record_shapes or cfg.dp_seq_lens:
         meta["shapes"] = _shape_truth(cfg, topo, cat, book, controls)
+        for r in meta["shapes"]["ranks"]:
+            if r["rank"] in layer_kernels:
+                r["layer_kernels"] = layer_kernels[r["rank"]]
     caused = np.array([[book.caused[r][si] for si in range(cfg.steps)] for r in range(world)],
                       dtype=np.int64).reshape(world, cfg.steps)
     _truth.write_truth(out_dir, meta, {**book.columns(), **steps, "caused_wait_ns": caused,

@@ -85,6 +85,15 @@ class _Layers:
 
     def _layer(self, name: str) -> int:
         row = self._open(name, FORWARD)
+        st = self.fw_stack
+        if not st:   # an outermost Forward: its sub-layers are numbered per name from 0
+            self.fw_seen = {}
+            st.append((name, 0))
+        elif len(st) == 1:
+            ordinal = self.fw_seen[name] = self.fw_seen.get(name, -1) + 1
+            st.append((name, ordinal))
+        else:
+            st.append((name, -1))
         self._adv(2000, 7000)
         return row
 
@@ -92,6 +101,24 @@ class _Layers:
         self._adv(800, 3000)
         self._flush_frees()
         self._close(row)
+        self.fw_stack.pop()
+
+    def _credit_layer(self, start: int, end: int, comm: bool) -> None:
+        """Ground truth: a recorded kernel's time to the layer whose forward launched it (the Forward
+        just below the outermost open one, else that one): layer_kernels[(name, ordinal)] =
+        [kernels, kernel_ns, comm_kernel_ns], all micro-batches and steps."""
+        st = self.fw_stack
+        if not st:
+            return
+        key = st[1] if len(st) > 1 else st[0]
+        acc = self.layer_kernels.get(key)
+        if acc is None:
+            acc = self.layer_kernels[key] = [0, 0, 0]
+        if comm:
+            acc[2] += end - start
+        else:
+            acc[0] += 1
+            acc[1] += end - start
 
     def _linear(self, cls: str, key: str, layer: int, row_parallel: bool):
         lname = cls if self.mp_comm else "Linear"

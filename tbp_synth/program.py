@@ -86,6 +86,11 @@ class _RankProgram(_Recorder, _Timing, _Memory, _Layers, _Parallel, _Schedule):
         self.leaked: List[int] = []
         self.pending_free: List[Tuple[_Allocator, int]] = []
         self.tape: Dict[int, List[_Entry]] = {}
+        # open Forward events as (name, ordinal among its outermost's sub-layers of that name; -1
+        # deeper down), the names seen below the outermost one, and each layer's recorded kernels
+        self.fw_stack: List[Tuple[str, int]] = []
+        self.fw_seen: Dict[str, int] = {}
+        self.layer_kernels: Dict[Tuple[str, int], List[int]] = {}
         self.mb_buffers: Dict[int, List[int]] = collections.defaultdict(list)
         self.dp_handles: List = []
         self.batch_cpu: List[int] = []

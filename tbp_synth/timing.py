@@ -68,7 +68,8 @@ class _Timing:
         self.compute_ns[self.step_idx] += end - ready
         self.stream_free[COMPUTE_STREAM] = end
         nid, sid = self._spec(key)
-        self.sink.device_event(nid, KERNEL, COMPUTE_STREAM, ready, end, corr, sid)
+        if self.sink.device_event(nid, KERNEL, COMPUTE_STREAM, ready, end, corr, sid) >= 0:
+            self._credit_layer(ready, end, False)
         if self.slot is not None:
             if self.slot[0] is None:
                 self.slot[0] = ready
@@ -98,5 +99,6 @@ class _Timing:
         row = self.sink.device_event(nid, KERNEL, stream, start, end, corr, sid)
         if row >= 0:
             self.comm_log.append((kind, self.step_idx, row, start, end, xfer))
+            self._credit_layer(start, end, True)
         self.t += self._sc(200 + (int(self.rng.random() * 600) & ~1))
         return end

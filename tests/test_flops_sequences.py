@@ -74,6 +74,69 @@ def test_forward_flops_per_step_and_per_layer_are_the_planted_ones(uneven):
         assert sum(layers.values()) == t["forward_flops_per_step"]
 
 
+def _check_layer_times(truth, summaries):
+    """Each layer's kernels, kernel time and communication kernel time are those the generator credited to
+    it while recording (synth_truth.json "shapes" → ranks → layer_kernels); TFLOP/s and MFU follow."""
+    st = _shape_truth(truth)
+    for r, s in summaries.items():
+        planted = {(x["name"], x["ordinal"]): x for x in st[r]["layer_kernels"]}
+        assert s.flops.layers
+        device = summaries[r].meta.devices[0].name
+        assert s.flops.device_name == device and s.flops.peak_flops == peak_of(device)[0] > 0
+        for x in s.flops.layers:
+            want = planted[(x.name, x.ordinal)]
+            assert (x.kernels, x.kernel_ns, x.comm_kernel_ns) == (
+                want["kernels"], want["kernel_ns"], want["comm_kernel_ns"]), (r, x.name, x.ordinal)
+            assert x.kernel_ns > 0
+            assert x.achieved_flops == pytest.approx(x.flops / (want["kernel_ns"] * 1e-9), rel=1e-12)
+            assert x.mfu == pytest.approx(x.achieved_flops / s.flops.peak_flops, rel=1e-12)
+
+
+def test_forward_kernel_time_per_layer_is_the_planted_one(uneven):
+    _, truth, _, summaries = uneven
+    _check_layer_times(truth, summaries)
+    # the MP all-reduces of the tensor-parallel layers are their communication kernels
+    assert all(x.comm_kernel_ns > 0 for s in summaries.values() for x in s.flops.layers if x.name == "GPTDecoderLayer")
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    out = tmp_path_factory.mktemp("single")
+    generate(SynthConfig(dp=1, mp=1, pp=1, layers=3, micro_batches=2, steps=2, record_shapes=True), str(out))
+    path = next(out.glob("*.paddle_trace.json"))
+    return out, load_truth(str(out)), path, summarize_file(str(path))
+
+
+def test_layer_time_of_a_single_gpu_run_with_several_layers(single):
+    _, truth, _, s = single
+    _check_layer_times(truth, {0: s})
+    assert sorted(x.ordinal for x in s.flops.layers if x.name == "GPTDecoderLayer") == [0, 1, 2]
+    table = next(t for v in summary_display(s).views for t in v.tables if t.key == "flops_layers")
+    keys = [c.key for c in table.columns]
+    assert keys[-5:] == ["kernels", "kernel_ns", "comm_kernel_ns", "tflops", "mfu"]
+    for row, x in zip(table.rows, s.flops.layers):
+        cell = dict(zip(keys, row.cells))
+        assert cell["kernel_ns"].number == x.kernel_ns
+        assert cell["tflops"].number == pytest.approx(x.flops / x.kernel_ns * 1e9 / 1e12)
+        assert cell["mfu"].number == x.mfu
+
+
+def test_layers_without_kernels_have_no_time(single, tmp_path):
+    """The same trace without its Kernel events: FLOPs per layer stay, time, TFLOP/s and MFU are absent."""
+    _, _, path, s = single
+    doc = json.loads(path.read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "Kernel"]
+    bare = tmp_path / path.name
+    bare.write_text(json.dumps(doc))
+    b = summarize_file(str(bare))
+    assert [(x.name, x.ordinal, x.flops) for x in b.flops.layers] == [(x.name, x.ordinal, x.flops) for x in s.flops.layers]
+    assert all(x.kernels == x.kernel_ns == x.comm_kernel_ns == 0 and x.achieved_flops == x.mfu == 0
+               for x in b.flops.layers)
+    assert b.flops.peak_flops == 0 and not b.flops.device_name
+    table = next(t for v in summary_display(b).views for t in v.tables if t.key == "flops_layers")
+    assert not {"kernel_ns", "tflops", "mfu"} & {c.key for c in table.columns}
+
+
 def test_gemm_flops_against_the_shapes_in_the_json(uneven):
     """Each matmul's x [b, s, k] · y [k, n] (or the attention's batched [b, h, s, d] pairs) from the JSON."""
     _, _, by_rank, summaries = uneven
@@ -228,6 +291,7 @@ def test_real_paddle_traces_have_no_flops_nor_tokens_and_say_so(run):
         # Paddle 3.3.1's dygraph operators record none; a static-graph run's few split ops do (no formula)
         assert s.flops.shaped_operators == _shaped_operators(p)
         assert not s.flops.operators and not s.flops.layers and not len(s.sequences.tokens)
+        assert s.flops.peak_flops == 0 and not s.flops.device_name   # no kernels: no time per layer
         keys = {t.key for v in summary_display(s).views for t in v.tables}
         assert not keys & {"flops_operators", "flops_layers", "sequences"}
         summaries.append(s)

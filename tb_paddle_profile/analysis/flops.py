@@ -26,6 +26,11 @@ sub-layers: embeddings, each decoder layer, the head), or that outermost Forward
 below (a loss function called after the model), numbered by its position among the layers of that
 name in its outermost Forward.
 
+A layer's **time** is that of the kernels its Forward events launched (by correlation id, the event
+tree's ``dev_host``): compute kernels in ``kernel_ns`` (communication kernels apart, in
+``comm_kernel_ns``); achieved FLOP/s = forward FLOPs / kernel_ns, MFU = that / the GPU's peak
+(mfu.peak_of), docs/flops.md "Time per layer".
+
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ import numpy as np
 
 from tb_paddle_profile.trace import event_types as et
 from ..v1 import summary_pb2 as pb
+from .collectives import is_communication_kernel
+from .mfu import peak_of
 from .profile import Profile
 
 GEMM = frozenset({"matmul", "matmul_v2", "mm", "bmm", "linear", "fused_gemm_epilogue", "fused_linear",
@@ -177,14 +184,14 @@ def _layers(p: Profile, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     outer = np.full(rows.size, -1, dtype=np.int64)
     below = np.full(rows.size, -1, dtype=np.int64)
     cur = rows.copy()
-    for _ in range(tree.max_depth + 1):
+    for _ in range(tree.max_depth + 2):   # the row itself first (a Forward that launched a kernel itself)
         live = cur >= 0
         if not live.any():
             break
-        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
-        hit = (cur >= 0) & is_fw[np.maximum(cur, 0)]
+        hit = live & is_fw[np.maximum(cur, 0)]
         below = np.where(hit, outer, below)
         outer = np.where(hit, cur, outer)
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
     return np.where(below >= 0, below, outer), outer
 
 
@@ -242,7 +249,54 @@ def flops_view(p: Profile, steps: Sequence[Tuple[int, int, int]], calls: ShapedC
     inv = inv.ravel()
     n_calls = np.bincount(inv, minlength=uk.size)
     f_sum = np.bincount(inv, weights=fl, minlength=uk.size)
-    for j in np.argsort(first, kind="stable").tolist():   # by first call
+    by_first = np.argsort(first, kind="stable")
+    for j in by_first.tolist():   # by first call
         r = int(lay[first[j]])
         out.layers.add(name=t.names[int(h.name[r])], ordinal=int(ord_of[first[j]]), calls=int(n_calls[j]),
                        flops=float(f_sum[j]))
+    # each layer row's message: its key's position among the layers written
+    ord_l = np.empty(ls.size, dtype=np.int64)
+    ord_l[o] = ordinal
+    msg_of = np.empty(uk.size, dtype=np.int64)
+    msg_of[by_first] = np.arange(uk.size)
+    lkey = np.asarray(h.name)[lrows].astype(np.int64) * (int(ord_of.max()) + 1) + ord_l
+    _layer_kernels(p, lrows, msg_of[np.searchsorted(uk, lkey)], out)
+
+
+def _layer_kernels(p: Profile, lrows: np.ndarray, msg: np.ndarray, out: pb.FlopsView) -> None:
+    """Each layer's kernels: those whose launching runtime call (correlation id; EventTree.dev_host,
+    as the Operator and Kernel views attribute them) lies in the subtree of one of its Forward events
+    ``lrows`` (sorted; ``msg``: the index of each one's FlopsLayer); their time, the FLOP/s achieved and
+    the MFU against the peak of the GPU most of that time ran on (mfu.peak_of)."""
+    t, tree = p.tables, p.tree
+    dv = t.device
+    krows = np.nonzero((dv.type == et.KERNEL) & (tree.dev_host >= 0))[0]
+    if not krows.size:
+        return
+    klayer, _ = _layers(p, tree.dev_host[krows])
+    i = np.minimum(np.searchsorted(lrows, klayer), lrows.size - 1)
+    mine = (klayer >= 0) & (lrows[i] == klayer)
+    krows, kmsg = krows[mine], msg[i[mine]]
+    if not krows.size:
+        return
+    kname = dv.name[krows]
+    names, inv = np.unique(kname, return_inverse=True)
+    comm = np.array([is_communication_kernel(t.names[int(n)]) for n in names], dtype=bool)[inv.ravel()]
+    dur = (dv.end[krows] - dv.start[krows]).astype(np.int64)
+    n = len(out.layers)
+    calls = np.bincount(kmsg[~comm], minlength=n)
+    k_ns = np.zeros(n, dtype=np.int64)
+    np.add.at(k_ns, kmsg[~comm], dur[~comm])
+    c_ns = np.zeros(n, dtype=np.int64)
+    np.add.at(c_ns, kmsg[comm], dur[comm])
+    if (~comm).any():   # the GPU with most of the layers' compute time
+        ids, dinv = np.unique(dv.id[krows[~comm]], return_inverse=True)
+        busiest = int(ids[np.argmax(np.bincount(dinv.ravel(), weights=dur[~comm]))])
+        out.device_name = next((d.name for d in t.devices if d.id == busiest), "")
+        out.peak_flops = peak_of(out.device_name)[0]
+    for j, layer in enumerate(out.layers):
+        layer.kernels, layer.kernel_ns, layer.comm_kernel_ns = int(calls[j]), int(k_ns[j]), int(c_ns[j])
+        if layer.kernel_ns:
+            layer.achieved_flops = layer.flops / (layer.kernel_ns * 1e-9)
+            if out.peak_flops:
+                layer.mfu = layer.achieved_flops / out.peak_flops

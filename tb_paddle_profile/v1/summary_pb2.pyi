@@ -970,32 +970,46 @@ class FlopsOperator(_message.Message):
     def __init__(self, name: _Optional[str] = ..., formula: _Optional[str] = ..., calls: _Optional[int] = ..., unresolved: _Optional[int] = ..., flops: _Optional[float] = ...) -> None: ...
 
 class FlopsLayer(_message.Message):
-    __slots__ = ("name", "ordinal", "calls", "flops")
+    __slots__ = ("name", "ordinal", "calls", "flops", "kernels", "kernel_ns", "comm_kernel_ns", "achieved_flops", "mfu")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ORDINAL_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     FLOPS_FIELD_NUMBER: _ClassVar[int]
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    COMM_KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    ACHIEVED_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
     name: str
     ordinal: int
     calls: int
     flops: float
-    def __init__(self, name: _Optional[str] = ..., ordinal: _Optional[int] = ..., calls: _Optional[int] = ..., flops: _Optional[float] = ...) -> None: ...
+    kernels: int
+    kernel_ns: int
+    comm_kernel_ns: int
+    achieved_flops: float
+    mfu: float
+    def __init__(self, name: _Optional[str] = ..., ordinal: _Optional[int] = ..., calls: _Optional[int] = ..., flops: _Optional[float] = ..., kernels: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., comm_kernel_ns: _Optional[int] = ..., achieved_flops: _Optional[float] = ..., mfu: _Optional[float] = ...) -> None: ...
 
 class FlopsView(_message.Message):
-    __slots__ = ("shaped_operators", "operators", "layers", "steps", "forward_flops_per_step", "model_flops_per_step")
+    __slots__ = ("shaped_operators", "operators", "layers", "steps", "forward_flops_per_step", "model_flops_per_step", "peak_flops", "device_name")
     SHAPED_OPERATORS_FIELD_NUMBER: _ClassVar[int]
     OPERATORS_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     FORWARD_FLOPS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
     MODEL_FLOPS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    PEAK_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_NAME_FIELD_NUMBER: _ClassVar[int]
     shaped_operators: int
     operators: _containers.RepeatedCompositeFieldContainer[FlopsOperator]
     layers: _containers.RepeatedCompositeFieldContainer[FlopsLayer]
     steps: int
     forward_flops_per_step: float
     model_flops_per_step: float
-    def __init__(self, shaped_operators: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[FlopsOperator, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[FlopsLayer, _Mapping]]] = ..., steps: _Optional[int] = ..., forward_flops_per_step: _Optional[float] = ..., model_flops_per_step: _Optional[float] = ...) -> None: ...
+    peak_flops: float
+    device_name: str
+    def __init__(self, shaped_operators: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[FlopsOperator, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[FlopsLayer, _Mapping]]] = ..., steps: _Optional[int] = ..., forward_flops_per_step: _Optional[float] = ..., model_flops_per_step: _Optional[float] = ..., peak_flops: _Optional[float] = ..., device_name: _Optional[str] = ...) -> None: ...
 
 class SequenceView(_message.Message):
     __slots__ = ("step", "micro_batch", "tokens", "source", "names")

@@ -12,7 +12,8 @@ from typing import List, Tuple
 from tb_paddle_profile.analysis.flops import BACKWARD_FACTOR
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import summary_pb2 as pb
-from tb_paddle_profile.present.display.cells import COUNT, NUMBER, PERCENT, TEXT, fmt, num, sentence, text, val
+from tb_paddle_profile.present.display.cells import (COUNT, DURATION, NUMBER, PERCENT, TEXT, fmt, num, sentence, text,
+                                                     val)
 
 OPERATORS_NOTE = ("Forward FLOPs from the recorded input shapes: GEMM 2·m·n·k (batch included), attention "
                   "4·b·h·s·s_k·d, embedding 0 (a lookup; its ids give the tokens); other operators are not counted. "
@@ -20,6 +21,8 @@ OPERATORS_NOTE = ("Forward FLOPs from the recorded input shapes: GEMM 2·m·n·k
 LAYERS_NOTE = ("Layer: the Forward event just below the outermost one (or that one when none is below), numbered "
                "among the layers of its name. Per step: all steps' FLOPs / steps. Model FLOPs count the backward "
                f"as {BACKWARD_FACTOR:g}x the forward.")
+LAYERS_TIME_NOTE = (" Kernel time: the compute kernels launched below the layer's Forward events (by correlation id); "
+                    "TFLOP/s = forward FLOPs / kernel time, MFU = TFLOP/s / the GPU's peak (analysis/mfu.py).")
 SEQUENCES_NOTE = ("Tokens of each micro-batch (forward phase): its first embedding's ids, else its first GEMM with a "
                   "2-D weight (the activation's rows).")
 
@@ -50,10 +53,29 @@ def _layers_table(f: pb.FlopsView) -> dpb.Table:
     cols = [_col("layer", "Layer", TEXT), _col("ordinal", "#", COUNT), _col("calls", "Calls", COUNT),
             _col("flops", "FLOPs", NUMBER, style="g"), _col("tflop_per_step", "TFLOP per step", NUMBER, 3),
             _col("share", "Share", PERCENT, 1)]
-    rows = [dpb.Row(cells=[text(x.name), num(x.ordinal), num(x.calls), num(x.flops), num(x.flops / steps / 1e12),
-                           num(x.flops / total if total else 0.0)], id=f"{x.name}:{x.ordinal}")
-            for x in f.layers]
-    return _table("flops_layers", "Forward FLOPs by layer", cols, rows, LAYERS_NOTE)
+    timed = any(x.kernel_ns for x in f.layers)   # a CPU trace has no kernels: no time columns
+    if timed:
+        cols += [_col("kernels", "Kernels", COUNT, description="compute kernels its forward launched, all steps"),
+                 _col("kernel_ns", "Kernel time", DURATION,
+                      description="their summed device time, all steps (communication kernels apart)"),
+                 _col("comm_kernel_ns", "Comm kernel time", DURATION,
+                      description="communication kernels its forward launched (not in TFLOP/s)"),
+                 _col("tflops", "TFLOP/s", NUMBER, 1, description="forward FLOPs / kernel time")]
+    if timed and f.peak_flops:
+        cols.append(_col("mfu", "MFU", PERCENT, 1, description=f"TFLOP/s / the peak of {f.device_name} "
+                         f"({f.peak_flops / 1e12:g} TFLOP/s)"))
+    rows = []
+    for x in f.layers:
+        cells = [text(x.name), num(x.ordinal), num(x.calls), num(x.flops), num(x.flops / steps / 1e12),
+                 num(x.flops / total if total else 0.0)]
+        if timed:
+            cells += [num(x.kernels), num(x.kernel_ns), num(x.comm_kernel_ns),
+                      num(x.achieved_flops / 1e12 if x.kernel_ns else None)]
+        if timed and f.peak_flops:
+            cells.append(num(x.mfu if x.kernel_ns else None))
+        rows.append(dpb.Row(cells=cells, id=f"{x.name}:{x.ordinal}"))
+    note = LAYERS_NOTE + (LAYERS_TIME_NOTE if timed else "")
+    return _table("flops_layers", "Forward FLOPs by layer", cols, rows, note)
 
 
 def _sequences_table(sq: pb.SequenceView) -> dpb.Table:
