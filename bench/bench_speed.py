@@ -142,10 +142,11 @@ print(json.dumps({"seconds": t, "maxrss_kb": me.ru_maxrss, "n": n,
 """
 
 
-def run_child(python: str, mode: str, path: Path, env=None, timeout=900) -> dict:
+def run_child(python: str, mode: str, path: Path, env=None, timeout=900, code: str = CHILD) -> dict:
+    """One measurement in a fresh process: ``code`` (CHILD, or CHILD after a prelude) in ``mode``."""
     e = dict(os.environ, PYTHONPATH=str(ROOT))
     e.update(env or {})
-    out = subprocess.run([python, "-c", CHILD, mode, str(path)], cwd=ROOT, capture_output=True, text=True,
+    out = subprocess.run([python, "-c", code, mode, str(path)], cwd=ROOT, capture_output=True, text=True,
                          env=e, timeout=timeout)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
