@@ -373,7 +373,7 @@ def test_timeline_shows_a_chosen_set_of_ranks_and_pages(tb, analysis, runlist, p
     run = next(r for r in runlist.runs if r.run == RUN)
     order = [w.worker for w in sorted(run.workers, key=lambda w: w.rank)]
     labels = {w.worker: worker_label(w) for w in run.workers}
-    frame = open_view(page, tb, "timeline", worker="rank3")
+    frame = open_view(page, tb, "timeline", worker="rank3", extra={"tlmode": "detail"})  # the detailed view, not the compact one
     wait_timeline(frame)
     # Default with a worker named (rank 3): that rank and its role peers (its stage and mp index;
     # tests/test_timeline_members.py checks the straggler's set when none is named).

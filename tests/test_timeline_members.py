@@ -394,7 +394,7 @@ def test_at_128_ranks_the_timeline_opens_on_the_straggler_and_its_role_peers(sca
     assert manifest["slow_rank"] == S_SLOW and len(manifest["ranks"]) == S_DP * S_MP * S_PP
     log = PageLog()
     page = _page(browser, width, False, log)
-    frame = _open(page, tb, "scale")  # no worker named
+    frame = _open(page, tb, "scale", extra={"tlmode": "detail"})  # no worker named; the detailed view (not the compact one)
     frame.wait_for_function("() => (document.querySelector('[data-testid=timeline-ranks-why]') || {}).textContent?.includes('straggler')",
                             timeout=180_000)
     _wait_drawn(frame, timeout=180_000)
@@ -418,7 +418,7 @@ def test_at_128_ranks_the_timeline_opens_on_the_straggler_and_its_role_peers(sca
     # a worker named: that worker and its role peers, not the straggler
     log = PageLog()
     page = _page(browser, width, False, log)
-    frame = _open(page, tb, "scale", "rank66")
+    frame = _open(page, tb, "scale", "rank66", {"tlmode": "detail"})
     frame.wait_for_function("() => (document.querySelector('[data-testid=timeline-ranks-why]') || {}).textContent?.includes('rank named')",
                             timeout=120_000)
     _wait_drawn(frame)

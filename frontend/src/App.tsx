@@ -22,7 +22,7 @@ import { Kernels } from "./panels/Kernels";
 import { Memory } from "./panels/Memory";
 import { Operators } from "./panels/Operators";
 import { Overview } from "./panels/Overview";
-import { Timeline } from "./panels/timeline/Timeline";
+import { TimelineTab } from "./panels/timeline/Compact";
 import { Compare } from "./panels/compare/Compare";
 import { resolveChoice } from "./panels/compare/choice";
 import { WhatIf } from "./panels/whatif/WhatIf";
@@ -377,7 +377,7 @@ function PanelArea({
   // would log a console error).
   if (sel.view === "timeline" && span.state !== LoadState.FAILED) {
     return (
-      <Timeline
+      <TimelineTab
         run={sel.run}
         span={sel.span}
         worker={sel.worker}

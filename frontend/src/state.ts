@@ -37,6 +37,10 @@ export interface Selection {
   tlranks: string;
   /** Timeline: the critical path drawn ("" = off; else "<step>" or "<step>:<segment>" to jump to that segment). */
   tlcp: string;
+  /** Timeline: "compact" (one row per rank; tlranks = the ranks whose lanes are shown under it), "detail"
+   * (every lane of the ranks shown), "" = the default (compact beyond 16 ranks unless the link names a
+   * window, slice, search, ranks or critical path: panels/timeline/Compact.tsx). */
+  tlmode: string;
   /** A name to search for in the Operators/Kernels tables (links from the timeline). */
   find: string;
   /** Compare: the baseline's and the candidate's run, worker ("*" = every rank: the whole runs) and span. */
@@ -48,7 +52,7 @@ export interface Selection {
   cspan: string;
 }
 
-export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", auto: false, view: "overview", tl: "", tlq: "", tlsel: "", tlfind: "", tlfold: "", tlranks: "", tlcp: "", find: "", brun: "", bworker: "", bspan: "", crun: "", cworker: "", cspan: "" };
+export const DEFAULT_SELECTION: Selection = { run: "", worker: "", span: "", unit: "ms", auto: false, view: "overview", tl: "", tlq: "", tlsel: "", tlfind: "", tlfold: "", tlranks: "", tlcp: "", tlmode: "", find: "", brun: "", bworker: "", bspan: "", crun: "", cworker: "", cspan: "" };
 
 /** Reads a selection from "run=…&worker=…" pairs; unknown or malformed values fall back to defaults. */
 export function parseSelection(pairs: Record<string, string>): Partial<Selection> {
@@ -59,13 +63,13 @@ export function parseSelection(pairs: Record<string, string>): Partial<Selection
   if (TIME_UNITS.includes(pairs.unit as TimeUnit)) Object.assign(out, { unit: pairs.unit as TimeUnit, auto: false });
   else if (pairs.unit === "auto") Object.assign(out, { unit: DEFAULT_SELECTION.unit, auto: true });
   if ((VIEWS as readonly string[]).includes(pairs.view)) out.view = pairs.view as View;
-  for (const k of ["tl", "tlq", "tlsel", "tlfind", "tlfold", "tlranks", "tlcp", "find", ...COMPARE_KEYS] as const) if (pairs[k] !== undefined) out[k] = pairs[k];
+  for (const k of ["tl", "tlq", "tlsel", "tlfind", "tlfold", "tlranks", "tlcp", "tlmode", "find", ...COMPARE_KEYS] as const) if (pairs[k] !== undefined) out[k] = pairs[k];
   return out;
 }
 
 export function selectionKeys(sel: Selection): Record<string, string> {
   const keys: Record<string, string> = { run: sel.run, worker: sel.worker, span: sel.span, unit: sel.auto ? "auto" : sel.unit, view: sel.view };
-  if (sel.view === "timeline") Object.assign(keys, { tl: sel.tl, tlq: sel.tlq, tlsel: sel.tlsel, tlfind: sel.tlfind, tlfold: sel.tlfold, tlranks: sel.tlranks, tlcp: sel.tlcp });
+  if (sel.view === "timeline") Object.assign(keys, { tl: sel.tl, tlq: sel.tlq, tlsel: sel.tlsel, tlfind: sel.tlfind, tlfold: sel.tlfold, tlranks: sel.tlranks, tlcp: sel.tlcp, tlmode: sel.tlmode });
   if (sel.find && (sel.view === "kernels" || sel.view === "operators")) keys.find = sel.find;
   if (sel.view === "compare") for (const k of COMPARE_KEYS) keys[k] = sel[k];
   for (const [k, v] of Object.entries(ui)) keys[UI_PREFIX + k] = v;

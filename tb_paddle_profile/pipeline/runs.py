@@ -301,10 +301,8 @@ class RunAnalyses:
                     del self._flights[key]
         return data
 
-    def derived(self, name: str, compute: Callable[[], bytes]) -> bytes:
-        """Bytes made from an analysis's inputs and stored with it (the what-if answer: whatif_name),
-        by ``name``: in memory, in the cache folder (so a restart reads them back), or ``compute()``d
-        once however many threads ask at the same time."""
+    def peek_derived(self, name: str) -> Optional[bytes]:
+        """The bytes stored under ``name`` by :meth:`derived` (in memory or in the cache); never computes."""
         with self._lock:
             data = self._memory.get(name)
         if data is None and self.cache is not None:
@@ -312,6 +310,13 @@ class RunAnalyses:
             if data is not None:
                 with self._lock:
                     self._memory.put(name, data)
+        return data
+
+    def derived(self, name: str, compute: Callable[[], bytes]) -> bytes:
+        """Bytes made from an analysis's inputs and stored with it (the what-if answer: whatif_name),
+        by ``name``: in memory, in the cache folder (so a restart reads them back), or ``compute()``d
+        once however many threads ask at the same time."""
+        data = self.peek_derived(name)
         if data is not None:
             return data
         with self._lock:

@@ -268,6 +268,8 @@ class Routes:
         # analysis key -> (worker -> label, worker -> clock offset): small facts of a stored analysis,
         # kept so that the run list and every timeline request do not decode a whole RunParallel
         self._facts = SizedLRU(8 << 20, sizeof=lambda v: 200 * (len(v[0]) + len(v[1]) + len(v[2])) + 100)
+        # analysis key -> timeline.compact.Facts (the compact timeline's steps, order and clock, read once)
+        self._compact_facts = SizedLRU(16 << 20, sizeof=lambda v: v.nbytes)
         # trace key -> (label, GPU) read from its digest before any analysis (the run list's)
         self._priors = SizedLRU(4 << 20, sizeof=lambda v: 100 + len(v[0]))
         self._prewarmed: Dict[Tuple[str, str], int] = {}  # (run, span) -> the scan whose indexes were asked for
@@ -294,6 +296,7 @@ class Routes:
             "/timeline_search": self.timeline_search,
             "/timeline_range": self.timeline_range,
             "/timeline_instance": self.timeline_instance,
+            "/timeline_compact": self.timeline_compact,
             "/trace_window": self.trace_window,
             "/status": self.status,
             "/index.js": self.asset,
@@ -1419,6 +1422,55 @@ class Routes:
                                   clock=self._clock(run, span, files), note=note)
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
 
+    @_handler
+    def timeline_compact(self, request: Request) -> Response:
+        """The compact multi-rank timeline (TimelineCompact, timeline/compact.py): one row of ``bins``
+        bins per rank over one step (``step``, default the median one), each row aligned on its rank's
+        start of the step (``align=step``) or on the first row's (``align=clock``); every rank in the
+        server's order (the straggler and its role peers first), the rows of order[rank_offset :
+        rank_offset + rank_limit] (at most compact.PAGE_ROWS: only their indexes are opened), the stored
+        critical path on them. 202 while ranks load or indexes are built."""
+        from ..timeline import compact
+
+        run, span, files = self._span_files(request)
+        fmt = _format(request)
+        align = _param(request, "align", required=False) or "step"
+        if align not in ("step", "clock"):
+            raise HttpError(400, f"unknown align {_shown(align)} (step or clock)")
+        bins = _int(request, "bins") or 1000
+        step, offset = _int(request, "step"), _int(request, "rank_offset") or 0
+        limit = min(_int(request, "rank_limit") or 64, compact.PAGE_ROWS)
+        ws, we = _int(request, "start_ns"), _int(request, "end_ns")
+        got = self._analysis(request)
+        if isinstance(got, Response):
+            return got
+        _, _, _, _, key, data = got
+        with self._lock:
+            facts = self._compact_facts.get(key)
+        if facts is None:
+            facts = compact.Facts(plugin_pb2.RunParallel.FromString(data))
+            with self._lock:
+                self._compact_facts.put(key, facts)
+        place = {w: i for i, w in enumerate(facts.order)}
+        files = [f for _, f in sorted(enumerate(files), key=lambda x: (place.get(x[1].worker, len(place)), x[0]))]
+        if offset and offset >= len(files):
+            raise HttpError(400, f"rank_offset {offset} is past the {len(files)} ranks")
+        rows = self._indexes(files[offset:offset + limit])
+        building = any(state == "building" for _, _, state in rows)
+        first = self._timelines().get(files[0])[0] if align == "clock" else None
+        blob = self.analyses.peek_derived(run_assembly.whatif_name(key, run, span, {}))
+
+        def build() -> bytes:
+            from ..v1 import whatif_pb2
+
+            critical = whatif_pb2.RunWhatIf.FromString(blob) if blob is not None else None
+            return _encode(compact.compact_message(run, span, key, facts, files, rows, offset, step, align, ws, we,
+                                                   bins, critical, first), fmt)
+
+        body = self._heavy.run("timeline_compact", build)
+        return respond(request, body, _CTYPES[fmt], 202 if building else 200,
+                       [("Retry-After", "1")] if building else [])
+
     @staticmethod
     def _gzip_chunks(chunks) -> Iterator[bytes]:
         """The gzip stream of ``chunks``, compressed as they come."""
@@ -1480,6 +1532,8 @@ _INT_RANGES = {
     "step": (-(1 << 62), 1 << 62),
     "offset": (0, 1 << 40),
     "rank_offset": (0, 1 << 31),
+    "rank_limit": (1, 1 << 31),
+    "bins": (1, 100_000),
 }
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")
 

@@ -39,7 +39,9 @@ name below):
   and extents) that ``timeline_search`` and ``timeline_range`` answer from (``RunIndex``,
   ``run_search_message``, ``run_range_message``; ``TimelineStore.run_index``);
 - ``members``: the matched collective instance of a selected slice, with each member rank's slice
-  (``instance_of``, ``event_at``, ``instance_message``; route ``timeline_instance``).
+  (``instance_of``, ``event_at``, ``instance_message``; route ``timeline_instance``);
+- ``compact``: the compact multi-rank timeline, one row of compute / communication / idle bins per rank
+  over one step, in the server's order (``row_bins``, ``compact_message``; route ``timeline_compact``).
 """
 from __future__ import annotations
 

@@ -349,3 +349,89 @@ class TimelineInstance(_message.Message):
     last_rank: int
     members: _containers.RepeatedCompositeFieldContainer[TimelineInstanceMember]
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., analysis_key: _Optional[str] = ..., base_unix_ns: _Optional[int] = ..., matched: _Optional[bool] = ..., note: _Optional[str] = ..., index: _Optional[int] = ..., step: _Optional[int] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., transfer_ns: _Optional[int] = ..., last_rank: _Optional[int] = ..., members: _Optional[_Iterable[_Union[TimelineInstanceMember, _Mapping]]] = ...) -> None: ...
+
+class CompactRow(_message.Message):
+    __slots__ = ("worker", "rank", "state", "zero_unix_ns", "step_start_ns", "step_end_ns", "compute", "communication", "compute_share", "communication_share")
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ZERO_UNIX_NS_FIELD_NUMBER: _ClassVar[int]
+    STEP_START_NS_FIELD_NUMBER: _ClassVar[int]
+    STEP_END_NS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_FIELD_NUMBER: _ClassVar[int]
+    COMMUNICATION_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_SHARE_FIELD_NUMBER: _ClassVar[int]
+    COMMUNICATION_SHARE_FIELD_NUMBER: _ClassVar[int]
+    worker: str
+    rank: int
+    state: str
+    zero_unix_ns: int
+    step_start_ns: int
+    step_end_ns: int
+    compute: _containers.RepeatedScalarFieldContainer[float]
+    communication: _containers.RepeatedScalarFieldContainer[float]
+    compute_share: float
+    communication_share: float
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., state: _Optional[str] = ..., zero_unix_ns: _Optional[int] = ..., step_start_ns: _Optional[int] = ..., step_end_ns: _Optional[int] = ..., compute: _Optional[_Iterable[float]] = ..., communication: _Optional[_Iterable[float]] = ..., compute_share: _Optional[float] = ..., communication_share: _Optional[float] = ...) -> None: ...
+
+class CompactRank(_message.Message):
+    __slots__ = ("worker", "rank", "label", "role")
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    worker: str
+    rank: int
+    label: str
+    role: str
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., label: _Optional[str] = ..., role: _Optional[str] = ...) -> None: ...
+
+class CompactSegment(_message.Message):
+    __slots__ = ("worker", "start_ns", "end_ns", "kind", "name")
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    START_NS_FIELD_NUMBER: _ClassVar[int]
+    END_NS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    worker: str
+    start_ns: int
+    end_ns: int
+    kind: str
+    name: str
+    def __init__(self, worker: _Optional[str] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class TimelineCompact(_message.Message):
+    __slots__ = ("run", "span", "analysis_key", "step", "steps", "align", "window_start_ns", "window_end_ns", "bins", "order", "rank_offset", "rows", "why", "critical", "critical_known", "note")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    SPAN_FIELD_NUMBER: _ClassVar[int]
+    ANALYSIS_KEY_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    ALIGN_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_START_NS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_END_NS_FIELD_NUMBER: _ClassVar[int]
+    BINS_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
+    RANK_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    CRITICAL_FIELD_NUMBER: _ClassVar[int]
+    CRITICAL_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    run: str
+    span: str
+    analysis_key: str
+    step: int
+    steps: _containers.RepeatedScalarFieldContainer[int]
+    align: str
+    window_start_ns: int
+    window_end_ns: int
+    bins: int
+    order: _containers.RepeatedCompositeFieldContainer[CompactRank]
+    rank_offset: int
+    rows: _containers.RepeatedCompositeFieldContainer[CompactRow]
+    why: str
+    critical: _containers.RepeatedCompositeFieldContainer[CompactSegment]
+    critical_known: bool
+    note: str
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., analysis_key: _Optional[str] = ..., step: _Optional[int] = ..., steps: _Optional[_Iterable[int]] = ..., align: _Optional[str] = ..., window_start_ns: _Optional[int] = ..., window_end_ns: _Optional[int] = ..., bins: _Optional[int] = ..., order: _Optional[_Iterable[_Union[CompactRank, _Mapping]]] = ..., rank_offset: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[CompactRow, _Mapping]]] = ..., why: _Optional[str] = ..., critical: _Optional[_Iterable[_Union[CompactSegment, _Mapping]]] = ..., critical_known: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...

@@ -17,7 +17,7 @@ import { humanBytes } from "../../display/cells";
 import { checkWindowTrace, counterAt, decodeWindow, fetchEvent, fetchInstance, fetchRange, fetchSearch, fetchWindow, fmtDur, maybeCommunication, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
 import type { Folds, Layout, Marks, MemberMark, Row, View } from "./draw";
 import "./timeline.css";
-import { counterScale, drawTimeline, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
+import { counterScale, drawTimeline, fitCanvas, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
 import { CriticalBar, critView, drawCritical, useCriticalPath } from "./critical";
 
 export interface TimelineState {
@@ -34,6 +34,8 @@ export interface TimelineState {
   tlranks: string;
   /** The critical path drawn: "" off, "<step>" or "<step>:<segment>" (critical.tsx). */
   tlcp?: string;
+  /** "compact", "detail" or "" (the default): Compact.tsx. */
+  tlmode?: string;
 }
 
 interface Props {
@@ -46,6 +48,8 @@ interface Props {
   state: TimelineState;
   update: (patch: Partial<TimelineState> & { view?: string; worker?: string; find?: string }) => void;
   traceHref?: string;
+  /** The details panel only once something is selected (under the compact timeline); else always. */
+  detailsOnSelect?: boolean;
 }
 
 /** The canvas fits the window: what is left above the details panel, at least MIN_VIEW_H. */
@@ -254,16 +258,9 @@ export function Timeline(props: Props) {
     const v = view.current;
     if (!canvas || !v) return;
     const t0 = performance.now();
-    const dpr = window.devicePixelRatio || 1;
-    const w = canvas.clientWidth;
-    const h = canvas.clientHeight;
-    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
-      canvas.width = Math.round(w * dpr);
-      canvas.height = Math.round(h * dpr);
-    }
-    const ctx = canvas.getContext("2d");
-    if (!ctx) return;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const fitted = fitCanvas(canvas);
+    if (!fitted) return;
+    const { ctx, w, h } = fitted;
     const top = scrollRef.current?.scrollTop ?? 0;
     const drawn = drawTimeline(ctx, w, h, top, dataRef.current, layRef.current, v, marks.current);
     drawCriticalPath(ctx, w, h, top, v);
@@ -339,7 +336,8 @@ export function Timeline(props: Props) {
     const box = el.getBoundingClientRect();
     const below = belowRef.current?.getBoundingClientRect();
     const gap = below ? Math.max(0, below.top - box.bottom) : 12; // the hint and margins between the two
-    const h = Math.max(MIN_VIEW_H, Math.floor(window.innerHeight - (box.top + window.scrollY) - gap - DETAILS_H - 14));
+    const details = props.detailsOnSelect && !(detail || instance || range) ? 0 : DETAILS_H;
+    const h = Math.max(MIN_VIEW_H, Math.floor(window.innerHeight - (box.top + window.scrollY) - gap - details - 14));
     if (Math.abs(h - viewHRef.current) > 1) setViewH(h);
   };
   useEffect(() => fitRef.current());
@@ -1034,6 +1032,7 @@ export function Timeline(props: Props) {
       <div class="tl-hover" ref={hoverRef} data-testid="timeline-hover" style={{ display: "none" }} />
       </div>
       <TrackList data={d} folds={folds} labels={props.labels} />
+      {!props.detailsOnSelect || detail || instance || range ? (
       <div class="tl-below" ref={belowRef} style={{ height: `${DETAILS_H}px` }} data-testid="timeline-below">
         {detail ? (
           <Details e={detail} rankName={rankName(detail.worker)} onJump={(w, id) => select(w, id, true)} onTable={(view, name) => props.update({ view, worker: detail.worker, find: name })} />
@@ -1045,6 +1044,7 @@ export function Timeline(props: Props) {
         ) : null}
         {range ? <RangeSums r={range} onClose={() => setRange(null)} /> : null}
       </div>
+      ) : null}
     </div>
   );
 }

@@ -2,13 +2,14 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import {
+  TimelineCompactSchema,
   TimelineEventSchema,
   TimelineInstanceSchema,
   TimelineRangeSchema,
   TimelineSearchSchema,
   TimelineWindowSchema,
 } from "../../gen/tb_paddle_profile/v1/timeline_pb";
-import type { TimelineEvent, TimelineInstance, TimelineRange, TimelineSearch, TimelineTrack, TimelineWindow } from "../../gen/tb_paddle_profile/v1/timeline_pb";
+import type { TimelineCompact, TimelineEvent, TimelineInstance, TimelineRange, TimelineSearch, TimelineTrack, TimelineWindow } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 
 export type Got<T> = { kind: "ok"; value: T; pending: boolean; bytes: number } | { kind: "error"; message: string };
 
@@ -82,6 +83,11 @@ export function fetchInstance(run: string, span: string, worker: string, id: num
 export function maybeCommunication(name: string, type: string): boolean {
   if (type === "CudaRuntime") return false;
   return /nccl|xccl|rccl|gloo|send|recv|all_?reduce|all_?gather|reduce_?scatter|broadcast|all_?to_?all|barrier/i.test(name) || type === "Communication";
+}
+
+/** The compact timeline (one row of bins per rank over one step): rows order[offset : offset + limit]. */
+export function fetchCompact(c: { run: string; span: string; bins: number; offset: number; limit: number; step?: number; align?: string }, signal?: AbortSignal): Promise<Got<TimelineCompact>> {
+  return get(TimelineCompactSchema, `timeline_compact?${q({ run: c.run, span: c.span, bins: Math.round(c.bins), rank_offset: c.offset || undefined, rank_limit: c.limit, step: c.step, align: c.align })}`, signal);
 }
 
 export function fetchSearch(run: string, span: string, workers: string[], text: string, exact: boolean, base: string | undefined, signal?: AbortSignal): Promise<Got<TimelineSearch>> {

@@ -237,7 +237,23 @@ export function rulerLabel(t: number, step: number, far: number): string {
   return `${(t / unit).toFixed(decimals)} ${sym}`;
 }
 
-function niceStep(ns: number): number {
+/** The canvas's 2D context drawing in CSS pixels at the device's pixel ratio, its backing store sized to
+ * its box (only when that changed); null without a context. */
+export function fitCanvas(canvas: HTMLCanvasElement): { ctx: CanvasRenderingContext2D; w: number; h: number } | null {
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth;
+  const h = canvas.clientHeight;
+  if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+    canvas.width = Math.round(w * dpr);
+    canvas.height = Math.round(h * dpr);
+  }
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return null;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return { ctx, w, h };
+}
+
+export function niceStep(ns: number): number {
   const p = Math.pow(10, Math.floor(Math.log10(ns)));
   for (const m of [1, 2, 5, 10]) if (m * p >= ns) return m * p;
   return 10 * p;

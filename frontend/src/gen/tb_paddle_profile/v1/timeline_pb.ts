@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/timeline.proto.
  */
 export const file_tb_paddle_profile_v1_timeline: GenFile = /*@__PURE__*/
-  fileDesc("CiN0Yl9wYWRkbGVfcHJvZmlsZS92MS90aW1lbGluZS5wcm90bxIUdGJfcGFkZGxlX3Byb2ZpbGUudjEipQEKDVRpbWVsaW5lVHJhY2sSCgoCaWQYASABKA0SLQoEa2luZBgCIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRyYWNrS2luZBINCgVsYWJlbBgDIAEoCRINCgVkZXB0aBgEIAEoDRILCgN0aWQYBSABKAMSDgoGZGV2aWNlGAYgASgDEg4KBnN0cmVhbRgHIAEoAxIOCgZldmVudHMYCCABKAQi1AEKDFRpbWVsaW5lTGFuZRINCgV0cmFjaxgBIAEoDRINCgVkZXB0aBgCIAEoDRIYCgxzdGFydF9kZWx0YXMYAyADKBJCAhABEhUKCWR1cmF0aW9ucxgEIAMoBEICEAESEQoFbmFtZXMYBSADKA1CAhABEhIKBmNvdW50cxgGIAMoDUICEAESFQoJaWRfZGVsdGFzGAcgAygSQgIQARIRCgV0eXBlcxgIIAMoDUICEAESEwoHbWF0Y2hlcxgJIAMoDUICEAESDwoHZHJvcHBlZBgKIAEoBCK0AQoMVGltZWxpbmVGbG93EgwKBHJhbmsYASABKA0SEQoJc3JjX3RyYWNrGAIgASgNEhEKCXNyY19kZXB0aBgDIAEoDRIUCgxzcmNfc3RhcnRfbnMYBCABKAMSDgoGc3JjX2lkGAUgASgEEhEKCWRzdF90cmFjaxgGIAEoDRIRCglkc3RfZGVwdGgYByABKA0SFAoMZHN0X3N0YXJ0X25zGAggASgDEg4KBmRzdF9pZBgJIAEoBCKGAQoPVGltZWxpbmVDb3VudGVyEgwKBGtpbmQYASABKAkSDQoFbGFiZWwYAiABKAkSDAoEdW5pdBgDIAEoCRIOCgZkZXZpY2UYBCABKAMSEgoGdmFsdWVzGAUgAygBQgIQARIRCgltYXhfdmFsdWUYBiABKAESEQoJbWluX3ZhbHVlGAcgASgBItcCCgxUaW1lbGluZVJhbmsSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEQoJb2Zmc2V0X25zGAMgASgDEhAKCHN0YXJ0X25zGAQgASgDEg4KBmVuZF9ucxgFIAEoAxIzCgZ0cmFja3MYBiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVRyYWNrEjEKBWxhbmVzGAcgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVMYW5lEg0KBXN0YXRlGAggASgJEhgKEGV2ZW50c19pbl93aW5kb3cYCSABKAQSEQoJZmlsZV9uYW1lGAogASgJEhcKD2Nsb2NrX29mZnNldF9ucxgLIAEoAxI3Cghjb3VudGVycxgMIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lQ291bnRlciKWAwoOVGltZWxpbmVXaW5kb3cSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSFAoMYmFzZV91bml4X25zGAMgASgDEhcKD3dpbmRvd19zdGFydF9ucxgEIAEoAxIVCg13aW5kb3dfZW5kX25zGAUgASgDEgoKAnB4GAYgASgNEhUKDXJlc29sdXRpb25fbnMYByABKAESDQoFbmFtZXMYCCADKAkSDQoFdHlwZXMYCSADKAkSMQoFcmFua3MYCiADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJhbmsSFgoOcmFuZ2Vfc3RhcnRfbnMYCyABKAMSFAoMcmFuZ2VfZW5kX25zGAwgASgDEjEKBWZsb3dzGA0gAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVGbG93EhUKDWZsb3dzX2Ryb3BwZWQYDiABKAQSDQoFcXVlcnkYDyABKAkSEwoLcmFua3NfdG90YWwYECABKA0SEwoLcmFua19vZmZzZXQYESABKA0iKQoLVGltZWxpbmVBcmcSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJIpcBCgtUaW1lbGluZVJlZhIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIMCgR0eXBlGAQgASgJEhAKCHN0YXJ0X25zGAUgASgDEg4KBmVuZF9ucxgGIAEoAxINCgV0cmFjaxgHIAEoDRINCgVkZXB0aBgIIAEoDRIQCghyZWxhdGlvbhgJIAEoCSLBAgoNVGltZWxpbmVFdmVudBIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIMCgR0eXBlGAQgASgJEhAKCHN0YXJ0X25zGAUgASgDEg4KBmVuZF9ucxgGIAEoAxINCgV0cmFjaxgHIAEoDRINCgVkZXB0aBgIIAEoDRITCgt0cmFja19sYWJlbBgJIAEoCRIWCg5jb3JyZWxhdGlvbl9pZBgKIAEoAxIvCgRhcmdzGAsgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVBcmcSEAoIb3BlcmF0b3IYDCABKAkSMgoHcmVsYXRlZBgNIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lUmVmEhQKDGJhc2VfdW5peF9ucxgOIAEoAyJ5Cg1UaW1lbGluZU1hdGNoEg4KBndvcmtlchgBIAEoCRIKCgJpZBgCIAEoBBIMCgRuYW1lGAMgASgJEhAKCHN0YXJ0X25zGAQgASgDEg4KBmVuZF9ucxgFIAEoAxINCgV0cmFjaxgGIAEoDRINCgVkZXB0aBgHIAEoDSKnAQoOVGltZWxpbmVTZWFyY2gSDQoFcXVlcnkYASABKAkSDQoFdG90YWwYAiABKAQSNAoHbWF0Y2hlcxgDIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lTWF0Y2gSFAoMYmFzZV91bml4X25zGAQgASgDEhYKDmZpcnN0X3N0YXJ0X25zGAUgASgDEhMKC2xhc3RfZW5kX25zGAYgASgDImMKEFRpbWVsaW5lUmFuZ2VSb3cSDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWNvdW50GAMgASgEEhAKCHRvdGFsX25zGAQgASgDEhIKCm92ZXJsYXBfbnMYBSABKAMidwoNVGltZWxpbmVSYW5nZRIQCghzdGFydF9ucxgBIAEoAxIOCgZlbmRfbnMYAiABKAMSDgoGZXZlbnRzGAMgASgEEjQKBHJvd3MYBCADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJhbmdlUm93IoACChZUaW1lbGluZUluc3RhbmNlTWVtYmVyEgwKBHJhbmsYASABKAUSDgoGd29ya2VyGAIgASgJEg8KB29yZGluYWwYAyABKA0SEwoLZHVyYXRpb25fbnMYBCABKAMSDwoHd2FpdF9ucxgFIAEoAxIQCghzdGFydF9ucxgGIAEoAxIOCgZlbmRfbnMYByABKAMSFQoNc3RhcnRfdW5peF9ucxgIIAEoAxIRCglkaXJlY3Rpb24YCSABKAkSDAoEbGFzdBgKIAEoCBINCgVmb3VuZBgLIAEoCBIKCgJpZBgMIAEoBBINCgV0cmFjaxgNIAEoDRINCgVkZXB0aBgOIAEoDSKYAgoQVGltZWxpbmVJbnN0YW5jZRILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIUCgxhbmFseXNpc19rZXkYAyABKAkSFAoMYmFzZV91bml4X25zGAQgASgDEg8KB21hdGNoZWQYBSABKAgSDAoEbm90ZRgGIAEoCRINCgVpbmRleBgHIAEoBBIMCgRzdGVwGAggASgDEgwKBGtpbmQYCSABKAkSDAoEbmFtZRgKIAEoCRITCgt0cmFuc2Zlcl9ucxgLIAEoAxIRCglsYXN0X3JhbmsYDCABKAUSPQoHbWVtYmVycxgNIAMoCzIsLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lSW5zdGFuY2VNZW1iZXIqSAoJVHJhY2tLaW5kEhoKFlRSQUNLX0tJTkRfVU5TUEVDSUZJRUQQABIPCgtIT1NUX1RIUkVBRBABEg4KCkdQVV9TVFJFQU0QAmIGcHJvdG8z");
+  fileDesc("CiN0Yl9wYWRkbGVfcHJvZmlsZS92MS90aW1lbGluZS5wcm90bxIUdGJfcGFkZGxlX3Byb2ZpbGUudjEipQEKDVRpbWVsaW5lVHJhY2sSCgoCaWQYASABKA0SLQoEa2luZBgCIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRyYWNrS2luZBINCgVsYWJlbBgDIAEoCRINCgVkZXB0aBgEIAEoDRILCgN0aWQYBSABKAMSDgoGZGV2aWNlGAYgASgDEg4KBnN0cmVhbRgHIAEoAxIOCgZldmVudHMYCCABKAQi1AEKDFRpbWVsaW5lTGFuZRINCgV0cmFjaxgBIAEoDRINCgVkZXB0aBgCIAEoDRIYCgxzdGFydF9kZWx0YXMYAyADKBJCAhABEhUKCWR1cmF0aW9ucxgEIAMoBEICEAESEQoFbmFtZXMYBSADKA1CAhABEhIKBmNvdW50cxgGIAMoDUICEAESFQoJaWRfZGVsdGFzGAcgAygSQgIQARIRCgV0eXBlcxgIIAMoDUICEAESEwoHbWF0Y2hlcxgJIAMoDUICEAESDwoHZHJvcHBlZBgKIAEoBCK0AQoMVGltZWxpbmVGbG93EgwKBHJhbmsYASABKA0SEQoJc3JjX3RyYWNrGAIgASgNEhEKCXNyY19kZXB0aBgDIAEoDRIUCgxzcmNfc3RhcnRfbnMYBCABKAMSDgoGc3JjX2lkGAUgASgEEhEKCWRzdF90cmFjaxgGIAEoDRIRCglkc3RfZGVwdGgYByABKA0SFAoMZHN0X3N0YXJ0X25zGAggASgDEg4KBmRzdF9pZBgJIAEoBCKGAQoPVGltZWxpbmVDb3VudGVyEgwKBGtpbmQYASABKAkSDQoFbGFiZWwYAiABKAkSDAoEdW5pdBgDIAEoCRIOCgZkZXZpY2UYBCABKAMSEgoGdmFsdWVzGAUgAygBQgIQARIRCgltYXhfdmFsdWUYBiABKAESEQoJbWluX3ZhbHVlGAcgASgBItcCCgxUaW1lbGluZVJhbmsSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEQoJb2Zmc2V0X25zGAMgASgDEhAKCHN0YXJ0X25zGAQgASgDEg4KBmVuZF9ucxgFIAEoAxIzCgZ0cmFja3MYBiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVRyYWNrEjEKBWxhbmVzGAcgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVMYW5lEg0KBXN0YXRlGAggASgJEhgKEGV2ZW50c19pbl93aW5kb3cYCSABKAQSEQoJZmlsZV9uYW1lGAogASgJEhcKD2Nsb2NrX29mZnNldF9ucxgLIAEoAxI3Cghjb3VudGVycxgMIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lQ291bnRlciKWAwoOVGltZWxpbmVXaW5kb3cSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSFAoMYmFzZV91bml4X25zGAMgASgDEhcKD3dpbmRvd19zdGFydF9ucxgEIAEoAxIVCg13aW5kb3dfZW5kX25zGAUgASgDEgoKAnB4GAYgASgNEhUKDXJlc29sdXRpb25fbnMYByABKAESDQoFbmFtZXMYCCADKAkSDQoFdHlwZXMYCSADKAkSMQoFcmFua3MYCiADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJhbmsSFgoOcmFuZ2Vfc3RhcnRfbnMYCyABKAMSFAoMcmFuZ2VfZW5kX25zGAwgASgDEjEKBWZsb3dzGA0gAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVGbG93EhUKDWZsb3dzX2Ryb3BwZWQYDiABKAQSDQoFcXVlcnkYDyABKAkSEwoLcmFua3NfdG90YWwYECABKA0SEwoLcmFua19vZmZzZXQYESABKA0iKQoLVGltZWxpbmVBcmcSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJIpcBCgtUaW1lbGluZVJlZhIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIMCgR0eXBlGAQgASgJEhAKCHN0YXJ0X25zGAUgASgDEg4KBmVuZF9ucxgGIAEoAxINCgV0cmFjaxgHIAEoDRINCgVkZXB0aBgIIAEoDRIQCghyZWxhdGlvbhgJIAEoCSLBAgoNVGltZWxpbmVFdmVudBIOCgZ3b3JrZXIYASABKAkSCgoCaWQYAiABKAQSDAoEbmFtZRgDIAEoCRIMCgR0eXBlGAQgASgJEhAKCHN0YXJ0X25zGAUgASgDEg4KBmVuZF9ucxgGIAEoAxINCgV0cmFjaxgHIAEoDRINCgVkZXB0aBgIIAEoDRITCgt0cmFja19sYWJlbBgJIAEoCRIWCg5jb3JyZWxhdGlvbl9pZBgKIAEoAxIvCgRhcmdzGAsgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmVBcmcSEAoIb3BlcmF0b3IYDCABKAkSMgoHcmVsYXRlZBgNIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lUmVmEhQKDGJhc2VfdW5peF9ucxgOIAEoAyJ5Cg1UaW1lbGluZU1hdGNoEg4KBndvcmtlchgBIAEoCRIKCgJpZBgCIAEoBBIMCgRuYW1lGAMgASgJEhAKCHN0YXJ0X25zGAQgASgDEg4KBmVuZF9ucxgFIAEoAxINCgV0cmFjaxgGIAEoDRINCgVkZXB0aBgHIAEoDSKnAQoOVGltZWxpbmVTZWFyY2gSDQoFcXVlcnkYASABKAkSDQoFdG90YWwYAiABKAQSNAoHbWF0Y2hlcxgDIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lTWF0Y2gSFAoMYmFzZV91bml4X25zGAQgASgDEhYKDmZpcnN0X3N0YXJ0X25zGAUgASgDEhMKC2xhc3RfZW5kX25zGAYgASgDImMKEFRpbWVsaW5lUmFuZ2VSb3cSDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWNvdW50GAMgASgEEhAKCHRvdGFsX25zGAQgASgDEhIKCm92ZXJsYXBfbnMYBSABKAMidwoNVGltZWxpbmVSYW5nZRIQCghzdGFydF9ucxgBIAEoAxIOCgZlbmRfbnMYAiABKAMSDgoGZXZlbnRzGAMgASgEEjQKBHJvd3MYBCADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZVJhbmdlUm93IoACChZUaW1lbGluZUluc3RhbmNlTWVtYmVyEgwKBHJhbmsYASABKAUSDgoGd29ya2VyGAIgASgJEg8KB29yZGluYWwYAyABKA0SEwoLZHVyYXRpb25fbnMYBCABKAMSDwoHd2FpdF9ucxgFIAEoAxIQCghzdGFydF9ucxgGIAEoAxIOCgZlbmRfbnMYByABKAMSFQoNc3RhcnRfdW5peF9ucxgIIAEoAxIRCglkaXJlY3Rpb24YCSABKAkSDAoEbGFzdBgKIAEoCBINCgVmb3VuZBgLIAEoCBIKCgJpZBgMIAEoBBINCgV0cmFjaxgNIAEoDRINCgVkZXB0aBgOIAEoDSKYAgoQVGltZWxpbmVJbnN0YW5jZRILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIUCgxhbmFseXNpc19rZXkYAyABKAkSFAoMYmFzZV91bml4X25zGAQgASgDEg8KB21hdGNoZWQYBSABKAgSDAoEbm90ZRgGIAEoCRINCgVpbmRleBgHIAEoBBIMCgRzdGVwGAggASgDEgwKBGtpbmQYCSABKAkSDAoEbmFtZRgKIAEoCRITCgt0cmFuc2Zlcl9ucxgLIAEoAxIRCglsYXN0X3JhbmsYDCABKAUSPQoHbWVtYmVycxgNIAMoCzIsLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lSW5zdGFuY2VNZW1iZXIi3wEKCkNvbXBhY3RSb3cSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSDQoFc3RhdGUYAyABKAkSFAoMemVyb191bml4X25zGAQgASgDEhUKDXN0ZXBfc3RhcnRfbnMYBSABKAMSEwoLc3RlcF9lbmRfbnMYBiABKAMSEwoHY29tcHV0ZRgHIAMoAkICEAESGQoNY29tbXVuaWNhdGlvbhgIIAMoAkICEAESFQoNY29tcHV0ZV9zaGFyZRgJIAEoAhIbChNjb21tdW5pY2F0aW9uX3NoYXJlGAogASgCIkgKC0NvbXBhY3RSYW5rEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEg0KBWxhYmVsGAMgASgJEgwKBHJvbGUYBCABKAkiXgoOQ29tcGFjdFNlZ21lbnQSDgoGd29ya2VyGAEgASgJEhAKCHN0YXJ0X25zGAIgASgDEg4KBmVuZF9ucxgDIAEoAxIMCgRraW5kGAQgASgJEgwKBG5hbWUYBSABKAkijgMKD1RpbWVsaW5lQ29tcGFjdBILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIUCgxhbmFseXNpc19rZXkYAyABKAkSDAoEc3RlcBgEIAEoAxINCgVzdGVwcxgFIAMoAxINCgVhbGlnbhgGIAEoCRIXCg93aW5kb3dfc3RhcnRfbnMYByABKAMSFQoNd2luZG93X2VuZF9ucxgIIAEoAxIMCgRiaW5zGAkgASgNEjAKBW9yZGVyGAogAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tcGFjdFJhbmsSEwoLcmFua19vZmZzZXQYCyABKA0SLgoEcm93cxgMIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbXBhY3RSb3cSCwoDd2h5GA0gASgJEjYKCGNyaXRpY2FsGA4gAygLMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tcGFjdFNlZ21lbnQSFgoOY3JpdGljYWxfa25vd24YDyABKAgSDAoEbm90ZRgQIAEoCSpICglUcmFja0tpbmQSGgoWVFJBQ0tfS0lORF9VTlNQRUNJRklFRBAAEg8KC0hPU1RfVEhSRUFEEAESDgoKR1BVX1NUUkVBTRACYgZwcm90bzM");
 
 /**
  * @generated from message tb_paddle_profile.v1.TimelineTrack
@@ -993,6 +993,270 @@ export type TimelineInstance = Message<"tb_paddle_profile.v1.TimelineInstance"> 
  */
 export const TimelineInstanceSchema: GenMessage<TimelineInstance> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_timeline, 14);
+
+/**
+ * One rank's row of the compact timeline (timeline_compact): the GPU's time in each of the answer's
+ * bins, split into communication (an NCCL/XCCL kernel runs), compute (another kernel runs, no
+ * communication kernel) and idle (the rest: no kernel; memcpy and memset count as idle).
+ *
+ * @generated from message tb_paddle_profile.v1.CompactRow
+ */
+export type CompactRow = Message<"tb_paddle_profile.v1.CompactRow"> & {
+  /**
+   * @generated from field: string worker = 1;
+   */
+  worker: string;
+
+  /**
+   * @generated from field: int32 rank = 2;
+   */
+  rank: number;
+
+  /**
+   * "" ready; "building" while its index is being built; else why it cannot be drawn.
+   *
+   * @generated from field: string state = 3;
+   */
+  state: string;
+
+  /**
+   * The row's time 0 on the run's corrected clock (unix ns): the rank's own start of the step
+   * (align "step") or the first row's (align "clock").
+   *
+   * @generated from field: int64 zero_unix_ns = 4;
+   */
+  zeroUnixNs: bigint;
+
+  /**
+   * The rank's step, relative to its time 0.
+   *
+   * @generated from field: int64 step_start_ns = 5;
+   */
+  stepStartNs: bigint;
+
+  /**
+   * @generated from field: int64 step_end_ns = 6;
+   */
+  stepEndNs: bigint;
+
+  /**
+   * Per bin, fractions 0..1 (idle = 1 − compute − communication); empty while not ready.
+   *
+   * @generated from field: repeated float compute = 7 [packed = true];
+   */
+  compute: number[];
+
+  /**
+   * @generated from field: repeated float communication = 8 [packed = true];
+   */
+  communication: number[];
+
+  /**
+   * Over the whole window: the same fractions.
+   *
+   * @generated from field: float compute_share = 9;
+   */
+  computeShare: number;
+
+  /**
+   * @generated from field: float communication_share = 10;
+   */
+  communicationShare: number;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.CompactRow.
+ * Use `create(CompactRowSchema)` to create a new message.
+ */
+export const CompactRowSchema: GenMessage<CompactRow> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_timeline, 15);
+
+/**
+ * One rank of the server's order: every rank of the span, the straggler(s) first, then the first
+ * one's role peers (nearest rank numbers first), then the others in rank order.
+ *
+ * @generated from message tb_paddle_profile.v1.CompactRank
+ */
+export type CompactRank = Message<"tb_paddle_profile.v1.CompactRank"> & {
+  /**
+   * @generated from field: string worker = 1;
+   */
+  worker: string;
+
+  /**
+   * @generated from field: int32 rank = 2;
+   */
+  rank: number;
+
+  /**
+   * @generated from field: string label = 3;
+   */
+  label: string;
+
+  /**
+   * "straggler", "peer" or "".
+   *
+   * @generated from field: string role = 4;
+   */
+  role: string;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.CompactRank.
+ * Use `create(CompactRankSchema)` to create a new message.
+ */
+export const CompactRankSchema: GenMessage<CompactRank> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_timeline, 16);
+
+/**
+ * A segment of the step's critical path (from the stored what-if answer) on a row of this answer, in
+ * the row's time (relative to its zero_unix_ns).
+ *
+ * @generated from message tb_paddle_profile.v1.CompactSegment
+ */
+export type CompactSegment = Message<"tb_paddle_profile.v1.CompactSegment"> & {
+  /**
+   * @generated from field: string worker = 1;
+   */
+  worker: string;
+
+  /**
+   * @generated from field: int64 start_ns = 2;
+   */
+  startNs: bigint;
+
+  /**
+   * @generated from field: int64 end_ns = 3;
+   */
+  endNs: bigint;
+
+  /**
+   * "compute", "communication", "memcpy", "host", "waiting"
+   *
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string name = 5;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.CompactSegment.
+ * Use `create(CompactSegmentSchema)` to create a new message.
+ */
+export const CompactSegmentSchema: GenMessage<CompactSegment> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_timeline, 17);
+
+/**
+ * The compact multi-rank timeline of one step (route timeline_compact): one row per rank, `bins`
+ * bins over [window_start_ns, window_end_ns] of each row's time (0 = its zero_unix_ns).
+ *
+ * @generated from message tb_paddle_profile.v1.TimelineCompact
+ */
+export type TimelineCompact = Message<"tb_paddle_profile.v1.TimelineCompact"> & {
+  /**
+   * @generated from field: string run = 1;
+   */
+  run: string;
+
+  /**
+   * @generated from field: string span = 2;
+   */
+  span: string;
+
+  /**
+   * @generated from field: string analysis_key = 3;
+   */
+  analysisKey: string;
+
+  /**
+   * The step drawn (the median step by the job's step time unless one is asked for; -1 for a trace
+   * without ProfileSteps) and the steps there are.
+   *
+   * @generated from field: int64 step = 4;
+   */
+  step: bigint;
+
+  /**
+   * @generated from field: repeated int64 steps = 5;
+   */
+  steps: bigint[];
+
+  /**
+   * "step" (each row on its own start of the step) or "clock" (every row on the first row's).
+   *
+   * @generated from field: string align = 6;
+   */
+  align: string;
+
+  /**
+   * @generated from field: int64 window_start_ns = 7;
+   */
+  windowStartNs: bigint;
+
+  /**
+   * @generated from field: int64 window_end_ns = 8;
+   */
+  windowEndNs: bigint;
+
+  /**
+   * @generated from field: uint32 bins = 9;
+   */
+  bins: number;
+
+  /**
+   * Every rank, in the server's order; `rows` are order[rank_offset : rank_offset + len(rows)].
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.CompactRank order = 10;
+   */
+  order: CompactRank[];
+
+  /**
+   * @generated from field: uint32 rank_offset = 11;
+   */
+  rankOffset: number;
+
+  /**
+   * @generated from field: repeated tb_paddle_profile.v1.CompactRow rows = 12;
+   */
+  rows: CompactRow[];
+
+  /**
+   * Which rule chose the order ("the straggler and its role peers first", "rank order").
+   *
+   * @generated from field: string why = 13;
+   */
+  why: string;
+
+  /**
+   * The critical path of the step on the rows answered (empty when no what-if answer is stored).
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.CompactSegment critical = 14;
+   */
+  critical: CompactSegment[];
+
+  /**
+   * True when a what-if answer is stored for the run (its critical path is known).
+   *
+   * @generated from field: bool critical_known = 15;
+   */
+  criticalKnown: boolean;
+
+  /**
+   * @generated from field: string note = 16;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.TimelineCompact.
+ * Use `create(TimelineCompactSchema)` to create a new message.
+ */
+export const TimelineCompactSchema: GenMessage<TimelineCompact> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_timeline, 18);
 
 /**
  * @generated from enum tb_paddle_profile.v1.TrackKind

@@ -1,0 +1,485 @@
+// The compact multi-rank timeline: one thin row per rank over one step (route timeline_compact), each
+// row the GPU's time per pixel bin split into compute, communication and idle, in the order the server
+// recommends (the straggler and its role peers first), the step's critical path over the rows it passes
+// through. Rows are drawn on one canvas and fetched page by page as they scroll into view, so a
+// 1,024-rank run costs what is on screen. A click on a row shows that rank's full lanes (the detailed
+// timeline, Timeline.tsx) under the rows.
+import type { ComponentProps } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { Notice } from "../../components/ui";
+import type { CompactRow, CompactSegment, TimelineCompact } from "../../gen/tb_paddle_profile/v1/timeline_pb";
+import { isDark, onDarkChange } from "../../host";
+import { critColor } from "./critical";
+import { fetchCompact, fmtDur } from "./data";
+import { DARK, fitCanvas, LIGHT, niceStep, rulerLabel, RULER_H } from "./draw";
+import type { TimelineState } from "./Timeline";
+import { MAX_RANKS, parseRankSet, Timeline, writeRankSet } from "./Timeline";
+
+/** One row per rank: a bar of BAR_H px and a gap. */
+export const ROW_H = 13;
+const BAR_H = 11;
+const LABEL_W = 170;
+/** Rows asked for at once (the route opens their indexes); pages are asked as they scroll into view. */
+const PAGE = 64;
+const RETRY_MS = 700;
+
+export const COMPACT_COLORS = {
+  light: { compute: "#43a047", communication: "#fb8c00", idle: "#eceff1", step: "#546e7a" },
+  dark: { compute: "#66bb6a", communication: "#ffa726", idle: "#30363a", step: "#90a4ae" },
+};
+const ROLE_COLORS: Record<string, string> = { straggler: "#d32f2f", peer: "#7b1fa2" };
+
+export interface CompactExposed {
+  order: () => string[];
+  /** the rows wholly inside the scroll box, in order */
+  visibleRows: () => string[];
+  /** the rows drawn with their bins in the last frame */
+  drawnRows: () => number;
+  /** rows whose bins are loaded */
+  loadedRows: () => number;
+  expanded: () => string[];
+  /** the segments of the critical path drawn in the last frame */
+  critical: () => number;
+  rowH: number;
+  /** the first row's top inside the canvas (below the ruler) */
+  rowsTop: number;
+  step: () => number;
+}
+
+declare global {
+  interface Window {
+    __tbppCompact?: CompactExposed;
+  }
+}
+
+interface Props {
+  run: string;
+  span: string;
+  labels: Map<string, string>;
+  expanded: string[];
+  onToggle: (worker: string) => void;
+  onDetail: () => void;
+  /** at most this many rows high (a rank's lanes are shown under it) */
+  maxRows?: number;
+}
+
+export function CompactTimeline(props: Props) {
+  const { run, span } = props;
+  const [meta, setMeta] = useState<TimelineCompact | null>(null);
+  const [error, setError] = useState("");
+  const [step, setStep] = useState<number | undefined>(undefined);
+  const [align, setAlign] = useState("step");
+  const [dark, setDark] = useState(isDark());
+  useEffect(() => onDarkChange(setDark), []);
+  const rows = useRef(new Map<number, CompactRow>());
+  const segs = useRef(new Map<string, CompactSegment[]>());
+  const pages = useRef(new Map<number, "loading" | "done">());
+  const metaRef = useRef<TimelineCompact | null>(null);
+  const bins = useRef(0);
+  const gen = useRef(0); // a new run, step or alignment: answers of the previous one are dropped
+  const canvasRef = useRef<HTMLCanvasElement>(null);
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const hoverRef = useRef<HTMLDivElement>(null);
+  const frame = useRef(0);
+  const drawn = useRef({ rows: 0, critical: 0 });
+  const [viewH, setViewH] = useState(400);
+  const expandedRef = useRef(props.expanded);
+  expandedRef.current = props.expanded;
+  const darkRef = useRef(dark);
+  darkRef.current = dark;
+
+  const loadPage = async (page: number, g: number) => {
+    if (pages.current.get(page)) return;
+    pages.current.set(page, "loading");
+    const got = await fetchCompact({ run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align });
+    if (g !== gen.current) return;
+    if (got.kind === "error") {
+      pages.current.delete(page);
+      setError(got.message);
+      return;
+    }
+    const m = got.value;
+    if (!metaRef.current) {
+      metaRef.current = m;
+      setMeta(m);
+    }
+    m.rows.forEach((r, i) => {
+      if (r.state === "" || !rows.current.get(m.rankOffset + i)) rows.current.set(m.rankOffset + i, r);
+    });
+    if (got.pending || m.rows.some((r) => r.state === "building")) {
+      // rows still being indexed: the page again a little later (its critical path then)
+      window.setTimeout(() => {
+        if (g !== gen.current) return;
+        pages.current.delete(page);
+        loadPage(page, g);
+      }, RETRY_MS);
+    } else {
+      for (const s of m.critical) {
+        const list = segs.current.get(s.worker) ?? [];
+        list.push(s);
+        segs.current.set(s.worker, list);
+      }
+      pages.current.set(page, "done");
+    }
+    redraw();
+  };
+
+  const wanted = () => {
+    // the pages of the rows in view (and the next one)
+    const el = scrollRef.current;
+    const m = metaRef.current;
+    const n = m ? m.order.length : PAGE;
+    const top = el?.scrollTop ?? 0;
+    const first = Math.max(0, Math.floor(top / ROW_H));
+    const last = Math.min(n - 1, Math.ceil((top + viewH) / ROW_H) + 8);
+    const out: number[] = [];
+    for (let p = Math.floor(first / PAGE); p <= Math.floor(last / PAGE); p++) out.push(p);
+    return out;
+  };
+
+  useEffect(() => {
+    gen.current++;
+    const g = gen.current;
+    rows.current = new Map();
+    segs.current = new Map();
+    pages.current = new Map();
+    metaRef.current = null;
+    setMeta(null);
+    setError("");
+    const w = canvasRef.current?.clientWidth ?? 1100;
+    bins.current = Math.max(100, Math.min(4000, Math.round(w - LABEL_W)));
+    loadPage(0, g);
+  }, [run, span, step, align]);
+
+  // the canvas takes the window's height below it (at least 8 rows), no more than its rows
+  const fit = () => {
+    const el = scrollRef.current;
+    if (!el) return;
+    const top = el.getBoundingClientRect().top + window.scrollY;
+    const n = metaRef.current?.order.length ?? 32;
+    const rowsH = RULER_H + Math.min(n, props.maxRows ?? n) * ROW_H + 2;
+    const want = Math.max(RULER_H + 8 * ROW_H, Math.min(rowsH, Math.floor(window.innerHeight - top - 8)));
+    if (Math.abs(want - viewH) > 1) setViewH(want);
+  };
+  useEffect(() => {
+    fit();
+    window.addEventListener("resize", fit);
+    return () => window.removeEventListener("resize", fit);
+  });
+
+  const onScroll = () => {
+    const m = metaRef.current;
+    if (m) for (const p of wanted()) loadPage(p, gen.current);
+    redraw();
+  };
+
+  // ------------------------------------------------------------------ drawing
+  const draw = () => {
+    frame.current = 0;
+    const canvas = canvasRef.current;
+    const m = metaRef.current;
+    if (!canvas) return;
+    const fitted = fitCanvas(canvas);
+    if (!fitted) return;
+    const { ctx, w, h } = fitted;
+    const P = darkRef.current ? DARK : LIGHT;
+    const C = darkRef.current ? COMPACT_COLORS.dark : COMPACT_COLORS.light;
+    ctx.fillStyle = P.bg;
+    ctx.fillRect(0, 0, w, h);
+    drawn.current = { rows: 0, critical: 0 };
+    if (!m) return;
+    const top = scrollRef.current?.scrollTop ?? 0;
+    const plotW = Math.max(1, w - LABEL_W);
+    const ws = Number(m.windowStartNs);
+    const we = Number(m.windowEndNs);
+    const X = (t: number) => LABEL_W + ((t - ws) / Math.max(1, we - ws)) * plotW;
+    ctx.font = "10px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    const first = Math.max(0, Math.floor(top / ROW_H));
+    const last = Math.min(m.order.length - 1, Math.ceil((top + h) / ROW_H));
+    const open = new Set(expandedRef.current);
+    for (let i = first; i <= last; i++) {
+      const y = RULER_H + i * ROW_H - top;
+      if (y + ROW_H < RULER_H || y > h) continue;
+      const o = m.order[i];
+      const r = rows.current.get(i);
+      // label
+      ctx.fillStyle = open.has(o.worker) ? P.header : P.bg;
+      ctx.fillRect(0, y, LABEL_W, ROW_H);
+      if (ROLE_COLORS[o.role]) {
+        ctx.fillStyle = ROLE_COLORS[o.role];
+        ctx.fillRect(0, y + 1, 3, BAR_H);
+      }
+      ctx.fillStyle = P.labelText;
+      const name = props.labels.get(o.worker) || o.label || (o.rank >= 0 ? `rank ${o.rank}` : o.worker);
+      const text = `${open.has(o.worker) ? "▾ " : ""}${o.role === "straggler" ? "straggler · " : ""}${name}`;
+      ctx.fillText(fit1(ctx, text, LABEL_W - 10), 6, y + BAR_H / 2 + 1);
+      // bins
+      ctx.fillStyle = C.idle;
+      ctx.fillRect(LABEL_W, y, plotW, BAR_H);
+      if (!r || r.state !== "" || !r.compute.length) {
+        ctx.fillStyle = P.dimText;
+        ctx.fillText(r?.state === "building" || !r ? "loading…" : r.state, LABEL_W + 6, y + BAR_H / 2 + 1);
+        continue;
+      }
+      const n = r.compute.length;
+      const bw = plotW / n;
+      for (let k = 0; k < n; k++) {
+        const comp = r.compute[k];
+        const comm = r.communication[k];
+        if (comp < 0.005 && comm < 0.005) continue;
+        const x = LABEL_W + k * bw;
+        const hc = comp * BAR_H;
+        const hm = comm * BAR_H;
+        if (hc > 0.05) {
+          ctx.fillStyle = C.compute;
+          ctx.fillRect(x, y + BAR_H - hc, bw + 0.5, hc);
+        }
+        if (hm > 0.05) {
+          ctx.fillStyle = C.communication;
+          ctx.fillRect(x, y + BAR_H - hc - hm, bw + 0.5, hm);
+        }
+      }
+      // the rank's end of the step
+      ctx.fillStyle = C.step;
+      ctx.fillRect(Math.round(X(Number(r.stepEndNs))), y, 1, BAR_H);
+      ctx.fillRect(Math.round(X(Number(r.stepStartNs))), y, 1, BAR_H);
+      // the critical path over the row
+      for (const s of segs.current.get(o.worker) ?? []) {
+        const x0 = Math.max(LABEL_W, X(Number(s.startNs)));
+        const x1 = Math.min(w, X(Number(s.endNs)));
+        if (x1 < LABEL_W || x0 > w) continue;
+        ctx.globalAlpha = 0.3;
+        ctx.fillStyle = "#ffb300";
+        ctx.fillRect(x0, y, Math.max(1, x1 - x0), BAR_H);
+        ctx.globalAlpha = 1;
+        ctx.fillStyle = critColor(s.kind);
+        ctx.fillRect(x0, y, Math.max(1, x1 - x0), 2);
+        drawn.current.critical++;
+      }
+      drawn.current.rows++;
+    }
+    // ruler: time from each row's start of the step
+    ctx.fillStyle = P.rulerBg;
+    ctx.fillRect(0, 0, w, RULER_H);
+    ctx.fillStyle = P.rulerText;
+    ctx.fillText(m.align === "clock" ? "from the first row's step start" : "from each rank's step start", 6, RULER_H / 2);
+    const stepNs = niceStep((we - ws) / Math.max(1, plotW / 110));
+    ctx.fillStyle = P.tick;
+    for (let t = Math.ceil(ws / stepNs) * stepNs; t <= we; t += stepNs) {
+      const x = Math.round(X(t));
+      ctx.fillRect(x, RULER_H - 6, 1, 6);
+      ctx.fillStyle = P.rulerText;
+      ctx.fillText(rulerLabel(t, stepNs, Math.max(Math.abs(ws), Math.abs(we))), x + 3, RULER_H / 2);
+      ctx.fillStyle = P.tick;
+    }
+    ctx.fillStyle = P.edge;
+    ctx.fillRect(0, RULER_H - 1, w, 1);
+    ctx.fillRect(LABEL_W - 1, RULER_H, 1, h - RULER_H);
+  };
+  const redraw = () => {
+    if (!frame.current) frame.current = requestAnimationFrame(draw);
+  };
+  useEffect(redraw);
+  useEffect(() => {
+    const c = canvasRef.current;
+    const ro = new ResizeObserver(redraw);
+    if (c) ro.observe(c);
+    return () => {
+      ro.disconnect();
+      if (frame.current) cancelAnimationFrame(frame.current);
+    };
+  }, []);
+  useEffect(() => {
+    // the pages of the rows in view once the canvas has its height
+    if (meta) for (const p of wanted()) loadPage(p, gen.current);
+  }, [meta, viewH]);
+
+  useEffect(() => {
+    window.__tbppCompact = {
+      order: () => (metaRef.current?.order ?? []).map((o) => o.worker),
+      visibleRows: () => {
+        const m = metaRef.current;
+        const el = scrollRef.current;
+        if (!m || !el) return [];
+        const top = el.scrollTop;
+        const h = el.clientHeight - RULER_H;
+        const first = Math.ceil(top / ROW_H);
+        const last = Math.floor((top + h) / ROW_H) - 1;
+        return m.order.slice(first, Math.max(first, last + 1)).map((o) => o.worker);
+      },
+      drawnRows: () => drawn.current.rows,
+      loadedRows: () => [...rows.current.values()].filter((r) => r.state === "" && r.compute.length > 0).length,
+      expanded: () => expandedRef.current,
+      critical: () => drawn.current.critical,
+      rowH: ROW_H,
+      rowsTop: RULER_H,
+      step: () => Number(metaRef.current?.step ?? -1),
+    };
+  }, []);
+
+  // ------------------------------------------------------------------ pointer
+  const rowAt = (e: MouseEvent): number => {
+    const c = canvasRef.current;
+    const m = metaRef.current;
+    if (!c || !m) return -1;
+    const b = c.getBoundingClientRect();
+    const y = e.clientY - b.top;
+    if (y < RULER_H) return -1;
+    const i = Math.floor((y - RULER_H + (scrollRef.current?.scrollTop ?? 0)) / ROW_H);
+    return i >= 0 && i < m.order.length ? i : -1;
+  };
+  const clicked = useRef(-1);
+  const onClick = (e: MouseEvent) => {
+    const i = rowAt(e);
+    const m = metaRef.current;
+    if (i < 0 || !m) return;
+    clicked.current = i;
+    props.onToggle(m.order[i].worker);
+  };
+  useEffect(() => {
+    // the row clicked stays in view when the rows get shorter (its lanes shown under them)
+    const el = scrollRef.current;
+    const i = clicked.current;
+    if (!el || i < 0) return;
+    const y = i * ROW_H;
+    if (y < el.scrollTop || y + ROW_H > el.scrollTop + viewH - RULER_H) el.scrollTop = Math.max(0, y - 2 * ROW_H);
+    redraw();
+  }, [viewH]);
+  const onMove = (e: MouseEvent) => {
+    const el = hoverRef.current;
+    const c = canvasRef.current;
+    const m = metaRef.current;
+    if (!el || !c || !m) return;
+    const i = rowAt(e);
+    const b = c.getBoundingClientRect();
+    const x = e.clientX - b.left;
+    const r = i >= 0 ? rows.current.get(i) : undefined;
+    if (i < 0 || x < LABEL_W || !r || !r.compute.length) {
+      el.style.display = "none";
+      return;
+    }
+    const k = Math.min(r.compute.length - 1, Math.max(0, Math.floor(((x - LABEL_W) / Math.max(1, b.width - LABEL_W)) * r.compute.length)));
+    const ws = Number(m.windowStartNs);
+    const t = ws + ((k + 0.5) / r.compute.length) * (Number(m.windowEndNs) - ws);
+    const o = m.order[i];
+    const pct = (f: number) => `${Math.round(f * 100)}%`;
+    el.textContent = `${props.labels.get(o.worker) || o.label || o.worker} · ${fmtDur(t)} · compute ${pct(r.compute[k])} · communication ${pct(r.communication[k])} · idle ${pct(Math.max(0, 1 - r.compute[k] - r.communication[k]))}`;
+    el.style.display = "block";
+    el.style.left = `${Math.min(x + 12, b.width - 360)}px`;
+    el.style.top = `${e.clientY - b.top + 14}px`;
+  };
+
+  const m = meta;
+  const n = m?.order.length ?? 0;
+  return (
+    <div class="tl-compact" data-testid="timeline-compact" data-rows={n} data-step={m ? String(m.step) : ""}>
+      <div class="tl-bar">
+        <span class="tl-compact-title">{m ? `${n.toLocaleString()} ranks · step ${m.step} · ${m.why}` : "Compact timeline"}</span>
+        {m && m.steps.length > 1 ? (
+          <select value={String(m.step)} onChange={(e) => setStep(Number((e.target as HTMLSelectElement).value))} data-testid="timeline-compact-step" aria-label="The step shown">
+            {m.steps.map((s) => (
+              <option value={String(s)}>{`step ${s}`}</option>
+            ))}
+          </select>
+        ) : null}
+        <select value={align} onChange={(e) => setAlign((e.target as HTMLSelectElement).value)} data-testid="timeline-compact-align" aria-label="How the rows are aligned">
+          <option value="step">each rank on its step start</option>
+          <option value="clock">one clock (the first row's step start)</option>
+        </select>
+        <span class="tl-legend">
+          <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).compute }} /> compute
+          <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).communication }} /> communication
+          <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).idle }} /> idle
+          {m?.criticalKnown ? (
+            <>
+              <i style={{ background: "#ffb300" }} /> critical path
+            </>
+          ) : null}
+        </span>
+        <span class="tl-tools">
+          <button class="btn small" onClick={props.onDetail} data-testid="timeline-compact-detail" title="Every lane of up to 32 ranks (the detailed timeline)">
+            Detailed view
+          </button>
+        </span>
+      </div>
+      {error ? <Notice kind="error" testId="timeline-compact-error">{error}</Notice> : null}
+      {!m && !error ? <Notice kind="loading">Loading the compact timeline…</Notice> : null}
+      <div class="tl-stage">
+        <div class="tl-scroll" ref={scrollRef} style={{ height: `${viewH}px` }} onScroll={onScroll}>
+          <canvas
+            ref={canvasRef}
+            class="tl-canvas tl-compact-canvas"
+            style={{ height: `${viewH}px`, cursor: "pointer" }}
+            data-testid="timeline-compact-canvas"
+            onClick={onClick}
+            onMouseMove={onMove}
+            onMouseLeave={() => hoverRef.current && (hoverRef.current.style.display = "none")}
+          />
+          <div style={{ height: `${Math.max(0, RULER_H + n * ROW_H - viewH)}px` }} />
+        </div>
+        <div class="tl-hover" ref={hoverRef} data-testid="timeline-compact-hover" style={{ display: "none" }} />
+      </div>
+      <div class="tl-hint">Click a rank to show (or hide) its lanes below · the bars: the GPU's time in each pixel, compute below communication</div>
+    </div>
+  );
+}
+
+function fit1(ctx: CanvasRenderingContext2D, text: string, w: number): string {
+  if (ctx.measureText(text).width <= w) return text;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(`${text.slice(0, mid)}…`).width <= w) lo = mid;
+    else hi = mid - 1;
+  }
+  return `${text.slice(0, lo)}…`;
+}
+
+// ---------------------------------------------------------------- the tab: compact or detailed
+
+/** More ranks than this: the compact view is the default. */
+export const COMPACT_ABOVE = 16;
+
+/** Whether the tab shows the compact view: tlmode says so; by default beyond COMPACT_ABOVE ranks, unless
+ * the link names something of the detailed view (a window, a slice, a search, ranks, a critical path). */
+export function showsCompact(ranks: number, s: TimelineState): boolean {
+  if (s.tlmode === "compact") return true;
+  if (s.tlmode === "detail" || ranks <= COMPACT_ABOVE) return false;
+  return !s.tl && !s.tlsel && !s.tlq && !s.tlfind && !s.tlranks && !s.tlcp;
+}
+
+export function TimelineTab(props: ComponentProps<typeof Timeline>) {
+  const { state } = props;
+  const all = props.workers.map((w) => w.worker);
+  if (!showsCompact(all.length, state)) {
+    return (
+      <>
+        {all.length > 1 ? (
+          <div class="tl-modebar">
+            <button class="btn small" onClick={() => props.update({ tlmode: "compact", tlranks: "", tlsel: "", tl: "" } as Partial<TimelineState>)} data-testid="timeline-compact-open" title="One summary row per rank: compute, communication and idle over one step">
+              Compact view (one row per rank)
+            </button>
+          </div>
+        ) : null}
+        <Timeline {...props} />
+      </>
+    );
+  }
+  const known = new Set(all);
+  const expanded = parseRankSet(state.tlranks ?? "").filter((w) => known.has(w)).slice(0, MAX_RANKS);
+  const toggle = (worker: string) => {
+    const next = expanded.includes(worker) ? expanded.filter((w) => w !== worker) : [...expanded, worker].slice(-MAX_RANKS);
+    props.update({ tlmode: "compact", tlranks: writeRankSet(next), tlsel: "", tl: "" } as Partial<TimelineState>);
+  };
+  return (
+    <>
+      <div class="panel timeline" data-testid="panel-timeline-compact">
+        <CompactTimeline run={props.run} span={props.span} labels={props.labels} expanded={expanded} onToggle={toggle} maxRows={expanded.length ? 10 : undefined}
+          onDetail={() => props.update({ tlmode: "detail" } as Partial<TimelineState>)} />
+      </div>
+      {expanded.length ? <Timeline key={expanded.join(",")} {...props} state={{ ...state, tlranks: writeRankSet(expanded) }} detailsOnSelect /> : null}
+    </>
+  );
+}

@@ -1,0 +1,224 @@
+"""The compact multi-rank timeline (route ``timeline_compact``): one summary row per rank over one step,
+each a row of bins saying how much of the bin the GPU spent in communication, in compute and idle.
+
+Nothing is derived again here:
+
+- the bins come from each rank's timeline index: the union of its kernels is the index's GPU
+  utilization counter (counters.py, one per device, merged), communication the union of its kernels
+  whose name names NCCL/XCCL (analysis.collectives.is_communication_kernel), both read only inside the
+  window (``lanes_in_window``) and measured per bin by counters.busy_fraction; compute is the kernels'
+  union less the communication (the fraction where a kernel runs and no communication kernel does);
+- the step, its start on each rank, the clock offsets, the straggler and the role peers are the stored
+  cross-rank analysis (RunParallel: step_breakdown ranges, step_time matrix, clock_offset_ns, the
+  straggler verdict, the topology coordinates);
+- the critical path is the stored what-if answer's (RunWhatIf.critical_path segments).
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from tb_paddle_profile.trace import event_types as et
+from .counters import KIND_UTILIZATION, _union, bin_edges, busy_fraction
+from .storage import TimelineIndex
+from .tracks import GPU_STREAM
+
+MAX_BINS = 4000
+PAGE_ROWS = 128  # rows answered at most per request (their indexes are opened)
+PATH_KINDS = {1: "compute", 2: "communication", 3: "memcpy", 4: "host", 5: "waiting"}
+_COMM_NAMES: "weakref.WeakKeyDictionary[TimelineIndex, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def _comm_names(idx: TimelineIndex) -> np.ndarray:
+    """A bool per name id of the index: a communication kernel's name (once per open index)."""
+    got = _COMM_NAMES.get(idx)
+    if got is None:
+        from ..analysis.collectives import is_communication_kernel
+
+        got = _COMM_NAMES[idx] = np.array([is_communication_kernel(n) for n in idx.names], dtype=bool)
+    return got
+
+
+def _clip(s: np.ndarray, e: np.ndarray, lo: float, hi: float) -> Tuple[np.ndarray, np.ndarray]:
+    keep = (e > lo) & (s < hi)
+    return s[keep], e[keep]
+
+
+def row_bins(idx: TimelineIndex, lws: int, lwe: int, bins: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(compute, communication) fractions of each of ``bins`` bins over [lws, lwe] (the index's own ns)."""
+    a = idx.a
+    edges = bin_edges(lws, lwe, bins)
+    busy_s, busy_e = [], []
+    for i, c in enumerate(idx.counters):  # the kernels' union per device (stored with the index)
+        if c["kind"] != KIND_UTILIZATION:
+            continue
+        p0, p1 = int(a["ctr_ptr"][i]), int(a["ctr_ptr"][i + 1])
+        t, v = a["ctr_t"][p0:p1], a["ctr_v"][p0:p1]
+        lo = max(0, int(np.searchsorted(v, lws, "right")))  # ends ascend too (disjoint intervals)
+        hi = int(np.searchsorted(t, lwe, "right"))
+        busy_s.append(t[lo:hi])
+        busy_e.append(v[lo:hi])
+    comm = _comm_names(idx)
+    cs, ce = [], []
+    for lane in range(idx.n_lanes):
+        if idx.tracks[int(a["lane_track"][lane])]["kind"] != GPU_STREAM:
+            continue
+        lo, _, keep = idx.lanes_in_window(lws, lwe, lane)
+        pos = np.nonzero(keep)[0] + lo
+        pos = pos[(a["ev_type"][pos] == et.KERNEL) & comm[a["ev_name"][pos]]]
+        cs.append(a["ev_start"][pos])
+        ce.append(a["ev_end"][pos])
+    cat = (lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64))
+    if len(busy_s) > 1:  # several devices: one union
+        bs, be = _union(cat(busy_s), cat(busy_e))
+    else:
+        bs, be = cat(busy_s), cat(busy_e)
+    ms, me = _union(*_clip(cat(cs), cat(ce), lws, lwe))
+    busy = busy_fraction(bs.astype(np.float64), be.astype(np.float64), edges)
+    communication = busy_fraction(ms.astype(np.float64), me.astype(np.float64), edges)
+    return np.clip(busy - communication, 0.0, 1.0), communication
+
+
+# ---------------------------------------------------------------- what the stored analysis says
+
+
+class Facts:
+    """What the compact timeline needs of a stored analysis (RunParallel), read from it once."""
+
+    def __init__(self, rp):
+        self.workers: List[str] = [r.worker for r in rp.ranks]
+        self.steps: List[int] = [int(s) for s in rp.steps]
+        self.clock: Dict[str, int] = {r.worker: int(r.clock_offset_ns) for r in rp.ranks}
+        self.rank_of: Dict[str, int] = {r.worker: int(r.rank) for r in rp.ranks}
+        self.label: Dict[str, str] = {r.worker: r.label for r in rp.ranks}
+        # worker -> step -> (start, end) on the rank's own index clock
+        self.step_range: Dict[str, Dict[int, Tuple[int, int]]] = {
+            r.worker: {int(s.step): (int(s.range.start_ns), int(s.range.end_ns)) for s in r.step_breakdown}
+            for r in rp.ranks}
+        vals = np.array(rp.step_time.values_ns, dtype=np.int64)
+        n_steps = len(self.steps)
+        self.job_step: Dict[int, int] = {}
+        if n_steps and len(vals) == n_steps * len(self.workers):
+            m = vals.reshape(len(self.workers), n_steps)
+            self.job_step = {s: int(m[:, j].max()) for j, s in enumerate(self.steps)}
+        self.order, self.roles, self.why = order_of(rp)
+        self.nbytes = 300 * len(self.workers) + 64 * sum(len(v) for v in self.step_range.values()) + 1000
+
+    def median_step(self) -> Optional[int]:
+        """The step whose job step time (the slowest rank's) is the median of the steps' (the lower one
+        of two middles, then the lower step number); the first step present when none is timed."""
+        if self.job_step:
+            ranked = sorted(self.job_step.items(), key=lambda kv: (kv[1], kv[0]))
+            return ranked[(len(ranked) - 1) // 2][0]
+        for w in self.workers:
+            if self.step_range.get(w):
+                return min(self.step_range[w])
+        return None
+
+
+def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
+    """(workers in the server's order, worker -> role, why): the straggler(s) the verdict names, then the
+    first one's role peers (its stage, mp index and sharding when the topology is known; else its
+    stage; else the ranks it shares collectives with), nearest rank numbers first, then every other
+    rank in rank order. Without a straggler: rank order."""
+    ranks = sorted(rp.ranks, key=lambda r: (r.rank, r.worker))
+    by_rank = {r.rank: r for r in ranks}
+    slow = [by_rank[s.rank] for s in rp.straggler.stragglers if s.rank in by_rank] if rp.straggler.found else []
+    if not slow:
+        return [r.worker for r in ranks], {}, "rank order (no straggler)"
+    f = slow[0]
+    topo = f.dp >= 0 and any(r.dp >= 0 and r.rank != f.rank for r in ranks)
+    if topo:
+        peers = [r.rank for r in ranks if (r.pipeline_stage, r.mp, r.sharding) == (f.pipeline_stage, f.mp, f.sharding)]
+    elif f.pipeline_stage >= 0:
+        peers = [r.rank for r in ranks if r.pipeline_stage == f.pipeline_stage]
+    else:
+        peers = [p for p in f.peers if p in by_rank]
+    peers = sorted((p for p in peers if p != f.rank), key=lambda p: (abs(p - f.rank), p))
+    order: List[str] = []
+    roles: Dict[str, str] = {}
+    for r in slow:
+        if r.worker not in roles:
+            order.append(r.worker)
+            roles[r.worker] = "straggler"
+    for p in peers:
+        w = by_rank[p].worker
+        if w not in roles:
+            order.append(w)
+            roles[w] = "peer"
+    order += [r.worker for r in ranks if r.worker not in roles]
+    who = "the stragglers" if len(slow) > 1 else "the straggler"
+    return order, roles, f"{who} and {'its role peers' if topo or f.pipeline_stage >= 0 else 'its peers'} first"
+
+
+def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence, rows: Sequence, offset: int,
+                    step: Optional[int], align: str, ws: Optional[int], we: Optional[int], bins: int,
+                    critical=None, first: Optional[TimelineIndex] = None):
+    """The TimelineCompact answer. ``files``: every rank's TraceFile in the server's order; ``rows``:
+    (TraceFile, index or None, state) of order[offset : offset + len(rows)]; ``critical``: the stored
+    RunWhatIf (None when there is none); ``first``: the index of files[0] (align "clock": every row on
+    its start of the step; None: each row on its own)."""
+    from ..v1 import timeline_pb2 as tpb
+
+    msg = tpb.TimelineCompact(run=run, span=span, analysis_key=key, align=align, rank_offset=offset)
+    msg.steps.extend(facts.steps)
+    if step is None or not any(step in facts.step_range.get(f.worker, {}) for f in files):
+        step = facts.median_step()
+    msg.step = -1 if step is None else step
+    msg.why = facts.why
+    for f in files:
+        msg.order.add(worker=f.worker, rank=facts.rank_of.get(f.worker, f.rank), label=facts.label.get(f.worker, ""),
+                      role=facts.roles.get(f.worker, ""))
+    lengths = [e - s for f in files for s, e in [facts.step_range.get(f.worker, {}).get(msg.step, (0, 0))]]
+    longest = max(lengths, default=0)
+    if not longest:  # no step known: the rows' whole extents
+        longest = max((idx.end_ns - idx.start_ns for _, idx, _ in rows if idx is not None), default=0)
+    if ws is None or we is None or we <= ws:
+        pad = max(longest // 50, 1000)
+        ws, we = -pad, longest + pad
+    bins = max(1, min(int(bins or 1000), MAX_BINS))
+    msg.window_start_ns, msg.window_end_ns, msg.bins = ws, we, bins
+    if step is None:
+        msg.note = "no step in the cross-rank analysis"
+    common = None  # align "clock": the first row of the order's start of the step (corrected clock)
+    if align == "clock" and first is not None and files:
+        f0 = files[0]
+        s0 = facts.step_range.get(f0.worker, {}).get(msg.step, (first.start_ns, first.end_ns))[0]
+        common = first.origin - facts.clock.get(f0.worker, 0) + s0
+    segs_by_worker: Dict[str, list] = {}
+    if critical is not None:
+        msg.critical_known = True
+        for seg in critical.critical_path.segments:
+            if int(seg.step) == msg.step:
+                segs_by_worker.setdefault(seg.worker, []).append(seg)
+    by_rank_worker = {facts.rank_of.get(f.worker, f.rank): f.worker for f in files}
+    for seg_list in list(segs_by_worker.items()):
+        w, segs = seg_list
+        if not w:  # segments named by rank only
+            del segs_by_worker[w]
+            for seg in segs:
+                segs_by_worker.setdefault(by_rank_worker.get(int(seg.rank), ""), []).append(seg)
+    for f, idx, state in rows:
+        r = msg.rows.add(worker=f.worker, rank=facts.rank_of.get(f.worker, f.rank), state=state)
+        if idx is None:
+            continue
+        clock = facts.clock.get(f.worker, 0)
+        s0, s1 = facts.step_range.get(f.worker, {}).get(msg.step, (idx.start_ns, idx.end_ns))
+        mine = idx.origin - clock + s0  # the rank's start of the step, corrected clock
+        zero = common if common is not None else mine
+        r.zero_unix_ns = zero
+        r.step_start_ns, r.step_end_ns = mine - zero, mine - zero + (s1 - s0)
+        local0 = zero + clock - idx.origin  # the row's time 0 in the index's own ns
+        comp, comm = row_bins(idx, local0 + ws, local0 + we, bins)
+        r.compute.extend(np.round(comp, 4).tolist())
+        r.communication.extend(np.round(comm, 4).tolist())
+        r.compute_share = float(comp.mean()) if len(comp) else 0.0
+        r.communication_share = float(comm.mean()) if len(comm) else 0.0
+        for seg in segs_by_worker.get(f.worker, []):  # on the rank's own clock: less its offset
+            at = int(seg.start_unix_ns) - clock - zero
+            msg.critical.add(worker=f.worker, start_ns=at, end_ns=at + int(seg.end_unix_ns - seg.start_unix_ns),
+                             kind=PATH_KINDS.get(int(seg.kind), "compute"), name=seg.name)
+    return msg
+

@@ -1,0 +1,232 @@
+"""The compact multi-rank timeline (issue 26, point 2): route ``timeline_compact`` against the planted
+truth of a generated 32-rank run, and the compact view in Debian's Chromium at 1,280 × 800.
+
+- The run: tbp_synth DP8 × MP2 × PP2 with a planted slow rank (``--slow-rank``). The route's order puts
+  the planted rank first, then its role peers (the generator's coordinates: its pp stage and mp index),
+  then the others in rank order; the default step is the median step by the job's step time.
+- The bins: for every rank, each bin's communication and compute fractions equal what the rank's own
+  trace JSON says: the union of its kernels whose name holds "nccl" (communication), the union of
+  every kernel less that (compute), over bins laid from the rank's ProfileStep start (args start_time
+  and end_time of the JSON events; nothing of the plugin's code computes the truth).
+- The stored critical path (after the What-if route has run) is on the rows it passes through.
+- The page: at 1,280 × 800 at least 32 rank rows are on screen, the straggler's row first; a click on a
+  row shows that rank's lanes (the detailed timeline of that rank) under the compact rows.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import numpy as np
+import pytest
+
+import comm_json as cj
+from browser_util import PageLog, chromium_missing_reason, new_page, plugin_frame, save_screenshot, tensorboard, wait_all_loaded
+from tb_paddle_profile.v1 import timeline_pb2
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = "gen"
+DP, MP, PP, SLOW, STEPS = 8, 2, 2, 5, 3
+PREFIX = "/data/plugin/paddle_profile"
+BINS = 240
+_missing = chromium_missing_reason()
+
+
+@pytest.fixture(scope="module")
+def gen(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tlc") / "logdir"
+    got = subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", str(DP), "--mp", str(MP), "--pp", str(PP),
+                          "--layers", "2", "--steps", str(STEPS), "--micro-batches", "2", "--slow-rank", str(SLOW),
+                          "--quiet", "--out", str(root / RUN)], capture_output=True, text=True, cwd=str(REPO))
+    assert got.returncode == 0, got.stderr[-2000:]
+    manifest = json.loads((root / RUN / "synth_manifest.json").read_text())
+    with tensorboard(root, tmp_path_factory.mktemp("tlc_tb")) as server:
+        wait_all_loaded(server)
+        yield server, root / RUN, manifest
+
+
+def _get(tb, route: str, timeout: float = 120.0, **params):
+    """(status, body) of a route, asked again while it answers 202."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{tb.url}{PREFIX}/{route}?{urlencode(params)}", timeout=60) as r:
+                status, body = r.status, r.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read()
+        if status != 202 or time.monotonic() > deadline:
+            return status, body
+        time.sleep(0.5)
+
+
+def _compact(tb, **params) -> timeline_pb2.TimelineCompact:
+    status, body = _get(tb, "timeline_compact", run=RUN, span="0", **params)
+    assert status == 200, body[:300]
+    return timeline_pb2.TimelineCompact.FromString(body)
+
+
+# ---------------------------------------------------------------- the truth, from the trace JSON
+
+
+def _covered(iv, edges):
+    """Per bin [edges[k], edges[k+1]): the fraction covered by the disjoint intervals iv."""
+    out = np.zeros(len(edges) - 1)
+    for s, e in iv:
+        lo = max(0, int(np.searchsorted(edges, s, "right")) - 1)
+        hi = min(len(out), int(np.searchsorted(edges, e, "left")))
+        for k in range(lo, hi):
+            out[k] += max(0.0, min(e, edges[k + 1]) - max(s, edges[k]))
+    return out / np.diff(edges)
+
+
+def _truth(trace: Path, step: int, ws: int, we: int, bins: int):
+    """(compute, communication) per bin of a rank's trace, its bins laid from its ProfileStep#step start."""
+    evs = cj.events(trace)
+    zero = next(cj.span(e)[0] for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{step}")
+    kernels = [(cj.span(e), cj.is_nccl(e)) for e in cj.by_cat(evs, "Kernel")]
+    edges = zero + ws + (we - ws) * np.arange(bins + 1, dtype=np.float64) / bins
+    busy = _covered(cj.union([iv for iv, _ in kernels]), edges)
+    comm = _covered(cj.union([iv for iv, nccl in kernels if nccl]), edges)
+    return busy - comm, comm
+
+
+def _coords(manifest):
+    return {r["worker"]: r["coords"] for r in manifest["ranks"]}
+
+
+def test_the_order_is_the_straggler_then_its_role_peers_then_rank_order(gen):
+    tb, _, manifest = gen
+    msg = _compact(tb, bins=BINS, rank_limit=1)
+    order = [o.worker for o in msg.order]
+    coords = _coords(manifest)
+    slow = f"rank{SLOW}"
+    assert order[0] == slow and msg.order[0].role == "straggler"
+    me = coords[slow]
+    peers = [w for w in coords if w != slow and (coords[w]["pp"], coords[w]["mp"]) == (me["pp"], me["mp"])]
+    peers.sort(key=lambda w: (abs(int(w[4:]) - SLOW), int(w[4:])))
+    assert order[1:1 + len(peers)] == peers and all(o.role == "peer" for o in msg.order[1:1 + len(peers)])
+    rest = order[1 + len(peers):]
+    assert rest == sorted(rest, key=lambda w: int(w[4:])) and len(order) == DP * MP * PP == len(set(order))
+    assert "straggler" in msg.why
+    # The default step: the median of the steps by the job's step time (the slowest rank's), from the truth.
+    job = {s: max(st["step_time_ns"] for r in manifest["ranks"] for st in r["steps"] if st["step"] == s)
+           for s in range(1, STEPS + 1)}
+    ranked = sorted(job, key=lambda s: (job[s], s))
+    assert msg.step == ranked[(len(ranked) - 1) // 2] and list(msg.steps) == list(range(1, STEPS + 1))
+
+
+def test_the_bins_are_the_ranks_kernels(gen):
+    tb, run_dir, manifest = gen
+    msg = _compact(tb, bins=BINS, rank_limit=64)
+    assert len(msg.rows) == DP * MP * PP and [r.worker for r in msg.rows] == [o.worker for o in msg.order]
+    traces = {r["worker"]: run_dir / r["trace"] for r in manifest["ranks"]}
+    steps = {r["worker"]: {s["step"]: s for s in r["steps"]} for r in manifest["ranks"]}
+    ws, we = msg.window_start_ns, msg.window_end_ns
+    assert ws < 0 < we and msg.bins == BINS
+    for row in msg.rows:
+        assert row.state == "" and len(row.compute) == len(row.communication) == BINS
+        comp, comm = _truth(traces[row.worker], msg.step, ws, we, BINS)
+        np.testing.assert_allclose(np.array(row.communication), comm, atol=2e-3, err_msg=row.worker)
+        np.testing.assert_allclose(np.array(row.compute), comp, atol=2e-3, err_msg=row.worker)
+        # aligned on its own start of the step: the step is [0, its duration] of the row
+        planted = steps[row.worker][msg.step]
+        assert row.step_start_ns == 0 and abs(row.step_end_ns - planted["step_time_ns"]) <= 1_000
+    # the planted slow rank computes longer than its role peers over the same step
+    share = {r.worker: r.compute_share for r in msg.rows}
+    assert share[f"rank{SLOW}"] > max(share[o.worker] for o in msg.order[1:4])
+
+
+def test_pages_of_rows_and_bounds(gen):
+    tb, _, _ = gen
+    whole = _compact(tb, bins=50, rank_limit=64)
+    page = _compact(tb, bins=50, rank_offset=30, rank_limit=5)
+    assert page.rank_offset == 30 and [r.worker for r in page.rows] == [r.worker for r in whole.rows[30:32]]
+    assert [tuple(r.compute) for r in page.rows] == [tuple(r.compute) for r in whole.rows[30:32]]
+    assert len(page.order) == len(whole.order)
+    for bad in ({"rank_offset": 99}, {"bins": 0}, {"align": "nope"}, {"rank_limit": 0}):
+        status, _ = _get(tb, "timeline_compact", run=RUN, span="0", **bad)
+        assert status == 400, bad
+    status, _ = _get(tb, "timeline_compact", run="nope", span="0")
+    assert status == 404
+    # align "clock": every row on the first row's start of the step (the straggler's), on the corrected clock
+    clock = _compact(tb, bins=50, rank_limit=64, align="clock")
+    assert len({r.zero_unix_ns for r in clock.rows}) == 1 and clock.rows[0].step_start_ns == 0
+    own = {r.worker: r.zero_unix_ns for r in whole.rows}
+    assert all(r.step_start_ns == own[r.worker] - r.zero_unix_ns for r in clock.rows)
+
+
+def test_the_stored_critical_path_is_on_its_rows(gen):
+    tb, _, _ = gen
+    before = _compact(tb, bins=50, rank_limit=64)
+    status, body = _get(tb, "whatif", run=RUN, span="0")
+    assert status == 200
+    from tb_paddle_profile.v1 import whatif_pb2
+
+    w = whatif_pb2.RunWhatIf.FromString(body)
+    after = _compact(tb, bins=50, rank_limit=64)
+    assert not before.critical_known and after.critical_known
+    segs = [s for s in w.critical_path.segments if s.step == after.step]
+    assert segs and len(after.critical) == len(segs)
+    zero = {r.worker: r.zero_unix_ns for r in after.rows}
+    for got, want in zip(sorted(after.critical, key=lambda s: (s.worker, s.start_ns)),
+                         sorted(segs, key=lambda s: (s.worker, s.start_unix_ns))):
+        assert got.worker == want.worker and got.end_ns - got.start_ns == want.end_unix_ns - want.start_unix_ns
+        assert got.start_ns == want.start_unix_ns - zero[got.worker]  # one host: no clock offset
+
+
+# ---------------------------------------------------------------- the page
+
+
+def _open(browser, tb):
+    log = PageLog()
+    page = new_page(browser, log, width=1280, height=800)
+    keys = dict(run=RUN, span="0", unit="ms", view="timeline")
+    frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
+    return page, frame, log
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(_missing is not None, reason=f"browser tests need Chromium: {_missing}")
+def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lanes(gen, browser):
+    tb, _, _ = gen
+    page, frame, log = _open(browser, tb)
+    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.drawnRows() > 0 && c.loadedRows() >= 32; }",
+                            timeout=120_000)
+    c = frame.evaluate("() => ({ visible: window.__tbppCompact.visibleRows(), order: window.__tbppCompact.order(),"
+                       " drawn: window.__tbppCompact.drawnRows() })")
+    assert len(c["visible"]) >= 32, c
+    assert c["order"][0] == f"rank{SLOW}" and c["visible"][0] == f"rank{SLOW}"
+    # the rows are on screen: the canvas's box holds the 32 rows inside the 800 px viewport
+    box = frame.locator('[data-testid="timeline-compact-canvas"]').bounding_box()
+    iframe_box = page.locator('iframe[src*="plugin_entry.html?name=paddle_profile"]').bounding_box()
+    row_h = frame.evaluate("() => window.__tbppCompact.rowH")
+    top = frame.evaluate("() => window.__tbppCompact.rowsTop")
+    assert iframe_box["y"] + box["y"] + top + 32 * row_h <= 800, (iframe_box, box, row_h)
+    # no details panel before something is selected
+    assert frame.locator('[data-testid="timeline-details"]').count() == 0
+    page.wait_for_timeout(200)
+    save_screenshot(page, "timeline-compact", max_kb=400)
+    # a click on the fourth row: that rank's lanes (the detailed timeline of that rank) under the rows
+    want = c["visible"][3]
+    y = box["y"] + top + 3.5 * row_h
+    frame.locator('[data-testid="timeline-compact-canvas"]').click(position={"x": 300, "y": top + 3.5 * row_h})
+    del y
+    frame.wait_for_function(
+        "(w) => { const t = window.__tbppTimeline; const d = t && t.data();"
+        " return d && d.items > 0 && d.ranks.length === 1 && d.ranks[0].worker === w && d.ranks[0].tracks.length > 0; }",
+        arg=want, timeout=120_000)
+    lanes = frame.evaluate("() => window.__tbppTimeline.rows().filter((r) => r.kind !== 'rank').length")
+    assert lanes > 1
+    assert frame.evaluate("() => window.__tbppCompact.expanded()") == [want]
+    page.wait_for_timeout(300)
+    save_screenshot(page, "timeline-compact-expanded", max_kb=400)
+    page.context.close()
+    assert log.page_errors == [], log.page_errors
+    assert log.console_errors == [], log.console_errors
+    assert log.outside_requests() == [], log.outside_requests()
