@@ -36,6 +36,9 @@ DP, MP, PP, SLOW, STEPS = 8, 2, 2, 5, 3
 PREFIX = "/data/plugin/paddle_profile"
 BINS = 240
 _missing = chromium_missing_reason()
+LONG_TASKS = """(() => { window.__tbppLong = [];
+  try { new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__tbppLong.push(Math.round(e.duration)); })
+          .observe({ type: "longtask", buffered: true }); } catch (e) {} })();"""
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +96,7 @@ def _truth(trace: Path, step: int, ws: int, we: int, bins: int):
     edges = zero + ws + (we - ws) * np.arange(bins + 1, dtype=np.float64) / bins
     busy = _covered(cj.union([iv for iv, _ in kernels]), edges)
     comm = _covered(cj.union([iv for iv, nccl in kernels if nccl]), edges)
-    return busy - comm, comm
+    return busy - comm, comm, zero
 
 
 def _coords(manifest):
@@ -131,12 +134,13 @@ def test_the_bins_are_the_ranks_kernels(gen):
     assert ws < 0 < we and msg.bins == BINS
     for row in msg.rows:
         assert row.state == "" and len(row.compute) == len(row.communication) == BINS
-        comp, comm = _truth(traces[row.worker], msg.step, ws, we, BINS)
+        comp, comm, zero = _truth(traces[row.worker], msg.step, ws, we, BINS)
         np.testing.assert_allclose(np.array(row.communication), comm, atol=2e-3, err_msg=row.worker)
         np.testing.assert_allclose(np.array(row.compute), comp, atol=2e-3, err_msg=row.worker)
         # aligned on its own start of the step: the step is [0, its duration] of the row
         planted = steps[row.worker][msg.step]
         assert row.step_start_ns == 0 and abs(row.step_end_ns - planted["step_time_ns"]) <= 1_000
+        assert abs(row.origin_offset_ns - zero) <= 1_000  # the row's 0 in the rank's own times (one host: no offset)
     # the planted slow rank computes longer than its role peers over the same step
     share = {r.worker: r.compute_share for r in msg.rows}
     assert share[f"rank{SLOW}"] > max(share[o.worker] for o in msg.order[1:4])
@@ -186,6 +190,7 @@ def test_the_stored_critical_path_is_on_its_rows(gen):
 def _open(browser, tb):
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
+    page.add_init_script(LONG_TASKS)
     keys = dict(run=RUN, span="0", unit="ms", view="timeline")
     frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
     return page, frame, log
@@ -214,15 +219,23 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
     save_screenshot(page, "timeline-compact", max_kb=400)
     # a click on the fourth row: that rank's lanes (the detailed timeline of that rank) under the rows
     want = c["visible"][3]
-    y = box["y"] + top + 3.5 * row_h
+    msg = _compact(tb, bins=BINS, rank_limit=64)
+    row = next(r for r in msg.rows if r.worker == want)
+    want_tl = (row.origin_offset_ns + msg.window_start_ns, row.origin_offset_ns + msg.window_end_ns)
+    nodes = frame.evaluate("() => document.querySelectorAll('*').length")
+    longest = frame.evaluate("() => Math.max(0, ...(window.__tbppLong || []))")
+    print(f"compact timeline of 32 ranks: {nodes} DOM nodes, longest task {longest} ms")
+    assert nodes < 3000
     frame.locator('[data-testid="timeline-compact-canvas"]').click(position={"x": 300, "y": top + 3.5 * row_h})
-    del y
     frame.wait_for_function(
         "(w) => { const t = window.__tbppTimeline; const d = t && t.data();"
         " return d && d.items > 0 && d.ranks.length === 1 && d.ranks[0].worker === w && d.ranks[0].tracks.length > 0; }",
         arg=want, timeout=120_000)
     lanes = frame.evaluate("() => window.__tbppTimeline.rows().filter((r) => r.kind !== 'rank').length")
     assert lanes > 1
+    # it opens on the step the rows show: the row's window in that rank's own times
+    view = frame.evaluate("() => window.__tbppTimeline.view()")
+    assert abs(view["start"] - want_tl[0]) < 1 and abs(view["end"] - want_tl[1]) < 1, (view, want_tl)
     assert frame.evaluate("() => window.__tbppCompact.expanded()") == [want]
     page.wait_for_timeout(300)
     save_screenshot(page, "timeline-compact-expanded", max_kb=400)

@@ -209,6 +209,7 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
         mine = idx.origin - clock + s0  # the rank's start of the step, corrected clock
         zero = common if common is not None else mine
         r.zero_unix_ns = zero
+        r.origin_offset_ns = zero - (idx.origin - clock)
         r.step_start_ns, r.step_end_ns = mine - zero, mine - zero + (s1 - s0)
         local0 = zero + clock - idx.origin  # the row's time 0 in the index's own ns
         comp, comm = row_bins(idx, local0 + ws, local0 + we, bins)

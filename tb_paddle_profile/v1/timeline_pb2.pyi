@@ -351,7 +351,7 @@ class TimelineInstance(_message.Message):
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., analysis_key: _Optional[str] = ..., base_unix_ns: _Optional[int] = ..., matched: _Optional[bool] = ..., note: _Optional[str] = ..., index: _Optional[int] = ..., step: _Optional[int] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., transfer_ns: _Optional[int] = ..., last_rank: _Optional[int] = ..., members: _Optional[_Iterable[_Union[TimelineInstanceMember, _Mapping]]] = ...) -> None: ...
 
 class CompactRow(_message.Message):
-    __slots__ = ("worker", "rank", "state", "zero_unix_ns", "step_start_ns", "step_end_ns", "compute", "communication", "compute_share", "communication_share")
+    __slots__ = ("worker", "rank", "state", "zero_unix_ns", "step_start_ns", "step_end_ns", "compute", "communication", "compute_share", "communication_share", "origin_offset_ns")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -362,6 +362,7 @@ class CompactRow(_message.Message):
     COMMUNICATION_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_SHARE_FIELD_NUMBER: _ClassVar[int]
     COMMUNICATION_SHARE_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_OFFSET_NS_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     state: str
@@ -372,7 +373,8 @@ class CompactRow(_message.Message):
     communication: _containers.RepeatedScalarFieldContainer[float]
     compute_share: float
     communication_share: float
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., state: _Optional[str] = ..., zero_unix_ns: _Optional[int] = ..., step_start_ns: _Optional[int] = ..., step_end_ns: _Optional[int] = ..., compute: _Optional[_Iterable[float]] = ..., communication: _Optional[_Iterable[float]] = ..., compute_share: _Optional[float] = ..., communication_share: _Optional[float] = ...) -> None: ...
+    origin_offset_ns: int
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., state: _Optional[str] = ..., zero_unix_ns: _Optional[int] = ..., step_start_ns: _Optional[int] = ..., step_end_ns: _Optional[int] = ..., compute: _Optional[_Iterable[float]] = ..., communication: _Optional[_Iterable[float]] = ..., compute_share: _Optional[float] = ..., communication_share: _Optional[float] = ..., origin_offset_ns: _Optional[int] = ...) -> None: ...
 
 class CompactRank(_message.Message):
     __slots__ = ("worker", "rank", "label", "role")

@@ -57,7 +57,8 @@ interface Props {
   span: string;
   labels: Map<string, string>;
   expanded: string[];
-  onToggle: (worker: string) => void;
+  /** a row clicked: its worker, and its window in the times of the detailed timeline of that rank alone ("start,end") */
+  onToggle: (worker: string, tl: string) => void;
   onDetail: () => void;
   /** at most this many rows high (a rank's lanes are shown under it) */
   maxRows?: number;
@@ -335,7 +336,9 @@ export function CompactTimeline(props: Props) {
     const m = metaRef.current;
     if (i < 0 || !m) return;
     clicked.current = i;
-    props.onToggle(m.order[i].worker);
+    const r = rows.current.get(i);
+    const off = r && r.state === "" ? Number(r.originOffsetNs) : NaN;
+    props.onToggle(m.order[i].worker, Number.isFinite(off) ? `${off + Number(m.windowStartNs)},${off + Number(m.windowEndNs)}` : "");
   };
   useEffect(() => {
     // the row clicked stays in view when the rows get shorter (its lanes shown under them)
@@ -469,9 +472,11 @@ export function TimelineTab(props: ComponentProps<typeof Timeline>) {
   }
   const known = new Set(all);
   const expanded = parseRankSet(state.tlranks ?? "").filter((w) => known.has(w)).slice(0, MAX_RANKS);
-  const toggle = (worker: string) => {
+  const toggle = (worker: string, tl: string) => {
     const next = expanded.includes(worker) ? expanded.filter((w) => w !== worker) : [...expanded, worker].slice(-MAX_RANKS);
-    props.update({ tlmode: "compact", tlranks: writeRankSet(next), tlsel: "", tl: "" } as Partial<TimelineState>);
+    // the first rank shown opens on the step the rows show (its own times); more ranks keep the view
+    const view = next.length === 1 && !expanded.length ? tl : next.length ? state.tl : "";
+    props.update({ tlmode: "compact", tlranks: writeRankSet(next), tlsel: "", tl: view } as Partial<TimelineState>);
   };
   return (
     <>
