@@ -153,3 +153,28 @@ def test_tensorboard_over_the_cache_parses_nothing_and_every_route_answers(serve
     # TensorBoard parsed nothing: preprocess's one parse per trace served it all.
     assert not parse_log.exists() or parse_log.read_text() == ""
     assert "Traceback" not in log.read_text()
+
+
+def test_the_compact_timeline_answers_at_1024_ranks_a_page_at_a_time(server, analysis):
+    """timeline_compact (issue 26.2) at 1,024 ranks: every rank in the order, the planted straggler first
+    and its role peers (its stage and mp index, by the analysis' coordinates) next, a page of rows opening
+    only its ranks' indexes, in bounded time and size."""
+    base, _, _ = server
+    _ok(base, "parallel", run=sr.RUN, span="0")
+    t0 = time.monotonic()
+    headers, body = _ok(base, "timeline_compact", run=sr.RUN, span="0", bins=1000, rank_limit=64)
+    first = time.monotonic() - t0
+    msg = timeline_pb2.TimelineCompact.FromString(_plain(headers, body))
+    order = [o.rank for o in msg.order]
+    assert sorted(order) == list(range(RANKS)) and order[0] == sr.SLOW_RANK and msg.order[0].role == "straggler"
+    me = next(r for r in analysis.ranks if r.rank == sr.SLOW_RANK)
+    peers = {r.rank for r in analysis.ranks if (r.pipeline_stage, r.mp) == (me.pipeline_stage, me.mp)} - {sr.SLOW_RANK}
+    assert set(order[1:1 + len(peers)]) == peers and all(o.role == "peer" for o in msg.order[1:1 + len(peers)])
+    assert len(msg.rows) == 64 and all(r.state == "" and len(r.compute) == 1000 for r in msg.rows)
+    t0 = time.monotonic()
+    headers, body = _ok(base, "timeline_compact", run=sr.RUN, span="0", bins=1000, rank_offset=900, rank_limit=500)
+    page = time.monotonic() - t0
+    msg = timeline_pb2.TimelineCompact.FromString(_plain(headers, body))
+    assert msg.rank_offset == 900 and len(msg.rows) == 124  # at most 128 rows a request; the last 124
+    assert len(body) < 2 << 20
+    print(f"timeline_compact at {RANKS} ranks: first page {first:.2f} s, 124 rows {page:.2f} s, {len(body) / 1024:.0f} KB")

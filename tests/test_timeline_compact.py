@@ -187,9 +187,21 @@ def test_the_stored_critical_path_is_on_its_rows(gen):
 # ---------------------------------------------------------------- the page
 
 
-def _open(browser, tb):
+# the mean luma of the compact canvas's label column (its background, under the labels' text)
+_LABELS_LUMA = """() => { const c = document.querySelector('[data-testid="timeline-compact-canvas"]');
+  const img = c.getContext('2d').getImageData(0, 30, 160, c.height - 30).data; let sum = 0, n = 0;
+  for (let i = 0; i < img.length; i += 16) { sum += 0.2126 * img[i] + 0.7152 * img[i + 1] + 0.0722 * img[i + 2]; n++; }
+  return sum / n; }"""
+
+
+def _open(browser, tb, dark=False):
     log = PageLog()
-    page = new_page(browser, log, width=1280, height=800)
+    if dark:
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1, color_scheme="dark")
+        page = context.new_page()
+        page.on("pageerror", lambda err: log.page_errors.append(str(err)))
+    else:
+        page = new_page(browser, log, width=1280, height=800)
     page.add_init_script(LONG_TASKS)
     keys = dict(run=RUN, span="0", unit="ms", view="timeline")
     frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
@@ -243,3 +255,18 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
     assert log.page_errors == [], log.page_errors
     assert log.console_errors == [], log.console_errors
     assert log.outside_requests() == [], log.outside_requests()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(_missing is not None, reason=f"browser tests need Chromium: {_missing}")
+def test_the_compact_canvas_follows_the_dark_mode(gen, browser):
+    tb, _, _ = gen
+    for dark in (True, False):
+        page, frame, log = _open(browser, tb, dark=dark)
+        frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 32; }", timeout=120_000)
+        frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
+        page.wait_for_timeout(200)
+        luma = frame.evaluate(_LABELS_LUMA)
+        assert (luma < 90) if dark else (luma > 170), (dark, luma)
+        page.context.close()
+        assert log.page_errors == [], log.page_errors
