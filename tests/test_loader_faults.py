@@ -157,6 +157,74 @@ def test_workers_that_die_before_taking_a_job_end_in_a_shown_failure_not_a_loop(
     assert loader.stats["pool_failures"] >= loader_mod.POOL_MAX_TRIES
 
 
+def _tiny_sources(folder: Path, n: int) -> list:
+    from test_many_files import _write
+
+    return [_write(folder, "src", rank) for rank in range(n)]
+
+
+def _count_jobs(monkeypatch) -> list:
+    """The files of each job the loader hands its worker pool (a list each), as they are submitted."""
+    jobs = []
+    real = workers.WorkerPool.submit
+
+    def submit(self, fn, arg):
+        jobs.append([s.file_name for s in arg] if isinstance(arg, list) else [arg.file_name])
+        return real(self, fn, arg)
+
+    monkeypatch.setattr(workers.WorkerPool, "submit", submit)
+    return jobs
+
+
+def test_small_files_share_a_job_and_a_bad_one_fails_alone_naming_itself(make, tmp_path, monkeypatch):
+    """Small files go to a busy worker together (one round trip for all): each still gets its own outcome,
+    byte for byte the summary it has alone; a broken one fails with its own one-line error."""
+    jobs = _count_jobs(monkeypatch)
+    srcs = _tiny_sources(tmp_path / "tiny", 6)
+    bad = tmp_path / "tiny" / "src" / "rank9_time_2026_12_02_10_00_00_000009.paddle_trace.json"
+    bad.write_bytes(b'{"traceEvents": [{"name": "x", "ph": "X", "ts": "never"} oops')
+    discovery, loader, paths = make(srcs + [bad], workers=1)
+    files = by_name(discovery.scan())
+    assert loader.wait_idle(120), loader.counts()
+    assert len(jobs) < len(files) and max(len(j) for j in jobs) > 1, jobs  # one worker: the others joined a job
+    for name, f in files.items():
+        state = loader.state(f)
+        if name == bad.name:
+            assert state.state == FAILED and state.error.startswith(bad.name) and "\n" not in state.error, state
+            assert not loader.cache.peek(f.key).ok  # the file's own fault: cached as its result
+        else:
+            assert state.state == READY, state
+            assert loader.summary_bytes(f) == expected_summary(paths[name])
+    assert sorted(n for j in jobs for n in j) == sorted(files)  # each file parsed once
+
+
+def test_a_killed_job_of_small_files_loads_each_again_alone_charging_none(make, tmp_path, monkeypatch):
+    """Which file a job of several killed its worker is not known: each is loaded again in a job of its own,
+    uncharged (a file that kills its worker alone is then charged as ever)."""
+    jobs = _count_jobs(monkeypatch)
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    srcs = _tiny_sources(tmp_path / "tiny", 4)
+    discovery, loader, paths = make(srcs, fs=GateFS(str(gates)), workers=1)
+    files = by_name(discovery.scan())
+    # one worker, every file queued at once: they all went in the first job, which waits at its first gate
+    pid = wait_for(lambda: next((loader.job_pid(f) for f in files.values() if loader.job_pid(f)), None),
+                   what="the job to start")
+    assert len(jobs) == 1 and sorted(jobs[0]) == sorted(files), jobs
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: pid_gone(pid), what="the killed worker to be reaped")
+    for f in files.values():
+        (gates / f.file_name).touch()
+    assert loader.wait_idle(120), loader.counts()
+    for name, f in files.items():
+        assert loader.state(f).state == READY, loader.state(f)
+        assert loader.summary_bytes(f) == expected_summary(paths[name])
+    with loader._cond:
+        assert all(e.crashes == 0 and e.solo for e in loader._entries.values())
+    assert loader.stats["worker_crashes"] == 1
+    assert sorted(jobs[1:]) == sorted([name] for name in files)  # each again, alone
+
+
 def test_a_file_not_found_when_read_is_ready_once_it_is_back(make, shared_traces, tmp_path):
     """An object store briefly empty: the file is listed, then not found when read; it comes back."""
     gates = tmp_path / "gates"

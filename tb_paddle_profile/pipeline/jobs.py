@@ -3,6 +3,7 @@
 Signature (stable; the plugin's loader, ``preprocess``, the CLI and the Dask runner all call it)::
 
     run_job(spec: JobSpec) -> JobOutcome
+    run_jobs(specs: Sequence[JobSpec]) -> List[JobOutcome]   # run_job of each, in turn (a batch of small files)
 
 ``run_job`` is a top-level, picklable function of picklable arguments, usable in a
 ``workers.WorkerPool`` process or on a Dask worker; it never raises (a failure is an outcome).
@@ -51,7 +52,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from tb_paddle_profile.store.cache import CacheKey, CachedResult, SummaryCache, read_sidecar, write_sidecar
 from tb_paddle_profile.core import settings
@@ -130,6 +131,12 @@ def run_job(spec: JobSpec) -> JobOutcome:
     except Exception as err:  # not the file's fault: ours
         return JobOutcome("bug", error=our_bug(spec.file_name, err), error_kind="bug",
                           traceback=traceback.format_exc(), parsed=True)
+
+
+def run_jobs(specs: Sequence[JobSpec]) -> List[JobOutcome]:
+    """run_job of each spec in turn, in one worker job (the loader's batches of small files: one round trip
+    to the worker for all of them); each file has its own outcome; never raises."""
+    return [run_job(spec) for spec in specs]
 
 
 def _from_cache(spec: JobSpec, cache: SummaryCache) -> Optional[JobOutcome]:

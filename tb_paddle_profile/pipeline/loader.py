@@ -50,7 +50,7 @@ from tb_paddle_profile.store.lru import SizedLRU
 from tb_paddle_profile.store.cache import CacheKey, CachedResult, SummaryCache
 from tb_paddle_profile.store.cache_store import new_owner
 from tb_paddle_profile.core.errors import our_bug
-from tb_paddle_profile.pipeline.jobs import JobSpec, run_job
+from tb_paddle_profile.pipeline.jobs import JobSpec, run_job, run_jobs
 from tb_paddle_profile.trace.reader import inflated_size
 from tb_paddle_profile.core.pool import (
     Job,
@@ -98,6 +98,13 @@ MAX_BACKOFF_S = 1800.0
 POOL_RETRY_S = 1.0
 POOL_MAX_TRIES = 6
 
+# Small files share a worker job, up to BATCH_FILES of them and BATCH_BYTES together (each at most that
+# big, not gzipped): one round trip to the worker, its watcher and the loader's lock for all of them, not
+# one each (tiny traces: the round trip cost ten times the parse under TensorBoard's request threads). Each
+# file still has its own outcome; a batch whose worker died is run again one file a job (none charged).
+BATCH_FILES = 16
+BATCH_BYTES = 256 << 10
+
 CHANGED_REASON = "still being written: its size or modification time changed since the last scan"
 
 
@@ -133,7 +140,7 @@ class _Tally:
 class _Entry:
     __slots__ = ("file", "_state", "tally", "error", "cached", "data", "seq", "crashes", "rounds", "not_before",
                  "why", "first_seen", "job", "plan", "digest", "index_path", "waiters", "side", "side_running",
-                 "loading_since", "token")
+                 "loading_since", "token", "solo")
 
     def __init__(self, file: TraceFile, seq: int, now: float, tally: Optional[_Tally] = None):
         self.file = file
@@ -160,6 +167,7 @@ class _Entry:
         self.side_running = False
         self.loading_since = 0.0
         self.token = 0  # its item in the loader's queue heaps (an older item is stale)
+        self.solo = False  # its batch's worker died: it runs in a job of its own
 
     @property
     def state(self) -> int:
@@ -311,14 +319,19 @@ class Loader:
         self._tally = _Tally()
         self._pending: Dict[CacheKey, _Entry] = {}
         # The queue's order without a scan of it per file started: a heap of (rank, token, key) of the
-        # pending entries that are due, one of (not_before, seq, token, key) of those that wait for a
-        # retry, and the entries wanting only their index. An item whose token is not its entry's is
-        # stale (the entry started, left, or was pushed again with a new rank): dropped when met.
+        # pending entries that are due, one of (seq, token, key) of them per run (the run being looked at
+        # goes next: a change of that run, asked by requests all the time, re-sorts nothing), one of
+        # (not_before, seq, token, key) of those that wait for a retry, and the entries wanting only their
+        # index. An item whose token is not its entry's is stale (the entry started, left, or was pushed
+        # again with a new rank): dropped when met.
         self._ready: list = []
+        self._by_run: Dict[str, list] = {}
+        self._run_items = 0
         self._later: list = []
         self._side: Dict[CacheKey, _Entry] = {}
         self._inflight: Dict[CacheKey, int] = {}  # key -> memory estimate
-        self._done: List[Tuple[_Entry, Job]] = []
+        self._running = 0  # worker jobs in flight (a batch of small files is one)
+        self._done: List[Tuple[List[_Entry], Job]] = []
         self._urgent: set = set()
         self._focus: Optional[str] = None
         self._run_order: Dict[str, int] = {}
@@ -487,18 +500,18 @@ class Loader:
         """Load these files next, then the rest of ``run``."""
         with self._cond:
             for f in files:
-                if f.key in self._pending:
+                if f.key in self._pending and f.key not in self._urgent:  # (an urgent one is filed as such)
                     self._make_urgent(f.key)
-            if run is not None and run != self._focus:
-                self._focus = run
-                self._reorder()
+            if run is not None:
+                self._focus = run  # (its own heap: nothing to re-sort)
             self._cond.notify_all()
 
     def wait_idle(self, timeout: Optional[float] = None) -> bool:
-        """Block until nothing is queued or loading (for tests, preprocess and benchmarks)."""
+        """Block until nothing is queued or loading, and the cache's bound is kept (for tests, preprocess
+        and benchmarks)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._pending or self._inflight or self._done or self._side_jobs():
+            while self._pending or self._inflight or self._done or self._side_jobs() or self.cache.trimmer.busy():
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
@@ -630,9 +643,15 @@ class Loader:
         self._push(e)
 
     def _rank(self, e: _Entry) -> tuple:
-        key = e.file.key
-        tier = 0 if key in self._urgent else (1 if e.file.run == self._focus else 2)
+        """Its place in the ready heap: asked for first, then by the run order (the run being looked at
+        goes before them all but the asked for: _pick takes it from its run's heap)."""
+        tier = 0 if e.file.key in self._urgent else 1
         return (tier, self._run_order.get(e.file.run, len(self._run_order)), e.seq)
+
+    def _file_ready(self, e: _Entry) -> None:
+        heapq.heappush(self._ready, (self._rank(e), e.token, e.file.key))
+        heapq.heappush(self._by_run.setdefault(e.file.run, []), (e.seq, e.token, e.file.key))
+        self._run_items += 1
 
     def _push(self, e: _Entry) -> None:
         """(Re)file a pending entry in the queue's heaps at its current rank: O(log n)."""
@@ -640,8 +659,8 @@ class Loader:
         if e.not_before > time.monotonic():
             heapq.heappush(self._later, (e.not_before, e.seq, e.token, e.file.key))
         else:
-            heapq.heappush(self._ready, (self._rank(e), e.token, e.file.key))
-        if len(self._ready) + len(self._later) > 2 * len(self._pending) + 64:
+            self._file_ready(e)
+        if len(self._ready) + len(self._later) + self._run_items > 4 * len(self._pending) + 64:
             self._reorder()  # mostly stale items: rebuilt, so that the heaps stay O(pending)
 
     def _make_urgent(self, key: CacheKey) -> None:
@@ -651,16 +670,20 @@ class Loader:
             self._push(e)
 
     def _reorder(self) -> None:
-        """Rebuild the heaps from the pending entries (the focus or the run order changed): O(n)."""
-        self._ready, self._later = [], []
+        """Rebuild the heaps from the pending entries (the run order changed): O(n)."""
+        self._ready, self._later, self._by_run = [], [], {}
         for e in self._pending.values():
             e.token += 1
             if e.not_before > time.monotonic():
                 self._later.append((e.not_before, e.seq, e.token, e.file.key))
             else:
                 self._ready.append((self._rank(e), e.token, e.file.key))
+                self._by_run.setdefault(e.file.run, []).append((e.seq, e.token, e.file.key))
+        self._run_items = len(self._ready)
         heapq.heapify(self._ready)
         heapq.heapify(self._later)
+        for heap in self._by_run.values():
+            heapq.heapify(heap)
 
     def _live(self, key: CacheKey, token: int) -> Optional[_Entry]:
         e = self._pending.get(key)
@@ -685,23 +708,39 @@ class Loader:
     def _pick(self, now: float) -> Optional[_Entry]:
         if now < self._pool_retry_at:
             return None
-        side = self._side_jobs() if len(self._inflight) < self.max_workers else []
+        side = self._side_jobs() if self._running < self.max_workers else []
         if side:
             return min(side, key=lambda e: e.seq)
         while self._later and self._later[0][0] <= now:  # retries now due
             _, _, token, key = heapq.heappop(self._later)
             e = self._live(key, token)
             if e is not None:
-                heapq.heappush(self._ready, (self._rank(e), e.token, key))
-        while self._ready:
-            _, token, key = self._ready[0]
+                self._file_ready(e)
+        top = self._top(None, now)
+        if top is not None and self._ready[0][0][0] == 0:  # asked for
+            return top
+        if self._focus is not None:
+            focused = self._top(self._focus, now)
+            if focused is not None:
+                return focused
+        return top
+
+    def _top(self, run: Optional[str], now: float) -> Optional[_Entry]:
+        """The due entry at the top of the ready heap (``run`` None) or of that run's heap; the stale
+        items above it are dropped, an entry not due yet is filed for later."""
+        while True:
+            heap = self._ready if run is None else self._by_run.get(run)
+            if not heap:
+                return None
+            token, key = heap[0][1], heap[0][2]
             e = self._live(key, token)
             if e is not None and e.not_before <= now:
                 return e
-            heapq.heappop(self._ready)
+            heapq.heappop(heap)
+            if run is not None:
+                self._run_items -= 1
             if e is not None:
                 self._push(e)
-        return None
 
     def _next_wake(self, now: float) -> float:
         """Seconds until a waiting retry is due (at most 1)."""
@@ -711,7 +750,7 @@ class Loader:
         return max(0.01, min([1.0] + [t - now for t in times]))
 
     def _can_start(self, e: _Entry) -> bool:
-        if len(self._inflight) >= self.max_workers:
+        if self._running >= self.max_workers:
             return False
         if not self._inflight:
             return True  # one file at a time always goes, however large
@@ -721,6 +760,18 @@ class Loader:
         if avail is None:
             return True
         return sum(self._inflight.values()) + self._plan(e) <= MEMORY_FRACTION * avail
+
+    def _batchable(self, e: _Entry) -> bool:
+        return not (e.side or e.side_running or e.solo or e.crashes or e.file.gzipped) and e.file.size <= BATCH_BYTES
+
+    def _joins(self, batch: list, e: _Entry) -> bool:
+        """Whether ``e`` goes in the same worker job as ``batch`` (small files: see BATCH_FILES)."""
+        if len(batch) >= BATCH_FILES or not self._batchable(batch[0][0]) or not self._batchable(e):
+            return False
+        if sum(m.file.size for m, _ in batch) + e.file.size > BATCH_BYTES:
+            return False
+        avail = available_memory()
+        return avail is None or sum(self._inflight.values()) + JSON_MEMORY_FACTOR * e.file.size <= MEMORY_FRACTION * avail
 
     def _dispatch_loop(self) -> None:
         while True:
@@ -743,10 +794,18 @@ class Loader:
             if self._closed:
                 return False
             done, self._done = self._done, []
-            starts = []
+            starts: List[list] = []  # the worker jobs to submit: [(entry, recent)] each
+            # (a pool standing in for WorkerPool, in tests, answers one file a job)
+            batches = self._executor is None or isinstance(self._executor, WorkerPool)
             while True:
                 nxt = self._pick(time.monotonic())
-                if nxt is None or not self._can_start(nxt):
+                if nxt is None:
+                    break
+                # a file joins the job started last only when no other job can start (a free worker
+                # takes a file of its own)
+                batch = (starts[-1] if starts and batches and self._running >= self.max_workers
+                         and self._joins(starts[-1], nxt) else None)
+                if batch is None and not self._can_start(nxt):
                     break
                 key = nxt.file.key
                 if nxt.side:  # only its index is wanted: its state stays as it is
@@ -756,19 +815,27 @@ class Loader:
                     del self._pending[key]
                     nxt.state, nxt.loading_since = LOADING, time.time()
                 self._urgent.discard(key)
-                self._inflight[key] = self._plan(nxt)
-                starts.append((nxt, self._recent(nxt, time.time())))
+                plan = self._plan(nxt)
+                self._inflight[key] = plan if batch is None else plan - WORKER_BASE_MEMORY  # one worker's base
+                if batch is None:
+                    starts.append([])
+                    self._running += 1
+                starts[-1].append((nxt, self._recent(nxt, time.time())))
             if starts:
                 self._touch()
-        for e, job in done:
-            try:
-                self._finish(e, job)
-            except Exception as err:  # a bug of ours: that file says so, the others go on
-                logger.exception("tb_paddle_profile: internal error finishing %s", e.file.file_name)
-                self._fail_bug(e, our_bug(e.file.file_name, err))
+        for members, job in done:
+            results = self._job_results(members, job)
+            if results is None:
+                continue
+            for e, res in zip(members, results):
+                try:
+                    self._finish(e, res)
+                except Exception as err:  # a bug of ours: that file says so, the others go on
+                    logger.exception("tb_paddle_profile: internal error finishing %s", e.file.file_name)
+                    self._fail_bug(e, our_bug(e.file.file_name, err))
         self._flush_resolved()
-        for e, recent in starts:
-            self._submit(e, recent)
+        for batch in starts:
+            self._submit(batch)
         return True
 
     def _maybe_stop_idle_pool(self) -> None:
@@ -787,55 +854,91 @@ class Loader:
                 self._executor = WorkerPool(self.max_workers, _worker_init)
             return self._executor
 
-    def _submit(self, e: _Entry, recent: bool) -> None:
-        f = e.file
+    def _submit(self, batch: List[Tuple[_Entry, bool]]) -> None:
+        """Hand one worker job its files: run_job of one, run_jobs of a batch of small ones."""
+        members = [e for e, _ in batch]
         try:
             pool = self._pool()
-            # Cores not taken by other files in flight help decode this one (a lone large file
-            # then loads on all of them; many files get one process each).
-            with self._cond:
-                share = max(1, self.max_workers // max(1, len(self._inflight)))
-            with self._cond:
-                force = e.side_running
-            spec = JobSpec(path=f.path, file_name=f.file_name, key=f.key,
-                           cache_dir=str(self.cache.cache_dir) if self.cache.cache_dir is not None else None,
-                           sidecar=self.cache.sidecar, fs=self.fs, root=self._root_of(f),
-                           index=self.index or force, index_dir=self._index_dir(), force=force,
-                           recent=recent, parse_workers=share, inflate_share=self.max_workers,
-                           claim_owner=self._owner)
-            job = pool.submit(run_job, spec)
+            with self._cond:  # one lock for the whole job: request threads contend for it
+                # Cores not taken by other jobs in flight help decode this one (a lone large file
+                # then loads on all of them; many files get one process each).
+                share = max(1, self.max_workers // max(1, self._running))
+                index_dir = self._index_dir()
+                forces = [e.side_running for e in members]
+            cache_dir = str(self.cache.cache_dir) if self.cache.cache_dir is not None else None
+            specs = [JobSpec(path=e.file.path, file_name=e.file.file_name, key=e.file.key, cache_dir=cache_dir,
+                             sidecar=self.cache.sidecar, fs=self.fs, root=self._root_of(e.file),
+                             index=self.index or force, index_dir=index_dir, force=force,
+                             recent=recent, parse_workers=share, inflate_share=self.max_workers,
+                             claim_owner=self._owner) for (e, recent), force in zip(batch, forces)]
+            job = pool.submit(run_job, specs[0]) if len(specs) == 1 else pool.submit(run_jobs, specs)
         except Exception as err:  # no worker process could be started: no file's fault, retried
-            self._pool_failed(e, err)
-            return
-        with self._cond:
-            e.job = job
-
-        def done(fut, e=e, job=job):
             with self._cond:
-                self._done.append((e, job))
+                self._running -= 1
+            self._pool_failed(members, err)
+            return
+
+        def done(fut, members=members, job=job):
+            with self._cond:
+                self._running -= 1
+                self._done.append((members, job))
                 self._cond.notify_all()
 
-        job.future.add_done_callback(done)
+        with self._cond:
+            for e in members:
+                e.job = job
+            job.future.add_done_callback(done)
 
-    def _pool_failed(self, e: _Entry, err: BaseException) -> None:
+    def _job_results(self, members: List[_Entry], job: Job) -> Optional[List[dict]]:
+        """The result of each file of a finished job, as the loader's result dicts; None when the job's
+        worker process ended before taking it (the files are queued again, none charged)."""
+        try:
+            out = job.future.result()
+            return [_as_result(o) for o in out] if len(members) > 1 else [_as_result(out)]
+        except JobCancelled:
+            return [{"kind": "cancelled"}] * len(members)
+        except WorkerLost as err:  # ended before it started the job: no file is charged
+            self._pool_failed(members, err)
+            return None
+        except (WorkerDied, JobError) as err:
+            if len(members) > 1:  # which file it was is not known: each runs again in a job of its own
+                with self._cond:
+                    self.stats["worker_crashes" if isinstance(err, WorkerDied) else "bugs"] += 1
+                logger.warning("tb_paddle_profile: a job of %d small files failed (%s); each is loaded again "
+                               "alone", len(members), _one_line(err))
+                return [{"kind": "solo", "error": _one_line(err)}] * len(members)
+            name = members[0].file.file_name
+            if isinstance(err, WorkerDied):  # the process parsing this file died: this file, and only it, is charged
+                return [{"kind": "crash",
+                         "error": f"{name}: the worker process parsing it {describe_exit(err.exitcode)}"}]
+            # jobs.run_job itself failed: ours
+            return [{"kind": "bug", "error": our_bug(name, _Remote.make(err.type_name, err.message)),
+                     "traceback": err.traceback_text}]
+
+    def _pool_failed(self, members: List[_Entry], err: BaseException) -> None:
+        """A worker job that could not start (its process could not be started, or ended before taking
+        it): its files are queued again, uncharged; the pool is tried again after a backoff."""
         if isinstance(err, (WorkerStartError, WorkerLost)):
             reason = _one_line(err)
         else:
             reason = f"cannot start a worker process: {_one_line(err)}"
         with self._cond:
-            key = e.file.key
-            self._inflight.pop(key, None)
-            e.job = None
+            for e in members:
+                key = e.file.key
+                self._inflight.pop(key, None)
+                e.job = None
             if self._closed:
                 return
             self._pool_fails += 1
             self._pool_error = reason
             self.stats["pool_failures"] += 1
-            if e.side_running:  # only its index was wanted: asked again, its state unchanged
-                e.side_running, e.side = False, True
-                self._side[key] = e
-            elif self._entries.get(key) is e:
-                self._enqueue(e)
+            for e in members:
+                key = e.file.key
+                if e.side_running:  # only its index was wanted: asked again, its state unchanged
+                    e.side_running, e.side = False, True
+                    self._side[key] = e
+                elif self._entries.get(key) is e:
+                    self._enqueue(e)
             if self._pool_fails >= POOL_MAX_TRIES:
                 logger.error("tb_paddle_profile: %s (%d times in a row); the queued files wait for a later scan",
                              reason, self._pool_fails)
@@ -869,24 +972,11 @@ class Loader:
                 self.stats["bugs"] += 1
             self._touch()
 
-    def _finish(self, e: _Entry, job: Job) -> None:
+    def _finish(self, e: _Entry, res: dict) -> None:
+        """Take one file's result of its job (see _job_results)."""
         key = e.file.key
         name = e.file.file_name
-        try:
-            res = _as_result(job.future.result())
-        except WorkerDied as err:  # the process parsing this file died: this file, and only it, is charged
-            res = {"kind": "crash", "error": f"{name}: the worker process parsing it {describe_exit(err.exitcode)}"}
-        except WorkerLost as err:  # ended before it started the job: the file is not charged
-            res = {"kind": "lost", "error": _one_line(err)}
-        except JobCancelled:
-            res = {"kind": "cancelled"}
-        except JobError as err:  # jobs.run_job itself failed: ours
-            res = {"kind": "bug", "error": our_bug(name, _Remote.make(err.type_name, err.message)),
-                   "traceback": err.traceback_text}
         kind = res["kind"]
-        if kind == "lost":
-            self._pool_failed(e, WorkerLost(res["error"]))
-            return
         with self._cond:  # a worker took its job: processes can be started (a submit alone does not tell)
             if self._pool_fails:
                 self._pool_fails, self._pool_error, self._pool_retry_at = 0, "", 0.0
@@ -898,7 +988,7 @@ class Loader:
             result = CachedResult(res["ok"], res["data"], res["error"])
             stored = res.get("stored", False)
             if stored:
-                self.cache.trimmer.after_write(self.cache._path(key))
+                self.cache.trimmer.after_write(self.cache._path(key), background=True)  # not on this thread
             else:  # the job could not store it (a cache that is not a local folder, or not writable)
                 if result.ok and res.get("digest"):
                     self.cache.put_digest(key, res["digest"])
@@ -926,6 +1016,11 @@ class Loader:
                 return
             now = time.monotonic()
             if kind == "cancelled":  # not asked for by us while it is listed: load it again
+                self._enqueue(e)
+                self._touch()
+                return
+            if kind == "solo":  # its batch's worker died: run again alone, at once, not charged
+                e.solo = True
                 self._enqueue(e)
                 self._touch()
                 return

@@ -448,8 +448,10 @@ class Routes:
         for worker in sorted(workers, key=lambda w: (numbers.get(w, 1 << 30), w)):
             spans = workers[worker]
             first = next(iter(spans.values()))
+            label = labels.get(worker) or self._prior_label(first, numbers.get(worker),
+                                                            states[worker, next(iter(spans))].state == READY)
             w = entry.workers.add(worker=worker, rank=numbers.get(worker, first.rank), hostname=first.hostname,
-                                  pid=first.pid, label=labels.get(worker) or self._prior_label(first, numbers.get(worker)))
+                                  pid=first.pid, label=label)
             for span, trace in spans.items():
                 st = states[worker, span]
                 w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
@@ -566,14 +568,16 @@ class Routes:
                            getattr(fn, "__name__", "it"))
             return self._heavy.run(getattr(fn, "__name__", "analysis"), lambda: fn(*args))
 
-    def _prior_label(self, trace: TraceFile, rank: Optional[int] = None) -> str:
+    def _prior_label(self, trace: TraceFile, rank: Optional[int] = None, ready: Optional[bool] = None) -> str:
         """The label before any analysis: analysis.crossrank.labels.prior_label of the rank's digest (when
         it is at hand; ``rank``: its number in Fleet's order when the name tells none), else the worker name."""
-        label = self._prior(trace, rank)[0]
+        label = self._prior(trace, rank, ready)[0]
         return label or trace.worker
 
-    def _prior(self, trace: TraceFile, rank: Optional[int] = None) -> Tuple[str, int]:
-        """(the rank's prior label or "", its GPU or -1) from its digest, when it is loaded."""
+    def _prior(self, trace: TraceFile, rank: Optional[int] = None, ready: Optional[bool] = None) -> Tuple[str, int]:
+        """(the rank's prior label or "", its GPU or -1) from its digest, when it is loaded. ``ready``: whether
+        the file is READY, when the caller has its state already (the run list: one lock for the run's files,
+        not one per file that is not loaded yet, which the loader's dispatcher then queues behind)."""
         if rank is None or rank == trace.rank:
             rank = trace.rank if trace.rank >= 0 else None
         memo = (trace.key, rank)
@@ -581,7 +585,9 @@ class Routes:
         if got is not None:
             return got
         got = ("", -1)
-        if self.loader is not None and self.loader.states([trace])[0].state == READY:
+        if ready is None:
+            ready = self.loader is not None and self.loader.states([trace])[0].state == READY
+        if self.loader is not None and ready:
             data = self.loader.digest_bytes(trace)
             if data is not None:
                 try:
