@@ -146,6 +146,18 @@ def test_the_bins_are_the_ranks_kernels(gen):
     assert share[f"rank{SLOW}"] > max(share[o.worker] for o in msg.order[1:4])
 
 
+def test_a_window_asked_for_is_binned_from_the_kernels_too(gen):
+    tb, run_dir, manifest = gen
+    traces = {r["worker"]: run_dir / r["trace"] for r in manifest["ranks"]}
+    ws, we = 3_000_000, 9_500_000  # 3 ms to 9.5 ms into each rank's step
+    msg = _compact(tb, bins=97, rank_offset=2, rank_limit=3, start_ns=ws, end_ns=we)
+    assert (msg.window_start_ns, msg.window_end_ns, msg.bins) == (ws, we, 97) and len(msg.rows) == 3
+    for row in msg.rows:
+        comp, comm, _ = _truth(traces[row.worker], msg.step, ws, we, 97)
+        np.testing.assert_allclose(np.array(row.communication), comm, atol=2e-3, err_msg=row.worker)
+        np.testing.assert_allclose(np.array(row.compute), comp, atol=2e-3, err_msg=row.worker)
+
+
 def test_pages_of_rows_and_bounds(gen):
     tb, _, _ = gen
     whole = _compact(tb, bins=50, rank_limit=64)
@@ -225,6 +237,20 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
     row_h = frame.evaluate("() => window.__tbppCompact.rowH")
     top = frame.evaluate("() => window.__tbppCompact.rowsTop")
     assert iframe_box["y"] + box["y"] + top + 32 * row_h <= 800, (iframe_box, box, row_h)
+    # Ctrl+wheel zooms around the pointer: drawn at once, the rows in view asked for again over the new window
+    before = frame.evaluate("() => window.__tbppCompact.view()")
+    page.mouse.move(iframe_box["x"] + box["x"] + 600, iframe_box["y"] + box["y"] + top + 5 * row_h)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -400)
+    page.keyboard.up("Control")
+    frame.wait_for_function("(b) => { const v = window.__tbppCompact.view(); return v && v.end - v.start < 0.8 * (b.end - b.start); }",
+                            arg=before, timeout=10_000)
+    frame.wait_for_function("() => { const c = window.__tbppCompact, v = c.view(), w = c.windowOf(0);"
+                            " return w && Math.abs(w.start - v.start) <= 1 && Math.abs(w.end - v.end) <= 1; }", timeout=30_000)
+    frame.click('[data-testid="timeline-compact-fit"]')
+    frame.wait_for_function("(b) => { const c = window.__tbppCompact, w = c.windowOf(0);"
+                            " return w && Math.abs(w.start - b.start) <= 1 && Math.abs(w.end - b.end) <= 1; }", arg=before, timeout=30_000)
+    page.mouse.move(5, 790)  # no hover readout in the picture
     # no details panel before something is selected
     assert frame.locator('[data-testid="timeline-details"]').count() == 0
     page.wait_for_timeout(200)

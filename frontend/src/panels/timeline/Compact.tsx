@@ -44,6 +44,10 @@ export interface CompactExposed {
   /** the first row's top inside the canvas (below the ruler) */
   rowsTop: number;
   step: () => number;
+  /** the window drawn, ns of each row's time */
+  view: () => { start: number; end: number } | null;
+  /** the window the bins of row i cover (they are asked for again after a zoom or pan) */
+  windowOf: (i: number) => { start: number; end: number } | null;
 }
 
 declare global {
@@ -72,7 +76,11 @@ export function CompactTimeline(props: Props) {
   const [align, setAlign] = useState("step");
   const [dark, setDark] = useState(isDark());
   useEffect(() => onDarkChange(setDark), []);
-  const rows = useRef(new Map<number, CompactRow>());
+  /** row index -> its bins and the window they cover (a zoom redraws the old bins stretched until the new ones come) */
+  const rows = useRef(new Map<number, { row: CompactRow; ws: number; we: number }>());
+  /** the window drawn (ns of each row's time); null: the server's default (the step) */
+  const view = useRef<{ start: number; end: number } | null>(null);
+  const zoomTimer = useRef(0);
   const segs = useRef(new Map<string, CompactSegment[]>());
   const pages = useRef(new Map<number, "loading" | "done">());
   const metaRef = useRef<TimelineCompact | null>(null);
@@ -92,7 +100,8 @@ export function CompactTimeline(props: Props) {
   const loadPage = async (page: number, g: number) => {
     if (pages.current.get(page)) return;
     pages.current.set(page, "loading");
-    const got = await fetchCompact({ run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align });
+    const v = view.current;
+    const got = await fetchCompact({ run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align, start: v?.start, end: v?.end });
     if (g !== gen.current) return;
     if (got.kind === "error") {
       pages.current.delete(page);
@@ -104,8 +113,11 @@ export function CompactTimeline(props: Props) {
       metaRef.current = m;
       setMeta(m);
     }
+    if (!view.current) view.current = { start: Number(m.windowStartNs), end: Number(m.windowEndNs) };
+    const ws = Number(m.windowStartNs);
+    const we = Number(m.windowEndNs);
     m.rows.forEach((r, i) => {
-      if (r.state === "" || !rows.current.get(m.rankOffset + i)) rows.current.set(m.rankOffset + i, r);
+      if (r.state === "" || !rows.current.get(m.rankOffset + i)) rows.current.set(m.rankOffset + i, { row: r, ws, we });
     });
     if (got.pending || m.rows.some((r) => r.state === "building")) {
       // rows still being indexed: the page again a little later (its critical path then)
@@ -115,11 +127,9 @@ export function CompactTimeline(props: Props) {
         loadPage(page, g);
       }, RETRY_MS);
     } else {
-      for (const s of m.critical) {
-        const list = segs.current.get(s.worker) ?? [];
-        list.push(s);
-        segs.current.set(s.worker, list);
-      }
+        const fresh = new Set(m.critical.map((s) => s.worker));
+      for (const w of fresh) segs.current.set(w, []);
+      for (const s of m.critical) segs.current.get(s.worker)!.push(s);
       pages.current.set(page, "done");
     }
     redraw();
@@ -144,6 +154,7 @@ export function CompactTimeline(props: Props) {
     rows.current = new Map();
     segs.current = new Map();
     pages.current = new Map();
+    view.current = null;
     metaRef.current = null;
     setMeta(null);
     setError("");
@@ -191,8 +202,8 @@ export function CompactTimeline(props: Props) {
     if (!m) return;
     const top = scrollRef.current?.scrollTop ?? 0;
     const plotW = Math.max(1, w - LABEL_W);
-    const ws = Number(m.windowStartNs);
-    const we = Number(m.windowEndNs);
+    const ws = view.current?.start ?? Number(m.windowStartNs);
+    const we = view.current?.end ?? Number(m.windowEndNs);
     const X = (t: number) => LABEL_W + ((t - ws) / Math.max(1, we - ws)) * plotW;
     ctx.font = "10px system-ui, sans-serif";
     ctx.textBaseline = "middle";
@@ -203,7 +214,8 @@ export function CompactTimeline(props: Props) {
       const y = RULER_H + i * ROW_H - top;
       if (y + ROW_H < RULER_H || y > h) continue;
       const o = m.order[i];
-      const r = rows.current.get(i);
+      const got = rows.current.get(i);
+      const r = got?.row;
       // label
       ctx.fillStyle = open.has(o.worker) ? P.header : P.bg;
       ctx.fillRect(0, y, LABEL_W, ROW_H);
@@ -224,12 +236,18 @@ export function CompactTimeline(props: Props) {
         continue;
       }
       const n = r.compute.length;
-      const bw = plotW / n;
+      const x0 = X(got.ws);
+      const bw = (X(got.we) - x0) / n;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(LABEL_W, y, plotW, ROW_H);
+      ctx.clip();
       for (let k = 0; k < n; k++) {
         const comp = r.compute[k];
         const comm = r.communication[k];
         if (comp < 0.005 && comm < 0.005) continue;
-        const x = LABEL_W + k * bw;
+        const x = x0 + k * bw;
+        if (x + bw < LABEL_W || x > w) continue;
         const hc = comp * BAR_H;
         const hm = comm * BAR_H;
         if (hc > 0.05) {
@@ -241,10 +259,10 @@ export function CompactTimeline(props: Props) {
           ctx.fillRect(x, y + BAR_H - hc - hm, bw + 0.5, hm);
         }
       }
+      ctx.restore();
       // the rank's end of the step
       ctx.fillStyle = C.step;
-      ctx.fillRect(Math.round(X(Number(r.stepEndNs))), y, 1, BAR_H);
-      ctx.fillRect(Math.round(X(Number(r.stepStartNs))), y, 1, BAR_H);
+      for (const t of [Number(r.stepStartNs), Number(r.stepEndNs)]) if (X(t) >= LABEL_W && X(t) <= w) ctx.fillRect(Math.round(X(t)), y, 1, BAR_H);
       // the critical path over the row
       for (const s of segs.current.get(o.worker) ?? []) {
         const x0 = Math.max(LABEL_W, X(Number(s.startNs)));
@@ -310,7 +328,12 @@ export function CompactTimeline(props: Props) {
         return m.order.slice(first, Math.max(first, last + 1)).map((o) => o.worker);
       },
       drawnRows: () => drawn.current.rows,
-      loadedRows: () => [...rows.current.values()].filter((r) => r.state === "" && r.compute.length > 0).length,
+      loadedRows: () => [...rows.current.values()].filter((r) => r.row.state === "" && r.row.compute.length > 0).length,
+      view: () => view.current,
+      windowOf: (i: number) => {
+        const got = rows.current.get(i);
+        return got ? { start: got.ws, end: got.we } : null;
+      },
       expanded: () => expandedRef.current,
       critical: () => drawn.current.critical,
       rowH: ROW_H,
@@ -330,15 +353,60 @@ export function CompactTimeline(props: Props) {
     const i = Math.floor((y - RULER_H + (scrollRef.current?.scrollTop ?? 0)) / ROW_H);
     return i >= 0 && i < m.order.length ? i : -1;
   };
+  // zoom (Ctrl/Alt/⌘+wheel around the pointer) and pan (Shift+wheel, a horizontal wheel): drawn at once
+  // from the bins at hand, the rows in view asked for again once it settles
+  const refetch = () => {
+    window.clearTimeout(zoomTimer.current);
+    zoomTimer.current = window.setTimeout(() => {
+      gen.current++;
+      pages.current = new Map();
+      for (const p of wanted()) loadPage(p, gen.current);
+    }, 150);
+  };
+  const setView = (start: number, end: number) => {
+    if (!(end - start >= 1000)) return;
+    view.current = { start, end };
+    redraw();
+    refetch();
+  };
+  const onWheel = (e: WheelEvent) => {
+    const c = canvasRef.current;
+    const v = view.current;
+    if (!c || !v) return;
+    const b = c.getBoundingClientRect();
+    const plotW = Math.max(1, b.width - LABEL_W);
+    if (e.ctrlKey || e.metaKey || e.altKey) {
+      e.preventDefault();
+      const f = Math.pow(1.0018, e.deltaY);
+      const at = v.start + (Math.max(0, e.clientX - b.left - LABEL_W) / plotW) * (v.end - v.start);
+      setView(at - (at - v.start) * f, at + (v.end - at) * f);
+    } else if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      e.preventDefault();
+      const d = (((e.shiftKey ? e.deltaY : e.deltaX) / 800) * (v.end - v.start));
+      setView(v.start + d, v.end + d);
+    }
+  };
+  useEffect(() => {
+    const c = canvasRef.current;
+    if (!c) return;
+    c.addEventListener("wheel", onWheel, { passive: false });
+    return () => c.removeEventListener("wheel", onWheel);
+  });
+  const fitStep = () => {
+    const m = metaRef.current;
+    if (m) setView(Number(m.windowStartNs), Number(m.windowEndNs));
+  };
+
   const clicked = useRef(-1);
   const onClick = (e: MouseEvent) => {
     const i = rowAt(e);
     const m = metaRef.current;
     if (i < 0 || !m) return;
     clicked.current = i;
-    const r = rows.current.get(i);
+    const r = rows.current.get(i)?.row;
     const off = r && r.state === "" ? Number(r.originOffsetNs) : NaN;
-    props.onToggle(m.order[i].worker, Number.isFinite(off) ? `${off + Number(m.windowStartNs)},${off + Number(m.windowEndNs)}` : "");
+    const v = view.current ?? { start: Number(m.windowStartNs), end: Number(m.windowEndNs) };
+    props.onToggle(m.order[i].worker, Number.isFinite(off) ? `${Math.round(off + v.start)},${Math.round(off + v.end)}` : "");
   };
   useEffect(() => {
     // the row clicked stays in view when the rows get shorter (its lanes shown under them)
@@ -357,14 +425,19 @@ export function CompactTimeline(props: Props) {
     const i = rowAt(e);
     const b = c.getBoundingClientRect();
     const x = e.clientX - b.left;
-    const r = i >= 0 ? rows.current.get(i) : undefined;
-    if (i < 0 || x < LABEL_W || !r || !r.compute.length) {
+    const got = i >= 0 ? rows.current.get(i) : undefined;
+    const r = got?.row;
+    const v = view.current;
+    if (i < 0 || x < LABEL_W || !got || !r || !r.compute.length || !v) {
       el.style.display = "none";
       return;
     }
-    const k = Math.min(r.compute.length - 1, Math.max(0, Math.floor(((x - LABEL_W) / Math.max(1, b.width - LABEL_W)) * r.compute.length)));
-    const ws = Number(m.windowStartNs);
-    const t = ws + ((k + 0.5) / r.compute.length) * (Number(m.windowEndNs) - ws);
+    const t = v.start + ((x - LABEL_W) / Math.max(1, b.width - LABEL_W)) * (v.end - v.start);
+    const k = Math.floor(((t - got.ws) / Math.max(1, got.we - got.ws)) * r.compute.length);
+    if (k < 0 || k >= r.compute.length) {
+      el.style.display = "none";
+      return;
+    }
     const o = m.order[i];
     const pct = (f: number) => `${Math.round(f * 100)}%`;
     el.textContent = `${props.labels.get(o.worker) || o.label || o.worker} · ${fmtDur(t)} · compute ${pct(r.compute[k])} · communication ${pct(r.communication[k])} · idle ${pct(Math.max(0, 1 - r.compute[k] - r.communication[k]))}`;
@@ -401,6 +474,9 @@ export function CompactTimeline(props: Props) {
           ) : null}
         </span>
         <span class="tl-tools">
+          <button class="btn small" onClick={fitStep} data-testid="timeline-compact-fit" title="The whole step (Ctrl+wheel zooms, Shift+wheel pans)">
+            Fit
+          </button>
           <button class="btn small" onClick={props.onDetail} data-testid="timeline-compact-detail" title="Every lane of up to 32 ranks (the detailed timeline)">
             Detailed view
           </button>
@@ -423,7 +499,7 @@ export function CompactTimeline(props: Props) {
         </div>
         <div class="tl-hover" ref={hoverRef} data-testid="timeline-compact-hover" style={{ display: "none" }} />
       </div>
-      <div class="tl-hint">Click a rank to show (or hide) its lanes below · the bars: the GPU's time in each pixel, compute below communication</div>
+      <div class="tl-hint">Click a rank to show (or hide) its lanes below · Ctrl+wheel: zoom · Shift+wheel: pan · the bars: the GPU's time in each pixel, compute below communication</div>
     </div>
   );
 }
