@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import comm_json as cj
-from browser_util import PageLog, chromium_missing_reason, new_page, plugin_frame, save_screenshot, tensorboard, wait_all_loaded
+from browser_util import SHOTS, PageLog, chromium_missing_reason, new_page, plugin_frame, save_screenshot, tensorboard, wait_all_loaded
 from tb_paddle_profile.v1 import timeline_pb2
 
 REPO = Path(__file__).resolve().parents[1]
@@ -285,7 +285,7 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
 
 @pytest.mark.browser
 @pytest.mark.skipif(_missing is not None, reason=f"browser tests need Chromium: {_missing}")
-def test_the_compact_canvas_follows_the_dark_mode(gen, browser):
+def test_the_compact_canvas_follows_the_dark_mode_and_aligns_on_a_collective(gen, browser):
     tb, _, _ = gen
     for dark in (True, False):
         page, frame, log = _open(browser, tb, dark=dark)
@@ -294,5 +294,30 @@ def test_the_compact_canvas_follows_the_dark_mode(gen, browser):
         page.wait_for_timeout(200)
         luma = frame.evaluate(_LABELS_LUMA)
         assert (luma < 90) if dark else (luma > 170), (dark, luma)
+        if not dark:  # the rows on each rank's first all-reduce: asked for again, drawn
+            frame.select_option('[data-testid="timeline-compact-align"]', "collective")
+            frame.wait_for_function("() => { const c = window.__tbppCompact; return c.align() === 'collective'"
+                                    " && c.loadedRows() >= 32 && c.drawnRows() >= 32; }", timeout=60_000)
+            assert frame.input_value('[data-testid="timeline-compact-kind"]') == "all_reduce"
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "timeline-compact-collective.png"))
         page.context.close()
         assert log.page_errors == [], log.page_errors
+
+
+def test_align_on_a_collective_puts_each_row_on_its_first_instance_of_the_kind(gen):
+    """align=collective: each rank's row is on the start of its first matched all-reduce of the step, which
+    the trace JSON says is its first AllReduce kernel of the step (the generator matches them all)."""
+    tb, run_dir, manifest = gen
+    msg = _compact(tb, bins=60, rank_limit=64, align="collective", kind="all_reduce")
+    assert msg.align == "collective" and msg.align_kind == "all_reduce" and "all_reduce" in msg.align_kinds
+    for row in msg.rows:
+        evs = cj.events(run_dir / next(r["trace"] for r in manifest["ranks"] if r["worker"] == row.worker))
+        s0, s1 = next(cj.span(e) for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{msg.step}")
+        first = min(cj.span(e)[0] for e in cj.by_cat(evs, "Kernel")
+                    if "allreduce" in e["name"].lower().replace("_", "") and s0 <= cj.span(e)[0] < s1)
+        assert row.on_collective and abs(row.origin_offset_ns - first) <= 1_000, row.worker
+        assert abs(row.step_start_ns - (s0 - first)) <= 1_000  # its step starts before the collective
+    assert msg.window_start_ns <= min(r.step_start_ns for r in msg.rows)
+    other = _compact(tb, bins=60, rank_limit=2, align="collective", kind="no such kind")
+    assert other.align_kind == "all_reduce"  # an unknown kind: the default one

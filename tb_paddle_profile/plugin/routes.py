@@ -1441,8 +1441,9 @@ class Routes:
         run, span, files = self._span_files(request)
         fmt = _format(request)
         align = _param(request, "align", required=False) or "step"
-        if align not in ("step", "clock"):
-            raise HttpError(400, f"unknown align {_shown(align)} (step or clock)")
+        if align not in ("step", "clock", "collective"):
+            raise HttpError(400, f"unknown align {_shown(align)} (step, clock or collective)")
+        kind = _param(request, "kind", required=False)
         bins = _int(request, "bins") or 1000
         step, offset = _int(request, "step"), _int(request, "rank_offset") or 0
         limit = min(_int(request, "rank_limit") or 64, compact.PAGE_ROWS)
@@ -1466,12 +1467,18 @@ class Routes:
         first = self._timelines().get(files[0])[0] if align == "clock" else None
         blob = self.analyses.peek_derived(run_assembly.whatif_name(key, run, span, {}))
 
+        def table():  # the matched instances, stored with the analysis (align "collective")
+            from ..analysis.crossrank.encode import MatchedTable
+
+            got = self._analysis(request, matched=True)  # stored with the RunParallel above: read, not computed
+            return MatchedTable.from_bytes(got[5]) if not isinstance(got, Response) else MatchedTable.empty()
+
         def build() -> bytes:
             from ..v1 import whatif_pb2
 
             critical = whatif_pb2.RunWhatIf.FromString(blob) if blob is not None else None
             return _encode(compact.compact_message(run, span, key, facts, files, rows, offset, step, align, ws, we,
-                                                   bins, critical, first), fmt)
+                                                   bins, critical, first, kind, table), fmt)
 
         body = self._heavy.run("timeline_compact", build)
         return respond(request, body, _CTYPES[fmt], 202 if building else 200,

@@ -5,7 +5,7 @@ Nothing is derived again here:
 
 - the bins come from each rank's timeline index: the union of its kernels is the index's GPU
   utilization counter (counters.py, one per device, merged), communication the union of its kernels
-  whose name names NCCL/XCCL (analysis.collectives.is_communication_kernel), both read only inside the
+  whose name names NCCL/XCCL/RCCL (analysis.collectives.is_communication_kernel), both read only inside the
   window (``lanes_in_window``) and measured per bin by counters.busy_fraction; compute is the kernels'
   union less the communication (the fraction where a kernel runs and no communication kernel does);
 - the step, its start on each rank, the clock offsets, the straggler and the role peers are the stored
@@ -104,6 +104,7 @@ class Facts:
             m = vals.reshape(len(self.workers), n_steps)
             self.job_step = {s: int(m[:, j].max()) for j, s in enumerate(self.steps)}
         self.order, self.roles, self.why = order_of(rp)
+        self.collectives: Dict[int, Dict[str, Dict[int, int]]] = {}  # step -> kind -> rank -> first start (collective_starts)
         self.nbytes = 300 * len(self.workers) + 64 * sum(len(v) for v in self.step_range.values()) + 1000
 
     def median_step(self) -> Optional[int]:
@@ -116,6 +117,32 @@ class Facts:
             if self.step_range.get(w):
                 return min(self.step_range[w])
         return None
+
+
+def collective_starts(facts: Facts, step: int, table) -> Dict[str, Dict[int, int]]:
+    """kind label -> rank -> the start (unix ns, the rank's own clock) of the rank's first matched instance
+    of that kind in ``step``, from the analysis' matched table (a MatchedTable; ``table()`` gives it, read
+    only once per analysis and step)."""
+    got = facts.collectives.get(step)
+    if got is None:
+        from ..analysis.collectives import KIND_LABELS
+
+        t = table()
+        got = {}
+        groups = np.nonzero(t.step == int(step))[0] if t.n else np.zeros(0, np.int64)
+        if len(groups):
+            lens = t.ptr[groups + 1] - t.ptr[groups]
+            mem = np.repeat(t.ptr[groups] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+            kind = np.repeat(t.kind[groups], lens)
+            for k in np.unique(kind).tolist():
+                sel = mem[kind == k]
+                rank, start = t.rank[sel], t.start[sel]
+                o = np.lexsort((start, rank))
+                first = np.concatenate([[True], rank[o][1:] != rank[o][:-1]])
+                got[KIND_LABELS.get(int(k), "other")] = dict(zip(rank[o][first].tolist(), start[o][first].tolist()))
+        facts.collectives[step] = got
+        facts.nbytes += 40 * sum(len(v) for v in got.values())
+    return got
 
 
 def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
@@ -155,11 +182,13 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
 
 def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence, rows: Sequence, offset: int,
                     step: Optional[int], align: str, ws: Optional[int], we: Optional[int], bins: int,
-                    critical=None, first: Optional[TimelineIndex] = None):
+                    critical=None, first: Optional[TimelineIndex] = None, kind: str = "", table=None):
     """The TimelineCompact answer. ``files``: every rank's TraceFile in the server's order; ``rows``:
     (TraceFile, index or None, state) of order[offset : offset + len(rows)]; ``critical``: the stored
     RunWhatIf (None when there is none); ``first``: the index of files[0] (align "clock": every row on
-    its start of the step; None: each row on its own)."""
+    its start of the step; None: each row on its own); ``kind``, ``table``: align "collective" on the first
+    matched instance of that kind (default all_reduce, else the first kind there is), ``table()`` the
+    analysis' MatchedTable."""
     from ..v1 import timeline_pb2 as tpb
 
     msg = tpb.TimelineCompact(run=run, span=span, analysis_key=key, align=align, rank_offset=offset)
@@ -175,31 +204,22 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
     longest = max(lengths, default=0)
     if not longest:  # no step known: the rows' whole extents
         longest = max((idx.end_ns - idx.start_ns for _, idx, _ in rows if idx is not None), default=0)
-    if ws is None or we is None or we <= ws:
-        pad = max(longest // 50, 1000)
-        ws, we = -pad, longest + pad
     bins = max(1, min(int(bins or 1000), MAX_BINS))
-    msg.window_start_ns, msg.window_end_ns, msg.bins = ws, we, bins
     if step is None:
         msg.note = "no step in the cross-rank analysis"
+    on = {}
+    if align == "collective" and table is not None and step is not None:
+        starts = collective_starts(facts, msg.step, table)
+        msg.align_kinds.extend(sorted(starts))
+        kind = kind if kind in starts else ("all_reduce" if "all_reduce" in starts else (sorted(starts) or [""])[0])
+        msg.align_kind = kind
+        on = starts.get(kind, {})
     common = None  # align "clock": the first row of the order's start of the step (corrected clock)
     if align == "clock" and first is not None and files:
         f0 = files[0]
         s0 = facts.step_range.get(f0.worker, {}).get(msg.step, (first.start_ns, first.end_ns))[0]
         common = first.origin - facts.clock.get(f0.worker, 0) + s0
-    segs_by_worker: Dict[str, list] = {}
-    if critical is not None:
-        msg.critical_known = True
-        for seg in critical.critical_path.segments:
-            if int(seg.step) == msg.step:
-                segs_by_worker.setdefault(seg.worker, []).append(seg)
-    by_rank_worker = {facts.rank_of.get(f.worker, f.rank): f.worker for f in files}
-    for seg_list in list(segs_by_worker.items()):
-        w, segs = seg_list
-        if not w:  # segments named by rank only
-            del segs_by_worker[w]
-            for seg in segs:
-                segs_by_worker.setdefault(by_rank_worker.get(int(seg.rank), ""), []).append(seg)
+    placed = []  # (row, index, the row's time 0, the rank's clock offset)
     for f, idx, state in rows:
         r = msg.rows.add(worker=f.worker, rank=facts.rank_of.get(f.worker, f.rank), state=state)
         if idx is None:
@@ -208,18 +228,42 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
         s0, s1 = facts.step_range.get(f.worker, {}).get(msg.step, (idx.start_ns, idx.end_ns))
         mine = idx.origin - clock + s0  # the rank's start of the step, corrected clock
         zero = common if common is not None else mine
+        coll = on.get(facts.rank_of.get(f.worker, f.rank))
+        if coll is not None:  # its first instance of the kind, on the corrected clock
+            zero, r.on_collective = int(coll) - clock, True
         r.zero_unix_ns = zero
         r.origin_offset_ns = zero - (idx.origin - clock)
         r.step_start_ns, r.step_end_ns = mine - zero, mine - zero + (s1 - s0)
+        placed.append((r, idx, zero, clock))
+    if ws is None or we is None or we <= ws:
+        pad = max(longest // 50, 1000)
+        ws, we = -pad, longest + pad
+        if on and placed:  # on a collective: the steps of the rows answered
+            ws = min(r.step_start_ns for r, _, _, _ in placed) - pad
+            we = max(r.step_end_ns for r, _, _, _ in placed) + pad
+    msg.window_start_ns, msg.window_end_ns, msg.bins = ws, we, bins
+    segs_by_worker: Dict[str, list] = {}
+    if critical is not None:
+        msg.critical_known = True
+        for seg in critical.critical_path.segments:
+            if int(seg.step) == msg.step:
+                segs_by_worker.setdefault(seg.worker, []).append(seg)
+    by_rank_worker = {facts.rank_of.get(f.worker, f.rank): f.worker for f in files}
+    for w, segs in list(segs_by_worker.items()):
+        if not w:  # segments named by rank only
+            del segs_by_worker[w]
+            for seg in segs:
+                segs_by_worker.setdefault(by_rank_worker.get(int(seg.rank), ""), []).append(seg)
+    for r, idx, zero, clock in placed:
         local0 = zero + clock - idx.origin  # the row's time 0 in the index's own ns
         comp, comm = row_bins(idx, local0 + ws, local0 + we, bins)
         r.compute.extend(np.round(comp, 4).tolist())
         r.communication.extend(np.round(comm, 4).tolist())
         r.compute_share = float(comp.mean()) if len(comp) else 0.0
         r.communication_share = float(comm.mean()) if len(comm) else 0.0
-        for seg in segs_by_worker.get(f.worker, []):  # on the rank's own clock: less its offset
+        for seg in segs_by_worker.get(r.worker, []):  # on the rank's own clock: less its offset
             at = int(seg.start_unix_ns) - clock - zero
-            msg.critical.add(worker=f.worker, start_ns=at, end_ns=at + int(seg.end_unix_ns - seg.start_unix_ns),
+            msg.critical.add(worker=r.worker, start_ns=at, end_ns=at + int(seg.end_unix_ns - seg.start_unix_ns),
                              kind=PATH_KINDS.get(int(seg.kind), "compute"), name=seg.name)
     return msg
 

@@ -44,6 +44,8 @@ export interface CompactExposed {
   /** the first row's top inside the canvas (below the ruler) */
   rowsTop: number;
   step: () => number;
+  /** the alignment of the rows drawn ("step", "clock", "collective") */
+  align: () => string;
   /** the window drawn, ns of each row's time */
   view: () => { start: number; end: number } | null;
   /** the window the bins of row i cover (they are asked for again after a zoom or pan) */
@@ -74,6 +76,7 @@ export function CompactTimeline(props: Props) {
   const [error, setError] = useState("");
   const [step, setStep] = useState<number | undefined>(undefined);
   const [align, setAlign] = useState("step");
+  const [kind, setKind] = useState("");
   const [dark, setDark] = useState(isDark());
   useEffect(() => onDarkChange(setDark), []);
   /** row index -> its bins and the window they cover (a zoom redraws the old bins stretched until the new ones come) */
@@ -101,7 +104,7 @@ export function CompactTimeline(props: Props) {
     if (pages.current.get(page)) return;
     pages.current.set(page, "loading");
     const v = view.current;
-    const got = await fetchCompact({ run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align, start: v?.start, end: v?.end });
+    const got = await fetchCompact({ run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align, kind: align === "collective" ? kind : undefined, start: v?.start, end: v?.end });
     if (g !== gen.current) return;
     if (got.kind === "error") {
       pages.current.delete(page);
@@ -161,7 +164,7 @@ export function CompactTimeline(props: Props) {
     const w = canvasRef.current?.clientWidth ?? 1100;
     bins.current = Math.max(100, Math.min(4000, Math.round(w - LABEL_W)));
     loadPage(0, g);
-  }, [run, span, step, align]);
+  }, [run, span, step, align, kind]);
 
   // the canvas takes the window's height below it (at least 8 rows), no more than its rows
   const fit = () => {
@@ -282,7 +285,8 @@ export function CompactTimeline(props: Props) {
     ctx.fillStyle = P.rulerBg;
     ctx.fillRect(0, 0, w, RULER_H);
     ctx.fillStyle = P.rulerText;
-    ctx.fillText(m.align === "clock" ? "from the first row's step start" : "from each rank's step start", 6, RULER_H / 2);
+    const from = m.align === "clock" ? "from the first row's step start" : m.align === "collective" && m.alignKind ? `from each rank's first ${m.alignKind.replace(/_/g, " ")}` : "from each rank's step start";
+    ctx.fillText(fit1(ctx, from, LABEL_W - 8), 6, RULER_H / 2);
     const stepNs = niceStep((we - ws) / Math.max(1, plotW / 110));
     ctx.fillStyle = P.tick;
     for (let t = Math.ceil(ws / stepNs) * stepNs; t <= we; t += stepNs) {
@@ -339,6 +343,7 @@ export function CompactTimeline(props: Props) {
       rowH: ROW_H,
       rowsTop: RULER_H,
       step: () => Number(metaRef.current?.step ?? -1),
+      align: () => metaRef.current?.align ?? "",
     };
   }, []);
 
@@ -462,7 +467,15 @@ export function CompactTimeline(props: Props) {
         <select value={align} onChange={(e) => setAlign((e.target as HTMLSelectElement).value)} data-testid="timeline-compact-align" aria-label="How the rows are aligned">
           <option value="step">each rank on its step start</option>
           <option value="clock">one clock (the first row's step start)</option>
+          <option value="collective">each rank on its first collective of a kind</option>
         </select>
+        {m && m.align === "collective" && m.alignKinds.length ? (
+          <select value={m.alignKind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)} data-testid="timeline-compact-kind" aria-label="The collective the rows are aligned on">
+            {m.alignKinds.map((k) => (
+              <option value={k}>{`its first ${k.replace(/_/g, " ")} of the step`}</option>
+            ))}
+          </select>
+        ) : null}
         <span class="tl-legend">
           <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).compute }} /> compute
           <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).communication }} /> communication
