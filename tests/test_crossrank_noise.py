@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from tb_paddle_profile.analysis.collectives import KIND_LABELS
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.crossrank.topology import explained, factorizations, fleet_coords
 from tb_paddle_profile.analysis.digest import digest_of
@@ -25,11 +26,14 @@ RUNS = {
     "dp4pp4mp4-3us": ("dp4pp4mp4-control", True, 3.0),
     "dp2pp8-mb16-1us": ("dp2pp8-mb16-control", False, 1.0),   # 16 micro-batches
     "dp2pp8-mb16-3us": ("dp2pp8-mb16-control", False, 3.0),
+    # eight lock-step replicas: the wide blocks' median is their drift (2.25 us), measured again
+    "dp8pp4mp4-1us": ("dp8pp4mp4-gpu15-middle", True, 1.0),
 }
-# Measured and not reached: on DP4 x PP4 x MP4 at 3 us the pipeline-group collectives (the clip
-# all-reduce once a step, the loss broadcasts) of replicas that the data-parallel all-reduce keeps in
-# lock-step end within the noise of each other, and a few DP all-reduces too (96 % exact).
-SHORT = {"dp4pp4mp4-3us"}
+# Measured and not reached: on DP4 x PP4 x MP4 at 3 us the clocks of hosts joined through several
+# host pairs are up to 2.9 us off (each pair's offset is a median of end differences of sigma 4.6 us);
+# the instances (99.8 % exact: two of a stage's once-a-step data-parallel all-reduces end 4 us apart
+# at every step, within the noise, and stay joined) and the coordinates are right.
+SHORT_CLOCKS = {"dp4pp4mp4-3us"}
 
 
 def _generate(tmp_path_factory, key):
@@ -45,9 +49,9 @@ def noisy(request, tmp_path_factory):
     return request.param, _generate(tmp_path_factory, request.param)
 
 
-def _short(key):
-    if key in SHORT:
-        pytest.xfail("below the goal, measured: " + RUNS[key][0] + " at %g us" % RUNS[key][2])
+def _short_clocks(key):
+    if key in SHORT_CLOCKS:
+        pytest.xfail("clocks below the goal, measured: " + RUNS[key][0] + " at %g us" % RUNS[key][2])
 
 
 @pytest.mark.slow
@@ -75,17 +79,31 @@ def test_the_planted_noise_is_in_the_truth_and_measured(noisy):
 @pytest.mark.slow
 def test_instances_keep_their_exact_members_under_end_noise(noisy):
     key, (t, rp) = noisy
-    _short(key)
     share, wrong = _exact_share(t, rp)
     assert share >= MIN_EXACT, (key, share)
     assert len(wrong) <= (1 - MIN_EXACT) * t.n_instances, (key, len(wrong))
 
 
 @pytest.mark.slow
+def test_once_a_step_pipeline_group_collectives_keep_their_members(noisy):
+    """The pipeline group's collectives (once a step: too rare for a shape) of replicas kept in
+    lock-step end within the noise of each other; split along the pipelines the send/recv pairs show
+    (prior.py), every one of them has its exact members."""
+    key, (t, rp) = noisy
+    tx = _truth_of(t, rp)
+    ours = {(KIND_LABELS[m.kind], frozenset((tx[x.rank]["rank"], x.ordinal) for x in m.members)) for m in rp.matched}
+    planted = [(i["kind"], frozenset((m["rank"], m["ordinal"]) for m in i["members"])) for i in t.instances
+               if i["axis"] == "pp_group" and i["kind"] != "send_recv"]
+    assert planted, key
+    missed = [(i[0], sorted(i[1])[:4]) for i in planted if i not in ours]
+    assert not missed, (key, len(missed), len(planted), missed[:3])
+
+
+@pytest.mark.slow
 def test_coordinates_and_clocks_under_end_noise(noisy):
     key, (t, rp) = noisy
-    _short(key)
     _assert_coordinates(key, t, rp)
+    _short_clocks(key)
     _assert_clocks(key, t, rp)
 
 

@@ -135,3 +135,44 @@ def test_sharding_groups_give_the_sharding_coordinate_in_fleets_order():
     assert [(r.dp, r.sharding) for r in rp.ranks] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert rp.topology.complete and rp.topology.matches_fleet_order
     assert rp.ranks[3].label.startswith("rank 3 · dp1 pp0 sharding1")
+
+
+def _lock_step(rng, groups, members, positions, sigma, drift):
+    """Corrected ends (channels x positions) of `groups` instances of `members` each that end together
+    but for a per-instance drift (N(0, drift) per position) and each member's noise N(0, sigma)."""
+    base = np.arange(positions) * 1e6
+    inst = rng.normal(0, drift, size=(groups, positions)) if drift else np.zeros((groups, positions))
+    E = np.repeat(base[None, :] + inst, members, axis=0) + rng.normal(0, sigma, size=(groups * members, positions))
+    return E.astype(np.int64)
+
+
+def test_the_prior_splits_lock_step_instances_along_the_pipelines():
+    """prior.split_by_prior on planted ends: 4 pipelines of 4 ranks whose once-a-step collectives a
+    time cut joined into one cluster; the candidates are the pipelines (send/recv components) and
+    tensor-parallel groups across them. It splits along the pipelines when they drift apart by more
+    than the noise, and leaves one true communicator of all 16 as the cut had it."""
+    from tb_paddle_profile.analysis.crossrank.prior import consistent_partition, rank_partitions, split_by_prior
+    rng = np.random.default_rng(3)
+    n, sigma = 16, 3000.0
+    rows = np.arange(n)
+    pipe_a = np.array([0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14])   # send/recv links along each pipeline
+    pipe_b = pipe_a + 1
+    mp_rows, mp_block = np.arange(n), np.tile(np.arange(4), 4)      # rank k of every pipeline together
+    parts = rank_partitions(n, [(mp_rows, mp_block)], (pipe_a, pipe_b))
+    assert len(parts) == 2
+    one = np.zeros((n, 4), dtype=np.int64)                           # the cut: everyone together
+    E = _lock_step(rng, 4, 4, 4, sigma, drift=12000.0)
+    got = split_by_prior(one, E, rows, parts, sigma)
+    want = np.repeat(np.arange(4) * 4, 4)                            # each pipeline, led by its first rank
+    assert (got == want[:, None]).all()
+    # drifting far apart, the ends alone tell them apart (a pair of one instance agrees within the
+    # noise at every position), without the pipelines
+    E3 = _lock_step(rng, 4, 4, 4, sigma, drift=150000.0)
+    assert (consistent_partition(E3, np.zeros(n, dtype=np.int64), sigma) == np.repeat(np.arange(4), 4)).all()
+    assert (split_by_prior(one, E3, rows, [], sigma) == want[:, None]).all()
+    # one communicator of all 16 (no drift): the cut stays
+    E1 = _lock_step(rng, 1, 16, 4, sigma, drift=0.0)
+    assert split_by_prior(one, E1, rows, parts, sigma) is one
+    # drift within the noise: nothing tells the pipelines apart, the cut stays
+    E2 = _lock_step(rng, 4, 4, 4, sigma, drift=300.0)
+    assert split_by_prior(one, E2, rows, parts, sigma) is one

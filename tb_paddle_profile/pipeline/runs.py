@@ -39,7 +39,9 @@ logger = logging.getLogger(__name__)
 # Bump when the analysis changes what it puts into a RunParallel (part of the analysis key).
 # 2: the matched instances are stored apart (MATCHED_SUFFIX), not in the RunParallel.
 # 5: runs without end noise matched at EXACT_TOL_NS; rank-named clocks refined from the matched groups.
-ANALYSIS_SCHEMA = 5
+# 6: under end noise, rare collectives split along the communicators the run shows (prior.py), the noise
+#    measured again on tighter blocks (shapes.measure_noise).
+ANALYSIS_SCHEMA = 6
 MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
 ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
 

@@ -47,121 +47,14 @@ import numpy as np
 from . import clocks, thresholds as T
 from .clocks import join
 from .load import pool_of
-from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders, _offsets, _persist, joined_blocks,
-                    _ranges, build_lineups, cut_columns, match_residue)
+from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders, _offsets, _persist, _ranges,
+                    build_lineups, cut_columns, match_residue)
 from .model import RankData
+from .prior import rank_partitions, split_by_prior
+from .shapes import EXACT_END_NS, measure_noise, shape_blocks
 
 SHAPE_MIN_POSITIONS = 3
 SHAPE_NOISY_MIN_POSITIONS = 8
-
-
-def shape_blocks(E: np.ndarray, tol: float, centred: bool = True) -> np.ndarray:
-    """Per channel (row of E, channels × positions of end times), its communicator block: channels
-    whose shapes agree within tol (single linkage per position) at SHAPE_SHARE of the positions
-    (match.joined_blocks: the meet over positions, blocks together that often joined again; a member's
-    end that timing noise moves at a few positions does not split its communicator). No clock offset
-    changes a shape: ``centred``, each channel's ends less their own mean over the positions (the
-    members of one communicator end together at every position, so their centred ends differ by the
-    end noise only, while lock-step replicas' groups drift apart and back within each step and agree
-    only where the drift crosses its mean); else the increments of its ends from one position to the
-    next (what the matching uses when the run shows no end noise: exact agreement). Block ids are 0..
-    in the order of their first channel."""
-    C, P = E.shape
-    if C < 2 or P < 2:
-        return np.zeros(C, dtype=np.int64)
-    if centred:
-        X = (E - E[:, :1]).astype(np.float64)     # unix ns: float64 only after taking the first end off
-        R = X - X.mean(axis=1, keepdims=True)
-    else:
-        R = np.diff(E, axis=1).astype(np.float64)
-    order = np.argsort(R, axis=0, kind="stable")
-    Rs = np.take_along_axis(R, order, 0)
-    cid = np.vstack([np.zeros((1, R.shape[1]), dtype=np.int64), np.cumsum(np.diff(Rs, axis=0) > tol, axis=0)])
-    block, _ = joined_blocks(_leaders(order, cid), SHAPE_SHARE)
-    if not centred:   # exact increments: members agree to the nanosecond, a chained block is split
-        block = _consistent_blocks(R, block, tol)
-    _, first, inv = np.unique(block, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return rank[inv.ravel()]
-
-
-SHAPE_SHARE = 0.75
-SHAPE_REFERENCES = 32
-
-
-def _consistent_blocks(R: np.ndarray, block: np.ndarray, tol: float) -> np.ndarray:
-    """Single linkage chains: among a thousand channels, lock-step replicas' shapes fill the gaps between
-    two communicators and one block holds both. In a run without end noise every member of a
-    communicator agrees with every other (within tol at SHAPE_SHARE of the positions; under noise a
-    few positions' outliers would split true members, so it is used on exact increments only), so a block whose shapes spread wider at some
-    position is split: the member that agrees with the most others (of up to SHAPE_REFERENCES tried)
-    keeps those that agree with it, and the rest is split the same way; a member that agrees with no other
-    stays in the block (a lone outlier is no communicator of its own: the instances' verification and
-    the residue judge it)."""
-    C, P = R.shape
-    order = np.argsort(block, kind="stable")
-    bs = block[order]
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(bs)) + 1])
-    sizes = np.diff(np.concatenate([starts, [C]]))
-    Rs = R[order]
-    spread = np.maximum.reduceat(Rs, starts, axis=0) - np.minimum.reduceat(Rs, starts, axis=0)
-    bad = np.flatnonzero((sizes > 1) & (spread > tol).any(axis=1))
-    if not bad.size:
-        return block
-    out = block.astype(np.int64).copy()
-    nxt = int(out.max()) + 1
-    for b in bad.tolist():
-        rest = order[starts[b]:starts[b] + sizes[b]]
-        first = True
-        while rest.size > 1:
-            refs = rest if rest.size <= SHAPE_REFERENCES else \
-                rest[np.linspace(0, rest.size - 1, SHAPE_REFERENCES).astype(np.int64)]
-            agree = (np.abs(R[rest][None, :, :] - R[refs][:, None, :]) <= tol).mean(axis=2) >= SHAPE_SHARE
-            best = int(np.argmax(agree.sum(axis=1)))
-            keep = agree[best]
-            if not first and keep.sum() > 1:
-                out[rest[keep]] = nxt
-                nxt += 1
-            first = False
-            rest = rest[~keep]
-    return out
-
-# end_noise: a member "exact" when its median distance to its block's first member is within this; a
-# run with at least this many (and this share) of exact members has no end noise to measure.
-EXACT_END_NS = 50
-EXACT_MIN_MEMBERS = 8
-EXACT_MIN_SHARE = 0.005
-
-
-def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Sequence[np.ndarray]) -> float:
-    """The run's end noise: sigma of one member's end about its collective's, in ns. On every block of
-    two or more channels, each member's end minus the block's first member's, less its median over the
-    positions (their clocks' difference), is the difference of two members' noise; the median absolute
-    residual per member, the median over all members (blocks that merged lock-step replicas by accident
-    are few), as a normal's sigma (x 1.4826 / sqrt 2). 0 when no block has two channels."""
-    per = []
-    for lu, E, block in zip(lineups, ends, blocks):
-        if block.size < 2 or int(block.max()) + 1 == block.size:
-            continue
-        order = np.argsort(block, kind="stable")
-        bs = block[order]
-        first = np.concatenate([[True], bs[1:] != bs[:-1]])
-        ref = order[np.maximum.accumulate(np.where(first, np.arange(order.size), 0))]
-        a, b = order[~first], ref[~first]
-        d = (E[a] - E[b]).astype(np.float64)
-        per.append(np.median(np.abs(d - np.median(d, axis=1, keepdims=True)), axis=1))
-    if not per:
-        return 0.0
-    m = np.concatenate(per)
-    # Members that end with their block's first member to the nanosecond at every position (within
-    # EXACT_END_NS) cannot come from noise: such a run's collectives end together, and the members of
-    # wide blocks far off are lock-step replicas merged by the wide tolerance (at 1,024 ranks most of
-    # them: their median is the replicas' drift, not noise). Then the noise is that of the exact ones.
-    exact = m <= EXACT_END_NS
-    if int(exact.sum()) >= max(EXACT_MIN_MEMBERS, EXACT_MIN_SHARE * m.size):
-        m = m[exact]
-    return float(np.median(m)) * 1.4826 / np.sqrt(2.0)
 
 
 class _Shaped:
@@ -239,11 +132,21 @@ def _group_hosts(off: List[int], reached: List[bool]) -> np.ndarray:
     return rank[inv.ravel()]
 
 
-def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: _Shaped, tol: float):
+def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: _Shaped, tol: float, parts=None, sigma: float = 0.0):
     """Each block's instances at every position; a position whose members' corrected ends spread
-    beyond tol is left to the residue."""
+    beyond tol is left to the residue. Under end noise (parts: prior.rank_partitions) blocks whose
+    instances spread beyond the noise (the shapes of lock-step replicas agree) are split along the
+    communicators the run shows first (prior.py)."""
     lu, block = s.lu, s.block
     C, P = lu.inst.shape
+    if parts is not None and C > 2:
+        lead = np.full(int(block.max()) + 1, C, dtype=np.int64)
+        np.minimum.at(lead, block, np.arange(C, dtype=np.int64))
+        L = np.repeat(lead[block][:, None], P, axis=1)
+        split = split_by_prior(L, _gather(ranks, lu.rows, lu.inst, "cend"), lu.rows, parts, sigma,
+                               _hosts(ranks, lu.rows))
+        if split is not L:
+            block = np.unique(split[:, 0], return_inverse=True)[1].ravel()
     order = np.lexsort((lu.rows, block))
     bs = block[order]
     starts = np.concatenate([[0], np.flatnonzero(np.diff(bs)) + 1])
@@ -379,8 +282,10 @@ def _host_side(pool, lu: Lineup) -> bool:
     return bool(pool.stream[pool.base[lu.rows[0]] + lu.inst[0, 0]] < 0)
 
 
-def _fallback(ranks, col: Collector, lu: Lineup, tol: float):
-    """A line-up too short for a shape: cut by corrected end time (match.py's way), at least tol apart."""
+def _fallback(ranks, col: Collector, lu: Lineup, tol: float, parts=None, sigma: float = 0.0):
+    """A line-up too short for a shape: cut by corrected end time (match.py's way), at least tol apart;
+    under end noise split along the communicators the run shows (prior.py) where the cut's clusters
+    spread beyond the noise."""
     E = _gather(ranks, lu.rows, lu.inst, "cend")
     C, P = E.shape
     if C == 2:
@@ -388,6 +293,8 @@ def _fallback(ranks, col: Collector, lu: Lineup, tol: float):
     else:
         order, cid = cut_columns(E, tol)
         L = _persist(_leaders(order, cid))
+        if parts is not None:
+            L = split_by_prior(L, E, lu.rows, parts, sigma, _hosts(ranks, lu.rows))
     _emit(col, L, lu)
 
 
@@ -409,12 +316,11 @@ def match_run(ranks: List[RankData], notes: List[str]):
         cands.append((lu, _gather(ranks, lu.rows, lu.inst, "end")))
     # the run's end noise, measured on the communicators found at a wide tolerance, sets the
     # tolerances: shapes, an instance's spread, a send and its receive (at no noise: MATCH_TOL_NS)
-    wide = [shape_blocks(E, T.SHAPE_WIDE_TOL_NS) for _, E in cands]
-    sigma = end_noise([lu for lu, _ in cands], [E for _, E in cands], wide)
+    sigma, wide = measure_noise([lu for lu, _ in cands], [E for _, E in cands])
     # a run whose members end together to the nanosecond (sigma within EXACT_END_NS) has shapes and
     # short line-ups' cuts at EXACT_TOL_NS: lock-step replicas a microsecond apart are told apart
     exact = sigma <= EXACT_END_NS
-    noisy = T.SHAPE_NOISE_FACTOR * sigma > T.MATCH_TOL_NS
+    noisy = _noisy(sigma)
     shape_tol = min(T.SHAPE_WIDE_TOL_NS, max(T.EXACT_TOL_NS if exact else T.MATCH_TOL_NS,
                                              T.SHAPE_NOISE_FACTOR * sigma))
     tol = max(T.MATCH_TOL_NS, T.P2P_NOISE_FACTOR * sigma)
@@ -542,15 +448,17 @@ def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lin
                verify: float, sigma: float, cut_tol: float) -> Flat:
     col = Collector()
     pool = pool_of(ranks)
+    match_p2p(ranks, col, tol, sigma)
+    parts = _known_partitions(ranks, shaped, col) if _noisy(sigma) else None
     for s in shaped:
         if s.by_time:
-            _fallback(ranks, col, s.lu, tol)
+            _fallback(ranks, col, s.lu, tol, parts, sigma)
         else:
-            _emit_shaped(ranks, col, s, verify)
+            _emit_shaped(ranks, col, s, verify, parts, sigma)
     for lu in short:
         # device line-ups of an exact run are cut at its exact tolerance; host instances (gloo) at tol
-        _fallback(ranks, col, lu, tol if _host_side(pool, lu) else cut_tol)
-    match_p2p(ranks, col, tol, sigma)
+        host = _host_side(pool, lu)
+        _fallback(ranks, col, lu, tol if host else cut_tol, None if host else parts, sigma)
     g_step, g_kind, g_size, m_rank, m_inst = col.arrays()
     p = pool_of(ranks)
     taken = np.zeros(p.kind.size, bool)
@@ -559,6 +467,24 @@ def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lin
     taken |= p.kind == SEND_RECV        # send/recv: only by links
     match_residue(ranks, col, taken, tol)
     return _flat(ranks, col)
+
+
+def _hosts(ranks: Sequence[RankData], rows: np.ndarray) -> np.ndarray:
+    return np.array([ranks[i].host for i in rows.tolist()], dtype=np.int64)
+
+
+def _noisy(sigma: float) -> bool:
+    """End noise that widens the shape tolerance beyond MATCH_TOL_NS."""
+    return T.SHAPE_NOISE_FACTOR * sigma > T.MATCH_TOL_NS
+
+
+def _known_partitions(ranks: Sequence[RankData], shaped: List[_Shaped], col: Collector):
+    """The groups of ranks the shapes and the send/recv pairs found so far (prior.rank_partitions)."""
+    _, g_kind, g_size, m_rank, _ = col.arrays()
+    first = np.concatenate([[0], np.cumsum(g_size)[:-1]]).astype(np.int64)
+    pair = first[(g_kind == SEND_RECV) & (g_size == 2)]
+    return rank_partitions(len(ranks), [(s.lu.rows, s.block) for s in shaped if not s.by_time],
+                           (m_rank[pair], m_rank[pair + 1]))
 
 
 def _flat(ranks: Sequence[RankData], col: Collector) -> Flat:

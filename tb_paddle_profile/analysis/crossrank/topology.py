@@ -113,7 +113,8 @@ def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]]
     hold one rank of every replica. Replicas are numbered by their lowest rank index (Fleet's dp
     order when the ranks are numbered in Fleet's order; a rank's position in its own dp group is
     not, when the host names do not follow Fleet's host order: the stages of one replica would
-    get different dp indexes)."""
+    get different dp indexes). A rank without a dp group takes its replica's index when at least
+    DP_CONFIRM_SHARE of the ranks have one and every one of those agrees."""
     # components: every group's members take the lowest label among them, until nothing changes
     groups = [np.asarray(g, dtype=np.int64) for g in list(chains) + list(mp_group) if len(g) > 1]
     label = np.arange(n, dtype=np.int64)
@@ -141,11 +142,19 @@ def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]]
     if len(set(sizes.values())) != 1:
         return None
     n_rep = len(order)
-    for x in range(n):
-        g = dp_group[x]
-        if n_rep > 1 and (g is None or len(g) != n_rep or sorted(dp[y] for y in g) != list(range(n_rep))):
+    if n_rep > 1:
+        if sum(g is not None for g in dp_group) < DP_CONFIRM_SHARE * n:
             return None
+        for x in range(n):
+            g = dp_group[x]
+            if g is not None and (len(g) != n_rep or sorted(dp[y] for y in g) != list(range(n_rep))):
+                return None
     return dp
+
+
+# Replicas are the dp axis when their ranks' dp groups hold one rank of each, and at least this share
+# of the ranks has a dp group (two of a stage's rare all-reduces joined by lock-step leave a few without)
+DP_CONFIRM_SHARE = 0.75
 
 
 def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g_comm: np.ndarray,
