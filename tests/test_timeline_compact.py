@@ -275,6 +275,7 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
     view = frame.evaluate("() => window.__tbppTimeline.view()")
     assert abs(view["start"] - want_tl[0]) < 1 and abs(view["end"] - want_tl[1]) < 1, (view, want_tl)
     assert frame.evaluate("() => window.__tbppCompact.expanded()") == [want]
+    page.mouse.move(5, 790)  # no hover readout in the picture
     page.wait_for_timeout(300)
     save_screenshot(page, "timeline-compact-expanded", max_kb=400)
     page.context.close()
@@ -321,3 +322,45 @@ def test_align_on_a_collective_puts_each_row_on_its_first_instance_of_the_kind(g
     assert msg.window_start_ns <= min(r.step_start_ns for r in msg.rows)
     other = _compact(tb, bins=60, rank_limit=2, align="collective", kind="no such kind")
     assert other.align_kind == "all_reduce"  # an unknown kind: the default one
+
+
+# ---------------------------------------------------------------- the rules, on hand-made analyses
+
+
+def _rp(ranks, straggler=(), step_times=None):
+    """A RunParallel of ``ranks`` [(rank, stage, mp, dp, peers)], the straggler(s) named."""
+    from tb_paddle_profile.v1 import plugin_pb2
+
+    rp = plugin_pb2.RunParallel()
+    for rank, stage, mp, dp, peers in ranks:
+        rp.ranks.add(worker=f"w{rank}", rank=rank, pipeline_stage=stage, mp=mp, dp=dp, sharding=-1, peers=peers)
+    if straggler:
+        rp.straggler.found = True
+        for s in straggler:
+            rp.straggler.stragglers.add(rank=s)
+    if step_times:
+        rp.steps.extend(sorted(step_times))
+        for r in range(len(ranks)):
+            rp.step_time.values_ns.extend(step_times[s][r] for s in sorted(step_times))
+    return rp
+
+
+def test_the_order_without_a_straggler_without_a_topology_and_without_stages():
+    from tb_paddle_profile.timeline.compact import Facts, order_of
+
+    plain = [(r, -1, -1, -1, []) for r in (3, 0, 2, 1)]
+    assert order_of(_rp(plain))[:2] == (["w0", "w1", "w2", "w3"], {})
+    # stages but no topology: the straggler's stage, nearest rank numbers first
+    staged = [(r, r // 4, -1, -1, []) for r in range(8)]
+    order, roles, why = order_of(_rp(staged, straggler=[6]))
+    assert order == ["w6", "w5", "w7", "w4", "w0", "w1", "w2", "w3"] and roles["w6"] == "straggler" and "role peers" in why
+    # no stages: the ranks it shares collectives with
+    peered = [(r, -1, -1, -1, [0, 1, 2, 3] if r < 4 else [4, 5, 6, 7]) for r in range(8)]
+    order, roles, why = order_of(_rp(peered, straggler=[2]))
+    assert order[:4] == ["w2", "w1", "w3", "w0"] and roles["w0"] == "peer" and "w4" not in roles and "its peers" in why
+    # two stragglers: both first, then the first one's role peers
+    order, roles, _ = order_of(_rp(staged, straggler=[6, 1]))
+    assert order[:2] == ["w6", "w1"] and roles["w1"] == "straggler" and order[2:5] == ["w5", "w7", "w4"]
+    # the median step by the job's step time (the slowest rank's); the lower middle of an even count
+    times = {1: [90, 100], 2: [50, 60], 3: [70, 75], 4: [10, 300]}
+    assert Facts(_rp([(0, -1, -1, -1, []), (1, -1, -1, -1, [])], step_times=times)).median_step() == 3

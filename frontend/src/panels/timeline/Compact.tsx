@@ -546,18 +546,12 @@ export function TimelineTab(props: ComponentProps<typeof Timeline>) {
   const { state } = props;
   const all = props.workers.map((w) => w.worker);
   if (!showsCompact(all.length, state)) {
-    return (
-      <>
-        {all.length > 1 ? (
-          <div class="tl-modebar">
-            <button class="btn small" onClick={() => props.update({ tlmode: "compact", tlranks: "", tlsel: "", tl: "" } as Partial<TimelineState>)} data-testid="timeline-compact-open" title="One summary row per rank: compute, communication and idle over one step">
-              Compact view (one row per rank)
-            </button>
-          </div>
-        ) : null}
-        <Timeline {...props} />
-      </>
-    );
+    const tools = all.length > 1 ? (
+      <button class="btn small" onClick={() => props.update({ tlmode: "compact", tlranks: "", tlsel: "", tl: "" } as Partial<TimelineState>)} data-testid="timeline-compact-open" title="One summary row per rank: compute, communication and idle over one step">
+        Compact view
+      </button>
+    ) : null;
+    return <Timeline {...props} tools={tools} />;
   }
   const known = new Set(all);
   const expanded = parseRankSet(state.tlranks ?? "").filter((w) => known.has(w)).slice(0, MAX_RANKS);

@@ -3,6 +3,7 @@
 // The page keeps one decoded window (a little wider than the view, at ~2 samples per pixel) and
 // draws it at whatever zoom the view is at; after each zoom or pan settles it asks for the window
 // that is in view. Nothing here is a DOM node per slice.
+import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Picker } from "../../components/Picker";
 import type { PickItem } from "../../components/Picker";
@@ -50,6 +51,8 @@ interface Props {
   traceHref?: string;
   /** The details panel only once something is selected (under the compact timeline); else always. */
   detailsOnSelect?: boolean;
+  /** More buttons at the start of the toolbar's tools (the switch to the compact view). */
+  tools?: ComponentChildren;
 }
 
 /** The canvas fits the window: what is left above the details panel, at least MIN_VIEW_H. */
@@ -959,6 +962,7 @@ export function Timeline(props: Props) {
         </label>
         <CriticalBar crit={crit} shown={chosen} max={MAX_RANKS} onTlcp={(tlcp) => props.update({ tlcp } as Partial<TimelineState>)} onShowRanks={(ws) => props.update({ tlranks: writeRankSet(ws) })} />
         <span class="tl-tools">
+          {props.tools}
           <button class="btn small" onClick={() => zoom(0.5)} data-testid="timeline-zoom-in" title="Zoom in (W)">+</button>
           <button class="btn small" onClick={() => zoom(2)} data-testid="timeline-zoom-out" title="Zoom out (S)">−</button>
           <button class="btn small" onClick={reset} data-testid="timeline-reset" title="Whole span (0)">Fit</button>
