@@ -426,3 +426,34 @@ def test_timeline_shows_a_chosen_set_of_ranks_and_pages(tb, analysis, runlist, p
         assert "workers" in q and 0 < len(q["workers"][0].split(",")) <= 32, q
     assert frame.evaluate("() => window.__tbppTimeline.maxBytes") <= WINDOW_MAX_BYTES
     assert dom_nodes(frame) < MAX_DOM_NODES
+
+
+# ---------------------------------------------------------------- the compact timeline (issue 26.2)
+
+
+def test_the_compact_timeline_scrolls_through_1024_ranks_a_page_at_a_time(tb, analysis, browser):
+    """At 1,024 ranks the Timeline opens on its compact view: the planted straggler's row first, at least 32
+    rows on a 1,280 × 800 screen, the rows asked for page by page as the box scrolls down to the last rank,
+    a few hundred DOM nodes whatever the number of ranks."""
+    log = PageLog()
+    page = new_page(browser, log, width=1280, height=800)
+    page.add_init_script(LONG_TASKS)
+    frame = open_view(page, tb, "timeline")
+    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
+                            timeout=180_000)
+    got = frame.evaluate("() => ({ order: window.__tbppCompact.order(), visible: window.__tbppCompact.visibleRows(),"
+                         " loaded: window.__tbppCompact.loadedRows() })")
+    assert len(got["order"]) == len(analysis.ranks) and got["order"][0] == f"rank{SLOW_RANK}" and len(got["visible"]) >= 32
+    assert got["loaded"] < len(analysis.ranks)  # not every rank at once
+    frame.evaluate("() => { const el = document.querySelector('[data-testid=timeline-compact] .tl-scroll'); el.scrollTop = el.scrollHeight; }")
+    frame.wait_for_function("(n) => { const c = window.__tbppCompact; const v = c.visibleRows();"
+                            " return v.length >= 32 && v[v.length - 1] === c.order()[n - 1] && c.drawnRows() >= 32; }",
+                            arg=len(analysis.ranks), timeout=120_000)
+    nodes = frame.evaluate("() => document.querySelectorAll('*').length")
+    tasks = frame.evaluate("() => window.__tbppLong || []")
+    print(f"compact timeline of {len(analysis.ranks)} ranks: {nodes} DOM nodes, longest task {max(tasks, default=0)} ms")
+    assert nodes < SUMMARY_DOM_NODES
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "scale-timeline-compact-1280.png"))
+    page.context.close()
+    assert log.page_errors == [] and log.console_errors == [] and log.outside_requests() == [], log

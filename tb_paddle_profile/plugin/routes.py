@@ -1449,8 +1449,15 @@ class Routes:
         limit = min(_int(request, "rank_limit") or 64, compact.PAGE_ROWS)
         ws, we = _int(request, "start_ns"), _int(request, "end_ns")
         got = self._analysis(request)
-        if isinstance(got, Response):
-            return got
+        if isinstance(got, Response):  # ranks still loading: a TimelineCompact that says so, no rows yet
+            if got.status_code != 202:
+                return got
+            from ..v1 import timeline_pb2
+
+            wait = timeline_pb2.TimelineCompact(run=run, span=span, align=align,
+                                                note="waiting for the ranks to load (the order and the step come from "
+                                                     "the cross-rank analysis)")
+            return respond(request, _encode(wait, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
         _, _, _, _, key, data = got
         with self._lock:
             facts = self._compact_facts.get(key)

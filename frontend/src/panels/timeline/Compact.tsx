@@ -112,6 +112,13 @@ export function CompactTimeline(props: Props) {
       return;
     }
     const m = got.value;
+    if (!m.order.length) {
+      // the run's ranks are still loading (no order yet): asked again a little later
+      pages.current.delete(page);
+      if (got.pending) window.setTimeout(() => g === gen.current && loadPage(page, g), RETRY_MS);
+      else setError(m.note || "no ranks in this run and span");
+      return;
+    }
     if (!metaRef.current) {
       metaRef.current = m;
       setMeta(m);
