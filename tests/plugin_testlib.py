@@ -83,6 +83,16 @@ def ready(plugin, timeout: float = 120.0) -> None:
     assert plugin.loader.wait_idle(timeout), plugin.loader.counts()
 
 
+def settled(client, url: str, tries: int = 300):
+    """The answer to ``url`` once it is no 202 (the cross-rank analysis a route computes on the first request)."""
+    got = client.get(url)
+    for _ in range(tries):
+        if got.status_code != 202:
+            break
+        got = client.get(url)
+    return got
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

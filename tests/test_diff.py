@@ -22,7 +22,7 @@ from tb_paddle_profile.v1 import diff_pb2
 from tbp_synth import SynthConfig, generate
 from tbp_synth.truth import load_truth
 
-from plugin_testlib import PREFIX, make_plugin, ready, tree_digest
+from plugin_testlib import PREFIX, make_plugin, ready, settled, tree_digest
 
 SMALL = dict(dp=2, mp=2, pp=2, steps=3, layers=2, micro_batches=2, names="rank")
 WAIT_KINDS = ("all_reduce", "broadcast")  # the collectives whose waits are "waiting for late peers"
@@ -272,11 +272,7 @@ def test_route(runs, tmp_path, monkeypatch):
     try:
         ready(plugin)
         q = "baseline_run=base&baseline_span=0&candidate_run=dp_slow&candidate_span=0"
-        got = client.get(f"{PREFIX}/diff?{q}")
-        for _ in range(200):  # the cross-rank analyses are computed on the first request
-            if got.status_code != 202:
-                break
-            got = client.get(f"{PREFIX}/diff?{q}")
+        got = settled(client, f"{PREFIX}/diff?{q}", 200)  # the cross-rank analyses: computed on the first request
         assert got.status_code == 200, got.get_data(as_text=True)
         msg = diff_pb2.RunDiff.FromString(got.get_data())
         assert msg.mode == "run" and msg.baseline.run == "base" and msg.candidate.ranks == 8

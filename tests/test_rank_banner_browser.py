@@ -122,3 +122,65 @@ def test_the_overview_names_the_straggler_and_its_role_peers(tb, manifest, page)
     frame = open_overview(page, tb, ranks[other]["worker"])
     assert frame.locator('[data-testid="rank-banner"]').count() == 0
     assert banner_route(tb, ranks[other]["worker"]).get("sentences", []) == []
+
+
+def open_view(page, tb, worker: str, view: str):  # noqa: F811 (the fixture)
+    """A rank's page (``view``: overview, operators, kernels, memory) once drawn."""
+    keys = {"run": RUN, "worker": worker, "span": "0", "unit": "ms", "view": view}
+    page.goto("about:blank")
+    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}"
+                                                      for k, v in keys.items()))
+    frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
+                                   timeout=60_000).content_frame()
+    frame.wait_for_selector(f'[data-testid="panel-{view}"]', timeout=60_000)
+    return frame
+
+
+def test_every_page_of_the_straggler_has_the_banner_and_compares_it_with_its_role_peers(tb, manifest, page):  # noqa: F811
+    """The banner on the straggler's Operators, Kernels and Memory pages too (one request per rank, not per
+    page), its cause a sentence; its button opens Compare with the straggler against the median of its role
+    peers, the kernels table the diff route's rows (the peers' median itself: tests/test_peers_diff.py)."""
+    from browser_util import read_virtual_table
+
+    ranks = {r["rank"]: r for r in manifest["ranks"]}
+    worker = ranks[SLOW]["worker"]
+    tb.get(f"/data/plugin/paddle_profile/parallel?run={RUN}&span=0&format=json", timeout=120)  # stored
+    asked: list = []
+    page.on("request", lambda r: asked.append(r.url) if "/rank_banner?" in r.url else None)
+    frame = open_view(page, tb, worker, "operators")
+    banner = frame.locator('[data-testid="rank-banner"]')
+    banner.wait_for(timeout=30_000)
+    text = " ".join(banner.inner_text().split())
+    assert "straggler" in text and "its data loader takes" in text and "more per step than its role peers'" in text, text
+    assert "host:" not in text, text  # a sentence, not the panel's tag
+    n = len(asked)
+    for view in ("kernels", "memory"):  # other pages of the same rank: the same banner, asked for no more
+        frame.click(f'[data-testid="views"] button[data-view="{view}"]')
+        frame.wait_for_selector(f'[data-testid="panel-{view}"]', timeout=60_000)
+        frame.locator('[data-testid="rank-banner"]').wait_for(timeout=10_000)
+        if view == "kernels":
+            page.screenshot(path=str(SHOTS / "rank-banner-kernels-1280.png"))
+    assert len(asked) == n, asked
+
+    frame = open_view(page, tb, worker, "kernels")
+    frame.locator('[data-testid="rank-banner"]').wait_for(timeout=30_000)
+    frame.click('[data-testid="rank-banner-compare"]')
+    frame.wait_for_selector('[data-testid="cmp-body"][data-mode="peers"]', timeout=120_000)
+    assert frame.locator('[data-testid="cmp-baseline"]').get_attribute("data-worker") == "~peers"
+    assert frame.locator('[data-testid="cmp-candidate"]').get_attribute("data-worker") == worker
+    label = frame.locator('[data-testid="cmp-baseline-label"]').inner_text()
+    assert "median of 3 role peers" in label, label
+    frame.click('[data-testid="cmp-views"] button[data-value="kernels"]')
+    frame.wait_for_selector('[data-testid="cmp-tables"][data-view="kernels"]')
+    q = (f"baseline_run={RUN}&baseline_worker=~peers&baseline_span=0&candidate_run={RUN}"
+         f"&candidate_worker={worker}&candidate_span=0&format=json")
+    answer = json.loads(tb.get(f"/data/plugin/paddle_profile/diff?{q}"))
+    (table,) = [t for v in answer["display"]["views"] if v["key"] == "kernels" for t in v["tables"]]
+    keys = [c["key"] for c in table["columns"]]
+    drawn = read_virtual_table(frame, "dt-kernels-kernels")
+    assert [r["name"] for r in drawn] == [r["cells"][keys.index("name")]["text"] for r in table["rows"]]
+    first = table["rows"][0]["cells"]
+    for side in ("baseline", "candidate"):  # the straggler's and the peers' median GPU time per step, in ms
+        ns = first[keys.index(f"gpu_total_ns_{side}")].get("number", 0)
+        assert drawn[0]["cells"][f"gpu_total_ns_{side}"] == f"{ns / 1e6:.2f}", (side, drawn[0])
+    page.screenshot(path=str(SHOTS / "rank-vs-role-peers-1280.png"))

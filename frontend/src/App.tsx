@@ -22,9 +22,10 @@ import { Kernels } from "./panels/Kernels";
 import { Memory } from "./panels/Memory";
 import { Operators } from "./panels/Operators";
 import { Overview } from "./panels/Overview";
+import { RankBanner } from "./panels/RankBanner";
 import { TimelineTab } from "./panels/timeline/Compact";
 import { Compare } from "./panels/compare/Compare";
-import { resolveChoice } from "./panels/compare/choice";
+import { peersChoice, resolveChoice } from "./panels/compare/choice";
 import { WhatIf } from "./panels/whatif/WhatIf";
 import type { Selection, View } from "./state";
 import { DEFAULT_SELECTION, RUN_VIEWS, isNewView, loadUi, onUiChange, parseSelection, readHash, selectionKeys, VIEW_TITLES, VIEWS, writeHash } from "./state";
@@ -417,6 +418,29 @@ function PanelArea({
   const s = summary.value;
   const d = display.value;
   const key = { run: sel.run, worker: sel.worker, span: sel.span };
+  // the banner above every page of the rank, at the same place whichever page: asked for once per rank
+  const banner = (
+    <RankBanner
+      spanKey={key}
+      unit={sel.unit}
+      runKey={runKey}
+      onRank={(rank) => {
+        const w = run.workers.find((x) => x.rank === rank);
+        if (w) update({ worker: w.worker });
+      }}
+      onComparePeers={() => update(peersChoice(sel))}
+    />
+  );
+  return (
+    <>
+      {banner}
+      <RankPanel sel={sel} summary={s} display={d} spanKey={key} update={update} />
+    </>
+  );
+}
+
+/** The rank's page (Overview, Operators, Kernels, Memory). */
+function RankPanel({ sel, summary: s, display: d, spanKey: key, update }: { sel: Selection; summary: Summary; display: Display; spanKey: SpanKey; update: (p: Partial<Selection>) => void }) {
   switch (sel.view) {
     case "operators":
       return <Operators summary={s} display={d} spanKey={key} unit={sel.unit} find={sel.find} onTimeline={(name) => update({ view: "timeline", tlq: name, tlfind: sel.worker || "1", tl: "", tlsel: "" })} />;
@@ -432,10 +456,6 @@ function PanelArea({
           spanKey={key}
           unit={sel.unit}
           onOpen={(view) => update({ view })}
-          onRank={(rank) => {
-            const w = run.workers.find((x) => x.rank === rank);
-            if (w) update({ worker: w.worker });
-          }}
         />
       );
   }

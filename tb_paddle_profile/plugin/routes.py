@@ -50,6 +50,8 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 _CTYPES = {"pb": PROTOBUF, "json": JSON}
+# The `diff` route's baseline worker that stands for the median of the candidate rank's role peers.
+PEERS_WORKER = "~peers"
 _MAX_PARAM = 1024
 # A list of workers (comma-separated names, each looked up among the run's): 16 ranks of ~80-character
 # Kubernetes host names already pass 1,024; this cap holds some 700 such names (the request line's own
@@ -950,6 +952,8 @@ class Routes:
         fmt, sorted_by = _format(request), _sorted_by(request)
         sides = [tuple(_param(request, f"{side}_{p}", required=p != "worker") for p in ("run", "worker", "span"))
                  for side in ("baseline", "candidate")]
+        if sides[0][1] == PEERS_WORKER:
+            return self._peers_diff(request, sides[1], fmt)
         if bool(sides[0][1]) != bool(sides[1][1]):
             raise HttpError(400, "give a worker on both sides (two ranks) or on neither (two runs)")
         inner = [self._side_request(request, run, worker, span) for run, worker, span in sides]
@@ -992,6 +996,48 @@ class Routes:
             return _encode(run_diff(*(plugin_pb2.RunParallel.FromString(g[5]) for g in got), named), fmt)
 
         return self._send(request, ("diff", got[0][4], got[1][4], tuple(sides), fmt), _CTYPES[fmt], build_runs)
+
+    def _peers_diff(self, request: Request, side: Tuple[str, str, str], fmt: str) -> Response:
+        """The candidate rank against the median of its role peers (baseline_worker "~peers"; RunDiff mode
+        "peers", present/display/diff.peers_diff): the peers from the run's cross-rank analysis (computed
+        and stored as the parallel route does), each peer's Summary; 202 while any loads."""
+        from tb_paddle_profile.analysis.peers import role_peers
+        from tb_paddle_profile.present.display.diff import peers_diff
+        from ..v1 import diff_pb2
+
+        run, worker, span = side
+        if not worker:
+            raise HttpError(400, "the role peers' median is compared with one rank: give candidate_worker")
+        waiting = diff_pb2.RunDiff(mode="peers")
+        waiting.baseline.run, waiting.baseline.worker, waiting.baseline.span = run, PEERS_WORKER, span
+        waiting.candidate.run, waiting.candidate.worker, waiting.candidate.span = run, worker, span
+        got = self._analysis(self._side_request(request, run, "", span))
+        if isinstance(got, Response):
+            waiting.alignment.append(f"waiting for the ranks of run {run} span {span} to load")
+            return respond(request, _encode(waiting, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+        key, rp = got[4], plugin_pb2.RunParallel.FromString(got[5])
+        peers, where = role_peers(rp, worker)
+        if not peers:
+            raise HttpError(422, f"no role peers to compare this rank with ({where})")
+        trace = self._file(self._side_request(request, run, worker, span))
+        workers = self._snapshot().runs.get(run) or {}
+        files = [trace] + [workers[p.worker][span] for p in peers if span in workers.get(p.worker, {})]
+        datas = [self.loader.summary_bytes(t) if st.state == READY else None for t, st in zip(files, self._states(files))]
+        if any(d is None for d in datas):
+            self.loader.prioritize([t for t, d in zip(files, datas) if d is None], run)
+            waiting.alignment.append(f"waiting for {sum(d is None for d in datas)} summaries to load")
+            return respond(request, _encode(waiting, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+        number = self._rank_numbers(run, workers).get(worker)
+        label = self._labels(run).get(worker) or self._prior_label(trace, number)
+        named = [(run, PEERS_WORKER, span, f"median of {len(files) - 1} role peers ({where})"),
+                 (run, worker, span, label)]
+
+        def build() -> bytes:
+            summaries = [summary_pb2.Summary.FromString(d) for d in datas]
+            return _encode(peers_diff(summaries[0], summaries[1:], named, where, [p.rank for p in peers]), fmt)
+
+        return self._send(request, ("diff.peers", key, tuple(t.key for t in files), label, fmt), _CTYPES[fmt],
+                          build)
 
     @staticmethod
     def _side_request(request: Request, run: str, worker: str, span: str) -> Request:

@@ -1,20 +1,18 @@
 // Overview: the trace's facts, device utilization, event types (CPU / GPU), model stages per step, the
 // distribution summary and the top operators and kernels. Every table is the display model's view
 // "overview" (built in Python); charts read the cells' raw numbers and print their labels with cells.ts.
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
 import type { SpanKey } from "../api";
-import { fetchRankBanner } from "../api";
 import type { ChartOption } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
 import { Card, Segmented, Stat } from "../components/ui";
 import { formatCell } from "../display/cells";
 import { DisplayCard, ViewSentences } from "../display/DisplayCard";
-import { Sentence } from "../display/Sentence";
 import { cellOf, columnIndex, numberOf, partOf, tableOf, textOf, viewOf } from "../display/model";
 import type { TimeUnit } from "../format";
 import { fmtBytes, fmtInt, fmtTime, inUnit } from "../format";
 import { RowRole } from "../gen/tb_paddle_profile/v1/display_pb";
-import type { Display, Row, Table, View } from "../gen/tb_paddle_profile/v1/display_pb";
+import type { Display, Row, Table } from "../gen/tb_paddle_profile/v1/display_pb";
 import type { Summary } from "../gen/tb_paddle_profile/v1/summary_pb";
 
 export const STAGE_COLORS: Record<string, string> = {
@@ -38,35 +36,9 @@ interface Props {
   spanKey: SpanKey;
   unit: TimeUnit;
   onOpen: (view: "operators" | "kernels") => void;
-  /** Opens a rank by its number (the banner's rank links). */
-  onRank?: (rank: number) => void;
 }
 
-/** The banner of a rank the run's cross-rank analysis names (the straggler, a role peer of it): the
- * rank_banner route's sentence, asked for each time the Overview is shown (the analysis may have been
- * stored since); nothing while there is none. */
-function RankBanner({ spanKey, unit, onRank }: { spanKey: SpanKey; unit: TimeUnit; onRank?: (rank: number) => void }) {
-  const [view, setView] = useState<View | null>(null);
-  useEffect(() => {
-    const ctl = new AbortController();
-    setView(null);
-    fetchRankBanner(spanKey, ctl.signal)
-      .then((r) => {
-        if (r.kind === "ok") setView(r.value);
-      })
-      .catch(() => undefined);
-    return () => ctl.abort();
-  }, [spanKey.run, spanKey.worker, spanKey.span]);
-  const s = view?.sentences[0];
-  if (!s) return null;
-  return (
-    <div class={`notice info level-${s.level || "info"} rank-banner`} role="status" data-testid="rank-banner" data-level={s.level} data-key={s.key}>
-      <Sentence sentence={s} timeUnit={unit} showTitle onRank={onRank ? (rank) => onRank(rank) : undefined} />
-    </div>
-  );
-}
-
-export function Overview({ summary, display, spanKey, unit, onOpen, onRank }: Props) {
+export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
   const view = viewOf(display, "overview");
   const device = tableOf(view, "device");
   const overview = tableOf(view, "overview");
@@ -82,7 +54,6 @@ export function Overview({ summary, display, spanKey, unit, onOpen, onRank }: Pr
   const card = { spanKey, view: "overview", timeUnit: unit };
   return (
     <div class="panel overview" data-testid="panel-overview">
-      <RankBanner spanKey={spanKey} unit={unit} onRank={onRank} />
       <div class="grid two">
         <TraceCard summary={summary} unit={unit} />
         {device ? <DeviceCard table={device} unit={unit} /> : null}

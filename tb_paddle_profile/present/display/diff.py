@@ -23,6 +23,7 @@ from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import summary_pb2 as pb
 from tb_paddle_profile.present.display.cells import (
     DURATION,
+    NUMBER,
     PERCENT,
     RATIO,
     TEXT,
@@ -472,4 +473,53 @@ def run_diff(baseline, candidate, sides: Sequence[Tuple[str, str, str, str]], ti
         _side(msg, run, worker, span, label, len(rp.ranks), max((len(r.step_breakdown) for r in rp.ranks), default=0))
     out.alignment.extend(d.notes)
     out.display.CopyFrom(run_diff_display(d, time_unit))
+    return out
+
+
+# ------------------------------------------------------------------ a rank against its role peers' median
+
+
+def _per_step_table(key: str, title: str, figures, kernels: bool) -> dpb.Table:
+    """Operators or kernels per step (analysis/peers.py), a Table diff_table compares: name, calls, totals."""
+    from tb_paddle_profile.analysis.peers import KERNEL_FIGURES, OPERATOR_FIGURES
+
+    t = dpb.Table(key=key, title=title)
+    t.columns.add(key="name", header="Name", format=fmt(TEXT), text_min_width=40)
+    heads = {"calls": ("Calls / step", fmt(NUMBER, digits=1)), "cpu_total_ns": ("CPU total / step", fmt(DURATION)),
+             "gpu_total_ns": ("GPU total / step", fmt(DURATION))}
+    for f in KERNEL_FIGURES if kernels else OPERATOR_FIGURES:
+        t.columns.add(key=f, header=heads[f][0], format=heads[f][1], description=f"{heads[f][0]} (per ProfileStep)")
+    order = "gpu_total_ns" if kernels else "cpu_total_ns"
+    for name, f in sorted(figures.items(), key=lambda kv: (-kv[1][order], kv[0])):
+        t.rows.add(cells=[text(name)] + [num(f[k]) for k in (KERNEL_FIGURES if kernels else OPERATOR_FIGURES)],
+                   id=("k:" if kernels else "o:") + name, link=f"timeline:{name}")
+    return t
+
+
+def peers_diff(rank: pb.Summary, peers: Sequence[pb.Summary], sides: Sequence[Tuple[str, str, str, str]],
+               where: str, peer_ranks: Sequence[int], time_unit: str = "ms"):
+    """RunDiff (mode "peers") of one rank (the candidate) against the median of its role peers (the baseline):
+    views ``operators`` and ``kernels``, per ProfileStep (analysis/peers.py); ``sides`` as in rank_diff
+    (the baseline's worker "~peers")."""
+    from tb_paddle_profile.analysis.peers import peers_median, per_step
+    from tb_paddle_profile.present.display.parallel import ranks_text
+    from tb_paddle_profile.v1 import diff_pb2
+
+    me, med = per_step(rank), peers_median([per_step(s) for s in peers])
+    out = diff_pb2.RunDiff(mode="peers")
+    for msg, (run, worker, span, label), n, steps in zip((out.baseline, out.candidate), sides, (len(peers), 1),
+                                                          (med.steps, me.steps)):
+        _side(msg, run, worker, span, label, n, int(steps))
+    out.display.time_unit = time_unit
+    for key, title, kernels in (("operators", "Operators", False), ("kernels", "Kernels", True)):
+        view = out.display.views.add(key=key, title=title)
+        if not kernels:  # one sentence for both views (the panel shows every view's)
+            view.sentences.append(sentence([
+                f"Operators and kernels of {sides[1][3]}, per step, against the median of its {len(peers)} role "
+                f"peers ({where}: ranks {ranks_text(peer_ranks)}); a peer without a name counts 0."],
+                key="diff.peers", level="info"))
+        base = _per_step_table(key, f"{title} per step", getattr(med, key), kernels)
+        cand = _per_step_table(key, f"{title} per step", getattr(me, key), kernels)
+        view.tables.append(diff_table(base, cand, ("", sides[1][1]),
+                                      sort_column="gpu_total_ns" if kernels else "cpu_total_ns"))
     return out

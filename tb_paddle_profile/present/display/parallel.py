@@ -494,6 +494,37 @@ def straggler_cause(s: ppb.Straggler) -> str:
             else "late arrival, normal compute: check its host")
 
 
+# The banner's words for a cause: what of the rank is slower than its role peers' (the part a figure measures).
+BANNER_SUBJECT = {
+    "host_dataloader": "its data loader",
+    "host": "its CPU side",
+    "device_compute": "its GPU compute",
+    "launch_overhead": "its kernel launches",
+    "memcpy": "its memory copies",
+}
+BANNER_PHRASE = {
+    "pipeline": "held up by the pipeline",
+    "sequence_lengths": "its sequences are longer than its DP peers'",
+}
+
+
+def banner_cause(rp: ppb.RunParallel, s: ppb.Straggler) -> List:
+    """A named rank's cause as a sentence's clause: "its data loader takes 6.10 ms more per step than its role
+    peers'" (the excess of the finding of that cause on that rank alone, where there is one)."""
+    cause = s.cause or ("device_compute" if s.longer_compute else "")
+    subject = BANNER_SUBJECT.get(cause)
+    if subject is None:
+        return [BANNER_PHRASE.get(cause, cause_text(cause) if cause else
+                                  "it arrives late with a normal compute time (check its host)")]
+    excess = next((f.excess_ns for f in rp.findings if list(f.ranks) == [s.rank] and f.cause == cause
+                   and f.excess_ns > 0), 0)
+    if not excess and cause == "device_compute" and s.compute_ns > s.peer_compute_ns:
+        excess = s.compute_ns - s.peer_compute_ns
+    if excess:
+        return [f"{subject} takes ", duration(excess), " more per step than its role peers'"]
+    return [f"{subject} is slower than its role peers'"]
+
+
 def _named(v: ppb.StragglerVerdict, i: int) -> bool:
     """Whether the verdict names its i-th straggler in bold: not an uncertain verdict, nor an absorbed
     stall (but the costliest rank of a verdict that found one: what the job pays most for)."""
@@ -503,10 +534,10 @@ def _named(v: ppb.StragglerVerdict, i: int) -> bool:
 
 def rank_banner(rp: ppb.RunParallel, worker: str) -> dpb.View:
     """View "rank_banner": what the run's cross-rank analysis says of one rank, for the top of its pages
-    (the Overview): at most one sentence.
+    (Overview, Operators, Kernels, Memory): at most one sentence.
 
-    * a straggler the verdict names: "The straggler of this run (span S): <cause>; it costs the job
-      <t> per step" (level warning);
+    * a straggler the verdict names: "The straggler of this run (span S): <cause (banner_cause)>; it costs
+      the job <t> per step" (level warning);
     * a rank the verdict lists without naming it (an uncertain verdict, a stall the pipeline absorbs): the
       same facts at level note;
     * a role peer of a named straggler (the same pipeline stage and MP index, both known, another rank):
@@ -520,7 +551,7 @@ def rank_banner(rp: ppb.RunParallel, worker: str) -> dpb.View:
     span = f" (span {rp.span})" if rp.span else ""
 
     def cost(s: ppb.Straggler) -> List:
-        parts = [straggler_cause(s), "; it costs the job ", duration(s.job_cost_ns), " per step"]
+        parts = banner_cause(rp, s) + ["; it costs the job ", duration(s.job_cost_ns), " per step"]
         return parts + [" (mostly absorbed by the pipeline)" if s.absorbed else "", "."]
 
     for i, s in enumerate(v.stragglers):

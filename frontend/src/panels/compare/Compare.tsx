@@ -23,8 +23,8 @@ import type { RunList, SpanEntry } from "../../gen/tb_paddle_profile/v1/plugin_p
 import { workerLabel } from "../../labels";
 import type { Selection } from "../../state";
 import { useUrlState } from "../../state";
-import type { Side } from "./choice";
-import { ALL_RANKS, baselineOf, candidateOf, diffChoice, modeOf, parseDiffLink, sortedWorkers, spansOf, swapped, timelineAt } from "./choice";
+import type { Mode, Side } from "./choice";
+import { ALL_RANKS, PEERS, baselineOf, candidateOf, diffChoice, modeOf, parseDiffLink, sortedWorkers, spansOf, swapped, timelineAt } from "./choice";
 import { DiffChart } from "./DiffChart";
 
 const RETRY_PENDING_MS = 700;
@@ -36,12 +36,13 @@ type DiffState =
   | { status: "error"; message: string }
   | { status: "ok"; value: RunDiff };
 
-/** The files a side reads: the worker's file of the span, or every worker's for the whole run. */
+/** The files a side reads: the worker's file of the span, or every worker's for the whole run (and for the
+ * role peers' median: the route reads the peers among them). */
 function sideFiles(runs: RunList, side: Side): SpanEntry[] {
   const run = runs.runs.find((r) => r.run === side.run);
   if (!run) return [];
   return run.workers
-    .filter((w) => side.worker === ALL_RANKS || w.worker === side.worker)
+    .filter((w) => side.worker === ALL_RANKS || side.worker === PEERS || w.worker === side.worker)
     .flatMap((w) => w.spans.filter((s) => s.span === side.span));
 }
 
@@ -108,13 +109,14 @@ export function Compare({ runs, sel, update, reloads }: { runs: RunList; sel: Se
         <div class="cmp-choice">
           <div class="field cmp-mode">
             <span>Compare</span>
-            <Segmented<"rank" | "run">
+            <Segmented<Mode>
               value={mode}
               options={[
                 { value: "rank", label: "One rank each", title: "Two ranks: of two runs, or of one run" },
                 { value: "run", label: "Whole runs", title: "Every rank of each run, aligned by role (stage, MP index)" },
+                { value: "peers", label: "A rank vs its role peers", title: "One rank's operators and kernels per step against the median of its role peers (same stage and MP index)" },
               ]}
-              onChange={(m) => update(m === "run" ? { bworker: ALL_RANKS, cworker: ALL_RANKS } : { bworker: "", cworker: "" })}
+              onChange={(m) => update(m === "run" ? { bworker: ALL_RANKS, cworker: ALL_RANKS } : m === "peers" ? { bworker: PEERS, cworker: sel.cworker === ALL_RANKS ? "" : sel.cworker } : { bworker: "", cworker: "" })}
               testId="cmp-mode"
               label="What to compare"
             />
@@ -123,7 +125,7 @@ export function Compare({ runs, sel, update, reloads }: { runs: RunList; sel: Se
             <SidePicker title="Baseline" testId="cmp-baseline" runs={runs} side={b} mode={mode} onChange={(s) => update({ brun: s.run, bworker: s.worker, bspan: s.span })} />
             <SidePicker title="Candidate" testId="cmp-candidate" runs={runs} side={c} mode={mode} onChange={(s) => update({ crun: s.run, cworker: s.worker, cspan: s.span })} />
           </div>
-          <button class="btn cmp-swap" onClick={() => update(swapped(sel))} data-testid="cmp-swap" title="Exchange the baseline and the candidate">
+          <button class="btn cmp-swap" onClick={() => update(swapped(sel))} disabled={mode === "peers"} data-testid="cmp-swap" title={mode === "peers" ? "The baseline is the candidate's role peers: nothing to exchange" : "Exchange the baseline and the candidate"}>
             ⇅ Swap
           </button>
         </div>
@@ -165,11 +167,19 @@ function busyText(busy: SpanEntry[]): string {
   return `Still parsing ${file}`;
 }
 
-function SidePicker({ title, testId, runs, side, mode, onChange }: { title: string; testId: string; runs: RunList; side: Side; mode: "rank" | "run"; onChange: (s: Side) => void }) {
+function SidePicker({ title, testId, runs, side, mode, onChange }: { title: string; testId: string; runs: RunList; side: Side; mode: Mode; onChange: (s: Side) => void }) {
   const run = runs.runs.find((r) => r.run === side.run);
   const workers = useMemo(() => (run ? sortedWorkers(run) : []), [run]);
   const items = useMemo<PickItem[]>(() => workers.map((w) => ({ value: w.worker, label: workerLabel(w), search: `rank ${w.rank} ${w.hostname} ${w.worker}`, rank: w.rank })), [workers]);
   const spans = spansOf(run, side.worker);
+  if (side.worker === PEERS) {
+    return (
+      <div class="cmp-side" data-testid={testId} data-run={side.run} data-worker={side.worker} data-span={side.span}>
+        <div class={`cmp-side-title ${testId === "cmp-baseline" ? "base" : "cand"}`}>{title}</div>
+        <span class="cmp-all muted" data-testid={`${testId}-peers`}>{`the median of the candidate's role peers (${side.run}, span ${side.span})`}</span>
+      </div>
+    );
+  }
   return (
     <div class="cmp-side" data-testid={testId} data-run={side.run} data-worker={side.worker} data-span={side.span}>
       <div class={`cmp-side-title ${testId === "cmp-baseline" ? "base" : "cand"}`}>{title}</div>
@@ -178,7 +188,7 @@ function SidePicker({ title, testId, runs, side, mode, onChange }: { title: stri
           <option value={r.run}>{r.workers.length > 1 ? `${r.run} · ${r.workers.length} workers` : r.run}</option>
         ))}
       </select>
-      {mode === "rank" ? (
+      {mode !== "run" ? (
         <Picker items={items} value={side.worker} onPick={(worker) => onChange({ ...side, worker, span: spansOf(run, worker).includes(side.span) ? side.span : "" })} testId={`${testId}-worker`} placeholder="Filter by label, rank, host" />
       ) : (
         <span class="cmp-all muted" data-testid={`${testId}-all`}>{`every rank (${run?.workers.length ?? 0})`}</span>

@@ -8,6 +8,9 @@ import type { Selection } from "../../state";
 
 /** The worker value that stands for every rank of the run (the across-ranks comparison). */
 export const ALL_RANKS = "*";
+/** The baseline worker that stands for the median of the candidate rank's role peers (the diff route's
+ * "~peers": the same run and span as the candidate, its operators and kernels per step). */
+export const PEERS = "~peers";
 
 export interface Side {
   run: string;
@@ -15,7 +18,7 @@ export interface Side {
   span: string;
 }
 
-export type Mode = "rank" | "run";
+export type Mode = "rank" | "run" | "peers";
 
 /** A run's workers in the runs route's order (rank order); nothing re-sorted here. */
 export function sortedWorkers(run: RunEntry): WorkerEntry[] {
@@ -34,7 +37,13 @@ export function spansOf(run: RunEntry | undefined, worker: string): string[] {
 }
 
 export function modeOf(sel: Pick<Selection, "bworker" | "cworker">): Mode {
+  if (sel.bworker === PEERS) return "peers";
   return sel.bworker === ALL_RANKS || sel.cworker === ALL_RANKS ? "run" : "rank";
+}
+
+/** Compare opened on the page's rank (the candidate) against the median of its role peers (the baseline). */
+export function peersChoice(sel: Selection): Partial<Selection> {
+  return { view: "compare", brun: sel.run, bworker: PEERS, bspan: sel.span, crun: sel.run, cworker: sel.worker, cspan: sel.span };
 }
 
 /**
@@ -47,6 +56,15 @@ export function resolveChoice(sel: Selection, list: RunList): Selection {
   if (!runs.length) return sel;
   const mode = modeOf(sel);
   const find = (name: string) => runs.find((r) => r.run === name);
+  if (mode === "peers") {
+    // one rank (the candidate: as chosen, else the page's) and the median of its role peers, of its run and span
+    const pRun = find(sel.crun) ?? find(sel.run) ?? runs[0];
+    const pWorkers = sortedWorkers(pRun);
+    const pWorker = (pWorkers.find((w) => w.worker === sel.cworker) ?? pWorkers.find((w) => w.worker === sel.worker) ?? pWorkers[0])?.worker ?? "";
+    const pSpans = spansOf(pRun, pWorker);
+    const pSpan = pSpans.includes(sel.cspan) ? sel.cspan : pSpans.includes(sel.span) ? sel.span : (pSpans[0] ?? "");
+    return { ...sel, brun: pRun.run, bworker: PEERS, bspan: pSpan, crun: pRun.run, cworker: pWorker, cspan: pSpan };
+  }
 
   const bRun = find(sel.brun) ?? find(sel.run) ?? runs[0];
   const bWorkers = sortedWorkers(bRun);
@@ -86,7 +104,7 @@ export function candidateOf(sel: Selection): Side {
   return { run: sel.crun, worker: sel.cworker, span: sel.cspan };
 }
 
-/** The `diff` route's choice: a worker of "*" is sent empty (the whole run). */
+/** The `diff` route's choice: a worker of "*" is sent empty (the whole run); PEERS as it is. */
 export function diffChoice(sel: Selection): DiffChoice {
   const side = (s: Side) => ({ run: s.run, worker: s.worker === ALL_RANKS ? "" : s.worker, span: s.span });
   return { baseline: side(baselineOf(sel)), candidate: side(candidateOf(sel)) };
