@@ -392,17 +392,28 @@ def explained(comms: List[Tuple[int, ...]], counts: List[int], p2p: np.ndarray, 
     return _explain(comms, counts, p2p, coords, shape)[0]
 
 
-def _explain(comms, counts, p2p, coords, shape) -> Tuple[float, Set[str]]:
+class _Members:
+    """The communicators as flat columns, made once for every grid scored (select_model)."""
+
+    def __init__(self, comms, counts):
+        self.n = len(comms)
+        self.total = float(sum(counts))
+        self.counts = np.asarray(counts, dtype=np.float64)
+        self.size = np.array([len(c) for c in comms], dtype=np.int64)
+        self.mem = np.fromiter((x for c in comms for x in c), dtype=np.int64, count=int(self.size.sum()))
+        self.ptr = np.concatenate([[0], np.cumsum(self.size)[:-1]]).astype(np.int64)
+
+
+def _explain(comms, counts, p2p, coords, shape, members: "_Members" = None) -> Tuple[float, Set[str]]:
     """(explained's share, the axes some explained communicator is a group of: "mp", "dp", "pp" (a
     pipeline-group collective), "p2p" (a send/recv pair))."""
-    total = float(sum(counts))
-    if not comms or not total:
+    cm = members if members is not None else _Members(comms, counts)
+    total = cm.total
+    if not cm.n or not total:
         return 0.0, set()
     D, P, M = shape
     n = int(D * P * M)
-    size = np.array([len(c) for c in comms], dtype=np.int64)
-    mem = np.concatenate([np.asarray(c, dtype=np.int64) for c in comms])
-    ptr = np.concatenate([[0], np.cumsum(size)[:-1]])
+    size, mem, ptr = cm.size, cm.mem, cm.ptr
     d, p, m = (np.asarray(x, dtype=np.int64)[mem] for x in coords)
 
     def same(x):
@@ -422,7 +433,7 @@ def _explain(comms, counts, p2p, coords, shape) -> Tuple[float, Set[str]]:
     ok = np.zeros(len(comms), dtype=bool)
     for v in rules.values():
         ok |= v
-    fit = float(np.asarray(counts, dtype=np.float64)[ok].sum() / total)
+    fit = float(cm.counts[ok].sum() / total)
     return fit, {k for k, v in rules.items() if v.any()}
 
 
@@ -448,6 +459,7 @@ def select_model(ranks: Sequence[RankData], comms: List[Tuple[int, ...]], counts
     rank = np.array([r.rank for r in ranks], dtype=np.int64)
     reads = np.array([any(s.dataloader_ns > 0 for s in r.steps.values()) for r in ranks], dtype=bool)
     informative = 0 < int(reads.sum()) < n
+    members = _Members(comms, counts)
     scored = []
     if topo.complete:
         coords = (np.array(topo.coord_dp), np.array(topo.coord_pp), np.array(topo.coord_mp))
@@ -455,12 +467,12 @@ def select_model(ranks: Sequence[RankData], comms: List[Tuple[int, ...]], counts
             return _Pick("groups", (topo.dp, topo.pp, topo.mp), coords, 1.0 if comms else 0.0, 1, None,
                          topo.sharding)
         shape = (topo.dp, topo.pp, topo.mp)
-        fit, seen = _explain(comms, counts, p2p, coords, shape)
+        fit, seen = _explain(comms, counts, p2p, coords, shape, members)
         scored.append((fit, _unevidenced(shape, seen), 1, 0, "groups", shape, coords))
     for shape in factorizations(n):
         coords = fleet_coords(rank, shape)
         prog = float(np.mean(reads == (coords[1] == 0))) if informative and shape[1] > 1 else 0.0
-        fit, seen = _explain(comms, counts, p2p, coords, shape)
+        fit, seen = _explain(comms, counts, p2p, coords, shape, members)
         scored.append((fit, _unevidenced(shape, seen), 0, prog, "fleet", shape, coords))
     scored.sort(key=lambda x: (-x[0], x[1], -x[2], -x[3]))
     scored = [(x[0], x[2], x[3], x[4], x[5], x[6]) for x in scored]
