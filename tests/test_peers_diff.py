@@ -2,7 +2,8 @@
 baseline_worker=~peers): a generated DP4 x PP2 x MP2 run with one GPU straggler planted (tbp_synth slow_rank,
 its kernels 1.5x longer). The peers (same stage and MP index, from the generator's manifest) and their median
 are computed here from the peers' own trace JSON (kernels: the sum of each name's Kernel event durations over
-the ProfileSteps) and from each peer's own Summary (operators: the top-level operators' CPU total per step)."""
+the ProfileSteps) and from each peer's own Summary (operators: the top-level operators' CPU total per step).
+The straggler's banner names its cause in words, its GPU compute excess about its kernels' deltas."""
 from __future__ import annotations
 
 import json
@@ -102,6 +103,16 @@ def test_the_straggler_against_its_role_peers_median(run, tmp_path, monkeypatch)
         d_i = _column(kernels, "gpu_total_ns_delta")
         compute = [r for r in kernels.rows if not r.cells[0].text.startswith("nccl")]
         assert compute and all(r.cells[d_i].number > 0 for r in compute[:3])
+
+        # the banner (the analysis is stored now): the GPU straggler's cause as a sentence with its excess
+        banner = json.loads(client.get(f"{PREFIX}/rank_banner?run={RUN}&worker={ranks[SLOW]['worker']}&span=0"
+                                       "&format=json").get_data())
+        words = "".join(sp.get("text", "") for sp in banner["sentences"][0]["spans"])
+        excess = next(sp["value"]["number"] for sp in banner["sentences"][0]["spans"] if sp.get("isValue"))
+        # ... the rank's compute excess over its peers' median, about the sum of its compute kernels' deltas
+        # (a sum of medians is not the median of the sums: within 2 %)
+        assert excess == pytest.approx(sum(r.cells[d_i].number for r in compute), rel=0.02)
+        assert "its GPU compute takes" in words and "more per step than its role peers'" in words, words
 
         # a rank of no known role, a missing worker: a 4xx
         bad = client.get(f"{PREFIX}/diff?{q.replace('&candidate_worker=' + ranks[SLOW]['worker'], '')}")

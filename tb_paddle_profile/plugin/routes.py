@@ -1022,7 +1022,15 @@ class Routes:
         trace = self._file(self._side_request(request, run, worker, span))
         workers = self._snapshot().runs.get(run) or {}
         files = [trace] + [workers[p.worker][span] for p in peers if span in workers.get(p.worker, {})]
-        datas = [self.loader.summary_bytes(t) if st.state == READY else None for t, st in zip(files, self._states(files))]
+        states = self._states(files)
+        if states[0].state == FAILED:
+            raise HttpError(422, states[0].error or f"{trace.file_name}: failed")
+        # a peer that cannot be read is left out (the median is of the others), never waited for
+        files = [files[0]] + [t for t, st in zip(files[1:], states[1:]) if st.state != FAILED]
+        states = [states[0]] + [st for st in states[1:] if st.state != FAILED]
+        if len(files) < 2:
+            raise HttpError(422, f"none of this rank's role peers ({where}) could be read")
+        datas = [self.loader.summary_bytes(t) if st.state == READY else None for t, st in zip(files, states)]
         if any(d is None for d in datas):
             self.loader.prioritize([t for t, d in zip(files, datas) if d is None], run)
             waiting.alignment.append(f"waiting for {sum(d is None for d in datas)} summaries to load")
@@ -1034,7 +1042,9 @@ class Routes:
 
         def build() -> bytes:
             summaries = [summary_pb2.Summary.FromString(d) for d in datas]
-            return _encode(peers_diff(summaries[0], summaries[1:], named, where, [p.rank for p in peers]), fmt)
+            read = {t.worker for t in files[1:]}
+            return _encode(peers_diff(summaries[0], summaries[1:], named, where,
+                                      [p.rank for p in peers if p.worker in read]), fmt)
 
         return self._send(request, ("diff.peers", key, tuple(t.key for t in files), label, fmt), _CTYPES[fmt],
                           build)
