@@ -19,9 +19,13 @@ for, then the run being looked at, then the others in run-list order). Each file
 - GROWING: still being written (its size changed since the last scan, or it is truncated JSON and was
   modified recently); it is retried once it settles and is never cached as failed.
 
-Retries. A worker process that dies (kill -9, the OOM killer) fails only the file it was parsing; that
-file is parsed again at once, alone, up to MAX_CRASH_RETRIES times, then shown FAILED and tried again
-(another round) at a scan after a backoff (RETRY_BACKOFF_S, doubling, at most MAX_BACKOFF_S). A file
+Small files share a worker job (BATCH_FILES, BATCH_BYTES) when no worker is free for a file of its own:
+one round trip to the worker for all of them; each still has its own outcome and its own error.
+
+Retries. A worker process that dies (kill -9, the OOM killer) fails only the file it was parsing (the
+files of a shared job are each loaded again in a job of their own, uncharged: which one it was is not
+known); that file is parsed again at once, alone, up to MAX_CRASH_RETRIES times, then shown FAILED and
+tried again (another round) at a scan after a backoff (RETRY_BACKOFF_S, doubling, at most MAX_BACKOFF_S). A file
 that could not be read (not found — an object store briefly empty —, a network or permission error) is
 read again at the next scan that lists it, then with the same backoff. A worker process that cannot be
 started charges no file: the queued files show why and wait, retried with a backoff from
