@@ -86,7 +86,9 @@ export type RunDiff = Message<"tb_paddle_profile.v1.RunDiff"> & {
 
   /**
    * "rank": two ranks' Summaries side by side (views overview, operators, kernels, memory, step);
-   * "run": two runs' cross-rank analyses (view step: the decomposition of the step-time change).
+   * "run": two runs' cross-rank analyses (view step: the decomposition of the step-time change);
+   * "peers": one rank (the candidate) against the median of its role peers (the baseline, worker
+   * "~peers"; views operators and kernels, per step: analysis/peers.py).
    *
    * @generated from field: string mode = 3;
    */
