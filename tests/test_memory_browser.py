@@ -20,7 +20,8 @@ import pytest
 from google.protobuf import json_format
 
 from conftest import REPO, ran
-from browser_util import (SHOTS, PageLog, chromium_missing_reason, copy_trace_sets, read_virtual_table, tensorboard,
+from browser_util import (SHOTS, PageLog, chromium_missing_reason, copy_trace_sets, read_virtual_table, show_all_columns,
+                          tensorboard,
                           wait_all_loaded)
 
 pytestmark = [pytest.mark.browser]
@@ -37,6 +38,12 @@ from tb_paddle_profile.v1 import display_pb2 as dpb  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 
 LEAK_RUN, CPU_RUN = "leak", "shared/cpu-gpt-single"
+# tables whose last header ends beyond the table's own box (it scrolls sideways: a column cut at the edge)
+_PAST = """() => Array.from(document.querySelectorAll('.panel .dt[data-table]')).flatMap((dt) => {
+  const box = dt.getBoundingClientRect().right;
+  const right = Math.max(0, ...Array.from(dt.querySelectorAll('.vt-th'), (th) => th.getBoundingClientRect().right));
+  return right > box + 1 ? [{table: dt.dataset.table, right, box}] : [];
+})"""
 LEAK = 256 << 20
 
 
@@ -139,6 +146,11 @@ def test_memory_panel_shows_the_leak_growth_and_whats_alive(tb, logdir, page_at,
     shown = frame.inner_text('[data-testid="view-sentences"]')
     assert sentence_text(leak, "ms") in " ".join(shown.split())
     assert "256.00 MiB" in sentence_text(leak, "ms")
+    # at either width no column runs past its card (columns are hidden to fit, the Columns menu shows them)
+    past = frame.evaluate(_PAST)
+    assert past == [], past
+    for test_id in ("memory-insights", "memory-steps"):
+        show_all_columns(frame, test_id)
     # every cell of the three insight tables is the Python formatter's string
     _same(frame, "memory-insights", table(view, "memory_insights"), "ms")
     _same(frame, "memory-steps", table(view, f"memory_steps.{place}"), "ms")
@@ -159,6 +171,9 @@ def test_memory_panel_on_a_real_cpu_trace(tb, logdir, page_at, width):
     page = page_at(width, False)
     frame = open_panel(page, tb, CPU_RUN, worker, "memory", "ms")
     frame.wait_for_selector('[data-testid="memory-alive-wrap"][data-table="memory_alive.Place(cpu)"]', timeout=30_000)
+    past = frame.evaluate(_PAST)
+    assert past == [], past
+    show_all_columns(frame, "memory-insights")
     _same(frame, "memory-insights", table(view, "memory_insights"), "ms")
     _same(frame, "memory-alive", table(view, "memory_alive.Place(cpu)"), "ms")
     assert [r.get("leak") for r in drawn(frame, "memory-insights")] == ["No"]

@@ -111,6 +111,11 @@ function stepsOption(table: Table): ChartOption {
   } as ChartOption;
 }
 
+// Columns hidden, in this order, while a table does not fit its card (the Columns menu shows them again)
+const INSIGHTS_FIT_HIDE = ["fragmentation_max_ns", "reserved_slope", "floor_growth_min"];
+const STEPS_FIT_HIDE = ["events", "fragmentation_end", "reserved_peak", "floor_growth"];
+const ITEM_FIT_HIDE = ["gpu_min_ns", "cpu_min_ns", "gpu_max_ns", "cpu_max_ns", "gpu_avg_ns", "cpu_avg_ns"];
+
 export function Memory({ summary, display, spanKey, unit }: { summary: Summary; display: Display; spanKey: SpanKey; unit: TimeUnit }) {
   const places = summary.memory?.places ?? [];
   const view = viewOf(display, "memory");
@@ -188,6 +193,7 @@ export function Memory({ summary, display, spanKey, unit }: { summary: Summary; 
               testId="memory-insights"
               maxHeight={220}
               nameWidth={130}
+              fitHide={INSIGHTS_FIT_HIDE}
             />
           ) : null}
           {stepsTable ? (
@@ -199,6 +205,7 @@ export function Memory({ summary, display, spanKey, unit }: { summary: Summary; 
               cardTestId="memory-steps-card"
               testId="memory-steps"
               maxHeight={300}
+              fitHide={STEPS_FIT_HIDE}
             >
               {stepsChart ? <Chart option={stepsChart} height={220} testId="memory-steps-chart" /> : null}
             </DisplayCard>
@@ -218,7 +225,7 @@ export function Memory({ summary, display, spanKey, unit }: { summary: Summary; 
         </>
       )}
       {manip ? (
-        <DisplayCard {...card} table={manip} title="Memory manipulation" subtitle="memcpy / memset host events, in the order met" cardTestId="memmanip-card" testId="memmanip-table" maxHeight={360} nameWidth={260} />
+        <DisplayCard {...card} table={manip} title="Memory manipulation" subtitle="memcpy / memset host events, in the order met" cardTestId="memmanip-card" testId="memmanip-table" maxHeight={360} nameWidth={260} fitHide={ITEM_FIT_HIDE} fitNameWidth={200} />
       ) : null}
       {udf ? (
         <DisplayCard
@@ -230,6 +237,8 @@ export function Memory({ summary, display, spanKey, unit }: { summary: Summary; 
           testId="udf-table"
           maxHeight={360}
           nameWidth={260}
+          fitHide={ITEM_FIT_HIDE}
+          fitNameWidth={200}
           cardTools={
             udfThreads.length > 1 ? (
               <select value={thread} onChange={(e) => setThread((e.target as HTMLSelectElement).value)} data-testid="udf-thread" aria-label="Thread">
