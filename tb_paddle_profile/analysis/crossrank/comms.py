@@ -285,7 +285,7 @@ def _host_side(pool, lu: Lineup) -> bool:
 def _fallback(ranks, col: Collector, lu: Lineup, tol: float, parts=None, sigma: float = 0.0):
     """A line-up too short for a shape: cut by corrected end time (match.py's way), at least tol apart;
     under end noise split along the communicators the run shows (prior.py) where the cut's clusters
-    spread beyond the noise."""
+    spread beyond the noise (parts; None without noise and for host-side line-ups)."""
     E = _gather(ranks, lu.rows, lu.inst, "cend")
     C, P = E.shape
     if C == 2:

@@ -2,8 +2,9 @@
 
 A collective issued once or twice a step (the pipeline group's gradient-norm all-reduce, a loss
 broadcast, a data-parallel all-reduce of one fused bucket) has too few positions for a shape
-(comms.py), so under end noise its line-up is cut by corrected end time. Lock-step replicas then
-end their instances within the noise of each other, and the cut joins two or more of them into one.
+(comms.py), so under end noise its line-up is cut by corrected end time, and lock-step replicas end
+their instances within the noise of each other: the cut joins two or more of them into one. Without
+noise, lock-step replicas' identical increments put their instances in one shape block the same way.
 
 The rest of the run tells which groups of ranks communicate: the blocks of the line-ups matched by
 their shape (tensor-parallel and data-parallel groups, one partition of the ranks each) and the
