@@ -1,8 +1,8 @@
 """A rank against the median of its role peers (issue 26.3; docs/diff.md "A rank against its role peers").
 
-* **Role peers**: the other ranks of the run's cross-rank analysis with the same pipeline stage and MP index
-  (RankParallel.pipeline_stage, .mp; the roles of crossrank/verdict.py and of the rank banner). A rank
-  whose MP index is unknown (-1) has none.
+* **Role peers**: the other ranks of the run's cross-rank analysis with the same role (:func:`role`: pipeline
+  stage, MP index and sharding index; the roles of crossrank/verdict.py, of the rank banner and of the
+  compact timeline's order). A rank whose MP index is unknown (-1) has none.
 * **Per step**: each rank's operators (top-level operator nodes: calls, CPU total, GPU total with memcpy and
   memset, as the Operators table) and kernels (calls, GPU total) by name, each total divided by the rank's
   ProfileStep count (its Summary's parallel steps; 1 where it has none).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from tb_paddle_profile.v1 import plugin_pb2 as ppb
 from tb_paddle_profile.v1 import summary_pb2 as pb
@@ -32,17 +32,23 @@ class PerStep:
     steps: float
 
 
+def role(r: ppb.RankParallel) -> Optional[Tuple[int, int, int]]:
+    """A rank's role in the stored analysis (pipeline stage, MP index, sharding index), or None where its
+    MP index is unknown."""
+    return (r.pipeline_stage, r.mp, r.sharding) if r.mp >= 0 else None
+
+
 def role_peers(rp: ppb.RunParallel, worker: str) -> Tuple[List[ppb.RankParallel], str]:
     """The role peers of ``worker`` in the analysis (rank order) and its role in words ("stage 1, MP index
     0"); ([], reason) where it has none."""
     me = next((r for r in rp.ranks if r.worker == worker), None)
     if me is None:
         return [], "this rank is not in the run's cross-rank analysis"
-    if me.mp < 0:
+    mine = role(me)
+    if mine is None:
         return [], "the analysis does not know this rank's MP index"
     where = (f"stage {me.pipeline_stage}, " if me.pipeline_stage >= 0 else "") + f"MP index {me.mp}"
-    peers = sorted((r for r in rp.ranks if r.worker != worker and r.mp == me.mp
-                    and r.pipeline_stage == me.pipeline_stage), key=lambda r: r.rank)
+    peers = sorted((r for r in rp.ranks if r.worker != worker and role(r) == mine), key=lambda r: r.rank)
     return peers, where
 
 

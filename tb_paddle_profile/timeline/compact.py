@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from tb_paddle_profile.analysis.peers import role
 from tb_paddle_profile.trace import event_types as et
 from .counters import KIND_UTILIZATION, _union, bin_edges, busy_fraction
 from .storage import TimelineIndex
@@ -158,7 +159,7 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
     f = slow[0]
     topo = f.dp >= 0 and any(r.dp >= 0 and r.rank != f.rank for r in ranks)
     if topo:
-        peers = [r.rank for r in ranks if (r.pipeline_stage, r.mp, r.sharding) == (f.pipeline_stage, f.mp, f.sharding)]
+        peers = [r.rank for r in ranks if role(r) == role(f)]
     elif f.pipeline_stage >= 0:
         peers = [r.rank for r in ranks if r.pipeline_stage == f.pipeline_stage]
     else:

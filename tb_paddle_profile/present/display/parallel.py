@@ -19,6 +19,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
+from tb_paddle_profile.analysis.peers import role
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2 as ppb
 from tb_paddle_profile.v1 import summary_pb2 as pb
@@ -567,9 +568,9 @@ def rank_banner(rp: ppb.RunParallel, worker: str) -> dpb.View:
     by_rank = {r.rank: r for r in rp.ranks}
     for i, s in enumerate(v.stragglers):
         it = by_rank.get(s.rank)
-        if it is None or not _named(v, i) or it.mp < 0 or me.mp < 0 or it.rank == me.rank:
+        if it is None or not _named(v, i) or it.rank == me.rank:
             continue
-        if (it.pipeline_stage, it.mp) == (me.pipeline_stage, me.mp):
+        if role(it) is not None and role(it) == role(me):
             where = (f"stage {me.pipeline_stage}, " if me.pipeline_stage >= 0 else "") + f"MP index {me.mp}"
             view.sentences.append(_sentence("rank_banner.peer", [
                 "A role peer of ", rank(s.rank, f"rank {s.rank}"), f" ({where}), the straggler of this run{span}: "]
