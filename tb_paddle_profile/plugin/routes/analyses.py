@@ -1,0 +1,214 @@
+"""What the routes of every family ask of the cross-rank analysis of a run and span: the workers' rank
+numbers and labels (the analysis's, or before there is one, Fleet's order and the prior labels from the
+ranks' digests), the hosts' clock offsets that the timeline draws on, and the analysis itself, computed
+once per analysis key in the heavy worker process (runs.RunAnalyses stores it)."""
+from __future__ import annotations
+
+import concurrent.futures
+import concurrent.futures.process
+import logging
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from werkzeug.wrappers import Request, Response
+
+from tb_paddle_profile.pipeline import runs as run_assembly
+from tb_paddle_profile.pipeline.discovery import TraceFile
+from tb_paddle_profile.pipeline.loader import READY
+from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+
+from .base import HEAVY_PROCESSES, RoutesBase, _Reloading
+from .http import _CTYPES, _encode, _format, _shown, respond
+
+logger = logging.getLogger(__name__)
+
+
+class AnalysisBase(RoutesBase):
+    """RoutesBase with the cross-rank analyses at hand; every family of routes derives from it."""
+
+    def _rank_numbers(self, run: str, workers: Mapping[str, Mapping[str, TraceFile]]) -> Dict[str, int]:
+        """worker -> its rank number, as the cross-rank analysis numbers them (analysis/crossrank/load.py):
+        from the file names when every one tells a rank and no two the same; else the run's last
+        analysis's; before there is one, Fleet's order computed here (hosts in natural order, then the
+        GPU of the rank's digest when it is loaded, then the pid), so that Paddle's default worker names
+        (host_<host>pid_<pid>) have a rank, a label and links in every view before any analysis."""
+        from tb_paddle_profile.analysis.crossrank.labels import natural_key
+
+        firsts = {w: next(iter(spans.values())) for w, spans in workers.items() if spans}
+        told = [f.rank for f in firsts.values()]
+        if all(r >= 0 for r in told) and len(set(told)) == len(told):
+            return {w: f.rank for w, f in firsts.items()}
+        known = self._analysis_facts(self._last_analysis.get(run))[2]
+        if known and set(firsts) <= set(known):
+            return {w: known[w] for w in firsts}
+        order = sorted(firsts, key=lambda w: (natural_key(firsts[w].hostname), self._prior(firsts[w])[1],
+                                              firsts[w].pid, natural_key(w), firsts[w].file_name))
+        return {w: i for i, w in enumerate(order)}
+
+    def _analysis_facts(self, key: Optional[str]) -> Tuple[Dict[str, str], Dict[str, int], Dict[str, int]]:
+        """(worker -> label, worker -> clock offset ns, worker -> rank number) of the stored analysis
+        ``key`` (in memory or on disk); empty when there is none. Never computes an analysis."""
+        if not key:
+            return {}, {}, {}
+        facts = self._facts.get(key)
+        if facts is None:
+            data = self.analyses.peek(key)
+            if data is None:
+                return {}, {}, {}
+            msg = plugin_pb2.RunParallel.FromString(data)
+            facts = ({r.worker: r.label for r in msg.ranks if r.label},
+                     {r.worker: r.clock_offset_ns for r in msg.ranks if r.clock_offset_ns},
+                     {r.worker: r.rank for r in msg.ranks})
+            self._facts.put(key, facts)
+        return facts
+
+    def _labels(self, run: str) -> Dict[str, str]:
+        """worker -> label from the run's last cross-rank analysis, when there is one (in memory or on disk)."""
+        return self._analysis_facts(self._last_analysis.get(run))[0]
+
+    def _clock(self, run: str, span: str, files: Optional[List[TraceFile]] = None) -> Dict[str, int]:
+        """worker -> its host's clock offset from the cross-rank analysis of this run and span (the
+        timeline draws every rank on the corrected clock: the span's analysis is read back, or made now
+        when none is stored for its ranks as they are; each rank on its own clock only while a rank is
+        still being parsed or when the analysis fails)."""
+        del files  # the offsets come from every rank of the span, whichever are drawn
+        if self.loader is None:
+            return {}
+        workers = self._snapshot().runs.get(run) or {}
+        span_files = [f for f in run_assembly.span_files(workers, span) if not f.refused]
+        states = self._states(span_files)
+        if not span_files or any(run_assembly.blocking(states)):
+            return {}  # a rank being parsed: the inputs of the offsets are not known yet
+        ready = [t for t, st in zip(span_files, states) if st.state == READY]
+        if not ready:
+            return {}
+        # Keyed by the inputs the offsets come from: a host's traces exported again (new keys) give
+        # another key, whose analysis is made now rather than the old one's offsets applied.
+        key = run_assembly.analysis_key(t.key for t in ready)
+        if key != self._last_span_analysis.get((run, span)) and self.analyses.peek(key) is None:
+            try:
+                self.analyses.get(key, lambda: self._compute_analysis(ready, run, span))
+            except _Reloading:
+                return {}
+            except Exception:  # an offset is never worth a failed timeline: drawn on each rank's clock
+                logger.exception("tb_paddle_profile: no clock offsets for %s span %s", _shown(run), _shown(span))
+                return {}
+            self._last_span_analysis[(run, span)] = key
+        return self._analysis_facts(key)[1]
+
+    def _digest_blobs(self, ready: List[TraceFile]) -> List[bytes]:
+        digests = []
+        for trace in ready:
+            data = self._require_loader().digest_bytes(trace)
+            if data is None:  # never an analysis without it (it would be stored as the run's)
+                raise _Reloading
+            digests.append(data)
+        return digests
+
+    def _compute_analysis(self, ready: List[TraceFile], run: str, span: str):
+        """The analysis of ``ready`` (runs.analysis_blobs, the matched instances apart), in the heavy
+        worker process."""
+        key = run_assembly.analysis_key(t.key for t in ready)
+        return self._in_process(run_assembly.analysis_blobs, self._digest_blobs(ready), run, span, key)
+
+    def _in_process(self, fn, *args):
+        """``fn(*args)`` in the heavy worker process (HEAVY_PROCESSES: its pool queues the others), out of
+        the request threads' GIL; on the heavy executor of this process when no process can be started."""
+        with self._lock:
+            pool = self._procs
+            if pool is None and not self._procs_failed:
+                try:
+                    from tb_paddle_profile.core.pool import process_pool
+
+                    pool = self._procs = process_pool(HEAVY_PROCESSES)
+                except Exception:  # no process (resources, platform): computed in this process
+                    logger.warning("tb_paddle_profile: no worker process for the cross-rank analyses; "
+                                   "computing them in TensorBoard's process", exc_info=True)
+                    self._procs_failed = True
+        if pool is None:
+            return self._heavy.run(getattr(fn, "__name__", "analysis"), lambda: fn(*args))
+        try:
+            return pool.submit(fn, *args).result()
+        except concurrent.futures.process.BrokenProcessPool:  # the process died (memory?): once more, here
+            with self._lock:
+                if self._procs is pool:
+                    self._procs = None
+            logger.warning("tb_paddle_profile: the analyses' worker process died; computing %s here",
+                           getattr(fn, "__name__", "it"))
+            return self._heavy.run(getattr(fn, "__name__", "analysis"), lambda: fn(*args))
+
+    def _prior_label(self, trace: TraceFile, rank: Optional[int] = None, ready: Optional[bool] = None) -> str:
+        """The label before any analysis: analysis.crossrank.labels.prior_label of the rank's digest (when
+        it is at hand; ``rank``: its number in Fleet's order when the name tells none), else the worker name."""
+        label = self._prior(trace, rank, ready)[0]
+        return label or trace.worker
+
+    def _prior(self, trace: TraceFile, rank: Optional[int] = None, ready: Optional[bool] = None) -> Tuple[str, int]:
+        """(the rank's prior label or "", its GPU or -1) from its digest, when it is loaded. ``ready``: whether
+        the file is READY, when the caller has its state already (the run list: one lock for the run's files,
+        not one per file that is not loaded yet, which the loader's dispatcher then queues behind)."""
+        if rank is None or rank == trace.rank:
+            rank = trace.rank if trace.rank >= 0 else None
+        memo = (trace.key, rank)
+        got = self._priors.get(memo)
+        if got is not None:
+            return got
+        got = ("", -1)
+        if ready is None:
+            ready = self.loader is not None and self.loader.states([trace])[0].state == READY
+        if self.loader is not None and ready:
+            data = self.loader.digest_bytes(trace)
+            if data is not None:
+                try:
+                    from tb_paddle_profile.analysis.crossrank.labels import prior_label
+
+                    d = summary_pb2.RankDigest.FromString(data)
+                    got = (prior_label(d.meta, d.device_id, rank), int(d.device_id))
+                except Exception:  # a label is never worth a failed run list
+                    logger.debug("tb_paddle_profile: no label for %s", trace.file_name, exc_info=True)
+                self._priors.put(memo, got)
+        return got
+
+    def _analysis(self, request: Request, matched: bool = False):
+        """(run, span, files, states, analysis key, serialized RunParallel) of the run and span named by
+        the request, or a 202 Response while ranks load; see runs.RunAnalyses. ``matched``: the
+        analysis's matched instances (MatchedTable bytes) instead of the RunParallel."""
+        run, span, files = self._run_span(request)
+        fmt = _format(request)
+        got = self._settled(request, run, span, files, fmt, plugin_pb2.RunParallel)
+        if isinstance(got, Response):
+            return got
+        states, ready, key = got
+
+        def compute():  # once per analysis key, in the heavy worker process
+            return self._compute_analysis(ready, run, span)
+
+        try:
+            data = self.analyses.matched(key, compute) if matched else self.analyses.get(key, compute)
+        except _Reloading:
+            return _waiting(request, plugin_pb2.RunParallel(run=run, span=span), RELOADING, fmt)
+        self._last_analysis[run] = key
+        self._last_span_analysis[(run, span)] = key
+        return run, span, files, states, key, data
+
+    def _settled(self, request: Request, run: str, span: str, files: List[TraceFile], fmt: str, message):
+        """(the files' states, the READY files, their analysis key) once no rank blocks the span's
+        analysis; else a 202 answering ``message`` (RunParallel, RunWhatIf) with a note, the ranks that
+        block it loaded first."""
+        loader = self._require_loader()
+        states = self._states(files)
+        waiting = [t for t, block in zip(files, run_assembly.blocking(states)) if block]
+        if waiting:
+            loader.prioritize(waiting, run)
+            return _waiting(request, message(run=run, span=span),
+                            f"waiting for {len(waiting)} of {len(files)} ranks to load", fmt)
+        ready = [t for t, st in zip(files, states) if st.state == READY]
+        return states, ready, run_assembly.analysis_key(t.key for t in ready)
+
+
+RELOADING = "waiting for a rank whose cached digest is being computed again"
+
+
+def _waiting(request: Request, out, note: str, fmt: str) -> Response:
+    """The 202 of a run view while ranks load: its message ``out`` with the ``note`` saying so."""
+    out.notes.append(note)
+    return respond(request, _encode(out, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])

@@ -1,0 +1,288 @@
+"""The run views' routes, across the ranks of a run and span: ``distributed`` (every rank's
+RankDistributed and the view's tables), ``parallel`` (the cross-rank analysis, summary first),
+``parallel_matched`` (a page of its matched instances), ``rank_banner`` (what the stored analysis says
+of one rank) and ``whatif`` (the critical path and the what-if estimates); 202 while ranks load. And
+their tables as CSV (the ``csv`` route without a worker)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from werkzeug.wrappers import Request, Response
+
+from tb_paddle_profile.pipeline import runs as run_assembly
+from tb_paddle_profile.pipeline.discovery import TraceFile
+from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY
+from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+
+from .analyses import RELOADING, AnalysisBase, _waiting
+from .base import _Reloading
+from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _handler, _int, _param, _shown,
+                   _text, respond)
+
+# The tables of the parallel view that its summary draws (the rest are per rank: thousands of rows)
+SUMMARY_TABLES = ("stragglers", "findings", "outliers", "advice_triggers", "topology")
+
+
+class ParallelRoutes(AnalysisBase):
+    """distributed, parallel, rank_banner, parallel_matched, whatif."""
+
+    @_handler
+    def distributed(self, request: Request) -> Response:
+        run, span, files = self._run_span(request)
+        fmt = _format(request)
+        # part=summary: without the view's per-rank tables (what a folded Distributed view of many ranks
+        # does not draw before its details are opened)
+        part = _param(request, "part", required=False)
+        if part not in ("", "summary"):
+            raise HttpError(400, f"unknown part {_shown(part)} (summary, or none for every table)")
+        self._require_loader()
+        numbers = self._rank_numbers(run, self._run(self._snapshot(), request, refused=True)[1])
+        files.sort(key=lambda f: (numbers.get(f.worker, 1 << 30), f.worker))
+        states = self._states(files)
+        blocks = run_assembly.blocking(states)
+        if not any(b or st.state in (QUEUED, LOADING) for b, st in zip(blocks, states)):
+            # Every rank settled: memoized under what the answer is made of (the files' versions and
+            # states, the rank numbers, the analysis whose labels it shows), built once.
+            memo = ("distributed", run, span, tuple(f.key for f in files), tuple((st.state, st.error) for st in states),
+                    tuple(numbers.get(f.worker, f.rank) for f in files), self._last_analysis.get(run), part, fmt)
+            try:
+                return self._send(request, memo, _CTYPES[fmt],
+                                  lambda: _encode(self._distributed(run, span, files, states, blocks, numbers, part,
+                                                                    settled=True)[0], fmt))
+            except _Reloading:  # a READY rank's digest vanished: it is being loaded again
+                states = self._states(files)
+                blocks = run_assembly.blocking(states)
+        out, waiting = self._distributed(run, span, files, states, blocks, numbers, part)
+        return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
+                       [("Retry-After", "1")] if waiting else [])
+
+    def _distributed(self, run: str, span: str, files: List[TraceFile], states, blocks, numbers: Dict[str, int],
+                     part: str, settled: bool = False):
+        """(RunDistributed, the ranks it waits for); ``settled``: _Reloading instead of waiting."""
+        loader = self._require_loader()
+        out = plugin_pb2.RunDistributed(run=run, span=span)
+        waiting = []
+        for trace, state, block in zip(files, states, blocks):
+            rank = out.ranks.add()
+            encoded = self._rank_part(trace) if state.state == READY else None
+            if encoded is not None:
+                rank.MergeFromString(encoded)
+            elif state.state == READY:  # its cache entry vanished; it is being loaded again
+                if settled:
+                    raise _Reloading
+                state = loader.state(trace)
+            rank.worker, rank.state, rank.error = trace.worker, state.state, state.error
+            rank.rank = numbers.get(trace.worker, trace.rank)
+            rank.file_version = trace.key.digest()[:16]
+            if block or state.state in (QUEUED, LOADING):
+                waiting.append(trace)
+        loader.prioritize(waiting, run)
+        if not waiting:  # the Distributed view's tables, once every rank is ready (display/parallel.py)
+            from tb_paddle_profile.present.display.parallel import distributed_display
+
+            labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
+            labels.update({t.worker: self._prior_label(t, numbers.get(t.worker)) for t in files if t.worker not in labels})
+            out.display.CopyFrom(distributed_display(out, labels))
+            _add_missing(out.display, "distributed", run_assembly.missing_ranks(files, states))
+            if part == "summary":
+                for view in out.display.views:
+                    del view.tables[:]
+        return out, waiting
+
+    @_handler
+    def parallel(self, request: Request) -> Response:
+        """The cross-rank hybrid-parallel analysis (RunParallel) of one run and span, summary first
+        (without its matched instances: parallel_matched pages through them), once every rank is
+        ready; 202 with a note while some are still loading."""
+        got = self._analysis(request)
+        if isinstance(got, Response):
+            return got
+        run, span, files, states, key, data = got
+        fmt = _format(request)
+        workers = self._run(self._snapshot(), request, refused=True)[1]
+        notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
+        notes += run_assembly.duplicate_notes(workers, span)
+        missing = run_assembly.missing_ranks(files, states)
+        # part=summary: what the top of the Distributed view draws (the verdict, the findings, the
+        # outliers, the rank grid) without the per-rank tables, step breakdowns and matrices, so that a
+        # 1,024-rank page decodes a tenth of the answer before its first screen
+        part = _param(request, "part", required=False)
+        if part not in ("", "summary"):
+            raise HttpError(400, f"unknown part {_shown(part)} (summary, or none for the whole analysis)")
+
+        def build() -> bytes:
+            out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
+            out.run, out.span = run, span
+            out.notes.extend(notes)
+            from tb_paddle_profile.present.display.parallel import parallel_display  # the view's tables and sentences (display.proto)
+
+            out.display.CopyFrom(parallel_display(out))
+            _add_missing(out.display, "parallel", missing)
+            if part == "summary":
+                _summary_part(out)
+            return _encode(out, fmt)
+
+        return self._send(request, ("parallel", key, run, span, tuple(notes), missing, part, fmt), _CTYPES[fmt], build)
+
+    @_handler
+    def rank_banner(self, request: Request) -> Response:
+        """What the stored cross-rank analysis of the run and span says of one rank (display View
+        "rank_banner", present/display/parallel.rank_banner): the straggler, a role peer of it, or no
+        sentence. Only an analysis already stored (in memory or in the cache) for the span's ranks as
+        they are is read; none is ever computed here, so while ranks load or before anyone opened the
+        run views the answer is an empty view."""
+        run, span, files = self._run_span(request)
+        worker = _param(request, "worker")
+        fmt = _format(request)
+        from tb_paddle_profile.present.display.parallel import rank_banner
+        from tb_paddle_profile.v1 import display_pb2
+
+        states = self._states(files) if self.loader is not None else []
+        ready = [t for t, st in zip(files, states) if st.state == READY]
+        if not ready or any(run_assembly.blocking(states)):
+            return respond(request, _encode(display_pb2.View(key="rank_banner"), fmt), _CTYPES[fmt])
+        key = run_assembly.analysis_key(t.key for t in ready)
+        data = self.analyses.peek(key)
+        if data is None:  # not stored (yet): nothing to say, nothing memoized
+            return respond(request, _encode(display_pb2.View(key="rank_banner"), fmt), _CTYPES[fmt])
+
+        def build() -> bytes:
+            return _encode(rank_banner(plugin_pb2.RunParallel.FromString(data), worker), fmt)
+
+        return self._send(request, ("rank_banner", key, worker, fmt), _CTYPES[fmt], build)
+
+    @_handler
+    def parallel_matched(self, request: Request) -> Response:
+        """A page of the analysis's matched instances (MatchedPage): ``rank`` (a member), ``step``,
+        ``offset``, ``limit`` (at most runs.MATCHED_LIMIT)."""
+        rank, step = _int(request, "rank"), _int(request, "step")
+        offset, limit = _int(request, "offset") or 0, _int(request, "limit") or 100
+        got = self._analysis(request, matched=True)
+        if isinstance(got, Response):
+            return got
+        run, span, _, _, key, data = got
+        fmt = _format(request)
+
+        def build() -> bytes:
+            page = run_assembly.matched_page(data, rank, step, offset, limit, run=run, span=span, analysis_key=key)
+            return _encode(page, fmt)
+
+        return self._send(request, ("matched", key, run, span, rank, step, offset, limit, fmt), _CTYPES[fmt],
+                          build)
+
+    @_handler
+    def whatif(self, request: Request) -> Response:
+        """The critical path across ranks and the what-if estimates (RunWhatIf, analysis/crossrank/whatif.py;
+        docs/critical-path.md) of one run and span, once every rank is ready; 202 with a note while some
+        load. MFU inputs: ``params``, ``tokens_per_step``, ``peak_tflops`` (numbers; no config file here)."""
+        from tb_paddle_profile.v1 import whatif_pb2
+
+        run, span, files = self._run_span(request)
+        fmt = _format(request)
+        mfu_args = {}
+        for name in ("params", "tokens_per_step", "peak_tflops"):
+            value = _param(request, name, required=False)
+            if value:
+                try:
+                    mfu_args[name] = float(value)
+                except ValueError:
+                    raise HttpError(400, f"parameter '{name}' must be a number, not {_shown(value)}") from None
+                if not mfu_args[name] > 0 or mfu_args[name] == float("inf"):
+                    raise HttpError(400, f"parameter '{name}' must be a positive number")
+        got = self._settled(request, run, span, files, fmt, whatif_pb2.RunWhatIf)
+        if isinstance(got, Response):
+            return got
+        states, ready, key = got
+        notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
+        missing = run_assembly.missing_ranks(files, states)
+
+        def compute() -> bytes:  # the digests are read only when the answer is neither in memory nor stored
+            return self._in_process(run_assembly.whatif_blob, self._digest_blobs(ready), run, span, mfu_args)
+
+        def build() -> bytes:
+            # stored with the analysis (runs.whatif_name): the first open after a restart reads it back
+            out = whatif_pb2.RunWhatIf.FromString(
+                self.analyses.derived(run_assembly.whatif_name(key, run, span, mfu_args), compute))
+            out.notes.extend(notes)
+            _add_missing(out.display, "whatif", missing)
+            return _encode(out, fmt)
+
+        memo = ("whatif", key, run, span, tuple(sorted(mfu_args.items())), tuple(notes), missing, fmt)
+        try:
+            return self._send(request, memo, _CTYPES[fmt], build)
+        except _Reloading:
+            return _waiting(request, whatif_pb2.RunWhatIf(run=run, span=span), RELOADING, fmt)
+
+    def _run_csv(self, request: Request, view: str, key: str) -> Response:
+        """A run view's table: the `parallel` / `distributed` answer (built and cached by those routes),
+        its Display's table as CSV; their 202 while ranks load."""
+        from tb_paddle_profile.present.display.export import to_csv
+        from tb_paddle_profile.present.display.summary import find_table
+
+        environ = dict(request.environ)
+        environ.pop("HTTP_ACCEPT_ENCODING", None)  # the inner answer uncompressed
+        inner = Request(environ)
+        from tb_paddle_profile.v1 import whatif_pb2
+
+        route, message = {"parallel": (ParallelRoutes.parallel, plugin_pb2.RunParallel),
+                          "whatif": (ParallelRoutes.whatif, whatif_pb2.RunWhatIf)}.get(
+                              view, (ParallelRoutes.distributed, plugin_pb2.RunDistributed))
+        answer = route.__wrapped__(self, inner)
+        if answer.status_code != 200 and answer.status_code != 202:
+            return answer
+        body = message.FromString(answer.get_data())
+        if answer.status_code == 202 or not body.HasField("display"):
+            return _text(request, f"waiting for the ranks of run {_shown(body.run)} to load", 202,
+                         [("Retry-After", "1")])
+        table = find_table(body.display, key, view)
+        if table is None:
+            raise HttpError(404, f"no table {_shown(key)} in view {_shown(view)} of run {_shown(body.run)}")
+        name = f"{view}.{body.span or 'span'}.{key}.csv"
+        return respond(request, to_csv(table).encode("utf-8"), _CSV,
+                       headers=[("Content-Disposition", _download_name(name))])
+
+    def _rank_part(self, trace: TraceFile) -> Optional[bytes]:
+        """A rank's RankDistributed, from its digest (never its whole Summary)."""
+        with self._lock:
+            part = self._ranks.get(trace.key)
+        if part is not None:
+            return part
+        data = self.loader.digest_bytes(trace)
+        if data is None:
+            return None
+        digest = summary_pb2.RankDigest.FromString(data)
+        rank = plugin_pb2.RankDistributed(total_time_ns=digest.meta.total_time_ns)
+        rank.distributed.CopyFrom(digest.distributed)
+        rank.steps.extend(digest.steps)
+        part = rank.SerializeToString()
+        with self._lock:
+            self._ranks.put(trace.key, part)
+        return part
+
+
+def _summary_part(out: plugin_pb2.RunParallel) -> None:
+    """RunParallel reduced in place to what the summary draws: every rank's totals and coordinates kept
+    (the rank grid, the links), their per-step breakdowns, the matrices and the per-rank tables dropped."""
+    for r in out.ranks:
+        r.ClearField("step_breakdown")
+        r.ClearField("kinds")
+    for f in ("step_time", "exposed_communication", "memory"):
+        out.ClearField(f)
+    for view in out.display.views:
+        keep = [t for t in view.tables if t.key in SUMMARY_TABLES]
+        del view.tables[:]
+        view.tables.extend(keep)
+
+
+def _add_missing(display, view_key: str, text: Optional[str]) -> None:
+    """Put the missing-ranks sentence (runs.missing_ranks) first in the view ``view_key`` of ``display``:
+    key "missing", level "warning"; the panels show it as a banner above everything else."""
+    if not text:
+        return
+    from tb_paddle_profile.v1 import display_pb2
+
+    for view in display.views:
+        if view.key == view_key:
+            s = display_pb2.Sentence(key="missing", level="warning", title="Missing ranks")
+            s.spans.add(text=text)
+            view.sentences.insert(0, s)

@@ -1,0 +1,325 @@
+"""The timeline's routes (tb_paddle_profile.timeline): ``timeline`` (level-of-detail slices of a window,
+a page of ranks), ``timeline_event``, ``timeline_search``, ``timeline_range``, ``timeline_instance`` (the
+matched collective instance of a slice), ``timeline_compact`` (one row per rank over a step) and
+``trace_window`` (a Chrome-trace JSON of one worker's window, streamed); 202 while an index is built."""
+from __future__ import annotations
+
+import zlib
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from werkzeug.wrappers import Request, Response
+
+from tb_paddle_profile import timeline
+from tb_paddle_profile.pipeline import runs as run_assembly
+from tb_paddle_profile.pipeline.discovery import TraceFile
+from tb_paddle_profile.v1 import plugin_pb2
+
+from .analyses import AnalysisBase
+from .http import (_CTYPES, _MAX_LIST_PARAM, JSON, HttpError, _accepts_gzip, _download_name, _encode, _format,
+                   _handler, _int, _param, _shown, respond)
+
+
+class TimelineRoutes(AnalysisBase):
+    """timeline, timeline_event, timeline_search, timeline_range, timeline_instance, timeline_compact,
+    trace_window."""
+
+    def _span_files(self, request: Request, many: str = "workers") -> Tuple[str, str, List[TraceFile]]:
+        """The run's files of one span: all workers, or those named (comma-separated) in ``many``."""
+        snapshot = self._snapshot()
+        run, workers = self._run(snapshot, request)
+        span = _param(request, "span")
+        names = [w for w in _param(request, many, required=False, most=_MAX_LIST_PARAM).split(",") if w]
+        for w in names:
+            if w not in workers:
+                raise HttpError(404, f"unknown worker {_shown(w)} in run {_shown(run)}")
+        chosen = names or list(workers)
+        files = [workers[w][span] for w in chosen if span in workers[w]]
+        if not files:
+            raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
+        numbers = self._rank_numbers(run, workers)
+        files.sort(key=lambda f: (numbers.get(f.worker, 1 << 30), f.worker))
+        return run, span, files
+
+    def _indexes(self, files: List[TraceFile]) -> list:
+        store = self._timelines()
+        return [(f,) + store.get(f) for f in files]
+
+    @_handler
+    def timeline(self, request: Request) -> Response:
+        """Level-of-detail slices of a window (TimelineWindow); 202 while an index is being built."""
+        run, span, files = self._span_files(request)
+        fmt = _format(request)
+        ws, we = _int(request, "start_ns"), _int(request, "end_ns")
+        px = _int(request, "px") or 1000
+        base = _int(request, "base_unix_ns")
+        query = _param(request, "q", required=False, nul=True)
+        flows = _param(request, "flows", required=False) in ("1", "true")
+        # One page of ranks (timeline.WINDOW_MAX_RANKS, and WINDOW_MAX_BYTES of message): only the
+        # indexes of that page are opened.
+        offset = _int(request, "rank_offset") or 0
+        total = len(files)
+        if offset and offset >= total:
+            raise HttpError(400, f"rank_offset {offset} is past the {total} ranks asked for")
+        clock = self._clock(run, span, files)
+        files = files[offset:offset + timeline.WINDOW_MAX_RANKS]
+        ranks = self._indexes(files)
+        building = any(state == "building" for _, _, state in ranks)
+        if not building and all(idx is None for _, idx, _ in ranks):  # not one rank can be drawn: say why
+            store = self._timelines()
+            code = max(self._failure_code(store, f) for f, _, _ in ranks)
+            raise HttpError(code, "; ".join(state for _, _, state in ranks))
+        budget = timeline.WINDOW_MAX_BYTES - (64 << 10) - (timeline.FLOW_CAP * 48 if flows else 0)
+        numbers = self._rank_numbers(run, self._run(self._snapshot(), request)[1])
+
+        def build() -> bytes:
+            msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows, total, offset, budget,
+                                          clock=clock)
+            for r in msg.ranks:  # default worker names: the rank the run list gives them
+                r.rank = numbers.get(r.worker, r.rank)
+            return _encode(msg, fmt)
+
+        if building or ws is not None or we is not None:  # a window panned or zoomed to: one user's
+            body = self._heavy.run("timeline", build)
+            return respond(request, body, _CTYPES[fmt], 202 if building else 200,
+                           [("Retry-After", "1")] if building else [])
+        # The whole span (the view every user opens first): memoized under all it is made of
+        page = tuple((f.worker, f.key, state, clock.get(f.worker, 0), numbers.get(f.worker, f.rank))
+                     for f, _, state in ranks)
+        memo = ("timeline", run, span, page, total, offset, ws, we, px, base, query, flows, fmt)
+        return self._send(request, memo, _CTYPES[fmt], build)
+
+    @staticmethod
+    def _failure_code(store, trace: TraceFile) -> int:
+        """The status of a timeline that cannot be built: 422 a file that is not a usable trace, 503 the
+        store or cache failing (retried later), 500 a bug of ours."""
+        kind = (store.failure(trace) or ("transient", ""))[0]
+        return {"trace": 422, "transient": 503, "bug": 500}.get(kind, 500)
+
+    def _one_index(self, request: Request):
+        trace = self._file(request)
+        store = self._timelines()
+        idx, state = store.get(trace)
+        if idx is None:
+            if state == "building":
+                raise HttpError(503, f"{trace.file_name}: its timeline is being built; try again shortly")
+            raise HttpError(self._failure_code(store, trace), state)
+        return trace, idx
+
+    @_handler
+    def timeline_event(self, request: Request) -> Response:
+        trace, idx = self._one_index(request)
+        fmt = _format(request)
+        ev = _int(request, "id")
+        if ev is None or not 0 <= ev < len(idx.a["ev_start"]):
+            raise HttpError(404, f"no event {_shown(_param(request, 'id', required=False))} in {trace.file_name}")
+        msg = timeline.event_message(trace.worker, idx, ev, _int(request, "base_unix_ns"),
+                                     clock=self._clock(trace.run, trace.span))
+        return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+
+    @_handler
+    def timeline_search(self, request: Request) -> Response:
+        run, span, files = self._span_files(request)
+        fmt = _format(request)
+        query = _param(request, "q", nul=True)
+        if not query:
+            raise HttpError(400, "empty query")
+        exact = _param(request, "exact", required=False) in ("1", "true")
+        limit = max(1, min(_int(request, "limit") or timeline.MATCH_CAP, timeline.MATCH_CAP))
+        base, whole = _int(request, "base_unix_ns"), self._whole_span(request, run, span)
+
+        def answer():
+            clock = self._clock(run, span, files)
+            store = self._timelines()
+            ri = store.run_index(whole)  # names -> ranks: no rank opened per request
+            if ri is not None:
+                return timeline.run_search_message(ri, files, query, exact, base, limit, clock=clock,
+                                                   open_rank=lambda f: store.get(f)[0])
+            ranks = [(f, idx) for f, idx, _ in self._indexes(files)]  # an index not ready: the ranks' own
+            return timeline.search_message(ranks, query, exact, base, limit, clock=clock)
+
+        return respond(request, _encode(self._heavy.run("timeline_search", answer), fmt), _CTYPES[fmt])
+
+    def _whole_span(self, request: Request, run: str, span: str) -> List[TraceFile]:
+        """Every file of the run's span (the run index covers them all; a request may name some)."""
+        return run_assembly.span_files(self._run(self._snapshot(), request)[1], span)
+
+    @_handler
+    def timeline_range(self, request: Request) -> Response:
+        run, span, files = self._span_files(request)
+        fmt = _format(request)
+        ws, we = _int(request, "start_ns"), _int(request, "end_ns")
+        if ws is None or we is None or we < ws:
+            raise HttpError(400, "start_ns and end_ns are required, start_ns <= end_ns")
+        by_worker = {f.worker: f for f in files}
+        tracks: Dict[str, Optional[List[int]]] = {}
+        for item in [t for t in _param(request, "tracks", required=False).split(",") if t]:
+            worker, _, tid = item.rpartition(":")
+            if worker not in by_worker or not (tid.isascii() and tid.isdigit() and len(tid) <= 18):
+                raise HttpError(400, f"invalid track {_shown(item)}: use worker:track")
+            lst = tracks.setdefault(worker, [])
+            if lst is not None:
+                lst.append(int(tid))
+        if not tracks:
+            tracks = {w: None for w in by_worker}
+        base, whole = _int(request, "base_unix_ns"), self._whole_span(request, run, span)
+
+        def answer():
+            clock = self._clock(run, span, files)
+            store = self._timelines()
+            ri = store.run_index(whole)  # ranks held whole or missed: not opened
+            if ri is not None:
+                return timeline.run_range_message(ri, files, ws, we, tracks, base, clock=clock,
+                                                  open_rank=lambda f: store.get(f)[0])
+            ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
+            return timeline.range_message(ranks, ws, we, tracks, base, clock=clock)
+
+        return respond(request, _encode(self._heavy.run("timeline_range", answer), fmt), _CTYPES[fmt])
+
+    @_handler
+    def timeline_instance(self, request: Request) -> Response:
+        """The matched collective instance the slice ``worker``/``id`` is a member of (TimelineInstance),
+        from the run's cross-rank analysis (its matched table: nothing derived again), each member with its
+        slice on the timeline; 202 while ranks load (timeline/members.py)."""
+        from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
+        from tb_paddle_profile.timeline import members as tm
+
+        trace, idx = self._one_index(request)
+        ev = _int(request, "id")
+        if ev is None or not 0 <= ev < len(idx.a["ev_start"]):
+            raise HttpError(404, f"no event {_shown(_param(request, 'id', required=False))} in {trace.file_name}")
+        got = self._analysis(request, matched=True)
+        if isinstance(got, Response):
+            return got
+        run, span, files, _, key, data = got
+        fmt = _format(request)
+        table = MatchedTable.from_bytes(data)
+        rank_of = {f.worker: f.rank for f in files}
+        if any(r < 0 for r in rank_of.values()):  # ranks the analysis inferred: its own numbering
+            rank_of = {r.worker: r.rank for r in plugin_pb2.RunParallel.FromString(self.analyses.peek(key) or b"").ranks}
+        rank = rank_of.get(trace.worker, trace.rank)
+        group = tm.instance_of(table, rank, idx.origin + int(idx.a["ev_start"][ev]))
+        members, note = {}, ""
+        if group is None:
+            note = "not a member of a collective instance that the cross-rank analysis matched"
+        else:
+            by_rank = {r: f for f in files for r in [rank_of.get(f.worker, f.rank)]}
+            # Only the indexes of the ranks shown (``workers``, default all) are opened for the members' slices.
+            shown = {w for w in _param(request, "workers", required=False, most=_MAX_LIST_PARAM).split(",") if w} or None
+            store = self._timelines()
+            for r in table.rank[int(table.ptr[group]):int(table.ptr[group + 1])].tolist():
+                f = by_rank.get(int(r))
+                opened = f is not None and (shown is None or f.worker in shown or f.worker == trace.worker)
+                members[int(r)] = (f.worker if f is not None else "", store.get(f)[0] if opened else None)
+        msg = tm.instance_message(run, span, key, table, group, members, _int(request, "base_unix_ns"),
+                                  clock=self._clock(run, span, files), note=note)
+        return respond(request, _encode(msg, fmt), _CTYPES[fmt])
+
+    @_handler
+    def timeline_compact(self, request: Request) -> Response:
+        """The compact multi-rank timeline (TimelineCompact, timeline/compact.py): one row of ``bins``
+        bins per rank over one step (``step``, default the median one), each row aligned on its rank's
+        start of the step (``align=step``) or on the first row's (``align=clock``); every rank in the
+        server's order (the straggler and its role peers first), the rows of order[rank_offset :
+        rank_offset + rank_limit] (at most compact.PAGE_ROWS: only their indexes are opened), the stored
+        critical path on them. 202 while ranks load or indexes are built."""
+        from tb_paddle_profile.timeline import compact
+
+        run, span, files = self._span_files(request)
+        fmt = _format(request)
+        align = _param(request, "align", required=False) or "step"
+        if align not in ("step", "clock", "collective"):
+            raise HttpError(400, f"unknown align {_shown(align)} (step, clock or collective)")
+        kind = _param(request, "kind", required=False)
+        bins = _int(request, "bins") or 1000
+        step, offset = _int(request, "step"), _int(request, "rank_offset") or 0
+        limit = min(_int(request, "rank_limit") or 64, compact.PAGE_ROWS)
+        ws, we = _int(request, "start_ns"), _int(request, "end_ns")
+        got = self._analysis(request)
+        if isinstance(got, Response):  # ranks still loading: a TimelineCompact that says so, no rows yet
+            if got.status_code != 202:
+                return got
+            from tb_paddle_profile.v1 import timeline_pb2
+
+            wait = timeline_pb2.TimelineCompact(run=run, span=span, align=align,
+                                                note="waiting for the ranks to load (the order and the step come from "
+                                                     "the cross-rank analysis)")
+            return respond(request, _encode(wait, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
+        _, _, _, _, key, data = got
+        with self._lock:
+            facts = self._compact_facts.get(key)
+        if facts is None:
+            facts = compact.Facts(plugin_pb2.RunParallel.FromString(data))
+            with self._lock:
+                self._compact_facts.put(key, facts)
+        place = {w: i for i, w in enumerate(facts.order)}
+        files = [f for _, f in sorted(enumerate(files), key=lambda x: (place.get(x[1].worker, len(place)), x[0]))]
+        if offset and offset >= len(files):
+            raise HttpError(400, f"rank_offset {offset} is past the {len(files)} ranks")
+        rows = self._indexes(files[offset:offset + limit])
+        building = any(state == "building" for _, _, state in rows)
+        first = self._timelines().get(files[0])[0] if align == "clock" else None
+        blob = self.analyses.peek_derived(run_assembly.whatif_name(key, run, span, {}))
+
+        def table():  # the matched instances, stored with the analysis (align "collective")
+            from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
+
+            got = self._analysis(request, matched=True)  # stored with the RunParallel above: read, not computed
+            return MatchedTable.from_bytes(got[5]) if not isinstance(got, Response) else MatchedTable.empty()
+
+        def build() -> bytes:
+            from tb_paddle_profile.v1 import whatif_pb2
+
+            critical = whatif_pb2.RunWhatIf.FromString(blob) if blob is not None else None
+            return _encode(compact.compact_message(run, span, key, facts, files, rows, offset, step, align, ws, we,
+                                                   bins, critical, first, kind, table), fmt)
+
+        body = self._heavy.run("timeline_compact", build)
+        return respond(request, body, _CTYPES[fmt], 202 if building else 200,
+                       [("Retry-After", "1")] if building else [])
+
+    @staticmethod
+    def _gzip_chunks(chunks) -> Iterator[bytes]:
+        """The gzip stream of ``chunks``, compressed as they come."""
+        deflate = zlib.compressobj(3, zlib.DEFLATED, 31)
+        try:
+            for chunk in chunks:
+                out = deflate.compress(chunk)
+                if out:
+                    yield out
+            yield deflate.flush()
+        finally:
+            chunks.close()
+
+    @_handler
+    def trace_window(self, request: Request) -> Response:
+        """A Chrome-trace JSON of one worker's slices in a window, for Perfetto or chrome://tracing."""
+        trace, idx = self._one_index(request)
+        base = _int(request, "base_unix_ns")
+        off = idx.origin - (idx.origin if base is None else base)
+        ws, we = _int(request, "start_ns"), _int(request, "end_ns")
+        ws = idx.start_ns if ws is None else ws - off
+        we = idx.end_ns if we is None else we - off
+        if we < ws:
+            raise HttpError(400, "end_ns is before start_ns")
+        # Bounded: the answer's size is estimated from the index (an upper bound) before anything is sent.
+        events, upper = timeline.window_size(idx, ws, we, trace.file_name)
+        limit = timeline.window_limit_bytes()
+        if limit and upper > limit:
+            raise HttpError(413, f"{trace.file_name}: the window holds {events:,} events, up to "
+                                 f"{upper / (1 << 20):,.1f} MB of JSON, over the {limit / (1 << 20):,.4g} MB that "
+                                 f"trace_window sends at most ({timeline.ENV_WINDOW_MAX_MB}): narrow the window "
+                                 f"(zoom in) and download again")
+        stem = trace.file_name[:-3] if trace.file_name.endswith(".gz") else trace.file_name
+        stem = stem[:-5] if stem.endswith(".json") else stem
+        name = f"{stem}.window_{max(ws, 0) // 1000}us_{max(we, 0) // 1000}us.json"
+        headers = [("Content-Disposition", _download_name(name)), ("X-Content-Type-Options", "nosniff"),
+                   ("Cache-Control", "no-cache, must-revalidate"), ("Vary", "Accept-Encoding")]
+        # Streamed: one block of events is formatted at a time, whatever the window.
+        chunks = timeline.chrome_chunks(idx, ws, we, trace.file_name)
+        if _accepts_gzip(request):
+            headers.append(("Content-Encoding", "gzip"))
+            chunks = self._gzip_chunks(chunks)
+        if request.method == "HEAD":
+            chunks.close()
+            chunks = []
+        return Response(chunks, headers=headers, content_type=JSON, direct_passthrough=True)
