@@ -252,8 +252,8 @@ def _check(data: bytes) -> str:
     """'summary' or 'error', after checking the outcome on both reader paths."""
     outcomes = []
     for native in (True, False):
-        saved = reader.USE_NATIVE
-        reader.USE_NATIVE = native
+        saved = reader.native.USE_NATIVE
+        reader.native.USE_NATIVE = native
         try:
             s = summarize_bytes(data, "some/dir/" + NAME)
             render(s, time_unit="us")
@@ -264,7 +264,7 @@ def _check(data: bytes) -> str:
             assert message.startswith(NAME + ": ") and "\n" not in message, message
             outcomes.append("error")
         finally:
-            reader.USE_NATIVE = saved
+            reader.native.USE_NATIVE = saved
     assert outcomes[0] == outcomes[1], f"native: {outcomes[0]}, msgspec only: {outcomes[1]}"
     return outcomes[0]
 

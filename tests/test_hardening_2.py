@@ -62,7 +62,7 @@ def test_bomb_trailer_lies_and_the_plan_is_small(bomb):
 
 def test_default_bound_is_divided_among_workers(monkeypatch):
     monkeypatch.delenv(reader.MAX_INFLATE_ENV, raising=False)
-    monkeypatch.setattr(reader, "physical_memory", lambda: 256 * MB)
+    monkeypatch.setattr(reader.inflate, "physical_memory", lambda: 256 * MB)
     assert reader.max_inflate_bytes() == 128 * MB
     assert reader.max_inflate_bytes(4) == 32 * MB  # 4 workers x 32 MB (x 1.4 to parse) leave the host half
     monkeypatch.setenv(reader.MAX_INFLATE_ENV, "0.5")
@@ -77,7 +77,7 @@ def test_bomb_refused_at_the_per_worker_bound_counted_in_bytes(bomb, monkeypatch
     import tempfile
 
     monkeypatch.delenv(reader.MAX_INFLATE_ENV, raising=False)
-    monkeypatch.setattr(reader, "physical_memory", lambda: 256 * MB)
+    monkeypatch.setattr(reader.inflate, "physical_memory", lambda: 256 * MB)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rank0.paddle_trace.json.gz")
         with open(path, "wb") as f:

@@ -150,7 +150,7 @@ def test_chunked_decoding_gives_the_same_tables(monkeypatch, cpu_trace, gpu_trac
     from tb_paddle_profile.trace import reader
 
     whole = [summarize_bytes(d, NAME) for d in (cpu_trace, gpu_trace)]
-    monkeypatch.setattr(reader, "CHUNK_BYTES", 3000)
+    monkeypatch.setattr(reader.chunks, "CHUNK_BYTES", 3000)
     chunked = [summarize_bytes(d, NAME) for d in (cpu_trace, gpu_trace)]
     assert chunked == whole
 
@@ -158,7 +158,7 @@ def test_chunked_decoding_gives_the_same_tables(monkeypatch, cpu_trace, gpu_trac
 def test_a_name_that_looks_like_an_event_boundary_still_loads(monkeypatch, cpu_trace):
     from tb_paddle_profile.trace import reader
 
-    monkeypatch.setattr(reader, "CHUNK_BYTES", 3000)
+    monkeypatch.setattr(reader.chunks, "CHUNK_BYTES", 3000)
     odd = cpu_trace.replace(b'"name": "train_step[', b'"name": "train}, {step[')
     s = summarize_bytes(odd, NAME)
     assert "train}, {step" in [it.name for it in s.user_defined.items]
@@ -203,8 +203,8 @@ sys.path.insert(0, sys.argv[1])
 from test_reader import NAME, _tables_equal
 from tb_paddle_profile.trace import reader
 from tb_paddle_profile.analysis.summarize import summarize_bytes
-reader.CHUNK_BYTES = 4000
-reader.PARALLEL_MIN_BYTES = 1
+reader.chunks.CHUNK_BYTES = 4000
+reader.parallel.PARALLEL_MIN_BYTES = 1
 for path in sys.argv[2:]:
     data = open(path, "rb").read()
     serial = reader.read_trace(data, NAME, workers=1)
@@ -236,8 +236,8 @@ def test_parallel_decode_is_not_used_while_other_threads_run(monkeypatch, gpu_tr
 
     from tb_paddle_profile.trace import reader
 
-    monkeypatch.setattr(reader, "CHUNK_BYTES", 4000)
-    monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(reader.chunks, "CHUNK_BYTES", 4000)
+    monkeypatch.setattr(reader.parallel, "PARALLEL_MIN_BYTES", 1)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait, daemon=True)
     other.start()
@@ -255,7 +255,7 @@ import sys
 from tb_paddle_profile.trace import reader
 from tb_paddle_profile.analysis.summarize import summarize_bytes
 NAME = "rank0_time_2026_11_29_00_00_00_000000.paddle_trace.json"
-reader.PARALLEL_MIN_BYTES = 1
+reader.parallel.PARALLEL_MIN_BYTES = 1
 odd = open(sys.argv[1], "rb").read().replace(b'"name": "train_step[', b'"name": "train}, {step[')
 ran = []
 
@@ -264,7 +264,7 @@ def cut_inside_the_name(mv, start, end):  # a chunk boundary the separator searc
     j = bytes(mv).index(b"train}, {step") + len(b"train")
     return [(start, j + 1), (j + 3, end)]
 
-reader._chunk_ranges = cut_inside_the_name
+reader.parallel._chunk_ranges = reader.read._chunk_ranges = cut_inside_the_name
 trace, _ = reader.decode(odd, NAME)
 assert reader._parallel_tabulate(trace, 0, 2) is None and ran, "the parallel path did not try"
 s = summarize_bytes(odd, NAME, workers=2)

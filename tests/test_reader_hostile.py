@@ -30,7 +30,7 @@ def example() -> bytes:
     return EXAMPLE.read_bytes()
 
 
-def _error(data: bytes, native: bool = True, chunk: int = reader.CHUNK_BYTES) -> str:
+def _error(data: bytes, native: bool = True, chunk: int = reader.chunks.CHUNK_BYTES) -> str:
     got = _read(data, native, chunk)
     assert isinstance(got, tuple), "it loaded"
     message = got[1]
@@ -39,12 +39,12 @@ def _error(data: bytes, native: bool = True, chunk: int = reader.CHUNK_BYTES) ->
 
 
 def _summary_text(data: bytes, native: bool) -> str:
-    saved = reader.USE_NATIVE
-    reader.USE_NATIVE = native
+    saved = reader.native.USE_NATIVE
+    reader.native.USE_NATIVE = native
     try:
         s = summarize_bytes(data, NAME)
     finally:
-        reader.USE_NATIVE = saved
+        reader.native.USE_NATIVE = saved
     s.meta.ClearField("file_size")
     return s.SerializeToString(deterministic=True)
 
@@ -147,8 +147,9 @@ def test_a_gzip_of_a_gzip_is_inflated_once(monkeypatch, example):
     """It used to be inflated one layer, failed as JSON, then inflated again from the start and
     repaired (a copy of the whole file) before it loaded."""
     calls = []
-    repair = reader._repair
-    monkeypatch.setattr(reader, "_repair", lambda data: calls.append(len(data)) or repair(data))
+    repair = reader.repair._repair
+    for module in (reader.read, reader.document):  # where the reader looks _repair up
+        monkeypatch.setattr(module, "_repair", lambda data: calls.append(len(data)) or repair(data))
     s = summarize_bytes(gzip.compress(gzip.compress(example, 1), 1), NAME)
     assert calls == [] and s.meta.repaired_lines == 0
     assert s.meta.counts.host == summarize_bytes(example, NAME).meta.counts.host
@@ -282,7 +283,7 @@ def test_byte_offsets_are_those_of_the_file(example, native):
     the offsets were off by where that began (about 570 bytes in the samples)."""
     at = example.index(b'"ph": "X"', len(example) // 3) + 6
     bad = example[:at] + b"@" + example[at + 1:]
-    for chunk in (reader.CHUNK_BYTES, 50_000):
+    for chunk in (reader.chunks.CHUNK_BYTES, 50_000):
         assert f"invalid JSON: JSON is malformed: invalid character (byte {at})" in _error(bad, native, chunk)
     # in a copy repaired for Paddle's unescaped names, still the offset in the file
     name_at = example.index(b'"name": "', 1000) + 9
@@ -292,7 +293,7 @@ def test_byte_offsets_are_those_of_the_file(example, native):
     events = json.loads(example)["traceEvents"]
     i = next(i for i, e in enumerate(events) if i > len(events) // 2 and e.get("ph") == "X")
     typed = _trace(*[json.dumps(e) for e in events[:i]], json.dumps(dict(events[i], dur="12")))
-    for chunk in (reader.CHUNK_BYTES, 20_000):
+    for chunk in (reader.chunks.CHUNK_BYTES, 20_000):
         assert f"at `$.traceEvents[{i}].dur`" in _error(typed, native, chunk)
 
 

@@ -17,20 +17,20 @@ from tb_paddle_profile.core.errors import TraceError
 from test_reader import NAME, _tables_equal
 
 
-def _read(data: bytes, native: bool, chunk: int = reader.CHUNK_BYTES, workers: int = 1):
+def _read(data: bytes, native: bool, chunk: int = reader.chunks.CHUNK_BYTES, workers: int = 1):
     """The reader's result with or without the scanner: its tables, or ("error", message).
     workers > 1 with the scanner: that many threads scan chunks at once."""
-    saved = reader.USE_NATIVE, reader.CHUNK_BYTES
-    reader.USE_NATIVE, reader.CHUNK_BYTES = native, chunk
+    saved = reader.native.USE_NATIVE, reader.chunks.CHUNK_BYTES
+    reader.native.USE_NATIVE, reader.chunks.CHUNK_BYTES = native, chunk
     try:
         return reader.read_trace(data, NAME, workers=workers if native else 1)
     except TraceError as exc:
         return ("error", str(exc))
     finally:
-        reader.USE_NATIVE, reader.CHUNK_BYTES = saved
+        reader.native.USE_NATIVE, reader.chunks.CHUNK_BYTES = saved
 
 
-def _same_result(data: bytes, chunk: int = reader.CHUNK_BYTES, workers: int = 1) -> str:
+def _same_result(data: bytes, chunk: int = reader.chunks.CHUNK_BYTES, workers: int = 1) -> str:
     """'' when both paths agree, else what differs."""
     a, b = _read(data, False, chunk), _read(data, True, chunk, workers)
     if isinstance(a, tuple) or isinstance(b, tuple):
@@ -259,7 +259,7 @@ def test_damaged_traces_give_what_msgspec_gives(shared_traces):
     for i in range(1200):
         src = sources[i % 2]
         data = _damaged(src, rng)
-        chunk = rng.choice((reader.CHUNK_BYTES, 4000))
+        chunk = rng.choice((reader.chunks.CHUNK_BYTES, 4000))
         workers = rng.choice((1, 3))
         assert _same_result(data, chunk, workers) == "", f"case {i}"
         outcomes["error" if isinstance(_read(data, True, chunk), tuple) else "tables"] += 1
@@ -280,13 +280,13 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from test_reader import NAME, _tables_equal
 from tb_paddle_profile.trace import reader
-reader.CHUNK_BYTES = 4000
-reader.PARALLEL_MIN_BYTES = 1
+reader.chunks.CHUNK_BYTES = 4000
+reader.parallel.PARALLEL_MIN_BYTES = 1
 for path in sys.argv[2:]:
     data = open(path, "rb").read()
-    reader.USE_NATIVE = False
+    reader.native.USE_NATIVE = False
     pure = reader.read_trace(data, NAME)
-    reader.USE_NATIVE = True
+    reader.native.USE_NATIVE = True
     trace, _ = reader.decode(data, NAME)
     direct = reader._parallel_tabulate(trace, 0, 3)
     assert direct is not None and _tables_equal(pure, direct) == [], "parallel native differs"
@@ -347,7 +347,7 @@ def test_bytes_given_in_a_box_are_dropped_once_the_events_are_read(shared_traces
     data = Bytes(path.read_bytes())
     gone = weakref.ref(data)
     seen = {}
-    join = reader._concat
+    join = reader.read._concat
 
     def spy(parts):
         seen["alive at the join"] = gone() is not None
@@ -357,9 +357,9 @@ def test_bytes_given_in_a_box_are_dropped_once_the_events_are_read(shared_traces
     del data
     expected = reader.read_trace(path.read_bytes(), NAME)
     try:
-        reader._concat = spy
+        reader.read._concat = spy
         tables = reader.read_trace(box, NAME, workers=2)
     finally:
-        reader._concat = join
+        reader.read._concat = join
     assert box == [] and seen == {"alive at the join": False} and gone() is None
     assert _tables_equal(tables, expected) == []
