@@ -75,8 +75,8 @@ def expected_summary(path: Path) -> bytes:
 
 def test_a_killed_worker_charges_only_its_own_file_and_crashes_are_retried_with_a_limit(
         make, shared_traces, tmp_path, monkeypatch):
-    monkeypatch.setattr(loader_mod, "CRASH_RETRY_S", 0.0)
-    monkeypatch.setattr(loader_mod, "RETRY_BACKOFF_S", 0.0)
+    monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch.CRASH_RETRY_S", 0.0)
+    monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch.RETRY_BACKOFF_S", 0.0)
     gates = tmp_path / "gates"
     gates.mkdir()
     a_src, b_src = trace_files(shared_traces, GLOO)
@@ -119,7 +119,7 @@ def test_a_killed_worker_charges_only_its_own_file_and_crashes_are_retried_with_
 
 
 def test_a_worker_process_that_cannot_be_started_is_shown_and_retried(make, shared_traces, monkeypatch):
-    monkeypatch.setattr(loader_mod, "POOL_RETRY_S", 0.05)
+    monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch.POOL_RETRY_S", 0.05)
     real = workers.process_context
     broken = {"on": True}
 
@@ -144,8 +144,8 @@ def test_a_worker_process_that_cannot_be_started_is_shown_and_retried(make, shar
 def test_workers_that_die_before_taking_a_job_end_in_a_shown_failure_not_a_loop(make, shared_traces, monkeypatch):
     """Each worker process starts, then ends before its job (submitting succeeds every time): after
     POOL_MAX_TRIES in a row the queued files are FAILED with the reason, not QUEUED for ever."""
-    monkeypatch.setattr(loader_mod, "POOL_RETRY_S", 0.01)
-    monkeypatch.setattr(loader_mod, "_worker_init", die_at_start)
+    monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch.POOL_RETRY_S", 0.01)
+    monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch._worker_init", die_at_start)
     srcs = trace_files(shared_traces, GLOO)
     discovery, loader, paths = make(srcs)
     files = discovery.scan().files
@@ -305,7 +305,7 @@ def test_a_fifo_named_like_a_trace_never_blocks_a_worker(make, shared_traces, tm
 
 
 def test_a_bug_of_ours_is_reported_as_ours_logged_and_not_cached(make, shared_traces, monkeypatch, caplog):
-    monkeypatch.setattr(loader_mod, "_worker_init", break_the_engine)
+    monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch._worker_init", break_the_engine)
     src = trace_files(shared_traces, GLOO)[0]
     discovery, loader, _ = make([src])
     with caplog.at_level(logging.ERROR, logger="tb_paddle_profile"):

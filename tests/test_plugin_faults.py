@@ -20,7 +20,6 @@ from plugin_testlib import (GLOO, OLD, PREFIX, GateFS, free_port, make_plugin, p
                             trace_files, tree_digest, wait_for, wait_http)
 from tb_paddle_profile import timeline
 from tb_paddle_profile.analysis.summarize import summarize_bytes
-from tb_paddle_profile.pipeline import loader as loader_mod
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2, timeline_pb2
 
 
@@ -76,7 +75,7 @@ def test_a_worker_killed_mid_parse_costs_only_its_file_which_is_retried(env, sha
     files = gloo_logdir(shared_traces, env / "logdir")
     fsspec.register_implementation("gatefile", GateFS, clobber=True)
     monkeypatch.setitem(fsspec.config.conf, "gatefile", {"gates": str(gates)})
-    monkeypatch.setattr(loader_mod, "CRASH_RETRY_S", 0.0)
+    monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch.CRASH_RETRY_S", 0.0)
     before = tree_digest(env / "logdir")
     plugin, client = make_plugin(f"gatefile://{env / 'logdir'}")
     try:

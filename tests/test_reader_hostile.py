@@ -362,9 +362,9 @@ sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
 import plugin_testlib
 from tb_paddle_profile.cli import commands as cli
-from tb_paddle_profile.pipeline import loader
+from tb_paddle_profile.pipeline import loader_dispatch
 plugin_testlib.break_kernel_view()
-loader._worker_init = plugin_testlib.break_kernel_view
+loader_dispatch._worker_init = plugin_testlib.break_kernel_view
 sys.exit(cli.main(sys.argv[2:]))
 """
 
