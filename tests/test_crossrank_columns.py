@@ -39,7 +39,18 @@ def _instances(values):
     return c
 
 
-def test_the_wire_reader_gives_what_protobuf_parses():
+@pytest.fixture(params=["native", "numpy"])
+def wire(request, monkeypatch):
+    """Either wire reader: the compiled one (trace/_scan.c ``packed``) or numpy's (TB_PADDLE_PROFILE_NATIVE=0)."""
+    if request.param == "native":
+        assert load.native_packed() is not None, "the compiled scanner is not built"
+    else:
+        monkeypatch.setenv("TB_PADDLE_PROFILE_NATIVE", "0")
+        assert load.native_packed() is None
+    return request.param
+
+
+def test_the_wire_reader_gives_what_protobuf_parses(wire):
     big = [0, 1, 127, 128, 16_383, 16_384, 2**35, 2**62, -1, -(2**62), -(2**63)]
     msgs = [_instances({"kind": [1, 7, 7], "name": [0, 300, 2**31], "op": [2, 2, 0], "step": [-1, 0, 2**40],
                         "ordinal": [0, 1, 2], "start_ns": big[:3], "duration_ns": [5, 0, 2**33],
@@ -60,7 +71,7 @@ def test_the_wire_reader_gives_what_protobuf_parses():
     assert load._packed([extra]) is None
 
 
-def test_the_program_columns_read_from_the_wire_are_what_protobuf_parses(run8):
+def test_the_program_columns_read_from_the_wire_are_what_protobuf_parses(run8, wire):
     """The replay graph's ParallelProgram columns (fields 1-22, two-byte tags from 16 on, zigzag and
     plain int64 with negative values) through load.packed_columns, against the protobuf API, on the
     generator's programs and on hand-made ones."""
@@ -80,6 +91,52 @@ def test_the_program_columns_read_from_the_wire_are_what_protobuf_parses(run8):
         assert values.tolist() == [x for e in expected for x in e], name
     extra = pb.ParallelProgram.FromString(odd.SerializeToString() + b"\xa2\x06\x01\x07")   # field 100
     assert load.packed_columns([extra], PROGRAM_FIELDS) is None
+
+
+def test_damaged_wire_bytes_are_refused_or_read_as_protobuf_reads_them(run8):
+    """The compiled reader on bytes it must refuse (a varint or a length running past its message, a
+    field of another wire type, an unknown field, a varint of 11 bytes) and on a thousand random
+    corruptions of real programs: None, or exactly what the protobuf library parses from the same
+    bytes (field by field), never a crash or a read past the buffer."""
+    from tb_paddle_profile.analysis.crossrank.critical_path import PROGRAM_FIELDS
+
+    packed = load.native_packed()
+    assert packed is not None
+    known = sum(1 << f for f in PROGRAM_FIELDS)
+    zigzag = sum(1 << f for f, (_, z) in PROGRAM_FIELDS.items() if z)
+
+    def read(buf, lens):
+        return packed(buf, np.asarray(lens, dtype=np.int64), known, zigzag)
+
+    good = pb.ParallelProgram(kind=[1, 300], step=[-1, 2]).SerializeToString()
+    assert read(good, [len(good)]) is not None
+    for bad in (good[:-1],                                 # the last varint cut
+                good[:3],                                  # a length past the message
+                b"\x08\x01",                               # field 1 as a plain varint (wire type 0)
+                b"\xa2\x06\x01\x07",                       # field 100
+                b"\x0a\x0b" + b"\xff" * 10 + b"\x01",        # a varint of 11 bytes
+                b"\x0a"):                                  # a tag without its length
+        assert read(bad, [len(bad)]) is None, bad
+    assert read(good, [len(good) + 1]) is None             # lengths past the buffer
+    assert read(good + good, [len(good)]) is None          # bytes left after the last message
+    assert read(good, [-1, len(good) + 1]) is None
+    rng = np.random.default_rng(7)
+    progs = [d.parallel.program.SerializeToString() for d in run8]
+    checked = 0
+    for _ in range(1000):
+        b = bytearray(progs[int(rng.integers(len(progs)))])
+        for _ in range(int(rng.integers(1, 4))):
+            b[int(rng.integers(len(b)))] = int(rng.integers(256))
+        if rng.random() < 0.2:
+            b = b[:int(rng.integers(len(b)))]
+        got = read(bytes(b), [len(b)])
+        if got is None:
+            continue
+        msg = pb.ParallelProgram.FromString(bytes(b))      # what was read must be what protobuf parses
+        for f, (name, _) in PROGRAM_FIELDS.items():
+            assert np.frombuffer(got[f][0], dtype=np.int64).tolist() == list(getattr(msg, name)), name
+        checked += 1
+    assert checked > 10
 
 
 def test_loaded_columns_are_the_same_through_either_reader(run8, monkeypatch):

@@ -866,9 +866,118 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ packed varint columns */
+
+/* One varint at *p (p < end): its value, and *p moved past it; 0 in *ok when it runs past end
+ * or is longer than 10 bytes. */
+static uint64_t read_varint(const uint8_t **p, const uint8_t *end, int *ok) {
+    uint64_t v = 0;
+    int shift = 0;
+    while (*p < end && shift < 70) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) return v;
+        shift += 7;
+    }
+    *ok = 0;
+    return 0;
+}
+
+/* packed(buffer, lens, known, zigzag) -> {field: (values, counts)} or None.
+ *
+ * buffer holds protobuf messages end to end, lens (int64, native order) their sizes. Every
+ * top-level field of every message must be a length-delimited field whose number is set in the
+ * bit mask `known` (numbers 1..63), each holding packed varints; anything else (another wire
+ * type or field, a length or a varint running past its message or segment) gives None, and the
+ * caller reads the messages through the protobuf API. For each known field: values (int64, the
+ * values of every message end to end, zigzag-decoded where its bit in `zigzag` is set) and counts
+ * (int64, how many per message), both bytearrays. A field given in several segments of one message
+ * is their concatenation, as protobuf parses it. */
+static PyObject *packed(PyObject *self, PyObject *args) {
+    Py_buffer buf, lens;
+    unsigned long long known, zigzag;
+    if (!PyArg_ParseTuple(args, "y*y*KK", &buf, &lens, &known, &zigzag)) return NULL;
+    PyObject *result = NULL, *vals[64] = {0}, *cnts[64] = {0};
+    Py_ssize_t n = lens.len / (Py_ssize_t)sizeof(int64_t), total[64] = {0};
+    const int64_t *len = (const int64_t *)lens.buf;
+    const uint8_t *base = (const uint8_t *)buf.buf;
+    int ok = 1;
+    known &= ~1ULL;   /* field 0 does not exist */
+    for (int f = 1; f < 64; f++) {
+        if (!(known >> f & 1)) continue;
+        cnts[f] = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+        if (!cnts[f]) goto done;
+        memset(PyByteArray_AS_STRING(cnts[f]), 0, (size_t)n * sizeof(int64_t));
+    }
+    /* pass 1: check the layout and count the values of each field and message */
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        if (len[i] < 0 || len[i] > buf.len - at) { ok = 0; break; }
+        const uint8_t *p = base + at, *end = p + len[i];
+        at += len[i];
+        while (p < end && ok) {
+            uint64_t tag = read_varint(&p, end, &ok);
+            uint64_t f = tag >> 3;
+            if (!ok || (tag & 7) != 2 || f >= 64 || !(known >> f & 1)) { ok = 0; break; }
+            uint64_t size = read_varint(&p, end, &ok);
+            if (!ok || size > (uint64_t)(end - p)) { ok = 0; break; }
+            const uint8_t *seg_end = p + size;
+            if (size && seg_end[-1] >= 0x80) { ok = 0; break; }
+            Py_ssize_t c = 0;
+            for (; p < seg_end; p++) c += *p < 0x80;
+            ((int64_t *)PyByteArray_AS_STRING(cnts[f]))[i] += c;
+            total[f] += c;
+        }
+    }
+    if (!ok || at != buf.len) { result = Py_None; Py_INCREF(result); goto done; }
+    /* pass 2: decode */
+    int64_t *out[64] = {0};
+    for (int f = 1; f < 64; f++) {
+        if (!cnts[f]) continue;
+        vals[f] = PyByteArray_FromStringAndSize(NULL, total[f] * (Py_ssize_t)sizeof(int64_t));
+        if (!vals[f]) goto done;
+        out[f] = (int64_t *)PyByteArray_AS_STRING(vals[f]);
+    }
+    const uint8_t *p = base, *end = base + buf.len;
+    while (p < end && ok) {
+        uint64_t f = read_varint(&p, end, &ok) >> 3;
+        uint64_t size = read_varint(&p, end, &ok);
+        const uint8_t *seg_end = p + size;
+        int zz = (int)(zigzag >> f & 1);
+        while (p < seg_end && ok) {
+            uint64_t v = read_varint(&p, seg_end, &ok);
+            *out[f]++ = zz ? (int64_t)((v >> 1) ^ (0 - (v & 1))) : (int64_t)v;
+        }
+    }
+    if (!ok) { result = Py_None; Py_INCREF(result); goto done; }
+    result = PyDict_New();
+    if (!result) goto done;
+    for (int f = 1; f < 64; f++) {
+        if (!cnts[f]) continue;
+        PyObject *pair = PyTuple_Pack(2, vals[f], cnts[f]), *key = PyLong_FromLong(f);
+        int bad = !pair || !key || PyDict_SetItem(result, key, pair) < 0;
+        Py_XDECREF(pair);
+        Py_XDECREF(key);
+        if (bad) {
+            Py_CLEAR(result);
+            goto done;
+        }
+    }
+done:
+    for (int f = 0; f < 64; f++) {
+        Py_XDECREF(vals[f]);
+        Py_XDECREF(cnts[f]);
+    }
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&lens);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buffer, start, stop) -> (count, strings, records) or None: see reader._native_chunk_columns."},
+    {"packed", packed, METH_VARARGS,
+     "packed(buffer, lens, known, zigzag) -> {field: (values, counts)} or None: see crossrank.load.packed_columns."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -184,9 +184,10 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
     ok = w >= T.P2P_PARTNER_SHARE * np.maximum(best[la], best[lb])
     deg = np.zeros(n, dtype=np.int64)
     keep = np.zeros(la.size, dtype=bool)
-    for i in np.lexsort((lb, la, -w)).tolist():
+    cand = np.flatnonzero(ok)
+    for i in cand[np.lexsort((lb[cand], la[cand], -w[cand]))].tolist():
         x, y = int(la[i]), int(lb[i])
-        if ok[i] and deg[x] < P2P_MAX_LINKS and deg[y] < P2P_MAX_LINKS:
+        if deg[x] < P2P_MAX_LINKS and deg[y] < P2P_MAX_LINKS:
             keep[i] = True
             deg[x] += 1
             deg[y] += 1

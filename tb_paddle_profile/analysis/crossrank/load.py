@@ -16,7 +16,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...core import settings
 from ...v1 import summary_pb2 as pb
+
+try:
+    from ...trace import _scan
+except ImportError:          # a pure-Python install: numpy reads the columns
+    _scan = None
 from ..digest import digest_of
 from .labels import natural_key
 from .model import RankData
@@ -118,6 +124,14 @@ def packed_columns(msgs: Sequence, fields: Dict[int, Tuple[str, bool]]):
     the caller reads the fields through the protobuf API)."""
     bufs = [m.SerializeToString() for m in msgs]
     lens = np.fromiter((len(b) for b in bufs), dtype=np.int64, count=len(bufs))
+    native = native_packed()
+    if native is not None and max(fields) < 64:
+        got = native(b"".join(bufs), lens, sum(1 << f for f in fields),
+                     sum(1 << f for f, (_, zigzag) in fields.items() if zigzag))
+        if got is None:
+            return None
+        return {name: (np.frombuffer(got[f][0], dtype=np.int64), np.frombuffer(got[f][1], dtype=np.int64))
+                for f, (name, _) in fields.items()}
     msg_end = np.cumsum(lens)
     pos = msg_end - lens
     data = np.frombuffer(b"".join(bufs) + bytes(16), dtype=np.uint8)   # padded: varints read ahead
@@ -164,6 +178,14 @@ def packed_columns(msgs: Sequence, fields: Dict[int, Tuple[str, bool]]):
             v = (v >> np.uint64(1)) ^ (np.uint64(0) - (v & np.uint64(1)))
         out[name] = (v.view(np.int64), hi[f - 1] - lo[f - 1])
     return out
+
+
+def native_packed():
+    """The compiled scanner's packed-varint reader (trace/_scan.c ``packed``), or None when it is not
+    built or switched off (TB_PADDLE_PROFILE_NATIVE=0); then numpy reads the same columns."""
+    if settings.text(settings.NATIVE, "1") == "0":
+        return None
+    return getattr(_scan, "packed", None)
 
 
 def _varints(data: np.ndarray):

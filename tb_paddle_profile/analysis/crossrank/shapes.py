@@ -1,7 +1,7 @@
 """Channel shapes and the run's end noise (comms.py's module docstring: "a channel's shape", "end noise")."""
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -70,19 +70,30 @@ def _consistent_blocks(R: np.ndarray, block: np.ndarray, tol: float) -> np.ndarr
     out = block.astype(np.int64).copy()
     nxt = int(out.max()) + 1
     for b in bad.tolist():
-        rest = order[starts[b]:starts[b] + sizes[b]]
+        members = order[starts[b]:starts[b] + sizes[b]]
+        Rb = R[members]
+        left = np.ones(members.size, dtype=bool)      # members not yet taken, by their index in the block
+        rest = np.arange(members.size)
+        agrees: Dict[int, np.ndarray] = {}            # a reference's agreeing members in the whole block
+
+        def agreeing(q: int) -> np.ndarray:
+            if q not in agrees:
+                agrees[q] = np.flatnonzero((np.abs(Rb - Rb[q]) <= tol).mean(axis=1) >= SHAPE_SHARE)
+            return agrees[q]
+
         first = True
         while rest.size > 1:
             refs = rest if rest.size <= SHAPE_REFERENCES else \
                 rest[np.linspace(0, rest.size - 1, SHAPE_REFERENCES).astype(np.int64)]
-            agree = (np.abs(R[rest][None, :, :] - R[refs][:, None, :]) <= tol).mean(axis=2) >= SHAPE_SHARE
-            best = int(np.argmax(agree.sum(axis=1)))
-            keep = agree[best]
-            if not first and keep.sum() > 1:
-                out[rest[keep]] = nxt
+            counts = [int(left[agreeing(q)].sum()) for q in refs.tolist()]
+            nb = agreeing(int(refs[int(np.argmax(counts))]))
+            keep = nb[left[nb]]
+            if not first and keep.size > 1:
+                out[members[keep]] = nxt
                 nxt += 1
             first = False
-            rest = rest[~keep]
+            left[keep] = False
+            rest = np.flatnonzero(left)
     return out
 
 # end_noise: a member "exact" when its median distance to its block's first member is within this; a

@@ -145,9 +145,9 @@ def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]]
     if n_rep > 1:
         if sum(g is not None for g in dp_group) < DP_CONFIRM_SHARE * n:
             return None
-        for x in range(n):
-            g = dp_group[x]
-            if g is not None and (len(g) != n_rep or sorted(dp[y] for y in g) != list(range(n_rep))):
+        whole = list(range(n_rep))
+        for g in {tuple(g) for g in dp_group if g is not None}:    # each group once (its members share it)
+            if len(g) != n_rep or sorted(dp[y] for y in g) != whole:
                 return None
     return dp
 
