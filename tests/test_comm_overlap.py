@@ -91,3 +91,28 @@ def test_overlap_against_the_json(run):
         for row, o in zip(t.rows, s.comm.overlap):
             assert row.cells[share].number == pytest.approx(o.hidden_ns / o.time_ns)
     assert hidden_somewhere > 0   # the run has communication under compute
+
+
+def test_hidden_time_is_the_overlap_counted_nanosecond_by_nanosecond():
+    """ranges.intersect_measure (the hidden time of each row) against a brute-force count over a
+    boolean timeline, one cell per nanosecond, on random unions (touching, nested, empty and
+    zero-length ranges included)."""
+    import numpy as np
+
+    from tb_paddle_profile.analysis import ranges
+
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        span = int(rng.choice([8, 60, 400]))
+        parts = []
+        for n in rng.integers(0, 25, 2).tolist():
+            s = rng.integers(0, span, n)
+            parts.append((s, s + rng.integers(0, span // 4 + 1, n)))
+        cells = []
+        for s, e in parts:
+            c = np.zeros(2 * span, dtype=bool)
+            for x, y in zip(s.tolist(), e.tolist()):
+                c[x:y] = True
+            cells.append(c)
+        a, b = (ranges.union(s, e) for s, e in parts)
+        assert ranges.intersect_measure(a, b) == int((cells[0] & cells[1]).sum())

@@ -35,7 +35,7 @@ def _rows(inst, keys, masks, compute, out) -> None:
     for (s, a, ph), m in zip(keys, masks):
         u = ranges.union(inst.start[m], inst.end[m])
         time_ns = ranges.measure(u)
-        hidden = ranges.measure(ranges.intersect(u, compute))
+        hidden = ranges.intersect_measure(u, compute)
         out.add(stream=s, axis=a, phase=ph, calls=int(m.sum()), time_ns=time_ns, hidden_ns=hidden,
                 exposed_ns=time_ns - hidden)
 

@@ -138,19 +138,19 @@ class ShapedCalls:
     def __init__(self, p: Profile):
         t = p.tables
         h = t.host
-        shaped = [r for r in t.host.shapes if h.type[r] == et.OPERATOR] if t.host.shapes else []
-        self.shaped = len(shaped)
-        per_name: Dict[int, str] = {}
+        shaped = np.fromiter(h.shapes, dtype=np.int64, count=len(h.shapes)) if h.shapes else np.zeros(0, np.int64)
+        shaped = shaped[h.type[shaped] == et.OPERATOR]
+        self.shaped = int(shaped.size)
+        # the operators' formulas name by name, then only the calls of names that have one, in row order
+        names, of_name = np.unique(h.name[shaped], return_inverse=True)
+        per_name = [formula_of(t.names[n]) for n in names.tolist()]
+        with_formula = np.array([bool(f) for f in per_name], dtype=bool)[of_name.ravel()]
         cache: Dict[Tuple[int, str], Tuple[float, int, bool, int]] = {}
         rows, fl, tok, ok, code = [], [], [], [], []
-        for r in shaped:
-            nid = int(h.name[r])
-            f = per_name.get(nid)
-            if f is None:
-                f = per_name[nid] = formula_of(t.names[nid])
-            if not f:
-                continue
-            text = t.host.shapes[r][0]
+        name_ids = names.tolist()
+        for r, j in zip(shaped[with_formula].tolist(), of_name.ravel()[with_formula].tolist()):
+            nid, f = name_ids[j], per_name[j]
+            text = h.shapes[r][0]
             got = cache.get((nid, text))
             if got is None:
                 try:

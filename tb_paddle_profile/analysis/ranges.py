@@ -50,6 +50,23 @@ def intersect(a, b):
     return union(starts[keep], ends[keep])
 
 
+def intersect_measure(a, b) -> int:
+    """measure(intersect(a, b)) of two unions (each sorted and disjoint), without building the
+    intersection: for each range of a, how much of b lies before its end less how much before its
+    start (b's lengths summed up to the range of b that holds the point)."""
+    if a[0].size == 0 or b[0].size == 0:
+        return 0
+    b0, b1 = b
+    before = np.concatenate([[0], np.cumsum(b1 - b0)])      # b's measure before each of its ranges
+
+    def covered(x: np.ndarray) -> np.ndarray:               # measure of b below each x
+        j = np.searchsorted(b0, x, side="right") - 1
+        jj = np.maximum(j, 0)
+        return np.where(j >= 0, before[jj] + np.minimum(x, b1[jj]) - b0[jj], 0)
+
+    return int((covered(a[1]) - covered(a[0])).sum())
+
+
 def clip(r, lo: int, hi: int):
     """The part of a union inside [lo, hi)."""
     s = np.maximum(r[0], lo)
