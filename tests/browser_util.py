@@ -210,7 +210,9 @@ def read_simple_table(frame, test_id: str) -> List[dict]:
 
 
 def read_virtual_table(frame, test_id: str) -> List[dict]:
-    """Every row of a virtual-scrolling table, in order, scrolling through it (rows outside the view are not in the DOM)."""
+    """Every row of a virtual-scrolling table, in order, scrolling through it (rows outside the view are not in the DOM);
+    every column first shown (a table hides its last columns to fit its box)."""
+    show_all_columns(frame, test_id)
     box = frame.locator(f'[data-testid="{test_id}"]')
     total = int(box.get_attribute("data-rows"))
     seen: dict = {}
@@ -259,8 +261,43 @@ def show_all_columns(frame, test_id: str) -> None:
     menu = frame.locator(f'[data-testid="{test_id}-columns"]')
     if not menu.count():
         return
+    if not menu.is_visible():  # a table in a closed section: its boxes checked in the page, one at a time
+        menu.evaluate("""async (m) => { for (let i = 0; i < 200; i++) {
+          const box = m.querySelector('input[type=checkbox]:not(:checked)'); if (!box) return;
+          box.click(); await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))); } }""")
+        return
     menu.locator("summary").click()
     hidden = menu.locator("input[type=checkbox]:not(:checked)")
     while hidden.count():
         hidden.first.check()
     menu.locator("summary").click()
+
+
+# ---------------------------------------------------------------- tables that run past their box
+
+# Every table of the page whose columns end beyond its own box (it scrolls sideways: a column cut at the edge):
+# a DisplayTable (.dt[data-table]: its last header against the box) and a plain table (.st-wrap: the table against
+# the wrap, which scrolls). Each as {table, right, box}.
+_PAST = """() => {
+  const out = [];
+  for (const dt of document.querySelectorAll('.dt[data-table]')) {
+    if (!dt.offsetParent) continue;
+    const box = dt.getBoundingClientRect().right;
+    const right = Math.max(0, ...Array.from(dt.querySelectorAll('.vt-th'), (th) => th.getBoundingClientRect().right));
+    if (right > box + 1) out.push({ table: dt.dataset.table, right, box });
+  }
+  for (const wrap of document.querySelectorAll('.st-wrap')) {
+    const t = wrap.querySelector('table');
+    if (!t || !wrap.offsetParent) continue;
+    const box = wrap.getBoundingClientRect().right;
+    const right = t.getBoundingClientRect().right;
+    if (right > box + 1 || wrap.scrollWidth > wrap.clientWidth + 1) out.push({ table: t.dataset.testid || '', right, box });
+  }
+  return out;
+}"""
+
+
+def tables_past_the_box(frame) -> List[dict]:
+    """The tables of the frame whose columns run past their box (none should, at 1,280 px and wider: columns are
+    hidden to fit, wrapped or abbreviated); ``[]`` when every table fits."""
+    return frame.evaluate(_PAST)

@@ -26,7 +26,7 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from conftest import ran
-from browser_util import SHOTS, PageLog, chromium_missing_reason, read_virtual_table, tensorboard, wait_all_loaded
+from browser_util import SHOTS, PageLog, chromium_missing_reason, read_virtual_table, tables_past_the_box, tensorboard, wait_all_loaded
 
 pytestmark = [pytest.mark.browser]
 
@@ -242,6 +242,11 @@ def test_view_draws_the_routes_answer_and_the_slowed_kernel_tops_it(tb, logdir, 
     assert drawn_sentences(frame) == sentences_of(diff)
     assert shown_choice(frame) == ch
 
+    # No table of any view runs past its card (the last columns hidden to fit, the Columns menu shows them)
+    for v in diff.display.views:
+        goto_diff_view(frame, v.key)
+        frame.wait_for_timeout(100)
+        assert tables_past_the_box(frame) == [], v.key
     # Every table of every view: each cell the Python formatter's string, in the model's order.
     for v in diff.display.views:
         goto_diff_view(frame, v.key)

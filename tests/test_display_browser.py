@@ -20,7 +20,8 @@ from urllib.parse import quote
 import pytest
 
 from conftest import ran
-from browser_util import copy_trace_sets, PageLog, chromium_missing_reason, new_page, read_virtual_table, tensorboard, wait_all_loaded
+from browser_util import (copy_trace_sets, PageLog, chromium_missing_reason, new_page, read_virtual_table, tables_past_the_box,
+                          tensorboard, wait_all_loaded)
 
 pytestmark = [pytest.mark.browser]
 
@@ -252,6 +253,8 @@ def test_every_cell_of_every_panel_table_is_the_python_formatters(tb, logdir, pa
     for view in VIEWS:
         goto_view(frame, view)
         frame.wait_for_timeout(300)
+        # no table runs past its card (the last columns hidden to fit, the Columns menu shows them)
+        assert tables_past_the_box(frame) == [], view
         drawn = frame.evaluate(_TABLES)
         model_view = next(v for v in display.views if v.key == view)
         for d in drawn:

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import pytest
 
 from conftest import ran
-from browser_util import REPO, SHOTS, checked_pages, chromium_missing_reason, tensorboard, wait_all_loaded
+from browser_util import REPO, SHOTS, checked_pages, chromium_missing_reason, tables_past_the_box, tensorboard, wait_all_loaded
 
 pytestmark = [pytest.mark.browser]
 
@@ -100,6 +100,7 @@ def test_kernel_table_fits_and_names_stay_distinct(tb, pages, width):
     lay = frame.evaluate(_LAYOUT)
     print(f"{width}: table {lay['right'] - lay['left']:.0f} px, columns {lay['scrollW']} px in {lay['clientW']} px")
     assert lay["scrollW"] <= lay["clientW"] + 1, "the columns overflow the table (a horizontal scroll)"
+    assert tables_past_the_box(frame) == []
     for h in lay["heads"]:
         assert lay["left"] - 1 <= h["left"] and h["right"] <= lay["right"] + 1, (h, lay["left"], lay["right"])
     drawn = [n for n in lay["names"] if n["depth"] == 0]

@@ -220,6 +220,27 @@ def _open(browser, tb, dark=False):
     return page, frame, log
 
 
+def _labels_whole(frame, page):
+    """Every row label drawn is whole at this width (measured in the page: its text's width within its room, no
+    ellipsis): a short one in the row ("rank 5 ★ straggler", "rank 1 · peer"); the full label on hover."""
+    labels = frame.evaluate("() => window.__tbppCompact.labels()")
+    assert len(labels) >= 32, labels
+    for lab in labels:
+        assert not lab["text"].endswith("…") and lab["width"] <= lab["room"], lab
+    first = labels[0]
+    assert first["worker"] == f"rank{SLOW}" and first["text"] == f"rank {SLOW} ★ straggler", first
+    assert first["full"].startswith("straggler · ") and f"rank {SLOW}" in first["full"], first
+    assert all(lab["text"].endswith(" · peer") == lab["full"].startswith("role peer · ") for lab in labels)
+    assert any(lab["text"].endswith(" · peer") for lab in labels)
+    # hovering a label shows the full one (the hover box and the canvas's title)
+    canvas = frame.locator('[data-testid="timeline-compact-canvas"]')
+    top = frame.evaluate("() => window.__tbppCompact.rowsTop")
+    canvas.hover(position={"x": 40, "y": top + 5})
+    frame.wait_for_function("(t) => document.querySelector('[data-testid=timeline-compact-hover]').textContent === t", arg=first["full"])
+    assert canvas.get_attribute("title") == first["full"]
+    page.mouse.move(5, 790)
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(_missing is not None, reason=f"browser tests need Chromium: {_missing}")
 def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lanes(gen, browser):
@@ -231,6 +252,7 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
                        " drawn: window.__tbppCompact.drawnRows() })")
     assert len(c["visible"]) >= 32, c
     assert c["order"][0] == f"rank{SLOW}" and c["visible"][0] == f"rank{SLOW}"
+    _labels_whole(frame, page)
     # the rows are on screen: the canvas's box holds the 32 rows inside the 800 px viewport
     box = frame.locator('[data-testid="timeline-compact-canvas"]').bounding_box()
     iframe_box = page.locator('iframe[src*="plugin_entry.html?name=paddle_profile"]').bounding_box()
@@ -295,6 +317,7 @@ def test_the_compact_canvas_follows_the_dark_mode_and_aligns_on_a_collective(gen
         page.wait_for_timeout(200)
         luma = frame.evaluate(_LABELS_LUMA)
         assert (luma < 90) if dark else (luma > 170), (dark, luma)
+        _labels_whole(frame, page)
         if not dark:  # the rows on each rank's first all-reduce: asked for again, drawn
             frame.select_option('[data-testid="timeline-compact-align"]', "collective")
             frame.wait_for_function("() => { const c = window.__tbppCompact; return c.align() === 'collective'"

@@ -27,7 +27,7 @@ from urllib.parse import quote
 import pytest
 
 from conftest import ran
-from browser_util import REPO, SHOTS, PageLog, chromium_missing_reason, read_virtual_table, tensorboard, wait_all_loaded
+from browser_util import REPO, SHOTS, PageLog, chromium_missing_reason, read_virtual_table, tables_past_the_box, tensorboard, wait_all_loaded
 
 pytestmark = [pytest.mark.browser]
 
@@ -174,6 +174,8 @@ def test_panel_numbers_are_the_routes_and_the_clis(tb, logdir, pages, width, dar
     unit = "ms" if width == 1280 else "us"
     frame = open_whatif(page, tb, RUN, unit)
     frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
+    # no table runs past its card (the last columns hidden to fit, the Columns menu shows them)
+    assert tables_past_the_box(frame) == []
     check_against_python(frame, w, unit)
     # the route's estimates are the CLI's, and the panel's estimates table prints them
     cli = cli_json(logdir / RUN)

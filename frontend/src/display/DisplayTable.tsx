@@ -264,9 +264,11 @@ export interface DisplayTableProps {
   /**
    * Columns that make room when the table is wider than its box, in the order they go (the first first),
    * down to the name column at `fitNameWidth`; a "Columns" menu shows and hides any column (the choice is
-   * kept in the link, `dt.<table>.cols`). Without it every column is drawn and the table scrolls.
+   * kept in the link, `dt.<table>.cols`). Without it the last columns go first (the menu is there once one
+   * is hidden); `noFit`: every column is drawn and the table scrolls.
    */
   fitHide?: string[];
+  noFit?: boolean;
   /** The name column's least width while columns are hidden to fit (default nameWidth). */
   fitNameWidth?: number;
 }
@@ -350,28 +352,30 @@ export function DisplayTable(props: DisplayTableProps) {
     [table, timeUnit, units, allTexts, groupHeader, widths],
   );
 
-  // Fitting: the box's width (the table's border and a scroll bar's room left out), the columns hidden to fit.
+  // Fitting: the box's width (the table's border and a scroll bar's room left out), the columns hidden to fit
+  // (the panel's order, else the last column first).
+  const fitHide = useMemo(() => (props.noFit ? undefined : (props.fitHide ?? columns.map((c) => c.key).reverse())), [props.noFit, props.fitHide, columns]);
   const box = useRef<HTMLDivElement>(null);
   const [boxWidth, setBoxWidth] = useState(0);
   useLayoutEffect(() => {
     const node = box.current;
-    if (!node || !props.fitHide) return;
+    if (!node || !fitHide) return;
     const measure = () => setBoxWidth(node.clientWidth);
     measure();
     const observer = new ResizeObserver(measure);
     observer.observe(node);
     return () => observer.disconnect();
-  }, [!!props.fitHide]);
+  }, [!!fitHide]);
   const [choiceText, setChoiceText] = useUrlState<string>(`dt.${table.key}.cols`, "");
   const choices = useMemo(() => parseChoices(choiceText), [choiceText]);
   const fitted = useMemo(() => {
     const hidden = new Set<string>();
     for (const c of columns) if (choices.get(c.key) === false) hidden.add(c.key);
     const auto = new Set<string>();
-    if (props.fitHide && boxWidth > 0) {
+    if (fitHide && boxWidth > 0) {
       const room = boxWidth - 2 - 16 - (props.fitNameWidth ?? props.nameWidth ?? 160);
       let used = columns.reduce((a, c) => a + (hidden.has(c.key) ? 0 : c.width), 0);
-      for (const key of props.fitHide) {
+      for (const key of fitHide) {
         if (used <= room) break;
         const c = columns.find((x) => x.key === key);
         if (!c || hidden.has(key) || choices.get(key) === true) continue;
@@ -381,7 +385,7 @@ export function DisplayTable(props: DisplayTableProps) {
       }
     }
     return { columns: columns.filter((c) => !hidden.has(c.key)), hidden, auto };
-  }, [columns, choices, boxWidth, props.fitHide, props.fitNameWidth, props.nameWidth]);
+  }, [columns, choices, boxWidth, fitHide, props.fitNameWidth, props.nameWidth]);
   const choose = (key: string, on: boolean) => {
     const next = new Map(choices);
     next.set(key, on);
@@ -447,7 +451,7 @@ export function DisplayTable(props: DisplayTableProps) {
             </button>
           </>
         ) : null}
-        {props.fitHide ? (
+        {props.fitHide || fitted.auto.size || choices.size ? (
           <details class="dt-cols" data-testid={`${testId}-columns`}>
             <summary class="btn" title="Show or hide columns">{fitted.hidden.size ? `Columns · ${fitted.hidden.size} hidden` : "Columns"}</summary>
             <div class="dt-cols-menu">

@@ -7,7 +7,7 @@
 import type { ComponentProps } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Notice } from "../../components/ui";
-import type { CompactRow, CompactSegment, TimelineCompact } from "../../gen/tb_paddle_profile/v1/timeline_pb";
+import type { CompactRank, CompactRow, CompactSegment, TimelineCompact } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 import { isDark, onDarkChange } from "../../host";
 import { critColor } from "./critical";
 import { fetchCompact, fmtDur } from "./data";
@@ -29,12 +29,22 @@ export const COMPACT_COLORS = {
 };
 const ROLE_COLORS: Record<string, string> = { straggler: "#d32f2f", peer: "#7b1fa2" };
 
+export interface DrawnLabel {
+  worker: string;
+  text: string;
+  full: string;
+  width: number;
+  room: number;
+}
+
 export interface CompactExposed {
   order: () => string[];
   /** the rows wholly inside the scroll box, in order */
   visibleRows: () => string[];
   /** the rows drawn with their bins in the last frame */
   drawnRows: () => number;
+  /** the label of each row drawn in the last frame: its text, its full text (on hover), its width and its room, px */
+  labels: () => DrawnLabel[];
   /** rows whose bins are loaded */
   loadedRows: () => number;
   expanded: () => string[];
@@ -93,12 +103,15 @@ export function CompactTimeline(props: Props) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const hoverRef = useRef<HTMLDivElement>(null);
   const frame = useRef(0);
-  const drawn = useRef({ rows: 0, critical: 0 });
+  const drawn = useRef<{ rows: number; critical: number; labels: DrawnLabel[] }>({ rows: 0, critical: 0, labels: [] });
   const [viewH, setViewH] = useState(400);
   const expandedRef = useRef(props.expanded);
   expandedRef.current = props.expanded;
   const darkRef = useRef(dark);
   darkRef.current = dark;
+
+  const fullName = (o: CompactRank) => props.labels.get(o.worker) || o.label || (o.rank >= 0 ? `rank ${o.rank}` : o.worker);
+  const fullLabel = (o: CompactRank) => `${o.role === "straggler" ? "straggler · " : o.role === "peer" ? "role peer · " : ""}${fullName(o)}`;
 
   const loadPage = async (page: number, g: number) => {
     if (pages.current.get(page)) return;
@@ -208,7 +221,7 @@ export function CompactTimeline(props: Props) {
     const C = darkRef.current ? COMPACT_COLORS.dark : COMPACT_COLORS.light;
     ctx.fillStyle = P.bg;
     ctx.fillRect(0, 0, w, h);
-    drawn.current = { rows: 0, critical: 0 };
+    drawn.current = { rows: 0, critical: 0, labels: [] };
     if (!m) return;
     const top = scrollRef.current?.scrollTop ?? 0;
     const plotW = Math.max(1, w - LABEL_W);
@@ -234,9 +247,10 @@ export function CompactTimeline(props: Props) {
         ctx.fillRect(0, y + 1, 3, BAR_H);
       }
       ctx.fillStyle = P.labelText;
-      const name = props.labels.get(o.worker) || o.label || (o.rank >= 0 ? `rank ${o.rank}` : o.worker);
-      const text = `${open.has(o.worker) ? "▾ " : ""}${o.role === "straggler" ? "straggler · " : ""}${name}`;
-      ctx.fillText(fit1(ctx, text, LABEL_W - 10), 6, y + BAR_H / 2 + 1);
+      // a short label in the row ("rank 5 ★ straggler"); the full one on hover (the canvas's title)
+      const text = fit1(ctx, `${open.has(o.worker) ? "▾ " : ""}${shortLabel(o, fullName(o))}`, LABEL_W - 10);
+      ctx.fillText(text, 6, y + BAR_H / 2 + 1);
+      drawn.current.labels.push({ worker: o.worker, text, full: fullLabel(o), width: ctx.measureText(text).width, room: LABEL_W - 10 });
       // bins
       ctx.fillStyle = C.idle;
       ctx.fillRect(LABEL_W, y, plotW, BAR_H);
@@ -339,6 +353,7 @@ export function CompactTimeline(props: Props) {
         return m.order.slice(first, Math.max(first, last + 1)).map((o) => o.worker);
       },
       drawnRows: () => drawn.current.rows,
+      labels: () => drawn.current.labels,
       loadedRows: () => [...rows.current.values()].filter((r) => r.row.state === "" && r.row.compute.length > 0).length,
       view: () => view.current,
       windowOf: (i: number) => {
@@ -440,7 +455,18 @@ export function CompactTimeline(props: Props) {
     const got = i >= 0 ? rows.current.get(i) : undefined;
     const r = got?.row;
     const v = view.current;
-    if (i < 0 || x < LABEL_W || !got || !r || !r.compute.length || !v) {
+    if (i >= 0 && x < LABEL_W) {
+      // the label column: the row's full label
+      const full = fullLabel(m.order[i]);
+      c.title = full;
+      el.textContent = full;
+      el.style.display = "block";
+      el.style.left = `${Math.min(x + 12, b.width - 360)}px`;
+      el.style.top = `${e.clientY - b.top + 14}px`;
+      return;
+    }
+    c.title = "";
+    if (i < 0 || !got || !r || !r.compute.length || !v) {
       el.style.display = "none";
       return;
     }
@@ -522,6 +548,12 @@ export function CompactTimeline(props: Props) {
       <div class="tl-hint">Click a rank to show (or hide) its lanes below · Ctrl+wheel: zoom · Shift+wheel: pan · the bars: the GPU's time in each pixel, compute below communication</div>
     </div>
   );
+}
+
+/** The label in a row: "rank 5 ★ straggler", "rank 1 · peer", "rank 7" (without a rank: the full label's first part). */
+export function shortLabel(o: { rank: number; worker: string; role: string }, full = ""): string {
+  const name = o.rank >= 0 ? `rank ${o.rank}` : (full.split(" · ")[0] || o.worker);
+  return o.role === "straggler" ? `${name} ★ straggler` : o.role === "peer" ? `${name} · peer` : name;
 }
 
 function fit1(ctx: CanvasRenderingContext2D, text: string, w: number): string {
