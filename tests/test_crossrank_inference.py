@@ -108,16 +108,21 @@ def _assert_coordinates(name, t, rp):
 def test_clock_offsets_within_two_microseconds(case):
     name, (t, rp) = case
     _assert_clocks(name, t, rp)
-    tx = _truth_of(t, rp)
     if name.startswith("rank-named"):
-        # no host in the names: the hosts are told apart by the clocks, each rank with its host-mates
-        host_of = {}
-        for c in rp.clocks:
-            for k in c.ranks:
-                host_of[k] = c.ranks[0]
-        truth_host = {r.rank: tx[r.rank]["host"] for r in rp.ranks}
-        pairs = [(a, b) for a in truth_host for b in truth_host if a < b]
-        assert all((host_of[a] == host_of[b]) == (truth_host[a] == truth_host[b]) for a, b in pairs)
+        _assert_hosts(name, t, rp)
+
+
+def _assert_hosts(name, t, rp):
+    """No host in the names: the hosts are told apart by the clocks, each rank with its host-mates."""
+    tx = _truth_of(t, rp)
+    host_of = {}
+    for c in rp.clocks:
+        for k in c.ranks:
+            host_of[k] = c.ranks[0]
+    truth_host = {r.rank: tx[r.rank]["host"] for r in rp.ranks}
+    pairs = [(a, b) for a in truth_host for b in truth_host if a < b]
+    assert all((host_of[a] == host_of[b]) == (truth_host[a] == truth_host[b]) for a, b in pairs), name
+    assert len(rp.clocks) == len(set(truth_host.values())), name
 
 
 def _assert_clocks(name, t, rp):

@@ -83,15 +83,16 @@ def coarse_pairs(ranks: Sequence[RankData], lineups: List[Lineup]) -> Dict[Tuple
     return {k: (v[2], v[3], -v[1]) for k, v in best.items()}
 
 
-def _mode_estimate(d: np.ndarray) -> Tuple[int, int, int]:
-    """(estimate, votes, spread) of candidates d: the CLOCK_BIN_NS bin that holds the most of them
-    together with its two neighbours; the estimate is their median, the spread their interquartile
-    range. The bins are fine on purpose: the true difference recurs exactly (a collective's members
-    end together) while a pair that is no collective (two replicas' groups at the same position)
-    drifts from position to position, so its candidates spread even when there are more of them."""
+def _mode_estimate(d: np.ndarray, bin_ns: float = T.CLOCK_BIN_NS) -> Tuple[int, int, int]:
+    """(estimate, votes, spread) of candidates d: the bin_ns bin (CLOCK_BIN_NS; under end noise wider,
+    fine_offsets) that holds the most of them together with its two neighbours; the estimate is their
+    median, the spread their interquartile range. The bins are fine on purpose: the true difference
+    recurs exactly (a collective's members end together) while a pair that is no collective (two
+    replicas' groups at the same position) drifts from position to position, so its candidates spread
+    even when there are more of them."""
     if d.size == 0:
         return 0, 0, 0
-    b = np.floor(d / T.CLOCK_BIN_NS).astype(np.int64)
+    b = np.floor(d / bin_ns).astype(np.int64)
     vals, counts = np.unique(b, return_counts=True)
     near = counts.copy()
     adj = np.diff(vals) == 1
@@ -140,28 +141,25 @@ def coarse_offsets(ranks: Sequence[RankData], lineups: List[Lineup], n_hosts: in
     return join(n_hosts, edges)
 
 
-def fine_offsets(ranks: Sequence[RankData], flat: Flat, n_hosts: int):
-    """Corrections to the applied offsets from the matched groups that span hosts."""
+def fine_offsets(ranks: Sequence[RankData], flat: Flat, n_hosts: int, sigma: float = 0.0):
+    """Corrections to the applied offsets from the matched groups that span hosts. Without end noise
+    each member against the group's first member on its lowest host; under end noise (sigma: one
+    member's end about its collective's, shapes.end_noise) the mean of the group's members on each host
+    against the lowest host's, and the vote's bins FINE_NOISE_BIN x sigma wide (the noise spreads the
+    true difference over several CLOCK_BIN_NS bins)."""
     if flat.n == 0:
         return join(n_hosts, {}) + ([0] * n_hosts,)
     host = member_values(ranks, flat, "host")
     cend = member_values(ranks, flat, "cend")
     g = flat.m_group
-    first = flat.ptr[:-1]
-    # the group's reference member: its first member on the group's lowest host
-    # (members are sorted by rank index; hosts follow rank order closely but not necessarily)
-    lo_host = np.minimum.reduceat(host, first) if host.size else host
-    ref_of = np.full(flat.n, -1, dtype=np.int64)
-    is_lo = host == lo_host[g]
-    pos = np.nonzero(is_lo)[0]
-    # first member with the lowest host per group
-    _, firsts = np.unique(g[pos], return_index=True)
-    ref_of[g[pos[firsts]]] = pos[firsts]
-    other = ~is_lo
-    if not other.any():
+    noisy = sigma > T.CLOCK_BIN_NS / FINE_NOISE_BIN
+    bin_ns = max(float(T.CLOCK_BIN_NS), FINE_NOISE_BIN * sigma)
+    if noisy:
+        a, b, d = _host_means(g, host, cend - cend[flat.ptr[:-1]][g], n_hosts)
+    else:
+        a, b, d = _member_pairs(g, host, cend, flat)
+    if not d.size:
         return join(n_hosts, {}) + ([0] * n_hosts,)
-    d = cend[other] - cend[ref_of[g[other]]]
-    a, b = host[other], lo_host[g[other]]
     key = a * n_hosts + b
     order = np.lexsort((d, key))
     ks, ds = key[order], d[order]
@@ -174,14 +172,45 @@ def fine_offsets(ranks: Sequence[RankData], flat: Flat, n_hosts: int):
         k = int(ks[bounds[i]])
         n = hi - lo
         q1, med0, q3 = x[n // 4], x[n // 2], x[(3 * n) // 4]   # sorted: quartiles by index
-        if q3 - q1 <= T.CLOCK_BIN_NS:
-            med, votes, spread = int(med0), n, int(q3 - q1)
+        if q3 - q1 <= bin_ns:
+            med, votes, spread = int(round(float(med0))), n, int(round(float(q3 - q1)))
         else:   # contaminated by merged groups: vote
-            med, votes, spread = _mode_estimate(x)
+            med, votes, spread = _mode_estimate(x, bin_ns)
         edges[(k // n_hosts, k % n_hosts)] = (med, votes, spread, votes)
-        mad[(k // n_hosts, k % n_hosts)] = float(np.median(np.abs(x - med))) if spread > T.CLOCK_BIN_NS \
+        mad[(k // n_hosts, k % n_hosts)] = float(np.median(np.abs(x - med))) if spread > bin_ns \
             else spread / 2.0
     off, spread, samples, reached = join(n_hosts, edges)
     # per host: the robust spread (median absolute deviation) of the pair that reached it
     _, host_mad, _, _ = join(n_hosts, {k: (e[0], e[1], int(round(mad[k])), e[3]) for k, e in edges.items()})
     return off, spread, samples, reached, host_mad
+
+
+FINE_NOISE_BIN = 2.0
+
+
+def _member_pairs(g: np.ndarray, host: np.ndarray, cend: np.ndarray, flat: Flat):
+    """(host, reference host, end difference) of every member of a group not on its lowest host, against
+    the group's first member on that host (members are sorted by rank index; hosts follow rank order
+    closely but not necessarily)."""
+    first = flat.ptr[:-1]
+    lo_host = np.minimum.reduceat(host, first) if host.size else host
+    ref_of = np.full(flat.n, -1, dtype=np.int64)
+    is_lo = host == lo_host[g]
+    pos = np.nonzero(is_lo)[0]
+    _, firsts = np.unique(g[pos], return_index=True)
+    ref_of[g[pos[firsts]]] = pos[firsts]
+    other = ~is_lo
+    return host[other], lo_host[g[other]], cend[other] - cend[ref_of[g[other]]]
+
+
+def _host_means(g: np.ndarray, host: np.ndarray, rel: np.ndarray, n_hosts: int):
+    """(host, reference host, difference of means) of every group's members per host (rel: each member's
+    corrected end less its group's first member's), each host against the group's lowest."""
+    u, inv = np.unique(g * n_hosts + host, return_inverse=True)
+    inv = inv.ravel()
+    mean = np.bincount(inv, weights=rel.astype(np.float64)) / np.bincount(inv)
+    ug, uh = u // n_hosts, u % n_hosts
+    first = np.concatenate([[True], ug[1:] != ug[:-1]])
+    ref = np.maximum.accumulate(np.where(first, np.arange(u.size), 0))
+    other = ~first
+    return uh[other], uh[ref[other]], mean[other] - mean[ref[other]]

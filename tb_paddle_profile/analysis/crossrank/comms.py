@@ -108,10 +108,9 @@ def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.n
     return edges
 
 
-def _group_hosts(off: List[int], reached: List[bool]) -> np.ndarray:
-    """Ranks (clock nodes) whose offsets lie within CLOCK_HOST_GAP_NS of their neighbours' (sorted)
-    share a host; each unreached rank is a host of its own. Host ids in the order of their lowest
-    rank."""
+def _group_hosts(off: List[int], reached: List[bool], gap: float = T.CLOCK_HOST_GAP_NS) -> np.ndarray:
+    """Ranks (clock nodes) whose offsets lie within gap of their neighbours' (sorted) share a host; each
+    unreached rank is a host of its own. Host ids in the order of their lowest rank."""
     n = len(off)
     o = np.array(off, dtype=np.int64)
     ok = np.array(reached, dtype=bool)
@@ -119,7 +118,7 @@ def _group_hosts(off: List[int], reached: List[bool]) -> np.ndarray:
     idx = np.flatnonzero(ok)
     if idx.size:
         srt = idx[np.argsort(o[idx], kind="stable")]
-        new = np.concatenate([[True], np.diff(o[srt]) > T.CLOCK_HOST_GAP_NS])
+        new = np.concatenate([[True], np.diff(o[srt]) > gap])
         host[srt] = np.cumsum(new) - 1
     nxt = int(host.max()) + 1 if idx.size else 0
     for i in np.flatnonzero(~ok).tolist():
@@ -369,17 +368,12 @@ def match_run(ranks: List[RankData], notes: List[str]):
         off, spread, samples, reached = _refine_rank_clocks(ranks, shaped, short, (off, spread, samples, reached),
                                                             (tol, verify, sigma, cut_tol))
     clock_rows = []
+    n_h = 0
     if not hosts_known:
-        host = _group_hosts(off, reached)
+        host = _group_hosts(off, reached, max(T.CLOCK_HOST_GAP_NS, T.HOST_GAP_NOISE_FACTOR * sigma))
         n_h = int(host.max()) + 1 if n else 0
-        h_off = [0] * n_h
-        h_spread, h_samples, h_reached = [0] * n_h, [0] * n_h, [False] * n_h
-        for h in range(n_h):
-            idx = np.flatnonzero(host == h)
-            h_off[h] = int(round(float(np.median([off[i] for i in idx]))))
-            h_spread[h] = int(max(spread[i] for i in idx))
-            h_samples[h] = int(sum(samples[i] for i in idx))
-            h_reached[h] = any(reached[i] for i in idx)
+        h_off, h_spread, h_samples, h_reached = _host_clocks(ranks, shaped, host, n_h, (off, spread, samples, reached),
+                                                             noisy)
         ref = h_off[int(host[0])] if n else 0
         for r in ranks:
             r.host = int(host[r.index])
@@ -411,8 +405,11 @@ def match_run(ranks: List[RankData], notes: List[str]):
                      "others: their clocks are not corrected.")
 
     flat = _instances(ranks, shaped, short, tol, verify, sigma, cut_tol)
+    if n_h > 1 and n > 2:
+        # the hosts told apart by the clocks: their offsets refined from the matched groups, as with host names
+        coarse, n_nodes = True, n_h
     if coarse:
-        corr, _, _, reached_f, _ = clocks.fine_offsets(ranks, flat, n_nodes)
+        corr, _, _, reached_f, _ = clocks.fine_offsets(ranks, flat, n_nodes, sigma)
         for r in ranks:
             if reached_f[r.host]:
                 r.offset_ns += int(corr[r.host])
@@ -421,6 +418,30 @@ def match_run(ranks: List[RankData], notes: List[str]):
                 clock_rows[i] = (row[0], row[1] + int(corr[i])) + row[2:]
         flat = _instances(ranks, shaped, short, tol, verify, sigma, cut_tol)
     return flat, clock_rows, tol
+
+
+def _host_clocks(ranks: Sequence[RankData], shaped: List[_Shaped], host: np.ndarray, n_h: int, clocks_,
+                 noisy: bool):
+    """(offsets, spread, samples, reached) per host of rank-named files, the hosts grouped from the ranks'
+    offsets (clocks_, per rank): the median of its ranks' offsets, then, where the communicators' blocks
+    link it to the reference host, from every member pair of those blocks pooled per host pair (one clock
+    per host: _clock_edges with the hosts as nodes), as with host names."""
+    off, spread, samples, reached = clocks_
+    h_off = [0] * n_h
+    h_spread, h_samples, h_reached = [0] * n_h, [0] * n_h, [False] * n_h
+    for h in range(n_h):
+        idx = np.flatnonzero(host == h)
+        h_off[h] = int(round(float(np.median([off[i] for i in idx]))))
+        h_spread[h] = int(max(spread[i] for i in idx))
+        h_samples[h] = int(sum(samples[i] for i in idx))
+        h_reached[h] = any(reached[i] for i in idx)
+    if n_h > 1 and len(ranks) > 2:
+        ho, hs, hn, hr = join(n_h, _clock_edges(ranks, shaped, host, noisy))
+        ref = int(host[0])
+        for h in range(n_h):
+            if hr[h] and h != ref:
+                h_off[h], h_spread[h], h_samples[h] = h_off[ref] + int(ho[h]), int(hs[h]), int(hn[h])
+    return h_off, h_spread, h_samples, h_reached
 
 
 def _refine_rank_clocks(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lineup], clocks_, tols):

@@ -64,8 +64,11 @@ PIPELINE_BUBBLE_FRACTION = 0.20
 MATCH_TOL_NS = 1_000
 # ... and an instance of a communicator whose members' corrected ends spread wider than this is none.
 MATCH_VERIFY_NS = 5_000
-# Without host names, ranks whose clock offsets are within this much of their neighbours' share a host.
+# Without host names, ranks whose clock offsets are within this much of their neighbours' share a host
+# (under end noise, within HOST_GAP_NOISE_FACTOR x sigma: a rank's first offset comes from a few once-a-step
+# collectives and drifts by several sigma; hosts' clocks are milliseconds apart).
 CLOCK_HOST_GAP_NS = 2_000
+HOST_GAP_NOISE_FACTOR = 10.0
 # End-time noise (members of one collective do not end at the same nanosecond: real NCCL kernels end
 # microseconds apart). A first pass finds communicators by shape at SHAPE_WIDE_TOL_NS; the run's end
 # noise (sigma, per member) is measured on them; then the tolerances scale with it: shapes at
