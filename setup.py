@@ -50,6 +50,7 @@ setup(
             "ipykernel>=6",            # the notebook's Python kernel
             "import-linter>=2.1",      # .importlinter: the layers import one way (and grimp for circles)
             "ruff>=0.6",               # ruff.toml: the lint .ci/run runs
+            "mypy==2.4.1",             # mypy.ini: the type check .ci/run runs (pinned: a new release finds new errors)
         ],
     },
     # The reader's native fast path (tb_paddle_profile/trace/_scan.c, plain C against Python's API, no
