@@ -15,12 +15,12 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
-from tb_paddle_profile.core.progress import follow
+from tb_paddle_profile.core.progress import Progress, follow
 from tb_paddle_profile.pipeline.discovery import local_traces
-from tb_paddle_profile.pipeline.jobs import JobSpec, run_job
+from tb_paddle_profile.pipeline.jobs import JobOutcome, JobSpec, run_job
 from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, FileState, Loader
 from tb_paddle_profile.pipeline.runs import (
     RunAnalyses,
@@ -47,7 +47,7 @@ class LoadOptions:
     cache: bool = True
     jobs: Optional[int] = None
     verbose: bool = False
-    progress: Optional[object] = None
+    progress: Optional[Progress] = None
 
 
 class _Loaded:
@@ -57,6 +57,7 @@ class _Loaded:
         cache = open_cache(cache_dir=opts.cache_dir) if opts.cache else SummaryCache(None)
         self.files = files
         self.progress = opts.progress
+        self.loader: Union[_Inline, Loader]
         if len(files) == 1 and not files[0].refused:
             # One file: the same job, run in this process (no worker process to start for it).
             self.loader = _Inline(fs, cache, files[0], root, opts.jobs or parse_workers())
@@ -89,12 +90,12 @@ class _Inline:
 
     def __init__(self, fs, cache, f, root: Optional[str], workers: int):
         self.cache = cache
-        self.stats = collections.Counter()
+        self.stats: Dict[str, int] = collections.Counter()
         self._spec = JobSpec(path=f.path, file_name=f.file_name, key=f.key,
                              cache_dir=str(cache.cache_dir) if cache.cache_dir is not None else None,
                              sidecar=cache.sidecar, fs=fs, root=root, index=cache.cache_dir is not None,
                              parse_workers=workers)
-        self._out = None
+        self._out: Optional[JobOutcome] = None
 
     def wait_idle(self, timeout=None) -> bool:
         if self._out is None:
@@ -170,6 +171,10 @@ class RunLoad:
     """One span of a run as ``parallel`` (and tbp.load_run) analyse it: ``result`` the RunParallel (its
     notes included; None when no rank loaded), ``used`` the files analysed, ``errors`` [(line, bug)] of
     the files left out (refused ones first)."""
+
+    # set by load_run when a rank loaded (for what the analysis does not hold: the what-if answers)
+    digests: List[bytes]
+    span: str
 
     def __init__(self, result, used, errors, matched):
         self.result, self.used, self.errors, self._matched = result, used, errors, matched

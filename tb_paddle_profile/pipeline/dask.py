@@ -37,7 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, TextIO, Tuple
+from typing import Dict, List, Optional, TextIO, Tuple, cast
 
 from tb_paddle_profile.store.cache import (
     ENV_CACHE_DIR,
@@ -180,7 +180,7 @@ def _process(task: FileTask, spec: JobSpec, store: Optional[CacheStore], out: di
                 except Exception as err:
                     out.update(stored=False, note=f"not stored in {store.url}: {_one_line(err)}")
     finally:
-        if beat is not None:
+        if beat is not None and store is not None:  # (a heartbeat only with a store)
             beat.stop()
             store.release(spec.key, task.owner)
 
@@ -248,7 +248,7 @@ class _Progress:
         self.total = total
         self.started = time.monotonic()
         self.last = -float("inf")
-        self.shown = None
+        self.shown: Optional[Tuple[int, tuple]] = None
 
     def show(self, counts: Dict[str, int], workers: int, final: bool = False) -> None:
         if self.out is None:
@@ -298,8 +298,8 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
     need_index = bool(timeline) and store is not None and not at_url
     report = Report(cache=location or "sidecars")
     counts = report.counts
-    for k in ("parsed", "cached", "failed", "elsewhere", "retried", "waiting"):
-        counts[k] = 0
+    for name in ("parsed", "cached", "failed", "elsewhere", "retried", "waiting"):
+        counts[name] = 0
 
     discovery = Discovery(logdir, interval=None)
     try:
@@ -330,7 +330,7 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
     present = _present(store, todo, discovery.fs, sidecar)
     for f in todo:
         hit = present.get(f.key)
-        if hit is not None and not (need_index and hit.ok and not store.has_index(f.key)):
+        if hit is not None and not (need_index and store is not None and hit.ok and not store.has_index(f.key)):
             finish(f.key, hit.ok, "cached" if hit.ok else hit.error, "cached")
     todo = sorted((f for f in todo if f.key not in final), key=lambda f: -f.size)  # largest first
 
@@ -361,7 +361,7 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
                     cluster.close()
     if store is not None and not at_url:  # a folder: kept within its bound, as the plugin keeps it
         try:
-            trim(Path(location), cache_limit_bytes(), keep=[Path(store.entry_path(k)) for k in final])
+            trim(Path(cast(str, location)), cache_limit_bytes(), keep=[Path(store.entry_path(k)) for k in final])
         except OSError as err:
             logger.debug("tb_paddle_profile: cache trim skipped: %s", err)
     # Done means readable again: every entry this run reports is read back (header and length).

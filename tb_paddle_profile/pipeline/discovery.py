@@ -30,7 +30,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import fsspec
 
@@ -187,7 +187,7 @@ class Discovery:
         entries = groups if groups else [("", logdir)]
         self.roots: List[Tuple[str, str]] = []  # (group name, root as the store names it)
         self.problems: List[str] = []
-        self.fs = None
+        self.fs: Any = None  # the fsspec filesystem of the first entry (there is always one)
         for group, folder in entries:
             url = folder
             if "://" not in url and "::" not in url:
@@ -376,8 +376,8 @@ class Discovery:
         spans_read: Dict[str, Optional[str]] = {}
         late: Dict[str, str] = {}
         for i in range(0, len(need_head), HEAD_BATCH):  # (100,000 new files: 0.8 GB of heads if read at once)
-            heads, refused = self._read_heads(need_head[i:i + HEAD_BATCH])
-            late.update(refused)
+            heads, refused_now = self._read_heads(need_head[i:i + HEAD_BATCH])
+            late.update(refused_now)
             spans_read.update((path, peek_span(head)) for path, head in heads.items())
             del heads
 

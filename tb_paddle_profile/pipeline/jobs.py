@@ -176,14 +176,15 @@ def _store(spec: JobSpec, cache: SummaryCache, fs, result: CachedResult, digest:
                 written = cache.put_index(spec.key, encode_parts(*index_parts))
             except OSError as err:  # the summary may still be stored; the index goes to index_dir
                 notes.append(f"cache folder not writable ({_one_line(err)})")
-        if written is None and _index_target(spec):
+        target = _index_target(spec)
+        if written is None and target:
             from pathlib import Path
 
             from tb_paddle_profile.store.cache import atomic_write
 
             try:
-                atomic_write(Path(_index_target(spec)), encode_parts(*index_parts))
-                written = _index_target(spec)
+                atomic_write(Path(target), encode_parts(*index_parts))
+                written = target
             except OSError as err:
                 notes.append(f"timeline index not written: {_one_line(err)}")
         out.index_path = written or ""

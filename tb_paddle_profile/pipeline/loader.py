@@ -365,8 +365,7 @@ class Loader(_Dispatch):
                         self._refuse(e, _refused(f))
                     elif f.changed:
                         self._set_growing(e, "changed", CHANGED_REASON)
-                    elif found.get(key) is not None:
-                        hit = found[key]
+                    elif (hit := found.get(key)) is not None:
                         e.state, e.error, e.cached = (READY if hit.ok else FAILED), hit.error, True
                         self.stats["cache_hits"] += 1
                     else:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import List, Optional, Tuple
+from pathlib import Path
+from typing import List, Optional, Tuple, cast
 
 from tb_paddle_profile.core.errors import our_bug
 from tb_paddle_profile.core.pool import (
@@ -270,7 +271,8 @@ class _Dispatch(_Queue):
             result = CachedResult(res["ok"], res["data"], res["error"])
             stored = res.get("stored", False)
             if stored:
-                self.cache.trimmer.after_write(self.cache._path(key), background=True)  # not on this thread
+                # not on this thread; the job stored it in the cache's folder, so the cache has one
+                self.cache.trimmer.after_write(cast(Path, self.cache._path(key)), background=True)
             else:  # the job could not store it (a cache that is not a local folder, or not writable)
                 if result.ok and res.get("digest"):
                     self.cache.put_digest(key, res["digest"])

@@ -11,10 +11,10 @@ from tb_paddle_profile.store.cache import CacheKey
 from tb_paddle_profile.pipeline.discovery import TraceFile
 from tb_paddle_profile.pipeline.loader_plan import (BATCH_BYTES, BATCH_FILES, JSON_MEMORY_FACTOR, MEMORY_FRACTION,
                                                     available_memory, memory_estimate)
-from tb_paddle_profile.pipeline.loader_state import FAILED, GROWING, QUEUED, _Entry
+from tb_paddle_profile.pipeline.loader_state import FAILED, GROWING, QUEUED, _Entry, _LoaderState
 
 
-class _Queue:
+class _Queue(_LoaderState):
     """The queue's methods of Loader (its state is set up by Loader.__init__)."""
 
     def _touch(self) -> None:

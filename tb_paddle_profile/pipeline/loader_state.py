@@ -1,15 +1,21 @@
 """The loader's files: their states (QUEUED, LOADING, READY, FAILED, GROWING) and what the routes see of
 one (FileState), the loader's entry per file (_Entry) and the counts kept as states are set (_Tally); a
-job's outcome as the loader's result dict (_as_result), an exception of a worker process (_Remote)."""
+job's outcome as the loader's result dict (_as_result), an exception of a worker process (_Remote); the
+attributes of Loader, declared for its mixins (_LoaderState)."""
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import itertools
 import logging
+import tempfile
+import threading
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
-from tb_paddle_profile.core.pool import Job
+from tb_paddle_profile.core.pool import Job, WorkerPool
+from tb_paddle_profile.store.cache import CacheKey, SummaryCache
+from tb_paddle_profile.store.lru import SizedLRU
 from tb_paddle_profile.pipeline.discovery import TraceFile
 from tb_paddle_profile.v1 import plugin_pb2
 
@@ -92,7 +98,7 @@ class _Entry:
 
     @property
     def state(self) -> int:
-        return self._state
+        return cast(int, self._state)  # set in __init__ (None only before that first set)
 
     @state.setter
     def state(self, value: int) -> None:
@@ -103,6 +109,50 @@ class _Entry:
     def forget(self) -> None:
         """Out of the loader's tally (the file is no longer listed)."""
         self.tally.moved(self.file.run, self._state, None)
+
+
+class _LoaderState:
+    """The attributes of Loader, declared for the type checker: Loader.__init__ sets them (and says what
+    they are); its mixins (loader_queue._Queue, loader_dispatch._Dispatch) read and set them. Annotations
+    only: nothing is set here."""
+
+    fs: Any  # an fsspec filesystem
+    cache: SummaryCache
+    index: bool
+    _index_tmp: Optional[tempfile.TemporaryDirectory]
+    _digests: SizedLRU
+    _resolve: List[Tuple[concurrent.futures.Future, dict]]
+    root: Optional[str]
+    max_workers: int
+    growing_window: float
+    _cond: threading.Condition
+    _entries: Dict[CacheKey, _Entry]
+    _tally: _Tally
+    _pending: Dict[CacheKey, _Entry]
+    _ready: list
+    _by_run: Dict[str, list]
+    _run_items: int
+    _later: list
+    _side: Dict[CacheKey, _Entry]
+    _inflight: Dict[CacheKey, int]
+    _running: int
+    _done: List[Tuple[List[_Entry], Job]]
+    _urgent: Set[CacheKey]
+    _focus: Optional[str]
+    _run_order: Dict[str, int]
+    _memory: SizedLRU
+    _seq: itertools.count
+    _version: int
+    _closed: bool
+    _executor: Optional[WorkerPool]
+    _idle_since: float
+    _pool_error: str
+    _pool_fails: int
+    _pool_retry_at: float
+    _owner: str
+    stats: Dict[str, int]
+    _thread: threading.Thread
+    _index_dir: Callable[[], str]  # Loader's method: the folder of the timeline indexes
 
 
 # ------------------------------------------------------------------ worker side

@@ -30,7 +30,7 @@ import logging
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from tb_paddle_profile.store.lru import SizedLRU
 
@@ -57,15 +57,16 @@ def _worker_order(item):
     return (rank if rank >= 0 else 1 << 30, name)
 
 
-def assemble(traces: Iterable) -> Dict[str, Dict[str, Dict[str, object]]]:
+def assemble(traces: Iterable[Any]) -> Dict[str, Dict[str, Dict[str, Any]]]:
     """run -> worker -> span -> file, in display order (runs by name, workers by rank then name, spans
     by number), with the latest-export rule of the module's docstring. ``traces`` are
-    discovery.TraceFile (their ``recorded_span`` is the span the trace records)."""
+    discovery.TraceFile (their ``recorded_span`` is the span the trace records; typed Any: discovery
+    imports this module)."""
     grouped: Dict[str, Dict[str, Dict[str, list]]] = {}
     for t in traces:
         recorded = getattr(t, "recorded_span", "") or t.span
         grouped.setdefault(t.run, {}).setdefault(t.worker, {}).setdefault(recorded, []).append(t)
-    runs: Dict[str, Dict[str, Dict[str, object]]] = {}
+    runs: Dict[str, Dict[str, Dict[str, Any]]] = {}
     for run in sorted(grouped):
         workers = {}
         for worker, by_span in grouped[run].items():
@@ -89,14 +90,14 @@ def rank_order(f) -> tuple:
     return (f.rank if f.rank >= 0 else 1 << 30, f.worker)
 
 
-def span_files(workers: Mapping[str, Mapping[str, object]], span: str) -> List:
+def span_files(workers: Mapping[str, Mapping[str, Any]], span: str) -> List:
     """One file per worker that recorded ``span`` (its latest export), ordered by rank then worker."""
     files = [spans[span] for spans in workers.values() if span in spans]
     files.sort(key=rank_order)
     return files
 
 
-def duplicate_notes(workers: Mapping[str, Mapping[str, object]], span: str) -> List[str]:
+def duplicate_notes(workers: Mapping[str, Mapping[str, Any]], span: str) -> List[str]:
     """Notes naming the earlier exports of ``span`` that the run's views leave out."""
     notes = []
     for worker, spans in workers.items():
@@ -187,7 +188,7 @@ def analysis_blobs(digests: Sequence[bytes], run: str, span: str, key: str) -> T
     return message.SerializeToString(), table.to_bytes()
 
 
-def whatif_blob(digests: Sequence[bytes], run: str, span: str, args: Mapping[str, float]) -> bytes:
+def whatif_blob(digests: Sequence[bytes], run: str, span: str, args: Mapping[str, Any]) -> bytes:
     """The serialized RunWhatIf (present/display/whatif.whatif_answer) of serialized RankDigests: what
     RunAnalyses.derived stores under whatif_name; run in a worker process by the plugin."""
     from tb_paddle_profile.present.display.whatif import whatif_answer
@@ -341,7 +342,7 @@ class RunAnalyses:
         return data
 
     @staticmethod
-    def _compute(key: str, compute: Callable[[], object]) -> Tuple[bytes, bytes]:
+    def _compute(key: str, compute: Callable[[], Any]) -> Tuple[bytes, bytes]:
         from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
 
         got = compute()
