@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tb_paddle_profile.cli import commands as cli
+from tb_paddle_profile.cli.diff import load_diff
 from tb_paddle_profile.present.display.export import records
 from tb_paddle_profile.present.display.summary import find_table
 from tb_paddle_profile.v1 import diff_pb2
@@ -50,7 +51,7 @@ def cache(tmp_path_factory):
 
 def _diff(cache, *argv) -> diff_pb2.RunDiff:
     args = cli.build_parser().parse_args(["diff", *map(str, argv), "--cache-dir", cache])
-    return cli.load_diff(args)
+    return load_diff(args)
 
 
 def _parts(result: diff_pb2.RunDiff):
@@ -276,7 +277,7 @@ def test_route(runs, tmp_path, monkeypatch):
         assert got.status_code == 200, got.get_data(as_text=True)
         msg = diff_pb2.RunDiff.FromString(got.get_data())
         assert msg.mode == "run" and msg.baseline.run == "base" and msg.candidate.ranks == 8
-        cli_msg = cli.load_diff(cli.build_parser().parse_args(["diff", str(runs["base"]), str(runs["dp_slow"]),
+        cli_msg = load_diff(cli.build_parser().parse_args(["diff", str(runs["base"]), str(runs["dp_slow"]),
                                                                "--no-cache"]))
         assert records(find_table(msg.display, "decomposition")) == records(find_table(cli_msg.display,
                                                                                        "decomposition"))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tb_paddle_profile.cli import commands as cli
+from tb_paddle_profile.cli.diff import load_diff
 from tb_paddle_profile.present.display.export import records
 from tb_paddle_profile.present.display.summary import find_table
 
@@ -79,7 +80,7 @@ def paddle_model(trace: Path) -> dict:
 def test_operator_deltas_are_paddles_tables_subtracted(traces, tmp_path):
     args = cli.build_parser().parse_args(["diff", str(traces["baseline"]), str(traces["candidate"]),
                                           "--cache-dir", str(tmp_path / "cache")])
-    result = cli.load_diff(args)
+    result = load_diff(args)
     rows = {r["name"]: r for r in records(find_table(result.display, "operators")) if r["depth"] == 0}
     base, cand = paddle_operators(traces["baseline"]), paddle_operators(traces["candidate"])
     assert set(rows) == set(base) | set(cand)
