@@ -166,9 +166,9 @@ def test_cache_location_comes_from_the_environment(tmp_path, monkeypatch):
 def test_the_cache_folder_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
     """Over TB_PADDLE_PROFILE_CACHE_MAX_MB, the entries used longest ago go (a read counts as a use),
     down to 90 % of the bound; the entry just written and files that are not entries stay."""
-    from tb_paddle_profile.store import cache as cache_mod
+    from tb_paddle_profile.store import trim as trim_mod
 
-    monkeypatch.setattr(cache_mod, "TRIM_INTERVAL_S", 0.0)
+    monkeypatch.setattr(trim_mod, "TRIM_INTERVAL_S", 0.0)
     root = tmp_path / "c"
     keys = [CacheKey(f"file:///x/rank{i}_time_1.paddle_trace.json", 100 + i, "1") for i in range(10)]
     payload = b"\x00" * 100_000
@@ -199,17 +199,17 @@ def test_the_cache_folder_is_bounded_least_recently_used_first(tmp_path, monkeyp
     assert sizes <= 630_000
 
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_MAX_MB", "0")
-    assert cache_mod.cache_limit_bytes() == 0
+    assert trim_mod.cache_limit_bytes() == 0
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_MAX_MB", "junk")
-    assert cache_mod.cache_limit_bytes() == cache_mod.DEFAULT_CACHE_MAX_MB << 20
+    assert trim_mod.cache_limit_bytes() == trim_mod.DEFAULT_CACHE_MAX_MB << 20
 
 
 def test_a_bounded_cache_still_serves_every_file(logdir, tmp_path, monkeypatch):
     """A bound smaller than one summary: entries are dropped as soon as others are written, and every
     file is still served (from memory, or parsed again after a restart), equal to the engine's."""
-    from tb_paddle_profile.store import cache as cache_mod
+    from tb_paddle_profile.store import trim as trim_mod
 
-    monkeypatch.setattr(cache_mod, "TRIM_INTERVAL_S", 0.0)
+    monkeypatch.setattr(trim_mod, "TRIM_INTERVAL_S", 0.0)
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_MAX_MB", "0.001")
     for _ in range(2):
         plugin = start(logdir, monkeypatch, tmp_path / "cache")

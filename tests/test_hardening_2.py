@@ -261,7 +261,8 @@ def test_cache_entries_and_sidecars_honour_the_umask(tmp_path, umask_002):
 def test_temporary_parts_left_by_a_kill_are_trimmed(tmp_path):
     import time
 
-    from tb_paddle_profile.store.cache import CacheKey, CachedResult, STALE_PART_S, SummaryCache, trim
+    from tb_paddle_profile.store.cache import CacheKey, CachedResult, SummaryCache
+    from tb_paddle_profile.store.trim import STALE_PART_S, trim
 
     cache = SummaryCache(tmp_path)
     key = CacheKey("file:///x", 2, "1")
@@ -614,15 +615,15 @@ def test_concurrent_preprocess_runs_parse_each_trace_once(tmp_path):
 def test_cache_writes_fsync_only_when_asked(tmp_path, monkeypatch):
     """6 fsyncs per trace were a third of a small trace's job: off by default (an entry a power loss cut
     is caught by its checksum), on with TB_PADDLE_PROFILE_CACHE_FSYNC=1; the file is whole either way."""
-    from tb_paddle_profile.store import cache as cache_mod
+    from tb_paddle_profile.store import files as files_mod
 
     calls = []
     real = os.fsync
-    monkeypatch.setattr(cache_mod.os, "fsync", lambda fd: calls.append(fd) or real(fd))
+    monkeypatch.setattr(files_mod.os, "fsync", lambda fd: calls.append(fd) or real(fd))
     monkeypatch.delenv("TB_PADDLE_PROFILE_CACHE_FSYNC", raising=False)
-    cache_mod.atomic_write(tmp_path / "a" / "x.bin", b"abc" * 1000)
+    files_mod.atomic_write(tmp_path / "a" / "x.bin", b"abc" * 1000)
     assert calls == [] and (tmp_path / "a" / "x.bin").read_bytes() == b"abc" * 1000
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE_FSYNC", "1")
-    cache_mod.atomic_write(tmp_path / "a" / "y.bin", [b"ab", b"cd"])
+    files_mod.atomic_write(tmp_path / "a" / "y.bin", [b"ab", b"cd"])
     assert len(calls) == 2 and (tmp_path / "a" / "y.bin").read_bytes() == b"abcd"  # the file, then its folder
     assert not list((tmp_path / "a").glob(".tmp-*"))

@@ -33,6 +33,16 @@ def flag(name: str) -> bool:
     return text(name).lower() in {"1", "true", "yes", "on"}
 
 
+def megabytes(name: str, default_mb: float) -> int:
+    """A size bound given in MB, in bytes (0: none); ``default_mb`` when unset or not a number."""
+    value = text(name)
+    try:
+        mb = float(value) if value else default_mb
+    except ValueError:
+        mb = default_mb
+    return max(0, int(mb * (1 << 20)))
+
+
 def note_parse(file_name: str) -> None:
     """With TB_PADDLE_PROFILE_PARSE_LOG set (tests, benchmarks), one line per parse is appended to that
     file, from whichever process parses: how the tests count parses across worker processes."""

@@ -45,12 +45,11 @@ from tb_paddle_profile.store.cache import (
     CacheKey,
     CachedResult,
     _DISABLED,
-    cache_limit_bytes,
     default_cache_dir,
     env_flag,
     read_sidecar,
-    trim,
 )
+from tb_paddle_profile.store.trim import cache_limit_bytes, trim
 from tb_paddle_profile.store.cache_store import CLAIM_TTL_S, CacheStore, is_url, new_owner
 from tb_paddle_profile.core.errors import our_bug
 from tb_paddle_profile.pipeline.jobs import JobOutcome, JobSpec, run_job

@@ -180,7 +180,7 @@ def _store(spec: JobSpec, cache: SummaryCache, fs, result: CachedResult, digest:
         if written is None and target:
             from pathlib import Path
 
-            from tb_paddle_profile.store.cache import atomic_write
+            from tb_paddle_profile.store.files import atomic_write
 
             try:
                 atomic_write(Path(target), encode_parts(*index_parts))

@@ -17,6 +17,9 @@ The folder is bounded (``TB_PADDLE_PROFILE_CACHE_MAX_MB``, default 8192; 0: unbo
 least recently used entries (summaries and timeline indexes; a read refreshes an entry's modification
 time) are deleted until the folder is back under 90 % of the bound. Only the tool's own entry files are
 ever deleted.
+
+This module holds the key, the entry's layout and checks, the sidecars and ``SummaryCache``; the atomic
+writes and damaged entries are store/files.py's, the bound store/trim.py's.
 """
 from __future__ import annotations
 
@@ -25,32 +28,21 @@ import hashlib
 import json
 import logging
 import os
-import re
-import tempfile
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 from tb_paddle_profile.core import settings
 from tb_paddle_profile.core.version import __version__
 from tb_paddle_profile.analysis.summarize import SUMMARY_SCHEMA
+from tb_paddle_profile.store.files import atomic_write, discard, log_once, touch
+from tb_paddle_profile.store.trim import Trimmer
 from tb_paddle_profile.v1 import summary_pb2
 
 logger = logging.getLogger(__name__)
 
 ENV_CACHE_DIR = settings.CACHE_DIR
 ENV_SIDECAR = settings.SIDECAR
-ENV_CACHE_MAX_MB = settings.CACHE_MAX_MB
-DEFAULT_CACHE_MAX_MB = 8192
-TRIM_INTERVAL_S = 30.0  # a folder is walked at most this often per Trimmer
-STALE_PART_S = 3600.0  # a .tmp-*.part older than this is a write a kill left behind: trimmed
-# The entry files the bound applies to: <cache>/v<N>/xx/<digest>.pb (summaries),
-# <cache>/timeline-v<N>/xx/<digest>.tl (timeline indexes), <cache>/digest-v<N>/xx/<digest>.dg (rank digests)
-# and <cache>/analysis-v<N>/xx/<key>.ra (cross-rank analyses), any layout version N; nothing else is touched.
-_ENTRY_FOLDER = re.compile(r"(v|timeline-v|digest-v|analysis-v)[0-9]+")
-_ENTRY_SUFFIX = {"v": ".pb", "timeline-v": ".tl", "digest-v": ".dg", "analysis-v": ".ra"}
 TIMELINE_FOLDER = "timeline-v3"  # = timeline.INDEX_VERSION's folder (checked there)
 DIGEST_FOLDER = "digest-v1"
 ANALYSIS_FOLDER = "analysis-v1"
@@ -195,108 +187,6 @@ def check_head(head: bytes, file_size: int, key: CacheKey) -> Tuple[Optional[Cac
     return CachedResult(True, b"", ""), "", False
 
 
-def atomic_write(path: Path, data) -> None:
-    """Write ``data`` (bytes, or an iterable of bytes-like chunks) to ``path`` so that readers see the old
-    file or the new one, never a part: a temporary file in the same folder, then a rename. With
-    TB_PADDLE_PROFILE_CACHE_FSYNC=1 the file and its folder are fsynced too (so that a power loss right
-    after leaves the whole new file or the old one). Without it (the default) such a loss may leave an
-    empty or cut file, which its length and checksum show as damaged: a miss, computed again. The
-    fsyncs were 6 per trace and a third of the time of a small trace's job."""
-    durable = settings.flag(settings.CACHE_FSYNC)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
-    try:
-        share_mode(fd)
-        with os.fdopen(fd, "wb") as f:
-            if isinstance(data, (bytes, bytearray, memoryview)):
-                f.write(data)
-            else:
-                for chunk in data:
-                    f.write(chunk)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if durable:
-        _fsync_folder(path.parent)
-
-
-def _umask() -> int:
-    """This process's umask (from /proc where it is shown, else set and put back)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def share_mode(fd: int) -> None:
-    """Give a file made by mkstemp (mode 0600) the mode a plain open would: 0666 less the umask, so a
-    team sharing a cache folder (umask 002, a group folder) reads each other's entries."""
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-    except (OSError, AttributeError):  # Windows, or a file system without modes
-        pass
-
-
-def _fsync_folder(folder: Path) -> None:
-    if not hasattr(os, "O_DIRECTORY"):
-        return  # Windows: folders cannot be opened; the rename is as durable as it gets
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-_LOGGED: "set[str]" = set()
-_LOGGED_LOCK = threading.Lock()
-
-
-def log_once(key: str, level: int, message: str, *args) -> None:
-    """Log ``message`` the first time ``key`` is seen in this process (bounded: 10,000 keys)."""
-    with _LOGGED_LOCK:
-        if key in _LOGGED:
-            return
-        if len(_LOGGED) > 10_000:
-            _LOGGED.clear()
-        _LOGGED.add(key)
-    logger.log(level, message, *args)
-
-
-def discard(path: Path, inode: Optional[int], reason: str, what: str = "cache entry") -> None:
-    """Delete a damaged entry file of ours (only if it is still the file that was read), logged once."""
-    try:
-        st = os.stat(path)
-        if inode is None or st.st_ino == inode:
-            path.unlink()
-            removed = "deleted; it will be built again"
-        else:
-            removed = "already replaced"
-    except FileNotFoundError:
-        removed = "already gone"
-    except OSError as err:
-        removed = f"could not be deleted ({err.strerror or err}); it is ignored"
-    log_once(f"damaged:{path}:{inode}", logging.WARNING, "tb_paddle_profile: %s %s is damaged (%s): %s",
-             what, path, reason, removed)
-
-
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "tb_paddle_profile"
@@ -359,153 +249,6 @@ def write_sidecar(fs, trace_path: str, key: CacheKey, result: CachedResult) -> s
         return ""
     except Exception as err:  # read-only store, permissions: the cache still works without a sidecar
         return f"sidecar not written: {' '.join(str(err).split())[:200]}"
-
-
-def cache_limit_bytes() -> int:
-    """The cache folder's bound in bytes from ``TB_PADDLE_PROFILE_CACHE_MAX_MB`` (0: none)."""
-    text = os.environ.get(ENV_CACHE_MAX_MB, "").strip()
-    try:
-        mb = float(text) if text else DEFAULT_CACHE_MAX_MB
-    except ValueError:
-        mb = DEFAULT_CACHE_MAX_MB
-    return max(0, int(mb * (1 << 20)))
-
-
-def touch(path: Path) -> None:
-    """Mark an entry as just used (its modification time is the LRU clock; atime is often off)."""
-    try:
-        os.utime(path)
-    except OSError:
-        pass
-
-
-def _entries(cache_dir: Path, stale: Optional[list] = None) -> List[Tuple[float, int, Path]]:
-    """(mtime, size, path) of the entries; `stale`, when given, gets the same of the .tmp-*.part files
-    older than STALE_PART_S (left by a writer killed half way)."""
-    found = []
-    old = time.time() - STALE_PART_S
-    for root in os.scandir(cache_dir):
-        m = _ENTRY_FOLDER.fullmatch(root.name)
-        if m is None or not root.is_dir(follow_symlinks=False):
-            continue
-        suffix = _ENTRY_SUFFIX[m.group(1)]
-        for sub in os.scandir(root.path):
-            if not sub.is_dir(follow_symlinks=False):
-                continue
-            for entry in os.scandir(sub.path):
-                if stale is not None and entry.name.startswith(".tmp-") and entry.name.endswith(".part"):
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if st.st_mtime < old and entry.is_file(follow_symlinks=False):
-                        stale.append((st.st_mtime, st.st_size, Path(entry.path)))
-                    continue
-                if entry.name.endswith(suffix) and not entry.name.startswith(".") \
-                        and entry.is_file(follow_symlinks=False):
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    found.append((st.st_mtime, st.st_size, Path(entry.path)))
-    return found
-
-
-def trim(cache_dir: Path, limit: int, keep: Iterable[Path] = ()) -> int:
-    """Delete the least recently used entries until the folder's entries fit in 90 % of ``limit``
-    bytes (``keep``: paths never deleted, e.g. the entry just written). Returns the bytes freed."""
-    if limit <= 0:
-        return 0
-    stale: list = []
-    entries = _entries(cache_dir, stale)
-    freed = 0
-    for _, size, path in stale:
-        try:
-            path.unlink()
-        except OSError:
-            continue
-        freed += size
-    total = sum(size for _, size, _ in entries)
-    if total <= limit:
-        return freed
-    keep = {Path(p) for p in keep}
-    target = int(limit * 0.9)
-    parts, freed = freed, 0
-    for _, size, path in sorted(entries, key=lambda e: (e[0], str(e[2]))):
-        if total - freed <= target:
-            break
-        if path in keep:
-            continue
-        try:
-            path.unlink()  # a memory-mapped timeline index stays readable by whoever has it open
-        except OSError:
-            continue
-        freed += size
-    return parts + freed
-
-
-class Trimmer:
-    """Calls :func:`trim` after writes, at most every TRIM_INTERVAL_S seconds."""
-
-    def __init__(self, cache_dir: Optional[Path], limit: Optional[int] = None):
-        self.cache_dir = cache_dir
-        self.limit = cache_limit_bytes() if limit is None else limit
-        self._lock = threading.Lock()
-        self._last = -float("inf")
-        self._walking = False  # a background walk is under way
-        self._again: Optional[Path] = None  # a walk asked for while it was: run once more after it
-
-    def after_write(self, written: Path, background: bool = False) -> int:
-        """Trim when TRIM_INTERVAL_S has passed since the last walk; the bytes freed. ``background``: the
-        walk (every entry of the folder stat'ed: seconds for the 400,000 entries of 100,000 traces) runs on
-        a thread of its own, one at a time, and 0 is returned (the loader's dispatcher does not wait for it)."""
-        if self.cache_dir is None or self.limit <= 0:
-            return 0
-        with self._lock:
-            now = time.monotonic()
-            if now - self._last < TRIM_INTERVAL_S:
-                return 0
-            self._last = now
-            if background:
-                if self._walking:
-                    self._again = written
-                    return 0
-                self._walking = True
-        if not background:
-            return self._trim(written)
-        try:
-            threading.Thread(target=self._walk, args=(written,), name="tbpp-cache-trim", daemon=True).start()
-        except RuntimeError:  # no thread to be had: walked here
-            self._walk(written)
-        return 0
-
-    def busy(self) -> bool:
-        """A background walk is under way."""
-        with self._lock:
-            return self._walking
-
-    def _walk(self, written: Path) -> None:
-        while True:
-            try:
-                self._trim(written)
-            except Exception:  # a bug of ours: the bound waits for the next walk, the loader goes on
-                logger.exception("tb_paddle_profile: cache trim failed")
-            with self._lock:
-                written, self._again = self._again, None
-                if written is None:
-                    self._walking = False
-                    return
-
-    def _trim(self, written: Path) -> int:
-        try:
-            freed = trim(self.cache_dir, self.limit, keep=[written])
-        except OSError as err:  # a folder removed underneath us: nothing to bound
-            logger.debug("tb_paddle_profile: cache trim skipped: %s", err)
-            return 0
-        if freed:
-            logger.info("tb_paddle_profile: cache over %d MB: %d MB of least recently used entries removed",
-                        self.limit >> 20, freed >> 20)
-        return freed
 
 
 class SummaryCache:

@@ -45,21 +45,19 @@ from tb_paddle_profile.store.cache import (
     CacheKey,
     CachedResult,
     SummaryCache,
-    share_mode,
     _CHECK_LEN,
     _DISABLED,
     ENV_CACHE_DIR,
     ENV_SIDECAR,
     _MAGIC,
     _MAX_HEADER,
-    atomic_write,
     check_entry,
     check_head,
     default_cache_dir,
     encode_entry,
     env_flag,
-    log_once,
 )
+from tb_paddle_profile.store.files import atomic_write, log_once, share_mode
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-from typing import Dict, Iterable, Iterator, List, Tuple
+from typing import Dict, Generator, Iterable, Iterator, List, Tuple
 
 import numpy as np
 
@@ -204,12 +203,7 @@ _WORST = _worst_cases()
 
 def window_limit_bytes() -> int:
     """The bound on a trace_window answer, from ``TB_PADDLE_PROFILE_WINDOW_MAX_MB`` (0: none)."""
-    text = os.environ.get(ENV_WINDOW_MAX_MB, "").strip()
-    try:
-        mb = float(text) if text else DEFAULT_WINDOW_MAX_MB
-    except ValueError:
-        mb = DEFAULT_WINDOW_MAX_MB
-    return max(0, int(mb * (1 << 20)))
+    return settings.megabytes(ENV_WINDOW_MAX_MB, DEFAULT_WINDOW_MAX_MB)
 
 
 def window_size(idx: TimelineIndex, ws: int, we: int, file_name: str = "") -> Tuple[int, int]:
@@ -248,7 +242,7 @@ def window_size(idx: TimelineIndex, ws: int, we: int, file_name: str = "") -> Tu
 
 
 def chrome_chunks(idx: TimelineIndex, ws: int, we: int, file_name: str, chunk: int = 1 << 18,
-                  block: int = 1024) -> Iterator[bytes]:
+                  block: int = 1024) -> Generator[bytes, None, None]:
     """A Chrome-trace JSON of the slices overlapping [ws, we] (index-local ns), for Perfetto, as chunks of
     about ``chunk`` bytes: what is held at once is a chunk and a block of ``block`` events, whatever the
     window."""

@@ -20,7 +20,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from tb_paddle_profile.store.cache import atomic_write
+from tb_paddle_profile.store.files import atomic_write
 
 
 MAGIC = b"TBPPTL2\n"

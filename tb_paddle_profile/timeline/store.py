@@ -13,7 +13,8 @@ import traceback
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from tb_paddle_profile.store.cache import Trimmer, discard, log_once, touch
+from tb_paddle_profile.store.files import discard, log_once, touch
+from tb_paddle_profile.store.trim import Trimmer
 from .build import index_in_worker
 from .runindex import RunIndex, build_run_index, run_key
 from .storage import INDEX_VERSION, CorruptIndex, TimelineIndex, one_line
