@@ -139,7 +139,7 @@ _CSV = "text/csv; charset=utf-8"
 
 
 def _sorted_by(request: Request) -> str:
-    from tb_paddle_profile.present.display.summary import SORTED_KEYS
+    from tb_paddle_profile.present.display.summary_common import SORTED_KEYS
 
     value = _param(request, "sorted_by", required=False) or "CPUTotal"
     if value not in SORTED_KEYS:

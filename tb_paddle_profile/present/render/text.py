@@ -13,7 +13,8 @@ from typing import List, Optional, Sequence
 
 from tb_paddle_profile.core.terminal import visible, visible_lines
 from tb_paddle_profile.present.display import cells
-from tb_paddle_profile.present.display.summary import SORTED_KEYS, VIEWS, display_kernel_name, summary_display
+from tb_paddle_profile.present.display.summary import summary_display
+from tb_paddle_profile.present.display.summary_common import SORTED_KEYS, VIEWS, display_kernel_name
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
