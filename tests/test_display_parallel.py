@@ -19,12 +19,9 @@ from tb_paddle_profile.analysis.digest import digest_of
 from tb_paddle_profile.cli.commands import main
 from tb_paddle_profile.present.display.cells import DURATION, sentence_text
 from tb_paddle_profile.present.display.export import records, to_csv
-from tb_paddle_profile.present.display.parallel import (
-    distributed_display,
-    parallel_display,
-    ranks_text,
-    spans,
-)
+from tb_paddle_profile.present.display.distributed import distributed_display
+from tb_paddle_profile.present.display.parallel import parallel_display
+from tb_paddle_profile.present.display.parallel_common import ranks_text, spans
 from tb_paddle_profile.analysis.summarize import summarize_file
 from tb_paddle_profile.present.render.parallel_text import render, table_lines
 from tb_paddle_profile.v1 import display_pb2 as dpb

@@ -78,7 +78,7 @@ class ParallelRoutes(AnalysisBase):
                 waiting.append(trace)
         loader.prioritize(waiting, run)
         if not waiting:  # the Distributed view's tables, once every rank is ready (display/parallel.py)
-            from tb_paddle_profile.present.display.parallel import distributed_display
+            from tb_paddle_profile.present.display.distributed import distributed_display
 
             labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
             labels.update({t.worker: self._prior_label(t, numbers.get(t.worker)) for t in files if t.worker not in labels})
@@ -134,7 +134,7 @@ class ParallelRoutes(AnalysisBase):
         run, span, files = self._run_span(request)
         worker = _param(request, "worker")
         fmt = _format(request)
-        from tb_paddle_profile.present.display.parallel import rank_banner
+        from tb_paddle_profile.present.display.straggler import rank_banner
         from tb_paddle_profile.v1 import display_pb2
 
         states = self._states(files) if self.loader is not None else []

@@ -502,7 +502,7 @@ def peers_diff(rank: pb.Summary, peers: Sequence[pb.Summary], sides: Sequence[Tu
     views ``operators`` and ``kernels``, per ProfileStep (analysis/peers.py); ``sides`` as in rank_diff
     (the baseline's worker "~peers")."""
     from tb_paddle_profile.analysis.peers import peers_median, per_step
-    from tb_paddle_profile.present.display.parallel import ranks_text
+    from tb_paddle_profile.present.display.parallel_common import ranks_text
     from tb_paddle_profile.v1 import diff_pb2
 
     me, med = per_step(rank), peers_median([per_step(s) for s in peers])

@@ -18,7 +18,7 @@ from typing import List, Optional
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import schedule_pb2 as spb
 from tb_paddle_profile.present.display.cells import NUMBER, PERCENT, lit, rank, sentence, val
-from tb_paddle_profile.present.display.parallel import _note, _row, _table, col, count, dur, duration, pct, ranks_text
+from tb_paddle_profile.present.display.parallel_common import _note, _row, _table, col, count, dur, duration, pct, ranks_text
 
 RANKS_PRINTED = 16
 KIND_TEXT = {spb.BUBBLE_KIND_FILL_DRAIN: "fill/drain", spb.BUBBLE_KIND_WAIT: "waiting",

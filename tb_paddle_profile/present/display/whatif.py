@@ -11,7 +11,7 @@ from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
 from tb_paddle_profile.present.display.cells import DURATION, PERCENT, rank, sentence, val
-from tb_paddle_profile.present.display.parallel import _row, _table, col, count, dur, pct
+from tb_paddle_profile.present.display.parallel_common import _row, _table, col, count, dur, pct
 from tb_paddle_profile.present.display.schedule import mfu_tables, schedule_sentences, schedule_tables
 
 

@@ -14,7 +14,8 @@ from typing import List
 from tb_paddle_profile.core.terminal import visible, visible_lines
 from tb_paddle_profile.present.display import cells
 from tb_paddle_profile.present.display.cells import format_cell, format_value, sentence_text
-from tb_paddle_profile.present.display.parallel import parallel_display, spans
+from tb_paddle_profile.present.display.parallel import parallel_display
+from tb_paddle_profile.present.display.parallel_common import spans
 from tb_paddle_profile.present.render.fit import DEFAULT_WIDTH, fit_tables, header_lines, short_label
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2 as ppb
