@@ -5,6 +5,8 @@ import { fetchDisplay, fetchDistributed, fetchRuns, fetchSummary, traceUrl } fro
 import { Picker } from "./components/Picker";
 import type { PickItem } from "./components/Picker";
 import { Notice, Segmented } from "./components/ui";
+import { usePolled } from "./poll";
+import type { Polled } from "./poll";
 import type { LabelMap } from "./labels";
 import { workerLabel } from "./labels";
 import { fmtBytes } from "./format";
@@ -33,7 +35,6 @@ import { DEFAULT_SELECTION, RUN_VIEWS, isNewView, loadUi, onUiChange, parseSelec
 const BUSY = new Set([LoadState.QUEUED, LoadState.LOADING, LoadState.GROWING, LoadState.LOAD_STATE_UNSPECIFIED]);
 const POLL_BUSY_MS = 1000;
 const POLL_IDLE_MS = 15000;
-const RETRY_PENDING_MS = 700;
 const SUMMARY_CACHE_SIZE = 8;
 
 function allSpans(list: RunList | null): SpanEntry[] {
@@ -63,66 +64,6 @@ function stateName(s: LoadState): string {
 /** A stable fingerprint of the run list, so a poll that changed nothing does not re-render the page. */
 function fingerprint(list: RunList): string {
   return JSON.stringify(list.runs, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
-}
-
-type Loaded<T> = { key: string } & (
-  | { status: "loading" }
-  | { status: "pending"; partial?: T }
-  | { status: "error"; message: string }
-  | { status: "ok"; value: T }
-);
-
-/**
- * Fetches `load()` whenever `key` changes, retrying while the route answers 202. Results are kept in
- * a small cache so switching back and forth does not fetch again.
- */
-function useLoaded<T>(key: string | null, load: (signal: AbortSignal) => Promise<Fetched<T>>, cacheSize: number): Loaded<T> | null {
-  const cache = useRef(new Map<string, T>());
-  const [state, setState] = useState<Loaded<T> | null>(null);
-  useEffect(() => {
-    if (key === null) {
-      setState(null);
-      return;
-    }
-    const hit = cache.current.get(key);
-    if (hit) {
-      setState({ key, status: "ok", value: hit });
-      return;
-    }
-    let alive = true;
-    let timer = 0;
-    const ctl = new AbortController();
-    setState({ key, status: "loading" });
-    const attempt = async () => {
-      let r: Fetched<T>;
-      try {
-        r = await load(ctl.signal);
-      } catch {
-        return; // aborted
-      }
-      if (!alive) return;
-      if (r.kind === "ok") {
-        // drawn in the task after the one that decoded it: no single long task for a large answer
-        await new Promise((res) => window.setTimeout(res, 0));
-        if (!alive) return;
-        cache.current.set(key, r.value);
-        while (cache.current.size > cacheSize) cache.current.delete(cache.current.keys().next().value!);
-        setState({ key, status: "ok", value: r.value });
-      } else if (r.kind === "pending") {
-        setState({ key, status: "pending", partial: r.partial });
-        timer = window.setTimeout(attempt, RETRY_PENDING_MS);
-      } else {
-        setState({ key, status: "error", message: r.message });
-      }
-    };
-    attempt();
-    return () => {
-      alive = false;
-      ctl.abort();
-      window.clearTimeout(timer);
-    };
-  }, [key]);
-  return state && state.key === key ? state : key === null ? null : { key, status: "loading" };
 }
 
 /**
@@ -270,9 +211,9 @@ export function App() {
   // A file the run list reports as failed is not requested: the list carries its reason.
   const summaryKey =
     span && needsSummary && span.state !== LoadState.FAILED ? `${sel.run}\u0000${sel.worker}\u0000${sel.span}\u0000${span.fileSize}\u0000${reloads}` : null;
-  const summary = useLoaded<Summary>(summaryKey, (signal) => takeSummary(spanKey, signal), SUMMARY_CACHE_SIZE);
+  const summary = usePolled<Summary>(summaryKey, (signal) => takeSummary(spanKey, signal), { cacheSize: SUMMARY_CACHE_SIZE });
   // The display model of the same rank (every table the panels draw), requested with the summary.
-  const display = useLoaded<Display>(summaryKey, (signal) => fetchDisplay(spanKey, undefined, signal), SUMMARY_CACHE_SIZE);
+  const display = usePolled<Display>(summaryKey, (signal) => fetchDisplay(spanKey, undefined, signal), { cacheSize: SUMMARY_CACHE_SIZE });
 
   // The run's files as the run views see them: a file that changes state or size asks again.
   const runFiles = run
@@ -294,7 +235,7 @@ export function App() {
       : null;
   // many ranks: the view opens folded, so its per-rank tables are fetched when the details are opened
   const distPart = run && run.workers.length > FOLD_RANKS ? "summary" : "";
-  const dist = useLoaded<RunDistributed>(distKey && `${distKey}\u0000${distPart}`, (signal) => fetchDistributed(sel.run, sel.span, signal, distPart), 4);
+  const dist = usePolled<RunDistributed>(distKey && `${distKey}\u0000${distPart}`, (signal) => fetchDistributed(sel.run, sel.span, signal, distPart), { cacheSize: 4 });
 
   const update = (patch: Partial<Selection>) => {
     byUser.current = true;
@@ -340,9 +281,9 @@ function PanelArea({
   sel: Selection;
   run: RunEntry;
   span: SpanEntry;
-  summary: Loaded<Summary> | null;
-  display: Loaded<Display> | null;
-  dist: Loaded<RunDistributed> | null;
+  summary: Polled<Summary> | null;
+  display: Polled<Display> | null;
+  dist: Polled<RunDistributed> | null;
   update: (p: Partial<Selection>) => void;
   /** Changes when a file of the run changes state or size (the run views fetch again). */
   runKey: string;

@@ -1,7 +1,7 @@
 // The selection (run, worker, span, unit, view) and its place in the URL.
 import type { TimeUnit } from "./format";
 import { TIME_UNITS } from "./format";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 export const VIEWS = ["overview", "operators", "kernels", "distributed", "whatif", "memory", "timeline", "compare"] as const;
 export type View = (typeof VIEWS)[number];
@@ -125,14 +125,19 @@ export function onUiChange(listener: () => void): () => void {
   return () => uiListeners.delete(listener);
 }
 
+function readUrlValue<T extends string>(key: string, fallback: T, valid?: (v: string) => boolean): T {
+  const v = uiValue(key);
+  return v !== undefined && (!valid || valid(v)) ? (v as T) : fallback;
+}
+
 /** useState for a string kept in the URL under u.<key>; `fallback` is its value when the URL has none. */
 export function useUrlState<T extends string>(key: string, fallback: T, valid?: (v: string) => boolean): [T, (v: T) => void] {
-  const read = (): T => {
-    const v = uiValue(key);
-    return v !== undefined && (!valid || valid(v)) ? (v as T) : fallback;
-  };
-  const [value, setValue] = useState<T>(read);
+  // `valid` is often written inline (a new function each render): the latest one is used, it is no reason to read again
+  const validRef = useRef(valid);
+  validRef.current = valid;
+  const [value, setValue] = useState<T>(() => readUrlValue(key, fallback, valid));
   useEffect(() => {
+    const read = () => readUrlValue(key, fallback, validRef.current);
     setValue(read());
     return onUiChange(() => setValue(read()));
   }, [key, fallback]);

@@ -325,9 +325,12 @@ export function DisplayTable(props: DisplayTableProps) {
   }, [table, timeUnit, units]);
 
   const nameCol = shown[0];
-  const rest = shown.slice(1);
+  const rest = useMemo(() => shown.slice(1), [shown]);
   // Widths dragged by the user (a header's right edge), kept per table across reloads.
   const [widthsVersion, setWidthsVersion] = useState(0);
+  // The widths live in localStorage, outside the component's state: widthsVersion counts the writes, so the
+  // memo reads them again after a drag.
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- widthsVersion is the stored widths' version
   const widths = useMemo(() => readWidths(table.key), [table.key, widthsVersion]);
   const onResize = (key: string, width: number) => {
     writeWidth(table.key, key, width);
@@ -349,23 +352,24 @@ export function DisplayTable(props: DisplayTableProps) {
         cellTitle: (r: DRow) => r.row.cells[i]?.title || ((c.format?.kind ?? CellKind.CELL_TEXT) === CellKind.CELL_TEXT ? r.texts[i] || undefined : undefined),
         cellClass: c.format?.kind === CellKind.CELL_RATIO || c.format?.kind === CellKind.CELL_PERCENT ? () => "ratio" : undefined,
       })),
-    [table, timeUnit, units, allTexts, groupHeader, widths],
+    [rest, units, allTexts, groupHeader, widths],
   );
 
   // Fitting: the box's width (the table's border and a scroll bar's room left out), the columns hidden to fit
   // (the panel's order, else the last column first).
   const fitHide = useMemo(() => (props.noFit ? undefined : (props.fitHide ?? columns.map((c) => c.key).reverse())), [props.noFit, props.fitHide, columns]);
+  const fits = !!fitHide; // the box is measured while the table fits (not again when the columns change)
   const box = useRef<HTMLDivElement>(null);
   const [boxWidth, setBoxWidth] = useState(0);
   useLayoutEffect(() => {
     const node = box.current;
-    if (!node || !fitHide) return;
+    if (!node || !fits) return;
     const measure = () => setBoxWidth(node.clientWidth);
     measure();
     const observer = new ResizeObserver(measure);
     observer.observe(node);
     return () => observer.disconnect();
-  }, [!!fitHide]);
+  }, [fits]);
   const [choiceText, setChoiceText] = useUrlState<string>(`dt.${table.key}.cols`, "");
   const choices = useMemo(() => parseChoices(choiceText), [choiceText]);
   const fitted = useMemo(() => {
@@ -393,7 +397,8 @@ export function DisplayTable(props: DisplayTableProps) {
   };
 
   // Names too long for their cell are drawn shortened where they part from their look-alikes.
-  const parting = useMemo(() => (nameCol ? partingPoints(table.rows.map((r) => r.cells[nameCol.i]?.text ?? "")) : new Map<string, number>()), [table, nameCol?.i]);
+  const nameIndex = nameCol?.i;
+  const parting = useMemo(() => (nameIndex !== undefined ? partingPoints(table.rows.map((r) => r.cells[nameIndex]?.text ?? "")) : new Map<string, number>()), [table, nameIndex]);
   const nameShort = (r: DRow, room: number) => {
     const text = r.texts[nameCol.i] ?? "";
     return abbreviate(text, parting.get(text) ?? 0, (t) => textWidth(t) <= room);
@@ -405,7 +410,7 @@ export function DisplayTable(props: DisplayTableProps) {
     const target = shown.find(({ c }) => c.key === sort.key);
     if (!target) return null;
     return comparator<DRow>((r) => rawValue(target.c, r.row, target.i), sort.dir);
-  }, [sort, shown]);
+  }, [sort, shown, nameCol]);
 
   const flat = useMemo(() => flattenRows(roots, expanded, compare, filter), [roots, expanded, compare, filter]);
 

@@ -24,16 +24,17 @@ interface Props {
  * none when only the page changes; nothing while the analysis is not stored. */
 export function RankBanner({ spanKey, unit, runKey, onRank, onComparePeers }: Props) {
   const [view, setView] = useState<View | null>(null);
+  const { run, worker, span } = spanKey; // a new object each render: the effect follows its fields
   useEffect(() => {
     const ctl = new AbortController();
     setView(null);
-    fetchRankBanner(spanKey, ctl.signal)
+    fetchRankBanner({ run, worker, span }, ctl.signal)
       .then((r) => {
         if (r.kind === "ok") setView(r.value);
       })
       .catch(() => undefined);
     return () => ctl.abort();
-  }, [spanKey.run, spanKey.worker, spanKey.span, runKey]);
+  }, [run, worker, span, runKey]);
   const s = view?.sentences[0];
   if (!s) return null;
   return (

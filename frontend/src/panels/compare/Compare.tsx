@@ -4,7 +4,7 @@
 // faster), new and removed rows marked. A delta row opens the matching place on either side's timeline.
 // Every row, value, order and sentence is built in Python (RunDiff.display); this file lays them out.
 import { useEffect, useMemo, useState } from "preact/hooks";
-import type { DiffChoice, Fetched } from "../../api";
+import type { DiffChoice } from "../../api";
 import { diffCsvUrl, fetchDiff } from "../../api";
 import { Picker } from "../../components/Picker";
 import type { PickItem } from "../../components/Picker";
@@ -26,15 +26,10 @@ import { useUrlState } from "../../state";
 import type { Mode, Side } from "./choice";
 import { ALL_RANKS, PEERS, baselineOf, candidateOf, diffChoice, modeOf, parseDiffLink, sortedWorkers, spansOf, swapped, timelineAt } from "./choice";
 import { DiffChart } from "./DiffChart";
+import { usePolled } from "../../poll";
+import type { Polled } from "../../poll";
 
-const RETRY_PENDING_MS = 700;
 const BUSY = new Set([LoadState.QUEUED, LoadState.LOADING, LoadState.GROWING, LoadState.LOAD_STATE_UNSPECIFIED]);
-
-type DiffState =
-  | { status: "loading" }
-  | { status: "pending"; partial?: RunDiff }
-  | { status: "error"; message: string }
-  | { status: "ok"; value: RunDiff };
 
 /** The files a side reads: the worker's file of the span, or every worker's for the whole run (and for the
  * role peers' median: the route reads the peers among them). */
@@ -46,41 +41,10 @@ function sideFiles(runs: RunList, side: Side): SpanEntry[] {
     .flatMap((w) => w.spans.filter((s) => s.span === side.span));
 }
 
-/** Fetches the comparison whenever the choice (or a file it reads) changes, asking again while the route answers 202. */
-function useDiff(key: string | null, choice: DiffChoice): DiffState | null {
-  const [state, setState] = useState<{ key: string; s: DiffState } | null>(null);
-  useEffect(() => {
-    if (key === null) return;
-    let alive = true;
-    let timer = 0;
-    const ctl = new AbortController();
-    setState((old) => (old?.key === key ? old : { key, s: { status: "loading" } }));
-    const attempt = async () => {
-      let r: Fetched<RunDiff>;
-      try {
-        r = await fetchDiff(choice, ctl.signal);
-      } catch {
-        return; // aborted
-      }
-      if (!alive) return;
-      if (r.kind === "ok") {
-        // drawn in the task after the one that decoded it
-        await new Promise((res) => window.setTimeout(res, 0));
-        if (alive) setState({ key, s: { status: "ok", value: r.value } });
-      } else if (r.kind === "pending") {
-        setState({ key, s: { status: "pending", partial: r.partial } });
-        timer = window.setTimeout(attempt, RETRY_PENDING_MS);
-      } else setState({ key, s: { status: "error", message: r.message } });
-    };
-    attempt();
-    return () => {
-      alive = false;
-      ctl.abort();
-      window.clearTimeout(timer);
-    };
-  }, [key]);
-  if (key === null) return null;
-  return state && state.key === key ? state.s : { status: "loading" };
+/** Fetches the comparison whenever the choice (or a file it reads) changes, asking again while the route
+ * answers 202 (the key names the choice). */
+function useDiff(key: string | null, choice: DiffChoice): Polled<RunDiff> | null {
+  return usePolled(key, (signal) => fetchDiff(choice, signal));
 }
 
 export function Compare({ runs, sel, update, reloads }: { runs: RunList; sel: Selection; update: (p: Partial<Selection>) => void; reloads: number }) {
@@ -256,7 +220,7 @@ function deltaStyle(tables: Table[]): string {
 }
 
 function DiffBody({ diff, choice, unit, update }: { diff: RunDiff; choice: DiffChoice; unit: TimeUnit; update: (p: Partial<Selection>) => void }) {
-  const views = diff.display?.views ?? [];
+  const views = useMemo(() => diff.display?.views ?? [], [diff]);
   const [viewKey, setViewKey] = useUrlState<string>("cmp.view", views[0]?.key ?? "");
   const view: View | undefined = views.find((v) => v.key === viewKey) ?? views[0];
   const decomposition = useMemo(() => {

@@ -2,7 +2,7 @@
 // mp, found by the cross-rank analysis), coloured by its deviation from its role peers. Columns are
 // DP replicas; rows are (pipeline stage, MP index), stage by stage. One canvas, whatever the number
 // of ranks: hover gives the rank's label and numbers, a click opens it.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Card } from "../../components/ui";
 import { isDark, onDarkChange } from "../../host";
 import type { TimeUnit } from "../../display/cells";
@@ -89,7 +89,7 @@ export function RankGrid({
   named: Set<number>;
   open: (worker: string) => void;
 }) {
-  const d = dims(rp)!;
+  const d = useMemo(() => dims(rp)!, [rp]);
   const box = useRef<HTMLDivElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
   const [width, setWidth] = useState(0);
@@ -107,14 +107,17 @@ export function RankGrid({
   const maxDev = Math.max(0.05, ...rp.ranks.map((r) => r.deviation));
 
   // cell index → rank
-  const cells = new Map<string, RankParallel>();
-  let unplaced = 0;
-  for (const r of rp.ranks) {
-    const c = coord(r, d);
-    if (c) cells.set(`${c.dp}:${c.stage}:${c.mp}`, r);
-    else unplaced++;
-  }
-  const yOf = (stage: number, mp: number) => TOP + stage * (d.mp * ch + STAGE_GAP) + mp * ch;
+  const { cells, unplaced } = useMemo(() => {
+    const cells = new Map<string, RankParallel>();
+    let unplaced = 0;
+    for (const r of rp.ranks) {
+      const c = coord(r, d);
+      if (c) cells.set(`${c.dp}:${c.stage}:${c.mp}`, r);
+      else unplaced++;
+    }
+    return { cells, unplaced };
+  }, [rp, d]);
+  const yOf = useCallback((stage: number, mp: number) => TOP + stage * (d.mp * ch + STAGE_GAP) + mp * ch, [d, ch]);
 
   useEffect(() => {
     const node = box.current;
@@ -165,7 +168,7 @@ export function RankGrid({
       ctx.strokeStyle = m.color;
       ctx.strokeRect(m.x - 1, m.y - 1, Math.max(cw, 4) + 1, Math.max(ch, 4) + 1);
     }
-  }, [rp, width, height, cw, ch, current, named, dark]);
+  }, [d, cells, yOf, maxDev, stops, ink, width, height, cw, ch, current, named]);
 
   const at = (e: MouseEvent): RankParallel | null => {
     const rect = canvas.current!.getBoundingClientRect();

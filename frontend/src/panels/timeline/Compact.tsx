@@ -14,6 +14,8 @@ import { fetchCompact, fmtDur } from "./data";
 import { DARK, fitCanvas, LIGHT, niceStep, rulerLabel, RULER_H } from "./draw";
 import type { TimelineState } from "./Timeline";
 import { MAX_RANKS, parseRankSet, Timeline, writeRankSet } from "./Timeline";
+import { RETRY_PENDING_MS } from "../../poll";
+import { useEvent } from "../../hooks";
 
 /** One row per rank: a bar of BAR_H px and a gap. */
 export const ROW_H = 13;
@@ -21,7 +23,7 @@ const BAR_H = 11;
 const LABEL_W = 170;
 /** Rows asked for at once (the route opens their indexes); pages are asked as they scroll into view. */
 const PAGE = 64;
-const RETRY_MS = 700;
+const RETRY_MS = RETRY_PENDING_MS;
 
 export const COMPACT_COLORS = {
   light: { compute: "#43a047", communication: "#fb8c00", idle: "#eceff1", step: "#546e7a" },
@@ -113,7 +115,7 @@ export function CompactTimeline(props: Props) {
   const fullName = (o: CompactRank) => props.labels.get(o.worker) || o.label || (o.rank >= 0 ? `rank ${o.rank}` : o.worker);
   const fullLabel = (o: CompactRank) => `${o.role === "straggler" ? "straggler · " : o.role === "peer" ? "role peer · " : ""}${fullName(o)}`;
 
-  const loadPage = async (page: number, g: number) => {
+  const loadPage = useEvent(async (page: number, g: number) => {
     if (pages.current.get(page)) return;
     pages.current.set(page, "loading");
     const v = view.current;
@@ -156,9 +158,9 @@ export function CompactTimeline(props: Props) {
       pages.current.set(page, "done");
     }
     redraw();
-  };
+  });
 
-  const wanted = () => {
+  const wanted = useEvent(() => {
     // the pages of the rows in view (and the next one)
     const el = scrollRef.current;
     const m = metaRef.current;
@@ -169,7 +171,7 @@ export function CompactTimeline(props: Props) {
     const out: number[] = [];
     for (let p = Math.floor(first / PAGE); p <= Math.floor(last / PAGE); p++) out.push(p);
     return out;
-  };
+  });
 
   useEffect(() => {
     gen.current++;
@@ -184,7 +186,7 @@ export function CompactTimeline(props: Props) {
     const w = canvasRef.current?.clientWidth ?? 1100;
     bins.current = Math.max(100, Math.min(4000, Math.round(w - LABEL_W)));
     loadPage(0, g);
-  }, [run, span, step, align, kind]);
+  }, [run, span, step, align, kind, loadPage]);
 
   // the canvas takes the window's height below it (at least 8 rows), no more than its rows
   const fit = () => {
@@ -321,9 +323,9 @@ export function CompactTimeline(props: Props) {
     ctx.fillRect(0, RULER_H - 1, w, 1);
     ctx.fillRect(LABEL_W - 1, RULER_H, 1, h - RULER_H);
   };
-  const redraw = () => {
+  const redraw = useEvent(() => {
     if (!frame.current) frame.current = requestAnimationFrame(draw);
-  };
+  });
   useEffect(redraw);
   useEffect(() => {
     const c = canvasRef.current;
@@ -333,11 +335,11 @@ export function CompactTimeline(props: Props) {
       ro.disconnect();
       if (frame.current) cancelAnimationFrame(frame.current);
     };
-  }, []);
+  }, [redraw]);
   useEffect(() => {
     // the pages of the rows in view once the canvas has its height
     if (meta) for (const p of wanted()) loadPage(p, gen.current);
-  }, [meta, viewH]);
+  }, [meta, viewH, wanted, loadPage]);
 
   useEffect(() => {
     window.__tbppCompact = {
@@ -443,7 +445,7 @@ export function CompactTimeline(props: Props) {
     const y = i * ROW_H;
     if (y < el.scrollTop || y + ROW_H > el.scrollTop + viewH - RULER_H) el.scrollTop = Math.max(0, y - 2 * ROW_H);
     redraw();
-  }, [viewH]);
+  }, [viewH, redraw]);
   const onMove = (e: MouseEvent) => {
     const el = hoverRef.current;
     const c = canvasRef.current;

@@ -20,6 +20,8 @@ import type { Folds, Layout, Marks, MemberMark, Row, View } from "./draw";
 import "./timeline.css";
 import { counterScale, drawTimeline, fitCanvas, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
 import { CriticalBar, critView, drawCritical, useCriticalPath } from "./critical";
+import { pollOnce, RETRY_PENDING_MS } from "../../poll";
+import { useEvent } from "../../hooks";
 
 export interface TimelineState {
   /** "start,end" ns relative to the run's base (the earliest origin of its ranks). */
@@ -126,7 +128,7 @@ export function defaultRankSet(all: string[], current: string, rp: RunParallel |
   return { workers: chosen, why: `${who} and ${topo || staged ? "its role peers" : "its peers"}`, focus: f.worker };
 }
 const FETCH_DELAY_MS = 60;
-const RETRY_MS = 700;
+const RETRY_MS = RETRY_PENDING_MS;
 
 interface Stats {
   frames: number;
@@ -172,15 +174,16 @@ export function Timeline(props: Props) {
   const { run, span } = props;
   const all = useMemo(() => props.workers.map((w) => w.worker), [props.workers]);
   const [hint, setHint] = useState<RunParallel | null>(null);
+  const manyRanks = all.length > RANK_PAGE; // the hint is asked for again only when this changes
   useEffect(() => {
     setHint(null);
-    if (all.length <= RANK_PAGE) return;
+    if (!manyRanks) return;
     let alive = true;
     parallelOnce(run, span).then((rp) => alive && setHint(rp));
     return () => {
       alive = false;
     };
-  }, [run, span, all.length > RANK_PAGE]);
+  }, [run, span, manyRanks]);
   const explicit = useMemo(() => {
     const known = new Set(all);
     return parseRankSet(props.state.tlranks ?? "").filter((w) => known.has(w)).slice(0, MAX_RANKS);
@@ -246,7 +249,10 @@ export function Timeline(props: Props) {
   const folds = useMemo<Folds>(() => parseFolds(foldText), [foldText]);
   const foldsRef = useRef(folds);
   foldsRef.current = folds;
-  const lay = useMemo<Layout>(() => layout(data, folds, props.labels), [data && data.ranks.map((r) => r.worker + r.tracks.length + r.state).join(","), folds, props.labels]);
+  // laid out again when the ranks, their track counts or states change, not for every new window of the same ranks
+  const dataShape = data && data.ranks.map((r) => r.worker + r.tracks.length + r.state).join(",");
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- `data` is read for its shape (dataShape) only: a new window of the same ranks keeps the layout
+  const lay = useMemo<Layout>(() => layout(data, folds, props.labels), [dataShape, folds, props.labels]);
   const layRef = useRef(lay);
   layRef.current = lay;
   dataRef.current = data;
@@ -285,9 +291,14 @@ export function Timeline(props: Props) {
     const got = segs.length ? drawCritical(ctx, w, h, top, layRef.current, v, segs, c.focus) : { drawn: 0, workers: [] };
     window.__tbppCritical = { status: c.status, step: c.step, steps: c.steps, segments: segs, drawn: got.drawn, drawnWorkers: got.workers };
   };
-  const redraw = () => {
+  const redraw = useEvent(() => {
     if (!frame.current) frame.current = requestAnimationFrame(draw);
-  };
+  });
+  // the canvas resized: drawn again, and the window asked for again when it needs more detail
+  const onResize = useEvent(() => {
+    redraw();
+    scheduleFetch();
+  });
 
   useEffect(() => {
     window.__tbppTimeline = Object.assign(stats.current, {
@@ -302,10 +313,7 @@ export function Timeline(props: Props) {
       viewH: () => viewHRef.current,
       instance: () => instanceRef.current,
     });
-    const ro = new ResizeObserver(() => {
-      redraw();
-      scheduleFetch();
-    });
+    const ro = new ResizeObserver(onResize);
     if (canvasRef.current) ro.observe(canvasRef.current);
     // the canvas takes the window's height above the details panel
     const fit = fitRef.current;
@@ -328,7 +336,7 @@ export function Timeline(props: Props) {
       window.clearTimeout(hashTimer.current);
       if (frame.current) cancelAnimationFrame(frame.current);
     };
-  }, []);
+  }, [onResize]);
 
   // The canvas takes the window's height above the details panel; measured after every render (the
   // notices and the rank bar above it come and go), set only when it changes.
@@ -417,7 +425,7 @@ export function Timeline(props: Props) {
     return d.resolution > (2 * (v.end - v.start)) / plot; // the data is coarser than half a pixel
   };
 
-  const scheduleFetch = (force = false) => {
+  const scheduleFetch = useEvent((force = false) => {
     window.clearTimeout(fetchTimer.current);
     fetchTimer.current = window.setTimeout(() => {
       if (force || needsFetch()) load(view.current);
@@ -427,10 +435,10 @@ export function Timeline(props: Props) {
       const v = view.current;
       if (v) props.update({ tl: `${Math.round(v.start)},${Math.round(v.end)}` });
     }, 400);
-  };
+  });
 
-  // First load, and again when the run or span changes.
-  useEffect(() => {
+  // First load, and again when the run or span changes (the URL's window and search as they are then).
+  const firstLoad = useEvent(() => {
     base.current = undefined;
     dataRef.current = null;
     setData(null);
@@ -441,15 +449,18 @@ export function Timeline(props: Props) {
     openedOn.current = "";
     load(view.current);
     if (props.state.tlq && props.state.tlfind) runSearch(props.state.tlq, true, props.state.tlfind);
-  }, [run, span]);
+  });
+  useEffect(() => {
+    firstLoad();
+  }, [run, span, firstLoad]);
 
   useEffect(() => {
     scheduleFetch(true);
-  }, [flows, activeQuery]);
+  }, [flows, activeQuery, scheduleFetch]);
 
   // The critical path's jump: once per tlcp value, to the segment it names or the step's whole path.
   const critJumped = useRef("");
-  useEffect(() => {
+  const critJump = useEvent(() => {
     const key = `${run}|${span}|${props.state.tlcp ?? ""}`;
     if (!crit.on) critJumped.current = ""; // turned on again later: it jumps again
     if (!crit.on || crit.status !== "ok" || !data || critJumped.current === key) return;
@@ -466,18 +477,25 @@ export function Timeline(props: Props) {
       openedOn.current = openKey; // the opening scroll to the current rank is done
       scrollRef.current.scrollTop = header.y;
     }
-  }, [crit.on, crit.status, crit.step, crit.focus, data && data.base, props.state.tlcp]);
+  });
+  const dataBase = data?.base;
+  useEffect(() => {
+    critJump();
+  }, [crit.on, crit.status, crit.step, crit.focus, dataBase, props.state.tlcp, critJump]);
 
   // Another set of ranks: the same window (and base), those ranks.
   const firstSet = useRef(true);
-  useEffect(() => {
+  const ranksChanged = useEvent(() => {
     if (firstSet.current) {
       firstSet.current = false;
       return;
     }
     load(view.current);
     if (instanceOf.current) loadInstance(instanceOf.current); // its members' slices on the ranks now shown
-  }, [chosenKey]);
+  });
+  useEffect(() => {
+    ranksChanged();
+  }, [chosenKey, ranksChanged]);
 
   // ------------------------------------------------------------------ view changes
   const setView = (v: View, auto = false) => {
@@ -616,14 +634,14 @@ export function Timeline(props: Props) {
   const loadInstance = async (of: { worker: string; id: number } | null) => {
     instanceOf.current = of;
     if (!of) return setInstance(null);
-    for (let tries = 0; tries < 60; tries++) {
-      const got = await fetchInstance(run, span, of.worker, of.id, base.current, chosenRef.current);
-      if (instanceOf.current !== of) return; // another selection meanwhile
-      if (got.kind === "error") return setInstance(null);
-      if (!got.pending) return setInstance(got.value);
-      await new Promise((r) => window.setTimeout(r, RETRY_MS)); // the analysis waits for ranks to load
-      if (instanceOf.current !== of) return;
-    }
+    // the analysis waits for ranks to load: asked again while the route answers 202
+    const got = await pollOnce(() => fetchInstance(run, span, of.worker, of.id, base.current, chosenRef.current), (g) => g.kind === "ok" && g.pending, {
+      retryMs: RETRY_MS,
+      tries: 60,
+      stale: () => instanceOf.current !== of, // another selection meanwhile
+    });
+    if (!got) return;
+    setInstance(got.kind === "ok" ? got.value : null);
   };
   /** Adds the member ranks that are not shown to the ranks shown (at most MAX_RANKS in all). */
   const showMembers = () => {
@@ -920,10 +938,14 @@ export function Timeline(props: Props) {
   });
 
   // Re-select the slice named by the URL once the index is there.
-  useEffect(() => {
+  const reselect = useEvent(() => {
     const [w, id] = splitSel(props.state.tlsel);
     if (data && w && id !== null && !detail && !data.ranks.some((r) => r.state === "building")) select(w, id);
-  }, [data && data.ranks.length]);
+  });
+  const rankCount = data ? data.ranks.length : null;
+  useEffect(() => {
+    reselect();
+  }, [rankCount, reselect]);
 
   useEffect(redraw);
 

@@ -738,7 +738,7 @@ function drawLane(
   // first item that may be visible
   const lo = firstEndingAfter(lane, view.start);
   // items are sorted by start; a long item before `lo` may still cover the view: look back a little
-  let i0 = Math.max(0, lo - 64);
+  const i0 = Math.max(0, lo - 64);
   let lastX = -Infinity;
   for (let i = i0; i < n; i++) {
     const s = lane.start[i];

@@ -304,7 +304,8 @@ function MfuForm({ value, onApply }: { value: MfuInputs; onApply: (m: MfuInputs)
   const [draft, setDraft] = useState<MfuInputs>(value);
   const [bad, setBad] = useState("");
   // the URL changed (Back, a pasted link): the fields show it
-  useEffect(() => setDraft(value), [value.params, value.tokensPerStep, value.peakTflops]);
+  const { params, tokensPerStep, peakTflops } = value; // a new object each render: the effect follows its fields
+  useEffect(() => setDraft({ params, tokensPerStep, peakTflops }), [params, tokensPerStep, peakTflops]);
   const field = (key: keyof MfuInputs, label: string, placeholder: string, testId: string) => (
     <label>
       {label}

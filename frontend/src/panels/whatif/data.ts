@@ -1,29 +1,21 @@
 // Loading the `whatif` route (RunWhatIf: the critical path, the what-if estimates, the pipeline schedule
 // and MFU, built in Python) and laying its schedule out for the chart. Nothing here computes a value
 // the route does not send: the chart's geometry is the slots' and bubbles' own times from the step's start.
-import { useEffect, useState } from "preact/hooks";
 import type { MfuInputs } from "../../api";
 import { fetchWhatIf } from "../../api";
 import type { PipelineSchedule, SchedulePipeline } from "../../gen/tb_paddle_profile/v1/schedule_pb";
 import { BubbleKind, SchedulePhase } from "../../gen/tb_paddle_profile/v1/schedule_pb";
 import type { RunWhatIf } from "../../gen/tb_paddle_profile/v1/whatif_pb";
 import type { ChartStep } from "./Schedule";
+import { fetchOnce, remember, useNoted } from "../../poll";
+import type { Noted } from "../../poll";
 
 const RETRY_MS = 800;
 const CACHE_SIZE = 6;
 
-export type WhatIfState =
-  | { status: "loading" }
-  | { status: "pending"; note: string }
-  | { status: "error"; message: string }
-  | { status: "ok"; value: RunWhatIf };
+export type WhatIfState = Noted<RunWhatIf>;
 
 const cache = new Map<string, RunWhatIf>();
-
-function remember(key: string, value: RunWhatIf): void {
-  cache.set(key, value);
-  while (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
-}
 
 function mfuKey(m: MfuInputs): string {
   return `${m.params}\u0000${m.tokensPerStep}\u0000${m.peakTflops}`;
@@ -32,45 +24,7 @@ function mfuKey(m: MfuInputs): string {
 /** RunWhatIf of run/span with the MFU inputs; `key` changes when the run's files change (fetch again). */
 export function useWhatIf(run: string, span: string, key: string, mfu: MfuInputs): WhatIfState {
   const full = `${key}\u0000${mfuKey(mfu)}`;
-  const [state, setState] = useState<{ key: string; s: WhatIfState }>({ key: "", s: { status: "loading" } });
-  useEffect(() => {
-    const hit = cache.get(full);
-    if (hit) {
-      setState({ key: full, s: { status: "ok", value: hit } });
-      return;
-    }
-    let alive = true;
-    let timer = 0;
-    const ctl = new AbortController();
-    setState({ key: full, s: { status: "loading" } });
-    const attempt = async () => {
-      let r;
-      try {
-        r = await fetchWhatIf(run, span, mfu, ctl.signal);
-      } catch {
-        return; // aborted
-      }
-      if (!alive) return;
-      if (r.kind === "ok") {
-        await new Promise((res) => window.setTimeout(res, 0)); // drawn in the task after the decode
-        if (!alive) return;
-        remember(full, r.value);
-        setState({ key: full, s: { status: "ok", value: r.value } });
-      } else if (r.kind === "pending") {
-        setState({ key: full, s: { status: "pending", note: r.partial?.notes.join("; ") ?? "" } });
-        timer = window.setTimeout(attempt, RETRY_MS);
-      } else {
-        setState({ key: full, s: { status: "error", message: r.message } });
-      }
-    };
-    attempt();
-    return () => {
-      alive = false;
-      ctl.abort();
-      window.clearTimeout(timer);
-    };
-  }, [full]);
-  return state.key === full ? state.s : { status: "loading" };
+  return useNoted(full, (signal) => fetchWhatIf(run, span, mfu, signal), { retryMs: RETRY_MS, cache, cacheSize: CACHE_SIZE });
 }
 
 const once = new Map<string, Promise<RunWhatIf | null>>();
@@ -86,25 +40,12 @@ export function whatIfOnce(run: string, span: string): Promise<RunWhatIf | null>
   const key = `${run}\u0000${span}`;
   let p = once.get(key);
   if (!p) {
-    p = (async () => {
-      for (let i = 0; i < ONCE_TRIES; i++) {
-        let r;
-        try {
-          r = await fetchWhatIf(run, span, { params: "", tokensPerStep: "", peakTflops: "" });
-        } catch {
-          return null;
-        }
-        if (r.kind === "ok") return r.value;
-        if (r.kind === "error") {
-          once.delete(key); // asked again next time (a file that is fixed, a route that recovers)
-          return null;
-        }
-        await new Promise((res) => window.setTimeout(res, RETRY_MS));
-      }
+    p = fetchOnce(() => fetchWhatIf(run, span, { params: "", tokensPerStep: "", peakTflops: "" }), { retryMs: RETRY_MS, tries: ONCE_TRIES }).then((r) => {
+      if (r?.kind === "ok") return r.value;
+      if (r?.kind === "error") once.delete(key); // asked again next time (a file that is fixed, a route that recovers)
       return null;
-    })();
-    once.set(key, p);
-    while (once.size > CACHE_SIZE) once.delete(once.keys().next().value!);
+    });
+    remember(once, key, p, CACHE_SIZE);
   }
   return p;
 }
