@@ -54,7 +54,7 @@ ALL_TO_ALL = pb.COLLECTIVE_KIND_ALL_TO_ALL
 OTHER = pb.COLLECTIVE_KIND_OTHER
 NOT_COMMUNICATION = pb.COLLECTIVE_KIND_UNSPECIFIED
 
-KIND_LABELS = {ALL_REDUCE: "all_reduce", ALL_GATHER: "all_gather", REDUCE_SCATTER: "reduce_scatter",
+KIND_LABELS: Dict[int, str] = {ALL_REDUCE: "all_reduce", ALL_GATHER: "all_gather", REDUCE_SCATTER: "reduce_scatter",
                BROADCAST: "broadcast", SEND_RECV: "send_recv", ALL_TO_ALL: "all_to_all", OTHER: "other"}
 
 COMMUNICATION_KERNEL_WORDS = ("nccl", "xccl", "rccl")

@@ -29,12 +29,12 @@ from ..v1 import plugin_pb2 as ppb
 from ..v1 import summary_pb2 as pb
 
 SEND_RECV = pb.COLLECTIVE_KIND_SEND_RECV
-KIND_NAMES = {
+KIND_NAMES: Dict[int, str] = {
     pb.COLLECTIVE_KIND_ALL_REDUCE: "all-reduce", pb.COLLECTIVE_KIND_ALL_GATHER: "all-gather",
     pb.COLLECTIVE_KIND_REDUCE_SCATTER: "reduce-scatter", pb.COLLECTIVE_KIND_BROADCAST: "broadcast",
     pb.COLLECTIVE_KIND_ALL_TO_ALL: "all-to-all", pb.COLLECTIVE_KIND_OTHER: "other communication",
 }
-KIND_KEYS = {
+KIND_KEYS: Dict[int, str] = {
     pb.COLLECTIVE_KIND_ALL_REDUCE: "all_reduce", pb.COLLECTIVE_KIND_ALL_GATHER: "all_gather",
     pb.COLLECTIVE_KIND_REDUCE_SCATTER: "reduce_scatter", pb.COLLECTIVE_KIND_BROADCAST: "broadcast",
     pb.COLLECTIVE_KIND_ALL_TO_ALL: "all_to_all", pb.COLLECTIVE_KIND_OTHER: "other",
@@ -132,7 +132,7 @@ class Group:
     def change(self) -> Optional[float]:
         if self.baseline is None or self.candidate is None:
             return None
-        return self.step("candidate") - self.step("baseline")
+        return sum(self.candidate.values()) - sum(self.baseline.values())   # (the sides' step)
 
 
 @dataclass
@@ -153,13 +153,13 @@ class Decomposition:
     def change(self) -> float:
         return self.total.change() or 0.0
 
-    def deltas(self) -> Dict[str, float]:
+    def deltas(self) -> Dict[str, Optional[float]]:
         return {k: self.total.delta(k) for k in self.keys}
 
-    def largest(self) -> Tuple[str, float]:
-        """The part that changed most (by absolute change) and its change."""
+    def largest(self) -> Tuple[str, Optional[float]]:
+        """The part that changed most (by absolute change) and its change (None: a side is missing)."""
         d = self.deltas()
-        key = max(self.keys, key=lambda k: abs(d[k]))
+        key = max(self.keys, key=lambda k: abs(d[k] or 0.0))
         return key, d[key]
 
 
@@ -316,7 +316,7 @@ def _rank_label(key: Tuple, sides: Mapping[str, list]) -> str:
     return " · ".join(x for x in (who, " ".join(y for y in (base, dp) if y)) if x)
 
 
-def _counts(values: Sequence[int]) -> str:
+def _counts(values: List[int]) -> str:
     return "–".join(str(v) for v in (values[:1] + values[-1:] if len(values) > 1 else values)) or "0"
 
 

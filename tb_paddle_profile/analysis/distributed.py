@@ -10,6 +10,8 @@ Communication is the union of CPU and GPU communication on one timeline.
 """
 from __future__ import annotations
 
+from typing import List
+
 import numpy as np
 
 from tb_paddle_profile.trace import event_types as et
@@ -46,10 +48,10 @@ class DistributedAnalysis:
         is_comm_host = (t.host.type == et.COMMUNICATION) | ((t.host.type == et.OPERATOR) & comm_op[t.host.name])
         comm_rows = np.nonzero(is_comm_host)[0]
         cpu_s, cpu_e = t.host.start[comm_rows], t.host.end[comm_rows]
-        gpu_rows = []
+        gpu_list: List[int] = []
         for row in comm_rows.tolist():
-            gpu_rows.extend(_subtree_kernel_rows(p, row))
-        gpu_rows = np.array(gpu_rows, dtype=np.int64)
+            gpu_list.extend(_subtree_kernel_rows(p, row))
+        gpu_rows = np.array(gpu_list, dtype=np.int64)
 
         # Case 3: kernels of the own runtime calls of every other host node.
         dev_host = tree.dev_host

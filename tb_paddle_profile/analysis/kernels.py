@@ -10,6 +10,8 @@ theoretical achieved occupancy; summed, weighted by duration, per kernel and ove
 """
 from __future__ import annotations
 
+from typing import Dict, List
+
 import numpy as np
 
 from tb_paddle_profile.trace import event_types as et
@@ -120,10 +122,10 @@ def kernel_view(p: Profile, out: pb.KernelView) -> None:
     eff = _efficiency_columns(p, rows, name)
     _add_efficiency(out.efficiency, slice(None), dur["d"], *eff)
     calls_of = split_rows(name, np.arange(len(rows))) if len(rows) else {}
-    by_kernel_ops = {}
+    by_kernel_ops: Dict[int, List[int]] = {}
     for i in range(len(g_op)):
         by_kernel_ops.setdefault(int(g_op.keys[0][i]), []).append(i)
-    by_kernel_cfg = {}
+    by_kernel_cfg: Dict[int, List[int]] = {}
     for i in np.argsort(-g_cfg.sums["d"], kind="stable").tolist():
         by_kernel_cfg.setdefault(int(g_cfg.keys[0][i]), []).append(i)
 

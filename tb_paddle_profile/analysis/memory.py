@@ -24,7 +24,7 @@ the place in time order (ties in file order), like the curve:
 from __future__ import annotations
 
 import re
-from typing import Sequence, Tuple
+from typing import Dict, Sequence, Tuple
 
 import numpy as np
 
@@ -282,7 +282,7 @@ def memory_stages(out: ppb.RunParallel, ranks, msgs: Sequence[ppb.RankParallel])
     """RunParallel.memory from each rank's digest (ParallelView.memory) and pipeline stage
     (RankParallel.pipeline_stage, set by the pipeline view): per rank its device peak, per stage the
     largest, smallest and mean peak allocated and the largest peak reserved."""
-    by_stage = {}
+    by_stage: Dict[int, list] = {}   # stage → its ranks' MemoryRankRow
     for r in ranks:
         pl = device_peak(r.digest.parallel.memory)
         if pl is None:

@@ -229,7 +229,7 @@ def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_s
     n, tok = 0.0, 0.0
     if model_config:
         dp = 0
-        if topo is not None and getattr(topo, "dp", 0):
+        if topo is not None and bool(getattr(topo, "dp", 0)):
             dp = topo.dp * max(1, getattr(topo, "sharding", 0) or 1)
         n, tok, formulas = model_from_config(model_config, dp)
         out.formulas.extend(formulas)
@@ -286,7 +286,7 @@ def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_s
         m.mfu = share / (step * 1e-9 * peak) if step and peak else 0.0
         if what:
             out.peak_source = what if not out.peak_source or out.peak_source == what else "several devices"
-    out.device_name = max(names, key=names.get) if names else ""
+    out.device_name = max(names, key=names.__getitem__) if names else ""
     out.peak_flops_per_device = total_peak / world
     if unknown:
         uniq = sorted(set(unknown))

@@ -12,6 +12,7 @@ all threads merges the threads' groups.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any, Dict
 
 import numpy as np
 
@@ -81,23 +82,24 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
         for i in range(len(g_id)):
             inner_devs[(int(g_id.keys[0][i]), int(g_id.keys[1][i]), int(g_id.keys[2][i]))].append(i)
 
-        lists = {}
+        lists: Dict[int, Any] = {}   # thread → its operators (a repeated field)
         for i in range(len(g_op)):
-            tid, name = int(g_op.keys[0][i]), int(g_op.keys[1][i])
+            op_tid, name = int(g_op.keys[0][i]), int(g_op.keys[1][i])
             if thread_key:
-                target = lists.get(tid)
+                target = lists.get(op_tid)
                 if target is None:
-                    target = lists[tid] = out.threads.add(thread_id=tid).operators
+                    target = lists[op_tid] = out.threads.add(thread_id=op_tid).operators
             else:
                 target = out.operators
             node = target.add()
             write_stats(node.stats, names[name], g_op, i)
-            for j in inners_of.get((tid, name), ()):
+            for j in inners_of.get((op_tid, name), ()):
                 inner_node = node.inners.add()
                 inner_name = int(g_in.keys[2][j])
                 write_stats(inner_node.stats, names[inner_name], g_in, j)
-                _devices(inner_node.devices, names, t.device.type, g_id, inner_devs.get((tid, name, inner_name), ()))
-            _devices(node.devices, names, t.device.type, g_od, op_devs.get((tid, name), ()))
+                _devices(inner_node.devices, names, t.device.type, g_id,
+                         inner_devs.get((op_tid, name, inner_name), ()))
+            _devices(node.devices, names, t.device.type, g_od, op_devs.get((op_tid, name), ()))
     _shape_groups(p, out)
 
 

@@ -321,7 +321,7 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
         u_run, u_name = uk // (2 * n_names), uk % (2 * n_names)
         o = np.lexsort((-tot, u_run))
         firsts = o[np.concatenate([[True], u_run[o][1:] != u_run[o][:-1]])]
-        ids = {}
+        ids: Dict[str, int] = {}
         for run, k in zip(u_run[firsts].tolist(), u_name[firsts].tolist()):
             nm = t.names[k] if k < n_names else t.names[k - n_names]
             if k < n_names and nm.endswith(" dygraph"):
@@ -392,5 +392,5 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     prog = out.program
     edges = ("stream_pred", "stream_lag_ns", "launch_pred", "launch_lag_ns", "cross_pred", "cross_lag_ns",
              "wait_pred", "wait_lag_ns")
-    for k, v in cols.items():
-        getattr(prog, k).extend((v if k in edges else v[order]).tolist())
+    for col, values in cols.items():
+        getattr(prog, col).extend((values if col in edges else values[order]).tolist())

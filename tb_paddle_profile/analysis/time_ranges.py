@@ -60,7 +60,7 @@ class TimeRanges:
         dev_key = rank[dev_host[dev_rows]] * (len(t.device.id) + 1) + dev_rows
         on_dev = split_rows(t.device.id[dev_rows], np.arange(dev_rows.size))   # positions in dev_rows
         self.device_order = _first_seen(on_dev, dev_key)
-        self.gpu_union = {}      # device → type → union
+        self.gpu_union: Dict[int, Dict[int, tuple]] = {}      # device → type → union (starts, ends)
         self.gpu_type_order = {}
         for d in self.device_order:
             of_type = split_rows(t.device.type[dev_rows[on_dev[d]]], on_dev[d])

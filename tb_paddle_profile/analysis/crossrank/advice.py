@@ -17,7 +17,7 @@ the run has stages), "pipeline_rank" (as "rank", when the run has a pipeline but
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, cast
 
 from ...v1 import plugin_pb2 as ppb
 from ...v1 import summary_pb2 as pb
@@ -68,7 +68,7 @@ class Rule:
     scope: str                  # "straggler", "rank", "stage" or "pipeline_rank" (see the module's doc)
     metric: str
     threshold: float            # a constant of thresholds.py
-    value: Callable             # the subject → the value compared with the threshold
+    value: Optional[Callable]   # the subject → the value compared with the threshold (None: not compared)
     template: str               # the sentence; fields: rank, value, threshold and those of `fields`
     fields: Callable = lambda s: {}
     applies: Callable = lambda s: True
@@ -196,9 +196,10 @@ def _excess(out: ppb.RunParallel, rank: int) -> int:
 def _largest(rule: Rule, subjects):
     """The subject with the largest value (the first of equals), and that value; (None, -1)."""
     best, val = None, -1.0
+    value = cast(Callable, rule.value)   # (every scope but "straggler", not asked here, has one)
     for s in subjects:
         if rule.applies(s):
-            v = rule.value(s)
+            v = value(s)
             if v > val:
                 best, val = s, v
     return best, val

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence, Set, Tuple, cast
 
 import numpy as np
 
@@ -54,7 +54,7 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
 
     # ---- matching info
     n_inst = sum(r.kind.size for r in ranks)
-    matched_mask = [r.group >= 0 for r in ranks]
+    matched_mask = [cast(np.ndarray, r.group) >= 0 for r in ranks]   # (load.py sets it, the matching fills it)
     out.matching.instances = n_inst
     out.matching.matched_instances = int(sum(int(m.sum()) for m in matched_mask))
     out.matching.end_tolerance_ns = int(floor)
@@ -114,7 +114,7 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
     def peers_of(x: int) -> List[int]:
         """Ranks sharing a collective with x; from a group larger than PEERS_PER_GROUP, the members
         nearest to x in rank order (the field stays linear in size)."""
-        got = set()
+        got: Set[int] = set()
         for c in comms_of[x]:
             members = comms[c]
             if len(members) > PEERS_PER_GROUP:
@@ -189,8 +189,8 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
     tv.dp, tv.pp, tv.mp, tv.sharding = topo.dp, topo.pp, topo.mp, topo.sharding
     tv.method, tv.complete, tv.matches_fleet_order = topo.method, topo.complete, topo.matches_fleet_order
     tv.notes.extend(topo.notes)
-    for ax, members, inst, kinds in topo.groups:
-        tv.groups.add(axis=ax, ranks=[ranks[x].rank for x in members], instances=inst, kinds=list(kinds))
+    for ax, members, inst, group_kinds in topo.groups:
+        tv.groups.add(axis=ax, ranks=[ranks[x].rank for x in members], instances=inst, kinds=list(group_kinds))
 
     pipeline.fill(out, ranks, topo, msgs)
     memory_stages(out, ranks, msgs)   # after the pipeline view: it reads pipeline_stage

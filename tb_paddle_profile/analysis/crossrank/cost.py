@@ -111,7 +111,7 @@ def _noise(figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]], peered: 
     it): then the noise of a rank's mean over its steps, from its steps' variation (_step_noise)."""
     idx = [i for i, p in enumerate(peered) if p]
     out: Dict[str, float] = {}
-    roles = {}
+    roles: Dict[object, int] = {}   # role → its peered ranks
     for i in idx:
         if role_of:
             roles[role_of[i]] = roles.get(role_of[i], 0) + 1
@@ -121,8 +121,9 @@ def _noise(figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]], peered: 
         if not idx:
             out[f] = 0.0
             continue
-        if step is not None and step.get(f) is not None:
-            out[f] = step[f]
+        got = step.get(f) if step is not None else None
+        if got is not None:
+            out[f] = got
             continue
         rel = np.array([abs(figs[i][f] - peer_vals[i][f]) / _scale(peer_vals[i][f], median_step) for i in idx])
         out[f] = 1.4826 * float(np.median(rel))
@@ -133,7 +134,7 @@ NOISE_MIN_ROLES = 3
 
 
 def _step_noise(ranks: Sequence[RankData], idx: List[int], peer_vals: List[Dict[str, int]],
-                median_step: float) -> Dict[str, float]:
+                median_step: float) -> Dict[str, Optional[float]]:
     """Per figure, the standard deviation of the difference between two ranks' means over their steps,
     as a share of the scale: each rank's step-to-step deviation (1.4826 x the median absolute deviation
     about its own median) over the square root of its steps, x sqrt 2, the median over the ranks;
@@ -142,7 +143,7 @@ def _step_noise(ranks: Sequence[RankData], idx: List[int], peer_vals: List[Dict[
 
     st = _Steps(ranks)
     vals = verdict.step_values(st)
-    out: Dict[str, float] = {}
+    out: Dict[str, Optional[float]] = {}
     for f in verdict.FIGURES:
         per = []
         for i in idx:
@@ -309,10 +310,10 @@ def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[
                              f"(the {MAX_REPLAYED} with the largest excess were): they are not named.")
             replayed = replayed[:MAX_REPLAYED]
         out.error = graph.unmatched_note()
-        base = None
+        base = out.base_step   # (set below: replayed is never empty, cands is not)
         for k in range(0, len(replayed), REPLAY_BATCH):   # a few at a time: K replays hold K copies of the graph
             part = replayed[k:k + REPLAY_BATCH]
-            changes = [{}] + [change_of(graph, c, peer_vals[c.index], figs[c.index]) for c in part]
+            changes: List[dict] = [{}] + [change_of(graph, c, peer_vals[c.index], figs[c.index]) for c in part]
             s, e = graph.replay_many(changes)
             steps = graph.job_steps(s, e)
             base = float(steps[0])

@@ -35,7 +35,7 @@ from ..collectives import KIND_LABELS
 from . import topology
 from .steps import _match_with_clocks
 from .load import as_digests, load_ranks, packed_columns
-from .match import SEND_RECV, split_pipeline_unions
+from .match import SEND_RECV, Flat, split_pipeline_unions
 from .model import RankData, Topology
 from .waits import Waits, communicators
 
@@ -48,7 +48,7 @@ _NEG = -1e30
 class Prepared:
     """The cross-rank analysis' first half (what build.analyze computes before the message)."""
     ranks: List[RankData]
-    flat: object
+    flat: Flat
     waits: Waits
     topo: Topology
     g_axis: np.ndarray
@@ -471,7 +471,7 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 _NODE_PATH = {P.COMPUTE: wpb.PATH_COMPUTE, P.MEMCPY: wpb.PATH_MEMCPY, P.MEMSET: wpb.PATH_MEMCPY,
               P.COLLECTIVE: wpb.PATH_COMMUNICATION, P.HOST_COLLECTIVE: wpb.PATH_COMMUNICATION,
               P.STEP_START: wpb.PATH_HOST, P.STEP_END: wpb.PATH_HOST, P.SYNC: wpb.PATH_HOST}
-_KIND_KEY = {wpb.PATH_COMPUTE: "compute", wpb.PATH_COMMUNICATION: "communication", wpb.PATH_MEMCPY: "memcpy",
+_KIND_KEY: Dict[int, str] = {wpb.PATH_COMPUTE: "compute", wpb.PATH_COMMUNICATION: "communication", wpb.PATH_MEMCPY: "memcpy",
              wpb.PATH_HOST: "host", wpb.PATH_WAITING: "waiting"}
 
 
@@ -527,7 +527,7 @@ def critical_path(graph: Graph, out: wpb.CriticalPath, labels: Optional[Dict[int
     out.observed_step_ns = int(round(obs.mean()))
     out.replayed_step_ns = int(round(rep.mean()))
     out.replay_error = float(abs(rep.mean() - obs.mean()) / obs.mean()) if obs.mean() > 0 else 0.0
-    all_segs = []
+    all_segs: List[tuple] = []
     ranks = graph.prep.ranks
     for s in sorted(set(st.tolist())):
         m = np.nonzero(st == s)[0]
@@ -549,7 +549,7 @@ def _segments(graph: Graph, segs, out: wpb.CriticalPath) -> None:
     for step, r, a, b, kind, ck, node in segs:
         rows.append([step, r, a, b, kind, ck, node, 1])
     if len(rows) > MAX_SEGMENTS:   # merge neighbours on one rank, shortest first, until under the cap
-        merged = []
+        merged: List[list] = []
         for row in rows:
             if merged and merged[-1][1] == row[1] and merged[-1][0] == row[0] and (
                     merged[-1][4] == row[4] or len(rows) > 2 * MAX_SEGMENTS):

@@ -11,7 +11,7 @@ result with the same messages built through the API.
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -130,6 +130,18 @@ class MatchedTable:
 
     GROUP = ("step", "kind", "name", "transfer", "last_rank")
     MEMBER = ("rank", "ordinal", "dur", "wait", "start", "dir")
+    # the columns, set by __init__ (by name, from GROUP and MEMBER)
+    step: np.ndarray
+    kind: np.ndarray
+    name: np.ndarray
+    transfer: np.ndarray
+    last_rank: np.ndarray
+    rank: np.ndarray
+    ordinal: np.ndarray
+    dur: np.ndarray
+    wait: np.ndarray
+    start: np.ndarray
+    dir: np.ndarray
 
     def __init__(self, names: List[str], ptr: np.ndarray, **cols: np.ndarray):
         self.names = list(names)
@@ -150,8 +162,8 @@ class MatchedTable:
     def from_message(cls, matched) -> "MatchedTable":
         """From MatchedCollective messages (an analysis that wrote them itself)."""
         names: dict = {}
-        g = {f: [] for f in cls.GROUP}
-        m = {f: [] for f in cls.MEMBER}
+        g: Dict[str, List[int]] = {f: [] for f in cls.GROUP}
+        m: Dict[str, List[int]] = {f: [] for f in cls.MEMBER}
         sizes = []
         for mc in matched:
             for f, v in zip(cls.GROUP, (mc.step, mc.kind, names.setdefault(mc.name, len(names)), mc.transfer_ns,
@@ -177,6 +189,8 @@ class MatchedTable:
 
     def encode(self, groups: Optional[np.ndarray] = None, field_number: int = 8) -> bytes:
         """The wire bytes of the groups (all when None) as `field_number` repeated MatchedCollective."""
+        mem: Union[slice, np.ndarray]
+        g: Union[slice, np.ndarray]
         if groups is None:
             ptr, mem = self.ptr, slice(None)
             g = slice(None)

@@ -22,7 +22,7 @@ from ...v1 import summary_pb2 as pb
 try:
     from ...trace import _scan
 except ImportError:          # a pure-Python install: numpy reads the columns
-    _scan = None
+    _scan = None  # type: ignore[assignment]  # (the module's name, None when it is not built)
 from ..digest import digest_of
 from .labels import natural_key
 from .model import RankData
@@ -270,7 +270,9 @@ def pool_of(ranks: Sequence[RankData]) -> Pool:
         a, b = int(base[i]), int(base[i + 1])
         for f, arr in zip(fields, arrays):
             setattr(r, f, arr[a:b])
-    p = Pool(base, *arrays, np.array([r.host for r in ranks], dtype=np.int64))
+    kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group = arrays
+    p = Pool(base, kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group,
+             np.array([r.host for r in ranks], dtype=np.int64))
     if isinstance(ranks, RankList):
         ranks.pool = p
     return p

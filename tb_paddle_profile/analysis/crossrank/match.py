@@ -25,7 +25,7 @@ Everything is sorting and hashing: O(N log N) in the number of instances.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -174,7 +174,7 @@ def _persist(L: np.ndarray) -> np.ndarray:
     return (inv.reshape(C, P) - first[None, :]).astype(L.dtype)
 
 
-def joined_blocks(L: np.ndarray, share: float = None):
+def joined_blocks(L: np.ndarray, share: Optional[float] = None):
     """(block per channel, block count): the meet of all positions' partitions (L: per channel and
     position, a canonical cluster id), its blocks joined again where they were together at ≥ share
     (PERSIST_SHARE) of the positions."""
@@ -415,8 +415,8 @@ def _unions_disagree(uk: np.ndarray, split: np.ndarray, n_chains: int) -> np.nda
         for c in members:
             common[c] = common[c] & members if c in common else set(members)
     out = np.zeros(split.size, dtype=bool)
-    for gi, members in sets.items():
-        out[gi] = all(common[c] == {c} for c in members)
+    for gi, pipes in sets.items():
+        out[gi] = all(common[c] == {c} for c in pipes)
     return out
 
 

@@ -37,8 +37,8 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, msgs: 
         return
     depth = max(len(c) for c in chains)
     for c in chains:
-        for s, x in enumerate(c):
-            msgs[x].pipeline_stage = s
+        for stage_no, x in enumerate(c):
+            msgs[x].pipeline_stage = stage_no
     for stage in range(depth):
         members = [c[stage] for c in chains if len(c) == depth]
         ms = [msgs[x] for x in members]

@@ -35,7 +35,7 @@ definitions (also in docs/pipeline-schedule.md):
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -166,6 +166,7 @@ def _preds(pipe: List[int], ranks: Sequence[RankData], slots: Dict[int, "_RankSl
     in_pipe = set(pipe)
     for s, c in cells.items():
         r, rs = ranks[c.rank], slots[c.rank]
+        transfer = cast(np.ndarray, r.transfer)  # set when the ranks are loaded (load.py)
         base = int(partners.base[c.rank])
         for k, row in enumerate(c.rows.tolist()):
             for j in rs.p2p_idx[rs.p2p_ptr[row]:rs.p2p_ptr[row + 1]].tolist():
@@ -187,7 +188,7 @@ def _preds(pipe: List[int], ranks: Sequence[RankData], slots: Dict[int, "_RankSl
                 # launch), then the transfer (waits.py); a receive posted late is the receiver's doing
                 sender = ranks[xr]
                 launch = int(sender.start[xi]) - int(sender.offset_ns) - int(slots[xr].end[x_slot])
-                c.lag[k] = max(int(c.lag[k]), int(r.transfer[j]) + max(0, launch))
+                c.lag[k] = max(int(c.lag[k]), int(transfer[j]) + max(0, launch))
 
 
 def _identify(cells: Dict[int, _StageStep], slots: Dict[int, _RankSlots], pp: int) -> Tuple[bool, int]:
@@ -213,9 +214,10 @@ def _identify(cells: Dict[int, _StageStep], slots: Dict[int, _RankSlots], pp: in
             changed = False
             for s, c in cells.items():
                 for k in range(c.rows.size):
-                    if c.mb[k] >= 0 or phase(c, k) != ph or c.pred[k] is None:
+                    pred = c.pred[k]
+                    if c.mb[k] >= 0 or phase(c, k) != ph or pred is None:
                         continue
-                    ps, pk = c.pred[k]
+                    ps, pk = pred
                     oc = cells[ps]
                     if oc.mb[pk] < 0:
                         continue
@@ -368,10 +370,10 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
             cells = {}
             for s, x in enumerate(chain):
                 rs = slots[x]
-                rows = np.nonzero(rs.step == st)[0]
-                rows = rows[np.argsort(rs.host_start[rows], kind="stable")]
-                if rows.size:
-                    cells[s] = _StageStep(s, x, rows)
+                sel = np.nonzero(rs.step == st)[0]
+                sel = sel[np.argsort(rs.host_start[sel], kind="stable")]
+                if sel.size:
+                    cells[s] = _StageStep(s, x, sel)
             if len(cells) < pp:
                 missing += 1
                 continue
@@ -461,14 +463,14 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
                 prev = max(prev, y)
             gaps.append((prev, hi))
             idle_ideal = ideal[s] if ideal is not None else None
-            for k, (g0, g1) in enumerate(gaps):
+            for gi, (g0, g1) in enumerate(gaps):
                 g = g1 - g0
                 if g <= 0:
                     continue
                 if idle_ideal is None:
                     m.bubbles.append((spb.BUBBLE_KIND_UNSPECIFIED, g0, g1))
                     continue
-                fd = min(g, idle_ideal[k])
+                fd = min(g, idle_ideal[gi])
                 if fd > 0:
                     m.bubbles.append((spb.BUBBLE_KIND_FILL_DRAIN, g0, g0 + fd))
                 if g - fd > 0:

@@ -141,7 +141,7 @@ def measure_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray]) -> Tupl
     # many lock-step replicas: the wide blocks join some, whose drift inflates the median; measured
     # again on the blocks of a tighter tolerance (NOISE_STEP of the last, at most the one that noise
     # gives) until it falls by less than NOISE_SETTLED: the true communicators' noise is a plateau
-    t = T.SHAPE_WIDE_TOL_NS
+    t: float = T.SHAPE_WIDE_TOL_NS
     for _ in range(NOISE_ROUNDS):
         t = min(NOISE_STEP * t, T.SHAPE_NOISE_FACTOR * sigma)
         if t <= T.MATCH_TOL_NS:

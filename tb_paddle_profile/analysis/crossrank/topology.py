@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -107,7 +107,8 @@ def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[
     return chains, count
 
 
-def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]], dp_group: List) -> List[int]:
+def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]],
+                dp_group: List) -> Optional[List[int]]:
     """The dp coordinate of every rank as its replica's index, or None when the replicas are not a
     grid. A replica (one dp index) is what the pipelines and the mp groups join; each dp group must
     hold one rank of every replica. Replicas are numbered by their lowest rank index (Fleet's dp
@@ -133,10 +134,10 @@ def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]]
     lowest: Dict[int, int] = {}
     for x in range(n):
         lowest.setdefault(root[x], x)
-    order = sorted(lowest, key=lowest.get)
+    order = sorted(lowest, key=lowest.__getitem__)
     index = {r: i for i, r in enumerate(order)}
     dp = [index[root[x]] for x in range(n)]
-    sizes = defaultdict(int)
+    sizes: Dict[int, int] = defaultdict(int)
     for x in range(n):
         sizes[dp[x]] += 1
     if len(set(sizes.values())) != 1:
@@ -165,8 +166,8 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     chains, p2p_count = pipelines(ranks, flat, topo.notes)
     stage = [-1] * n
     chain_of = [-1] * n
-    for ci, c in enumerate(chains):
-        for s, x in enumerate(c):
+    for ci, chain in enumerate(chains):
+        for s, x in enumerate(chain):
             stage[x] = s
             chain_of[x] = ci
     pp_deg = max((len(c) for c in chains), default=1)
@@ -293,9 +294,9 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
         if axis[c] == "pp":
             continue
         topo.groups.append((axis[c], members, counts[c], tuple(sorted(kinds_of[c]))))
-    for c in chains:
-        inst = sum(p2p_count.get((min(a, b), max(a, b)), 0) for a, b in zip(c, c[1:]))
-        topo.groups.append(("pp", tuple(sorted(c)), inst, (SEND_RECV,)))
+    for chain in chains:
+        inst = sum(p2p_count.get((min(a, b), max(a, b)), 0) for a, b in zip(chain, chain[1:]))
+        topo.groups.append(("pp", tuple(sorted(chain)), inst, (SEND_RECV,)))
     # Fleet's CommunicateTopology orders the axes data, pipe, sharding, (sep,) model, model fastest
     sh_deg = topo.sharding or 1
     sh = topo.coord_sharding if topo.sharding else [0] * n
@@ -404,7 +405,7 @@ class _Members:
         self.ptr = np.concatenate([[0], np.cumsum(self.size)[:-1]]).astype(np.int64)
 
 
-def _explain(comms, counts, p2p, coords, shape, members: "_Members" = None) -> Tuple[float, Set[str]]:
+def _explain(comms, counts, p2p, coords, shape, members: Optional[_Members] = None) -> Tuple[float, Set[str]]:
     """(explained's share, the axes some explained communicator is a group of: "mp", "dp", "pp" (a
     pipeline-group collective), "p2p" (a send/recv pair))."""
     cm = members if members is not None else _Members(comms, counts)
@@ -468,17 +469,17 @@ def select_model(ranks: Sequence[RankData], comms: List[Tuple[int, ...]], counts
                          topo.sharding)
         shape = (topo.dp, topo.pp, topo.mp)
         fit, seen = _explain(comms, counts, p2p, coords, shape, members)
-        scored.append((fit, _unevidenced(shape, seen), 1, 0, "groups", shape, coords))
+        scored.append((fit, _unevidenced(shape, seen), 1, 0.0, "groups", shape, coords))
     for shape in factorizations(n):
         coords = fleet_coords(rank, shape)
         prog = float(np.mean(reads == (coords[1] == 0))) if informative and shape[1] > 1 else 0.0
         fit, seen = _explain(comms, counts, p2p, coords, shape, members)
         scored.append((fit, _unevidenced(shape, seen), 0, prog, "fleet", shape, coords))
     scored.sort(key=lambda x: (-x[0], x[1], -x[2], -x[3]))
-    scored = [(x[0], x[2], x[3], x[4], x[5], x[6]) for x in scored]
-    best = scored[0]
+    ranked = [(x[0], x[2], x[3], x[4], x[5], x[6]) for x in scored]
+    best = ranked[0]
     if best[3] == "fleet" and best[0] < _min_fit(ranks) and topo.complete:
-        best = next(x for x in scored if x[3] == "groups")   # a hypothesis that fits badly: the groups' grid
-    runner = next(((_Pick(x[3], x[4], x[5], x[0], 0, None).label(), x[0]) for x in scored[1:]
+        best = next(x for x in ranked if x[3] == "groups")   # a hypothesis that fits badly: the groups' grid
+    runner = next(((_Pick(x[3], x[4], x[5], x[0], 0, None).label(), x[0]) for x in ranked[1:]
                    if x[4] != best[4]), None)
-    return _Pick(best[3], best[4], best[5], best[0], len(scored), runner)
+    return _Pick(best[3], best[4], best[5], best[0], len(ranked), runner)

@@ -50,8 +50,8 @@ TITLES = {
 }
 
 
-def _result(kind: int, base: float, new: float, assumption: str, rank: int = -1, per_sample: bool = False,
-            saving: float = None) -> wpb.WhatIf:
+def _result(kind: wpb.WhatIfKind, base: float, new: float, assumption: str, rank: int = -1,
+            per_sample: bool = False, saving: Optional[float] = None) -> wpb.WhatIf:
     s = int(round((base - new) if saving is None else saving))
     b = int(round(base))
     return wpb.WhatIf(kind=kind, title=TITLES[kind], applicable=True, step_ns=b, new_step_ns=int(round(new)),
@@ -59,7 +59,7 @@ def _result(kind: int, base: float, new: float, assumption: str, rank: int = -1,
                       per_sample=per_sample, rank=rank)
 
 
-def _not_applicable(kind: int, base: float, reason: str) -> wpb.WhatIf:
+def _not_applicable(kind: wpb.WhatIfKind, base: float, reason: str) -> wpb.WhatIf:
     return wpb.WhatIf(kind=kind, title=TITLES[kind], applicable=False, reason=reason, step_ns=int(round(base)),
                       new_step_ns=int(round(base)), rank=-1)
 
@@ -199,7 +199,8 @@ def double_micro_batches(graph: Graph, base: float, *_) -> wpb.WhatIf:
                    "the work and grows by M × t (saving per sample).", per_sample=True, saving=saving)
 
 
-def no_launch_overhead(graph: Graph, base: float, s0: np.ndarray = None, e0: np.ndarray = None) -> wpb.WhatIf:
+def no_launch_overhead(graph: Graph, base: float, s0: Optional[np.ndarray] = None,
+                       e0: Optional[np.ndarray] = None) -> wpb.WhatIf:
     k = wpb.WHAT_IF_NO_LAUNCH_OVERHEAD
     lp = graph.lp
     has = lp >= 0
@@ -220,7 +221,7 @@ def no_launch_overhead(graph: Graph, base: float, s0: np.ndarray = None, e0: np.
     sl = np.where(host & np.isfinite(f_sp) & (graph.kind == P.SYNC), np.minimum(graph.sl, f_sp), graph.sl)
     # the gaps inside a compute run shrink to a queued kernel's (the host no longer paces them): the
     # rank's median gap after a stream predecessor that set a node's start
-    if s0 is None:
+    if s0 is None or e0 is None:   # (given together, or neither)
         s0, e0 = graph.replay()
     sp = graph.sp
     queued = graph.is_device & (sp >= 0)
@@ -249,7 +250,8 @@ ALL = (dp_overlap, straggler, balanced_stages, double_micro_batches, no_launch_o
        sequences.sequences_balanced)
 
 
-def what_ifs(graph: Graph, base: float, start: np.ndarray = None, end: np.ndarray = None) -> List[wpb.WhatIf]:
+def what_ifs(graph: Graph, base: float, start: Optional[np.ndarray] = None,
+             end: Optional[np.ndarray] = None) -> List[wpb.WhatIf]:
     """Every what-if; ``start``/``end``: the unchanged replay, when already made."""
     if start is None:
         start, end = graph.replay()
