@@ -98,7 +98,9 @@ def tidy(frame, tree: str = "top"):
         out["section"] = out["section"].astype(str).str.replace(r"^Thread:\s*", "", regex=True)
         out = out.rename(columns={"section": "thread"})
     if "depth" in out:
-        parents, tops, stack = [], [], []  # stack: (depth, id, name) of the rows above
+        parents: list = []
+        tops: list = []
+        stack: List[tuple] = []  # (depth, id, name) of the rows above
         names = out["name"] if "name" in out else out.iloc[:, 2]
         for rid, depth, name in zip(out["id"], out["depth"], names):
             while stack and stack[-1][0] >= depth:

@@ -22,13 +22,14 @@ import atexit
 import concurrent.futures
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.context
 import os
 import signal
 import threading
 import time
 import traceback
 import weakref
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Union
 
 from tb_paddle_profile.core import settings
 from tb_paddle_profile.core.worker_path import drop_current_folder
@@ -39,7 +40,7 @@ PRELOAD = ["tb_paddle_profile.core.worker_path", "tb_paddle_profile.analysis.sum
 ENV_START_METHOD = settings.START_METHOD
 
 
-def process_context():
+def process_context() -> Union[multiprocessing.context.ForkServerContext, multiprocessing.context.SpawnContext]:
     """The multiprocessing context for the plugin's process pools."""
     wanted = os.environ.get(ENV_START_METHOD, "forkserver").strip() or "forkserver"
     if wanted == "forkserver" and "forkserver" in multiprocessing.get_all_start_methods():
@@ -131,6 +132,7 @@ def _serve(conn, environ: dict, init: Optional[Callable[[], None]]) -> None:
             return
         fn, args = message
         conn.send(("started", pid))
+        reply: tuple
         try:
             reply = ("ok", fn(*args))
         except Exception as err:
@@ -186,7 +188,8 @@ class WorkerPool:
     def __init__(self, max_workers: int, init: Optional[Callable[[], None]] = None):
         self.max_workers = max(1, int(max_workers))
         self._init = init
-        self._ctx = None
+        self._ctx: Optional[Union[multiprocessing.context.ForkServerContext,
+                                  multiprocessing.context.SpawnContext]] = None
         self._lock = threading.Lock()
         self._workers: List[_Worker] = []
         self._closed = False
@@ -208,11 +211,10 @@ class WorkerPool:
             if self._closed:
                 raise RuntimeError("the worker pool is shut down")
             for attempt in range(2):
-                worker = self._idle_worker()
-                if worker is None:
-                    if len(self._workers) >= self.max_workers:
-                        raise RuntimeError(f"all {self.max_workers} worker processes are busy")
-                    worker = self._start()
+                idle = self._idle_worker()
+                if idle is None and len(self._workers) >= self.max_workers:
+                    raise RuntimeError(f"all {self.max_workers} worker processes are busy")
+                worker = idle if idle is not None else self._start()
                 worker.job, job._worker = job, worker
                 try:
                     worker.conn.send((fn, args))

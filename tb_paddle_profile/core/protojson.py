@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import msgspec
 from google.protobuf.descriptor import FieldDescriptor as FD
@@ -33,8 +33,8 @@ def _num(v: float):
     return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
 
 
-def _scalar(field) -> Callable:
-    """The converter of one value of a scalar, enum or message field."""
+def _scalar(field) -> Optional[Callable]:
+    """The converter of one value of a scalar, enum or message field (None: the value as it is)."""
     t = field.type
     if t == FD.TYPE_MESSAGE:
         return _value_of
@@ -50,7 +50,7 @@ def _scalar(field) -> Callable:
     return None  # bool, string, 32-bit integers: as they are
 
 
-_Plan = List[Tuple[str, str, int, Callable, bool]]
+_Plan = List[Tuple[str, str, int, Optional[Callable], bool]]
 _plans: Dict[object, _Plan] = {}
 
 

@@ -37,7 +37,7 @@ CHANGED_REASON = "still being written: its size or modification time changed sin
 
 @dataclass(frozen=True)
 class FileState:
-    state: int
+    state: plugin_pb2.LoadState
     error: str = ""
     cached: bool = False
     why: str = ""  # FAILED: "" (the file's fault), "transient", "refused", "refused-read" or "bug"
@@ -72,7 +72,7 @@ class _Entry:
     def __init__(self, file: TraceFile, seq: int, now: float, tally: Optional[_Tally] = None):
         self.file = file
         self.tally = tally if tally is not None else _Tally()
-        self._state: Optional[int] = None
+        self._state: Optional[plugin_pb2.LoadState] = None
         self.state = QUEUED
         self.error = ""
         self.cached = False
@@ -97,11 +97,11 @@ class _Entry:
         self.solo = False  # its batch's worker died: it runs in a job of its own
 
     @property
-    def state(self) -> int:
-        return cast(int, self._state)  # set in __init__ (None only before that first set)
+    def state(self) -> plugin_pb2.LoadState:
+        return cast(plugin_pb2.LoadState, self._state)  # set in __init__ (None only before that first set)
 
     @state.setter
-    def state(self, value: int) -> None:
+    def state(self, value: plugin_pb2.LoadState) -> None:
         # every change of what the routes show (error, cached, loading_since) comes with a state set
         self.tally.moved(self.file.run, self._state, value)
         self._state = value

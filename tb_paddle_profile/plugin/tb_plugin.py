@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Optional
+from typing import Any, Optional
 
 from tb_paddle_profile.core import settings
 from tb_paddle_profile.store.cache_store import open_cache
@@ -39,7 +39,11 @@ def rescan_interval(flags) -> Optional[float]:
     return max(float(reload or 0), MIN_RESCAN_S)
 
 
-class PaddleProfilePlugin(base_plugin.TBPlugin if base_plugin is not None else object):
+# TensorBoard's plugin base class (object without TensorBoard: the CLI imports this module too)
+_TBPlugin: Any = base_plugin.TBPlugin if base_plugin is not None else object
+
+
+class PaddleProfilePlugin(_TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import html
-from typing import List, Sequence, Tuple
+from typing import Sequence, Tuple
 
 from tb_paddle_profile.core.version import __version__
 from tb_paddle_profile.present.display.cells import format_cell, span_text
@@ -104,7 +104,7 @@ def top_rows(display: dpb.Display, keys: Sequence[str], n: int, title: str) -> d
 
 
 def render_report(title: str, displays: Sequence[Tuple[str, dpb.Display]], time_unit: str = "ms",
-                  notes: List[str] = ()) -> str:
+                  notes: Sequence[str] = ()) -> str:
     """The HTML page: ``displays`` [(heading, Display)], each view a section (its sentences, then its
     tables, the CLI's and the panels' own); ``notes`` (the run's loading notes) at the end."""
     sections, links = [], []

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -106,9 +106,9 @@ class _RankWriter:
                         for e in src if e.get("ph") == "M" and e.get("name") == "thread_name"}
         out: List[dict] = []
         has_flows = any(e.get("ph") in ("s", "f") for e in src)
-        launches: Dict[object, dict] = {}
+        launches: Dict[Any, dict] = {}   # correlation id (a JSON value) → its launch
         flow_ends: Dict[int, Set[str]] = {}
-        device_by_corr: Dict[object, dict] = {}
+        device_by_corr: Dict[Any, dict] = {}
         for ev in src:
             ph = ev.get("ph")
             if ph not in EVENT_PHASES:
@@ -155,7 +155,7 @@ class _RankWriter:
         a = np.array(self.slices, dtype=np.float64).reshape(len(self.slices), 4)
         order = np.argsort(a[:, 0], kind="stable")
         self._ts, self._dur = a[order, 0], a[order, 1]
-        self._tid, self._device = a[order, 2].astype(np.int64), a[order, 3].astype(bool)
+        self._slice_tid, self._device = a[order, 2].astype(np.int64), a[order, 3].astype(bool)
         self.slices = []
 
     def _memory_counters(self, src: Iterable[dict]) -> List[dict]:
@@ -181,7 +181,7 @@ class _RankWriter:
         score = [(not self._device[i], abs(self._dur[i] * 1000.0 - dur_ns), i) for i in range(lo, hi)]
         i = min(score)[2]
         ts, dur = float(self._ts[i]), float(self._dur[i])
-        return (ts - self.base_us) - self.shift_us + dur / 2.0, int(self._tid[i])
+        return (ts - self.base_us) - self.shift_us + dur / 2.0, int(self._slice_tid[i])
 
     def metadata(self) -> List[dict]:
         out = [{"name": "process_name", "ph": "M", "pid": self.pid, "args": {"name": self.label}},
@@ -262,7 +262,7 @@ def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None
         for i, r in enumerate(order):
             writer = _RankWriter(i, r.label or r.worker, r.rank, r.clock_offset_ns, base_us)
             events = writer.rewrite(first if i == 0 else _read(by_name[r.file_name].path))
-            first = None
+            first = {}   # (the first trace let go)
             for ev in writer.metadata() + events:
                 out.write(sep + json.dumps(ev))
                 sep = ",\n"

@@ -105,8 +105,8 @@ def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Opti
         if ri and max_bytes and used + cost > max_bytes:  # left to the next page
             del msg.ranks[-1]
             del names[names_before:]
-            for k in [k for k, v in name_ids.items() if v >= names_before]:
-                del name_ids[k]
+            for name in [name for name, v in name_ids.items() if v >= names_before]:
+                del name_ids[name]
             break
         used += cost
         if flows:

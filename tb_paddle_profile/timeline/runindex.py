@@ -20,7 +20,7 @@ index) gives: tests/test_timeline_runindex.py compares them.
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class _Builder:
     def __init__(self, k: int):
         self.k = k
         self.gid: Dict[str, int] = {}
-        self.names: List[str] = []
+        self.names: List[Optional[str]] = []   # by global id (None until a rank names it)
         self.parts: List[dict] = []
 
     def add(self, idx: TimelineIndex) -> None:
@@ -58,9 +58,9 @@ class _Builder:
                             count=len(idx.names))
         if len(self.names) < len(self.gid):
             self.names.extend([None] * (len(self.gid) - len(self.names)))
-            for n, g in zip(idx.names, local.tolist()):
+            for name, g in zip(idx.names, local.tolist()):
                 if self.names[g] is None:
-                    self.names[g] = n
+                    self.names[g] = name
         n = len(a["ev_start"])
         start, end = a["ev_start"].astype(np.int64), a["ev_end"].astype(np.int64)
         g = local[a["ev_name"].astype(np.int64)] if n else np.zeros(0, np.int64)
@@ -104,7 +104,8 @@ class _Builder:
         e_len = cat("e_len", np.int64)
         e_list = np.zeros(len(e_len) + 1, np.int64)
         np.cumsum(e_len, out=e_list[1:])
-        name_bytes = [n.encode("utf-8", "surrogatepass") for n in self.names]
+        names = cast(List[str], self.names)   # (every global id named by the rank that brought it)
+        name_bytes = [n.encode("utf-8", "surrogatepass") for n in names]
         names_ptr = np.zeros(len(name_bytes) + 1, np.int64)
         np.cumsum([len(b) for b in name_bytes], out=names_ptr[1:])
         return {
@@ -197,7 +198,7 @@ class RunIndex:
             pass
 
 
-def _origins(ri: RunIndex, files: list, clock: Optional[Dict[str, int]]) -> np.ndarray:
+def _origins(ri: RunIndex, files: list, clock: Optional[Dict[str, int]]) -> Tuple[np.ndarray, np.ndarray]:
     slots = np.array([ri.slot[f.key.digest()] for f in files], np.int64)
     return ri.a["r_origin"][slots] - np.array([(clock or {}).get(f.worker, 0) for f in files], np.int64), slots
 
@@ -327,8 +328,8 @@ def range_message(ri: RunIndex, files: list, ws: int, we: int, tracks: Dict[str,
         cnt = np.bincount(inv, weights=a["s_count"][el], minlength=len(uniq))
         tot = np.zeros(len(uniq), np.int64)
         np.add.at(tot, inv, a["s_total"][el])
-        for k, c, t in zip(uniq.tolist(), cnt.astype(np.int64).tolist(), tot.tolist()):
-            acc[(ri.names[k >> _TYPE_BITS], type_name(k & 0xFFF))] = [c, t, t]
+        for k, c, total in zip(uniq.tolist(), cnt.astype(np.int64).tolist(), tot.tolist()):
+            acc[(ri.names[k >> _TYPE_BITS], type_name(k & 0xFFF))] = [c, total, total]
     for p in np.flatnonzero(hit & ~whole).tolist():  # the ranks the range cuts: their own index
         f = files[p]
         idx = open_rank(f) if open_rank is not None else None

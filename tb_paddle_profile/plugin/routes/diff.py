@@ -3,11 +3,11 @@
 up; 202 while a side loads. And its tables as CSV (the ``csv`` route's view "diff")."""
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Tuple, cast
 
 from werkzeug.wrappers import Request, Response
 
-from tb_paddle_profile.pipeline.loader import FAILED, READY
+from tb_paddle_profile.pipeline.loader import FAILED, READY, Loader
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 from .analyses import AnalysisBase
@@ -43,14 +43,15 @@ class DiffRoutes(AnalysisBase):
             msg.run, msg.worker, msg.span = run, worker, span
         if sides[0][1]:  # two ranks: their Summaries
             traces = [self._file(r) for r in inner]
+            loader = cast(Loader, self.loader)   # (files are listed: the plugin has a loader)
             datas, labels = [], []
             for trace in traces:
                 state = self._states([trace])[0]
-                data = self.loader.summary_bytes(trace) if state.state == READY else None
+                data = loader.summary_bytes(trace) if state.state == READY else None
                 if state.state == FAILED:
                     raise HttpError(422, state.error or f"{trace.file_name}: failed")
                 if data is None:
-                    self.loader.prioritize([trace], trace.run)
+                    loader.prioritize([trace], trace.run)
                     waiting.alignment.append(f"waiting for {trace.file_name} to load")
                 datas.append(data)
                 number = self._rank_numbers(trace.run, self._snapshot().runs.get(trace.run) or {}).get(trace.worker)
@@ -60,8 +61,8 @@ class DiffRoutes(AnalysisBase):
 
             def build_ranks() -> bytes:
                 named = [(run, worker, span, label) for (run, worker, span), label in zip(sides, labels)]
-                return _encode(rank_diff(*(summary_pb2.Summary.FromString(d) for d in datas), named,
-                                         sorted_by=sorted_by), fmt)
+                baseline, candidate = (summary_pb2.Summary.FromString(d) for d in datas)
+                return _encode(rank_diff(baseline, candidate, named, sorted_by=sorted_by), fmt)
 
             return self._send(request, ("diff", traces[0].key, traces[1].key, tuple(labels), sorted_by, fmt),
                               _CTYPES[fmt], build_ranks)
@@ -74,11 +75,12 @@ class DiffRoutes(AnalysisBase):
 
         def build_runs() -> bytes:
             named = [(run, "", span, f"{run} span {span}") for run, _, span in sides]
-            return _encode(run_diff(*(plugin_pb2.RunParallel.FromString(g[5]) for g in got), named), fmt)
+            baseline, candidate = (plugin_pb2.RunParallel.FromString(g[5]) for g in got)
+            return _encode(run_diff(baseline, candidate, named), fmt)
 
         return self._send(request, ("diff", got[0][4], got[1][4], tuple(sides), fmt), _CTYPES[fmt], build_runs)
 
-    def _peers_diff(self, request: Request, side: Tuple[str, str, str], fmt: str) -> Response:
+    def _peers_diff(self, request: Request, side: Tuple[str, ...], fmt: str) -> Response:
         """The candidate rank against the median of its role peers (baseline_worker "~peers"; RunDiff mode
         "peers", present/display/diff.peers_diff): the peers from the run's cross-rank analysis (computed
         and stored as the parallel route does), each peer's Summary; 202 while any loads."""
@@ -111,9 +113,10 @@ class DiffRoutes(AnalysisBase):
         states = [states[0]] + [st for st in states[1:] if st.state != FAILED]
         if len(files) < 2:
             raise HttpError(422, f"none of this rank's role peers ({where}) could be read")
-        datas = [self.loader.summary_bytes(t) if st.state == READY else None for t, st in zip(files, states)]
+        loader = cast(Loader, self.loader)   # (files are listed: the plugin has a loader)
+        datas = [loader.summary_bytes(t) if st.state == READY else None for t, st in zip(files, states)]
         if any(d is None for d in datas):
-            self.loader.prioritize([t for t, d in zip(files, datas) if d is None], run)
+            loader.prioritize([t for t, d in zip(files, datas) if d is None], run)
             waiting.alignment.append(f"waiting for {sum(d is None for d in datas)} summaries to load")
             return respond(request, _encode(waiting, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
         number = self._rank_numbers(run, workers).get(worker)

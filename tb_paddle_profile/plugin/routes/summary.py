@@ -19,6 +19,10 @@ from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _
 class SummaryRoutes(AnalysisBase):
     """summary, display, csv."""
 
+    # csv hands a run view's and the comparison's tables to their families (all of them are Routes)
+    _run_csv: Callable[[Request, str, str], Response]   # ParallelRoutes._run_csv
+    _diff_csv: Callable[[Request, str], Response]   # DiffRoutes._diff_csv
+
     @_handler
     def summary(self, request: Request) -> Response:
         trace = self._file(request, refused=True)

@@ -5,7 +5,7 @@ matched collective instance of a slice), ``timeline_compact`` (one row per rank 
 from __future__ import annotations
 
 import zlib
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Generator, Iterable, List, Optional, Tuple
 
 from werkzeug.wrappers import Request, Response
 
@@ -278,7 +278,7 @@ class TimelineRoutes(AnalysisBase):
                        [("Retry-After", "1")] if building else [])
 
     @staticmethod
-    def _gzip_chunks(chunks) -> Iterator[bytes]:
+    def _gzip_chunks(chunks) -> Generator[bytes, None, None]:
         """The gzip stream of ``chunks``, compressed as they come."""
         deflate = zlib.compressobj(3, zlib.DEFLATED, 31)
         try:
@@ -319,7 +319,8 @@ class TimelineRoutes(AnalysisBase):
         if _accepts_gzip(request):
             headers.append(("Content-Encoding", "gzip"))
             chunks = self._gzip_chunks(chunks)
+        body: Iterable[bytes] = chunks
         if request.method == "HEAD":
             chunks.close()
-            chunks = []
-        return Response(chunks, headers=headers, content_type=JSON, direct_passthrough=True)
+            body = []
+        return Response(body, headers=headers, content_type=JSON, direct_passthrough=True)

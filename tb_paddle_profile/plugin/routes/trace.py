@@ -3,12 +3,13 @@ it refuses), streamed in chunks, gzip-compressed on the way when the client acce
 from __future__ import annotations
 
 import os
+from typing import Iterable, cast
 
 from werkzeug.wrappers import Request, Response
 
 from tb_paddle_profile.core import paths
 from tb_paddle_profile.core.errors import TraceError
-from tb_paddle_profile.pipeline.discovery import TraceFile
+from tb_paddle_profile.pipeline.discovery import Discovery, TraceFile
 
 from .analyses import AnalysisBase
 from .http import JSON, HttpError, _accepts_gzip, _download_name, _FileStream, _handler
@@ -19,10 +20,11 @@ class TraceRoutes(AnalysisBase):
 
     def _open(self, trace: TraceFile):
         """(handle, size) of a trace file, opened under the path policy; HttpError when it cannot be."""
-        fs = self.discovery.fs
+        discovery = cast(Discovery, self.discovery)   # (a file was listed: there is a discovery)
+        fs = discovery.fs
         try:
             # Checked again on the open file: a file swapped for a link since the scan is refused too.
-            handle = paths.open_checked(fs, trace.path, trace.root or self.discovery.root, trace.file_name)
+            handle = paths.open_checked(fs, trace.path, trace.root or discovery.root, trace.file_name)
         except TraceError as err:
             raise HttpError(403, str(err)) from None
         except FileNotFoundError:
@@ -56,7 +58,8 @@ class TraceRoutes(AnalysisBase):
         else:
             headers.append(("Content-Length", str(size)))
         stream = _FileStream(handle, size, compress)
+        body: Iterable[bytes] = stream
         if request.method == "HEAD":
             stream.close()
-            stream = []
-        return Response(stream, headers=headers, content_type=ctype, direct_passthrough=True)
+            body = []
+        return Response(body, headers=headers, content_type=ctype, direct_passthrough=True)

@@ -95,7 +95,8 @@ def sentence_text(sentence: dpb.Sentence, time_unit: str = "ms") -> str:
 
 
 def fmt(kind: int, unit: str = "", digits: int = 0, style: str = "") -> dpb.Format:
-    return dpb.Format(kind=kind, unit=unit, digits=digits, style=style)
+    # (protoc's stubs take only the CellKind type for an enum field; the field holds the int)
+    return dpb.Format(kind=kind, unit=unit, digits=digits, style=style)  # type: ignore[arg-type]
 
 
 def num(x, title: str = "") -> dpb.Cell:

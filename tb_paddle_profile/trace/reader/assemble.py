@@ -2,7 +2,7 @@
 by Paddle's origin where a table lacked relative ones, memory events given their owner host rows."""
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def _concat(parts: List[dict]) -> dict:
     if len(parts) == 1:
         return parts[0]
     host_rows = [len(p["host_tid"]) for p in parts]
-    out = {}
+    out: Dict[str, Any] = {}   # columns and the _SCALARS
     for k in [k for k in parts[0] if k not in _SCALARS]:
         out[k] = np.concatenate([p[k] for p in parts])
         for p in parts:  # each part's copy goes once joined: one column at a time is held twice
@@ -74,7 +74,7 @@ def _assemble(trace: Trace, part: dict, names: List[str], repaired: int) -> Even
     cols["mem_owner"] = _memory_owners(cols["host_tid"], host_pos, cols["mem_tid"], mem_pos)
 
     cols["host_shapes"] = part["host_shapes"]
-    tables = {attr: cls(**{f: cols.pop(f"{prefix}_{f}") for f in cls.__dataclass_fields__})
+    tables: Dict[str, Any] = {attr: cls(**{f: cols.pop(f"{prefix}_{f}") for f in cls.__dataclass_fields__})
               for prefix, attr, cls in _TABLES}
     assert not cols, sorted(cols)
     span = trace.span_index if trace.span_index is not None else trace.span_indx

@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import re
-from typing import List
+from typing import Deque, List
 
 import msgspec
 
@@ -94,12 +94,12 @@ def _column_parts(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "t
         threads = min(threads, len(ranges))
         pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="tbpp-scan")
     try:
-        ahead = collections.deque()
+        ahead: Deque[concurrent.futures.Future] = collections.deque()
         todo = iter(ranges)
 
-        def submit() -> None:
+        def submit() -> None:   # (called only with a pool)
             nxt = next(todo, None)
-            if nxt is not None:
+            if nxt is not None and pool is not None:
                 ahead.append(pool.submit(scanner, mv, *nxt))
 
         if pool is not None:

@@ -3,7 +3,7 @@ file's numbering, times in ns, checked); the raw columns of msgspec's structs (_
 checks of the values as the file gives them (_Malformed)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, cast
 
 import numpy as np
 
@@ -236,13 +236,14 @@ def _msgspec_times(events: list) -> "tuple[np.ndarray, np.ndarray, Optional[np.n
     ts = np.array([e.ts for e in events], dtype=np.float64)
     if None in rel:
         return ts, dur, None
+    texts = cast(List[str], rel)   # (no None: just checked)
     # one C-level parse of "12.345 us 67.890 us ..." instead of a float() per event
     try:
-        values = np.fromstring(" ".join(rel).replace(" us", ""), sep=" ") if rel else np.zeros(0)
+        values = np.fromstring(" ".join(texts).replace(" us", ""), sep=" ") if texts else np.zeros(0)
     except ValueError:  # text that is not a number (numpy >= 2.3 says so; older ones stop short)
         values = np.zeros(0)
-    if len(values) != len(rel):  # some other unit or text: parse one by one
-        values = np.array([_start_time(r) for r in rel], dtype=np.float64)
+    if len(values) != len(texts):  # some other unit or text: parse one by one
+        values = np.array([_start_time(r) for r in texts], dtype=np.float64)
     return ts, dur, values
 
 

@@ -44,8 +44,9 @@ class _BadJSON(Exception):
     def message(self, where: _Where) -> str:
         text = _BYTE.sub(lambda m: f"(byte {where.file_offset(self.base + self.shift + int(m.group(1)))})",
                          str(self.exc))
-        if self.first_event is not None:
-            text = _EVENT_PATH.sub(lambda m: f"`$.traceEvents[{self.first_event + int(m.group(1))}]", text)
+        first = self.first_event
+        if first is not None:
+            text = _EVENT_PATH.sub(lambda m: f"`$.traceEvents[{first + int(m.group(1))}]", text)
         return text
 
 

@@ -8,7 +8,7 @@ import math
 import os
 import re
 import zlib
-from typing import Optional
+from typing import Optional, cast
 
 from tb_paddle_profile.core import settings
 from tb_paddle_profile.core.errors import TraceError
@@ -172,7 +172,7 @@ def _inflate(data, file_name: str, limit: Optional[int] = None) -> bytearray:
 def _starts_json(out: bytearray, file_name: str) -> bool:
     """True once the inflated bytes show their first character (which must open a JSON value's
     object or array: else the rest is not inflated)."""
-    lead = _JSON_START.match(out).end()
+    lead = cast("re.Match[bytes]", _JSON_START.match(out)).end()   # (it matches the empty string too)
     if lead == len(out):
         return False
     if out[lead] not in b"{[":

@@ -7,7 +7,7 @@ import concurrent.futures
 import multiprocessing
 import os
 import threading
-from typing import List, Optional
+from typing import List, Optional, cast
 
 from tb_paddle_profile.trace.reader.assemble import _assemble, _concat
 from tb_paddle_profile.trace.reader.chunks import _chunk_ranges, _columns, _event_bounds
@@ -37,7 +37,7 @@ def parse_workers() -> int:
 
 def _range_columns(ranges: "List[tuple]") -> "tuple[dict, List[str]]":
     """In a forked worker: the columns of these chunks of _SHARED, names numbered locally."""
-    return _columns(_SHARED, ranges)
+    return _columns(cast(memoryview, _SHARED), ranges)   # (set before the workers fork)
 
 
 def _parallel_tabulate(trace: Trace, repaired: int, workers: int) -> Optional[EventTables]:
