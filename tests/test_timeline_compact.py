@@ -286,7 +286,8 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
     longest = frame.evaluate("() => Math.max(0, ...(window.__tbppLong || []))")
     print(f"compact timeline of 32 ranks: {nodes} DOM nodes, longest task {longest} ms")
     assert nodes < 3000
-    frame.locator('[data-testid="timeline-compact-canvas"]').click(position={"x": 300, "y": top + 3.5 * row_h})
+    # (on its label: a click on a communication bin aligns the rows on that collective instead)
+    frame.locator('[data-testid="timeline-compact-canvas"]').click(position={"x": 60, "y": top + 3.5 * row_h})
     frame.wait_for_function(
         "(w) => { const t = window.__tbppTimeline; const d = t && t.data();"
         " return d && d.items > 0 && d.ranks.length === 1 && d.ranks[0].worker === w && d.ranks[0].tracks.length > 0; }",
@@ -345,6 +346,93 @@ def test_align_on_a_collective_puts_each_row_on_its_first_instance_of_the_kind(g
     assert msg.window_start_ns <= min(r.step_start_ns for r in msg.rows)
     other = _compact(tb, bins=60, rank_limit=2, align="collective", kind="no such kind")
     assert other.align_kind == "all_reduce"  # an unknown kind: the default one
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(_missing is not None, reason=f"browser tests need Chromium: {_missing}")
+def test_a_click_on_communication_aligns_every_row_on_that_collective_instance(gen, browser):
+    """A click on a communication bin of the straggler's row: the route (align=instance) puts every member
+    row of the collective instance under the pointer (one communicator, one sequence number) on its
+    member's start; the page draws each member's start at the same x, the chip names the instance and
+    takes the rows back. The members' starts are their kernels in the trace JSON: the kernel under the
+    pointer on the clicked rank, the same n-th all-reduce of the step on every member rank."""
+    tb, run_dir, manifest = gen
+    page, frame, log = _open(browser, tb)
+    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
+                            timeout=120_000)
+    c = frame.evaluate("() => { const c = window.__tbppCompact; return { comm: c.communication(0), win: c.windowOf(0),"
+                       " view: c.view(), labelW: c.labelW, rowH: c.rowH, top: c.rowsTop, worker: c.order()[0] }; }")
+    assert c["worker"] == f"rank{SLOW}"
+    comm, win, view = c["comm"], c["win"], c["view"]
+    before = _compact(tb, bins=60, rank_limit=64)
+    clicked = next(r for r in before.rows if r.worker == c["worker"])
+
+    def all_reduces(w):
+        """The rank's all-reduce kernels of the step (ns of its trace's origin), in order."""
+        evs = cj.events(run_dir / next(r["trace"] for r in manifest["ranks"] if r["worker"] == w))
+        s0, s1 = next(cj.span(e) for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{before.step}")
+        return sorted(cj.span(e) for e in cj.by_cat(evs, "Kernel")
+                      if cj.is_nccl(e) and "allreduce" in e["name"].lower() and s0 <= cj.span(e)[0] < s1)
+
+    # the middle of the straggler's longest all-reduce of the step, in its row's times: a communication bin
+    ks, ke = max(all_reduces(c["worker"]), key=lambda sp: sp[1] - sp[0])
+    t = (ks + ke) / 2 - clicked.origin_offset_ns
+    k = int((t - win["start"]) / (win["end"] - win["start"]) * len(comm))
+    assert comm[k] >= 0.5, (k, comm[max(0, k - 3):k + 4])
+    box = frame.locator('[data-testid="timeline-compact-canvas"]').bounding_box()
+    x = c["labelW"] + (t - view["start"]) / (view["end"] - view["start"]) * (box["width"] - c["labelW"])
+    frame.locator('[data-testid="timeline-compact-canvas"]').click(position={"x": x, "y": c["top"] + 0.5 * c["rowH"]})
+    frame.wait_for_function("() => { const c = window.__tbppCompact; return c.align() === 'instance' && c.drawnRows() >= 32; }",
+                            timeout=60_000)
+    chip = frame.locator('[data-testid="timeline-compact-instance"]')
+    chip.wait_for()
+    label, worker, at = chip.get_attribute("data-label"), chip.get_attribute("data-worker"), chip.get_attribute("data-at")
+    assert worker == c["worker"] and label and "#" in label and f"aligned on {label.replace('_', ' ')}" in chip.inner_text()
+    # the page: every member row drawn has its start of the instance at the same x (its time 0)
+    frame.wait_for_function("() => (document.querySelector('[data-testid=\"timeline-compact-canvas\"]').dataset.instanceStarts || '').length > 2")
+    marks = json.loads(frame.locator('[data-testid="timeline-compact-canvas"]').get_attribute("data-instance-starts"))
+    assert worker in marks and len(marks) >= 2, marks
+    xs = [m["x"] for m in marks.values()]
+    assert max(xs) - min(xs) <= 1.0, marks
+    # the route's numbers: the same instance, each member row's time 0 its member's start; the page drew them
+    msg = _compact(tb, bins=60, rank_limit=64, align="instance", instance_worker=worker, instance_ns=at)
+    assert msg.align == "instance" and msg.align_kind == label, (msg.align, msg.align_kind, msg.note)
+    members = {r.worker: r for r in msg.rows if r.on_collective}
+    assert set(marks) == set(members), (sorted(marks), sorted(members))
+    for w, m in marks.items():
+        assert m["zero"] == str(members[w].zero_unix_ns), (w, m)
+    # the truth, from the trace JSON: each member's start is an all-reduce kernel's, the clicked rank's the one
+    # under the pointer, and it is the same n-th all-reduce of the step on every member rank
+    nth = {}
+    for w, row in members.items():
+        kernels = all_reduces(w)
+        i = min(range(len(kernels)), key=lambda j: abs(kernels[j][0] - row.origin_offset_ns))
+        assert abs(kernels[i][0] - row.origin_offset_ns) <= 1_000, (w, row.origin_offset_ns, kernels)
+        nth[w] = i
+    assert all_reduces(worker)[nth[worker]] == (ks, ke)
+    assert len(set(nth.values())) == 1, nth
+    # the way back: the alignment chosen before (each rank on its step start)
+    frame.click('[data-testid="timeline-compact-instance-clear"]')
+    frame.wait_for_function("() => { const c = window.__tbppCompact; return c.align() === 'step' && c.loadedRows() >= 32; }",
+                            timeout=60_000)
+    assert frame.locator('[data-testid="timeline-compact-instance"]').count() == 0
+    page.context.close()
+    assert log.page_errors == [], log.page_errors
+    assert log.console_errors == [], log.console_errors
+
+
+def test_align_on_an_instance_needs_the_rank_and_the_time(gen):
+    """align=instance without instance_worker and instance_ns: 400; a time where the rank runs no matched
+    instance of the step: the nearest one of the step (a rank with none: the rows on their step, a note)."""
+    tb, _, _ = gen
+    status, body = _get(tb, "timeline_compact", run=RUN, span="0", align="instance")
+    assert status == 400 and b"instance_worker" in body
+    msg = _compact(tb, bins=60, rank_limit=4, align="instance", instance_worker=f"rank{SLOW}", instance_ns=0)
+    assert msg.align == "instance" and msg.align_kind and "#" in msg.align_kind, msg.note
+    assert any(r.on_collective for r in msg.rows if r.worker == f"rank{SLOW}")
+    none = _compact(tb, bins=60, rank_limit=4, align="instance", instance_worker="no-such-rank", instance_ns=0)
+    assert not none.align_kind and "no matched collective instance" in none.note
+    assert not any(r.on_collective for r in none.rows)
 
 
 # ---------------------------------------------------------------- the rules, on hand-made analyses

@@ -146,6 +146,35 @@ def collective_starts(facts: Facts, step: int, table) -> Dict[str, Dict[int, int
     return got
 
 
+def instance_starts(table, rank: int, at_unix_ns: int, step: Optional[int]) -> Optional[Tuple[str, Dict[int, int]]]:
+    """The matched instance (one communicator, one sequence number) that ``rank`` runs at ``at_unix_ns``
+    (the rank's own clock) in ``step``: its member slice covering that time, else the nearest one of the
+    step. (label "<kind> #<ordinal>", rank -> the start of its member, unix ns on its own clock), from the
+    analysis' matched table (``table()``: a MatchedTable); None when the rank has no matched instance there."""
+    from ..analysis.collectives import KIND_LABELS
+
+    t = table()
+    if not t.n:
+        return None
+    group_of = np.repeat(np.arange(t.n), np.diff(t.ptr))
+    mine = np.nonzero(t.rank == int(rank))[0]
+    if step is not None:
+        mine = mine[t.step[group_of[mine]] == int(step)]
+    if not mine.size:
+        return None
+    start = t.start[mine].astype(np.int64)
+    end = start + np.maximum(t.dur[mine].astype(np.int64), 0)
+    at = int(at_unix_ns)
+    gap = np.where(at < start, start - at, np.where(at >= end, at - end, 0))  # 0: the slice covers it
+    m = int(mine[int(np.argmin(gap))])
+    g = int(group_of[m])
+    lo, hi = int(t.ptr[g]), int(t.ptr[g + 1])
+    starts: Dict[int, int] = {}
+    for r, st in zip(t.rank[lo:hi].tolist(), t.start[lo:hi].tolist()):
+        starts[int(r)] = min(int(st), starts.get(int(r), int(st)))
+    return f"{KIND_LABELS.get(int(t.kind[g]), 'other')} #{int(t.ordinal[m])}", starts
+
+
 def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
     """(workers in the server's order, worker -> role, why): the straggler(s) the verdict names, then the
     first one's role peers (its stage, mp index and sharding when the topology is known; else its
@@ -183,13 +212,16 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
 
 def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence, rows: Sequence, offset: int,
                     step: Optional[int], align: str, ws: Optional[int], we: Optional[int], bins: int,
-                    critical=None, first: Optional[TimelineIndex] = None, kind: str = "", table=None):
+                    critical=None, first: Optional[TimelineIndex] = None, kind: str = "", table=None,
+                    instance: Optional[Tuple[str, int]] = None):
     """The TimelineCompact answer. ``files``: every rank's TraceFile in the server's order; ``rows``:
     (TraceFile, index or None, state) of order[offset : offset + len(rows)]; ``critical``: the stored
     RunWhatIf (None when there is none); ``first``: the index of files[0] (align "clock": every row on
     its start of the step; None: each row on its own); ``kind``, ``table``: align "collective" on the first
     matched instance of that kind (default all_reduce, else the first kind there is), ``table()`` the
-    analysis' MatchedTable."""
+    analysis' MatchedTable; ``instance``: align "instance" on one matched instance, the one that rank
+    (worker) runs at that time (unix ns, the run's corrected clock; instance_starts): every member row on
+    its member's start, ``align_kind`` its label ("all_reduce #3"), the rows of other ranks on their step."""
     from ..v1 import timeline_pb2 as tpb
 
     msg = tpb.TimelineCompact(run=run, span=span, analysis_key=key, align=align, rank_offset=offset)
@@ -215,6 +247,14 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
         kind = kind if kind in starts else ("all_reduce" if "all_reduce" in starts else (sorted(starts) or [""])[0])
         msg.align_kind = kind
         on = starts.get(kind, {})
+    if align == "instance" and table is not None and step is not None and instance is not None:
+        worker, at = instance
+        rank = facts.rank_of.get(worker)
+        got = instance_starts(table, rank, int(at) + facts.clock.get(worker, 0), msg.step) if rank is not None else None
+        if got is None:
+            msg.note = f"no matched collective instance of {worker} at that time in step {msg.step}"
+        else:
+            msg.align_kind, on = got
     common = None  # align "clock": the first row of the order's start of the step (corrected clock)
     if align == "clock" and first is not None and files:
         f0 = files[0]

@@ -218,7 +218,10 @@ class TimelineRoutes(AnalysisBase):
     def timeline_compact(self, request: Request) -> Response:
         """The compact multi-rank timeline (TimelineCompact, timeline/compact.py): one row of ``bins``
         bins per rank over one step (``step``, default the median one), each row aligned on its rank's
-        start of the step (``align=step``) or on the first row's (``align=clock``); every rank in the
+        start of the step (``align=step``), on the first row's (``align=clock``), on each row's first
+        matched instance of ``kind`` (``align=collective``) or on one matched instance (``align=instance``:
+        the one rank ``instance_worker`` runs at ``instance_ns``, unix ns on the corrected clock, picked on
+        the canvas; each member row on its member's start); every rank in the
         server's order (the straggler and its role peers first), the rows of order[rank_offset :
         rank_offset + rank_limit] (at most compact.PAGE_ROWS: only their indexes are opened), the stored
         critical path on them. 202 while ranks load or indexes are built."""
@@ -227,8 +230,15 @@ class TimelineRoutes(AnalysisBase):
         run, span, files = self._span_files(request)
         fmt = _format(request)
         align = _param(request, "align", required=False) or "step"
-        if align not in ("step", "clock", "collective"):
-            raise HttpError(400, f"unknown align {_shown(align)} (step, clock or collective)")
+        if align not in ("step", "clock", "collective", "instance"):
+            raise HttpError(400, f"unknown align {_shown(align)} (step, clock, collective or instance)")
+        instance = None
+        if align == "instance":
+            at = _int(request, "instance_ns")
+            worker = _param(request, "instance_worker", required=False)
+            if at is None or not worker:
+                raise HttpError(400, "align=instance needs instance_worker and instance_ns")
+            instance = (worker, at)
         kind = _param(request, "kind", required=False)
         bins = _int(request, "bins") or 1000
         step, offset = _int(request, "step"), _int(request, "rank_offset") or 0
@@ -271,7 +281,7 @@ class TimelineRoutes(AnalysisBase):
 
             critical = whatif_pb2.RunWhatIf.FromString(blob) if blob is not None else None
             return _encode(compact.compact_message(run, span, key, facts, files, rows, offset, step, align, ws, we,
-                                                   bins, critical, first, kind, table), fmt)
+                                                   bins, critical, first, kind, table, instance), fmt)
 
         body = self._heavy.run("timeline_compact", build)
         return respond(request, body, _CTYPES[fmt], 202 if building else 200,

@@ -3,7 +3,8 @@
 // recommends (the straggler and its role peers first), the step's critical path over the rows it passes
 // through. Rows are drawn on one canvas and fetched page by page as they scroll into view, so a
 // 1,024-rank run costs what is on screen. A click on a row shows that rank's full lanes (the detailed
-// timeline, Timeline.tsx) under the rows.
+// timeline, Timeline.tsx) under the rows; a click on a communication bin aligns every row on that
+// collective instance (the server finds the instance and each member's start: align "instance").
 import type { ComponentProps } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Notice } from "../../components/ui";
@@ -11,6 +12,7 @@ import type { CompactRank, CompactRow, CompactSegment, TimelineCompact } from ".
 import { isDark, onDarkChange } from "../../host";
 import { critColor } from "./critical";
 import { fetchCompact, fmtDur } from "./data";
+import type { CompactInstance } from "./data";
 import { DARK, fitCanvas, LIGHT, niceStep, rulerLabel, RULER_H } from "./draw";
 import type { TimelineState } from "./Timeline";
 import { MAX_RANKS, parseRankSet, Timeline, writeRankSet } from "./Timeline";
@@ -56,12 +58,16 @@ export interface CompactExposed {
   /** the first row's top inside the canvas (below the ruler) */
   rowsTop: number;
   step: () => number;
-  /** the alignment of the rows drawn ("step", "clock", "collective") */
+  /** the alignment of the rows drawn ("step", "clock", "collective", "instance") */
   align: () => string;
   /** the window drawn, ns of each row's time */
   view: () => { start: number; end: number } | null;
   /** the window the bins of row i cover (they are asked for again after a zoom or pan) */
   windowOf: (i: number) => { start: number; end: number } | null;
+  /** row i's communication fraction per bin (empty while not loaded) */
+  communication: (i: number) => number[];
+  /** the label column's width: the bins start there, px from the canvas's left */
+  labelW: number;
 }
 
 declare global {
@@ -89,6 +95,9 @@ export function CompactTimeline(props: Props) {
   const [step, setStep] = useState<number | undefined>(undefined);
   const [align, setAlign] = useState("step");
   const [kind, setKind] = useState("");
+  /** align "instance": the instance picked on the canvas (null: the rows are aligned by `align`) */
+  const [picked, setPicked] = useState<CompactInstance | null>(null);
+  const pickedKey = picked ? `${picked.worker}@${picked.at}` : "";
   const [dark, setDark] = useState(isDark());
   useEffect(() => onDarkChange(setDark), []);
   /** row index -> its bins and the window they cover (a zoom redraws the old bins stretched until the new ones come) */
@@ -119,7 +128,10 @@ export function CompactTimeline(props: Props) {
     if (pages.current.get(page)) return;
     pages.current.set(page, "loading");
     const v = view.current;
-    const got = await fetchCompact({ run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align, kind: align === "collective" ? kind : undefined, start: v?.start, end: v?.end });
+    const got = await fetchCompact({
+      run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align: picked ? "instance" : align,
+      kind: !picked && align === "collective" ? kind : undefined, instance: picked ?? undefined, start: v?.start, end: v?.end,
+    });
     if (g !== gen.current) return;
     if (got.kind === "error") {
       pages.current.delete(page);
@@ -186,7 +198,7 @@ export function CompactTimeline(props: Props) {
     const w = canvasRef.current?.clientWidth ?? 1100;
     bins.current = Math.max(100, Math.min(4000, Math.round(w - LABEL_W)));
     loadPage(0, g);
-  }, [run, span, step, align, kind, loadPage]);
+  }, [run, span, step, align, kind, pickedKey, loadPage]);
 
   // the canvas takes the window's height below it (at least 8 rows), no more than its rows
   const fit = () => {
@@ -235,6 +247,7 @@ export function CompactTimeline(props: Props) {
     const first = Math.max(0, Math.floor(top / ROW_H));
     const last = Math.min(m.order.length - 1, Math.ceil((top + h) / ROW_H));
     const open = new Set(expandedRef.current);
+    const marks: Record<string, { x: number; zero: string }> = {}; // align "instance": each member row's start of it, px
     for (let i = first; i <= last; i++) {
       const y = RULER_H + i * ROW_H - top;
       if (y + ROW_H < RULER_H || y > h) continue;
@@ -286,6 +299,15 @@ export function CompactTimeline(props: Props) {
         }
       }
       ctx.restore();
+      // align "instance": the member's start of the instance (the row's time 0)
+      if (m.align === "instance" && r.onCollective) {
+        const xi = X(0);
+        if (xi >= LABEL_W && xi <= w) {
+          ctx.fillStyle = P.labelText;
+          ctx.fillRect(Math.round(xi) - 1, y - 1, 2, BAR_H + 2);
+        }
+        marks[o.worker] = { x: Math.round(xi * 10) / 10, zero: String(r.zeroUnixNs) };
+      }
       // the rank's end of the step
       ctx.fillStyle = C.step;
       for (const t of [Number(r.stepStartNs), Number(r.stepEndNs)]) if (X(t) >= LABEL_W && X(t) <= w) ctx.fillRect(Math.round(X(t)), y, 1, BAR_H);
@@ -304,11 +326,20 @@ export function CompactTimeline(props: Props) {
       }
       drawn.current.rows++;
     }
+    // the members' starts drawn, for the page's tests and tools (px from the canvas's left, the row's time 0)
+    canvas.dataset.instanceStarts = m.align === "instance" ? JSON.stringify(marks) : "";
     // ruler: time from each row's start of the step
     ctx.fillStyle = P.rulerBg;
     ctx.fillRect(0, 0, w, RULER_H);
     ctx.fillStyle = P.rulerText;
-    const from = m.align === "clock" ? "from the first row's step start" : m.align === "collective" && m.alignKind ? `from each rank's first ${m.alignKind.replace(/_/g, " ")}` : "from each rank's step start";
+    const from =
+      m.align === "clock"
+        ? "from the first row's step start"
+        : m.align === "collective" && m.alignKind
+          ? `from each rank's first ${m.alignKind.replace(/_/g, " ")}`
+          : m.align === "instance" && m.alignKind
+            ? `from each member's ${m.alignKind.replace(/_/g, " ")}`
+            : "from each rank's step start";
     ctx.fillText(fit1(ctx, from, LABEL_W - 8), 6, RULER_H / 2);
     const stepNs = niceStep((we - ws) / Math.max(1, plotW / 110));
     ctx.fillStyle = P.tick;
@@ -362,6 +393,8 @@ export function CompactTimeline(props: Props) {
         const got = rows.current.get(i);
         return got ? { start: got.ws, end: got.we } : null;
       },
+      communication: (i: number) => [...(rows.current.get(i)?.row.communication ?? [])],
+      labelW: LABEL_W,
       expanded: () => expandedRef.current,
       critical: () => drawn.current.critical,
       rowH: ROW_H,
@@ -426,13 +459,33 @@ export function CompactTimeline(props: Props) {
     if (m) setView(Number(m.windowStartNs), Number(m.windowEndNs));
   };
 
+  /** The bin under the pointer of row i: its time (ns of the row's time) and its index; null outside the bins. */
+  const binAt = (e: MouseEvent, i: number): { t: number; k: number } | null => {
+    const c = canvasRef.current;
+    const got = rows.current.get(i);
+    const v = view.current;
+    if (!c || !got || !v || !got.row.compute.length) return null;
+    const b = c.getBoundingClientRect();
+    const x = e.clientX - b.left;
+    if (x < LABEL_W) return null;
+    const t = v.start + ((x - LABEL_W) / Math.max(1, b.width - LABEL_W)) * (v.end - v.start);
+    const k = Math.floor(((t - got.ws) / Math.max(1, got.we - got.ws)) * got.row.compute.length);
+    return k >= 0 && k < got.row.compute.length ? { t, k } : null;
+  };
+
   const clicked = useRef(-1);
   const onClick = (e: MouseEvent) => {
     const i = rowAt(e);
     const m = metaRef.current;
     if (i < 0 || !m) return;
-    clicked.current = i;
     const r = rows.current.get(i)?.row;
+    const bin = binAt(e, i);
+    if (r && r.state === "" && bin && r.communication[bin.k] >= 0.5) {
+      // a communication bin: every row on that collective instance (the server finds it from the rank and the time)
+      setPicked({ worker: m.order[i].worker, at: String(r.zeroUnixNs + BigInt(Math.round(bin.t))) });
+      return;
+    }
+    clicked.current = i;
     const off = r && r.state === "" ? Number(r.originOffsetNs) : NaN;
     const v = view.current ?? { start: Number(m.windowStartNs), end: Number(m.windowEndNs) };
     props.onToggle(m.order[i].worker, Number.isFinite(off) ? `${Math.round(off + v.start)},${Math.round(off + v.end)}` : "");
@@ -480,7 +533,8 @@ export function CompactTimeline(props: Props) {
     }
     const o = m.order[i];
     const pct = (f: number) => `${Math.round(f * 100)}%`;
-    el.textContent = `${props.labels.get(o.worker) || o.label || o.worker} · ${fmtDur(t)} · compute ${pct(r.compute[k])} · communication ${pct(r.communication[k])} · idle ${pct(Math.max(0, 1 - r.compute[k] - r.communication[k]))}`;
+    const pick = r.communication[k] >= 0.5 ? " · click: align every row on this collective" : "";
+    el.textContent = `${props.labels.get(o.worker) || o.label || o.worker} · ${fmtDur(t)} · compute ${pct(r.compute[k])} · communication ${pct(r.communication[k])} · idle ${pct(Math.max(0, 1 - r.compute[k] - r.communication[k]))}${pick}`;
     el.style.display = "block";
     el.style.left = `${Math.min(x + 12, b.width - 360)}px`;
     el.style.top = `${e.clientY - b.top + 14}px`;
@@ -493,17 +547,26 @@ export function CompactTimeline(props: Props) {
       <div class="tl-bar">
         <span class="tl-compact-title">{m ? `${n.toLocaleString()} ranks · step ${m.step} · ${m.why}` : "Compact timeline"}</span>
         {m && m.steps.length > 1 ? (
-          <select value={String(m.step)} onChange={(e) => setStep(Number((e.target as HTMLSelectElement).value))} data-testid="timeline-compact-step" aria-label="The step shown">
+          <select value={String(m.step)} onChange={(e) => { setPicked(null); setStep(Number((e.target as HTMLSelectElement).value)); }} data-testid="timeline-compact-step" aria-label="The step shown">
             {m.steps.map((s) => (
               <option value={String(s)}>{`step ${s}`}</option>
             ))}
           </select>
         ) : null}
-        <select value={align} onChange={(e) => setAlign((e.target as HTMLSelectElement).value)} data-testid="timeline-compact-align" aria-label="How the rows are aligned">
+        <select value={align} onChange={(e) => { setPicked(null); setAlign((e.target as HTMLSelectElement).value); }} data-testid="timeline-compact-align" aria-label="How the rows are aligned">
           <option value="step">each rank on its step start</option>
           <option value="clock">one clock (the first row's step start)</option>
           <option value="collective">each rank on its first collective of a kind</option>
         </select>
+        {picked && m && m.align === "instance" ? (
+          <span class="tl-chip" data-testid="timeline-compact-instance" data-label={m.alignKind} data-worker={picked.worker} data-at={picked.at}
+            title="Every row is on its member's start of this collective instance (one communicator, one sequence number)">
+            {m.alignKind ? `aligned on ${m.alignKind.replace(/_/g, " ")}` : m.note || "no collective instance there"}
+            <button class="tl-chip-x" onClick={() => setPicked(null)} data-testid="timeline-compact-instance-clear" aria-label="Back to the alignment chosen" title="Back to the alignment chosen">
+              ×
+            </button>
+          </span>
+        ) : null}
         {m && m.align === "collective" && m.alignKinds.length ? (
           <select value={m.alignKind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)} data-testid="timeline-compact-kind" aria-label="The collective the rows are aligned on">
             {m.alignKinds.map((k) => (
@@ -547,7 +610,7 @@ export function CompactTimeline(props: Props) {
         </div>
         <div class="tl-hover" ref={hoverRef} data-testid="timeline-compact-hover" style={{ display: "none" }} />
       </div>
-      <div class="tl-hint">Click a rank to show (or hide) its lanes below · Ctrl+wheel: zoom · Shift+wheel: pan · the bars: the GPU's time in each pixel, compute below communication</div>
+      <div class="tl-hint">Click a rank to show (or hide) its lanes below · click communication (orange) to align every row on that collective · Ctrl+wheel: zoom · Shift+wheel: pan · the bars: the GPU's time in each pixel, compute below communication</div>
     </div>
   );
 }

@@ -86,9 +86,17 @@ export function maybeCommunication(name: string, type: string): boolean {
 }
 
 /** The compact timeline (one row of bins per rank over one step): rows order[offset : offset + limit]. */
-export function fetchCompact(c: { run: string; span: string; bins: number; offset: number; limit: number; step?: number; align?: string; kind?: string; start?: number; end?: number }, signal?: AbortSignal): Promise<Got<TimelineCompact>> {
+/** align "instance": the rank whose matched collective instance the rows are aligned on and the time it runs it
+ * (unix ns on the run's corrected clock, a decimal string: beyond a double's precision). */
+export interface CompactInstance {
+  worker: string;
+  at: string;
+}
+
+export function fetchCompact(c: { run: string; span: string; bins: number; offset: number; limit: number; step?: number; align?: string; kind?: string; instance?: CompactInstance; start?: number; end?: number }, signal?: AbortSignal): Promise<Got<TimelineCompact>> {
   const win = c.start !== undefined && c.end !== undefined ? { start_ns: Math.floor(c.start), end_ns: Math.ceil(c.end) } : {};
-  return get(TimelineCompactSchema, `timeline_compact?${q({ run: c.run, span: c.span, bins: Math.round(c.bins), rank_offset: c.offset || undefined, rank_limit: c.limit, step: c.step, align: c.align, kind: c.kind, ...win })}`, signal);
+  const inst = c.instance ? { instance_worker: c.instance.worker, instance_ns: c.instance.at } : {};
+  return get(TimelineCompactSchema, `timeline_compact?${q({ run: c.run, span: c.span, bins: Math.round(c.bins), rank_offset: c.offset || undefined, rank_limit: c.limit, step: c.step, align: c.align, kind: c.kind, ...inst, ...win })}`, signal);
 }
 
 export function fetchSearch(run: string, span: string, workers: string[], text: string, exact: boolean, base: string | undefined, signal?: AbortSignal): Promise<Got<TimelineSearch>> {
