@@ -42,6 +42,10 @@ RUNS = {
     "rank-named-dp4pp2mp2-4hosts-1us": (_rank_named(4, 2, 2, 4), True, 1.0),
     "rank-named-dp8pp2-4hosts-gpu10-1us": (_rank_named(8, 2, 1, 4, slow_rank=13, slow_factor=1.10), True, 1.0),
     "rank-named-dp8pp2-2hosts-gpu10-3us": (_rank_named(8, 2, 1, 2, slow_rank=13, slow_factor=1.10), True, 3.0),
+    # two tensor-parallel partners' pipelines in lock-step on each host: their send/recv co-end across
+    # too (a straggler on the first stage, and 3 us of noise)
+    "rank-named-dp4pp2mp2-4hosts-gpu10-1us": (_rank_named(4, 2, 2, 4, slow_rank=0, slow_factor=1.10), True, 1.0),
+    "rank-named-dp4pp2mp2-4hosts-3us": (_rank_named(4, 2, 2, 4), True, 3.0),
 }
 # Measured and not reached: on DP4 x PP4 x MP4 at 3 us the clocks of hosts joined through several
 # host pairs are up to 2.9 us off (each pair's offset is a median of end differences of sigma 4.6 us);

@@ -176,3 +176,50 @@ def test_the_prior_splits_lock_step_instances_along_the_pipelines():
     # drift within the noise: nothing tells the pipelines apart, the cut stays
     E2 = _lock_step(rng, 4, 4, 4, sigma, drift=300.0)
     assert split_by_prior(one, E2, rows, parts, sigma) is one
+
+
+def test_send_recv_links_explain_their_candidates_away():
+    """comms.pipeline_links on planted co-ending candidates: two lock-step pipelines on one host,
+    0 -> 2 and 1 -> 3 (tensor-parallel partners 0, 1 and 2, 3), every transfer ending within the noise
+    of its partner's, so that the cross links 0 - 3 and 1 - 2 co-end too, about half as closely. Without
+    the candidates' instances both cross links are kept (a rank may have two neighbours); with them the
+    true links explain the cross links' candidates and only 0 - 2 and 1 - 3 remain."""
+    from tb_paddle_profile.analysis.crossrank.comms import pipeline_links
+    rng = np.random.default_rng(5)
+    sigma, P = 1000.0, 32
+    # instance ids: rank r's transfer k is r * P + k; its end is the transfer's time plus noise
+    t = np.arange(P) * 50_000.0
+    drift = rng.normal(0, 1.5 * sigma, P)    # the second pipeline's transfers, lock-step within the noise
+    end = {r: t + (drift if r in (1, 3) else 0.0) + rng.normal(0, sigma, P) for r in range(4)}
+    pairs = [(0, 2), (1, 3), (0, 3), (1, 2)]
+    la, lb, dt, inv, ci, cj = [], [], [], [], [], []
+    for link, (a, b) in enumerate(pairs):
+        for k in range(P):
+            la_k, lb_k = a * P + k, b * P + k
+            ci.append(la_k); cj.append(lb_k); dt.append(end[b][k] - end[a][k]); inv.append(link)
+        la.append(a); lb.append(b)
+    la, lb, inv = np.array(la), np.array(lb), np.array(inv)
+    dt, ci, cj = np.array(dt), np.array(ci), np.array(cj)
+    keep_blind, _ = pipeline_links(la, lb, dt, inv, 4, sigma)
+    assert keep_blind[2] or keep_blind[3]        # the cross links are as close as the true ones here
+    keep, _ = pipeline_links(la, lb, dt, inv, 4, sigma, ci, cj)
+    assert keep.tolist() == [True, True, False, False]
+
+
+def test_clock_join_outvotes_one_wrong_edge_across_a_cut():
+    """clocks.join(robust=True): six hosts, true offsets known; every pair's edge is right within 1 us
+    except one, the heaviest, which is a stage (2.3 ms) off (a block that joined two stages' data-
+    parallel groups). The plain spanning tree takes it; settled, each subtree on the weighted median of
+    the edges across its cut, every offset is within 1 us."""
+    from tb_paddle_profile.analysis.crossrank.clocks import join
+    rng = np.random.default_rng(7)
+    true = np.array([0, 80_000, -600_000, 700_000, 1_200_000, -90_000])
+    edges = {}
+    for a in range(6):
+        for b in range(a):
+            edges[(a, b)] = (int(true[a] - true[b] + rng.normal(0, 300)), 1.0 + rng.random(), 300, 64)
+    edges[(4, 2)] = (int(true[4] - true[2] + 2_300_000), 50.0, 300, 64)
+    plain = np.array(join(6, edges)[0])
+    assert np.abs(plain - true).max() > 2_000_000
+    settled = np.array(join(6, edges, robust=True)[0])
+    assert np.abs(settled - true).max() < 1_000

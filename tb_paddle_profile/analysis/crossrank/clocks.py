@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -104,20 +104,56 @@ def _mode_estimate(d: np.ndarray, bin_ns: float = T.CLOCK_BIN_NS) -> Tuple[int, 
     return int(round(med)), int(x.size), int(round(q3 - q1))
 
 
-def join(n_hosts: int, edges: Dict[Tuple[int, int], Tuple[int, int, int, int]]):
+# (a, b) → (offset(a) − offset(b), weight, spread, samples)
+Edges = Dict[Tuple[int, int], Tuple[int, float, int, int]]
+
+
+def join(n_hosts: int, edges: Edges, robust: bool = False):
     """edges (a, b) → (offset(a) − offset(b), weight, spread, samples). Offsets from host 0 along a
-    maximum spanning tree; returns (offsets, spread, samples, reached) per host."""
-    adj: Dict[int, List[Tuple[int, int, int, int, int]]] = defaultdict(list)
-    for (a, b), (d, w, spread, n) in edges.items():
-        adj[b].append((a, d, w, spread, n))      # offset(a) = offset(b) + d
-        adj[a].append((b, -d, w, spread, n))
+    maximum spanning tree; returns (offsets, spread, samples, reached) per host. robust: a tree edge
+    that the other edges across its cut outvote is left out and the tree grown again (_outvoted)."""
+    out = _tree(n_hosts, edges)
+    if not robust or not 2 < n_hosts <= ROBUST_MAX_NODES:
+        return out[:4]
+    live = dict(edges)
+    for _ in range(ROBUST_MAX_ROUNDS):
+        off, _, _, reached, parent, order = out
+        if len(live) <= len(order) - 1:
+            break
+        bad = _outvoted(off, parent, order, live)
+        if bad is None:
+            break
+        live.pop(bad)
+        grown = _tree(n_hosts, live)
+        if sum(grown[3]) < sum(reached):
+            break   # the edge was the only bridge after all
+        out = grown
+    return out[:4]
+
+
+ROBUST_MAX_NODES = 512
+ROBUST_MAX_ROUNDS = 16
+SETTLE_MAJORITY = 2.0 / 3.0
+SETTLE_SPREAD_FACTOR = 4.0
+SETTLE_MIN_NS = 10_000
+
+
+def _tree(n_hosts: int, edges: Edges):
+    """(offsets, spread, samples, reached, parent, order) along a maximum spanning tree from host 0."""
+    adj: Dict[int, List[Tuple[int, int, float, int, int]]] = defaultdict(list)
+    for (a, b), (d, w, spread_, n) in edges.items():
+        adj[b].append((a, d, w, spread_, n))      # offset(a) = offset(b) + d
+        adj[a].append((b, -d, w, spread_, n))
     off = [0] * n_hosts
     spread = [0] * n_hosts
     samples = [0] * n_hosts
     reached = [False] * n_hosts
+    parent = [-1] * n_hosts
+    order: List[int] = []
     if n_hosts == 0:
-        return off, spread, samples, reached
+        return off, spread, samples, reached, parent, order
     reached[0] = True
+    order.append(0)
     heap = [(-w, 0, a, d, s, n) for a, d, w, s, n in adj[0]]
     heapq.heapify(heap)
     while heap:
@@ -127,14 +163,65 @@ def join(n_hosts: int, edges: Dict[Tuple[int, int], Tuple[int, int, int, int]]):
         reached[to] = True
         off[to] = off[frm] + d
         spread[to], samples[to] = s, n
+        parent[to] = frm
+        order.append(to)
         for a, d2, w, s2, n2 in adj[to]:
             if not reached[a]:
                 heapq.heappush(heap, (-w, to, a, d2, s2, n2))
-    return off, spread, samples, reached
+    return off, spread, samples, reached, parent, order
+
+
+def _outvoted(off: List[int], parent: List[int], order: List[int],
+              edges: Edges) -> Optional[Tuple[int, int]]:
+    """The tree edge most clearly outvoted by the edges across its cut, or None. For the subtree under
+    each tree edge, every crossing edge (offset(a) − offset(b) = d) asks the subtree to move by its
+    residual; the median move (weighted by samples: a wrong pair can be as constant as a right one)
+    outvotes the tree edge when it is beyond the tolerance (SETTLE_SPREAD_FACTOR × the crossing edges'
+    median spread, at least SETTLE_MIN_NS), at least three edges cross, and at least SETTLE_MAJORITY of
+    their samples ask for it. One wrong edge in the tree (a block that joined two stages' groups: ends
+    a stage apart) puts its side a stage off; the other pairs between the two sides outvote it."""
+    n = len(off)
+    keys = list(edges)
+    ea = np.array([k[0] for k in keys], dtype=np.int64)
+    eb = np.array([k[1] for k in keys], dtype=np.int64)
+    ed = np.array([edges[k][0] for k in keys], dtype=np.float64)
+    es = np.array([edges[k][2] for k in keys], dtype=np.float64)
+    ew = np.array([max(edges[k][3], 1) for k in keys], dtype=np.float64)
+    o = np.asarray(off, dtype=np.float64)
+    resid = ed - (o[ea] - o[eb])
+    child: List[List[int]] = [[] for _ in range(n)]
+    for c in order[1:]:
+        child[parent[c]].append(c)
+    best, best_share = None, SETTLE_MAJORITY
+    for c in order[1:]:
+        inside = np.zeros(n, dtype=bool)
+        stack = [c]
+        while stack:
+            x = stack.pop()
+            inside[x] = True
+            stack.extend(child[x])
+        cross = np.flatnonzero(inside[ea] != inside[eb])
+        if cross.size < 3:
+            continue
+        move = np.where(inside[ea[cross]], resid[cross], -resid[cross])
+        w = ew[cross]
+        srt = np.argsort(move, kind="stable")
+        cw = np.cumsum(w[srt])
+        shift = float(move[srt][int(np.searchsorted(cw, cw[-1] / 2.0))])
+        tol = max(SETTLE_MIN_NS, SETTLE_SPREAD_FACTOR * float(np.median(es[cross])))
+        if abs(shift) <= tol:
+            continue
+        share = float(w[np.abs(move - shift) <= tol].sum() / cw[-1])
+        if share >= best_share:
+            p = parent[c]
+            tree_edge = (c, p) if (c, p) in edges else (p, c)
+            if tree_edge in edges:
+                best, best_share = tree_edge, share
+    return best
 
 
 def coarse_offsets(ranks: Sequence[RankData], lineups: List[Lineup], n_hosts: int):
-    edges = {}
+    edges: Edges = {}
     for k, (est, spread, positions) in coarse_pairs(ranks, lineups).items():
         # the join prefers the most constant pairs: weight = positions / (spread + 1 bin)
         edges[k] = (est, positions / (spread + T.CLOCK_BIN_NS), spread, positions)
@@ -164,7 +251,7 @@ def fine_offsets(ranks: Sequence[RankData], flat: Flat, n_hosts: int, sigma: flo
     order = np.lexsort((d, key))
     ks, ds = key[order], d[order]
     bounds = np.concatenate([[0], np.nonzero(np.diff(ks))[0] + 1, [ks.size]])
-    edges = {}
+    edges: Edges = {}
     mad = {}
     for i in range(bounds.size - 1):
         lo, hi = int(bounds[i]), int(bounds[i + 1])

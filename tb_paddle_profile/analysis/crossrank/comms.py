@@ -24,14 +24,18 @@ send/recv between two ranks is FIFO. Traces carry no communicator ids; what this
   differences, constant over the run: per member pair the median over all positions. With host names,
   the pairs are per host (one clock per host); without, per rank, and the ranks are grouped into
   hosts by their offsets (ranks whose offsets are within CLOCK_HOST_GAP_NS of their neighbours' share
-  a clock). Offsets are joined from the reference along the best supported pairs (clocks.join).
+  a clock). Offsets are joined from the reference along the best supported pairs (clocks.join), each
+  subtree then settled on the weighted median of every pair across its cut (one block that joined two
+  stages' groups gives a pair a stage off; the others outvote it).
 * **Verification.** A communicator's instance whose members' corrected ends are further apart than
   the verification tolerance is not one instance: its members go to the residue.
 * **Send/recv: links, then pairs.** A send and its receive end together. Every send is paired
   with the receives of other ranks whose corrected ends are within the send/recv tolerance (a sweep
   over the instances sorted by end); links (two ranks) are weighed by how closely their candidates
-  co-end and kept heaviest first, at most two per rank (pipeline_links); over kept links, instances
-  are paired mutually nearest (each instance once).
+  co-end and kept heaviest first, at most two per rank, each explaining its candidates away (a link
+  whose candidates a heavier link's instances explain is not taken: tensor-parallel partners'
+  pipelines in lock-step co-end across as well; pipeline_links); over kept links, instances are paired
+  mutually nearest (each instance once).
 * Line-ups of fewer than SHAPE_MIN_POSITIONS positions (no shape to tell) and of host instances
   (gloo's blocking calls, Communication events: their ends are when each process got its result, not
   one moment) are cut by corrected end time as before (match.cut_columns; a line-up of two channels
@@ -40,7 +44,7 @@ send/recv between two ranks is FIFO. Traces carry no communicator ids; what this
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -164,7 +168,8 @@ def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: _Shaped, tol: flo
 
 
 def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarray, n: int,
-                   sigma: float) -> Tuple[np.ndarray, np.ndarray]:
+                   sigma: float, ci: Optional[np.ndarray] = None,
+                   cj: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Which links (rank pairs la[i] < lb[i]) carry send/recv, from their co-ending candidates (dt: each
     candidate's end difference, inv: its link). A link's weight sums exp(-dt^2 / 2 s^2) over its
     candidates, s the end difference's noise (sqrt 2 x sigma, at least MATCH_TOL_NS / 2): every transfer
@@ -174,9 +179,17 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
     interleaved schedule's ring too), and only when at least P2P_PARTNER_SHARE as heavy as the
     heaviest link of either rank. Returns (kept, weak): weak links are below P2P_STRONG_SHARE of the
     heaviest link of either rank (a coincidence of lock-step replicas co-ends to the nanosecond now and
-    then; its link is light), and lose every tie of the pairing below to a strong one."""
+    then; its link is light), and lose every tie of the pairing below to a strong one.
+
+    With the candidates' instances (ci, cj), links explain their candidates away: a link taken claims
+    the instances of its candidates within 3 s, and a later link is taken only while at least
+    P2P_RESIDUAL_SHARE of its weight comes from candidates not both of whose instances a heavier link
+    claimed. Two tensor-parallel partners' pipelines in lock-step on one host (4 -> 6 and 5 -> 7 end
+    within the noise of each other) make a cross link 4 - 7 as heavy as half a true one; its
+    candidates are the true links' instances, explained already."""
     s = max(np.sqrt(2.0) * sigma, T.MATCH_TOL_NS / 2.0)
-    w = np.bincount(inv, weights=np.exp(-np.square(dt.astype(np.float64)) / (2.0 * s * s)), minlength=la.size)
+    g = np.exp(-np.square(dt.astype(np.float64)) / (2.0 * s * s))
+    w = np.bincount(inv, weights=g, minlength=la.size)
     best = np.zeros(n)
     np.maximum.at(best, la, w)
     np.maximum.at(best, lb, w)
@@ -184,9 +197,12 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
     deg = np.zeros(n, dtype=np.int64)
     keep = np.zeros(la.size, dtype=bool)
     cand = np.flatnonzero(ok)
+    claims = _Claims(inv, la.size, g, ci, cj) if ci is not None and cj is not None and ci.size else None
     for i in cand[np.lexsort((lb[cand], la[cand], -w[cand]))].tolist():
         x, y = int(la[i]), int(lb[i])
         if deg[x] < P2P_MAX_LINKS and deg[y] < P2P_MAX_LINKS:
+            if claims is not None and not claims.take(i, float(w[i])):
+                continue
             keep[i] = True
             deg[x] += 1
             deg[y] += 1
@@ -196,6 +212,31 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
 
 P2P_MAX_LINKS = 2
 P2P_STRONG_SHARE = 0.5
+P2P_RESIDUAL_SHARE = 0.5
+
+
+class _Claims:
+    """The instances that links taken so far explain (pipeline_links): a link's candidates (ci, cj:
+    their two instances; inv: their link; g: their weight terms) within 3 s of co-ending claim both."""
+
+    def __init__(self, inv: np.ndarray, n_links: int, g: np.ndarray, ci: np.ndarray, cj: np.ndarray):
+        self.by_link = np.argsort(inv, kind="stable")
+        self.starts = np.searchsorted(inv[self.by_link], np.arange(n_links + 1))
+        self.claimed = np.zeros(int(max(ci.max(), cj.max())) + 1, dtype=np.bool_)
+        self.near = g >= np.exp(-4.5)
+        self.g, self.ci, self.cj = g, ci, cj
+
+    def take(self, link: int, weight: float) -> bool:
+        """Whether the link is still needed (at least P2P_RESIDUAL_SHARE of its weight from candidates
+        not both of whose instances are claimed); if so its near candidates' instances are claimed."""
+        c = self.by_link[self.starts[link]:self.starts[link + 1]]
+        free = ~(self.claimed[self.ci[c]] & self.claimed[self.cj[c]])
+        if float(self.g[c[free]].sum()) < P2P_RESIDUAL_SHARE * weight:
+            return False
+        c = c[self.near[c]]
+        self.claimed[self.ci[c]] = True
+        self.claimed[self.cj[c]] = True
+        return True
 
 
 def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: float = 0.0):
@@ -209,7 +250,8 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: floa
     d = p.direction[sel]
     o = np.argsort(e, kind="stable")
     sel, rk, e, d = sel[o], rk[o], e[o], d[o]
-    I, J = [], []
+    parts_i: List[np.ndarray] = []
+    parts_j: List[np.ndarray] = []
     for k in range(1, P2P_MAX_WINDOW + 1):
         if k >= e.size:
             break
@@ -219,11 +261,11 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: floa
             break
         ok = near & (rk[k:] != rk[:-k]) & ((d[k:] == 0) | (d[:-k] == 0) | (d[k:] != d[:-k]))
         idx = np.flatnonzero(ok)
-        I.append(idx)
-        J.append(idx + k)
-    if not I:
+        parts_i.append(idx)
+        parts_j.append(idx + k)
+    if not parts_i:
         return
-    I, J = np.concatenate(I), np.concatenate(J)
+    I, J = np.concatenate(parts_i), np.concatenate(parts_j)
     if not I.size:
         return
     n = len(ranks)
@@ -232,14 +274,15 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: floa
     uk, inv = np.unique(key, return_inverse=True)
     inv = inv.ravel()
     la, lb = uk // n, uk % n
-    keep_link, weak_link = pipeline_links(la, lb, e[J] - e[I], inv, n, sigma)
+    keep_link, weak_link = pipeline_links(la, lb, e[J] - e[I], inv, n, sigma, I, J)
     keep = keep_link[inv]
     I, J = I[keep], J[keep]
     weak = weak_link[inv][keep].astype(np.int64)
     dt = (e[J] - e[I]).astype(np.float64)
-    used = np.zeros(e.size, dtype=bool)
-    acc_i, acc_j = [], []
-    live = np.ones(I.size, dtype=bool)
+    used = np.zeros(e.size, dtype=np.bool_)
+    acc_i: List[np.ndarray] = []
+    acc_j: List[np.ndarray] = []
+    live = np.ones(I.size, dtype=np.bool_)
     for _ in range(P2P_ROUNDS):
         live &= ~used[I] & ~used[J]
         c = np.flatnonzero(live)
@@ -361,7 +404,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
             if k not in edges and (k[1], k[0]) not in edges:
                 edges[k] = (est, 1e-6 * pos / (sp + T.CLOCK_BIN_NS), sp, pos)
                 coarse = True
-    off, spread, samples, reached = join(n_nodes, edges)
+    off, spread, samples, reached = join(n_nodes, edges, robust=True)
     # (two ranks: a line-up of two channels is one group at every position, whatever its times, so
     # matched groups tell nothing of the clocks)
     if not hosts_known and n > 2 and not all(reached):
