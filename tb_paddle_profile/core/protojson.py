@@ -96,7 +96,7 @@ def to_value(message) -> dict:
     return _value_of(message)
 
 
-def to_json_bytes(message, indent: int = 2) -> bytes:
+def to_json_bytes(message, indent: Optional[int] = 2) -> bytes:
     """The proto3 JSON of the message, UTF-8; ``indent`` 0 or None: on one line."""
     data = _encoder.encode(_value_of(message))
     return msgspec.json.format(data, indent=indent) if indent else data

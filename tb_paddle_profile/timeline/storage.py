@@ -16,7 +16,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -29,10 +29,10 @@ _TRAILER = len(TRAILER_MAGIC) + 4 + 8  # magic, CRC-32 of all bytes before the t
 INDEX_VERSION = 3  # 3: counters (memory, GPU utilization); 2: names with offsets, checksummed trailer (1: names joined by "\0", no checksum)
 
 
-def encode_parts(header: dict, arrays: Dict[str, np.ndarray]) -> Iterator[bytes]:
+def encode_parts(header: dict, arrays: Dict[str, np.ndarray]) -> Iterator[Union[bytes, memoryview]]:
     """The index file as chunks (the arrays' own memory, no copy), ending with the checksum trailer."""
     table = {}
-    layout = []
+    layout: List[Tuple[int, Optional[np.ndarray]]] = []
     offset = 0
     for key, arr in arrays.items():
         arr = np.ascontiguousarray(arr)
@@ -46,8 +46,10 @@ def encode_parts(header: dict, arrays: Dict[str, np.ndarray]) -> Iterator[bytes]
     prefix = MAGIC + len(head_bytes).to_bytes(8, "little") + head_bytes
     prefix += b"\0" * ((-len(prefix)) % 64)
     crc, count = 0, 0
-    for pad, arr in [(0, None)] + layout:
-        chunks = [prefix] if arr is None else [b"\0" * pad, memoryview(arr.reshape(-1).view(np.uint8))]
+    for pad, part in [(0, None)] + layout:
+        chunks: List[Union[bytes, memoryview]] = [prefix]
+        if part is not None:   # (numpy's stubs give ndarray no __buffer__ before Python 3.12; memoryview takes it)
+            chunks = [b"\0" * pad, memoryview(part.reshape(-1).view(np.uint8))]  # type: ignore[arg-type]
         for chunk in chunks:
             if len(chunk):
                 crc = zlib.crc32(chunk, crc)
@@ -119,7 +121,7 @@ def forget_verified() -> None:
 
 
 def map_arrays(mm, st: Optional[os.stat_result] = None,
-               version: Optional[int] = INDEX_VERSION) -> Tuple[dict, Dict[str, np.ndarray]]:
+               version: Union[int, str, None] = INDEX_VERSION) -> Tuple[dict, Dict[str, np.ndarray]]:
     """(header, arrays) of a mapped file in the index layout: magic, trailer and length always checked,
     the CRC-32 of the whole file once per file version (``st``: its fstat; None: every time), the
     arrays within the file. CorruptIndex when any check fails."""
@@ -229,8 +231,8 @@ class TimelineIndex:
         self.start_ns = int(self.header["start_ns"])
         self.end_ns = int(self.header["end_ns"])
         self.n_lanes = len(self.a["lane_track"])
-        self._lower = None
-        self._name_extra = None
+        self._lower: Optional[List[str]] = None
+        self._name_extra: Optional[np.ndarray] = None   # each name's JSON length (timeline.chrome)
         self.nbytes = len(self._mm)
 
     def lower_names(self) -> List[str]:

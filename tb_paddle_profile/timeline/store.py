@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, cast
 
 from tb_paddle_profile.store.files import discard, log_once, touch
 from tb_paddle_profile.store.trim import Trimmer
@@ -72,12 +72,13 @@ class TimelineStore:
         # plugin's loader (Loader.request_index), whose per-file job makes the summary and the index
         # from one parse. Without one (a store used on its own), builds run in a pool of its own.
         self.runner = runner
-        self._tmp = None
+        self._tmp: Optional[tempfile.TemporaryDirectory] = None
         self._spill: Optional[Path] = None  # the temporary folder, when one is used
-        self._spill_trimmer = None
+        self._spill_trimmer: Optional[Trimmer] = None
         if cache_dir is None:
-            cache_dir = self._temp_folder().parent
-            self.folder = self._spill
+            spill = self._temp_folder()
+            cache_dir = spill.parent
+            self.folder = spill
         else:
             self.folder = Path(cache_dir) / f"timeline-v{INDEX_VERSION}"
         self.trimmer = Trimmer(Path(cache_dir))  # the cache folder's bound covers the indexes too
@@ -247,7 +248,8 @@ class TimelineStore:
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 build_run_index(str(target), digests, indexes())
-                (self.trimmer if target == path else self._spill_trimmer).after_write(target)
+                # (the temporary folder's trimmer is made with that folder)
+                cast(Trimmer, self.trimmer if target == path else self._spill_trimmer).after_write(target)
                 return RunIndex(str(target))
             except NotReady:
                 return None
@@ -352,7 +354,7 @@ class TimelineStore:
 
     def _record(self, file, digest: str, res: dict) -> None:
         now = self._clock()
-        written = None
+        written: Optional[Path] = None
         with self._lock:
             job = self._jobs.setdefault(digest, _Job())
             job.future = None
@@ -362,9 +364,9 @@ class TimelineStore:
                 self._executor.shutdown(wait=False, cancel_futures=False)
                 self._executor = None
             if res["ok"]:
-                job.path, job.fresh = Path(res["path"]), True
+                written = Path(res["path"])
+                job.path, job.fresh = written, True
                 job.kind, job.reason, job.attempts = "", "", 0
-                written = job.path
             elif res["kind"] == "transient" and res.get("growing"):
                 # Not a failed build: its summary is not made yet. Asked again at the next request a
                 # moment later, so that the timeline is there as soon as the summary is.
@@ -382,7 +384,7 @@ class TimelineStore:
                     job.next_at = now + self.BACKOFF_S * (2 ** (job.attempts - 1))
             else:
                 job.kind, job.reason = res["kind"], res["error"]
-        if res["ok"]:
+        if res["ok"] and written is not None:   # (written whenever the result is ok)
             if res.get("note"):
                 log_once(f"timeline-spill:{self.folder}", logging.WARNING,
                          "tb_paddle_profile: timeline index folder %s: %s; timeline indexes are kept in a "

@@ -5,13 +5,13 @@ of one rank) and ``whatif`` (the critical path and the what-if estimates); 202 w
 their tables as CSV (the ``csv`` route without a worker)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from werkzeug.wrappers import Request, Response
 
 from tb_paddle_profile.pipeline import runs as run_assembly
 from tb_paddle_profile.pipeline.discovery import TraceFile
-from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY
+from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, Loader
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 from .analyses import RELOADING, AnalysisBase, _waiting
@@ -224,9 +224,10 @@ class ParallelRoutes(AnalysisBase):
         inner = Request(environ)
         from tb_paddle_profile.v1 import whatif_pb2
 
-        route, message = {"parallel": (ParallelRoutes.parallel, plugin_pb2.RunParallel),
-                          "whatif": (ParallelRoutes.whatif, whatif_pb2.RunWhatIf)}.get(
-                              view, (ParallelRoutes.distributed, plugin_pb2.RunDistributed))
+        answers: Dict[str, Tuple[Any, Any]] = {   # view → (its route, its message class)
+            "parallel": (ParallelRoutes.parallel, plugin_pb2.RunParallel),
+            "whatif": (ParallelRoutes.whatif, whatif_pb2.RunWhatIf)}
+        route, message = answers.get(view, (ParallelRoutes.distributed, plugin_pb2.RunDistributed))
         answer = route.__wrapped__(self, inner)
         if answer.status_code != 200 and answer.status_code != 202:
             return answer
@@ -247,7 +248,7 @@ class ParallelRoutes(AnalysisBase):
             part = self._ranks.get(trace.key)
         if part is not None:
             return part
-        data = self.loader.digest_bytes(trace)
+        data = cast(Loader, self.loader).digest_bytes(trace)   # (files are listed: the plugin has a loader)
         if data is None:
             return None
         digest = summary_pb2.RankDigest.FromString(data)

@@ -15,7 +15,7 @@ empty on the side where the row does not exist; the runs and spans are RunDiff.b
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union, cast
 from urllib.parse import quote, urlencode
 
 from tb_paddle_profile.analysis.diff import Decomposition, Group, part_label
@@ -129,7 +129,7 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
                sort_column: str = "", sort: bool = True) -> dpb.Table:
     """Two Tables of the same key side by side (see the module docstring); either may be None (a table only one
     side has: every row new or removed)."""
-    ref = baseline if baseline is not None else candidate
+    ref = cast(dpb.Table, baseline if baseline is not None else candidate)   # (not both None)
     groups = {g.key: g for g in ref.groups}
     ident = [c for c in ref.columns if _is_identity(c)]
     values = _value_columns(ref)
@@ -197,7 +197,7 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
 
     def emit(node: _Node, depth: int, parent_name: str = "") -> None:
         b, c = node.rows.get("baseline"), node.rows.get("candidate")
-        src = b if b is not None else c
+        src = cast(dpb.Row, b if b is not None else c)   # (a node has a row on one side at least)
         if src.role == dpb.ROW_SECTION:
             if not node.children:  # a section with no rows on either side (the GPU half of a CPU rank)
                 return
@@ -237,8 +237,8 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
                 emit(kid, depth + 1, name)
 
     top = list(root.children.values())
-    if sort and sort_on and not any(n.rows.get("baseline", n.rows.get("candidate")).role == dpb.ROW_SECTION
-                                    for n in top):
+    if sort and sort_on and not any(cast(dpb.Row, n.rows.get("baseline", n.rows.get("candidate"))).role
+                                    == dpb.ROW_SECTION for n in top):
         top.sort(key=order)
     for node in top:
         emit(node, 0)
@@ -266,7 +266,7 @@ def _sort_column(sorted_by: str) -> str:
 # ------------------------------------------------------------------ the step-time decomposition
 
 
-def _signed(x: float) -> List[dpb.Span]:
+def _signed(x: float) -> List[Union[str, dpb.Span]]:
     return ["+" if x >= 0 else "−", val(abs(x), DURATION, style="unit")]
 
 
@@ -288,7 +288,7 @@ def verdict(d: Decomposition, what: str = "step") -> dpb.Sentence:
     if shown:
         spans.append(": ")
         for i, k in enumerate(shown):
-            spans += ([", "] if i else []) + [part_label(k), " "] + _signed(d.total.delta(k))
+            spans += ([", "] if i else []) + [part_label(k), " "] + _signed(d.total.delta(k) or 0.0)  # (not None)
     spans.append(".")
     return sentence(spans, key="diff.verdict", level="info")
 

@@ -105,7 +105,7 @@ def render_table(table: dpb.Table, time_unit: str, out: List[str]) -> None:
     if not lay.no_header:
         out += [sep, row_format.format(*(u.header for u in units)), sep]
     for r, t in zip(rows, texts):
-        if r.role == dpb.ROW_SECTION:
+        if t is None:   # (a ROW_SECTION row: no cell texts)
             out.append(title(r.cells[0].text if r.cells else ""))
         elif r.role == dpb.ROW_HEADER:
             out += [sep, row_format.format(*t), sep]
