@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 import traceback
-from typing import Optional, Tuple
+from typing import Optional, Tuple, cast
 
 from tb_paddle_profile.cli.output import emit_answer
 from tb_paddle_profile.cli.loading import _one_run, _options
@@ -102,7 +102,7 @@ def step_times(result) -> Optional[Tuple[float, float]]:
                 for row in records(table):
                     if row.get("part") == "step time" and row.get("baseline_ns") is not None \
                             and row.get("candidate_ns") is not None:
-                        return float(row["baseline_ns"]), float(row["candidate_ns"])
+                        return float(cast(float, row["baseline_ns"])), float(cast(float, row["candidate_ns"]))
     return None
 
 

@@ -5,6 +5,7 @@ import logging
 import os
 import sys
 import traceback
+from typing import Optional
 
 from tb_paddle_profile.cli.output import csv_text, write_csv_dir
 from tb_paddle_profile.cli.loading import _options
@@ -37,6 +38,7 @@ def _cmd_summary(args) -> int:
             continue
         try:
             summary = Summary.FromString(data)
+            out: Optional[str]
             if args.format == "json":
                 out = to_json(summary)
             elif args.format == "csv":  # the display model's tables (display/summary.py), raw values

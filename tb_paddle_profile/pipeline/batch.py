@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
 from tb_paddle_profile.core.progress import Progress, follow
-from tb_paddle_profile.pipeline.discovery import local_traces
+from tb_paddle_profile.pipeline.discovery import TraceFile, local_traces
 from tb_paddle_profile.pipeline.jobs import JobOutcome, JobSpec, run_job
 from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, FileState, Loader
 from tb_paddle_profile.pipeline.runs import (
@@ -142,7 +142,7 @@ class LoadFailure(Exception):
         self.errors = list(errors)
 
 
-def load_summaries(target: str, opts: LoadOptions = LoadOptions()) -> List[Tuple[object, Optional[bytes], str, bool]]:
+def load_summaries(target: str, opts: LoadOptions = LoadOptions()) -> List[Tuple[TraceFile, Optional[bytes], str, bool]]:
     """[(file, serialized Summary or None, error line, whether the error is a bug of ours)] of every trace
     at ``target`` (a file, or a folder searched recursively; ordered by path), loaded through the plugin's
     cache and job. The one loading path of ``summary`` and of tbp.load / tbp.load_all."""

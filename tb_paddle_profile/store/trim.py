@@ -144,12 +144,15 @@ class Trimmer:
             except Exception:  # a bug of ours: the bound waits for the next walk, the loader goes on
                 logger.exception("tb_paddle_profile: cache trim failed")
             with self._lock:
-                written, self._again = self._again, None
-                if written is None:
+                again, self._again = self._again, None
+                if again is None:
                     self._walking = False
                     return
+                written = again
 
     def _trim(self, written: Path) -> int:
+        if self.cache_dir is None:
+            return 0
         try:
             freed = trim(self.cache_dir, self.limit, keep=[written])
         except OSError as err:  # a folder removed underneath us: nothing to bound

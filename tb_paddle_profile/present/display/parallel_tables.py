@@ -290,7 +290,7 @@ def _comm_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
             [_note("comm_ranks.note", COMM_RANKS_NOTE)])
         labels = {r.rank: _label(r) for r in rp.ranks}
         for r in cv.ranks:
-            ex = {}
+            ex: Dict[int, int] = {}
             for x in r.axes:
                 ex[x.axis] = ex.get(x.axis, 0) + x.exposed_ns
             starved = r.starved_stream >= 0

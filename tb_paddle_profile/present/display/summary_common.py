@@ -61,7 +61,7 @@ def _div(a, b) -> float:
     return 0 if b == 0 else float(a) / b
 
 
-def _row(cells: Sequence[dpb.Cell], depth: int = 0, role: int = dpb.ROW_DATA, id: str = "", link: str = "",
+def _row(cells: Sequence[dpb.Cell], depth: int = 0, role: dpb.RowRole = dpb.ROW_DATA, id: str = "", link: str = "",
          text_hidden: bool = False) -> dpb.Row:
     return dpb.Row(cells=list(cells), depth=depth, role=role, id=id, link=link, text_hidden=text_hidden)
 
