@@ -310,3 +310,37 @@ def test_negative_bytes_print_as_signed_sizes(tb, logdir, page_at):
             size_of(row[key], raw[key])
     SHOTS.mkdir(parents=True, exist_ok=True)
     frame.locator('[data-testid="memory-insights-card"]').screenshot(path=str(SHOTS / "memory-units-insights-cpu-1280.png"))
+
+
+# Every text ECharts drew on a chart (axis names and labels, mark labels, legend): its box (zrender's, in the
+# chart's px) outside the chart's own width and height, i.e. clipped by the canvas.
+TEXTS_OUTSIDE = """(id) => {
+  const el = document.querySelector(`[data-testid="${id}"]`);
+  const chart = el && el.__tbppChart;
+  if (!chart) return null;
+  const W = chart.getWidth(), H = chart.getHeight(), out = [];
+  for (const e of chart.getZr().storage.getDisplayList(true)) {
+    if ((e.type !== 'text' && e.type !== 'tspan') || !e.style || !e.style.text || e.invisible || e.ignore) continue;
+    const r = e.getBoundingRect().clone();
+    const m = e.getComputedTransform && e.getComputedTransform();
+    if (m) r.applyTransform(m);
+    if (r.x < -0.5 || r.y < -0.5 || r.x + r.width > W + 0.5 || r.y + r.height > H + 0.5)
+      out.push({ text: String(e.style.text), x: Math.round(r.x), y: Math.round(r.y), w: Math.round(r.width), W, H });
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_memory_chart_texts_are_inside_the_chart(tb, logdir, page_at, width):
+    """The memory curve's x-axis name (the time unit, at the axis' end) was cut by the canvas's right edge at
+    1,280 px ("m" of "ms"); every text of the panel's charts is inside its chart."""
+    worker = worker_of(logdir, CPU_RUN)
+    page = page_at(width, True)
+    frame = open_panel(page, tb, CPU_RUN, worker, "memory", "ms")
+    frame.wait_for_selector('[data-testid="memory-curve"][data-drawn]', timeout=30_000)
+    charts = frame.evaluate("() => Array.from(document.querySelectorAll('[data-drawn]')).map((e) => e.dataset.testid).filter(Boolean)")
+    assert "memory-curve" in charts, charts
+    for test_id in charts:
+        out = frame.evaluate(TEXTS_OUTSIDE, test_id)
+        assert out == [], (test_id, out)

@@ -472,6 +472,107 @@ def test_the_order_without_a_straggler_without_a_topology_and_without_stages():
     # two stragglers: both first, then the first one's role peers
     order, roles, _ = order_of(_rp(staged, straggler=[6, 1]))
     assert order[:2] == ["w6", "w1"] and roles["w1"] == "straggler" and order[2:5] == ["w5", "w7", "w4"]
+    # an uncertain verdict (incomplete evidence: found is false) still names its possible straggler: first
+    # too, said so (before: "rank order (no straggler)" while the Distributed view named rank 6)
+    rp = _rp(staged, straggler=[6])
+    rp.straggler.found, rp.straggler.uncertain = False, True
+    order, roles, why = order_of(rp)
+    assert order[:4] == ["w6", "w5", "w7", "w4"] and roles["w6"] == "straggler", (order, why)
+    assert why.startswith("the possible straggler (uncertain evidence) and its role peers first"), why
+    # named but neither found nor uncertain (absorbed: it sets no step): rank order
+    rp.straggler.uncertain = False
+    assert order_of(rp)[0][:2] == ["w0", "w1"]
     # the median step by the job's step time (the slowest rank's); the lower middle of an even count
     times = {1: [90, 100], 2: [50, 60], 3: [70, 75], 4: [10, 300]}
     assert Facts(_rp([(0, -1, -1, -1, []), (1, -1, -1, -1, [])], step_times=times)).median_step() == 3
+
+
+# ---------------------------------------------------------------- ranks without a GPU: the host side
+
+FLEET = REPO / "tests" / "data" / "crossrank" / "real-fleet-cpu-gloo" / "dp2pp2"  # Paddle 3.3.1, Fleet on CPU (gloo)
+CPU_RUN = "fleet-cpu"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    import shutil
+
+    if not FLEET.is_dir():
+        pytest.skip("the real Fleet CPU traces are not here")
+    root = tmp_path_factory.mktemp("tlc_cpu") / "logdir"
+    shutil.copytree(FLEET, root / CPU_RUN)
+    with tensorboard(root, tmp_path_factory.mktemp("tlc_cpu_tb")) as server:
+        wait_all_loaded(server)
+        yield server, root / CPU_RUN
+
+
+def _host_truth(trace: Path, step: int, ws: int, we: int, bins: int):
+    """(CPU operator time, host communication) per bin of a CPU rank's trace JSON, its bins laid from its
+    ProfileStep#step start: the union of its Operator events, and of its Communication events (none here)."""
+    import gzip
+
+    with gzip.open(trace, "rt", encoding="utf-8") as f:
+        evs = json.load(f)["traceEvents"]
+    zero = next(cj.span(e)[0] for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{step}")
+    edges = zero + ws + (we - ws) * np.arange(bins + 1, dtype=np.float64) / bins
+    comm = _covered(cj.union([cj.span(e) for e in cj.by_cat(evs, "Communication")]), edges)
+    ops = _covered(cj.union([cj.span(e) for e in cj.by_cat(evs, "Operator", "Communication")]), edges)
+    return ops - comm, comm
+
+
+def test_cpu_only_ranks_rows_show_the_host_side(fleet):
+    """Real Fleet CPU traces have no GPU stream: before, every row was idle (no kernel). Each row is now
+    host-side: its compute is the union of the rank's Operator events per bin (the trace JSON's), the
+    answer says so (host_note)."""
+    tb, folder = fleet
+    status, body = _get(tb, "timeline_compact", run=CPU_RUN, span="0", bins=str(BINS), rank_limit="64")
+    assert status == 200, body[:300]
+    msg = timeline_pb2.TimelineCompact.FromString(body)
+    assert len(msg.rows) == 4 and all(r.state == "" for r in msg.rows), msg.rows
+    assert msg.host_note.startswith("host side"), msg.host_note
+    traces = {p.name.split("_time_")[0]: p for p in folder.glob("*.paddle_trace.json.gz")}
+    for r in msg.rows:
+        assert r.host_side, r.worker
+        assert r.compute_share > 0.01, (r.worker, r.compute_share)
+        comp, comm = _host_truth(traces[r.worker], msg.step, msg.window_start_ns, msg.window_end_ns, BINS)
+        assert np.allclose(np.array(r.compute), comp, atol=2e-3), (r.worker, np.abs(np.array(r.compute) - comp).max())
+        assert np.allclose(np.array(r.communication), comm, atol=2e-3), r.worker
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(_missing is not None, reason=f"browser tests need Chromium: {_missing}")
+def test_cpu_only_ranks_compact_rows_are_drawn_with_a_host_side_note(fleet, browser):
+    """In the page (1,280 × 800, light and dark): the note says the rows are host-side, and each rank's row has
+    compute drawn (pixels of the compute colour in the row), not a bare idle strip."""
+    tb, _ = fleet
+    for dark in (False, True):
+        log = PageLog()
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1,
+                                      color_scheme="dark" if dark else "light")
+        page = context.new_page()
+        page.on("pageerror", lambda err: log.page_errors.append(str(err)))
+        page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
+        keys = dict(run=CPU_RUN, span="0", unit="ms", view="timeline", tlmode="compact")
+        frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
+        frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 4 && c.loadedRows() >= 4; }",
+                                timeout=120_000)
+        note = frame.locator('[data-testid="timeline-compact-host-note"]')
+        note.wait_for(timeout=30_000)
+        assert "host side" in note.text_content() and "operators" in note.text_content()
+        top = frame.evaluate("() => window.__tbppCompact.rowsTop")
+        row_h = frame.evaluate("() => window.__tbppCompact.rowH")
+        label_w = frame.evaluate("() => window.__tbppCompact.labelW")
+        for i in range(4):  # the compute colour (green, COMPACT_COLORS) in the row: idle is grey, communication orange
+            n = frame.evaluate("""([x0, y0, h]) => {
+              const c = document.querySelector('[data-testid="timeline-compact-canvas"]');
+              const k = c.width / c.getBoundingClientRect().width;
+              const d = c.getContext('2d').getImageData(Math.round(x0 * k), Math.round(y0 * k), c.width - Math.round(x0 * k), Math.max(1, Math.round(h * k))).data;
+              let n = 0;
+              for (let j = 0; j < d.length; j += 4) if (d[j + 1] > d[j] + 40 && d[j + 1] > d[j + 2] + 40) n++;
+              return n; }""", [label_w + 1, top + i * row_h, row_h - 1])
+            assert n > 20, (dark, i, n)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"timeline-compact-cpu-{'dark' if dark else 'light'}.png"))
+        context.close()
+        assert log.page_errors == [], log.page_errors
+        assert log.console_errors == [], log.console_errors

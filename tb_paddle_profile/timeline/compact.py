@@ -12,6 +12,12 @@ Nothing is derived again here:
   cross-rank analysis (RunParallel: step_breakdown ranges, step_time matrix, clock_offset_ns, the
   straggler verdict, the topology coordinates);
 - the critical path is the stored what-if answer's (RunWhatIf.critical_path segments).
+
+A rank whose trace has no GPU stream (Paddle on CPU, e.g. Fleet with gloo) has its row from the host side
+instead (``host_row_bins``; the row's ``host_side``, the answer's ``host_note``): communication is the union
+of its host events that are communication (analysis.collectives.host_kind: Communication events, operators
+naming a collective), compute the union of its Operator events less communication, idle the rest (Python,
+the data loader, waiting).
 """
 from __future__ import annotations
 
@@ -24,12 +30,16 @@ from tb_paddle_profile.analysis.peers import role
 from tb_paddle_profile.trace import event_types as et
 from .counters import KIND_UTILIZATION, _union, bin_edges, busy_fraction
 from .storage import TimelineIndex
-from .tracks import GPU_STREAM
+from .tracks import EVENT_HOST, GPU_STREAM, HOST_THREAD
 
 MAX_BINS = 4000
 PAGE_ROWS = 128  # rows answered at most per request (their indexes are opened)
 PATH_KINDS = {1: "compute", 2: "communication", 3: "memcpy", 4: "host", 5: "waiting"}
 _COMM_NAMES: "weakref.WeakKeyDictionary[TimelineIndex, np.ndarray]" = weakref.WeakKeyDictionary()
+_HOST_COMM_NAMES: "weakref.WeakKeyDictionary[TimelineIndex, np.ndarray]" = weakref.WeakKeyDictionary()
+HOST_NOTE = ("host side: these ranks' traces have no GPU stream, so their rows show the host: compute is "
+             "the time in operators (CPU), communication the host's communication events, idle the rest "
+             "(Python, the data loader, waiting)")
 
 
 def _comm_names(idx: TimelineIndex) -> np.ndarray:
@@ -40,6 +50,51 @@ def _comm_names(idx: TimelineIndex) -> np.ndarray:
 
         got = _COMM_NAMES[idx] = np.array([is_communication_kernel(n) for n in idx.names], dtype=bool)
     return got
+
+
+def _host_comm_names(idx: TimelineIndex) -> np.ndarray:
+    """A bool per name id of the index: an Operator of that name is communication (host_kind)."""
+    got = _HOST_COMM_NAMES.get(idx)
+    if got is None:
+        from ..analysis.collectives import NOT_COMMUNICATION, host_kind
+
+        got = _HOST_COMM_NAMES[idx] = np.array([host_kind(n, et.OPERATOR) != NOT_COMMUNICATION for n in idx.names],
+                                               dtype=bool)
+    return got
+
+
+def has_gpu(idx: TimelineIndex) -> bool:
+    """Whether the index has a GPU stream or a GPU utilization counter (else its row is host-side)."""
+    return any(t["kind"] == GPU_STREAM for t in idx.tracks) or any(c["kind"] == KIND_UTILIZATION for c in idx.counters)
+
+
+def host_row_bins(idx: TimelineIndex, lws: int, lwe: int, bins: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(compute, communication) fractions of each bin over [lws, lwe] from the host events: communication the
+    union of the host's communication events (Communication events, operators naming a collective),
+    compute the union of its Operator events less communication."""
+    a = idx.a
+    edges = bin_edges(lws, lwe, bins)
+    comm_op = _host_comm_names(idx)
+    os_, oe, cs, ce = [], [], [], []
+    for lane in range(idx.n_lanes):
+        if idx.tracks[int(a["lane_track"][lane])]["kind"] != HOST_THREAD:
+            continue
+        lo, _, keep = idx.lanes_in_window(lws, lwe, lane)
+        pos = np.nonzero(keep)[0] + lo
+        pos = pos[a["ev_kind"][pos] == EVENT_HOST]
+        typ = a["ev_type"][pos]
+        is_op = typ == et.OPERATOR
+        is_comm = (typ == et.COMMUNICATION) | (is_op & comm_op[a["ev_name"][pos]])
+        cs.append(a["ev_start"][pos[is_comm]])
+        ce.append(a["ev_end"][pos[is_comm]])
+        os_.append(a["ev_start"][pos[is_op]])
+        oe.append(a["ev_end"][pos[is_op]])
+    cat = (lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64))
+    bs, be = _union(*_clip(cat(os_ + cs), cat(oe + ce), lws, lwe))
+    ms, me = _union(*_clip(cat(cs), cat(ce), lws, lwe))
+    busy = busy_fraction(bs.astype(np.float64), be.astype(np.float64), edges)
+    communication = busy_fraction(ms.astype(np.float64), me.astype(np.float64), edges)
+    return np.clip(busy - communication, 0.0, 1.0), communication
 
 
 def _clip(s: np.ndarray, e: np.ndarray, lo: float, hi: float) -> Tuple[np.ndarray, np.ndarray]:
@@ -179,10 +234,13 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
     """(workers in the server's order, worker -> role, why): the straggler(s) the verdict names, then the
     first one's role peers (its stage, mp index and sharding when the topology is known; else its
     stage; else the ranks it shares collectives with), nearest rank numbers first, then every other
-    rank in rank order. Without a straggler: rank order."""
+    rank in rank order; the possible straggler(s) of an uncertain verdict too ("why" says so). Without
+    a straggler named: rank order."""
     ranks = sorted(rp.ranks, key=lambda r: (r.rank, r.worker))
     by_rank = {r.rank: r for r in ranks}
-    slow = [by_rank[s.rank] for s in rp.straggler.stragglers if s.rank in by_rank] if rp.straggler.found else []
+    v = rp.straggler
+    # a verdict on incomplete evidence still names its possible straggler(s): first too, said so
+    slow = [by_rank[s.rank] for s in v.stragglers if s.rank in by_rank] if v.found or v.uncertain else []
     if not slow:
         return [r.worker for r in ranks], {}, "rank order (no straggler)"
     f = slow[0]
@@ -207,6 +265,8 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
             roles[w] = "peer"
     order += [r.worker for r in ranks if r.worker not in roles]
     who = "the stragglers" if len(slow) > 1 else "the straggler"
+    if not v.found:
+        who = f"{'the possible stragglers' if len(slow) > 1 else 'the possible straggler'} (uncertain evidence)"
     return order, roles, f"{who} and {'its role peers' if topo or f.pipeline_stage >= 0 else 'its peers'} first"
 
 
@@ -297,7 +357,11 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
                 segs_by_worker.setdefault(by_rank_worker.get(int(seg.rank), ""), []).append(seg)
     for r, idx, zero, clock in placed:
         local0 = zero + clock - idx.origin  # the row's time 0 in the index's own ns
-        comp, comm = row_bins(idx, local0 + ws, local0 + we, bins)
+        host = not has_gpu(idx)
+        comp, comm = (host_row_bins if host else row_bins)(idx, local0 + ws, local0 + we, bins)
+        r.host_side = host
+        if host:
+            msg.host_note = HOST_NOTE
         r.compute.extend(np.round(comp, 4).tolist())
         r.communication.extend(np.round(comm, 4).tolist())
         r.compute_share = float(comp.mean()) if len(comp) else 0.0

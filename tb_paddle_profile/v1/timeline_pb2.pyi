@@ -351,7 +351,7 @@ class TimelineInstance(_message.Message):
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., analysis_key: _Optional[str] = ..., base_unix_ns: _Optional[int] = ..., matched: _Optional[bool] = ..., note: _Optional[str] = ..., index: _Optional[int] = ..., step: _Optional[int] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., transfer_ns: _Optional[int] = ..., last_rank: _Optional[int] = ..., members: _Optional[_Iterable[_Union[TimelineInstanceMember, _Mapping]]] = ...) -> None: ...
 
 class CompactRow(_message.Message):
-    __slots__ = ("worker", "rank", "state", "zero_unix_ns", "step_start_ns", "step_end_ns", "compute", "communication", "compute_share", "communication_share", "origin_offset_ns", "on_collective")
+    __slots__ = ("worker", "rank", "state", "zero_unix_ns", "step_start_ns", "step_end_ns", "compute", "communication", "compute_share", "communication_share", "origin_offset_ns", "on_collective", "host_side")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -364,6 +364,7 @@ class CompactRow(_message.Message):
     COMMUNICATION_SHARE_FIELD_NUMBER: _ClassVar[int]
     ORIGIN_OFFSET_NS_FIELD_NUMBER: _ClassVar[int]
     ON_COLLECTIVE_FIELD_NUMBER: _ClassVar[int]
+    HOST_SIDE_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     state: str
@@ -376,7 +377,8 @@ class CompactRow(_message.Message):
     communication_share: float
     origin_offset_ns: int
     on_collective: bool
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., state: _Optional[str] = ..., zero_unix_ns: _Optional[int] = ..., step_start_ns: _Optional[int] = ..., step_end_ns: _Optional[int] = ..., compute: _Optional[_Iterable[float]] = ..., communication: _Optional[_Iterable[float]] = ..., compute_share: _Optional[float] = ..., communication_share: _Optional[float] = ..., origin_offset_ns: _Optional[int] = ..., on_collective: _Optional[bool] = ...) -> None: ...
+    host_side: bool
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., state: _Optional[str] = ..., zero_unix_ns: _Optional[int] = ..., step_start_ns: _Optional[int] = ..., step_end_ns: _Optional[int] = ..., compute: _Optional[_Iterable[float]] = ..., communication: _Optional[_Iterable[float]] = ..., compute_share: _Optional[float] = ..., communication_share: _Optional[float] = ..., origin_offset_ns: _Optional[int] = ..., on_collective: _Optional[bool] = ..., host_side: _Optional[bool] = ...) -> None: ...
 
 class CompactRank(_message.Message):
     __slots__ = ("worker", "rank", "label", "role")
@@ -405,7 +407,7 @@ class CompactSegment(_message.Message):
     def __init__(self, worker: _Optional[str] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class TimelineCompact(_message.Message):
-    __slots__ = ("run", "span", "analysis_key", "step", "steps", "align", "window_start_ns", "window_end_ns", "bins", "order", "rank_offset", "rows", "why", "critical", "critical_known", "note", "align_kind", "align_kinds")
+    __slots__ = ("run", "span", "analysis_key", "step", "steps", "align", "window_start_ns", "window_end_ns", "bins", "order", "rank_offset", "rows", "why", "critical", "critical_known", "note", "align_kind", "align_kinds", "host_note")
     RUN_FIELD_NUMBER: _ClassVar[int]
     SPAN_FIELD_NUMBER: _ClassVar[int]
     ANALYSIS_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -424,6 +426,7 @@ class TimelineCompact(_message.Message):
     NOTE_FIELD_NUMBER: _ClassVar[int]
     ALIGN_KIND_FIELD_NUMBER: _ClassVar[int]
     ALIGN_KINDS_FIELD_NUMBER: _ClassVar[int]
+    HOST_NOTE_FIELD_NUMBER: _ClassVar[int]
     run: str
     span: str
     analysis_key: str
@@ -442,4 +445,5 @@ class TimelineCompact(_message.Message):
     note: str
     align_kind: str
     align_kinds: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., analysis_key: _Optional[str] = ..., step: _Optional[int] = ..., steps: _Optional[_Iterable[int]] = ..., align: _Optional[str] = ..., window_start_ns: _Optional[int] = ..., window_end_ns: _Optional[int] = ..., bins: _Optional[int] = ..., order: _Optional[_Iterable[_Union[CompactRank, _Mapping]]] = ..., rank_offset: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[CompactRow, _Mapping]]] = ..., why: _Optional[str] = ..., critical: _Optional[_Iterable[_Union[CompactSegment, _Mapping]]] = ..., critical_known: _Optional[bool] = ..., note: _Optional[str] = ..., align_kind: _Optional[str] = ..., align_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
+    host_note: str
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., analysis_key: _Optional[str] = ..., step: _Optional[int] = ..., steps: _Optional[_Iterable[int]] = ..., align: _Optional[str] = ..., window_start_ns: _Optional[int] = ..., window_end_ns: _Optional[int] = ..., bins: _Optional[int] = ..., order: _Optional[_Iterable[_Union[CompactRank, _Mapping]]] = ..., rank_offset: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[CompactRow, _Mapping]]] = ..., why: _Optional[str] = ..., critical: _Optional[_Iterable[_Union[CompactSegment, _Mapping]]] = ..., critical_known: _Optional[bool] = ..., note: _Optional[str] = ..., align_kind: _Optional[str] = ..., align_kinds: _Optional[_Iterable[str]] = ..., host_note: _Optional[str] = ...) -> None: ...

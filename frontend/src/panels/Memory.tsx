@@ -48,7 +48,7 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
   return {
     legend: { top: 0, itemWidth: 14, itemHeight: 8 },
     // left: room for a peak's label when the peak is the first point
-    grid: { left: 40, right: 24, top: 34, bottom: 42, containLabel: true },
+    grid: { left: 40, right: 40, top: 34, bottom: 42, containLabel: true }, // right: room for the x-axis name (the unit) at its end
     tooltip: {
       trigger: "axis",
       formatter: ((ps: { dataIndex: number }[]) => {

@@ -534,7 +534,8 @@ export function CompactTimeline(props: Props) {
     const o = m.order[i];
     const pct = (f: number) => `${Math.round(f * 100)}%`;
     const pick = r.communication[k] >= 0.5 ? " · click: align every row on this collective" : "";
-    el.textContent = `${props.labels.get(o.worker) || o.label || o.worker} · ${fmtDur(t)} · compute ${pct(r.compute[k])} · communication ${pct(r.communication[k])} · idle ${pct(Math.max(0, 1 - r.compute[k] - r.communication[k]))}${pick}`;
+    const side = r.hostSide ? " · host side: compute = CPU operators" : "";
+    el.textContent = `${props.labels.get(o.worker) || o.label || o.worker}${side} · ${fmtDur(t)} · compute ${pct(r.compute[k])} · communication ${pct(r.communication[k])} · idle ${pct(Math.max(0, 1 - r.compute[k] - r.communication[k]))}${pick}`;
     el.style.display = "block";
     el.style.left = `${Math.min(x + 12, b.width - 360)}px`;
     el.style.top = `${e.clientY - b.top + 14}px`;
@@ -575,7 +576,7 @@ export function CompactTimeline(props: Props) {
           </select>
         ) : null}
         <span class="tl-legend">
-          <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).compute }} /> compute
+          <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).compute }} /> {m && m.hostNote ? "compute (CPU operators)" : "compute"}
           <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).communication }} /> communication
           <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).idle }} /> idle
           {m?.criticalKnown ? (
@@ -594,6 +595,11 @@ export function CompactTimeline(props: Props) {
         </span>
       </div>
       {error ? <Notice kind="error" testId="timeline-compact-error">{error}</Notice> : null}
+      {m && m.hostNote ? (
+        <Notice kind="info" testId="timeline-compact-host-note">
+          {m.hostNote}
+        </Notice>
+      ) : null}
       {!m && !error ? <Notice kind="loading">Loading the compact timeline…</Notice> : null}
       <div class="tl-stage">
         <div class="tl-scroll" ref={scrollRef} style={{ height: `${viewH}px` }} onScroll={onScroll}>
@@ -610,7 +616,7 @@ export function CompactTimeline(props: Props) {
         </div>
         <div class="tl-hover" ref={hoverRef} data-testid="timeline-compact-hover" style={{ display: "none" }} />
       </div>
-      <div class="tl-hint">Click a rank to show (or hide) its lanes below · click communication (orange) to align every row on that collective · Ctrl+wheel: zoom · Shift+wheel: pan · the bars: the GPU's time in each pixel, compute below communication</div>
+      <div class="tl-hint">Click a rank to show (or hide) its lanes below · click communication (orange) to align every row on that collective · Ctrl+wheel: zoom · Shift+wheel: pan · the bars: {m && m.hostNote ? "the host's time (CPU operators, host communication)" : "the GPU's time"} in each pixel, compute below communication</div>
     </div>
   );
 }
