@@ -223,3 +223,24 @@ def test_clock_join_outvotes_one_wrong_edge_across_a_cut():
     assert np.abs(plain - true).max() > 2_000_000
     settled = np.array(join(6, edges, robust=True)[0])
     assert np.abs(settled - true).max() < 1_000
+
+
+def test_end_noise_of_thousands_of_lock_step_channels_is_none():
+    """shapes.end_noise on planted wide blocks: 16 blocks of 512 lock-step replicas' tensor-parallel pairs
+    (1,024 channels each), each pair ending at the same nanosecond, the replicas drifting 20 us apart at
+    every position. Each block holds its first member's partner, exact, among 1,023 drifting members
+    (0.1 %): counted per member that is no evidence and the drift came out as the noise; counted per
+    block the run's ends are exact. With 1 us of noise on every member nothing is exact and the noise
+    is measured."""
+    from tb_paddle_profile.analysis.crossrank.shapes import end_noise
+    rng = np.random.default_rng(11)
+    R, P, B = 512, 4, 16
+    blocks, ends = [], []
+    for _ in range(B):
+        drift = rng.normal(0, 20_000, (R, P))
+        E = np.repeat(drift, 2, axis=0) + np.arange(P)[None, :] * 1e6
+        ends.append(np.round(E).astype(np.int64))
+        blocks.append(np.zeros(2 * R, dtype=np.int64))
+    assert end_noise([None] * B, ends, blocks) <= 50
+    noisy = [E + np.round(rng.normal(0, 1000, E.shape)).astype(np.int64) for E in ends]
+    assert end_noise([None] * B, noisy, blocks) > 500

@@ -263,6 +263,8 @@ def fine_offsets(ranks: Sequence[RankData], flat: Flat, n_hosts: int, sigma: flo
             med, votes, spread = int(round(float(med0))), n, int(round(float(q3 - q1)))
         else:   # contaminated by merged groups: vote
             med, votes, spread = _mode_estimate(x, bin_ns)
+        if noisy and votes < FINE_NOISY_MIN_VOTES:
+            continue   # under noise one group's means are no clock: a host reached by none keeps its own
         edges[(k // n_hosts, k % n_hosts)] = (med, votes, spread, votes)
         mad[(k // n_hosts, k % n_hosts)] = float(np.median(np.abs(x - med))) if spread > bin_ns \
             else spread / 2.0
@@ -273,6 +275,7 @@ def fine_offsets(ranks: Sequence[RankData], flat: Flat, n_hosts: int, sigma: flo
 
 
 FINE_NOISE_BIN = 2.0
+FINE_NOISY_MIN_VOTES = 3
 
 
 def _member_pairs(g: np.ndarray, host: np.ndarray, cend: np.ndarray, flat: Flat):

@@ -72,10 +72,13 @@ def _has_hosts(ranks: Sequence[RankData]) -> bool:
     return all(r.hostname for r in ranks)
 
 
-def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.ndarray, noisy: bool = False):
+def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.ndarray, noisy: bool = False,
+                 exact: bool = False):
     """Edges (a, b) → (offset(a) − offset(b), weight, spread, samples) between clock nodes, from the
     member pairs of every communicator block (each member against the block's first member on another
-    node)."""
+    node). exact (the run's members end together to the nanosecond): a pair whose end difference is
+    not constant within EXACT_END_NS over the positions is no pair of one communicator (a block of
+    thousands of lock-step channels joins some whose shapes agree by chance) and gives no edge."""
     acc: Dict[Tuple[int, int], List[Tuple[float, int, float]]] = {}
     for s in shaped:
         lu, block = s.lu, s.block
@@ -96,6 +99,9 @@ def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.n
         P = d.shape[1]
         med = d[:, P // 2].astype(np.float64)
         iqr = (d[:, (3 * P) // 4] - d[:, P // 4]).astype(np.float64)
+        if exact:
+            same = (d[:, -1] - d[:, 0]) <= 2 * EXACT_END_NS
+            a, b, med, iqr = a[same], b[same], med[same], iqr[same]
         for na, nb_, m, q in zip(nodes[a].tolist(), nodes[b].tolist(), med.tolist(), iqr.tolist()):
             acc.setdefault((na, nb_), []).append((m, P, q))
     edges = {}
@@ -320,6 +326,101 @@ P2P_MAX_WINDOW = 256
 P2P_ROUNDS = 16
 
 
+def _p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence[int], window: float,
+                    sigma: float) -> clocks.Edges:
+    """Clock edges between hosts from send/recv, for the join after a first one (off: its offsets).
+    Under end noise the communicators' blocks of lock-step replicas join groups of two stages, and the
+    first join's hosts can be tens of microseconds off; a send and its receive end together, so each
+    rank pair's co-ending candidates within window (corrected by off) recur at one difference, the
+    error of the two hosts' offsets: its mode (bins of 2 sigma, clocks._mode_estimate). Rank pairs are
+    kept as pipeline links are (pipeline_links: heaviest first, at most two per rank, each explaining
+    its candidates away) weighed by the votes at their mode; each kept pair across hosts gives its
+    hosts' edge (the median over the pairs of a host pair, samples summed)."""
+    p = pool_of(ranks)
+    sel = np.flatnonzero(p.kind == SEND_RECV)
+    if sel.size < 2:
+        return {}
+    rk = p.rank_of[sel]
+    o = np.asarray(off, dtype=np.int64)
+    e = (p.end[sel] - o[node_of[rk]]).astype(np.int64)
+    d = p.direction[sel]
+    srt = np.argsort(e, kind="stable")
+    rk, e, d = rk[srt], e[srt], d[srt]
+    parts_i: List[np.ndarray] = []
+    for k in range(1, P2P_MAX_WINDOW + 1):
+        if k >= e.size:
+            break
+        near = (e[k:] - e[:-k]) <= window
+        if not near.any():
+            break
+        ok = near & (rk[k:] != rk[:-k]) & ((d[k:] == 0) | (d[:-k] == 0) | (d[k:] != d[:-k]))
+        parts_i.append(np.flatnonzero(ok) + k * e.size)
+    if not parts_i:
+        return {}
+    code = np.concatenate(parts_i)
+    J, I = code % e.size + code // e.size, code % e.size
+    n = len(ranks)
+    a, b = np.minimum(rk[I], rk[J]), np.maximum(rk[I], rk[J])
+    dt = np.where(rk[J] == b, e[J] - e[I], e[I] - e[J]).astype(np.float64)   # rank b's end less rank a's
+    uk, inv = np.unique(a * n + b, return_inverse=True)
+    inv = inv.ravel()
+    bin_ns = max(float(T.CLOCK_BIN_NS), clocks.FINE_NOISE_BIN * sigma)
+    # each rank pair's mode: its candidates binned, the bin with the most together with its neighbours
+    bins = np.floor(dt / bin_ns).astype(np.int64)
+    key = inv.astype(np.int64) * (1 << 40) + (bins + (1 << 39))
+    uk2, cnt = np.unique(key, return_counts=True)
+    link2, bin2 = uk2 >> 40, (uk2 & ((1 << 40) - 1)) - (1 << 39)
+    near_cnt = cnt.copy()
+    adj = (np.diff(link2) == 0) & (np.diff(bin2) == 1)
+    near_cnt[1:] += np.where(adj, cnt[:-1], 0)
+    near_cnt[:-1] += np.where(adj, cnt[1:], 0)
+    # a schedule repeats its transfers, so a mode recurs a transfer period either side of the true one:
+    # of the bins holding at least P2P_CLOCK_MODE_SHARE of the link's most, the nearest the first join's
+    top = np.zeros(uk.size, dtype=np.int64)
+    np.maximum.at(top, link2, near_cnt)
+    cand = near_cnt >= P2P_CLOCK_MODE_SHARE * top[link2]
+    lk, bk = link2[cand], bin2[cand]
+    order = np.lexsort((np.abs(2 * bk + 1), lk))
+    first = np.concatenate([[True], lk[order][1:] != lk[order][:-1]])
+    best = np.full(uk.size, -1, dtype=np.int64)
+    best[lk[order][first]] = bk[order][first]
+    at_mode = np.abs(bins - best[inv]) <= 1
+    g = at_mode.astype(np.float64)
+    la, lb = uk // n, uk % n
+    w = np.bincount(inv, weights=g, minlength=uk.size)
+    deg = np.zeros(n, dtype=np.int64)
+    claims = _Claims(inv, uk.size, g, I, J)
+    acc: Dict[Tuple[int, int], List[Tuple[float, int, float]]] = {}
+    for i in np.lexsort((lb, la, -w)).tolist():
+        x, y = int(la[i]), int(lb[i])
+        if w[i] < P2P_CLOCK_MIN_VOTES or deg[x] >= P2P_MAX_LINKS or deg[y] >= P2P_MAX_LINKS:
+            continue
+        if not claims.take(i, float(w[i])):
+            continue
+        deg[x] += 1
+        deg[y] += 1
+        hx, hy = int(node_of[x]), int(node_of[y])
+        if hx == hy:
+            continue
+        v = np.sort(dt[(inv == i) & at_mode])
+        med, iqr = float(v[v.size // 2]), float(v[(3 * v.size) // 4] - v[v.size // 4])
+        # rank y's end later by med: offset(hy) - offset(hx) grows by med
+        acc.setdefault((hy, hx), []).append((float(o[hy] - o[hx]) + med, int(v.size), iqr))
+    edges: clocks.Edges = {}
+    for k2, vals in acc.items():
+        est = float(np.median([x[0] for x in vals]))
+        samples = int(sum(x[1] for x in vals))
+        spread = float(np.median([x[2] for x in vals]))
+        edges[k2] = (int(round(est)), samples / (spread + T.CLOCK_BIN_NS), int(round(spread)), samples)
+    return edges
+
+
+P2P_CLOCK_MIN_VOTES = 8
+P2P_CLOCK_MODE_SHARE = 0.5
+P2P_CLOCK_WINDOW_FACTOR = 4.0   # the window: this x the first join's largest spread, at least ...
+P2P_CLOCK_MIN_WINDOW_NS = 50_000
+
+
 def _host_side(pool, lu: Lineup) -> bool:
     """A line-up of host instances (gloo's blocking calls, Communication events: no device stream)."""
     return bool(pool.stream[pool.base[lu.rows[0]] + lu.inst[0, 0]] < 0)
@@ -395,7 +496,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
     else:
         node_of = np.arange(n, dtype=np.int64)
     n_nodes = int(node_of.max()) + 1 if n else 0
-    edges = _clock_edges(ranks, shaped, node_of, noisy)
+    edges = _clock_edges(ranks, shaped, node_of, noisy, exact)
     coarse = False
     if hosts_known and n_nodes > 1:
         # host pairs no communicator's shape links (line-ups too short for a shape): the most constant
@@ -405,6 +506,16 @@ def match_run(ranks: List[RankData], notes: List[str]):
                 edges[k] = (est, 1e-6 * pos / (sp + T.CLOCK_BIN_NS), sp, pos)
                 coarse = True
     off, spread, samples, reached = join(n_nodes, edges, robust=True)
+    if noisy and hosts_known and n_nodes > 1:
+        # under end noise the blocks of lock-step replicas leave the hosts tens of microseconds off:
+        # send/recv pairs, co-ending within a window that wide, give their hosts' edges (_p2p_host_edges)
+        window = max(P2P_CLOCK_MIN_WINDOW_NS, P2P_CLOCK_WINDOW_FACTOR * float(max(spread, default=0)))
+        p2p = _p2p_host_edges(ranks, node_of, off, window, sigma)
+        if p2p:
+            for k2 in p2p:
+                edges.pop((k2[1], k2[0]), None)
+            edges.update(p2p)
+            off, spread, samples, reached = join(n_nodes, edges, robust=True)
     # (two ranks: a line-up of two channels is one group at every position, whatever its times, so
     # matched groups tell nothing of the clocks)
     if not hosts_known and n > 2 and not all(reached):

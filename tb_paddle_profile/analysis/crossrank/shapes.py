@@ -101,6 +101,7 @@ def _consistent_blocks(R: np.ndarray, block: np.ndarray, tol: float) -> np.ndarr
 EXACT_END_NS = 50
 EXACT_MIN_MEMBERS = 8
 EXACT_MIN_SHARE = 0.005
+EXACT_MIN_BLOCK_SHARE = 0.25   # ... or in at least this share of the blocks of two or more channels
 
 
 def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Sequence[np.ndarray]) -> float:
@@ -109,7 +110,8 @@ def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Seq
     positions (their clocks' difference), is the difference of two members' noise; the median absolute
     residual per member, the median over all members (blocks that merged lock-step replicas by accident
     are few), as a normal's sigma (x 1.4826 / sqrt 2). 0 when no block has two channels."""
-    per = []
+    per, blk = [], []
+    n_blocks = 0
     for lu, E, block in zip(lineups, ends, blocks):
         if block.size < 2 or int(block.max()) + 1 == block.size:
             continue
@@ -120,6 +122,8 @@ def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Seq
         a, b = order[~first], ref[~first]
         d = (E[a] - E[b]).astype(np.float64)
         per.append(np.median(np.abs(d - np.median(d, axis=1, keepdims=True)), axis=1))
+        blk.append(bs[~first] + n_blocks)
+        n_blocks += int(block.max()) + 1
     if not per:
         return 0.0
     m = np.concatenate(per)
@@ -127,8 +131,13 @@ def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Seq
     # EXACT_END_NS) cannot come from noise: such a run's collectives end together, and the members of
     # wide blocks far off are lock-step replicas merged by the wide tolerance (at 1,024 ranks most of
     # them: their median is the replicas' drift, not noise). Then the noise is that of the exact ones.
+    # Counted per member and per block: a wide block of 512 lock-step replicas holds its first member's
+    # one tensor-parallel partner among 4,095 members, yet nearly every block holds one.
     exact = m <= EXACT_END_NS
-    if int(exact.sum()) >= max(EXACT_MIN_MEMBERS, EXACT_MIN_SHARE * m.size):
+    held = np.unique(np.concatenate(blk)[exact]).size
+    multi = np.unique(np.concatenate(blk)).size
+    if int(exact.sum()) >= EXACT_MIN_MEMBERS and (int(exact.sum()) >= EXACT_MIN_SHARE * m.size
+                                                   or held >= EXACT_MIN_BLOCK_SHARE * multi):
         m = m[exact]
     return float(np.median(m)) * 1.4826 / np.sqrt(2.0)
 
