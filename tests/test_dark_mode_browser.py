@@ -235,3 +235,28 @@ def test_memory_zoom_slider_is_dark(tb, dark_page):
         brightest = max((c for c, _ in strip), key=luminance)
         print(f"memory slider: most {strip[0][0]}, brightest {brightest} ({luminance(brightest):.3f}) on card {card}")
         assert luminance(strip[0][0]) < 0.2 and luminance(brightest) < 0.5, (strip[0][0], brightest, card)
+
+
+@pytest.mark.parametrize("view", ["timeline", "overview"])
+def test_the_header_keeps_the_run_and_the_span_whole_at_1280(tb, dark_page, view):
+    """At 1,280 px the header's crumbs were cut to "sc…" and "spa…" once the worker's label held its
+    coordinates ("rank 5 · dp1 pp0 mp1 · GPU5 · pid …") next to a long trace file name, and the file's
+    "cached" badge was cut to a coloured sliver: the run and the span are whole, the worker's label gives way
+    (its full text on hover), a badge is never cut."""
+    route_parallel(tb)  # the cross-rank analysis done: the workers' labels hold their coordinates
+    page = dark_page(1280, 800)
+    frame = goto(page, tb, {"run": RUN, "worker": f"rank{SLOW_RANK}", "span": "0", "unit": "ms", "view": view})
+    frame.wait_for_function("() => document.querySelectorAll('.crumbs .crumb').length === 3"
+                            " && / dp\\d+/.test(document.querySelector('[data-testid=crumbs]').textContent)", timeout=30_000)
+    crumbs = frame.evaluate("""() => Array.from(document.querySelectorAll('.crumbs .crumb'), (e) => (
+        { text: e.textContent, sw: e.scrollWidth, cw: e.clientWidth, title: e.title || '' }))""")
+    assert len(crumbs) == 3, crumbs
+    run, worker, span = crumbs
+    assert run["text"] == RUN and run["sw"] <= run["cw"], run
+    assert span["text"] == "span 0" and span["sw"] <= span["cw"], span
+    assert worker["sw"] <= worker["cw"] or worker["title"] == worker["text"], worker
+    badges = frame.evaluate("""() => Array.from(document.querySelectorAll('.main-head .badge'), (e) => (
+        { sw: e.scrollWidth, cw: e.clientWidth, w: e.getBoundingClientRect().width }))""")
+    assert all(b["sw"] <= b["cw"] + 1 and b["w"] > 20 for b in badges), badges
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"dark-header-{view}-1280.png"))

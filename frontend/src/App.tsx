@@ -407,17 +407,17 @@ function MainHeader({ sel, span, worker, traceHref }: { sel: Selection; span?: S
     <header class="main-head">
       <div class="crumbs" data-testid="crumbs">
         <span class="crumb-view">{VIEW_TITLES[sel.view]}</span>
-        {sel.view === "compare" ? <span class="crumb">{`${sel.brun} vs ${sel.crun}`}</span> : sel.run ? <span class="crumb">{sel.run}</span> : null}
-        {worker && !RUN_VIEWS.includes(sel.view) ? <span class="crumb">{workerLabel(worker)}</span> : null}
-        {span && sel.view !== "compare" ? <span class="crumb">{`span ${span.span}`}</span> : null}
+        {sel.view === "compare" ? <span class="crumb">{`${sel.brun} vs ${sel.crun}`}</span> : sel.run ? <span class="crumb keep" data-testid="crumb-run" title={sel.run}>{sel.run}</span> : null}
+        {worker && !RUN_VIEWS.includes(sel.view) ? <span class="crumb worker" data-testid="crumb-worker" title={workerLabel(worker)}>{workerLabel(worker)}</span> : null}
+        {span && sel.view !== "compare" ? <span class="crumb keep" data-testid="crumb-span">{`span ${span.span}`}</span> : null}
       </div>
       <div class="head-tools">
         {span && !RUN_VIEWS.includes(sel.view) ? (
           <span class="file" title={span.fileName}>
             {span.fileName}
-            {span.cached ? <span class="badge">cached</span> : null}
           </span>
         ) : null}
+        {span && !RUN_VIEWS.includes(sel.view) && span.cached ? <span class="badge" data-testid="head-cached">cached</span> : null}
         {traceHref && !RUN_VIEWS.includes(sel.view) ? (
           <a class="btn" href={traceHref} download={span?.fileName} data-testid="download-trace" title="The raw trace, for Perfetto or chrome://tracing">
             Download trace
