@@ -260,3 +260,25 @@ def test_the_header_keeps_the_run_and_the_span_whole_at_1280(tb, dark_page, view
     assert all(b["sw"] <= b["cw"] + 1 and b["w"] > 20 for b in badges), badges
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"dark-header-{view}-1280.png"))
+
+
+@pytest.mark.parametrize("view", ["overview", "operators", "kernels", "distributed", "memory", "compare"])  # What-if draws no chart
+def test_every_chart_text_is_inside_its_chart_at_1280(tb, dark_page, view):
+    """No text ECharts draws (axis names and labels, value labels, legends, mark labels) is cut by its canvas
+    at 1,280 px: each text's box (zrender's, in the chart's px) is inside the chart's width and height (the
+    Memory curve's unit was cut before; the other views' charts guard against the same)."""
+    from test_memory_browser import TEXTS_OUTSIDE
+
+    route_parallel(tb)
+    page = dark_page(1280, 800)
+    frame = goto(page, tb, {"run": RUN, "worker": f"rank{SLOW_RANK}", "span": "0", "unit": "ms", "view": view})
+    frame.wait_for_selector('[data-drawn]', timeout=90_000)
+    page.wait_for_timeout(1500)  # every chart of the view drawn
+    charts = frame.evaluate("() => Array.from(document.querySelectorAll('[data-drawn]'), (e) => e.dataset.testid).filter(Boolean)")
+    assert charts, view
+    cut = {}
+    for test_id in charts:
+        out = frame.evaluate(TEXTS_OUTSIDE, test_id)
+        if out:
+            cut[test_id] = out
+    assert cut == {}, cut

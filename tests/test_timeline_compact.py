@@ -576,3 +576,38 @@ def test_cpu_only_ranks_compact_rows_are_drawn_with_a_host_side_note(fleet, brow
         context.close()
         assert log.page_errors == [], log.page_errors
         assert log.console_errors == [], log.console_errors
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(_missing is not None, reason=f"browser tests need Chromium: {_missing}")
+def test_no_compact_ruler_label_is_cut_by_the_canvas_edge(fleet, browser):
+    """The compact ruler's last label ran past the canvas's right edge at 1,280 px ("40 m" on a 1,024-rank
+    run): over a series of pans (Shift+wheel) every label drawn ends inside the canvas."""
+    from test_timeline_workflow import RULER_RIGHTS
+
+    tb, _ = fleet
+    log = PageLog()
+    page = new_page(browser, log, width=1280, height=800)
+    keys = dict(run=CPU_RUN, span="0", unit="ms", view="timeline", tlmode="compact")
+    frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
+    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 4 && c.ruler().length > 2; }",
+                            timeout=120_000)
+    canvas = frame.locator('[data-testid="timeline-compact-canvas"]')
+    box = canvas.bounding_box()
+    iframe_box = page.locator('iframe[src*="plugin_entry.html?name=paddle_profile"]').bounding_box()
+    page.mouse.move(iframe_box["x"] + box["x"] + 700, iframe_box["y"] + box["y"] + 40)
+    seen = 0
+    for i in range(24):
+        page.keyboard.down("Shift")
+        page.mouse.wheel(0, 37 if i < 12 else -53)
+        page.keyboard.up("Shift")
+        frame.wait_for_timeout(60)
+        labels = frame.evaluate("() => window.__tbppCompact.ruler()")
+        v = frame.evaluate("() => window.__tbppCompact.view()")
+        label_w = frame.evaluate("() => window.__tbppCompact.labelW")
+        for r in frame.evaluate(RULER_RIGHTS, [labels, v, label_w, '[data-testid="timeline-compact-canvas"]']):
+            assert r["right"] <= r["W"] + 0.5, (i, r, labels)
+            seen += 1
+    assert seen > 40
+    page.context.close()
+    assert log.page_errors == [], log.page_errors

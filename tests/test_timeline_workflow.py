@@ -385,3 +385,44 @@ def test_the_view_grows_as_more_ranks_come_in(tb, browser):
     assert two["view"] == two["range"]
     assert two["range"] != one["range"]  # rank 1 widens the span, and the view with it
     _close(page, log)
+
+
+# The right edge of each ruler label drawn (CSS px of the canvas), from the page's numbers: the label's time
+# parsed back, its tick at X(t) (the plot starts at the 200 px label column), the text 3 px right of it, its
+# width measured in the ruler's font (the smaller of 10 and 11 px: a lower bound); the canvas's width.
+RULER_RIGHTS = """([labels, v, labelW, sel]) => {
+  const c = document.querySelector(sel);
+  const W = c.clientWidth, plot = W - labelW;
+  const ctx = document.createElement('canvas').getContext('2d');
+  const unit = { ns: 1, 'µs': 1e3, ms: 1e6, s: 1e9 };
+  const out = [];
+  for (const l of labels) {
+    const [num, sym] = l.split(' ');
+    const t = Number(num) * unit[sym];
+    const x = Math.round(labelW + ((t - v.start) / (v.end - v.start)) * plot);
+    const w = Math.min(...['10px', '11px'].map((f) => { ctx.font = `${f} system-ui, sans-serif`; return ctx.measureText(l).width; }));
+    out.push({ label: l, right: x + 3 + w, W });
+  }
+  return out;
+}"""
+
+
+def test_no_ruler_label_is_cut_by_the_canvas_edge(tb, tables, browser):
+    """At 1,280 px the last ruler label ran past the canvas's right edge ("8" of "80 ms" on a 1,024-rank run):
+    over a series of pans and zooms, every label drawn ends inside the canvas (one that would not fit keeps
+    its tick only); the labels left are still evenly spaced."""
+    page, log = _page(browser, 1280, 800)
+    frame = open_view(page, tb)
+    wait_drawn(frame)
+    frame.click(".tl-hint")
+    seen = 0
+    for key in ["d"] * 12 + ["w"] * 3 + ["d"] * 12 + ["s"] * 2 + ["a"] * 12:
+        page.keyboard.press(key)
+        frame.wait_for_timeout(60)
+        labels = frame.evaluate("() => window.__tbppTimeline.ruler.slice()")
+        v = frame.evaluate("() => window.__tbppTimeline.view()")
+        for r in frame.evaluate(RULER_RIGHTS, [labels, v, 200, '[data-testid="timeline-canvas"]']):
+            assert r["right"] <= r["W"] + 0.5, (key, r, labels)
+            seen += 1
+    assert seen > 100
+    _close(page, log)

@@ -68,6 +68,8 @@ export interface CompactExposed {
   communication: (i: number) => number[];
   /** the label column's width: the bins start there, px from the canvas's left */
   labelW: number;
+  /** the ruler's labels drawn in the last frame (one the canvas's edge would cut is not drawn) */
+  ruler: () => string[];
 }
 
 declare global {
@@ -114,7 +116,7 @@ export function CompactTimeline(props: Props) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const hoverRef = useRef<HTMLDivElement>(null);
   const frame = useRef(0);
-  const drawn = useRef<{ rows: number; critical: number; labels: DrawnLabel[] }>({ rows: 0, critical: 0, labels: [] });
+  const drawn = useRef<{ rows: number; critical: number; labels: DrawnLabel[]; ruler: string[] }>({ rows: 0, critical: 0, labels: [], ruler: [] });
   const [viewH, setViewH] = useState(400);
   const expandedRef = useRef(props.expanded);
   expandedRef.current = props.expanded;
@@ -235,7 +237,7 @@ export function CompactTimeline(props: Props) {
     const C = darkRef.current ? COMPACT_COLORS.dark : COMPACT_COLORS.light;
     ctx.fillStyle = P.bg;
     ctx.fillRect(0, 0, w, h);
-    drawn.current = { rows: 0, critical: 0, labels: [] };
+    drawn.current = { rows: 0, critical: 0, labels: [], ruler: [] };
     if (!m) return;
     const top = scrollRef.current?.scrollTop ?? 0;
     const plotW = Math.max(1, w - LABEL_W);
@@ -346,8 +348,11 @@ export function CompactTimeline(props: Props) {
     for (let t = Math.ceil(ws / stepNs) * stepNs; t <= we; t += stepNs) {
       const x = Math.round(X(t));
       ctx.fillRect(x, RULER_H - 6, 1, 6);
+      const label = rulerLabel(t, stepNs, Math.max(Math.abs(ws), Math.abs(we)));
+      if (x + 3 + ctx.measureText(label).width > w) continue; // a label the canvas's edge would cut: its tick only
+      drawn.current.ruler.push(label);
       ctx.fillStyle = P.rulerText;
-      ctx.fillText(rulerLabel(t, stepNs, Math.max(Math.abs(ws), Math.abs(we))), x + 3, RULER_H / 2);
+      ctx.fillText(label, x + 3, RULER_H / 2);
       ctx.fillStyle = P.tick;
     }
     ctx.fillStyle = P.edge;
@@ -395,6 +400,7 @@ export function CompactTimeline(props: Props) {
       },
       communication: (i: number) => [...(rows.current.get(i)?.row.communication ?? [])],
       labelW: LABEL_W,
+      ruler: () => [...drawn.current.ruler],
       expanded: () => expandedRef.current,
       critical: () => drawn.current.critical,
       rowH: ROW_H,

@@ -528,6 +528,7 @@ export function drawTimeline(
     ctx.lineTo(x, RULER_H);
     ctx.stroke();
     const label = rulerLabel(t, step, far);
+    if (x + 3 + ctx.measureText(label).width > width) continue; // a label the canvas's edge would cut: its tick only
     ruler.push(label);
     ctx.fillText(label, x + 3, RULER_H / 2 - 2);
   }
