@@ -29,12 +29,14 @@ class ScaleRun:
         return self.logdir / RUN
 
 
-def make(root: Path) -> ScaleRun:
+def make(root: Path, dp: int = DP, slow_rank: int = SLOW_RANK, layers: int = 4) -> ScaleRun:
+    """The run DP dp x PP4 x MP2 (1,024 ranks by default; the 4,096-rank page-weight check takes dp 512
+    and fewer layers), its rank slow_rank's GPU slowed, preprocessed into its own cache."""
     logdir, cache = root / "logdir", root / "cache"
     env = dict(os.environ)
     gen = subprocess.run(
-        [sys.executable, "-m", "tbp_synth", "--dp", str(DP), "--mp", str(MP), "--pp", str(PP),
-         "--layers", "4", "--micro-batches", "1", "--steps", "2", "--slow-rank", str(SLOW_RANK),
+        [sys.executable, "-m", "tbp_synth", "--dp", str(dp), "--mp", str(MP), "--pp", str(PP),
+         "--layers", str(layers), "--micro-batches", "1", "--steps", "2", "--slow-rank", str(slow_rank),
          "--jobs", str(os.cpu_count() or 1), "--out", str(logdir / RUN)],
         capture_output=True, text=True, cwd=str(REPO), env=env)
     assert gen.returncode == 0, gen.stderr[-2000:]

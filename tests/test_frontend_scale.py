@@ -257,22 +257,31 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
 def test_distributed_at_scale_is_summary_first_small_and_never_blocks(tb, analysis, browser):
     """At 1,024 ranks: the verdict, its cost and the findings on the first screen, the page within
     SUMMARY_DOM_NODES nodes; the longest main-thread task from the link to the drawn summary is measured (printed)."""
+    nodes, longest, tasks = summary_first_and_light(tb, analysis, browser, timeout_ms=120_000)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / "scale-long-tasks.json").write_text(json.dumps({"ranks": len(analysis.ranks), "dom_nodes": nodes,
+                                                              "longest_task_ms": longest, "long_tasks_ms": tasks}))
+
+
+def summary_first_and_light(tb, analysis, browser, timeout_ms: int, check=None):
+    """Open Distributed at 1,280 x 800 and assert the summary first (the verdict and the first finding
+    on the first screen) within SUMMARY_DOM_NODES nodes, no task beyond the sanity bound and no page
+    error; check(frame) asserts more on the open page. Returns (DOM nodes, longest task ms, long tasks),
+    printed (the plugin frame's own tasks: TensorBoard's, in the same event loop, are not ours)."""
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
     try:
         page.context.add_init_script(LONG_TASKS)
         frame = open_view(page, tb, "distributed")
-        frame.wait_for_selector('[data-testid="par-verdict"]', timeout=120_000)
-        frame.wait_for_selector('[data-testid="par-fold"]', timeout=120_000)
+        frame.wait_for_selector('[data-testid="par-verdict"]', timeout=timeout_ms)
+        frame.wait_for_selector('[data-testid="par-fold"]', timeout=timeout_ms)
         page.wait_for_timeout(3000)  # the page settles (the folded details draw nothing)
         nodes = dom_nodes(frame)
-        # the plugin frame's own tasks ("self"; TensorBoard's, in the same event loop, are not ours)
         tasks = frame.evaluate("() => window.__tbppLong")
         longest = max(tasks, default=0)
-        print(f"1,024 ranks: {nodes} DOM nodes, longest task {longest} ms (long tasks: {tasks})")
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        (SHOTS / "scale-long-tasks.json").write_text(json.dumps({"ranks": len(analysis.ranks), "dom_nodes": nodes,
-                                                                  "longest_task_ms": longest, "long_tasks_ms": tasks}))
+        print(f"{len(analysis.ranks):,} ranks: {nodes} DOM nodes, longest task {longest} ms (long tasks: {tasks})")
+        if check is not None:
+            check(frame)
         # the verdict and the first finding begin on the first screen (800 px)
         frame.evaluate("() => window.scrollTo(0, 0)")
         tops = frame.evaluate("""() => ['par-verdict', 'par-findings-card'].map((id) => {
@@ -285,6 +294,7 @@ def test_distributed_at_scale_is_summary_first_small_and_never_blocks(tb, analys
     finally:
         page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)
+    return nodes, longest, tasks
 
 
 # ---------------------------------------------------------------- sidebar and worker picker
@@ -433,20 +443,27 @@ def test_timeline_shows_a_chosen_set_of_ranks_and_pages(tb, analysis, runlist, p
 # ---------------------------------------------------------------- the compact timeline (issue 26.2)
 
 
+def open_compact(page, tb, analysis, slow_rank: int, timeout_ms: int):
+    """The Timeline opened on its compact view, long tasks recorded: at least 32 rows loaded and drawn,
+    the planted rank's row first, every rank in the order, not every rank loaded at once."""
+    page.add_init_script(LONG_TASKS)
+    frame = open_view(page, tb, "timeline")
+    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
+                            timeout=timeout_ms)
+    got = frame.evaluate("() => ({ order: window.__tbppCompact.order(), visible: window.__tbppCompact.visibleRows(),"
+                         " loaded: window.__tbppCompact.loadedRows() })")
+    assert len(got["order"]) == len(analysis.ranks) and got["order"][0] == f"rank{slow_rank}" and len(got["visible"]) >= 32
+    assert got["loaded"] < len(analysis.ranks)  # not every rank at once
+    return frame
+
+
 def test_the_compact_timeline_scrolls_through_1024_ranks_a_page_at_a_time(tb, analysis, browser):
     """At 1,024 ranks the Timeline opens on its compact view: the planted straggler's row first, at least 32
     rows on a 1,280 × 800 screen, the rows asked for page by page as the box scrolls down to the last rank,
     a few hundred DOM nodes whatever the number of ranks."""
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
-    page.add_init_script(LONG_TASKS)
-    frame = open_view(page, tb, "timeline")
-    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
-                            timeout=180_000)
-    got = frame.evaluate("() => ({ order: window.__tbppCompact.order(), visible: window.__tbppCompact.visibleRows(),"
-                         " loaded: window.__tbppCompact.loadedRows() })")
-    assert len(got["order"]) == len(analysis.ranks) and got["order"][0] == f"rank{SLOW_RANK}" and len(got["visible"]) >= 32
-    assert got["loaded"] < len(analysis.ranks)  # not every rank at once
+    frame = open_compact(page, tb, analysis, SLOW_RANK, timeout_ms=180_000)
     frame.evaluate("() => { const el = document.querySelector('[data-testid=timeline-compact] .tl-scroll'); el.scrollTop = el.scrollHeight; }")
     frame.wait_for_function("(n) => { const c = window.__tbppCompact; const v = c.visibleRows();"
                             " return v.length >= 32 && v[v.length - 1] === c.order()[n - 1] && c.drawnRows() >= 32; }",
