@@ -143,8 +143,9 @@ def _real_fleet_sets():
 
 def test_real_cpu_fleet_runs_get_no_topology():
     """Paddle on CPU/gloo records no event for a collective or a send/recv: nothing may be called a
-    complete topology, and the autograd node Global_GradNodePyLayer_mp_allreduce_eager (a real MP run)
-    is no collective."""
+    complete topology, no clocks told apart (rank-named files: every rank was its own "clock", 4 clocks
+    and "no collective links host(s) of ranks [1], [2], [3]" before), and the autograd node
+    Global_GradNodePyLayer_mp_allreduce_eager (a real MP run) is no collective."""
     sets = _real_fleet_sets()
     if not sets:
         pytest.skip("no real Fleet CPU traces here (../shared/traces/real-fleet-cpu-gloo)")
@@ -155,6 +156,9 @@ def test_real_cpu_fleet_runs_get_no_topology():
         assert rp.matching.instances == 0, d
         assert all(r.dp == -1 and r.mp == -1 for r in rp.ranks), d
         assert any("no topology" in n for n in rp.topology.notes), d
+        # no collective tells clocks apart: one clock, uncorrected, and no note that says otherwise
+        assert len(rp.clocks) == 1 and rp.clocks[0].offset_ns == 0, (d, len(rp.clocks))
+        assert not any("clocks told apart" in n or "No collective links" in n for n in rp.notes), d
 
 
 @pytest.mark.slow

@@ -208,3 +208,34 @@ def test_the_headline_is_the_largest_per_step_saving_and_names_the_straggler(bas
         assert row.cells[col[other]].missing and row.cells[col[other + "_pct"]].missing
         assert format_cell(t.columns[col[per + "_pct"]], row.cells[col[per + "_pct"]]) == f"{100 * x.saving_fraction:.1f}%"
     assert "rank" in t.rows[[x.kind for x in w.what_ifs].index(wpb.WHAT_IF_STRAGGLER)].cells[col["change"]].text
+
+
+def test_a_run_where_no_change_applies_says_why_above_the_table():
+    """A real Paddle CPU/gloo Fleet run records no collective: every change is not applicable and the
+    table's rows hold only "-" (their reasons in a column hidden to fit at 1,280 px). The headline says
+    so, with the reasons ("whatif.best.none"), and the CLI prints it first; no "largest saving"."""
+    import glob
+    import os
+
+    from conftest import EXTRA_TRACES, SHARED_TRACES
+    from tb_paddle_profile.analysis.digest import digest_of
+    from tb_paddle_profile.analysis.summarize import summarize_file
+    from tb_paddle_profile.present.display.cells import sentence_text
+    from tb_paddle_profile.present.display.whatif import whatif_answer, whatif_display
+
+    sets = [os.path.join(str(root), "real-fleet-cpu-gloo", "dp2pp2", "") for root in (SHARED_TRACES, EXTRA_TRACES)]
+    d = next((x for x in sets if glob.glob(x + "*.paddle_trace.json*")), sets[0])
+    files = sorted(glob.glob(d + "*.paddle_trace.json*"))
+    if not files:
+        pytest.skip("no real Fleet CPU traces here (../shared/traces/real-fleet-cpu-gloo/dp2pp2)")
+    w = whatif_answer([digest_of(summarize_file(f)) for f in files], "dp2pp2", "0")
+    assert w.what_ifs and not any(x.applicable for x in w.what_ifs)
+    by_key = {s.key: s for s in whatif_display(w).views[0].sentences}
+    assert "whatif.best" not in by_key
+    text = sentence_text(by_key["whatif.best.none"])
+    assert text.startswith("No what-if estimate applies to this run: ")
+    assert "no collective was matched across ranks" in text
+    from tb_paddle_profile.present.render.whatif_text import render_display
+    lines = render_display(whatif_display(w)).splitlines()
+    first_table = next(i for i, ln in enumerate(lines) if "What-if estimates" in ln)
+    assert any(ln.startswith("No what-if estimate applies") for ln in lines[:first_table]), lines[:first_table]

@@ -524,7 +524,10 @@ def match_run(ranks: List[RankData], notes: List[str]):
     clock_rows = []
     n_h = 0
     if not hosts_known:
-        host = _group_hosts(off, reached, max(T.CLOCK_HOST_GAP_NS, T.HOST_GAP_NOISE_FACTOR * sigma))
+        if pool.kind.size:
+            host = _group_hosts(off, reached, max(T.CLOCK_HOST_GAP_NS, T.HOST_GAP_NOISE_FACTOR * sigma))
+        else:   # no collective instance at all (Paddle on CPU/gloo): nothing tells clocks apart, one clock
+            host = np.zeros(n, dtype=np.int64)
         n_h = int(host.max()) + 1 if n else 0
         h_off, h_spread, h_samples, h_reached = _host_clocks(ranks, shaped, host, n_h, (off, spread, samples, reached),
                                                              noisy)

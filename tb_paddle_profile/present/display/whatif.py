@@ -64,8 +64,16 @@ def _steps_table(cp: wpb.CriticalPath) -> dpb.Table:
 
 def _headline(w: wpb.RunWhatIf) -> List[dpb.Sentence]:
     """"whatif.best": the largest saving per step (a per-sample saving is not compared with them) with the
-    rank it changes; "whatif.best.straggler": the straggler's own estimate, when it is not that one."""
+    rank it changes; "whatif.best.straggler": the straggler's own estimate, when it is not that one;
+    "whatif.best.none": why nothing applies, when no change does."""
     per_step = [x for x in w.what_ifs if x.applicable and not x.per_sample and x.saving_ns > 0]
+    if w.what_ifs and not any(x.applicable for x in w.what_ifs):
+        # every change not applicable (a CPU/gloo run records no collective): said above the table, whose
+        # rows then hold only "-" and their reasons in a column that may be hidden to fit
+        reasons = list(dict.fromkeys(x.reason for x in w.what_ifs if x.reason))
+        why = reasons[0] if len(reasons) == 1 else "; ".join(reasons[:3]) + ("; …" if len(reasons) > 3 else "")
+        end = "" if why.endswith("…") else "."
+        return [sentence([f"No what-if estimate applies to this run: {why}{end}"], key="whatif.best.none", level="note")]
     if not per_step:
         return []
 

@@ -18,7 +18,7 @@ def render_display(display: dpb.Display) -> str:
     unit = display.time_unit or "ms"
     (view,) = [v for v in display.views if v.key == "whatif"]
     out: List[str] = []
-    head = ("whatif.path", "whatif.best", "whatif.best.straggler")
+    head = ("whatif.path", "whatif.best", "whatif.best.straggler", "whatif.best.none")
     for s in view.sentences:
         if s.key in head + ("units",):
             out.extend(textwrap.wrap(sentence_text(s, unit), WIDTH))
