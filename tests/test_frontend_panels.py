@@ -685,6 +685,9 @@ def test_navigation_unit_link_hash_and_failed_files(tb, logdir, page_and_log):
     frame.wait_for_selector('[data-testid="panel-kernels"]', timeout=60_000)
     assert frame.locator('[data-testid="select-worker"]').get_attribute("data-value") == other
     assert frame.locator('[data-testid="select-run"]').input_value() == run
+    # the run picker cuts a long name and its worker count at 1,280 px: the whole line on hover
+    shown = frame.evaluate("() => { const s = document.querySelector('[data-testid=select-run]'); return s.options[s.selectedIndex].text; }")
+    assert frame.locator('[data-testid="select-run"]').get_attribute("title") == shown and shown.startswith(run)
 
     # Files: progress and the failed file with its one-line reason, the other runs still usable
     frame.select_option('[data-testid="select-run"]', BROKEN_RUN)

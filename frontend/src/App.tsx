@@ -41,6 +41,12 @@ function allSpans(list: RunList | null): SpanEntry[] {
   return (list?.runs ?? []).flatMap((r) => r.workers.flatMap((w) => w.spans));
 }
 
+/** A run's line in the run picker: its name, and its number of workers when more than one. */
+function runLabel(r: { run: string; workers: unknown[] } | undefined): string {
+  if (!r) return "";
+  return r.workers.length > 1 ? `${r.run} · ${r.workers.length} workers` : r.run;
+}
+
 /** A run's workers in the runs route's order (rank order: the numbers it gives, Fleet's order for Paddle's
  * default worker names, whose hosts come in natural order); the tab sorts nothing of its own. */
 function sortedWorkers(run: RunEntry): WorkerEntry[] {
@@ -446,9 +452,11 @@ function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Selection; 
       </div>
       <label class="field">
         <span>Run</span>
-        <select value={sel.run} onChange={(e) => update({ run: (e.target as HTMLSelectElement).value, worker: "", span: "", tlranks: "", tlfold: "", tlcp: "" })} data-testid="select-run" disabled={!runs?.runs.length}>
+        {/* the box cuts a long run name and its worker count ("· 8 worke"): the whole text on hover */}
+        <select value={sel.run} onChange={(e) => update({ run: (e.target as HTMLSelectElement).value, worker: "", span: "", tlranks: "", tlfold: "", tlcp: "" })} data-testid="select-run" disabled={!runs?.runs.length}
+          title={runLabel((runs?.runs ?? []).find((r) => r.run === sel.run))}>
           {(runs?.runs ?? []).map((r) => (
-            <option value={r.run}>{r.workers.length > 1 ? `${r.run} · ${r.workers.length} workers` : r.run}</option>
+            <option value={r.run}>{runLabel(r)}</option>
           ))}
         </select>
       </label>
