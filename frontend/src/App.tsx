@@ -230,8 +230,9 @@ export function App() {
         })
         .join(",")
     : "";
+  // (not before the selection has its span: a link naming only the run asked for span "" and got a 404)
   const distKey =
-    run && sel.view === "distributed"
+    run && sel.view === "distributed" && sel.span
       ? `${sel.run}\u0000${sel.span}\u0000${run.workers
           .map((w) => {
             const s = w.spans.find((x) => x.span === sel.span);
