@@ -402,7 +402,8 @@ def _p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequenc
         hx, hy = int(node_of[x]), int(node_of[y])
         if hx == hy:
             continue
-        v = np.sort(dt[(inv == i) & at_mode])
+        c = claims.by_link[claims.starts[i]:claims.starts[i + 1]]   # this link's candidates
+        v = np.sort(dt[c[at_mode[c]]])
         med, iqr = float(v[v.size // 2]), float(v[(3 * v.size) // 4] - v[v.size // 4])
         # rank y's end later by med: offset(hy) - offset(hx) grows by med
         acc.setdefault((hy, hx), []).append((float(o[hy] - o[hx]) + med, int(v.size), iqr))
@@ -417,7 +418,7 @@ def _p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequenc
 
 P2P_CLOCK_MIN_VOTES = 8
 P2P_CLOCK_MODE_SHARE = 0.5
-P2P_CLOCK_WINDOW_FACTOR = 4.0   # the window: this x the first join's largest spread, at least ...
+P2P_CLOCK_WINDOW_FACTOR = 4.0   # the window: this x the first join's largest spread, at least the next
 P2P_CLOCK_MIN_WINDOW_NS = 50_000
 
 

@@ -134,8 +134,8 @@ def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Seq
     # Counted per member and per block: a wide block of 512 lock-step replicas holds its first member's
     # one tensor-parallel partner among 4,095 members, yet nearly every block holds one.
     exact = m <= EXACT_END_NS
-    held = np.unique(np.concatenate(blk)[exact]).size
-    multi = np.unique(np.concatenate(blk)).size
+    b = np.concatenate(blk)
+    held, multi = np.unique(b[exact]).size, np.unique(b).size
     if int(exact.sum()) >= EXACT_MIN_MEMBERS and (int(exact.sum()) >= EXACT_MIN_SHARE * m.size
                                                    or held >= EXACT_MIN_BLOCK_SHARE * multi):
         m = m[exact]
