@@ -334,7 +334,8 @@ class Run(_Frames):
     (one line per file that could not be used); ``views`` (every table by key); ``ranks`` (per-rank
     step breakdown), ``steps`` (step time by rank and step), ``collectives`` (by kind),
     ``collectives_by_rank``, ``waits``, ``verdict`` (the named stragglers, the verdict sentence in
-    ``attrs["text"]``), ``findings``, ``topology``, ``clocks``, ``pipeline``, ``outliers``,
+    ``attrs["text"]``), ``findings``, ``topology``, ``clocks``, ``pipeline``, ``layers`` (the time per
+    layer by stage: median, slowest rank; ``parallel.layers.why_not`` when absent), ``outliers``,
     ``advice`` (one row per piece of advice), ``advice_triggers``, ``sentences`` (every sentence the
     CLI prints, as text); raw ``step_times`` and ``exposed_communication`` (steps × ranks, ns).
     The table keys are those of the display model (docs/display.md).
@@ -345,7 +346,7 @@ class Run(_Frames):
         "collectives": ("kinds",), "collectives_by_rank": ("rank_kinds",), "host": ("host",),
         "waits": ("waits",), "stragglers": ("stragglers",), "topology": ("topology",), "clocks": ("clocks",),
         "findings": ("findings",), "pipeline": ("pipeline", "pipeline_ranks"),
-        "advice_triggers": ("advice_triggers",), "outliers": ("outliers",),
+        "advice_triggers": ("advice_triggers",), "outliers": ("outliers",), "layers": ("stage_layers",),
     }
 
     def __init__(self, parallel, files=(), left_out=(), load_options=None):

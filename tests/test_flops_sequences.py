@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from tb_paddle_profile.present.display.parallel import parallel_display
 from tb_paddle_profile.present.display.summary import summary_display
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
 from tbp_synth import SynthConfig, generate
+from tbp_synth.model import DeviceProps
 from tbp_synth.truth import load_truth
 
 SEQ = (2048, 1024)
@@ -121,20 +123,115 @@ def test_layer_time_of_a_single_gpu_run_with_several_layers(single):
         assert cell["mfu"].number == x.mfu
 
 
-def test_layers_without_kernels_have_no_time(single, tmp_path):
-    """The same trace without its Kernel events: FLOPs per layer stay, time, TFLOP/s and MFU are absent."""
-    _, _, path, s = single
+def _without_kernels(path: Path, tmp_path: Path):
+    """The Summary of the trace at ``path`` without its Kernel events."""
     doc = json.loads(path.read_text())
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "Kernel"]
     bare = tmp_path / path.name
     bare.write_text(json.dumps(doc))
-    b = summarize_file(str(bare))
+    return summarize_file(str(bare))
+
+
+def test_layers_without_kernels_have_no_time(single, tmp_path):
+    """The same trace without its Kernel events: FLOPs per layer stay, time, TFLOP/s and MFU are absent."""
+    _, _, path, s = single
+    b = _without_kernels(path, tmp_path)
     assert [(x.name, x.ordinal, x.flops) for x in b.flops.layers] == [(x.name, x.ordinal, x.flops) for x in s.flops.layers]
     assert all(x.kernels == x.kernel_ns == x.comm_kernel_ns == 0 and x.achieved_flops == x.mfu == 0
                for x in b.flops.layers)
     assert b.flops.peak_flops == 0 and not b.flops.device_name
     table = next(t for v in summary_display(b).views for t in v.tables if t.key == "flops_layers")
     assert not {"kernel_ns", "tflops", "mfu"} & {c.key for c in table.columns}
+
+
+def _check_stage_layers(truth, rp):
+    """RunParallel.layers against the planted truth: per pipeline stage, each layer's median (over the stage's
+    ranks) of the forward kernel time the generator credited to it per step, the fastest, the slowest rank and
+    its time, the median FLOPs; TFLOP/s and MFU follow."""
+    st = _shape_truth(truth)
+    steps = len(truth.steps)
+    mb = truth.meta["shapes"]["micro_batches"]
+    assert rp.layers.present and not rp.layers.why_not
+    stage_of = {x["rank"]: x["pp"] for x in truth.ranks}
+    by_stage = {}
+    for x in rp.layers.layers:
+        by_stage.setdefault(x.stage, []).append(x)
+    assert sorted(by_stage) == list(range(truth.config["pp"]))
+    for stage, rows in by_stage.items():
+        ranks = sorted(r for r, p in stage_of.items() if p == stage)
+        t0 = st[ranks[0]]
+        want_keys = [("GPTDecoderLayer", i) for i in range(t0["decoder_layers"])]
+        if t0["head_forward_flops"]:
+            want_keys.append(("GPTLMHead", 0))
+        assert [(x.name, x.ordinal) for x in rows] == want_keys
+        for x in rows:
+            assert list(x.ranks) == ranks
+            planted = {r: next(k for k in st[r]["layer_kernels"] if (k["name"], k["ordinal"]) == (x.name, x.ordinal))
+                       for r in ranks}
+            times = {r: k["kernel_ns"] / steps for r, k in planted.items()}
+            flops = {r: mb * (st[r]["layer_forward_flops"] if x.name == "GPTDecoderLayer" else st[r]["head_forward_flops"])
+                     for r in ranks}
+            slowest = max(ranks, key=lambda r: (times[r], -r))
+            assert x.slowest_rank == slowest, (stage, x.name, x.ordinal)
+            assert x.slowest_kernel_ns == round(times[slowest])
+            assert x.median_kernel_ns == round(statistics.median(times.values()))
+            assert x.min_kernel_ns == round(min(times.values()))
+            assert x.median_comm_kernel_ns == round(statistics.median(k["comm_kernel_ns"] / steps
+                                                                      for k in planted.values()))
+            assert x.flops == pytest.approx(statistics.median(flops.values()), rel=1e-12)
+            assert x.achieved_flops == pytest.approx(x.flops / (statistics.median(times.values()) * 1e-9), rel=1e-9)
+            assert x.slowest_achieved_flops == pytest.approx(flops[slowest] / (times[slowest] * 1e-9), rel=1e-9)
+            assert x.mfu == pytest.approx(x.achieved_flops / peak_of(DeviceProps(0).name)[0], rel=1e-9)   # planted GPU
+    return by_stage
+
+
+def test_time_per_layer_across_ranks_is_the_planted_one(uneven):
+    _, truth, _, summaries = uneven
+    _check_stage_layers(truth, analyze_run(list(summaries.values())))
+
+
+@pytest.fixture(scope="module")
+def slow_gpu(tmp_path_factory):
+    """DP2 x MP2 x PP2, 4 layers (2 a stage), with rank 5 (stage 0) planted 1.5x slower on its compute kernels."""
+    out = tmp_path_factory.mktemp("slow_gpu")
+    generate(SynthConfig(dp=2, mp=2, pp=2, layers=4, micro_batches=2, steps=2, record_shapes=True, slow_rank=5,
+                         slow_factor=1.5), str(out))
+    truth = load_truth(str(out))
+    return out, truth, [summarize_file(str(p)) for p in sorted(out.glob("*.paddle_trace.json"))]
+
+
+def test_a_planted_slow_gpu_is_the_slowest_rank_of_its_stage_layers(slow_gpu):
+    out, truth, summaries = slow_gpu
+    assert next(x["pp"] for x in truth.ranks if x["rank"] == 5) == 0
+    by_stage = _check_stage_layers(truth, analyze_run(summaries))
+    assert len(by_stage[0]) == 2 and all(x.slowest_rank == 5 for x in by_stage[0])
+    # its layers take the planted factor longer than the stage's median (the kernels' noise aside)
+    assert all(1.4 < x.slowest_kernel_ns / x.median_kernel_ns < 1.6 for x in by_stage[0])
+    assert all(x.slowest_kernel_ns / x.median_kernel_ns < 1.1 for x in by_stage[1])
+    # the parallel view's table, its CSV and the API's frame name it as the truth does
+    import subprocess
+    import sys
+    from tb_paddle_profile import api as tbp
+    got = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(out), "--no-cache",
+                          "--table", "stage_layers"], capture_output=True, text=True, check=True).stdout
+    rows = list(csv.DictReader(io.StringIO(got)))
+    assert [(r["stage"], r["layer"], r["ordinal"], r["slowest_rank"]) for r in rows] == [
+        (str(x.stage), x.name, str(x.ordinal), str(x.slowest_rank)) for s in sorted(by_stage) for x in by_stage[s]]
+    assert all(r["slowest_rank"] == "5" for r in rows if r["stage"] == "0")
+    frame = tbp.load_run(str(out), cache=False).layers
+    slow = frame[frame["stage"] == 0]
+    assert list(slow["slowest_rank"]) == [5, 5]
+    assert list(slow["slowest_ns"]) == [x.slowest_kernel_ns for x in by_stage[0]]
+
+
+def test_time_per_layer_across_ranks_without_kernels_or_shapes(single, tmp_path):
+    """A trace with shapes but no kernels, and one without shapes: no table, and the reason."""
+    _, _, path, s = single
+    rp = analyze_run([_without_kernels(path, tmp_path)])
+    assert not rp.layers.present and not rp.layers.layers and "no kernels" in rp.layers.why_not
+    assert "stage_layers" not in {t.key for v in parallel_display(rp).views for t in v.tables}
+    rp = analyze_run([s])
+    assert rp.layers.present and [x.stage for x in rp.layers.layers] == [-1] * len(s.flops.layers)
 
 
 def test_gemm_flops_against_the_shapes_in_the_json(uneven):
@@ -238,7 +335,7 @@ def test_tables_csv_and_frames(uneven, tmp_path):
     assert {"flops_operators", "flops_layers", "sequences"} <= keys
     pd = parallel_display(analyze_run(list(summaries.values())))
     pkeys = {t.key for v in pd.views for t in v.tables}
-    assert {"sequences", "rank_flops"} <= pkeys
+    assert {"sequences", "rank_flops", "stage_layers"} <= pkeys
     import subprocess
     import sys
     got = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(out), "--no-cache",
@@ -297,6 +394,7 @@ def test_real_paddle_traces_have_no_flops_nor_tokens_and_say_so(run):
         summaries.append(s)
     rp = analyze_run(summaries)
     assert not rp.sequences.present and "input shapes" in rp.sequences.why_not
+    assert not rp.layers.present and not rp.layers.layers and "input shapes" in rp.layers.why_not
     assert not [f for f in rp.findings if f.rule == "sequence_imbalance"]
     assert all(m.flops_per_step == 0 and m.tokens_per_step == 0 for m in rp.ranks)
     w = analyze_whatif(summaries)

@@ -508,3 +508,38 @@ def test_host_clocks_are_shown_with_their_spread(browser, tmp_path):
         finally:
             page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)
+
+
+def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
+    """A run recording its input shapes with rank 5 (stage 0) planted 1.5x slower: the Distributed view draws
+    the time per layer by stage (RunParallel.layers) with the model's cells, names rank 5 as the slowest of
+    every stage-0 layer, and a click on such a row opens rank 5."""
+    from tbp_synth.truth import load_truth
+
+    logdir = tmp_path / "logdir"
+    subprocess.run(
+        [sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "2", "--pp", "2", "--steps", "2",
+         "--layers", "4", "--micro-batches", "2", "--record-shapes", "--slow-rank", str(SLOW_RANK),
+         "--slow-factor", "1.5", "--out", str(logdir / "layers")],
+        check=True, capture_output=True, text=True, cwd=str(REPO))
+    stage = next(x["pp"] for x in load_truth(str(logdir / "layers")).ranks if x["rank"] == SLOW_RANK)
+    log = PageLog()
+    with tensorboard(logdir, tmp_path) as server:
+        wait_all_loaded(server)
+        rp = route_parallel(server, "layers")
+        (table,) = [t for t in view_of(rp).tables if t.key == "stage_layers"]
+        page = new_page(browser, log, width=1440, height=1000)
+        try:
+            frame = open_distributed(page, server, "layers", "ms")
+            frame.wait_for_selector('[data-testid="par-stage-layers"]', timeout=60_000)
+            rows = drawn_cells(frame, "par-stage-layers")
+            assert rows == expected_cells(table, "ms")
+            mine = [r for r in rows if r["stage"] == str(stage)]
+            assert len(mine) == 2 and all(r["slowest_rank"] == str(SLOW_RANK) for r in mine)
+            row_id = next(r.id for r in table.rows if r.link == f"rank:{SLOW_RANK}")
+            frame.click(f'[data-testid="par-stage-layers"] .vt-row[data-id="{row_id}"]')
+            frame.wait_for_selector('[data-testid="panel-overview"]')
+            assert frame.locator('[data-testid="select-worker"]').get_attribute("data-value") == f"rank{SLOW_RANK}"
+        finally:
+            page.context.close()
+    assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)

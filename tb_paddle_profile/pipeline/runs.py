@@ -41,7 +41,8 @@ logger = logging.getLogger(__name__)
 # 5: runs without end noise matched at EXACT_TOL_NS; rank-named clocks refined from the matched groups.
 # 6: under end noise, rare collectives split along the communicators the run shows (prior.py), the noise
 #    measured again on tighter blocks (shapes.measure_noise).
-ANALYSIS_SCHEMA = 6
+# 7: RunParallel.layers (the time per layer across ranks, crossrank/layers.py).
+ANALYSIS_SCHEMA = 7
 MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
 ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
 

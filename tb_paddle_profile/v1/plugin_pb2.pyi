@@ -109,7 +109,7 @@ class RunDistributed(_message.Message):
     def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankDistributed, _Mapping]]] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ...) -> None: ...
 
 class RunParallel(_message.Message):
-    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total", "display", "memory", "sequences", "comm")
+    __slots__ = ("run", "span", "ranks", "steps", "step_time", "exposed_communication", "kinds", "matched", "matching", "straggler", "pipeline", "advice", "notes", "topology", "clocks", "findings", "analysis_key", "matched_total", "display", "memory", "sequences", "comm", "layers")
     RUN_FIELD_NUMBER: _ClassVar[int]
     SPAN_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +132,7 @@ class RunParallel(_message.Message):
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     COMM_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
     run: str
     span: str
     ranks: _containers.RepeatedCompositeFieldContainer[RankParallel]
@@ -154,7 +155,48 @@ class RunParallel(_message.Message):
     memory: MemoryStages
     sequences: SequenceBalance
     comm: CommAcrossRanks
-    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ..., memory: _Optional[_Union[MemoryStages, _Mapping]] = ..., sequences: _Optional[_Union[SequenceBalance, _Mapping]] = ..., comm: _Optional[_Union[CommAcrossRanks, _Mapping]] = ...) -> None: ...
+    layers: StageLayers
+    def __init__(self, run: _Optional[str] = ..., span: _Optional[str] = ..., ranks: _Optional[_Iterable[_Union[RankParallel, _Mapping]]] = ..., steps: _Optional[_Iterable[int]] = ..., step_time: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., exposed_communication: _Optional[_Union[RankStepMatrix, _Mapping]] = ..., kinds: _Optional[_Iterable[_Union[KindAcrossRanks, _Mapping]]] = ..., matched: _Optional[_Iterable[_Union[MatchedCollective, _Mapping]]] = ..., matching: _Optional[_Union[MatchingInfo, _Mapping]] = ..., straggler: _Optional[_Union[StragglerVerdict, _Mapping]] = ..., pipeline: _Optional[_Union[PipelineView, _Mapping]] = ..., advice: _Optional[_Iterable[_Union[Advice, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., topology: _Optional[_Union[TopologyView, _Mapping]] = ..., clocks: _Optional[_Iterable[_Union[HostClock, _Mapping]]] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., analysis_key: _Optional[str] = ..., matched_total: _Optional[int] = ..., display: _Optional[_Union[_display_pb2.Display, _Mapping]] = ..., memory: _Optional[_Union[MemoryStages, _Mapping]] = ..., sequences: _Optional[_Union[SequenceBalance, _Mapping]] = ..., comm: _Optional[_Union[CommAcrossRanks, _Mapping]] = ..., layers: _Optional[_Union[StageLayers, _Mapping]] = ...) -> None: ...
+
+class StageLayer(_message.Message):
+    __slots__ = ("stage", "name", "ordinal", "ranks", "flops", "median_kernel_ns", "min_kernel_ns", "slowest_rank", "slowest_kernel_ns", "median_comm_kernel_ns", "achieved_flops", "slowest_achieved_flops", "mfu")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ORDINAL_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    MEDIAN_KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    MIN_KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    SLOWEST_RANK_FIELD_NUMBER: _ClassVar[int]
+    SLOWEST_KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    MEDIAN_COMM_KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
+    ACHIEVED_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    SLOWEST_ACHIEVED_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
+    stage: int
+    name: str
+    ordinal: int
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    flops: float
+    median_kernel_ns: int
+    min_kernel_ns: int
+    slowest_rank: int
+    slowest_kernel_ns: int
+    median_comm_kernel_ns: int
+    achieved_flops: float
+    slowest_achieved_flops: float
+    mfu: float
+    def __init__(self, stage: _Optional[int] = ..., name: _Optional[str] = ..., ordinal: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ..., flops: _Optional[float] = ..., median_kernel_ns: _Optional[int] = ..., min_kernel_ns: _Optional[int] = ..., slowest_rank: _Optional[int] = ..., slowest_kernel_ns: _Optional[int] = ..., median_comm_kernel_ns: _Optional[int] = ..., achieved_flops: _Optional[float] = ..., slowest_achieved_flops: _Optional[float] = ..., mfu: _Optional[float] = ...) -> None: ...
+
+class StageLayers(_message.Message):
+    __slots__ = ("present", "why_not", "layers")
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    WHY_NOT_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
+    present: bool
+    why_not: str
+    layers: _containers.RepeatedCompositeFieldContainer[StageLayer]
+    def __init__(self, present: _Optional[bool] = ..., why_not: _Optional[str] = ..., layers: _Optional[_Iterable[_Union[StageLayer, _Mapping]]] = ...) -> None: ...
 
 class CommAxisStep(_message.Message):
     __slots__ = ("axis", "phase", "calls", "time_ns", "hidden_ns", "exposed_ns")

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...v1 import plugin_pb2 as ppb
 from ..memory import memory_stages
-from . import advice, comm_ranks, encode, findings, labels, pipeline, thresholds as T, topology, verdict
+from . import advice, comm_ranks, encode, findings, labels, layers, pipeline, thresholds as T, topology, verdict
 from .load import as_digests, load_ranks, pool_of
 from .match import (SEND_RECV, Flat, global_names, member_values,
                     split_pipeline_unions)
@@ -195,6 +195,7 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
     pipeline.fill(out, ranks, topo, msgs)
     memory_stages(out, ranks, msgs)   # after the pipeline view: it reads pipeline_stage
     comm_ranks.fill(out, ranks)
+    layers.fill(out, ranks, msgs)   # after the pipeline view: it reads pipeline_stage
     median_step = statistics.median([m.step_time_ns for m in out.ranks if m.steps] or [0])
     from .critical_path import Prepared   # critical_path imports this module
     prep = Prepared(ranks, flat, w, topo, np.asarray(g_axis))

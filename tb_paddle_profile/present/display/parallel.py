@@ -31,7 +31,7 @@ from tb_paddle_profile.present.display.parallel_common import (CATEGORY_TITLE, C
 from tb_paddle_profile.present.display.parallel_tables import (_clocks_table, _comm_tables, _host_table, _kinds_table,
                                                                _matrix_table, _memory_tables, _pipeline_tables,
                                                                _rank_kinds_table, _ranks_table, _sequence_tables,
-                                                               _topology_table, _waits_table)
+                                                               _stage_layers_table, _topology_table, _waits_table)
 from tb_paddle_profile.present.display.straggler import _named, _stragglers_table
 from tb_paddle_profile.present.display.distributed import distributed_display
 
@@ -197,6 +197,7 @@ def parallel_display(rp: ppb.RunParallel, time_unit: str = "ms") -> dpb.Display:
     tables += _pipeline_tables(rp)
     tables += _memory_tables(rp)
     tables += _sequence_tables(rp)
+    tables += _stage_layers_table(rp)
     tables += _comm_tables(rp)
     tables += [_stragglers_table(rp, labels), _findings_table(rp), _outliers_table(rp), _advice_triggers_table(rp)]
     view.tables.extend(tables)

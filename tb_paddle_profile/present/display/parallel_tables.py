@@ -1,5 +1,5 @@
 """The tables of the hybrid-parallel view (display/parallel.py): ranks, steps, collectives by kind, host,
-waits, topology, clocks, pipeline, memory, sequences and communicators."""
+waits, topology, clocks, pipeline, memory, sequences, time per layer and communicators."""
 from __future__ import annotations
 
 from typing import Dict, List
@@ -252,6 +252,40 @@ def _sequence_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
                      r.flops_per_step / 1e12, r.step_time_ns, ach], r.worker, _rank_link(r.rank))
         out.append(t)
     return out
+
+
+STAGE_LAYERS_NOTE = ("Per pipeline stage, each layer's forward compute kernels (launched below its Forward events) per "
+                     "step, over the stage's ranks: the median, the fastest and the slowest rank (click the row to "
+                     "open it). TFLOP/s = the median FLOPs / the median time; MFU = that / the GPU's peak. "
+                     "docs/flops.md.")
+
+
+def _stage_layers_table(rp: ppb.RunParallel) -> List[dpb.Table]:
+    """The time per layer across ranks (RunParallel.layers, crossrank/layers.py); nothing without it."""
+    lv = rp.layers
+    if not lv.present:
+        return []
+    mfu = any(x.mfu > 0 for x in lv.layers)
+    t = _table("stage_layers", "Time per layer by stage (forward kernels)", [
+        count("stage", "Stage"), col("layer", "Layer"), count("ordinal", "#"), col("ranks", "Ranks"),
+        col("gflop_per_step", "GFLOP/step", NUMBER, 1, description="forward FLOPs per step, median over the ranks"),
+        dur("median_ns", "Median", description="forward compute kernel time per step, median over the ranks"),
+        dur("min_ns", "Fastest", text_hidden=True), count("slowest_rank", "Slowest rank"),
+        dur("slowest_ns", "Slowest"), col("slowest_ratio", "Slowest / median", NUMBER, 2),
+        col("tflops", "TFLOP/s", NUMBER, 1),
+        col("slowest_tflops", "Slowest TFLOP/s", NUMBER, 1, text_hidden=True)]
+        + ([pct("mfu", "MFU")] if mfu else [])
+        + [dur("comm_ns", "Comm kernels", description="communication kernels launched in its forward, median")],
+        [_note("stage_layers.note", STAGE_LAYERS_NOTE)])
+    for x in lv.layers:
+        ratio = x.slowest_kernel_ns / x.median_kernel_ns if x.median_kernel_ns else None
+        _row(t, [x.stage if x.stage >= 0 else None, x.name, x.ordinal, ranks_text(x.ranks), x.flops / 1e9,
+                 x.median_kernel_ns, x.min_kernel_ns, x.slowest_rank, x.slowest_kernel_ns, ratio,
+                 x.achieved_flops / 1e12 if x.median_kernel_ns else None,
+                 x.slowest_achieved_flops / 1e12 if x.slowest_kernel_ns else None]
+             + ([x.mfu if x.median_kernel_ns else None] if mfu else []) + [x.median_comm_kernel_ns],
+             f"{x.stage}:{x.name}:{x.ordinal}", _rank_link(x.slowest_rank))
+    return [t]
 
 
 COMM_AXES_NOTE = ("Per communicator (by rule, docs/communication.md) and phase: the means per step over the ranks that "

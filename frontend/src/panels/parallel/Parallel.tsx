@@ -317,6 +317,7 @@ const PLACED = new Set([
   "clocks",
   "memory_stages",
   "memory_ranks",
+  "stage_layers",
   // the summary's
   "stragglers",
   "findings",
@@ -352,6 +353,8 @@ function ParallelBody({ rp, unit, current, labels, open }: { rp: RunParallel; un
         <PipelineCard c={c} />
         <TableCard c={c} table={t("rank_kinds")} testId="par-rank-kinds" subtitle={`per step · ${unit}`} />
       </div>
+      {/* the time per layer by stage: a row per stage and layer (not per rank), so never folded */}
+      <TableCard c={c} table={t("stage_layers")} testId="par-stage-layers" subtitle={`forward kernels per step · ${unit} · click a row to open its slowest rank`} nameWidth={130} />
       <MemoryCard c={c} />
       <TableCard c={c} table={t("clocks")} testId="par-clocks" subtitle={`${unit} · also subtracted from each host's times on the Timeline`} nameWidth={140} />
       {others.length ? (

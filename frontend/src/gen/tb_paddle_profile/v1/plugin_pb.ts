@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/plugin.proto.
  */
 export const file_tb_paddle_profile_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("CiF0Yl9wYWRkbGVfcHJvZmlsZS92MS9wbHVnaW4ucHJvdG8SFHRiX3BhZGRsZV9wcm9maWxlLnYxIqwBCglTcGFuRW50cnkSDAoEc3BhbhgBIAEoCRIRCglmaWxlX25hbWUYAiABKAkSEQoJZmlsZV9zaXplGAMgASgEEi4KBXN0YXRlGAQgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAUgASgJEg4KBmNhY2hlZBgGIAEoCBIcChRsb2FkaW5nX3NpbmNlX3VuaXhfcxgHIAEoASKJAQoLV29ya2VyRW50cnkSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEAoIaG9zdG5hbWUYAyABKAkSCwoDcGlkGAQgASgDEi4KBXNwYW5zGAUgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbkVudHJ5Eg0KBWxhYmVsGAYgASgJIksKCFJ1bkVudHJ5EgsKA3J1bhgBIAEoCRIyCgd3b3JrZXJzGAIgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuV29ya2VyRW50cnkiWwoHUnVuTGlzdBIOCgZsb2dkaXIYASABKAkSLAoEcnVucxgCIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJ1bkVudHJ5EhIKCnNjYW5uZWRfYXQYAyABKAEihwIKD1JhbmtEaXN0cmlidXRlZBIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIuCgVzdGF0ZRgDIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkxvYWRTdGF0ZRINCgVlcnJvchgEIAEoCRIVCg10b3RhbF90aW1lX25zGAUgASgDEjoKC2Rpc3RyaWJ1dGVkGAYgASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGlzdHJpYnV0ZWRWaWV3Ei4KBXN0ZXBzGAcgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTW9kZWxTdGVwEhQKDGZpbGVfdmVyc2lvbhgIIAEoCSKRAQoOUnVuRGlzdHJpYnV0ZWQSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSNAoFcmFua3MYAyADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rRGlzdHJpYnV0ZWQSLgoHZGlzcGxheRgEIAEoCzIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3BsYXki1AcKC1J1blBhcmFsbGVsEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEjEKBXJhbmtzGAMgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua1BhcmFsbGVsEg0KBXN0ZXBzGAQgAygDEjcKCXN0ZXBfdGltZRgFIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EkMKFWV4cG9zZWRfY29tbXVuaWNhdGlvbhgGIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EjQKBWtpbmRzGAcgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZEFjcm9zc1JhbmtzEjgKB21hdGNoZWQYCCADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZRI0CghtYXRjaGluZxgJIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoaW5nSW5mbxI5CglzdHJhZ2dsZXIYCiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXJWZXJkaWN0EjQKCHBpcGVsaW5lGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVWaWV3EiwKBmFkdmljZRgMIAMoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZRINCgVub3RlcxgNIAMoCRI0Cgh0b3BvbG9neRgOIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRvcG9sb2d5VmlldxIvCgZjbG9ja3MYDyADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Ib3N0Q2xvY2sSLwoIZmluZGluZ3MYECADKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5GaW5kaW5nEhQKDGFuYWx5c2lzX2tleRgRIAEoCRIVCg1tYXRjaGVkX3RvdGFsGBIgASgEEi4KB2Rpc3BsYXkYEyABKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXNwbGF5EjIKBm1lbW9yeRgUIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVN0YWdlcxI4CglzZXF1ZW5jZXMYFSABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5TZXF1ZW5jZUJhbGFuY2USMwoEY29tbRgWIAEoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbW1BY3Jvc3NSYW5rcyKSAQoMQ29tbUF4aXNTdGVwEiwKBGF4aXMYASABKA4yHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tQXhpcxINCgVwaGFzZRgCIAEoDRINCgVjYWxscxgDIAEoARIPCgd0aW1lX25zGAQgASgDEhEKCWhpZGRlbl9ucxgFIAEoAxISCgpleHBvc2VkX25zGAYgASgDIuQBCghDb21tUmFuaxIMCgRyYW5rGAEgASgFEjAKBGF4ZXMYAiADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tQXhpc1N0ZXASFgoOc3RhcnZlZF9zdHJlYW0YAyABKAMSFQoNc3RhcnZlZF9zaGFyZRgEIAEoARIVCg1sYXVuY2hfcDUwX25zGAUgASgDEhEKCW1heF9xdWV1ZRgGIAEoDRITCgtzdGFsbF9zdGVwcxgHIAEoBBINCgVzdGVwcxgIIAEoBBIbChNzdGFsbGVkX25zX3Blcl9zdGVwGAkgASgDItUBCg5Db21tQXhpc0Fjcm9zcxIsCgRheGlzGAEgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUF4aXMSDQoFcGhhc2UYAiABKA0SDQoFcmFua3MYAyABKA0SDwoHdGltZV9ucxgEIAEoAxIRCgloaWRkZW5fbnMYBSABKAMSEgoKZXhwb3NlZF9ucxgGIAEoAxIWCg5tYXhfZXhwb3NlZF9ucxgHIAEoAxIYChBtYXhfZXhwb3NlZF9yYW5rGAggASgFEg0KBWFsZ2J3GAkgASgBInQKD0NvbW1BY3Jvc3NSYW5rcxItCgVyYW5rcxgBIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbW1SYW5rEjIKBGF4ZXMYAiADKAsyJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tQXhpc0Fjcm9zcyLQAQoPU2VxdWVuY2VSZXBsaWNhEgoKAmRwGAEgASgFEg0KBXJhbmtzGAIgAygFEhcKD3Rva2Vuc19wZXJfc3RlcBgDIAEoARIeChZ0b2tlbnNfcGVyX21pY3JvX2JhdGNoGAQgASgBEh4KFm1pbl9taWNyb19iYXRjaF90b2tlbnMYBSABKAQSHgoWbWF4X21pY3JvX2JhdGNoX3Rva2VucxgGIAEoBBIVCg1taWNyb19iYXRjaGVzGAcgASgNEhIKCmNvbXB1dGVfbnMYCCABKAMihgIKD1NlcXVlbmNlQmFsYW5jZRIPCgdwcmVzZW50GAEgASgIEg8KB3doeV9ub3QYAiABKAkSNwoIcmVwbGljYXMYAyADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5TZXF1ZW5jZVJlcGxpY2ESHAoUbWVhbl90b2tlbnNfcGVyX3N0ZXAYBCABKAESDgoGc3ByZWFkGAUgASgBEgoKAmN2GAYgASgBEg8KB3N0ZXBfbnMYByABKAMSGAoQYmFsYW5jZWRfc3RlcF9ucxgIIAEoAxIPCgdjb3N0X25zGAkgASgDEg4KBm1ldGhvZBgKIAEoCRISCgphc3N1bXB0aW9uGAsgASgJItUBCg5NZW1vcnlTdGFnZVJvdxINCgVzdGFnZRgBIAEoBRINCgVyYW5rcxgCIAMoBRIaChJtYXhfcGVha19hbGxvY2F0ZWQYAyABKAMSGgoSbWF4X2FsbG9jYXRlZF9yYW5rGAQgASgFEhoKEm1pbl9wZWFrX2FsbG9jYXRlZBgFIAEoAxIbChNtZWFuX3BlYWtfYWxsb2NhdGVkGAYgASgDEhkKEW1heF9wZWFrX3Jlc2VydmVkGAcgASgDEhkKEW1heF9yZXNlcnZlZF9yYW5rGAggASgFImoKDU1lbW9yeVJhbmtSb3cSDAoEcmFuaxgBIAEoBRINCgVzdGFnZRgCIAEoBRINCgVwbGFjZRgDIAEoCRIWCg5wZWFrX2FsbG9jYXRlZBgEIAEoAxIVCg1wZWFrX3Jlc2VydmVkGAUgASgDIngKDE1lbW9yeVN0YWdlcxI0CgZzdGFnZXMYASADKAsyJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlTdGFnZVJvdxIyCgVyYW5rcxgCIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVJhbmtSb3cilwEKC01hdGNoZWRQYWdlEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEhQKDGFuYWx5c2lzX2tleRgDIAEoCRINCgV0b3RhbBgEIAEoBBIOCgZvZmZzZXQYBSABKAQSOAoHbWF0Y2hlZBgGIAMoCzInLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoZWRDb2xsZWN0aXZlInMKDFByb2Nlc3NHcm91cBIMCgRheGlzGAEgASgJEg0KBXJhbmtzGAIgAygFEhEKCWluc3RhbmNlcxgDIAEoBBIzCgVraW5kcxgEIAMoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kIsYBCgxUb3BvbG9neVZpZXcSCgoCZHAYASABKA0SCgoCcHAYAiABKA0SCgoCbXAYAyABKA0SEAoIc2hhcmRpbmcYBCABKA0SMgoGZ3JvdXBzGAUgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUHJvY2Vzc0dyb3VwEg4KBm1ldGhvZBgGIAEoCRIQCghjb21wbGV0ZRgHIAEoCBIbChNtYXRjaGVzX2ZsZWV0X29yZGVyGAggASgIEg0KBW5vdGVzGAkgAygJInYKCUhvc3RDbG9jaxIQCghob3N0bmFtZRgBIAEoCRINCgVyYW5rcxgCIAMoBRIRCglvZmZzZXRfbnMYAyABKAMSEQoJc3ByZWFkX25zGAQgASgDEg8KB3NhbXBsZXMYBSABKAQSEQoJcmVmZXJlbmNlGAYgASgIItEBCgdGaW5kaW5nEgwKBHJ1bGUYASABKAkSEAoIY2F0ZWdvcnkYAiABKAkSDQoFY2F1c2UYAyABKAkSDQoFcmFua3MYBCADKAUSDQoFc3RhZ2UYBSABKAUSDwoHY29zdF9ucxgGIAEoAxIRCglleGNlc3NfbnMYByABKAMSEAoIYWJzb3JiZWQYCCABKAgSDAoEdGV4dBgJIAEoCRI1Cgh0cmlnZ2VycxgKIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZVRyaWdnZXIiJwoOUmFua1N0ZXBNYXRyaXgSFQoJdmFsdWVzX25zGAEgAygDQgIQASLLAQoIUmFua0tpbmQSMgoEa2luZBgBIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEg0KBWNhbGxzGAIgASgEEhEKCWRldmljZV9ucxgDIAEoAxIPCgdob3N0X25zGAQgASgDEhIKCmV4cG9zZWRfbnMYBSABKAMSDQoFYnl0ZXMYBiABKAQSDwoHd2FpdF9ucxgHIAEoAxITCgt0cmFuc2Zlcl9ucxgIIAEoAxIPCgdtYXRjaGVkGAkgASgEItYHCgxSYW5rUGFyYWxsZWwSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSFQoNcmFua19pbmZlcnJlZBgDIAEoCBIRCglmaWxlX25hbWUYBCABKAkSMAoIdGltZWxpbmUYBSABKA4yHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5UaW1lbGluZRINCgVzdGVwcxgGIAEoDRIUCgxzdGVwX3RpbWVfbnMYByABKAMSEgoKY29tcHV0ZV9ucxgIIAEoAxIYChBjb21tdW5pY2F0aW9uX25zGAkgASgDEh8KF2hpZGRlbl9jb21tdW5pY2F0aW9uX25zGAogASgDEiAKGGV4cG9zZWRfY29tbXVuaWNhdGlvbl9ucxgLIAEoAxIRCgltZW1vcnlfbnMYDCABKAMSGQoRZXhwb3NlZF9tZW1vcnlfbnMYDSABKAMSDwoHaWRsZV9ucxgOIAEoAxISCgpydW50aW1lX25zGA8gASgDEg8KB3N5bmNfbnMYECABKAMSEQoJa2VybmVsX25zGBEgASgDEhAKCGxhdW5jaGVzGBIgASgEEi0KBWtpbmRzGBMgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua0tpbmQSDwoHd2FpdF9ucxgUIAEoAxIWCg5jYXVzZWRfd2FpdF9ucxgVIAEoAxIVCg1sYXN0X2Fycml2YWxzGBYgASgNEg8KB21hdGNoZWQYFyABKA0SDQoFcGVlcnMYGCADKAUSFwoPcGVlcl9jb21wdXRlX25zGBkgASgDEhYKDnBpcGVsaW5lX3N0YWdlGBogASgFEhEKCWJ1YmJsZV9ucxgbIAEoAxIUCgxidWJibGVfcmF0aW8YHCABKAESOgoOc3RlcF9icmVha2Rvd24YHSADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QYXJhbGxlbFN0ZXASDQoFbGFiZWwYHiABKAkSEAoIaG9zdG5hbWUYHyABKAkSCwoDcGlkGCAgASgDEhEKCWRldmljZV9pZBghIAEoBRIKCgJkcBgiIAEoBRIKCgJtcBgjIAEoBRIQCghzaGFyZGluZxgkIAEoBRIXCg9jbG9ja19vZmZzZXRfbnMYJSABKAMSEAoIY292ZXJhZ2UYJiABKAESFQoNZGF0YWxvYWRlcl9ucxgnIAEoAxIXCg9maXJzdF9kZXZpY2VfbnMYKCABKAMSEQoJZGV2aWF0aW9uGCkgASgBEhcKD3Rva2Vuc19wZXJfc3RlcBgqIAEoARIWCg5mbG9wc19wZXJfc3RlcBgrIAEoASLhAQoPS2luZEFjcm9zc1JhbmtzEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEEg8KB21hdGNoZWQYByABKAQSDwoHd2FpdF9ucxgIIAEoAxITCgt0cmFuc2Zlcl9ucxgJIAEoAxINCgVyYW5rcxgKIAMoBSKlAQoQQ29sbGVjdGl2ZU1lbWJlchIMCgRyYW5rGAEgASgFEg8KB29yZGluYWwYAiABKA0SEwoLZHVyYXRpb25fbnMYAyABKAMSDwoHd2FpdF9ucxgEIAEoAxIVCg1zdGFydF91bml4X25zGAUgASgDEjUKCWRpcmVjdGlvbhgGIAEoDjIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlAyUERpcmVjdGlvbiLEAQoRTWF0Y2hlZENvbGxlY3RpdmUSDAoEc3RlcBgBIAEoAxIyCgRraW5kGAIgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDAoEbmFtZRgDIAEoCRITCgt0cmFuc2Zlcl9ucxgEIAEoAxIRCglsYXN0X3JhbmsYBSABKAUSNwoHbWVtYmVycxgGIAMoCzImLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVNZW1iZXIinAEKDE1hdGNoaW5nSW5mbxIRCglpbnN0YW5jZXMYASABKAQSGQoRbWF0Y2hlZF9pbnN0YW5jZXMYAiABKAQSDgoGbWV0aG9kGAMgASgJEhgKEGVuZF90b2xlcmFuY2VfbnMYBCABKAMSNAoIY292ZXJhZ2UYBSADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5LaW5kQ292ZXJhZ2UiZgoMS2luZENvdmVyYWdlEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBIRCglpbnN0YW5jZXMYAiABKAQSDwoHbWF0Y2hlZBgDIAEoBCLtAgoJU3RyYWdnbGVyEgwKBHJhbmsYASABKAUSDgoGd29ya2VyGAIgASgJEhoKEm5ldF9jYXVzZWRfd2FpdF9ucxgDIAEoAxIWCg5jYXVzZWRfd2FpdF9ucxgEIAEoAxITCgtvd25fd2FpdF9ucxgFIAEoAxIVCg1sYXN0X2Fycml2YWxzGAYgASgNEg8KB21hdGNoZWQYByABKA0SEgoKY29tcHV0ZV9ucxgIIAEoAxIXCg9wZWVyX2NvbXB1dGVfbnMYCSABKAMSFgoOY29tcHV0ZV9leGNlc3MYCiABKAESFgoObG9uZ2VyX2NvbXB1dGUYCyABKAgSDgoGcmVhc29uGAwgASgJEh8KF3BpcGVsaW5lX3dhaXRfZXhjZXNzX25zGA0gASgDEg0KBWNhdXNlGA4gASgJEhMKC2pvYl9jb3N0X25zGA8gASgDEhAKCGFic29yYmVkGBAgASgIEg0KBWxhYmVsGBEgASgJIowCChBTdHJhZ2dsZXJWZXJkaWN0Eg0KBWZvdW5kGAEgASgIEjMKCnN0cmFnZ2xlcnMYAiADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXISDwoHc3VtbWFyeRgDIAEoCRIZChFtaW5fd2FpdF9mcmFjdGlvbhgEIAEoARIYChBtaW5fc2hhcmVfb2ZfdG9wGAUgASgBEiAKGGNvbXB1dGVfZXhjZXNzX3RocmVzaG9sZBgGIAEoARIRCgl1bmNlcnRhaW4YByABKAgSEAoIY292ZXJhZ2UYCCABKAESGQoRbWluX3JhbmtfY292ZXJhZ2UYCSABKAESDAoEcnVsZRgKIAEoCSKYAQoNUGlwZWxpbmVTdGFnZRINCgVzdGFnZRgBIAEoBRINCgVyYW5rcxgCIAMoBRIUCgxzdGVwX3RpbWVfbnMYAyABKAMSEgoKY29tcHV0ZV9ucxgEIAEoAxIRCglidWJibGVfbnMYBSABKAMSFAoMYnViYmxlX3JhdGlvGAYgASgBEhYKDmZsb3BzX3Blcl9zdGVwGAcgASgBInsKDFBpcGVsaW5lVmlldxIPCgdwcmVzZW50GAEgASgIEhEKCXBpcGVsaW5lcxgCIAEoDRIzCgZzdGFnZXMYAyADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5QaXBlbGluZVN0YWdlEhIKCmRlZmluaXRpb24YBCABKAkiXQoNQWR2aWNlVHJpZ2dlchIOCgZtZXRyaWMYASABKAkSDQoFdmFsdWUYAiABKAESEQoJdGhyZXNob2xkGAMgASgBEgwKBHVuaXQYBCABKAkSDAoEcmFuaxgFIAEoBSJ5CgZBZHZpY2USDAoEcnVsZRgBIAEoCRINCgV0aXRsZRgCIAEoCRIMCgR0ZXh0GAMgASgJEjUKCHRyaWdnZXJzGAQgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuQWR2aWNlVHJpZ2dlchINCgVyYW5rcxgFIAMoBSpkCglMb2FkU3RhdGUSGgoWTE9BRF9TVEFURV9VTlNQRUNJRklFRBAAEgoKBlFVRVVFRBABEgsKB0xPQURJTkcQAhIJCgVSRUFEWRADEgoKBkZBSUxFRBAEEgsKB0dST1dJTkcQBWIGcHJvdG8z", [file_tb_paddle_profile_v1_display, file_tb_paddle_profile_v1_summary]);
+  fileDesc("CiF0Yl9wYWRkbGVfcHJvZmlsZS92MS9wbHVnaW4ucHJvdG8SFHRiX3BhZGRsZV9wcm9maWxlLnYxIqwBCglTcGFuRW50cnkSDAoEc3BhbhgBIAEoCRIRCglmaWxlX25hbWUYAiABKAkSEQoJZmlsZV9zaXplGAMgASgEEi4KBXN0YXRlGAQgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAUgASgJEg4KBmNhY2hlZBgGIAEoCBIcChRsb2FkaW5nX3NpbmNlX3VuaXhfcxgHIAEoASKJAQoLV29ya2VyRW50cnkSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEAoIaG9zdG5hbWUYAyABKAkSCwoDcGlkGAQgASgDEi4KBXNwYW5zGAUgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbkVudHJ5Eg0KBWxhYmVsGAYgASgJIksKCFJ1bkVudHJ5EgsKA3J1bhgBIAEoCRIyCgd3b3JrZXJzGAIgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuV29ya2VyRW50cnkiWwoHUnVuTGlzdBIOCgZsb2dkaXIYASABKAkSLAoEcnVucxgCIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJ1bkVudHJ5EhIKCnNjYW5uZWRfYXQYAyABKAEihwIKD1JhbmtEaXN0cmlidXRlZBIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIuCgVzdGF0ZRgDIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkxvYWRTdGF0ZRINCgVlcnJvchgEIAEoCRIVCg10b3RhbF90aW1lX25zGAUgASgDEjoKC2Rpc3RyaWJ1dGVkGAYgASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGlzdHJpYnV0ZWRWaWV3Ei4KBXN0ZXBzGAcgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTW9kZWxTdGVwEhQKDGZpbGVfdmVyc2lvbhgIIAEoCSKRAQoOUnVuRGlzdHJpYnV0ZWQSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSNAoFcmFua3MYAyADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rRGlzdHJpYnV0ZWQSLgoHZGlzcGxheRgEIAEoCzIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3BsYXkihwgKC1J1blBhcmFsbGVsEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEjEKBXJhbmtzGAMgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua1BhcmFsbGVsEg0KBXN0ZXBzGAQgAygDEjcKCXN0ZXBfdGltZRgFIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EkMKFWV4cG9zZWRfY29tbXVuaWNhdGlvbhgGIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EjQKBWtpbmRzGAcgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZEFjcm9zc1JhbmtzEjgKB21hdGNoZWQYCCADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZRI0CghtYXRjaGluZxgJIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoaW5nSW5mbxI5CglzdHJhZ2dsZXIYCiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXJWZXJkaWN0EjQKCHBpcGVsaW5lGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVWaWV3EiwKBmFkdmljZRgMIAMoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZRINCgVub3RlcxgNIAMoCRI0Cgh0b3BvbG9neRgOIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRvcG9sb2d5VmlldxIvCgZjbG9ja3MYDyADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Ib3N0Q2xvY2sSLwoIZmluZGluZ3MYECADKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5GaW5kaW5nEhQKDGFuYWx5c2lzX2tleRgRIAEoCRIVCg1tYXRjaGVkX3RvdGFsGBIgASgEEi4KB2Rpc3BsYXkYEyABKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXNwbGF5EjIKBm1lbW9yeRgUIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVN0YWdlcxI4CglzZXF1ZW5jZXMYFSABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5TZXF1ZW5jZUJhbGFuY2USMwoEY29tbRgWIAEoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbW1BY3Jvc3NSYW5rcxIxCgZsYXllcnMYFyABKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdGFnZUxheWVycyKeAgoKU3RhZ2VMYXllchINCgVzdGFnZRgBIAEoBRIMCgRuYW1lGAIgASgJEg8KB29yZGluYWwYAyABKA0SDQoFcmFua3MYBCADKAUSDQoFZmxvcHMYBSABKAESGAoQbWVkaWFuX2tlcm5lbF9ucxgGIAEoAxIVCg1taW5fa2VybmVsX25zGAcgASgDEhQKDHNsb3dlc3RfcmFuaxgIIAEoBRIZChFzbG93ZXN0X2tlcm5lbF9ucxgJIAEoAxIdChVtZWRpYW5fY29tbV9rZXJuZWxfbnMYCiABKAMSFgoOYWNoaWV2ZWRfZmxvcHMYCyABKAESHgoWc2xvd2VzdF9hY2hpZXZlZF9mbG9wcxgMIAEoARILCgNtZnUYDSABKAEiYQoLU3RhZ2VMYXllcnMSDwoHcHJlc2VudBgBIAEoCBIPCgd3aHlfbm90GAIgASgJEjAKBmxheWVycxgDIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLlN0YWdlTGF5ZXIikgEKDENvbW1BeGlzU3RlcBIsCgRheGlzGAEgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUF4aXMSDQoFcGhhc2UYAiABKA0SDQoFY2FsbHMYAyABKAESDwoHdGltZV9ucxgEIAEoAxIRCgloaWRkZW5fbnMYBSABKAMSEgoKZXhwb3NlZF9ucxgGIAEoAyLkAQoIQ29tbVJhbmsSDAoEcmFuaxgBIAEoBRIwCgRheGVzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUF4aXNTdGVwEhYKDnN0YXJ2ZWRfc3RyZWFtGAMgASgDEhUKDXN0YXJ2ZWRfc2hhcmUYBCABKAESFQoNbGF1bmNoX3A1MF9ucxgFIAEoAxIRCgltYXhfcXVldWUYBiABKA0SEwoLc3RhbGxfc3RlcHMYByABKAQSDQoFc3RlcHMYCCABKAQSGwoTc3RhbGxlZF9uc19wZXJfc3RlcBgJIAEoAyLVAQoOQ29tbUF4aXNBY3Jvc3MSLAoEYXhpcxgBIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbW1BeGlzEg0KBXBoYXNlGAIgASgNEg0KBXJhbmtzGAMgASgNEg8KB3RpbWVfbnMYBCABKAMSEQoJaGlkZGVuX25zGAUgASgDEhIKCmV4cG9zZWRfbnMYBiABKAMSFgoObWF4X2V4cG9zZWRfbnMYByABKAMSGAoQbWF4X2V4cG9zZWRfcmFuaxgIIAEoBRINCgVhbGdidxgJIAEoASJ0Cg9Db21tQWNyb3NzUmFua3MSLQoFcmFua3MYASADKAsyHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tUmFuaxIyCgRheGVzGAIgAygLMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUF4aXNBY3Jvc3Mi0AEKD1NlcXVlbmNlUmVwbGljYRIKCgJkcBgBIAEoBRINCgVyYW5rcxgCIAMoBRIXCg90b2tlbnNfcGVyX3N0ZXAYAyABKAESHgoWdG9rZW5zX3Blcl9taWNyb19iYXRjaBgEIAEoARIeChZtaW5fbWljcm9fYmF0Y2hfdG9rZW5zGAUgASgEEh4KFm1heF9taWNyb19iYXRjaF90b2tlbnMYBiABKAQSFQoNbWljcm9fYmF0Y2hlcxgHIAEoDRISCgpjb21wdXRlX25zGAggASgDIoYCCg9TZXF1ZW5jZUJhbGFuY2USDwoHcHJlc2VudBgBIAEoCBIPCgd3aHlfbm90GAIgASgJEjcKCHJlcGxpY2FzGAMgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuU2VxdWVuY2VSZXBsaWNhEhwKFG1lYW5fdG9rZW5zX3Blcl9zdGVwGAQgASgBEg4KBnNwcmVhZBgFIAEoARIKCgJjdhgGIAEoARIPCgdzdGVwX25zGAcgASgDEhgKEGJhbGFuY2VkX3N0ZXBfbnMYCCABKAMSDwoHY29zdF9ucxgJIAEoAxIOCgZtZXRob2QYCiABKAkSEgoKYXNzdW1wdGlvbhgLIAEoCSLVAQoOTWVtb3J5U3RhZ2VSb3cSDQoFc3RhZ2UYASABKAUSDQoFcmFua3MYAiADKAUSGgoSbWF4X3BlYWtfYWxsb2NhdGVkGAMgASgDEhoKEm1heF9hbGxvY2F0ZWRfcmFuaxgEIAEoBRIaChJtaW5fcGVha19hbGxvY2F0ZWQYBSABKAMSGwoTbWVhbl9wZWFrX2FsbG9jYXRlZBgGIAEoAxIZChFtYXhfcGVha19yZXNlcnZlZBgHIAEoAxIZChFtYXhfcmVzZXJ2ZWRfcmFuaxgIIAEoBSJqCg1NZW1vcnlSYW5rUm93EgwKBHJhbmsYASABKAUSDQoFc3RhZ2UYAiABKAUSDQoFcGxhY2UYAyABKAkSFgoOcGVha19hbGxvY2F0ZWQYBCABKAMSFQoNcGVha19yZXNlcnZlZBgFIAEoAyJ4CgxNZW1vcnlTdGFnZXMSNAoGc3RhZ2VzGAEgAygLMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5U3RhZ2VSb3cSMgoFcmFua3MYAiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlSYW5rUm93IpcBCgtNYXRjaGVkUGFnZRILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIUCgxhbmFseXNpc19rZXkYAyABKAkSDQoFdG90YWwYBCABKAQSDgoGb2Zmc2V0GAUgASgEEjgKB21hdGNoZWQYBiADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZSJzCgxQcm9jZXNzR3JvdXASDAoEYXhpcxgBIAEoCRINCgVyYW5rcxgCIAMoBRIRCglpbnN0YW5jZXMYAyABKAQSMwoFa2luZHMYBCADKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZCLGAQoMVG9wb2xvZ3lWaWV3EgoKAmRwGAEgASgNEgoKAnBwGAIgASgNEgoKAm1wGAMgASgNEhAKCHNoYXJkaW5nGAQgASgNEjIKBmdyb3VwcxgFIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlByb2Nlc3NHcm91cBIOCgZtZXRob2QYBiABKAkSEAoIY29tcGxldGUYByABKAgSGwoTbWF0Y2hlc19mbGVldF9vcmRlchgIIAEoCBINCgVub3RlcxgJIAMoCSJ2CglIb3N0Q2xvY2sSEAoIaG9zdG5hbWUYASABKAkSDQoFcmFua3MYAiADKAUSEQoJb2Zmc2V0X25zGAMgASgDEhEKCXNwcmVhZF9ucxgEIAEoAxIPCgdzYW1wbGVzGAUgASgEEhEKCXJlZmVyZW5jZRgGIAEoCCLRAQoHRmluZGluZxIMCgRydWxlGAEgASgJEhAKCGNhdGVnb3J5GAIgASgJEg0KBWNhdXNlGAMgASgJEg0KBXJhbmtzGAQgAygFEg0KBXN0YWdlGAUgASgFEg8KB2Nvc3RfbnMYBiABKAMSEQoJZXhjZXNzX25zGAcgASgDEhAKCGFic29yYmVkGAggASgIEgwKBHRleHQYCSABKAkSNQoIdHJpZ2dlcnMYCiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5BZHZpY2VUcmlnZ2VyIicKDlJhbmtTdGVwTWF0cml4EhUKCXZhbHVlc19ucxgBIAMoA0ICEAEiywEKCFJhbmtLaW5kEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEEg8KB3dhaXRfbnMYByABKAMSEwoLdHJhbnNmZXJfbnMYCCABKAMSDwoHbWF0Y2hlZBgJIAEoBCLWBwoMUmFua1BhcmFsbGVsEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEhUKDXJhbmtfaW5mZXJyZWQYAyABKAgSEQoJZmlsZV9uYW1lGAQgASgJEjAKCHRpbWVsaW5lGAUgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmUSDQoFc3RlcHMYBiABKA0SFAoMc3RlcF90aW1lX25zGAcgASgDEhIKCmNvbXB1dGVfbnMYCCABKAMSGAoQY29tbXVuaWNhdGlvbl9ucxgJIAEoAxIfChdoaWRkZW5fY29tbXVuaWNhdGlvbl9ucxgKIAEoAxIgChhleHBvc2VkX2NvbW11bmljYXRpb25fbnMYCyABKAMSEQoJbWVtb3J5X25zGAwgASgDEhkKEWV4cG9zZWRfbWVtb3J5X25zGA0gASgDEg8KB2lkbGVfbnMYDiABKAMSEgoKcnVudGltZV9ucxgPIAEoAxIPCgdzeW5jX25zGBAgASgDEhEKCWtlcm5lbF9ucxgRIAEoAxIQCghsYXVuY2hlcxgSIAEoBBItCgVraW5kcxgTIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtLaW5kEg8KB3dhaXRfbnMYFCABKAMSFgoOY2F1c2VkX3dhaXRfbnMYFSABKAMSFQoNbGFzdF9hcnJpdmFscxgWIAEoDRIPCgdtYXRjaGVkGBcgASgNEg0KBXBlZXJzGBggAygFEhcKD3BlZXJfY29tcHV0ZV9ucxgZIAEoAxIWCg5waXBlbGluZV9zdGFnZRgaIAEoBRIRCglidWJibGVfbnMYGyABKAMSFAoMYnViYmxlX3JhdGlvGBwgASgBEjoKDnN0ZXBfYnJlYWtkb3duGB0gAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxTdGVwEg0KBWxhYmVsGB4gASgJEhAKCGhvc3RuYW1lGB8gASgJEgsKA3BpZBggIAEoAxIRCglkZXZpY2VfaWQYISABKAUSCgoCZHAYIiABKAUSCgoCbXAYIyABKAUSEAoIc2hhcmRpbmcYJCABKAUSFwoPY2xvY2tfb2Zmc2V0X25zGCUgASgDEhAKCGNvdmVyYWdlGCYgASgBEhUKDWRhdGFsb2FkZXJfbnMYJyABKAMSFwoPZmlyc3RfZGV2aWNlX25zGCggASgDEhEKCWRldmlhdGlvbhgpIAEoARIXCg90b2tlbnNfcGVyX3N0ZXAYKiABKAESFgoOZmxvcHNfcGVyX3N0ZXAYKyABKAEi4QEKD0tpbmRBY3Jvc3NSYW5rcxIyCgRraW5kGAEgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDQoFY2FsbHMYAiABKAQSEQoJZGV2aWNlX25zGAMgASgDEg8KB2hvc3RfbnMYBCABKAMSEgoKZXhwb3NlZF9ucxgFIAEoAxINCgVieXRlcxgGIAEoBBIPCgdtYXRjaGVkGAcgASgEEg8KB3dhaXRfbnMYCCABKAMSEwoLdHJhbnNmZXJfbnMYCSABKAMSDQoFcmFua3MYCiADKAUipQEKEENvbGxlY3RpdmVNZW1iZXISDAoEcmFuaxgBIAEoBRIPCgdvcmRpbmFsGAIgASgNEhMKC2R1cmF0aW9uX25zGAMgASgDEg8KB3dhaXRfbnMYBCABKAMSFQoNc3RhcnRfdW5peF9ucxgFIAEoAxI1CglkaXJlY3Rpb24YBiABKA4yIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QMlBEaXJlY3Rpb24ixAEKEU1hdGNoZWRDb2xsZWN0aXZlEgwKBHN0ZXAYASABKAMSMgoEa2luZBgCIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEgwKBG5hbWUYAyABKAkSEwoLdHJhbnNmZXJfbnMYBCABKAMSEQoJbGFzdF9yYW5rGAUgASgFEjcKB21lbWJlcnMYBiADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlTWVtYmVyIpwBCgxNYXRjaGluZ0luZm8SEQoJaW5zdGFuY2VzGAEgASgEEhkKEW1hdGNoZWRfaW5zdGFuY2VzGAIgASgEEg4KBm1ldGhvZBgDIAEoCRIYChBlbmRfdG9sZXJhbmNlX25zGAQgASgDEjQKCGNvdmVyYWdlGAUgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZENvdmVyYWdlImYKDEtpbmRDb3ZlcmFnZRIyCgRraW5kGAEgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSEQoJaW5zdGFuY2VzGAIgASgEEg8KB21hdGNoZWQYAyABKAQi7QIKCVN0cmFnZ2xlchIMCgRyYW5rGAEgASgFEg4KBndvcmtlchgCIAEoCRIaChJuZXRfY2F1c2VkX3dhaXRfbnMYAyABKAMSFgoOY2F1c2VkX3dhaXRfbnMYBCABKAMSEwoLb3duX3dhaXRfbnMYBSABKAMSFQoNbGFzdF9hcnJpdmFscxgGIAEoDRIPCgdtYXRjaGVkGAcgASgNEhIKCmNvbXB1dGVfbnMYCCABKAMSFwoPcGVlcl9jb21wdXRlX25zGAkgASgDEhYKDmNvbXB1dGVfZXhjZXNzGAogASgBEhYKDmxvbmdlcl9jb21wdXRlGAsgASgIEg4KBnJlYXNvbhgMIAEoCRIfChdwaXBlbGluZV93YWl0X2V4Y2Vzc19ucxgNIAEoAxINCgVjYXVzZRgOIAEoCRITCgtqb2JfY29zdF9ucxgPIAEoAxIQCghhYnNvcmJlZBgQIAEoCBINCgVsYWJlbBgRIAEoCSKMAgoQU3RyYWdnbGVyVmVyZGljdBINCgVmb3VuZBgBIAEoCBIzCgpzdHJhZ2dsZXJzGAIgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3RyYWdnbGVyEg8KB3N1bW1hcnkYAyABKAkSGQoRbWluX3dhaXRfZnJhY3Rpb24YBCABKAESGAoQbWluX3NoYXJlX29mX3RvcBgFIAEoARIgChhjb21wdXRlX2V4Y2Vzc190aHJlc2hvbGQYBiABKAESEQoJdW5jZXJ0YWluGAcgASgIEhAKCGNvdmVyYWdlGAggASgBEhkKEW1pbl9yYW5rX2NvdmVyYWdlGAkgASgBEgwKBHJ1bGUYCiABKAkimAEKDVBpcGVsaW5lU3RhZ2USDQoFc3RhZ2UYASABKAUSDQoFcmFua3MYAiADKAUSFAoMc3RlcF90aW1lX25zGAMgASgDEhIKCmNvbXB1dGVfbnMYBCABKAMSEQoJYnViYmxlX25zGAUgASgDEhQKDGJ1YmJsZV9yYXRpbxgGIAEoARIWCg5mbG9wc19wZXJfc3RlcBgHIAEoASJ7CgxQaXBlbGluZVZpZXcSDwoHcHJlc2VudBgBIAEoCBIRCglwaXBlbGluZXMYAiABKA0SMwoGc3RhZ2VzGAMgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVTdGFnZRISCgpkZWZpbml0aW9uGAQgASgJIl0KDUFkdmljZVRyaWdnZXISDgoGbWV0cmljGAEgASgJEg0KBXZhbHVlGAIgASgBEhEKCXRocmVzaG9sZBgDIAEoARIMCgR1bml0GAQgASgJEgwKBHJhbmsYBSABKAUieQoGQWR2aWNlEgwKBHJ1bGUYASABKAkSDQoFdGl0bGUYAiABKAkSDAoEdGV4dBgDIAEoCRI1Cgh0cmlnZ2VycxgEIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZVRyaWdnZXISDQoFcmFua3MYBSADKAUqZAoJTG9hZFN0YXRlEhoKFkxPQURfU1RBVEVfVU5TUEVDSUZJRUQQABIKCgZRVUVVRUQQARILCgdMT0FESU5HEAISCQoFUkVBRFkQAxIKCgZGQUlMRUQQBBILCgdHUk9XSU5HEAViBnByb3RvMw", [file_tb_paddle_profile_v1_display, file_tb_paddle_profile_v1_summary]);
 
 /**
  * One recorded span of one worker: one trace file.
@@ -416,6 +416,14 @@ export type RunParallel = Message<"tb_paddle_profile.v1.RunParallel"> & {
    * @generated from field: tb_paddle_profile.v1.CommAcrossRanks comm = 22;
    */
   comm?: CommAcrossRanks | undefined;
+
+  /**
+   * The forward kernel time of each layer per pipeline stage across its ranks:
+   * the median, the slowest rank (docs/flops.md, "Time per layer across ranks").
+   *
+   * @generated from field: tb_paddle_profile.v1.StageLayers layers = 23;
+   */
+  layers?: StageLayers | undefined;
 };
 
 /**
@@ -424,6 +432,132 @@ export type RunParallel = Message<"tb_paddle_profile.v1.RunParallel"> & {
  */
 export const RunParallelSchema: GenMessage<RunParallel> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_plugin, 6);
+
+/**
+ * One layer (FlopsLayer: name and ordinal) of one pipeline stage, across the
+ * stage's ranks that have it; every figure per step (a rank's FlopsLayer sums
+ * divided by its FlopsView.steps).
+ *
+ * @generated from message tb_paddle_profile.v1.StageLayer
+ */
+export type StageLayer = Message<"tb_paddle_profile.v1.StageLayer"> & {
+  /**
+   * Pipeline stage (RankParallel.pipeline_stage); -1: not pipelined (all ranks).
+   *
+   * @generated from field: int32 stage = 1;
+   */
+  stage: number;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: uint32 ordinal = 3;
+   */
+  ordinal: number;
+
+  /**
+   * @generated from field: repeated int32 ranks = 4;
+   */
+  ranks: number[];
+
+  /**
+   * Forward FLOPs per step (median over the ranks).
+   *
+   * @generated from field: double flops = 5;
+   */
+  flops: number;
+
+  /**
+   * Its forward compute kernels' time per step (FlopsLayer.kernel_ns): the
+   * median over the ranks, the fastest, and the slowest rank with its time.
+   *
+   * @generated from field: int64 median_kernel_ns = 6;
+   */
+  medianKernelNs: bigint;
+
+  /**
+   * @generated from field: int64 min_kernel_ns = 7;
+   */
+  minKernelNs: bigint;
+
+  /**
+   * @generated from field: int32 slowest_rank = 8;
+   */
+  slowestRank: number;
+
+  /**
+   * @generated from field: int64 slowest_kernel_ns = 9;
+   */
+  slowestKernelNs: bigint;
+
+  /**
+   * Its communication kernels' time per step (FlopsLayer.comm_kernel_ns), median.
+   *
+   * @generated from field: int64 median_comm_kernel_ns = 10;
+   */
+  medianCommKernelNs: bigint;
+
+  /**
+   * FLOP/s: the median FLOPs / the median kernel time, and the slowest rank's
+   * own FLOPs / its time (0 without kernel time); MFU = the median's over the
+   * ranks' median peak (FlopsView.peak_flops; 0 when unknown).
+   *
+   * @generated from field: double achieved_flops = 11;
+   */
+  achievedFlops: number;
+
+  /**
+   * @generated from field: double slowest_achieved_flops = 12;
+   */
+  slowestAchievedFlops: number;
+
+  /**
+   * @generated from field: double mfu = 13;
+   */
+  mfu: number;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.StageLayer.
+ * Use `create(StageLayerSchema)` to create a new message.
+ */
+export const StageLayerSchema: GenMessage<StageLayer> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 7);
+
+/**
+ * @generated from message tb_paddle_profile.v1.StageLayers
+ */
+export type StageLayers = Message<"tb_paddle_profile.v1.StageLayers"> & {
+  /**
+   * False: no rank has forward kernel time per layer (no input shapes recorded,
+   * Paddle 3.3.1 writes none, or no kernels: a CPU run); why_not says which.
+   *
+   * @generated from field: bool present = 1;
+   */
+  present: boolean;
+
+  /**
+   * @generated from field: string why_not = 2;
+   */
+  whyNot: string;
+
+  /**
+   * By stage, then in the model's order (the first rank's layers).
+   *
+   * @generated from field: repeated tb_paddle_profile.v1.StageLayer layers = 3;
+   */
+  layers: StageLayer[];
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.StageLayers.
+ * Use `create(StageLayersSchema)` to create a new message.
+ */
+export const StageLayersSchema: GenMessage<StageLayers> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_plugin, 8);
 
 /**
  * One communicator and phase of one rank (or, in CommAcrossRanks.axes, the
@@ -470,7 +604,7 @@ export type CommAxisStep = Message<"tb_paddle_profile.v1.CommAxisStep"> & {
  * Use `create(CommAxisStepSchema)` to create a new message.
  */
 export const CommAxisStepSchema: GenMessage<CommAxisStep> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 7);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 9);
 
 /**
  * @generated from message tb_paddle_profile.v1.CommRank
@@ -535,7 +669,7 @@ export type CommRank = Message<"tb_paddle_profile.v1.CommRank"> & {
  * Use `create(CommRankSchema)` to create a new message.
  */
 export const CommRankSchema: GenMessage<CommRank> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 8);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 10);
 
 /**
  * @generated from message tb_paddle_profile.v1.CommAxisAcross
@@ -598,7 +732,7 @@ export type CommAxisAcross = Message<"tb_paddle_profile.v1.CommAxisAcross"> & {
  * Use `create(CommAxisAcrossSchema)` to create a new message.
  */
 export const CommAxisAcrossSchema: GenMessage<CommAxisAcross> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 9);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 11);
 
 /**
  * @generated from message tb_paddle_profile.v1.CommAcrossRanks
@@ -620,7 +754,7 @@ export type CommAcrossRanks = Message<"tb_paddle_profile.v1.CommAcrossRanks"> & 
  * Use `create(CommAcrossRanksSchema)` to create a new message.
  */
 export const CommAcrossRanksSchema: GenMessage<CommAcrossRanks> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 10);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 12);
 
 /**
  * @generated from message tb_paddle_profile.v1.SequenceReplica
@@ -680,7 +814,7 @@ export type SequenceReplica = Message<"tb_paddle_profile.v1.SequenceReplica"> & 
  * Use `create(SequenceReplicaSchema)` to create a new message.
  */
 export const SequenceReplicaSchema: GenMessage<SequenceReplica> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 11);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 13);
 
 /**
  * @generated from message tb_paddle_profile.v1.SequenceBalance
@@ -755,7 +889,7 @@ export type SequenceBalance = Message<"tb_paddle_profile.v1.SequenceBalance"> & 
  * Use `create(SequenceBalanceSchema)` to create a new message.
  */
 export const SequenceBalanceSchema: GenMessage<SequenceBalance> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 12);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 14);
 
 /**
  * Peak memory across ranks, from each rank's ParallelView.memory. A rank's
@@ -813,7 +947,7 @@ export type MemoryStageRow = Message<"tb_paddle_profile.v1.MemoryStageRow"> & {
  * Use `create(MemoryStageRowSchema)` to create a new message.
  */
 export const MemoryStageRowSchema: GenMessage<MemoryStageRow> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 13);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 15);
 
 /**
  * @generated from message tb_paddle_profile.v1.MemoryRankRow
@@ -852,7 +986,7 @@ export type MemoryRankRow = Message<"tb_paddle_profile.v1.MemoryRankRow"> & {
  * Use `create(MemoryRankRowSchema)` to create a new message.
  */
 export const MemoryRankRowSchema: GenMessage<MemoryRankRow> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 14);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 16);
 
 /**
  * @generated from message tb_paddle_profile.v1.MemoryStages
@@ -878,7 +1012,7 @@ export type MemoryStages = Message<"tb_paddle_profile.v1.MemoryStages"> & {
  * Use `create(MemoryStagesSchema)` to create a new message.
  */
 export const MemoryStagesSchema: GenMessage<MemoryStages> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 15);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 17);
 
 /**
  * A page of matched instances (route parallel_matched: by rank, step, offset).
@@ -924,7 +1058,7 @@ export type MatchedPage = Message<"tb_paddle_profile.v1.MatchedPage"> & {
  * Use `create(MatchedPageSchema)` to create a new message.
  */
 export const MatchedPageSchema: GenMessage<MatchedPage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 16);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 18);
 
 /**
  * One communicator found from the traces: ranks that take part in the same
@@ -965,7 +1099,7 @@ export type ProcessGroup = Message<"tb_paddle_profile.v1.ProcessGroup"> & {
  * Use `create(ProcessGroupSchema)` to create a new message.
  */
 export const ProcessGroupSchema: GenMessage<ProcessGroup> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 17);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 19);
 
 /**
  * @generated from message tb_paddle_profile.v1.TopologyView
@@ -1030,7 +1164,7 @@ export type TopologyView = Message<"tb_paddle_profile.v1.TopologyView"> & {
  * Use `create(TopologyViewSchema)` to create a new message.
  */
 export const TopologyViewSchema: GenMessage<TopologyView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 18);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 20);
 
 /**
  * @generated from message tb_paddle_profile.v1.HostClock
@@ -1077,7 +1211,7 @@ export type HostClock = Message<"tb_paddle_profile.v1.HostClock"> & {
  * Use `create(HostClockSchema)` to create a new message.
  */
 export const HostClockSchema: GenMessage<HostClock> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 19);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 21);
 
 /**
  * @generated from message tb_paddle_profile.v1.Finding
@@ -1157,7 +1291,7 @@ export type Finding = Message<"tb_paddle_profile.v1.Finding"> & {
  * Use `create(FindingSchema)` to create a new message.
  */
 export const FindingSchema: GenMessage<Finding> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 20);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 22);
 
 /**
  * values[r * len(steps) + s]: rank row r, step column s; -1 where the rank
@@ -1177,7 +1311,7 @@ export type RankStepMatrix = Message<"tb_paddle_profile.v1.RankStepMatrix"> & {
  * Use `create(RankStepMatrixSchema)` to create a new message.
  */
 export const RankStepMatrixSchema: GenMessage<RankStepMatrix> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 21);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 23);
 
 /**
  * @generated from message tb_paddle_profile.v1.RankKind
@@ -1239,7 +1373,7 @@ export type RankKind = Message<"tb_paddle_profile.v1.RankKind"> & {
  * Use `create(RankKindSchema)` to create a new message.
  */
 export const RankKindSchema: GenMessage<RankKind> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 22);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 24);
 
 /**
  * @generated from message tb_paddle_profile.v1.RankParallel
@@ -1507,7 +1641,7 @@ export type RankParallel = Message<"tb_paddle_profile.v1.RankParallel"> & {
  * Use `create(RankParallelSchema)` to create a new message.
  */
 export const RankParallelSchema: GenMessage<RankParallel> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 23);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 25);
 
 /**
  * @generated from message tb_paddle_profile.v1.KindAcrossRanks
@@ -1573,7 +1707,7 @@ export type KindAcrossRanks = Message<"tb_paddle_profile.v1.KindAcrossRanks"> & 
  * Use `create(KindAcrossRanksSchema)` to create a new message.
  */
 export const KindAcrossRanksSchema: GenMessage<KindAcrossRanks> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 24);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 26);
 
 /**
  * @generated from message tb_paddle_profile.v1.CollectiveMember
@@ -1619,7 +1753,7 @@ export type CollectiveMember = Message<"tb_paddle_profile.v1.CollectiveMember"> 
  * Use `create(CollectiveMemberSchema)` to create a new message.
  */
 export const CollectiveMemberSchema: GenMessage<CollectiveMember> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 25);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 27);
 
 /**
  * One collective instance across the ranks that took part in it.
@@ -1668,7 +1802,7 @@ export type MatchedCollective = Message<"tb_paddle_profile.v1.MatchedCollective"
  * Use `create(MatchedCollectiveSchema)` to create a new message.
  */
 export const MatchedCollectiveSchema: GenMessage<MatchedCollective> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 26);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 28);
 
 /**
  * @generated from message tb_paddle_profile.v1.MatchingInfo
@@ -1713,7 +1847,7 @@ export type MatchingInfo = Message<"tb_paddle_profile.v1.MatchingInfo"> & {
  * Use `create(MatchingInfoSchema)` to create a new message.
  */
 export const MatchingInfoSchema: GenMessage<MatchingInfo> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 27);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 29);
 
 /**
  * @generated from message tb_paddle_profile.v1.KindCoverage
@@ -1740,7 +1874,7 @@ export type KindCoverage = Message<"tb_paddle_profile.v1.KindCoverage"> & {
  * Use `create(KindCoverageSchema)` to create a new message.
  */
 export const KindCoverageSchema: GenMessage<KindCoverage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 28);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 30);
 
 /**
  * @generated from message tb_paddle_profile.v1.Straggler
@@ -1852,7 +1986,7 @@ export type Straggler = Message<"tb_paddle_profile.v1.Straggler"> & {
  * Use `create(StragglerSchema)` to create a new message.
  */
 export const StragglerSchema: GenMessage<Straggler> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 29);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 31);
 
 /**
  * @generated from message tb_paddle_profile.v1.StragglerVerdict
@@ -1927,7 +2061,7 @@ export type StragglerVerdict = Message<"tb_paddle_profile.v1.StragglerVerdict"> 
  * Use `create(StragglerVerdictSchema)` to create a new message.
  */
 export const StragglerVerdictSchema: GenMessage<StragglerVerdict> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 30);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 32);
 
 /**
  * @generated from message tb_paddle_profile.v1.PipelineStage
@@ -1979,7 +2113,7 @@ export type PipelineStage = Message<"tb_paddle_profile.v1.PipelineStage"> & {
  * Use `create(PipelineStageSchema)` to create a new message.
  */
 export const PipelineStageSchema: GenMessage<PipelineStage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 31);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 33);
 
 /**
  * @generated from message tb_paddle_profile.v1.PipelineView
@@ -2015,7 +2149,7 @@ export type PipelineView = Message<"tb_paddle_profile.v1.PipelineView"> & {
  * Use `create(PipelineViewSchema)` to create a new message.
  */
 export const PipelineViewSchema: GenMessage<PipelineView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 32);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 34);
 
 /**
  * @generated from message tb_paddle_profile.v1.AdviceTrigger
@@ -2057,7 +2191,7 @@ export type AdviceTrigger = Message<"tb_paddle_profile.v1.AdviceTrigger"> & {
  * Use `create(AdviceTriggerSchema)` to create a new message.
  */
 export const AdviceTriggerSchema: GenMessage<AdviceTrigger> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 33);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 35);
 
 /**
  * @generated from message tb_paddle_profile.v1.Advice
@@ -2098,7 +2232,7 @@ export type Advice = Message<"tb_paddle_profile.v1.Advice"> & {
  * Use `create(AdviceSchema)` to create a new message.
  */
 export const AdviceSchema: GenMessage<Advice> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 34);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 36);
 
 /**
  * @generated from enum tb_paddle_profile.v1.LoadState
