@@ -23,6 +23,7 @@ step; the stage-imbalance finding quotes them beside the compute times (findings
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -42,14 +43,12 @@ ASSUMPTION = ("Every data-parallel replica gets the replicas' mean tokens per st
 
 
 def tokens_per_step(digest) -> float:
-    """The mean over the rank's steps of its micro-batches' tokens (0: none recorded)."""
+    """The mean over the rank's steps of its micro-batches' tokens (0: none recorded): Σ tokens ÷ the
+    steps (integer sums, exact in a float: the mean of the per-step sums to the bit)."""
     sq = digest.sequences
     if not len(sq.tokens):
         return 0.0
-    steps = np.asarray(sq.step, dtype=np.int64)
-    tok = np.asarray(sq.tokens, dtype=np.float64)
-    _, inv = np.unique(steps, return_inverse=True)
-    return float(np.bincount(inv.ravel(), weights=tok).mean())
+    return float(sum(sq.tokens)) / len(set(sq.step))
 
 
 def _replicas(ranks: Sequence, topo) -> Dict[int, List[int]]:
@@ -63,10 +62,11 @@ def _replicas(ranks: Sequence, topo) -> Dict[int, List[int]]:
     return out
 
 
-def _scale(ranks: Sequence, topo) -> Optional[np.ndarray]:
-    """Per rank index, mean tokens ÷ its replica's tokens (None: no tokens)."""
-    tok = np.array([tokens_per_step(r.digest) for r in ranks])
-    reps = _replicas(ranks, topo)
+def _scale(ranks: Sequence, topo, tok: Optional[Sequence[float]] = None, reps=None) -> Optional[np.ndarray]:
+    """Per rank index, mean tokens ÷ its replica's tokens (None: no tokens); ``tok``, ``reps``: each
+    rank's tokens_per_step and the replicas, when known."""
+    tok = np.array([tokens_per_step(r.digest) for r in ranks] if tok is None else tok)
+    reps = _replicas(ranks, topo) if reps is None else reps
     per = {k: float(np.mean([tok[i] for i in v])) for k, v in reps.items()}
     have = {k: v for k, v in per.items() if v > 0}
     if len(have) < 2:
@@ -83,6 +83,11 @@ def _replay_saving(graph, scale_of_rank: np.ndarray, base: Optional[float]):
     """(base, new) job step of the replay with each rank's compute scaled (None: no graph)."""
     if graph is None or not graph.n:
         return None
+    if (scale_of_rank == 1.0).all():   # every replica at the mean already: the scaled replay is the traced one
+        if base is None:
+            s, e = graph.replay_many([{}])
+            base = float(graph.job_steps(s, e)[0])
+        return base, base
     scale = np.where(graph.kind == P.COMPUTE, scale_of_rank[graph.rank], 1.0)
     if base is None:
         s, e = graph.replay_many([{}, dict(scale=scale)])
@@ -143,9 +148,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
         per_step = [tok[i] for i in idx if tok[i] > 0]
         counts = []
         for s in sq:
-            if len(s.step):
-                _, c = np.unique(np.asarray(s.step), return_counts=True)
-                counts.extend(c.tolist())
+            counts.extend(c for _, c in sorted(Counter(s.step).items()))   # micro-batches per step, by step
         rep = sb.replicas.add(dp=key if key >= 0 else -1, ranks=[ranks[i].rank for i in idx],
                               tokens_per_step=float(np.mean(per_step)) if per_step else 0.0,
                               tokens_per_micro_batch=float(np.mean(mb_tok)) if mb_tok else 0.0,
@@ -159,7 +162,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
     sb.spread = float(vals.max() / vals.min() - 1) if vals.size > 1 and vals.min() > 0 else 0.0
     sb.cv = float(vals.std() / vals.mean()) if vals.size > 1 and vals.mean() > 0 else 0.0
     src = ", ".join(sources)
-    f = _scale(ranks, topo)
+    f = _scale(ranks, topo, tok, reps)
     if f is None:
         sb.why_not = f"One data-parallel replica only (tokens from {src}): nothing to compare."
         sb.step_ns = sb.balanced_step_ns = int(round(base or median_step))
