@@ -65,9 +65,9 @@ def _replicas(ranks: Sequence, topo) -> Dict[int, List[int]]:
 def _scale(ranks: Sequence, topo, tok: Optional[Sequence[float]] = None, reps=None) -> Optional[np.ndarray]:
     """Per rank index, mean tokens ÷ its replica's tokens (None: no tokens); ``tok``, ``reps``: each
     rank's tokens_per_step and the replicas, when known."""
-    tok = np.array([tokens_per_step(r.digest) for r in ranks] if tok is None else tok)
+    vals = np.array([tokens_per_step(r.digest) for r in ranks] if tok is None else tok)
     reps = _replicas(ranks, topo) if reps is None else reps
-    per = {k: float(np.mean([tok[i] for i in v])) for k, v in reps.items()}
+    per = {k: float(np.mean([vals[i] for i in v])) for k, v in reps.items()}
     have = {k: v for k, v in per.items() if v > 0}
     if len(have) < 2:
         return None
@@ -146,7 +146,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
         sq = [ranks[i].digest.sequences for i in idx]
         mb_tok = [x for s in sq for x in s.tokens]
         per_step = [tok[i] for i in idx if tok[i] > 0]
-        counts = []
+        counts: List[int] = []
         for s in sq:
             counts.extend(c for _, c in sorted(Counter(s.step).items()))   # micro-batches per step, by step
         rep = sb.replicas.add(dp=key if key >= 0 else -1, ranks=[ranks[i].rank for i in idx],
