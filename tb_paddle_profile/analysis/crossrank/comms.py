@@ -153,7 +153,7 @@ def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: _Shaped, tol: flo
         np.minimum.at(lead, block, np.arange(C, dtype=np.int64))
         L = np.repeat(lead[block][:, None], P, axis=1)
         split = split_by_prior(L, _gather(ranks, lu.rows, lu.inst, "cend"), lu.rows, parts, sigma,
-                               _hosts(ranks, lu.rows))
+                               _hosts(ranks, lu.rows), _devices(ranks, lu.rows))
         if split is not L:
             block = np.unique(split[:, 0], return_inverse=True)[1].ravel()
     order = np.lexsort((lu.rows, block))
@@ -439,7 +439,7 @@ def _fallback(ranks, col: Collector, lu: Lineup, tol: float, parts=None, sigma: 
         order, cid = cut_columns(E, tol)
         L = _persist(_leaders(order, cid))
         if parts is not None:
-            L = split_by_prior(L, E, lu.rows, parts, sigma, _hosts(ranks, lu.rows))
+            L = split_by_prior(L, E, lu.rows, parts, sigma, _hosts(ranks, lu.rows), _devices(ranks, lu.rows))
     _emit(col, L, lu)
 
 
@@ -566,7 +566,10 @@ def match_run(ranks: List[RankData], notes: List[str]):
     if n_h > 1 and n > 2:
         # the hosts told apart by the clocks: their offsets refined from the matched groups, as with host names
         coarse, n_nodes = True, n_h
-    if coarse:
+    # under end noise the first clocks (shapes, send/recv windows) can leave a host microseconds off that
+    # the matched groups then tell (a replica linked to the others by rare data-parallel all-reduces
+    # alone): refined once from them, as after a coarse estimate
+    if coarse or (noisy and hosts_known and n_nodes > 1):
         corr, _, _, reached_f, _ = clocks.fine_offsets(ranks, flat, n_nodes, sigma)
         for r in ranks:
             if reached_f[r.host]:
@@ -651,6 +654,10 @@ def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lin
 
 def _hosts(ranks: Sequence[RankData], rows: np.ndarray) -> np.ndarray:
     return np.array([ranks[i].host for i in rows.tolist()], dtype=np.int64)
+
+
+def _devices(ranks: Sequence[RankData], rows: np.ndarray) -> np.ndarray:
+    return np.array([max(ranks[i].device_id, -1) + 1 for i in rows.tolist()], dtype=np.int64)
 
 
 def _noisy(sigma: float) -> bool:

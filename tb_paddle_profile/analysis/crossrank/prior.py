@@ -12,7 +12,8 @@ send/recv links (their components are the pipelines). A rare collective's commun
 those partitions or a join of two or all of them (a replica: the tensor-parallel groups joined by the
 pipelines; a stage: the tensor- and data-parallel groups), and the cut's blocks split by host (a
 tensor-parallel group lives on one host's NVLink; lock-step replicas' groups on different hosts
-agree in their shapes). When none of them fits, one more
+agree in their shapes) and by local GPU (Fleet's layout gives a stage's data-parallel group the same
+GPU of each host, its lock-step tensor-parallel partners' groups the neighbouring ones). When none of them fits, one more
 candidate comes from the ends themselves: the members of one instance agree within the noise at every position, while two lock-step
 instances that a cut joined drift apart at some (channels linked when the sum over positions of their
 squared end difference over 2 sigma^2 is below the chi-square quantile; the links' components, within
@@ -173,7 +174,8 @@ def consistent_partition(E: np.ndarray, J: np.ndarray, sigma: float) -> Optional
 
 
 def split_by_prior(L: np.ndarray, E: np.ndarray, rows: np.ndarray, parts: List[np.ndarray],
-                   sigma: float, host: Optional[np.ndarray] = None) -> np.ndarray:
+                   sigma: float, host: Optional[np.ndarray] = None,
+                   device: Optional[np.ndarray] = None) -> np.ndarray:
     """L (a time cut's clusters per position) split along the coarsest candidate communicator that
     refines its blocks and whose instances are within the end noise (module docstring)."""
     if L.shape[0] < 3:
@@ -185,6 +187,8 @@ def split_by_prior(L: np.ndarray, E: np.ndarray, rows: np.ndarray, parts: List[n
     chans = [_canon(lab[rows]) for lab in candidates(parts)]
     if host is not None:
         chans.append(_canon(J * (int(host.max()) + 1) + host))   # the cut's blocks, one host each
+    if device is not None and device.max() > 0:
+        chans.append(_canon(J * (int(device.max()) + 1) + device))   # the cut's blocks, one local GPU each
     chosen = _best(L, E, J, chans, limit)
     if chosen is None:
         # nothing the run shows fits: the channels that agree within the noise at every position
