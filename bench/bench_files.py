@@ -15,7 +15,8 @@ to each size in turn; each size measured in a fresh child process (so that its R
   dispatcher's bookkeeping, run until every file is READY;
 * **status**, **runs**: one request through the routes (werkzeug's test client, JSON): the first, the same
   again with nothing changed, and after one file's state changed (a new loader version), ms per request;
-  with its body size;
+  with its body size; and ``runs`` after one run's state changed (that run's version moved: its part of
+  the list made again), as JSON, protobuf and gzipped protobuf (what the frontend asks for);
 * **memory**: bytes held per file by the scan's snapshot and by the loader's entries (tracemalloc), and
   the child's RSS after the scan, after track and after loading, per file.
 
@@ -98,9 +99,9 @@ def one_outcome(work: Path):
     return out
 
 
-def request_ms(client, url: str) -> tuple:
+def request_ms(client, url: str, headers=None) -> tuple:
     t = time.perf_counter()
-    r = client.get(url)
+    r = client.get(url, headers=headers or {})
     took = (time.perf_counter() - t) * 1e3
     if r.status_code != 200:
         raise SystemExit(f"{url}: {r.status_code} {r.get_data()[:200]!r}")
@@ -197,6 +198,21 @@ def measure(root: Path, n: int, requests: int) -> dict:
                 L._touch()
             times.append(request_ms(client, url)[0])
         out[f"{name}_changed_ms"] = min(times)
+
+    # after one file of one run changed state (that run's version moved): JSON, protobuf, protobuf gzipped
+    # (what the frontend asks for); the run list's part of that run is made again, the others kept
+    run = next(iter(d.snapshot().runs))
+    for case, url, headers in (("json", "/?format=json", {}), ("pb", "/", {}),
+                               ("gz", "/", {"Accept-Encoding": "gzip"})):
+        request_ms(runs, url)  # the answer of this format made once before: parts kept
+        times = []
+        for _ in range(requests):
+            with L._cond:
+                L._tally.runs[run] += 1
+                L._touch()
+            took, size = request_ms(runs, url, headers)
+            times.append(took)
+        out[f"runs_run_{case}_ms"], out[f"runs_run_{case}_bytes"] = min(times), size
     L.close()
     return out
 
@@ -246,6 +262,12 @@ def main(argv=None) -> int:
               f"| {r['entries_bytes'] / r['files']:.0f} "
               f"| {r['rss_start_mb']:.0f} / {r['rss_scanned_mb']:.0f} / {r['rss_tracked_mb']:.0f} / "
               f"{r['rss_loaded_mb']:.0f} | {(r['rss_loaded_mb'] - r['rss_start_mb']) * 1e3 / r['files']:.2f} |")
+    print()
+    print("| files | runs after one run's state changed: JSON ms (MB) | protobuf ms (MB) | protobuf gzip ms (MB) |")
+    print("|---:|---|---|---|")
+    for r in rows:
+        print(f"| {r['files']:,} | " + " | ".join(
+            f"{r[f'runs_run_{c}_ms']:.1f} ({r[f'runs_run_{c}_bytes'] / 1e6:.2f})" for c in ("json", "pb", "gz")) + " |")
     for r in rows:
         if r["ready"] != r["files"] or r["submitted"] != r["files"]:
             print(f"note: {r['files']} files: {r['ready']} READY, {r['submitted']} jobs submitted")

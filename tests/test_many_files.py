@@ -248,6 +248,98 @@ def test_run_list_made_again_only_for_the_run_that_changed(env):
     assert data == _whole(env)
 
 
+class _Compressed:
+    """Counts the bytes zlib is given to compress (gzip.compress and zlib.compressobj go through it)."""
+
+    def __init__(self, monkeypatch):
+        import zlib
+
+        self.bytes = 0
+        real_compress, real_obj = zlib.compress, zlib.compressobj
+        counter = self
+
+        class Obj:
+            def __init__(self, *args, **kwargs):
+                self._c = real_obj(*args, **kwargs)
+
+            def compress(self, data):
+                counter.bytes += len(data)
+                return self._c.compress(data)
+
+            def flush(self, *args):
+                return self._c.flush(*args)
+
+        def compress(data, *args, **kwargs):
+            counter.bytes += len(data)
+            return real_compress(data, *args, **kwargs)
+
+        monkeypatch.setattr(zlib, "compress", compress)
+        monkeypatch.setattr(zlib, "compressobj", Obj)
+
+
+class _JsonEntries:
+    """Counts the run entries the JSON encoder is given (a whole list's, or one entry at a time)."""
+
+    def __init__(self, monkeypatch):
+        from tb_paddle_profile.core import protojson
+
+        self.entries = 0
+        real, counter = protojson._encoder, self
+
+        class Encoder:
+            def encode(self, value):
+                if isinstance(value, dict):
+                    counter.entries += len(value["runs"]) if "runs" in value else int("workers" in value)
+                return real.encode(value)
+
+        monkeypatch.setattr(protojson, "_encoder", Encoder())
+
+
+def test_run_list_after_a_state_change_encodes_and_compresses_only_that_run(env, monkeypatch):
+    """After one file's state changed, the JSON and gzip answers of the run list cost that run's part: the
+    other runs' JSON entries and compressed pieces are kept (they were made again whole: O(bytes) of the
+    list, 25 MB at 100,000 files, at every state change). Every answer is the whole list's bytes."""
+    import gzip
+
+    pb, js = env["runs"], env["runs"]
+    gz = {"Accept-Encoding": "gzip"}
+
+    def answers():
+        out = {}
+        for fmt in ("pb", "json"):
+            q = {"format": fmt}
+            plain = pb.get("/", query_string=q)
+            zipped = js.get("/", query_string=q, headers=gz)
+            assert plain.status_code == zipped.status_code == 200
+            assert "Content-Encoding" not in plain.headers and zipped.headers["Content-Encoding"] == "gzip"
+            assert int(zipped.headers["Content-Length"]) == len(zipped.get_data())
+            assert gzip.decompress(zipped.get_data()) == plain.get_data() == _whole(env, fmt)
+            out[fmt] = plain.get_data()
+        return out
+
+    answers()
+    listed = env["routes"]._run_list(env["discovery"].snapshot())
+    assert listed.runs[0].run == "a"
+    a_pb = len(plugin_pb2.RunList(runs=[listed.runs[0]]).SerializeToString())
+    a_json = len(routes_mod._encode(listed.runs[0], "json"))
+    env["finish"]("b", 1)
+    whole = {fmt: len(_whole(env, fmt)) for fmt in ("pb", "json")}
+    compressed, entries = _Compressed(monkeypatch), _JsonEntries(monkeypatch)
+    got = {}
+    for fmt in ("pb", "json"):
+        before = compressed.bytes
+        r = js.get("/", query_string={"format": fmt}, headers=gz)
+        got[fmt] = gzip.decompress(r.get_data())
+        # the head, run b's part and the tail; not run a's part, not the whole list
+        assert compressed.bytes - before == whole[fmt] - (a_pb if fmt == "pb" else a_json + 1), fmt
+    assert entries.entries == 1  # run b's JSON entry, once: the gzip and plain answers share it
+    r = pb.get("/", query_string={"format": "json"})
+    assert entries.entries == 1 and r.get_data() == got["json"]
+    monkeypatch.undo()
+    assert got == {fmt: _whole(env, fmt) for fmt in ("pb", "json")}
+    assert answers() == got
+
+
 def test_loader_counts_follow_every_state(env):
     """Loader.counts is kept as states are set; it equals a count over the entries at every step."""
     L = env["loader"]

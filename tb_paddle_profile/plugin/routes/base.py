@@ -8,7 +8,7 @@ import gzip
 import logging
 import threading
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from werkzeug.wrappers import Request, Response
 
@@ -50,7 +50,7 @@ class RoutesBase:
         # gzipped), the key naming the scan and the loader's version it was made from (a new state is a
         # new answer; the older one is of no further use). And each run's part of the run list.
         self._latest: Dict[tuple, tuple] = {}
-        self._run_parts: Dict[str, tuple] = {}  # run -> (key, serialized RunList holding that run alone)
+        self._run_parts: Dict[str, Any] = {}  # run -> runs._RunPart: (key, that run alone as a RunList, ...)
         self._prints: Optional[Tuple[int, Dict[str, int]]] = None  # (scan generation, run -> hash of its files)
         self._etags: Dict[tuple, str] = {}
         self._ranks = SizedLRU(32 << 20)

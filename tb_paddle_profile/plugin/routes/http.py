@@ -9,7 +9,7 @@ import gzip
 import logging
 import re
 import zlib
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from werkzeug.wrappers import Request, Response
@@ -67,6 +67,18 @@ def respond(request: Request, body: bytes, content_type: str, status: int = 200,
             headers.append(("Content-Encoding", "gzip"))
     headers.append(("Content-Length", str(len(body))))
     return Response(body, status=status, headers=headers, content_type=content_type)
+
+
+def respond_pieces(request: Request, pieces: Sequence[bytes], content_type: str, gzipped: bool = False) -> Response:
+    """A response whose body is ``pieces`` sent one after another, never joined (the run list: one piece
+    per run, shared by the answers); ``gzipped``: they are one gzip member already (gzparts)."""
+    headers = [("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-cache, must-revalidate")]
+    if _compressible(content_type):
+        headers.append(("Vary", "Accept-Encoding"))
+    if gzipped:
+        headers.append(("Content-Encoding", "gzip"))
+    headers.append(("Content-Length", str(sum(map(len, pieces)))))
+    return Response(list(pieces), headers=headers, content_type=content_type)
 
 
 def _etag_matches(if_none_match: str, etag: str) -> bool:

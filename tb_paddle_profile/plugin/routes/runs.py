@@ -9,7 +9,7 @@ import json
 import mimetypes
 import os
 from pathlib import Path
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from werkzeug.wrappers import Request, Response
 
@@ -19,7 +19,9 @@ from tb_paddle_profile.v1 import plugin_pb2
 
 from .analyses import AnalysisBase
 from .base import PLUGIN_NAME
-from .http import _CTYPES, JSON, HttpError, _encode, _etag_matches, _format, _handler, _param, _shown, respond
+from .gzparts import Deflated, gzip_pieces
+from .http import (_CTYPES, _GZIP_MIN, JSON, HttpError, _accepts_gzip, _encode, _etag_matches, _format, _handler,
+                   _param, _shown, respond, respond_pieces)
 
 _TYPES = {
     ".js": "text/javascript; charset=utf-8",
@@ -43,31 +45,95 @@ export async function render() {
 """
 
 
+_JSON_RUNS = b'"runs":[]'  # where the run entries go in the run list's JSON
+
+
+class _RunPart:
+    """One run's part of the run list: its serialized RunList holding that run alone, and made from it
+    when first asked for, its JSON run entry and the gzip pieces of either (gzparts)."""
+
+    __slots__ = ("key", "pb", "_json", "_gz")
+
+    def __init__(self, key: tuple, pb: bytes):
+        self.key, self.pb = key, pb
+        self._json: Optional[bytes] = None
+        self._gz: Dict[str, Deflated] = {}
+
+    def body(self, fmt: str) -> bytes:
+        if fmt == "pb":
+            return self.pb
+        if self._json is None:
+            self._json = _encode(plugin_pb2.RunList.FromString(self.pb).runs[0], fmt)
+        return self._json
+
+    def deflated(self, fmt: str) -> Deflated:
+        got = self._gz.get(fmt)
+        if got is None:
+            got = self._gz[fmt] = Deflated(self.body(fmt))
+        return got
+
+
+_COMMA = Deflated(b",")
+
+
 class RunsRoutes(AnalysisBase):
     """runs, status, asset."""
 
     @_handler
     def runs(self, request: Request) -> Response:
+        """The run list, as pieces: one per run, each made (and JSON-encoded, gzip-compressed) once per
+        version of its run and shared by the answers until it changes; a state change costs its run's
+        piece, then a join of the others by reference, not the bytes of the whole list."""
         fmt = _format(request)
         if _param(request, "refresh", required=False) and self.discovery is not None:
             self.discovery.request_scan()
         snapshot = self._snapshot()
         version = self.loader.version if self.loader is not None else 0
-
-        def build():
-            data = self._run_list_bytes(snapshot)
-            return data if fmt == "pb" else _encode(plugin_pb2.RunList.FromString(data), fmt)
-
+        gz = _accepts_gzip(request)
         # the labels come from the runs' last analyses: a new analysis is a new run list
-        labels_from = tuple(sorted(self._last_analysis.items()))
-        return self._send_latest(request, ("runs", fmt), (snapshot.generation, version, labels_from), _CTYPES[fmt],
-                                 build)
+        key = (snapshot.generation, version, tuple(sorted(self._last_analysis.items())))
+        slot = ("runs", fmt, gz)
+        with self._lock:
+            hit = self._latest.get(slot)
+        if hit is None or hit[0] != key:
+            hit = (key, *self._run_list_pieces(snapshot, fmt, gz))
+            with self._lock:
+                self._latest[slot] = hit
+        return respond_pieces(request, hit[1], _CTYPES[fmt], gzipped=hit[2])
 
-    def _run_list_bytes(self, snapshot: Snapshot) -> bytes:
-        """The serialized RunList of ``snapshot``, each run's part made again only when a state shown for
-        one of its files changed (Loader.run_version), a new scan or a new analysis of the run: a file
-        that changes state costs its run's files, not every file of the logdir. The bytes are those of
-        ``_run_list(snapshot).SerializeToString()`` (protobuf: repeated fields concatenate)."""
+    def _run_list_pieces(self, snapshot: Snapshot, fmt: str, gz: bool) -> Tuple[List[bytes], bool]:
+        """(the answer as byte strings to send in order, whether they are gzip-compressed): the bytes of
+        ``_encode(_run_list(snapshot), fmt)`` (protobuf: repeated fields concatenate; JSON: the run
+        entries between the list's head and tail, comma-separated), compressed when ``gz`` and worth it."""
+        parts = self._run_parts_of(snapshot)
+        if fmt == "pb":
+            head = plugin_pb2.RunList(logdir=snapshot.logdir).SerializeToString()
+            tail = plugin_pb2.RunList(scanned_at=snapshot.scanned_at).SerializeToString()
+        else:
+            whole = _encode(plugin_pb2.RunList(logdir=snapshot.logdir, scanned_at=snapshot.scanned_at), fmt)
+            at = whole.index(_JSON_RUNS) + len(_JSON_RUNS) - 1  # the logdir's quotes are escaped: never it
+            head, tail = whole[:at], whole[at:]
+        sep = b"," if fmt == "json" else b""
+        raw = [head]
+        for i, part in enumerate(parts):
+            if sep and i:
+                raw.append(sep)
+            raw.append(part.body(fmt))
+        raw.append(tail)
+        if not gz or sum(map(len, raw)) < _GZIP_MIN:
+            return raw, False
+        pieces = [Deflated(head)]
+        for i, part in enumerate(parts):
+            if sep and i:
+                pieces.append(_COMMA)
+            pieces.append(part.deflated(fmt))
+        pieces.append(Deflated(tail))
+        return gzip_pieces(pieces), True
+
+    def _run_parts_of(self, snapshot: Snapshot) -> List["_RunPart"]:
+        """Each run's part of the run list, made again only when a state shown for one of its files
+        changed (Loader.run_version), a new scan listed its files otherwise, or a new analysis of the run
+        came: a file that changes state costs its run's files, not every file of the logdir."""
         parts, kept = [], {}
         prints = self._run_prints(snapshot)
         for run, workers in snapshot.runs.items():
@@ -75,17 +141,15 @@ class RunsRoutes(AnalysisBase):
                    self._last_analysis.get(run))
             with self._lock:
                 got = self._run_parts.get(run)
-            if got is None or got[0] != key:
+            if got is None or got.key != key:
                 part = plugin_pb2.RunList()
                 self._run_entry(part.runs.add(run=run), run, workers)
-                got = (key, part.SerializeToString())
+                got = _RunPart(key, part.SerializeToString())
             kept[run] = got
-            parts.append(got[1])
+            parts.append(got)
         with self._lock:
             self._run_parts = kept
-        head = plugin_pb2.RunList(logdir=snapshot.logdir).SerializeToString()
-        tail = plugin_pb2.RunList(scanned_at=snapshot.scanned_at).SerializeToString()
-        return head + b"".join(parts) + tail
+        return parts
 
     def _run_prints(self, snapshot: Snapshot) -> Dict[str, int]:
         """run -> a hash of its files as the scan lists them (every field of each TraceFile), computed once
