@@ -204,6 +204,98 @@ def test_the_cache_folder_is_bounded_least_recently_used_first(tmp_path, monkeyp
     assert trim_mod.cache_limit_bytes() == trim_mod.DEFAULT_CACHE_MAX_MB << 20
 
 
+def test_the_trim_walks_a_bounded_slice_per_tick_and_still_bounds_the_folder(tmp_path, monkeypatch):
+    """Issue 29: every tick walked every entry of the folder (seconds at 400,000 entries). Now the first
+    tick walks the whole folder, the next ones SLICE_ENTRIES entries each (whole subfolders), the process
+    counting what it writes; what another process wrote is found within a round of the folder, and past
+    the bound the whole folder is trimmed to 90 % as before (the entry just written kept); .tmp-*.part
+    files a kill left behind still go."""
+    import time
+
+    from tb_paddle_profile.store import trim as trim_mod
+
+    monkeypatch.setattr(trim_mod, "TRIM_INTERVAL_S", 0.0)
+    monkeypatch.setattr(trim_mod, "SLICE_ENTRIES", 40, raising=False)
+    root = tmp_path / "c"
+    subs = [root / "digest-v1" / f"{i:02x}" for i in range(16)]
+    for sub in subs:
+        sub.mkdir(parents=True)
+    counter = {"n": 0}
+
+    def entry(i: int, size: int = 1000, old: bool = False) -> Path:
+        path = subs[i % 16] / f"{i:06d}.dg"
+        path.write_bytes(b"\x00" * size)
+        if old:
+            os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+        return path
+
+    for i in range(400):
+        entry(i)
+    real = os.scandir
+
+    def counted(path="."):
+        it = real(path)
+        inside = str(path).startswith(str(root / "digest-v1") + os.sep)
+
+        class Counting:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                it.close()
+
+            def __iter__(self):
+                for e in it:
+                    counter["n"] += inside
+                    yield e
+        return Counting()
+
+    monkeypatch.setattr(os, "scandir", counted)
+    folder = lambda: sum(p.stat().st_size for p in root.rglob("*.dg"))  # noqa: E731
+    trimmer = trim_mod.Trimmer(root, limit=1_000_000)
+
+    def tick(path: Path) -> int:
+        counter["n"] = 0
+        trimmer.after_write(path)
+        return counter["n"]
+
+    assert tick(entry(400)) == 401  # the first tick: the whole folder
+    seen = [tick(entry(i)) for i in range(401, 411)]
+    assert all(0 < n <= 40 + 26 for n in seen), seen  # a slice: 40 entries and the rest of a subfolder
+    assert folder() == 411_000
+
+    # another process writes 700 entries (older than ours): the folder passes its bound unseen by this
+    # process's own count; within a round of slices it is found and trimmed, each tick still a slice
+    for i in range(1000, 1700):
+        entry(i, old=True)
+    for i in range(411, 480):
+        n = tick(entry(i))
+        if folder() <= 900_000:
+            break
+        assert n <= 40 + 70, n
+    else:
+        raise AssertionError("the folder was never trimmed")
+    assert 850_000 <= folder() <= 900_000
+    assert all((subs[j % 16] / f"{j:06d}.dg").exists() for j in range(400, i + 1))  # the older ones went first
+
+    # this process's own writes past the bound: the next tick trims, keeping the entry just written
+    big = entry(5000, size=300_000)
+    counter["n"] = 0
+    trimmer.after_write(big)
+    assert big.exists() and folder() <= 900_000
+
+    # a part a kill left behind, in a subfolder: removed by a slice within a round
+    part = subs[3] / ".tmp-killed.part"
+    part.write_bytes(b"x" * 10)
+    then = time.time() - trim_mod.STALE_PART_S - 60
+    os.utime(part, (then, then))
+    for i in range(6000, 6040):
+        assert tick(entry(i, size=10)) <= 40 + 70
+        if not part.exists():
+            break
+    assert not part.exists()
+
+
 def test_a_bounded_cache_still_serves_every_file(logdir, tmp_path, monkeypatch):
     """A bound smaller than one summary: entries are dropped as soon as others are written, and every
     file is still served (from memory, or parsed again after a restart), equal to the engine's."""

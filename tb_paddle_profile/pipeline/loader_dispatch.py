@@ -20,7 +20,7 @@ from tb_paddle_profile.core.pool import (
     WorkerStartError,
     describe_exit,
 )
-from tb_paddle_profile.store.cache import CachedResult
+from tb_paddle_profile.store.cache import DIGEST_FOLDER, CachedResult
 from tb_paddle_profile.pipeline.jobs import JobSpec, run_job, run_jobs
 from tb_paddle_profile.pipeline.loader_plan import WORKER_BASE_MEMORY
 from tb_paddle_profile.pipeline.loader_queue import _Queue
@@ -272,7 +272,10 @@ class _Dispatch(_Queue):
             stored = res.get("stored", False)
             if stored:
                 # not on this thread; the job stored it in the cache's folder, so the cache has one
-                self.cache.trimmer.after_write(cast(Path, self.cache._path(key)), background=True)
+                # (its digest and timeline index too, where it wrote them: the folder's size counts them)
+                also = [p for p in (self.cache._blob_path(DIGEST_FOLDER, key.digest(), ".dg"),
+                                    self.cache.index_path(key)) if p is not None]
+                self.cache.trimmer.after_write(cast(Path, self.cache._path(key)), background=True, also=also)
             else:  # the job could not store it (a cache that is not a local folder, or not writable)
                 if result.ok and res.get("digest"):
                     self.cache.put_digest(key, res["digest"])
