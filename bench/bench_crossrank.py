@@ -24,9 +24,12 @@ from tb_paddle_profile.analysis.digest import digest_of  # noqa: E402
 from tb_paddle_profile.v1 import summary_pb2 as pb  # noqa: E402
 
 
-def digests_for(n: int, work: str, jobs: int):
-    out = os.path.join(work, f"run{n}")
-    cache = os.path.join(work, f"digests{n}.pb")
+def digests_for(n: int, work: str, jobs: int, record_shapes: bool = False):
+    """The digests of the run of n ranks (record_shapes: the forward operators' input shapes written,
+    the issue-30 analyses given work; kept apart from the run without)."""
+    tag = "-shapes" if record_shapes else ""
+    out = os.path.join(work, f"run{n}{tag}")
+    cache = os.path.join(work, f"digests{n}{tag}.pb")
     if os.path.exists(cache):
         data = open(cache, "rb").read()
         ds, pos = [], 0
@@ -39,7 +42,7 @@ def digests_for(n: int, work: str, jobs: int):
     from tbp_synth import SynthConfig, generate
     mp, pp = (2, 4) if n >= 8 else (1, 1)
     cfg = SynthConfig(dp=max(1, n // (mp * pp)), mp=mp, pp=pp, layers=4, micro_batches=4, steps=3,
-                      names="default", clock_skew_us=3000, gpus_per_node=8)
+                      names="default", clock_skew_us=3000, gpus_per_node=8, record_shapes=record_shapes)
     t0 = time.perf_counter()
     res = generate(cfg, out, jobs=jobs)
     t1 = time.perf_counter()
