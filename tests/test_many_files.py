@@ -396,3 +396,29 @@ def test_first_scan_holds_a_batch_of_heads_not_every_file(tmp_path, monkeypatch)
     assert peak < n * discovery_mod.HEAD_BYTES, peak
     batches.clear()
     assert d.scan().files == snap.files and not batches  # known files: no head read again
+
+
+def test_run_list_reads_the_runs_versions_in_one_take_and_a_file_key_is_made_once(env, monkeypatch):
+    """A 100,000-file soak with 50 clients (issue 29) found the run list taking the loader's lock once per
+    run (Loader.run_version, ahead of the dispatcher waiting for it) and TraceFile.key making a new
+    CacheKey at each of its many uses per file and request. Now one take for every run's version, and
+    each TraceFile's key is made once (the same object after)."""
+    L, d = env["loader"], env["discovery"]
+    takes = collections.Counter()
+    for name in ("run_version", "run_versions"):
+        real = getattr(L, name)
+
+        def counted(*args, _real=real, _name=name):
+            takes[_name] += 1
+            return _real(*args)
+
+        monkeypatch.setattr(L, name, counted)
+    env["finish"]("a", 2)
+    data = _run_list(env)
+    assert takes == {"run_versions": 1}, takes
+    assert plugin_pb2.RunList.FromString(data) == env["routes"]._run_list(d.snapshot())
+    versions = L.run_versions()
+    assert all(versions(run) == L.run_version(run) for run in ("a", "b", "not a run"))
+
+    trace = d.snapshot().runs["a"]["rank0"]["0"]
+    assert trace.key is trace.key and trace.key == loader_mod.CacheKey(trace.source, trace.size, trace.version)

@@ -50,7 +50,7 @@ import os
 import tempfile
 import threading
 import time
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from tb_paddle_profile.store.cache import CacheKey, CachedResult, SummaryCache
 from tb_paddle_profile.store.cache_store import new_owner
@@ -282,6 +282,12 @@ class Loader(_Dispatch):
         or the reason no worker can start, which every queued file shows)."""
         with self._cond:
             return self._tally.runs.get(run, 0), self._pool_error
+
+    def run_versions(self) -> Callable[[str], tuple]:
+        """run_version of every run from one take of the lock (the run list asks for each of its runs)."""
+        with self._cond:
+            runs, error = dict(self._tally.runs), self._pool_error
+        return lambda run: (runs.get(run, 0), error)
 
     def prioritize(self, files: Iterable[TraceFile], run: Optional[str] = None) -> None:
         """Load these files next, then the rest of ``run``."""

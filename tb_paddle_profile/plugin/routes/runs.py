@@ -136,9 +136,9 @@ class RunsRoutes(AnalysisBase):
         came: a file that changes state costs its run's files, not every file of the logdir."""
         parts, kept = [], {}
         prints = self._run_prints(snapshot)
+        version = self.loader.run_versions() if self.loader is not None else (lambda run: 0)
         for run, workers in snapshot.runs.items():
-            key = (prints[run], self.loader.run_version(run) if self.loader is not None else 0,
-                   self._last_analysis.get(run))
+            key = (prints[run], version(run), self._last_analysis.get(run))
             with self._lock:
                 got = self._run_parts.get(run)
             if got is None or got.key != key:
