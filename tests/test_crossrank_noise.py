@@ -51,6 +51,16 @@ RUNS = {
     # its stages' data-parallel all-reduces, whose lock-step groups the first clocks leave 15 us off
     "realistic-dp4pp4mp4-gpu10-3us": (SynthConfig.realistic(dp=4, pp=4, mp=4, steps=4, layers=4, micro_batches=4,
                                                             slow_rank=60, slow_factor=1.10), True, 3.0),
+    # DP2 x PP8, one GPU 15 % slower on the last stage (22.9 ms a step): 16 of 4,352 send/recv are left
+    # unmatched, which made the verdict uncertain
+    "realistic-dp2pp8-gpu15-last-2us": (SynthConfig.realistic(dp=2, pp=8, mp=1, steps=4, layers=8, micro_batches=8,
+                                                              slow_rank=15, slow_factor=1.15), True, 2.0),
+    # DP8 x PP2 x MP8 on 16 hosts (a tensor-parallel group a host), one GPU 15 % slower: a pipeline's two
+    # hosts were tied to the others by blocks of two stages' groups alone, one host 2.36 ms off (two
+    # crossing edges agreed against the tree's one; no send/recv pair within the first window)
+    "realistic-dp8pp2mp8-16hosts-gpu15-2us": (SynthConfig.realistic(dp=8, pp=2, mp=8, steps=4, layers=4,
+                                                                    micro_batches=4, slow_rank=77, slow_factor=1.15),
+                                              True, 2.0),
 }
 # Clocks below the goal, measured (none now: DP4 x PP4 x MP4 at 3 us was up to 2.9 us off, each host
 # pair's offset a median of end differences of sigma 4.6 us; 1.6 us since a host pair under noise needs
@@ -140,6 +150,11 @@ def test_the_planted_straggler_is_named_under_end_noise(noisy):
         pytest.skip("a healthy control")
     tx = _truth_of(t, rp)
     assert sorted(tx[s.rank]["rank"] for s in rp.straggler.stragglers) == sorted(p["rank"] for p in t.planted), key
+    if not any(p["absorbed"] for p in t.planted):
+        # a costly one is named for certain, at its cost (within 10 % of the generator's saving at its peers' speed)
+        assert rp.straggler.found and not rp.straggler.uncertain, (key, rp.straggler.summary)
+        want = max(p["saving_at_peer_speed_ns_per_step"] for p in t.planted)
+        assert abs(rp.straggler.stragglers[0].job_cost_ns - want) <= 0.1 * want, (key, want)
 
 
 @pytest.mark.slow

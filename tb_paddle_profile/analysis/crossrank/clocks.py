@@ -136,6 +136,7 @@ ROBUST_MAX_ROUNDS = 16
 SETTLE_MAJORITY = 2.0 / 3.0
 SETTLE_SPREAD_FACTOR = 4.0
 SETTLE_MIN_NS = 10_000
+SETTLE_MAX_SPREAD_RATIO = 10.0
 
 
 def _tree(n_hosts: int, edges: Edges):
@@ -178,7 +179,8 @@ def _outvoted(off: List[int], parent: List[int], order: List[int],
     residual; the median move (weighted by samples: a wrong pair can be as constant as a right one)
     outvotes the tree edge when it is beyond the tolerance (SETTLE_SPREAD_FACTOR × the crossing edges'
     median spread, at least SETTLE_MIN_NS), at least three edges cross, and at least SETTLE_MAJORITY of
-    their samples ask for it. One wrong edge in the tree (a block that joined two stages' groups: ends
+    their samples, or of the edges themselves (distinct host pairs that agree), ask for it; a crossing
+    edge whose spread is over SETTLE_MAX_SPREAD_RATIO x their median votes not. One wrong edge in the tree (a block that joined two stages' groups: ends
     a stage apart) puts its side a stage off; the other pairs between the two sides outvote it."""
     n = len(off)
     keys = list(edges)
@@ -201,6 +203,10 @@ def _outvoted(off: List[int], parent: List[int], order: List[int],
             inside[x] = True
             stack.extend(child[x])
         cross = np.flatnonzero(inside[ea] != inside[eb])
+        if cross.size >= 3:
+            # an edge whose spread is many times its neighbours' (a block of two stages' groups at once)
+            # says nothing of the cut
+            cross = cross[es[cross] <= SETTLE_MAX_SPREAD_RATIO * max(float(np.median(es[cross])), 1.0)]
         if cross.size < 3:
             continue
         move = np.where(inside[ea[cross]], resid[cross], -resid[cross])
@@ -211,7 +217,9 @@ def _outvoted(off: List[int], parent: List[int], order: List[int],
         tol = max(SETTLE_MIN_NS, SETTLE_SPREAD_FACTOR * float(np.median(es[cross])))
         if abs(shift) <= tol:
             continue
-        share = float(w[np.abs(move - shift) <= tol].sum() / cw[-1])
+        near = np.abs(move - shift) <= tol
+        share = float(w[near].sum() / cw[-1])
+        share = max(share, float(near.mean()))   # or by edges: distinct host pairs that agree
         if share >= best_share:
             p = parent[c]
             tree_edge = (c, p) if (c, p) in edges else (p, c)

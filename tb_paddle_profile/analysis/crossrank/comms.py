@@ -420,6 +420,7 @@ P2P_CLOCK_MIN_VOTES = 8
 P2P_CLOCK_MODE_SHARE = 0.5
 P2P_CLOCK_WINDOW_FACTOR = 4.0   # the window: this x the first join's largest spread, at least the next
 P2P_CLOCK_MIN_WINDOW_NS = 50_000
+P2P_CLOCK_WIDE_WINDOW_NS = 10_000_000   # hosts' clocks within +-5 ms of the first join's
 
 
 def _host_side(pool, lu: Lineup) -> bool:
@@ -517,6 +518,17 @@ def match_run(ranks: List[RankData], notes: List[str]):
                 edges.pop((k2[1], k2[0]), None)
             edges.update(p2p)
             off, spread, samples, reached = join(n_nodes, edges, robust=True)
+        # a host no send/recv pair reached within that window (its first offset more than the window
+        # off: a wrong block's edge the outvote could not settle) takes its pairs' edges from a wide one
+        linked = {h for k2 in p2p for h in k2}
+        if len(linked) < n_nodes:
+            wide_p2p = _p2p_host_edges(ranks, node_of, off, P2P_CLOCK_WIDE_WINDOW_NS, sigma)
+            fresh = {k2: e2 for k2, e2 in wide_p2p.items() if k2[0] not in linked or k2[1] not in linked}
+            if fresh:
+                for k2 in fresh:
+                    edges.pop((k2[1], k2[0]), None)
+                edges.update(fresh)
+                off, spread, samples, reached = join(n_nodes, edges, robust=True)
     # (two ranks: a line-up of two channels is one group at every position, whatever its times, so
     # matched groups tell nothing of the clocks)
     if not hosts_known and n > 2 and not all(reached):

@@ -176,10 +176,13 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
 
     costs = rank_costs(ranks, topo, flat, figs, peer_vals, median_step, msgs, graph=graph)
     if costs.error:
-        v.uncertain = True
+        p2p_left, other_left, total = graph().unmatched()
+        share = (p2p_left + other_left) / max(total, 1)
+        if share > T.REPLAY_UNMATCHED_MAX_SHARE:
+            v.uncertain = True
         found.append(_finding(out, "replay_unmatched", "evidence", costs.error,
-                              triggers=[dict(metric="collective instances the replay could not join",
-                                             value=sum(graph().unmatched()[:2]), threshold=0, unit="instances",
+                              triggers=[dict(metric="share of the collective instances the replay could not join",
+                                             value=share, threshold=T.REPLAY_UNMATCHED_MAX_SHARE, unit="fraction",
                                              rank=-1)]))
     seq = sequences.fill(out, ranks, topo, figs, median_step, graph,
                          costs.base_step if costs.method == "replay" else None)

@@ -45,6 +45,10 @@ STRAGGLER_MIN_COST_FRACTION = 0.005
 ABSORBED_SHARE = 0.5
 # The verdict is uncertain when a rank's matched coverage is below this.
 MIN_COVERAGE = 0.9
+# The replay keeps collective nodes no matched group joins at their traced times: the verdict is uncertain
+# when more than this share of the collective nodes are such (fewer are named in a finding, and the
+# costs stand: a few send/recv left over under end noise do not change a replay of thousands).
+REPLAY_UNMATCHED_MAX_SHARE = 0.01
 
 # ---- structure
 STAGE_IMBALANCE_FRACTION = 0.10
