@@ -302,6 +302,25 @@ def test_balanced_sequences_have_no_finding(even):
     assert not [f for f in rp.findings if f.rule == "sequence_imbalance"]
 
 
+def test_balanced_sequences_are_not_replayed(even, monkeypatch):
+    """Every replica at the mean tokens: nothing to replay (the cost is nil by construction), so the
+    sequences ask for no replay and no graph of their own (issue 30: the cross-rank analysis no slower)."""
+    from tb_paddle_profile.analysis.crossrank import sequences
+    _, _, _, summaries = even
+    asked = []
+    real = sequences._replay_saving
+
+    def counting(*a, **kw):
+        asked.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(sequences, "_replay_saving", counting)
+    rp = analyze_run(list(summaries.values()))
+    sb = rp.sequences
+    assert sb.method == "balanced" and sb.cost_ns == 0 and sb.step_ns == sb.balanced_step_ns > 0
+    assert not asked
+
+
 def test_stage_flops_mfu_per_stage_and_the_stage_imbalance_in_flops(uneven):
     _, truth, _, summaries = uneven
     st = _shape_truth(truth)

@@ -42,7 +42,10 @@ logger = logging.getLogger(__name__)
 # 6: under end noise, rare collectives split along the communicators the run shows (prior.py), the noise
 #    measured again on tighter blocks (shapes.measure_noise).
 # 7: RunParallel.layers (the time per layer across ranks, crossrank/layers.py).
-ANALYSIS_SCHEMA = 7
+# 8: under end noise, clocks refined once from the matched groups, send/recv host edges from a wide window
+#    for hosts the first missed, the clock outvote by edges too, the prior's local-GPU candidate; the verdict
+#    uncertain only past 1 % of unmatched replay nodes; balanced sequences not replayed.
+ANALYSIS_SCHEMA = 8
 MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
 ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
 

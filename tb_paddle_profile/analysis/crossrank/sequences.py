@@ -170,6 +170,14 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
     if not median_step:
         sb.why_not = "The traces have no ProfileStep: no step time to weigh the imbalance against."
         return None
+    if (f == 1.0).all() and base is None:
+        # every replica at the mean already: no change to replay, the cost is nil by construction (no graph
+        # made for it: the cross-rank analysis no slower for the sequences)
+        sb.step_ns = sb.balanced_step_ns = int(round(median_step))
+        sb.cost_ns = 0
+        sb.method = "balanced"
+        sb.assumption = ASSUMPTION
+        return None
     got = _replay_saving(graph() if callable(graph) else graph, f, base)
     if got is not None:
         b, new = got

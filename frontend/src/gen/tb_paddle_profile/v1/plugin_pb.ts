@@ -857,7 +857,9 @@ export type SequenceBalance = Message<"tb_paddle_profile.v1.SequenceBalance"> & 
   /**
    * The cost of the imbalance per step: the job's step minus the step with every
    * replica's compute scaled to the replicas' mean tokens ("replay": the
-   * critical-path graph replayed; "step times": from the compute figures).
+   * critical-path graph replayed; "step times": from the compute figures;
+   * "balanced": every replica at the mean already, nothing replayed, the
+   * median step and a cost of 0).
    *
    * @generated from field: int64 step_ns = 7;
    */
