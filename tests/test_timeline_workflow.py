@@ -221,13 +221,147 @@ def test_opens_on_the_selected_worker_and_fits_the_window(tb, browser, width):
     assert st["top"] <= st["headY"] <= st["top"] + st["viewH"] - 26 - 22, st
     assert st["top"] == min(st["headY"], st["maxTop"]), st
     assert st["headY"] > 0  # rank 0 comes first: the scroll moved to rank 1
-    # the whole span of both ranks, and the canvas plus the details panel fill the window
+    # the whole span of both ranks, and the canvas fills the window (no details panel: nothing is selected)
     assert st["view"] == st["range"]
-    assert_details_on_screen(page, frame)
-    below = frame.locator('[data-testid="timeline-below"]').bounding_box()
-    assert page.viewport_size["height"] - (below["y"] + below["height"]) < 40  # no wasted height
+    assert frame.locator('[data-testid="timeline-below"]').count() == 0
+    canvas = frame.locator('[data-testid="timeline-canvas"]').bounding_box()
+    assert 0 <= page.viewport_size["height"] - (canvas["y"] + canvas["height"]) < 40  # no wasted height
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"timeline-open-rank1-{width}.png"))
+    _close(page, log)
+
+
+# The kernels of `worker` drawn whole in the canvas (CSS px of the canvas), lowest on screen last.
+_KERNELS_IN_VIEW = """(worker) => { const t = window.__tbppTimeline, d = t.data(), v = t.view();
+  const c = document.querySelector('[data-testid="timeline-canvas"]'); const plot = c.clientWidth - 200, top = t.scrollTop();
+  const out = [];
+  for (const row of t.rows()) { if (row.kind !== 'lane' || row.worker !== worker) continue;
+    const lane = d.ranks[row.rank].lanes.get(row.track + ':' + row.depth); if (!lane) continue;
+    for (let i = 0; i < lane.start.length; i++) { const s = lane.start[i], e = s + lane.dur[i];
+      if (lane.count[i] !== 1 || d.types[lane.type[i]] !== 'Kernel' || s < v.start || e > v.end || (e - s) / (v.end - v.start) * plot < 4) continue;
+      const y = 26 + row.y + row.h / 2 - top; if (y < 30 || y > c.clientHeight - 4) continue;
+      out.push({ x: 200 + ((s + e) / 2 - v.start) / (v.end - v.start) * plot, y, name: d.names[lane.name[i]] }); } }
+  return out.sort((a, b) => a.y - b.y); }"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)], ids=["1280x800", "1920x1080"])
+def test_the_canvas_takes_the_window_and_the_details_come_with_a_selection(tb, tables, browser, size):
+    """Issue 26: at 1,280 x 800 the detailed timeline's canvas was 260 px tall, the details panel keeping its
+    230 px under it with nothing selected ("Click a slice to see its details"). Now the canvas takes what the
+    page leaves (at least 55 % of the window's height, its bottom on screen); the details panel is in the
+    page only once a slice is clicked, wholly on screen with the slice still in view; its Close button (and
+    Esc) takes it away and gives the height back."""
+    width, height = size
+    page, log = _page(browser, width, height)
+    frame = open_view(page, tb)
+    wait_drawn(frame)
+    frame.wait_for_timeout(300)
+
+    def canvas_box():
+        return frame.locator('[data-testid="timeline-canvas"]').bounding_box()  # page coordinates
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"timeline-open-{width}x{height}.png"))
+    c = canvas_box()
+    assert c["height"] >= 0.55 * height, (c, height)
+    assert c["y"] + c["height"] <= height + 1, (c, height)  # the whole canvas on screen
+    assert height - (c["y"] + c["height"]) < 40, (c, height)  # and no wasted height under it
+    assert frame.locator('[data-testid="timeline-below"]').count() == 0
+    assert frame.locator('[data-testid="timeline-details"]').count() == 0
+    full = c["height"]
+
+    # a click on the lowest kernel drawn: the details panel appears under the canvas, the kernel stays in view
+    ks = frame.evaluate(_KERNELS_IN_VIEW, "rank1")
+    assert ks, "no kernel of rank 1 drawn"
+    k = ks[-1]
+    frame.locator('[data-testid="timeline-canvas"]').click(position={"x": k["x"], "y": k["y"]})
+    d = wait_detail_on(frame, "rank1 · ")
+    assert d["name"] == k["name"] and d["type"] == "Kernel"
+    assert_kernel_of(tables, "rank1", d)
+    frame.wait_for_timeout(300)
+    assert_details_on_screen(page, frame)
+    assert_selected_in_view_and_highlighted(frame)
+    assert canvas_box()["height"] < full  # the panel's height came from the canvas, not from below the window
+    page.screenshot(path=str(SHOTS / f"timeline-details-on-select-{width}.png"))
+
+    # Close: no panel, no selection in the URL, the canvas as tall as before
+    frame.click('[data-testid="timeline-details-close"]')
+    frame.wait_for_selector('[data-testid="timeline-below"]', state="detached", timeout=20_000)
+    frame.wait_for_function("() => window.__tbppTimeline.selected() === null")
+    page.wait_for_function("() => !decodeURIComponent(location.hash).includes('tlsel=rank')")
+    frame.wait_for_function(f"() => document.querySelector('[data-testid=\"timeline-canvas\"]').clientHeight >= {full - 1}")
+    # Esc takes a selection away too
+    frame.locator('[data-testid="timeline-canvas"]').click(position={"x": k["x"], "y": k["y"]})
+    wait_detail_on(frame, "rank1 · ")
+    page.keyboard.press("Escape")
+    frame.wait_for_selector('[data-testid="timeline-below"]', state="detached", timeout=20_000)
+    _close(page, log)
+
+
+# draw.ts/data.ts maybeCommunication on a kernel's name
+_COMM = re.compile(r"nccl|xccl|rccl|gloo|send|recv|all_?reduce|all_?gather|reduce_?scatter|broadcast|all_?to_?all|barrier", re.I)
+
+
+def _union(iv) -> float:
+    total, cs, ce = 0.0, None, None
+    for a, b in sorted(iv):
+        if ce is None or a > ce:
+            if ce is not None:
+                total += ce - cs
+            cs, ce = a, b
+        else:
+            ce = max(ce, b)
+    return total + (ce - cs if ce is not None else 0.0)
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_collapse_all_leaves_each_ranks_compute_and_communication(tb, tables, browser, dark):
+    """Issue 26: "Collapse all" left each rank a strip of grey and purple marks, nothing said of compute or
+    communication. A folded rank's header now says its GPU's shares of the view ("compute 41.2 % · comm
+    9.1 %": the union of its communication kernels, and of its other kernels less that, over the window)
+    and colours its streams' kernels as the compact timeline does (communication orange, compute green).
+    The shares are checked against the kernels of each rank's trace file (at the whole span every kernel is
+    in the window; merged sub-pixel kernels allow 1.5 points); light and dark (the dark palette's colours)."""
+    log = PageLog()
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1, color_scheme="dark" if dark else "light")
+    page = context.new_page()
+    context.on("request", lambda req: log.requests.append(req.url))
+    page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda err: log.page_errors.append(str(err)))
+    frame = open_view(page, tb)
+    frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
+    wait_drawn(frame)
+    frame.click('[data-testid="timeline-collapse-all"]')
+    frame.wait_for_function("() => document.querySelector('[data-testid=\"timeline-canvas\"]').dataset.foldedRanks === 'rank0,rank1'")
+    frame.wait_for_function("() => (window.__tbppTimeline.folded || []).length === 2", timeout=20_000)
+    frame.wait_for_timeout(200)
+    got = {f["worker"]: f for f in frame.evaluate("() => window.__tbppTimeline.folded")}
+    v = frame.evaluate("() => window.__tbppTimeline.view()")
+    width = v["end"] - v["start"]
+    for worker, t in tables.items():
+        names = np.array(t.names, dtype=object)[t.device.name]
+        k = t.device.type == et.KERNEL
+        comm = np.array([bool(_COMM.search(n)) for n in names]) & k
+        iv = lambda m: list(zip(t.device.start[m].astype(float), t.device.end[m].astype(float)))  # noqa: E731
+        c = _union(iv(comm)) / width
+        compute = (_union(iv(k)) - _union(iv(comm))) / width
+        f = got[worker]
+        assert c > 0 and compute > 0, (worker, c, compute)
+        assert abs(f["communication"] - c) < 0.015 and abs(f["compute"] - compute) < 0.015, (worker, f, c, compute)
+        assert f["text"] == f"compute {100 * f['compute']:.1f} % · comm {100 * f['communication']:.1f} %"
+        # the rank's label fits the label column (200 px, from x = 16, its edge 6 px in): ellipsised when cut
+        lw = frame.evaluate("(t) => { const c = document.createElement('canvas').getContext('2d'); c.font = 'bold 12px system-ui, sans-serif'; return c.measureText(t).width; }", f["label"])
+        assert f["label"] and 16 + lw <= 200 - 6, (f, lw)
+    # both colours are drawn in each folded header's plot area
+    rows_ = frame.evaluate("() => window.__tbppTimeline.rows().map((r) => ({ worker: r.worker, y: r.y, h: r.h }))")
+    top = frame.evaluate("() => window.__tbppTimeline.scrollTop()")
+    for r in rows_:
+        y = 26 + r["y"] - top
+        # draw.ts's palettes: communication, compute
+        for rgb in ([255, 167, 38], [102, 187, 106]) if dark else ([251, 140, 0], [67, 160, 71]):
+            assert frame.evaluate(_PIXELS, [200, y, 994 - 200, r["h"], rgb]) > 0, (r, rgb)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"timeline-collapsed-{'dark' if dark else 'light'}-1280.png"))
     _close(page, log)
 
 

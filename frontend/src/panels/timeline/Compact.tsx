@@ -13,7 +13,7 @@ import { isDark, onDarkChange } from "../../host";
 import { critColor } from "./critical";
 import { fetchCompact, fmtDur } from "./data";
 import type { CompactInstance } from "./data";
-import { DARK, fitCanvas, LIGHT, niceStep, rulerLabel, RULER_H } from "./draw";
+import { DARK, fitCanvas, fitText, LIGHT, niceStep, rulerLabel, RULER_H } from "./draw";
 import type { TimelineState } from "./Timeline";
 import { MAX_RANKS, parseRankSet, Timeline, writeRankSet } from "./Timeline";
 import { RETRY_PENDING_MS } from "../../poll";
@@ -265,7 +265,7 @@ export function CompactTimeline(props: Props) {
       }
       ctx.fillStyle = P.labelText;
       // a short label in the row ("rank 5 ★ straggler"); the full one on hover (the canvas's title)
-      const text = fit1(ctx, `${open.has(o.worker) ? "▾ " : ""}${shortLabel(o, fullName(o))}`, LABEL_W - 10);
+      const text = fitText(ctx, `${open.has(o.worker) ? "▾ " : ""}${shortLabel(o, fullName(o))}`, LABEL_W - 10);
       ctx.fillText(text, 6, y + BAR_H / 2 + 1);
       drawn.current.labels.push({ worker: o.worker, text, full: fullLabel(o), width: ctx.measureText(text).width, room: LABEL_W - 10 });
       // bins
@@ -342,7 +342,7 @@ export function CompactTimeline(props: Props) {
           : m.align === "instance" && m.alignKind
             ? `from each member's ${m.alignKind.replace(/_/g, " ")}`
             : "from each rank's step start";
-    ctx.fillText(fit1(ctx, from, LABEL_W - 8), 6, RULER_H / 2);
+    ctx.fillText(fitText(ctx, from, LABEL_W - 8), 6, RULER_H / 2);
     const stepNs = niceStep((we - ws) / Math.max(1, plotW / 110));
     ctx.fillStyle = P.tick;
     for (let t = Math.ceil(ws / stepNs) * stepNs; t <= we; t += stepNs) {
@@ -633,17 +633,6 @@ export function shortLabel(o: { rank: number; worker: string; role: string }, fu
   return o.role === "straggler" ? `${name} ★ straggler` : o.role === "peer" ? `${name} · peer` : name;
 }
 
-function fit1(ctx: CanvasRenderingContext2D, text: string, w: number): string {
-  if (ctx.measureText(text).width <= w) return text;
-  let lo = 0;
-  let hi = text.length;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (ctx.measureText(`${text.slice(0, mid)}…`).width <= w) lo = mid;
-    else hi = mid - 1;
-  }
-  return `${text.slice(0, lo)}…`;
-}
 
 // ---------------------------------------------------------------- the tab: compact or detailed
 
@@ -683,7 +672,7 @@ export function TimelineTab(props: ComponentProps<typeof Timeline>) {
         <CompactTimeline run={props.run} span={props.span} labels={props.labels} expanded={expanded} onToggle={toggle} maxRows={expanded.length ? 10 : undefined}
           onDetail={() => props.update({ tlmode: "detail" } as Partial<TimelineState>)} />
       </div>
-      {expanded.length ? <Timeline key={expanded.join(",")} {...props} state={{ ...state, tlranks: writeRankSet(expanded) }} detailsOnSelect /> : null}
+      {expanded.length ? <Timeline key={expanded.join(",")} {...props} state={{ ...state, tlranks: writeRankSet(expanded) }} /> : null}
     </>
   );
 }

@@ -16,7 +16,7 @@ import { isDark, onDarkChange } from "../../host";
 import type { Decoded } from "./data";
 import { humanBytes } from "../../display/cells";
 import { checkWindowTrace, counterAt, decodeWindow, fetchEvent, fetchInstance, fetchRange, fetchSearch, fetchWindow, fmtDur, maybeCommunication, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
-import type { Folds, Layout, Marks, MemberMark, Row, View } from "./draw";
+import type { FoldedSummary, Folds, Layout, Marks, MemberMark, Row, View } from "./draw";
 import "./timeline.css";
 import { counterScale, drawTimeline, fitCanvas, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
 import { CriticalBar, critView, drawCritical, useCriticalPath } from "./critical";
@@ -51,15 +51,14 @@ interface Props {
   state: TimelineState;
   update: (patch: Partial<TimelineState> & { view?: string; worker?: string; find?: string }) => void;
   traceHref?: string;
-  /** The details panel only once something is selected (under the compact timeline); else always. */
-  detailsOnSelect?: boolean;
   /** More buttons at the start of the toolbar's tools (the switch to the compact view). */
   tools?: ComponentChildren;
 }
 
-/** The canvas fits the window: what is left above the details panel, at least MIN_VIEW_H. */
+/** The canvas fits the window: what the page leaves (above the details panel once there is one), at least MIN_VIEW_H. */
 const MIN_VIEW_H = 260;
-/** The details panel under the canvas: always this tall, so that it is on screen with the canvas. */
+/** The details panel under the canvas, there only while something is selected (a slice, a box): this tall,
+ * so that it is on screen with the canvas. */
 export const DETAILS_H = 230;
 /** Ranks per page, and the most that can be chosen at once: a window never asks for every rank. */
 export const RANK_PAGE = 16;
@@ -146,6 +145,8 @@ interface Stats {
   memberFlows: number;
   /** the ruler's labels in the last frame */
   ruler: string[];
+  /** the folded ranks' summaries drawn in the last frame (draw.ts FoldedSummary) */
+  folded: FoldedSummary[];
 }
 
 declare global {
@@ -233,7 +234,7 @@ export function Timeline(props: Props) {
   const fetchTimer = useRef(0);
   const hashTimer = useRef(0);
   const inflight = useRef<AbortController | null>(null);
-  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, maxBytes: 0, firstDrawAt: 0, items: 0, arrows: 0, memberFlows: 0, ruler: [] });
+  const stats = useRef<Stats>({ frames: 0, drawMs: 0, requests: 0, bytes: 0, lastBytes: 0, maxBytes: 0, firstDrawAt: 0, items: 0, arrows: 0, memberFlows: 0, ruler: [], folded: [] });
   /** The view is the whole span until the user (or a link) moves it: it grows as more ranks are ready. */
   const autoView = useRef(view.current === null);
   /** A row to bring into the canvas once the layout has it: a selected slice's lane, or a rank's header. */
@@ -281,6 +282,7 @@ export function Timeline(props: Props) {
     s.memberFlows = drawn.memberFlows;
     canvas.dataset.memberFlows = String(drawn.memberFlows);
     s.ruler = drawn.ruler;
+    s.folded = drawn.folded;
     s.drawMs = performance.now() - t0;
     if (!s.firstDrawAt && dataRef.current && dataRef.current.items > 0) s.firstDrawAt = performance.now();
   };
@@ -315,7 +317,7 @@ export function Timeline(props: Props) {
     });
     const ro = new ResizeObserver(onResize);
     if (canvasRef.current) ro.observe(canvasRef.current);
-    // the canvas takes the window's height above the details panel
+    // the canvas takes the window's height (above the details panel, when there is one)
     const fit = fitRef.current;
     fit();
     window.addEventListener("resize", fit);
@@ -338,18 +340,22 @@ export function Timeline(props: Props) {
     };
   }, [onResize]);
 
-  // The canvas takes the window's height above the details panel; measured after every render (the
-  // notices and the rank bar above it come and go), set only when it changes.
-  const fitRef = useRef(() => undefined as void);
-  fitRef.current = () => {
+  // The canvas takes the window's height, less the details panel while something is selected; measured
+  // after every render (the notices and the rank bar above it come and go), set only when it changes.
+  const hasDetails = !!(detail || instance || range);
+  const fitH = (): number | null => {
     const el = scrollRef.current;
-    if (!el) return;
+    if (!el) return null;
     const box = el.getBoundingClientRect();
     const below = belowRef.current?.getBoundingClientRect();
-    const gap = below ? Math.max(0, below.top - box.bottom) : 12; // the hint and margins between the two
-    const details = props.detailsOnSelect && !(detail || instance || range) ? 0 : DETAILS_H;
-    const h = Math.max(MIN_VIEW_H, Math.floor(window.innerHeight - (box.top + window.scrollY) - gap - details - 14));
-    if (Math.abs(h - viewHRef.current) > 1) setViewH(h);
+    const gap = below ? Math.max(0, below.top - box.bottom) : 10; // the margin between the two
+    const details = hasDetails ? DETAILS_H + gap : 0;
+    return Math.max(MIN_VIEW_H, Math.floor(window.innerHeight - (box.top + window.scrollY) - details - 14));
+  };
+  const fitRef = useRef(() => undefined as void);
+  fitRef.current = () => {
+    const h = fitH();
+    if (h !== null && Math.abs(h - viewHRef.current) > 1) setViewH(h);
   };
   useEffect(() => fitRef.current());
 
@@ -620,6 +626,15 @@ export function Timeline(props: Props) {
     props.update({ tlsel: `${worker}:${id}` });
   };
 
+  /** Nothing selected: the details panel goes (a click on empty space, its Close button, Esc). */
+  const deselect = () => {
+    marks.current.selected = null;
+    loadInstance(null);
+    setDetail(null);
+    props.update({ tlsel: "" });
+    redraw();
+  };
+
   // ------------------------------------------------------------------ a collective's instance
   const setInstance = (inst: TimelineInstance | null) => {
     instanceRef.current = inst;
@@ -779,11 +794,7 @@ export function Timeline(props: Props) {
     const plot = Math.max(1, canvasRef.current!.clientWidth - LABEL_W);
     const i = lane ? hitLane(lane, timeAt(x), (2 * (v.end - v.start)) / plot) : -1;
     if (i < 0) {
-      marks.current.selected = null;
-      loadInstance(null);
-      setDetail(null);
-      props.update({ tlsel: "" });
-      redraw();
+      deselect();
       return;
     }
     if (!lane) return;
@@ -829,9 +840,13 @@ export function Timeline(props: Props) {
     else if (k === "d") pan(0.15);
     else if (k === "0") reset();
     else if (k === "escape") {
-      marks.current.box = null;
-      setRange(null);
-      redraw();
+      // the box first (and its sums), else the selected slice
+      if (marks.current.box || range) {
+        marks.current.box = null;
+        setRange(null);
+        redraw();
+      } else if (marks.current.selected || detail) deselect();
+      else return;
     } else return;
     e.preventDefault();
   };
@@ -905,15 +920,20 @@ export function Timeline(props: Props) {
   useEffect(() => {
     const el = scrollRef.current;
     if (!el || !data) return;
-    const visible = (y: number, h: number) => y >= el.scrollTop && y + h <= el.scrollTop + viewH - RULER_H;
+    // the height the canvas is about to take (a selection brings the details panel, which takes its height)
+    const h = fitH() ?? viewH;
+    const visible = (y: number, rh: number) => y >= el.scrollTop && y + rh <= el.scrollTop + h - RULER_H;
     const want = scrollTo.current;
+    // a selection brings the details panel: scrolled once this render has it (an effect of an earlier
+    // render can run first) and the canvas has its new height (the scroll box clamps to its old height)
+    if (want && (!detail || !belowRef.current || Math.abs(h - viewH) > 1)) return;
     if (want) {
       const row = lay.rows.find((r) => r.worker === want.worker && ((r.kind === "lane" && r.track === want.track && r.depth === want.depth) || (r.kind === "fold" && r.track === want.track)));
       if (row) {
         scrollTo.current = null;
         openedOn.current = openKey;
         if (!visible(row.y, row.h)) {
-          el.scrollTop = Math.max(0, row.y - Math.round((viewH - RULER_H) / 3));
+          el.scrollTop = Math.max(0, row.y - Math.round((h - RULER_H) / 3));
           redraw();
         }
       }
@@ -1018,7 +1038,7 @@ export function Timeline(props: Props) {
         />
       ) : null}
       <div class="tl-hint">
-        Drag: pan · Ctrl+wheel or W/S: zoom (no click needed) · A/D: pan · Shift+drag: sum a box · click: details · 0: fit · click a rank or track name: fold
+        Drag: pan · Ctrl+wheel, W/S: zoom · A/D: pan · Shift+drag: sum a box · click: details · 0: fit · a rank or track name: fold
         {d ? (
           <span class="tl-status" data-testid="timeline-status">
             {` · ${d.items.toLocaleString()} items for ${d.ranks.reduce((a, r) => a + r.events, 0).toLocaleString()} events · ${(d.bytes / 1024).toFixed(0)} KB · ${fmtDur(d.resolution)}/px`}
@@ -1058,13 +1078,11 @@ export function Timeline(props: Props) {
       <div class="tl-hover" ref={hoverRef} data-testid="timeline-hover" style={{ display: "none" }} />
       </div>
       <TrackList data={d} folds={folds} labels={props.labels} />
-      {!props.detailsOnSelect || detail || instance || range ? (
+      {hasDetails ? (
       <div class="tl-below" ref={belowRef} style={{ height: `${DETAILS_H}px` }} data-testid="timeline-below">
         {detail ? (
-          <Details e={detail} rankName={rankName(detail.worker)} onJump={(w, id) => select(w, id, true)} onTable={(view, name) => props.update({ view, worker: detail.worker, find: name })} />
-        ) : (
-          <div class="tl-empty muted">Click a slice to see its details.</div>
-        )}
+          <Details e={detail} rankName={rankName(detail.worker)} onJump={(w, id) => select(w, id, true)} onTable={(view, name) => props.update({ view, worker: detail.worker, find: name })} onClose={deselect} />
+        ) : null}
         {instance && instance.matched ? (
           <InstanceCard inst={instance} shown={chosen} rankName={rankName} canAdd={chosen.length < MAX_RANKS} onJump={(w, id) => select(w, id, true)} onShow={showMembers} />
         ) : null}
@@ -1209,13 +1227,16 @@ function TrackList({ data, folds, labels }: { data: Decoded | null; folds: Folds
   );
 }
 
-function Details({ e, rankName, onJump, onTable }: { e: TimelineEvent; rankName: string; onJump: (worker: string, id: number) => void; onTable: (view: string, name: string) => void }) {
+function Details({ e, rankName, onJump, onTable, onClose }: { e: TimelineEvent; rankName: string; onJump: (worker: string, id: number) => void; onTable: (view: string, name: string) => void; onClose: () => void }) {
   const dur = Number(e.endNs - e.startNs);
   const isDevice = e.type === "Kernel" || e.type === "Memcpy" || e.type === "Memset";
   return (
     <section class="card tl-details" data-testid="timeline-details">
       <header class="card-head">
         <h3 data-testid="timeline-detail-name" title={e.name}>{e.name}</h3>
+        <div class="card-tools">
+          <button class="btn small" onClick={onClose} data-testid="timeline-details-close" title="Deselect (Esc)">Close</button>
+        </div>
       </header>
       <div class="card-body">
         <table class="tl-kv">

@@ -1,13 +1,16 @@
 // Drawing the timeline on a 2D canvas: ruler, rank headers, track labels, slices, merged blocks,
 // search matches, the selected slice, launch→kernel arrows and the box selection.
-import type { Counter, Decoded, Lane } from "./data";
-import { fmtDur } from "./data";
+import type { Counter, Decoded, Lane, RankData } from "./data";
+import { fmtDur, maybeCommunication } from "./data";
 import { humanBytes } from "../../display/cells";
 
 export const LABEL_W = 200;
 export const RULER_H = 26;
 export const LANE_H = 17;
 export const RANK_H = 22;
+/** A folded rank's header: its label and its GPU's shares of the view on two lines at the left, where its
+ * threads and streams were busy across the plot (communication kernels orange, other kernels green). */
+export const FOLDED_RANK_H = 36;
 export const TRACK_GAP = 5;
 
 export const FOLD_H = 10; // a folded track: where its slices are, no names
@@ -86,8 +89,9 @@ export function layout(data: Decoded | null, folds: Folds, labels?: Map<string, 
     const rankFolded = folds.ranks.has(r.worker);
     const n = r.tracks.length;
     const label = `${title}${r.state ? ` · ${r.state}` : ""}${rankFolded && n ? ` · ${n} track${n > 1 ? "s" : ""}` : ""}`;
-    rows.push({ kind: "rank", y, h: RANK_H, rank: ri, worker: r.worker, track: -1, depth: -1, label, first: true, folded: rankFolded, lanes: n });
-    y += RANK_H;
+    const h = rankFolded ? FOLDED_RANK_H : RANK_H;
+    rows.push({ kind: "rank", y, h, rank: ri, worker: r.worker, track: -1, depth: -1, label, first: true, folded: rankFolded, lanes: n });
+    y += h;
     if (rankFolded) {
       y += TRACK_GAP;
       keyParts.push(`${r.worker}:*`);
@@ -178,7 +182,67 @@ export interface Drawn {
   arrows: number;
   memberFlows: number;
   ruler: string[];
+  /** the folded ranks' headers drawn: their GPU's shares of the view and the line that says them */
+  folded: FoldedSummary[];
 }
+
+/** A folded rank's summary over the view: the fractions of it during which a communication kernel ran
+ * (a kernel named as one: NCCL/XCCL/RCCL, send/recv, all-reduce, …) and during which another kernel ran
+ * and none of those (compute); null fractions for a rank without a GPU stream. */
+export interface FoldedSummary {
+  worker: string;
+  compute: number | null;
+  communication: number | null;
+  text: string;
+  /** the rank's label as drawn in the label column (ellipsised to what fits, measured in its font) */
+  label: string;
+}
+
+/** The length of the union of intervals [s[i], e[i]). */
+function unionLength(iv: [number, number][]): number {
+  iv.sort((a, b) => a[0] - b[0]);
+  let total = 0;
+  let cs = -Infinity;
+  let ce = -Infinity;
+  for (const [a, b] of iv) {
+    if (a > ce) {
+      if (ce > cs) total += ce - cs;
+      cs = a;
+      ce = b;
+    } else if (b > ce) ce = b;
+  }
+  if (ce > cs) total += ce - cs;
+  return total;
+}
+
+/** A rank's GPU over [view.start, view.end] from the kernels fetched (every lane of its GPU streams):
+ * communication = the union of its communication kernels, compute = the union of all its kernels less
+ * that (a merged block of sub-pixel kernels of mixed names counts as compute). */
+export function gpuShares(r: RankData, view: View, names: string[], types: string[]): { compute: number; communication: number } | null {
+  const gpu = r.tracks.filter((t) => t.kind === 2);
+  if (!gpu.length) return null;
+  const w = Math.max(1, view.end - view.start);
+  const comm: [number, number][] = [];
+  const all: [number, number][] = [];
+  for (const t of gpu) {
+    for (let d = 0; d < Math.max(1, t.depth); d++) {
+      const lane = r.lanes.get(`${t.id}:${d}`);
+      if (!lane) continue;
+      for (let i = 0; i < lane.start.length; i++) {
+        if (types[lane.type[i]] !== "Kernel") continue;
+        const a = Math.max(lane.start[i], view.start);
+        const b = Math.min(lane.start[i] + lane.dur[i], view.end);
+        if (b <= a) continue;
+        all.push([a, b]);
+        if (maybeCommunication(names[lane.name[i]] ?? "", "Kernel")) comm.push([a, b]);
+      }
+    }
+  }
+  const c = unionLength(comm);
+  return { compute: (unionLength(all) - c) / w, communication: c / w };
+}
+
+const pct = (f: number) => `${(100 * f).toFixed(1)} %`;
 
 /** The canvas's colours (slices keep their hues in both). */
 export interface Palette {
@@ -199,6 +263,9 @@ export interface Palette {
   dim: string;
   dimMerged: string;
   dimText: string;
+  /** a folded rank's kernels: the compact timeline's colours */
+  compute: string;
+  communication: string;
   sliceText: string;
   selected: string;
   arrow: string;
@@ -213,7 +280,7 @@ export interface Palette {
 export const LIGHT: Palette = {
   bg: "#fff", header: "#eceff1", headerText: "#212121", fold: "#f5f5f5", laneTop: "#fafafa", labelText: "#424242",
   foldText: "#9e9e9e", trackMark: "#bdbdbd", edge: "#e0e0e0", rulerBg: "#fafafa", rulerText: "#616161", tick: "#bdbdbd",
-  windowText: "#424242", hoverLine: "rgba(0,0,0,0.25)", dim: "#eeeeee", dimMerged: "#e0e0e0", dimText: "#9e9e9e",
+  windowText: "#424242", hoverLine: "rgba(0,0,0,0.25)", dim: "#eeeeee", dimMerged: "#e0e0e0", dimText: "#9e9e9e", compute: "#43a047", communication: "#fb8c00",
   sliceText: "#111", selected: "#0d47a1", arrow: "rgba(33,33,33,0.55)", arrowHead: "rgba(33,33,33,0.7)",
   counterBg: "#fbfbfb", counterBase: "#eeeeee", counterAxis: "#757575", member: "#e65100", memberWait: "rgba(230,81,0,0.22)",
 };
@@ -221,7 +288,7 @@ export const LIGHT: Palette = {
 export const DARK: Palette = {
   bg: "#1e1e1e", header: "#2d3236", headerText: "#e8eaed", fold: "#262626", laneTop: "#2a2a2a", labelText: "#c8ccd0",
   foldText: "#8a8f94", trackMark: "#6b7075", edge: "#3c4043", rulerBg: "#252526", rulerText: "#b0b4b8", tick: "#5f6368",
-  windowText: "#c8ccd0", hoverLine: "rgba(255,255,255,0.3)", dim: "#3a3a3a", dimMerged: "#444", dimText: "#777",
+  windowText: "#c8ccd0", hoverLine: "rgba(255,255,255,0.3)", dim: "#3a3a3a", dimMerged: "#444", dimText: "#777", compute: "#66bb6a", communication: "#ffa726",
   sliceText: "#111", selected: "#8ab4f8", arrow: "rgba(232,234,237,0.6)", arrowHead: "rgba(232,234,237,0.8)",
   counterBg: "#232323", counterBase: "#3a3a3a", counterAxis: "#9aa0a6", member: "#ffab40", memberWait: "rgba(255,171,64,0.28)",
 };
@@ -272,6 +339,7 @@ export function drawTimeline(
   let arrows = 0;
   let memberFlows = 0;
   const ruler: string[] = [];
+  const folded: FoldedSummary[] = [];
   const P = marks.dark ? DARK : LIGHT;
   ctx.save();
   ctx.clearRect(0, 0, width, height);
@@ -302,14 +370,24 @@ export function drawTimeline(
       ctx.fillRect(LABEL_W, y, plotW, row.h);
       const r = data?.ranks[row.rank];
       if (row.folded && r) {
-        // where the rank was busy: its threads' top rows above, its streams' below
+        // where the rank was busy: its threads' top rows above, its streams' below (communication
+        // kernels orange, other kernels green, memcpy/memset grey); its GPU's shares in the label column
         for (const pass of hasQuery ? [false, true] : [false]) {
           for (const t of r.tracks) {
             const lane = r.lanes.get(`${t.id}:0`);
-            const gpu = t.kind === 2;
-            if (lane) drawMarks(ctx, lane, gpu ? y + 12 : y + 4, 6, X, view, names, types, gpu ? "#7e57c2" : "#78909c", hasQuery, LABEL_W, width, pass, P);
+            if (!lane) continue;
+            if (t.kind === 2) drawMarks(ctx, lane, y + 15, 15, X, view, names, types, null, hasQuery, LABEL_W, width, pass, P, true);
+            else drawMarks(ctx, lane, y + 5, 7, X, view, names, types, "#78909c", hasQuery, LABEL_W, width, pass, P);
           }
         }
+        const sh = gpuShares(r, view, names, types);
+        folded.push({
+          worker: r.worker,
+          compute: sh ? sh.compute : null,
+          communication: sh ? sh.communication : null,
+          text: sh ? `compute ${pct(sh.compute)} · comm ${pct(sh.communication)}` : "no GPU stream",
+          label: "",
+        });
       }
       continue;
     }
@@ -463,11 +541,20 @@ export function drawTimeline(
       ctx.fillStyle = P.header;
       ctx.fillRect(0, y, LABEL_W, row.h);
       ctx.fillStyle = P.headerText;
-      triangle(ctx, 8, y + row.h / 2, !row.folded, 4);
+      triangle(ctx, 8, y + RANK_H / 2, !row.folded, 4);
       ctx.font = "bold 12px system-ui, sans-serif";
       // an unfolded rank's header row is empty across the plot: its label runs over it (below)
-      if (row.folded) ctx.fillText(truncate(row.label, LABEL_W - 30), 16, y + row.h / 2);
+      const sum = row.folded ? folded.find((f) => f.worker === row.worker) : undefined;
+      if (row.folded) {
+        const text = fitText(ctx, row.label, LABEL_W - 22);
+        ctx.fillText(text, 16, y + RANK_H / 2);
+        if (sum) sum.label = text;
+      }
       ctx.font = "11px system-ui, sans-serif";
+      if (sum) {
+        ctx.fillStyle = P.labelText;
+        ctx.fillText(truncate(sum.text, LABEL_W - 22), 16, y + RANK_H + (row.h - RANK_H) / 2 - 3);
+      }
     } else if (row.kind === "fold") {
       ctx.fillStyle = P.foldText;
       triangle(ctx, 8, y + row.h / 2, false, 3);
@@ -543,7 +630,7 @@ export function drawTimeline(
     ctx.stroke();
   }
   ctx.restore();
-  return { arrows, memberFlows, ruler };
+  return { arrows, memberFlows, ruler, folded };
 }
 
 const COUNTER_COLOR: Record<string, string> = { allocated: "#43a047", reserved: "#fb8c00", utilization: "#7e57c2" };
@@ -662,6 +749,7 @@ function drawMarks(
   right: number,
   matchesOnly = false,
   P: Palette = LIGHT,
+  kinds = false,
 ): void {
   const n = lane.start.length;
   if (matchesOnly && !lane.match) return;
@@ -686,7 +774,11 @@ function drawMarks(
     if (x1 <= x0) continue;
     let c: string;
     if (hasQuery) c = lane.match && lane.match[i] === 1 ? "#d50000" : P.dimMerged;
-    else if (color) c = color;
+    else if (kinds) {
+      // a folded rank's streams: communication or compute, as on the compact timeline
+      if (types[lane.type[i]] !== "Kernel") c = P.trackMark;
+      else c = maybeCommunication(names[lane.name[i]] ?? "", "Kernel") ? P.communication : P.compute;
+    } else if (color) c = color;
     else {
       const nm = names[lane.name[i]] ?? "";
       c = lane.count[i] > 1 && !nm ? "#9e9e9e" : colorOf(nm, types[lane.type[i]] ?? "");
@@ -713,6 +805,19 @@ function firstEndingAfter(lane: Lane, t: number): number {
     else hi = mid;
   }
   return lo;
+}
+
+/** `text` cut to what fits in `px` in the context's font, with an ellipsis (measured, not estimated). */
+export function fitText(ctx: CanvasRenderingContext2D, text: string, px: number): string {
+  if (ctx.measureText(text).width <= px) return text;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(`${text.slice(0, mid)}…`).width <= px) lo = mid;
+    else hi = mid - 1;
+  }
+  return `${text.slice(0, lo)}…`;
 }
 
 function truncate(text: string, px: number): string {
