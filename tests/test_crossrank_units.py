@@ -225,6 +225,29 @@ def test_clock_join_outvotes_one_wrong_edge_across_a_cut():
     assert np.abs(settled - true).max() < 1_000
 
 
+
+def test_clock_join_outvotes_by_agreeing_host_pairs_too():
+    """clocks.join(robust=True) on the shape of realistic DP8 x PP2 x MP8 on 16 hosts: a pipeline's two
+    hosts (4, 5) joined by a right send/recv edge, and tied to the others by four edges: the tree's
+    heaviest one a stage (2.36 ms) off, two right ones on other host pairs (fewer samples between them),
+    and one of a block whose spread is 2.36 ms (its estimate anywhere). Counted by samples no two thirds
+    agree; two thirds of the edges (the wide one left out) do, and every offset is within 20 us."""
+    from tb_paddle_profile.analysis.crossrank.clocks import join
+    true = np.array([0, 300_000, -450_000, 900_000, 1_375_000, 691_000])
+    edges = {}
+    for a in range(4):
+        for b in range(a):
+            edges[(a, b)] = (int(true[a] - true[b]), 2.0, 3_000, 256)
+    edges[(5, 4)] = (int(true[5] - true[4]), 0.08, 2_900, 252)
+    edges[(5, 2)] = (int(true[5] - true[2] + 2_357_000), 0.0027, 23_750, 64)    # the tree's, wrong
+    edges[(5, 0)] = (int(true[5] - true[0] - 500), 0.0023, 27_400, 64)
+    edges[(4, 0)] = (int(true[4] - true[0] + 15_000), 0.0012, 26_900, 32)
+    edges[(4, 2)] = (int(true[4] - true[2] + 623_000), 5e-5, 2_358_000, 128)    # spread of a stage
+    plain = np.array(join(6, edges)[0])
+    assert np.abs(plain - true).max() > 2_000_000
+    settled = np.array(join(6, edges, robust=True)[0])
+    assert np.abs(settled - true).max() < 20_000, (settled - true).tolist()
+
 def test_end_noise_of_thousands_of_lock_step_channels_is_none():
     """shapes.end_noise on planted wide blocks: 16 blocks of 512 lock-step replicas' tensor-parallel pairs
     (1,024 channels each), each pair ending at the same nanosecond, the replicas drifting 20 us apart at
