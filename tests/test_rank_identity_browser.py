@@ -144,3 +144,23 @@ def test_whatif_show_on_the_timeline_works_on_default_names(tb, manifest, page):
     frame.wait_for_selector('[data-testid="panel-timeline"]', timeout=60_000)
     frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
                             arg=ranks[end_rank]["worker"], timeout=30_000)
+
+
+def test_all_steps_per_rank_axis_names_the_ranks_not_the_raw_worker_names(tb, manifest, page):
+    """The "All steps, per rank" chart's category axis on default worker names: one "rank N" label per
+    rank, in rank order, never a raw ``host_<host>pid_<pid>`` worker name (issue 26: the axis showed
+    raw host_gpunode0pid_412301)."""
+    ranks = by_rank(manifest)
+    frame = open_view(page, tb, "distributed", ranks[0]["worker"])
+    frame.wait_for_selector('[data-testid="dist-ranks-chart"][data-drawn="1"]', timeout=120_000)
+    frame.wait_for_function("""() => { const c = document.querySelector('[data-testid="dist-ranks-chart"]').__tbppChart;
+        const x = c && c.getOption().xAxis; return x && x[0].data && x[0].data.length > 0; }""", timeout=120_000)
+    labels = frame.evaluate("""() => document.querySelector('[data-testid="dist-ranks-chart"]').__tbppChart
+        .getOption().xAxis[0].data.map((d) => (typeof d === 'object' ? d.value : d))""")
+    raw = {r["worker"] for r in manifest["ranks"]}
+    assert not raw & set(labels), labels
+    assert labels == [f"rank {r}" for r in sorted(ranks)], labels
+    # what the canvas draws: the axis labels ECharts laid out are those labels too (the ones shown)
+    drawn = frame.evaluate("""() => { const c = document.querySelector('[data-testid="dist-ranks-chart"]').__tbppChart;
+        const axis = c.getModel().getComponent('xAxis', 0).axis; return axis.getViewLabels().map((l) => l.formattedLabel); }""")
+    assert drawn and set(drawn) <= set(labels) and not raw & set(drawn), drawn

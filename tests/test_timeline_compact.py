@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode, urlparse
 
 import numpy as np
 import pytest
@@ -170,6 +170,11 @@ def test_pages_of_rows_and_bounds(gen):
         assert status == 400, bad
     status, _ = _get(tb, "timeline_compact", run="nope", span="0")
     assert status == 404
+    status, _ = _get(tb, "timeline_compact", run=RUN, span="0", order_only=1, focus="nobody")
+    assert status == 404
+    # order_only: the order (the same as with rows) and no row
+    alone = _compact(tb, bins=50, order_only=1)
+    assert len(alone.rows) == 0 and list(alone.order) == list(whole.order) and alone.why == whole.why
     # align "clock": every row on the first row's start of the step (the straggler's), on the corrected clock
     clock = _compact(tb, bins=50, rank_limit=64, align="clock")
     assert len({r.zero_unix_ns for r in clock.rows}) == 1 and clock.rows[0].step_start_ns == 0
@@ -482,6 +487,15 @@ def test_the_order_without_a_straggler_without_a_topology_and_without_stages():
     # named but neither found nor uncertain (absorbed: it sets no step): rank order
     rp.straggler.uncertain = False
     assert order_of(rp)[0][:2] == ["w0", "w1"]
+    # a worker named (focus: the detailed timeline's current rank) in place of the straggler: it, then its
+    # role peers, role "named"; Facts.order_for answers the same from what it keeps of the analysis
+    rp = _rp(staged, straggler=[6])
+    order, roles, why = order_of(rp, "w1")
+    assert order[:4] == ["w1", "w0", "w2", "w3"] and roles["w1"] == "named" and "w6" not in roles, (order, roles)
+    assert why == "the rank named and its role peers first", why
+    facts = Facts(rp)
+    assert facts.order_for("w1") == (order, roles, why)
+    assert facts.order_for("") == facts.order_for("nobody") == order_of(rp)
     # the median step by the job's step time (the slowest rank's); the lower middle of an even count
     times = {1: [90, 100], 2: [50, 60], 3: [70, 75], 4: [10, 300]}
     assert Facts(_rp([(0, -1, -1, -1, []), (1, -1, -1, -1, [])], step_times=times)).median_step() == 3
@@ -611,3 +625,53 @@ def test_no_compact_ruler_label_is_cut_by_the_canvas_edge(fleet, browser):
     assert seen > 40
     page.context.close()
     assert log.page_errors == [], log.page_errors
+
+
+# ---------------------------------------------------------------- the detailed view's default ranks: the server's
+
+
+def _default_of(msg: timeline_pb2.TimelineCompact, rank_page: int = 16):
+    """The detailed timeline's default ranks from the route's order: those it gives a role (the straggler or
+    the worker named, then its role peers), else the order's first page; in rank order."""
+    roled = [o for o in msg.order if o.role] or list(msg.order)
+    return [o.worker for o in sorted(roled[:rank_page], key=lambda o: o.rank)]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(_missing is not None, reason=f"browser tests need Chromium: {_missing}")
+@pytest.mark.parametrize("named", ["", "rank10"], ids=["straggler", "worker-named"])
+def test_the_detailed_views_default_ranks_are_the_servers_without_the_parallel_answer(gen, browser, named):
+    """With no rank chosen, the detailed timeline of 32 ranks shows the ranks and the sentence the compact
+    route gives (order_only=1: the order alone; focus: the worker named first), not a set the browser derives
+    from the whole ``parallel`` answer, which it never asks for; every window it asks for is of those ranks."""
+    tb, _, manifest = gen
+    coords = _coords(manifest)
+    msg = _compact(tb, bins=1, order_only=1, **({"focus": named} if named else {}))
+    want = _default_of(msg)
+    # the route's answer is the planted truth: the straggler (or the worker named) and its role peers
+    focus = named or f"rank{SLOW}"
+    me = coords[focus]
+    assert set(want) == {w for w, c in coords.items() if (c["pp"], c["mp"]) == (me["pp"], me["mp"])}, want
+    assert msg.order[0].worker == focus and ("rank named" if named else "straggler") in msg.why, msg.why
+    assert len(msg.rows) == 0  # order_only: no row, no index opened
+    log = PageLog()
+    page = new_page(browser, log, width=1280, height=800)
+    keys = dict(run=RUN, span="0", unit="ms", view="timeline", tlmode="detail", **({"worker": named} if named else {}))
+    frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
+    frame.wait_for_function("() => { const t = window.__tbppTimeline; const d = t && t.data();"
+                            " return d && d.items > 0 && d.ranks.every((r) => r.state === ''); }", timeout=120_000)
+    shown = frame.evaluate("() => window.__tbppTimeline.workers()")
+    assert shown == want, (shown, want)
+    assert frame.evaluate("() => window.__tbppTimeline.data().ranks.map((r) => r.worker)") == want
+    why = frame.locator('[data-testid="timeline-ranks-why"]').text_content()
+    assert why == f"default: {msg.why}", why
+    # it opens on the focus: its rank header at the top of the canvas (or as far down as the scroll goes)
+    frame.wait_for_function("""(w) => { const t = window.__tbppTimeline; const h = t.rows().find((r) => r.kind === 'rank' && r.worker === w);
+        const box = document.querySelector('.tl-scroll'); const most = box.scrollHeight - box.clientHeight;
+        return h && (Math.abs(t.scrollTop() - h.y) <= 1 || Math.abs(t.scrollTop() - most) <= 1); }""", arg=focus, timeout=20_000)
+    paths = [(urlparse(u).path.rsplit("/", 1)[-1], parse_qs(urlparse(u).query)) for u in log.requests]
+    assert not [p for p, _ in paths if p == "parallel"], log.requests
+    windows = [q for p, q in paths if p == "timeline"]
+    assert windows and all(q.get("workers") == [",".join(want)] for q in windows), windows
+    page.context.close()
+    assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)

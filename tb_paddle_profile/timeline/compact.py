@@ -22,6 +22,7 @@ the data loader, waiting).
 from __future__ import annotations
 
 import weakref
+from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -160,8 +161,21 @@ class Facts:
             m = vals.reshape(len(self.workers), n_steps)
             self.job_step = {s: int(m[:, j].max()) for j, s in enumerate(self.steps)}
         self.order, self.roles, self.why = order_of(rp)
+        # what order_of needs of the analysis, kept to answer a focus rank (order_for) without the RunParallel
+        self._lite = SimpleNamespace(
+            ranks=[SimpleNamespace(rank=r.rank, worker=r.worker, dp=r.dp, pipeline_stage=r.pipeline_stage, mp=r.mp,
+                                   sharding=r.sharding, peers=tuple(r.peers)) for r in rp.ranks],
+            straggler=SimpleNamespace(found=rp.straggler.found, uncertain=rp.straggler.uncertain,
+                                      stragglers=[SimpleNamespace(rank=s.rank) for s in rp.straggler.stragglers]))
         self.collectives: Dict[int, Dict[str, Dict[int, int]]] = {}  # step -> kind -> rank -> first start (collective_starts)
-        self.nbytes = 300 * len(self.workers) + 64 * sum(len(v) for v in self.step_range.values()) + 1000
+        self.nbytes = 300 * len(self.workers) + 8 * sum(len(r.peers) for r in rp.ranks) + 64 * sum(len(v) for v in self.step_range.values()) + 1000
+
+    def order_for(self, focus: str = "") -> Tuple[List[str], Dict[str, str], str]:
+        """order_of with ``focus`` (a worker of the analysis) in place of the straggler; the stored
+        order when ``focus`` is empty or unknown."""
+        if not focus or focus not in self.rank_of:
+            return self.order, self.roles, self.why
+        return order_of(self._lite, focus)
 
     def median_step(self) -> Optional[int]:
         """The step whose job step time (the slowest rank's) is the median of the steps' (the lower one
@@ -230,8 +244,9 @@ def instance_starts(table, rank: int, at_unix_ns: int, step: Optional[int]) -> O
     return f"{KIND_LABELS.get(int(t.kind[g]), 'other')} #{int(t.ordinal[m])}", starts
 
 
-def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
-    """(workers in the server's order, worker -> role, why): the straggler(s) the verdict names, then the
+def order_of(rp, focus: str = "") -> Tuple[List[str], Dict[str, str], str]:
+    """(workers in the server's order, worker -> role, why): the straggler(s) the verdict names (or the
+    worker ``focus`` names, role "named", in their place: a rank the user opened), then the
     first one's role peers (its stage, mp index and sharding when the topology is known; else its
     stage; else the ranks it shares collectives with), nearest rank numbers first, then every other
     rank in rank order; the possible straggler(s) of an uncertain verdict too ("why" says so). Without
@@ -241,6 +256,9 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
     v = rp.straggler
     # a verdict on incomplete evidence still names its possible straggler(s): first too, said so
     slow = [by_rank[s.rank] for s in v.stragglers if s.rank in by_rank] if v.found or v.uncertain else []
+    named = [r for r in ranks if focus and r.worker == focus]
+    if named:
+        slow = named
     if not slow:
         return [r.worker for r in ranks], {}, "rank order (no straggler)"
     f = slow[0]
@@ -257,7 +275,7 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
     for r in slow:
         if r.worker not in roles:
             order.append(r.worker)
-            roles[r.worker] = "straggler"
+            roles[r.worker] = "named" if named else "straggler"
     for p in peers:
         w = by_rank[p].worker
         if w not in roles:
@@ -265,7 +283,9 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
             roles[w] = "peer"
     order += [r.worker for r in ranks if r.worker not in roles]
     who = "the stragglers" if len(slow) > 1 else "the straggler"
-    if not v.found:
+    if named:
+        who = "the rank named"
+    elif not v.found:
         who = f"{'the possible stragglers' if len(slow) > 1 else 'the possible straggler'} (uncertain evidence)"
     return order, roles, f"{who} and {'its role peers' if topo or f.pipeline_stage >= 0 else 'its peers'} first"
 
@@ -273,7 +293,8 @@ def order_of(rp) -> Tuple[List[str], Dict[str, str], str]:
 def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence, rows: Sequence, offset: int,
                     step: Optional[int], align: str, ws: Optional[int], we: Optional[int], bins: int,
                     critical=None, first: Optional[TimelineIndex] = None, kind: str = "", table=None,
-                    instance: Optional[Tuple[str, int]] = None):
+                    instance: Optional[Tuple[str, int]] = None,
+                    order: Optional[Tuple[List[str], Dict[str, str], str]] = None):
     """The TimelineCompact answer. ``files``: every rank's TraceFile in the server's order; ``rows``:
     (TraceFile, index or None, state) of order[offset : offset + len(rows)]; ``critical``: the stored
     RunWhatIf (None when there is none); ``first``: the index of files[0] (align "clock": every row on
@@ -281,7 +302,8 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
     matched instance of that kind (default all_reduce, else the first kind there is), ``table()`` the
     analysis' MatchedTable; ``instance``: align "instance" on one matched instance, the one that rank
     (worker) runs at that time (unix ns, the run's corrected clock; instance_starts): every member row on
-    its member's start, ``align_kind`` its label ("all_reduce #3"), the rows of other ranks on their step."""
+    its member's start, ``align_kind`` its label ("all_reduce #3"), the rows of other ranks on their step;
+    ``order``: Facts.order_for's (the roles and why of ``files``' order; default the stored order's)."""
     from ..v1 import timeline_pb2 as tpb
 
     msg = tpb.TimelineCompact(run=run, span=span, analysis_key=key, align=align, rank_offset=offset)
@@ -289,10 +311,10 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
     if step is None or not any(step in facts.step_range.get(f.worker, {}) for f in files):
         step = facts.median_step()
     msg.step = -1 if step is None else step
-    msg.why = facts.why
+    _, roles, msg.why = order or (facts.order, facts.roles, facts.why)
     for f in files:
         msg.order.add(worker=f.worker, rank=facts.rank_of.get(f.worker, f.rank), label=facts.label.get(f.worker, ""),
-                      role=facts.roles.get(f.worker, ""))
+                      role=roles.get(f.worker, ""))
     lengths = [e - s for f in files for s, e in [facts.step_range.get(f.worker, {}).get(msg.step, (0, 0))]]
     longest = max(lengths, default=0)
     if not longest:  # no step known: the rows' whole extents

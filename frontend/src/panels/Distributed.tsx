@@ -81,7 +81,8 @@ function perRankOption(rows: RankRow[], unit: TimeUnit): ChartOption {
         ]);
       }) as never,
     },
-    xAxis: { type: "category", data: ready.map((x) => (x.r.rank >= 0 ? `rank ${x.r.rank}` : x.r.worker)), axisTick: { show: false } },
+    // a rank the route could not number: its label (the display model's, else host and pid), never the raw worker name
+    xAxis: { type: "category", data: ready.map((x) => (x.r.rank >= 0 ? `rank ${x.r.rank}` : x.label)), axisTick: { show: false } },
     yAxis: { type: "value", name: unit, splitLine: { lineStyle: { color: "#eee" } } },
     series: PARTS.map((p) => ({
       name: p,

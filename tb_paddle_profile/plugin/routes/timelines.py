@@ -223,8 +223,10 @@ class TimelineRoutes(AnalysisBase):
         the one rank ``instance_worker`` runs at ``instance_ns``, unix ns on the corrected clock, picked on
         the canvas; each member row on its member's start); every rank in the
         server's order (the straggler and its role peers first), the rows of order[rank_offset :
-        rank_offset + rank_limit] (at most compact.PAGE_ROWS: only their indexes are opened), the stored
-        critical path on them. 202 while ranks load or indexes are built."""
+        rank_offset + rank_limit] (at most compact.PAGE_ROWS: only their indexes are opened; order_only=1:
+        the order alone, no row, what the detailed timeline takes its default ranks from), the stored critical path
+        on them; ``focus`` (a worker): that rank and its role peers first in place of the straggler. 202
+        while ranks load or indexes are built."""
         from tb_paddle_profile.timeline import compact
 
         run, span, files = self._span_files(request)
@@ -243,6 +245,11 @@ class TimelineRoutes(AnalysisBase):
         bins = _int(request, "bins") or 1000
         step, offset = _int(request, "step"), _int(request, "rank_offset") or 0
         limit = min(_int(request, "rank_limit") or 64, compact.PAGE_ROWS)
+        if _param(request, "order_only", required=False) in ("1", "true"):
+            limit = 0  # the order alone: no row, no index opened
+        focus = _param(request, "focus", required=False)
+        if focus and focus not in {f.worker for f in files}:
+            raise HttpError(404, f"unknown worker {_shown(focus)} in run {_shown(run)}")
         ws, we = _int(request, "start_ns"), _int(request, "end_ns")
         got = self._analysis(request)
         if isinstance(got, Response):  # ranks still loading: a TimelineCompact that says so, no rows yet
@@ -261,13 +268,14 @@ class TimelineRoutes(AnalysisBase):
             facts = compact.Facts(plugin_pb2.RunParallel.FromString(data))
             with self._lock:
                 self._compact_facts.put(key, facts)
-        place = {w: i for i, w in enumerate(facts.order)}
+        order = facts.order_for(focus)
+        place = {w: i for i, w in enumerate(order[0])}
         files = [f for _, f in sorted(enumerate(files), key=lambda x: (place.get(x[1].worker, len(place)), x[0]))]
         if offset and offset >= len(files):
             raise HttpError(400, f"rank_offset {offset} is past the {len(files)} ranks")
-        rows = self._indexes(files[offset:offset + limit])
+        rows = self._indexes(files[offset:offset + limit]) if limit else []
         building = any(state == "building" for _, _, state in rows)
-        first = self._timelines().get(files[0])[0] if align == "clock" else None
+        first = self._timelines().get(files[0])[0] if align == "clock" and limit else None
         blob = self.analyses.peek_derived(run_assembly.whatif_name(key, run, span, {}))
 
         def table():  # the matched instances, stored with the analysis (align "collective")
@@ -281,7 +289,7 @@ class TimelineRoutes(AnalysisBase):
 
             critical = whatif_pb2.RunWhatIf.FromString(blob) if blob is not None else None
             return _encode(compact.compact_message(run, span, key, facts, files, rows, offset, step, align, ws, we,
-                                                   bins, critical, first, kind, table, instance), fmt)
+                                                   bins, critical, first, kind, table, instance, order), fmt)
 
         body = self._heavy.run("timeline_compact", build)
         return respond(request, body, _CTYPES[fmt], 202 if building else 200,

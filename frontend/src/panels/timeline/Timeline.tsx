@@ -8,14 +8,13 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Picker } from "../../components/Picker";
 import type { PickItem } from "../../components/Picker";
 import { Notice } from "../../components/ui";
-import type { RunParallel, WorkerEntry } from "../../gen/tb_paddle_profile/v1/plugin_pb";
+import type { WorkerEntry } from "../../gen/tb_paddle_profile/v1/plugin_pb";
 import { workerLabel } from "../../labels";
-import { parallelOnce } from "../parallel/data";
 import type { TimelineEvent, TimelineInstance, TimelineRange, TimelineSearch } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 import { isDark, onDarkChange } from "../../host";
 import type { Decoded } from "./data";
 import { humanBytes } from "../../display/cells";
-import { checkWindowTrace, counterAt, decodeWindow, fetchEvent, fetchInstance, fetchRange, fetchSearch, fetchWindow, fmtDur, maybeCommunication, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
+import { checkWindowTrace, counterAt, decodeWindow, fetchCompact, fetchEvent, fetchInstance, fetchRange, fetchSearch, fetchWindow, fmtDur, maybeCommunication, mergeWindows, nextRankOffset, windowTraceUrl } from "./data";
 import type { FoldedSummary, Folds, Layout, Marks, MemberMark, Row, View } from "./draw";
 import "./timeline.css";
 import { counterScale, drawTimeline, fitCanvas, hitLane, LABEL_W, layout, parseFolds, RULER_H, writeFolds } from "./draw";
@@ -81,51 +80,60 @@ export function writeRankSet(workers: string[]): string {
   return workers.map(encodeURIComponent).join(",");
 }
 
-/**
- * The ranks shown when none are chosen: all of them up to RANK_PAGE; else, from the run's cross-rank
- * analysis, the focus and its role peers (docs/distributed.md: the other ranks of its stage and mp
- * index, which differ only in dp; without a topology, the other ranks of its stage; without stages,
- * the ranks it shares collectives with), nearest rank numbers first, at most RANK_PAGE in all. The
- * focus is the worker named (any but the run's first rank, which the tab selects when none is named),
- * else the straggler(s) the verdict names (all of them), else the current rank; the current rank is
- * always kept in. Before the analysis is known: the page of RANK_PAGE ranks that holds the current rank.
- */
-export function defaultRankSet(all: string[], current: string, rp: RunParallel | null): { workers: string[]; why: string; focus?: string } {
-  if (all.length <= RANK_PAGE) return { workers: all, why: "every rank" };
-  const index = new Map(all.map((w, i) => [w, i]));
-  const ci = index.get(current) ?? 0;
-  const page = () => {
-    const start = Math.floor(ci / RANK_PAGE) * RANK_PAGE;
-    return all.slice(start, start + RANK_PAGE);
-  };
-  if (!rp) return { workers: page(), why: "the page of the current rank" };
-  const byWorker = new Map(rp.ranks.map((r) => [r.worker, r]));
-  const byRank = new Map(rp.ranks.map((r) => [r.rank, r]));
-  const named = ci > 0 ? byWorker.get(current) : undefined;
-  const slow = rp.straggler?.found ? rp.straggler.stragglers.map((s) => byRank.get(s.rank)).filter((r): r is NonNullable<typeof r> => !!r) : [];
-  const focus = named ? [named] : slow.length ? slow : [byWorker.get(current)].filter((r): r is NonNullable<typeof r> => !!r);
-  if (!focus.length) return { workers: page(), why: "the page of the current rank" };
-  const f = focus[0];
-  const topo = f.dp >= 0 && rp.ranks.some((r) => r.dp >= 0 && r.rank !== f.rank);
-  const staged = f.pipelineStage >= 0;
-  let peers: number[];
-  if (topo) peers = rp.ranks.filter((r) => r.pipelineStage === f.pipelineStage && r.mp === f.mp && r.sharding === f.sharding && r.rank !== f.rank).map((r) => r.rank);
-  else if (staged) peers = rp.ranks.filter((r) => r.pipelineStage === f.pipelineStage && r.rank !== f.rank).map((r) => r.rank);
-  else peers = f.peers.filter((p) => p !== f.rank);
-  peers.sort((a, b) => Math.abs(a - f.rank) - Math.abs(b - f.rank) || a - b);
-  const seen = new Set<string>();
-  const chosen: string[] = [];
-  for (const w of [...focus.map((r) => r.worker), ...peers.map((p) => byRank.get(p)?.worker ?? "")]) {
-    if (!w || !index.has(w) || seen.has(w) || chosen.length >= RANK_PAGE) continue;
-    seen.add(w);
-    chosen.push(w);
-  }
-  // the current rank is kept in (a link from its tables lands on it), in place of the farthest peer
-  if (!seen.has(current) && index.has(current)) chosen[Math.min(chosen.length, RANK_PAGE - 1)] = current;
-  chosen.sort((a, b) => (index.get(a) ?? 0) - (index.get(b) ?? 0));
-  const who = named ? "the rank named" : slow.length ? (slow.length > 1 ? "the stragglers" : "the straggler") : "the current rank";
-  return { workers: chosen, why: `${who} and ${topo || staged ? "its role peers" : "its peers"}`, focus: f.worker };
+export interface RankDefault {
+  workers: string[];
+  /** Why these ranks, in words (the server's, for a run of more than RANK_PAGE ranks). */
+  why: string;
+  /** The rank the timeline opens on: the straggler, or the worker named. */
+  focus?: string;
 }
+
+/**
+ * The ranks shown when none are chosen: all of them up to RANK_PAGE; else those the server's order gives
+ * a role (route timeline_compact with order_only=1, timeline/compact.py order_of: the straggler(s) the
+ * verdict names and the first one's role peers, nearest rank numbers first; with a worker named, any but
+ * the run's first rank, which the tab selects when none is named, that worker and its role peers in their
+ * place), at most RANK_PAGE, in rank order, with the server's sentence saying why; the order's first
+ * RANK_PAGE when none has a role (rank order: no straggler). null until the server answers; the page of
+ * RANK_PAGE ranks that holds the current rank when it cannot.
+ */
+export function useDefaultRanks(run: string, span: string, all: string[], current: string): RankDefault | null {
+  const many = all.length > RANK_PAGE;
+  const ci = all.indexOf(current);
+  const focus = many && ci > 0 ? current : "";
+  const key = `${run}|${span}|${focus}|${all.length}`;
+  const [got, setGot] = useState<{ key: string; value: RankDefault } | null>(null);
+  const every = useMemo(() => ({ workers: all, why: "every rank" }), [all]);
+  const allRef = useRef(all);
+  allRef.current = all;
+  useEffect(() => {
+    if (!many) return;
+    let alive = true;
+    const load = () => fetchCompact({ run, span, bins: 1, offset: 0, limit: 0, focus: focus || undefined });
+    pollOnce(load, (g) => g.kind === "ok" && g.pending && !g.value.order.length, { stale: () => !alive }).then((g) => {
+      if (!alive) return;
+      const names = allRef.current;
+      const index = new Map(names.map((w, i) => [w, i]));
+      if (g && g.kind === "ok" && g.value.order.length) {
+        const order = g.value.order.filter((o) => index.has(o.worker));
+        const roled = order.filter((o) => o.role); // the straggler(s) or the worker named, and the role peers
+        const workers = (roled.length ? roled : order).slice(0, RANK_PAGE).map((o) => o.worker).sort((x, y) => index.get(x)! - index.get(y)!);
+        setGot({ key, value: { workers, why: g.value.why, focus: order[0]?.role ? order[0].worker : undefined } });
+      } else {
+        const start = Math.floor(Math.max(0, names.indexOf(current)) / RANK_PAGE) * RANK_PAGE;
+        const reason = g && g.kind === "error" ? g.message : "the server's order of the ranks is not known yet";
+        setGot({ key, value: { workers: names.slice(start, start + RANK_PAGE), why: `the page of the current rank (${reason})` } });
+      }
+    });
+    return () => {
+      alive = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- `current` matters through `focus` (in `key`); the fallback page reads it when the answer comes
+  }, [key, many]);
+  if (!many) return every;
+  return got && got.key === key ? got.value : null;
+}
+
 const FETCH_DELAY_MS = 60;
 const RETRY_MS = RETRY_PENDING_MS;
 
@@ -174,26 +182,16 @@ function parseWindow(tl: string): View | null {
 export function Timeline(props: Props) {
   const { run, span } = props;
   const all = useMemo(() => props.workers.map((w) => w.worker), [props.workers]);
-  const [hint, setHint] = useState<RunParallel | null>(null);
-  const manyRanks = all.length > RANK_PAGE; // the hint is asked for again only when this changes
-  useEffect(() => {
-    setHint(null);
-    if (!manyRanks) return;
-    let alive = true;
-    parallelOnce(run, span).then((rp) => alive && setHint(rp));
-    return () => {
-      alive = false;
-    };
-  }, [run, span, manyRanks]);
   const explicit = useMemo(() => {
     const known = new Set(all);
     return parseRankSet(props.state.tlranks ?? "").filter((w) => known.has(w)).slice(0, MAX_RANKS);
   }, [props.state.tlranks, all]);
-  const fallback = useMemo(() => defaultRankSet(all, props.worker, hint), [all, props.worker, hint]);
-  const chosen = explicit.length ? explicit : fallback.workers;
+  // the server's default set (none until it answers: no window is asked for before)
+  const fallback = useDefaultRanks(run, span, all, props.worker);
+  const chosen = useMemo(() => (explicit.length ? explicit : (fallback?.workers ?? [])), [explicit, fallback]);
   // the rank whose header the timeline opens on: the default set's focus (the straggler when no worker
   // is named), else the current rank
-  const openTarget = !explicit.length && fallback.focus && chosen.includes(fallback.focus) ? fallback.focus : props.worker;
+  const openTarget = !explicit.length && fallback?.focus && chosen.includes(fallback.focus) ? fallback.focus : props.worker;
   const openKey = `${run}|${openTarget}`;
   const chosenKey = chosen.join("\u0000");
   const chosenRef = useRef(chosen);
@@ -361,6 +359,7 @@ export function Timeline(props: Props) {
 
   // ------------------------------------------------------------------ fetching
   const load = async (v: View | null) => {
+    if (!chosenRef.current.length) return; // the default ranks are not known yet: asked for once they are
     inflight.current?.abort();
     const ctl = new AbortController();
     inflight.current = ctl;
@@ -1032,7 +1031,7 @@ export function Timeline(props: Props) {
           all={all}
           chosen={chosen}
           explicit={explicit.length > 0}
-          why={fallback.why}
+          why={fallback?.why ?? "the server's order of the ranks (loading)"}
           labels={props.labels}
           set={(ws) => props.update({ tlranks: ws === null ? "" : writeRankSet(ws) })}
         />

@@ -93,10 +93,11 @@ export interface CompactInstance {
   at: string;
 }
 
-export function fetchCompact(c: { run: string; span: string; bins: number; offset: number; limit: number; step?: number; align?: string; kind?: string; instance?: CompactInstance; start?: number; end?: number }, signal?: AbortSignal): Promise<Got<TimelineCompact>> {
+/** The compact timeline's rows (limit 0: order_only, the server's order of the ranks alone; focus: that worker and its role peers first). */
+export function fetchCompact(c: { run: string; span: string; bins: number; offset: number; limit: number; step?: number; align?: string; kind?: string; instance?: CompactInstance; start?: number; end?: number; focus?: string }, signal?: AbortSignal): Promise<Got<TimelineCompact>> {
   const win = c.start !== undefined && c.end !== undefined ? { start_ns: Math.floor(c.start), end_ns: Math.ceil(c.end) } : {};
   const inst = c.instance ? { instance_worker: c.instance.worker, instance_ns: c.instance.at } : {};
-  return get(TimelineCompactSchema, `timeline_compact?${q({ run: c.run, span: c.span, bins: Math.round(c.bins), rank_offset: c.offset || undefined, rank_limit: c.limit, step: c.step, align: c.align, kind: c.kind, ...inst, ...win })}`, signal);
+  return get(TimelineCompactSchema, `timeline_compact?${q({ run: c.run, span: c.span, bins: Math.round(c.bins), rank_offset: c.offset || undefined, rank_limit: c.limit || undefined, order_only: c.limit ? undefined : 1, focus: c.focus, step: c.step, align: c.align, kind: c.kind, ...inst, ...win })}`, signal);
 }
 
 export function fetchSearch(run: string, span: string, workers: string[], text: string, exact: boolean, base: string | undefined, signal?: AbortSignal): Promise<Got<TimelineSearch>> {

@@ -1118,7 +1118,7 @@ export type CompactRank = Message<"tb_paddle_profile.v1.CompactRank"> & {
   label: string;
 
   /**
-   * "straggler", "peer" or "".
+   * "straggler", "peer", "named" (the worker asked for as the focus: focus=) or "".
    *
    * @generated from field: string role = 4;
    */
