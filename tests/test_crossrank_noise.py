@@ -61,6 +61,11 @@ RUNS = {
     "realistic-dp8pp2mp8-16hosts-gpu15-2us": (SynthConfig.realistic(dp=8, pp=2, mp=8, steps=4, layers=4,
                                                                     micro_batches=4, slow_rank=77, slow_factor=1.15),
                                               True, 2.0),
+    # DP16 x PP2 x MP4: a replica a host, the hosts tied only by the data-parallel all-reduces, whose shape
+    # blocks join the two stages' groups (each member against its block's first: edges 50-120 us wide, nine
+    # hosts up to 640 us off); a data loader 4 ms late on rank 70
+    "realistic-dp16pp2mp4-loader4ms-3us": (SynthConfig.realistic(dp=16, pp=2, mp=4, steps=4, layers=4, micro_batches=4,
+                                                                 slow_host_rank=70, host_delay_us=4000), True, 3.0),
 }
 # Clocks below the goal, measured (none now: DP4 x PP4 x MP4 at 3 us was up to 2.9 us off, each host
 # pair's offset a median of end differences of sigma 4.6 us; 1.6 us since a host pair under noise needs

@@ -54,7 +54,7 @@ from .load import pool_of
 from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders, _offsets, _persist, _ranges,
                     build_lineups, cut_columns, match_residue)
 from .model import RankData
-from .prior import rank_partitions, split_by_prior
+from .prior import candidates, rank_partitions, split_by_prior
 from .shapes import EXACT_END_NS, measure_noise, shape_blocks
 
 SHAPE_MIN_POSITIONS = 3
@@ -73,12 +73,15 @@ def _has_hosts(ranks: Sequence[RankData]) -> bool:
 
 
 def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.ndarray, noisy: bool = False,
-                 exact: bool = False):
+                 exact: bool = False, sigma: float = 0.0):
     """Edges (a, b) → (offset(a) − offset(b), weight, spread, samples) between clock nodes, from the
     member pairs of every communicator block (each member against the block's first member on another
     node). exact (the run's members end together to the nanosecond): a pair whose end difference is
     not constant within EXACT_END_NS over the positions is no pair of one communicator (a block of
-    thousands of lock-step channels joins some whose shapes agree by chance) and gives no edge."""
+    thousands of lock-step channels joins some whose shapes agree by chance) and gives no edge. sigma (the
+    end noise, when known): a block of at most NOISY_PAIRS_MAX_CHANNELS gives each node pair its most
+    constant member pairs instead (_constant_pairs: a block that joined groups of two stages pairs a
+    member with its block's first one of another stage)."""
     acc: Dict[Tuple[int, int], List[Tuple[float, int, float]]] = {}
     for s in shaped:
         lu, block = s.lu, s.block
@@ -87,6 +90,9 @@ def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.n
             continue   # all one-rank communicators
         E = _gather(ranks, lu.rows, lu.inst, "end")
         nodes = node_of[lu.rows]
+        if sigma > 0 and block.size <= NOISY_PAIRS_MAX_CHANNELS:
+            _constant_pairs(E, nodes, block, acc)
+            continue
         order = np.lexsort((nodes, block))
         bs = block[order]
         firsts = np.concatenate([[True], bs[1:] != bs[:-1]])
@@ -104,6 +110,11 @@ def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.n
             a, b, med, iqr = a[same], b[same], med[same], iqr[same]
         for na, nb_, m, q in zip(nodes[a].tolist(), nodes[b].tolist(), med.tolist(), iqr.tolist()):
             acc.setdefault((na, nb_), []).append((m, P, q))
+    return _pooled(acc, noisy)
+
+
+def _pooled(acc: Dict[Tuple[int, int], List[Tuple[float, int, float]]], noisy: bool) -> Dict:
+    """Per node pair, its (median difference, positions, spread) samples pooled into one edge."""
     edges = {}
     for k, v in acc.items():
         # under end noise the positions of a collective once or twice a step tell communicators apart
@@ -116,6 +127,46 @@ def _clock_edges(ranks: Sequence[RankData], shaped: List[_Shaped], node_of: np.n
         spread = float(max(np.median([x[2] for x in v]), np.percentile(m, 75) - np.percentile(m, 25)))
         edges[k] = (int(round(est)), n / (spread + T.CLOCK_BIN_NS), int(round(spread)), n)
     return edges
+
+
+NOISY_PAIRS_MAX_CHANNELS = 512   # its C^2 / 2 member pairs compared over the positions
+
+
+def _constant_pairs(E: np.ndarray, nodes: np.ndarray, block: np.ndarray, acc) -> None:
+    """Under end noise, a block's clock evidence per node pair from its most constant member pairs: the
+    members of one instance end together at every position (their difference's interquartile range about
+    2 sigma), while a block that joined two stages' groups pairs members whose differences drift with the
+    step's jitter; per node pair the pairs whose spread is within twice the smallest (plus a bin) give the
+    median difference."""
+    C, P = E.shape
+    for b in np.unique(block):
+        idx = np.flatnonzero(block == b)
+        if np.unique(nodes[idx]).size < 2:
+            continue
+        X = E[idx].astype(np.int64)
+        nd = nodes[idx]
+        i, j = np.triu_indices(idx.size, 1)
+        cross = nd[i] != nd[j]
+        i, j = i[cross], j[cross]
+        a_n, b_n = nd[i], nd[j]
+        swap = a_n < b_n
+        hi = np.where(swap, j, i)
+        lo = np.where(swap, i, j)
+        d = np.sort(X[hi] - X[lo], axis=1)
+        med = d[:, P // 2].astype(np.float64)
+        iqr = (d[:, (3 * P) // 4] - d[:, P // 4]).astype(np.float64)
+        na, nb = nd[hi], nd[lo]
+        key = na * (int(nd.max()) + 1) + nb
+        order = np.lexsort((iqr, key))
+        ks = key[order]
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(ks)) + 1, [ks.size]])
+        for k in range(bounds.size - 1):
+            s0, s1 = int(bounds[k]), int(bounds[k + 1])
+            sel = order[s0:s1]
+            best = iqr[sel[0]]
+            keep = sel[iqr[sel] <= 2.0 * best + T.CLOCK_BIN_NS]
+            acc.setdefault((int(na[sel[0]]), int(nb[sel[0]])), []).append(
+                (float(np.median(med[keep])), P, float(np.median(iqr[keep]))))
 
 
 def _group_hosts(off: List[int], reached: List[bool], gap: float = T.CLOCK_HOST_GAP_NS) -> np.ndarray:
@@ -498,7 +549,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
     else:
         node_of = np.arange(n, dtype=np.int64)
     n_nodes = int(node_of.max()) + 1 if n else 0
-    edges = _clock_edges(ranks, shaped, node_of, noisy, exact)
+    edges = _clock_edges(ranks, shaped, node_of, noisy, exact, sigma if noisy else 0.0)
     coarse = False
     if hosts_known and n_nodes > 1:
         # host pairs no communicator's shape links (line-ups too short for a shape): the most constant
@@ -645,11 +696,20 @@ def _instances(ranks: Sequence[RankData], shaped: List[_Shaped], short: List[Lin
     pool = pool_of(ranks)
     match_p2p(ranks, col, tol, sigma)
     parts = _known_partitions(ranks, shaped, col) if _noisy(sigma) else None
+    known = parts
     for s in shaped:
         if s.by_time:
             _fallback(ranks, col, s.lu, tol, parts, sigma)
-        else:
-            _emit_shaped(ranks, col, s, verify, parts, sigma)
+            continue
+        if parts is None and _irregular(s.block):
+            # without end noise lock-step channels' shapes agree by chance: blocks of two and three
+            # pipelines' members, and fragments (the run's communicators, known from the rest, regroup them)
+            if known is None:
+                known = _known_partitions(ranks, shaped, col)
+            got = _regroup(ranks, s, known, verify)
+            if got is not None:
+                s = _Shaped(s.lu, got, s.by_time)
+        _emit_shaped(ranks, col, s, verify, parts, sigma)
     for lu in short:
         # device line-ups of an exact run are cut at its exact tolerance; host instances (gloo) at tol
         host = _host_side(pool, lu)
@@ -670,6 +730,56 @@ def _hosts(ranks: Sequence[RankData], rows: np.ndarray) -> np.ndarray:
 
 def _devices(ranks: Sequence[RankData], rows: np.ndarray) -> np.ndarray:
     return np.array([max(ranks[i].device_id, -1) + 1 for i in rows.tolist()], dtype=np.int64)
+
+
+def _irregular(block: np.ndarray) -> bool:
+    """A shaped line-up's blocks of two or more channels are not all of one size."""
+    sizes = np.bincount(block)
+    return np.unique(sizes[sizes > 1]).size > 1
+
+
+REGROUP_MIN_AGREEMENT = 0.5   # pair-set Jaccard of a known partition with the shape's blocks
+REGROUP_MIN_WITHIN = 0.99     # of its (block, position) pairs whose members end within the tolerance
+
+
+def _regroup(ranks: Sequence[RankData], s: _Shaped, parts: List[np.ndarray], tol: float) -> Optional[np.ndarray]:
+    """The known partition (prior.candidates of the run's communicators) that agrees best with a shaped
+    line-up's irregular blocks (the Jaccard index of the channel pairs they put together, at least
+    REGROUP_MIN_AGREEMENT) and whose groups end within tol at REGROUP_MIN_WITHIN of their positions; its
+    labels per channel, or None."""
+    lu, J = s.lu, s.block
+    E = _gather(ranks, lu.rows, lu.inst, "cend")
+    C, P = E.shape
+
+    def pairs(lab):
+        c = np.bincount(lab).astype(np.float64)
+        return float((c * (c - 1) / 2).sum())
+
+    pj = pairs(J)
+    best, best_score = None, REGROUP_MIN_AGREEMENT
+    for lab in candidates(parts):
+        Q = _canon_labels(lab[lu.rows])
+        nq = int(Q.max()) + 1
+        if nq == C:
+            continue
+        both = pairs(_canon_labels(Q * (int(J.max()) + 1) + J))
+        pq = pairs(Q)
+        score = both / max(pj + pq - both, 1.0)
+        if score <= best_score:
+            continue
+        order = np.argsort(Q, kind="stable")
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(Q[order])) + 1])
+        sizes = np.diff(np.concatenate([starts, [C]]))
+        Eo = E[order]
+        spread = np.maximum.reduceat(Eo, starts, axis=0) - np.minimum.reduceat(Eo, starts, axis=0)
+        multi = sizes > 1
+        if multi.any() and (spread[multi] <= tol).mean() >= REGROUP_MIN_WITHIN:
+            best, best_score = Q, score
+    return best
+
+
+def _canon_labels(lab: np.ndarray) -> np.ndarray:
+    return np.unique(lab, return_inverse=True)[1].astype(np.int64).ravel()
 
 
 def _noisy(sigma: float) -> bool:
