@@ -60,3 +60,40 @@ def test_csv_is_one_line_per_record(capsys, tmp_path):
     assert rc == 0, err
     rows = _one_line_per_record(out)
     assert sum("\\nOK\\x9b_time_" in c for row in rows for c in row) >= 2  # the worker names, escaped
+
+
+def test_export_inflates_within_the_bound(capsys, tmp_path):
+    """`export` read each rank again with gzip.open and json.load: whole, whatever it inflated to. A rank
+    swapped for a gzip bomb of the same size and time (the cache still names it a good trace) took the
+    memory of all it inflated to; it now fails with the reader's one-line refusal, its bound held."""
+    import gzip
+    import os
+    import tracemalloc
+    import zlib
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for f in EXAMPLE2:
+        (run / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
+    cache = tmp_path / "cache"
+    rc, out, err = _cli(capsys, "preprocess", "--cache-dir", str(cache), str(run))
+    assert rc == 0, err
+    victim = sorted(run.iterdir())[1]
+    st = victim.stat()
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = b'{"displayTimeUnit": "ms", "schemaVersion": "1.0.2", "span_index": "0", "traceEvents": ['
+    bomb = c.compress(head) + c.compress(b" " * (st.st_size * 900)) + c.flush()
+    assert len(bomb) <= st.st_size  # ~1000:1, padded with zeros to the same size (read as gzip padding)
+    victim.write_bytes(bomb + b"\0" * (st.st_size - len(bomb)))
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    tracemalloc.start()
+    try:
+        rc, out, err = _cli(capsys, "export", str(run), "-o", str(tmp_path / "merged.json"), "--cache-dir", str(cache))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rc == 2, (out, err)
+    assert err.strip().splitlines() == [f"error: {victim.name}: inflates more than 200 x its size (a gzip bomb? "
+                                        f"real traces compress 10-15 x; gunzip it to read it)"], err
+    assert st.st_size * 900 > 96 << 20  # what it inflates to: past the bound
+    assert peak < 90 << 20, peak  # the bound (64 MB at this size), not the bomb (twice its size before)
