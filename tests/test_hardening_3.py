@@ -97,3 +97,63 @@ def test_export_inflates_within_the_bound(capsys, tmp_path):
                                         f"real traces compress 10-15 x; gunzip it to read it)"], err
     assert st.st_size * 900 > 96 << 20  # what it inflates to: past the bound
     assert peak < 90 << 20, peak  # the bound (64 MB at this size), not the bomb (twice its size before)
+
+
+def test_dask_divides_the_bound_among_a_machines_threads(tmp_path, monkeypatch):
+    """preprocess --dask gave every task the bound of one parse per machine (half its memory): a Dask
+    worker of N threads, or N worker processes on one machine (local:N), inflated N bombs at half the
+    memory each. The bound is now divided among the cluster's threads on one machine."""
+    from distributed import Client, LocalCluster
+
+    from test_hardening_2 import _bomb
+    from tb_paddle_profile.pipeline import dask
+    from tb_paddle_profile.trace import reader
+
+    monkeypatch.delenv(reader.MAX_INFLATE_ENV, raising=False)
+    monkeypatch.setattr(reader.inflate, "physical_memory", lambda: 256 << 20)
+    logdir = tmp_path / "logs" / "run"
+    logdir.mkdir(parents=True)
+    (logdir / "rank0.paddle_trace.json.gz").write_bytes(_bomb(48))
+    with LocalCluster(processes=False, n_workers=2, threads_per_worker=2, dashboard_address=None) as cluster, \
+            Client(cluster) as client:  # in this process: the monkeypatched memory holds on its workers
+        report = dask.preprocess_dask(str(tmp_path / "logs"), "in-process", cache_dir=str(tmp_path / "cache"),
+                                 client=client, progress=None)
+    [(_, ok, message)] = report.results
+    assert not ok and "inflates beyond 0.0336 GB" in message, message  # 128 MB / 4 threads (was 128 MB)
+    assert dask.threads_per_host({"tcp://a:1": {"host": "a", "nthreads": 2}, "tcp://a:2": {"host": "a", "nthreads": 2},
+                                  "tcp://b:1": {"host": "b", "nthreads": 3}}) == 4
+
+
+def test_timeline_store_builds_divide_the_bound_among_its_workers(tmp_path, monkeypatch):
+    """A timeline store on its own (no loader) built indexes in a pool of its own workers, each reading
+    its .gz with the bound of one parse per machine (half the memory): N builds of N bombs took it all."""
+    import concurrent.futures
+    import time
+
+    import fsspec
+
+    from test_hardening_2 import _bomb
+    from tb_paddle_profile.core import pool
+    from tb_paddle_profile.pipeline.discovery import TraceFile
+    from tb_paddle_profile.timeline import TimelineStore
+    from tb_paddle_profile.trace import reader
+
+    monkeypatch.delenv(reader.MAX_INFLATE_ENV, raising=False)
+    monkeypatch.setattr(reader.inflate, "physical_memory", lambda: 256 << 20)
+    # the builds in threads of this process: the monkeypatched memory holds in them
+    monkeypatch.setattr(pool, "process_pool", lambda n: concurrent.futures.ThreadPoolExecutor(n))
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    path = logdir / "rank0.paddle_trace.json.gz"
+    path.write_bytes(_bomb(48))
+    st = path.stat()
+    f = TraceFile(run=".", worker="rank0", span="0", file_name=path.name, path=str(path), source=str(path),
+                  size=st.st_size, version=str(st.st_mtime_ns), mtime=st.st_mtime, root=str(logdir))
+    store = TimelineStore(fsspec.filesystem("file"), tmp_path / "cache", workers=4, root=str(logdir))
+    try:
+        deadline = time.monotonic() + 60
+        while (got := store.get(f))[1] == "building" and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        store.close()
+    assert got[0] is None and "inflates beyond 0.0336 GB" in got[1], got  # 128 MB / 4 builds (was 128 MB)

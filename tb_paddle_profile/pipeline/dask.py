@@ -22,7 +22,9 @@ at once (its attempt number counts the retries). After ``distributed.scheduler.a
 of workers that ran it (3 by default; ALLOWED_FAILURES on a ``local:N`` cluster) the scheduler gives up
 (KilledWorker) and the file is shown failed, not cached, like the plugin's workers. A file claimed by
 another run still alive is not parsed here: it is looked at again every CLAIM_WAIT_S seconds until its
-entry appears (counted as done elsewhere) or the claim lapses (then it is parsed here).
+entry appears (counted as done elsewhere) or the claim lapses (then it is parsed here). A .gz is
+inflated at most to the machine's memory bound divided among the cluster's task threads on one machine
+(:func:`threads_per_host`), as the loader divides it among its workers.
 
 Exit statuses as ``preprocess``: 0 all done, 2 a file was not a usable trace or could not be read or
 stored, 3 our own code failed on a file. Progress goes to stderr every PROGRESS_S seconds.
@@ -35,7 +37,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, TextIO, Tuple, cast
 
@@ -351,7 +353,10 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
         if own_client:
             client, cluster = connect(address)
         try:
-            report.workers = len(client.scheduler_info().get("workers", {}))
+            info = client.scheduler_info(n_workers=-1).get("workers", {})
+            report.workers = len(info)
+            share = threads_per_host(info)
+            tasks = {k: replace(t, spec=replace(t.spec, inflate_share=share)) for k, t in tasks.items()}
             _run_tasks(client, tasks, by_key, store, finish, counts, bar, report)
         finally:
             if own_client:
@@ -377,6 +382,17 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
     report.results = [(_shown(f), final[f.key][0], final[f.key][1]) for f in files]
     report.seconds = time.monotonic() - started
     return report
+
+
+def threads_per_host(workers: dict) -> int:
+    """The most task threads of the cluster on one machine (``workers``: scheduler_info's), at least 1:
+    the parses that may run at once beside each other, among which a .gz's inflate bound divides the
+    machine's memory (JobSpec.inflate_share), as the loader divides it among its workers."""
+    hosts: Dict[str, int] = {}
+    for address, w in workers.items():
+        host = str(w.get("host") or address)
+        hosts[host] = hosts.get(host, 0) + max(1, int(w.get("nthreads") or 1))
+    return max(hosts.values(), default=1)
 
 
 def _present(store: Optional[CacheStore], files, fs, sidecar: bool) -> Dict[CacheKey, CachedResult]:

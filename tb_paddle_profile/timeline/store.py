@@ -319,7 +319,7 @@ class TimelineStore:
             share = max(1, parse_workers() // (building + 1))
             return self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size,
                                          str(target), share, getattr(file, "root", "") or self.root,
-                                         fallback, file.key.digest()), None
+                                         fallback, file.key.digest(), self.workers), None
         except Exception as err:  # no worker process could be started (resources): transient
             self._executor = None
             return None, {"ok": False, "kind": "transient",
