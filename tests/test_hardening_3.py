@@ -157,3 +157,50 @@ def test_timeline_store_builds_divide_the_bound_among_its_workers(tmp_path, monk
     finally:
         store.close()
     assert got[0] is None and "inflates beyond 0.0336 GB" in got[1], got  # 128 MB / 4 builds (was 128 MB)
+
+
+def test_log_records_show_the_controls_of_names(tmp_path, monkeypatch, caplog):
+    """TensorBoard's log is a terminal too: a file named with an OSC sequence and an LF that failed to
+    build its timeline was logged as it is (its title set, a forged line); every logger of the package
+    now shows the controls of its records' arguments, and a traceback keeps its lines."""
+    import concurrent.futures
+    import importlib
+    import logging
+    import pkgutil
+    import time
+
+    import fsspec
+
+    import tb_paddle_profile
+    from tb_paddle_profile.core import pool, terminal
+    from tb_paddle_profile.pipeline.discovery import TraceFile
+    from tb_paddle_profile.timeline import TimelineStore
+
+    monkeypatch.setattr(pool, "process_pool", lambda n: concurrent.futures.ThreadPoolExecutor(n))
+    name = f"rank0{EVIL}.paddle_trace.json"
+    f = TraceFile(run=".", worker="rank0", span="0", file_name=name, path=str(tmp_path / name),
+                  source=str(tmp_path / name), size=10, version="1", mtime=0.0, root=str(tmp_path))
+    store = TimelineStore(fsspec.filesystem("file"), tmp_path / "cache", workers=1, root=str(tmp_path))
+    caplog.set_level(logging.WARNING, logger="tb_paddle_profile")
+    try:
+        deadline = time.monotonic() + 30
+        while store.get(f)[1] == "building" and time.monotonic() < deadline \
+                and not any("no longer exists" in r.getMessage() for r in caplog.records):
+            time.sleep(0.05)
+    finally:
+        store.close()
+    logged = [r.getMessage() for r in caplog.records if "no longer exists" in r.getMessage()]
+    assert logged, [r.getMessage() for r in caplog.records]
+    for line in logged:
+        assert not _CONTROL.findall(line) and "\n" not in line, line
+        assert "rank0\\x1b]0;pwned\\x07\\x1b[2J\\r0 failed; all good\\nOK\\x9b.paddle_trace.json" in line
+    record = logging.LogRecord("x", logging.ERROR, "", 0, "%s\n%s", (name, terminal.Lines("Traceback:\n  x\x1b")), None)
+    terminal.logger("tb_paddle_profile.test").filter(record)
+    assert record.getMessage().split("\n")[1:] == ["Traceback:", "  x\\x1b"]  # a traceback's lines kept
+    for m in pkgutil.walk_packages(tb_paddle_profile.__path__, "tb_paddle_profile."):
+        if m.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(m.name)
+        for value in vars(module).values():  # every logger a module of the package holds has the filter
+            if isinstance(value, logging.Logger):
+                assert terminal._FILTER in value.filters, m.name

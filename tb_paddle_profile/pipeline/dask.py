@@ -55,8 +55,9 @@ from tb_paddle_profile.store.trim import cache_limit_bytes, trim
 from tb_paddle_profile.store.cache_store import CLAIM_TTL_S, CacheStore, is_url, new_owner
 from tb_paddle_profile.core.errors import our_bug
 from tb_paddle_profile.pipeline.jobs import JobOutcome, JobSpec, run_job
+from tb_paddle_profile.core import terminal
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 PROGRESS_S = 2.0  # a progress line at most this often (and one at the end)
 CLAIM_WAIT_S = 2.0  # a file claimed by another run is looked at again this often
@@ -466,7 +467,7 @@ def _run_tasks(client, tasks, by_key, store, finish, counts, bar, report) -> Non
                 lapses[key] = float(res.get("expires") or 0)
                 continue
             if kind == "bug":
-                logger.error("tb_paddle_profile: %s\n%s", res["error"], res.get("traceback", "").rstrip())
+                logger.error("tb_paddle_profile: %s\n%s", res["error"], terminal.Lines(res.get("traceback", "").rstrip()))
                 finish(key, False, res["error"], "bug")
             elif kind in ("parsed", "sidecar", "cached"):
                 if not res.get("stored"):

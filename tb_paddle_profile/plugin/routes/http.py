@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import logging
 import re
 import zlib
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
@@ -16,8 +15,9 @@ from werkzeug.wrappers import Request, Response
 
 from tb_paddle_profile.core.errors import TraceError, TransientError, our_bug
 from tb_paddle_profile.core.protojson import to_json_bytes
+from tb_paddle_profile.core import terminal
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
