@@ -204,3 +204,48 @@ def test_log_records_show_the_controls_of_names(tmp_path, monkeypatch, caplog):
         for value in vars(module).values():  # every logger a module of the package holds has the filter
             if isinstance(value, logging.Logger):
                 assert terminal._FILTER in value.filters, m.name
+
+
+def test_the_largest_rank_selection_the_tab_sends_passes(tmp_path):
+    """The tab sends at most MAX_RANKS (32) workers by name; a file's name is at most 255 bytes. 32 ranks
+    named as long as a file may be, in two-byte characters (each percent-encoded to 6 characters), make
+    the longest selection the tab sends: it passes the parameter's cap (was 1,024 characters) and the
+    request line's own (64 KB in werkzeug's server)."""
+    import os
+    import re as re_
+    import time
+    from urllib.parse import quote
+
+    from plugin_testlib import PREFIX, generate_rank, make_plugin, ready
+    from tb_paddle_profile.v1 import timeline_pb2 as tpb
+
+    max_ranks = int(re_.search(r"export const MAX_RANKS = (\d+);",
+                               (REPO / "frontend/src/panels/timeline/Timeline.tsx").read_text()).group(1))
+    assert max_ranks == 32
+    src = generate_rank(tmp_path / "gen", 2000).read_bytes()
+    run = tmp_path / "logs" / "run"
+    run.mkdir(parents=True)
+    names = []
+    for n in range(max_ranks):
+        tail = f"pid_{1000 + n}_time_2026_11_29_09_29_12_650159.paddle_trace.json"
+        worker_host = "é" * ((255 - len("host_") - len(tail)) // 2)
+        file_name = f"host_{worker_host}{tail}"
+        assert 254 <= len(file_name.encode()) <= 255
+        (run / file_name).write_bytes(src)
+        names.append(f"host_{worker_host}pid_{1000 + n}")
+    os.environ["TB_PADDLE_PROFILE_CACHE"] = str(tmp_path / "cache")
+    plugin, client = make_plugin(tmp_path / "logs")
+    try:
+        ready(plugin)
+        workers = set(plugin.discovery.scan().runs["run"])
+        assert set(names) <= workers, sorted(workers)[:2]
+        url = f"{PREFIX}/timeline?run=run&span=0&px=800&workers={quote(','.join(names), safe='')}"
+        assert 15_000 < len(url) < 60_000
+        deadline = time.monotonic() + 60
+        while (r := client.get(url)).status_code in (202, 503) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert r.status_code == 200, r.data[:300]
+        assert [x.worker for x in tpb.TimelineWindow.FromString(r.data).ranks] == names
+    finally:
+        plugin.close()
+        os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)
