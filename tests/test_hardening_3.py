@@ -249,3 +249,28 @@ def test_the_largest_rank_selection_the_tab_sends_passes(tmp_path):
     finally:
         plugin.close()
         os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)
+
+
+def test_csv_route_neutralises_formulas_and_controls(tmp_path):
+    """The panels' CSV download (the csv route) wrote the operator name's ESC, BEL, CR and LF as they are:
+    a formula neutralised, but a file that, printed, set the terminal's title and took two lines."""
+    import os
+
+    from plugin_testlib import PREFIX, make_plugin, ready
+
+    run = _evil_run(tmp_path / "logs" / "run")
+    os.environ["TB_PADDLE_PROFILE_CACHE"] = str(tmp_path / "cache")
+    plugin, client = make_plugin(tmp_path / "logs")
+    try:
+        ready(plugin)
+        worker = sorted(plugin.discovery.scan().runs["run"])[0]
+        r = client.get(f"{PREFIX}/csv", query_string={"run": "run", "worker": worker, "span": "0",
+                                                      "view": "operators", "table": "operators"})
+        assert r.status_code == 200, r.data[:300]
+        rows = _one_line_per_record(r.data.decode())
+        cells = [c for row in rows for c in row if "pwned" in c]
+        assert cells and all(c.startswith("'=\\x1b]0;pwned\\x07") for c in cells), cells[:2]
+        assert run.is_dir()
+    finally:
+        plugin.close()
+        os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)
