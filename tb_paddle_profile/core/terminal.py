@@ -11,6 +11,7 @@ terminal too).
 from __future__ import annotations
 
 import logging
+import numbers
 import re
 from typing import Iterable
 
@@ -66,7 +67,7 @@ class Lines(str):
 
 
 def _visible_arg(arg):
-    if isinstance(arg, (int, float)):
+    if isinstance(arg, numbers.Number):  # numpy's too: %d and %.0f need a number
         return arg
     if isinstance(arg, Lines):
         return visible_lines(arg.split("\n"))
