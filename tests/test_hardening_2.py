@@ -204,7 +204,7 @@ def test_to_csv_formula_leads():
     import io
 
     got = [row[0] for row in csvmod.reader(io.StringIO(to_csv(t), newline=""))][1:]
-    assert got == ["'=1+1", "'+cmd", "'-2+3", "'@SUM(A1)", "'\tx", "'\\rx", "relu", "a=b"], got
+    assert got == ["'=1+1", "'+cmd", "'-2+3", "'@SUM(A1)", "'\\tx", "'\\rx", "relu", "a=b"], got
 
 
 def test_error_lines_cannot_forge_lines(capsys, tmp_path):

@@ -1,7 +1,6 @@
 """`tb-paddle-profile summary`: Paddle's summary tables of each trace, as text, JSON or CSV."""
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import traceback
@@ -18,7 +17,7 @@ from tb_paddle_profile.v1.summary_pb2 import Summary
 
 
 # the CLI's log under --debug, named as the command line's entry point
-_LOG = logging.getLogger("tb_paddle_profile.cli.commands")
+_LOG = terminal.logger("tb_paddle_profile.cli.commands")
 
 
 def _cmd_summary(args) -> int:

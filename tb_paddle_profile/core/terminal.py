@@ -4,10 +4,14 @@ Event, file, folder and host names come from the input. Printed as they are, an 
 sequence (a window title, an OSC 52 clipboard write, a screen clear), a CR overwrites the line and an
 LF forges a line of its own ("0 failed; all good"). :func:`visible` shows each control character
 (C0, DEL, C1) as an escape (``\\x1b``, ``\\r``, ``\\n``, ``\\t``): the one place where that is done,
-used by every text renderer on its lines and by the CLI on everything it prints (:class:`SafeStream`).
+used by every text renderer on its lines, by the CLI on everything it prints (:class:`SafeStream`) and
+by every logger of the package on its records' arguments (:func:`logger`: TensorBoard's log is a
+terminal too).
 """
 from __future__ import annotations
 
+import logging
+import numbers
 import re
 from typing import Iterable
 
@@ -56,3 +60,41 @@ class SafeStream:
 def raw(stream):
     """The stream under a SafeStream (for a traceback under --debug, whose lines are ours)."""
     return stream._stream if isinstance(stream, SafeStream) else stream
+
+
+class Lines(str):
+    """A log argument of several lines of ours (a traceback): each line made visible, the newlines kept."""
+
+
+def _visible_arg(arg):
+    if isinstance(arg, numbers.Number):  # numpy's too: %d and %.0f need a number
+        return arg
+    if isinstance(arg, Lines):
+        return visible_lines(arg.split("\n"))
+    return visible(arg if isinstance(arg, str) else str(arg))
+
+
+class _VisibleArgs(logging.Filter):
+    """Shows the control characters of a record's arguments (names from the input, errors naming them):
+    a file name can neither send a sequence to the terminal of TensorBoard's log nor forge a line of it.
+    The format strings are ours and stay as they are."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and args:
+            record.args = tuple(_visible_arg(a) for a in args)
+        elif isinstance(args, dict) and args:
+            record.args = {k: _visible_arg(v) for k, v in args.items()}
+        return True
+
+
+_FILTER = _VisibleArgs()
+
+
+def logger(name: str) -> logging.Logger:
+    """logging.getLogger(name) with the filter that makes its records' arguments visible (every logger
+    of the package is made here)."""
+    log = logging.getLogger(name)
+    if _FILTER not in log.filters:
+        log.addFilter(_FILTER)
+    return log

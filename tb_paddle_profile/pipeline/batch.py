@@ -11,7 +11,6 @@ this process; more go to the loader's worker processes.
 from __future__ import annotations
 
 import collections
-import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from tb_paddle_profile.store.cache import CachedResult, SummaryCache
 from tb_paddle_profile.store.cache_store import open_cache
 from tb_paddle_profile.trace.reader import parse_workers
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+from tb_paddle_profile.core import terminal
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class _Inline:
             self.stats["parsed"] += out.parsed
             self.stats["cache_hits"] += out.kind == "cached"
             if out.kind == "bug":
-                logging.getLogger(__name__).debug("%s\n%s", out.error, out.traceback)
+                terminal.logger(__name__).debug("%s\n%s", out.error, terminal.Lines(out.traceback))
             if out.ok and not out.stored and self.cache.cache_dir is None and hasattr(self.cache, "url"):
                 self.cache.put_digest(self._spec.key, out.digest)  # a cache at a URL: stored here
                 self.cache.put(self._spec.key, CachedResult(True, out.summary, ""))

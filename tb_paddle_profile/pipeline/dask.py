@@ -22,7 +22,9 @@ at once (its attempt number counts the retries). After ``distributed.scheduler.a
 of workers that ran it (3 by default; ALLOWED_FAILURES on a ``local:N`` cluster) the scheduler gives up
 (KilledWorker) and the file is shown failed, not cached, like the plugin's workers. A file claimed by
 another run still alive is not parsed here: it is looked at again every CLAIM_WAIT_S seconds until its
-entry appears (counted as done elsewhere) or the claim lapses (then it is parsed here).
+entry appears (counted as done elsewhere) or the claim lapses (then it is parsed here). A .gz is
+inflated at most to the machine's memory bound divided among the cluster's task threads on one machine
+(:func:`threads_per_host`), as the loader divides it among its workers.
 
 Exit statuses as ``preprocess``: 0 all done, 2 a file was not a usable trace or could not be read or
 stored, 3 our own code failed on a file. Progress goes to stderr every PROGRESS_S seconds.
@@ -35,7 +37,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, TextIO, Tuple, cast
 
@@ -53,8 +55,9 @@ from tb_paddle_profile.store.trim import cache_limit_bytes, trim
 from tb_paddle_profile.store.cache_store import CLAIM_TTL_S, CacheStore, is_url, new_owner
 from tb_paddle_profile.core.errors import our_bug
 from tb_paddle_profile.pipeline.jobs import JobOutcome, JobSpec, run_job
+from tb_paddle_profile.core import terminal
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 PROGRESS_S = 2.0  # a progress line at most this often (and one at the end)
 CLAIM_WAIT_S = 2.0  # a file claimed by another run is looked at again this often
@@ -351,7 +354,10 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
         if own_client:
             client, cluster = connect(address)
         try:
-            report.workers = len(client.scheduler_info().get("workers", {}))
+            info = client.scheduler_info(n_workers=-1).get("workers", {})
+            report.workers = len(info)
+            share = threads_per_host(info)
+            tasks = {k: replace(t, spec=replace(t.spec, inflate_share=share)) for k, t in tasks.items()}
             _run_tasks(client, tasks, by_key, store, finish, counts, bar, report)
         finally:
             if own_client:
@@ -377,6 +383,17 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
     report.results = [(_shown(f), final[f.key][0], final[f.key][1]) for f in files]
     report.seconds = time.monotonic() - started
     return report
+
+
+def threads_per_host(workers: dict) -> int:
+    """The most task threads of the cluster on one machine (``workers``: scheduler_info's), at least 1:
+    the parses that may run at once beside each other, among which a .gz's inflate bound divides the
+    machine's memory (JobSpec.inflate_share), as the loader divides it among its workers."""
+    hosts: Dict[str, int] = {}
+    for address, w in workers.items():
+        host = str(w.get("host") or address)
+        hosts[host] = hosts.get(host, 0) + max(1, int(w.get("nthreads") or 1))
+    return max(hosts.values(), default=1)
 
 
 def _present(store: Optional[CacheStore], files, fs, sidecar: bool) -> Dict[CacheKey, CachedResult]:
@@ -450,7 +467,7 @@ def _run_tasks(client, tasks, by_key, store, finish, counts, bar, report) -> Non
                 lapses[key] = float(res.get("expires") or 0)
                 continue
             if kind == "bug":
-                logger.error("tb_paddle_profile: %s\n%s", res["error"], res.get("traceback", "").rstrip())
+                logger.error("tb_paddle_profile: %s\n%s", res["error"], terminal.Lines(res.get("traceback", "").rstrip()))
                 finish(key, False, res["error"], "bug")
             elif kind in ("parsed", "sidecar", "cached"):
                 if not res.get("stored"):

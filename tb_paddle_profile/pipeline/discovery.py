@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import logging
 import os
 import posixpath
 import re
@@ -41,8 +40,9 @@ from tb_paddle_profile.store.cache import CacheKey
 from tb_paddle_profile.core.errors import TraceError
 from tb_paddle_profile.core.naming import is_trace_file, parse_file_name
 from tb_paddle_profile.trace.reader import peek_span
+from tb_paddle_profile.core import terminal
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 HEAD_BYTES = 8192
 HEAD_BATCH = 512  # heads read and turned into spans at a time: a scan of N new files holds 512 heads, not N

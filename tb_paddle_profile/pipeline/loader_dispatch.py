@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import List, Optional, Tuple, cast
 
+from tb_paddle_profile.core import terminal
 from tb_paddle_profile.core.errors import our_bug
 from tb_paddle_profile.core.pool import (
     Job,
@@ -281,7 +282,7 @@ class _Dispatch(_Queue):
                     self.cache.put_digest(key, res["digest"])
                 stored = self.cache.put(key, result)
         elif kind == "bug":
-            logger.error("tb_paddle_profile: %s\n%s", res["error"], res.get("traceback", "").rstrip())
+            logger.error("tb_paddle_profile: %s\n%s", res["error"], terminal.Lines(res.get("traceback", "").rstrip()))
         with self._cond:
             self._inflight.pop(key, None)
             e.job = None

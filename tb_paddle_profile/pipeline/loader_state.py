@@ -7,7 +7,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import itertools
-import logging
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -18,9 +17,10 @@ from tb_paddle_profile.store.cache import CacheKey, SummaryCache
 from tb_paddle_profile.store.lru import SizedLRU
 from tb_paddle_profile.pipeline.discovery import TraceFile
 from tb_paddle_profile.v1 import plugin_pb2
+from tb_paddle_profile.core import terminal
 
 # The loader's one logger, whichever of its modules writes (the CLI quiets it by this name).
-logger = logging.getLogger("tb_paddle_profile.pipeline.loader")
+logger = terminal.logger("tb_paddle_profile.pipeline.loader")
 
 
 QUEUED, LOADING, READY, FAILED, GROWING = (

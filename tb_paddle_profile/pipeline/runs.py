@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from tb_paddle_profile.store.lru import SizedLRU
+from tb_paddle_profile.core import terminal
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 # Bump when the analysis changes what it puts into a RunParallel (part of the analysis key).
 # 2: the matched instances are stored apart (MATCHED_SUFFIX), not in the RunParallel.

@@ -1,7 +1,6 @@
 """The TensorBoard plugin class (TensorBoard's entry point ``tensorboard_plugins``): wiring only."""
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any, Optional
 
@@ -10,13 +9,14 @@ from tb_paddle_profile.store.cache_store import open_cache
 from tb_paddle_profile.pipeline.discovery import Discovery
 from tb_paddle_profile.pipeline.loader import Loader
 from tb_paddle_profile.plugin.routes import PLUGIN_NAME, Routes
+from tb_paddle_profile.core import terminal
 
 try:
     from tensorboard.plugins import base_plugin
 except ImportError:  # the CLI (preprocess) works without TensorBoard
     base_plugin = None
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 TAB_NAME = "Paddle Profile"
 ENV_RESCAN_S = settings.RESCAN_S

@@ -59,12 +59,30 @@ def parse_ranks(text: Optional[str]) -> Optional[Set[int]]:
     return out
 
 
-def _read(path: str) -> dict:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        data = json.load(fh)
+def _read(f) -> dict:
+    """A rank's trace (a TraceFile the run was analysed from) as the reader takes it: opened under the
+    logdir's path policy, a .gz inflated within the reader's bound (counted in bytes inflated, never
+    whole: a file swapped for a gzip bomb keeping its size and time fails with one line). ValueError
+    (one line naming the file) for a file that changed since it was read, or is not a Chrome trace."""
+    import fsspec
+
+    from tb_paddle_profile.core.errors import TraceError
+    from tb_paddle_profile.core.paths import read_checked
+    from tb_paddle_profile.trace.reader import json_bytes
+
+    try:
+        raw = read_checked(fsspec.filesystem("file"), f.path, f.root or None, f.file_name)
+        if len(raw) != f.size:
+            raise TraceError(f.file_name, "changed since the run was read: run the command again")
+        data = json.loads(json_bytes(raw, f.file_name))
+    except TraceError as err:
+        raise ValueError(str(err)) from None
+    except RecursionError:
+        raise ValueError(f"{f.file_name}: JSON nested too deeply") from None
+    except ValueError as err:  # json's own error names no file
+        raise ValueError(f"{f.file_name}: not JSON ({' '.join(str(err).split())})") from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
-        raise ValueError(f"{path}: not a Chrome trace (no traceEvents list)")
+        raise ValueError(f"{f.file_name}: not a Chrome trace (no traceEvents list)")
     return data
 
 
@@ -247,7 +265,7 @@ def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None
     opener = gzip.open if output.endswith(".gz") else open
     totals = {"ranks": 0, "events": 0, "flows": 0, "collectives": 0}
     writers: Dict[int, _RankWriter] = {}
-    first = _read(by_name[order[0].file_name].path)
+    first = _read(by_name[order[0].file_name])
     starts = [e["ts"] for e in first["traceEvents"] if isinstance(e, dict) and isinstance(e.get("ts"), (int, float))]
     base_us = int(min(starts, default=0) - order[0].clock_offset_ns / 1000.0) - 1_000_000
     with opener(output, "wt", encoding="utf-8") as out:
@@ -261,7 +279,7 @@ def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None
         sep = ""
         for i, r in enumerate(order):
             writer = _RankWriter(i, r.label or r.worker, r.rank, r.clock_offset_ns, base_us)
-            events = writer.rewrite(first if i == 0 else _read(by_name[r.file_name].path))
+            events = writer.rewrite(first if i == 0 else _read(by_name[r.file_name]))
             first = {}   # (the first trace let go)
             for ev in writer.metadata() + events:
                 out.write(sep + json.dumps(ev))

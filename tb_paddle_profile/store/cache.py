@@ -38,8 +38,9 @@ from tb_paddle_profile.analysis.summarize import SUMMARY_SCHEMA
 from tb_paddle_profile.store.files import atomic_write, discard, log_once, touch
 from tb_paddle_profile.store.trim import Trimmer
 from tb_paddle_profile.v1 import summary_pb2
+from tb_paddle_profile.core import terminal
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 ENV_CACHE_DIR = settings.CACHE_DIR
 ENV_SIDECAR = settings.SIDECAR

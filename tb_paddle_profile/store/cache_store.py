@@ -58,8 +58,9 @@ from tb_paddle_profile.store.cache import (
     env_flag,
 )
 from tb_paddle_profile.store.files import atomic_write, log_once, share_mode
+from tb_paddle_profile.core import terminal
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 CLAIM_TTL_S = 120.0  # a claim not renewed for this long is taken to belong to a run that died
 HEAD_BYTES = 4096  # first read of an entry: magic, checksum and (nearly always) the whole header line

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Optional
 
 from tb_paddle_profile.core import settings
+from tb_paddle_profile.core import terminal
 
 
 # The cache's one logger, whichever of its modules writes.
-logger = logging.getLogger("tb_paddle_profile.store.cache")
+logger = terminal.logger("tb_paddle_profile.store.cache")
 
 
 def atomic_write(path: Path, data) -> None:

@@ -4,7 +4,6 @@ folder's size as it writes and walks it a slice at a time (Trimmer): the whole f
 only when its size passes the bound."""
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
@@ -14,10 +13,11 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from tb_paddle_profile.core import settings
+from tb_paddle_profile.core import terminal
 
 
 # The cache's one logger, whichever of its modules writes.
-logger = logging.getLogger("tb_paddle_profile.store.cache")
+logger = terminal.logger("tb_paddle_profile.store.cache")
 
 ENV_CACHE_MAX_MB = settings.CACHE_MAX_MB
 DEFAULT_CACHE_MAX_MB = 8192

@@ -108,16 +108,17 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
     return header, arrays
 
 
-def _parse(read_bytes, file_name: str, parse_workers: int = 1):
+def _parse(read_bytes, file_name: str, parse_workers: int = 1, inflate_share: int = 1):
     from tb_paddle_profile.trace.event_tree import build_tree
-    from tb_paddle_profile.trace.reader import read_trace
+    from tb_paddle_profile.trace.reader import max_inflate_bytes, read_trace
 
     # in a box: the reader drops the bytes as soon as the events are read
     from tb_paddle_profile.core.settings import note_parse
 
     box = [read_bytes()]  # the reader drops the bytes as soon as the events are read
     note_parse(os.path.basename(file_name))
-    tables = read_trace(box, os.path.basename(file_name), parse_workers)
+    tables = read_trace(box, os.path.basename(file_name), parse_workers,
+                        max_inflate=max_inflate_bytes(inflate_share))
     tree = build_tree(tables)
     return build_index(tables, tree)
 
@@ -133,10 +134,13 @@ def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int
 
 
 def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse_workers: int = 1,
-                    root: Optional[str] = None, fallback: Optional[str] = None, trace: str = "") -> dict:
+                    root: Optional[str] = None, fallback: Optional[str] = None, trace: str = "",
+                    inflate_share: int = 1) -> dict:
     """Runs in a worker process (picklable arguments only): read the trace under the logdir's path policy
     (``root``: the logdir), build its index, write it to ``target`` or, when that folder is not
     writable, to ``fallback``. ``trace``: the CacheKey digest the index names (TimelineIndex checks it).
+    ``inflate_share``: the builds that may run at once, among which a .gz's inflate bound divides the
+    memory (reader.max_inflate_bytes).
 
     Returns ``{"ok": True, "path", "note", "events", "bytes"}`` or ``{"ok": False, "kind", "error"}`` with
     kind "trace" (the file is not a usable trace: permanent for this version of it), "transient" (the
@@ -159,7 +163,7 @@ def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse
         return data
 
     try:
-        header, arrays = _parse(read, file_name, parse_workers)
+        header, arrays = _parse(read, file_name, parse_workers, inflate_share)
         if trace:
             header = dict(header, trace=trace)
     except TraceError as err:

@@ -15,12 +15,13 @@ from typing import Dict, Optional, Tuple, cast
 
 from tb_paddle_profile.store.files import discard, log_once, touch
 from tb_paddle_profile.store.trim import Trimmer
+from tb_paddle_profile.core import terminal
 from .build import index_in_worker
 from .runindex import RunIndex, build_run_index, run_key
 from .storage import INDEX_VERSION, CorruptIndex, TimelineIndex, one_line
 
 
-logger = logging.getLogger("tb_paddle_profile.timeline")
+logger = terminal.logger("tb_paddle_profile.timeline")
 TOUCH_EVERY_NS = 60_000_000_000
 
 
@@ -268,7 +269,7 @@ class TimelineStore:
             job.fresh, job.kind, job.reason = False, kind, reason
             job.next_at = self._clock() + (self.COOLDOWN_S if kind == "transient" else 0.0)
         if kind == "bug":
-            logger.error("tb_paddle_profile: %s%s", reason, f"\n{trace_text}" if trace_text else "")
+            logger.error("tb_paddle_profile: %s%s", reason, terminal.Lines(f"\n{trace_text}" if trace_text else ""))
         else:
             logger.warning("tb_paddle_profile: %s", reason)
         return None, reason
@@ -319,7 +320,7 @@ class TimelineStore:
             share = max(1, parse_workers() // (building + 1))
             return self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size,
                                          str(target), share, getattr(file, "root", "") or self.root,
-                                         fallback, file.key.digest()), None
+                                         fallback, file.key.digest(), self.workers), None
         except Exception as err:  # no worker process could be started (resources): transient
             self._executor = None
             return None, {"ok": False, "kind": "transient",
@@ -394,7 +395,7 @@ class TimelineStore:
                 trimmer.after_write(written)
         elif res["kind"] == "bug":
             logger.error("tb_paddle_profile: %s%s", res["error"],
-                         f"\n{res['traceback']}" if res.get("traceback") else "")
+                         terminal.Lines(f"\n{res['traceback']}" if res.get("traceback") else ""))
         elif res["kind"] == "transient" and not res.get("growing"):
             logger.warning("tb_paddle_profile: %s", job.reason or f"{res['error']} (will retry)")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import concurrent.futures.process
-import logging
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from werkzeug.wrappers import Request, Response
@@ -15,11 +14,12 @@ from tb_paddle_profile.pipeline import runs as run_assembly
 from tb_paddle_profile.pipeline.discovery import TraceFile
 from tb_paddle_profile.pipeline.loader import READY
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
+from tb_paddle_profile.core import terminal
 
 from .base import HEAVY_PROCESSES, RoutesBase, _Reloading
 from .http import _CTYPES, _encode, _format, _shown, respond
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 
 class AnalysisBase(RoutesBase):

@@ -5,7 +5,6 @@ file among the latest scan, the files' states, and the answers memoized by what 
 from __future__ import annotations
 
 import gzip
-import logging
 import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -18,10 +17,11 @@ from tb_paddle_profile.pipeline.discovery import Discovery, Snapshot, TraceFile
 from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, FileState, Loader
 from tb_paddle_profile.plugin.heavy import Heavy
 from tb_paddle_profile.store.lru import SizedLRU
+from tb_paddle_profile.core import terminal
 
 from .http import _GZIP_MIN, HttpError, _accepts_gzip, _compressible, _param, _shown, respond
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 PLUGIN_NAME = "paddle_profile"
 STATIC_DIR = Path(__file__).resolve().parent.parent.parent / "static"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import logging
 import re
 import zlib
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
@@ -16,8 +15,9 @@ from werkzeug.wrappers import Request, Response
 
 from tb_paddle_profile.core.errors import TraceError, TransientError, our_bug
 from tb_paddle_profile.core.protojson import to_json_bytes
+from tb_paddle_profile.core import terminal
 
-logger = logging.getLogger(__name__)
+logger = terminal.logger(__name__)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -26,7 +26,8 @@ _CTYPES = {"pb": PROTOBUF, "json": JSON}
 _MAX_PARAM = 1024
 # A list of workers (comma-separated names, each looked up among the run's): 16 ranks of ~80-character
 # Kubernetes host names already pass 1,024; this cap holds some 700 such names (the request line's own
-# limit, 64 KB in werkzeug's server, comes first beyond).
+# limit, 64 KB in werkzeug's server, comes first beyond). The tab sends at most 32 (the timeline's
+# MAX_RANKS): 32 names as long as a file name may be (255 bytes), percent-encoded, are under 25,000.
 _MAX_LIST_PARAM = 60_000
 _GZIP_MIN = 256
 _CHUNK = 1 << 20

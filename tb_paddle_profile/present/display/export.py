@@ -13,6 +13,7 @@ import csv
 import io
 from typing import Dict, List
 
+from tb_paddle_profile.core.terminal import visible
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.present.display.cells import BYTES, COUNT, TEXT
 
@@ -60,8 +61,9 @@ def records(table: dpb.Table) -> List[Dict[str, object]]:
 
 
 # A text cell a spreadsheet would read as a formula (=HYPERLINK(...), +cmd, -1+1, @SUM, or one hidden
-# after a tab or CR) is written after a quote, as OWASP advises: shown as text, never evaluated. A CR
-# is written as the two characters \r (the csv module leaves a field holding one unquoted).
+# after a tab or CR) is written after a quote, as OWASP advises: shown as text, never evaluated. Control
+# characters are written as escapes (terminal.visible: \r, \n, \x1b...): one line per record, and a
+# file that is printed (cat, less -r) carries nothing a terminal obeys.
 _FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -71,7 +73,7 @@ def _csv_cell(v):
     if isinstance(v, str):
         if v.startswith(_FORMULA_LEADS):
             v = "'" + v
-        return v.replace("\r", "\\r")
+        return visible(v)
     return v
 
 

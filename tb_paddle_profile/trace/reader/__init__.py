@@ -25,8 +25,9 @@ imported from ``tb_paddle_profile.trace.reader``):
 
 - ``read``: ``read_trace``, the one entry: the file prepared, its head decoded, the events read, the
   lines repaired once when they do not decode;
-- ``inflate``: a .gz inflated in bounded steps and refused past its bounds (``max_inflate_bytes``,
-  ``inflated_size`` for memory planning, ``GZIP_MAGIC``...), a byte order mark blanked;
+- ``inflate``: a .gz inflated in bounded steps and refused past its bounds (``json_bytes``: a file's
+  JSON bytes, ``max_inflate_bytes``, ``inflated_size`` for memory planning, ``GZIP_MAGIC``...), a byte
+  order mark blanked;
 - ``schema``: the typed form of the document for msgspec (``Trace``, ``Event``, ``Args``, ``DeviceProp``);
 - ``document``: the head's decode (the fast cut of Paddle's layout, else the whole document), ``decode``,
   ``peek_span``, msgspec's errors located in the file's bytes;
@@ -58,7 +59,7 @@ from .columns import _Interner
 from .document import NESTED_TOO_DEEP, decode, peek_span
 from .inflate import (DEFAULT_MAX_INFLATE_GB, DEFLATE_MAX_RATIO, GZIP_MAGIC, MAX_GZIP_LAYERS, MAX_GZIP_RATIO,
                       MAX_INFLATE_ENV, RATIO_FREE_BYTES, _inflate_bound, _layers, _TooBig, inflated_size,
-                      max_inflate_bytes)
+                      json_bytes, max_inflate_bytes)
 from .native import _native_chunk_columns, native_scanner
 from .parallel import MAX_PARSE_WORKERS, _parallel_tabulate, parse_workers
 from .read import read_trace
@@ -69,7 +70,7 @@ __all__ = [
     "read_trace",
     "DEFAULT_MAX_INFLATE_GB", "DEFLATE_MAX_RATIO", "GZIP_MAGIC", "MAX_GZIP_LAYERS", "MAX_GZIP_RATIO",
     "MAX_INFLATE_ENV", "RATIO_FREE_BYTES", "_inflate_bound", "_layers", "_TooBig", "inflated_size",
-    "max_inflate_bytes",
+    "json_bytes", "max_inflate_bytes",
     "Args", "DeviceProp", "Event", "Trace",
     "NESTED_TOO_DEEP", "decode", "peek_span",
     "_chunk_ranges", "_event_bounds",

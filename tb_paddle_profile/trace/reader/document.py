@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 
 from tb_paddle_profile.core.errors import TraceError
-from tb_paddle_profile.trace.reader.inflate import GZIP_MAGIC, MAX_GZIP_LAYERS, _prepare
+from tb_paddle_profile.trace.reader.inflate import GZIP_MAGIC, MAX_GZIP_LAYERS, json_bytes
 from tb_paddle_profile.trace.reader.repair import _repair, _Where
 from tb_paddle_profile.trace.reader.schema import _DECODER, Trace
 
@@ -111,7 +111,7 @@ def _check_paddle(trace: Trace, file_name: str) -> None:
 def decode(data: bytes, file_name: str, repair: bool = False) -> "tuple[Trace, int]":
     """Typed decode of everything but the events (kept raw) with Paddle's quirks tolerated.
     Raises TraceError with a one-line reason."""
-    data = _prepare(data, file_name)
+    data = json_bytes(data, file_name)
     if _BLANK.match(data):
         raise TraceError(file_name, "empty file")
     buf, repaired, changed = data, 0, None

@@ -1,6 +1,6 @@
 """A .gz trace inflated in bounded steps, once (a gzip inside a gzip in the same pass, a third layer
 refused), refused past MAX_GZIP_RATIO x its size or past $TB_PADDLE_PROFILE_MAX_INFLATE_GB; the
-inflated size told for memory planning (inflated_size); a UTF-8 byte order mark blanked (_prepare)."""
+inflated size told for memory planning (inflated_size); a UTF-8 byte order mark blanked (json_bytes)."""
 from __future__ import annotations
 
 import itertools
@@ -230,9 +230,10 @@ def inflated_size(head: bytes, tail: bytes, compressed_size: int) -> int:
     return max(0, min(max(size, out), bound))
 
 
-def _prepare(data, file_name: str, max_inflate: Optional[int] = None):
+def json_bytes(data, file_name: str, max_inflate: Optional[int] = None):
     """The file's JSON bytes: a .gz inflated (bounded, once, every layer), a UTF-8 byte order mark
-    blanked to spaces (so that byte offsets stay those of the file)."""
+    blanked to spaces (so that byte offsets stay those of the file). Whatever reads a trace's JSON
+    takes it from here (the reader, `export`), so that no path inflates past the bound."""
     if data[:2] == GZIP_MAGIC:
         data = _inflate(data, file_name, max_inflate)
     if data[:3] == _BOM:

@@ -11,7 +11,7 @@ from tb_paddle_profile.trace.reader.chunks import _chunk_ranges, _ChunkSplitErro
 from tb_paddle_profile.trace.reader.columns import _chunk_columns, _Interner, _Malformed
 from tb_paddle_profile.trace.reader.document import (_BLANK, NESTED_TOO_DEEP, _BadJSON, _check_paddle, _decode_whole, _json_reason,
                           _offset_in, _split_head)
-from tb_paddle_profile.trace.reader.inflate import _prepare
+from tb_paddle_profile.trace.reader.inflate import json_bytes
 from tb_paddle_profile.trace.reader.native import native_scanner
 from tb_paddle_profile.trace.reader.parallel import _parallel_tabulate
 from tb_paddle_profile.trace.reader.repair import _repair, _Where
@@ -53,7 +53,7 @@ def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1
 
 
 def _read(box: list, file_name: str, workers: int = 1, max_inflate: Optional[int] = None) -> EventTables:
-    box[0] = data = _prepare(box[0], file_name, max_inflate)  # inflated once; the compressed bytes go
+    box[0] = data = json_bytes(box[0], file_name, max_inflate)  # inflated once; the compressed bytes go
     if _BLANK.match(data):
         raise TraceError(file_name, "empty file")
     buf, repaired, changed = data, 0, None
