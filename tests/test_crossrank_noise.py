@@ -37,6 +37,10 @@ RUNS = {
     "dp2pp8-mb16-3us": ("dp2pp8-mb16-control", False, 3.0),
     # eight lock-step replicas: the wide blocks' median is their drift (2.25 us), measured again
     "dp8pp4mp4-1us": ("dp8pp4mp4-gpu15-middle", True, 1.0),
+    # the same at 3 us: tensor-parallel partners' transfers co-end with each other's partners (a partner's
+    # link outweighed the true one: p2p lanes), and a replica whose data-parallel blocks joined two stages'
+    # groups was 380 us off (aligned where its collectives co-end: align.py); was 91 % exact, no grid
+    "dp8pp4mp4-3us": ("dp8pp4mp4-gpu15-middle", True, 3.0),
     # rank-named: the ranks' first offsets (some from once-a-step collectives of lock-step pipelines)
     # drift by several sigma, the hosts' clocks are milliseconds apart
     "rank-named-dp4pp2mp2-4hosts-1us": (_rank_named(4, 2, 2, 4), True, 1.0),
@@ -55,6 +59,11 @@ RUNS = {
     # unmatched, which made the verdict uncertain
     "realistic-dp2pp8-gpu15-last-2us": (SynthConfig.realistic(dp=2, pp=8, mp=1, steps=4, layers=8, micro_batches=8,
                                                               slow_rank=15, slow_factor=1.15), True, 2.0),
+    # DP2 x PP8 x MP4 at 3 us, send/recv on one shared stream: lock-step stages end their transfers
+    # together, a receive co-ended closer with its other neighbour's send (to the next stage) than with
+    # its own sender's; the pair taken left two transfers without one (98.3 % exact; augmenting paths)
+    "realistic-dp2pp8mp4-gpu10-3us": (SynthConfig.realistic(dp=2, pp=8, mp=4, steps=4, layers=8, micro_batches=8,
+                                                            slow_rank=40, slow_factor=1.10), True, 3.0),
     # DP8 x PP2 x MP8 on 16 hosts (a tensor-parallel group a host), one GPU 15 % slower: a pipeline's two
     # hosts were tied to the others by blocks of two stages' groups alone, one host 2.36 ms off (two
     # crossing edges agreed against the tree's one; no send/recv pair within the first window)

@@ -206,6 +206,98 @@ def test_send_recv_links_explain_their_candidates_away():
     assert keep.tolist() == [True, True, False, False]
 
 
+def test_send_recv_links_prefer_the_lane_offset_most_ranks_share():
+    """p2p.pipeline_links with lanes, on the shape of realistic DP8 x PP4 x MP4 at 3 us: stage 0 on local
+    GPUs 0-3 sends to stage 1 on GPUs 4-7 of one host (Fleet: the next stage is rank + MP), the four
+    tensor-parallel partners in lock-step, so every transfer co-ends with the partners' within the noise.
+    Planted: for one rank (GPU 3) its partner's link 3 - 6 is closer than its own 3 - 7 (the timing
+    alone keeps 3 - 6, and 6 takes two stage-0 neighbours). With lanes (the local GPU, 8 a host) the
+    links' major offset (4) wins the tie: exactly 0-4, 1-5, 2-6, 3-7."""
+    from tb_paddle_profile.analysis.crossrank.p2p import pipeline_links
+    rng = np.random.default_rng(11)
+    sigma, P = 3000.0, 32
+    t = np.arange(P) * 80_000.0
+    end = {r: t + rng.normal(0, sigma, P) for r in range(8)}
+    la, lb, dt, inv, ci, cj = [], [], [], [], [], []
+    links = [(a, b) for a in range(4) for b in range(4, 8)]
+    for link, (a, b) in enumerate(links):
+        true = b == a + 4
+        for k in range(P):
+            # a true link's send and receive are one transfer: one end plus each side's noise; a partner's
+            # link pairs two transfers of the lock-step partners (the noise of both, and then some)
+            d = end[b][k] - end[a][k] if true else rng.normal(0, 1.5 * np.sqrt(2) * sigma)
+            if (a, b) == (3, 6):
+                d = rng.normal(0, 0.5 * sigma)       # planted: closer than 3 - 7
+            ci.append(a * P + k); cj.append(b * P + k); dt.append(d); inv.append(link)
+        la.append(a); lb.append(b)
+    la, lb, inv = np.array(la), np.array(lb), np.array(inv)
+    dt, ci, cj = np.array(dt), np.array(ci), np.array(cj)
+    blind, _ = pipeline_links(la, lb, dt, inv, 8, sigma, ci, cj)
+    kept = lambda keep: sorted(links[i] for i in np.flatnonzero(keep))
+    assert (3, 6) in kept(blind)
+    lanes = (np.arange(8, dtype=np.int64), 8)
+    keep, _ = pipeline_links(la, lb, dt, inv, 8, sigma, ci, cj, lanes)
+    assert kept(keep) == [(0, 4), (1, 5), (2, 6), (3, 7)]
+
+
+def test_send_recv_pairs_grown_by_augmenting_paths():
+    """p2p._augment on the shape of DP2 x PP8 x MP4 at 3 us, lock-step stages on one shared stream: stage
+    3's receive (1) from stage 2 (send 0, 2.9 us apart) co-ends 0.1 us from stage 4's send (2) to stage 5
+    (receive 3, 1 us apart); the nearest pair (1, 2) was taken, leaving 0 and 3 without one. One
+    augmenting path re-pairs them: (0, 1) and (2, 3). A lone instance with no free end stays alone, and
+    pairs are only ever candidates."""
+    from tb_paddle_profile.analysis.crossrank.p2p import _augment
+    I = np.array([0, 1, 2])
+    J = np.array([1, 2, 3])
+    dt = np.array([2900.0, 100.0, 1000.0])
+    a, b = _augment(5, I, J, dt, np.array([1]), np.array([2]))
+    assert sorted(zip(a.tolist(), b.tolist())) == [(0, 1), (2, 3)]
+    # nothing to grow: 4 has no candidate, the pair stays
+    a, b = _augment(5, I[1:2], J[1:2], dt[1:2], np.array([1]), np.array([2]))
+    assert sorted(zip(a.tolist(), b.tolist())) == [(1, 2)]
+    # a longer chain: 0-1 free end, 1=2, 3=4 paired, 4-5 free end, 2-3 a candidate: two re-pairs
+    I = np.array([0, 1, 2, 3, 4])
+    J = np.array([1, 2, 3, 4, 5])
+    dt = np.array([3000.0, 10.0, 2000.0, 10.0, 3000.0])
+    a, b = _augment(6, I, J, dt, np.array([1, 3]), np.array([2, 4]))
+    assert sorted(zip(a.tolist(), b.tolist())) == [(0, 1), (2, 3), (4, 5)]
+
+
+def test_components_are_placed_where_their_collectives_co_end():
+    """align.align_components on planted ends: four replicas (components of two hosts), each with a
+    data-parallel line-up of 4 stages x 2 tensor-parallel partners that ends with the other replicas'
+    same stage within 1 us noise, stages 380 us apart, and a tensor-parallel line-up whose replicas
+    drift tens of microseconds apart (lock-step, no communicator across replicas). Replica 2's offsets
+    are planted a stage (380 us) off, replica 3's 30 us: both are put back within 3 us; replica 1,
+    right, does not move."""
+    from tb_paddle_profile.analysis.crossrank.align import align_components, components
+    rng = np.random.default_rng(3)
+    R, S, M, P = 4, 4, 2, 6
+    n_hosts = 2 * R
+    true_off = rng.integers(-2_000_000, 2_000_000, n_hosts)
+    true_off[0] = 0
+    base = 1_700_000_000_000_000_000 + np.arange(P) * 10_000_000
+    rows, nodes, dp_end, mp_end = [], [], [], []
+    for r in range(R):
+        drift = rng.normal(0, 30_000, P)
+        for s in range(S):
+            for m in range(M):
+                host = 2 * r + s // 2
+                rows.append(len(rows)); nodes.append(host)
+                dp_end.append(base + s * 380_000 + rng.normal(0, 1_000, P) + true_off[host])
+                mp_end.append(base + 5_000_000 + s * 380_000 + drift + rng.normal(0, 1_000, P) + true_off[host])
+    node_of = np.array(nodes, dtype=np.int64)
+    ends = {"dp": np.array(dp_end).astype(np.int64), "mp": np.array(mp_end).astype(np.int64)}
+
+    off = [int(x) for x in true_off]
+    off[4] += 380_000; off[5] += 380_000      # replica 2 a stage off
+    off[6] -= 30_000; off[7] -= 30_000        # replica 3 30 us off
+    comp = components(n_hosts, [(2 * r, 2 * r + 1) for r in range(R)])
+    got, moved = align_components([(ends["dp"], node_of), (ends["mp"], node_of)], off, comp, 6 * 1_000.0)
+    assert sorted(moved) == [2, 3]
+    assert np.abs(np.array(got) - true_off).max() <= 3_000, np.array(got) - true_off
+
+
 def test_clock_join_outvotes_one_wrong_edge_across_a_cut():
     """clocks.join(robust=True): six hosts, true offsets known; every pair's edge is right within 1 us
     except one, the heaviest, which is a stage (2.3 ms) off (a block that joined two stages' data-

@@ -83,6 +83,17 @@ def coarse_pairs(ranks: Sequence[RankData], lineups: List[Lineup]) -> Dict[Tuple
     return {k: (v[2], v[3], -v[1]) for k, v in best.items()}
 
 
+def binned(d: np.ndarray, bin_ns: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each value's bin, the bins that hold values, each such bin's count with its two neighbours')."""
+    b = np.floor(d / bin_ns).astype(np.int64)
+    vals, counts = np.unique(b, return_counts=True)
+    near = counts.copy()
+    adj = np.diff(vals) == 1
+    near[1:] += np.where(adj, counts[:-1], 0)
+    near[:-1] += np.where(adj, counts[1:], 0)
+    return b, vals, near
+
+
 def _mode_estimate(d: np.ndarray, bin_ns: float = T.CLOCK_BIN_NS) -> Tuple[int, int, int]:
     """(estimate, votes, spread) of candidates d: the bin_ns bin (CLOCK_BIN_NS; under end noise wider,
     fine_offsets) that holds the most of them together with its two neighbours; the estimate is their
@@ -92,12 +103,7 @@ def _mode_estimate(d: np.ndarray, bin_ns: float = T.CLOCK_BIN_NS) -> Tuple[int, 
     even when there are more of them."""
     if d.size == 0:
         return 0, 0, 0
-    b = np.floor(d / bin_ns).astype(np.int64)
-    vals, counts = np.unique(b, return_counts=True)
-    near = counts.copy()
-    adj = np.diff(vals) == 1
-    near[1:] += np.where(adj, counts[:-1], 0)
-    near[:-1] += np.where(adj, counts[1:], 0)
+    b, vals, near = binned(d, bin_ns)
     best = vals[int(np.argmax(near))]
     x = d[np.abs(b - best) <= 1]
     q1, med, q3 = np.percentile(x, [25, 50, 75])

@@ -54,6 +54,7 @@ from .load import pool_of
 from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders, _offsets, _persist, _ranges,
                     build_lineups, cut_columns, match_residue)
 from .model import RankData
+from .align import align_components, components
 from .clock_edges import clock_edges, group_hosts
 from .p2p import (P2P_CLOCK_MIN_WINDOW_NS, P2P_CLOCK_WIDE_WINDOW_NS, P2P_CLOCK_WINDOW_FACTOR, match_p2p,
                   p2p_host_edges)
@@ -196,6 +197,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
         # a host no send/recv pair reached within that window (its first offset more than the window
         # off: a wrong block's edge the outvote could not settle) takes its pairs' edges from a wide one
         linked = {h for k2 in p2p for h in k2}
+        p2p_pairs = list(p2p)
         if len(linked) < n_nodes:
             wide_p2p = p2p_host_edges(ranks, node_of, off, P2P_CLOCK_WIDE_WINDOW_NS, sigma)
             fresh = {k2: e2 for k2, e2 in wide_p2p.items() if k2[0] not in linked or k2[1] not in linked}
@@ -204,6 +206,12 @@ def match_run(ranks: List[RankData], notes: List[str]):
                     edges.pop((k2[1], k2[0]), None)
                 edges.update(fresh)
                 off, spread, samples, reached = join(n_nodes, edges, robust=True)
+                p2p_pairs += list(fresh)
+        # the hosts that send/recv ties together, each such group placed where its collectives co-end
+        # most with the groups placed before it (align.py: lock-step replicas' blocks leave a replica a
+        # stage's time off)
+        ends = [(_gather(ranks, sh.lu.rows, sh.lu.inst, "end"), node_of[sh.lu.rows]) for sh in shaped]
+        off, _ = align_components(ends, off, components(n_nodes, p2p_pairs), tol)
     # (two ranks: a line-up of two channels is one group at every position, whatever its times, so
     # matched groups tell nothing of the clocks)
     if not hosts_known and n > 2 and not all(reached):

@@ -22,7 +22,8 @@ from .model import RankData
 
 def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarray, n: int,
                    sigma: float, ci: Optional[np.ndarray] = None,
-                   cj: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+                   cj: Optional[np.ndarray] = None,
+                   lanes: Optional[Tuple[np.ndarray, int]] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Which links (rank pairs la[i] < lb[i]) carry send/recv, from their co-ending candidates (dt: each
     candidate's end difference, inv: its link). A link's weight sums exp(-dt^2 / 2 s^2) over its
     candidates, s the end difference's noise (sqrt 2 x sigma, at least MATCH_TOL_NS / 2): every transfer
@@ -39,7 +40,14 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
     P2P_RESIDUAL_SHARE of its weight comes from candidates not both of whose instances a heavier link
     claimed. Two tensor-parallel partners' pipelines in lock-step on one host (4 -> 6 and 5 -> 7 end
     within the noise of each other) make a cross link 4 - 7 as heavy as half a true one; its
-    candidates are the true links' instances, explained already."""
+    candidates are the true links' instances, explained already.
+
+    lanes (each rank's lane and their modulus, lane_offsets): a grid job's pipeline links all join
+    ranks one lane offset apart (Fleet's next stage is rank + MP: the local GPU + MP on 8-GPU hosts).
+    Tensor-parallel partners run in lock-step, so their transfers co-end with each other's partners
+    within the end noise and a partner's link can outweigh the true one; a link whose offset is not
+    the one most ranks' heaviest links share (at least P2P_LANE_SHARE of them) is taken in the order of
+    P2P_LANE_PENALTY of its weight."""
     s = max(np.sqrt(2.0) * sigma, T.MATCH_TOL_NS / 2.0)
     g = np.exp(-np.square(dt.astype(np.float64)) / (2.0 * s * s))
     w = np.bincount(inv, weights=g, minlength=la.size)
@@ -47,6 +55,13 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
     np.maximum.at(best, la, w)
     np.maximum.at(best, lb, w)
     ok = w >= T.P2P_PARTNER_SHARE * np.maximum(best[la], best[lb])
+    weak = w < P2P_STRONG_SHARE * np.maximum(best[la], best[lb])
+    # the lane prior orders the links and weighs their claims; which links may be taken at all, and
+    # which are weak, stays the timing's (a ring's closing link of another offset is no weaker for it)
+    scale = lane_scale(la, lb, w, lanes)
+    if scale is not None:
+        w = w * scale
+        g = g * scale[inv]
     deg = np.zeros(n, dtype=np.int64)
     keep = np.zeros(la.size, dtype=bool)
     cand = np.flatnonzero(ok)
@@ -59,11 +74,59 @@ def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarr
             keep[i] = True
             deg[x] += 1
             deg[y] += 1
-    weak = w < P2P_STRONG_SHARE * np.maximum(best[la], best[lb])
     return keep, weak
 
 
 P2P_MAX_LINKS = 2
+P2P_LANE_SHARE = 0.6
+P2P_LANE_PENALTY = 0.5
+
+
+def lane_offsets(ranks: Sequence[RankData]) -> Optional[Tuple[np.ndarray, int]]:
+    """Each rank's lane (its rank number when every file names it, else its local GPU) and their
+    modulus (0: none; the GPUs of a host): pipeline_links' prior. None when nothing tells lanes apart."""
+    if ranks and all(not r.rank_inferred for r in ranks):
+        return np.array([r.rank for r in ranks], dtype=np.int64), 0
+    dev = np.array([max(r.device_id, 0) for r in ranks], dtype=np.int64)
+    if not dev.size or int(dev.max()) == 0:
+        return None
+    return dev, int(dev.max()) + 1
+
+
+def _lane_offset(la: np.ndarray, lb: np.ndarray, lanes: Tuple[np.ndarray, int]) -> np.ndarray:
+    """A link's lane offset, whichever way round (modulo the lanes' modulus when they have one)."""
+    lane, mod = lanes
+    d = lane[lb] - lane[la]
+    if mod:
+        d = np.mod(d, mod)
+        return np.minimum(d, mod - d)
+    return np.abs(d)
+
+
+def lane_scale(la: np.ndarray, lb: np.ndarray, w: np.ndarray,
+               lanes: Optional[Tuple[np.ndarray, int]]) -> Optional[np.ndarray]:
+    """Per link, 1 where its lane offset is the major one, else P2P_LANE_PENALTY (pipeline_links);
+    None without lanes or without a major offset."""
+    if lanes is None or not la.size:
+        return None
+    off = _lane_offset(la, lb, lanes)
+    major = _major_offset(la, lb, w, off)
+    return None if major is None else np.where(off == major, 1.0, P2P_LANE_PENALTY)
+
+
+def _major_offset(la: np.ndarray, lb: np.ndarray, w: np.ndarray, off: np.ndarray) -> Optional[int]:
+    """The lane offset that at least P2P_LANE_SHARE of the ranks' heaviest links share, else None."""
+    ends = np.concatenate([la, lb])
+    ww = np.concatenate([w, w])
+    oo = np.concatenate([off, off])
+    order = np.lexsort((-ww, ends))
+    first = np.concatenate([[True], ends[order][1:] != ends[order][:-1]])
+    top = oo[order][first]
+    if not top.size:
+        return None
+    vals, cnt = np.unique(top, return_counts=True)
+    k = int(np.argmax(cnt))
+    return int(vals[k]) if cnt[k] >= P2P_LANE_SHARE * top.size else None
 P2P_STRONG_SHARE = 0.5
 P2P_RESIDUAL_SHARE = 0.5
 
@@ -127,7 +190,7 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: floa
     uk, inv = np.unique(key, return_inverse=True)
     inv = inv.ravel()
     la, lb = uk // n, uk % n
-    keep_link, weak_link = pipeline_links(la, lb, e[J] - e[I], inv, n, sigma, I, J)
+    keep_link, weak_link = pipeline_links(la, lb, e[J] - e[I], inv, n, sigma, I, J, lane_offsets(ranks))
     keep = keep_link[inv]
     I, J = I[keep], J[keep]
     weak = weak_link[inv][keep].astype(np.int64)
@@ -157,6 +220,12 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: floa
         used[J[mutual]] = True
         acc_i.append(I[mutual])
         acc_j.append(J[mutual])
+    if acc_i:
+        # lock-step stages end their transfers together: a receive can co-end closer with a neighbour's
+        # transfer to its other neighbour than with its own sender's, and the pair taken leaves two
+        # transfers without one; augmenting paths over the candidates give them theirs
+        ai, aj = _augment(e.size, I, J, dt, np.concatenate(acc_i), np.concatenate(acc_j))
+        acc_i, acc_j = [ai], [aj]
     if not acc_i:
         return
     ai, aj = np.concatenate(acc_i), np.concatenate(acc_j)
@@ -167,6 +236,78 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: floa
     pos = np.stack([sel[x], sel[y]], axis=1).ravel()
     m_inst = pos - p.base[m_rank]
     col.add(p.step[sel[x]], np.full(x.size, SEND_RECV), np.full(x.size, 2), m_rank, m_inst)
+
+
+P2P_AUGMENT_DEPTH = 3   # matched pairs an augmenting path may re-pair
+
+
+def _augment(n: int, I: np.ndarray, J: np.ndarray, dt: np.ndarray, mi: np.ndarray,
+             mj: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The pairs (mi, mj) of instances 0..n-1, grown by augmenting paths over the candidates (I, J;
+    dt their end differences): from an instance without a pair, along a candidate to a paired instance,
+    from its partner along another candidate, ... to an instance without a pair (at most
+    P2P_AUGMENT_DEPTH pairs re-paired; candidates tried nearest first). Every path found pairs one more
+    instance each side; the pairs stay those of candidates."""
+    mate = np.full(n, -1, dtype=np.int64)
+    mate[mi], mate[mj] = mj, mi
+    deg = np.bincount(np.concatenate([I, J]), minlength=n)
+    free = np.flatnonzero((mate < 0) & (deg > 0))
+    if not free.size or not np.any(mate[np.concatenate([I, J])] < 0):
+        return mi, mj
+    ends = np.concatenate([I, J])
+    other = np.concatenate([J, I])
+    order = np.lexsort((np.abs(np.concatenate([dt, dt])), ends))
+    ends, other = ends[order], other[order]
+    start = np.searchsorted(ends, np.arange(n + 1))
+    nb = other.tolist()
+    st = start.tolist()
+    m = mate.tolist()
+    grown = False
+    for u in free.tolist():
+        if m[u] >= 0:
+            continue
+        # breadth first over alternating paths: u - v (paired with w) - ... - x (no pair)
+        prev = {u: -1}
+        frontier = [u]
+        found = -1
+        for _ in range(P2P_AUGMENT_DEPTH + 1):
+            nxt = []
+            for a in frontier:
+                for v in nb[st[a]:st[a + 1]]:
+                    if v in prev or v == a:
+                        continue
+                    if m[v] < 0:
+                        prev[v] = a
+                        found = v
+                        break
+                    w = m[v]
+                    if w in prev:
+                        continue
+                    prev[v] = a
+                    prev[w] = v
+                    nxt.append(w)
+                if found >= 0:
+                    break
+            if found >= 0 or not nxt:
+                break
+            frontier = nxt
+        if found < 0:
+            continue
+        # flip the path: found takes prev[found]; each paired instance on it takes the one before it
+        x = found
+        while True:
+            a = prev[x]
+            old = m[a]
+            m[x], m[a] = a, x
+            if a == u:
+                break
+            x = old
+        grown = True
+    if not grown:
+        return mi, mj
+    mm = np.array(m, dtype=np.int64)
+    lo = np.flatnonzero(mm > np.arange(n))
+    return lo, mm[lo]
 
 
 P2P_MAX_WINDOW = 256
@@ -235,14 +376,16 @@ def p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence
     g = at_mode.astype(np.float64)
     la, lb = uk // n, uk % n
     w = np.bincount(inv, weights=g, minlength=uk.size)
+    scale = lane_scale(la, lb, w, lane_offsets(ranks))
+    ws, gs = (w, g) if scale is None else (w * scale, g * scale[inv])
     deg = np.zeros(n, dtype=np.int64)
-    claims = _Claims(inv, uk.size, g, I, J)
+    claims = _Claims(inv, uk.size, gs, I, J)
     acc: Dict[Tuple[int, int], List[Tuple[float, int, float]]] = {}
-    for i in np.lexsort((lb, la, -w)).tolist():
+    for i in np.lexsort((lb, la, -ws)).tolist():
         x, y = int(la[i]), int(lb[i])
         if w[i] < P2P_CLOCK_MIN_VOTES or deg[x] >= P2P_MAX_LINKS or deg[y] >= P2P_MAX_LINKS:
             continue
-        if not claims.take(i, float(w[i])):
+        if not claims.take(i, float(ws[i])):
             continue
         deg[x] += 1
         deg[y] += 1
