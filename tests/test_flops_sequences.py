@@ -346,6 +346,31 @@ def test_stage_flops_mfu_per_stage_and_the_stage_imbalance_in_flops(uneven):
         assert sm.mfu == pytest.approx(sum(mine) / len(mine), rel=1e-6)
 
 
+def test_mfu_per_stage_without_a_grid_keeps_the_pipelines_stages(uneven, monkeypatch):
+    """A run whose DP x PP x MP grid is not inferred still has its pipelines (matched send/recv chains):
+    the MFU per stage groups the ranks by them, as the pipeline view does. On the 1,024-rank DP16 x PP8 x
+    MP8 run with Paddle's default names (no grid inferred) the What-if view drew one row "stage 0, ranks
+    0-1023" under an 8-stage pipeline schedule; here the grid is taken away after its inference."""
+    from tb_paddle_profile.analysis.crossrank import topology
+
+    _, truth, _, summaries = uneven
+    real = topology.build
+
+    def without_grid(*a, **kw):
+        topo, axes, g_axis = real(*a, **kw)
+        assert topo.pipelines
+        n = len(topo.coord_pp)
+        topo.coord_dp, topo.coord_pp, topo.coord_mp = [-1] * n, [-1] * n, [-1] * n
+        topo.dp = topo.pp = topo.mp = 0
+        topo.complete = False
+        return topo, axes, g_axis
+
+    monkeypatch.setattr(topology, "build", without_grid)
+    w = analyze_whatif(list(summaries.values()))
+    assert sorted((sm.stage, sorted(sm.ranks)) for sm in w.mfu.stages) == sorted(
+        (s, sorted(x["rank"] for x in truth.ranks if x["pp"] == s)) for s in range(truth.config["pp"]))
+
+
 def test_tables_csv_and_frames(uneven, tmp_path):
     from tb_paddle_profile import api as tbp
     out, truth, by_rank, summaries = uneven
