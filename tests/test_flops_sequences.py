@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXTRA_TRACES, SHARED_TRACES
+from conftest import EXTRA_TRACES, SHARED_TRACES, take_the_grid_away
 from tb_paddle_profile.analysis import flops as F
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
@@ -351,21 +351,8 @@ def test_mfu_per_stage_without_a_grid_keeps_the_pipelines_stages(uneven, monkeyp
     the MFU per stage groups the ranks by them, as the pipeline view does. On the 1,024-rank DP16 x PP8 x
     MP8 run with Paddle's default names (no grid inferred) the What-if view drew one row "stage 0, ranks
     0-1023" under an 8-stage pipeline schedule; here the grid is taken away after its inference."""
-    from tb_paddle_profile.analysis.crossrank import topology
-
     _, truth, _, summaries = uneven
-    real = topology.build
-
-    def without_grid(*a, **kw):
-        topo, axes, g_axis = real(*a, **kw)
-        assert topo.pipelines
-        n = len(topo.coord_pp)
-        topo.coord_dp, topo.coord_pp, topo.coord_mp = [-1] * n, [-1] * n, [-1] * n
-        topo.dp = topo.pp = topo.mp = 0
-        topo.complete = False
-        return topo, axes, g_axis
-
-    monkeypatch.setattr(topology, "build", without_grid)
+    take_the_grid_away(monkeypatch)
     w = analyze_whatif(list(summaries.values()))
     assert sorted((sm.stage, sorted(sm.ranks)) for sm in w.mfu.stages) == sorted(
         (s, sorted(x["rank"] for x in truth.ranks if x["pp"] == s)) for s in range(truth.config["pp"]))
