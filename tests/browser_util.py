@@ -166,6 +166,59 @@ def plugin_frame(page, tb: TensorBoard, hash_part: str = "", timeout: float = 60
     return frame
 
 
+# ---------------------------------------------------------------- the plugin's main-thread tasks
+
+# Issue 26: "no task over 200 ms". A task's wall time on this shared 2-core machine measures the load more
+# than the page (a 7 ms task has taken 411 ms), so the limit is asserted on the CPU time the renderer's
+# main thread spent in each of the plugin frame's long tasks (Chrome's trace: RunTask's thread time).
+TASK_CPU_LIMIT_MS = 200
+# Every frame records its own long tasks (the Long Tasks API, attribution "self"): durations in
+# window.__tbppLong, [start, duration] in window.__tbppLongAt, from its first script on.
+LONG_TASKS = """(() => { window.__tbppLong = []; window.__tbppLongAt = [];
+  try { new PerformanceObserver((l) => { for (const e of l.getEntries()) if (e.name === "self") {
+          window.__tbppLong.push(Math.round(e.duration)); window.__tbppLongAt.push([e.startTime, e.duration]); } })
+          .observe({ type: "longtask", buffered: true }); } catch (e) {} })();"""
+_TRACE_CATEGORIES = ["disabled-by-default-devtools.timeline", "blink.user_timing"]
+
+
+class TaskClock:
+    """The wall and CPU time of a frame's long tasks: the page's LONG_TASKS init script lists the frame's own
+    tasks; Chrome's trace, started before the page is opened, gives each its main-thread CPU time (the
+    RunTask starting where the task started, on the frame's clock put on the trace's by a performance mark)."""
+
+    def __init__(self, browser, page):
+        self.browser = browser
+        page.context.add_init_script(LONG_TASKS)
+        browser.start_tracing(page=page, categories=_TRACE_CATEGORIES)
+        self.stopped = False
+
+    def stop(self, frame) -> List[tuple]:
+        """(wall ms, CPU ms) of each of the frame's long tasks so far, longest CPU first; ends the trace."""
+        got = frame.evaluate("""() => { performance.mark('tbpp-clock');
+            return { at: performance.getEntriesByName('tbpp-clock').pop().startTime, long: window.__tbppLongAt || [] }; }""")
+        events = json.loads(self.browser.stop_tracing())["traceEvents"]
+        self.stopped = True
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                 if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        tasks = [e for e in events if e.get("name") == "RunTask" and e.get("ph") == "X"
+                 and names.get((e["pid"], e["tid"])) == "CrRendererMain"]
+        mark = next(e for e in events if e.get("name") == "tbpp-clock")
+        origin = mark["ts"] - got["at"] * 1000   # the frame's time 0 on the trace's clock (us)
+        out = []
+        for start, wall in got["long"]:
+            at = origin + start * 1000
+            near = [e for e in tasks if abs(e["ts"] - at) < 1000]
+            assert near, f"no traced task where the long task at {start:.0f} ms ({wall:.0f} ms) began"
+            task = max(near, key=lambda e: e.get("dur", 0))
+            out.append((round(wall), round(task.get("tdur", task.get("dur", 0)) / 1000)))
+        return sorted(out, key=lambda x: -x[1])
+
+    def cancel(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.browser.stop_tracing()
+
+
 def save_screenshot(target, name: str, max_kb: int = 300) -> Path:
     """A PNG of ``target`` (a page or a locator) in docs/screenshots/; fails if it is over ``max_kb``."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

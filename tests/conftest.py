@@ -62,6 +62,25 @@ def ran(request) -> bool:
     return report is not None and not report.skipped
 
 
+def take_the_grid_away(monkeypatch) -> None:
+    """The cross-rank topology keeps its pipelines (send/recv chains) but loses its DP x PP x MP grid, as on
+    runs whose grid is not inferred (issue 24: DP16 x PP8 x MP8 with Paddle's default names)."""
+    from tb_paddle_profile.analysis.crossrank import topology
+
+    real = topology.build
+
+    def without_grid(*a, **kw):
+        topo, axes, g_axis = real(*a, **kw)
+        assert topo.pipelines
+        n = len(topo.coord_pp)
+        topo.coord_dp, topo.coord_pp, topo.coord_mp = [-1] * n, [-1] * n, [-1] * n
+        topo.dp = topo.pp = topo.mp = 0
+        topo.complete = False
+        return topo, axes, g_axis
+
+    monkeypatch.setattr(topology, "build", without_grid)
+
+
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
     """The committed trace sets (tests/data/traces)."""

@@ -29,14 +29,17 @@ class ScaleRun:
         return self.logdir / RUN
 
 
-def make(root: Path, dp: int = DP, slow_rank: int = SLOW_RANK, layers: int = 4) -> ScaleRun:
+def make(root: Path, dp: int = DP, slow_rank: int = SLOW_RANK, layers: int = 4, *, mp: int = MP, pp: int = PP,
+         names: str = "rank", slow_host_rank: int = -1) -> ScaleRun:
     """The run DP dp x PP4 x MP2 (1,024 ranks by default; the 4,096-rank page-weight check takes dp 512
-    and fewer layers), its rank slow_rank's GPU slowed, preprocessed into its own cache."""
+    and fewer layers), its rank slow_rank's GPU slowed (or, slow_host_rank >= 0, that rank's data loader
+    stalled), preprocessed into its own cache; names "default": Paddle's host_<host>pid_<pid>."""
     logdir, cache = root / "logdir", root / "cache"
     env = dict(os.environ)
+    slow = ["--slow-host-rank", str(slow_host_rank)] if slow_host_rank >= 0 else ["--slow-rank", str(slow_rank)]
     gen = subprocess.run(
-        [sys.executable, "-m", "tbp_synth", "--dp", str(dp), "--mp", str(MP), "--pp", str(PP),
-         "--layers", str(layers), "--micro-batches", "1", "--steps", "2", "--slow-rank", str(slow_rank),
+        [sys.executable, "-m", "tbp_synth", "--dp", str(dp), "--mp", str(mp), "--pp", str(pp),
+         "--layers", str(layers), "--micro-batches", "1", "--steps", "2", *slow, "--names", names,
          "--jobs", str(os.cpu_count() or 1), "--out", str(logdir / RUN)],
         capture_output=True, text=True, cwd=str(REPO), env=env)
     assert gen.returncode == 0, gen.stderr[-2000:]

@@ -26,7 +26,8 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from conftest import ran
-from browser_util import SHOTS, PageLog, chromium_missing_reason, read_virtual_table, tables_past_the_box, tensorboard, wait_all_loaded
+from browser_util import (SHOTS, PageLog, chromium_missing_reason, read_virtual_table, save_screenshot, tables_past_the_box,
+                          tensorboard, wait_all_loaded)
 
 pytestmark = [pytest.mark.browser]
 
@@ -181,13 +182,16 @@ def goto_diff_view(frame, key: str):
     frame.wait_for_selector(f'[data-testid="cmp-tables"][data-view="{key}"]')
 
 
-def shoot(page, frame, name: str) -> None:
+def shoot(page, frame, name: str, docs: str = "") -> None:
+    """The page, as tall as its content, in SHOTS; docs: also docs/screenshots/<docs>.png (the README's)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     size = page.viewport_size
     height = frame.evaluate("() => document.querySelector('.content').scrollHeight + 140")
     page.set_viewport_size({"width": size["width"], "height": min(max(size["height"], height), 6000)})
     frame.wait_for_timeout(400)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
+    if docs:
+        save_screenshot(page, docs, max_kb=500)
     page.set_viewport_size(size)
 
 
@@ -269,7 +273,8 @@ def test_view_draws_the_routes_answer_and_the_slowed_kernel_tops_it(tb, logdir, 
     drawn = read_virtual_table(frame, test_id)
     assert KERNEL in drawn[0]["name"]
     assert is_red(colour(frame, test_id, 0, delta_key)), "a slower kernel's delta is drawn red"
-    shoot(page, frame, f"compare-kernels-{'dark' if dark else 'light'}-{width}")
+    shoot(page, frame, f"compare-kernels-{'dark' if dark else 'light'}-{width}",
+          docs="compare-kernels" if width == 1440 and not dark else "")
 
 
 def _shows(frame, ch: dict) -> None:
@@ -402,7 +407,7 @@ def test_whole_runs_draw_the_decomposition_as_parts_that_add_up(tb, page_at, wid
     for i, row in enumerate(ranks.rows):
         assert row.cells[ci].number > 0
         assert is_red(colour(frame, f"dt-{view.key}-ranks", i, "compute_delta_ns")), row.id
-    shoot(page, frame, f"compare-runs-{width}")
+    shoot(page, frame, f"compare-runs-{width}", docs="compare-runs" if width == 1440 else "")
 
 
 def test_still_parsing_then_drawn_and_a_broken_side_is_one_line(tb, logdir, page_at):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXTRA_TRACES, SHARED_TRACES
+from conftest import EXTRA_TRACES, SHARED_TRACES, take_the_grid_away
 from tb_paddle_profile.analysis import flops as F
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
@@ -344,6 +344,18 @@ def test_stage_flops_mfu_per_stage_and_the_stage_imbalance_in_flops(uneven):
             step = sum(steps[r]) / len(steps[r])
             mine.append(3 * st[r]["forward_flops_per_step"] / (step * 1e-9 * peak))
         assert sm.mfu == pytest.approx(sum(mine) / len(mine), rel=1e-6)
+
+
+def test_mfu_per_stage_without_a_grid_keeps_the_pipelines_stages(uneven, monkeypatch):
+    """A run whose DP x PP x MP grid is not inferred still has its pipelines (matched send/recv chains):
+    the MFU per stage groups the ranks by them, as the pipeline view does. On the 1,024-rank DP16 x PP8 x
+    MP8 run with Paddle's default names (no grid inferred) the What-if view drew one row "stage 0, ranks
+    0-1023" under an 8-stage pipeline schedule; here the grid is taken away after its inference."""
+    _, truth, _, summaries = uneven
+    take_the_grid_away(monkeypatch)
+    w = analyze_whatif(list(summaries.values()))
+    assert sorted((sm.stage, sorted(sm.ranks)) for sm in w.mfu.stages) == sorted(
+        (s, sorted(x["rank"] for x in truth.ranks if x["pp"] == s)) for s in range(truth.config["pp"]))
 
 
 def test_tables_csv_and_frames(uneven, tmp_path):

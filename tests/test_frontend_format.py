@@ -56,7 +56,10 @@ def test_times_and_ratios_print_like_python():
     # (ratio cells: display/cells.ts's formatValue, tested on tests/data/cell_cases.json by test_display_cells.py)
     values = [0.125, 0.375, 2.5, 0.005, 1.005, -0.125, -2.675, 1e-9, -1e-9, 123456.785, 0.0, 99.995]
     cases += [("fixed2", [v]) for v in values]
-    expected += ["{:.2f}".format(v) for v in values]
+    # a value that prints as zero prints no sign: -1e-9 is "0.00", not "-0.00" (as cells.py and cells.ts)
+    expected += ["{:.2f}".format(v).replace("-0.00", "0.00") for v in values]
+    cases += [("fmtTime", [-1, "ms"]), ("fmtTime", [-4_999, "ms"]), ("fmtTime", [-5_001, "us"])]
+    expected += ["0.00", "0.00", "-5.00"]
     got = run_format(cases)
     wrong = [(c, g, e) for c, g, e in zip(cases, got, expected) if g != e]
     assert not wrong, wrong[:10]

@@ -18,7 +18,9 @@ import pytest
 from conftest import ran
 from browser_util import (
     SHOTS,
+    TASK_CPU_LIMIT_MS,
     PageLog,
+    TaskClock,
     chromium_missing_reason,
     new_page,
     save_screenshot,
@@ -42,16 +44,10 @@ from scale_run import RUN, SLOW_RANK  # noqa: E402
 
 WIDTHS = [1280, 1440]
 MAX_DOM_NODES = 5000
-# Summary first (issue 26.1): the Distributed view of 1,024 ranks in at most this many DOM nodes. Its
-# longest main-thread task is measured, printed and written to $TBP_SHOTS/scale-long-tasks.json (the
-# figure of docs/benchmarks.md; the goal is under 200 ms), not asserted: a test must not fail because the
-# machine is busy. Only a sanity bound, which no load explains, is asserted.
+# Summary first (issue 26.1): the Distributed view of 1,024 ranks in at most this many DOM nodes, and no task
+# of the plugin's frame over TASK_CPU_LIMIT_MS of main-thread CPU (browser_util.TaskClock: the wall time of a
+# task on this shared machine measures its load; both are printed and written to $TBP_SHOTS/scale-long-tasks.json).
 SUMMARY_DOM_NODES = 3000
-LONG_TASK_SANITY_MS = 5000
-# Every frame records its long tasks (the Long Tasks API) from its first script on.
-LONG_TASKS = """(() => { window.__tbppLong = [];
-  try { new PerformanceObserver((l) => { for (const e of l.getEntries()) if (e.name === "self") window.__tbppLong.push(Math.round(e.duration)); })
-          .observe({ type: "longtask", buffered: true }); } catch (e) {} })();"""
 WINDOW_MAX_BYTES = 2 << 20
 
 CANVAS_INK = """(sel) => {
@@ -108,8 +104,8 @@ def page_and_log(browser, request):
     assert log.outside_requests() == [], log.outside_requests()
 
 
-def open_view(page, tb, view: str, worker: str = "rank0", extra: dict | None = None):
-    keys = {"run": RUN, "worker": worker, "span": "0", "unit": "ms", "view": view, **(extra or {})}
+def open_view(page, tb, view: str, worker: str = "rank0", extra: dict | None = None, run: str = RUN):
+    keys = {"run": run, "worker": worker, "span": "0", "unit": "ms", "view": view, **(extra or {})}
     page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
     handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
     frame = handle.content_frame()
@@ -256,30 +252,35 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
 
 def test_distributed_at_scale_is_summary_first_small_and_never_blocks(tb, analysis, browser):
     """At 1,024 ranks: the verdict, its cost and the findings on the first screen, the page within
-    SUMMARY_DOM_NODES nodes; the longest main-thread task from the link to the drawn summary is measured (printed)."""
-    nodes, longest, tasks = summary_first_and_light(tb, analysis, browser, timeout_ms=120_000)
+    SUMMARY_DOM_NODES nodes, no task of the plugin over TASK_CPU_LIMIT_MS of CPU from the link to the drawn summary."""
+    nodes, tasks = summary_first_and_light(tb, analysis, browser, timeout_ms=120_000)
     SHOTS.mkdir(parents=True, exist_ok=True)
     (SHOTS / "scale-long-tasks.json").write_text(json.dumps({"ranks": len(analysis.ranks), "dom_nodes": nodes,
-                                                              "longest_task_ms": longest, "long_tasks_ms": tasks}))
+                                                              "long_tasks_wall_cpu_ms": tasks}))
 
 
-def summary_first_and_light(tb, analysis, browser, timeout_ms: int, check=None):
+def assert_light_tasks(tasks, what: str) -> None:
+    """No long task of the plugin over TASK_CPU_LIMIT_MS of main-thread CPU; tasks: TaskClock.stop's, printed."""
+    print(f"{what}: long tasks (wall ms, CPU ms) {tasks}")
+    assert all(cpu <= TASK_CPU_LIMIT_MS for _, cpu in tasks), f"{what}: a task over {TASK_CPU_LIMIT_MS} ms of CPU: {tasks}"
+
+
+def summary_first_and_light(tb, analysis, browser, timeout_ms: int, check=None, run: str = RUN, worker: str = "rank0"):
     """Open Distributed at 1,280 x 800 and assert the summary first (the verdict and the first finding
-    on the first screen) within SUMMARY_DOM_NODES nodes, no task beyond the sanity bound and no page
-    error; check(frame) asserts more on the open page. Returns (DOM nodes, longest task ms, long tasks),
-    printed (the plugin frame's own tasks: TensorBoard's, in the same event loop, are not ours)."""
+    on the first screen) within SUMMARY_DOM_NODES nodes, no task of the plugin's frame over TASK_CPU_LIMIT_MS
+    of CPU and no page error; check(frame) asserts more on the open page. Returns (DOM nodes, the plugin's
+    long tasks as (wall ms, CPU ms)), printed (TensorBoard's own tasks, in the same event loop, are not ours)."""
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
+    clock = TaskClock(browser, page)
     try:
-        page.context.add_init_script(LONG_TASKS)
-        frame = open_view(page, tb, "distributed")
+        frame = open_view(page, tb, "distributed", worker=worker, run=run)
         frame.wait_for_selector('[data-testid="par-verdict"]', timeout=timeout_ms)
         frame.wait_for_selector('[data-testid="par-fold"]', timeout=timeout_ms)
         page.wait_for_timeout(3000)  # the page settles (the folded details draw nothing)
         nodes = dom_nodes(frame)
-        tasks = frame.evaluate("() => window.__tbppLong")
-        longest = max(tasks, default=0)
-        print(f"{len(analysis.ranks):,} ranks: {nodes} DOM nodes, longest task {longest} ms (long tasks: {tasks})")
+        tasks = clock.stop(frame)
+        print(f"{len(analysis.ranks):,} ranks: {nodes} DOM nodes")
         if check is not None:
             check(frame)
         # the verdict and the first finding begin on the first screen (800 px)
@@ -290,11 +291,12 @@ def summary_first_and_light(tb, analysis, browser, timeout_ms: int, check=None):
         if analysis.findings:
             assert tops[1] is not None and tops[1] < 800, tops
         assert nodes <= SUMMARY_DOM_NODES, f"{nodes} DOM nodes"
-        assert longest < LONG_TASK_SANITY_MS, f"a task of {longest} ms"
+        assert_light_tasks(tasks, f"Distributed, {len(analysis.ranks):,} ranks")
     finally:
+        clock.cancel()
         page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)
-    return nodes, longest, tasks
+    return nodes, tasks
 
 
 # ---------------------------------------------------------------- sidebar and worker picker
@@ -443,16 +445,15 @@ def test_timeline_shows_a_chosen_set_of_ranks_and_pages(tb, analysis, runlist, p
 # ---------------------------------------------------------------- the compact timeline (issue 26.2)
 
 
-def open_compact(page, tb, analysis, slow_rank: int, timeout_ms: int):
-    """The Timeline opened on its compact view, long tasks recorded: at least 32 rows loaded and drawn,
-    the planted rank's row first, every rank in the order, not every rank loaded at once."""
-    page.add_init_script(LONG_TASKS)
-    frame = open_view(page, tb, "timeline")
+def open_compact(page, tb, analysis, first: str, timeout_ms: int, run: str = RUN, worker: str = "rank0"):
+    """The Timeline opened on its compact view: at least 32 rows loaded and drawn, the worker `first`'s row
+    (the planted rank's) first, every rank in the order, not every rank loaded at once."""
+    frame = open_view(page, tb, "timeline", worker=worker, run=run)
     frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
                             timeout=timeout_ms)
     got = frame.evaluate("() => ({ order: window.__tbppCompact.order(), visible: window.__tbppCompact.visibleRows(),"
                          " loaded: window.__tbppCompact.loadedRows() })")
-    assert len(got["order"]) == len(analysis.ranks) and got["order"][0] == f"rank{slow_rank}" and len(got["visible"]) >= 32
+    assert len(got["order"]) == len(analysis.ranks) and got["order"][0] == first and len(got["visible"]) >= 32
     assert got["loaded"] < len(analysis.ranks)  # not every rank at once
     return frame
 
@@ -460,19 +461,24 @@ def open_compact(page, tb, analysis, slow_rank: int, timeout_ms: int):
 def test_the_compact_timeline_scrolls_through_1024_ranks_a_page_at_a_time(tb, analysis, browser):
     """At 1,024 ranks the Timeline opens on its compact view: the planted straggler's row first, at least 32
     rows on a 1,280 × 800 screen, the rows asked for page by page as the box scrolls down to the last rank,
-    a few hundred DOM nodes whatever the number of ranks."""
+    a few hundred DOM nodes whatever the number of ranks, no task of the plugin over TASK_CPU_LIMIT_MS of CPU."""
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
-    frame = open_compact(page, tb, analysis, SLOW_RANK, timeout_ms=180_000)
-    frame.evaluate("() => { const el = document.querySelector('[data-testid=timeline-compact] .tl-scroll'); el.scrollTop = el.scrollHeight; }")
-    frame.wait_for_function("(n) => { const c = window.__tbppCompact; const v = c.visibleRows();"
-                            " return v.length >= 32 && v[v.length - 1] === c.order()[n - 1] && c.drawnRows() >= 32; }",
-                            arg=len(analysis.ranks), timeout=120_000)
-    nodes = frame.evaluate("() => document.querySelectorAll('*').length")
-    tasks = frame.evaluate("() => window.__tbppLong || []")
-    print(f"compact timeline of {len(analysis.ranks)} ranks: {nodes} DOM nodes, longest task {max(tasks, default=0)} ms")
-    assert nodes < SUMMARY_DOM_NODES
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "scale-timeline-compact-1280.png"))
-    page.context.close()
+    clock = TaskClock(browser, page)
+    try:
+        frame = open_compact(page, tb, analysis, f"rank{SLOW_RANK}", timeout_ms=180_000)
+        frame.evaluate("() => { const el = document.querySelector('[data-testid=timeline-compact] .tl-scroll'); el.scrollTop = el.scrollHeight; }")
+        frame.wait_for_function("(n) => { const c = window.__tbppCompact; const v = c.visibleRows();"
+                                " return v.length >= 32 && v[v.length - 1] === c.order()[n - 1] && c.drawnRows() >= 32; }",
+                                arg=len(analysis.ranks), timeout=120_000)
+        nodes = frame.evaluate("() => document.querySelectorAll('*').length")
+        tasks = clock.stop(frame)
+        print(f"compact timeline of {len(analysis.ranks)} ranks: {nodes} DOM nodes")
+        assert nodes < SUMMARY_DOM_NODES
+        assert_light_tasks(tasks, f"compact timeline, {len(analysis.ranks):,} ranks")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "scale-timeline-compact-1280.png"))
+    finally:
+        clock.cancel()
+        page.context.close()
     assert log.page_errors == [] and log.console_errors == [] and log.outside_requests() == [], log

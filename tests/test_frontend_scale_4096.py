@@ -3,15 +3,15 @@ run (one planted slow GPU, the smallest program per rank: 4 layers over 4 stages
 steps), preprocessed by the CLI into its own cache, served by a real TensorBoard and opened in Chromium at
 1,280 x 800. Asserted: the Distributed view's summary (the verdict naming the planted rank first, the
 findings) on the first screen within SUMMARY_DOM_NODES DOM nodes, and the compact timeline within the same
-budget with at least 32 rows drawn, the planted rank's first; both pages' longest main-thread task is
-measured and printed (the goal, 200 ms, is a figure of docs/benchmarks.md, not asserted: a test must not
-fail because the machine is busy), with a sanity bound. Slow: generating and parsing 4,096 files takes
+budget with at least 32 rows drawn, the planted rank's first; on both pages no task of the plugin's frame
+over 200 ms of main-thread CPU (browser_util.TaskClock: Chrome's trace; the tasks' wall times, which
+measure this shared machine's load as much as the page, are printed beside them). Slow: generating and parsing 4,096 files takes
 several minutes on two cores."""
 from __future__ import annotations
 
 import pytest
 
-from browser_util import PageLog, chromium_missing_reason, new_page, tensorboard, wait_all_loaded
+from browser_util import PageLog, TaskClock, chromium_missing_reason, new_page, tensorboard, wait_all_loaded
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -24,7 +24,7 @@ from google.protobuf import json_format  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 
 from scale_run import RUN, make  # noqa: E402
-from test_frontend_scale import LONG_TASK_SANITY_MS, SUMMARY_DOM_NODES, open_compact, summary_first_and_light  # noqa: E402
+from test_frontend_scale import SUMMARY_DOM_NODES, assert_light_tasks, open_compact, summary_first_and_light  # noqa: E402
 
 DP = 512
 SLOW_RANK = 2_077   # dp259 pp2 mp1: a middle stage
@@ -63,13 +63,15 @@ def test_4096_ranks_the_distributed_summary_is_first_and_light(big, tb, analysis
 def test_4096_ranks_the_compact_timeline_is_light(tb, analysis, browser):
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
+    clock = TaskClock(browser, page)
     try:
-        frame = open_compact(page, tb, analysis, SLOW_RANK, timeout_ms=300_000)
+        frame = open_compact(page, tb, analysis, f"rank{SLOW_RANK}", timeout_ms=300_000)
         nodes = frame.evaluate("() => document.querySelectorAll('*').length")
-        tasks = frame.evaluate("() => window.__tbppLong || []")
-        print(f"4,096 ranks, compact timeline: {nodes} DOM nodes, longest task {max(tasks, default=0)} ms")
+        tasks = clock.stop(frame)
+        print(f"4,096 ranks, compact timeline: {nodes} DOM nodes")
         assert nodes <= SUMMARY_DOM_NODES, f"{nodes} DOM nodes"
-        assert max(tasks, default=0) < LONG_TASK_SANITY_MS
+        assert_light_tasks(tasks, "compact timeline, 4,096 ranks")
     finally:
+        clock.cancel()
         page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)

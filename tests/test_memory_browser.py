@@ -20,7 +20,7 @@ import pytest
 from google.protobuf import json_format
 
 from conftest import REPO, ran
-from browser_util import (SHOTS, PageLog, chromium_missing_reason, copy_trace_sets, read_virtual_table, show_all_columns,
+from browser_util import (SHOTS, PageLog, save_screenshot, chromium_missing_reason, copy_trace_sets, read_virtual_table, show_all_columns,
                           tables_past_the_box, tensorboard,
                           wait_all_loaded)
 
@@ -156,6 +156,8 @@ def test_memory_panel_shows_the_leak_growth_and_whats_alive(tb, logdir, page_at,
     for card in ("memory-insights-card", "memory-alive-card"):
         frame.locator(f'[data-testid="{card}"]').scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"{card}-leak-{width}-{'dark' if dark else 'light'}.png"))
+        if card == "memory-insights-card" and width == 1440 and not dark:   # the README's
+            save_screenshot(page, "memory-insights")
 
 
 @pytest.mark.parametrize("width", [1280, 1440])

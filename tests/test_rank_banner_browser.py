@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from browser_util import SHOTS, chromium_missing_reason, tensorboard, wait_all_loaded
+from browser_util import SHOTS, chromium_missing_reason, save_screenshot, tensorboard, wait_all_loaded
 
 pytestmark = [pytest.mark.browser]
 
@@ -184,3 +184,4 @@ def test_every_page_of_the_straggler_has_the_banner_and_compares_it_with_its_rol
         ns = first[keys.index(f"gpu_total_ns_{side}")].get("number", 0)
         assert drawn[0]["cells"][f"gpu_total_ns_{side}"] == f"{ns / 1e6:.2f}", (side, drawn[0])
     page.screenshot(path=str(SHOTS / "rank-vs-role-peers-1280.png"))
+    save_screenshot(page, "rank-vs-role-peers")   # the README's

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
+from conftest import take_the_grid_away
 from plugin_testlib import PREFIX, make_plugin, ready
 from tb_paddle_profile.cli import commands as cli
 from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
@@ -89,6 +90,23 @@ def test_balanced_stages_against_equal_stage_layers(tmp_path):
     assert x.saving_fraction > 0.1   # a real imbalance: five layers against one
     # the run without a straggler says so instead of guessing
     assert not _get(w, wpb.WHAT_IF_STRAGGLER).applicable
+
+
+def test_balanced_stages_without_a_grid_take_the_pipelines_stages(tmp_path, monkeypatch):
+    """The stages are the send/recv chains' (Topology.stages), with or without a DP x PP x MP grid: on the
+    1,024-rank DP16 x PP8 x MP8 run with Paddle's default names (no grid inferred, issue 24) "Stages balanced"
+    said "the run has no pipeline stages" under an 8-stage pipeline schedule, and "Twice the micro-batches"
+    took the median rank's time per micro-batch for the bottleneck stage's. Here the grid is taken away after
+    its inference: the estimates are the ones with the grid."""
+    generate(UNBALANCED, str(tmp_path))
+    grid = analyze_whatif(digests_of(tmp_path), "u", "0")
+    take_the_grid_away(monkeypatch)
+    w = analyze_whatif(digests_of(tmp_path), "u", "0")
+    # twice the micro-batches: the bottleneck stage's time per micro-batch, over the chains' stages too
+    for kind in (wpb.WHAT_IF_BALANCED_STAGES, wpb.WHAT_IF_DOUBLE_MICRO_BATCHES):
+        x, want = _get(w, kind), _get(grid, kind)
+        assert want.applicable and x.applicable, x.reason
+        assert (x.new_step_ns, x.assumption) == (want.new_step_ns, want.assumption)
 
 
 @pytest.mark.parametrize("folder", ["cpu-gpt-single", "cpu-gpt-2rank-gloo", "gpu-synthetic-2rank"])

@@ -27,7 +27,8 @@ from urllib.parse import quote
 import pytest
 
 from conftest import ran
-from browser_util import REPO, SHOTS, PageLog, chromium_missing_reason, read_virtual_table, tables_past_the_box, tensorboard, wait_all_loaded
+from browser_util import (REPO, SHOTS, PageLog, chromium_missing_reason, read_virtual_table, save_screenshot, tables_past_the_box,
+                          tensorboard, wait_all_loaded)
 
 pytestmark = [pytest.mark.browser]
 
@@ -187,6 +188,9 @@ def test_panel_numbers_are_the_routes_and_the_clis(tb, logdir, pages, width, dar
         assert int(c.get("newStepNs", 0)) == x.new_step_ns, x.title
         assert int(c.get("savingNs", 0)) == x.saving_ns, x.title
     shot(page, f"whatif-{width}-{'dark' if dark else 'light'}")
+    if width == 1280 and not dark:   # the README's (its first screen)
+        frame.evaluate("() => window.scrollTo(0, 0)")
+        save_screenshot(page, "whatif")
 
 
 # ---------------------------------------------------------------- the schedule chart
@@ -248,6 +252,8 @@ def test_schedule_chart_has_one_box_per_slot_of_the_truth(tb, logdir, pages, run
     card = frame.locator('[data-testid="wi-schedule"]').bounding_box()
     assert box["x"] >= card["x"] and box["x"] + box["width"] <= card["x"] + card["width"] + 1
     frame.locator('[data-testid="wi-schedule"]').screenshot(path=str(SHOTS / f"whatif-schedule-{run}-{width}.png"))
+    if run == RUN and width == 1280 and not dark:   # the README's
+        save_screenshot(frame.locator('[data-testid="wi-schedule"]'), "pipeline-schedule")
 
 
 # ---------------------------------------------------------------- the critical path on the timeline
@@ -288,6 +294,8 @@ def test_critical_path_toggle_draws_the_routes_ranks(tb, pages, width, dark):
         got2 = wait_critical(frame, steps[1])
         assert {s["rank"] for s in got2["segments"]} == {seg.rank for seg in w.critical_path.segments if seg.step == steps[1]}
     shot(page, f"whatif-timeline-critical-{width}-{'dark' if dark else 'light'}")
+    if width == 1280 and not dark:   # the README's
+        save_screenshot(page, "timeline-critical-path")
 
 
 def test_path_rows_link_to_the_timeline_at_that_rank(tb, pages):

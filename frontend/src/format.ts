@@ -1,7 +1,7 @@
 // Labels outside the tables (stat tiles, chart tooltips and axes) printed with the one formatter of the
 // display model, display/cells.ts: table cells and sentences go through formatCell / sentenceText, and
 // these thin helpers use the same Python-exact rounding.
-import { humanBytes, pyFixed, pyInt } from "./display/cells";
+import { fixed, humanBytes, pyInt } from "./display/cells";
 import type { TimeUnit } from "./display/cells";
 
 export type { TimeUnit } from "./display/cells";
@@ -9,15 +9,15 @@ export { TIME_UNITS } from "./display/cells";
 
 const DIVISOR: Record<TimeUnit, number> = { s: 1e9, ms: 1e6, us: 1e3, ns: 1 };
 
-/** Python's `'%.2f' % x` (tests/test_frontend_format.py checks the rounding here too). */
+/** Python's `'%.2f' % x`, no sign on a zero (tests/test_frontend_format.py checks the rounding here too). */
 export function fixed2(x: number): string {
-  return pyFixed(x, 2);
+  return fixed(x, 2);
 }
 
 /** A time in `unit` with 2 decimals (a CELL_DURATION's text); "-" for a missing value. */
 export function fmtTime(ns: number | undefined, unit: TimeUnit): string {
   if (ns === undefined || !Number.isFinite(ns)) return "-";
-  return pyFixed(unit === "ns" ? ns : ns / DIVISOR[unit], 2);
+  return fixed(unit === "ns" ? ns : ns / DIVISOR[unit], 2);
 }
 
 /** A time in `unit` as a plain number (for chart axes). */

@@ -181,13 +181,14 @@ def _step_times(r) -> List[int]:
 
 
 def stage_mfu(ranks: Sequence, topo, peak_tflops: Optional[float], out: spb.Mfu) -> None:
-    """Mfu.stages: per pipeline stage (one stage without a pipeline), the mean over its ranks of the
+    """Mfu.stages: per pipeline stage (its place in its send/recv chain, Topology.stages, as the pipeline
+    view's; one stage without a pipeline), the mean over its ranks of the
     model FLOPs per step the recorded shapes tell (Summary.flops: forward + twice the forward for the
     backward, docs/flops.md), of the step time and of the rank's MFU = its FLOPs per step / (its step
     time × its peak). Nothing when no rank's trace records shapes; needs no --params."""
     if not any(r.digest.flops.model_flops_per_step > 0 for r in ranks):
         return
-    pp = list(getattr(topo, "coord_pp", None) or [])
+    pp = topo.stages(len(ranks)) if topo is not None else []
     by: Dict[int, List] = {}
     for r in ranks:
         stage = pp[r.index] if r.index < len(pp) and pp[r.index] >= 0 else 0

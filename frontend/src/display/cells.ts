@@ -46,6 +46,12 @@ export function pyFixed(x: number, d: number): string {
   return `${sign}${a.toFixed(d)}`;
 }
 
+/** pyFixed without the sign of a value that prints as zero (Python 3.11's `'{:z.{d}f}'`: "0%", not "-0%"). */
+export function fixed(x: number, d: number): string {
+  const s = pyFixed(x, d);
+  return /^-[0.]+$/.test(s) ? s.slice(1) : s;
+}
+
 /** Python's `'{:g}'.format(x)` (6 significant digits, trailing zeros dropped, exponent below 1e-4 or from 1e6). */
 export function pyG(x: number): string {
   if (Number.isNaN(x)) return "nan";
@@ -103,19 +109,19 @@ export function formatValue(fmt: Format | undefined, cell: Cell | undefined, tim
       const unit = ((fmt?.unit || timeUnit) as TimeUnit);
       if (!(unit in DIVISOR)) throw new Error(`time unit must be one of ${TIME_UNITS.join(", ")}, not ${unit}`);
       if (!Number.isFinite(x) && !Number.isNaN(x)) return "-";
-      const text = pyFixed(unit === "ns" ? x : x / DIVISOR[unit], 2);
+      const text = fixed(unit === "ns" ? x : x / DIVISOR[unit], 2);
       return style === "unit" ? `${text} ${unit}` : text;
     }
     case CellKind.CELL_RATIO:
-      return pyFixed(x * 100, digits);
+      return fixed(x * 100, digits);
     case CellKind.CELL_PERCENT:
-      return `${pyFixed(x * 100, digits)}%`;
+      return `${fixed(x * 100, digits)}%`;
     case CellKind.CELL_COUNT:
       return pyInt(x);
     case CellKind.CELL_BYTES:
       return style === "human" ? humanBytes(Math.trunc(x)) : pyInt(x);
     case CellKind.CELL_NUMBER:
-      return style === "g" ? pyG(x) : pyFixed(x, digits);
+      return style === "g" ? (x === 0 ? "0" : pyG(x)) : fixed(x, digits);
     default:
       throw new Error(`unknown cell kind ${kind}`);
   }

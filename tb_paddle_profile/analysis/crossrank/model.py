@@ -115,6 +115,15 @@ class Topology:
     fit: float = 0.0
     notes: List[str] = field(default_factory=list)
 
+    def stages(self, n: int) -> List[int]:
+        """Per RankData.index (n ranks): its pipeline stage, its place in its chain (stage 0 first), -1 in
+        none; known from the matched send/recv alone, with or without a DP x PP x MP grid."""
+        out = [-1] * n
+        for chain in self.pipelines:
+            for stage, x in enumerate(chain):
+                out[x] = stage
+        return out
+
     def role(self, i: int) -> Tuple[int, int]:
         """The role of rank index i: (stage, mp index); ranks of one role differ only in dp (and
         sharding) and should do the same work."""

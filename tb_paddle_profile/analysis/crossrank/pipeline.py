@@ -36,9 +36,9 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, msgs: 
                          "bubble is given per rank.")
         return
     depth = max(len(c) for c in chains)
-    for c in chains:
-        for stage_no, x in enumerate(c):
-            msgs[x].pipeline_stage = stage_no
+    for x, stage in enumerate(topo.stages(len(msgs))):
+        if stage >= 0:
+            msgs[x].pipeline_stage = stage
     for stage in range(depth):
         members = [c[stage] for c in chains if len(c) == depth]
         ms = [msgs[x] for x in members]

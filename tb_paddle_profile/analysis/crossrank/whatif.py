@@ -120,16 +120,16 @@ def balanced_stages(graph: Graph, base: Optional[float], *_) -> wpb.WhatIf:
     """``base``: the unchanged replay's job step (None: replayed here)."""
     k = wpb.WHAT_IF_BALANCED_STAGES
     prep = graph.prep
-    topo = prep.topo
-    stages = sorted({p for p in topo.coord_pp if p >= 0}) if topo.coord_pp else []
-    if topo.pp < 2 or len(stages) < 2:
+    of = prep.topo.stages(len(prep.ranks))   # the send/recv chains' stages, with or without a grid
+    stages = sorted({p for p in of if p >= 0})
+    if len(stages) < 2:
         return _not_applicable(k, base or 0.0, "the run has no pipeline stages")
     _, figs = _compute_figures(graph)
-    comp = {p: statistics.median([figs[i]["compute"] for i in range(len(prep.ranks)) if topo.coord_pp[i] == p])
+    comp = {p: statistics.median([figs[i]["compute"] for i in range(len(prep.ranks)) if of[i] == p])
             for p in stages}
     mean = sum(comp.values()) / len(comp)
     scale = np.ones(graph.n)
-    pp_of = np.array(topo.coord_pp, dtype=np.int64)[graph.rank] if graph.n else np.zeros(0, np.int64)
+    pp_of = np.array(of, dtype=np.int64)[graph.rank] if graph.n else np.zeros(0, np.int64)
     for p in stages:
         scale[(pp_of == p) & (graph.kind == P.COMPUTE)] = mean / max(1.0, comp[p])
     if base is None:   # the unchanged replay too, in the same walk
@@ -183,8 +183,9 @@ def double_micro_batches(graph: Graph, base: float, *_) -> wpb.WhatIf:
     M = int(round(float(np.median(fw[ok]))))
     # a device-bound stage: its phases' device time; a host-bound one: the host's time over them
     per = np.where(device > 0, np.maximum(device, host), 0.0) / np.maximum(fw, 1)
-    S = max(1, topo.pp)
-    pp = np.array([topo.coord_pp[i] if topo.coord_pp and topo.coord_pp[i] >= 0 else 0 for i in range(len(ranks))])
+    of = topo.stages(len(ranks))   # the send/recv chains' stages, with or without a grid
+    S = max(1, len({p for p in of if p >= 0}))
+    pp = np.array([max(p, 0) for p in of], dtype=np.int64)
     r_mean = np.bincount(r_of[ok], weights=per[ok], minlength=len(ranks)) / np.maximum(
         np.bincount(r_of[ok], minlength=len(ranks)), 1)
     has = np.bincount(r_of[ok], minlength=len(ranks)) > 0

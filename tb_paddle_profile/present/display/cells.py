@@ -8,7 +8,8 @@ operations Paddle's profiler_statistic applies). The rules, per CellKind:
   (``ns`` itself for "ns"), "-" when missing or infinite; style "unit" appends " <unit>";
 * RATIO: ``'{:.{digits}f}'`` of ``fraction * 100``; PERCENT: the same and a "%" sign;
 * COUNT: ``str(int)``; BYTES: the integer, or style "human": "1.50 MiB" (binary units), "-1.50 MiB", "-" for 0;
-* NUMBER: ``'{:.{digits}f}'``, or style "g": ``'{:g}'``; TEXT: the text.
+* NUMBER: ``'{:.{digits}f}'``, or style "g": ``'{:g}'``; TEXT: the text;
+* a number that prints as zero prints no sign ("0%", not "-0%": Python 3.11's ``'{:z.2f}'``).
 """
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ def human_bytes(n: int) -> str:
     return f"{sign}{n} B" if div == 1 else f"{sign}{n / div:.2f} {unit}"
 
 
+def _fixed(x: float, digits: int) -> str:
+    """'{:.{digits}f}', without the sign of a value that prints as zero (a '-0%' reads as a change)."""
+    s = "{:.{}f}".format(x, digits)
+    return s[1:] if s.startswith("-") and not s.strip("-0.") else s
+
+
 def format_value(fmt: dpb.Format, cell: dpb.Cell, time_unit: str = "ms") -> str:
     """The printed text of one cell under its column's (or span's) format."""
     if cell.missing:
@@ -61,18 +68,18 @@ def format_value(fmt: dpb.Format, cell: dpb.Cell, time_unit: str = "ms") -> str:
         if math.isinf(x):
             return "-"
         div = _DIVISOR[unit]
-        text = "{:.2f}".format(x / div if div is not None else x)
+        text = _fixed(x / div if div is not None else x, 2)
         return f"{text} {unit}" if fmt.style == "unit" else text
     if kind == RATIO:
-        return "{:.{}f}".format(x * 100, fmt.digits)
+        return _fixed(x * 100, fmt.digits)
     if kind == PERCENT:
-        return "{:.{}f}%".format(x * 100, fmt.digits)
+        return _fixed(x * 100, fmt.digits) + "%"
     if kind == COUNT:
         return str(int(x))
     if kind == BYTES:
         return human_bytes(int(x)) if fmt.style == "human" else str(int(x))
     if kind == NUMBER:
-        return "{:g}".format(x) if fmt.style == "g" else "{:.{}f}".format(x, fmt.digits)
+        return ("{:g}".format(x) if x else "0") if fmt.style == "g" else _fixed(x, fmt.digits)
     raise ValueError(f"unknown cell kind {kind}")
 
 
