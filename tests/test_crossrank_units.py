@@ -179,12 +179,12 @@ def test_the_prior_splits_lock_step_instances_along_the_pipelines():
 
 
 def test_send_recv_links_explain_their_candidates_away():
-    """comms.pipeline_links on planted co-ending candidates: two lock-step pipelines on one host,
+    """p2p.pipeline_links on planted co-ending candidates: two lock-step pipelines on one host,
     0 -> 2 and 1 -> 3 (tensor-parallel partners 0, 1 and 2, 3), every transfer ending within the noise
     of its partner's, so that the cross links 0 - 3 and 1 - 2 co-end too, about half as closely. Without
     the candidates' instances both cross links are kept (a rank may have two neighbours); with them the
     true links explain the cross links' candidates and only 0 - 2 and 1 - 3 remain."""
-    from tb_paddle_profile.analysis.crossrank.comms import pipeline_links
+    from tb_paddle_profile.analysis.crossrank.p2p import pipeline_links
     rng = np.random.default_rng(5)
     sigma, P = 1000.0, 32
     # instance ids: rank r's transfer k is r * P + k; its end is the transfer's time plus noise

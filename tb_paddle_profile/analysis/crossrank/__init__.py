@@ -9,7 +9,11 @@ docs/distributed.md):
 
     load.py       digests → RankData, numbered by rank (file names, else Fleet's order)
     comms.py      communicators by shape (end increments that agree at every position), the clocks
-                  from their members, send/recv by persistent links; every instance by its order
+                  from their members, then every instance by its order (match_run)
+    shapes.py     channel shapes and the run's end noise
+    clock_edges.py  clock edges from the communicators' member pairs; hosts from per-rank offsets
+    p2p.py        send/recv: links, pairs, and the hosts' clock edges they give
+    prior.py      the communicators a run already shows, for collectives too rare for a shape
     match.py      channels, line-ups, cuts by end time (short and host-side line-ups), residue
     clocks.py     joining clock offsets; the coarse estimate for line-ups without a shape
     waits.py      transfer and wait per member; communicators

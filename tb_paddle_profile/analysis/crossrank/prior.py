@@ -32,7 +32,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .match import joined_blocks
+from .match import _gather, joined_blocks
+from .model import RankData
+from .shapes import Shaped
 
 PRIOR_NOISE_FACTOR = 1.5
 PRIOR_FLOOR_NS = 500.0
@@ -238,3 +240,53 @@ def _best(L: np.ndarray, E: np.ndarray, J: np.ndarray, chans: List[np.ndarray], 
 
 
 __all__ = ["rank_partitions", "split_by_prior", "candidates", "meet", "spread"]
+
+
+def irregular(block: np.ndarray) -> bool:
+    """A shaped line-up's blocks of two or more channels are not all of one size."""
+    sizes = np.bincount(block)
+    return np.unique(sizes[sizes > 1]).size > 1
+
+
+REGROUP_MIN_AGREEMENT = 0.5   # pair-set Jaccard of a known partition with the shape's blocks
+REGROUP_MIN_WITHIN = 0.99     # of its (block, position) pairs whose members end within the tolerance
+
+
+def regroup(ranks: Sequence[RankData], s: Shaped, parts: List[np.ndarray], tol: float) -> Optional[np.ndarray]:
+    """The known partition (candidates of the run's communicators) that agrees best with a shaped
+    line-up's irregular blocks (the Jaccard index of the channel pairs they put together, at least
+    REGROUP_MIN_AGREEMENT) and whose groups end within tol at REGROUP_MIN_WITHIN of their positions; its
+    labels per channel, or None."""
+    lu, J = s.lu, s.block
+    E = _gather(ranks, lu.rows, lu.inst, "cend")
+    C, P = E.shape
+
+    def pairs(lab):
+        c = np.bincount(lab).astype(np.float64)
+        return float((c * (c - 1) / 2).sum())
+
+    pj = pairs(J)
+    best, best_score = None, REGROUP_MIN_AGREEMENT
+    for lab in candidates(parts):
+        Q = _canon_labels(lab[lu.rows])
+        nq = int(Q.max()) + 1
+        if nq == C:
+            continue
+        both = pairs(_canon_labels(Q * (int(J.max()) + 1) + J))
+        pq = pairs(Q)
+        score = both / max(pj + pq - both, 1.0)
+        if score <= best_score:
+            continue
+        order = np.argsort(Q, kind="stable")
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(Q[order])) + 1])
+        sizes = np.diff(np.concatenate([starts, [C]]))
+        Eo = E[order]
+        spread = np.maximum.reduceat(Eo, starts, axis=0) - np.minimum.reduceat(Eo, starts, axis=0)
+        multi = sizes > 1
+        if multi.any() and (spread[multi] <= tol).mean() >= REGROUP_MIN_WITHIN:
+            best, best_score = Q, score
+    return best
+
+
+def _canon_labels(lab: np.ndarray) -> np.ndarray:
+    return np.unique(lab, return_inverse=True)[1].astype(np.int64).ravel()

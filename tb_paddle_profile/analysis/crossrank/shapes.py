@@ -8,6 +8,8 @@ import numpy as np
 from . import thresholds as T
 from .match import Lineup, _leaders, joined_blocks
 
+SHAPE_MIN_POSITIONS = 3         # a line-up shorter than this has no shape to tell (cut by end time)
+SHAPE_NOISY_MIN_POSITIONS = 8   # ... under end noise (its blocks still give the clocks)
 NOISE_ROUNDS = 8       # the end noise measured again on tighter blocks, at most this often
 NOISE_STEP = 0.75      # each time at this share of the last tolerance, at most SHAPE_NOISE_FACTOR x sigma
 NOISE_SETTLED = 0.85   # ... until it falls by less than this factor
@@ -164,3 +166,10 @@ def measure_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray]) -> Tupl
 
 
 __all__ = ["shape_blocks", "end_noise", "measure_noise", "EXACT_END_NS", "SHAPE_SHARE"]
+
+
+class Shaped:
+    """A line-up with its communicator blocks."""
+
+    def __init__(self, lu: Lineup, block: np.ndarray, by_time: bool = False):
+        self.lu, self.block, self.by_time = lu, block, by_time
