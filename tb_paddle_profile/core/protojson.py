@@ -1,5 +1,5 @@
 """Proto3 JSON of our messages, fast: what ``json_format.MessageToJson(m, indent=2,
-always_print_fields_with_no_presence=True)`` gives, as the same JSON values (tests/test_protojson.py
+always_print_fields_with_no_presence=True)`` gives, as the same JSON values (tests/unit/test_protojson.py
 checks every message kind against protobuf's own encoder), built as plain Python values from each
 message's descriptor and encoded by msgspec (C), then indented by msgspec.
 
