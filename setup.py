@@ -43,9 +43,9 @@ setup(
             "moto[server]>=5",         # a real S3-compatible server on 127.0.0.1 for remote logdirs
             "s3fs>=2025.1",            # (a floor: without it pip backtracks to a 2019 s3fs)
             "grpcio-tools==1.85.1",    # protoc for tools/gen_proto.py --check (pinned: output must not drift)
-            "hypothesis>=6.100",       # the reader's fuzz test (tests/test_fuzz_reader.py)
-            "distributed>=2024.1",     # a real Dask scheduler and workers (tests/test_dask_preprocess.py)
-            "nbclient>=0.7",           # runs examples/api.ipynb in tests/test_api.py
+            "hypothesis>=6.100",       # the reader's fuzz test (tests/unit/test_fuzz_reader.py)
+            "distributed>=2024.1",     # a real Dask scheduler and workers (tests/integration/test_dask_preprocess.py)
+            "nbclient>=0.7",           # runs examples/api.ipynb in tests/integration/test_api.py
             "nbformat>=5",
             "ipykernel>=6",            # the notebook's Python kernel
             "import-linter>=2.1",      # .importlinter: the layers import one way (and grimp for circles)

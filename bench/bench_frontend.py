@@ -27,7 +27,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from browser_util import (  # noqa: E402
+from support.browser_util import (  # noqa: E402
     PageLog,
     chromium_missing_reason,
     launch_browser,

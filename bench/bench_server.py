@@ -138,7 +138,7 @@ def main() -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     logdir, cache = prepare(work, a.ranks)
-    from plugin_testlib import tensorboard_process
+    from support.plugin_testlib import tensorboard_process
 
     tbwork = work / "tb"
     tbwork.mkdir(exist_ok=True)

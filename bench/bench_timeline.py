@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from browser_util import PageLog, launch_browser, new_page, tensorboard, wait_all_loaded  # noqa: E402
+from support.browser_util import PageLog, launch_browser, new_page, tensorboard, wait_all_loaded  # noqa: E402
 
 PREFIX = "/data/plugin/paddle_profile"
 

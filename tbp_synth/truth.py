@@ -40,7 +40,7 @@ instance with its members, and the per-rank, per-step times). All times are nano
   the peers' GPU speed; host stall: no stall), equal to ``job_cost_ns_per_step`` unless the
   GPUs' speeds differ. Each control is the same run with the same seed, so every kernel and
   host gap has the same noise; a difference of two generated runs' traces gives the same
-  number (``tests/test_synth_realism.py``).
+  number (``tests/unit/test_synth_realism.py``).
 * ``structural``: the stage differences every replica shares (structure, never stragglers),
   from the same run simulated without any planted anomaly: ``stage_parts`` (per stage, what
   it holds besides decoder layers: ``"data_loader"``, ``"embedding"`` on the first stage,

@@ -4,7 +4,7 @@
 The expected strings are computed here with Python's own formatting, the very expressions Paddle's
 profiler_statistic and our CLI tables use ('{:.2f}'.format(ns / 1e6), '{:.2f}'.format(ratio * 100),
 '{:.1f}%', '{:g}', str(int); a value that prints as zero prints no sign), not with tb_paddle_profile/present/display/cells.py; both formatters (cells.py
-and frontend/src/display/cells.ts) are tested against this file (tests/test_display_cells.py).
+and frontend/src/display/cells.ts) are tested against this file (tests/integration/test_display_cells.py).
 
     python tools/gen_cell_cases.py           # rewrite the file
     python tools/gen_cell_cases.py --check   # exit 1 if it is stale

@@ -120,13 +120,16 @@ export interface PollOnceOptions {
 }
 
 /**
- * Asks `load()` until it answers other than "pending" (a 202): its value, or null on an error, when
- * `stale()` says the answer is no longer wanted, or after `tries` 202s. `isPending` says what a 202 is
- * for routes whose answer is not a Fetched (the timeline's: a body with a pending flag).
+ * Asks `load()` until it answers other than "pending" (a 202), giving every answer to `take` as it comes
+ * (a partial one included: the timeline draws the ranks that are ready while the others load): the last
+ * answer, or null when `load` throws (aborted), when `stale()` says the answer is no longer wanted, or
+ * after `tries` 202s. `isPending` says what a 202 is for routes whose answer is not a Fetched (the
+ * timeline's: a body with a pending flag).
  */
-export async function pollOnce<R>(
+export async function pollEach<R>(
   load: () => Promise<R>,
   isPending: (r: R) => boolean,
+  take: (r: R) => void,
   { retryMs = RETRY_PENDING_MS, tries = 150, stale = () => false }: PollOnceOptions = {},
 ): Promise<R | null> {
   for (let i = 0; i < tries; i++) {
@@ -137,11 +140,18 @@ export async function pollOnce<R>(
       return null; // aborted
     }
     if (stale()) return null;
+    take(r);
     if (!isPending(r)) return r;
     await new Promise((res) => window.setTimeout(res, retryMs));
     if (stale()) return null;
   }
   return null;
+}
+
+/** pollEach of an answer wanted only once it is ready: the first answer that is not a 202, or null
+ * (aborted, stale, or still 202 after `tries`). */
+export function pollOnce<R>(load: () => Promise<R>, isPending: (r: R) => boolean, options: PollOnceOptions = {}): Promise<R | null> {
+  return pollEach(load, isPending, () => undefined, options);
 }
 
 /** pollOnce of a route answering Fetched: its last answer ("ok" or "error"), or null (aborted, stale, or

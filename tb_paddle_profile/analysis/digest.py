@@ -2,7 +2,7 @@
 
 It is projected from the rank's Summary in the job that parsed the trace, and cached beside it,
 so that the cross-rank analysis and the run routes of a run with thousands of ranks read a few KB
-per rank instead of whole Summaries (issue 12). Nothing here is computed anew: every field is a
+per rank instead of whole Summaries. Nothing here is computed anew: every field is a
 copy of a Summary field, except ``device_id``, the GPU most of the rank's kernels ran on (and
 ``flops`` keeps Summary.flops without its per-operator rows, ``comm`` Summary.comm without its per-instance
 columns, launch queue points and host stall list).

@@ -1,4 +1,4 @@
-"""A rank against the median of its role peers (issue 26.3; docs/diff.md "A rank against its role peers").
+"""A rank against the median of its role peers (docs/diff.md "A rank against its role peers").
 
 * **Role peers**: the other ranks of the run's cross-rank analysis with the same role (:func:`role`: pipeline
   stage, MP index and sharding index; the roles of crossrank/verdict.py, of the rank banner and of the

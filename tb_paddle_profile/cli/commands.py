@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-timeline", action="store_true",
                    help="summaries only; do not build the timeline indexes (built on first view then)")
     p.add_argument("-v", "--verbose", action="store_true")
-    p.add_argument("--dask", metavar="ADDRESS", default=None,  # [J2 dask]
+    p.add_argument("--dask", metavar="ADDRESS", default=None,  # pipeline/dask.py
                    help="parse on a Dask cluster: a scheduler (tcp://host:8786) or local:N (N local worker "
                         "processes); needs tb_paddle_profile[dask]")
     p.set_defaults(func=_cmd_preprocess)

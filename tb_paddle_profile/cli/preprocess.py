@@ -10,9 +10,10 @@ from tb_paddle_profile.core import terminal
 def _cmd_preprocess(args) -> int:
     from tb_paddle_profile.pipeline.preprocess import preprocess
 
-    from tb_paddle_profile.pipeline.dask import cli_main, wants_dask  # [J2 dask] the per-file job on a Dask cluster, and
+    # imported when preprocess runs: the other commands do not load the Dask runner
+    from tb_paddle_profile.pipeline.dask import cli_main, wants_dask
 
-    if wants_dask(args):  # a cache at a URL (filled through dask_preprocess.py only)
+    if wants_dask(args):  # a cache at a URL, or a Dask cluster: the per-file job on its workers
         return cli_main(args)
     if "://" not in args.logdir and not os.path.isdir(args.logdir):
         print(f"error: {args.logdir}: {'not a folder' if os.path.lexists(args.logdir) else 'no such folder'}",

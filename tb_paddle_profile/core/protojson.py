@@ -1,5 +1,5 @@
 """Proto3 JSON of our messages, fast: what ``json_format.MessageToJson(m, indent=2,
-always_print_fields_with_no_presence=True)`` gives, as the same JSON values (tests/test_protojson.py
+always_print_fields_with_no_presence=True)`` gives, as the same JSON values (tests/unit/test_protojson.py
 checks every message kind against protobuf's own encoder), built as plain Python values from each
 message's descriptor and encoded by msgspec (C), then indented by msgspec.
 
@@ -11,7 +11,7 @@ defaults included; a message or optional field only when set. Keys are in declar
 encoder writes the set fields first): the JSON values are the same.
 
 Why not MessageToJson: it walks every field in Python and then runs the json module, which took 80-90 %
-of `parallel --format json` at 1,024 ranks (issue 28); bench/bench_protojson.py measures both.
+of `parallel --format json` at 1,024 ranks; bench/bench_protojson.py measures both.
 """
 from __future__ import annotations
 

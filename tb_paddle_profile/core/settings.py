@@ -1,7 +1,7 @@
 """The environment settings of the package (``TB_PADDLE_PROFILE_*``): each name once, with its reader.
 
 The modules that use a setting import its name from here, so that the README's table of settings and
-this module can be checked against each other (tests/test_package.py).
+this module can be checked against each other (tests/integration/test_package.py).
 """
 from __future__ import annotations
 

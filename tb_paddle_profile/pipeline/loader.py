@@ -35,7 +35,7 @@ A file that leaves the listing (deleted, or rewritten: a new size or version is 
 is being parsed has its worker process ended; closing the loader ends all of them at once.
 
 The loader is this module (``Loader``: its state, the routes' questions, the scans) and its mixins and
-helpers, every name of which can be imported from here as before: ``loader_state`` (the states, the
+helpers, every name of which can be imported from here: ``loader_state`` (the states, the
 entries), ``loader_plan`` (workers, memory plans, batches), ``loader_queue`` (the queue's heaps, the
 next file), ``loader_dispatch`` (the dispatcher thread, the worker jobs, the results and retries). A
 test changes a retry setting or the workers' initializer in ``loader_dispatch``, where it is read

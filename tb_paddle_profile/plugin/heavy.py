@@ -4,7 +4,7 @@ executor instead of the request threads; the cross-rank analyses and what-ifs ru
 
 TensorBoard answers each request on its own thread, and they all share one GIL: fifty requests each
 computing for seconds made every cheap route (a summary from the memo, the run list) wait behind them
-(p99 24-26 s under 50 clients, issue 28). Here at most ``workers`` of them compute at once; the others
+(p99 24-26 s under 50 clients, docs/benchmarks.md). Here at most ``workers`` of them compute at once; the others
 wait on their future without taking the GIL, so a cheap request competes with two threads at most. A
 request that would queue beyond ``queue`` heavy requests is answered 503 with Retry-After (TransientError).
 Work that a heavy task starts itself (a search that needs the analysis's clock) runs inline on that

@@ -170,14 +170,14 @@ def _book(folder: Path) -> _Book:
 
 class Trimmer:
     """Keeps a cache folder under its bound after writes, at a cost per tick that does not grow with the
-    folder (issue 29: a walk of every entry every TRIM_INTERVAL_S was seconds at 400,000 entries).
+    folder (a walk of every entry every TRIM_INTERVAL_S takes seconds at 400,000 entries).
 
     The first tick (at most every TRIM_INTERVAL_S seconds after a write) walks the whole folder as
     :func:`trim` does; from then on the process keeps the folder's size (a ``_Book``, shared by its
     Trimmers of the folder): each write it is told of adds the entry's size, and each later tick walks a
     slice of the folder, the next subfolders in turn until SLICE_ENTRIES entries were looked at, so that
     what other processes wrote or removed is seen within a round of the folder, and .tmp-*.part files a
-    kill left behind are removed as before. When the size known passes the bound, the whole folder is
+    kill left behind are removed. When the size known passes the bound, the whole folder is
     walked and trimmed as :func:`trim` does (the least recently used entries down to 90 %, the entry just
     written kept), and the size known is set from that walk: whole walks come at most once per 10 % of
     the bound written, a constant cost per byte written however large the folder."""

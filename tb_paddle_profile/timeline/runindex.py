@@ -15,7 +15,7 @@ It holds, for every rank:
 A search takes its matches from the stored first events; only a rank some of whose matches may fall
 among the answer's first ``limit`` beyond what is stored is opened (``open_rank``). A range opens only
 the ranks it cuts. Both give what the per-rank path (levels.search, levels.range_sums over every
-index) gives: tests/test_timeline_runindex.py compares them.
+index) gives: tests/integration/test_timeline_runindex.py compares them.
 """
 from __future__ import annotations
 

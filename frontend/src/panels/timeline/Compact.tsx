@@ -5,41 +5,21 @@
 // 1,024-rank run costs what is on screen. A click on a row shows that rank's full lanes (the detailed
 // timeline, Timeline.tsx) under the rows; a click on a communication bin aligns every row on that
 // collective instance (the server finds the instance and each member's start: align "instance").
-import type { ComponentProps } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Notice } from "../../components/ui";
 import type { CompactRank, CompactRow, CompactSegment, TimelineCompact } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 import { isDark, onDarkChange } from "../../host";
-import { critColor } from "./critical";
+import { fitCanvas } from "./canvas";
+import type { DrawnLabel } from "./compactDraw";
+import { COMPACT_COLORS, drawCompact, LABEL_W, ROW_H } from "./compactDraw";
 import { fetchCompact, fmtDur } from "./data";
 import type { CompactInstance } from "./data";
-import { DARK, fitCanvas, fitText, LIGHT, niceStep, rulerLabel, RULER_H } from "./draw";
-import type { TimelineState } from "./Timeline";
-import { MAX_RANKS, parseRankSet, Timeline, writeRankSet } from "./Timeline";
-import { RETRY_PENDING_MS } from "../../poll";
+import { RULER_H } from "./layout";
+import { pollEach } from "../../poll";
 import { useEvent } from "../../hooks";
 
-/** One row per rank: a bar of BAR_H px and a gap. */
-export const ROW_H = 13;
-const BAR_H = 11;
-const LABEL_W = 170;
 /** Rows asked for at once (the route opens their indexes); pages are asked as they scroll into view. */
 const PAGE = 64;
-const RETRY_MS = RETRY_PENDING_MS;
-
-export const COMPACT_COLORS = {
-  light: { compute: "#43a047", communication: "#fb8c00", idle: "#eceff1", step: "#546e7a" },
-  dark: { compute: "#66bb6a", communication: "#ffa726", idle: "#30363a", step: "#90a4ae" },
-};
-const ROLE_COLORS: Record<string, string> = { straggler: "#d32f2f", peer: "#7b1fa2" };
-
-export interface DrawnLabel {
-  worker: string;
-  text: string;
-  full: string;
-  width: number;
-  room: number;
-}
 
 export interface CompactExposed {
   order: () => string[];
@@ -126,52 +106,54 @@ export function CompactTimeline(props: Props) {
   const fullName = (o: CompactRank) => props.labels.get(o.worker) || o.label || (o.rank >= 0 ? `rank ${o.rank}` : o.worker);
   const fullLabel = (o: CompactRank) => `${o.role === "straggler" ? "straggler · " : o.role === "peer" ? "role peer · " : ""}${fullName(o)}`;
 
+  /** Page `page` of the rows (its bins over the view), asked again while the route answers 202 or rows of it
+   * are still being indexed (each answer drawn as it comes), until the rows' generation `g` is not the current one. */
   const loadPage = useEvent(async (page: number, g: number) => {
     if (pages.current.get(page)) return;
     pages.current.set(page, "loading");
-    const v = view.current;
-    const got = await fetchCompact({
-      run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align: picked ? "instance" : align,
-      kind: !picked && align === "collective" ? kind : undefined, instance: picked ?? undefined, start: v?.start, end: v?.end,
-    });
-    if (g !== gen.current) return;
-    if (got.kind === "error") {
-      pages.current.delete(page);
-      setError(got.message);
-      return;
-    }
-    const m = got.value;
-    if (!m.order.length) {
-      // the run's ranks are still loading (no order yet): asked again a little later
-      pages.current.delete(page);
-      if (got.pending) window.setTimeout(() => g === gen.current && loadPage(page, g), RETRY_MS);
-      else setError(m.note || "no ranks in this run and span");
-      return;
-    }
-    if (!metaRef.current) {
-      metaRef.current = m;
-      setMeta(m);
-    }
-    if (!view.current) view.current = { start: Number(m.windowStartNs), end: Number(m.windowEndNs) };
-    const ws = Number(m.windowStartNs);
-    const we = Number(m.windowEndNs);
-    m.rows.forEach((r, i) => {
-      if (r.state === "" || !rows.current.get(m.rankOffset + i)) rows.current.set(m.rankOffset + i, { row: r, ws, we });
-    });
-    if (got.pending || m.rows.some((r) => r.state === "building")) {
-      // rows still being indexed: the page again a little later (its critical path then)
-      window.setTimeout(() => {
-        if (g !== gen.current) return;
+    const ask = () => {
+      const v = view.current;
+      return fetchCompact({
+        run, span, bins: bins.current, offset: page * PAGE, limit: PAGE, step, align: picked ? "instance" : align,
+        kind: !picked && align === "collective" ? kind : undefined, instance: picked ?? undefined, start: v?.start, end: v?.end,
+      });
+    };
+    // the run's ranks still loading (no order yet), or rows still being indexed: asked again a little later
+    const unfinished = (got: Awaited<ReturnType<typeof ask>>) => got.kind === "ok" && (got.pending || (got.value.order.length > 0 && got.value.rows.some((r) => r.state === "building")));
+    const take = (got: Awaited<ReturnType<typeof ask>>) => {
+      if (got.kind === "error") {
         pages.current.delete(page);
-        loadPage(page, g);
-      }, RETRY_MS);
-    } else {
+        setError(got.message);
+        return;
+      }
+      const m = got.value;
+      if (!m.order.length) {
+        if (!got.pending) {
+          pages.current.delete(page);
+          setError(m.note || "no ranks in this run and span");
+        }
+        return;
+      }
+      if (!metaRef.current) {
+        metaRef.current = m;
+        setMeta(m);
+      }
+      if (!view.current) view.current = { start: Number(m.windowStartNs), end: Number(m.windowEndNs) };
+      const ws = Number(m.windowStartNs);
+      const we = Number(m.windowEndNs);
+      m.rows.forEach((r, i) => {
+        if (r.state === "" || !rows.current.get(m.rankOffset + i)) rows.current.set(m.rankOffset + i, { row: r, ws, we });
+      });
+      if (!unfinished(got)) {
+        // every row indexed: the page's critical path
         const fresh = new Set(m.critical.map((s) => s.worker));
-      for (const w of fresh) segs.current.set(w, []);
-      for (const s of m.critical) segs.current.get(s.worker)!.push(s);
-      pages.current.set(page, "done");
-    }
-    redraw();
+        for (const w of fresh) segs.current.set(w, []);
+        for (const s of m.critical) segs.current.get(s.worker)!.push(s);
+        pages.current.set(page, "done");
+      }
+      redraw();
+    };
+    await pollEach(ask, unfinished, take, { tries: Infinity, stale: () => g !== gen.current });
   });
 
   const wanted = useEvent(() => {
@@ -228,136 +210,20 @@ export function CompactTimeline(props: Props) {
   const draw = () => {
     frame.current = 0;
     const canvas = canvasRef.current;
-    const m = metaRef.current;
     if (!canvas) return;
     const fitted = fitCanvas(canvas);
     if (!fitted) return;
-    const { ctx, w, h } = fitted;
-    const P = darkRef.current ? DARK : LIGHT;
-    const C = darkRef.current ? COMPACT_COLORS.dark : COMPACT_COLORS.light;
-    ctx.fillStyle = P.bg;
-    ctx.fillRect(0, 0, w, h);
-    drawn.current = { rows: 0, critical: 0, labels: [], ruler: [] };
-    if (!m) return;
-    const top = scrollRef.current?.scrollTop ?? 0;
-    const plotW = Math.max(1, w - LABEL_W);
-    const ws = view.current?.start ?? Number(m.windowStartNs);
-    const we = view.current?.end ?? Number(m.windowEndNs);
-    const X = (t: number) => LABEL_W + ((t - ws) / Math.max(1, we - ws)) * plotW;
-    ctx.font = "10px system-ui, sans-serif";
-    ctx.textBaseline = "middle";
-    const first = Math.max(0, Math.floor(top / ROW_H));
-    const last = Math.min(m.order.length - 1, Math.ceil((top + h) / ROW_H));
-    const open = new Set(expandedRef.current);
-    const marks: Record<string, { x: number; zero: string }> = {}; // align "instance": each member row's start of it, px
-    for (let i = first; i <= last; i++) {
-      const y = RULER_H + i * ROW_H - top;
-      if (y + ROW_H < RULER_H || y > h) continue;
-      const o = m.order[i];
-      const got = rows.current.get(i);
-      const r = got?.row;
-      // label
-      ctx.fillStyle = open.has(o.worker) ? P.header : P.bg;
-      ctx.fillRect(0, y, LABEL_W, ROW_H);
-      if (ROLE_COLORS[o.role]) {
-        ctx.fillStyle = ROLE_COLORS[o.role];
-        ctx.fillRect(0, y + 1, 3, BAR_H);
-      }
-      ctx.fillStyle = P.labelText;
-      // a short label in the row ("rank 5 ★ straggler"); the full one on hover (the canvas's title)
-      const text = fitText(ctx, `${open.has(o.worker) ? "▾ " : ""}${shortLabel(o, fullName(o))}`, LABEL_W - 10);
-      ctx.fillText(text, 6, y + BAR_H / 2 + 1);
-      drawn.current.labels.push({ worker: o.worker, text, full: fullLabel(o), width: ctx.measureText(text).width, room: LABEL_W - 10 });
-      // bins
-      ctx.fillStyle = C.idle;
-      ctx.fillRect(LABEL_W, y, plotW, BAR_H);
-      if (!r || r.state !== "" || !r.compute.length) {
-        ctx.fillStyle = P.dimText;
-        ctx.fillText(r?.state === "building" || !r ? "loading…" : r.state, LABEL_W + 6, y + BAR_H / 2 + 1);
-        continue;
-      }
-      const n = r.compute.length;
-      const x0 = X(got.ws);
-      const bw = (X(got.we) - x0) / n;
-      ctx.save();
-      ctx.beginPath();
-      ctx.rect(LABEL_W, y, plotW, ROW_H);
-      ctx.clip();
-      for (let k = 0; k < n; k++) {
-        const comp = r.compute[k];
-        const comm = r.communication[k];
-        if (comp < 0.005 && comm < 0.005) continue;
-        const x = x0 + k * bw;
-        if (x + bw < LABEL_W || x > w) continue;
-        const hc = comp * BAR_H;
-        const hm = comm * BAR_H;
-        if (hc > 0.05) {
-          ctx.fillStyle = C.compute;
-          ctx.fillRect(x, y + BAR_H - hc, bw + 0.5, hc);
-        }
-        if (hm > 0.05) {
-          ctx.fillStyle = C.communication;
-          ctx.fillRect(x, y + BAR_H - hc - hm, bw + 0.5, hm);
-        }
-      }
-      ctx.restore();
-      // align "instance": the member's start of the instance (the row's time 0)
-      if (m.align === "instance" && r.onCollective) {
-        const xi = X(0);
-        if (xi >= LABEL_W && xi <= w) {
-          ctx.fillStyle = P.labelText;
-          ctx.fillRect(Math.round(xi) - 1, y - 1, 2, BAR_H + 2);
-        }
-        marks[o.worker] = { x: Math.round(xi * 10) / 10, zero: String(r.zeroUnixNs) };
-      }
-      // the rank's end of the step
-      ctx.fillStyle = C.step;
-      for (const t of [Number(r.stepStartNs), Number(r.stepEndNs)]) if (X(t) >= LABEL_W && X(t) <= w) ctx.fillRect(Math.round(X(t)), y, 1, BAR_H);
-      // the critical path over the row
-      for (const s of segs.current.get(o.worker) ?? []) {
-        const x0 = Math.max(LABEL_W, X(Number(s.startNs)));
-        const x1 = Math.min(w, X(Number(s.endNs)));
-        if (x1 < LABEL_W || x0 > w) continue;
-        ctx.globalAlpha = 0.3;
-        ctx.fillStyle = "#ffb300";
-        ctx.fillRect(x0, y, Math.max(1, x1 - x0), BAR_H);
-        ctx.globalAlpha = 1;
-        ctx.fillStyle = critColor(s.kind);
-        ctx.fillRect(x0, y, Math.max(1, x1 - x0), 2);
-        drawn.current.critical++;
-      }
-      drawn.current.rows++;
-    }
-    // the members' starts drawn, for the page's tests and tools (px from the canvas's left, the row's time 0)
-    canvas.dataset.instanceStarts = m.align === "instance" ? JSON.stringify(marks) : "";
-    // ruler: time from each row's start of the step
-    ctx.fillStyle = P.rulerBg;
-    ctx.fillRect(0, 0, w, RULER_H);
-    ctx.fillStyle = P.rulerText;
-    const from =
-      m.align === "clock"
-        ? "from the first row's step start"
-        : m.align === "collective" && m.alignKind
-          ? `from each rank's first ${m.alignKind.replace(/_/g, " ")}`
-          : m.align === "instance" && m.alignKind
-            ? `from each member's ${m.alignKind.replace(/_/g, " ")}`
-            : "from each rank's step start";
-    ctx.fillText(fitText(ctx, from, LABEL_W - 8), 6, RULER_H / 2);
-    const stepNs = niceStep((we - ws) / Math.max(1, plotW / 110));
-    ctx.fillStyle = P.tick;
-    for (let t = Math.ceil(ws / stepNs) * stepNs; t <= we; t += stepNs) {
-      const x = Math.round(X(t));
-      ctx.fillRect(x, RULER_H - 6, 1, 6);
-      const label = rulerLabel(t, stepNs, Math.max(Math.abs(ws), Math.abs(we)));
-      if (x + 3 + ctx.measureText(label).width > w) continue; // a label the canvas's edge would cut: its tick only
-      drawn.current.ruler.push(label);
-      ctx.fillStyle = P.rulerText;
-      ctx.fillText(label, x + 3, RULER_H / 2);
-      ctx.fillStyle = P.tick;
-    }
-    ctx.fillStyle = P.edge;
-    ctx.fillRect(0, RULER_H - 1, w, 1);
-    ctx.fillRect(LABEL_W - 1, RULER_H, 1, h - RULER_H);
+    drawn.current = drawCompact(canvas, fitted.ctx, fitted.w, fitted.h, {
+      meta: metaRef.current,
+      top: scrollRef.current?.scrollTop ?? 0,
+      view: view.current,
+      rows: rows.current,
+      segs: segs.current,
+      expanded: expandedRef.current,
+      dark: darkRef.current,
+      fullName,
+      fullLabel,
+    });
   };
   const redraw = useEvent(() => {
     if (!frame.current) frame.current = requestAnimationFrame(draw);
@@ -624,55 +490,5 @@ export function CompactTimeline(props: Props) {
       </div>
       <div class="tl-hint">Click a rank to show (or hide) its lanes below · click communication (orange) to align every row on that collective · Ctrl+wheel: zoom · Shift+wheel: pan · the bars: {m && m.hostNote ? "the host's time (CPU operators, host communication)" : "the GPU's time"} in each pixel, compute below communication</div>
     </div>
-  );
-}
-
-/** The label in a row: "rank 5 ★ straggler", "rank 1 · peer", "rank 7" (without a rank: the full label's first part). */
-export function shortLabel(o: { rank: number; worker: string; role: string }, full = ""): string {
-  const name = o.rank >= 0 ? `rank ${o.rank}` : (full.split(" · ")[0] || o.worker);
-  return o.role === "straggler" ? `${name} ★ straggler` : o.role === "peer" ? `${name} · peer` : name;
-}
-
-
-// ---------------------------------------------------------------- the tab: compact or detailed
-
-/** More ranks than this: the compact view is the default. */
-export const COMPACT_ABOVE = 16;
-
-/** Whether the tab shows the compact view: tlmode says so; by default beyond COMPACT_ABOVE ranks, unless
- * the link names something of the detailed view (a window, a slice, a search, ranks, a critical path). */
-export function showsCompact(ranks: number, s: TimelineState): boolean {
-  if (s.tlmode === "compact") return true;
-  if (s.tlmode === "detail" || ranks <= COMPACT_ABOVE) return false;
-  return !s.tl && !s.tlsel && !s.tlq && !s.tlfind && !s.tlranks && !s.tlcp;
-}
-
-export function TimelineTab(props: ComponentProps<typeof Timeline>) {
-  const { state } = props;
-  const all = props.workers.map((w) => w.worker);
-  if (!showsCompact(all.length, state)) {
-    const tools = all.length > 1 ? (
-      <button class="btn small" onClick={() => props.update({ tlmode: "compact", tlranks: "", tlsel: "", tl: "" } as Partial<TimelineState>)} data-testid="timeline-compact-open" title="One summary row per rank: compute, communication and idle over one step">
-        Compact view
-      </button>
-    ) : null;
-    return <Timeline {...props} tools={tools} />;
-  }
-  const known = new Set(all);
-  const expanded = parseRankSet(state.tlranks ?? "").filter((w) => known.has(w)).slice(0, MAX_RANKS);
-  const toggle = (worker: string, tl: string) => {
-    const next = expanded.includes(worker) ? expanded.filter((w) => w !== worker) : [...expanded, worker].slice(-MAX_RANKS);
-    // the first rank shown opens on the step the rows show (its own times); more ranks keep the view
-    const view = next.length === 1 && !expanded.length ? tl : next.length ? state.tl : "";
-    props.update({ tlmode: "compact", tlranks: writeRankSet(next), tlsel: "", tl: view } as Partial<TimelineState>);
-  };
-  return (
-    <>
-      <div class="panel timeline" data-testid="panel-timeline-compact">
-        <CompactTimeline run={props.run} span={props.span} labels={props.labels} expanded={expanded} onToggle={toggle} maxRows={expanded.length ? 10 : undefined}
-          onDetail={() => props.update({ tlmode: "detail" } as Partial<TimelineState>)} />
-      </div>
-      {expanded.length ? <Timeline key={expanded.join(",")} {...props} state={{ ...state, tlranks: writeRankSet(expanded) }} /> : null}
-    </>
   );
 }

@@ -8,8 +8,9 @@ import type { CriticalSegment, RunWhatIf } from "../../gen/tb_paddle_profile/v1/
 import { PathKind } from "../../gen/tb_paddle_profile/v1/whatif_pb";
 import { parallelOnce } from "../parallel/data";
 import { whatIfOnce } from "../whatif/data";
-import type { Layout, View } from "./draw";
-import { LABEL_W, RULER_H } from "./draw";
+import type { View } from "./draw";
+import type { Layout } from "./layout";
+import { LABEL_W, RULER_H } from "./layout";
 
 /** A segment on the timeline's clock: ns relative to the window's base (like every slice). */
 export interface CritSegment {
