@@ -30,6 +30,7 @@ def parser() -> argparse.ArgumentParser:
                     help="worker names: Paddle's host_<host>pid_<pid> or rank<r>")
     ap.add_argument("--shuffle-hosts", action="store_true", help="host names not in Fleet's host order")
     ap.add_argument("--one-rank-comms", action="store_true", help="a degree of 1 still launches NCCL kernels")
+    ap.add_argument("--one-rank-axes", default=d.one_rank_axes, help="on these axes (mp,dp,ppg)")
     ap.add_argument("--dp-overlap", action="store_true", help="DP buckets launched during the last backward")
     ap.add_argument("--mp-on-compute-stream", action="store_true")
     ap.add_argument("--no-backward-events", action="store_true", help="no 'Gradient Backward' events (as Fleet PP)")
@@ -54,7 +55,7 @@ def config_from(a: argparse.Namespace) -> SimConfig:
     return SimConfig(dp=a.dp, pp=a.pp, mp=a.mp, hosts=a.hosts, steps=a.steps, warmup=a.warmup,
                      micro_batches=a.micro_batches, layers=a.layers, kernel_set=a.kernel_set, hidden=a.hidden,
                      seq=a.seq, dp_buckets=a.dp_buckets, dp_overlap=a.dp_overlap, p2p=a.p2p,
-                     mp_on_compute_stream=a.mp_on_compute_stream, one_rank_comms=a.one_rank_comms,
+                     mp_on_compute_stream=a.mp_on_compute_stream, one_rank_comms=a.one_rank_comms, one_rank_axes=a.one_rank_axes,
                      backward_events=not a.no_backward_events, kernel_sigma=a.kernel_sigma, gpu_sigma=a.gpu_sigma,
                      launch_us=a.launch_us, nvlink_gbps=a.nvlink_gbps, net_gbps=a.net_gbps,
                      end_spread_us=a.end_spread_us, loader_us=a.loader_us, names=a.names,

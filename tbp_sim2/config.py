@@ -53,6 +53,7 @@ class SimConfig:
     p2p: str = "shared"
     mp_on_compute_stream: bool = False
     one_rank_comms: bool = False         # a degree of 1 still launches its NCCL kernels
+    one_rank_axes: str = "mp,dp,ppg"     # ... on these axes
     sync_per_micro_batch: bool = False   # the host waits for the GPU after each micro-batch's backward
     backward_events: bool = True         # "Gradient Backward" around each micro-batch's backward
     # timing model

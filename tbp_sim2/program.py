@@ -230,11 +230,13 @@ class _Builder:
         self.T = c.micro_batch_size * c.seq
         self.first, self.last = stage == 0, stage == c.pp - 1
         self.n_layers = c.stage_layers()[stage]
-        self.mp_on = c.mp > 1 or c.one_rank_comms
-        self.dp_on = c.dp > 1 or c.one_rank_comms
-        self.ppg_on = c.pp > 1 or c.one_rank_comms
+        one = set(c.one_rank_axes.split(",")) if c.one_rank_comms else set()
+        self.mp_on = c.mp > 1 or "mp" in one
+        self.dp_on = c.dp > 1 or "dp" in one
+        self.ppg_on = c.pp > 1 or "ppg" in one
         self.mp_stream = COMPUTE_STREAM if c.mp_on_compute_stream else MP_STREAM
         self._mp_seq = 0
+        self._dp_kernels: List[int] = []
 
     # durations
     def mm(self, m, k, n) -> float:
@@ -379,8 +381,10 @@ class _Builder:
         return self.params() * 2.0 / max(1, self.cfg.dp_buckets)
 
     def _dp_ar(self, b: int) -> None:
-        self.p.comm("c_allreduce_sum dygraph", AR_BF16, DP_STREAM, self._bucket_bytes(), "dp",
-                    ("dp", self.p._step, b), "all_reduce", block=True)
+        """One bucket's all-reduce; the optimizer waits for it (overlapped: the backward goes on)."""
+        k = self.p.comm("c_allreduce_sum dygraph", AR_BF16, DP_STREAM, self._bucket_bytes(), "dp",
+                        ("dp", self.p._step, b), "all_reduce", block=not self.cfg.dp_overlap)
+        self._dp_kernels.append(k)
 
     def _overlap_buckets(self, layer_done: int) -> None:
         # bucket b holds the gradients of the last layers first: launched when its layers are done
@@ -485,6 +489,8 @@ class _Builder:
                 p.compute("scale dygraph", K["scale"], self.mem(self._bucket_bytes() * 3))
                 self._dp_ar(b)
         p.open("Optimization Step", OPTIMIZATION)
+        p._pending.extend(k for k in self._dp_kernels if k not in p._pending)
+        self._dp_kernels = []
         p.compute("squared_l2_norm dygraph", K["norm"], self.mem(self.params() * 2) + 3000)
         if self.mp_on:
             self._mp_seq += 1

@@ -165,3 +165,20 @@ def test_cli_writes_a_run_and_rejects_a_bad_anomaly(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["tbp_sim2: the data loader runs on stage-0 ranks only (rank 1 is not)"]
     assert not (tmp_path / "bad").exists()
+
+
+def test_overlapped_dp_buckets_run_beside_the_backward_and_gate_the_optimizer():
+    """dp_overlap: a bucket's all-reduce starts during the last backward, the backward's next kernels do not
+    wait for it, the optimizer's first kernel does (the backward used to wait for every bucket)."""
+    cfg = SimConfig(dp=4, pp=1, mp=1, hosts=2, layers=4, micro_batches=2, steps=1, dp_overlap=True, dp_buckets=2)
+    eng = simulate(cfg)
+    st = eng.stages[0]
+    p = st.p
+    rec = [k for k in range(len(p.k_name)) if p.k_step[k] == cfg.warmup]
+    dp = [k for k in rec if p.k_axis[k] == "dp"]
+    assert len(dp) == 2
+    norm = next(k for k in rec if p.k_name[k].startswith("void phi::funcs::ReduceAnyKernel"))
+    assert all((st.k_start[norm] > st.k_end[k]).all() for k in dp)
+    # compute kernels launched after the first bucket and before the optimizer, running while it transfers
+    after = [k for k in rec if dp[0] < k < norm and p.k_kind[k] == COMPUTE]
+    assert after and (st.k_start[after[0]] < st.k_end[dp[0]]).all()

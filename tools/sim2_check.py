@@ -12,6 +12,7 @@ peers' speed" against the true saving, and the unchanged replay against the obse
 from __future__ import annotations
 
 import argparse
+import collections
 import glob
 import json
 import os
@@ -85,18 +86,29 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
     res["extra_examples"] = [show(k) for k in sorted(got - set(want), key=str)[:4]]
 
     # coordinates, topology
-    right, wrong = 0, []
     cfg = truth.config
+    pairs = []
     for r in rp.ranks:
         t = truth.ranks[to_true[r.rank]]
         # a degree of 1: the tool may say -1 (not pipelined, no MP) for coordinate 0
         ours = tuple(0 if (x == -1 and n == 1) else x
                      for x, n in ((r.dp, cfg["dp"]), (r.pipeline_stage, cfg["pp"]), (r.mp, cfg["mp"])))
+        pairs.append((t, ours))
+    # default worker names on shuffled hosts tell no replica's number: dp is held up to one relabelling
+    relabel = {}
+    if cfg["names"] == "default" and cfg["shuffle_hosts"]:
+        votes = collections.Counter((o[0], t["dp"]) for t, o in pairs)
+        for (a, b), _ in votes.most_common():
+            if a not in relabel and b not in relabel.values():
+                relabel[a] = b
+    right, wrong = 0, []
+    for t, ours in pairs:
+        ours = (relabel.get(ours[0], ours[0]),) + ours[1:]
         ok = ours == (t["dp"], t["pp"], t["mp"])
         right += ok
         if not ok and len(wrong) < 4:
             wrong.append("r%d %s vs %s" % (t["rank"], ours, (t["dp"], t["pp"], t["mp"])))
-    res["coords"] = "%d/%d" % (right, len(rp.ranks))
+    res["coords"] = "%d/%d%s" % (right, len(rp.ranks), " (dp relabelled)" if relabel else "")
     res["coords_wrong"] = wrong
     tv = rp.topology
     res["topology"] = "%dx%dx%d%s" % (tv.dp, tv.pp, tv.mp, "" if tv.complete else " (incomplete)")
