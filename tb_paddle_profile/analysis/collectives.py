@@ -41,6 +41,7 @@ from tb_paddle_profile.trace import event_types as et
 from tb_paddle_profile.trace.event_tree import gather
 from ..v1 import summary_pb2 as pb
 from . import ranges
+from .host_stalls import mid_step_stalls
 from .phases import phase_spans
 from .profile import Profile
 from .program import build_program
@@ -363,6 +364,7 @@ class CollectiveAnalysis:
             i = int(np.searchsorted(dev_starts, lo, side="left"))
             return int(dev_starts[i] - lo) if i < dev_starts.size and dev_starts[i] < hi else -1
 
+        stalls = mid_step_stalls(self.p, self.steps, dataloader_u)
         for si, (number, lo, hi) in enumerate(self.steps):
             s = out.steps.add(step=number)
             s.range.start_ns, s.range.end_ns = lo, hi
@@ -395,6 +397,7 @@ class CollectiveAnalysis:
             s.kernel_ns = int(kern_dur[km].sum())
             s.dataloader_ns = m(dataloader_u, lo, hi)
             s.first_device_ns = first_device(lo, hi)
+            s.stall_ns = stalls[si]
         build_program(self.p, self, self.steps, out, _SYNC_RUNTIME)
 
 

@@ -40,6 +40,34 @@ def stall_gaps(rt_start: np.ndarray, rt_end: np.ndarray, lo: int, hi: int, thres
     return gs[keep], ge[keep]
 
 
+def mid_step_stalls(p: Profile, steps: Sequence[Tuple[int, int, int]], exclude, threshold: int = HOST_STALL_NS):
+    """Per step (number, lo, hi), the main thread's stalled time after the step's first runtime call:
+    its stretches longer than threshold with no runtime call (stall_gaps, from that call to the step's
+    end), less ``exclude`` (a union of ranges: the data loader's events, counted on their own). The
+    stretch before the first call is the wait for the step's first work. 0 for every step of a trace
+    without runtime calls on that thread (a CPU run)."""
+    t = p.tables
+    tid = main_thread(p)
+    rt = np.nonzero(t.runtime.tid == tid)[0] if tid >= 0 else np.zeros(0, dtype=np.int64)
+    if rt.size == 0:
+        return [0] * len(steps)
+    rt = rt[np.argsort(t.runtime.start[rt], kind="stable")]
+    rs, re_ = t.runtime.start[rt], t.runtime.end[rt]
+    out = []
+    for _, lo, hi in steps:
+        i = int(np.searchsorted(rs, lo, side="left"))
+        if i >= rs.size or rs[i] >= hi:
+            out.append(0)
+            continue
+        gs, ge = stall_gaps(rs, re_, int(rs[i]), hi, threshold)
+        if not gs.size:
+            out.append(0)
+            continue
+        gaps = (gs, ge)
+        out.append(int((ge - gs).sum()) - ranges.intersect_measure(gaps, exclude))
+    return out
+
+
 def host_stall_view(p: Profile, steps: Sequence[Tuple[int, int, int]], out, threshold: int = HOST_STALL_NS) -> None:
     t, tree = p.tables, p.tree
     out.threshold_ns = threshold

@@ -638,7 +638,7 @@ class KindStep(_message.Message):
     def __init__(self, kind: _Optional[_Union[CollectiveKind, str]] = ..., calls: _Optional[int] = ..., device_ns: _Optional[int] = ..., host_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
 
 class ParallelStep(_message.Message):
-    __slots__ = ("step", "range", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "kinds", "runtime_ns", "runtime_calls", "launches", "sync_ns", "sync_calls", "kernels", "kernel_ns", "dataloader_ns", "first_device_ns")
+    __slots__ = ("step", "range", "compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns", "memory_ns", "exposed_memory_ns", "idle_ns", "kinds", "runtime_ns", "runtime_calls", "launches", "sync_ns", "sync_calls", "kernels", "kernel_ns", "dataloader_ns", "first_device_ns", "stall_ns")
     STEP_FIELD_NUMBER: _ClassVar[int]
     RANGE_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_NS_FIELD_NUMBER: _ClassVar[int]
@@ -658,6 +658,7 @@ class ParallelStep(_message.Message):
     KERNEL_NS_FIELD_NUMBER: _ClassVar[int]
     DATALOADER_NS_FIELD_NUMBER: _ClassVar[int]
     FIRST_DEVICE_NS_FIELD_NUMBER: _ClassVar[int]
+    STALL_NS_FIELD_NUMBER: _ClassVar[int]
     step: int
     range: TimeRange
     compute_ns: int
@@ -677,7 +678,8 @@ class ParallelStep(_message.Message):
     kernel_ns: int
     dataloader_ns: int
     first_device_ns: int
-    def __init__(self, step: _Optional[int] = ..., range: _Optional[_Union[TimeRange, _Mapping]] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[KindStep, _Mapping]]] = ..., runtime_ns: _Optional[int] = ..., runtime_calls: _Optional[int] = ..., launches: _Optional[int] = ..., sync_ns: _Optional[int] = ..., sync_calls: _Optional[int] = ..., kernels: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., dataloader_ns: _Optional[int] = ..., first_device_ns: _Optional[int] = ...) -> None: ...
+    stall_ns: int
+    def __init__(self, step: _Optional[int] = ..., range: _Optional[_Union[TimeRange, _Mapping]] = ..., compute_ns: _Optional[int] = ..., communication_ns: _Optional[int] = ..., hidden_communication_ns: _Optional[int] = ..., exposed_communication_ns: _Optional[int] = ..., memory_ns: _Optional[int] = ..., exposed_memory_ns: _Optional[int] = ..., idle_ns: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[KindStep, _Mapping]]] = ..., runtime_ns: _Optional[int] = ..., runtime_calls: _Optional[int] = ..., launches: _Optional[int] = ..., sync_ns: _Optional[int] = ..., sync_calls: _Optional[int] = ..., kernels: _Optional[int] = ..., kernel_ns: _Optional[int] = ..., dataloader_ns: _Optional[int] = ..., first_device_ns: _Optional[int] = ..., stall_ns: _Optional[int] = ...) -> None: ...
 
 class CollectiveInstances(_message.Message):
     __slots__ = ("kind", "name", "op", "step", "ordinal", "start_ns", "duration_ns", "device_id", "stream", "bytes", "direction")

@@ -13,8 +13,9 @@ The verdict (findings.py), the straggler what-if (whatif.py) and Compare all rea
   - compute: the rank's compute runs' kernel time scaled by the peers' median compute ÷ its own;
   - memcpy: its copies' time scaled by the peers' median ÷ its own;
   - launches: its launch lags (and the host chain's) scaled by the peers' median ÷ its own;
-  - data loader / first work: in each step, the host's longest stretch before work (the largest lag
-    from a host node to the first node launched or reached after it) shortened by the excess, and
+  - data loader / host stall / first work: in each step, the host's longest stretch before work (the
+    largest lag from a host node to the first node launched or reached after it: before the step's
+    first work, or in its middle) shortened by the excess, and
     the gaps inside the compute runs launched from there those of queued kernels (the late host
     paced them; the run still ends no earlier than its last launch).
 * **The cost**: the unchanged replay's job step (mean over ranks and steps of the ProfileStep
@@ -55,7 +56,7 @@ MAX_REPLAYED = 16
 REPLAY_BATCH = 4
 STRUCTURE_SPREAD = 0.25
 # The figures a change is made for, and the host-side ones among them (one shortening, by the largest).
-HOST_FIGURES = ("dataloader", "first_device")
+HOST_FIGURES = ("dataloader", "stall", "first_device")
 
 
 @dataclass

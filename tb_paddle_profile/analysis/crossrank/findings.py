@@ -31,9 +31,10 @@ from .verdict import CAUSE, FIGURES, WHAT, has_peers
 
 
 FIGURE_NAME = {"compute": "compute", "dataloader": "data loading", "launch": "kernel launches", "memcpy": "copies",
-               "first_device": "the wait for the step's first work"}
+               "stall": "host stalls in the middle of the step", "first_device": "the wait for the step's first work"}
 # Where to look, per cause, in the verdict's sentence.
 CHECK = {"device_compute": "its GPU", "host_dataloader": "its data loader", "host": "its host",
+         "host_stall": "its host's Python between launches (garbage collection, checkpointing, logging)",
          "launch_overhead": "its kernel launches", "memcpy": "its memory copies"}
 
 

@@ -14,7 +14,7 @@ from .model import RankData
 
 PER_STEP_FIELDS = ("compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns",
                    "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches",
-                   "dataloader_ns")
+                   "dataloader_ns", "stall_ns")
 
 
 _STEP_FIELDS = operator.attrgetter("step", "range.start_ns", "range.end_ns", "first_device_ns", *PER_STEP_FIELDS)

@@ -3,11 +3,13 @@
 * **Role peers** of a rank: the other ranks of the same pipeline stage and mp index (they differ
   only in dp and do the same work). Without a topology: the other ranks of the same stage.
 * **Figures** per step (means over the rank's steps): compute, data loader, launch (CUDA runtime
-  time outside synchronising calls), memcpy/memset and the device's wait for the step's first work.
+  time outside synchronising calls), memcpy/memset, the host's stalls in the middle of the step (its
+  main thread without a CUDA call for over a millisecond after the step's first one, less the data
+  loader: ParallelStep.stall_ns) and the device's wait for the step's first work.
   A rank's **excess** in each is its figure minus the median of its role peers'.
 * Its **cause** is the figure with the largest excess beyond the noise: compute → device_compute,
-  data loader → host_dataloader, launch → launch_overhead, memcpy → memcpy; the first-work wait
-  alone → host.
+  data loader → host_dataloader, launch → launch_overhead, memcpy → memcpy, stall → host_stall; the
+  first-work wait alone → host.
 * Its **cost to the job** is cost.py's: the replayed step with the rank at its role peers' speed.
 """
 
@@ -20,11 +22,12 @@ import numpy as np
 
 from .model import RankData, Topology
 
-FIGURES = ("compute", "dataloader", "launch", "memcpy", "first_device")
+FIGURES = ("compute", "dataloader", "launch", "memcpy", "stall", "first_device")
 CAUSE = {"compute": "device_compute", "dataloader": "host_dataloader", "launch": "launch_overhead",
-         "memcpy": "memcpy", "first_device": "host"}
+         "memcpy": "memcpy", "stall": "host_stall", "first_device": "host"}
 WHAT = {"compute": "computes", "dataloader": "stalls in the data loader", "launch": "spends in kernel launches",
-        "memcpy": "copies memory", "first_device": "leaves its GPU waiting for the step's first work"}
+        "memcpy": "copies memory", "stall": "stalls its host in the middle of the step (no CUDA call)",
+        "first_device": "leaves its GPU waiting for the step's first work"}
 
 
 def segment_sums(values: np.ndarray, ptr: np.ndarray, n: int) -> np.ndarray:
@@ -60,7 +63,7 @@ def step_values(st) -> Dict[str, np.ndarray]:
     work -1 where the step has no device event)."""
     return {"compute": st.col("compute_ns"), "dataloader": st.col("dataloader_ns"),
             "launch": np.maximum(0, st.col("runtime_ns") - st.col("sync_ns")), "memcpy": st.col("memory_ns"),
-            "first_device": np.where(st.first_device >= 0, st.first_device, -1)}
+            "stall": st.col("stall_ns"), "first_device": np.where(st.first_device >= 0, st.first_device, -1)}
 
 
 def roles(ranks: Sequence[RankData], topo: Topology) -> List[Tuple[int, int]]:

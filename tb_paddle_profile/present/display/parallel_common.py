@@ -17,6 +17,7 @@ CAUSES = {
     "device_compute": "device compute: check its GPU",
     "host_dataloader": "host: its data loader",
     "host": "host: check its CPU side",
+    "host_stall": "host: stalls mid-step (garbage collection, checkpointing, logging?)",
     "launch_overhead": "launch overhead",
     "memcpy": "memcpy",
     "pipeline": "pipeline",

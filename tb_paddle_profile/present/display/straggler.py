@@ -22,6 +22,7 @@ def straggler_cause(s: ppb.Straggler) -> str:
 BANNER_SUBJECT = {
     "host_dataloader": "its data loader",
     "host": "its CPU side",
+    "host_stall": "its host's stalls mid-step",
     "device_compute": "its GPU compute",
     "launch_overhead": "its kernel launches",
     "memcpy": "its memory copies",
