@@ -27,6 +27,8 @@ ALIGN_FULL = 0.8             # a line-up counts when this share of the component
 ALIGN_SAMPLE_CHANNELS = 16   # channels of a component, positions of a line-up sampled for the candidates
 ALIGN_SAMPLE_POSITIONS = 8
 ALIGN_WINDOW_NS = 5_000_000  # end differences considered for the candidates (clocks within +-5 ms)
+ALIGN_CHUNK = 1 << 20          # ends scored at once (shifts x the component's ends)
+ALIGN_BAND_NS = 20_000_000  # a placed end this far or further counts as none (the bands of _Part)
 ALIGN_TOL_SIGMAS = 6.0       # the tolerance given is this many sigmas of end noise (thresholds.P2P_NOISE_FACTOR)
 
 
@@ -95,17 +97,17 @@ def _best_shift(lus: List[_Lineup], comp: np.ndarray, placed: np.ndarray, c: int
         xs, ys = np.flatnonzero(cc == c), np.flatnonzero(placed[cc])
         if xs.size and ys.size:
             cE = L.E - o[L.nodes][:, None]
-            parts.append((cE[xs], cE[ys]))
+            parts.append(_Part(cE[xs], cE[ys]))
     if not parts:
         return 0
     cands: Dict[int, None] = {0: None}
     for part in parts:
-        cands.update((d, None) for d in _candidates([part], tol))
-    shifts = list(cands)
-    total = np.zeros(len(shifts))
+        cands.update((d, None) for d in _candidates(part, tol))
+    shifts = np.array(list(cands), dtype=np.int64)
+    total = np.zeros(shifts.size)
     for part in parts:
-        sc = np.array([_score([part], d, tol) for d in shifts])
-        if sc.max() >= ALIGN_FULL * part[0].size:
+        sc = part.scores(shifts, tol)
+        if sc.max() >= ALIGN_FULL * part.X.size:
             total += sc
     base = float(total[0])
     k = int(np.argmax(total))
@@ -114,20 +116,60 @@ def _best_shift(lus: List[_Lineup], comp: np.ndarray, placed: np.ndarray, c: int
     return 0
 
 
-def _candidates(parts: List[Tuple[np.ndarray, np.ndarray]], tol: float) -> List[int]:
-    """The modes of the end differences (component's channel minus a placed one at the same position,
-    within ALIGN_WINDOW_NS), in bins of tol, the strongest first."""
+class _Part:
+    """One line-up's ends of the component (X) and of the placed channels (Y), channels x positions, on
+    the corrected clock; Y sorted per position and laid out flat, each position in its own band
+    (values relative to the position's first placed end, clipped to ALIGN_BAND_NS beyond its span), so
+    that one search finds every nearest end at once."""
+
+    def __init__(self, X: np.ndarray, Y: np.ndarray):
+        self.X = X
+        Ys = np.sort(Y, axis=0)
+        self.Ys = Ys
+        self.base = Ys[0]
+        self.span = int((Ys[-1] - self.base).max())
+        self.stride = self.span + 2 * ALIGN_BAND_NS + 1
+        self.off = np.arange(X.shape[1], dtype=np.int64) * self.stride + ALIGN_BAND_NS
+        self.flat = ((Ys - self.base) + self.off).T.ravel()
+
+    def nearest(self, V: np.ndarray) -> np.ndarray:
+        """Per value of V (... x positions), the distance to the nearest placed end at its position
+        (at least ALIGN_BAND_NS where it is that far from every one)."""
+        rel = np.clip(V - self.base, -ALIGN_BAND_NS, self.span + ALIGN_BAND_NS) + self.off
+        i = np.searchsorted(self.flat, rel)
+        hi = self.flat[np.minimum(i, self.flat.size - 1)]
+        lo = self.flat[np.maximum(i - 1, 0)]
+        return np.minimum(np.abs(rel - hi), np.abs(rel - lo))
+
+    def scores(self, shifts: np.ndarray, tol: float) -> np.ndarray:
+        """Per shift, the component's ends that co-end with a placed end, shifted by it: each counts
+        exp(-d^2 / 2 s^2), d its distance to the nearest placed end, s = tol / ALIGN_TOL_SIGMAS x sqrt 2
+        (two members' end noise): lock-step replicas' groups end tens of microseconds apart and count
+        little, a communicator's members within the noise count fully."""
+        s2 = 2.0 * (np.sqrt(2.0) * tol / ALIGN_TOL_SIGMAS) ** 2
+        out = np.zeros(shifts.size)
+        step = max(1, ALIGN_CHUNK // max(1, self.X.size))   # shifts at a time: memory bounded
+        for k in range(0, shifts.size, step):
+            sh = shifts[k:k + step]
+            d = self.nearest(self.X[None, :, :] - sh[:, None, None]).astype(np.float64)
+            w = np.where(d <= tol, np.exp(-np.square(d) / s2), 0.0)
+            out[k:k + step] = w.reshape(sh.size, -1).sum(axis=1)
+        return out
+
+
+def _candidates(part: _Part, tol: float) -> List[int]:
+    """The modes of the end differences (the component's channel minus a placed one at the same
+    position, within ALIGN_WINDOW_NS; ALIGN_SAMPLE_CHANNELS x ALIGN_SAMPLE_POSITIONS of its ends), in
+    bins of tol, the strongest first."""
+    X = part.X[:ALIGN_SAMPLE_CHANNELS, :ALIGN_SAMPLE_POSITIONS]
     diffs = []
-    for X, Y in parts:
-        xs = X[:ALIGN_SAMPLE_CHANNELS, :ALIGN_SAMPLE_POSITIONS]
-        Ys = np.sort(Y[:, :ALIGN_SAMPLE_POSITIONS], axis=0)
-        for p in range(xs.shape[1]):
-            col = Ys[:, p]
-            lo = np.searchsorted(col, xs[:, p] - ALIGN_WINDOW_NS)
-            hi = np.searchsorted(col, xs[:, p] + ALIGN_WINDOW_NS)
-            for v, a, b in zip(xs[:, p].tolist(), lo.tolist(), hi.tolist()):
-                if b > a:
-                    diffs.append(v - col[a:b])
+    for p in range(X.shape[1]):
+        col = part.Ys[:, p]
+        lo = np.searchsorted(col, X[:, p] - ALIGN_WINDOW_NS)
+        hi = np.searchsorted(col, X[:, p] + ALIGN_WINDOW_NS)
+        for v, a, b in zip(X[:, p].tolist(), lo.tolist(), hi.tolist()):
+            if b > a:
+                diffs.append(v - col[a:b])
     if not diffs:
         return []
     d = np.concatenate(diffs)
@@ -138,24 +180,6 @@ def _candidates(parts: List[Tuple[np.ndarray, np.ndarray]], tol: float) -> List[
         sel = d[np.abs(bins - b) <= 1]
         out[int(np.median(sel))] = None
     return list(out)
-
-
-def _score(parts: List[Tuple[np.ndarray, np.ndarray]], shift: int, tol: float) -> float:
-    """The (channel, position) ends of the component, shifted, that co-end with a placed end: each
-    counts exp(-d^2 / 2 s^2), d its distance to the nearest placed end, s = tol / ALIGN_TOL_SIGMAS x
-    sqrt 2 (two members' end noise): lock-step replicas' groups end tens of microseconds apart and
-    count little, a communicator's members within the noise count fully."""
-    s2 = 2.0 * (np.sqrt(2.0) * tol / ALIGN_TOL_SIGMAS) ** 2
-    total = 0.0
-    for X, Y in parts:
-        Ys = np.sort(Y, axis=0)
-        V = X - shift
-        for p in range(V.shape[1]):
-            col = Ys[:, p]
-            i = np.clip(np.searchsorted(col, V[:, p]), 1, col.size - 1) if col.size > 1 else np.zeros(V.shape[0], int)
-            near = np.minimum(np.abs(V[:, p] - col[i]), np.abs(V[:, p] - col[i - 1]) if col.size > 1 else np.inf)
-            total += float(np.exp(-np.square(near[near <= tol].astype(np.float64)) / s2).sum())
-    return total
 
 
 __all__ = ["components", "align_components"]

@@ -323,12 +323,17 @@ def p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence
     error of the two hosts' offsets: its mode (bins of 2 sigma, clocks._mode_estimate). Rank pairs are
     kept as pipeline links are (pipeline_links: heaviest first, at most two per rank, each explaining
     its candidates away) weighed by the votes at their mode; each kept pair across hosts gives its
-    hosts' edge (the median over the pairs of a host pair, samples summed)."""
+    hosts' edge (the median over the pairs of a host pair, samples summed). Each rank's first
+    P2P_CLOCK_MAX_PER_RANK send/recv instances are enough for a mode and bound the work: at 1,024 ranks in
+    lock-step hundreds of transfers end within the window of each other."""
     p = pool_of(ranks)
     sel = np.flatnonzero(p.kind == SEND_RECV)
     if sel.size < 2:
         return {}
     rk = p.rank_of[sel]
+    first = np.concatenate([[True], rk[1:] != rk[:-1]])
+    nth = np.arange(sel.size) - np.maximum.accumulate(np.where(first, np.arange(sel.size), 0))
+    sel, rk = sel[nth < P2P_CLOCK_MAX_PER_RANK], rk[nth < P2P_CLOCK_MAX_PER_RANK]
     o = np.asarray(off, dtype=np.int64)
     e = (p.end[sel] - o[node_of[rk]]).astype(np.int64)
     d = p.direction[sel]
@@ -381,9 +386,10 @@ def p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence
     deg = np.zeros(n, dtype=np.int64)
     claims = _Claims(inv, uk.size, gs, I, J)
     acc: Dict[Tuple[int, int], List[Tuple[float, int, float]]] = {}
-    for i in np.lexsort((lb, la, -ws)).tolist():
+    voted = np.flatnonzero(w >= P2P_CLOCK_MIN_VOTES)
+    for i in voted[np.lexsort((lb[voted], la[voted], -ws[voted]))].tolist():
         x, y = int(la[i]), int(lb[i])
-        if w[i] < P2P_CLOCK_MIN_VOTES or deg[x] >= P2P_MAX_LINKS or deg[y] >= P2P_MAX_LINKS:
+        if deg[x] >= P2P_MAX_LINKS or deg[y] >= P2P_MAX_LINKS:
             continue
         if not claims.take(i, float(ws[i])):
             continue
@@ -407,6 +413,7 @@ def p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence
 
 
 P2P_CLOCK_MIN_VOTES = 8
+P2P_CLOCK_MAX_PER_RANK = 96
 P2P_CLOCK_MODE_SHARE = 0.5
 P2P_CLOCK_WINDOW_FACTOR = 4.0   # the window: this x the first join's largest spread, at least the next
 P2P_CLOCK_MIN_WINDOW_NS = 50_000
