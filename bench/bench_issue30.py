@@ -12,7 +12,8 @@ order alternating). Printed: the medians and their ratio, the best runs' ratio, 
 issue-30 analyses took inside each "on" run (their share of it: the part of the difference that
 the noise of a shared machine does not blur). Off: the child replaces, in analysis/summarize.py,
 the communicator rule (comm_axes), bandwidth (comm_bandwidth), overlap (comm_overlap), launch
-latency (launch_latency), host stalls (host_stalls), FLOPs (flops) and sequences (sequences) by
+latency (launch_latency), host stalls (host_stalls), the rank's row across ranks (comm_rank), FLOPs (flops) and
+sequences (sequences) by
 functions that do nothing before it summarizes; nothing in the package reads a switch. Issue 30's
 condition: on / off <= 1.10. Timings are not asserted anywhere; read the output
 (docs/benchmarks.md, "The issue-30 analyses on a cold summary").
@@ -52,8 +53,8 @@ from bench_speed import CHILD, generate, median_run, run_child  # noqa: E402
 OFF = r"""
 from tb_paddle_profile.analysis import summarize as _s
 _s.comm_instances = lambda *a: (None, None)
-for _name in ("bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "flops_view", "sequence_view",
-              "ShapedCalls"):
+for _name in ("bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "rank_view", "flops_view",
+              "sequence_view", "ShapedCalls"):
     setattr(_s, _name, lambda *a: None)
 """
 
@@ -75,8 +76,8 @@ def _timed(name, f):
 TIMED = TIMER + r"""
 import atexit, json, os
 from tb_paddle_profile.analysis import summarize as _s
-for _name in ("comm_instances", "bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "flops_view",
-              "sequence_view", "ShapedCalls"):
+for _name in ("comm_instances", "bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "rank_view",
+              "flops_view", "sequence_view", "ShapedCalls"):
     setattr(_s, _name, _timed(_name, getattr(_s, _name)))
 atexit.register(lambda: open(os.environ["BENCH30_TIMES"], "w").write(json.dumps(_t)))
 """

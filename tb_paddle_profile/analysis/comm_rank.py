@@ -20,9 +20,9 @@ import statistics
 from ..v1 import summary_pb2 as pb
 
 
-def steps_of(parallel: pb.ParallelView) -> int:
-    """The rank's steps: its distinct step numbers of at least 0, else all of them (at least 1)."""
-    numbers = {st.step for st in parallel.steps}
+def steps_of(numbers) -> int:
+    """The rank's steps from its distinct step numbers (ParallelView.steps'): those of at least 0, else all
+    of them (at least 1)."""
     return max(1, sum(1 for s in numbers if s >= 0) or len(numbers))
 
 
@@ -30,12 +30,14 @@ def rank_view(c: pb.CommView, parallel: pb.ParallelView) -> None:
     """Fill ``c.rank`` from ``c``'s axes, launch streams and host stalls."""
     if not (c.overlap or c.launch or c.host_stalls.steps):
         return
-    n = steps_of(parallel)
+    n = steps_of({st.step for st in parallel.steps})
     m = c.rank
     m.starved_stream = -1
-    for o in c.axes:   # one per (axis, phase), in that order (comm_overlap.overlap_view)
-        m.axes.add(axis=o.axis, phase=o.phase, calls=o.calls / n, time_ns=int(round(o.time_ns / n)),
-                   hidden_ns=int(round(o.hidden_ns / n)), exposed_ns=int(round(o.exposed_ns / n)))
+    x = c.axes   # one row per (axis, phase), in that order (comm_overlap.overlap_view)
+    for axis, phase, calls, time_ns, hidden, exposed in zip(x.axis, x.phase, x.calls, x.time_ns, x.hidden_ns,
+                                                            x.exposed_ns):
+        m.axes.add(axis=axis, phase=phase, calls=calls / n, time_ns=int(round(time_ns / n)),
+                   hidden_ns=int(round(hidden / n)), exposed_ns=int(round(exposed / n)))
     streams = [ls for ls in c.launch if ls.span_ns > 0]
     if streams:
         worst = max(streams, key=lambda ls: ls.starved_ns / ls.span_ns)

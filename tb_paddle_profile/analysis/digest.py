@@ -15,7 +15,7 @@ from collections import Counter
 from ..v1 import summary_pb2 as pb
 
 # Bump when a field changes meaning; part of the digest's cache key.
-DIGEST_SCHEMA = 5
+DIGEST_SCHEMA = 6
 
 
 def device_id_of(summary: pb.Summary) -> int:
@@ -42,7 +42,7 @@ def digest_of(summary: pb.Summary) -> pb.RankDigest:
     del d.flops.operators[:]
     d.sequences.CopyFrom(summary.sequences)
     c = summary.comm   # what crossrank/comm_ranks.py reads: axes, bandwidth and the rank's row
-    d.comm.axes.extend(c.axes)
+    d.comm.axes.CopyFrom(c.axes)
     d.comm.bandwidth.extend(c.bandwidth)
     if c.HasField("rank"):
         d.comm.rank.CopyFrom(c.rank)

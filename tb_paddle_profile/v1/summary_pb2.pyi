@@ -875,6 +875,22 @@ class CommOverlap(_message.Message):
     exposed_ns: int
     def __init__(self, stream: _Optional[int] = ..., axis: _Optional[_Union[CommAxis, str]] = ..., phase: _Optional[int] = ..., calls: _Optional[int] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ...) -> None: ...
 
+class CommAxes(_message.Message):
+    __slots__ = ("axis", "phase", "calls", "time_ns", "hidden_ns", "exposed_ns")
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    axis: _containers.RepeatedScalarFieldContainer[CommAxis]
+    phase: _containers.RepeatedScalarFieldContainer[int]
+    calls: _containers.RepeatedScalarFieldContainer[int]
+    time_ns: _containers.RepeatedScalarFieldContainer[int]
+    hidden_ns: _containers.RepeatedScalarFieldContainer[int]
+    exposed_ns: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, axis: _Optional[_Iterable[_Union[CommAxis, str]]] = ..., phase: _Optional[_Iterable[int]] = ..., calls: _Optional[_Iterable[int]] = ..., time_ns: _Optional[_Iterable[int]] = ..., hidden_ns: _Optional[_Iterable[int]] = ..., exposed_ns: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class LaunchStream(_message.Message):
     __slots__ = ("device_id", "stream", "launched", "p50_ns", "p90_ns", "max_ns", "max_queue", "mean_queue", "starved_ns", "starved_gaps", "span_ns", "queue_time_ns", "queue_depth")
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -991,9 +1007,9 @@ class CommView(_message.Message):
     overlap: _containers.RepeatedCompositeFieldContainer[CommOverlap]
     launch: _containers.RepeatedCompositeFieldContainer[LaunchStream]
     host_stalls: HostStalls
-    axes: _containers.RepeatedCompositeFieldContainer[CommOverlap]
+    axes: CommAxes
     rank: CommRank
-    def __init__(self, instances: _Optional[_Union[CommInstances, _Mapping]] = ..., bandwidth: _Optional[_Iterable[_Union[CommBandwidth, _Mapping]]] = ..., overlap: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., launch: _Optional[_Iterable[_Union[LaunchStream, _Mapping]]] = ..., host_stalls: _Optional[_Union[HostStalls, _Mapping]] = ..., axes: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., rank: _Optional[_Union[CommRank, _Mapping]] = ...) -> None: ...
+    def __init__(self, instances: _Optional[_Union[CommInstances, _Mapping]] = ..., bandwidth: _Optional[_Iterable[_Union[CommBandwidth, _Mapping]]] = ..., overlap: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., launch: _Optional[_Iterable[_Union[LaunchStream, _Mapping]]] = ..., host_stalls: _Optional[_Union[HostStalls, _Mapping]] = ..., axes: _Optional[_Union[CommAxes, _Mapping]] = ..., rank: _Optional[_Union[CommRank, _Mapping]] = ...) -> None: ...
 
 class FlopsOperator(_message.Message):
     __slots__ = ("name", "formula", "calls", "unresolved", "flops")

@@ -15,7 +15,7 @@ side (``RunParallel.comm``; docs/communication.md, "Across ranks"), from the dig
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -23,39 +23,65 @@ from ...v1 import plugin_pb2 as ppb
 from ...v1 import summary_pb2 as pb
 from ..comm_bandwidth import bus_factor
 from ..comm_rank import steps_of
+from .load import packed_columns
+
+
+# CommAxes' packed fields: number -> (name, zigzag-encoded)
+_AXES_FIELDS = {1: ("axis", False), 2: ("phase", False), 3: ("calls", False), 4: ("time_ns", False),
+                5: ("hidden_ns", False), 6: ("exposed_ns", False)}
+
+
+def _axes_columns(msgs: Sequence[pb.CommAxes]) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
+    """Every rank's CommAxes end to end: {field: (values, int64; rows per rank)}, read from their wire bytes
+    at once (load.packed_columns), else through the protobuf API."""
+    got = packed_columns(msgs, _AXES_FIELDS)
+    if got is not None:
+        return got
+    counts = np.array([len(m.axis) for m in msgs], dtype=np.int64)
+    return {name: (np.array([v for m in msgs for v in getattr(m, name)], dtype=np.int64), counts)
+            for name, _ in _AXES_FIELDS.values()}
 
 
 def fill(out: ppb.RunParallel, ranks: Sequence) -> None:
     cv = out.comm
     kept = [r for r in ranks if r.digest.comm.HasField("rank")]
     cv.ranks.extend(r.digest.comm.rank for r in kept)
-    rows: Dict[Tuple[int, int], List[Tuple[int, float, float, float, float]]] = {}
+    for r, m in zip(kept, cv.ranks):
+        m.rank = r.rank
+    if not kept:
+        return
+    # per rank and (axis, phase): its totals over its steps (r.steps: its distinct step numbers), rank order
+    cols = _axes_columns([r.digest.comm.axes for r in kept])
+    axis, per_rank = cols["axis"]
+    phase = cols["phase"][0]
+    n = np.repeat(np.array([steps_of(r.steps) for r in kept], dtype=np.int64), per_rank)
+    rank_of = np.repeat(np.array([r.rank for r in kept], dtype=np.int64), per_rank)
+    vals = np.stack([cols[k][0] / n for k in ("calls", "time_ns", "hidden_ns", "exposed_ns")], axis=1)
     bytes_: Dict[int, List[float]] = {}
     tv = out.topology
     size = {pb.COMM_AXIS_MP: tv.mp, pb.COMM_AXIS_DP: tv.dp, pb.COMM_AXIS_PP_GROUP: tv.pp,
             pb.COMM_AXIS_SHARDING: tv.sharding}
-    for r, m in zip(kept, cv.ranks):
-        m.rank = r.rank
-        c = r.digest.comm
-        n = steps_of(r.digest.parallel)
-        for o in c.axes:   # one per (axis, phase)
-            rows.setdefault((o.axis, o.phase), []).append(
-                (r.rank, o.calls / n, o.time_ns / n, o.hidden_ns / n, o.exposed_ns / n))
-        for b in c.bandwidth:
+    factors: Dict[Tuple[int, int], Optional[float]] = {}
+    for r in kept:
+        for b in r.digest.comm.bandwidth:
             if b.calls_with_bytes and b.duration_ns:
-                acc = bytes_.setdefault(b.axis, [0.0, 0.0, 0.0, 0.0])
-                acc[0] += b.bytes
-                acc[1] += b.duration_ns
-                f = bus_factor(b.kind, size.get(b.axis, 0))
+                ax, kind, nbytes, dur = b.axis, b.kind, b.bytes, b.duration_ns
+                acc = bytes_.setdefault(ax, [0.0, 0.0, 0.0, 0.0])
+                acc[0] += nbytes
+                acc[1] += dur
+                f = factors.get((ax, kind), -1.0)
+                if f == -1.0:
+                    f = factors[(ax, kind)] = bus_factor(kind, size.get(ax, 0))
                 if f is not None:
-                    acc[2] += b.bytes * f
-                    acc[3] += b.duration_ns
-    for (axis, phase), vals in sorted(rows.items()):
-        a = np.array([v[1:] for v in vals])
+                    acc[2] += nbytes * f
+                    acc[3] += dur
+    for ax, ph in sorted(set(zip(axis.tolist(), phase.tolist()))):
+        sel = np.nonzero((axis == ax) & (phase == ph))[0]
+        a = vals[sel]
         k = int(np.argmax(a[:, 3]))
-        bw = bytes_.get(axis)
-        cv.axes.add(axis=axis, phase=phase, ranks=len(vals), time_ns=int(round(a[:, 1].mean())),
+        bw = bytes_.get(ax)
+        cv.axes.add(axis=ax, phase=ph, ranks=sel.size, time_ns=int(round(a[:, 1].mean())),
                     hidden_ns=int(round(a[:, 2].mean())), exposed_ns=int(round(a[:, 3].mean())),
-                    max_exposed_ns=int(round(a[k, 3])), max_exposed_rank=vals[k][0],
+                    max_exposed_ns=int(round(a[k, 3])), max_exposed_rank=int(rank_of[sel[k]]),
                     algbw=bw[0] / (bw[1] * 1e-9) if bw else 0.0,
                     busbw=bw[2] / (bw[3] * 1e-9) if bw and bw[3] else 0.0)

@@ -63,7 +63,7 @@ def _scale(ranks: Sequence, topo, tok: Optional[Sequence[float]] = None, reps=No
     rank's tokens_per_step and the replicas, when known."""
     vals = np.array([tokens_per_step(r.digest) for r in ranks] if tok is None else tok)
     reps = _replicas(ranks, topo) if reps is None else reps
-    per = {k: float(np.mean([vals[i] for i in v])) for k, v in reps.items()}
+    per = {k: float(np.mean(vals[v])) for k, v in reps.items()}
     have = {k: v for k, v in per.items() if v > 0}
     if len(have) < 2:
         return None
@@ -139,16 +139,19 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
     rows = []
     for key in sorted(reps):
         idx = reps[key]
-        sq = [ranks[i].digest.sequences for i in idx]
-        n_mb = sum(len(s.tokens) for s in sq)
+        mb_tok: List[int] = []
+        counts: List[int] = []   # micro-batches per step, by step, rank after rank
+        for i in idx:
+            sq = ranks[i].digest.sequences
+            mb_tok.extend(sq.tokens)
+            counts.extend(sq.step_micro_batches)
         per_step = [tok[i] for i in idx if tok[i] > 0]
-        counts = [c for s in sq for c in s.step_micro_batches]   # micro-batches per step, by step
         # (the mean of integer tokens: their exact sum over their count, as numpy's mean of them)
         rep = sb.replicas.add(dp=key if key >= 0 else -1, ranks=[ranks[i].rank for i in idx],
                               tokens_per_step=float(np.mean(per_step)) if per_step else 0.0,
-                              tokens_per_micro_batch=float(sum(sum(s.tokens) for s in sq)) / n_mb if n_mb else 0.0,
-                              min_micro_batch_tokens=min(min(s.tokens) for s in sq if s.tokens) if n_mb else 0,
-                              max_micro_batch_tokens=max(max(s.tokens) for s in sq if s.tokens) if n_mb else 0,
+                              tokens_per_micro_batch=float(sum(mb_tok)) / len(mb_tok) if mb_tok else 0.0,
+                              min_micro_batch_tokens=min(mb_tok) if mb_tok else 0,
+                              max_micro_batch_tokens=max(mb_tok) if mb_tok else 0,
                               micro_batches=int(statistics.mode(counts)) if counts else 0,
                               compute_ns=int(statistics.median(figs[i]["compute"] for i in idx)))
         rows.append(rep)
