@@ -30,6 +30,8 @@ OVERLAP_NOTE = ("Communicator by rule (docs/communication.md): send/recv PP, red
 LAUNCH_NOTE = ("Latency: kernel (memcpy, memset) start - its runtime call's start, nearest-rank percentiles. "
                "Queue: launched, not yet started. Starved: the stream idle while its next event was not "
                "launched yet (the GPU waits for the host).")
+QUEUE_NOTE = ("Per stream, the launch queue's depth from each time on (launched, not yet started), as points: the "
+              "largest depth of each of at most 512 time bins; times from the trace's start.")
 STALLS_NOTE = "Stretches of a step over the threshold where the main thread makes no CUDA runtime call."
 
 
@@ -100,6 +102,16 @@ def _launch_table(c: pb.CommView) -> dpb.Table:
     return _table("launch_latency", "Launch latency and queue by stream", cols, rows, LAUNCH_NOTE)
 
 
+def _queue_table(c: pb.CommView) -> dpb.Table:
+    """The launch queue of each stream over time (LaunchStream.queue_time_ns / queue_depth): the panel draws
+    it as a chart, the CSV and the API give its points."""
+    cols = [_col("device", "Device", COUNT), _col("stream", "Stream", COUNT), _col("time_ns", "Time", DURATION),
+            _col("depth", "Queue", COUNT)]
+    rows = [dpb.Row(cells=[num(ls.device_id), num(ls.stream), num(t), num(q)], id=f"{ls.device_id}:{ls.stream}:{i}")
+            for ls in c.launch for i, (t, q) in enumerate(zip(ls.queue_time_ns, ls.queue_depth))]
+    return _table("launch_queue", "Launch queue over time by stream", cols, rows, QUEUE_NOTE)
+
+
 def _stalls_table(c: pb.CommView) -> dpb.Table:
     hs = c.host_stalls
     names = list(hs.names)
@@ -148,6 +160,8 @@ def comm_tables(s: pb.Summary) -> Tuple[List[dpb.Table], List[dpb.Sentence]]:
         tables.append(_overlap_table(c))
     if c.launch:
         tables.append(_launch_table(c))
+        if any(ls.queue_time_ns for ls in c.launch):
+            tables.append(_queue_table(c))
     if c.host_stalls.steps and c.host_stalls.main_tid >= 0 and (c.launch or c.host_stalls.stalls):
         tables.append(_stalls_table(c))
     return tables, _sentences(s)
