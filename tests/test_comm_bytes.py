@@ -227,3 +227,32 @@ def test_bus_bandwidth_per_communicator_across_ranks_is_the_planted_one(planted)
             assert a.busbw == pytest.approx(bus / (dur * 1e-9), rel=1e-9)
         else:
             assert a.busbw == 0 and a.algbw == 0   # DP: no bytes recorded
+
+
+def test_the_api_frames_of_bytes_and_bus_bandwidth(planted):
+    """tbp.load's comm_bandwidth frame of a rank and tbp.load_run's comm_axes frame hold the planted bytes and
+    the bus bandwidth of the run's communicators, in GB/s."""
+    from tb_paddle_profile import api as tbp
+    out, truth, summaries = planted
+    members = _planted_members(truth)
+    rank = 2   # dp0, the stage that sends its activations forward
+    frame = tbp.load(str(out / truth.ranks[rank]["file"]), cache=False).table("comm_bandwidth")
+    s = summaries[rank]
+    col = s.parallel.collectives
+    want = {}
+    for i in range(len(col.kind)):
+        axis, nbytes, _, _ = members[(rank, col.step[i], KIND_LABELS[col.kind[i]], col.ordinal[i])]
+        if col.bytes[i]:
+            want[(axis, KIND_LABELS[col.kind[i]])] = want.get((axis, KIND_LABELS[col.kind[i]]), 0) + nbytes
+    names = {"MP": "mp", "PP": "pp", "PP group": "pp_group", "DP": "dp"}
+    got = {(names[a], k): int(b) for a, k, b in zip(frame["axis"], frame["kind"], frame["bytes"]) if b}
+    assert got == want and want
+    run = tbp.load_run(str(out), cache=False).table("comm_axes")
+    rp_axes = {}
+    from tb_paddle_profile.analysis.crossrank import analyze_run
+    for a in analyze_run(list(summaries.values())).comm.axes:
+        rp_axes[a.axis] = a.busbw / 1e9
+    labels = {pb.COMM_AXIS_MP: "MP", pb.COMM_AXIS_PP: "PP", pb.COMM_AXIS_PP_GROUP: "PP group"}
+    for axis, label in labels.items():
+        rows = run[run["axis"] == label]
+        assert len(rows) and rows["busbw_gbps"].tolist() == pytest.approx([rp_axes[axis]] * len(rows), rel=1e-12)
