@@ -4,8 +4,8 @@ It is projected from the rank's Summary in the job that parsed the trace, and ca
 so that the cross-rank analysis and the run routes of a run with thousands of ranks read a few KB
 per rank instead of whole Summaries (issue 12). Nothing here is computed anew: every field is a
 copy of a Summary field, except ``device_id``, the GPU most of the rank's kernels ran on (and
-``flops`` keeps Summary.flops without its per-operator rows, ``comm`` of Summary.comm its axes, bandwidth
-and the rank's row across ranks, CommView.rank).
+``flops`` keeps Summary.flops without its per-operator rows, ``comm`` of Summary.comm its axes, its
+bandwidth rows with bytes and the rank's row across ranks, CommView.rank).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def digest_of(summary: pb.Summary) -> pb.RankDigest:
     d.sequences.CopyFrom(summary.sequences)
     c = summary.comm   # what crossrank/comm_ranks.py reads: axes, bandwidth and the rank's row
     d.comm.axes.CopyFrom(c.axes)
-    d.comm.bandwidth.extend(c.bandwidth)
+    d.comm.bandwidth.extend(b for b in c.bandwidth if b.calls_with_bytes and b.duration_ns)   # (the rows it reads)
     if c.HasField("rank"):
         d.comm.rank.CopyFrom(c.rank)
     return d

@@ -134,7 +134,10 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
                       "phases carries input shapes (Paddle 3.3.1 writes them empty, even with record_shapes=True).")
         return None
     sb.present = True
-    sources = sorted({n for r in ranks for n in r.digest.sequences.names})
+    names: set = set()
+    for r in ranks:
+        names.update(r.digest.sequences.names)
+    sources = sorted(names)
     reps = _replicas(ranks, topo)
     rows = []
     for key in sorted(reps):
