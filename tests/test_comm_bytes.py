@@ -256,3 +256,35 @@ def test_the_api_frames_of_bytes_and_bus_bandwidth(planted):
     for axis, label in labels.items():
         rows = run[run["axis"] == label]
         assert len(rows) and rows["busbw_gbps"].tolist() == pytest.approx([rp_axes[axis]] * len(rows), rel=1e-12)
+
+
+def test_each_instance_in_the_table_with_its_planted_bytes_and_bandwidth(planted):
+    """The Overview's comm_instances table, one row per collective instance: its communicator, the planted
+    bytes where the trace records them, algbw = those bytes over the planted kernel duration, busbw the same
+    for send/recv and broadcast (factor 1) and left to the view across ranks for all-reduces."""
+    _, truth, summaries = planted
+    members = _planted_members(truth)
+    names = {"MP": "mp", "PP": "pp", "PP group": "pp_group", "DP": "dp"}
+    checked = 0
+    for rank, s in summaries.items():
+        t = find_table(summary_display(s), "comm_instances")
+        keys = [c.key for c in t.columns]
+        col = s.parallel.collectives
+        assert len(t.rows) == len(col.kind)
+        for i, row in enumerate(t.rows):
+            cell = dict(zip(keys, row.cells))
+            axis, nbytes, dur, _ = members[(rank, col.step[i], KIND_LABELS[col.kind[i]], col.ordinal[i])]
+            assert names[cell["axis"].text] == axis
+            if cell["bytes"].missing:
+                assert cell["algbw_gbps"].missing and cell["busbw_gbps"].missing
+                continue
+            assert cell["bytes"].number == nbytes
+            alg = nbytes / (dur * 1e-9) / 1e9
+            assert cell["algbw_gbps"].number == pytest.approx(alg, rel=1e-9)
+            if cell["kind"].text in ("send_recv", "broadcast"):
+                assert cell["busbw_gbps"].number == pytest.approx(alg, rel=1e-9)
+                assert cell["of_nvlink"].number == pytest.approx(alg / 450, rel=1e-9)
+            else:
+                assert cell["busbw_gbps"].missing
+            checked += 1
+    assert checked

@@ -332,9 +332,9 @@ def test_overview_draws_communication_launches_and_stalls(tb, logdir, page_and_l
     s = summarize_file(str(trace_path(logdir, run, worker)))
     (view,) = [v for v in summary_display(s).views if v.key == "overview"]
     tables = {t.key: t for t in view.tables}
-    assert {"comm_bandwidth", "comm_overlap", "launch_latency", "host_stalls", "launch_queue"} <= set(tables)
+    assert {"comm_bandwidth", "comm_instances", "comm_overlap", "launch_latency", "host_stalls", "launch_queue"} <= set(tables)
     frame = open_panel(page, tb, run, worker, "overview", unit)
-    for key in ("comm_bandwidth", "comm_overlap", "launch_latency", "host_stalls"):
+    for key in ("comm_bandwidth", "comm_instances", "comm_overlap", "launch_latency", "host_stalls"):
         t = tables[key]
         shown = [i for i, c in enumerate(t.columns) if not c.panel_hidden]
         want = [{t.columns[i].key: format_cell(t.columns[i], r.cells[i], unit) for i in shown} for r in t.rows]
