@@ -546,6 +546,18 @@ def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
             frame.click(f'[data-testid="par-stage-layers"] .vt-row[data-id="{row_id}"]')
             frame.wait_for_selector('[data-testid="panel-overview"]')
             assert frame.locator('[data-testid="select-worker"]').get_attribute("data-value") == f"rank{SLOW_RANK}"
+            # its Overview: the FLOPs by operator and layer, the tokens per micro-batch and the communication
+            # cards (issue 30) have the Python formatter's cells of that rank's display
+            from tb_paddle_profile.analysis.summarize import summarize_file
+            from tb_paddle_profile.present.display.summary import summary_display
+            trace = next((logdir / "layers").glob(f"rank{SLOW_RANK}_time_*.paddle_trace.json"))
+            (ov,) = [v for v in summary_display(summarize_file(str(trace))).views if v.key == "overview"]
+            keys = ("flops_operators", "flops_layers", "sequences", "comm_bandwidth", "comm_overlap", "launch_latency")
+            tables = {t.key: t for t in ov.tables if t.key in keys}
+            assert set(tables) == set(keys)
+            for key, t in tables.items():
+                frame.wait_for_selector(f'[data-testid="dt-{key.replace("_", "-")}"]', timeout=30_000)
+                assert drawn_cells(frame, f"dt-{key.replace('_', '-')}") == expected_cells(t, "ms"), key
         finally:
             page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)

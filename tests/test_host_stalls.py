@@ -110,3 +110,19 @@ def test_the_cli_prints_the_stalls_as_text_and_csv(run):
         x.duration_ns for x in s.comm.host_stalls.stalls]
     clash = subprocess.run(base + ["--format", "json"], capture_output=True, text=True)
     assert clash.returncode == 2 and "--table" in clash.stderr and clash.stdout == ""
+
+
+def test_the_api_frames_of_stalls_launches_and_overlap(run):
+    """tbp.load's frames of the rank with the planted stall: host_stalls one row per stall (the planted one in
+    every step), launch_latency and launch_queue per stream, comm_overlap per stream, communicator and phase."""
+    from tb_paddle_profile import api as tbp
+    truth, ranks = run
+    planted = next(p for p in truth.planted if p["type"] == "host_stall")
+    path, s = ranks[planted["rank"]]
+    prof = tbp.load(str(path), cache=False)
+    stalls = prof.table("host_stalls")
+    assert stalls["duration_ns"].tolist() == [x.duration_ns for x in s.comm.host_stalls.stalls]
+    assert set(stalls["step"]) == set(truth.steps) and stalls["duration_ns"].max() >= planted["delay_ns"]
+    assert prof.table("launch_latency")["p50_ns"].tolist() == [ls.p50_ns for ls in s.comm.launch]
+    assert len(prof.table("launch_queue")) == sum(len(ls.queue_time_ns) for ls in s.comm.launch)
+    assert prof.table("comm_overlap")["exposed_ns"].tolist() == [o.exposed_ns for o in s.comm.overlap]
