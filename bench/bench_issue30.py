@@ -12,7 +12,8 @@ order alternating). Printed: the medians and their ratio, the best runs' ratio, 
 issue-30 analyses took inside each "on" run (their share of it: the part of the difference that
 the noise of a shared machine does not blur). Off: the child replaces, in analysis/summarize.py,
 the communicator rule (comm_axes), bandwidth (comm_bandwidth), overlap (comm_overlap), launch
-latency (launch_latency), host stalls (host_stalls), FLOPs (flops) and sequences (sequences) by
+latency (launch_latency), host stalls (host_stalls), the rank's row across ranks (comm_rank), FLOPs (flops) and
+sequences (sequences) by
 functions that do nothing before it summarizes; nothing in the package reads a switch. Issue 30's
 condition: on / off <= 1.10. Timings are not asserted anywhere; read the output
 (docs/benchmarks.md, "The issue-30 analyses on a cold summary").
@@ -23,7 +24,8 @@ The cross-rank mode: the cross-rank (parallel) analysis, analyze_run, of bench_c
 ranks (MP2 x PP4 x DP N/8, 4 layers, 4 micro-batches, 3 steps) generated with record_shapes (digests kept
 under --work), in fresh child processes, the issue-30 cross-rank parts on and off, interleaved. Each child
 decodes the digests from their file, runs the analysis once (the first run: imports and caches warm) and
-then --inner times; its figure is the median of those. Off: the child replaces, in their modules,
+then --inner times; its figures are the median of those, wall-clock and CPU time (the process's: on a
+shared machine the wall-clock time of the same work spreads with the load, its CPU time much less). Off: the child replaces, in their modules,
 sequences.rank_flops (FLOPs per rank and stage), sequences.fill (tokens per replica, the imbalance's cost
 and finding), sequences.stage_flops_text (the stage-imbalance finding in FLOPs), comm_ranks.fill
 (communication, launches and host stalls of every rank side by side) and layers.fill (the time per layer
@@ -52,8 +54,8 @@ from bench_speed import CHILD, generate, median_run, run_child  # noqa: E402
 OFF = r"""
 from tb_paddle_profile.analysis import summarize as _s
 _s.comm_instances = lambda *a: (None, None)
-for _name in ("bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "flops_view", "sequence_view",
-              "ShapedCalls"):
+for _name in ("bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "rank_view", "flops_view",
+              "sequence_view", "ShapedCalls"):
     setattr(_s, _name, lambda *a: None)
 """
 
@@ -75,8 +77,8 @@ def _timed(name, f):
 TIMED = TIMER + r"""
 import atexit, json, os
 from tb_paddle_profile.analysis import summarize as _s
-for _name in ("comm_instances", "bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "flops_view",
-              "sequence_view", "ShapedCalls"):
+for _name in ("comm_instances", "bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "rank_view",
+              "flops_view", "sequence_view", "ShapedCalls"):
     setattr(_s, _name, _timed(_name, getattr(_s, _name)))
 atexit.register(lambda: open(os.environ["BENCH30_TIMES"], "w").write(json.dumps(_t)))
 """
@@ -105,13 +107,15 @@ t0 = time.perf_counter()
 rp = analyze_run(ds)
 first = time.perf_counter() - t0
 _t.clear()
-runs = []
+runs, cpu = [], []
 for _ in range(int(os.environ.get("BENCH30_INNER", "3"))):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     analyze_run(ds)
     runs.append(time.perf_counter() - t0)
+    cpu.append(time.process_time() - c0)
 inside = sum(_t.values()) / len(runs)
 print(json.dumps(dict(seconds=statistics.median(runs), best=min(runs), first=first, decode=decode, inside=inside,
+                      cpu=statistics.median(cpu), cpu_best=min(cpu),
                       parts={k: v / len(runs) for k, v in _t.items()}, ranks=len(ds), layers=len(rp.layers.layers))))
 """
 
@@ -157,11 +161,13 @@ def crossrank(args) -> None:
                     extra = f"; the issue-30 parts {r['inside'] * 1e3:.1f} ms of it (" + ", ".join(
                         f"{k} {v * 1e3:.1f}" for k, v in sorted(r["parts"].items(), key=lambda kv: -kv[1])) + " ms)"
                 print(f"  {n} ranks, run {i + 1} {label}: analysis {r['seconds']:.3f} s (best {r['best']:.3f}, "
+                      f"CPU {r['cpu']:.3f}, "
                       f"first {r['first']:.3f}), decode {r['decode']:.3f} s, {r['layers']} layer rows{extra}",
                       flush=True)
         rows.append((n, res))
-    print("| ranks | analysis on s (median) | off s | on / off (medians) | on / off (best) | decode on / off s "
-          "| the issue-30 parts inside the on runs (median) |\n|---|---|---|---|---|---|---|")
+    print("| ranks | analysis on s (median) | off s | on / off (medians) | on / off (best) | CPU on / off s (medians) "
+          "| CPU on / off (medians) | CPU on / off (best) | decode on / off s "
+          "| the issue-30 parts inside the on runs (median) |\n|---|---|---|---|---|---|---|---|---|---|")
     for n, res in rows:
         def med(label, key):
             return statistics.median(r[key] for r in res[label])
@@ -169,6 +175,8 @@ def crossrank(args) -> None:
         share = statistics.median(r["inside"] / r["seconds"] for r in res["on"])
         print(f"| {n} | {med('on', 'seconds'):.3f} | {med('off', 'seconds'):.3f} "
               f"| **{med('on', 'seconds') / med('off', 'seconds'):.3f}** | {best:.3f} "
+              f"| {med('on', 'cpu'):.3f} / {med('off', 'cpu'):.3f} | **{med('on', 'cpu') / med('off', 'cpu'):.3f}** "
+              f"| {min(r['cpu_best'] for r in res['on']) / min(r['cpu_best'] for r in res['off']):.3f} "
               f"| {med('on', 'decode'):.3f} / {med('off', 'decode'):.3f} "
               f"| {med('on', 'inside') * 1e3:.1f} ms ({share:.1%}) |")
     print(f"{platform.machine()}, Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"

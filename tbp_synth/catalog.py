@@ -198,6 +198,10 @@ class _Catalog:
         put("add", {"x": [[b, s, H]], "y": [[b, s, H]]}, {"x": bf, "y": bf})
         put("gelu", {"x": [[b, s, 4 * H // mp]]}, {"x": bf})
         put("softmax", {"x": [[b, h, s, s]]}, {"x": bf})
+        # the communication operators' inputs (send_v2, c_allreduce_sum of an activation; the pipeline
+        # group's 4-byte loss and gradient-norm scalars): their bytes are the instances' planted bytes
+        put("comm_act", {"x": [[b, s, H]]}, {"x": bf})
+        put("comm_scalar", {"x": [[1]]}, {"x": ["float32"]})
 
     def layer_flops(self) -> int:
         """Forward FLOPs of one decoder layer's GEMMs (one micro-batch)."""

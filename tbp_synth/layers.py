@@ -68,9 +68,16 @@ class _Layers:
                                                  params, layer, grad_comm))
         self._adv(6000, 22_000)  # Python between ops
 
+    def _comm_shapes(self, row: int, key: str) -> None:
+        """record_shapes: a communication operator's input (catalogue ``comm_act``: one activation
+        [b, s, H] in bf16; ``comm_scalar``: one float32)."""
+        if self.cfg.record_shapes:
+            self.sink.host_shapes(row, *self.cat.shapes[key])
+
     def _allreduce_op(self, nbytes: int):
         """``c_allreduce_sum dygraph``: the MP all-reduce of a row-parallel layer's output."""
         row = self._open("c_allreduce_sum dygraph", OPERATOR)
+        self._comm_shapes(row, "comm_act")
         self._adv(400, 1600)
         self._leaf("c_allreduce_sum infer_meta", OPERATOR_INNER, 200, 900)
         lrow = self._open("c_allreduce_sum kernel launch", DYGRAPH_KERNEL_LAUNCH)

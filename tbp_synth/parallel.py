@@ -64,6 +64,8 @@ class _LiveBook:
         self.inst_kind = array("b")
         self.inst_axis = array("b")
         self.inst_xfer = array("q")
+        self.inst_bytes = array("q")
+        self.nbytes: Dict[tuple, int] = {}   # the payload of each open instance (timing._xfer)
         self.inst_root = array("i")
         self.inst_ptr = array("q", [0])
         self.mem_rank = array("i")
@@ -91,6 +93,7 @@ class _LiveBook:
         slots.append(None)
         if len(inst[2]) == size:
             del self.open[key]
+            nbytes = self.nbytes.pop(key, 0)
             members = inst[2]
             end = max(m[1] for m in members) + xfer
             if key[0] in ("mp", "dp"):  # (kind, group coords..., step index, sequence)
@@ -110,6 +113,7 @@ class _LiveBook:
                 self.inst_kind.append(kind)
                 self.inst_axis.append(axis)
                 self.inst_xfer.append(xfer)
+                self.inst_bytes.append(nbytes)
                 self.inst_root.append(next((m[0] for m in members if m[4] == 0), -1)
                                       if kind == 1 else -1)
                 for r, s, _, _, _, o in members:
@@ -172,6 +176,7 @@ class _LiveBook:
         wait = end - start - np.repeat(xfer, np.diff(ptr))
         return {"inst_step": np_(self.inst_step, np.int64), "inst_kind": np_(self.inst_kind, np.int8),
                 "inst_axis": np_(self.inst_axis, np.int8), "inst_transfer_ns": xfer,
+                "inst_bytes": np_(self.inst_bytes, np.int64),
                 "inst_root": np_(self.inst_root, np.int32), "inst_ptr": ptr,
                 "mem_rank": np_(self.mem_rank, np.int32),
                 "mem_ordinal": np_(self.mem_ordinal, np.int32), "mem_start_ns": start,
@@ -224,6 +229,8 @@ class _Parallel:
         xfer = self._xfer(key, self.cat.act_bytes, "pp")
         name = "send_v2" if send else "recv_v2"
         row = self._open(name + " dygraph", OPERATOR)
+        if send:   # recv_v2 has no input tensor
+            self._comm_shapes(row, "comm_act")
         self._adv(500, 2000)
         self._leaf(name + " infer_meta", OPERATOR_INNER, 200, 1000)
         lrow = self._open(name + " kernel launch", DYGRAPH_KERNEL_LAUNCH)
@@ -258,6 +265,7 @@ class _Parallel:
         factor = 2.0 * (pp - 1) / pp if key0 == "clip" else 1.0
         xfer = self._xfer(key, nbytes, "pp", factor)
         row = self._open(op + " dygraph", OPERATOR)
+        self._comm_shapes(row, "comm_scalar")
         self._adv(500, 2000)
         self._leaf(op + " infer_meta", OPERATOR_INNER, 200, 1000)
         lrow = self._open(op + " kernel launch", DYGRAPH_KERNEL_LAUNCH)

@@ -84,7 +84,7 @@ instance with its members, and the per-rank, per-step times). All times are nano
 Instance dicts: ``{"step" (ProfileStep number), "kind" ("all_reduce", "broadcast",
 "send_recv"), "axis" ("mp", "dp", "pp" for send/recv between neighbouring stages,
 "pp_group" for the clip all-reduce and loss broadcasts over a pipeline's stages), "root"
-(the broadcast's source rank, else -1), "transfer_ns", "members": [{"rank", "ordinal",
+(the broadcast's source rank, else -1), "transfer_ns", "bytes", "members": [{"rank", "ordinal",
 "wait_ns", "start_ns", "end_ns"}]}``. Every member's NCCL kernel ends at the same moment (the
 last member's start plus the transfer); its ``wait_ns`` = duration - transfer = last start -
 its start. With ``comm_end_noise_us`` each member's ``end_ns`` is its own (that moment plus its
@@ -103,6 +103,8 @@ name                   dtype    shape   meaning
 ``inst_kind``          int8     (I,)    index into ``kind_names``
 ``inst_axis``          int8     (I,)    index into ``axis_names``
 ``inst_transfer_ns``   int64    (I,)    transfer time
+``inst_bytes``         int64    (I,)    bytes it moves (each member's buffer: the transfer is
+                                        8 µs + bus factor × bytes ÷ the link's bandwidth, jittered)
 ``inst_root``          int32    (I,)    broadcast source rank, else -1
 ``inst_ptr``           int64    (I+1,)  members of instance i are rows ``inst_ptr[i]:inst_ptr[i+1]``
 ``mem_rank``           int32    (M,)    member rank
@@ -211,12 +213,13 @@ class Truth:
         ptr = c["inst_ptr"].tolist()
         step, kind, axis = c["inst_step"].tolist(), c["inst_kind"].tolist(), c["inst_axis"].tolist()
         xfer, root = c["inst_transfer_ns"].tolist(), c["inst_root"].tolist()
+        nbytes = c["inst_bytes"].tolist() if "inst_bytes" in c else [0] * len(step)
         rank, ordinal = c["mem_rank"].tolist(), c["mem_ordinal"].tolist()
         start, end, wait = c["mem_start_ns"].tolist(), c["mem_end_ns"].tolist(), c["mem_wait_ns"].tolist()
         kinds, axes = self.kind_names, self.axis_names
         for i in range(len(step)):
             yield {"step": step[i], "kind": kinds[kind[i]], "axis": axes[axis[i]], "root": root[i],
-                   "transfer_ns": xfer[i],
+                   "transfer_ns": xfer[i], "bytes": nbytes[i],
                    "members": [{"rank": rank[j], "ordinal": ordinal[j], "wait_ns": wait[j],
                                 "start_ns": start[j], "end_ns": end[j]}
                                for j in range(ptr[i], ptr[i + 1])]}

@@ -2,8 +2,8 @@
 
 For each (stream, communicator axis, phase) of the rank's collective instances: the union of their
 intervals (time), the part of it while some compute kernel runs (hidden) and the rest (exposed); and the
-same per (communicator axis, phase) over all its streams together (CommView.axes, stream ALL_STREAMS):
-what the view across ranks compares (crossrank/comm_ranks.py).
+same per (communicator axis, phase) over all its streams together (CommView.axes, as columns): what the
+view across ranks compares (crossrank/comm_ranks.py).
 Compute is what collectives.py calls compute: the union of the non-communication kernels (device
 timeline), or of the non-communication operators outside communication (host timeline).
 """
@@ -17,9 +17,6 @@ from . import ranges
 from .collectives import CollectiveAnalysis, _subtract
 from .profile import Profile
 
-ALL_STREAMS = -2   # CommOverlap.stream of CommView.axes
-
-
 def compute_union(p: Profile, ca: CollectiveAnalysis):
     t = p.tables
     if ca.timeline == pb.TIMELINE_DEVICE:
@@ -31,26 +28,34 @@ def compute_union(p: Profile, ca: CollectiveAnalysis):
     return _subtract(ranges.union(t.host.start[ops], t.host.end[ops]), comm)
 
 
-def _rows(inst, keys, masks, compute, out) -> None:
-    for (s, a, ph), m in zip(keys, masks):
+def _rows(inst, masks, compute):
+    """(calls, time, hidden) of the union of the instances of each mask."""
+    out = []
+    for m in masks:
         u = ranges.union(inst.start[m], inst.end[m])
-        time_ns = ranges.measure(u)
-        hidden = ranges.intersect_measure(u, compute)
-        out.add(stream=s, axis=a, phase=ph, calls=int(m.sum()), time_ns=time_ns, hidden_ns=hidden,
-                exposed_ns=time_ns - hidden)
+        out.append((int(m.sum()), ranges.measure(u), ranges.intersect_measure(u, compute)))
+    return out
 
 
 def overlap_view(p: Profile, ca: CollectiveAnalysis, axis: np.ndarray, phase: np.ndarray, out,
                  axes_out=None) -> None:
-    """One CommOverlap per (stream, axis, phase) present, in that order; into ``axes_out`` (when given)
-    one per (axis, phase) over all streams."""
+    """One CommOverlap per (stream, axis, phase) present, in that order; into ``axes_out`` (a CommAxes,
+    when given) one row per (axis, phase) over all streams."""
     inst = ca.instances
     if inst.kind.size == 0:
         return
     compute = compute_union(p, ca)
     keys = sorted(set(zip(inst.stream.tolist(), axis.tolist(), phase.tolist())))
-    _rows(inst, keys, [(inst.stream == s) & (axis == a) & (phase == ph) for s, a, ph in keys], compute, out)
+    got = _rows(inst, [(inst.stream == s) & (axis == a) & (phase == ph) for s, a, ph in keys], compute)
+    for (s, a, ph), (calls, time_ns, hidden) in zip(keys, got):
+        out.add(stream=s, axis=a, phase=ph, calls=calls, time_ns=time_ns, hidden_ns=hidden,
+                exposed_ns=time_ns - hidden)
     if axes_out is not None:
         pairs = sorted(set(zip(axis.tolist(), phase.tolist())))
-        _rows(inst, [(ALL_STREAMS, a, ph) for a, ph in pairs], [(axis == a) & (phase == ph) for a, ph in pairs],
-              compute, axes_out)
+        got = _rows(inst, [(axis == a) & (phase == ph) for a, ph in pairs], compute)
+        axes_out.axis.extend(a for a, _ in pairs)
+        axes_out.phase.extend(ph for _, ph in pairs)
+        axes_out.calls.extend(c for c, _, _ in got)
+        axes_out.time_ns.extend(t for _, t, _ in got)
+        axes_out.hidden_ns.extend(h for _, _, h in got)
+        axes_out.exposed_ns.extend(t - h for _, t, h in got)

@@ -4,8 +4,8 @@ It is projected from the rank's Summary in the job that parsed the trace, and ca
 so that the cross-rank analysis and the run routes of a run with thousands of ranks read a few KB
 per rank instead of whole Summaries. Nothing here is computed anew: every field is a
 copy of a Summary field, except ``device_id``, the GPU most of the rank's kernels ran on (and
-``flops`` keeps Summary.flops without its per-operator rows, ``comm`` Summary.comm without its per-instance
-columns, launch queue points and host stall list).
+``flops`` keeps Summary.flops without its per-operator rows, ``comm`` of Summary.comm its axes, its
+bandwidth rows with bytes and the rank's row across ranks, CommView.rank).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import Counter
 from ..v1 import summary_pb2 as pb
 
 # Bump when a field changes meaning; part of the digest's cache key.
-DIGEST_SCHEMA = 5
+DIGEST_SCHEMA = 7
 
 
 def device_id_of(summary: pb.Summary) -> int:
@@ -41,11 +41,9 @@ def digest_of(summary: pb.Summary) -> pb.RankDigest:
     d.flops.CopyFrom(summary.flops)
     del d.flops.operators[:]
     d.sequences.CopyFrom(summary.sequences)
-    d.comm.CopyFrom(summary.comm)
-    d.comm.ClearField("instances")
-    for ls in d.comm.launch:
-        del ls.queue_time_ns[:]
-        del ls.queue_depth[:]
-    del d.comm.host_stalls.stalls[:]
-    del d.comm.host_stalls.names[:]
+    c = summary.comm   # what crossrank/comm_ranks.py reads: axes, bandwidth and the rank's row
+    d.comm.axes.CopyFrom(c.axes)
+    d.comm.bandwidth.extend(b for b in c.bandwidth if b.calls_with_bytes and b.duration_ns)   # (the rows it reads)
+    if c.HasField("rank"):
+        d.comm.rank.CopyFrom(c.rank)
     return d

@@ -64,3 +64,8 @@ def sequence_view(p: Profile, calls: ShapedCalls, phases: pb.PhaseSpans, out: pb
     out.tokens.extend(tokens[keep].tolist())
     out.source.extend(src)
     out.names.extend(list(names))
+    # what the view across ranks reads of it (crossrank/sequences.py): Σ tokens ÷ the steps (integer sums:
+    # exact in a float) and the micro-batches of each step, by step
+    steps_kept, per_step = np.unique(step[keep], return_counts=True)
+    out.tokens_per_step = float(sum(out.tokens)) / steps_kept.size
+    out.step_micro_batches.extend(per_step.tolist())

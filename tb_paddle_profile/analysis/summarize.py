@@ -13,6 +13,7 @@ from tb_paddle_profile.analysis.collectives import parallel_view
 from tb_paddle_profile.analysis.comm_axes import comm_instances
 from tb_paddle_profile.analysis.comm_bandwidth import bandwidth_view
 from tb_paddle_profile.analysis.comm_overlap import overlap_view
+from tb_paddle_profile.analysis.comm_rank import rank_view
 from tb_paddle_profile.analysis.host_stalls import host_stall_view
 from tb_paddle_profile.analysis.launch_latency import launch_view
 from tb_paddle_profile.analysis.distributed import DistributedAnalysis
@@ -31,7 +32,7 @@ from tb_paddle_profile.trace.reader import EventTables, read_trace
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
 # Bump when the analyses change what they put into a Summary (part of the cache key).
-SUMMARY_SCHEMA = 9
+SUMMARY_SCHEMA = 11
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:
@@ -63,6 +64,7 @@ def summarize_profile(p: Profile, file_name: str, file_size: int = 0) -> pb.Summ
     overlap_view(p, ca, axis, phase, s.comm.overlap, s.comm.axes)
     launch_view(p, s.comm.launch)
     host_stall_view(p, ca.steps, s.comm.host_stalls)
+    rank_view(s.comm, s.parallel)
     calls = ShapedCalls(p)
     flops_view(p, ca.steps, calls, s.flops)
     sequence_view(p, calls, s.parallel.phases, s.sequences)

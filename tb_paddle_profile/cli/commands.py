@@ -90,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
             ["tb-paddle-profile summary run/rank0_time_....paddle_trace.json --sorted-by GPUTotal --time-unit us",
              "tb-paddle-profile summary run/ --views kernel memory",
              "tb-paddle-profile summary run/ --format csv --table operators > operators.csv",
+             "tb-paddle-profile summary run/rank0_....paddle_trace.json --format text --table launch_latency",
              "tb-paddle-profile summary run/ --csv-dir tables/"])
     s.add_argument("trace", help="a *.paddle_trace.json[.gz] file, or a folder searched recursively")
     s.add_argument("--sorted-by", default="CPUTotal", choices=text.SORTED_KEYS,
@@ -99,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these views (Paddle's SummaryView names or: " + ", ".join(VIEW_ALIASES) + ")")
     s.add_argument("--no-op-detail", action="store_true", help="operators without their inner events and kernels")
     s.add_argument("--thread-sep", action="store_true", help="one Operator/UserDefined table per thread")
-    _output_args(s, "Paddle's tables, as Profiler.summary() prints them", "# <view>/<table>: <title>")
+    _output_args(s, "Paddle's tables, as Profiler.summary() prints them", "# <view>/<table>: <title>", text_table=True)
     s.add_argument("--jobs", type=_jobs, default=None, help=JOBS_HELP)
     _cache_args(s)
     s.set_defaults(func=_cmd_summary)
@@ -202,10 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _resolve_format(parser, args) -> None:
-    """--table and --csv-dir imply --format csv; with --format text or json they are an error."""
+    """--table and --csv-dir imply --format csv; with --format text or json they are an error (summary:
+    --table with --format text prints that table as text)."""
     if not hasattr(args, "table"):
         return
-    wants_csv = args.table is not None or args.csv_dir is not None
+    text_table = args.table is not None and args.format == "text" and getattr(args, "text_table", False)
+    wants_csv = (args.table is not None and not text_table) or args.csv_dir is not None
     if args.format is None:
         args.format = "csv" if wants_csv else "text"
     elif wants_csv and args.format != "csv":

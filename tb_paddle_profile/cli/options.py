@@ -67,14 +67,17 @@ def _width_arg(p) -> None:
                         "column (default 120; 0: never split)")
 
 
-def _output_args(p, what: str, csv_heading: str) -> None:
+def _output_args(p, what: str, csv_heading: str, text_table: bool = False) -> None:
     p.add_argument("--format", choices=("text", "json", "csv"), default=None,
                    help=f"text (default): {what}; json: the protobuf as proto3 JSON; csv: every table with raw "
                         f"values (ns, fractions, bytes), each under a line '{csv_heading}', or with --table one "
                         "table as plain CSV (pandas.read_csv reads it as it is)")
     p.add_argument("--table", default=None, metavar="KEY",
-                   help="one table as plain CSV (implies --format csv; an error with another --format); an "
-                        "unknown key lists the keys there are")
+                   help="one table as plain CSV (implies --format csv; "
+                        + ("with --format text, that table laid out as text, the tab's own tables too; an error "
+                           "with --format json" if text_table else "an error with another --format")
+                        + "); an unknown key lists the keys there are")
+    p.set_defaults(text_table=text_table)
     p.add_argument("--csv-dir", default=None, metavar="DIR",
                    help="write every table (or the --table one) as DIR/<view>.<table>.csv, plain CSV each "
                         "(implies --format csv)")

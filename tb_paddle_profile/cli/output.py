@@ -69,6 +69,18 @@ def csv_text(display, table_key, source: str, views=None) -> Optional[str]:
     return "".join(f"# {v}/{t.key}: {t.title}\n{to_csv(t)}\n" for v, t in tables)
 
 
+def table_text(display, table_key: str, source: str, time_unit: str, views=None) -> Optional[str]:
+    """`summary --format text --table KEY`: that one table of the display model laid out as text (the parallel
+    view's plain layout, in parts when wider than the terminal's 120 columns); None (and a one-line error
+    naming ``source``) when no table has ``table_key``."""
+    from tb_paddle_profile.present.render.parallel_text import table_lines
+
+    tables = _csv_tables(display, table_key, source, views)
+    if tables is None:
+        return None
+    return "\n".join(table_lines(tables[0][1], time_unit))
+
+
 def write_csv_dir(display, folder: str, source: str, views=None, table_key=None) -> bool:
     """`--csv-dir DIR`: every table (or the one of ``table_key``) as ``DIR/<view>.<table key>.csv``, plain
     CSV each; the files written are listed on stderr. False (and one line) when nothing could be written."""

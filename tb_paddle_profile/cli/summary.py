@@ -6,7 +6,7 @@ import sys
 import traceback
 from typing import Optional
 
-from tb_paddle_profile.cli.output import csv_text, write_csv_dir
+from tb_paddle_profile.cli.output import csv_text, table_text, write_csv_dir
 from tb_paddle_profile.cli.loading import _options
 from tb_paddle_profile.core import terminal
 from tb_paddle_profile.core.errors import our_bug
@@ -40,7 +40,7 @@ def _cmd_summary(args) -> int:
             out: Optional[str]
             if args.format == "json":
                 out = to_json(summary)
-            elif args.format == "csv":  # the display model's tables (display/summary.py), raw values
+            elif args.format == "csv" or args.table:  # the display model's tables (display/summary.py)
                 from tb_paddle_profile.present.display.summary import summary_display
 
                 display = summary_display(summary, sorted_by=args.sorted_by, op_detail=not args.no_op_detail,
@@ -50,7 +50,8 @@ def _cmd_summary(args) -> int:
                     if not write_csv_dir(display, sub, f.file_name, views=args.views, table_key=args.table):
                         failed += 1
                     continue
-                out = csv_text(display, args.table, f.file_name, views=args.views)
+                out = (csv_text(display, args.table, f.file_name, views=args.views) if args.format == "csv" else
+                       table_text(display, args.table, f.file_name, args.time_unit, views=args.views))
                 if out is None:
                     failed += 1
                     continue

@@ -45,7 +45,10 @@ logger = terminal.logger(__name__)
 # 8: under end noise, clocks refined once from the matched groups, send/recv host edges from a wide window
 #    for hosts the first missed, the clock outvote by edges too, the prior's local-GPU candidate; the verdict
 #    uncertain only past 1 % of unmatched replay nodes; balanced sequences not replayed.
-ANALYSIS_SCHEMA = 9
+# 9: CommAxisAcross.busbw (each communicator's bus bandwidth across ranks).
+# 10: send/recv lanes, hosts placed where their collectives co-end, pairs grown by augmenting paths; the
+#     verdict's host-stall figure (RankParallel.stall_ns).
+ANALYSIS_SCHEMA = 10
 MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
 ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
 

@@ -198,46 +198,8 @@ class StageLayers(_message.Message):
     layers: _containers.RepeatedCompositeFieldContainer[StageLayer]
     def __init__(self, present: _Optional[bool] = ..., why_not: _Optional[str] = ..., layers: _Optional[_Iterable[_Union[StageLayer, _Mapping]]] = ...) -> None: ...
 
-class CommAxisStep(_message.Message):
-    __slots__ = ("axis", "phase", "calls", "time_ns", "hidden_ns", "exposed_ns")
-    AXIS_FIELD_NUMBER: _ClassVar[int]
-    PHASE_FIELD_NUMBER: _ClassVar[int]
-    CALLS_FIELD_NUMBER: _ClassVar[int]
-    TIME_NS_FIELD_NUMBER: _ClassVar[int]
-    HIDDEN_NS_FIELD_NUMBER: _ClassVar[int]
-    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
-    axis: _summary_pb2.CommAxis
-    phase: int
-    calls: float
-    time_ns: int
-    hidden_ns: int
-    exposed_ns: int
-    def __init__(self, axis: _Optional[_Union[_summary_pb2.CommAxis, str]] = ..., phase: _Optional[int] = ..., calls: _Optional[float] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ...) -> None: ...
-
-class CommRank(_message.Message):
-    __slots__ = ("rank", "axes", "starved_stream", "starved_share", "launch_p50_ns", "max_queue", "stall_steps", "steps", "stalled_ns_per_step")
-    RANK_FIELD_NUMBER: _ClassVar[int]
-    AXES_FIELD_NUMBER: _ClassVar[int]
-    STARVED_STREAM_FIELD_NUMBER: _ClassVar[int]
-    STARVED_SHARE_FIELD_NUMBER: _ClassVar[int]
-    LAUNCH_P50_NS_FIELD_NUMBER: _ClassVar[int]
-    MAX_QUEUE_FIELD_NUMBER: _ClassVar[int]
-    STALL_STEPS_FIELD_NUMBER: _ClassVar[int]
-    STEPS_FIELD_NUMBER: _ClassVar[int]
-    STALLED_NS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
-    rank: int
-    axes: _containers.RepeatedCompositeFieldContainer[CommAxisStep]
-    starved_stream: int
-    starved_share: float
-    launch_p50_ns: int
-    max_queue: int
-    stall_steps: int
-    steps: int
-    stalled_ns_per_step: int
-    def __init__(self, rank: _Optional[int] = ..., axes: _Optional[_Iterable[_Union[CommAxisStep, _Mapping]]] = ..., starved_stream: _Optional[int] = ..., starved_share: _Optional[float] = ..., launch_p50_ns: _Optional[int] = ..., max_queue: _Optional[int] = ..., stall_steps: _Optional[int] = ..., steps: _Optional[int] = ..., stalled_ns_per_step: _Optional[int] = ...) -> None: ...
-
 class CommAxisAcross(_message.Message):
-    __slots__ = ("axis", "phase", "ranks", "time_ns", "hidden_ns", "exposed_ns", "max_exposed_ns", "max_exposed_rank", "algbw")
+    __slots__ = ("axis", "phase", "ranks", "time_ns", "hidden_ns", "exposed_ns", "max_exposed_ns", "max_exposed_rank", "algbw", "busbw")
     AXIS_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
@@ -247,6 +209,7 @@ class CommAxisAcross(_message.Message):
     MAX_EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
     MAX_EXPOSED_RANK_FIELD_NUMBER: _ClassVar[int]
     ALGBW_FIELD_NUMBER: _ClassVar[int]
+    BUSBW_FIELD_NUMBER: _ClassVar[int]
     axis: _summary_pb2.CommAxis
     phase: int
     ranks: int
@@ -256,15 +219,16 @@ class CommAxisAcross(_message.Message):
     max_exposed_ns: int
     max_exposed_rank: int
     algbw: float
-    def __init__(self, axis: _Optional[_Union[_summary_pb2.CommAxis, str]] = ..., phase: _Optional[int] = ..., ranks: _Optional[int] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., max_exposed_ns: _Optional[int] = ..., max_exposed_rank: _Optional[int] = ..., algbw: _Optional[float] = ...) -> None: ...
+    busbw: float
+    def __init__(self, axis: _Optional[_Union[_summary_pb2.CommAxis, str]] = ..., phase: _Optional[int] = ..., ranks: _Optional[int] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ..., max_exposed_ns: _Optional[int] = ..., max_exposed_rank: _Optional[int] = ..., algbw: _Optional[float] = ..., busbw: _Optional[float] = ...) -> None: ...
 
 class CommAcrossRanks(_message.Message):
     __slots__ = ("ranks", "axes")
     RANKS_FIELD_NUMBER: _ClassVar[int]
     AXES_FIELD_NUMBER: _ClassVar[int]
-    ranks: _containers.RepeatedCompositeFieldContainer[CommRank]
+    ranks: _containers.RepeatedCompositeFieldContainer[_summary_pb2.CommRank]
     axes: _containers.RepeatedCompositeFieldContainer[CommAxisAcross]
-    def __init__(self, ranks: _Optional[_Iterable[_Union[CommRank, _Mapping]]] = ..., axes: _Optional[_Iterable[_Union[CommAxisAcross, _Mapping]]] = ...) -> None: ...
+    def __init__(self, ranks: _Optional[_Iterable[_Union[_summary_pb2.CommRank, _Mapping]]] = ..., axes: _Optional[_Iterable[_Union[CommAxisAcross, _Mapping]]] = ...) -> None: ...
 
 class SequenceReplica(_message.Message):
     __slots__ = ("dp", "ranks", "tokens_per_step", "tokens_per_micro_batch", "min_micro_batch_tokens", "max_micro_batch_tokens", "micro_batches", "compute_ns")

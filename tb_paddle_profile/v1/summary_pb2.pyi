@@ -877,6 +877,22 @@ class CommOverlap(_message.Message):
     exposed_ns: int
     def __init__(self, stream: _Optional[int] = ..., axis: _Optional[_Union[CommAxis, str]] = ..., phase: _Optional[int] = ..., calls: _Optional[int] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ...) -> None: ...
 
+class CommAxes(_message.Message):
+    __slots__ = ("axis", "phase", "calls", "time_ns", "hidden_ns", "exposed_ns")
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    axis: _containers.RepeatedScalarFieldContainer[CommAxis]
+    phase: _containers.RepeatedScalarFieldContainer[int]
+    calls: _containers.RepeatedScalarFieldContainer[int]
+    time_ns: _containers.RepeatedScalarFieldContainer[int]
+    hidden_ns: _containers.RepeatedScalarFieldContainer[int]
+    exposed_ns: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, axis: _Optional[_Iterable[_Union[CommAxis, str]]] = ..., phase: _Optional[_Iterable[int]] = ..., calls: _Optional[_Iterable[int]] = ..., time_ns: _Optional[_Iterable[int]] = ..., hidden_ns: _Optional[_Iterable[int]] = ..., exposed_ns: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class LaunchStream(_message.Message):
     __slots__ = ("device_id", "stream", "launched", "p50_ns", "p90_ns", "max_ns", "max_queue", "mean_queue", "starved_ns", "starved_gaps", "span_ns", "queue_time_ns", "queue_depth")
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -941,21 +957,61 @@ class HostStalls(_message.Message):
     names: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, threshold_ns: _Optional[int] = ..., main_tid: _Optional[int] = ..., steps: _Optional[int] = ..., steps_with_stall: _Optional[int] = ..., stalled_ns: _Optional[int] = ..., stalls: _Optional[_Iterable[_Union[HostStall, _Mapping]]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class CommAxisStep(_message.Message):
+    __slots__ = ("axis", "phase", "calls", "time_ns", "hidden_ns", "exposed_ns")
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_NS_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_NS_FIELD_NUMBER: _ClassVar[int]
+    axis: CommAxis
+    phase: int
+    calls: float
+    time_ns: int
+    hidden_ns: int
+    exposed_ns: int
+    def __init__(self, axis: _Optional[_Union[CommAxis, str]] = ..., phase: _Optional[int] = ..., calls: _Optional[float] = ..., time_ns: _Optional[int] = ..., hidden_ns: _Optional[int] = ..., exposed_ns: _Optional[int] = ...) -> None: ...
+
+class CommRank(_message.Message):
+    __slots__ = ("rank", "axes", "starved_stream", "starved_share", "launch_p50_ns", "max_queue", "stall_steps", "steps", "stalled_ns_per_step")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    AXES_FIELD_NUMBER: _ClassVar[int]
+    STARVED_STREAM_FIELD_NUMBER: _ClassVar[int]
+    STARVED_SHARE_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_P50_NS_FIELD_NUMBER: _ClassVar[int]
+    MAX_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    STALL_STEPS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    STALLED_NS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    axes: _containers.RepeatedCompositeFieldContainer[CommAxisStep]
+    starved_stream: int
+    starved_share: float
+    launch_p50_ns: int
+    max_queue: int
+    stall_steps: int
+    steps: int
+    stalled_ns_per_step: int
+    def __init__(self, rank: _Optional[int] = ..., axes: _Optional[_Iterable[_Union[CommAxisStep, _Mapping]]] = ..., starved_stream: _Optional[int] = ..., starved_share: _Optional[float] = ..., launch_p50_ns: _Optional[int] = ..., max_queue: _Optional[int] = ..., stall_steps: _Optional[int] = ..., steps: _Optional[int] = ..., stalled_ns_per_step: _Optional[int] = ...) -> None: ...
+
 class CommView(_message.Message):
-    __slots__ = ("instances", "bandwidth", "overlap", "launch", "host_stalls", "axes")
+    __slots__ = ("instances", "bandwidth", "overlap", "launch", "host_stalls", "axes", "rank")
     INSTANCES_FIELD_NUMBER: _ClassVar[int]
     BANDWIDTH_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_FIELD_NUMBER: _ClassVar[int]
     LAUNCH_FIELD_NUMBER: _ClassVar[int]
     HOST_STALLS_FIELD_NUMBER: _ClassVar[int]
     AXES_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
     instances: CommInstances
     bandwidth: _containers.RepeatedCompositeFieldContainer[CommBandwidth]
     overlap: _containers.RepeatedCompositeFieldContainer[CommOverlap]
     launch: _containers.RepeatedCompositeFieldContainer[LaunchStream]
     host_stalls: HostStalls
-    axes: _containers.RepeatedCompositeFieldContainer[CommOverlap]
-    def __init__(self, instances: _Optional[_Union[CommInstances, _Mapping]] = ..., bandwidth: _Optional[_Iterable[_Union[CommBandwidth, _Mapping]]] = ..., overlap: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., launch: _Optional[_Iterable[_Union[LaunchStream, _Mapping]]] = ..., host_stalls: _Optional[_Union[HostStalls, _Mapping]] = ..., axes: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ...) -> None: ...
+    axes: CommAxes
+    rank: CommRank
+    def __init__(self, instances: _Optional[_Union[CommInstances, _Mapping]] = ..., bandwidth: _Optional[_Iterable[_Union[CommBandwidth, _Mapping]]] = ..., overlap: _Optional[_Iterable[_Union[CommOverlap, _Mapping]]] = ..., launch: _Optional[_Iterable[_Union[LaunchStream, _Mapping]]] = ..., host_stalls: _Optional[_Union[HostStalls, _Mapping]] = ..., axes: _Optional[_Union[CommAxes, _Mapping]] = ..., rank: _Optional[_Union[CommRank, _Mapping]] = ...) -> None: ...
 
 class FlopsOperator(_message.Message):
     __slots__ = ("name", "formula", "calls", "unresolved", "flops")
@@ -1014,15 +1070,19 @@ class FlopsView(_message.Message):
     def __init__(self, shaped_operators: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[FlopsOperator, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[FlopsLayer, _Mapping]]] = ..., steps: _Optional[int] = ..., forward_flops_per_step: _Optional[float] = ..., model_flops_per_step: _Optional[float] = ..., peak_flops: _Optional[float] = ..., device_name: _Optional[str] = ...) -> None: ...
 
 class SequenceView(_message.Message):
-    __slots__ = ("step", "micro_batch", "tokens", "source", "names")
+    __slots__ = ("step", "micro_batch", "tokens", "source", "names", "tokens_per_step", "step_micro_batches")
     STEP_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     TOKENS_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    STEP_MICRO_BATCHES_FIELD_NUMBER: _ClassVar[int]
     step: _containers.RepeatedScalarFieldContainer[int]
     micro_batch: _containers.RepeatedScalarFieldContainer[int]
     tokens: _containers.RepeatedScalarFieldContainer[int]
     source: _containers.RepeatedScalarFieldContainer[int]
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, step: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., tokens: _Optional[_Iterable[int]] = ..., source: _Optional[_Iterable[int]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+    tokens_per_step: float
+    step_micro_batches: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, step: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., tokens: _Optional[_Iterable[int]] = ..., source: _Optional[_Iterable[int]] = ..., names: _Optional[_Iterable[str]] = ..., tokens_per_step: _Optional[float] = ..., step_micro_batches: _Optional[_Iterable[int]] = ...) -> None: ...

@@ -267,6 +267,13 @@ def test_every_cell_of_every_panel_table_is_the_python_formatters(tb, logdir, pa
             assert read_device(frame) == [[expected_text(device, r, i, unit) for i in range(len(r.cells))] for r in device.rows]
             assert [[c[0], c[1]] for _, c in printed["Device Summary"]["rows"]] == read_device(frame)
             checked_tables.add("device")
+            queue = next((t for t in model_view.tables if t.key == "launch_queue"), None)
+            if queue is not None:   # drawn as a chart: one point per row (test_frontend_panels checks each point)
+                frame.wait_for_selector('[data-testid="launch-queue-chart"][data-drawn]', timeout=30_000)
+                points = frame.evaluate("""() => document.querySelector('[data-testid="launch-queue-chart"]')
+                    .__tbppChart.getOption().series.reduce((n, x) => n + x.data.length, 0)""")
+                assert points == len(queue.rows)
+                checked_tables.add("launch_queue")
         # Every table of the view that the panel shows by default is drawn (per-thread variants and the other
         # grouping are a selector away).
         defaults = {t.key for t in model_view.tables if ".thread." not in t.key and t.key not in ("operators_by_shape", "kernels_by_operator")}

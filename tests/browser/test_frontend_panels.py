@@ -317,6 +317,43 @@ def test_overview_shows_the_cli_numbers(tb, logdir, page_and_log, gpu):
     screenshot(page, "overview" if gpu else "overview-cpu")
 
 
+def test_overview_draws_communication_launches_and_stalls(tb, logdir, page_and_log):
+    """Issue 30's tables of one rank in the Overview: every cell of the communicator, overlap, launch and
+    host-stall cards is the Python formatter's string, and the launch queue chart draws the model's points,
+    one step line per stream, in the unit chosen."""
+    from tb_paddle_profile.analysis.summarize import summarize_file
+    from tb_paddle_profile.present.display.cells import format_cell
+    from tb_paddle_profile.present.display.summary import summary_display
+    page, _ = page_and_log
+    run, worker, unit = pick(logdir, True)
+    s = summarize_file(str(trace_path(logdir, run, worker)))
+    (view,) = [v for v in summary_display(s).views if v.key == "overview"]
+    tables = {t.key: t for t in view.tables}
+    assert {"comm_bandwidth", "comm_instances", "comm_overlap", "launch_latency", "host_stalls", "launch_queue"} <= set(tables)
+    frame = open_panel(page, tb, run, worker, "overview", unit)
+    for key in ("comm_bandwidth", "comm_instances", "comm_overlap", "launch_latency", "host_stalls"):
+        t = tables[key]
+        shown = [i for i, c in enumerate(t.columns) if not c.panel_hidden]
+        want = [{t.columns[i].key: format_cell(t.columns[i], r.cells[i], unit) for i in shown} for r in t.rows]
+        got = [r["cells"] for r in read_virtual_table(frame, f"dt-{key.replace('_', '-')}")]
+        assert got == want, key
+    frame.wait_for_selector('[data-testid="launch-queue-chart"][data-drawn]', timeout=30_000)
+    series = frame.evaluate("""() => document.querySelector('[data-testid="launch-queue-chart"]').__tbppChart
+        .getOption().series.map((x) => [x.name, x.data])""")
+    t = tables["launch_queue"]
+    keys = [c.key for c in t.columns]
+    want: Dict[str, list] = {}
+    for r in t.rows:
+        dev, stream, time_ns, depth = (r.cells[keys.index(k)].number for k in ("device", "stream", "time_ns", "depth"))
+        want.setdefault(f"GPU{dev:g} stream {stream:g}", []).append([time_ns / 1e3, depth])   # unit "us"
+    assert unit == "us" and [name for name, _ in series] == list(want)
+    for name, data in series:
+        assert [d[1] for d in data] == [w[1] for w in want[name]], name
+        assert [d[0] for d in data] == pytest.approx([w[0] for w in want[name]], rel=1e-12), name
+    assert len(want) == len(s.comm.launch) and sum(len(v) for v in want.values()) == sum(
+        len(ls.queue_time_ns) for ls in s.comm.launch)
+
+
 # ---------------------------------------------------------------- operator tree
 
 

@@ -137,7 +137,8 @@ def open_distributed(page, tb, run: str, unit: str):
 TABLE_IDS = {"ranks": "par-ranks", "waits": "par-waits", "host": "par-host", "kinds": "par-kinds",
              "rank_kinds": "par-rank-kinds", "clocks": "par-clocks", "pipeline": "par-stages",
              "pipeline_ranks": "par-stages", "outliers": "par-outliers",
-             "step_time": "par-heat-step-table", "exposed_comm_by_step": "par-heat-exposed-table"}
+             "step_time": "par-heat-step-table", "exposed_comm_by_step": "par-heat-exposed-table",
+             "stage_layers": "par-stage-layers"}
 HEATMAP_TABLES = {"step_time": "par-heat-step", "exposed_comm_by_step": "par-heat-exposed"}
 # Tables the panel lays out as blocks or lists rather than as a table (checked cell by cell below).
 LAID_OUT = {"stragglers", "findings", "advice_triggers"}
@@ -510,7 +511,8 @@ def test_host_clocks_are_shown_with_their_spread(browser, tmp_path):
 def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
     """A run recording its input shapes with rank 5 (stage 0) planted 1.5x slower: the Distributed view draws
     the time per layer by stage (RunParallel.layers) with the model's cells, names rank 5 as the slowest of
-    every stage-0 layer, and a click on such a row opens rank 5."""
+    every stage-0 layer, and a click on such a row opens rank 5; every other table (tokens, FLOPs,
+    communication per communicator with its bus bandwidth) has the model's cells too."""
     from tbp_synth.truth import load_truth
 
     logdir = tmp_path / "logdir"
@@ -533,10 +535,26 @@ def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
             assert rows == expected_cells(table, "ms")
             mine = [r for r in rows if r["stage"] == str(stage)]
             assert len(mine) == 2 and all(r["slowest_rank"] == str(SLOW_RANK) for r in mine)
+            # the view's other tables of this run with shapes (tokens per replica, FLOPs by rank, communication by
+            # communicator and by rank), as every table: the Python formatter's strings
+            assert {"sequences", "rank_flops", "comm_axes", "comm_ranks"} <= {t.key for t in view_of(rp).tables}
+            check_against_python(frame, rp, "ms")
             row_id = next(r.id for r in table.rows if r.link == f"rank:{SLOW_RANK}")
             frame.click(f'[data-testid="par-stage-layers"] .vt-row[data-id="{row_id}"]')
             frame.wait_for_selector('[data-testid="panel-overview"]')
             assert frame.locator('[data-testid="select-worker"]').get_attribute("data-value") == f"rank{SLOW_RANK}"
+            # its Overview: the FLOPs by operator and layer, the tokens per micro-batch and the communication
+            # cards (issue 30) have the Python formatter's cells of that rank's display
+            from tb_paddle_profile.analysis.summarize import summarize_file
+            from tb_paddle_profile.present.display.summary import summary_display
+            trace = next((logdir / "layers").glob(f"rank{SLOW_RANK}_time_*.paddle_trace.json"))
+            (ov,) = [v for v in summary_display(summarize_file(str(trace))).views if v.key == "overview"]
+            keys = ("flops_operators", "flops_layers", "sequences", "comm_bandwidth", "comm_overlap", "launch_latency")
+            tables = {t.key: t for t in ov.tables if t.key in keys}
+            assert set(tables) == set(keys)
+            for key, t in tables.items():
+                frame.wait_for_selector(f'[data-testid="dt-{key.replace("_", "-")}"]', timeout=30_000)
+                assert drawn_cells(frame, f"dt-{key.replace('_', '-')}") == expected_cells(t, "ms"), key
         finally:
             page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)

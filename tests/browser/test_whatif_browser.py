@@ -50,8 +50,9 @@ SIZE_IDS = ["1280-light", "1440-dark"]
 def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("whatif_logdir")
     common = ["--steps", "3", "--micro-batches", "4", "--mp", "1", "--jobs", "1"]
+    # --record-shapes: the input shapes written (nothing else changes): MFU per stage and "Sequences balanced"
     subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "2", "--pp", "2", "--layers", "2", *common, "--slow-rank", str(SLOW_RANK),
-                    "--slow-factor", "1.4", "--out", str(root / RUN)], check=True, capture_output=True, text=True, cwd=str(REPO))
+                    "--slow-factor", "1.4", "--record-shapes", "--out", str(root / RUN)], check=True, capture_output=True, text=True, cwd=str(REPO))
     # interleaved: the layers split evenly over pp × V = 4 model chunks
     subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "1", "--pp", "2", "--layers", "4", *common, "--schedule", "interleaved",
                     "--virtual-stages", "2", "--out", str(root / INTERLEAVED)], check=True, capture_output=True, text=True, cwd=str(REPO))
@@ -179,6 +180,11 @@ def test_panel_numbers_are_the_routes_and_the_clis(tb, logdir, pages, width, dar
     cli = cli_json(logdir / RUN)
     by_kind = {x.get("kind"): x for x in cli.get("whatIfs", [])}
     assert len(by_kind) == len(w.what_ifs) >= 5
+    # issue 30 in this panel: MFU per stage from the shapes, and the sequences' what-if (every replica the same
+    # tokens: applicable, nothing to save), both drawn above with the model's cells
+    assert "mfu_stages" in {t.key for v in w.display.views for t in v.tables}
+    seq = next(x for x in w.what_ifs if x.kind == whatif_pb2.WHAT_IF_BALANCED_SEQUENCES)
+    assert seq.applicable and seq.saving_ns == 0
     for x in w.what_ifs:
         c = by_kind[whatif_pb2.WhatIfKind.Name(x.kind)]
         assert c.get("applicable", False) == x.applicable, x.title

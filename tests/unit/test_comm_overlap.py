@@ -6,6 +6,7 @@ import collections
 import pytest
 
 from support.comm_json import by_cat, events, is_nccl, overlap, runtime_by_corr, span, tid_of, union
+from support.paths import EXTRA_TRACES, SHARED_TRACES
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
 from tb_paddle_profile.analysis.summarize import summarize_file
 from tb_paddle_profile.present.display.summary import find_table, summary_display
@@ -116,3 +117,57 @@ def test_hidden_time_is_the_overlap_counted_nanosecond_by_nanosecond():
             cells.append(c)
         a, b = (ranges.union(s, e) for s, e in parts)
         assert ranges.intersect_measure(a, b) == int((cells[0] & cells[1]).sum())
+
+
+def _printed_communication(path):
+    """(Communication, Overlap) in ns from Paddle's printed Distribution Summary beside a real trace, and the
+    half unit of its rounding; None without one."""
+    import re
+    base = path.name.split(".paddle_trace")[0]
+    for txt in [path.parent / f"{base}.summary.CPUTotal.us.txt",
+                path.parent / f"paddle_summary.{base.split('_')[0]}.CPUTotal.ms.txt"]:
+        if txt.is_file():
+            text = txt.read_text()
+            if "Distribution Summary" not in text:
+                return None
+            part = text[text.index("Distribution Summary"):]
+            scale = {"us": 1e3, "ms": 1e6}[re.search(r"Time unit: (\w+)", part).group(1)]
+            comm, ov = (float(re.search(rf"\n  {k}\s+([\d.]+)", part).group(1)) for k in ("Communication", "Overlap"))
+            return comm * scale, ov * scale, 0.005 * scale
+    return None
+
+
+def _real_traces():
+    out = sorted((SHARED_TRACES / "cpu-gpt-2rank-gloo").glob("*.paddle_trace.json"))
+    fleet = EXTRA_TRACES / "real-fleet-cpu-gloo"
+    if fleet.is_dir():
+        out += sorted(fleet.glob("*/*.paddle_trace.json.gz"))
+    return out
+
+
+@pytest.mark.parametrize("path", _real_traces(), ids=lambda p: f"{p.parent.name}/{p.name[:5]}")
+def test_real_traces_communication_is_paddles_printed_one(path):
+    """On Paddle's own CPU traces the time of the communicators (the union of each one's instances, summed)
+    is the Communication Paddle printed for the same profile, and none of it is hidden, as Paddle's Overlap
+    says. Paddle's table also counts, by name, operators holding "allreduce": in the *_shim runs that is only
+    Fleet's PyLayer grad node Global_GradNodePyLayer_mp_allreduce_eager, which communicates nothing (the
+    shim routes MP's all-reduce around it) and which the collectives do not count: there the communicators'
+    time is 0 and Paddle's Communication is those grad nodes' time."""
+    printed = _printed_communication(path)
+    if printed is None:
+        pytest.skip("Paddle printed no Distribution Summary for this rank (no communication event)")
+    comm, overlap_ns, tol = printed
+    s = summarize_file(str(path))
+    assert s.parallel.timeline == pb.TIMELINE_HOST
+    time_ns = sum(s.comm.axes.time_ns)
+    assert sum(s.comm.axes.hidden_ns) == 0 and overlap_ns == 0
+    import gzip
+    import json
+    evs = json.loads(gzip.open(path).read())["traceEvents"] if path.suffix == ".gz" else events(path)
+    names = {e["name"].split("[")[0] for e in by_cat(evs, "Operator") if "allreduce" in e["name"].lower()}
+    if names:
+        assert names == {"Global_GradNodePyLayer_mp_allreduce_eager"} and time_ns == 0
+        grads = union([span(e) for e in by_cat(evs, "Operator") if e["name"].startswith(tuple(names))])
+        assert abs(sum(e - s_ for s_, e in grads) - comm) <= tol + 1
+    else:
+        assert comm > 0 and abs(time_ns - comm) <= tol

@@ -82,3 +82,47 @@ def test_no_finding_without_a_planted_stall(run):
         if r not in slow:
             assert "finding.host_stalls" not in [x.key for x in summary_display(s).views[0].sentences]
             assert s.comm.host_stalls.steps_with_stall < s.comm.host_stalls.steps
+
+
+def test_the_cli_prints_the_stalls_as_text_and_csv(run):
+    """`summary --format text --table host_stalls` lays the table out as text (Paddle's own text stays as it
+    is): one line per stall, the planted one in every step of its rank, its duration in the unit asked;
+    `--table` alone is the same table as CSV; with --format json it is still an error."""
+    import csv
+    import io
+    import subprocess
+    import sys
+    truth, ranks = run
+    planted = next(p for p in truth.planted if p["type"] == "host_stall")
+    path, s = ranks[planted["rank"]]
+    base = [sys.executable, "-m", "tb_paddle_profile", "summary", str(path), "--no-cache", "--table", "host_stalls"]
+    text = subprocess.run(base + ["--format", "text", "--time-unit", "ms"], capture_output=True, text=True, check=True)
+    lines = text.stdout.splitlines()
+    assert "Host stalls (main thread, over 1 ms)" in lines[0]
+    rows = [line.split() for line in lines if line[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == [x.step for x in s.comm.host_stalls.stalls]
+    assert {int(r[0]) for r in rows} == set(truth.steps)
+    for r, x in zip(rows, s.comm.host_stalls.stalls):
+        assert r[2] == f"{x.duration_ns / 1e6:.2f}"
+    assert max(float(r[2]) for r in rows) >= planted["delay_ns"] / 1e6
+    got = subprocess.run(base, capture_output=True, text=True, check=True).stdout
+    assert [int(r["duration_ns"]) for r in csv.DictReader(io.StringIO(got))] == [
+        x.duration_ns for x in s.comm.host_stalls.stalls]
+    clash = subprocess.run(base + ["--format", "json"], capture_output=True, text=True)
+    assert clash.returncode == 2 and "--table" in clash.stderr and clash.stdout == ""
+
+
+def test_the_api_frames_of_stalls_launches_and_overlap(run):
+    """tbp.load's frames of the rank with the planted stall: host_stalls one row per stall (the planted one in
+    every step), launch_latency and launch_queue per stream, comm_overlap per stream, communicator and phase."""
+    from tb_paddle_profile import api as tbp
+    truth, ranks = run
+    planted = next(p for p in truth.planted if p["type"] == "host_stall")
+    path, s = ranks[planted["rank"]]
+    prof = tbp.load(str(path), cache=False)
+    stalls = prof.table("host_stalls")
+    assert stalls["duration_ns"].tolist() == [x.duration_ns for x in s.comm.host_stalls.stalls]
+    assert set(stalls["step"]) == set(truth.steps) and stalls["duration_ns"].max() >= planted["delay_ns"]
+    assert prof.table("launch_latency")["p50_ns"].tolist() == [ls.p50_ns for ls in s.comm.launch]
+    assert len(prof.table("launch_queue")) == sum(len(ls.queue_time_ns) for ls in s.comm.launch)
+    assert prof.table("comm_overlap")["exposed_ns"].tolist() == [o.exposed_ns for o in s.comm.overlap]

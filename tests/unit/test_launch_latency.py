@@ -71,6 +71,20 @@ def test_the_gpu_shaped_trace_against_its_json():
         s = _check(path)
         t = find_table(summary_display(s), "launch_latency")
         assert len(t.rows) == len(s.comm.launch)
+        # the queue over time (the panel's chart, the CSV's and the API's rows): each stream's points, whose
+        # largest depth is the JSON's largest queue
+        q = find_table(summary_display(s), "launch_queue")
+        keys = [c.key for c in q.columns]
+        points = collections.defaultdict(list)
+        for r in q.rows:
+            dev, stream, time_ns, depth = (int(r.cells[keys.index(k)].number) for k in ("device", "stream", "time_ns",
+                                                                                       "depth"))
+            points[(dev, stream)].append((time_ns, depth))
+        exp = _expected(path)
+        for ls in s.comm.launch:
+            got = points[(ls.device_id, ls.stream)]
+            assert got == list(zip(ls.queue_time_ns, ls.queue_depth))
+            assert max(d for _, d in got) == exp[(ls.device_id, ls.stream)][1]
 
 
 @pytest.fixture(scope="module")

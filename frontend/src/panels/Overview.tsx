@@ -26,7 +26,7 @@ const STAGES = ["Dataloader", "Forward", "Backward", "Optimization", "Others"] a
 
 const TOP_ROWS = 10;
 /** Tables of the view that this panel draws in their own cards (or, for "model_steps", inside another). */
-const DRAWN_APART = new Set(["device", "overview", "model", "model_steps", "distributed", "kernel_efficiency"]);
+const DRAWN_APART = new Set(["device", "overview", "model", "model_steps", "distributed", "kernel_efficiency", "launch_queue"]);
 
 const num = (v: bigint | number | undefined): number => (v === undefined ? 0 : Number(v));
 
@@ -46,6 +46,7 @@ export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
   const modelSteps = tableOf(view, "model_steps");
   const distributed = tableOf(view, "distributed");
   const kernelEfficiency = tableOf(view, "kernel_efficiency");
+  const launchQueue = tableOf(view, "launch_queue");
   // The view's other tables (communication per communicator, launch latency, host stalls, FLOPs, …), each
   // a card in the model's order: the panel draws whatever the model adds.
   const others = (view?.tables ?? []).filter((t) => !DRAWN_APART.has(t.key) && !t.key.includes(".thread."));
@@ -81,6 +82,7 @@ export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
           noFilter
         />
       ) : null}
+      {launchQueue && launchQueue.rows.length ? <QueueCard table={launchQueue} unit={unit} /> : null}
       {others.map((t) => (
         <DisplayCard {...card} table={t} cardTestId={`card-${t.key}`} testId={`dt-${t.key.replace(/[._]/g, "-")}`} noFilter />
       ))}
@@ -93,6 +95,36 @@ export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
         </div>
       ) : null}
     </div>
+  );
+}
+
+/** The launch queue of each stream over time: the model's `launch_queue` points (device, stream, time, depth),
+ * one step line per stream. */
+function QueueCard({ table, unit }: { table: Table; unit: TimeUnit }) {
+  const option = useMemo((): ChartOption => {
+    const series = new Map<string, [number, number][]>();
+    for (const r of table.rows) {
+      const name = `GPU${numberOf(table, r, "device")} stream ${numberOf(table, r, "stream")}`;
+      if (!series.has(name)) series.set(name, []);
+      series.get(name)!.push([inUnit(numberOf(table, r, "time_ns"), unit), numberOf(table, r, "depth")]);
+    }
+    return {
+      legend: { top: 0, itemWidth: 14, itemHeight: 8, type: "scroll" },
+      grid: { left: 40, right: 40, top: 34, bottom: 42, containLabel: true },
+      tooltip: { trigger: "axis" },
+      dataZoom: [
+        { type: "inside", filterMode: "none" },
+        { type: "slider", height: 18, bottom: 6, filterMode: "none" },
+      ],
+      xAxis: { type: "value", name: unit, scale: true, splitLine: { show: false }, axisLabel: { showMaxLabel: false, formatter: (v: number) => String(+v.toPrecision(6)) } },
+      yAxis: { type: "value", name: "queued", minInterval: 1, splitLine: { lineStyle: { color: "#eee" } } },
+      series: [...series].map(([name, data]) => ({ name, type: "line" as const, step: "end" as const, showSymbol: false, lineStyle: { width: 1.2 }, data })),
+    };
+  }, [table, unit]);
+  return (
+    <Card title={table.title} subtitle={`launched, not yet started on the GPU · ${unit} from the trace's start`} testId="launch-queue-card">
+      <Chart option={option} height={220} testId="launch-queue-chart" />
+    </Card>
   );
 }
 

@@ -23,7 +23,6 @@ step; the stage-imbalance finding quotes them beside the compute times (findings
 from __future__ import annotations
 
 import statistics
-from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -44,11 +43,8 @@ ASSUMPTION = ("Every data-parallel replica gets the replicas' mean tokens per st
 
 def tokens_per_step(digest) -> float:
     """The mean over the rank's steps of its micro-batches' tokens (0: none recorded): Σ tokens ÷ the
-    steps (integer sums, exact in a float: the mean of the per-step sums to the bit)."""
-    sq = digest.sequences
-    if not len(sq.tokens):
-        return 0.0
-    return float(sum(sq.tokens)) / len(set(sq.step))
+    steps, as sequences.py writes it with the rank's Summary (SequenceView.tokens_per_step)."""
+    return digest.sequences.tokens_per_step
 
 
 def _replicas(ranks: Sequence, topo) -> Dict[int, List[int]]:
@@ -67,7 +63,7 @@ def _scale(ranks: Sequence, topo, tok: Optional[Sequence[float]] = None, reps=No
     rank's tokens_per_step and the replicas, when known."""
     vals = np.array([tokens_per_step(r.digest) for r in ranks] if tok is None else tok)
     reps = _replicas(ranks, topo) if reps is None else reps
-    per = {k: float(np.mean([vals[i] for i in v])) for k, v in reps.items()}
+    per = {k: float(np.mean(vals[v])) for k, v in reps.items()}
     have = {k: v for k, v in per.items() if v > 0}
     if len(have) < 2:
         return None
@@ -138,22 +134,27 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
                       "phases carries input shapes (Paddle 3.3.1 writes them empty, even with record_shapes=True).")
         return None
     sb.present = True
-    sources = sorted({n for r in ranks for n in r.digest.sequences.names})
+    names: set = set()
+    for r in ranks:
+        names.update(r.digest.sequences.names)
+    sources = sorted(names)
     reps = _replicas(ranks, topo)
     rows = []
     for key in sorted(reps):
         idx = reps[key]
-        sq = [ranks[i].digest.sequences for i in idx]
-        mb_tok = [x for s in sq for x in s.tokens]
+        mb_tok: List[int] = []
+        counts: List[int] = []   # micro-batches per step, by step, rank after rank
+        for i in idx:
+            sq = ranks[i].digest.sequences
+            mb_tok.extend(sq.tokens)
+            counts.extend(sq.step_micro_batches)
         per_step = [tok[i] for i in idx if tok[i] > 0]
-        counts: List[int] = []
-        for s in sq:
-            counts.extend(c for _, c in sorted(Counter(s.step).items()))   # micro-batches per step, by step
+        # (the mean of integer tokens: their exact sum over their count, as numpy's mean of them)
         rep = sb.replicas.add(dp=key if key >= 0 else -1, ranks=[ranks[i].rank for i in idx],
                               tokens_per_step=float(np.mean(per_step)) if per_step else 0.0,
-                              tokens_per_micro_batch=float(np.mean(mb_tok)) if mb_tok else 0.0,
-                              min_micro_batch_tokens=int(min(mb_tok)) if mb_tok else 0,
-                              max_micro_batch_tokens=int(max(mb_tok)) if mb_tok else 0,
+                              tokens_per_micro_batch=float(sum(mb_tok)) / len(mb_tok) if mb_tok else 0.0,
+                              min_micro_batch_tokens=min(mb_tok) if mb_tok else 0,
+                              max_micro_batch_tokens=max(mb_tok) if mb_tok else 0,
                               micro_batches=int(statistics.mode(counts)) if counts else 0,
                               compute_ns=int(statistics.median(figs[i]["compute"] for i in idx)))
         rows.append(rep)

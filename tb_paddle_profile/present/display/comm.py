@@ -30,6 +30,13 @@ OVERLAP_NOTE = ("Communicator by rule (docs/communication.md): send/recv PP, red
 LAUNCH_NOTE = ("Latency: kernel (memcpy, memset) start - its runtime call's start, nearest-rank percentiles. "
                "Queue: launched, not yet started. Starved: the stream idle while its next event was not "
                "launched yet (the GPU waits for the host).")
+INSTANCES_NOTE = ("Each collective instance of the rank (a communication kernel, or a host communication event that "
+                  "launched none), in launch order: its communicator and phase by rule, the bytes of its issuing "
+                  "operator's inputs ('-' without shapes), algbw = bytes / its duration (waits included), busbw = "
+                  "algbw x NCCL's factor where it needs no group size (broadcast, send/recv x 1; all-reduce and the "
+                  "like: the view across ranks, which knows the group, gives them per communicator).")
+QUEUE_NOTE = ("Per stream, the launch queue's depth from each time on (launched, not yet started), as points: the "
+              "largest depth of each of at most 512 time bins; times from the trace's start.")
 STALLS_NOTE = "Stretches of a step over the threshold where the main thread makes no CUDA runtime call."
 
 
@@ -100,6 +107,42 @@ def _launch_table(c: pb.CommView) -> dpb.Table:
     return _table("launch_latency", "Launch latency and queue by stream", cols, rows, LAUNCH_NOTE)
 
 
+def _instances_table(s: pb.Summary) -> dpb.Table:
+    """Every collective instance with its communicator, phase, bytes and bandwidths (Summary.parallel.collectives
+    and Summary.comm.instances, which are parallel)."""
+    col, ci, names = s.parallel.collectives, s.comm.instances, list(s.parallel.names)
+    nv, net = nominal_gbps()
+    cols = [_col("step", "Step", COUNT), _col("kind", "Kind", TEXT), _col("axis", "Communicator", TEXT),
+            _col("phase", "Phase", TEXT), _col("op", "Operator", TEXT), _col("stream", "Stream", COUNT),
+            _col("start_ns", "Start", DURATION), _col("duration_ns", "Duration", DURATION),
+            _col("bytes", "Bytes", BYTES, style="human"), _col("algbw_gbps", "Algbw GB/s", NUMBER, 2),
+            _col("busbw_gbps", "Busbw GB/s", NUMBER, 2), _col("of_nvlink", "Of NVLink", PERCENT, 1),
+            _col("of_network", "Of network", PERCENT, 1)]
+    rows = []
+    for i in range(len(col.kind)):
+        nbytes, dur = col.bytes[i], col.duration_ns[i]
+        alg = nbytes / (dur * 1e-9) / 1e9 if nbytes and dur > 0 else None
+        f = bus_factor(col.kind[i])
+        bus = alg * f if alg is not None and f is not None else None
+        rows.append(dpb.Row(cells=[
+            num(col.step[i]), text(KIND_LABELS.get(col.kind[i], "other")), text(AXIS_LABELS.get(ci.axis[i], "-")),
+            text(PHASE_LABELS.get(ci.phase[i], "other")), text(names[col.op[i]] if col.op[i] < len(names) else ""),
+            num(col.stream[i]) if col.stream[i] >= 0 else MISSING, num(col.start_ns[i]), num(dur),
+            num(nbytes) if nbytes else MISSING, num(alg), num(bus), num(bus / nv) if bus is not None else MISSING,
+            num(bus / net) if bus is not None else MISSING], id=str(i)))
+    return _table("comm_instances", "Collective instances: bytes and bandwidth", cols, rows, INSTANCES_NOTE)
+
+
+def _queue_table(c: pb.CommView) -> dpb.Table:
+    """The launch queue of each stream over time (LaunchStream.queue_time_ns / queue_depth): the panel draws
+    it as a chart, the CSV and the API give its points."""
+    cols = [_col("device", "Device", COUNT), _col("stream", "Stream", COUNT), _col("time_ns", "Time", DURATION),
+            _col("depth", "Queue", COUNT)]
+    rows = [dpb.Row(cells=[num(ls.device_id), num(ls.stream), num(t), num(q)], id=f"{ls.device_id}:{ls.stream}:{i}")
+            for ls in c.launch for i, (t, q) in enumerate(zip(ls.queue_time_ns, ls.queue_depth))]
+    return _table("launch_queue", "Launch queue over time by stream", cols, rows, QUEUE_NOTE)
+
+
 def _stalls_table(c: pb.CommView) -> dpb.Table:
     hs = c.host_stalls
     names = list(hs.names)
@@ -144,10 +187,14 @@ def comm_tables(s: pb.Summary) -> Tuple[List[dpb.Table], List[dpb.Sentence]]:
     tables = []
     if c.bandwidth:
         tables.append(_bandwidth_table(c))
+    if len(c.instances.axis) and len(c.instances.axis) == len(s.parallel.collectives.kind):
+        tables.append(_instances_table(s))
     if c.overlap:
         tables.append(_overlap_table(c))
     if c.launch:
         tables.append(_launch_table(c))
+        if any(ls.queue_time_ns for ls in c.launch):
+            tables.append(_queue_table(c))
     if c.host_stalls.steps and c.host_stalls.main_tid >= 0 and (c.launch or c.host_stalls.stalls):
         tables.append(_stalls_table(c))
     return tables, _sentences(s)

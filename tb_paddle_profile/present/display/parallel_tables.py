@@ -8,6 +8,7 @@ from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2 as ppb
 from tb_paddle_profile.v1 import summary_pb2 as pb
 from tb_paddle_profile.present.display.cells import BYTES, COUNT, NUMBER
+from tb_paddle_profile.present.display.comm import nominal_gbps
 from tb_paddle_profile.present.display.parallel_common import (kind_label, ranks_text, duration, _sentence, col, dur,
                                                                pct, count, _table, _row, _share, _rank_link, _note,
                                                                _label)
@@ -290,7 +291,10 @@ def _stage_layers_table(rp: ppb.RunParallel) -> List[dpb.Table]:
 
 COMM_AXES_NOTE = ("Per communicator (by rule, docs/communication.md) and phase: the means per step over the ranks that "
                   "have it; hidden = while a compute kernel runs. Algbw: the communicator's bytes over its calls' time, "
-                  "all ranks and phases ('-' when the traces record no shapes).")
+                  "all ranks and phases ('-' when the traces record no shapes); busbw: NCCL's bus bandwidth, algbw x "
+                  "2(n-1)/n for all-reduce, x (n-1)/n for all-gather / reduce-scatter / all-to-all, x 1 for broadcast "
+                  "and send/recv, n the communicator's size in the topology ('-' when unknown). Nominal links per "
+                  "direction: NVLink {nv:g} GB/s, network {net:g} GB/s.")
 COMM_RANKS_NOTE = ("Exposed communication per step by communicator; Starved: the share of the span its most starved "
                    "stream sat idle waiting for the host's launches; Stalls: steps with a main-thread stretch over the "
                    "threshold without any CUDA call.")
@@ -299,6 +303,7 @@ COMM_RANKS_NOTE = ("Exposed communication per step by communicator; Starved: the
 def _comm_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
     """RunParallel.comm (crossrank/comm_ranks.py): per communicator and phase across ranks, and per rank."""
     from tb_paddle_profile.analysis.comm_axes import AXIS_LABELS, PHASE_LABELS
+    nv, net = nominal_gbps()
     cv = rp.comm
     out = []
     if cv.axes:
@@ -306,11 +311,15 @@ def _comm_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
             col("axis", "Communicator"), col("phase", "Phase"), count("ranks", "Ranks"), dur("time_ns", "Time"),
             dur("hidden_ns", "Hidden"), dur("exposed_ns", "Exposed"), pct("hidden_share", "Hidden share"),
             dur("max_exposed_ns", "Max exposed"), count("max_exposed_rank", "On rank"),
-            col("algbw_gbps", "Algbw GB/s", NUMBER, 2)], [_note("comm_axes.note", COMM_AXES_NOTE)])
+            col("algbw_gbps", "Algbw GB/s", NUMBER, 2), col("busbw_gbps", "Busbw GB/s", NUMBER, 2),
+            pct("of_nvlink", "Of NVLink"), pct("of_network", "Of network")],
+            [_note("comm_axes.note", COMM_AXES_NOTE.format(nv=nv, net=net))])
         for a in cv.axes:
+            bus = a.busbw / 1e9 if a.busbw else None
             _row(t, [AXIS_LABELS.get(a.axis, "-"), PHASE_LABELS.get(a.phase, "other"), a.ranks, a.time_ns,
                      a.hidden_ns, a.exposed_ns, _share(a.hidden_ns, a.time_ns), a.max_exposed_ns,
-                     a.max_exposed_rank, a.algbw / 1e9 if a.algbw else None], f"{a.axis}:{a.phase}",
+                     a.max_exposed_rank, a.algbw / 1e9 if a.algbw else None, bus,
+                     bus / nv if bus else None, bus / net if bus else None], f"{a.axis}:{a.phase}",
                  _rank_link(a.max_exposed_rank))
         out.append(t)
     if cv.ranks:

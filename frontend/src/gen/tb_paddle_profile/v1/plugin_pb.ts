@@ -8,7 +8,7 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Display } from "./display_pb";
 import { file_tb_paddle_profile_v1_display } from "./display_pb";
-import type { CollectiveKind, CommAxis, DistributedView, ModelStep, P2PDirection, ParallelStep, Timeline } from "./summary_pb";
+import type { CollectiveKind, CommAxis, CommRank, DistributedView, ModelStep, P2PDirection, ParallelStep, Timeline } from "./summary_pb";
 import { file_tb_paddle_profile_v1_summary } from "./summary_pb";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/plugin.proto.
  */
 export const file_tb_paddle_profile_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("CiF0Yl9wYWRkbGVfcHJvZmlsZS92MS9wbHVnaW4ucHJvdG8SFHRiX3BhZGRsZV9wcm9maWxlLnYxIqwBCglTcGFuRW50cnkSDAoEc3BhbhgBIAEoCRIRCglmaWxlX25hbWUYAiABKAkSEQoJZmlsZV9zaXplGAMgASgEEi4KBXN0YXRlGAQgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAUgASgJEg4KBmNhY2hlZBgGIAEoCBIcChRsb2FkaW5nX3NpbmNlX3VuaXhfcxgHIAEoASKJAQoLV29ya2VyRW50cnkSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEAoIaG9zdG5hbWUYAyABKAkSCwoDcGlkGAQgASgDEi4KBXNwYW5zGAUgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbkVudHJ5Eg0KBWxhYmVsGAYgASgJIksKCFJ1bkVudHJ5EgsKA3J1bhgBIAEoCRIyCgd3b3JrZXJzGAIgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuV29ya2VyRW50cnkiWwoHUnVuTGlzdBIOCgZsb2dkaXIYASABKAkSLAoEcnVucxgCIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJ1bkVudHJ5EhIKCnNjYW5uZWRfYXQYAyABKAEihwIKD1JhbmtEaXN0cmlidXRlZBIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIuCgVzdGF0ZRgDIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkxvYWRTdGF0ZRINCgVlcnJvchgEIAEoCRIVCg10b3RhbF90aW1lX25zGAUgASgDEjoKC2Rpc3RyaWJ1dGVkGAYgASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGlzdHJpYnV0ZWRWaWV3Ei4KBXN0ZXBzGAcgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTW9kZWxTdGVwEhQKDGZpbGVfdmVyc2lvbhgIIAEoCSKRAQoOUnVuRGlzdHJpYnV0ZWQSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSNAoFcmFua3MYAyADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rRGlzdHJpYnV0ZWQSLgoHZGlzcGxheRgEIAEoCzIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3BsYXkihwgKC1J1blBhcmFsbGVsEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEjEKBXJhbmtzGAMgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua1BhcmFsbGVsEg0KBXN0ZXBzGAQgAygDEjcKCXN0ZXBfdGltZRgFIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EkMKFWV4cG9zZWRfY29tbXVuaWNhdGlvbhgGIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EjQKBWtpbmRzGAcgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZEFjcm9zc1JhbmtzEjgKB21hdGNoZWQYCCADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZRI0CghtYXRjaGluZxgJIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoaW5nSW5mbxI5CglzdHJhZ2dsZXIYCiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXJWZXJkaWN0EjQKCHBpcGVsaW5lGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVWaWV3EiwKBmFkdmljZRgMIAMoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZRINCgVub3RlcxgNIAMoCRI0Cgh0b3BvbG9neRgOIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRvcG9sb2d5VmlldxIvCgZjbG9ja3MYDyADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Ib3N0Q2xvY2sSLwoIZmluZGluZ3MYECADKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5GaW5kaW5nEhQKDGFuYWx5c2lzX2tleRgRIAEoCRIVCg1tYXRjaGVkX3RvdGFsGBIgASgEEi4KB2Rpc3BsYXkYEyABKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXNwbGF5EjIKBm1lbW9yeRgUIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVN0YWdlcxI4CglzZXF1ZW5jZXMYFSABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5TZXF1ZW5jZUJhbGFuY2USMwoEY29tbRgWIAEoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbW1BY3Jvc3NSYW5rcxIxCgZsYXllcnMYFyABKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdGFnZUxheWVycyKeAgoKU3RhZ2VMYXllchINCgVzdGFnZRgBIAEoBRIMCgRuYW1lGAIgASgJEg8KB29yZGluYWwYAyABKA0SDQoFcmFua3MYBCADKAUSDQoFZmxvcHMYBSABKAESGAoQbWVkaWFuX2tlcm5lbF9ucxgGIAEoAxIVCg1taW5fa2VybmVsX25zGAcgASgDEhQKDHNsb3dlc3RfcmFuaxgIIAEoBRIZChFzbG93ZXN0X2tlcm5lbF9ucxgJIAEoAxIdChVtZWRpYW5fY29tbV9rZXJuZWxfbnMYCiABKAMSFgoOYWNoaWV2ZWRfZmxvcHMYCyABKAESHgoWc2xvd2VzdF9hY2hpZXZlZF9mbG9wcxgMIAEoARILCgNtZnUYDSABKAEiYQoLU3RhZ2VMYXllcnMSDwoHcHJlc2VudBgBIAEoCBIPCgd3aHlfbm90GAIgASgJEjAKBmxheWVycxgDIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLlN0YWdlTGF5ZXIikgEKDENvbW1BeGlzU3RlcBIsCgRheGlzGAEgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUF4aXMSDQoFcGhhc2UYAiABKA0SDQoFY2FsbHMYAyABKAESDwoHdGltZV9ucxgEIAEoAxIRCgloaWRkZW5fbnMYBSABKAMSEgoKZXhwb3NlZF9ucxgGIAEoAyLkAQoIQ29tbVJhbmsSDAoEcmFuaxgBIAEoBRIwCgRheGVzGAIgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUF4aXNTdGVwEhYKDnN0YXJ2ZWRfc3RyZWFtGAMgASgDEhUKDXN0YXJ2ZWRfc2hhcmUYBCABKAESFQoNbGF1bmNoX3A1MF9ucxgFIAEoAxIRCgltYXhfcXVldWUYBiABKA0SEwoLc3RhbGxfc3RlcHMYByABKAQSDQoFc3RlcHMYCCABKAQSGwoTc3RhbGxlZF9uc19wZXJfc3RlcBgJIAEoAyLVAQoOQ29tbUF4aXNBY3Jvc3MSLAoEYXhpcxgBIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbW1BeGlzEg0KBXBoYXNlGAIgASgNEg0KBXJhbmtzGAMgASgNEg8KB3RpbWVfbnMYBCABKAMSEQoJaGlkZGVuX25zGAUgASgDEhIKCmV4cG9zZWRfbnMYBiABKAMSFgoObWF4X2V4cG9zZWRfbnMYByABKAMSGAoQbWF4X2V4cG9zZWRfcmFuaxgIIAEoBRINCgVhbGdidxgJIAEoASJ0Cg9Db21tQWNyb3NzUmFua3MSLQoFcmFua3MYASADKAsyHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tUmFuaxIyCgRheGVzGAIgAygLMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbUF4aXNBY3Jvc3Mi0AEKD1NlcXVlbmNlUmVwbGljYRIKCgJkcBgBIAEoBRINCgVyYW5rcxgCIAMoBRIXCg90b2tlbnNfcGVyX3N0ZXAYAyABKAESHgoWdG9rZW5zX3Blcl9taWNyb19iYXRjaBgEIAEoARIeChZtaW5fbWljcm9fYmF0Y2hfdG9rZW5zGAUgASgEEh4KFm1heF9taWNyb19iYXRjaF90b2tlbnMYBiABKAQSFQoNbWljcm9fYmF0Y2hlcxgHIAEoDRISCgpjb21wdXRlX25zGAggASgDIoYCCg9TZXF1ZW5jZUJhbGFuY2USDwoHcHJlc2VudBgBIAEoCBIPCgd3aHlfbm90GAIgASgJEjcKCHJlcGxpY2FzGAMgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuU2VxdWVuY2VSZXBsaWNhEhwKFG1lYW5fdG9rZW5zX3Blcl9zdGVwGAQgASgBEg4KBnNwcmVhZBgFIAEoARIKCgJjdhgGIAEoARIPCgdzdGVwX25zGAcgASgDEhgKEGJhbGFuY2VkX3N0ZXBfbnMYCCABKAMSDwoHY29zdF9ucxgJIAEoAxIOCgZtZXRob2QYCiABKAkSEgoKYXNzdW1wdGlvbhgLIAEoCSLVAQoOTWVtb3J5U3RhZ2VSb3cSDQoFc3RhZ2UYASABKAUSDQoFcmFua3MYAiADKAUSGgoSbWF4X3BlYWtfYWxsb2NhdGVkGAMgASgDEhoKEm1heF9hbGxvY2F0ZWRfcmFuaxgEIAEoBRIaChJtaW5fcGVha19hbGxvY2F0ZWQYBSABKAMSGwoTbWVhbl9wZWFrX2FsbG9jYXRlZBgGIAEoAxIZChFtYXhfcGVha19yZXNlcnZlZBgHIAEoAxIZChFtYXhfcmVzZXJ2ZWRfcmFuaxgIIAEoBSJqCg1NZW1vcnlSYW5rUm93EgwKBHJhbmsYASABKAUSDQoFc3RhZ2UYAiABKAUSDQoFcGxhY2UYAyABKAkSFgoOcGVha19hbGxvY2F0ZWQYBCABKAMSFQoNcGVha19yZXNlcnZlZBgFIAEoAyJ4CgxNZW1vcnlTdGFnZXMSNAoGc3RhZ2VzGAEgAygLMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5U3RhZ2VSb3cSMgoFcmFua3MYAiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NZW1vcnlSYW5rUm93IpcBCgtNYXRjaGVkUGFnZRILCgNydW4YASABKAkSDAoEc3BhbhgCIAEoCRIUCgxhbmFseXNpc19rZXkYAyABKAkSDQoFdG90YWwYBCABKAQSDgoGb2Zmc2V0GAUgASgEEjgKB21hdGNoZWQYBiADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZSJzCgxQcm9jZXNzR3JvdXASDAoEYXhpcxgBIAEoCRINCgVyYW5rcxgCIAMoBRIRCglpbnN0YW5jZXMYAyABKAQSMwoFa2luZHMYBCADKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZCLGAQoMVG9wb2xvZ3lWaWV3EgoKAmRwGAEgASgNEgoKAnBwGAIgASgNEgoKAm1wGAMgASgNEhAKCHNoYXJkaW5nGAQgASgNEjIKBmdyb3VwcxgFIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlByb2Nlc3NHcm91cBIOCgZtZXRob2QYBiABKAkSEAoIY29tcGxldGUYByABKAgSGwoTbWF0Y2hlc19mbGVldF9vcmRlchgIIAEoCBINCgVub3RlcxgJIAMoCSJ2CglIb3N0Q2xvY2sSEAoIaG9zdG5hbWUYASABKAkSDQoFcmFua3MYAiADKAUSEQoJb2Zmc2V0X25zGAMgASgDEhEKCXNwcmVhZF9ucxgEIAEoAxIPCgdzYW1wbGVzGAUgASgEEhEKCXJlZmVyZW5jZRgGIAEoCCLRAQoHRmluZGluZxIMCgRydWxlGAEgASgJEhAKCGNhdGVnb3J5GAIgASgJEg0KBWNhdXNlGAMgASgJEg0KBXJhbmtzGAQgAygFEg0KBXN0YWdlGAUgASgFEg8KB2Nvc3RfbnMYBiABKAMSEQoJZXhjZXNzX25zGAcgASgDEhAKCGFic29yYmVkGAggASgIEgwKBHRleHQYCSABKAkSNQoIdHJpZ2dlcnMYCiADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5BZHZpY2VUcmlnZ2VyIicKDlJhbmtTdGVwTWF0cml4EhUKCXZhbHVlc19ucxgBIAMoA0ICEAEiywEKCFJhbmtLaW5kEjIKBGtpbmQYASABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBINCgVjYWxscxgCIAEoBBIRCglkZXZpY2VfbnMYAyABKAMSDwoHaG9zdF9ucxgEIAEoAxISCgpleHBvc2VkX25zGAUgASgDEg0KBWJ5dGVzGAYgASgEEg8KB3dhaXRfbnMYByABKAMSEwoLdHJhbnNmZXJfbnMYCCABKAMSDwoHbWF0Y2hlZBgJIAEoBCLoBwoMUmFua1BhcmFsbGVsEg4KBndvcmtlchgBIAEoCRIMCgRyYW5rGAIgASgFEhUKDXJhbmtfaW5mZXJyZWQYAyABKAgSEQoJZmlsZV9uYW1lGAQgASgJEjAKCHRpbWVsaW5lGAUgASgOMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuVGltZWxpbmUSDQoFc3RlcHMYBiABKA0SFAoMc3RlcF90aW1lX25zGAcgASgDEhIKCmNvbXB1dGVfbnMYCCABKAMSGAoQY29tbXVuaWNhdGlvbl9ucxgJIAEoAxIfChdoaWRkZW5fY29tbXVuaWNhdGlvbl9ucxgKIAEoAxIgChhleHBvc2VkX2NvbW11bmljYXRpb25fbnMYCyABKAMSEQoJbWVtb3J5X25zGAwgASgDEhkKEWV4cG9zZWRfbWVtb3J5X25zGA0gASgDEg8KB2lkbGVfbnMYDiABKAMSEgoKcnVudGltZV9ucxgPIAEoAxIPCgdzeW5jX25zGBAgASgDEhEKCWtlcm5lbF9ucxgRIAEoAxIQCghsYXVuY2hlcxgSIAEoBBItCgVraW5kcxgTIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtLaW5kEg8KB3dhaXRfbnMYFCABKAMSFgoOY2F1c2VkX3dhaXRfbnMYFSABKAMSFQoNbGFzdF9hcnJpdmFscxgWIAEoDRIPCgdtYXRjaGVkGBcgASgNEg0KBXBlZXJzGBggAygFEhcKD3BlZXJfY29tcHV0ZV9ucxgZIAEoAxIWCg5waXBlbGluZV9zdGFnZRgaIAEoBRIRCglidWJibGVfbnMYGyABKAMSFAoMYnViYmxlX3JhdGlvGBwgASgBEjoKDnN0ZXBfYnJlYWtkb3duGB0gAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGFyYWxsZWxTdGVwEg0KBWxhYmVsGB4gASgJEhAKCGhvc3RuYW1lGB8gASgJEgsKA3BpZBggIAEoAxIRCglkZXZpY2VfaWQYISABKAUSCgoCZHAYIiABKAUSCgoCbXAYIyABKAUSEAoIc2hhcmRpbmcYJCABKAUSFwoPY2xvY2tfb2Zmc2V0X25zGCUgASgDEhAKCGNvdmVyYWdlGCYgASgBEhUKDWRhdGFsb2FkZXJfbnMYJyABKAMSFwoPZmlyc3RfZGV2aWNlX25zGCggASgDEhEKCWRldmlhdGlvbhgpIAEoARIXCg90b2tlbnNfcGVyX3N0ZXAYKiABKAESFgoOZmxvcHNfcGVyX3N0ZXAYKyABKAESEAoIc3RhbGxfbnMYLCABKAMi4QEKD0tpbmRBY3Jvc3NSYW5rcxIyCgRraW5kGAEgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDQoFY2FsbHMYAiABKAQSEQoJZGV2aWNlX25zGAMgASgDEg8KB2hvc3RfbnMYBCABKAMSEgoKZXhwb3NlZF9ucxgFIAEoAxINCgVieXRlcxgGIAEoBBIPCgdtYXRjaGVkGAcgASgEEg8KB3dhaXRfbnMYCCABKAMSEwoLdHJhbnNmZXJfbnMYCSABKAMSDQoFcmFua3MYCiADKAUipQEKEENvbGxlY3RpdmVNZW1iZXISDAoEcmFuaxgBIAEoBRIPCgdvcmRpbmFsGAIgASgNEhMKC2R1cmF0aW9uX25zGAMgASgDEg8KB3dhaXRfbnMYBCABKAMSFQoNc3RhcnRfdW5peF9ucxgFIAEoAxI1CglkaXJlY3Rpb24YBiABKA4yIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5QMlBEaXJlY3Rpb24ixAEKEU1hdGNoZWRDb2xsZWN0aXZlEgwKBHN0ZXAYASABKAMSMgoEa2luZBgCIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEgwKBG5hbWUYAyABKAkSEwoLdHJhbnNmZXJfbnMYBCABKAMSEQoJbGFzdF9yYW5rGAUgASgFEjcKB21lbWJlcnMYBiADKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlTWVtYmVyIpwBCgxNYXRjaGluZ0luZm8SEQoJaW5zdGFuY2VzGAEgASgEEhkKEW1hdGNoZWRfaW5zdGFuY2VzGAIgASgEEg4KBm1ldGhvZBgDIAEoCRIYChBlbmRfdG9sZXJhbmNlX25zGAQgASgDEjQKCGNvdmVyYWdlGAUgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZENvdmVyYWdlImYKDEtpbmRDb3ZlcmFnZRIyCgRraW5kGAEgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSEQoJaW5zdGFuY2VzGAIgASgEEg8KB21hdGNoZWQYAyABKAQi7QIKCVN0cmFnZ2xlchIMCgRyYW5rGAEgASgFEg4KBndvcmtlchgCIAEoCRIaChJuZXRfY2F1c2VkX3dhaXRfbnMYAyABKAMSFgoOY2F1c2VkX3dhaXRfbnMYBCABKAMSEwoLb3duX3dhaXRfbnMYBSABKAMSFQoNbGFzdF9hcnJpdmFscxgGIAEoDRIPCgdtYXRjaGVkGAcgASgNEhIKCmNvbXB1dGVfbnMYCCABKAMSFwoPcGVlcl9jb21wdXRlX25zGAkgASgDEhYKDmNvbXB1dGVfZXhjZXNzGAogASgBEhYKDmxvbmdlcl9jb21wdXRlGAsgASgIEg4KBnJlYXNvbhgMIAEoCRIfChdwaXBlbGluZV93YWl0X2V4Y2Vzc19ucxgNIAEoAxINCgVjYXVzZRgOIAEoCRITCgtqb2JfY29zdF9ucxgPIAEoAxIQCghhYnNvcmJlZBgQIAEoCBINCgVsYWJlbBgRIAEoCSKMAgoQU3RyYWdnbGVyVmVyZGljdBINCgVmb3VuZBgBIAEoCBIzCgpzdHJhZ2dsZXJzGAIgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3RyYWdnbGVyEg8KB3N1bW1hcnkYAyABKAkSGQoRbWluX3dhaXRfZnJhY3Rpb24YBCABKAESGAoQbWluX3NoYXJlX29mX3RvcBgFIAEoARIgChhjb21wdXRlX2V4Y2Vzc190aHJlc2hvbGQYBiABKAESEQoJdW5jZXJ0YWluGAcgASgIEhAKCGNvdmVyYWdlGAggASgBEhkKEW1pbl9yYW5rX2NvdmVyYWdlGAkgASgBEgwKBHJ1bGUYCiABKAkimAEKDVBpcGVsaW5lU3RhZ2USDQoFc3RhZ2UYASABKAUSDQoFcmFua3MYAiADKAUSFAoMc3RlcF90aW1lX25zGAMgASgDEhIKCmNvbXB1dGVfbnMYBCABKAMSEQoJYnViYmxlX25zGAUgASgDEhQKDGJ1YmJsZV9yYXRpbxgGIAEoARIWCg5mbG9wc19wZXJfc3RlcBgHIAEoASJ7CgxQaXBlbGluZVZpZXcSDwoHcHJlc2VudBgBIAEoCBIRCglwaXBlbGluZXMYAiABKA0SMwoGc3RhZ2VzGAMgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVTdGFnZRISCgpkZWZpbml0aW9uGAQgASgJIl0KDUFkdmljZVRyaWdnZXISDgoGbWV0cmljGAEgASgJEg0KBXZhbHVlGAIgASgBEhEKCXRocmVzaG9sZBgDIAEoARIMCgR1bml0GAQgASgJEgwKBHJhbmsYBSABKAUieQoGQWR2aWNlEgwKBHJ1bGUYASABKAkSDQoFdGl0bGUYAiABKAkSDAoEdGV4dBgDIAEoCRI1Cgh0cmlnZ2VycxgEIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZVRyaWdnZXISDQoFcmFua3MYBSADKAUqZAoJTG9hZFN0YXRlEhoKFkxPQURfU1RBVEVfVU5TUEVDSUZJRUQQABIKCgZRVUVVRUQQARILCgdMT0FESU5HEAISCQoFUkVBRFkQAxIKCgZGQUlMRUQQBBILCgdHUk9XSU5HEAViBnByb3RvMw", [file_tb_paddle_profile_v1_display, file_tb_paddle_profile_v1_summary]);
+  fileDesc("CiF0Yl9wYWRkbGVfcHJvZmlsZS92MS9wbHVnaW4ucHJvdG8SFHRiX3BhZGRsZV9wcm9maWxlLnYxIqwBCglTcGFuRW50cnkSDAoEc3BhbhgBIAEoCRIRCglmaWxlX25hbWUYAiABKAkSEQoJZmlsZV9zaXplGAMgASgEEi4KBXN0YXRlGAQgASgOMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTG9hZFN0YXRlEg0KBWVycm9yGAUgASgJEg4KBmNhY2hlZBgGIAEoCBIcChRsb2FkaW5nX3NpbmNlX3VuaXhfcxgHIAEoASKJAQoLV29ya2VyRW50cnkSDgoGd29ya2VyGAEgASgJEgwKBHJhbmsYAiABKAUSEAoIaG9zdG5hbWUYAyABKAkSCwoDcGlkGAQgASgDEi4KBXNwYW5zGAUgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuU3BhbkVudHJ5Eg0KBWxhYmVsGAYgASgJIksKCFJ1bkVudHJ5EgsKA3J1bhgBIAEoCRIyCgd3b3JrZXJzGAIgAygLMiEudGJfcGFkZGxlX3Byb2ZpbGUudjEuV29ya2VyRW50cnkiWwoHUnVuTGlzdBIOCgZsb2dkaXIYASABKAkSLAoEcnVucxgCIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJ1bkVudHJ5EhIKCnNjYW5uZWRfYXQYAyABKAEihwIKD1JhbmtEaXN0cmlidXRlZBIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIuCgVzdGF0ZRgDIAEoDjIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLkxvYWRTdGF0ZRINCgVlcnJvchgEIAEoCRIVCg10b3RhbF90aW1lX25zGAUgASgDEjoKC2Rpc3RyaWJ1dGVkGAYgASgLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuRGlzdHJpYnV0ZWRWaWV3Ei4KBXN0ZXBzGAcgAygLMh8udGJfcGFkZGxlX3Byb2ZpbGUudjEuTW9kZWxTdGVwEhQKDGZpbGVfdmVyc2lvbhgIIAEoCSKRAQoOUnVuRGlzdHJpYnV0ZWQSCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSNAoFcmFua3MYAyADKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rRGlzdHJpYnV0ZWQSLgoHZGlzcGxheRgEIAEoCzIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLkRpc3BsYXkihwgKC1J1blBhcmFsbGVsEgsKA3J1bhgBIAEoCRIMCgRzcGFuGAIgASgJEjEKBXJhbmtzGAMgAygLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUmFua1BhcmFsbGVsEg0KBXN0ZXBzGAQgAygDEjcKCXN0ZXBfdGltZRgFIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EkMKFWV4cG9zZWRfY29tbXVuaWNhdGlvbhgGIAEoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJhbmtTdGVwTWF0cml4EjQKBWtpbmRzGAcgAygLMiUudGJfcGFkZGxlX3Byb2ZpbGUudjEuS2luZEFjcm9zc1JhbmtzEjgKB21hdGNoZWQYCCADKAsyJy50Yl9wYWRkbGVfcHJvZmlsZS52MS5NYXRjaGVkQ29sbGVjdGl2ZRI0CghtYXRjaGluZxgJIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1hdGNoaW5nSW5mbxI5CglzdHJhZ2dsZXIYCiABKAsyJi50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdHJhZ2dsZXJWZXJkaWN0EjQKCHBpcGVsaW5lGAsgASgLMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUGlwZWxpbmVWaWV3EiwKBmFkdmljZRgMIAMoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkFkdmljZRINCgVub3RlcxgNIAMoCRI0Cgh0b3BvbG9neRgOIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRvcG9sb2d5VmlldxIvCgZjbG9ja3MYDyADKAsyHy50Yl9wYWRkbGVfcHJvZmlsZS52MS5Ib3N0Q2xvY2sSLwoIZmluZGluZ3MYECADKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5GaW5kaW5nEhQKDGFuYWx5c2lzX2tleRgRIAEoCRIVCg1tYXRjaGVkX3RvdGFsGBIgASgEEi4KB2Rpc3BsYXkYEyABKAsyHS50Yl9wYWRkbGVfcHJvZmlsZS52MS5EaXNwbGF5EjIKBm1lbW9yeRgUIAEoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVN0YWdlcxI4CglzZXF1ZW5jZXMYFSABKAsyJS50Yl9wYWRkbGVfcHJvZmlsZS52MS5TZXF1ZW5jZUJhbGFuY2USMwoEY29tbRgWIAEoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbW1BY3Jvc3NSYW5rcxIxCgZsYXllcnMYFyABKAsyIS50Yl9wYWRkbGVfcHJvZmlsZS52MS5TdGFnZUxheWVycyKeAgoKU3RhZ2VMYXllchINCgVzdGFnZRgBIAEoBRIMCgRuYW1lGAIgASgJEg8KB29yZGluYWwYAyABKA0SDQoFcmFua3MYBCADKAUSDQoFZmxvcHMYBSABKAESGAoQbWVkaWFuX2tlcm5lbF9ucxgGIAEoAxIVCg1taW5fa2VybmVsX25zGAcgASgDEhQKDHNsb3dlc3RfcmFuaxgIIAEoBRIZChFzbG93ZXN0X2tlcm5lbF9ucxgJIAEoAxIdChVtZWRpYW5fY29tbV9rZXJuZWxfbnMYCiABKAMSFgoOYWNoaWV2ZWRfZmxvcHMYCyABKAESHgoWc2xvd2VzdF9hY2hpZXZlZF9mbG9wcxgMIAEoARILCgNtZnUYDSABKAEiYQoLU3RhZ2VMYXllcnMSDwoHcHJlc2VudBgBIAEoCBIPCgd3aHlfbm90GAIgASgJEjAKBmxheWVycxgDIAMoCzIgLnRiX3BhZGRsZV9wcm9maWxlLnYxLlN0YWdlTGF5ZXIi5AEKDkNvbW1BeGlzQWNyb3NzEiwKBGF4aXMYASABKA4yHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db21tQXhpcxINCgVwaGFzZRgCIAEoDRINCgVyYW5rcxgDIAEoDRIPCgd0aW1lX25zGAQgASgDEhEKCWhpZGRlbl9ucxgFIAEoAxISCgpleHBvc2VkX25zGAYgASgDEhYKDm1heF9leHBvc2VkX25zGAcgASgDEhgKEG1heF9leHBvc2VkX3JhbmsYCCABKAUSDQoFYWxnYncYCSABKAESDQoFYnVzYncYCiABKAEidAoPQ29tbUFjcm9zc1JhbmtzEi0KBXJhbmtzGAEgAygLMh4udGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29tbVJhbmsSMgoEYXhlcxgCIAMoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbW1BeGlzQWNyb3NzItABCg9TZXF1ZW5jZVJlcGxpY2ESCgoCZHAYASABKAUSDQoFcmFua3MYAiADKAUSFwoPdG9rZW5zX3Blcl9zdGVwGAMgASgBEh4KFnRva2Vuc19wZXJfbWljcm9fYmF0Y2gYBCABKAESHgoWbWluX21pY3JvX2JhdGNoX3Rva2VucxgFIAEoBBIeChZtYXhfbWljcm9fYmF0Y2hfdG9rZW5zGAYgASgEEhUKDW1pY3JvX2JhdGNoZXMYByABKA0SEgoKY29tcHV0ZV9ucxgIIAEoAyKGAgoPU2VxdWVuY2VCYWxhbmNlEg8KB3ByZXNlbnQYASABKAgSDwoHd2h5X25vdBgCIAEoCRI3CghyZXBsaWNhcxgDIAMoCzIlLnRiX3BhZGRsZV9wcm9maWxlLnYxLlNlcXVlbmNlUmVwbGljYRIcChRtZWFuX3Rva2Vuc19wZXJfc3RlcBgEIAEoARIOCgZzcHJlYWQYBSABKAESCgoCY3YYBiABKAESDwoHc3RlcF9ucxgHIAEoAxIYChBiYWxhbmNlZF9zdGVwX25zGAggASgDEg8KB2Nvc3RfbnMYCSABKAMSDgoGbWV0aG9kGAogASgJEhIKCmFzc3VtcHRpb24YCyABKAki1QEKDk1lbW9yeVN0YWdlUm93Eg0KBXN0YWdlGAEgASgFEg0KBXJhbmtzGAIgAygFEhoKEm1heF9wZWFrX2FsbG9jYXRlZBgDIAEoAxIaChJtYXhfYWxsb2NhdGVkX3JhbmsYBCABKAUSGgoSbWluX3BlYWtfYWxsb2NhdGVkGAUgASgDEhsKE21lYW5fcGVha19hbGxvY2F0ZWQYBiABKAMSGQoRbWF4X3BlYWtfcmVzZXJ2ZWQYByABKAMSGQoRbWF4X3Jlc2VydmVkX3JhbmsYCCABKAUiagoNTWVtb3J5UmFua1JvdxIMCgRyYW5rGAEgASgFEg0KBXN0YWdlGAIgASgFEg0KBXBsYWNlGAMgASgJEhYKDnBlYWtfYWxsb2NhdGVkGAQgASgDEhUKDXBlYWtfcmVzZXJ2ZWQYBSABKAMieAoMTWVtb3J5U3RhZ2VzEjQKBnN0YWdlcxgBIAMoCzIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLk1lbW9yeVN0YWdlUm93EjIKBXJhbmtzGAIgAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWVtb3J5UmFua1JvdyKXAQoLTWF0Y2hlZFBhZ2USCwoDcnVuGAEgASgJEgwKBHNwYW4YAiABKAkSFAoMYW5hbHlzaXNfa2V5GAMgASgJEg0KBXRvdGFsGAQgASgEEg4KBm9mZnNldBgFIAEoBBI4CgdtYXRjaGVkGAYgAygLMicudGJfcGFkZGxlX3Byb2ZpbGUudjEuTWF0Y2hlZENvbGxlY3RpdmUicwoMUHJvY2Vzc0dyb3VwEgwKBGF4aXMYASABKAkSDQoFcmFua3MYAiADKAUSEQoJaW5zdGFuY2VzGAMgASgEEjMKBWtpbmRzGAQgAygOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQixgEKDFRvcG9sb2d5VmlldxIKCgJkcBgBIAEoDRIKCgJwcBgCIAEoDRIKCgJtcBgDIAEoDRIQCghzaGFyZGluZxgEIAEoDRIyCgZncm91cHMYBSADKAsyIi50Yl9wYWRkbGVfcHJvZmlsZS52MS5Qcm9jZXNzR3JvdXASDgoGbWV0aG9kGAYgASgJEhAKCGNvbXBsZXRlGAcgASgIEhsKE21hdGNoZXNfZmxlZXRfb3JkZXIYCCABKAgSDQoFbm90ZXMYCSADKAkidgoJSG9zdENsb2NrEhAKCGhvc3RuYW1lGAEgASgJEg0KBXJhbmtzGAIgAygFEhEKCW9mZnNldF9ucxgDIAEoAxIRCglzcHJlYWRfbnMYBCABKAMSDwoHc2FtcGxlcxgFIAEoBBIRCglyZWZlcmVuY2UYBiABKAgi0QEKB0ZpbmRpbmcSDAoEcnVsZRgBIAEoCRIQCghjYXRlZ29yeRgCIAEoCRINCgVjYXVzZRgDIAEoCRINCgVyYW5rcxgEIAMoBRINCgVzdGFnZRgFIAEoBRIPCgdjb3N0X25zGAYgASgDEhEKCWV4Y2Vzc19ucxgHIAEoAxIQCghhYnNvcmJlZBgIIAEoCBIMCgR0ZXh0GAkgASgJEjUKCHRyaWdnZXJzGAogAygLMiMudGJfcGFkZGxlX3Byb2ZpbGUudjEuQWR2aWNlVHJpZ2dlciInCg5SYW5rU3RlcE1hdHJpeBIVCgl2YWx1ZXNfbnMYASADKANCAhABIssBCghSYW5rS2luZBIyCgRraW5kGAEgASgOMiQudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZUtpbmQSDQoFY2FsbHMYAiABKAQSEQoJZGV2aWNlX25zGAMgASgDEg8KB2hvc3RfbnMYBCABKAMSEgoKZXhwb3NlZF9ucxgFIAEoAxINCgVieXRlcxgGIAEoBBIPCgd3YWl0X25zGAcgASgDEhMKC3RyYW5zZmVyX25zGAggASgDEg8KB21hdGNoZWQYCSABKAQi6AcKDFJhbmtQYXJhbGxlbBIOCgZ3b3JrZXIYASABKAkSDAoEcmFuaxgCIAEoBRIVCg1yYW5rX2luZmVycmVkGAMgASgIEhEKCWZpbGVfbmFtZRgEIAEoCRIwCgh0aW1lbGluZRgFIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRpbWVsaW5lEg0KBXN0ZXBzGAYgASgNEhQKDHN0ZXBfdGltZV9ucxgHIAEoAxISCgpjb21wdXRlX25zGAggASgDEhgKEGNvbW11bmljYXRpb25fbnMYCSABKAMSHwoXaGlkZGVuX2NvbW11bmljYXRpb25fbnMYCiABKAMSIAoYZXhwb3NlZF9jb21tdW5pY2F0aW9uX25zGAsgASgDEhEKCW1lbW9yeV9ucxgMIAEoAxIZChFleHBvc2VkX21lbW9yeV9ucxgNIAEoAxIPCgdpZGxlX25zGA4gASgDEhIKCnJ1bnRpbWVfbnMYDyABKAMSDwoHc3luY19ucxgQIAEoAxIRCglrZXJuZWxfbnMYESABKAMSEAoIbGF1bmNoZXMYEiABKAQSLQoFa2luZHMYEyADKAsyHi50Yl9wYWRkbGVfcHJvZmlsZS52MS5SYW5rS2luZBIPCgd3YWl0X25zGBQgASgDEhYKDmNhdXNlZF93YWl0X25zGBUgASgDEhUKDWxhc3RfYXJyaXZhbHMYFiABKA0SDwoHbWF0Y2hlZBgXIAEoDRINCgVwZWVycxgYIAMoBRIXCg9wZWVyX2NvbXB1dGVfbnMYGSABKAMSFgoOcGlwZWxpbmVfc3RhZ2UYGiABKAUSEQoJYnViYmxlX25zGBsgASgDEhQKDGJ1YmJsZV9yYXRpbxgcIAEoARI6Cg5zdGVwX2JyZWFrZG93bhgdIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLlBhcmFsbGVsU3RlcBINCgVsYWJlbBgeIAEoCRIQCghob3N0bmFtZRgfIAEoCRILCgNwaWQYICABKAMSEQoJZGV2aWNlX2lkGCEgASgFEgoKAmRwGCIgASgFEgoKAm1wGCMgASgFEhAKCHNoYXJkaW5nGCQgASgFEhcKD2Nsb2NrX29mZnNldF9ucxglIAEoAxIQCghjb3ZlcmFnZRgmIAEoARIVCg1kYXRhbG9hZGVyX25zGCcgASgDEhcKD2ZpcnN0X2RldmljZV9ucxgoIAEoAxIRCglkZXZpYXRpb24YKSABKAESFwoPdG9rZW5zX3Blcl9zdGVwGCogASgBEhYKDmZsb3BzX3Blcl9zdGVwGCsgASgBEhAKCHN0YWxsX25zGCwgASgDIuEBCg9LaW5kQWNyb3NzUmFua3MSMgoEa2luZBgBIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEg0KBWNhbGxzGAIgASgEEhEKCWRldmljZV9ucxgDIAEoAxIPCgdob3N0X25zGAQgASgDEhIKCmV4cG9zZWRfbnMYBSABKAMSDQoFYnl0ZXMYBiABKAQSDwoHbWF0Y2hlZBgHIAEoBBIPCgd3YWl0X25zGAggASgDEhMKC3RyYW5zZmVyX25zGAkgASgDEg0KBXJhbmtzGAogAygFIqUBChBDb2xsZWN0aXZlTWVtYmVyEgwKBHJhbmsYASABKAUSDwoHb3JkaW5hbBgCIAEoDRITCgtkdXJhdGlvbl9ucxgDIAEoAxIPCgd3YWl0X25zGAQgASgDEhUKDXN0YXJ0X3VuaXhfbnMYBSABKAMSNQoJZGlyZWN0aW9uGAYgASgOMiIudGJfcGFkZGxlX3Byb2ZpbGUudjEuUDJQRGlyZWN0aW9uIsQBChFNYXRjaGVkQ29sbGVjdGl2ZRIMCgRzdGVwGAEgASgDEjIKBGtpbmQYAiABKA4yJC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Db2xsZWN0aXZlS2luZBIMCgRuYW1lGAMgASgJEhMKC3RyYW5zZmVyX25zGAQgASgDEhEKCWxhc3RfcmFuaxgFIAEoBRI3CgdtZW1iZXJzGAYgAygLMiYudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sbGVjdGl2ZU1lbWJlciKcAQoMTWF0Y2hpbmdJbmZvEhEKCWluc3RhbmNlcxgBIAEoBBIZChFtYXRjaGVkX2luc3RhbmNlcxgCIAEoBBIOCgZtZXRob2QYAyABKAkSGAoQZW5kX3RvbGVyYW5jZV9ucxgEIAEoAxI0Cghjb3ZlcmFnZRgFIAMoCzIiLnRiX3BhZGRsZV9wcm9maWxlLnYxLktpbmRDb3ZlcmFnZSJmCgxLaW5kQ292ZXJhZ2USMgoEa2luZBgBIAEoDjIkLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbGxlY3RpdmVLaW5kEhEKCWluc3RhbmNlcxgCIAEoBBIPCgdtYXRjaGVkGAMgASgEIu0CCglTdHJhZ2dsZXISDAoEcmFuaxgBIAEoBRIOCgZ3b3JrZXIYAiABKAkSGgoSbmV0X2NhdXNlZF93YWl0X25zGAMgASgDEhYKDmNhdXNlZF93YWl0X25zGAQgASgDEhMKC293bl93YWl0X25zGAUgASgDEhUKDWxhc3RfYXJyaXZhbHMYBiABKA0SDwoHbWF0Y2hlZBgHIAEoDRISCgpjb21wdXRlX25zGAggASgDEhcKD3BlZXJfY29tcHV0ZV9ucxgJIAEoAxIWCg5jb21wdXRlX2V4Y2VzcxgKIAEoARIWCg5sb25nZXJfY29tcHV0ZRgLIAEoCBIOCgZyZWFzb24YDCABKAkSHwoXcGlwZWxpbmVfd2FpdF9leGNlc3NfbnMYDSABKAMSDQoFY2F1c2UYDiABKAkSEwoLam9iX2Nvc3RfbnMYDyABKAMSEAoIYWJzb3JiZWQYECABKAgSDQoFbGFiZWwYESABKAkijAIKEFN0cmFnZ2xlclZlcmRpY3QSDQoFZm91bmQYASABKAgSMwoKc3RyYWdnbGVycxgCIAMoCzIfLnRiX3BhZGRsZV9wcm9maWxlLnYxLlN0cmFnZ2xlchIPCgdzdW1tYXJ5GAMgASgJEhkKEW1pbl93YWl0X2ZyYWN0aW9uGAQgASgBEhgKEG1pbl9zaGFyZV9vZl90b3AYBSABKAESIAoYY29tcHV0ZV9leGNlc3NfdGhyZXNob2xkGAYgASgBEhEKCXVuY2VydGFpbhgHIAEoCBIQCghjb3ZlcmFnZRgIIAEoARIZChFtaW5fcmFua19jb3ZlcmFnZRgJIAEoARIMCgRydWxlGAogASgJIpgBCg1QaXBlbGluZVN0YWdlEg0KBXN0YWdlGAEgASgFEg0KBXJhbmtzGAIgAygFEhQKDHN0ZXBfdGltZV9ucxgDIAEoAxISCgpjb21wdXRlX25zGAQgASgDEhEKCWJ1YmJsZV9ucxgFIAEoAxIUCgxidWJibGVfcmF0aW8YBiABKAESFgoOZmxvcHNfcGVyX3N0ZXAYByABKAEiewoMUGlwZWxpbmVWaWV3Eg8KB3ByZXNlbnQYASABKAgSEQoJcGlwZWxpbmVzGAIgASgNEjMKBnN0YWdlcxgDIAMoCzIjLnRiX3BhZGRsZV9wcm9maWxlLnYxLlBpcGVsaW5lU3RhZ2USEgoKZGVmaW5pdGlvbhgEIAEoCSJdCg1BZHZpY2VUcmlnZ2VyEg4KBm1ldHJpYxgBIAEoCRINCgV2YWx1ZRgCIAEoARIRCgl0aHJlc2hvbGQYAyABKAESDAoEdW5pdBgEIAEoCRIMCgRyYW5rGAUgASgFInkKBkFkdmljZRIMCgRydWxlGAEgASgJEg0KBXRpdGxlGAIgASgJEgwKBHRleHQYAyABKAkSNQoIdHJpZ2dlcnMYBCADKAsyIy50Yl9wYWRkbGVfcHJvZmlsZS52MS5BZHZpY2VUcmlnZ2VyEg0KBXJhbmtzGAUgAygFKmQKCUxvYWRTdGF0ZRIaChZMT0FEX1NUQVRFX1VOU1BFQ0lGSUVEEAASCgoGUVVFVUVEEAESCwoHTE9BRElORxACEgkKBVJFQURZEAMSCgoGRkFJTEVEEAQSCwoHR1JPV0lORxAFYgZwcm90bzM", [file_tb_paddle_profile_v1_display, file_tb_paddle_profile_v1_summary]);
 
 /**
  * One recorded span of one worker: one trace file.
@@ -560,118 +560,6 @@ export const StageLayersSchema: GenMessage<StageLayers> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_plugin, 8);
 
 /**
- * One communicator and phase of one rank (or, in CommAcrossRanks.axes, the
- * mean over the ranks that have it), per step.
- *
- * @generated from message tb_paddle_profile.v1.CommAxisStep
- */
-export type CommAxisStep = Message<"tb_paddle_profile.v1.CommAxisStep"> & {
-  /**
-   * @generated from field: tb_paddle_profile.v1.CommAxis axis = 1;
-   */
-  axis: CommAxis;
-
-  /**
-   * 0 other, 1 forward, 2 backward, 3 optimizer (CommInstances.phase).
-   *
-   * @generated from field: uint32 phase = 2;
-   */
-  phase: number;
-
-  /**
-   * @generated from field: double calls = 3;
-   */
-  calls: number;
-
-  /**
-   * @generated from field: int64 time_ns = 4;
-   */
-  timeNs: bigint;
-
-  /**
-   * @generated from field: int64 hidden_ns = 5;
-   */
-  hiddenNs: bigint;
-
-  /**
-   * @generated from field: int64 exposed_ns = 6;
-   */
-  exposedNs: bigint;
-};
-
-/**
- * Describes the message tb_paddle_profile.v1.CommAxisStep.
- * Use `create(CommAxisStepSchema)` to create a new message.
- */
-export const CommAxisStepSchema: GenMessage<CommAxisStep> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 9);
-
-/**
- * @generated from message tb_paddle_profile.v1.CommRank
- */
-export type CommRank = Message<"tb_paddle_profile.v1.CommRank"> & {
-  /**
-   * @generated from field: int32 rank = 1;
-   */
-  rank: number;
-
-  /**
-   * Per communicator and phase (its streams summed), per step.
-   *
-   * @generated from field: repeated tb_paddle_profile.v1.CommAxisStep axes = 2;
-   */
-  axes: CommAxisStep[];
-
-  /**
-   * Launches: the stream that starved most (the GPU idle waiting for the
-   * host), its share of that stream's span; the median launch latency and
-   * the largest queue over its streams.
-   *
-   * @generated from field: int64 starved_stream = 3;
-   */
-  starvedStream: bigint;
-
-  /**
-   * @generated from field: double starved_share = 4;
-   */
-  starvedShare: number;
-
-  /**
-   * @generated from field: int64 launch_p50_ns = 5;
-   */
-  launchP50Ns: bigint;
-
-  /**
-   * @generated from field: uint32 max_queue = 6;
-   */
-  maxQueue: number;
-
-  /**
-   * Host stalls: steps with one, steps, stalled time per step.
-   *
-   * @generated from field: uint64 stall_steps = 7;
-   */
-  stallSteps: bigint;
-
-  /**
-   * @generated from field: uint64 steps = 8;
-   */
-  steps: bigint;
-
-  /**
-   * @generated from field: int64 stalled_ns_per_step = 9;
-   */
-  stalledNsPerStep: bigint;
-};
-
-/**
- * Describes the message tb_paddle_profile.v1.CommRank.
- * Use `create(CommRankSchema)` to create a new message.
- */
-export const CommRankSchema: GenMessage<CommRank> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 10);
-
-/**
  * @generated from message tb_paddle_profile.v1.CommAxisAcross
  */
 export type CommAxisAcross = Message<"tb_paddle_profile.v1.CommAxisAcross"> & {
@@ -725,6 +613,15 @@ export type CommAxisAcross = Message<"tb_paddle_profile.v1.CommAxisAcross"> & {
    * @generated from field: double algbw = 9;
    */
   algbw: number;
+
+  /**
+   * NCCL's bus bandwidth over the same calls: Σ bytes × the bus factor of
+   * the call's kind for the communicator's group size (RunParallel.topology)
+   * ÷ Σ durations, over the calls whose factor is known (0: none).
+   *
+   * @generated from field: double busbw = 10;
+   */
+  busbw: number;
 };
 
 /**
@@ -732,7 +629,7 @@ export type CommAxisAcross = Message<"tb_paddle_profile.v1.CommAxisAcross"> & {
  * Use `create(CommAxisAcrossSchema)` to create a new message.
  */
 export const CommAxisAcrossSchema: GenMessage<CommAxisAcross> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 11);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 9);
 
 /**
  * @generated from message tb_paddle_profile.v1.CommAcrossRanks
@@ -754,7 +651,7 @@ export type CommAcrossRanks = Message<"tb_paddle_profile.v1.CommAcrossRanks"> & 
  * Use `create(CommAcrossRanksSchema)` to create a new message.
  */
 export const CommAcrossRanksSchema: GenMessage<CommAcrossRanks> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 12);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 10);
 
 /**
  * @generated from message tb_paddle_profile.v1.SequenceReplica
@@ -814,7 +711,7 @@ export type SequenceReplica = Message<"tb_paddle_profile.v1.SequenceReplica"> & 
  * Use `create(SequenceReplicaSchema)` to create a new message.
  */
 export const SequenceReplicaSchema: GenMessage<SequenceReplica> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 13);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 11);
 
 /**
  * @generated from message tb_paddle_profile.v1.SequenceBalance
@@ -891,7 +788,7 @@ export type SequenceBalance = Message<"tb_paddle_profile.v1.SequenceBalance"> & 
  * Use `create(SequenceBalanceSchema)` to create a new message.
  */
 export const SequenceBalanceSchema: GenMessage<SequenceBalance> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 14);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 12);
 
 /**
  * Peak memory across ranks, from each rank's ParallelView.memory. A rank's
@@ -949,7 +846,7 @@ export type MemoryStageRow = Message<"tb_paddle_profile.v1.MemoryStageRow"> & {
  * Use `create(MemoryStageRowSchema)` to create a new message.
  */
 export const MemoryStageRowSchema: GenMessage<MemoryStageRow> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 15);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 13);
 
 /**
  * @generated from message tb_paddle_profile.v1.MemoryRankRow
@@ -988,7 +885,7 @@ export type MemoryRankRow = Message<"tb_paddle_profile.v1.MemoryRankRow"> & {
  * Use `create(MemoryRankRowSchema)` to create a new message.
  */
 export const MemoryRankRowSchema: GenMessage<MemoryRankRow> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 16);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 14);
 
 /**
  * @generated from message tb_paddle_profile.v1.MemoryStages
@@ -1014,7 +911,7 @@ export type MemoryStages = Message<"tb_paddle_profile.v1.MemoryStages"> & {
  * Use `create(MemoryStagesSchema)` to create a new message.
  */
 export const MemoryStagesSchema: GenMessage<MemoryStages> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 17);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 15);
 
 /**
  * A page of matched instances (route parallel_matched: by rank, step, offset).
@@ -1060,7 +957,7 @@ export type MatchedPage = Message<"tb_paddle_profile.v1.MatchedPage"> & {
  * Use `create(MatchedPageSchema)` to create a new message.
  */
 export const MatchedPageSchema: GenMessage<MatchedPage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 18);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 16);
 
 /**
  * One communicator found from the traces: ranks that take part in the same
@@ -1101,7 +998,7 @@ export type ProcessGroup = Message<"tb_paddle_profile.v1.ProcessGroup"> & {
  * Use `create(ProcessGroupSchema)` to create a new message.
  */
 export const ProcessGroupSchema: GenMessage<ProcessGroup> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 19);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 17);
 
 /**
  * @generated from message tb_paddle_profile.v1.TopologyView
@@ -1166,7 +1063,7 @@ export type TopologyView = Message<"tb_paddle_profile.v1.TopologyView"> & {
  * Use `create(TopologyViewSchema)` to create a new message.
  */
 export const TopologyViewSchema: GenMessage<TopologyView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 20);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 18);
 
 /**
  * @generated from message tb_paddle_profile.v1.HostClock
@@ -1213,7 +1110,7 @@ export type HostClock = Message<"tb_paddle_profile.v1.HostClock"> & {
  * Use `create(HostClockSchema)` to create a new message.
  */
 export const HostClockSchema: GenMessage<HostClock> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 21);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 19);
 
 /**
  * @generated from message tb_paddle_profile.v1.Finding
@@ -1293,7 +1190,7 @@ export type Finding = Message<"tb_paddle_profile.v1.Finding"> & {
  * Use `create(FindingSchema)` to create a new message.
  */
 export const FindingSchema: GenMessage<Finding> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 22);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 20);
 
 /**
  * values[r * len(steps) + s]: rank row r, step column s; -1 where the rank
@@ -1313,7 +1210,7 @@ export type RankStepMatrix = Message<"tb_paddle_profile.v1.RankStepMatrix"> & {
  * Use `create(RankStepMatrixSchema)` to create a new message.
  */
 export const RankStepMatrixSchema: GenMessage<RankStepMatrix> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 23);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 21);
 
 /**
  * @generated from message tb_paddle_profile.v1.RankKind
@@ -1375,7 +1272,7 @@ export type RankKind = Message<"tb_paddle_profile.v1.RankKind"> & {
  * Use `create(RankKindSchema)` to create a new message.
  */
 export const RankKindSchema: GenMessage<RankKind> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 24);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 22);
 
 /**
  * @generated from message tb_paddle_profile.v1.RankParallel
@@ -1651,7 +1548,7 @@ export type RankParallel = Message<"tb_paddle_profile.v1.RankParallel"> & {
  * Use `create(RankParallelSchema)` to create a new message.
  */
 export const RankParallelSchema: GenMessage<RankParallel> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 25);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 23);
 
 /**
  * @generated from message tb_paddle_profile.v1.KindAcrossRanks
@@ -1717,7 +1614,7 @@ export type KindAcrossRanks = Message<"tb_paddle_profile.v1.KindAcrossRanks"> & 
  * Use `create(KindAcrossRanksSchema)` to create a new message.
  */
 export const KindAcrossRanksSchema: GenMessage<KindAcrossRanks> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 26);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 24);
 
 /**
  * @generated from message tb_paddle_profile.v1.CollectiveMember
@@ -1763,7 +1660,7 @@ export type CollectiveMember = Message<"tb_paddle_profile.v1.CollectiveMember"> 
  * Use `create(CollectiveMemberSchema)` to create a new message.
  */
 export const CollectiveMemberSchema: GenMessage<CollectiveMember> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 27);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 25);
 
 /**
  * One collective instance across the ranks that took part in it.
@@ -1812,7 +1709,7 @@ export type MatchedCollective = Message<"tb_paddle_profile.v1.MatchedCollective"
  * Use `create(MatchedCollectiveSchema)` to create a new message.
  */
 export const MatchedCollectiveSchema: GenMessage<MatchedCollective> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 28);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 26);
 
 /**
  * @generated from message tb_paddle_profile.v1.MatchingInfo
@@ -1857,7 +1754,7 @@ export type MatchingInfo = Message<"tb_paddle_profile.v1.MatchingInfo"> & {
  * Use `create(MatchingInfoSchema)` to create a new message.
  */
 export const MatchingInfoSchema: GenMessage<MatchingInfo> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 29);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 27);
 
 /**
  * @generated from message tb_paddle_profile.v1.KindCoverage
@@ -1884,7 +1781,7 @@ export type KindCoverage = Message<"tb_paddle_profile.v1.KindCoverage"> & {
  * Use `create(KindCoverageSchema)` to create a new message.
  */
 export const KindCoverageSchema: GenMessage<KindCoverage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 30);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 28);
 
 /**
  * @generated from message tb_paddle_profile.v1.Straggler
@@ -1996,7 +1893,7 @@ export type Straggler = Message<"tb_paddle_profile.v1.Straggler"> & {
  * Use `create(StragglerSchema)` to create a new message.
  */
 export const StragglerSchema: GenMessage<Straggler> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 31);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 29);
 
 /**
  * @generated from message tb_paddle_profile.v1.StragglerVerdict
@@ -2071,7 +1968,7 @@ export type StragglerVerdict = Message<"tb_paddle_profile.v1.StragglerVerdict"> 
  * Use `create(StragglerVerdictSchema)` to create a new message.
  */
 export const StragglerVerdictSchema: GenMessage<StragglerVerdict> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 32);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 30);
 
 /**
  * @generated from message tb_paddle_profile.v1.PipelineStage
@@ -2123,7 +2020,7 @@ export type PipelineStage = Message<"tb_paddle_profile.v1.PipelineStage"> & {
  * Use `create(PipelineStageSchema)` to create a new message.
  */
 export const PipelineStageSchema: GenMessage<PipelineStage> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 33);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 31);
 
 /**
  * @generated from message tb_paddle_profile.v1.PipelineView
@@ -2159,7 +2056,7 @@ export type PipelineView = Message<"tb_paddle_profile.v1.PipelineView"> & {
  * Use `create(PipelineViewSchema)` to create a new message.
  */
 export const PipelineViewSchema: GenMessage<PipelineView> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 34);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 32);
 
 /**
  * @generated from message tb_paddle_profile.v1.AdviceTrigger
@@ -2201,7 +2098,7 @@ export type AdviceTrigger = Message<"tb_paddle_profile.v1.AdviceTrigger"> & {
  * Use `create(AdviceTriggerSchema)` to create a new message.
  */
 export const AdviceTriggerSchema: GenMessage<AdviceTrigger> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 35);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 33);
 
 /**
  * @generated from message tb_paddle_profile.v1.Advice
@@ -2242,7 +2139,7 @@ export type Advice = Message<"tb_paddle_profile.v1.Advice"> & {
  * Use `create(AdviceSchema)` to create a new message.
  */
 export const AdviceSchema: GenMessage<Advice> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_plugin, 36);
+  messageDesc(file_tb_paddle_profile_v1_plugin, 34);
 
 /**
  * @generated from enum tb_paddle_profile.v1.LoadState
