@@ -85,6 +85,19 @@ VARIANTS: Dict[str, Callable[[], SimConfig]] = {
     "v-gpu10-first": lambda: _base(anomalies=(Anomaly("slow_gpu", _r(_B, 1, 0, 2), 10),)),
     "v-two-gpus-last": lambda: _base(anomalies=(Anomaly("slow_gpu", _r(_B, 0, 3, 1), 15),
                                                 Anomaly("slow_gpu", _r(_B, 2, 3, 3), 10))),
+    # pure data parallelism over 8 hosts, no one-rank communicators: the world's all-reduces were split
+    # by host (the analysis' spreads summed unix nanoseconds in float64)
+    "v-dp64-8hosts-gpu15": lambda: SimConfig(dp=64, pp=1, mp=1, layers=4, micro_batches=2, kernel_set="lean",
+                                             anomalies=(Anomaly("slow_gpu", 37, 15),)),
+    # the other layouts: more hosts, rank-named files on 8 hosts, shuffled hosts with a stall, a stream per
+    # direction and members ending together
+    "v-dp8pp8mp2-16hosts-exact-gpu10": lambda: SimConfig(dp=8, pp=8, mp=2, layers=16, micro_batches=8,
+                                                         end_spread_us=0.0, kernel_set="lean",
+                                                         anomalies=(Anomaly("slow_gpu", 95, 10),)),
+    "v-dp4pp2mp8-rank-named-loader3ms": lambda: SimConfig(dp=4, pp=2, mp=8, layers=8, micro_batches=4, names="rank",
+                                                          kernel_set="lean", anomalies=(Anomaly("loader", 16, 3 * MB),)),
+    "v-dp4pp8-32hosts-gpu10-first": lambda: SimConfig(dp=4, pp=8, mp=1, hosts=32, layers=16, micro_batches=16,
+                                                      kernel_set="lean", anomalies=(Anomaly("slow_gpu", 8, 10),)),
     # a small model: the host's launches pace the GPU
     "v-hostbound-loader3ms": lambda: dataclasses.replace(CASES["dp4pp4mp4-loader3ms"](), hidden=1024, seq=512,
                                                          vocab=8192),

@@ -15,7 +15,7 @@ from collections import Counter
 from ..v1 import summary_pb2 as pb
 
 # Bump when a field changes meaning; part of the digest's cache key.
-DIGEST_SCHEMA = 7
+DIGEST_SCHEMA = 8
 
 
 def device_id_of(summary: pb.Summary) -> int:

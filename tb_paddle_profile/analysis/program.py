@@ -45,6 +45,15 @@ HOST_KINDS = (STEP_START, SYNC, STEP_END, HOST_COLLECTIVE)
 # The lag an edge that did not bind is given (a kernel queued behind another starts about a
 # microsecond after it ends on current GPUs).
 FREE_LAG_NS = 1000
+TIE_ULPS = 2   # a time this many float32 ulps (of its value, ns from the trace's origin) from another is a tie
+
+
+def time_resolution(t: np.ndarray) -> np.ndarray:
+    """Per time (ns from the trace's origin), how far it may be off another it equals in the trace:
+    TIE_ULPS float32 ulps of its value (Paddle writes relative times through float32: 1 ns up to 2^24 ns,
+    16 ns at 0.2 s, 128 ns at 1.5 s), at least 1 ns."""
+    e = np.floor(np.log2(np.maximum(np.abs(t).astype(np.float64), 1.0))).astype(np.int64)
+    return np.maximum(1, TIE_ULPS * (np.int64(1) << np.maximum(e - 23, 0)))
 _PHASES = {et.FORWARD: 1, et.BACKWARD: 2, et.OPTIMIZATION: 3}
 _NONE = np.iinfo(np.int64).min // 4
 
@@ -184,7 +193,10 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     sp[dorder] = sp_rows
     e_sp = gather(de, sp, _NONE)
 
-    # another stream's event of the same device that ended last at or before the start
+    # another stream's event of the same device that ended last at or before the start, within the
+    # trace's resolution: Paddle writes relative times through float32, so a kernel that waited for an
+    # event and started the nanosecond it ended can read a few float32 ulps before that end
+    tie = time_resolution(ds)
     xp = np.full(D, -1, dtype=np.int64)
     e_x = np.full(D, _NONE, dtype=np.int64)
     if D:
@@ -198,7 +210,7 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
             for dev2, st2, rows2 in streams:
                 if dev2 != dev or st2 == st:
                     continue
-                k = np.searchsorted(cm, ds[rows2], side="right") - 1
+                k = np.searchsorted(cm, ds[rows2] + tie[rows2], side="right") - 1
                 ok = k >= 0
                 cand_end = np.where(ok, cm[np.maximum(k, 0)], _NONE)
                 cand = np.where(ok, rows[arg[np.maximum(k, 0)]], -1)
@@ -291,7 +303,7 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     r_la_lag = np.where(bind[f] == 1, r_start - anchor_end[f], la_free)
     r_la_lag = np.where(r_la >= 0, r_la_lag, 0)
     r_xp = np.where(cross_bind[f], gather(run_of, xp[f], -1), -1)
-    r_xp_lag = np.where(r_xp >= 0, r_start - e_x[f], 0)
+    r_xp_lag = np.where(r_xp >= 0, np.maximum(r_start - e_x[f], 0), 0)
     r_wp = gather(run_of, wait_dev[f], -1) if D else np.zeros(0, np.int64)
     r_wp = np.where(r_wp == r_sp, -1, r_wp)
     r_wp_lag = np.where(r_wp >= 0, lag_cap(r_start - gather(de, wait_dev[f], 0), FREE_LAG_NS), 0)

@@ -32,7 +32,7 @@ from tb_paddle_profile.trace.reader import EventTables, read_trace
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
 # Bump when the analyses change what they put into a Summary (part of the cache key).
-SUMMARY_SCHEMA = 11
+SUMMARY_SCHEMA = 12
 
 
 def summarize_tables(tables: EventTables, file_name: str, file_size: int = 0) -> pb.Summary:

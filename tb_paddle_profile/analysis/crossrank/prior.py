@@ -182,6 +182,10 @@ def split_by_prior(L: np.ndarray, E: np.ndarray, rows: np.ndarray, parts: List[n
     refines its blocks and whose instances are within the end noise (module docstring)."""
     if L.shape[0] < 3:
         return L
+    # the spreads below are float64 sums: of unix ns (1.7e18: a float64 ulp of 256 ns, and sums of 64 of
+    # them off by microseconds, which split DP64's world all-reduces by host) they are taken from the
+    # earliest end, so that they are exact
+    E = E - E.min() if E.size else E
     limit = PRIOR_NOISE_FACTOR * sigma + PRIOR_FLOOR_NS
     J = joined_blocks(L)[0]
     if _worst_block(L, E, J) <= limit:
