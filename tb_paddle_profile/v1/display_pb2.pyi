@@ -180,16 +180,22 @@ class Span(_message.Message):
     def __init__(self, text: _Optional[str] = ..., is_value: _Optional[bool] = ..., format: _Optional[_Union[Format, _Mapping]] = ..., value: _Optional[_Union[Cell, _Mapping]] = ..., is_rank: _Optional[bool] = ..., rank: _Optional[int] = ..., link: _Optional[str] = ...) -> None: ...
 
 class Sentence(_message.Message):
-    __slots__ = ("key", "level", "spans", "title")
+    __slots__ = ("key", "level", "spans", "title", "section", "part", "rule")
     KEY_FIELD_NUMBER: _ClassVar[int]
     LEVEL_FIELD_NUMBER: _ClassVar[int]
     SPANS_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
+    SECTION_FIELD_NUMBER: _ClassVar[int]
+    PART_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     key: str
     level: str
     spans: _containers.RepeatedCompositeFieldContainer[Span]
     title: str
-    def __init__(self, key: _Optional[str] = ..., level: _Optional[str] = ..., spans: _Optional[_Iterable[_Union[Span, _Mapping]]] = ..., title: _Optional[str] = ...) -> None: ...
+    section: str
+    part: str
+    rule: str
+    def __init__(self, key: _Optional[str] = ..., level: _Optional[str] = ..., spans: _Optional[_Iterable[_Union[Span, _Mapping]]] = ..., title: _Optional[str] = ..., section: _Optional[str] = ..., part: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class View(_message.Message):
     __slots__ = ("key", "title", "sentences", "tables")

@@ -79,7 +79,7 @@ function SummaryBody({ rp, unit, current, labels, open }: { rp: RunParallel; uni
     <div class="par-summary" data-testid="par-summary">
       {!rp.display ? <Notice kind="error" testId="par-no-display">The server sent the analysis without its tables (RunParallel.display).</Notice> : null}
       <VerdictCard c={c} />
-      {groupsOf(c.view, "finding.").length ? <FindingsCard c={c} /> : null}
+      {groupsOf(c.view, "findings").length ? <FindingsCard c={c} /> : null}
       {/* a grid of up to 64 DP replicas fits beside the outliers; a wider one takes the whole row */}
       {grid && (rp.topology?.dp ?? 0) <= 64 ? (
         <div class="grid par-summary-two">
@@ -372,7 +372,7 @@ function usePaged(total: number): [number, ComponentChildren] {
 
 function FindingsCard({ c }: { c: Ctx }) {
   const { view, unit } = c;
-  const groups = groupsOf(view, "finding.");
+  const groups = groupsOf(view, "findings");
   const table = tableOf(view, "findings");
   const [shown, more] = usePaged(groups.length);
   return (
@@ -386,7 +386,7 @@ function FindingsCard({ c }: { c: Ctx }) {
           const stage = table && row ? cellOf(table, row, "stage") : undefined;
           const cost = partOf(g, "cost")[0];
           return (
-            <li class={`par-finding ${category}`} data-rule={g.head.key.slice("finding.".length)} data-category={category} data-testid="par-finding">
+            <li class={`par-finding ${category}`} data-rule={g.head.rule} data-category={category} data-testid="par-finding">
               <div class="par-finding-head">
                 <span class={`par-cat ${category}`}>{cell("category_title") || category}</span>
                 {cell("cause") ? <span class="par-cause">{cell("cause")}</span> : null}
@@ -433,8 +433,10 @@ function OutliersCard({ c }: { c: Ctx }) {
 
 function AdviceCard({ c }: { c: Ctx }) {
   const { view } = c;
-  const groups = groupsOf(view, "advice.").filter((g) => g.head.key !== "advice.none");
-  const none = sentencesOf(view, "advice.none")[0];
+  const all = groupsOf(view, "advice");
+  // an advice has its rule; the one sentence without ("No rule fired.") says there is none
+  const groups = all.filter((g) => g.head.rule);
+  const none = all.find((g) => !g.head.rule)?.head;
   const triggers = tableOf(view, "advice_triggers");
   const [shown, more] = usePaged(groups.length);
   return (
@@ -442,7 +444,7 @@ function AdviceCard({ c }: { c: Ctx }) {
       {groups.length ? (
         <ol class="par-advice" data-testid="par-advice" data-total={String(groups.length)}>
           {groups.slice(0, shown).map((g, i) => {
-            const rule = g.head.key.slice("advice.".length);
+            const rule = g.head.rule;
             const rows = triggers ? triggers.rows.filter((r) => num(cellOf(triggers, r, "advice")?.number) === i) : [];
             return (
               <li data-rule={rule}>
