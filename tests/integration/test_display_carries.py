@@ -10,7 +10,10 @@ import pytest
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.digest import digest_of
 from tb_paddle_profile.analysis.summarize import summarize_file
+from tb_paddle_profile.present.display import distributed
 from tb_paddle_profile.present.display.cells import sentence_text
+from tb_paddle_profile.present.display.distributed import distributed_display
+from tb_paddle_profile.present.display.export import records
 from tb_paddle_profile.present.display.parallel import parallel_display
 from tb_paddle_profile.present.render.parallel_text import render
 from tb_paddle_profile.v1 import plugin_pb2
@@ -79,3 +82,76 @@ def test_findings_and_advice_are_placed_by_the_model(run):
         assert f"[{f.category}: {f.rule}" in text and sentence_text(head)[:60] in text.replace("\n   ", " ")
     for i, a in enumerate(rp.advice, 1):
         assert f"{i}. {a.title}." in text
+
+
+def _records(view, key):
+    (t,) = [t for t in view.tables if t.key == key]
+    return records(t)
+
+
+def test_distributed_charts_series_are_the_ranks_split(run):
+    """rank_parts and step_parts: each rank's (and each step's) split into computation only, overlap,
+    communication only and the rest adds up to its step time, from the rank's own Distribution Summary."""
+    _, rd = run
+    view = _view(distributed_display(rd), "distributed")
+    parts = ("computation_ns", "overlap_ns", "communication_ns", "other_ns")
+    rows = _records(view, "rank_parts")
+    assert [r["worker"] for r in rows] == [r.worker for r in rd.ranks]
+    for row, r in zip(rows, rd.ranks):
+        d = r.distributed
+        assert d.communication_ns > 0 and d.computation_ns > 0
+        assert sum(row[p] for p in parts) == row["total_ns"] == r.total_time_ns
+        assert row["overlap_ns"] == d.overlap_ns
+        assert row["computation_ns"] + d.overlap_ns == d.computation_ns
+        assert row["communication_ns"] + d.overlap_ns == d.communication_ns
+        for p in parts:
+            assert row[p.replace("_ns", "_share")] == row[p] / r.total_time_ns
+        assert row["name"] == f"rank {r.rank}"
+    steps = _records(view, "step_parts")
+    want = [(r.worker, s.step) for r in rd.ranks for s in r.distributed.steps]
+    assert [(x["worker"], x["step"]) for x in steps] == want  # every rank has every step here
+    by = {(r.worker, s.step): s for r in rd.ranks for s in r.distributed.steps}
+    for x in steps:
+        s = by[(x["worker"], x["step"])]
+        assert x["total_ns"] == s.range.end_ns - s.range.start_ns == sum(x[p] for p in parts)
+        assert (x["overlap_ns"], x["computation_ns"] + s.overlap_ns, x["communication_ns"] + s.overlap_ns) == (
+            s.overlap_ns, s.computation_ns, s.communication_ns)
+
+
+def test_distributed_step_means_and_slowest_rank(run, monkeypatch):
+    """Beyond MANY_RANKS ranks the per-step chart is step_means: per step the ranks' mean of each part (from
+    0) and the slowest rank, the same numbers as the ranks' own step_parts rows."""
+    _, rd = run
+    few = _records(_view(distributed_display(rd), "distributed"), "step_parts")
+    monkeypatch.setattr(distributed, "MANY_RANKS", 4)
+    view = _view(distributed_display(rd, {"rank5": "the slow one"}), "distributed")
+    assert not [t for t in view.tables if t.key == "step_parts"]
+    (means_table,) = [t for t in view.tables if t.key == "step_means"]
+    assert means_table.title == f"Per step, mean of {len(rd.ranks)} ranks"
+    means = records(means_table)
+    assert [m["step"] for m in means] == sorted({x["step"] for x in few})
+    for m in means:
+        rows = [x for x in few if x["step"] == m["step"]]
+        assert m["ranks"] == len(rows) == len(rd.ranks)
+        for p in ("computation_ns", "overlap_ns", "communication_ns", "other_ns"):
+            assert m[p] == pytest.approx(sum(max(0, x[p]) for x in rows) / len(rows), rel=1e-12)
+        slowest = max(rows, key=lambda x: x["total_ns"])
+        assert (m["slowest_worker"], m["slowest_ns"]) == (slowest["worker"], slowest["total_ns"])
+        # named by its label (the run list's, else "rank N")
+        assert m["slowest"] == ("the slow one" if slowest["worker"] == "rank5" else slowest["label"])
+
+
+def test_distributed_partial_answer_draws_the_ranks_read(run):
+    """While ranks load, the view carries the charts' series of the ranks read and says it is partial; the
+    tables of the ranks come once every rank is read."""
+    _, rd = run
+    loading = plugin_pb2.RunDistributed()
+    loading.CopyFrom(rd)
+    for r in loading.ranks[3:]:
+        r.Clear()
+        r.worker, r.state = f"late{len(r.worker)}", plugin_pb2.LOADING
+    view = _view(distributed_display(loading, partial=True), "distributed")
+    assert [t.key for t in view.tables] == ["rank_parts", "step_parts"]
+    assert [r["worker"] for r in _records(view, "rank_parts")] == [r.worker for r in rd.ranks[:3]]
+    (said,) = [s for s in view.sentences if s.key == "partial"]
+    assert sentence_text(said).startswith(f"3 of {len(rd.ranks)} ranks read")

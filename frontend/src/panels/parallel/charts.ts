@@ -20,7 +20,6 @@ export function num(x: bigint | number | undefined): number {
 const DURATION = create(FormatSchema, { kind: CellKind.CELL_DURATION });
 const DURATION_UNIT = create(FormatSchema, { kind: CellKind.CELL_DURATION, style: "unit" });
 const PERCENT1 = create(FormatSchema, { kind: CellKind.CELL_PERCENT, digits: 1 });
-const PERCENT2 = create(FormatSchema, { kind: CellKind.CELL_PERCENT, digits: 2 });
 
 /** A time in ns printed in `unit` ("12.34"). */
 export function time(ns: number | bigint, unit: TimeUnit): string {
@@ -35,11 +34,6 @@ export function timeUnit(ns: number | bigint, unit: TimeUnit): string {
 /** A fraction as a percentage with one decimal ("12.5%"). */
 export function pct1(fraction: number): string {
   return formatValue(PERCENT1, create(CellSchema, { number: fraction }));
-}
-
-/** A part of a whole as a percentage with two decimals ("12.50%"; "-" without a whole), for tooltips. */
-export function share2(part: number, whole: number): string {
-  return whole ? formatValue(PERCENT2, create(CellSchema, { number: part / whole })) : "-";
 }
 
 export function parRankLabel(r: { rank: number; rankInferred?: boolean }): string {
