@@ -15,6 +15,8 @@ from tb_paddle_profile.present.display.cells import sentence_text
 from tb_paddle_profile.present.display.distributed import distributed_display
 from tb_paddle_profile.present.display.export import records
 from tb_paddle_profile.present.display.parallel import parallel_display
+from tb_paddle_profile.present.display.parallel_charts import kinds_present
+from tb_paddle_profile.present.display.parallel_common import kind_label
 from tb_paddle_profile.present.render.parallel_text import render
 from tb_paddle_profile.v1 import plugin_pb2
 from tbp_synth import SynthConfig, generate
@@ -155,3 +157,39 @@ def test_distributed_partial_answer_draws_the_ranks_read(run):
     assert [r["worker"] for r in _records(view, "rank_parts")] == [r.worker for r in rd.ranks[:3]]
     (said,) = [s for s in view.sentences if s.key == "partial"]
     assert sentence_text(said).startswith(f"3 of {len(rd.ranks)} ranks read")
+
+
+def test_breakdown_series_split_each_step_exactly(run):
+    """breakdown_steps and breakdown_mean: each bar's parts are the analysis' own (compute only, hidden
+    communication, each kind's exposed time, exposed memcpy, idle), their drawn heights fill the step time
+    exactly (the kinds cut to the exposed communication), each with its share of the step."""
+    rp, _ = run
+    view = _view(parallel_display(rp))
+    (steps_t,) = [t for t in view.tables if t.key == "breakdown_steps"]
+    parts = [c.key for c in steps_t.columns if c.group == "part"]
+    bars = [c.key for c in steps_t.columns if c.group == "bar"]
+    kinds = [k for k in parts if k not in ("compute_ns", "hidden_comm_ns", "exposed_memcpy_ns", "idle_ns")]
+    assert kinds and [c.header for c in steps_t.columns if c.key in kinds] == [
+        f"Exposed {kind_label(k)}" for k in kinds_present(rp)]
+    rows = records(steps_t)
+    assert [(r["worker"], r["step"]) for r in rows] == [(r.worker, s) for r in rp.ranks for s in rp.steps]
+    by = {(r.worker, s.step): s for r in rp.ranks for s in r.step_breakdown}
+    for row in rows:
+        s = by[(row["worker"], row["step"])]
+        assert row["total_ns"] == s.range.end_ns - s.range.start_ns
+        assert row["compute_ns"] == s.compute_ns - s.hidden_communication_ns
+        assert row["hidden_comm_ns"] == s.hidden_communication_ns and row["idle_ns"] == s.idle_ns
+        assert row["exposed_comm_ns"] == s.exposed_communication_ns
+        own = {f"exposed_{kind_label(k.kind)}_ns": k.exposed_ns for k in s.kinds}
+        assert {k: row[k] for k in kinds if row[k]} == {k: v for k, v in own.items() if v}
+        assert sum(row[k.replace("_ns", "_bar_ns")] for k in kinds) == s.exposed_communication_ns
+        assert sum(row[b] for b in bars) == row["total_ns"]  # the bar is the step
+        for k in parts:
+            assert row[k.replace("_ns", "_share")] == row[k] / row["total_ns"]
+    means = records([t for t in view.tables if t.key == "breakdown_mean"][0])
+    assert [m["worker"] for m in means] == [r.worker for r in rp.ranks]
+    for m, r in zip(means, rp.ranks):
+        assert (m["total_ns"], m["compute_ns"]) == (r.step_time_ns, r.compute_ns - r.hidden_communication_ns)
+        for k in r.kinds:
+            assert m[f"exposed_{kind_label(k.kind)}_ns"] == k.exposed_ns / r.steps
+        assert m["name"] == f"rank {r.rank}" and m["label"] == r.label

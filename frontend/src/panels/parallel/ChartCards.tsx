@@ -7,8 +7,7 @@ import { formatCell } from "../../display/cells";
 import { cellOf, numberOf, tableOf } from "../../display/model";
 import type { Table } from "../../gen/tb_paddle_profile/v1/display_pb";
 import { Timeline } from "../../gen/tb_paddle_profile/v1/summary_pb";
-import type { Breakdown } from "./charts";
-import { breakdownOption, heatBins, heatmapOption, kindsPresent, meanBreakdown, num, pct1, stepBreakdown, waitsOption } from "./charts";
+import { breakdownOption, heatBins, heatmapOption, pct1, waitsOption } from "./charts";
 import type { Ctx } from "./common";
 import { ParTable, S, sentencesOf, TableCard } from "./common";
 
@@ -19,24 +18,17 @@ const MAX_PER_STEP_BARS = 160;
 type BreakdownMode = "steps" | "mean" | "waits";
 
 export function BreakdownCard({ c }: { c: Ctx }) {
-  const { rp, unit, open, named } = c;
-  const stepIds = useMemo(() => rp.steps.map((s) => num(s)), [rp]);
-  const [mode, setMode] = useState<BreakdownMode>(rp.ranks.length * Math.max(1, stepIds.length) <= MAX_PER_STEP_BARS ? "steps" : "mean");
-  const kinds = useMemo(() => kindsPresent(rp), [rp]);
+  const { rp, unit, open, named, view } = c;
+  const perStep = tableOf(view, "breakdown_steps");
+  const mean = tableOf(view, "breakdown_mean");
+  const [mode, setMode] = useState<BreakdownMode>((perStep?.rows.length ?? 0) <= MAX_PER_STEP_BARS ? "steps" : "mean");
   const host = rp.ranks.length > 0 && rp.ranks.every((r) => r.timeline === Timeline.HOST);
+  const table = mode === "steps" ? perStep : mode === "mean" ? mean : undefined;
 
   const option = useMemo(() => {
     if (mode === "waits") return waitsOption(rp, unit, named, c.label);
-    if (mode === "mean") return breakdownOption(rp.ranks, [-1], rp.ranks.map((r) => [meanBreakdown(r)]), kinds, unit, c.label);
-    const cells: (Breakdown | null)[][] = rp.ranks.map((r) => {
-      const byStep = new Map(r.stepBreakdown.map((x) => [num(x.step), x]));
-      return stepIds.map((id) => {
-        const s = byStep.get(id);
-        return s ? stepBreakdown(s) : null;
-      });
-    });
-    return breakdownOption(rp.ranks, stepIds, cells, kinds, unit, c.label);
-  }, [mode, rp, unit, kinds, stepIds, named, c]);
+    return table ? breakdownOption(table, unit) : {};
+  }, [mode, rp, unit, table, named, c]);
 
   const subtitle =
     mode === "waits"
@@ -62,9 +54,11 @@ export function BreakdownCard({ c }: { c: Ctx }) {
       }
     >
       <Chart option={option} height={320} testId="par-breakdown-chart" onClick={(p) => rp.ranks[p.dataIndex] && open(rp.ranks[p.dataIndex].worker)} />
-      {kinds.length > 1 && mode !== "waits" ? (
-        <p class="note">Where kinds overlap one another, the overlap is drawn with the first kind; the tooltip gives each kind's own exposed time.</p>
-      ) : null}
+      {(mode !== "waits" ? (perStep?.notes ?? []) : []).map((s) => (
+        <p class="note">
+          <S c={c} s={s} />
+        </p>
+      ))}
     </Card>
   );
 }

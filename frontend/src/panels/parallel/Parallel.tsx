@@ -180,6 +180,9 @@ const PLACED = new Set([
   "memory_stages",
   "memory_ranks",
   "stage_layers",
+  // the charts' series
+  "breakdown_steps",
+  "breakdown_mean",
   // the summary's
   "stragglers",
   "findings",
