@@ -143,7 +143,7 @@ HEATMAP_TABLES = {"step_time": "par-heat-step", "exposed_comm_by_step": "par-hea
 # Tables the panel lays out as blocks or lists rather than as a table (checked cell by cell below).
 LAID_OUT = {"stragglers", "findings", "advice_triggers"}
 # Tables the panel draws as charts (check_charts: the chart's series are their cells).
-CHARTED = {"breakdown_steps", "breakdown_mean"}
+CHARTED = {"breakdown_steps", "breakdown_mean", "step_time_heat", "exposed_comm_heat"}
 
 
 def table_id(key: str) -> str:
@@ -311,6 +311,17 @@ def check_charts(frame, rp, unit):
                              "data": [max(0.0, r.cells[_col(t, b.key)].number) / DIVISOR[unit] for r in rows]})
         assert got["series"] == want, key
     frame.click('[data-testid="par-breakdown-mode"] button[data-value="steps"]')
+    # the heatmaps: a row per rank (or bin), a cell per step with a value, coloured over the table's scale
+    for key, test_id in (("step_time_heat", "par-heat-step"), ("exposed_comm_heat", "par-heat-exposed")):
+        t = tables[key]
+        values = [i for i, c in enumerate(t.columns) if c.group == "value"]
+        got = frame.evaluate("""(id) => { const o = document.querySelector(`[data-testid="${id}"]`).__tbppChart.getOption();
+            return { y: o.yAxis[0].data, x: o.xAxis[0].data, data: o.series[0].data, scale: [o.visualMap[0].min, o.visualMap[0].max] }; }""", test_id)
+        assert got["y"] == [r.cells[_col(t, "name")].text for r in t.rows]
+        assert got["x"] == [t.columns[i].header for i in values]
+        assert got["data"] == [[si, bi, r.cells[i].number] for bi, r in enumerate(t.rows)
+                               for si, i in enumerate(values) if not r.cells[i].missing]
+        assert got["scale"] == [t.scale.min, t.scale.max]
 
 
 def squash(text: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 from tb_paddle_profile.analysis.crossrank import analyze_run
 from tb_paddle_profile.analysis.digest import digest_of
 from tb_paddle_profile.analysis.summarize import summarize_file
-from tb_paddle_profile.present.display import distributed
+from tb_paddle_profile.present.display import distributed, parallel_charts
 from tb_paddle_profile.present.display.cells import sentence_text
 from tb_paddle_profile.present.display.distributed import distributed_display
 from tb_paddle_profile.present.display.export import records
@@ -193,3 +193,32 @@ def test_breakdown_series_split_each_step_exactly(run):
         for k in r.kinds:
             assert m[f"exposed_{kind_label(k.kind)}_ns"] == k.exposed_ns / r.steps
         assert m["name"] == f"rank {r.rank}" and m["label"] == r.label
+
+
+def test_heatmap_bins_hold_each_bins_largest_value(run, monkeypatch):
+    """step_time_heat and exposed_comm_heat: a row per rank (or, beyond MAX_HEAT_ROWS ranks, per bin of
+    consecutive ranks), each step's cell the largest of the analysis' own rank × step values in the bin and
+    the rank that has it; the colour scale is the range of the cells."""
+    rp, _ = run
+    steps = list(rp.steps)
+    for rows_max, sizes in ((parallel_charts.MAX_HEAT_ROWS, [1] * 8), (3, [3, 3, 2])):
+        monkeypatch.setattr(parallel_charts, "MAX_HEAT_ROWS", rows_max)
+        view = _view(parallel_display(rp))
+        for key, matrix in (("step_time_heat", rp.step_time), ("exposed_comm_heat", rp.exposed_communication)):
+            (t,) = [t for t in view.tables if t.key == key]
+            rows = records(t)
+            assert [r["ranks"] for r in rows] == sizes
+            first = 0
+            cells = []
+            for r, n in zip(rows, sizes):
+                members = rp.ranks[first:first + n]
+                for si, s in enumerate(steps):
+                    vals = [(matrix.values_ns[(first + i) * len(steps) + si], m) for i, m in enumerate(members)]
+                    top = max(v for v, _ in vals)
+                    assert r[f"step_{s}"] == top
+                    assert r[f"worst_{s}_worker"] == next(m.worker for v, m in vals if v == top)
+                    cells.append(top)
+                assert r["name"] == (f"rank {members[0].rank}" if n == 1
+                                     else f"ranks {members[0].rank}–{members[-1].rank}")
+                first += n
+            assert (t.scale.min, t.scale.max) == (min(cells), max(cells))

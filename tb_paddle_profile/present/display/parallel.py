@@ -32,7 +32,7 @@ from tb_paddle_profile.present.display.parallel_tables import (_clocks_table, _c
                                                                _matrix_table, _memory_tables, _pipeline_tables,
                                                                _rank_kinds_table, _ranks_table, _sequence_tables,
                                                                _stage_layers_table, _topology_table, _waits_table)
-from tb_paddle_profile.present.display.parallel_charts import breakdown_tables
+from tb_paddle_profile.present.display.parallel_charts import breakdown_tables, heat_table
 from tb_paddle_profile.present.display.straggler import _named, _stragglers_table
 from tb_paddle_profile.present.display.distributed import distributed_display
 
@@ -212,6 +212,8 @@ def parallel_display(rp: ppb.RunParallel, time_unit: str = "ms") -> dpb.Display:
     tables += _comm_tables(rp)
     tables += [_stragglers_table(rp, labels), _findings_table(rp), _outliers_table(rp), _advice_triggers_table(rp)]
     tables += breakdown_tables(rp)
+    tables += [heat_table(rp, "step_time_heat", "Step time by rank and step", rp.step_time),
+               heat_table(rp, "exposed_comm_heat", "Exposed communication by rank and step", rp.exposed_communication)]
     view.tables.extend(tables)
     out = dpb.Display(time_unit=time_unit)
     out.views.append(view)

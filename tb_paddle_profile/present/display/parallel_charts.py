@@ -135,3 +135,51 @@ def breakdown_tables(rp: ppb.RunParallel) -> List[dpb.Table]:
     mean = [(r, None, _mean_bar(r)) for r in rp.ranks]
     return [_breakdown("breakdown_steps", "Step breakdown, rank × step", cells, kinds, note=True),
             _breakdown("breakdown_mean", "Step breakdown, mean per step", mean, kinds)]
+
+
+# ------------------------------------------------------------------ rank × step heatmaps
+
+# At most this many rows in a heatmap: beyond, consecutive ranks are binned (each bin holds its maximum).
+MAX_HEAT_ROWS = 128
+
+
+def heat_bins(n: int, max_rows: Optional[int] = None) -> List[Tuple[int, int]]:
+    """The rows of a heatmap of `n` ranks: (first, last) index of each bin of consecutive ranks, at most
+    `max_rows` (MAX_HEAT_ROWS) of them."""
+    size = max(1, -(-n // (max_rows or MAX_HEAT_ROWS)))
+    return [(i, min(n, i + size) - 1) for i in range(0, n, size)]
+
+
+def heat_table(rp: ppb.RunParallel, key: str, title: str, matrix: ppb.RankStepMatrix) -> dpb.Table:
+    """A rank × step heatmap of ``matrix``: a row per bin of consecutive ranks (one rank each up to
+    MAX_HEAT_ROWS ranks), per step the bin's largest value (missing where no rank of the bin has the step),
+    the rank that has it and its worker; Table.scale is the range of the values drawn."""
+    steps = list(rp.steps)
+    ranks = list(rp.ranks)
+    values = list(matrix.values_ns)
+    t = _table(key, title, [col("name", "Ranks"), col("title", "Ranks", text_hidden=True),
+                            count("ranks", "Rank count")]
+               + [dpb.Column(key=f"step_{s}", header=f"#{s}", format=dur("", "").format, group="value") for s in steps]
+               + [dpb.Column(key=f"worst_{s}", header=f"#{s}: worst rank", group="worst") for s in steps]
+               + [dpb.Column(key=f"worst_{s}_worker", header=f"#{s}: its worker", group="worker", panel_hidden=True)
+                  for s in steps], text_hidden=True)
+    drawn: List[int] = []
+    for a, b in heat_bins(len(ranks)):
+        best: List[Optional[Tuple[int, ppb.RankParallel]]] = []
+        for si in range(len(steps)):
+            top, worst = -1, None
+            for ri in range(a, b + 1):
+                i = ri * len(steps) + si
+                v = values[i] if i < len(values) else -1
+                if v >= 0 and v > top:
+                    top, worst = v, ranks[ri]
+            best.append((top, worst) if worst is not None else None)
+        drawn += [x[0] for x in best if x]
+        name = rank_name(ranks[a]) if a == b else f"ranks {ranks[a].rank}–{ranks[b].rank}"
+        head = _label(ranks[a]) if a == b else f"{name} ({b - a + 1} ranks)"
+        _row(t, [name, head, b - a + 1] + [x[0] if x else None for x in best]
+             + [_label(x[1]) if x else None for x in best] + [x[1].worker if x else None for x in best],
+             ranks[a].worker if a == b else f"{a}-{b}", _rank_link(ranks[a].rank) if a == b else "")
+    lo, hi = (min(drawn), max(drawn)) if drawn else (0, 1)
+    t.scale.CopyFrom(dpb.ChartScale(min=lo, max=hi if hi != lo else lo + 1))
+    return t

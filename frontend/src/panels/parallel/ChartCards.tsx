@@ -7,7 +7,8 @@ import { formatCell } from "../../display/cells";
 import { cellOf, numberOf, tableOf } from "../../display/model";
 import type { Table } from "../../gen/tb_paddle_profile/v1/display_pb";
 import { Timeline } from "../../gen/tb_paddle_profile/v1/summary_pb";
-import { breakdownOption, heatBins, heatmapOption, pct1, waitsOption } from "./charts";
+import type { HeatCell } from "./charts";
+import { breakdownOption, heatmapOption, heatWorker, pct1, waitsOption } from "./charts";
 import type { Ctx } from "./common";
 import { ParTable, S, sentencesOf, TableCard } from "./common";
 
@@ -67,18 +68,20 @@ export function BreakdownCard({ c }: { c: Ctx }) {
 
 type HeatMode = "heatmap" | "table";
 
-export function HeatmapCard({ c, table, title, values, colors, label, testId }: { c: Ctx; table: Table | undefined; title?: string; values: bigint[]; colors: string[]; label: string; testId: string }) {
-  const { rp, unit, open } = c;
+export function HeatmapCard({ c, table, heat, title, colors, label, testId }: { c: Ctx; table: Table | undefined; heat: Table | undefined; title?: string; colors: string[]; label: string; testId: string }) {
+  const { unit, open } = c;
   const [mode, setMode] = useState<HeatMode>("heatmap");
-  const option = useMemo(() => heatmapOption(rp, values, unit, colors, label, c.label), [rp, values, unit, colors, label, c]);
-  const bins = heatBins(rp.ranks.length);
-  const height = Math.max(160, Math.min(520, 26 * bins.rows.length + 40));
-  const binned = bins.size > 1;
+  const option = useMemo(() => (heat ? heatmapOption(heat, unit, colors, label) : {}), [heat, unit, colors, label]);
+  const rows = heat?.rows.length ?? 0;
+  // ranks per row: the first row's (a bin of consecutive ranks; the last may hold fewer)
+  const size = heat && rows ? numberOf(heat, heat.rows[0], "ranks") : 1;
+  const height = Math.max(160, Math.min(520, 26 * rows + 40));
+  const binned = size > 1;
   const name = title ?? table?.title ?? label;
   return (
     <Card
       title={name}
-      subtitle={`${unit} · ${binned ? `each row ${bins.size} consecutive ranks, the max of the bin (hover: its range and worst rank)` : "one row per rank"} · click a cell to open the rank`}
+      subtitle={`${unit} · ${binned ? `each row ${size} consecutive ranks, the max of the bin (hover: its range and worst rank)` : "one row per rank"} · click a cell to open the rank`}
       testId={`${testId}-card`}
       tools={
         table ? (
@@ -96,14 +99,15 @@ export function HeatmapCard({ c, table, title, values, colors, label, testId }: 
       }
     >
       {mode === "heatmap" || !table ? (
-        <div data-testid={`${testId}-box`} data-bin={bins.size} data-rows={bins.rows.length}>
+        <div data-testid={`${testId}-box`} data-bin={size} data-rows={rows}>
           <Chart
             option={option}
             height={height}
             testId={testId}
             onClick={(p) => {
-              const d = p.data as [number, number, number, number] | undefined;
-              if (d && rp.ranks[d[3]]) open(rp.ranks[d[3]].worker);
+              const d = p.data as HeatCell | undefined;
+              const w = d && heat ? heatWorker(heat, d) : "";
+              if (w) open(w);
             }}
           />
         </div>

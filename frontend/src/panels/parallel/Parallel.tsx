@@ -183,6 +183,8 @@ const PLACED = new Set([
   // the charts' series
   "breakdown_steps",
   "breakdown_mean",
+  "step_time_heat",
+  "exposed_comm_heat",
   // the summary's
   "stragglers",
   "findings",
@@ -200,11 +202,11 @@ function ParallelBody({ rp, unit, current, labels, open }: { rp: RunParallel; un
       <AdviceCard c={c} />
       <BreakdownCard c={c} />
       <div class="grid two">
-        <HeatmapCard c={c} table={t("step_time")} values={rp.stepTime?.valuesNs ?? []} colors={["#e3f2fd", "#64b5f6", "#0d47a1"]} label="step time" testId="par-heat-step" />
+        <HeatmapCard c={c} table={t("step_time")} heat={t("step_time_heat")} colors={["#e3f2fd", "#64b5f6", "#0d47a1"]} label="step time" testId="par-heat-step" />
         <HeatmapCard
           c={c}
           table={t("exposed_comm_by_step")}
-          values={rp.exposedCommunication?.valuesNs ?? []}
+          heat={t("exposed_comm_heat")}
           colors={["#fff3e0", "#ffb74d", "#bf360c"]}
           label="exposed communication"
           testId="par-heat-exposed"

@@ -156,79 +156,46 @@ export function waitsOption(rp: RunParallel, unit: TimeUnit, named: Set<number>,
   };
 }
 
-/** At most this many rows in a heatmap: beyond, ranks are binned (consecutive ranks, the max of each bin). */
-export const MAX_HEAT_ROWS = 128;
-
-export interface HeatBins {
-  /** Ranks per row (1: one row per rank). */
-  size: number;
-  /** Per row: first and last index into rp.ranks. */
-  rows: [number, number][];
-}
-
-export function heatBins(n: number, maxRows = MAX_HEAT_ROWS): HeatBins {
-  const size = Math.max(1, Math.ceil(n / maxRows));
-  const rows: [number, number][] = [];
-  for (let i = 0; i < n; i += size) rows.push([i, Math.min(n, i + size) - 1]);
-  return { size, rows };
-}
-
-/** Heatmap cell data: [step index, row index, value, index of the worst rank in the row's bin]. */
-export type HeatCell = [number, number, number, number];
+/** Heatmap cell data: [step index, row index, value]. */
+export type HeatCell = [number, number, number];
 
 /**
- * A rank × step heatmap (rows = ranks top to bottom, or bins of consecutive ranks holding each
- * bin's maximum when there are more than MAX_HEAT_ROWS ranks; columns = steps); -1 cells are left
- * empty. The tooltip names a bin's rank range and its worst rank.
+ * A rank × step heatmap of the model's heat table (display/parallel_charts.py heat_table): a row per bin of
+ * consecutive ranks (one rank each unless there are many), columns = steps, each cell the bin's largest value
+ * (a missing cell is left empty), coloured over the table's scale. The tooltip names a bin's ranks and its
+ * worst rank.
  */
-export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit, colors: string[], label: string, rankLabel: RankLabel = parRankLabel): ChartOption {
-  const steps = rp.steps.map((s) => num(s));
-  const ranks = rp.ranks;
-  const bins = heatBins(ranks.length);
+export function heatmapOption(t: Table, unit: TimeUnit, colors: string[], label: string): ChartOption {
+  const values = groupColumns(t, "value");
+  const worst = groupColumns(t, "worst");
   const data: HeatCell[] = [];
-  let lo = Infinity;
-  let hi = -Infinity;
-  bins.rows.forEach(([a, b], bi) =>
-    steps.forEach((_s, si) => {
-      let best = -1;
-      let worst = -1;
-      for (let ri = a; ri <= b; ri++) {
-        const v = num(values[ri * steps.length + si]);
-        if (v >= 0 && v > best) {
-          best = v;
-          worst = ri;
-        }
-      }
-      if (worst < 0) return;
-      data.push([si, bi, best, worst]);
-      lo = Math.min(lo, best);
-      hi = Math.max(hi, best);
+  t.rows.forEach((r, bi) =>
+    values.forEach((c, si) => {
+      const cell = cellOf(t, r, c.key);
+      if (cell && !cell.missing) data.push([si, bi, cell.number]);
     }),
   );
-  if (!data.length) {
-    lo = 0;
-    hi = 1;
-  }
-  if (hi === lo) hi = lo + 1;
-  const nRows = bins.rows.length;
-  const showLabels = steps.length <= 24 && nRows <= 32;
-  const rowName = ([a, b]: [number, number]) => (a === b ? parRankLabel(ranks[a]) : `ranks ${ranks[a].rank}–${ranks[b].rank}`);
+  const lo = t.scale?.min ?? 0;
+  const hi = t.scale?.max ?? 1;
+  const nRows = t.rows.length;
+  const showLabels = values.length <= 24 && nRows <= 32;
   return {
     grid: { left: 8, right: 70, top: 8, bottom: 4, containLabel: true },
     tooltip: {
       trigger: "item",
       formatter: ((p: { data: HeatCell }) => {
-        const [si, bi, v, wi] = p.data;
-        const [a, b] = bins.rows[bi];
-        if (a === b) return tooltipBox(`${rankLabel(ranks[a])} · step ${steps[si]}`, [{ name: label, value: `${timeUnit(v, unit)}` }]);
-        return tooltipBox(`ranks ${ranks[a].rank}–${ranks[b].rank} (${b - a + 1} ranks) · step ${steps[si]}`, [
+        const [si, bi, v] = p.data;
+        const r = t.rows[bi];
+        const step = values[si].header.slice(1);
+        if (numberOf(t, r, "ranks") === 1) return tooltipBox(`${textOf(t, r, "title")} · step ${step}`, [{ name: label, value: `${timeUnit(v, unit)}` }]);
+        return tooltipBox(`${textOf(t, r, "title")} · step ${step}`, [
           { name: `${label}, max of the bin`, value: `${timeUnit(v, unit)}` },
-          { name: "worst rank", value: rankLabel(ranks[wi]) },
+          { name: "worst rank", value: textOf(t, r, worst[si].key) },
         ]);
       }) as never,
     },
-    xAxis: { type: "category", data: steps.map((s) => `#${s}`), splitArea: { show: false }, axisTick: { show: false } },
-    yAxis: { type: "category", inverse: true, data: bins.rows.map(rowName), axisTick: { show: false } },
+    xAxis: { type: "category", data: values.map((c) => c.header), splitArea: { show: false }, axisTick: { show: false } },
+    yAxis: { type: "category", inverse: true, data: t.rows.map((r) => textOf(t, r, "name")), axisTick: { show: false } },
     visualMap: {
       type: "continuous",
       min: lo,
@@ -263,4 +230,11 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
       },
     ],
   };
+}
+
+/** The worker of a heatmap cell's worst rank (a click opens it). */
+export function heatWorker(t: Table, cell: HeatCell): string {
+  const c = groupColumns(t, "worker")[cell[0]];
+  const r = t.rows[cell[1]];
+  return c && r ? textOf(t, r, c.key) : "";
 }
