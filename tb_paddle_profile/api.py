@@ -150,14 +150,16 @@ def _int_list(value):
 
 
 def _sentences(display, time_unit: str = "ms"):
-    """Every sentence of a Display's views as a frame: view, key, level, title, text."""
+    """Every sentence of a Display's views as a frame: view, key, level, title, text, and where it belongs
+    (section, part, rule: display.proto's Sentence)."""
     import pandas as pd
 
     from tb_paddle_profile.present.display.cells import sentence_text
 
-    rows = [{"view": v.key, "key": s.key, "level": s.level, "title": s.title, "text": sentence_text(s, time_unit)}
-            for v in display.views for s in v.sentences]
-    return pd.DataFrame(rows, columns=["view", "key", "level", "title", "text"])
+    columns = ["view", "key", "level", "title", "text", "section", "part", "rule"]
+    rows = [{"view": v.key, "key": s.key, "level": s.level, "title": s.title, "text": sentence_text(s, time_unit),
+             "section": s.section, "part": s.part, "rule": s.rule} for v in display.views for s in v.sentences]
+    return pd.DataFrame(rows, columns=columns)
 
 
 class _Frames:
@@ -411,7 +413,7 @@ class Run(_Frames):
         """The advice, most important first: key (its rule), level, title, text (the rank and the
         thresholds that fired it are in ``advice_triggers``)."""
         s = self.sentences
-        keep = s["key"].str.startswith("advice.") & (s["key"].str.count(r"\.") == 1)
+        keep = (s["section"] == "advice") & (s["part"] == "")
         return s[keep].reset_index(drop=True)
 
     def _matrix(self, matrix, key: str, title: str):

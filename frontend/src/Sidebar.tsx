@@ -100,44 +100,24 @@ export function Sidebar({ runs, sel, update }: { runs: RunList | null; sel: Sele
   );
 }
 
-/** At most this many files are listed flat; more are grouped by host (or by blocks of ranks). */
-const FLAT_FILES = 16;
-const RANK_BLOCK = 16;
+/** In a group, at most this many files are listed (the filter narrows them). */
 const GROUP_SHOWN = 64;
 
 interface FileGroup {
-  key: string;
   title: string;
   items: { w: WorkerEntry; s: SpanEntry }[];
 }
 
+/** The run's files by their WorkerEntry.group (the runs route's, present/display/files.py), the groups in the
+ * order of their first worker; none when the route lists them flat. */
 function groupFiles(workers: WorkerEntry[]): FileGroup[] {
   const groups = new Map<string, FileGroup>();
-  const anyHost = workers.some((w) => w.hostname);
-  // blocks of ranks: 16, or larger powers of two so that there are at most 32 groups
-  let block = RANK_BLOCK;
-  while (workers.length / block > 32) block *= 2;
   for (const w of workers) {
-    let key: string;
-    let title: string;
-    if (anyHost) {
-      key = `h:${w.hostname}`;
-      title = w.hostname ? `host ${w.hostname}` : "no host in the name";
-    } else if (w.rank >= 0) {
-      const lo = Math.floor(w.rank / block) * block;
-      key = `r:${lo}`;
-      title = `ranks ${lo}–${lo + block - 1}`;
-    } else {
-      key = "other";
-      title = "other workers";
-    }
-    let g = groups.get(key);
-    if (!g) groups.set(key, (g = { key, title, items: [] }));
+    if (!w.group) return [];
+    let g = groups.get(w.group);
+    if (!g) groups.set(w.group, (g = { title: w.group, items: [] }));
     for (const s of w.spans) g.items.push({ w, s });
   }
-  // the groups in the order of their first worker in the runs route's order: hosts by their lowest rank
-  // (for Paddle's default names the server numbers ranks host by host, hosts in natural order:
-  // gpunode9 < gpunode10 < gpunode100), blocks of ranks in rank order
   return [...groups.values()];
 }
 
@@ -176,16 +156,16 @@ function FileItem({ w, s, sel, update }: { w: WorkerEntry; s: SpanEntry; sel: Se
 }
 
 /**
- * The run's files: a plain list for a few; beyond FLAT_FILES grouped by host (by blocks of ranks when
- * the names tell no host), each group collapsible with its counts, and a search box (label, rank,
- * host, file name). Only open groups list their files.
+ * The run's files: a plain list for a few; else in the groups the runs route gives (WorkerEntry.group: by
+ * host, by blocks of ranks when the names tell no host), each group collapsible with its counts, and a
+ * search box (label, rank, host, file name). Only open groups list their files.
  */
 function FileList({ workers, sel, update }: { workers: WorkerEntry[]; sel: Selection; update: (p: Partial<Selection>) => void }) {
   const [q, setQ] = useState("");
   const [opened, setOpened] = useState<Set<string>>(new Set());
   const files = workers.reduce((a, w) => a + w.spans.length, 0);
-  const groups = useMemo(() => (files > FLAT_FILES ? groupFiles(workers) : []), [workers, files]);
-  if (files <= FLAT_FILES) {
+  const groups = useMemo(() => groupFiles(workers), [workers]);
+  if (!groups.length) {
     return (
       <ul>
         {workers.flatMap((w) => w.spans.map((s) => <FileItem w={w} s={s} sel={sel} update={update} />))}
@@ -216,12 +196,12 @@ function FileList({ workers, sel, update }: { workers: WorkerEntry[]; sel: Selec
           const current = g.items.some((x) => x.w.worker === sel.worker && x.s.span === sel.span);
           // open: toggled by the user (a toggle flips the default), or, by default, the current group and any group while searching
           const byDefault = current || words.length > 0;
-          const open = opened.has(g.key) ? !byDefault : byDefault;
+          const open = opened.has(g.title) ? !byDefault : byDefault;
           const failed = g.items.filter((x) => x.s.state === LoadState.FAILED).length;
           const ready = g.items.filter((x) => x.s.state === LoadState.READY).length;
           return (
             <li class={`file-group ${open ? "open" : ""} ${current ? "current" : ""}`} data-testid="file-group" data-group={g.title} data-files={items.length}>
-              <button class="file-group-head" onClick={() => toggle(g.key)} aria-expanded={open} data-testid="file-group-toggle">
+              <button class="file-group-head" onClick={() => toggle(g.title)} aria-expanded={open} data-testid="file-group-toggle">
                 <span class="file-group-caret" aria-hidden="true">{open ? "▾" : "▸"}</span>
                 <span class="file-group-title">{g.title}</span>
                 <span class={`file-group-count ${failed ? "failed" : ""}`}>

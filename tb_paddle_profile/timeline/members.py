@@ -91,4 +91,7 @@ def instance_message(run: str, span: str, analysis_key: str, table, group: Optio
             if ev is not None:
                 _, track, depth = row_of(idx, ev)
                 m.found, m.id, m.track, m.depth = True, ev, track, depth
+    first = min((m.start_ns for m in msg.members), default=0)
+    for m in msg.members:
+        m.arrival_ns = m.start_ns - first
     return msg

@@ -134,7 +134,7 @@ class TextLayout(_message.Message):
     def __init__(self, style: _Optional[str] = ..., time_unit_line: _Optional[bool] = ..., closing_separator: _Optional[bool] = ..., closing_rule: _Optional[bool] = ..., blank_lines_after: _Optional[int] = ..., head_lines: _Optional[_Iterable[str]] = ..., no_header: _Optional[bool] = ...) -> None: ...
 
 class Table(_message.Message):
-    __slots__ = ("key", "title", "columns", "groups", "rows", "note", "notes", "text", "tree", "empty", "paddle_view", "text_hidden")
+    __slots__ = ("key", "title", "columns", "groups", "rows", "note", "notes", "text", "tree", "empty", "paddle_view", "text_hidden", "scale")
     KEY_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +147,7 @@ class Table(_message.Message):
     EMPTY_FIELD_NUMBER: _ClassVar[int]
     PADDLE_VIEW_FIELD_NUMBER: _ClassVar[int]
     TEXT_HIDDEN_FIELD_NUMBER: _ClassVar[int]
+    SCALE_FIELD_NUMBER: _ClassVar[int]
     key: str
     title: str
     columns: _containers.RepeatedCompositeFieldContainer[Column]
@@ -159,7 +160,16 @@ class Table(_message.Message):
     empty: str
     paddle_view: str
     text_hidden: bool
-    def __init__(self, key: _Optional[str] = ..., title: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ..., note: _Optional[str] = ..., notes: _Optional[_Iterable[_Union[Sentence, _Mapping]]] = ..., text: _Optional[_Union[TextLayout, _Mapping]] = ..., tree: _Optional[bool] = ..., empty: _Optional[str] = ..., paddle_view: _Optional[str] = ..., text_hidden: _Optional[bool] = ...) -> None: ...
+    scale: ChartScale
+    def __init__(self, key: _Optional[str] = ..., title: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ..., note: _Optional[str] = ..., notes: _Optional[_Iterable[_Union[Sentence, _Mapping]]] = ..., text: _Optional[_Union[TextLayout, _Mapping]] = ..., tree: _Optional[bool] = ..., empty: _Optional[str] = ..., paddle_view: _Optional[str] = ..., text_hidden: _Optional[bool] = ..., scale: _Optional[_Union[ChartScale, _Mapping]] = ...) -> None: ...
+
+class ChartScale(_message.Message):
+    __slots__ = ("min", "max")
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    min: float
+    max: float
+    def __init__(self, min: _Optional[float] = ..., max: _Optional[float] = ...) -> None: ...
 
 class Span(_message.Message):
     __slots__ = ("text", "is_value", "format", "value", "is_rank", "rank", "link")
@@ -180,16 +190,22 @@ class Span(_message.Message):
     def __init__(self, text: _Optional[str] = ..., is_value: _Optional[bool] = ..., format: _Optional[_Union[Format, _Mapping]] = ..., value: _Optional[_Union[Cell, _Mapping]] = ..., is_rank: _Optional[bool] = ..., rank: _Optional[int] = ..., link: _Optional[str] = ...) -> None: ...
 
 class Sentence(_message.Message):
-    __slots__ = ("key", "level", "spans", "title")
+    __slots__ = ("key", "level", "spans", "title", "section", "part", "rule")
     KEY_FIELD_NUMBER: _ClassVar[int]
     LEVEL_FIELD_NUMBER: _ClassVar[int]
     SPANS_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
+    SECTION_FIELD_NUMBER: _ClassVar[int]
+    PART_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     key: str
     level: str
     spans: _containers.RepeatedCompositeFieldContainer[Span]
     title: str
-    def __init__(self, key: _Optional[str] = ..., level: _Optional[str] = ..., spans: _Optional[_Iterable[_Union[Span, _Mapping]]] = ..., title: _Optional[str] = ...) -> None: ...
+    section: str
+    part: str
+    rule: str
+    def __init__(self, key: _Optional[str] = ..., level: _Optional[str] = ..., spans: _Optional[_Iterable[_Union[Span, _Mapping]]] = ..., title: _Optional[str] = ..., section: _Optional[str] = ..., part: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class View(_message.Message):
     __slots__ = ("key", "title", "sentences", "tables")

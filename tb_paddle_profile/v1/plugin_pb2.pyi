@@ -43,20 +43,22 @@ class SpanEntry(_message.Message):
     def __init__(self, span: _Optional[str] = ..., file_name: _Optional[str] = ..., file_size: _Optional[int] = ..., state: _Optional[_Union[LoadState, str]] = ..., error: _Optional[str] = ..., cached: _Optional[bool] = ..., loading_since_unix_s: _Optional[float] = ...) -> None: ...
 
 class WorkerEntry(_message.Message):
-    __slots__ = ("worker", "rank", "hostname", "pid", "spans", "label")
+    __slots__ = ("worker", "rank", "hostname", "pid", "spans", "label", "group")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     SPANS_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
     worker: str
     rank: int
     hostname: str
     pid: int
     spans: _containers.RepeatedCompositeFieldContainer[SpanEntry]
     label: str
-    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., spans: _Optional[_Iterable[_Union[SpanEntry, _Mapping]]] = ..., label: _Optional[str] = ...) -> None: ...
+    group: str
+    def __init__(self, worker: _Optional[str] = ..., rank: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., spans: _Optional[_Iterable[_Union[SpanEntry, _Mapping]]] = ..., label: _Optional[str] = ..., group: _Optional[str] = ...) -> None: ...
 
 class RunEntry(_message.Message):
     __slots__ = ("run", "workers")

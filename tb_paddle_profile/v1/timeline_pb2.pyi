@@ -289,7 +289,7 @@ class TimelineRange(_message.Message):
     def __init__(self, start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., events: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[TimelineRangeRow, _Mapping]]] = ...) -> None: ...
 
 class TimelineInstanceMember(_message.Message):
-    __slots__ = ("rank", "worker", "ordinal", "duration_ns", "wait_ns", "start_ns", "end_ns", "start_unix_ns", "direction", "last", "found", "id", "track", "depth")
+    __slots__ = ("rank", "worker", "ordinal", "duration_ns", "wait_ns", "start_ns", "end_ns", "start_unix_ns", "direction", "last", "found", "id", "track", "depth", "arrival_ns")
     RANK_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ORDINAL_FIELD_NUMBER: _ClassVar[int]
@@ -304,6 +304,7 @@ class TimelineInstanceMember(_message.Message):
     ID_FIELD_NUMBER: _ClassVar[int]
     TRACK_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
+    ARRIVAL_NS_FIELD_NUMBER: _ClassVar[int]
     rank: int
     worker: str
     ordinal: int
@@ -318,7 +319,8 @@ class TimelineInstanceMember(_message.Message):
     id: int
     track: int
     depth: int
-    def __init__(self, rank: _Optional[int] = ..., worker: _Optional[str] = ..., ordinal: _Optional[int] = ..., duration_ns: _Optional[int] = ..., wait_ns: _Optional[int] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., start_unix_ns: _Optional[int] = ..., direction: _Optional[str] = ..., last: _Optional[bool] = ..., found: _Optional[bool] = ..., id: _Optional[int] = ..., track: _Optional[int] = ..., depth: _Optional[int] = ...) -> None: ...
+    arrival_ns: int
+    def __init__(self, rank: _Optional[int] = ..., worker: _Optional[str] = ..., ordinal: _Optional[int] = ..., duration_ns: _Optional[int] = ..., wait_ns: _Optional[int] = ..., start_ns: _Optional[int] = ..., end_ns: _Optional[int] = ..., start_unix_ns: _Optional[int] = ..., direction: _Optional[str] = ..., last: _Optional[bool] = ..., found: _Optional[bool] = ..., id: _Optional[int] = ..., track: _Optional[int] = ..., depth: _Optional[int] = ..., arrival_ns: _Optional[int] = ...) -> None: ...
 
 class TimelineInstance(_message.Message):
     __slots__ = ("run", "span", "analysis_key", "base_unix_ns", "matched", "note", "index", "step", "kind", "name", "transfer_ns", "last_rank", "members")

@@ -142,6 +142,8 @@ TABLE_IDS = {"ranks": "par-ranks", "waits": "par-waits", "host": "par-host", "ki
 HEATMAP_TABLES = {"step_time": "par-heat-step", "exposed_comm_by_step": "par-heat-exposed"}
 # Tables the panel lays out as blocks or lists rather than as a table (checked cell by cell below).
 LAID_OUT = {"stragglers", "findings", "advice_triggers"}
+# Tables the panel draws as charts (check_charts: the chart's series are their cells).
+CHARTED = {"breakdown_steps", "breakdown_mean", "step_time_heat", "exposed_comm_heat"}
 
 
 def table_id(key: str) -> str:
@@ -179,6 +181,21 @@ def check_distributed(frame, rd, unit):
     tables = {t.key: t for t in view.tables}
     assert drawn_cells(frame, "dist-ranks") == expected_cells(tables["ranks"], unit)
     assert drawn_cells(frame, "dist-step-rows") == expected_cells(tables["steps"], unit)
+    # the two charts draw the model's series: a bar per rank read (rank_parts), a bar per rank and step
+    # (step_parts), each part's column in the page's unit (a bar from 0)
+    parts = ("computation_ns", "overlap_ns", "communication_ns", "other_ns")
+    header = lambda t, k: t.columns[_col(t, k)].header  # noqa: E731
+    t = tables["rank_parts"]
+    got = frame.evaluate(_OPTION, "dist-ranks-chart")
+    assert got["x"] == [r.cells[_col(t, "name")].text for r in t.rows]
+    assert got["series"] == [{"name": header(t, k), "stack": "all", "data": [
+        max(0.0, r.cells[_col(t, k)].number) / DIVISOR[unit] for r in t.rows]} for k in parts]
+    t = tables["step_parts"]
+    got = frame.evaluate(_OPTION, "dist-steps-chart")
+    workers = list(dict.fromkeys(r.cells[_col(t, "worker")].text for r in t.rows))
+    assert got["series"] == [{"name": header(t, k), "stack": f"r{ri}", "data": [
+        max(0.0, r.cells[_col(t, k)].number) / DIVISOR[unit] for r in t.rows if r.cells[_col(t, "worker")].text == w]}
+        for ri, w in enumerate(workers) for k in parts]
     shown = Counter(tuple(x) for x in frame.evaluate(_SENTENCES, DISTRIBUTED_SENTENCES))
     want = Counter((s.key, sentence_text(s, unit)) for s in list(view.sentences) + [n for t in view.tables for n in t.notes])
     assert shown == want
@@ -190,7 +207,7 @@ def check_against_python(frame, rp, unit):
     view = view_of(rp)
     tables = {t.key: t for t in view.tables}
     for key, t in tables.items():
-        if key in LAID_OUT or (key == "outliers" and not t.rows):
+        if key in LAID_OUT or key in CHARTED or (key == "outliers" and not t.rows):
             continue
         if key in HEATMAP_TABLES:
             frame.click(f'[data-testid="{HEATMAP_TABLES[key]}-mode"] button[data-value="table"]')
@@ -254,6 +271,57 @@ def check_against_python(frame, rp, unit):
         ranks = [x.text for x in s.spans if x.is_rank]
         assert buttons == ranks[:4]
         assert title == (sentence_text(s, unit) if len(ranks) > 4 else "")
+
+
+_OPTION = """(testId) => { const o = document.querySelector(`[data-testid="${testId}"]`).__tbppChart.getOption();
+  return { x: o.xAxis[0].data, legend: o.legend[0].data || null,
+           series: o.series.map((s) => ({ name: s.name, stack: s.stack || null, data: s.data })) }; }"""
+DIVISOR = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1}
+
+
+def _col(t: display_pb2.Table, key: str) -> int:
+    return [c.key for c in t.columns].index(key)
+
+
+def check_charts(frame, rp, unit):
+    """The step breakdown draws the model's breakdown_steps and breakdown_mean: its ranks, its parts (the
+    legend: the columns of group "part") and each bar's heights (group "bar", in the page's unit), nothing
+    computed on the page."""
+    view = view_of(rp)
+    tables = {t.key: t for t in view.tables}
+    for mode, key in (("steps", "breakdown_steps"), ("mean", "breakdown_mean")):
+        frame.click(f'[data-testid="par-breakdown-mode"] button[data-value="{mode}"]')
+        frame.wait_for_function("""([id, n]) => { const c = document.querySelector(`[data-testid="${id}"]`).__tbppChart;
+            return c && c.getOption().series.length === n; }""",
+                                arg=["par-breakdown-chart", len(rp.steps if mode == "steps" else [0])
+                                     * sum(c.group == "part" for c in tables[key].columns)])
+        got = frame.evaluate(_OPTION, "par-breakdown-chart")
+        t = tables[key]
+        parts = [c for c in t.columns if c.group == "part"]
+        bars = [c for c in t.columns if c.group == "bar"]
+        assert got["legend"] == [c.header for c in parts]
+        ranks = [r.rank for r in rp.ranks]
+        assert got["x"] == [r.cells[_col(t, "name")].text for r in t.rows][::len(t.rows) // len(ranks)]
+        steps = len(t.rows) // len(ranks)
+        want = []
+        for si in range(steps):
+            for p, b in zip(parts, bars):
+                rows = t.rows[si::steps]
+                want.append({"name": p.header, "stack": f"s{si}",
+                             "data": [max(0.0, r.cells[_col(t, b.key)].number) / DIVISOR[unit] for r in rows]})
+        assert got["series"] == want, key
+    frame.click('[data-testid="par-breakdown-mode"] button[data-value="steps"]')
+    # the heatmaps: a row per rank (or bin), a cell per step with a value, coloured over the table's scale
+    for key, test_id in (("step_time_heat", "par-heat-step"), ("exposed_comm_heat", "par-heat-exposed")):
+        t = tables[key]
+        values = [i for i, c in enumerate(t.columns) if c.group == "value"]
+        got = frame.evaluate("""(id) => { const o = document.querySelector(`[data-testid="${id}"]`).__tbppChart.getOption();
+            return { y: o.yAxis[0].data, x: o.xAxis[0].data, data: o.series[0].data, scale: [o.visualMap[0].min, o.visualMap[0].max] }; }""", test_id)
+        assert got["y"] == [r.cells[_col(t, "name")].text for r in t.rows]
+        assert got["x"] == [t.columns[i].header for i in values]
+        assert got["data"] == [[si, bi, r.cells[i].number] for bi, r in enumerate(t.rows)
+                               for si, i in enumerate(values) if not r.cells[i].missing]
+        assert got["scale"] == [t.scale.min, t.scale.max]
 
 
 def squash(text: str) -> str:
@@ -345,6 +413,7 @@ def test_parallel_synth_names_the_slow_rank_and_shows_the_models_strings(tb, log
     frame = open_distributed(page, tb, SYNTH, unit)
     check_drawn(frame, rp)
     check_against_python(frame, rp, unit)
+    check_charts(frame, rp, unit)
     check_against_cli(frame, rp, cli_text(logdir / SYNTH, unit), unit)
     check_distributed(frame, route_distributed(tb, SYNTH), unit)
     # the verdict names the planted rank by its label, as a link to it
@@ -412,6 +481,7 @@ def test_parallel_gpt_2rank_in_us_and_open_a_rank(tb, logdir, page_and_log):
     frame = open_distributed(page, tb, GPT, unit)
     check_drawn(frame, rp)
     check_against_python(frame, rp, unit)
+    check_charts(frame, rp, unit)
     check_against_cli(frame, rp, cli_text(logdir / GPT, unit), unit)
     check_distributed(frame, route_distributed(tb, GPT), unit)
 

@@ -197,10 +197,14 @@ def test_distributed_puts_every_rank_side_by_side(env):
                                 plugin_pb2.RunDistributed())
     assert as_json == dist
 
-    # part=summary: the same answer without the view's per-rank tables (a folded view of many ranks)
+    # part=summary: the same answer without the view's per-rank tables (a folded view of many ranks); the
+    # charts' series stay
     whole = dist.display.views
     part = plugin_pb2.RunDistributed.FromString(get(env, "distributed", run="gloo", span="0", part="summary").get_data())
-    assert any(v.tables for v in whole) and not any(v.tables for v in part.display.views)
+    assert any(t.key == "ranks" for v in whole for t in v.tables)
+    assert [t.key for v in part.display.views for t in v.tables] == ["rank_parts", "step_parts"]
+    assert [t for v in part.display.views for t in v.tables] == [t for v in whole for t in v.tables
+                                                                  if t.key in ("rank_parts", "step_parts")]
     assert [list(v.sentences) for v in part.display.views] == [list(v.sentences) for v in whole]
     assert list(part.ranks) == list(dist.ranks)
     assert get(env, "distributed", run="gloo", span="0", part="tables").status_code == 400

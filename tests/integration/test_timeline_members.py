@@ -336,6 +336,9 @@ def test_the_instance_route_answers_the_clis_matched_instances_with_each_members
                 assert y.worker == f"rank{y.rank}" and y.last == (y.rank == inst.last_rank) and y.found
                 assert y.direction == {"P2P_DIRECTION_SEND": "send", "P2P_DIRECTION_RECV": "recv"}.get(w.get("direction"), "")
                 assert y.start_ns + inst.base_unix_ns + clock.get(y.worker, 0) == y.start_unix_ns
+                # its arrival after the first member's, on the corrected clocks (the card's "Arrival")
+                first = min(int(v["startUnixNs"]) - clock.get(f"rank{v['rank']}", 0) for v in m["members"])
+                assert y.arrival_ns == int(w["startUnixNs"]) - clock.get(y.worker, 0) - first
                 if (id(m), y.rank) in ids:
                     assert y.id == ids[(id(m), y.rank)]
                 ev = tpb.TimelineEvent.FromString(_get(routes, f"/timeline_event?run={RUN}&span=0&worker={y.worker}"

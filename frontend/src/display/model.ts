@@ -36,6 +36,23 @@ export function textOf(table: Table, row: Row, key: string): string {
   return cellOf(table, row, key)?.text ?? "";
 }
 
+/** The table's rows in runs of the same text in column `key`, in the model's order (a chart's table of
+ * rank × step rows, rank-major: one run per rank). */
+export function runsOf(table: Table, key: string): { text: string; rows: Row[] }[] {
+  const out: { text: string; rows: Row[] }[] = [];
+  for (const r of table.rows) {
+    const t = textOf(table, r, key);
+    if (out[out.length - 1]?.text !== t) out.push({ text: t, rows: [] });
+    out[out.length - 1].rows.push(r);
+  }
+  return out;
+}
+
+/** The columns of a column group, in order. */
+export function groupColumns(table: Table, group: string): Table["columns"] {
+  return table.columns.filter((c) => c.group === group);
+}
+
 /**
  * The same table with some of its columns (by key, in that order) and some of its rows: a card that
  * shows part of a table (the first ten operators) draws the model's own cells, nothing recomputed.

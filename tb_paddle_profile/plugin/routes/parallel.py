@@ -77,16 +77,21 @@ class ParallelRoutes(AnalysisBase):
             if block or state.state in (QUEUED, LOADING):
                 waiting.append(trace)
         loader.prioritize(waiting, run)
-        if not waiting:  # the Distributed view's tables, once every rank is ready (display/parallel.py)
-            from tb_paddle_profile.present.display.distributed import distributed_display
+        # The Distributed view's tables once every rank is ready; while some load, the charts' series of the
+        # ranks read so far, marked partial (present/display/distributed.py)
+        from tb_paddle_profile.present.display.distributed import CHART_TABLES, distributed_display
 
-            labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
-            labels.update({t.worker: self._prior_label(t, numbers.get(t.worker)) for t in files if t.worker not in labels})
-            out.display.CopyFrom(distributed_display(out, labels))
+        labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
+        labels.update({t.worker: self._prior_label(t, numbers.get(t.worker), st.state == READY)
+                       for t, st in zip(files, states) if t.worker not in labels})
+        out.display.CopyFrom(distributed_display(out, labels, partial=bool(waiting)))
+        if not waiting:
             _add_missing(out.display, "distributed", run_assembly.missing_ranks(files, states))
-            if part == "summary":
+            if part == "summary":  # the charts' series stay (a row per rank or step; the tables, a row per rank and step, go)
                 for view in out.display.views:
+                    keep = [t for t in view.tables if t.key in CHART_TABLES]
                     del view.tables[:]
+                    view.tables.extend(keep)
         return out, waiting
 
     @_handler

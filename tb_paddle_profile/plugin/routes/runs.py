@@ -15,6 +15,7 @@ from werkzeug.wrappers import Request, Response
 
 from tb_paddle_profile.pipeline.discovery import Snapshot, TraceFile
 from tb_paddle_profile.pipeline.loader import READY
+from tb_paddle_profile.present.display.files import group_files
 from tb_paddle_profile.v1 import plugin_pb2
 
 from .analyses import AnalysisBase
@@ -187,6 +188,7 @@ class RunsRoutes(AnalysisBase):
                 st = states[worker, span]
                 w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
                             error=st.error, cached=st.cached, loading_since_unix_s=st.loading_since)
+        group_files(entry)
 
     @_handler
     def status(self, request: Request) -> Response:

@@ -32,6 +32,7 @@ from tb_paddle_profile.present.display.parallel_tables import (_clocks_table, _c
                                                                _matrix_table, _memory_tables, _pipeline_tables,
                                                                _rank_kinds_table, _ranks_table, _sequence_tables,
                                                                _stage_layers_table, _topology_table, _waits_table)
+from tb_paddle_profile.present.display.parallel_charts import breakdown_tables, heat_table
 from tb_paddle_profile.present.display.straggler import _named, _stragglers_table
 from tb_paddle_profile.present.display.distributed import distributed_display
 
@@ -109,6 +110,12 @@ def _trigger_value(x: float, unit: str) -> dpb.Span:
     return val(x, PERCENT, digits=1) if "fraction" in unit else val(x, NUMBER, style="g")
 
 
+def _placed(s: dpb.Sentence, section: str, rule: str, part: str = "") -> dpb.Sentence:
+    """`s` placed in its view: the section it prints in, the finding's or advice's rule, its part ("": the head)."""
+    s.section, s.rule, s.part = section, rule, part
+    return s
+
+
 def _sentences(rp: ppb.RunParallel, labels: Dict[int, str], time_unit: str) -> List[dpb.Sentence]:
     out: List[dpb.Sentence] = []
     steps = list(rp.steps)
@@ -139,7 +146,8 @@ def _sentences(rp: ppb.RunParallel, labels: Dict[int, str], time_unit: str) -> L
     for f in rp.findings:
         key = f"finding.{f.rule}"
         tag = f"[{f.category}: {f.rule}{', ' + f.cause if f.cause else ''}]"
-        out.append(_sentence(key, spans(f.text, labels), CATEGORY_LEVEL.get(f.category, "info"), tag))
+        out.append(_placed(_sentence(key, spans(f.text, labels), CATEGORY_LEVEL.get(f.category, "info"), tag),
+                           "findings", f.rule))
         if f.cost_ns > 0:
             cost = ["costs ", duration(f.cost_ns), " / step"]
         else:
@@ -147,26 +155,29 @@ def _sentences(rp: ppb.RunParallel, labels: Dict[int, str], time_unit: str) -> L
         if f.absorbed:
             cost += [" (mostly absorbed)"]
         if cost:
-            out.append(_sentence(key + ".cost", cost, CATEGORY_LEVEL.get(f.category, "info")))
+            out.append(_placed(_sentence(key + ".cost", cost, CATEGORY_LEVEL.get(f.category, "info")),
+                               "findings", f.rule, "cost"))
         if f.excess_ns > 0:
-            out.append(_sentence(key + ".excess", ["Excess on the rank itself: ", duration(f.excess_ns),
-                                                   " / step against its role peers."], "note"))
+            out.append(_placed(_sentence(key + ".excess", ["Excess on the rank itself: ", duration(f.excess_ns),
+                                                           " / step against its role peers."], "note"),
+                               "findings", f.rule, "excess"))
         if f.ranks:
-            out.append(_rank_chips(key + ".ranks", f.ranks, labels))
+            out.append(_placed(_rank_chips(key + ".ranks", f.ranks, labels), "findings", f.rule, "ranks"))
 
     if not rp.advice:
-        out.append(_sentence("advice.none", ["No rule fired."], "good"))
+        out.append(_placed(_sentence("advice.none", ["No rule fired."], "good"), "advice", ""))
     for a in rp.advice:
         key = f"advice.{a.rule}"
-        out.append(_sentence(key, spans(a.text, labels), "warning", a.title))
+        out.append(_placed(_sentence(key, spans(a.text, labels), "warning", a.title), "advice", a.rule))
         for tr in a.triggers:
             # a citation: "rank 5" (a rank span, linked), not the whole label
             who = rank(tr.rank, f"rank {tr.rank}") if tr.rank >= 0 else lit("all ranks")
-            out.append(_sentence(key + ".trigger", [f"[{a.rule}] {tr.metric} (", who, "): ",
-                                                    _trigger_value(tr.value, tr.unit), " >= threshold ",
-                                                    _trigger_value(tr.threshold, tr.unit)], "note"))
+            out.append(_placed(_sentence(key + ".trigger", [f"[{a.rule}] {tr.metric} (", who, "): ",
+                                                            _trigger_value(tr.value, tr.unit), " >= threshold ",
+                                                            _trigger_value(tr.threshold, tr.unit)], "note"),
+                               "advice", a.rule, "trigger"))
         if a.ranks:
-            out.append(_rank_chips(key + ".ranks", a.ranks, labels))
+            out.append(_placed(_rank_chips(key + ".ranks", a.ranks, labels), "advice", a.rule, "ranks"))
 
     m = rp.matching
     out.append(_sentence("matching", ["Matching: ", val(m.matched_instances, COUNT), " of ", val(m.instances, COUNT),
@@ -200,6 +211,9 @@ def parallel_display(rp: ppb.RunParallel, time_unit: str = "ms") -> dpb.Display:
     tables += _stage_layers_table(rp)
     tables += _comm_tables(rp)
     tables += [_stragglers_table(rp, labels), _findings_table(rp), _outliers_table(rp), _advice_triggers_table(rp)]
+    tables += breakdown_tables(rp)
+    tables += [heat_table(rp, "step_time_heat", "Step time by rank and step", rp.step_time),
+               heat_table(rp, "exposed_comm_heat", "Exposed communication by rank and step", rp.exposed_communication)]
     view.tables.extend(tables)
     out = dpb.Display(time_unit=time_unit)
     out.views.append(view)

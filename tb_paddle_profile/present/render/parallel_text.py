@@ -91,7 +91,7 @@ def render_display(display: dpb.Display, width: int = TABLE_WIDTH) -> str:
         out.extend(wrap(txt(s), WIDTH))
     out.append("")
 
-    findings = [s for s in view.sentences if s.key.startswith("finding.") and s.key.count(".") == 1]
+    findings = [s for s in view.sentences if s.section == "findings" and not s.part]
     if findings:
         out.append("Findings".center(WIDTH, "-"))
         for s in findings:
@@ -103,16 +103,18 @@ def render_display(display: dpb.Display, width: int = TABLE_WIDTH) -> str:
             out += table_lines(t, unit, width)
 
     out.append("Advice".center(WIDTH, "-"))
-    for s in said("advice.none"):
-        out.append(txt(s))
+    advice = [s for s in view.sentences if s.section == "advice"]
+    for s in advice:
+        if not s.rule:  # "No rule fired."
+            out.append(txt(s))
     i = 0
-    for s in view.sentences:
-        if not s.key.startswith("advice.") or s.key == "advice.none":
+    for s in advice:
+        if not s.rule:
             continue
-        if s.key.count(".") == 1:
+        if not s.part:
             i += 1
             out.extend(wrap(f"{i}. {s.title}. {txt(s)}", WIDTH, subsequent_indent="   "))
-        elif s.key.endswith(".trigger"):
+        elif s.part == "trigger":
             out.extend(wrap(txt(s), DEFAULT_WIDTH, initial_indent="   ", subsequent_indent="     "))
     out.append("")
 

@@ -7,8 +7,8 @@ import { formatCell } from "../../display/cells";
 import { cellOf, numberOf, tableOf } from "../../display/model";
 import type { Table } from "../../gen/tb_paddle_profile/v1/display_pb";
 import { Timeline } from "../../gen/tb_paddle_profile/v1/summary_pb";
-import type { Breakdown } from "./charts";
-import { breakdownOption, heatBins, heatmapOption, kindsPresent, meanBreakdown, num, pct1, stepBreakdown, waitsOption } from "./charts";
+import type { HeatCell } from "./charts";
+import { breakdownOption, heatmapOption, heatWorker, pct1, waitsOption } from "./charts";
 import type { Ctx } from "./common";
 import { ParTable, S, sentencesOf, TableCard } from "./common";
 
@@ -19,24 +19,17 @@ const MAX_PER_STEP_BARS = 160;
 type BreakdownMode = "steps" | "mean" | "waits";
 
 export function BreakdownCard({ c }: { c: Ctx }) {
-  const { rp, unit, open, named } = c;
-  const stepIds = useMemo(() => rp.steps.map((s) => num(s)), [rp]);
-  const [mode, setMode] = useState<BreakdownMode>(rp.ranks.length * Math.max(1, stepIds.length) <= MAX_PER_STEP_BARS ? "steps" : "mean");
-  const kinds = useMemo(() => kindsPresent(rp), [rp]);
+  const { rp, unit, open, named, view } = c;
+  const perStep = tableOf(view, "breakdown_steps");
+  const mean = tableOf(view, "breakdown_mean");
+  const [mode, setMode] = useState<BreakdownMode>((perStep?.rows.length ?? 0) <= MAX_PER_STEP_BARS ? "steps" : "mean");
   const host = rp.ranks.length > 0 && rp.ranks.every((r) => r.timeline === Timeline.HOST);
+  const table = mode === "steps" ? perStep : mode === "mean" ? mean : undefined;
 
   const option = useMemo(() => {
     if (mode === "waits") return waitsOption(rp, unit, named, c.label);
-    if (mode === "mean") return breakdownOption(rp.ranks, [-1], rp.ranks.map((r) => [meanBreakdown(r)]), kinds, unit, c.label);
-    const cells: (Breakdown | null)[][] = rp.ranks.map((r) => {
-      const byStep = new Map(r.stepBreakdown.map((x) => [num(x.step), x]));
-      return stepIds.map((id) => {
-        const s = byStep.get(id);
-        return s ? stepBreakdown(s) : null;
-      });
-    });
-    return breakdownOption(rp.ranks, stepIds, cells, kinds, unit, c.label);
-  }, [mode, rp, unit, kinds, stepIds, named, c]);
+    return table ? breakdownOption(table, unit) : {};
+  }, [mode, rp, unit, table, named, c]);
 
   const subtitle =
     mode === "waits"
@@ -62,9 +55,11 @@ export function BreakdownCard({ c }: { c: Ctx }) {
       }
     >
       <Chart option={option} height={320} testId="par-breakdown-chart" onClick={(p) => rp.ranks[p.dataIndex] && open(rp.ranks[p.dataIndex].worker)} />
-      {kinds.length > 1 && mode !== "waits" ? (
-        <p class="note">Where kinds overlap one another, the overlap is drawn with the first kind; the tooltip gives each kind's own exposed time.</p>
-      ) : null}
+      {(mode !== "waits" ? (perStep?.notes ?? []) : []).map((s) => (
+        <p class="note">
+          <S c={c} s={s} />
+        </p>
+      ))}
     </Card>
   );
 }
@@ -73,18 +68,20 @@ export function BreakdownCard({ c }: { c: Ctx }) {
 
 type HeatMode = "heatmap" | "table";
 
-export function HeatmapCard({ c, table, title, values, colors, label, testId }: { c: Ctx; table: Table | undefined; title?: string; values: bigint[]; colors: string[]; label: string; testId: string }) {
-  const { rp, unit, open } = c;
+export function HeatmapCard({ c, table, heat, title, colors, label, testId }: { c: Ctx; table: Table | undefined; heat: Table | undefined; title?: string; colors: string[]; label: string; testId: string }) {
+  const { unit, open } = c;
   const [mode, setMode] = useState<HeatMode>("heatmap");
-  const option = useMemo(() => heatmapOption(rp, values, unit, colors, label, c.label), [rp, values, unit, colors, label, c]);
-  const bins = heatBins(rp.ranks.length);
-  const height = Math.max(160, Math.min(520, 26 * bins.rows.length + 40));
-  const binned = bins.size > 1;
+  const option = useMemo(() => (heat ? heatmapOption(heat, unit, colors, label) : {}), [heat, unit, colors, label]);
+  const rows = heat?.rows.length ?? 0;
+  // ranks per row: the first row's (a bin of consecutive ranks; the last may hold fewer)
+  const size = heat && rows ? numberOf(heat, heat.rows[0], "ranks") : 1;
+  const height = Math.max(160, Math.min(520, 26 * rows + 40));
+  const binned = size > 1;
   const name = title ?? table?.title ?? label;
   return (
     <Card
       title={name}
-      subtitle={`${unit} · ${binned ? `each row ${bins.size} consecutive ranks, the max of the bin (hover: its range and worst rank)` : "one row per rank"} · click a cell to open the rank`}
+      subtitle={`${unit} · ${binned ? `each row ${size} consecutive ranks, the max of the bin (hover: its range and worst rank)` : "one row per rank"} · click a cell to open the rank`}
       testId={`${testId}-card`}
       tools={
         table ? (
@@ -102,14 +99,15 @@ export function HeatmapCard({ c, table, title, values, colors, label, testId }: 
       }
     >
       {mode === "heatmap" || !table ? (
-        <div data-testid={`${testId}-box`} data-bin={bins.size} data-rows={bins.rows.length}>
+        <div data-testid={`${testId}-box`} data-bin={size} data-rows={rows}>
           <Chart
             option={option}
             height={height}
             testId={testId}
             onClick={(p) => {
-              const d = p.data as [number, number, number, number] | undefined;
-              if (d && rp.ranks[d[3]]) open(rp.ranks[d[3]].worker);
+              const d = p.data as HeatCell | undefined;
+              const w = d && heat ? heatWorker(heat, d) : "";
+              if (w) open(w);
             }}
           />
         </div>

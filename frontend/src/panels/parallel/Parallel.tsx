@@ -79,7 +79,7 @@ function SummaryBody({ rp, unit, current, labels, open }: { rp: RunParallel; uni
     <div class="par-summary" data-testid="par-summary">
       {!rp.display ? <Notice kind="error" testId="par-no-display">The server sent the analysis without its tables (RunParallel.display).</Notice> : null}
       <VerdictCard c={c} />
-      {groupsOf(c.view, "finding.").length ? <FindingsCard c={c} /> : null}
+      {groupsOf(c.view, "findings").length ? <FindingsCard c={c} /> : null}
       {/* a grid of up to 64 DP replicas fits beside the outliers; a wider one takes the whole row */}
       {grid && (rp.topology?.dp ?? 0) <= 64 ? (
         <div class="grid par-summary-two">
@@ -180,6 +180,11 @@ const PLACED = new Set([
   "memory_stages",
   "memory_ranks",
   "stage_layers",
+  // the charts' series
+  "breakdown_steps",
+  "breakdown_mean",
+  "step_time_heat",
+  "exposed_comm_heat",
   // the summary's
   "stragglers",
   "findings",
@@ -197,11 +202,11 @@ function ParallelBody({ rp, unit, current, labels, open }: { rp: RunParallel; un
       <AdviceCard c={c} />
       <BreakdownCard c={c} />
       <div class="grid two">
-        <HeatmapCard c={c} table={t("step_time")} values={rp.stepTime?.valuesNs ?? []} colors={["#e3f2fd", "#64b5f6", "#0d47a1"]} label="step time" testId="par-heat-step" />
+        <HeatmapCard c={c} table={t("step_time")} heat={t("step_time_heat")} colors={["#e3f2fd", "#64b5f6", "#0d47a1"]} label="step time" testId="par-heat-step" />
         <HeatmapCard
           c={c}
           table={t("exposed_comm_by_step")}
-          values={rp.exposedCommunication?.valuesNs ?? []}
+          heat={t("exposed_comm_heat")}
           colors={["#fff3e0", "#ffb74d", "#bf360c"]}
           label="exposed communication"
           testId="par-heat-exposed"
@@ -372,7 +377,7 @@ function usePaged(total: number): [number, ComponentChildren] {
 
 function FindingsCard({ c }: { c: Ctx }) {
   const { view, unit } = c;
-  const groups = groupsOf(view, "finding.");
+  const groups = groupsOf(view, "findings");
   const table = tableOf(view, "findings");
   const [shown, more] = usePaged(groups.length);
   return (
@@ -386,7 +391,7 @@ function FindingsCard({ c }: { c: Ctx }) {
           const stage = table && row ? cellOf(table, row, "stage") : undefined;
           const cost = partOf(g, "cost")[0];
           return (
-            <li class={`par-finding ${category}`} data-rule={g.head.key.slice("finding.".length)} data-category={category} data-testid="par-finding">
+            <li class={`par-finding ${category}`} data-rule={g.head.rule} data-category={category} data-testid="par-finding">
               <div class="par-finding-head">
                 <span class={`par-cat ${category}`}>{cell("category_title") || category}</span>
                 {cell("cause") ? <span class="par-cause">{cell("cause")}</span> : null}
@@ -433,8 +438,10 @@ function OutliersCard({ c }: { c: Ctx }) {
 
 function AdviceCard({ c }: { c: Ctx }) {
   const { view } = c;
-  const groups = groupsOf(view, "advice.").filter((g) => g.head.key !== "advice.none");
-  const none = sentencesOf(view, "advice.none")[0];
+  const all = groupsOf(view, "advice");
+  // an advice has its rule; the one sentence without ("No rule fired.") says there is none
+  const groups = all.filter((g) => g.head.rule);
+  const none = all.find((g) => !g.head.rule)?.head;
   const triggers = tableOf(view, "advice_triggers");
   const [shown, more] = usePaged(groups.length);
   return (
@@ -442,7 +449,7 @@ function AdviceCard({ c }: { c: Ctx }) {
       {groups.length ? (
         <ol class="par-advice" data-testid="par-advice" data-total={String(groups.length)}>
           {groups.slice(0, shown).map((g, i) => {
-            const rule = g.head.key.slice("advice.".length);
+            const rule = g.head.rule;
             const rows = triggers ? triggers.rows.filter((r) => num(cellOf(triggers, r, "advice")?.number) === i) : [];
             return (
               <li data-rule={rule}>

@@ -4,12 +4,14 @@ import { tooltipBox } from "../../components/Chart";
 import { inkOn, scaleColor } from "../../components/color";
 import { create } from "@bufbuild/protobuf";
 import type { TimeUnit } from "../../display/cells";
-import { formatValue } from "../../display/cells";
+import { formatCell, formatValue } from "../../display/cells";
+import { cellOf, groupColumns, numberOf, runsOf, textOf } from "../../display/model";
 import { inUnit } from "../../format";
 import { CellKind, CellSchema, FormatSchema } from "../../gen/tb_paddle_profile/v1/display_pb";
+import type { Column, Row, Table } from "../../gen/tb_paddle_profile/v1/display_pb";
 import type { RankParallel, RunParallel } from "../../gen/tb_paddle_profile/v1/plugin_pb";
-import type { CollectiveKind, ParallelStep } from "../../gen/tb_paddle_profile/v1/summary_pb";
-import { KIND_COLORS, KIND_ORDER, kindLabel } from "./kinds";
+import { CollectiveKind } from "../../gen/tb_paddle_profile/v1/summary_pb";
+import { KIND_COLORS, KIND_LABELS } from "./kinds";
 
 /** A protobuf int64 (or a plain number) as a JavaScript number, for charts. */
 export function num(x: bigint | number | undefined): number {
@@ -20,7 +22,6 @@ export function num(x: bigint | number | undefined): number {
 const DURATION = create(FormatSchema, { kind: CellKind.CELL_DURATION });
 const DURATION_UNIT = create(FormatSchema, { kind: CellKind.CELL_DURATION, style: "unit" });
 const PERCENT1 = create(FormatSchema, { kind: CellKind.CELL_PERCENT, digits: 1 });
-const PERCENT2 = create(FormatSchema, { kind: CellKind.CELL_PERCENT, digits: 2 });
 
 /** A time in ns printed in `unit` ("12.34"). */
 export function time(ns: number | bigint, unit: TimeUnit): string {
@@ -35,11 +36,6 @@ export function timeUnit(ns: number | bigint, unit: TimeUnit): string {
 /** A fraction as a percentage with one decimal ("12.5%"). */
 export function pct1(fraction: number): string {
   return formatValue(PERCENT1, create(CellSchema, { number: fraction }));
-}
-
-/** A part of a whole as a percentage with two decimals ("12.50%"; "-" without a whole), for tooltips. */
-export function share2(part: number, whole: number): string {
-  return whole ? formatValue(PERCENT2, create(CellSchema, { number: part / whole })) : "-";
 }
 
 export function parRankLabel(r: { rank: number; rankInferred?: boolean }): string {
@@ -62,158 +58,64 @@ export function rankZoom(n: number): Record<string, unknown> {
   };
 }
 
-/** One bar's parts: the step split exactly (compute only + hidden comm + exposed by kind + memcpy + idle = step). */
-export interface Breakdown {
-  step: number;
-  computeOnly: number;
-  hidden: number;
-  exposed: number;
-  /** Each kind's own exposed time (kinds can overlap each other). */
-  kinds: Map<CollectiveKind, number>;
-  memcpy: number;
-  idle: number;
-  total: number;
-}
+export const FIXED_COLORS: Record<string, string> = {
+  compute_ns: "#1976d2",
+  hidden_comm_ns: "#90caf9",
+  exposed_memcpy_ns: "#00897b",
+  idle_ns: "#cfd8dc",
+};
 
-export const FIXED_PARTS = {
-  compute: { name: "Compute", color: "#1976d2" },
-  hidden: { name: "Hidden comm", color: "#90caf9" },
-  memcpy: { name: "Exposed memcpy", color: "#00897b" },
-  idle: { name: "Idle", color: "#cfd8dc" },
-} as const;
-
-export function exposedName(kind: CollectiveKind): string {
-  return `Exposed ${kindLabel(kind)}`;
-}
-
-export function stepBreakdown(s: ParallelStep): Breakdown {
-  const compute = num(s.computeNs);
-  const hidden = num(s.hiddenCommunicationNs);
-  const kinds = new Map<CollectiveKind, number>();
-  for (const k of s.kinds) kinds.set(k.kind, num(k.exposedNs));
-  return {
-    step: num(s.step),
-    computeOnly: compute - hidden,
-    hidden,
-    exposed: num(s.exposedCommunicationNs),
-    kinds,
-    memcpy: num(s.exposedMemoryNs),
-    idle: num(s.idleNs),
-    total: num(s.range?.endNs) - num(s.range?.startNs),
-  };
-}
-
-export function meanBreakdown(r: RankParallel): Breakdown {
-  const n = Math.max(1, r.steps);
-  const kinds = new Map<CollectiveKind, number>();
-  for (const k of r.kinds) kinds.set(k.kind, num(k.exposedNs) / n);
-  const hidden = num(r.hiddenCommunicationNs);
-  return {
-    step: -1,
-    computeOnly: num(r.computeNs) - hidden,
-    hidden,
-    exposed: num(r.exposedCommunicationNs),
-    kinds,
-    memcpy: num(r.exposedMemoryNs),
-    idle: num(r.idleNs),
-    total: num(r.stepTimeNs),
-  };
-}
-
-/** Drawn heights: kinds stacked in order, each cut so the kinds together fill exactly the exposed total. */
-function drawnKinds(b: Breakdown, kinds: CollectiveKind[]): Map<CollectiveKind, number> {
-  const out = new Map<CollectiveKind, number>();
-  let left = b.exposed;
-  for (const k of kinds) {
-    const v = Math.max(0, Math.min(b.kinds.get(k) ?? 0, left));
-    out.set(k, v);
-    left -= v;
-  }
-  // Exposed time no kind accounts for (should not happen): drawn with the last kind present.
-  if (left > 0 && kinds.length) out.set(kinds[kinds.length - 1], (out.get(kinds[kinds.length - 1]) ?? 0) + left);
-  return out;
-}
-
-export function kindsPresent(rp: RunParallel): CollectiveKind[] {
-  const have = new Set(rp.kinds.map((k) => k.kind));
-  return KIND_ORDER.filter((k) => have.has(k));
-}
-
-interface Part {
-  name: string;
-  color: string;
-  value: (b: Breakdown, drawn: Map<CollectiveKind, number>) => number;
-  own: (b: Breakdown) => number;
-}
-
-function parts(kinds: CollectiveKind[]): Part[] {
-  return [
-    { ...FIXED_PARTS.compute, value: (b) => b.computeOnly, own: (b) => b.computeOnly },
-    { ...FIXED_PARTS.hidden, value: (b) => b.hidden, own: (b) => b.hidden },
-    ...kinds.map((k) => ({
-      name: exposedName(k),
-      color: KIND_COLORS[k],
-      value: (_b: Breakdown, d: Map<CollectiveKind, number>) => d.get(k) ?? 0,
-      own: (b: Breakdown) => b.kinds.get(k) ?? 0,
-    })),
-    { ...FIXED_PARTS.memcpy, value: (b) => b.memcpy, own: (b) => b.memcpy },
-    { ...FIXED_PARTS.idle, value: (b) => b.idle, own: (b) => b.idle },
-  ];
-}
-
-function breakdownTip(title: string, b: Breakdown, ps: Part[], unit: TimeUnit): HTMLElement {
-  return tooltipBox(`${title} · step time ${timeUnit(b.total, unit)}`, [
-    ...ps.map((p) => ({ color: p.color, name: p.name, value: `${timeUnit(p.own(b), unit)} (${b.total ? pct1(p.own(b) / b.total) : "-"})` })),
-    { name: "Exposed comm (all kinds)", value: `${timeUnit(b.exposed, unit)}` },
-  ]);
+/** A part's colour by its column key (the kinds': `exposed_<kind>_ns`, the kind's colour). */
+export function partColor(key: string): string {
+  if (key in FIXED_COLORS) return FIXED_COLORS[key];
+  for (const [kind, label] of Object.entries(KIND_LABELS)) if (key === `exposed_${label}_ns`) return KIND_COLORS[Number(kind)];
+  return KIND_COLORS[CollectiveKind.OTHER];
 }
 
 /**
- * Stacked bars, x = rank; per rank one bar per step (`perStep`) or one bar of the means per step.
- * `cells[rank index][step index]` is null where the rank lacks the step.
+ * The step breakdown as stacked bars, x = rank: the model's `breakdown_steps` (per rank one bar per step;
+ * rows rank-major) or `breakdown_mean` (one bar of the means per rank). Its parts are the columns of group
+ * "part" (each part's own time, in the tooltip with its "share" of the step), drawn with the heights of
+ * group "bar" (display/parallel_charts.py).
  */
-export function breakdownOption(
-  ranks: RankParallel[],
-  stepIds: number[],
-  cells: (Breakdown | null)[][],
-  kinds: CollectiveKind[],
-  unit: TimeUnit,
-  label: RankLabel = parRankLabel,
-): ChartOption {
-  const drawn = cells.map((row) => row.map((b) => (b ? drawnKinds(b, kinds) : null)));
-  // Parts that are zero everywhere (no memcpy, nothing hidden on a host timeline) stay out of the legend.
-  const ps = parts(kinds).filter((p) => cells.some((row, ri) => row.some((b, si) => b && p.value(b, drawn[ri][si]!) > 0)));
-  const perStep = stepIds.length > 1 || stepIds[0] !== -1;
-  const nBars = Math.max(1, stepIds.length);
+export function breakdownOption(t: Table, unit: TimeUnit): ChartOption {
+  const ranks = runsOf(t, "worker");
+  const perStep = t.key === "breakdown_steps";
+  const steps = (ranks[0]?.rows ?? []).map((r) => numberOf(t, r, "step"));
+  const parts = groupColumns(t, "part");
+  const bars = groupColumns(t, "bar");
+  const shares = groupColumns(t, "share");
+  const nBars = Math.max(1, steps.length);
+  const cell = (r: Row, c: Column) => cellOf(t, r, c.key);
+  const tip = (r: Row) =>
+    tooltipBox(`${textOf(t, r, "label")} · ${perStep ? `step ${numberOf(t, r, "step")}` : "mean per step"} · step time ${timeUnit(numberOf(t, r, "total_ns"), unit)}`, [
+      ...parts.map((p, i) => ({ color: partColor(p.key), name: p.header, value: `${timeUnit(cell(r, p)?.number ?? 0, unit)} (${formatCell(shares[i], cell(r, shares[i]))})` })),
+      { name: "Exposed comm (all kinds)", value: `${timeUnit(numberOf(t, r, "exposed_comm_ns"), unit)}` },
+    ]);
   return {
     ...rankZoom(ranks.length),
-    legend: { top: 0, itemWidth: 10, itemHeight: 10, data: ps.map((p) => p.name) },
+    legend: { top: 0, itemWidth: 10, itemHeight: 10, data: parts.map((p) => p.header) },
     grid: { left: 8, right: 16, top: 34, bottom: ranks.length > RANK_WINDOW ? 26 : 4, containLabel: true },
     tooltip: {
       trigger: "item",
       formatter: ((p: { dataIndex: number; seriesIndex: number }) => {
-        const si = Math.floor(p.seriesIndex / ps.length);
-        const b = cells[p.dataIndex][si];
-        const r = ranks[p.dataIndex];
-        if (!b) return tooltipBox(label(r), []);
-        return breakdownTip(`${label(r)} · ${perStep ? `step ${stepIds[si]}` : "mean per step"}`, b, ps, unit);
+        const r = ranks[p.dataIndex].rows[Math.floor(p.seriesIndex / Math.max(1, parts.length))];
+        if (cellOf(t, r, "total_ns")?.missing) return tooltipBox(textOf(t, r, "label"), []);
+        return tip(r);
       }) as never,
     },
-    xAxis: { type: "category", data: ranks.map((r) => parRankLabel(r)), axisTick: { show: false } },
+    xAxis: { type: "category", data: ranks.map((x) => textOf(t, x.rows[0], "name")), axisTick: { show: false } },
     yAxis: { type: "value", name: unit, splitLine: { lineStyle: { color: "#eee" } } },
-    series: stepIds.flatMap((_s, si) =>
-      ps.map((p) => ({
-        name: p.name,
+    series: (perStep ? steps : [0]).flatMap((_s, si) =>
+      parts.map((p, pi) => ({
+        name: p.header,
         type: "bar" as const,
         stack: `s${si}`,
         barMaxWidth: nBars > 1 ? 18 : 48,
         barGap: "15%",
-        itemStyle: { color: p.color, borderColor: "#fff", borderWidth: 0 },
+        itemStyle: { color: partColor(p.key), borderColor: "#fff", borderWidth: 0 },
         emphasis: { focus: "none" as const },
-        data: ranks.map((_r, ri) => {
-          const b = cells[ri][si];
-          return b ? inUnit(Math.max(0, p.value(b, drawn[ri][si]!)), unit) : 0;
-        }),
+        data: ranks.map((x) => inUnit(Math.max(0, cell(x.rows[si], bars[pi])?.number ?? 0), unit)),
       })),
     ),
   };
@@ -254,79 +156,46 @@ export function waitsOption(rp: RunParallel, unit: TimeUnit, named: Set<number>,
   };
 }
 
-/** At most this many rows in a heatmap: beyond, ranks are binned (consecutive ranks, the max of each bin). */
-export const MAX_HEAT_ROWS = 128;
-
-export interface HeatBins {
-  /** Ranks per row (1: one row per rank). */
-  size: number;
-  /** Per row: first and last index into rp.ranks. */
-  rows: [number, number][];
-}
-
-export function heatBins(n: number, maxRows = MAX_HEAT_ROWS): HeatBins {
-  const size = Math.max(1, Math.ceil(n / maxRows));
-  const rows: [number, number][] = [];
-  for (let i = 0; i < n; i += size) rows.push([i, Math.min(n, i + size) - 1]);
-  return { size, rows };
-}
-
-/** Heatmap cell data: [step index, row index, value, index of the worst rank in the row's bin]. */
-export type HeatCell = [number, number, number, number];
+/** Heatmap cell data: [step index, row index, value]. */
+export type HeatCell = [number, number, number];
 
 /**
- * A rank × step heatmap (rows = ranks top to bottom, or bins of consecutive ranks holding each
- * bin's maximum when there are more than MAX_HEAT_ROWS ranks; columns = steps); -1 cells are left
- * empty. The tooltip names a bin's rank range and its worst rank.
+ * A rank × step heatmap of the model's heat table (display/parallel_charts.py heat_table): a row per bin of
+ * consecutive ranks (one rank each unless there are many), columns = steps, each cell the bin's largest value
+ * (a missing cell is left empty), coloured over the table's scale. The tooltip names a bin's ranks and its
+ * worst rank.
  */
-export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit, colors: string[], label: string, rankLabel: RankLabel = parRankLabel): ChartOption {
-  const steps = rp.steps.map((s) => num(s));
-  const ranks = rp.ranks;
-  const bins = heatBins(ranks.length);
+export function heatmapOption(t: Table, unit: TimeUnit, colors: string[], label: string): ChartOption {
+  const values = groupColumns(t, "value");
+  const worst = groupColumns(t, "worst");
   const data: HeatCell[] = [];
-  let lo = Infinity;
-  let hi = -Infinity;
-  bins.rows.forEach(([a, b], bi) =>
-    steps.forEach((_s, si) => {
-      let best = -1;
-      let worst = -1;
-      for (let ri = a; ri <= b; ri++) {
-        const v = num(values[ri * steps.length + si]);
-        if (v >= 0 && v > best) {
-          best = v;
-          worst = ri;
-        }
-      }
-      if (worst < 0) return;
-      data.push([si, bi, best, worst]);
-      lo = Math.min(lo, best);
-      hi = Math.max(hi, best);
+  t.rows.forEach((r, bi) =>
+    values.forEach((c, si) => {
+      const cell = cellOf(t, r, c.key);
+      if (cell && !cell.missing) data.push([si, bi, cell.number]);
     }),
   );
-  if (!data.length) {
-    lo = 0;
-    hi = 1;
-  }
-  if (hi === lo) hi = lo + 1;
-  const nRows = bins.rows.length;
-  const showLabels = steps.length <= 24 && nRows <= 32;
-  const rowName = ([a, b]: [number, number]) => (a === b ? parRankLabel(ranks[a]) : `ranks ${ranks[a].rank}–${ranks[b].rank}`);
+  const lo = t.scale?.min ?? 0;
+  const hi = t.scale?.max ?? 1;
+  const nRows = t.rows.length;
+  const showLabels = values.length <= 24 && nRows <= 32;
   return {
     grid: { left: 8, right: 70, top: 8, bottom: 4, containLabel: true },
     tooltip: {
       trigger: "item",
       formatter: ((p: { data: HeatCell }) => {
-        const [si, bi, v, wi] = p.data;
-        const [a, b] = bins.rows[bi];
-        if (a === b) return tooltipBox(`${rankLabel(ranks[a])} · step ${steps[si]}`, [{ name: label, value: `${timeUnit(v, unit)}` }]);
-        return tooltipBox(`ranks ${ranks[a].rank}–${ranks[b].rank} (${b - a + 1} ranks) · step ${steps[si]}`, [
+        const [si, bi, v] = p.data;
+        const r = t.rows[bi];
+        const step = values[si].header.slice(1);
+        if (numberOf(t, r, "ranks") === 1) return tooltipBox(`${textOf(t, r, "title")} · step ${step}`, [{ name: label, value: `${timeUnit(v, unit)}` }]);
+        return tooltipBox(`${textOf(t, r, "title")} · step ${step}`, [
           { name: `${label}, max of the bin`, value: `${timeUnit(v, unit)}` },
-          { name: "worst rank", value: rankLabel(ranks[wi]) },
+          { name: "worst rank", value: textOf(t, r, worst[si].key) },
         ]);
       }) as never,
     },
-    xAxis: { type: "category", data: steps.map((s) => `#${s}`), splitArea: { show: false }, axisTick: { show: false } },
-    yAxis: { type: "category", inverse: true, data: bins.rows.map(rowName), axisTick: { show: false } },
+    xAxis: { type: "category", data: values.map((c) => c.header), splitArea: { show: false }, axisTick: { show: false } },
+    yAxis: { type: "category", inverse: true, data: t.rows.map((r) => textOf(t, r, "name")), axisTick: { show: false } },
     visualMap: {
       type: "continuous",
       min: lo,
@@ -361,4 +230,11 @@ export function heatmapOption(rp: RunParallel, values: bigint[], unit: TimeUnit,
       },
     ],
   };
+}
+
+/** The worker of a heatmap cell's worst rank (a click opens it). */
+export function heatWorker(t: Table, cell: HeatCell): string {
+  const c = groupColumns(t, "worker")[cell[0]];
+  const r = t.rows[cell[1]];
+  return c && r ? textOf(t, r, c.key) : "";
 }

@@ -76,24 +76,21 @@ export function sentencesOf(view: View, key: string): SentenceMsg[] {
 }
 
 /**
- * The sentences of the findings or the advice, grouped: a head ("finding.<rule>") and the sentences of
- * the same key below it that follow it ("finding.<rule>.cost", ".excess", ".ranks", ".trigger"), in the
- * model's order.
+ * The sentences of a section of the view ("findings", "advice"), grouped as the model places them: each
+ * head (Sentence.part "") with the parts that follow it (its "cost", "excess", "ranks", "trigger").
  */
-export function groupsOf(view: View, prefix: string): { head: SentenceMsg; parts: SentenceMsg[] }[] {
+export function groupsOf(view: View, section: string): { head: SentenceMsg; parts: SentenceMsg[] }[] {
   const out: { head: SentenceMsg; parts: SentenceMsg[] }[] = [];
   for (const s of view.sentences) {
-    if (!s.key.startsWith(prefix)) continue;
-    const rest = s.key.slice(prefix.length);
-    const last = out[out.length - 1];
-    if (!rest.includes(".")) out.push({ head: s, parts: [] });
-    else if (last && s.key.startsWith(`${last.head.key}.`)) last.parts.push(s);
+    if (s.section !== section) continue;
+    if (!s.part) out.push({ head: s, parts: [] });
+    else out[out.length - 1]?.parts.push(s);
   }
   return out;
 }
 
-export function partOf(g: { head: SentenceMsg; parts: SentenceMsg[] }, suffix: string): SentenceMsg[] {
-  return g.parts.filter((s) => s.key === `${g.head.key}.${suffix}`);
+export function partOf(g: { head: SentenceMsg; parts: SentenceMsg[] }, part: string): SentenceMsg[] {
+  return g.parts.filter((s) => s.part === part);
 }
 
 export function S({ c, s, testId }: { c: Ctx; s: SentenceMsg | undefined; testId?: string }) {

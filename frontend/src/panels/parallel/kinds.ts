@@ -1,6 +1,6 @@
-// Collective kinds in the charts of the run views: their names (collectives.KIND_LABELS), colours and
-// drawing order. Tables and sentences name kinds through the display model; only chart legends and
-// tooltips use these.
+// Collective kinds in the charts of the run views: their names (collectives.KIND_LABELS, to find a kind's
+// part among a chart table's columns) and colours. The parts, their names and their order are the display
+// model's (present/display/parallel_charts.py).
 import { CollectiveKind } from "../../gen/tb_paddle_profile/v1/summary_pb";
 
 export const KIND_LABELS: Record<number, string> = {
@@ -13,10 +13,6 @@ export const KIND_LABELS: Record<number, string> = {
   [CollectiveKind.OTHER]: "other",
 };
 
-export function kindLabel(kind: CollectiveKind): string {
-  return KIND_LABELS[kind] ?? "other";
-}
-
 /** One colour per collective kind, used by every chart of the view. */
 export const KIND_COLORS: Record<number, string> = {
   [CollectiveKind.ALL_REDUCE]: "#f57c00",
@@ -27,13 +23,3 @@ export const KIND_COLORS: Record<number, string> = {
   [CollectiveKind.ALL_TO_ALL]: "#6d4c41",
   [CollectiveKind.OTHER]: "#78909c",
 };
-
-export const KIND_ORDER: CollectiveKind[] = [
-  CollectiveKind.ALL_REDUCE,
-  CollectiveKind.ALL_GATHER,
-  CollectiveKind.REDUCE_SCATTER,
-  CollectiveKind.BROADCAST,
-  CollectiveKind.SEND_RECV,
-  CollectiveKind.ALL_TO_ALL,
-  CollectiveKind.OTHER,
-];

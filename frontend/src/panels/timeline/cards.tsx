@@ -128,12 +128,11 @@ export function Details({ e, rankName, onJump, onTable, onClose }: { e: Timeline
 
 /**
  * The selected collective's matched instance (timeline_instance, from the cross-rank analysis' matched
- * table): every member rank with its arrival (after the first member's), wait and duration, the
+ * table): every member rank with its arrival (after the first member's: the route's arrival_ns), wait and duration, the
  * transfer; the last arrival marked; a member's row selects its slice; the members not shown can be added.
  */
 export function InstanceCard(props: { inst: TimelineInstance; shown: string[]; rankName: (w: string) => string; canAdd: boolean; onJump: (worker: string, id: number) => void; onShow: () => void }) {
   const { inst } = props;
-  const first = Math.min(...inst.members.map((m) => Number(m.startNs)));
   const hidden = inst.members.filter((m) => m.worker && !props.shown.includes(m.worker));
   return (
     <section class="card tl-instance" data-testid="timeline-instance" data-members={inst.members.length} data-hidden={hidden.length}>
@@ -165,7 +164,7 @@ export function InstanceCard(props: { inst: TimelineInstance; shown: string[]; r
                   {m.direction ? <span class="muted">{` · ${m.direction}`}</span> : null}
                   {m.last ? <b class="tl-last">{" · last"}</b> : null}
                 </td>
-                <td>{`+${fmtDur(Number(m.startNs) - first)}`}</td>
+                <td>{`+${fmtDur(Number(m.arrivalNs))}`}</td>
                 <td>{fmtDur(Number(m.waitNs))}</td>
                 <td>{fmtDur(Number(m.durationNs))}</td>
                 <td>{fmtDur(Number(inst.transferNs))}</td>

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tb_paddle_profile/v1/display.proto.
  */
 export const file_tb_paddle_profile_v1_display: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0Yl9wYWRkbGVfcHJvZmlsZS92MS9kaXNwbGF5LnByb3RvEhR0Yl9wYWRkbGVfcHJvZmlsZS52MSJjCgZGb3JtYXQSLAoEa2luZBgBIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGxLaW5kEgwKBHVuaXQYAiABKAkSDgoGZGlnaXRzGAMgASgFEg0KBXN0eWxlGAQgASgJIkQKBENlbGwSDgoGbnVtYmVyGAEgASgBEgwKBHRleHQYAiABKAkSDwoHbWlzc2luZxgDIAEoCBINCgV0aXRsZRgEIAEoCSK2AgoGQ29sdW1uEgsKA2tleRgBIAEoCRIOCgZoZWFkZXIYAiABKAkSLAoGZm9ybWF0GAMgASgLMhwudGJfcGFkZGxlX3Byb2ZpbGUudjEuRm9ybWF0Eg0KBWdyb3VwGAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhMKC3RleHRfaGlkZGVuGAYgASgIEhQKDHBhbmVsX2hpZGRlbhgHIAEoCBISCgp0ZXh0X3dpZHRoGAggASgFEhYKDnRleHRfbWluX3dpZHRoGAkgASgFEhUKDXRleHRfdHJ1bmNhdGUYCiABKAgSGwoTdGV4dF90cnVuY2F0ZV9kZXB0aBgLIAEoBRIyCgxwYW5lbF9mb3JtYXQYDCABKAsyHC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Gb3JtYXQiWAoLQ29sdW1uR3JvdXASCwoDa2V5GAEgASgJEg4KBmhlYWRlchgCIAEoCRIWCg50ZXh0X21pbl93aWR0aBgDIAEoBRIUCgxwYW5lbF9oZWFkZXIYBCABKAkimwEKA1JvdxIpCgVjZWxscxgBIAMoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGwSDQoFZGVwdGgYAiABKAUSKwoEcm9sZRgDIAEoDjIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJvd1JvbGUSCgoCaWQYBCABKAkSDAoEbGluaxgFIAEoCRITCgt0ZXh0X2hpZGRlbhgGIAEoCCKmAQoKVGV4dExheW91dBINCgVzdHlsZRgBIAEoCRIWCg50aW1lX3VuaXRfbGluZRgCIAEoCBIZChFjbG9zaW5nX3NlcGFyYXRvchgDIAEoCBIUCgxjbG9zaW5nX3J1bGUYBCABKAgSGQoRYmxhbmtfbGluZXNfYWZ0ZXIYBSABKAUSEgoKaGVhZF9saW5lcxgGIAMoCRIRCglub19oZWFkZXIYByABKAgi4gIKBVRhYmxlEgsKA2tleRgBIAEoCRINCgV0aXRsZRgCIAEoCRItCgdjb2x1bW5zGAMgAygLMhwudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sdW1uEjEKBmdyb3VwcxgEIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbHVtbkdyb3VwEicKBHJvd3MYBSADKAsyGS50Yl9wYWRkbGVfcHJvZmlsZS52MS5Sb3cSDAoEbm90ZRgGIAEoCRItCgVub3RlcxgHIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlNlbnRlbmNlEi4KBHRleHQYCCABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5UZXh0TGF5b3V0EgwKBHRyZWUYCSABKAgSDQoFZW1wdHkYCiABKAkSEwoLcGFkZGxlX3ZpZXcYCyABKAkSEwoLdGV4dF9oaWRkZW4YDCABKAgirAEKBFNwYW4SDAoEdGV4dBgBIAEoCRIQCghpc192YWx1ZRgCIAEoCBIsCgZmb3JtYXQYAyABKAsyHC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Gb3JtYXQSKQoFdmFsdWUYBCABKAsyGi50Yl9wYWRkbGVfcHJvZmlsZS52MS5DZWxsEg8KB2lzX3JhbmsYBSABKAgSDAoEcmFuaxgGIAEoBRIMCgRsaW5rGAcgASgJImAKCFNlbnRlbmNlEgsKA2tleRgBIAEoCRINCgVsZXZlbBgCIAEoCRIpCgVzcGFucxgDIAMoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLlNwYW4SDQoFdGl0bGUYBCABKAkiggEKBFZpZXcSCwoDa2V5GAEgASgJEg0KBXRpdGxlGAIgASgJEjEKCXNlbnRlbmNlcxgDIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlNlbnRlbmNlEisKBnRhYmxlcxgEIAMoCzIbLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRhYmxlIkcKB0Rpc3BsYXkSKQoFdmlld3MYASADKAsyGi50Yl9wYWRkbGVfcHJvZmlsZS52MS5WaWV3EhEKCXRpbWVfdW5pdBgCIAEoCSp/CghDZWxsS2luZBINCglDRUxMX1RFWFQQABIRCg1DRUxMX0RVUkFUSU9OEAESDgoKQ0VMTF9SQVRJTxACEhAKDENFTExfUEVSQ0VOVBADEg4KCkNFTExfQ09VTlQQBBIOCgpDRUxMX0JZVEVTEAUSDwoLQ0VMTF9OVU1CRVIQBipHCgdSb3dSb2xlEgwKCFJPV19EQVRBEAASDwoLUk9XX1NFQ1RJT04QARIOCgpST1dfSEVBREVSEAISDQoJUk9XX1RPVEFMEANiBnByb3RvMw");
+  fileDesc("CiJ0Yl9wYWRkbGVfcHJvZmlsZS92MS9kaXNwbGF5LnByb3RvEhR0Yl9wYWRkbGVfcHJvZmlsZS52MSJjCgZGb3JtYXQSLAoEa2luZBgBIAEoDjIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGxLaW5kEgwKBHVuaXQYAiABKAkSDgoGZGlnaXRzGAMgASgFEg0KBXN0eWxlGAQgASgJIkQKBENlbGwSDgoGbnVtYmVyGAEgASgBEgwKBHRleHQYAiABKAkSDwoHbWlzc2luZxgDIAEoCBINCgV0aXRsZRgEIAEoCSK2AgoGQ29sdW1uEgsKA2tleRgBIAEoCRIOCgZoZWFkZXIYAiABKAkSLAoGZm9ybWF0GAMgASgLMhwudGJfcGFkZGxlX3Byb2ZpbGUudjEuRm9ybWF0Eg0KBWdyb3VwGAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhMKC3RleHRfaGlkZGVuGAYgASgIEhQKDHBhbmVsX2hpZGRlbhgHIAEoCBISCgp0ZXh0X3dpZHRoGAggASgFEhYKDnRleHRfbWluX3dpZHRoGAkgASgFEhUKDXRleHRfdHJ1bmNhdGUYCiABKAgSGwoTdGV4dF90cnVuY2F0ZV9kZXB0aBgLIAEoBRIyCgxwYW5lbF9mb3JtYXQYDCABKAsyHC50Yl9wYWRkbGVfcHJvZmlsZS52MS5Gb3JtYXQiWAoLQ29sdW1uR3JvdXASCwoDa2V5GAEgASgJEg4KBmhlYWRlchgCIAEoCRIWCg50ZXh0X21pbl93aWR0aBgDIAEoBRIUCgxwYW5lbF9oZWFkZXIYBCABKAkimwEKA1JvdxIpCgVjZWxscxgBIAMoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGwSDQoFZGVwdGgYAiABKAUSKwoEcm9sZRgDIAEoDjIdLnRiX3BhZGRsZV9wcm9maWxlLnYxLlJvd1JvbGUSCgoCaWQYBCABKAkSDAoEbGluaxgFIAEoCRITCgt0ZXh0X2hpZGRlbhgGIAEoCCKmAQoKVGV4dExheW91dBINCgVzdHlsZRgBIAEoCRIWCg50aW1lX3VuaXRfbGluZRgCIAEoCBIZChFjbG9zaW5nX3NlcGFyYXRvchgDIAEoCBIUCgxjbG9zaW5nX3J1bGUYBCABKAgSGQoRYmxhbmtfbGluZXNfYWZ0ZXIYBSABKAUSEgoKaGVhZF9saW5lcxgGIAMoCRIRCglub19oZWFkZXIYByABKAgikwMKBVRhYmxlEgsKA2tleRgBIAEoCRINCgV0aXRsZRgCIAEoCRItCgdjb2x1bW5zGAMgAygLMhwudGJfcGFkZGxlX3Byb2ZpbGUudjEuQ29sdW1uEjEKBmdyb3VwcxgEIAMoCzIhLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNvbHVtbkdyb3VwEicKBHJvd3MYBSADKAsyGS50Yl9wYWRkbGVfcHJvZmlsZS52MS5Sb3cSDAoEbm90ZRgGIAEoCRItCgVub3RlcxgHIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlNlbnRlbmNlEi4KBHRleHQYCCABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5UZXh0TGF5b3V0EgwKBHRyZWUYCSABKAgSDQoFZW1wdHkYCiABKAkSEwoLcGFkZGxlX3ZpZXcYCyABKAkSEwoLdGV4dF9oaWRkZW4YDCABKAgSLwoFc2NhbGUYDSABKAsyIC50Yl9wYWRkbGVfcHJvZmlsZS52MS5DaGFydFNjYWxlIiYKCkNoYXJ0U2NhbGUSCwoDbWluGAEgASgBEgsKA21heBgCIAEoASKsAQoEU3BhbhIMCgR0ZXh0GAEgASgJEhAKCGlzX3ZhbHVlGAIgASgIEiwKBmZvcm1hdBgDIAEoCzIcLnRiX3BhZGRsZV9wcm9maWxlLnYxLkZvcm1hdBIpCgV2YWx1ZRgEIAEoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLkNlbGwSDwoHaXNfcmFuaxgFIAEoCBIMCgRyYW5rGAYgASgFEgwKBGxpbmsYByABKAkijQEKCFNlbnRlbmNlEgsKA2tleRgBIAEoCRINCgVsZXZlbBgCIAEoCRIpCgVzcGFucxgDIAMoCzIaLnRiX3BhZGRsZV9wcm9maWxlLnYxLlNwYW4SDQoFdGl0bGUYBCABKAkSDwoHc2VjdGlvbhgFIAEoCRIMCgRwYXJ0GAYgASgJEgwKBHJ1bGUYByABKAkiggEKBFZpZXcSCwoDa2V5GAEgASgJEg0KBXRpdGxlGAIgASgJEjEKCXNlbnRlbmNlcxgDIAMoCzIeLnRiX3BhZGRsZV9wcm9maWxlLnYxLlNlbnRlbmNlEisKBnRhYmxlcxgEIAMoCzIbLnRiX3BhZGRsZV9wcm9maWxlLnYxLlRhYmxlIkcKB0Rpc3BsYXkSKQoFdmlld3MYASADKAsyGi50Yl9wYWRkbGVfcHJvZmlsZS52MS5WaWV3EhEKCXRpbWVfdW5pdBgCIAEoCSp/CghDZWxsS2luZBINCglDRUxMX1RFWFQQABIRCg1DRUxMX0RVUkFUSU9OEAESDgoKQ0VMTF9SQVRJTxACEhAKDENFTExfUEVSQ0VOVBADEg4KCkNFTExfQ09VTlQQBBIOCgpDRUxMX0JZVEVTEAUSDwoLQ0VMTF9OVU1CRVIQBipHCgdSb3dSb2xlEgwKCFJPV19EQVRBEAASDwoLUk9XX1NFQ1RJT04QARIOCgpST1dfSEVBREVSEAISDQoJUk9XX1RPVEFMEANiBnByb3RvMw");
 
 /**
  * @generated from message tb_paddle_profile.v1.Format
@@ -416,6 +416,13 @@ export type Table = Message<"tb_paddle_profile.v1.Table"> & {
    * @generated from field: bool text_hidden = 12;
    */
   textHidden: boolean;
+
+  /**
+   * a chart of the table: the range of its values (a heatmap's colour scale)
+   *
+   * @generated from field: tb_paddle_profile.v1.ChartScale scale = 13;
+   */
+  scale?: ChartScale | undefined;
 };
 
 /**
@@ -424,6 +431,30 @@ export type Table = Message<"tb_paddle_profile.v1.Table"> & {
  */
 export const TableSchema: GenMessage<Table> = /*@__PURE__*/
   messageDesc(file_tb_paddle_profile_v1_display, 6);
+
+/**
+ * The range a chart scales its values to (the smallest and the largest value drawn; max > min).
+ *
+ * @generated from message tb_paddle_profile.v1.ChartScale
+ */
+export type ChartScale = Message<"tb_paddle_profile.v1.ChartScale"> & {
+  /**
+   * @generated from field: double min = 1;
+   */
+  min: number;
+
+  /**
+   * @generated from field: double max = 2;
+   */
+  max: number;
+};
+
+/**
+ * Describes the message tb_paddle_profile.v1.ChartScale.
+ * Use `create(ChartScaleSchema)` to create a new message.
+ */
+export const ChartScaleSchema: GenMessage<ChartScale> = /*@__PURE__*/
+  messageDesc(file_tb_paddle_profile_v1_display, 7);
 
 /**
  * A sentence of typed spans: literal text, values formatted like cells, rank references the panels link.
@@ -480,7 +511,7 @@ export type Span = Message<"tb_paddle_profile.v1.Span"> & {
  * Use `create(SpanSchema)` to create a new message.
  */
 export const SpanSchema: GenMessage<Span> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_display, 7);
+  messageDesc(file_tb_paddle_profile_v1_display, 8);
 
 /**
  * @generated from message tb_paddle_profile.v1.Sentence
@@ -511,6 +542,31 @@ export type Sentence = Message<"tb_paddle_profile.v1.Sentence"> & {
    * @generated from field: string title = 4;
    */
   title: string;
+
+  /**
+   * Where it belongs (the text layout and the panels group by these, never by the key's shape):
+   *
+   * the block of its view: "findings", "advice" (the parallel view); empty elsewhere
+   *
+   * @generated from field: string section = 5;
+   */
+  section: string;
+
+  /**
+   * within a section: "" an item's head; "cost", "excess", "ranks", "trigger": a part
+   *
+   * @generated from field: string part = 6;
+   */
+  part: string;
+
+  /**
+   * of the head before it
+   *
+   * the rule of a finding's or an advice's sentences
+   *
+   * @generated from field: string rule = 7;
+   */
+  rule: string;
 };
 
 /**
@@ -518,7 +574,7 @@ export type Sentence = Message<"tb_paddle_profile.v1.Sentence"> & {
  * Use `create(SentenceSchema)` to create a new message.
  */
 export const SentenceSchema: GenMessage<Sentence> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_display, 8);
+  messageDesc(file_tb_paddle_profile_v1_display, 9);
 
 /**
  * @generated from message tb_paddle_profile.v1.View
@@ -554,7 +610,7 @@ export type View = Message<"tb_paddle_profile.v1.View"> & {
  * Use `create(ViewSchema)` to create a new message.
  */
 export const ViewSchema: GenMessage<View> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_display, 9);
+  messageDesc(file_tb_paddle_profile_v1_display, 10);
 
 /**
  * @generated from message tb_paddle_profile.v1.Display
@@ -578,7 +634,7 @@ export type Display = Message<"tb_paddle_profile.v1.Display"> & {
  * Use `create(DisplaySchema)` to create a new message.
  */
 export const DisplaySchema: GenMessage<Display> = /*@__PURE__*/
-  messageDesc(file_tb_paddle_profile_v1_display, 10);
+  messageDesc(file_tb_paddle_profile_v1_display, 11);
 
 /**
  * How a value is printed. Both formatters implement exactly these rules (docs/display.md).
