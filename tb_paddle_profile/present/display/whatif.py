@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import List
 
+from tb_paddle_profile.analysis.crossrank.model import CAVEAT
 from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
@@ -115,8 +116,8 @@ def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
                                  val(x.step_ns, DURATION), " (saving ", val(x.saving_ns, DURATION), ", ",
                                  val(x.saving_fraction, PERCENT, digits=1),
                                  " per sample" if x.per_sample else " per step", "). ", x.assumption], key=key))
-    for n in w.notes:
-        out.append(sentence(["Note: " + n], key="note", level="note"))
+    for n in w.notes:   # a caveat of the evidence says so itself
+        out.append(sentence([n if n.startswith(CAVEAT) else "Note: " + n], key="note", level="note"))
     return out
 
 
