@@ -159,7 +159,7 @@ function Parsing({ s }: { s: SpanEntry }) {
 function FileItem({ w, s, sel, update }: { w: WorkerEntry; s: SpanEntry; sel: Selection; update: (p: Partial<Selection>) => void }) {
   return (
     <li class={`file-item ${stateName(s.state)} ${w.worker === sel.worker && s.span === sel.span ? "current" : ""}`} data-state={stateName(s.state)} data-file={s.fileName}>
-      <button class="file-link" onClick={() => update({ worker: w.worker, span: s.span })} title={`${workerLabel(w)}\n${s.fileName}`}>
+      <button class="file-link" onClick={() => update({ worker: w.worker, span: s.span })} title={`${workerLabel(w)} · span ${s.span}\n${s.fileName}`}>
         <span class={`dot ${stateName(s.state)}`} />
         <span class="file-name">{`${workerLabel(w)} · span ${s.span}`}</span>
         <span class="file-state">

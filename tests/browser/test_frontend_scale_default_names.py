@@ -14,7 +14,9 @@ rank) and the routes' own answers (the verdict and its cost, the What-if critica
   of the critical path by rank opens that rank; the page within 3,000 nodes;
 * the straggler's Overview: the banner names it the straggler with the verdict's cost, and its button opens
   Compare against its role peers' median; the sidebar lists the hosts in natural order (gpunode2 before
-  gpunode10) and finds rank 300 first when "300" is typed.
+  gpunode10) and finds rank 300 first when "300" is typed;
+* every text the sidebar or the header cuts at 1,280 px (the worker picker, its options, the files, the crumbs)
+  whole in the title around it.
 
 The analysis behind it: the generator's DP16 x PP8 x MP8 grid inferred complete, every rank's (stage, mp) the
 generator's, so that a rank's role peers are the other ranks of its stage and mp index (the grid was not inferred
@@ -185,3 +187,37 @@ def test_the_stragglers_overview_has_the_banner_and_compares_with_its_peers(job,
     assert frame.get_attribute('[data-testid="cmp-baseline"]', "data-worker") == "~peers"
     frame.wait_for_selector('[data-testid="cmp-tables"]', timeout=300_000)
     assert current_worker(frame) == workers[SLOW]
+
+
+# every element of the sidebar and the header whose text its box cuts (an ellipsis), with the nearest title around it
+_CUT_WITHOUT_TITLE = """() => {
+  const out = [];
+  const roots = [document.querySelector('[data-testid=sidebar]'), document.querySelector('.main-head')];
+  for (const root of roots) for (const el of root ? root.querySelectorAll('*') : []) {
+    if (el.children.length || !el.textContent.trim() || el.scrollWidth <= el.clientWidth + 1) continue;
+    const text = el.textContent.trim();
+    const titled = el.closest('[title]');
+    const title = titled ? titled.getAttribute('title') : '';
+    if (!title.split('\\n').some((line) => line.includes(text))) out.push({ text, title, sw: el.scrollWidth, cw: el.clientWidth });
+  }
+  return out;
+}"""
+
+
+def test_cut_labels_in_the_sidebar_and_the_header_have_their_full_text_on_hover(workers, tb, analysis, page):
+    """At 1,280 px the sidebar cuts the long default-name labels ("rank 300 · dp4 pp5 mp4 · gpunode37 GPU4 · pid
+    6605 · span 0") and the header its rank and file name: each cut text is whole in the title of its element or
+    of the nearest one around it (the worker picker's button and options, the files, the crumbs)."""
+    frame = open_view(page, tb, "overview", worker=workers[SLOW])
+    frame.locator('[data-testid="rank-banner"]').wait_for(timeout=120_000)
+    frame.locator('.file-item.current').wait_for(timeout=60_000)
+    cut = frame.evaluate(_CUT_WITHOUT_TITLE)
+    assert cut == [], cut
+    cut_texts = frame.evaluate("() => Array.from(document.querySelectorAll('[data-testid=sidebar] *, .main-head *'))"
+                               ".filter((e) => !e.children.length && e.scrollWidth > e.clientWidth + 1).length")
+    assert cut_texts >= 3   # the picker's button, the current file, the crumbs: cut at this width
+    frame.click('[data-testid="select-worker-button"]')
+    frame.fill('[data-testid="select-worker-search"]', "gpunode37")
+    frame.locator('[data-testid="select-worker-option"]').first.wait_for(timeout=10_000)
+    cut = frame.evaluate(_CUT_WITHOUT_TITLE)
+    assert cut == [], cut
