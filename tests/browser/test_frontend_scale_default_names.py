@@ -8,8 +8,9 @@ rank) and the routes' own answers (the verdict and its cost, the What-if critica
 
 * Distributed: summary first (the verdict naming the planted rank first, the findings on the first screen),
   <= 3,000 DOM nodes, no task of the plugin's frame over 200 ms of main-thread CPU (browser_util.TaskClock);
-* the compact timeline: >= 32 rank rows on a 1,280 x 800 screen, the planted rank's first, <= 3,000 nodes, no
-  task over 200 ms of CPU;
+* the compact timeline: >= 32 rank rows on a 1,280 x 800 screen, the planted rank's first and its 15 role peers
+  (the ranks of its stage and mp index) next, labelled so, <= 3,000 nodes, no task over 200 ms of CPU; the
+  detailed view's default ranks the same 16, each header saying the straggler or a role peer;
 * What-if on default names: "Show on the timeline" opens the timeline on the rank that ended the step, a row
   of the critical path by rank opens that rank; the page within 3,000 nodes;
 * the straggler's Overview: the banner names it the straggler with the verdict's cost, and its button opens
@@ -112,7 +113,19 @@ def test_the_distributed_summary_is_first_and_light(workers, tb, analysis, brows
     summary_first_and_light(tb, analysis, browser, timeout_ms=300_000, check=named_first, worker=workers[0])
 
 
-def test_the_compact_timeline_shows_32_ranks_the_straggler_first(workers, tb, analysis, browser):
+@pytest.fixture(scope="module")
+def role_peers(job) -> set:
+    """The generator's ranks of the straggler's stage and mp index, the straggler aside (15 of DP16)."""
+    coords = {r["rank"]: r["coords"] for r in job.manifest["ranks"]}
+    mine = coords[SLOW]
+    return {r["worker"] for r in job.manifest["ranks"]
+            if r["rank"] != SLOW and (coords[r["rank"]]["pp"], coords[r["rank"]]["mp"]) == (mine["pp"], mine["mp"])}
+
+
+def test_the_compact_timeline_shows_32_ranks_the_straggler_first(workers, role_peers, tb, analysis, browser):
+    """The compact rows: >= 32 on the screen, the straggler's first, then its role peers labelled so (the ranks of
+    its stage and mp index: its whole stage, 127 ranks, before the grid was inferred); the detailed view's default
+    ranks are the same 16, their headers saying the straggler and each role peer."""
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
     clock = TaskClock(browser, page)
@@ -124,6 +137,22 @@ def test_the_compact_timeline_shows_32_ranks_the_straggler_first(workers, tb, an
         tasks = clock.stop(frame)
         assert nodes <= SUMMARY_DOM_NODES, f"{nodes} DOM nodes"
         assert_light_tasks(tasks, "compact timeline, 1,024 default-named ranks")
+        assert len(role_peers) == 15
+        drawn = frame.evaluate("() => window.__tbppCompact.labels()")
+        assert drawn[0]["worker"] == workers[SLOW] and drawn[0]["full"].startswith("straggler · "), drawn[0]
+        peers = [d for d in drawn if d["full"].startswith("role peer · ")]
+        assert {d["worker"] for d in peers} == role_peers, sorted(d["full"] for d in peers)
+        assert [d["worker"] for d in drawn[1:16]] == [d["worker"] for d in peers]   # right after the straggler
+        assert all(d["text"].endswith(" · peer") for d in peers), [d["text"] for d in peers]
+
+        frame.click('[data-testid="timeline-compact-detail"]')
+        frame.wait_for_function("() => { const d = window.__tbppTimeline && window.__tbppTimeline.data();"
+                                " return d && d.ranks.length >= 16 && d.ranks.every((r) => !r.state); }", timeout=120_000)
+        heads = {r["worker"]: r["label"] for r in frame.evaluate("() => window.__tbppTimeline.rows().filter((r) => r.kind === 'rank')")}
+        assert set(heads) == role_peers | {workers[SLOW]}, sorted(heads.values())
+        assert heads[workers[SLOW]].startswith(f"rank {SLOW} ") and heads[workers[SLOW]].endswith(" ★ straggler"), heads[workers[SLOW]]
+        assert all(heads[w].endswith(" · role peer") for w in role_peers), sorted(heads.values())
+        assert "the straggler and its role peers" in frame.inner_text('[data-testid="timeline-ranks-why"]')
     finally:
         clock.cancel()
         page.context.close()
