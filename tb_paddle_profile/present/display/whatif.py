@@ -81,14 +81,16 @@ def _headline(w: wpb.RunWhatIf) -> List[dpb.Sentence]:
     def on(x: wpb.WhatIf) -> list:
         return [" (", rank(x.rank, f"rank {x.rank}"), ")"] if x.rank >= 0 else []
 
+    # the savings with their unit: the panel draws the headline above the cards whose heads say the unit
     b = max(per_step, key=lambda x: x.saving_ns)
-    out = [sentence(["Largest estimated saving per step: ", b.title] + on(b) + [", ", val(b.saving_ns, DURATION),
+    out = [sentence(["Largest estimated saving per step: ", b.title] + on(b) + [", ", val(b.saving_ns, DURATION, style="unit"),
                      " (", val(b.saving_fraction, PERCENT, digits=1), "). ", b.assumption],
                     key="whatif.best", level="good")]
     own = [x for x in per_step if x.kind == wpb.WHAT_IF_STRAGGLER and x is not b]
     for x in own:
         out.append(sentence(["The straggler, ", rank(x.rank, f"rank {x.rank}"), ", at its role peers' speed: ",
-                             val(x.saving_ns, DURATION), " per step (", val(x.saving_fraction, PERCENT, digits=1),
+                             val(x.saving_ns, DURATION, style="unit"), " per step (",
+                             val(x.saving_fraction, PERCENT, digits=1),
                              ")."], key="whatif.best.straggler", level="good"))
     return out
 
