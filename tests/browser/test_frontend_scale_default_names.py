@@ -238,12 +238,19 @@ _CUT_WITHOUT_TITLE = """() => {
 
 
 def test_cut_labels_in_the_sidebar_and_the_header_have_their_full_text_on_hover(workers, tb, analysis, page):
-    """At 1,280 px the sidebar cuts the long default-name labels ("rank 300 · dp4 pp5 mp4 · gpunode37 GPU4 · pid
+    """The straggler's Overview opened by a link: its file in view in the sidebar (it was 38 host groups down,
+    out of sight). At 1,280 px the sidebar cuts the long default-name labels ("rank 300 · dp4 pp5 mp4 · gpunode37 GPU4 · pid
     6605 · span 0") and the header its rank and file name: each cut text is whole in the title of its element or
     of the nearest one around it (the worker picker's button and options, the files, the crumbs)."""
     frame = open_view(page, tb, "overview", worker=workers[SLOW])
     frame.locator('[data-testid="rank-banner"]').wait_for(timeout=120_000)
     frame.locator('.file-item.current').wait_for(timeout=60_000)
+    # the current file is in view in the sidebar (its host group, gpunode37, the 38th of 128: below the fold)
+    frame.wait_for_timeout(300)
+    box = frame.evaluate("""() => { const side = document.querySelector('[data-testid=sidebar]').getBoundingClientRect();
+        const cur = document.querySelector('.file-item.current').getBoundingClientRect();
+        return { top: cur.top, bottom: cur.bottom, sideTop: side.top, sideBottom: Math.min(side.bottom, innerHeight) }; }""")
+    assert box["top"] >= box["sideTop"] and box["bottom"] <= box["sideBottom"], box
     cut = frame.evaluate(_CUT_WITHOUT_TITLE)
     assert cut == [], cut
     cut_texts = frame.evaluate("() => Array.from(document.querySelectorAll('[data-testid=sidebar] *, .main-head *'))"
