@@ -222,8 +222,8 @@ def match_run(ranks: List[RankData], notes: List[str]):
     if not hosts_known:
         if pool.kind.size:
             if exact:
-                sp = [s for s, ok in zip(spread, reached) if ok]
-                gap = max(T.EXACT_HOST_GAP_NS, T.HOST_GAP_SPREAD_FACTOR * float(np.median(sp)) if sp else 0.0)
+                sp_ok = [float(x) for x, ok in zip(spread, reached) if ok]
+                gap = max(T.EXACT_HOST_GAP_NS, T.HOST_GAP_SPREAD_FACTOR * float(np.median(sp_ok)) if sp_ok else 0.0)
             else:
                 gap = max(T.CLOCK_HOST_GAP_NS, T.HOST_GAP_NOISE_FACTOR * sigma)
             host = group_hosts(off, reached, gap)
