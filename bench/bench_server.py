@@ -134,6 +134,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=30)
     ap.add_argument("--work", default="/tmp/bench_server")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ramp", type=float, default=0.0,
+                    help="seconds over which the clients arrive (0: all at once)")
     a = ap.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -217,11 +219,13 @@ def main() -> None:
         def client(i):
             rng = random.Random(a.seed * 1000 + i)
             mine = []
+            time.sleep(a.ramp * i / max(1, a.clients))  # the clients arrive over --ramp seconds
             while time.monotonic() < stop_at:
                 cls = "heavy" if rng.random() < 0.3 else "cached"
                 route, params = heavy(rng) if cls == "heavy" else cached(rng)
+                at = time.perf_counter() - t0
                 status, _, dt = c.get(route, **params)
-                mine.append((cls, route, status, dt))
+                mine.append((cls, route, status, dt, at))
             with lock:
                 results.extend(mine)
 
@@ -241,7 +245,7 @@ def main() -> None:
               f"(with its workers {rss[1]:.0f} MB)")
         print("| class / route | requests | errors | p50 s | p99 s | max s |\n|---|---:|---:|---:|---:|---:|")
         groups = {}
-        for cls, route, status, dt in results:
+        for cls, route, status, dt, _ in results:
             for key in (cls, f"{cls}: {route}"):
                 groups.setdefault(key, []).append((status, dt))
         for key in sorted(groups, key=lambda k: (k.split(":")[0], ":" in k, k)):
@@ -249,10 +253,14 @@ def main() -> None:
             times = [dt for _, dt in g]
             errors = sum(1 for s, _ in g if s != 200)
             print(f"| {key} | {len(g)} | {errors} | {pct(times, 0.5):.3f} | {pct(times, 0.99):.3f} | {max(times):.3f} |")
-        codes = statistics.multimode([s for _, _, s, _ in results if s != 200]) if any(
-            s != 200 for _, _, s, _ in results) else []
+        codes = statistics.multimode([s for _, _, s, _, _ in results if s != 200]) if any(
+            s != 200 for _, _, s, _, _ in results) else []
         if codes:
             print(f"\nmost frequent error status: {codes}")
+        slow = sorted((at, dt, route) for cls, route, _, dt, at in results if cls == "cached" and dt > 0.5)
+        if slow:  # when the slow cached answers were asked for: all at once (a stall) or spread out
+            print(f"\ncached answers over 0.5 s: {len(slow)}, asked at (s into the load): "
+                  + ", ".join(f"{at:.1f} ({dt:.2f} s {route})" for at, dt, route in slow[:40]))
 
 
 if __name__ == "__main__":

@@ -140,6 +140,7 @@ class RunIndex:
     """An open run index (memory-mapped; checksummed once per file version, as a rank's index)."""
 
     def __init__(self, path: str):
+        self.path = path
         self._mm, st = open_mapped(path)
         try:
             self.header, self.a = map_arrays(self._mm, st, version=RUN_INDEX_VERSION)
