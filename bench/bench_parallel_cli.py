@@ -10,7 +10,8 @@ cache, --repeat rounds, each in turn:
 * analysis: `runs.analyze_split` of the run's digests (read from the cache once, before), in this process, wall
   and CPU (what `parallel` computes when the cache holds no analysis);
 * text: `tb-paddle-profile parallel RUN --cache-dir CACHE` as a fresh process (interpreter, imports, the ranks'
-  digests looked up in the cache, the stored analysis read back, the text printed to a file), wall;
+  digests looked up in the cache, the stored analysis read back, the text printed to a file), wall; run with
+  bytecode written, as an installed package is (PYTHONDONTWRITEBYTECODE left out);
 * json: the same with `--format json` (every matched instance encoded, proto3 JSON), wall, and its size.
 
 Prints min and median of each and the ratios text / analysis and json / analysis (medians, and min over min).
@@ -33,12 +34,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import prepare  # noqa: E402
 
+# as an installed package runs: its modules compiled once (.pyc), not at every start
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
 
 def cli(run: Path, cache: Path, out: Path, *extra: str) -> float:
     t = time.perf_counter()
     with open(out, "wb") as f:
         subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(run), "--cache-dir", str(cache),
-                        "--no-progress", *extra], check=True, stdout=f, cwd=str(REPO))
+                        "--no-progress", *extra], check=True, stdout=f, cwd=str(REPO), env=ENV)
     return time.perf_counter() - t
 
 

@@ -13,7 +13,7 @@ operations Paddle's profiler_statistic applies). The rules, per CellKind:
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Callable, Iterable
 
 from tb_paddle_profile.v1 import display_pb2 as dpb
 
@@ -48,32 +48,40 @@ def human_bytes(n: int) -> str:
 
 def format_value(fmt: dpb.Format, cell: dpb.Cell, time_unit: str = "ms") -> str:
     """The printed text of one cell under its column's (or span's) format."""
-    if cell.missing:
-        return "-"
-    kind = fmt.kind
+    return value_formatter(fmt, time_unit)(cell)
+
+
+def value_formatter(fmt: dpb.Format, time_unit: str = "ms") -> Callable[[dpb.Cell], str]:
+    """format_value's function of a cell under ``fmt``, made once for a column of many cells."""
+    kind, digits, style = fmt.kind, fmt.digits, fmt.style
+    text: Callable[[float], str]
     if kind == TEXT:
-        return cell.text
-    x = cell.number
+        return lambda cell: "-" if cell.missing else cell.text
     if kind == DURATION:
         unit = fmt.unit or time_unit
-        if unit not in _DIVISOR:
-            raise ValueError(f"time unit must be one of {', '.join(TIME_UNITS)}, not {unit!r}")
-        if math.isinf(x):
-            return "-"
-        div = _DIVISOR[unit]
-        text = "{:.2f}".format(x / div if div is not None else x)
-        return f"{text} {unit}" if fmt.style == "unit" else text
-    if kind == RATIO:
-        return "{:.{}f}".format(x * 100, fmt.digits)
-    if kind == PERCENT:
-        return "{:.{}f}%".format(x * 100, fmt.digits)
-    if kind == COUNT:
-        return str(int(x))
-    if kind == BYTES:
-        return human_bytes(int(x)) if fmt.style == "human" else str(int(x))
-    if kind == NUMBER:
-        return "{:g}".format(x) if fmt.style == "g" else "{:.{}f}".format(x, fmt.digits)
-    raise ValueError(f"unknown cell kind {kind}")
+        div = _DIVISOR.get(unit)
+        suffix = f" {unit}" if style == "unit" else ""
+
+        def text(x: float) -> str:
+            if unit not in _DIVISOR:
+                raise ValueError(f"time unit must be one of {', '.join(TIME_UNITS)}, not {unit!r}")
+            if math.isinf(x):
+                return "-"
+            return "{:.2f}".format(x / div if div is not None else x) + suffix
+    elif kind == RATIO:
+        text = lambda x: "{:.{}f}".format(x * 100, digits)  # noqa: E731
+    elif kind == PERCENT:
+        text = lambda x: "{:.{}f}%".format(x * 100, digits)  # noqa: E731
+    elif kind == COUNT:
+        text = lambda x: str(int(x))  # noqa: E731
+    elif kind == BYTES:
+        text = (lambda x: human_bytes(int(x))) if style == "human" else (lambda x: str(int(x)))
+    elif kind == NUMBER:
+        text = (lambda x: "{:g}".format(x)) if style == "g" else (lambda x: "{:.{}f}".format(x, digits))
+    else:
+        def text(x: float) -> str:
+            raise ValueError(f"unknown cell kind {kind}")
+    return lambda cell: "-" if cell.missing else text(cell.number)
 
 
 def format_cell(column: dpb.Column, cell: dpb.Cell, time_unit: str = "ms") -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import textwrap
 from typing import List
 
-from tb_paddle_profile.core.terminal import visible, visible_lines
+from tb_paddle_profile.core.terminal import visible_all, visible_lines
 from tb_paddle_profile.present.display import cells
-from tb_paddle_profile.present.display.cells import format_cell, format_value, sentence_text
+from tb_paddle_profile.present.display.cells import format_value, sentence_text, value_formatter
 from tb_paddle_profile.present.display.parallel import parallel_display
 from tb_paddle_profile.present.display.parallel_common import spans
 from tb_paddle_profile.present.render.fit import DEFAULT_WIDTH, fit_tables, header_lines, short_label
@@ -80,15 +80,12 @@ class _Grid:
         key = (i, i == first, part, shorten)
         got = self._cells.get(key)
         if got is None:
-            col, empty = self.t.columns[i], dpb.Cell()
-            got = []
-            for r in self.rows:
-                if part and r.role == dpb.ROW_SECTION:
-                    cell = r.cells[0] if i == first else empty
-                else:
-                    cell = r.cells[i]
-                c = visible(format_cell(col, cell, self.unit))
-                got.append(short_label(c) if shorten and col.key == "label" else c)
+            col, empty, section = self.t.columns[i], dpb.Cell(), dpb.ROW_SECTION
+            text = value_formatter(col.format, self.unit)  # (format_cell's, made once for the column)
+            got = visible_all([text((r.cells[0] if i == first else empty) if part and r.role == section
+                                    else r.cells[i]) for r in self.rows])
+            if shorten and col.key == "label":
+                got = [short_label(c) for c in got]
             self._cells[key] = got
         return got
 
