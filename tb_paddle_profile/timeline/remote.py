@@ -14,7 +14,9 @@ runindex.search_message and range_message)."""
 from __future__ import annotations
 
 import collections
+import hashlib
 import os
+import pickle
 import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -52,6 +54,7 @@ class RankRef(NamedTuple):
         return _Key(self.digest)
 
 
+_refs: "collections.OrderedDict[str, List[RankRef]]" = collections.OrderedDict()
 _open: "collections.OrderedDict[str, TimelineIndex]" = collections.OrderedDict()
 _runs: "collections.OrderedDict[str, RunIndex]" = collections.OrderedDict()
 _stats = {"opens": 0, "pid": os.getpid()}
@@ -66,6 +69,25 @@ def forget() -> None:
     """Let go of the open indexes: the next query opens what it needs from the files (tests)."""
     _open.clear()
     _runs.clear()
+
+
+def pack(refs: List[RankRef]) -> Tuple[str, bytes]:
+    """``refs`` as the queries take them: (a token naming them, their pickle), made once per set of ranks by
+    the plugin; a worker unpickles a set once (thousands of ranks: milliseconds at every request)."""
+    blob = pickle.dumps(refs, protocol=pickle.HIGHEST_PROTOCOL)
+    return hashlib.sha1(blob).hexdigest(), blob
+
+
+def _unpack(packed: Tuple[str, bytes]) -> List[RankRef]:
+    token, blob = packed
+    refs = _refs.get(token)
+    if refs is None:
+        refs = _refs[token] = pickle.loads(blob)
+        while len(_refs) > KEEP_RUNS:
+            _refs.popitem(last=False)
+    else:
+        _refs.move_to_end(token)
+    return refs
 
 
 def _index(folder: str, digest: str) -> Optional[TimelineIndex]:
@@ -173,17 +195,19 @@ def _query(folder: str, run_path: str, answer) -> Tuple[Optional[bytes], List[st
     return answer(ri, open_rank).SerializeToString(), missed
 
 
-def search(folder: str, run_path: str, refs: List[RankRef], query: str, exact: bool, base: Optional[int],
+def search(folder: str, run_path: str, packed: Tuple[str, bytes], query: str, exact: bool, base: Optional[int],
            limit: int, clock: Dict[str, int]) -> Tuple[Optional[bytes], List[str]]:
-    """runindex.search_message over ``refs`` from the run index at ``run_path``, serialized (None when
-    that cannot be opened), and the digests of the ranks it would have opened and could not."""
+    """runindex.search_message over the ranks ``packed`` (pack) from the run index at ``run_path``, serialized
+    (None when that cannot be opened), and the digests of the ranks it would have opened and could not."""
+    refs = _unpack(packed)
     return _query(folder, run_path, lambda ri, open_rank: run_search_message(
         ri, refs, query, exact, base, limit, clock=clock, open_rank=open_rank))
 
 
-def range_(folder: str, run_path: str, refs: List[RankRef], ws: int, we: int,
+def range_(folder: str, run_path: str, packed: Tuple[str, bytes], ws: int, we: int,
            tracks: Dict[str, Optional[List[int]]], base: Optional[int],
            clock: Dict[str, int]) -> Tuple[Optional[bytes], List[str]]:
-    """runindex.range_message over ``refs``, as ``search``."""
+    """runindex.range_message over the ranks ``packed``, as ``search``."""
+    refs = _unpack(packed)
     return _query(folder, run_path, lambda ri, open_rank: run_range_message(
         ri, refs, ws, we, tracks, base, clock=clock, open_rank=open_rank))

@@ -73,6 +73,8 @@ class RoutesBase:
         # (run, span) -> ((scan generation, the run's loader version), SpanFacts): per request, a run view
         # looked at every rank's state and hashed every rank's key (issue 28: O(ranks) for a cached answer)
         self._span_memo = SizedLRU(16 << 20, sizeof=lambda v: 300 * len(v[1].files) + 200)
+        # the digests of a set of ranks -> their timeline.remote.pack (timelines._packed)
+        self._refs = SizedLRU(32 << 20, sizeof=lambda v: len(v[1]) + 100)
         # run -> (its workers in the scan, those without the files the path policy refuses) (_run)
         self._readable: Dict[str, tuple] = {}
         # run -> (what its rank numbers were made of, worker -> rank number) (analyses._rank_numbers)

@@ -183,6 +183,17 @@ class TimelineRoutes(AnalysisBase):
 
         return self._heavy.run(what, answer)
 
+    def _packed(self, files: List[TraceFile]) -> Tuple[str, bytes]:
+        """remote.pack of the files' RankRefs, made once per set of files (4,096 ranks: 26 ms a request)."""
+        key = tuple(f.key.digest() for f in files)
+        with self._lock:
+            got = self._refs.get(key)
+        if got is None:
+            got = remote.pack([self._ref(f, {}) for f in files])
+            with self._lock:
+                self._refs.put(key, got)
+        return got
+
     def _run_builder(self, store):
         """The run index built in the timeline worker process (remote.build_run): None when there is none."""
         def build(files: List[TraceFile], target: str) -> bool:
@@ -196,7 +207,7 @@ class TimelineRoutes(AnalysisBase):
         """A search or range (remote.search, remote.range_) over ``files`` from the run index ``ri``, in the
         timeline worker process; the ranks it could not open there are asked of the store (which has their
         index built, as a query here does, and leaves them out meanwhile). None: answer here."""
-        got = self._in_pool("timeline", fn, str(store.folder), ri.path, [self._ref(f, {}) for f in files], *args)
+        got = self._in_pool("timeline", fn, str(store.folder), ri.path, self._packed(files), *args)
         if got is _NO_PROCESS or got[0] is None:
             return None
         body, missed = got
