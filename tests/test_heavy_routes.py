@@ -71,21 +71,21 @@ def test_timeline_queries_are_computed_in_the_worker_process(plugin):
     for url in urls:
         with store._lock:
             store._open.clear()  # every index either process needs is opened from its file, and counted
-        routes._in_pool("timeline", remote.forget)
-        opens, worker_opens = store.opens, routes._in_pool("timeline", remote.stats)["opens"]
+        routes._in_pool("views", remote.forget)
+        opens, worker_opens = store.opens, routes._in_pool("views", remote.stats)["opens"]
         remote_answers.append(_get(client, url).data)
         assert store.opens == opens, f"{url}: TensorBoard's process opened a rank's index"
         if "start_ns" in url and "tracks" in url or url.startswith("/timeline?"):
-            assert routes._in_pool("timeline", remote.stats)["opens"] > worker_opens, url
-    assert routes._in_pool("timeline", remote.stats)["pid"] != os.getpid()
+            assert routes._in_pool("views", remote.stats)["opens"] > worker_opens, url
+    assert routes._in_pool("views", remote.stats)["pid"] != os.getpid()
     # the same answers from this process (no worker process: the store's path)
-    routes._procs_failed.add("timeline")
+    routes._procs_failed.add("views")
     routes._bodies = type(routes._bodies)(routes._bodies.limit, routes._bodies._sizeof)
     try:
         for url, got in zip(urls, remote_answers):
             assert _get(client, url).data == got, url
     finally:
-        routes._procs_failed.discard("timeline")
+        routes._procs_failed.discard("views")
 
 
 def _fifo_in_place_of(path: str) -> None:

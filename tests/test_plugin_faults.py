@@ -287,7 +287,7 @@ def test_an_s3_endpoint_stopped_and_restored(env, shared_traces, monkeypatch):
         for index in (env / "cache").glob("timeline-v*/*/*.tl"):
             index.unlink()
         plugin._routes._timeline_store._open.clear()
-        plugin._routes._in_pool("timeline", remote.forget)  # (nor open in the timeline worker process)
+        plugin._routes._in_pool("views", remote.forget)  # (nor open in the timeline worker process)
         code, text = timeline_window(client, "gloo", start_ns=window.window_start_ns,
                                      end_ns=(window.window_start_ns + window.window_end_ns) // 2)
         assert code == 503, (code, text)

@@ -232,12 +232,12 @@ def test_routes_answer_search_and_range_without_opening_the_ranks(plugin):
     # a range that cuts one rank's tracks opens that rank alone (in the timeline worker process: remote.py)
     from tb_paddle_profile.timeline import remote
 
-    routes._in_pool("timeline", remote.forget)
-    worker_opens = routes._in_pool("timeline", remote.stats)["opens"]
+    routes._in_pool("views", remote.forget)
+    worker_opens = routes._in_pool("views", remote.stats)["opens"]
     w = files[2].worker
     got = tpb.TimelineRange.FromString(_get(client, f"/timeline_range?run=gen&span=0&start_ns={hi // 3}"
                                                     f"&end_ns={hi // 2}&tracks={w}:0,{w}:1"))
     want = timeline.range_message(list(zip(files, indexes)), hi // 3, hi // 2, {w: [0, 1]}, None, clock=clock)
     assert [(r.name, r.count, r.overlap_ns) for r in got.rows] == [(r.name, r.count, r.overlap_ns) for r in want.rows]
     assert np.all(np.array([r.count for r in got.rows]) > 0) and store.opens == opens
-    assert routes._in_pool("timeline", remote.stats)["opens"] == worker_opens + 1
+    assert routes._in_pool("views", remote.stats)["opens"] == worker_opens + 1

@@ -131,7 +131,8 @@ class AnalysisBase(RoutesBase):
 
     def _in_pool(self, which: str, fn, *args):
         """``fn(*args)`` in the worker process of ``which`` ("analyses": the cross-rank analyses and what-ifs;
-        "timeline": the timeline queries over many ranks, which never wait behind an analysis), started when
+        "views": the timeline queries over many ranks and the run views' answers made from a stored analysis,
+        which never wait behind an analysis), started when
         first needed, at a lower priority than TensorBoard's (nice 5, as the loader's: cheap answers first);
         _NO_PROCESS when none can be started or it died (once: the next call starts another)."""
         with self._lock:

@@ -14,7 +14,7 @@ from tb_paddle_profile.pipeline.discovery import TraceFile
 from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, Loader
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
-from .analyses import RELOADING, AnalysisBase, _waiting
+from .analyses import _NO_PROCESS, RELOADING, AnalysisBase, _waiting
 from .base import _Reloading
 from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _handler, _int, _param, _shown,
                    _text, respond)
@@ -112,17 +112,9 @@ class ParallelRoutes(AnalysisBase):
         if part not in ("", "summary"):
             raise HttpError(400, f"unknown part {_shown(part)} (summary, or none for the whole analysis)")
 
-        def build() -> bytes:
-            out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
-            out.run, out.span = run, span
-            out.notes.extend(notes)
-            from tb_paddle_profile.present.display.parallel import parallel_display  # the view's tables and sentences (display.proto)
-
-            out.display.CopyFrom(parallel_display(out))
-            _add_missing(out.display, "parallel", missing)
-            if part == "summary":
-                _summary_part(out)
-            return _encode(out, fmt)
+        def build() -> bytes:  # in the views' worker process (4,096 ranks: seconds of this one's GIL)
+            got = self._in_pool("views", parallel_answer, data, run, span, notes, missing, part, fmt)
+            return parallel_answer(data, run, span, notes, missing, part, fmt) if got is _NO_PROCESS else got
 
         return self._send(request, ("parallel", key, run, span, tuple(notes), missing, part, fmt), _CTYPES[fmt], build)
 
@@ -260,6 +252,23 @@ class ParallelRoutes(AnalysisBase):
         with self._lock:
             self._ranks.put(trace.key, part)
         return part
+
+
+def parallel_answer(data: bytes, run: str, span: str, notes: List[str], missing: Optional[str], part: str,
+                    fmt: str) -> bytes:
+    """The ``parallel`` route's answer from the stored RunParallel ``data``: summary first, with its notes,
+    the view's tables and sentences (display.proto) and the missing-ranks sentence; ``part`` "summary":
+    what the top of the Distributed view draws. Encoded in ``fmt``."""
+    from tb_paddle_profile.present.display.parallel import parallel_display
+
+    out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
+    out.run, out.span = run, span
+    out.notes.extend(notes)
+    out.display.CopyFrom(parallel_display(out))
+    _add_missing(out.display, "parallel", missing)
+    if part == "summary":
+        _summary_part(out)
+    return _encode(out, fmt)
 
 
 def _summary_part(out: plugin_pb2.RunParallel) -> None:

@@ -110,7 +110,7 @@ class TimelineRoutes(AnalysisBase):
         """The answer of the timeline query ``fn(*args)`` (timeline/remote.py) made in the timeline worker
         process, encoded in ``fmt``; None when there is no such process or an index it needs is not there
         (the caller answers through the store)."""
-        got = self._in_pool("timeline", fn, *args)
+        got = self._in_pool("views", fn, *args)
         if got is _NO_PROCESS or got is None:
             return None
         return got if fmt == "pb" else _encode(message.FromString(got), fmt)
@@ -197,7 +197,7 @@ class TimelineRoutes(AnalysisBase):
     def _run_builder(self, store):
         """The run index built in the timeline worker process (remote.build_run): None when there is none."""
         def build(files: List[TraceFile], target: str) -> bool:
-            got = self._in_pool("timeline", remote.build_run, str(store.folder), [self._ref(f, {}) for f in files],
+            got = self._in_pool("views", remote.build_run, str(store.folder), [self._ref(f, {}) for f in files],
                                 target)
             return got is True
 
@@ -207,7 +207,7 @@ class TimelineRoutes(AnalysisBase):
         """A search or range (remote.search, remote.range_) over ``files`` from the run index ``ri``, in the
         timeline worker process; the ranks it could not open there are asked of the store (which has their
         index built, as a query here does, and leaves them out meanwhile). None: answer here."""
-        got = self._in_pool("timeline", fn, str(store.folder), ri.path, self._packed(files), *args)
+        got = self._in_pool("views", fn, str(store.folder), ri.path, self._packed(files), *args)
         if got is _NO_PROCESS or got[0] is None:
             return None
         body, missed = got
