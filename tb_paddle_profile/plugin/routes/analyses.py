@@ -32,8 +32,9 @@ class AnalysisBase(RoutesBase):
         GPU of the rank's digest when it is loaded, then the pid), so that Paddle's default worker names
         (host_<host>pid_<pid>) have a rank, a label and links in every view before any analysis."""
         # Made again only when what they come from may have changed (the workers of the scan, the run's last
-        # analysis, the states of its files: the GPU of a loaded digest): O(ranks) at each request before.
-        made_of = (workers, self._last_analysis.get(run), self.loader.run_version(run) if self.loader else None)
+        # analysis, the states of the files: the GPU of a loaded digest): O(ranks) at each request before.
+        # (The loader's version, read without its lock: the run list asks for every run's numbers.)
+        made_of = (workers, self._last_analysis.get(run), self.loader.version if self.loader else None)
         with self._lock:
             hit = self._numbers.get(run)
         if hit is not None and hit[0][0] is workers and hit[0][1:] == made_of[1:]:
