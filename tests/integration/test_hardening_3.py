@@ -220,7 +220,7 @@ def test_the_largest_rank_selection_the_tab_sends_passes(tmp_path):
     from tb_paddle_profile.v1 import timeline_pb2 as tpb
 
     max_ranks = int(re_.search(r"export const MAX_RANKS = (\d+);",
-                               (REPO / "frontend/src/panels/timeline/Timeline.tsx").read_text()).group(1))
+                               (REPO / "frontend/src/panels/timeline/ranks.tsx").read_text()).group(1))
     assert max_ranks == 32
     src = generate_rank(tmp_path / "gen", 2000).read_bytes()
     run = tmp_path / "logs" / "run"
