@@ -129,6 +129,48 @@ def test_preprocess_fills_the_cache(logdir, tmp_path, monkeypatch):
         plugin.close()
 
 
+def test_summaries_served_from_a_url_cache_parse_nothing_until_a_timeline_is_opened(logdir, tmp_path,
+                                                                                     monkeypatch):
+    """A cache at a URL has no folder for timeline indexes (cache_store.UrlSummaryCache): looking at a rank's
+    summary used to ask for the index of every rank of its span, each file's job run again (a TensorBoard
+    over a cache `preprocess --dask` filled parsed the whole run). They are built at the first Timeline view."""
+    from urllib.parse import urlencode
+
+    from support.plugin_testlib import PREFIX
+
+    url = "file://" + str(tmp_path / "shared-cache")
+    start(logdir, monkeypatch, url).close()  # fills the cache at the URL (its own parses)
+    assert len(list((tmp_path / "shared-cache").rglob("*.pb"))) == 5
+    parses = tmp_path / "parses.log"
+    monkeypatch.setenv("TB_PADDLE_PROFILE_PARSE_LOG", str(parses))  # counted in the loader's processes too
+    monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", url)
+    plugin, client = make_plugin(str(logdir))
+    try:
+        ready(plugin)
+        assert plugin.loader.cache.cache_dir is None  # a URL cache: no folder
+        assert plugin.loader.stats["cache_hits"] == 5 and plugin.loader.stats["parsed"] == 0
+        ranks = [f for f in plugin.discovery.snapshot().files if f.worker != "rank7"]
+        for f in ranks:
+            r = client.get(f"{PREFIX}/summary?{urlencode({'run': f.run, 'worker': f.worker, 'span': f.span})}")
+            assert r.status_code == 200
+            assert summary_pb2.Summary.FromString(r.data) == summarize_bytes(Path(f.path).read_bytes(), f.file_name)
+        assert plugin.loader.wait_idle(60)  # any job a summary asked for has run
+        assert plugin.loader.stats["parsed"] == 0 and not parses.exists()  # failed before: 4 parsed
+        # The Timeline view of a rank builds its index then (into a temporary folder): that one rank parsed.
+        first = ranks[0]
+        q = urlencode({"run": first.run, "span": first.span, "workers": first.worker, "px": 800})
+        for _ in range(300):
+            r = client.get(f"{PREFIX}/timeline?{q}")
+            if r.status_code != 202:
+                break
+            plugin.loader.wait_idle(5)
+        assert r.status_code == 200, r.data[:300]
+        assert parses.read_text().split() == [first.file_name]
+    finally:
+        plugin.close()
+        plugin._routes.close()
+
+
 def test_cache_entries_are_validated_and_written_atomically(tmp_path):
     cache = SummaryCache(tmp_path / "c")
     key = CacheKey("file:///x/rank0_time_1.paddle_trace.json", 123, "1700000000.5")

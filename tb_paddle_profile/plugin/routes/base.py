@@ -272,8 +272,16 @@ class RoutesBase:
 
     # ------------------------------------------------------------- timeline (tb_paddle_profile.timeline)
     def _prewarm_timelines(self, trace: TraceFile) -> None:
-        """Someone looks at a rank: have the missing timeline indexes of its run and span made in the
-        background (their files' jobs run again), so that opening the Timeline view does not wait."""
+        """Someone looks at a rank: have the missing timeline indexes of its run and span made into the
+        cache folder in the background (their files' jobs run again), so that opening the Timeline view
+        does not wait."""
+        if self.loader is None or self.loader.cache.cache_dir is None:
+            # No cache folder (a cache at a URL, or none): the loader's own parses left their indexes in
+            # its temporary folder, and a summary read from a URL cache has none. Asking for those here
+            # would parse every rank of the span again because one summary was looked at (a TensorBoard
+            # over a cache `preprocess --dask` filled must parse nothing): they are built at their first
+            # Timeline view (docs/dask.md).
+            return
         snapshot = self._snapshot()
         # Once per scan of the logdir and run and span, not at every rank's summary: looking at each of
         # the span's files (a stat and a hash per rank) cost 95 ms per summary at 4,096 ranks.
@@ -281,7 +289,7 @@ class RoutesBase:
         if self._prewarmed.get(seen) == snapshot.generation:
             return
         files = [spans[trace.span] for spans in snapshot.runs.get(trace.run, {}).values() if trace.span in spans]
-        if not files or self.loader is None:
+        if not files:
             return
         store = self._timelines()
         cache = self.loader.cache
@@ -289,7 +297,7 @@ class RoutesBase:
         for f, st in zip(files, self.loader.states(files)):
             # The jobs that made the summaries made their indexes: only a missing one is asked for
             # (opening every rank's index here would read a 1,024-rank run's at each view).
-            if cache.cache_dir is not None and cache.has_index(f.key):
+            if cache.has_index(f.key):
                 continue
             if st.state == READY and not getattr(f, "refused", ""):
                 try:
