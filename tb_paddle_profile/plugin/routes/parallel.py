@@ -282,13 +282,13 @@ def _summary_part(out: plugin_pb2.RunParallel) -> None:
 
 def _add_missing(display, view_key: str, text: Optional[str]) -> None:
     """Put the missing-ranks sentence (runs.missing_ranks) first in the view ``view_key`` of ``display``:
-    key "missing", level "warning"; the panels show it as a banner above everything else."""
+    key and section "missing", level "warning"; the panels show it as a banner above everything else."""
     if not text:
         return
     from tb_paddle_profile.v1 import display_pb2
 
     for view in display.views:
         if view.key == view_key:
-            s = display_pb2.Sentence(key="missing", level="warning", title="Missing ranks")
+            s = display_pb2.Sentence(key="missing", level="warning", title="Missing ranks", section="missing")
             s.spans.add(text=text)
             view.sentences.insert(0, s)
