@@ -20,6 +20,11 @@ is measured first is a restart) and, in order:
    in --timeout seconds, an exception or a status other than 200 counts as an error (a 503 "busy" too);
 3. the server's RSS (TensorBoard's process, and with its worker processes), sampled every 0.5 s.
 
+Between 1 and 2, each heavy request alone, --cpu-repeat times: the CPU seconds of TensorBoard's process tree
+(its worker processes included, from /proc) and the wall time per request. --ramp spreads the clients'
+arrival over that many seconds (0: all at once, on a server just restarted). The cached answers slower than
+0.5 s are listed with when they were asked (seconds into the load).
+
 Prints p50 / p99 / max latency per class and per route, requests per second, errors and RSS. Timings
 are not asserted anywhere.
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import http.client
 import random
 import shutil
@@ -88,6 +94,22 @@ def rss_mb(pid: int, children: bool) -> float:
     return total / 1024
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by ``pid`` and its descendants (TensorBoard, its forkserver and workers)."""
+    from test_tensorboard_e2e import descendants
+
+    ticks = 0
+    for p in [pid, *descendants(pid)]:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                stat = f.read()
+            fields = stat[stat.rindex(")") + 2:].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, ValueError, IndexError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 class Client:
     def __init__(self, port: int, timeout: float):
         self.port, self.timeout = port, timeout
@@ -134,6 +156,9 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=30)
     ap.add_argument("--work", default="/tmp/bench_server")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cpu-repeat", type=int, default=10, help="requests of each heavy kind timed one at a time")
+    ap.add_argument("--ramp", type=float, default=0.0,
+                    help="seconds over which the clients arrive (0: all at once)")
     a = ap.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -173,6 +198,29 @@ def main() -> None:
         win = timeline_pb2.TimelineWindow.FromString(body)
         names = sorted({n for n in win.names if n and not n.startswith("merged")})[:200] or ["ProfileStep"]
         lo, hi = int(win.range_start_ns), int(win.range_end_ns)
+
+        # The heavy requests one at a time: the server's CPU per request (TensorBoard's process tree)
+        mid = lo + (hi - lo) // 3
+        two = ",".join(f"{w}:{t}" for w in workers[:2] for t in range(4))
+        print(f"\nheavy requests one at a time, {a.cpu_repeat} of each: server CPU per request (TensorBoard "
+              "and its worker processes) and wall")
+        print("| request | status | CPU ms | wall ms |\n|---|---:|---:|---:|")
+        for label, route, params in (
+                ("timeline_search (a name's first 12 characters)", "timeline_search", {"q": names[0][:12], "limit": 500}),
+                ("timeline_search nccl", "timeline_search", {"q": "nccl", "limit": 500}),
+                ("timeline_range, every rank whole", "timeline_range", {"start_ns": lo - (hi - lo), "end_ns": hi + (hi - lo)}),
+                ("timeline_range, the first page's extent (cuts the ranks ending later)", "timeline_range",
+                 {"start_ns": lo - 1, "end_ns": hi + 1}),
+                ("timeline_range, a third on 2 ranks", "timeline_range",
+                 {"start_ns": mid, "end_ns": mid + (hi - lo) // 3, "tracks": two}),
+                ("timeline, a tenth of the span (first page)", "timeline",
+                 {"px": 1000, "start_ns": mid, "end_ns": mid + (hi - lo) // 10})):
+            c.get(route, run=run, span="0", **params)  # (once before: its indexes opened)
+            cpu, t = tree_cpu(proc.pid), time.perf_counter()
+            for _ in range(a.cpu_repeat):
+                status, _, _ = c.get(route, run=run, span="0", **params)
+            cpu, t = (tree_cpu(proc.pid) - cpu) / a.cpu_repeat, (time.perf_counter() - t) / a.cpu_repeat
+            print(f"| {label} | {status} | {cpu * 1e3:.0f} | {t * 1e3:.0f} |", flush=True)
 
         def cached(rng):
             w = rng.choice(workers)
@@ -217,11 +265,13 @@ def main() -> None:
         def client(i):
             rng = random.Random(a.seed * 1000 + i)
             mine = []
+            time.sleep(a.ramp * i / max(1, a.clients))  # the clients arrive over --ramp seconds
             while time.monotonic() < stop_at:
                 cls = "heavy" if rng.random() < 0.3 else "cached"
                 route, params = heavy(rng) if cls == "heavy" else cached(rng)
+                at = time.perf_counter() - t0
                 status, _, dt = c.get(route, **params)
-                mine.append((cls, route, status, dt))
+                mine.append((cls, route, status, dt, at))
             with lock:
                 results.extend(mine)
 
@@ -241,7 +291,7 @@ def main() -> None:
               f"(with its workers {rss[1]:.0f} MB)")
         print("| class / route | requests | errors | p50 s | p99 s | max s |\n|---|---:|---:|---:|---:|---:|")
         groups = {}
-        for cls, route, status, dt in results:
+        for cls, route, status, dt, _ in results:
             for key in (cls, f"{cls}: {route}"):
                 groups.setdefault(key, []).append((status, dt))
         for key in sorted(groups, key=lambda k: (k.split(":")[0], ":" in k, k)):
@@ -249,10 +299,14 @@ def main() -> None:
             times = [dt for _, dt in g]
             errors = sum(1 for s, _ in g if s != 200)
             print(f"| {key} | {len(g)} | {errors} | {pct(times, 0.5):.3f} | {pct(times, 0.99):.3f} | {max(times):.3f} |")
-        codes = statistics.multimode([s for _, _, s, _ in results if s != 200]) if any(
-            s != 200 for _, _, s, _ in results) else []
+        codes = statistics.multimode([s for _, _, s, _, _ in results if s != 200]) if any(
+            s != 200 for _, _, s, _, _ in results) else []
         if codes:
             print(f"\nmost frequent error status: {codes}")
+        slow = sorted((at, dt, route) for cls, route, _, dt, at in results if cls == "cached" and dt > 0.5)
+        if slow:  # when the slow cached answers were asked for: all at once (a stall) or spread out
+            print(f"\ncached answers over 0.5 s: {len(slow)}, asked at (s into the load): "
+                  + ", ".join(f"{at:.1f} ({dt:.2f} s {route})" for at, dt, route in slow[:40]))
 
 
 if __name__ == "__main__":

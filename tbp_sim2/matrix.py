@@ -98,6 +98,10 @@ VARIANTS: Dict[str, Callable[[], SimConfig]] = {
                                                           kernel_set="lean", anomalies=(Anomaly("loader", 16, 3 * MB),)),
     "v-dp4pp8-32hosts-gpu10-first": lambda: SimConfig(dp=4, pp=8, mp=1, hosts=32, layers=16, micro_batches=16,
                                                       kernel_set="lean", anomalies=(Anomaly("slow_gpu", 8, 10),)),
+    # rank-named on 16 hosts, members ending together: two hosts' clocks 1.4 us apart were grouped as one
+    "v-dp8pp4mp4-rank-named-16hosts-exact-stall": lambda: SimConfig(
+        dp=8, pp=4, mp=4, hosts=16, layers=8, micro_batches=8, names="rank", end_spread_us=0.0, kernel_set="lean",
+        anomalies=(Anomaly("stall", 49, 4 * MB),)),
     # a small model: the host's launches pace the GPU
     "v-hostbound-loader3ms": lambda: dataclasses.replace(CASES["dp4pp4mp4-loader3ms"](), hidden=1024, seq=512,
                                                          vocab=8192),

@@ -1,6 +1,6 @@
 // The sidebar: the run, the unit, the views, and the run's files with their states (grouped by blocks of
 // ranks in a large run), the failures of other runs.
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Picker } from "./components/Picker";
 import type { PickItem } from "./components/Picker";
 import { Segmented } from "./components/ui";
@@ -136,10 +136,26 @@ function Parsing({ s }: { s: SpanEntry }) {
   );
 }
 
+/** Scrolls the sidebar (its own box, not the page) so that `el` is in view, a third down, when it is not. */
+function showInSidebar(el: HTMLElement | null): void {
+  const side = el?.closest(".side") as HTMLElement | null;
+  if (!el || !side) return;
+  const r = el.getBoundingClientRect();
+  const box = side.getBoundingClientRect();
+  const bottom = Math.min(box.bottom, window.innerHeight);
+  if (r.top < box.top || r.bottom > bottom) side.scrollTop += r.top - box.top - (bottom - box.top) / 3;
+}
+
 function FileItem({ w, s, sel, update }: { w: WorkerEntry; s: SpanEntry; sel: Selection; update: (p: Partial<Selection>) => void }) {
+  const current = w.worker === sel.worker && s.span === sel.span;
+  const item = useRef<HTMLLIElement>(null);
+  // the current file in view: a link (a rank of a table, the What-if path) opens a rank far down the list
+  useEffect(() => {
+    if (current) showInSidebar(item.current);
+  }, [current]);
   return (
-    <li class={`file-item ${stateName(s.state)} ${w.worker === sel.worker && s.span === sel.span ? "current" : ""}`} data-state={stateName(s.state)} data-file={s.fileName}>
-      <button class="file-link" onClick={() => update({ worker: w.worker, span: s.span })} title={`${workerLabel(w)}\n${s.fileName}`}>
+    <li ref={item} class={`file-item ${stateName(s.state)} ${current ? "current" : ""}`} data-state={stateName(s.state)} data-file={s.fileName}>
+      <button class="file-link" onClick={() => update({ worker: w.worker, span: s.span })} title={`${workerLabel(w)} · span ${s.span}\n${s.fileName}`}>
         <span class={`dot ${stateName(s.state)}`} />
         <span class="file-name">{`${workerLabel(w)} · span ${s.span}`}</span>
         <span class="file-state">

@@ -13,17 +13,28 @@ def _options(args) -> LoadOptions:
                        verbose=getattr(args, "verbose", False), progress=getattr(args, "progress_line", None))
 
 
-def _one_run(run_dir: str) -> Optional[str]:
-    """The one-line error when ``run_dir`` holds several runs (folders of traces, as the tab lists them:
-    each folder holding traces is a run), naming them; None for one run (or a path load_run refuses)."""
+def _listing(run_dir: str):
+    """discovery.local_traces of ``run_dir`` (what _one_run and load_run look at: listed once), or None when
+    it is not a folder or cannot be listed (load_run says why)."""
     from tb_paddle_profile.pipeline.discovery import local_traces
 
     if not os.path.isdir(run_dir):
         return None
     try:
-        _, _, files = local_traces(run_dir)
+        return local_traces(run_dir)
     except OSError:
         return None
+
+
+def _one_run(run_dir: str, listed=None) -> Optional[str]:
+    """The one-line error when ``run_dir`` holds several runs (folders of traces, as the tab lists them:
+    each folder holding traces is a run), naming them; None for one run (or a path load_run refuses).
+    ``listed``: _listing(run_dir), when the caller has it."""
+    if listed is None:
+        listed = _listing(run_dir)
+    if listed is None:
+        return None
+    files = listed[2]
     runs: dict = {}
     for f in files:
         rel = os.path.relpath(os.path.dirname(f.path), run_dir)
@@ -40,12 +51,13 @@ def _reported_run(args, analyze: bool = True):
     """(RunLoad or None, internal, failed) of the run the command names, each file's error printed on
     stderr (one line each); None when nothing could be analysed (the exit status is then 3 for a bug of
     ours, else 2)."""
-    several = _one_run(args.run_dir)
+    listed = _listing(args.run_dir)
+    several = _one_run(args.run_dir, listed)
     if several:
         print(f"error: {several}", file=sys.stderr)
         return None, 0, 1
     try:
-        run = load_run(args.run_dir, args.span, _options(args), analyze=analyze)
+        run = load_run(args.run_dir, args.span, _options(args), analyze=analyze, listed=listed)
     except LoadFailure as exc:
         for error, _ in exc.errors:
             print(f"error: {error}", file=sys.stderr)

@@ -61,6 +61,14 @@ def _start_worker(environ: dict, init: Optional[Callable[[], None]]) -> None:
         init()
 
 
+def lower_priority() -> None:
+    """A worker process's init: yield the CPU to TensorBoard's request threads (nice 5, as the loader's)."""
+    try:
+        os.nice(5)
+    except (AttributeError, OSError):
+        pass
+
+
 def process_pool(max_workers: int, init: Optional[Callable[[], None]] = None):
     """A process pool for the plugin: process_context()'s workers, each given this process's
     environment of now, then running init."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import numbers
 import re
-from typing import Iterable
+from typing import Iterable, List
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
@@ -28,6 +28,11 @@ def _shown(m: "re.Match") -> str:
 def visible(text: str) -> str:
     """`text` with every control character shown as an escape: one line, nothing a terminal obeys."""
     return _CONTROL.sub(_shown, text) if _CONTROL.search(text) else text
+
+
+def visible_all(texts: List[str]) -> List[str]:
+    """visible() of each of ``texts``, looked for all at once (a table's column of thousands of cells)."""
+    return [visible(t) for t in texts] if _CONTROL.search("".join(texts)) else texts
 
 
 def visible_lines(lines: Iterable[str]) -> str:

@@ -189,14 +189,16 @@ class RunLoad:
         return self.result
 
 
-def load_run(run_dir: str, span: Optional[str], opts: LoadOptions = LoadOptions(), analyze: bool = True) -> RunLoad:
+def load_run(run_dir: str, span: Optional[str], opts: LoadOptions = LoadOptions(), analyze: bool = True,
+             listed=None) -> RunLoad:
     """The analysis of one span (default the first) of the run in ``run_dir``: the ranks' digests through
     the plugin's cache and job, the run assembly of the tab (runs.py), the stored analysis computed once.
-    ``analyze=False``: no analysis (``result`` an empty RunParallel with the notes), ``digests`` only."""
+    ``analyze=False``: no analysis (``result`` an empty RunParallel with the notes), ``digests`` only.
+    ``listed``: local_traces(run_dir) when the caller listed it already."""
     if not os.path.isdir(run_dir):
         raise LoadFailure(f"{run_dir}: not a folder of *.paddle_trace.json files")
     try:
-        fs, root, files = local_traces(run_dir)
+        fs, root, files = listed if listed is not None else local_traces(run_dir)
     except OSError as exc:
         raise LoadFailure(f"{run_dir}: {' '.join(str(exc).split())}") from None
     if not files:

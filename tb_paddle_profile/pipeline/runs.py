@@ -48,7 +48,8 @@ logger = terminal.logger(__name__)
 # 9: CommAxisAcross.busbw (each communicator's bus bandwidth across ranks).
 # 10: send/recv lanes, hosts placed where their collectives co-end, pairs grown by augmenting paths; the
 #     verdict's host-stall figure (RankParallel.stall_ns).
-ANALYSIS_SCHEMA = 10
+# 11: the replay's unmatched collectives said as a caveat of the evidence (notes, finding), not an error.
+ANALYSIS_SCHEMA = 11
 MATCHED_SUFFIX = "-matched"  # the analysis' matched instances: stored under analysis key + this
 ANALYSIS_LRU_BYTES = 64 << 20  # analyses kept in memory, serialized
 

@@ -1,6 +1,8 @@
 """Heavy work of the routes (a search or a range over many ranks, a timeline window panned to) on a bounded
-executor instead of the request threads; the cross-rank analyses and what-ifs run in a worker process
-(routes.Routes._in_process), and here only when no process can be started.
+executor instead of the request threads. The work itself runs in worker processes (analyses._in_pool): the
+cross-rank analyses and what-ifs in one, the timeline queries in another (timeline/remote.py); a task here
+waits for its process without the GIL, and computes in this process only when no process can be started
+(or a timeline index is missing: the store has it built).
 
 TensorBoard answers each request on its own thread, and they all share one GIL: fifty requests each
 computing for seconds made every cheap route (a summary from the memo, the run list) wait behind them

@@ -87,8 +87,14 @@ class CacheKey:
         }
 
     def digest(self) -> str:
-        text = "\0".join([self.source, str(self.size), self.version, __version__, schema_fingerprint()])
-        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+        """Made once per key (kept in its __dict__, not a field): the routes ask for every rank's at each
+        request of a run view (issue 28: 7 % of the server's samples under 50 clients at 1,024 ranks)."""
+        got = self.__dict__.get("_digest")
+        if got is None:
+            text = "\0".join([self.source, str(self.size), self.version, __version__, schema_fingerprint()])
+            got = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+            object.__setattr__(self, "_digest", got)
+        return got
 
 
 class CachedResult(NamedTuple):

@@ -38,6 +38,8 @@ name below):
 - ``runindex``: the run-level index of a span's ranks (names → ranks and first events, per-rank sums
   and extents) that ``timeline_search`` and ``timeline_range`` answer from (``RunIndex``,
   ``run_search_message``, ``run_range_message``; ``TimelineStore.run_index``);
+- ``remote``: the queries over many ranks (a window panned to, a search, a range, a run index's build)
+  answered in the plugin's timeline worker process from the index files, out of TensorBoard's GIL;
 - ``members``: the matched collective instance of a selected slice, with each member rank's slice
   (``instance_of``, ``event_at``, ``instance_message``; route ``timeline_instance``);
 - ``compact``: the compact multi-rank timeline, one row of compute / communication / idle bins per rank

@@ -168,26 +168,28 @@ def search(idx: TimelineIndex, query: str, exact: bool, limit: int = MATCH_CAP) 
 
 
 def range_sums(idx: TimelineIndex, ws: int, we: int, tracks: Optional[Sequence[int]]) -> Dict[Tuple[str, str], list]:
-    """Per (name, type): [count, total ns, overlap ns] of the slices of ``tracks`` overlapping [ws, we]."""
+    """Per (name, type): [count, total ns, overlap ns] of the slices of ``tracks`` overlapping [ws, we]
+    (the lanes' slices gathered first, then summed at once: a range cutting hundreds of ranks sums each
+    rank once, not once per lane)."""
     a = idx.a
-    out: Dict[Tuple[int, int], list] = {}
     wanted = None if tracks is None else set(tracks)
+    parts = []
     for lane in range(idx.n_lanes):
         if wanted is not None and int(a["lane_track"][lane]) not in wanted:
             continue
         lo, hi, keep = idx.lanes_in_window(ws, we, lane)
-        pos = np.nonzero(keep)[0] + lo
-        if not len(pos):
-            continue
-        s, e = a["ev_start"][pos], a["ev_end"][pos]
-        key = a["ev_name"][pos].astype(np.int64) * 1024 + a["ev_type"][pos]
-        uniq, inv = np.unique(key, return_inverse=True)
-        cnt = np.bincount(inv)
-        tot = np.bincount(inv, weights=(e - s).astype(np.float64))
-        ovl = np.bincount(inv, weights=(np.minimum(e, we) - np.maximum(s, ws)).clip(0).astype(np.float64))
-        for k, c, t_, o in zip(uniq.tolist(), cnt.tolist(), tot.tolist(), ovl.tolist()):
-            acc = out.setdefault((k // 1024, k % 1024), [0, 0, 0])
-            acc[0] += c
-            acc[1] += int(t_)
-            acc[2] += int(o)
+        if hi > lo:
+            parts.append(np.nonzero(keep)[0] + lo)
+    pos = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if not len(pos):
+        return {}
+    s, e = a["ev_start"][pos], a["ev_end"][pos]
+    key = a["ev_name"][pos].astype(np.int64) * 1024 + a["ev_type"][pos]
+    uniq, inv = np.unique(key, return_inverse=True)
+    cnt = np.bincount(inv)
+    # (integer ns summed as float64: exact below 2**53 ns, 104 days)
+    tot = np.bincount(inv, weights=(e - s).astype(np.float64))
+    ovl = np.bincount(inv, weights=(np.minimum(e, we) - np.maximum(s, ws)).clip(0).astype(np.float64))
+    out = {(k // 1024, k % 1024): [c, int(t_), int(o)]
+           for k, c, t_, o in zip(uniq.tolist(), cnt.tolist(), tot.tolist(), ovl.tolist())}
     return {(idx.names[n], type_name(t)): v for (n, t), v in out.items()}

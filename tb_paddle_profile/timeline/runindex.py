@@ -20,7 +20,7 @@ index) gives: tests/integration/test_timeline_runindex.py compares them.
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -140,6 +140,7 @@ class RunIndex:
     """An open run index (memory-mapped; checksummed once per file version, as a rank's index)."""
 
     def __init__(self, path: str):
+        self.path = path
         self._mm, st = open_mapped(path)
         try:
             self.header, self.a = map_arrays(self._mm, st, version=RUN_INDEX_VERSION)
@@ -293,6 +294,34 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.repeat(lo - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
 
 
+def _whole_sums(ri: RunIndex, names: np.ndarray, types: np.ndarray, counts: np.ndarray, totals: np.ndarray,
+                acc: Dict[Tuple[str, str], list]) -> None:
+    """acc[(name, type)] = [count, total, total] summed over the stored sums given: by (name, type) in bins when
+    their ids are dense (a sort of millions of sums at 4,096 ranks was most of a whole-run range), else sorted."""
+    if not len(names):
+        return
+    names, types = names.astype(np.int64), types.astype(np.int64)
+    span = int(types.max()) + 1
+    key = names * span + types
+    bins = int(key.max()) + 1
+    if int(types.min()) < 0 or bins > 4 * len(key) + (1 << 20):
+        key = (names << _TYPE_BITS) | types
+        uniq, inv = np.unique(key, return_inverse=True)
+        cnt = np.bincount(inv, weights=counts, minlength=len(uniq))
+        tot = np.zeros(len(uniq), np.int64)
+        np.add.at(tot, inv, totals)
+        keys = [(k >> _TYPE_BITS, k & 0xFFF) for k in uniq.tolist()]
+    else:
+        uniq = np.flatnonzero(np.bincount(key, minlength=bins))
+        cnt = np.bincount(key, weights=counts, minlength=bins)[uniq]
+        all_tot = np.zeros(bins, np.int64)
+        np.add.at(all_tot, key, totals)
+        tot = all_tot[uniq]
+        keys = [divmod(k, span) for k in uniq.tolist()]
+    for (n, t), c, total in zip(keys, cnt.astype(np.int64).tolist(), tot.tolist()):
+        acc[(ri.names[n], type_name(t))] = [c, total, total]
+
+
 def range_message(ri: RunIndex, files: list, ws: int, we: int, tracks: Dict[str, Optional[List[int]]],
                   base: Optional[int], clock: Optional[Dict[str, int]] = None,
                   open_rank: Optional[Callable] = None):
@@ -313,23 +342,19 @@ def range_message(ri: RunIndex, files: list, ws: int, we: int, tracks: Dict[str,
     held = np.flatnonzero(whole)
     if len(held):  # every rank held whole at once: their stored sums per (track, name, type)
         sl = slots[held]
-        el = _ranges(a["s_ptr"][sl], a["s_ptr"][sl + 1])
-        owner = np.repeat(held, a["s_ptr"][sl + 1] - a["s_ptr"][sl])
         picked = [tracks[files[p].worker] for p in held.tolist()]
-        if any(t is not None for t in picked):  # tracks named: only theirs
-            keep = np.ones(len(el), bool)
-            for p, t in zip(held.tolist(), picked):
-                if t is not None:
-                    mine = owner == p
-                    keep[mine] = np.isin(a["s_track"][el[mine]], np.array(t, np.int64))
-            el = el[keep]
-        key = (a["s_name"][el].astype(np.int64) << _TYPE_BITS) | a["s_type"][el].astype(np.int64)
-        uniq, inv = np.unique(key, return_inverse=True)
-        cnt = np.bincount(inv, weights=a["s_count"][el], minlength=len(uniq))
-        tot = np.zeros(len(uniq), np.int64)
-        np.add.at(tot, inv, a["s_total"][el])
-        for k, c, total in zip(uniq.tolist(), cnt.astype(np.int64).tolist(), tot.tolist()):
-            acc[(ri.names[k >> _TYPE_BITS], type_name(k & 0xFFF))] = [c, total, total]
+        el: Any = slice(None)  # every rank of the run index, in its order: its sums as they are
+        if any(t is not None for t in picked) or not np.array_equal(sl, np.arange(len(ri.traces))):
+            el = _ranges(a["s_ptr"][sl], a["s_ptr"][sl + 1])
+            owner = np.repeat(held, a["s_ptr"][sl + 1] - a["s_ptr"][sl])
+            if any(t is not None for t in picked):  # tracks named: only theirs
+                keep = np.ones(len(el), bool)
+                for p, t in zip(held.tolist(), picked):
+                    if t is not None:
+                        mine = owner == p
+                        keep[mine] = np.isin(a["s_track"][el[mine]], np.array(t, np.int64))
+                el = el[keep]
+        _whole_sums(ri, a["s_name"][el], a["s_type"][el], a["s_count"][el], a["s_total"][el], acc)
     for p in np.flatnonzero(hit & ~whole).tolist():  # the ranks the range cuts: their own index
         f = files[p]
         idx = open_rank(f) if open_rank is not None else None

@@ -180,11 +180,12 @@ class TimelineStore:
             return idx, ""
         return self._start(file, digest)
 
-    def run_index(self, files) -> Optional[RunIndex]:
+    def run_index(self, files, builder=None) -> Optional[RunIndex]:
         """The run index of the indexes of ``files`` (runindex.py), in their order: open already, read
         back from the cache folder, or built now from their indexes (once, however many requests ask);
         None while one of them is not ready (its build is asked for, as by get) or when it cannot be
-        written."""
+        written. ``builder(files, target)``: builds it elsewhere (the plugin's timeline worker process:
+        remote.build_run), True when it wrote ``target``; else (or when it cannot) it is built here."""
         digests = [f.key.digest() for f in files]
         key = run_key(digests)
         with self._lock:
@@ -200,6 +201,9 @@ class TimelineStore:
                 if ri is None:
                     path = self.folder / key[:2] / f"run-{key}.tl"
                     ri = self._open_run(path, digests)
+                    if ri is None and builder is not None and builder(files, str(path)):
+                        self.trimmer.after_write(path)
+                        ri = self._open_run(path, digests)
                     if ri is None:
                         ri = self._build_run(files, digests, path)
                     if ri is not None:

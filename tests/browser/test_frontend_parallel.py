@@ -578,11 +578,55 @@ def test_host_clocks_are_shown_with_their_spread(browser, tmp_path):
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)
 
 
+def _gbps(text: str) -> float:
+    assert text != "-", text
+    return float(text.replace(",", ""))
+
+
+def check_bus_bandwidth_across_ranks(frame, truth):
+    """Issue 26.6, across ranks: the communicators whose operators carry shapes (the MP all-reduces, the PP
+    send/recv) show their algbw and busbw, busbw = algbw x NCCL's factor for the group size the topology gives
+    (all-reduce 2(n-1)/n, n the generator's mp; send/recv 1); the DP reducer's (no shapes, as Paddle) '-', the
+    table's note saying why."""
+    rows = drawn_cells(frame, "par-comm_axes")
+    shaped = {(r["axis"], r["phase"]): r for r in rows if r["algbw_gbps"] != "-"}
+    assert {a for a, _ in shaped} >= {"MP", "PP"}, rows
+    n = truth.config["mp"]
+    for (axis, phase), r in shaped.items():
+        factor = 2 * (n - 1) / n if axis == "MP" else 1.0 if axis == "PP" else None
+        if factor is not None:
+            assert _gbps(r["busbw_gbps"]) == pytest.approx(_gbps(r["algbw_gbps"]) * factor, abs=0.011), r
+    dp = [r for r in rows if r["axis"] == "DP"]
+    assert dp and all(r["algbw_gbps"] == r["busbw_gbps"] == "-" for r in dp), dp
+    note = frame.text_content('[data-testid="par-comm_axes-notes"]')
+    assert "'-' when the traces record no shapes" in note and "n the communicator's size in the topology" in note
+
+
+def check_bytes_per_instance(frame):
+    """Issue 26.6, one rank: each collective instance's bytes where its issuing operator has shapes
+    (c_allreduce_sum, send_v2), '-' where it has none (recv_v2, the backward's grad nodes); busbw where NCCL's
+    factor needs no group size (send/recv: algbw), '-' for an all-reduce (one trace does not tell its group's
+    size), the table's note saying both."""
+    rows = drawn_cells(frame, "dt-comm-instances")
+    sends = [r for r in rows if r["op"].startswith("send_v2")]
+    reduces = [r for r in rows if r["op"].startswith("c_allreduce_sum")]
+    assert sends and reduces, {r["op"] for r in rows}
+    for r in sends:
+        assert r["bytes"] != "-" and _gbps(r["busbw_gbps"]) == _gbps(r["algbw_gbps"]), r
+    for r in reduces:
+        assert r["bytes"] != "-" and r["algbw_gbps"] != "-" and r["busbw_gbps"] == "-", r
+    unshaped = [r for r in rows if r["op"].startswith(("recv_v2", "Global_"))]
+    assert unshaped and all(r["bytes"] == r["algbw_gbps"] == r["busbw_gbps"] == "-" for r in unshaped), unshaped[:3]
+    note = frame.text_content('[data-testid="dt-comm-instances-note"]')
+    assert "'-' without shapes" in note and "needs no group size" in note
+
+
 def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
     """A run recording its input shapes with rank 5 (stage 0) planted 1.5x slower: the Distributed view draws
     the time per layer by stage (RunParallel.layers) with the model's cells, names rank 5 as the slowest of
     every stage-0 layer, and a click on such a row opens rank 5; every other table (tokens, FLOPs,
-    communication per communicator with its bus bandwidth) has the model's cells too."""
+    communication per communicator with its bus bandwidth) has the model's cells too; bytes and bus bandwidth
+    shown where the shapes and the group size give them, '-' with the reason where not (issue 26.6)."""
     from tbp_synth.truth import load_truth
 
     logdir = tmp_path / "logdir"
@@ -591,7 +635,8 @@ def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
          "--layers", "4", "--micro-batches", "2", "--record-shapes", "--slow-rank", str(SLOW_RANK),
          "--slow-factor", "1.5", "--out", str(logdir / "layers")],
         check=True, capture_output=True, text=True, cwd=str(REPO))
-    stage = next(x["pp"] for x in load_truth(str(logdir / "layers")).ranks if x["rank"] == SLOW_RANK)
+    truth = load_truth(str(logdir / "layers"))
+    stage = next(x["pp"] for x in truth.ranks if x["rank"] == SLOW_RANK)
     log = PageLog()
     with tensorboard(logdir, tmp_path) as server:
         wait_all_loaded(server)
@@ -609,6 +654,7 @@ def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
             # communicator and by rank), as every table: the Python formatter's strings
             assert {"sequences", "rank_flops", "comm_axes", "comm_ranks"} <= {t.key for t in view_of(rp).tables}
             check_against_python(frame, rp, "ms")
+            check_bus_bandwidth_across_ranks(frame, truth)
             row_id = next(r.id for r in table.rows if r.link == f"rank:{SLOW_RANK}")
             frame.click(f'[data-testid="par-stage-layers"] .vt-row[data-id="{row_id}"]')
             frame.wait_for_selector('[data-testid="panel-overview"]')
@@ -625,6 +671,7 @@ def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
             for key, t in tables.items():
                 frame.wait_for_selector(f'[data-testid="dt-{key.replace("_", "-")}"]', timeout=30_000)
                 assert drawn_cells(frame, f"dt-{key.replace('_', '-')}") == expected_cells(t, "ms"), key
+            check_bytes_per_instance(frame)
         finally:
             page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)

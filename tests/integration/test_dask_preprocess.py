@@ -86,7 +86,8 @@ def _env(aws_env, **extra) -> dict:
     env = dict(os.environ)
     env.update(aws_env)
     env.pop("TB_PADDLE_PROFILE_SIDECAR", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(TESTS / "integration"), str(REPO)]
+                                        + [p for p in [env.get("PYTHONPATH")] if p])
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

@@ -216,11 +216,11 @@ def test_the_largest_rank_selection_the_tab_sends_passes(tmp_path):
     import time
     from urllib.parse import quote
 
-    from plugin_testlib import PREFIX, generate_rank, make_plugin, ready
+    from support.plugin_testlib import PREFIX, generate_rank, make_plugin, ready
     from tb_paddle_profile.v1 import timeline_pb2 as tpb
 
     max_ranks = int(re_.search(r"export const MAX_RANKS = (\d+);",
-                               (REPO / "frontend/src/panels/timeline/Timeline.tsx").read_text()).group(1))
+                               (REPO / "frontend/src/panels/timeline/ranks.tsx").read_text()).group(1))
     assert max_ranks == 32
     src = generate_rank(tmp_path / "gen", 2000).read_bytes()
     run = tmp_path / "logs" / "run"
@@ -256,7 +256,7 @@ def test_csv_route_neutralises_formulas_and_controls(tmp_path):
     a formula neutralised, but a file that, printed, set the terminal's title and took two lines."""
     import os
 
-    from plugin_testlib import PREFIX, make_plugin, ready
+    from support.plugin_testlib import PREFIX, make_plugin, ready
 
     run = _evil_run(tmp_path / "logs" / "run")
     os.environ["TB_PADDLE_PROFILE_CACHE"] = str(tmp_path / "cache")

@@ -172,24 +172,10 @@ def test_a_damaged_run_index_is_refused(ranks, tmp_path):
 
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory):
-    from support.plugin_testlib import make_plugin, ready
-    from tbp_synth import SynthConfig, generate
+    from support.plugin_testlib import synth_plugin
 
-    logdir = tmp_path_factory.mktemp("ri_logdir")
-    generate(SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, names="default", gpus_per_node=4,
-                         clock_skew_us=2000), str(logdir / "gen"))
-    for extra in (logdir / "gen").glob("*.json"):
-        if not extra.name.endswith(".paddle_trace.json"):
-            extra.unlink()
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("TB_PADDLE_PROFILE_CACHE", str(tmp_path_factory.mktemp("ri_cache")))
-        plugin, client = make_plugin(str(logdir))
-        try:
-            ready(plugin)
-            yield plugin, client
-        finally:
-            plugin.close()
-            plugin._routes.close()  # the timeline store
+    with synth_plugin(tmp_path_factory.mktemp("ri_logdir"), tmp_path_factory.mktemp("ri_cache")) as got:
+        yield got
 
 
 def _get(client, url):
@@ -243,10 +229,15 @@ def test_routes_answer_search_and_range_without_opening_the_ranks(plugin):
     assert [(r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in got.rows] == \
         [(r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in want.rows] and got.events > 0
     assert store.opens == opens, "a search or a whole-run range opened a rank's index"
-    # a range that cuts one rank's tracks opens that rank alone
+    # a range that cuts one rank's tracks opens that rank alone (in the timeline worker process: remote.py)
+    from tb_paddle_profile.timeline import remote
+
+    routes._in_pool("views", remote.forget)
+    worker_opens = routes._in_pool("views", remote.stats)["opens"]
     w = files[2].worker
     got = tpb.TimelineRange.FromString(_get(client, f"/timeline_range?run=gen&span=0&start_ns={hi // 3}"
                                                     f"&end_ns={hi // 2}&tracks={w}:0,{w}:1"))
     want = timeline.range_message(list(zip(files, indexes)), hi // 3, hi // 2, {w: [0, 1]}, None, clock=clock)
     assert [(r.name, r.count, r.overlap_ns) for r in got.rows] == [(r.name, r.count, r.overlap_ns) for r in want.rows]
-    assert np.all(np.array([r.count for r in got.rows]) > 0) and store.opens == opens + 1
+    assert np.all(np.array([r.count for r in got.rows]) > 0) and store.opens == opens
+    assert routes._in_pool("views", remote.stats)["opens"] == worker_opens + 1

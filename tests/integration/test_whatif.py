@@ -257,3 +257,27 @@ def test_a_run_where_no_change_applies_says_why_above_the_table():
     lines = render_display(whatif_display(w)).splitlines()
     first_table = next(i for i, ln in enumerate(lines) if "What-if estimates" in ln)
     assert any(ln.startswith("No what-if estimate applies") for ln in lines[:first_table]), lines[:first_table]
+
+
+def test_unmatched_collectives_are_a_caveat_of_the_evidence_not_an_error(tmp_path, capsys):
+    """A send/recv kernel taken out of one rank's trace leaves its partner without a match: the replay keeps it
+    at its traced time. The What-if notes, its display model and the CLI's text say so as a caveat of the
+    evidence, kept in view ("Analysis error: …" was the wording, though the analysis did not fail)."""
+    folder = tmp_path / "run"
+    generate(SynthConfig(dp=2, mp=1, pp=2, steps=3, layers=2, micro_batches=2), str(folder))
+    trace = sorted(folder.glob("*.paddle_trace.json"))[0]
+    doc = json.loads(trace.read_text())
+    sends = [i for i, e in enumerate(doc["traceEvents"]) if e.get("ph") == "X" and e.get("name", "").startswith("ncclDevKernel_SendRecv")]
+    del doc["traceEvents"][sends[-1]]
+    trace.write_text(json.dumps(doc))
+
+    assert cli.main(["whatif", str(folder), "--no-cache", "--format", "json"]) == 0
+    got = json_format.ParseDict(json.loads(capsys.readouterr().out), wpb.RunWhatIf(), ignore_unknown_fields=True)
+    (note,) = [n for n in got.notes if "could not be matched" in n]
+    assert note.startswith("Caveat of the evidence: ") and "error" not in note.lower(), note
+    (view,) = [v for v in got.display.views if v.key == "whatif"]
+    (said,) = [s for s in view.sentences if "could not be matched" in "".join(sp.text for sp in s.spans)]
+    assert "".join(sp.text for sp in said.spans) == note and said.level == "note"
+    assert cli.main(["whatif", str(folder), "--no-cache"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert note in text and "Analysis error" not in text

@@ -77,6 +77,29 @@ def make_plugin(logdir: str):
     return plugin, client
 
 
+@contextlib.contextmanager
+def synth_plugin(logdir: Path, cache: Path):
+    """(plugin, client) over a generated 8-rank run "gen" (DP2 x MP2 x PP2, Paddle's default worker names,
+    skewed clocks) with the cache in ``cache``, every rank loaded; closed after."""
+    import pytest
+    from tbp_synth import SynthConfig, generate
+
+    generate(SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, names="default", gpus_per_node=4,
+                         clock_skew_us=2000), str(logdir / "gen"))
+    for extra in (logdir / "gen").glob("*.json"):
+        if not extra.name.endswith(".paddle_trace.json"):
+            extra.unlink()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TB_PADDLE_PROFILE_CACHE", str(cache))
+        plugin, client = make_plugin(str(logdir))
+        try:
+            ready(plugin)
+            yield plugin, client
+        finally:
+            plugin.close()
+            plugin._routes.close()  # the timeline store, the worker processes
+
+
 def ready(plugin, timeout: float = 120.0) -> None:
     """Wait for the first scan and for the loader to finish what it has."""
     assert plugin.discovery.wait_first_scan(timeout)

@@ -49,6 +49,8 @@ export type ChartOption = ComposeOption<
   | VisualMapComponentOption
 >;
 
+export type EChart = echarts.ECharts;
+
 /** Colours close to TensorBoard's own chart palette. */
 export const PALETTE = [
   "#1976d2",
@@ -171,13 +173,18 @@ export interface ChartProps {
   height: number;
   onClick?: (params: { name: string; seriesName?: string; dataIndex: number; seriesIndex?: number; data?: unknown }) => void;
   testId?: string;
+  /** After each drawing (the option set, a resize, a zoom): the option to merge that lays out what depends on
+   * the chart's pixels (the pins' labels: markLabels.ts), or null. */
+  arrange?: (chart: echarts.ECharts) => ChartOption | null;
 }
 
-export function Chart({ option, height, onClick, testId }: ChartProps) {
+export function Chart({ option, height, onClick, testId, arrange }: ChartProps) {
   const el = useRef<HTMLDivElement>(null);
   const chart = useRef<echarts.ECharts | null>(null);
   const click = useRef(onClick);
   click.current = onClick;
+  const arrangeRef = useRef(arrange);
+  arrangeRef.current = arrange;
 
   const [darkMode, setDarkMode] = useState(isDark());
   useEffect(() => onDarkChange(setDarkMode), []);
@@ -189,7 +196,15 @@ export function Chart({ option, height, onClick, testId }: ChartProps) {
     // the instance on its element, for the browser tests (the labels' and cells' pixels, the option drawn)
     (node as HTMLDivElement & { __tbppChart?: echarts.ECharts }).__tbppChart = instance;
     instance.on("click", (p) => click.current?.(p as never));
-    const observer = new ResizeObserver(() => instance.resize());
+    const rearrange = () => {
+      const more = arrangeRef.current?.(instance);
+      if (more) instance.setOption(darkMode ? (darken(more) as ChartOption) : more);
+    };
+    instance.on("datazoom", rearrange);
+    const observer = new ResizeObserver(() => {
+      instance.resize();
+      if (node.hasAttribute("data-drawn")) rearrange();
+    });
     observer.observe(node);
     return () => {
       observer.disconnect();
@@ -209,7 +224,10 @@ export function Chart({ option, height, onClick, testId }: ChartProps) {
       ...option,
       tooltip: option.tooltip ? { confine: true, ...(option.tooltip as object), className: "tbpp-tooltip" } : undefined,
     } as ChartOption;
-    chart.current?.setOption(darkMode ? (darken(full) as ChartOption) : full, { notMerge: true });
+    const c = chart.current;
+    c?.setOption(darkMode ? (darken(full) as ChartOption) : full, { notMerge: true });
+    const more = c && arrangeRef.current?.(c);
+    if (c && more) c.setOption(darkMode ? (darken(more) as ChartOption) : more);
     // Marks the container once drawn (setOption draws synchronously), so tests and the benchmark can wait for it.
     el.current?.setAttribute("data-drawn", "1");
     el.current?.setAttribute("data-theme", darkMode ? "dark" : "light");

@@ -4,8 +4,10 @@
 // Python, analysis/memory.py), Memory Manipulation and User Defined tables.
 import { useMemo } from "preact/hooks";
 import type { SpanKey } from "../api";
-import type { ChartOption } from "../components/Chart";
+import type { ChartOption, EChart } from "../components/Chart";
 import { Chart, tooltipBox } from "../components/Chart";
+import type { PinLabel, StepLine } from "../components/markLabels";
+import { placePinLabels } from "../components/markLabels";
 import { Card, Notice, Segmented, Stat } from "../components/ui";
 import { byteUnit } from "../display/cells";
 import { DisplayCard, ViewSentences } from "../display/DisplayCard";
@@ -18,7 +20,9 @@ import { useUrlState } from "../state";
 
 const num = (v: bigint | number | undefined): number => (v === undefined ? 0 : Number(v));
 
-function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]): ChartOption {
+/** The curve's chart: its option and where its peaks' labels go once drawn (beside their pins, clear of each
+ * other and of both lines: components/markLabels.ts). */
+function curveChart(place: MemoryPlace, unit: TimeUnit, range: [number, number]): { option: ChartOption; arrange: (chart: EChart) => ChartOption | null } {
   const c = place.curve;
   const t = c?.timeNs ?? [];
   const alloc = c?.allocated ?? [];
@@ -27,27 +31,35 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
   // that its ticks are round numbers of that unit and the peak's label names the axis's unit.
   const peak = Math.max(num(place.peakAllocated), num(place.peakReserved), 1);
   const [scaleName, scale] = byteUnit(peak);
-  const pts = (ys: bigint[]) => t.map((x, i) => [inUnit(num(x), unit), num(ys[i]) / scale]);
+  const xs = t.map((x) => inUnit(num(x), unit));
+  const values = (ys: bigint[]) => ys.map((y) => num(y) / scale);
+  const pts = (ys: bigint[]) => xs.map((x, i) => [x, num(ys[i]) / scale]);
   const peakAt = (ys: bigint[]) => {
     let best = -1;
     for (let i = 0; i < ys.length; i++) if (best < 0 || ys[i] > ys[best]) best = i;
     return best;
   };
-  const mark = (ys: bigint[], color: string, name: string) => {
+  const pins: PinLabel[] = [];
+  const mark = (series: number, ys: bigint[], color: string, name: string) => {
     const i = peakAt(ys);
     if (i < 0) return undefined;
+    const text = `peak ${fmtBytes(num(ys[i]))}`;
+    pins.push({ series, text, coord: [xs[i], num(ys[i]) / scale] });
     return {
       symbol: "pin",
       symbolSize: 30,
       itemStyle: { color },
-      // A peak among the first tenth of the events labels to its right: on top it runs over the y axis.
-      label: { show: true, position: (i < ys.length / 10 ? "right" : "top") as "right" | "top", distance: i < ys.length / 10 ? 12 : 5, fontSize: 10, color, formatter: () => `peak ${fmtBytes(num(ys[i]))}` },
-      data: [{ name, coord: [inUnit(num(t[i]), unit), num(ys[i]) / scale], value: num(ys[i]) }],
+      label: { show: true, fontSize: 10, color, formatter: () => text },
+      data: [{ name, coord: [xs[i], num(ys[i]) / scale], value: num(ys[i]) }],
     };
   };
-  return {
+  const series = [
+    { name: "Allocated", type: "line" as const, step: "end" as const, showSymbol: false, lineStyle: { width: 1.5, color: "#1976d2" }, itemStyle: { color: "#1976d2" }, areaStyle: { color: "rgba(25,118,210,0.08)" }, data: pts(alloc), markPoint: mark(0, alloc, "#1976d2", "peak allocated") },
+    { name: "Reserved", type: "line" as const, step: "end" as const, showSymbol: false, lineStyle: { width: 1.5, color: "#f57c00" }, itemStyle: { color: "#f57c00" }, data: pts(reserved), markPoint: mark(1, reserved, "#f57c00", "peak reserved") },
+  ];
+  const lines: StepLine[] = [{ xs, ys: values(alloc) }, { xs, ys: values(reserved) }];
+  const option: ChartOption = {
     legend: { top: 0, itemWidth: 14, itemHeight: 8 },
-    // left: room for a peak's label when the peak is the first point
     grid: { left: 40, right: 40, top: 34, bottom: 42, containLabel: true }, // right: room for the x-axis name (the unit) at its end
     tooltip: {
       trigger: "axis",
@@ -65,12 +77,16 @@ function curveOption(place: MemoryPlace, unit: TimeUnit, range: [number, number]
     ],
     // The whole trace on the x axis (relative to its start), so places and ranks line up.
     xAxis: { type: "value", name: unit, min: range[0], max: range[1], splitLine: { show: false }, axisLabel: { showMaxLabel: false, formatter: (v: number) => String(+v.toPrecision(6)) } },
-    yAxis: { type: "value", name: scaleName, nameTextStyle: { color: "#757575", align: "right" }, splitLine: { lineStyle: { color: "#eee" } } },
-    series: [
-      { name: "Allocated", type: "line", step: "end", showSymbol: false, lineStyle: { width: 1.5, color: "#1976d2" }, itemStyle: { color: "#1976d2" }, areaStyle: { color: "rgba(25,118,210,0.08)" }, data: pts(alloc), markPoint: mark(alloc, "#1976d2", "peak allocated") },
-      { name: "Reserved", type: "line", step: "end", showSymbol: false, lineStyle: { width: 1.5, color: "#f57c00" }, itemStyle: { color: "#f57c00" }, data: pts(reserved), markPoint: mark(reserved, "#f57c00", "peak reserved") },
-    ],
+    // room over the highest peak for its pin (and a label beside it), below the axis's name
+    yAxis: { type: "value", name: scaleName, boundaryGap: [0, "20%"], nameTextStyle: { color: "#757575", align: "right" }, splitLine: { lineStyle: { color: "#eee" } } },
+    series,
   };
+  const arrange = (chart: EChart): ChartOption | null => {
+    if (!pins.length) return null;
+    const labels = placePinLabels(chart, pins, lines);
+    return { series: series.map((_, i) => (labels[i] ? { markPoint: { label: labels[i] } } : {})) } as ChartOption;
+  };
+  return { option, arrange };
 }
 
 /** Per step: allocated and reserved at the step's end, the step's allocated peak and floor (the cells' raw
@@ -135,7 +151,7 @@ export function Memory({ summary, display, spanKey, unit }: { summary: Summary; 
     const t = place.curve?.timeNs ?? [];
     const lo = Math.min(num(summary.meta?.startNs), t.length ? num(t[0]) : 0);
     const hi = Math.max(num(summary.meta?.endNs), t.length ? num(t[t.length - 1]) : 0);
-    return curveOption(place, unit, [inUnit(lo, unit), inUnit(hi, unit)]);
+    return curveChart(place, unit, [inUnit(lo, unit), inUnit(hi, unit)]);
   }, [place, unit, summary]);
   const card = { spanKey, view: "memory", timeUnit: unit };
 
@@ -165,7 +181,7 @@ export function Memory({ summary, display, spanKey, unit }: { summary: Summary; 
               <Stat label="Memory events" value={fmtInt(place?.curve?.events ?? 0n)} />
             </div>
             {place && (place.curve?.timeNs.length ?? 0) > 0 ? (
-              <Chart option={curve!} height={280} testId="memory-curve" />
+              <Chart option={curve!.option} arrange={curve!.arrange} height={280} testId="memory-curve" />
             ) : (
               <p class="muted">No curve for this place.</p>
             )}

@@ -221,7 +221,12 @@ def match_run(ranks: List[RankData], notes: List[str]):
     n_h = 0
     if not hosts_known:
         if pool.kind.size:
-            host = group_hosts(off, reached, max(T.CLOCK_HOST_GAP_NS, T.HOST_GAP_NOISE_FACTOR * sigma))
+            if exact:
+                sp_ok = [float(x) for x, ok in zip(spread, reached) if ok]
+                gap = max(T.EXACT_HOST_GAP_NS, T.HOST_GAP_SPREAD_FACTOR * float(np.median(sp_ok)) if sp_ok else 0.0)
+            else:
+                gap = max(T.CLOCK_HOST_GAP_NS, T.HOST_GAP_NOISE_FACTOR * sigma)
+            host = group_hosts(off, reached, gap)
         else:   # no collective instance at all (Paddle on CPU/gloo): nothing tells clocks apart, one clock
             host = np.zeros(n, dtype=np.int64)
         n_h = int(host.max()) + 1 if n else 0

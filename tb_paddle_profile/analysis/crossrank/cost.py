@@ -90,7 +90,7 @@ class Costs:
     base_step: float = 0.0          # the unchanged replay's job step (or the median step time)
     method: str = ""
     notes: List[str] = field(default_factory=list)
-    error: str = ""                 # the replay's analysis error (unmatched collectives), "" without
+    caveat: str = ""                # the replay's caveat of the evidence (unmatched collectives), "" without
 
     def of(self, index: int) -> Optional[Candidate]:
         return next((c for c in self.candidates if c.index == index), None)
@@ -310,7 +310,7 @@ def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[
             out.notes.append(f"{len(replayed) - MAX_REPLAYED} more ranks unlike their role peers were not replayed "
                              f"(the {MAX_REPLAYED} with the largest excess were): they are not named.")
             replayed = replayed[:MAX_REPLAYED]
-        out.error = graph.unmatched_note()
+        out.caveat = graph.unmatched_note()
         base = out.base_step   # (set below: replayed is never empty, cands is not)
         for k in range(0, len(replayed), REPLAY_BATCH):   # a few at a time: K replays hold K copies of the graph
             part = replayed[k:k + REPLAY_BATCH]

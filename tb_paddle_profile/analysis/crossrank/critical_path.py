@@ -144,7 +144,7 @@ class Graph:
         self.group = np.where(isc, grp, -1)
         self.ckind = ck
         # collectives no group joins to their peers: the replay keeps them as traced (their wait
-        # included), so no change is carried through them; an analysis error, reported (unmatched())
+        # included), so no change is carried through them; a caveat of the evidence, reported (unmatched())
         self.unmatched_nodes = np.nonzero(isc & (self.group < 0))[0]
         w = prep.waits
         self.transfer = np.asarray(w.transfer, dtype=np.float64) if prep.flat.n else np.zeros(0)
@@ -323,11 +323,13 @@ class Graph:
         return p2p, int(self.unmatched_nodes.size) - p2p, int((self.coll >= 0).sum())
 
     def unmatched_note(self) -> str:
-        """The analysis error of unmatched collectives in one sentence ("" without any)."""
+        """The unmatched collectives in one sentence ("" without any): a caveat of the evidence (the traces do
+        not say whom they wait for), not a failure of the analysis, said (after CAVEAT, or in the verdict's
+        "Uncertain:") wherever the replay's numbers are."""
         p2p, other, total = self.unmatched()
         if not p2p and not other:
             return ""
-        return (f"Analysis error: {p2p} send/recv and {other} other collective instances of {total} could not be "
+        return (f"{p2p} send/recv and {other} other collective instances of {total} could not be "
                 "matched to their peers; the replay keeps them at their traced times (waits included), so changes "
                 "do not travel through them: replayed costs and what-ifs are uncertain.")
 

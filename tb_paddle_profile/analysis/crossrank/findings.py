@@ -26,7 +26,7 @@ from . import sequences, thresholds as T
 from .advice import t
 from .cost import STRUCTURE_MIN_RANKS, named as named_candidates, rank_costs
 from .match import Flat
-from .model import RankData, Topology
+from .model import CAVEAT, RankData, Topology
 from .verdict import CAUSE, FIGURES, WHAT, has_peers
 
 
@@ -176,12 +176,12 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
         return box["g"]
 
     costs = rank_costs(ranks, topo, flat, figs, peer_vals, median_step, msgs, graph=graph)
-    if costs.error:
+    if costs.caveat:
         p2p_left, other_left, total = graph().unmatched()
         share = (p2p_left + other_left) / max(total, 1)
         if share > T.REPLAY_UNMATCHED_MAX_SHARE:
             v.uncertain = True
-        found.append(_finding(out, "replay_unmatched", "evidence", costs.error,
+        found.append(_finding(out, "replay_unmatched", "evidence", CAVEAT + costs.caveat,
                               triggers=[dict(metric="share of the collective instances the replay could not join",
                                              value=share, threshold=T.REPLAY_UNMATCHED_MAX_SHARE, unit="fraction",
                                              rank=-1)]))
@@ -230,8 +230,8 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
     elif v.uncertain and v.min_rank_coverage < T.MIN_COVERAGE:
         parts.append(f"Uncertain: {v.coverage:.0%} of the instances matched, the least covered rank "
                      f"{v.min_rank_coverage:.0%} (threshold {T.MIN_COVERAGE:.0%}).")
-    elif v.uncertain and costs.error:
-        parts.append("Uncertain: " + costs.error)
+    elif v.uncertain and costs.caveat:
+        parts.append("Uncertain: " + costs.caveat)
     v.summary = " ".join(parts)
     for note in costs.notes:
         if note not in out.notes:

@@ -27,6 +27,10 @@ import numpy as np
 
 from ...v1 import summary_pb2 as pb
 
+# Said before a limit of the traces' evidence (collectives the replay could not match), in the what-ifs' notes
+# and the findings: a caveat to keep in mind, not an error of the analysis.
+CAVEAT = "Caveat of the evidence: "
+
 
 @dataclass
 class RankData:

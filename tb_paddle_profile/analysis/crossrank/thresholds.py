@@ -73,6 +73,12 @@ MATCH_VERIFY_NS = 5_000
 # collectives and drifts by several sigma; hosts' clocks are milliseconds apart).
 CLOCK_HOST_GAP_NS = 2_000
 HOST_GAP_NOISE_FACTOR = 10.0
+# In a run whose members end together to the nanosecond the ranks' offsets are that precise (tens of ns
+# apart on one host): hosts are cut where neighbours are more than this, or HOST_GAP_SPREAD_FACTOR x the
+# offsets' median spread, apart (two of 16 hosts' clocks 1.4 us apart were one host at 2 us: each rank
+# 0.7 us off, its send/recv unmatched at the exact tolerance).
+EXACT_HOST_GAP_NS = 200
+HOST_GAP_SPREAD_FACTOR = 10.0
 # End-time noise (members of one collective do not end at the same nanosecond: real NCCL kernels end
 # microseconds apart). A first pass finds communicators by shape at SHAPE_WIDE_TOL_NS; the run's end
 # noise (sigma, per member) is measured on them; then the tolerances scale with it: shapes at

@@ -39,6 +39,7 @@ from ..collectives import ALL_REDUCE
 from . import sequences, verdict
 from .steps import _Steps
 from .critical_path import Graph
+from .model import CAVEAT
 
 TITLES = {
     wpb.WHAT_IF_DP_OVERLAP: "DP all-reduce fully overlapped",
@@ -289,7 +290,7 @@ def analyze_whatif(inputs: Sequence, run: str = "", span: str = "", params=None,
         start, end = critical_path(graph, out.critical_path, labels)
         base = graph.job_step(start, end)
         if graph.unmatched_note():
-            out.notes.append(graph.unmatched_note())
+            out.notes.append(CAVEAT + graph.unmatched_note())
         if graph.stalled:
             out.notes.append("Part of the graph could not be ordered across ranks (a collective whose members wait "
                              "for each other): it keeps its traced times.")

@@ -16,7 +16,7 @@ from tb_paddle_profile.pipeline.loader import READY
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 from tb_paddle_profile.core import terminal
 
-from .base import HEAVY_PROCESSES, RoutesBase, _Reloading
+from .base import HEAVY_PROCESSES, RoutesBase, SpanFacts, _Reloading
 from .http import _CTYPES, _encode, _format, _shown, respond
 
 logger = terminal.logger(__name__)
@@ -31,6 +31,20 @@ class AnalysisBase(RoutesBase):
         analysis's; before there is one, Fleet's order computed here (hosts in natural order, then the
         GPU of the rank's digest when it is loaded, then the pid), so that Paddle's default worker names
         (host_<host>pid_<pid>) have a rank, a label and links in every view before any analysis."""
+        # Made again only when what they come from may have changed (the workers of the scan, the run's last
+        # analysis, the states of the files: the GPU of a loaded digest): O(ranks) at each request before.
+        # (The loader's version, read without its lock: the run list asks for every run's numbers.)
+        made_of = (workers, self._last_analysis.get(run), self.loader.version if self.loader else None)
+        with self._lock:
+            hit = self._numbers.get(run)
+        if hit is not None and hit[0][0] is workers and hit[0][1:] == made_of[1:]:
+            return hit[1]
+        numbers = self._make_rank_numbers(run, workers)
+        with self._lock:
+            self._numbers[run] = (made_of, numbers)
+        return numbers
+
+    def _make_rank_numbers(self, run: str, workers: Mapping[str, Mapping[str, TraceFile]]) -> Dict[str, int]:
         from tb_paddle_profile.analysis.crossrank.labels import natural_key
 
         firsts = {w: next(iter(spans.values())) for w, spans in workers.items() if spans}
@@ -73,17 +87,15 @@ class AnalysisBase(RoutesBase):
         del files  # the offsets come from every rank of the span, whichever are drawn
         if self.loader is None:
             return {}
-        workers = self._snapshot().runs.get(run) or {}
-        span_files = [f for f in run_assembly.span_files(workers, span) if not f.refused]
-        states = self._states(span_files)
-        if not span_files or any(run_assembly.blocking(states)):
+        facts = self._span_facts(run, span)  # (refused ranks are FAILED: neither blocking nor ready)
+        if not facts.files or any(facts.blocking):
             return {}  # a rank being parsed: the inputs of the offsets are not known yet
-        ready = [t for t, st in zip(span_files, states) if st.state == READY]
+        ready = list(facts.ready)
         if not ready:
             return {}
         # Keyed by the inputs the offsets come from: a host's traces exported again (new keys) give
         # another key, whose analysis is made now rather than the old one's offsets applied.
-        key = run_assembly.analysis_key(t.key for t in ready)
+        key = facts.key
         if key != self._last_span_analysis.get((run, span)) and self.analyses.peek(key) is None:
             try:
                 self.analyses.get(key, lambda: self._compute_analysis(ready, run, span))
@@ -111,30 +123,41 @@ class AnalysisBase(RoutesBase):
         return self._in_process(run_assembly.analysis_blobs, self._digest_blobs(ready), run, span, key)
 
     def _in_process(self, fn, *args):
-        """``fn(*args)`` in the heavy worker process (HEAVY_PROCESSES: its pool queues the others), out of
+        """``fn(*args)`` in the analyses' worker process (HEAVY_PROCESSES: its pool queues the others), out of
         the request threads' GIL; on the heavy executor of this process when no process can be started."""
-        with self._lock:
-            pool = self._procs
-            if pool is None and not self._procs_failed:
-                try:
-                    from tb_paddle_profile.core.pool import process_pool
-
-                    pool = self._procs = process_pool(HEAVY_PROCESSES)
-                except Exception:  # no process (resources, platform): computed in this process
-                    logger.warning("tb_paddle_profile: no worker process for the cross-rank analyses; "
-                                   "computing them in TensorBoard's process", exc_info=True)
-                    self._procs_failed = True
-        if pool is None:
+        got = self._in_pool("analyses", fn, *args)
+        if got is _NO_PROCESS:
             return self._heavy.run(getattr(fn, "__name__", "analysis"), lambda: fn(*args))
+        return got
+
+    def _in_pool(self, which: str, fn, *args):
+        """``fn(*args)`` in the worker process of ``which`` ("analyses": the cross-rank analyses and what-ifs;
+        "views": the timeline queries over many ranks and the run views' answers made from a stored analysis,
+        which never wait behind an analysis), started when
+        first needed, at a lower priority than TensorBoard's (nice 5, as the loader's: cheap answers first);
+        _NO_PROCESS when none can be started or it died (once: the next call starts another)."""
+        with self._lock:
+            pool = self._procs.get(which)
+            if pool is None and which not in self._procs_failed:
+                try:
+                    from tb_paddle_profile.core.pool import lower_priority, process_pool
+
+                    pool = self._procs[which] = process_pool(HEAVY_PROCESSES, lower_priority)
+                except Exception:  # no process (resources, platform): computed in this process
+                    logger.warning("tb_paddle_profile: no worker process for %s; computing in TensorBoard's "
+                                   "process", which, exc_info=True)
+                    self._procs_failed.add(which)
+        if pool is None:
+            return _NO_PROCESS
         try:
             return pool.submit(fn, *args).result()
-        except concurrent.futures.process.BrokenProcessPool:  # the process died (memory?): once more, here
+        except concurrent.futures.process.BrokenProcessPool:  # the process died (memory?): this one here
             with self._lock:
-                if self._procs is pool:
-                    self._procs = None
-            logger.warning("tb_paddle_profile: the analyses' worker process died; computing %s here",
+                if self._procs.get(which) is pool:
+                    del self._procs[which]
+            logger.warning("tb_paddle_profile: the %s worker process died; computing %s here", which,
                            getattr(fn, "__name__", "it"))
-            return self._heavy.run(getattr(fn, "__name__", "analysis"), lambda: fn(*args))
+            return _NO_PROCESS
 
     def _prior_label(self, trace: TraceFile, rank: Optional[int] = None, ready: Optional[bool] = None) -> str:
         """The label before any analysis: analysis.crossrank.labels.prior_label of the rank's digest (when
@@ -172,9 +195,10 @@ class AnalysisBase(RoutesBase):
         """(run, span, files, states, analysis key, serialized RunParallel) of the run and span named by
         the request, or a 202 Response while ranks load; see runs.RunAnalyses. ``matched``: the
         analysis's matched instances (MatchedTable bytes) instead of the RunParallel."""
-        run, span, files = self._run_span(request)
+        run, span, facts = self._run_span_facts(request)
+        files = list(facts.files)
         fmt = _format(request)
-        got = self._settled(request, run, span, files, fmt, plugin_pb2.RunParallel)
+        got = self._settled(request, run, span, facts, fmt, plugin_pb2.RunParallel)
         if isinstance(got, Response):
             return got
         states, ready, key = got
@@ -190,22 +214,22 @@ class AnalysisBase(RoutesBase):
         self._last_span_analysis[(run, span)] = key
         return run, span, files, states, key, data
 
-    def _settled(self, request: Request, run: str, span: str, files: List[TraceFile], fmt: str, message):
+    def _settled(self, request: Request, run: str, span: str, facts: SpanFacts, fmt: str, message):
         """(the files' states, the READY files, their analysis key) once no rank blocks the span's
         analysis; else a 202 answering ``message`` (RunParallel, RunWhatIf) with a note, the ranks that
         block it loaded first."""
         loader = self._require_loader()
-        states = self._states(files)
-        waiting = [t for t, block in zip(files, run_assembly.blocking(states)) if block]
+        files = facts.files
+        waiting = [t for t, block in zip(files, facts.blocking) if block]
         if waiting:
             loader.prioritize(waiting, run)
             return _waiting(request, message(run=run, span=span),
                             f"waiting for {len(waiting)} of {len(files)} ranks to load", fmt)
-        ready = [t for t, st in zip(files, states) if st.state == READY]
-        return states, ready, run_assembly.analysis_key(t.key for t in ready)
+        return list(facts.states), list(facts.ready), facts.key
 
 
 RELOADING = "waiting for a rank whose cached digest is being computed again"
+_NO_PROCESS = object()  # _in_pool: no worker process to compute it in
 
 
 def _waiting(request: Request, out, note: str, fmt: str) -> Response:

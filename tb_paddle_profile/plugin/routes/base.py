@@ -7,7 +7,8 @@ from __future__ import annotations
 import gzip
 import threading
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+import hashlib
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from werkzeug.wrappers import Request, Response
 
@@ -33,6 +34,20 @@ class _Reloading(Exception):
     """A READY rank's cached digest was damaged or removed: it is being computed again."""
 
 
+class SpanFacts(NamedTuple):
+    """What the run views ask of a run's span at every request, made once per scan and loader version of
+    the run (``RoutesBase._span_facts``): its files (runs.span_files: one per worker, rank order, refused
+    ones included), their states, the READY ones and their analysis key, which ranks block the views, and
+    a signature of the keys and states (the memoized answers' keys)."""
+
+    files: Tuple[TraceFile, ...]
+    states: Tuple[FileState, ...]
+    ready: Tuple[TraceFile, ...]
+    key: str
+    blocking: Tuple[bool, ...]
+    sig: str
+
+
 class RoutesBase:
     """The state and lookups of ``Routes``; each family of routes is a subclass of it (of
     analyses.AnalysisBase, which adds the cross-rank analyses), and ``Routes`` is all of them."""
@@ -46,6 +61,7 @@ class RoutesBase:
         self._lock = threading.Lock()
         # Encoded responses as (body, gzipped), by a key naming their content; RankDistributed parts.
         self._bodies = SizedLRU(64 << 20, sizeof=lambda v: len(v[0]))
+        self._flights: Dict[tuple, list] = {}  # memo key -> [lock of its build, requests waiting or building] (_send)
         # The latest answer of the runs and status routes, one per (route, format, gzipped): (key, body,
         # gzipped), the key naming the scan and the loader's version it was made from (a new state is a
         # new answer; the older one is of no further use). And each run's part of the run list.
@@ -54,6 +70,15 @@ class RoutesBase:
         self._prints: Optional[Tuple[int, Dict[str, int]]] = None  # (scan generation, run -> hash of its files)
         self._etags: Dict[tuple, str] = {}
         self._ranks = SizedLRU(32 << 20)
+        # (run, span) -> ((scan generation, the run's loader version), SpanFacts): per request, a run view
+        # looked at every rank's state and hashed every rank's key (issue 28: O(ranks) for a cached answer)
+        self._span_memo = SizedLRU(16 << 20, sizeof=lambda v: 300 * len(v[1].files) + 200)
+        # the digests of a set of ranks -> their timeline.remote.pack (timelines._packed)
+        self._refs = SizedLRU(32 << 20, sizeof=lambda v: len(v[1]) + 100)
+        # run -> (its workers in the scan, those without the files the path policy refuses) (_run)
+        self._readable: Dict[str, tuple] = {}
+        # run -> (what its rank numbers were made of, worker -> rank number) (analyses._rank_numbers)
+        self._numbers: Dict[str, tuple] = {}
         self._static: Dict[str, Path] = {}
         # Cross-rank analyses by analysis key: in memory (bounded), in the cache folder, computed once.
         cache = loader.cache if loader is not None and loader.cache.cache_dir is not None else None
@@ -71,8 +96,10 @@ class RoutesBase:
         self._prewarmed: Dict[Tuple[str, str], int] = {}  # (run, span) -> the scan whose indexes were asked for
         # searches, ranges, what-ifs and first analyses: at most HEAVY_WORKERS at once (heavy.py)
         self._heavy = Heavy(HEAVY_WORKERS)
-        self._procs = None  # the process pool of the analyses and what-ifs (_in_process), started when needed
-        self._procs_failed = False
+        # the process pools of the analyses and what-ifs, and of the timeline queries (analyses._in_pool),
+        # started when needed; the names of those that could not be started
+        self._procs: Dict[str, Any] = {}
+        self._procs_failed: set = set()
 
     # --------------------------------------------------------------- lookups
     def _snapshot(self) -> Snapshot:
@@ -88,9 +115,18 @@ class RoutesBase:
         workers = snapshot.runs.get(run)
         if workers is None:
             raise HttpError(404, f"unknown run {_shown(run)}")
-        if not refused and any(f.refused for spans in workers.values() for f in spans.values()):
-            kept = {w: {s: f for s, f in spans.items() if not f.refused} for w, spans in workers.items()}
-            workers = {w: spans for w, spans in kept.items() if spans}
+        if not refused:  # looked for once per scan (a pass over the run's files at each request before)
+            with self._lock:
+                hit = self._readable.get(run)
+            if hit is None or hit[0] is not workers:
+                if any(f.refused for spans in workers.values() for f in spans.values()):
+                    kept = {w: {s: f for s, f in spans.items() if not f.refused} for w, spans in workers.items()}
+                    hit = (workers, {w: spans for w, spans in kept.items() if spans})
+                else:
+                    hit = (workers, workers)
+                with self._lock:
+                    self._readable[run] = hit
+            workers = hit[1]
         return run, workers
 
     def _file(self, request: Request, refused: bool = False) -> TraceFile:
@@ -119,17 +155,45 @@ class RoutesBase:
     def _send(self, request: Request, memo_key: tuple, ctype: str, build: Callable[[], bytes],
               headers: Optional[List[Tuple[str, str]]] = None) -> Response:
         """Answer with a body memoized (compressed or not) under a key that names its content."""
+        hit = self._memoized(request, memo_key, ctype, headers)
+        if hit is not None:
+            return hit
+        # One build per answer at a time: the requests that miss it together (every user of a run opening its
+        # view after a restart) wait for the first one's build instead of each making it again in the one GIL.
+        flight_key = memo_key + (_accepts_gzip(request) and _compressible(ctype),)
+        with self._lock:
+            flight = self._flights.setdefault(flight_key, [threading.Lock(), 0])
+            flight[1] += 1
+        try:
+            with flight[0]:
+                hit = self._memoized(request, memo_key, ctype, headers)
+                return hit if hit is not None else self._memoize(request, memo_key, ctype, build(), headers)
+        finally:
+            with self._lock:
+                flight[1] -= 1
+                if not flight[1]:
+                    del self._flights[flight_key]
+
+    def _memoized(self, request: Request, memo_key: tuple, ctype: str,
+                  headers: Optional[List[Tuple[str, str]]] = None) -> Optional[Response]:
+        """The answer memoized under ``memo_key`` (see _send); None when there is none."""
         gz = _accepts_gzip(request) and _compressible(ctype)
         with self._lock:
             hit = self._bodies.get(memo_key + (gz,))
         if hit is None:
-            body, compressed = build(), False
-            if gz and len(body) >= _GZIP_MIN:
-                body, compressed = gzip.compress(body, compresslevel=3, mtime=0), True
-            hit = (body, compressed)
-            with self._lock:
-                self._bodies.put(memo_key + (gz,), hit)
+            return None
         body, compressed = hit
+        return respond(request, body, ctype, headers=headers, gzipped=body if compressed else None)
+
+    def _memoize(self, request: Request, memo_key: tuple, ctype: str, body: bytes,
+                 headers: Optional[List[Tuple[str, str]]] = None) -> Response:
+        """Answer with ``body``, memoized (compressed or not) under ``memo_key`` (see _send)."""
+        gz = _accepts_gzip(request) and _compressible(ctype)
+        compressed = False
+        if gz and len(body) >= _GZIP_MIN:
+            body, compressed = gzip.compress(body, compresslevel=3, mtime=0), True
+        with self._lock:
+            self._bodies.put(memo_key + (gz,), (body, compressed))
         return respond(request, body, ctype, headers=headers, gzipped=body if compressed else None)
 
     def _send_latest(self, request: Request, slot: tuple, key: tuple, ctype: str,
@@ -152,13 +216,43 @@ class RoutesBase:
     def _run_span(self, request: Request) -> Tuple[str, str, List[TraceFile]]:
         """The files of every worker of a run that recorded the span (a worker's latest export of it:
         runs.py), in rank order."""
+        run, span, facts = self._run_span_facts(request)
+        return run, span, list(facts.files)
+
+    def _run_span_facts(self, request: Request) -> Tuple[str, str, SpanFacts]:
+        """(run, span, SpanFacts) of the run and span named by the request; 404 for a span no worker recorded."""
         snapshot = self._snapshot()
         run, workers = self._run(snapshot, request, refused=True)
         span = _param(request, "span")
-        files = run_assembly.span_files(workers, span)
-        if not files:
+        facts = self._span_facts(run, span, snapshot, workers)
+        if not facts.files:
             raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
-        return run, span, files
+        return run, span, facts
+
+    def _span_facts(self, run: str, span: str, snapshot: Optional[Snapshot] = None,
+                    workers: Optional[Mapping[str, Mapping[str, TraceFile]]] = None) -> SpanFacts:
+        """The SpanFacts of ``run``'s ``span`` in the latest scan (every worker, refused ones included),
+        made again only when the scan or a state of the run's files changed."""
+        if snapshot is None:
+            snapshot = self._snapshot()
+        if workers is None:
+            workers = snapshot.runs.get(run) or {}
+        # the version before the states: a state changing in between gives a newer version at the next request
+        version = (snapshot.generation, self.loader.run_version(run) if self.loader is not None else None)
+        with self._lock:
+            hit = self._span_memo.get((run, span))
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        files = run_assembly.span_files(workers, span)
+        states = self._states(files)
+        ready = tuple(t for t, st in zip(files, states) if st.state == READY)
+        sig = hashlib.sha256("\0".join(f"{f.key.digest()}:{st.state}:{st.error}"
+                                        for f, st in zip(files, states)).encode("utf-8", "surrogateescape"))
+        facts = SpanFacts(tuple(files), tuple(states), ready, run_assembly.analysis_key(t.key for t in ready),
+                          tuple(run_assembly.blocking(states)), sig.hexdigest()[:40])
+        with self._lock:
+            self._span_memo.put((run, span), (version, facts))
+        return facts
 
     def _require_loader(self) -> Loader:
         if self.loader is None:
@@ -172,8 +266,8 @@ class RoutesBase:
             store.close()
         self._heavy.close()
         with self._lock:
-            pool, self._procs = self._procs, None
-        if pool is not None:
+            pools, self._procs = list(self._procs.values()), {}
+        for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------- timeline (tb_paddle_profile.timeline)

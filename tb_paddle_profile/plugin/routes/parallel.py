@@ -14,7 +14,7 @@ from tb_paddle_profile.pipeline.discovery import TraceFile
 from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, Loader
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
-from .analyses import RELOADING, AnalysisBase, _waiting
+from .analyses import _NO_PROCESS, RELOADING, AnalysisBase, _waiting
 from .base import _Reloading
 from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _handler, _int, _param, _shown,
                    _text, respond)
@@ -33,7 +33,7 @@ class ParallelRoutes(AnalysisBase):
 
     @_handler
     def distributed(self, request: Request) -> Response:
-        run, span, files = self._run_span(request)
+        run, span, facts = self._run_span_facts(request)
         fmt = _format(request)
         # part=summary: the charts' series without the view's per-rank tables (what a folded Distributed view
         # of many ranks draws before its details are opened); part=details: every table (what the page draws
@@ -43,14 +43,16 @@ class ParallelRoutes(AnalysisBase):
             raise HttpError(400, f"unknown part {_shown(part)} (summary, details, or none for the whole answer)")
         self._require_loader()
         numbers = self._rank_numbers(run, self._run(self._snapshot(), request, refused=True)[1])
-        files.sort(key=lambda f: (numbers.get(f.worker, 1 << 30), f.worker))
-        states = self._states(files)
-        blocks = run_assembly.blocking(states)
+        order = sorted(range(len(facts.files)), key=lambda i: (numbers.get(facts.files[i].worker, 1 << 30),
+                                                                facts.files[i].worker))
+        files = [facts.files[i] for i in order]
+        states = [facts.states[i] for i in order]
+        blocks = [facts.blocking[i] for i in order]
         if not any(b or st.state in (QUEUED, LOADING) for b, st in zip(blocks, states)):
             # Every rank settled: memoized under what the answer is made of (the files' versions and
-            # states, the rank numbers, the analysis whose labels it shows), built once.
-            memo = ("distributed", run, span, tuple(f.key for f in files), tuple((st.state, st.error) for st in states),
-                    tuple(numbers.get(f.worker, f.rank) for f in files), self._last_analysis.get(run), part, fmt)
+            # states: facts.sig, the rank numbers, the analysis whose labels it shows), built once.
+            memo = ("distributed", run, span, facts.sig, tuple(numbers.get(f.worker, f.rank) for f in files),
+                    self._last_analysis.get(run), part, fmt)
             try:
                 return self._send(request, memo, _CTYPES[fmt],
                                   lambda: _encode(self._distributed(run, span, files, states, blocks, numbers, part,
@@ -127,21 +129,9 @@ class ParallelRoutes(AnalysisBase):
             raise HttpError(400, f"unknown part {_shown(part)} ({', '.join(PARALLEL_PARTS)}, or none for the "
                                  "whole analysis)")
 
-        def build() -> bytes:
-            out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
-            out.run, out.span = run, span
-            out.notes.extend(notes)
-            from tb_paddle_profile.present.display.parallel import parallel_display  # the view's tables and sentences (display.proto)
-
-            out.display.CopyFrom(parallel_display(out))
-            _add_missing(out.display, "parallel", missing)
-            if part == "summary":
-                _summary_part(out)
-            elif part == "details":
-                _details_part(out)
-            elif part == "breakdown_steps":
-                _table_part(out, part)
-            return _encode(out, fmt)
+        def build() -> bytes:  # in the views' worker process (4,096 ranks: seconds of this one's GIL)
+            got = self._in_pool("views", parallel_answer, data, run, span, notes, missing, part, fmt)
+            return parallel_answer(data, run, span, notes, missing, part, fmt) if got is _NO_PROCESS else got
 
         return self._send(request, ("parallel", key, run, span, tuple(notes), missing, part, fmt), _CTYPES[fmt], build)
 
@@ -152,17 +142,15 @@ class ParallelRoutes(AnalysisBase):
         sentence. Only an analysis already stored (in memory or in the cache) for the span's ranks as
         they are is read; none is ever computed here, so while ranks load or before anyone opened the
         run views the answer is an empty view."""
-        run, span, files = self._run_span(request)
+        run, span, facts = self._run_span_facts(request)
         worker = _param(request, "worker")
         fmt = _format(request)
         from tb_paddle_profile.present.display.straggler import rank_banner
         from tb_paddle_profile.v1 import display_pb2
 
-        states = self._states(files) if self.loader is not None else []
-        ready = [t for t, st in zip(files, states) if st.state == READY]
-        if not ready or any(run_assembly.blocking(states)):
+        if self.loader is None or not facts.ready or any(facts.blocking):
             return respond(request, _encode(display_pb2.View(key="rank_banner"), fmt), _CTYPES[fmt])
-        key = run_assembly.analysis_key(t.key for t in ready)
+        key = facts.key
         data = self.analyses.peek(key)
         if data is None:  # not stored (yet): nothing to say, nothing memoized
             return respond(request, _encode(display_pb2.View(key="rank_banner"), fmt), _CTYPES[fmt])
@@ -198,7 +186,8 @@ class ParallelRoutes(AnalysisBase):
         load. MFU inputs: ``params``, ``tokens_per_step``, ``peak_tflops`` (numbers; no config file here)."""
         from tb_paddle_profile.v1 import whatif_pb2
 
-        run, span, files = self._run_span(request)
+        run, span, facts = self._run_span_facts(request)
+        files = list(facts.files)
         fmt = _format(request)
         mfu_args = {}
         for name in ("params", "tokens_per_step", "peak_tflops"):
@@ -210,7 +199,7 @@ class ParallelRoutes(AnalysisBase):
                     raise HttpError(400, f"parameter '{name}' must be a number, not {_shown(value)}") from None
                 if not mfu_args[name] > 0 or mfu_args[name] == float("inf"):
                     raise HttpError(400, f"parameter '{name}' must be a positive number")
-        got = self._settled(request, run, span, files, fmt, whatif_pb2.RunWhatIf)
+        got = self._settled(request, run, span, facts, fmt, whatif_pb2.RunWhatIf)
         if isinstance(got, Response):
             return got
         states, ready, key = got
@@ -280,6 +269,28 @@ class ParallelRoutes(AnalysisBase):
         with self._lock:
             self._ranks.put(trace.key, part)
         return part
+
+
+def parallel_answer(data: bytes, run: str, span: str, notes: List[str], missing: Optional[str], part: str,
+                    fmt: str) -> bytes:
+    """The ``parallel`` route's answer from the stored RunParallel ``data``: summary first, with its notes,
+    the view's tables and sentences (display.proto) and the missing-ranks sentence; ``part`` "summary":
+    what the top of the Distributed view draws, "details": what the page draws once they are opened,
+    "breakdown_steps": that table alone. Encoded in ``fmt``."""
+    from tb_paddle_profile.present.display.parallel import parallel_display
+
+    out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
+    out.run, out.span = run, span
+    out.notes.extend(notes)
+    out.display.CopyFrom(parallel_display(out))
+    _add_missing(out.display, "parallel", missing)
+    if part == "summary":
+        _summary_part(out)
+    elif part == "details":
+        _details_part(out)
+    elif part == "breakdown_steps":
+        _table_part(out, part)
+    return _encode(out, fmt)
 
 
 def _raw_series_dropped(out: plugin_pb2.RunParallel) -> None:

@@ -12,9 +12,10 @@ from werkzeug.wrappers import Request, Response
 from tb_paddle_profile import timeline
 from tb_paddle_profile.pipeline import runs as run_assembly
 from tb_paddle_profile.pipeline.discovery import TraceFile
-from tb_paddle_profile.v1 import plugin_pb2
+from tb_paddle_profile.timeline import remote
+from tb_paddle_profile.v1 import plugin_pb2, timeline_pb2
 
-from .analyses import AnalysisBase
+from .analyses import _NO_PROCESS, AnalysisBase
 from .http import (_CTYPES, _MAX_LIST_PARAM, JSON, HttpError, _accepts_gzip, _download_name, _encode, _format,
                    _handler, _int, _param, _shown, respond)
 
@@ -62,14 +63,31 @@ class TimelineRoutes(AnalysisBase):
             raise HttpError(400, f"rank_offset {offset} is past the {total} ranks asked for")
         clock = self._clock(run, span, files)
         files = files[offset:offset + timeline.WINDOW_MAX_RANKS]
+        budget = timeline.WINDOW_MAX_BYTES - (64 << 10) - (timeline.FLOW_CAP * 48 if flows else 0)
+        numbers = self._rank_numbers(run, self._run(self._snapshot(), request)[1])
+        # The whole span (the view every user opens first) is memoized under all it is made of, looked up
+        # before any index is opened; a window panned or zoomed to is one user's.
+        whole = ws is None and we is None
+        memo = ("timeline", run, span, tuple((f.worker, f.key, clock.get(f.worker, 0), numbers.get(f.worker, f.rank))
+                                             for f in files), total, offset, px, base, query, flows, fmt)
+        if whole:
+            hit = self._memoized(request, memo, _CTYPES[fmt])
+            if hit is not None:
+                return hit
+        refs = [self._ref(f, numbers) for f in files]
+        folder = str(self._timelines().folder)
+        body = self._heavy.run("timeline", lambda: self._remote(
+            timeline_pb2.TimelineWindow, fmt, remote.window, folder, refs, run, span, ws, we, px, base, query, flows,
+            total, offset, budget, clock))
+        if body is not None:  # every index of the page was there: answered by the timeline worker process
+            return self._memoize(request, memo, _CTYPES[fmt], body) if whole else respond(request, body, _CTYPES[fmt])
+        # Here through the store: it has a missing index built (202 meanwhile) and says why one cannot be.
         ranks = self._indexes(files)
         building = any(state == "building" for _, _, state in ranks)
         if not building and all(idx is None for _, idx, _ in ranks):  # not one rank can be drawn: say why
             store = self._timelines()
             code = max(self._failure_code(store, f) for f, _, _ in ranks)
             raise HttpError(code, "; ".join(state for _, _, state in ranks))
-        budget = timeline.WINDOW_MAX_BYTES - (64 << 10) - (timeline.FLOW_CAP * 48 if flows else 0)
-        numbers = self._rank_numbers(run, self._run(self._snapshot(), request)[1])
 
         def build() -> bytes:
             msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows, total, offset, budget,
@@ -78,15 +96,24 @@ class TimelineRoutes(AnalysisBase):
                 r.rank = numbers.get(r.worker, r.rank)
             return _encode(msg, fmt)
 
-        if building or ws is not None or we is not None:  # a window panned or zoomed to: one user's
-            body = self._heavy.run("timeline", build)
-            return respond(request, body, _CTYPES[fmt], 202 if building else 200,
-                           [("Retry-After", "1")] if building else [])
-        # The whole span (the view every user opens first): memoized under all it is made of
-        page = tuple((f.worker, f.key, state, clock.get(f.worker, 0), numbers.get(f.worker, f.rank))
-                     for f, _, state in ranks)
-        memo = ("timeline", run, span, page, total, offset, ws, we, px, base, query, flows, fmt)
-        return self._send(request, memo, _CTYPES[fmt], build)
+        body = self._heavy.run("timeline", build)
+        if whole and all(idx is not None for _, idx, _ in ranks):
+            return self._memoize(request, memo, _CTYPES[fmt], body)
+        return respond(request, body, _CTYPES[fmt], 202 if building else 200,
+                       [("Retry-After", "1")] if building else [])
+
+    @staticmethod
+    def _ref(f: TraceFile, numbers: Dict[str, int]) -> remote.RankRef:
+        return remote.RankRef(f.worker, numbers.get(f.worker, f.rank), f.file_name, f.key.digest())
+
+    def _remote(self, message, fmt: str, fn, *args) -> Optional[bytes]:
+        """The answer of the timeline query ``fn(*args)`` (timeline/remote.py) made in the timeline worker
+        process, encoded in ``fmt``; None when there is no such process or an index it needs is not there
+        (the caller answers through the store)."""
+        got = self._in_pool("views", fn, *args)
+        if got is _NO_PROCESS or got is None:
+            return None
+        return got if fmt == "pb" else _encode(message.FromString(got), fmt)
 
     @staticmethod
     def _failure_code(store, trace: TraceFile) -> int:
@@ -127,17 +154,68 @@ class TimelineRoutes(AnalysisBase):
         limit = max(1, min(_int(request, "limit") or timeline.MATCH_CAP, timeline.MATCH_CAP))
         base, whole = _int(request, "base_unix_ns"), self._whole_span(request, run, span)
 
-        def answer():
+        return respond(request, self._span_query(
+            "timeline_search", run, span, files, whole, fmt, timeline_pb2.TimelineSearch,
+            (remote.search, (query, exact, base, limit)),
+            lambda ri, clock, open_rank: timeline.run_search_message(ri, files, query, exact, base, limit, clock=clock,
+                                                                     open_rank=open_rank),
+            lambda ranks, clock: timeline.search_message(ranks, query, exact, base, limit, clock=clock)), _CTYPES[fmt])
+
+    def _span_query(self, what: str, run: str, span: str, files: List[TraceFile], whole: List[TraceFile], fmt: str,
+                    message, in_worker, from_run_index, per_rank) -> bytes:
+        """A search or a range over ``files`` (on the heavy executor), encoded: from the run index of the span's
+        ranks (``whole``; names -> ranks: no rank opened per request), in the timeline worker process
+        (``in_worker``: remote.search or range_ and its arguments, the clock offsets added), else here
+        (``from_run_index(ri, clock, open_rank)``); while that index cannot be made, from the ranks' own
+        indexes (``per_rank(ranks, clock)``)."""
+        def answer() -> bytes:
             clock = self._clock(run, span, files)
             store = self._timelines()
-            ri = store.run_index(whole)  # names -> ranks: no rank opened per request
+            ri = store.run_index(whole, self._run_builder(store))
             if ri is not None:
-                return timeline.run_search_message(ri, files, query, exact, base, limit, clock=clock,
-                                                   open_rank=lambda f: store.get(f)[0])
+                fn, args = in_worker
+                body = self._remote_query(message, fmt, fn, files, store, ri, *args, clock)
+                if body is not None:
+                    return body
+                return _encode(from_run_index(ri, clock, lambda f: store.get(f)[0]), fmt)
             ranks = [(f, idx) for f, idx, _ in self._indexes(files)]  # an index not ready: the ranks' own
-            return timeline.search_message(ranks, query, exact, base, limit, clock=clock)
+            return _encode(per_rank(ranks, clock), fmt)
 
-        return respond(request, _encode(self._heavy.run("timeline_search", answer), fmt), _CTYPES[fmt])
+        return self._heavy.run(what, answer)
+
+    def _packed(self, files: List[TraceFile]) -> Tuple[str, bytes]:
+        """remote.pack of the files' RankRefs, made once per set of files (4,096 ranks: 26 ms a request)."""
+        key = tuple(f.key.digest() for f in files)
+        with self._lock:
+            got = self._refs.get(key)
+        if got is None:
+            got = remote.pack([self._ref(f, {}) for f in files])
+            with self._lock:
+                self._refs.put(key, got)
+        return got
+
+    def _run_builder(self, store):
+        """The run index built in the timeline worker process (remote.build_run): None when there is none."""
+        def build(files: List[TraceFile], target: str) -> bool:
+            got = self._in_pool("views", remote.build_run, str(store.folder), [self._ref(f, {}) for f in files],
+                                target)
+            return got is True
+
+        return build
+
+    def _remote_query(self, message, fmt: str, fn, files: List[TraceFile], store, ri, *args) -> Optional[bytes]:
+        """A search or range (remote.search, remote.range_) over ``files`` from the run index ``ri``, in the
+        timeline worker process; the ranks it could not open there are asked of the store (which has their
+        index built, as a query here does, and leaves them out meanwhile). None: answer here."""
+        got = self._in_pool("views", fn, str(store.folder), ri.path, self._packed(files), *args)
+        if got is _NO_PROCESS or got[0] is None:
+            return None
+        body, missed = got
+        if missed:
+            by_digest = {f.key.digest(): f for f in files}
+            for digest in missed:
+                store.get(by_digest[digest])
+        return body if fmt == "pb" else _encode(message.FromString(body), fmt)
 
     def _whole_span(self, request: Request, run: str, span: str) -> List[TraceFile]:
         """Every file of the run's span (the run index covers them all; a request may name some)."""
@@ -163,17 +241,12 @@ class TimelineRoutes(AnalysisBase):
             tracks = {w: None for w in by_worker}
         base, whole = _int(request, "base_unix_ns"), self._whole_span(request, run, span)
 
-        def answer():
-            clock = self._clock(run, span, files)
-            store = self._timelines()
-            ri = store.run_index(whole)  # ranks held whole or missed: not opened
-            if ri is not None:
-                return timeline.run_range_message(ri, files, ws, we, tracks, base, clock=clock,
-                                                  open_rank=lambda f: store.get(f)[0])
-            ranks = [(f, idx) for f, idx, _ in self._indexes(files)]
-            return timeline.range_message(ranks, ws, we, tracks, base, clock=clock)
-
-        return respond(request, _encode(self._heavy.run("timeline_range", answer), fmt), _CTYPES[fmt])
+        return respond(request, self._span_query(
+            "timeline_range", run, span, files, whole, fmt, timeline_pb2.TimelineRange,
+            (remote.range_, (ws, we, tracks, base)),  # ranks held whole or missed: not opened
+            lambda ri, clock, open_rank: timeline.run_range_message(ri, files, ws, we, tracks, base, clock=clock,
+                                                                    open_rank=open_rank),
+            lambda ranks, clock: timeline.range_message(ranks, ws, we, tracks, base, clock=clock)), _CTYPES[fmt])
 
     @_handler
     def timeline_instance(self, request: Request) -> Response:

@@ -14,7 +14,7 @@ operations Paddle's profiler_statistic applies). The rules, per CellKind:
 from __future__ import annotations
 
 import math
-from typing import Iterable, List, TypeVar, Union
+from typing import Callable, Iterable, List, TypeVar, Union
 
 from tb_paddle_profile.v1 import display_pb2 as dpb
 
@@ -55,32 +55,40 @@ def _fixed(x: float, digits: int) -> str:
 
 def format_value(fmt: dpb.Format, cell: dpb.Cell, time_unit: str = "ms") -> str:
     """The printed text of one cell under its column's (or span's) format."""
-    if cell.missing:
-        return "-"
-    kind = fmt.kind
+    return value_formatter(fmt, time_unit)(cell)
+
+
+def value_formatter(fmt: dpb.Format, time_unit: str = "ms") -> Callable[[dpb.Cell], str]:
+    """format_value's function of a cell under ``fmt``, made once for a column of many cells."""
+    kind, digits, style = fmt.kind, fmt.digits, fmt.style
+    text: Callable[[float], str]
     if kind == TEXT:
-        return cell.text
-    x = cell.number
+        return lambda cell: "-" if cell.missing else cell.text
     if kind == DURATION:
         unit = fmt.unit or time_unit
-        if unit not in _DIVISOR:
-            raise ValueError(f"time unit must be one of {', '.join(TIME_UNITS)}, not {unit!r}")
-        if math.isinf(x):
-            return "-"
-        div = _DIVISOR[unit]
-        text = _fixed(x / div if div is not None else x, 2)
-        return f"{text} {unit}" if fmt.style == "unit" else text
-    if kind == RATIO:
-        return _fixed(x * 100, fmt.digits)
-    if kind == PERCENT:
-        return _fixed(x * 100, fmt.digits) + "%"
-    if kind == COUNT:
-        return str(int(x))
-    if kind == BYTES:
-        return human_bytes(int(x)) if fmt.style == "human" else str(int(x))
-    if kind == NUMBER:
-        return ("{:g}".format(x) if x else "0") if fmt.style == "g" else _fixed(x, fmt.digits)
-    raise ValueError(f"unknown cell kind {kind}")
+        div = _DIVISOR.get(unit)
+        suffix = f" {unit}" if style == "unit" else ""
+
+        def text(x: float) -> str:
+            if unit not in _DIVISOR:
+                raise ValueError(f"time unit must be one of {', '.join(TIME_UNITS)}, not {unit!r}")
+            if math.isinf(x):
+                return "-"
+            return _fixed(x / div if div is not None else x, 2) + suffix
+    elif kind == RATIO:
+        text = lambda x: _fixed(x * 100, digits)  # noqa: E731
+    elif kind == PERCENT:
+        text = lambda x: _fixed(x * 100, digits) + "%"  # noqa: E731
+    elif kind == COUNT:
+        text = lambda x: str(int(x))  # noqa: E731
+    elif kind == BYTES:
+        text = (lambda x: human_bytes(int(x))) if style == "human" else (lambda x: str(int(x)))
+    elif kind == NUMBER:
+        text = (lambda x: "{:g}".format(x) if x else "0") if style == "g" else (lambda x: _fixed(x, digits))
+    else:
+        def text(x: float) -> str:
+            raise ValueError(f"unknown cell kind {kind}")
+    return lambda cell: "-" if cell.missing else text(cell.number)
 
 
 def format_cell(column: dpb.Column, cell: dpb.Cell, time_unit: str = "ms") -> str:

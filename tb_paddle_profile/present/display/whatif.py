@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import List
 
+from tb_paddle_profile.analysis.crossrank.model import CAVEAT
 from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
@@ -85,14 +86,16 @@ def _headline(w: wpb.RunWhatIf) -> List[dpb.Sentence]:
     def on(x: wpb.WhatIf) -> list:
         return [" (", rank(x.rank, f"rank {x.rank}"), ")"] if x.rank >= 0 else []
 
+    # the savings with their unit: the panel draws the headline above the cards whose heads say the unit
     b = max(per_step, key=lambda x: x.saving_ns)
-    out = [sentence(["Largest estimated saving per step: ", b.title] + on(b) + [", ", val(b.saving_ns, DURATION),
+    out = [sentence(["Largest estimated saving per step: ", b.title] + on(b) + [", ", val(b.saving_ns, DURATION, style="unit"),
                      " (", val(b.saving_fraction, PERCENT, digits=1), "). ", b.assumption],
                     key="whatif.best", level="good")]
     own = [x for x in per_step if x.kind == wpb.WHAT_IF_STRAGGLER and x is not b]
     for x in own:
         out.append(sentence(["The straggler, ", rank(x.rank, f"rank {x.rank}"), ", at its role peers' speed: ",
-                             val(x.saving_ns, DURATION), " per step (", val(x.saving_fraction, PERCENT, digits=1),
+                             val(x.saving_ns, DURATION, style="unit"), " per step (",
+                             val(x.saving_fraction, PERCENT, digits=1),
                              ")."], key="whatif.best.straggler", level="good"))
     return out
 
@@ -123,7 +126,9 @@ def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
                                        " per sample" if x.per_sample else " per step", "). ", x.assumption],
                                       key=key))
     out += placed(estimates, "estimates")
-    out += placed((sentence(["Note: " + n], key="note", level="note") for n in w.notes), "notes")
+    # a caveat of the evidence says so itself
+    out += placed((sentence([n if n.startswith(CAVEAT) else "Note: " + n], key="note", level="note") for n in w.notes),
+                  "notes")
     return out
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import textwrap
 from typing import List
 
-from tb_paddle_profile.core.terminal import visible, visible_lines
+from tb_paddle_profile.core.terminal import visible_all, visible_lines
 from tb_paddle_profile.present.display import cells
-from tb_paddle_profile.present.display.cells import format_cell, format_value, sentence_text
+from tb_paddle_profile.present.display.cells import format_value, sentence_text, value_formatter
 from tb_paddle_profile.present.display.parallel import parallel_display
 from tb_paddle_profile.present.display.parallel_common import spans
 from tb_paddle_profile.present.render.fit import DEFAULT_WIDTH, fit_tables, header_lines, short_label
+from tb_paddle_profile.present.render.text import _units
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2 as ppb
 
@@ -27,43 +28,96 @@ _LATE_TABLES = ("pipeline", "pipeline_ranks")
 
 
 def table_lines(t: dpb.Table, time_unit: str, width: int = TABLE_WIDTH) -> List[str]:
-    """One table in the plain layout; wider than ``width``, in parts that each fit (render/fit.py)."""
-    out: List[str] = []
-    for part in fit_tables(t, width, lambda x: _plain_lines(x, time_unit)):
-        out += _plain_lines(part, time_unit)
+    """One table in the plain layout; wider than ``width``, in parts that each fit (render/fit.py's split:
+    the first printed column and as many others as fit, in order). Each cell is formatted once whatever
+    the number of parts tried (a per-rank table of 4,096 ranks: each trial part formatted every cell again)."""
+    if any(t.columns[i].text_truncate and t.columns[i].text_width for i in range(len(t.columns))):
+        out: List[str] = []  # (a cut name column is cut shorter to fit: fit_tables renders each part)
+        for part in fit_tables(t, width, lambda x: _Grid(x, time_unit).lines(_shown(x), x.title, False)):
+            out += _Grid(part, time_unit).lines(_shown(part), part.title, False)
+        return out
+    grid = _Grid(t, time_unit)
+    shown = _shown(t)
+    if width <= 0 or grid.widest(shown, t.title, False) <= width:
+        return grid.lines(shown, t.title, False)
+    units = _units(t)
+    if len(units) < 3:
+        return grid.lines(shown, t.title, False)
+    head = units[0].indices
+    parts: List[List[int]] = []
+    current: List[int] = []
+    for u in units[1:]:  # as fit_tables: a part holds at least one unit after the head
+        trial = current + u.indices
+        if current and grid.widest(head + trial, t.title, True) > width:
+            parts.append(current)
+            current = list(u.indices)
+        else:
+            current = trial
+    parts.append(current)
+    out = []
+    for k, cols in enumerate(parts):
+        out += grid.lines(head + cols, f"{t.title} ({k + 1}/{len(parts)})", True)
     return out
 
 
-def _plain_lines(t: dpb.Table, time_unit: str) -> List[str]:
-    shown = [i for i, c in enumerate(t.columns) if not c.text_hidden]
-    # a table with its own Rank column shows the rest of each rank's label ("dp1 pp0 mp1 · gpunode1 GPU1")
-    shorten = any(t.columns[i].key == "rank" for i in shown)
-    rows = []
-    for r in t.rows:
-        if r.text_hidden:
-            continue
-        cells_ = [visible(format_cell(t.columns[i], r.cells[i], time_unit)) for i in shown]
-        if shorten:
-            cells_ = [short_label(c) if t.columns[i].key == "label" else c for i, c in zip(shown, cells_)]
-        rows.append(cells_)
-    cell_widths = [max((len(r[j]) for r in rows), default=0) for j in range(len(shown))]
-    heads = [header_lines(t.columns[i].header, w) for i, w in zip(shown, cell_widths)]
-    widths = [max(w, *(len(h) for h in hs)) for w, hs in zip(cell_widths, heads)]
-    line = "  ".join("-" * w for w in widths)
-    out = [t.title.center(max(len(line), len(t.title)), "-")]
-    depth = max(len(h) for h in heads) if heads else 1
-    for k in range(depth):  # headers over two lines end on the same line as the others
-        parts = [(hs[k - (depth - len(hs))] if k >= depth - len(hs) else "") for hs in heads]
-        out.append("  ".join(h.ljust(w) for h, w in zip(parts, widths)).rstrip())
-    out.append(line)
-    for r in rows:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    out.append(line)
-    note = " ".join(x for x in [t.note] + [sentence_text(s, time_unit) for s in t.notes] if x)
-    if note:
-        out.extend(textwrap.wrap(note, WIDTH))
-    out.append("")
-    return out
+def _shown(t: dpb.Table) -> List[int]:
+    return [i for i, c in enumerate(t.columns) if not c.text_hidden]
+
+
+class _Grid:
+    """The plain layout of a table's columns, whole or a part of them (``part``: as fit._subtable makes it,
+    a section row keeping its first cell alone), from each column's cells formatted once."""
+
+    def __init__(self, t: dpb.Table, time_unit: str):
+        self.t, self.unit = t, time_unit
+        self.rows = [r for r in t.rows if not r.text_hidden]
+        self._cells: dict = {}
+        note = " ".join(x for x in [t.note] + [sentence_text(s, time_unit) for s in t.notes] if x)
+        self.note = textwrap.wrap(note, WIDTH) if note else []
+
+    def _column(self, i: int, first: int, part: bool, shorten: bool) -> List[str]:
+        """Column ``i``'s printed cells; ``first``: the part's first column (a section row's first cell)."""
+        key = (i, i == first, part, shorten)
+        got = self._cells.get(key)
+        if got is None:
+            col, empty, section = self.t.columns[i], dpb.Cell(), dpb.ROW_SECTION
+            text = value_formatter(col.format, self.unit)  # (format_cell's, made once for the column)
+            got = visible_all([text((r.cells[0] if i == first else empty) if part and r.role == section
+                                    else r.cells[i]) for r in self.rows])
+            if shorten and col.key == "label":
+                got = [short_label(c) for c in got]
+            self._cells[key] = got
+        return got
+
+    def _layout(self, cols: List[int], part: bool):
+        # a table with its own Rank column shows the rest of each rank's label ("dp1 pp0 mp1 · gpunode1 GPU1")
+        shorten = any(self.t.columns[i].key == "rank" for i in cols)
+        columns = [self._column(i, cols[0], part, shorten) for i in cols]
+        cell_widths = [max(map(len, c), default=0) for c in columns]
+        heads = [header_lines(self.t.columns[i].header, w) for i, w in zip(cols, cell_widths)]
+        widths = [max(w, *(len(h) for h in hs)) for w, hs in zip(cell_widths, heads)]
+        return columns, heads, widths
+
+    def widest(self, cols: List[int], title: str, part: bool) -> int:
+        """The longest of ``lines``' lines, without making them."""
+        _, _, widths = self._layout(cols, part)
+        return max(sum(widths) + 2 * max(0, len(widths) - 1), len(title), max(map(len, self.note), default=0))
+
+    def lines(self, cols: List[int], title: str, part: bool) -> List[str]:
+        columns, heads, widths = self._layout(cols, part)
+        line = "  ".join("-" * w for w in widths)
+        out = [title.center(max(len(line), len(title)), "-")]
+        depth = max(len(h) for h in heads) if heads else 1
+        for k in range(depth):  # headers over two lines end on the same line as the others
+            parts = [(hs[k - (depth - len(hs))] if k >= depth - len(hs) else "") for hs in heads]
+            out.append("  ".join(h.ljust(w) for h, w in zip(parts, widths)).rstrip())
+        out.append(line)
+        for r in range(len(self.rows)):
+            out.append("  ".join(c[r].ljust(w) for c, w in zip(columns, widths)).rstrip())
+        out.append(line)
+        out.extend(self.note)
+        out.append("")
+        return out
 
 
 def render_display(display: dpb.Display, width: int = TABLE_WIDTH) -> str:

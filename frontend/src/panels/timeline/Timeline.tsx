@@ -139,10 +139,11 @@ export function Timeline(props: Props) {
     win.scheduleFetch();
   });
   const { folds, now: foldsNow, toggleRank, toggleTrack, collapseAll, expandAll, reveal } = useFolds(t, props.state.tlfold ?? "", update);
+  const roles = fallback?.roles; // the straggler and its role peers, named in their headers
   // laid out again when the ranks, their track counts or states change, not for every new window of the same ranks
   const dataShape = data && data.ranks.map((r) => r.worker + r.tracks.length + r.state).join(",");
   // eslint-disable-next-line react-hooks/exhaustive-deps -- `data` is read for its shape (dataShape) only: a new window of the same ranks keeps the layout
-  const lay = useMemo<Layout>(() => layout(data, folds, props.labels), [dataShape, folds, props.labels]);
+  const lay = useMemo<Layout>(() => layout(data, folds, props.labels, roles), [dataShape, folds, props.labels, roles]);
   t.lay.current = lay;
   t.data.current = data;
   t.marks.current.flows = flows;

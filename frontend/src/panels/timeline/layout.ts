@@ -78,12 +78,18 @@ export function writeFolds(f: Folds): string {
 
 /** Rows for every rank's tracks; depends only on the tracks and the folds, so it stays put while zooming.
  * A folded rank is its header alone; a folded track is one thin row. */
-export function layout(data: Decoded | null, folds: Folds, labels?: Map<string, string>): Layout {
+/** What a rank's header adds for its role in the server's order of the ranks (ranks.tsx RankDefault.roles): the
+ * straggler and its role peers, as the compact view's rows say it. */
+export function roleSuffix(role: string | undefined): string {
+  return role === "straggler" ? " ★ straggler" : role === "peer" ? " · role peer" : "";
+}
+
+export function layout(data: Decoded | null, folds: Folds, labels?: Map<string, string>, roles?: Map<string, string>): Layout {
   const rows: Row[] = [];
   let y = 0;
   const keyParts: string[] = [];
   (data?.ranks ?? []).forEach((r, ri) => {
-    const title = labels?.get(r.worker) || (r.rank >= 0 ? `rank ${r.rank}` : r.worker);
+    const title = (labels?.get(r.worker) || (r.rank >= 0 ? `rank ${r.rank}` : r.worker)) + roleSuffix(roles?.get(r.worker));
     const rankFolded = folds.ranks.has(r.worker);
     const n = r.tracks.length;
     const label = `${title}${r.state ? ` · ${r.state}` : ""}${rankFolded && n ? ` · ${n} track${n > 1 ? "s" : ""}` : ""}`;

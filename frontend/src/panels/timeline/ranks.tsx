@@ -35,6 +35,8 @@ export interface RankDefault {
   why: string;
   /** The rank the timeline opens on: the straggler, or the worker named. */
   focus?: string;
+  /** The server's roles (worker -> "straggler", "peer" of the first one, or "named": the worker named). */
+  roles?: Map<string, string>;
 }
 
 /**
@@ -67,7 +69,8 @@ export function useDefaultRanks(run: string, span: string, all: string[], curren
         const order = g.value.order.filter((o) => index.has(o.worker));
         const roled = order.filter((o) => o.role); // the straggler(s) or the worker named, and the role peers
         const workers = (roled.length ? roled : order).slice(0, RANK_PAGE).map((o) => o.worker).sort((x, y) => index.get(x)! - index.get(y)!);
-        setGot({ key, value: { workers, why: g.value.why, focus: order[0]?.role ? order[0].worker : undefined } });
+        const roles = new Map(roled.map((o) => [o.worker, o.role]));
+        setGot({ key, value: { workers, why: g.value.why, focus: order[0]?.role ? order[0].worker : undefined, roles } });
       } else {
         const start = Math.floor(Math.max(0, names.indexOf(current)) / RANK_PAGE) * RANK_PAGE;
         const reason = g && g.kind === "error" ? g.message : "the server's order of the ranks is not known yet";
