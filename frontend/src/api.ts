@@ -127,14 +127,16 @@ export function fetchSummary(key: SpanKey, signal?: AbortSignal): Promise<Fetche
   return fetchMessage(SummarySchema, `summary?${query({ run: key.run, worker: key.worker, span: key.span })}`, signal);
 }
 
-/** Every rank of a run and span; `part` "summary": without the view's per-rank tables (a folded view of many ranks). */
+/** Every rank of a run and span; `part` "summary": the charts' series without the view's per-rank tables (a
+ * folded view of many ranks), "details": every table; both without the ranks' own figures (the tables carry them). */
 export function fetchDistributed(run: string, span: string, signal?: AbortSignal, part = ""): Promise<Fetched<RunDistributed>> {
   return fetchMessage(RunDistributedSchema, `distributed?${query(part ? { run, span, part } : { run, span })}`, signal, true);
 }
 
-/** The cross-rank hybrid-parallel analysis; "pending" (with a note) while some ranks still load. */
-/** The run's cross-rank analysis; `part` "summary": without the per-rank tables and breakdowns (the
- * top of the Distributed view at scale). */
+/** The run's cross-rank analysis, "pending" (with a note) while some ranks still load; `part` "summary":
+ * without the per-rank tables and breakdowns (the top of the Distributed view at scale), "details": what the
+ * page draws (without the raw series the tables carry, and the per-step breakdown of many bars),
+ * "breakdown_steps": that table alone. */
 export function fetchParallel(run: string, span: string, signal?: AbortSignal, part = ""): Promise<Fetched<RunParallel>> {
   return fetchMessage(RunParallelSchema, `parallel?${query(part ? { run, span, part } : { run, span })}`, signal, true);
 }

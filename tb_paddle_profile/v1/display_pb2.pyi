@@ -134,7 +134,7 @@ class TextLayout(_message.Message):
     def __init__(self, style: _Optional[str] = ..., time_unit_line: _Optional[bool] = ..., closing_separator: _Optional[bool] = ..., closing_rule: _Optional[bool] = ..., blank_lines_after: _Optional[int] = ..., head_lines: _Optional[_Iterable[str]] = ..., no_header: _Optional[bool] = ...) -> None: ...
 
 class Table(_message.Message):
-    __slots__ = ("key", "title", "columns", "groups", "rows", "note", "notes", "text", "tree", "empty", "paddle_view", "text_hidden", "scale")
+    __slots__ = ("key", "title", "columns", "groups", "rows", "note", "notes", "text", "tree", "empty", "paddle_view", "text_hidden", "scale", "section", "part")
     KEY_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
@@ -148,6 +148,8 @@ class Table(_message.Message):
     PADDLE_VIEW_FIELD_NUMBER: _ClassVar[int]
     TEXT_HIDDEN_FIELD_NUMBER: _ClassVar[int]
     SCALE_FIELD_NUMBER: _ClassVar[int]
+    SECTION_FIELD_NUMBER: _ClassVar[int]
+    PART_FIELD_NUMBER: _ClassVar[int]
     key: str
     title: str
     columns: _containers.RepeatedCompositeFieldContainer[Column]
@@ -161,7 +163,9 @@ class Table(_message.Message):
     paddle_view: str
     text_hidden: bool
     scale: ChartScale
-    def __init__(self, key: _Optional[str] = ..., title: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ..., note: _Optional[str] = ..., notes: _Optional[_Iterable[_Union[Sentence, _Mapping]]] = ..., text: _Optional[_Union[TextLayout, _Mapping]] = ..., tree: _Optional[bool] = ..., empty: _Optional[str] = ..., paddle_view: _Optional[str] = ..., text_hidden: _Optional[bool] = ..., scale: _Optional[_Union[ChartScale, _Mapping]] = ...) -> None: ...
+    section: str
+    part: str
+    def __init__(self, key: _Optional[str] = ..., title: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ..., note: _Optional[str] = ..., notes: _Optional[_Iterable[_Union[Sentence, _Mapping]]] = ..., text: _Optional[_Union[TextLayout, _Mapping]] = ..., tree: _Optional[bool] = ..., empty: _Optional[str] = ..., paddle_view: _Optional[str] = ..., text_hidden: _Optional[bool] = ..., scale: _Optional[_Union[ChartScale, _Mapping]] = ..., section: _Optional[str] = ..., part: _Optional[str] = ...) -> None: ...
 
 class ChartScale(_message.Message):
     __slots__ = ("min", "max")

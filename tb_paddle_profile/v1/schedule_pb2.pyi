@@ -145,7 +145,7 @@ class StageTotals(_message.Message):
     def __init__(self, stage: _Optional[int] = ..., span_ns: _Optional[int] = ..., slots_ns: _Optional[int] = ..., fill_drain_ns: _Optional[int] = ..., wait_ns: _Optional[int] = ..., bubble_ratio: _Optional[float] = ..., forward_ns: _Optional[int] = ..., backward_ns: _Optional[int] = ..., worst_pipeline: _Optional[int] = ..., worst_rank: _Optional[int] = ..., worst_wait_ns: _Optional[int] = ..., worst_fill_drain_ns: _Optional[int] = ...) -> None: ...
 
 class PipelineSchedule(_message.Message):
-    __slots__ = ("kind", "name", "why", "stages", "micro_batches", "chunks", "steps", "pipelines", "pipelines_total", "stage_totals", "theory_fill_drain_ns", "identity", "bubble_definition", "notes")
+    __slots__ = ("kind", "name", "why", "stages", "micro_batches", "chunks", "steps", "pipelines", "pipelines_total", "stage_totals", "theory_fill_drain_ns", "identity", "bubble_definition", "notes", "drawn_pipeline", "drawn_step")
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     WHY_FIELD_NUMBER: _ClassVar[int]
@@ -160,6 +160,8 @@ class PipelineSchedule(_message.Message):
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BUBBLE_DEFINITION_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
+    DRAWN_PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    DRAWN_STEP_FIELD_NUMBER: _ClassVar[int]
     kind: ScheduleKind
     name: str
     why: str
@@ -174,7 +176,9 @@ class PipelineSchedule(_message.Message):
     identity: str
     bubble_definition: str
     notes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, kind: _Optional[_Union[ScheduleKind, str]] = ..., name: _Optional[str] = ..., why: _Optional[str] = ..., stages: _Optional[int] = ..., micro_batches: _Optional[int] = ..., chunks: _Optional[int] = ..., steps: _Optional[_Iterable[int]] = ..., pipelines: _Optional[_Iterable[_Union[SchedulePipeline, _Mapping]]] = ..., pipelines_total: _Optional[int] = ..., stage_totals: _Optional[_Iterable[_Union[StageTotals, _Mapping]]] = ..., theory_fill_drain_ns: _Optional[int] = ..., identity: _Optional[str] = ..., bubble_definition: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+    drawn_pipeline: int
+    drawn_step: int
+    def __init__(self, kind: _Optional[_Union[ScheduleKind, str]] = ..., name: _Optional[str] = ..., why: _Optional[str] = ..., stages: _Optional[int] = ..., micro_batches: _Optional[int] = ..., chunks: _Optional[int] = ..., steps: _Optional[_Iterable[int]] = ..., pipelines: _Optional[_Iterable[_Union[SchedulePipeline, _Mapping]]] = ..., pipelines_total: _Optional[int] = ..., stage_totals: _Optional[_Iterable[_Union[StageTotals, _Mapping]]] = ..., theory_fill_drain_ns: _Optional[int] = ..., identity: _Optional[str] = ..., bubble_definition: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., drawn_pipeline: _Optional[int] = ..., drawn_step: _Optional[int] = ...) -> None: ...
 
 class RankMfu(_message.Message):
     __slots__ = ("rank", "device_name", "peak_flops", "step_time_ns", "flops_per_step", "mfu")

@@ -2,8 +2,8 @@
 
 Each derivation the panels once made from the analysis' raw values now lives in the display model, and is
 held here to the analysis' own values: a generated DP2 x MP2 x PP2 run with a slow rank (tbp_synth),
-parsed, digested and analysed in process, its RunParallel and the RunDistributed the route assembles
-from the same digests.
+parsed, digested and analysed in process, its RunParallel, the RunDistributed the route assembles
+from the same digests, its RunWhatIf and a rank's Summary.
 """
 import pytest
 
@@ -17,7 +17,10 @@ from tb_paddle_profile.present.display.export import records
 from tb_paddle_profile.present.display.parallel import parallel_display
 from tb_paddle_profile.present.display.parallel_charts import kinds_present
 from tb_paddle_profile.present.display.parallel_common import kind_label
+from tb_paddle_profile.present.display.summary import summary_display
+from tb_paddle_profile.present.display.whatif import whatif_answer
 from tb_paddle_profile.present.render.parallel_text import render
+from tb_paddle_profile.present.render.whatif_text import render_display
 from tb_paddle_profile.v1 import plugin_pb2
 from tbp_synth import SynthConfig, generate
 
@@ -25,11 +28,18 @@ SLOW_RANK = 5
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def generated(tmp_path_factory):
+    """The generator's result, each rank's Summary and digest, in rank order."""
     out = tmp_path_factory.mktemp("display_carries") / "synth"
     res = generate(SynthConfig(dp=2, mp=2, pp=2, steps=3, layers=2, micro_batches=2, slow_rank=SLOW_RANK,
                                slow_factor=1.5), str(out))
-    digests = [digest_of(summarize_file(p)) for _, p in sorted(res.traces.items())]
+    summaries = [summarize_file(p) for _, p in sorted(res.traces.items())]
+    return res, summaries, [digest_of(s) for s in summaries]
+
+
+@pytest.fixture(scope="module")
+def run(generated):
+    res, _, digests = generated
     rp = analyze_run(digests, run="synth", span="0")
     rd = plugin_pb2.RunDistributed(run="synth", span="0")
     for (rank, _), d in zip(sorted(res.traces.items()), digests):
@@ -222,3 +232,94 @@ def test_heatmap_bins_hold_each_bins_largest_value(run, monkeypatch):
                                      else f"ranks {members[0].rank}–{members[-1].rank}")
                 first += n
             assert (t.scale.min, t.scale.max) == (min(cells), max(cells))
+
+
+# ---------------------------------------------------------------- What-if
+
+
+def _placed(view):
+    """{section: [(key, part), ...]} of the view's sentences and tables, in the model's order."""
+    out: dict = {}
+    for x in list(view.sentences) + list(view.tables):
+        out.setdefault(x.section, []).append((x.key, x.part))
+    return out
+
+
+def test_whatif_sections_are_the_models(generated):
+    """Each sentence and table of the what-if view is placed by the model: the estimates (a sentence per
+    what-if of the analysis, in its order, and the table of them), the critical path (its sentence, the steps,
+    the three breakdowns of the analysis' path), the schedule (the per-stage table of every stage, the drawn
+    slots as a list), MFU, the headline and the units; the CLI's text prints the estimates as bullets under
+    the tables and the head above them, by section."""
+    _, _, digests = generated
+    w = whatif_answer(digests, run="synth", span="0")
+    (view,) = w.display.views
+    placed = _placed(view)
+    assert "" not in placed, placed.get("")
+    assert [k for k, _ in placed["estimates"]] == [
+        "whatif." + x for x in ("dp_overlap", "straggler", "balanced_stages", "double_micro_batches",
+                                "no_launch_overhead", "balanced_sequences")][:len(w.what_ifs)] + ["whatif"]
+    estimates = [s for s in view.sentences if s.section == "estimates"]
+    assert [sentence_text(s).split(":")[0] for s in estimates] == [x.title for x in w.what_ifs]
+    cp = w.critical_path
+    assert cp.steps and placed["path"] == [("whatif.path", ""), ("critical_path_steps", ""),
+                                           ("critical_path_kinds", "breakdown"), ("critical_path_ranks", "breakdown"),
+                                           ("critical_path_operators", "breakdown")]
+    tables = {t.key: t for t in view.tables}
+    assert [r["step"] for r in records(tables["critical_path_steps"])] == [s.step for s in cp.steps]
+    assert [r["key"] for r in records(tables["critical_path_kinds"])] == [p.key for p in cp.total.by_kind]
+    assert [r["key"] for r in records(tables["critical_path_ranks"])] == [p.key for p in cp.total.by_rank]
+    sched = w.schedule
+    assert sched.stages == 2 and ("schedule_slots", "list") in placed["schedule"]
+    assert [k for k, p in placed["schedule"] if p != "list"] == ["schedule.kind", "schedule.bubble",
+                                                               "schedule_stages", "schedule_bubbles"]
+    assert [r["stage"] for r in records(tables["schedule_stages"])] == [t.stage for t in sched.stage_totals]
+    assert len(tables["schedule_slots"].rows) == sum(len(m.slots) for p in sched.pipelines for m in p.stage_steps)
+    assert {k for k, _ in placed["mfu"]} >= {"mfu"}  # the sentence: why not computed, no model given
+    assert [k for k, _ in placed["units"]] == ["units"]
+    assert {k for k, _ in placed.get("headline", [])} <= {"whatif.best", "whatif.best.straggler", "whatif.best.none"}
+    assert all(k == "note" for k, _ in placed.get("notes", []))
+
+    text = render_display(w.display).splitlines()
+    first_table = next(i for i, line in enumerate(text) if "What-if estimates" in line)
+    for s in view.sentences:
+        said = sentence_text(s, "ms")[:60]
+        at = next(i for i, line in enumerate(text) if said[:40] in line)
+        if s.section in ("units", "path", "headline"):
+            assert at < first_table, s.key
+        else:
+            assert at > first_table, s.key
+        if s.section == "estimates":
+            assert text[at].startswith("- ") and said[:40] in text[at][2:], s.key
+
+
+def test_schedule_opens_on_the_pipeline_that_waits_most(generated):
+    """The schedule names the pipeline and step the chart opens on: the pipeline whose stages wait most
+    (summed from its own stage-steps' waiting, the lowest index of a tie; here the replica beside the planted
+    slow rank's, which waits for it), and its first step."""
+    res, _, digests = generated
+    sched = whatif_answer(digests, run="synth", span="0").schedule
+    assert len(sched.pipelines) == sched.pipelines_total == 4   # DP2 x MP2: a pipeline each, all drawn
+    waits = {p.index: sum(m.wait_ns for m in p.stage_steps) for p in sched.pipelines}
+    most = max(sorted(waits), key=lambda i: waits[i])
+    assert waits[most] > min(waits.values())
+    assert sched.drawn_pipeline == most
+    (pipe,) = [p for p in sched.pipelines if p.index == most]
+    coords = {r["rank"]: r["coords"] for r in res.manifest["ranks"]}
+    assert all(coords[r]["dp"] != coords[SLOW_RANK]["dp"] for r in pipe.ranks), pipe.ranks
+    assert sched.drawn_step == min(m.step for m in pipe.stage_steps) == min(sched.steps)
+
+
+def test_launch_queue_series_are_named_by_the_model(generated):
+    """The Overview's launch-queue chart draws a line per `series` of the model's table: each stream of the
+    rank's analysis, named "GPU<device> stream <stream>", with that stream's own points in order."""
+    _, summaries, _ = generated
+    s = summaries[SLOW_RANK]
+    (view,) = [v for v in summary_display(s).views if v.key == "overview"]
+    (t,) = [t for t in view.tables if t.key == "launch_queue"]
+    lines: dict = {}
+    for r in records(t):
+        lines.setdefault(r["series"], []).append((r["time_ns"], r["depth"]))
+    assert len(s.comm.launch) >= 2
+    assert lines == {f"GPU{ls.device_id} stream {ls.stream}": list(zip(ls.queue_time_ns, ls.queue_depth))
+                     for ls in s.comm.launch}

@@ -198,7 +198,8 @@ def test_distributed_puts_every_rank_side_by_side(env):
     assert as_json == dist
 
     # part=summary: the same answer without the view's per-rank tables (a folded view of many ranks); the
-    # charts' series stay
+    # charts' series stay. part=details: every table. Both (the page's) without the ranks' own figures, which
+    # the tables carry.
     whole = dist.display.views
     part = plugin_pb2.RunDistributed.FromString(get(env, "distributed", run="gloo", span="0", part="summary").get_data())
     assert any(t.key == "ranks" for v in whole for t in v.tables)
@@ -206,7 +207,13 @@ def test_distributed_puts_every_rank_side_by_side(env):
     assert [t for v in part.display.views for t in v.tables] == [t for v in whole for t in v.tables
                                                                   if t.key in ("rank_parts", "step_parts")]
     assert [list(v.sentences) for v in part.display.views] == [list(v.sentences) for v in whole]
-    assert list(part.ranks) == list(dist.ranks)
+    details = plugin_pb2.RunDistributed.FromString(get(env, "distributed", run="gloo", span="0",
+                                                       part="details").get_data())
+    assert details.display == dist.display
+    for got in (part, details):
+        assert [(x.worker, x.rank, x.state, x.total_time_ns, x.file_version) for x in got.ranks] == [
+            (x.worker, x.rank, x.state, x.total_time_ns, x.file_version) for x in dist.ranks]
+        assert not any(x.HasField("distributed") or x.steps for x in got.ranks)
     assert get(env, "distributed", run="gloo", span="0", part="tables").status_code == 400
 
     # Of the broken run only the truncated file has a readable span 0; the others have none ("?").
@@ -268,6 +275,39 @@ def test_parallel_is_the_cross_rank_analysis_of_the_ranks(env):
     assert as_json == served
     assert get(env, "parallel", run="gpu", span="9").status_code == 404
     assert get(env, "parallel", run="../gpu", span="0").status_code in (400, 404)
+
+
+def test_parallel_details_are_what_the_page_draws(env, monkeypatch):
+    """part=details: the whole answer's display (but the per-step breakdown beyond DETAIL_STEP_ROWS rows,
+    which part=breakdown_steps gives alone, as the whole answer has it) without the raw series its tables
+    carry (each rank's step breakdown and kinds, the rank × step matrices); everything else as the whole."""
+    from tb_paddle_profile.plugin.routes import parallel as routes_parallel
+
+    whole = plugin_pb2.RunParallel.FromString(get(env, "parallel", run="gpu", span="0").get_data())
+    (steps,) = [t for v in whole.display.views for t in v.tables if t.key == "breakdown_steps"]
+    assert len(steps.rows) == 4   # 2 ranks x 2 steps
+    monkeypatch.setattr(routes_parallel, "DETAIL_STEP_ROWS", 3)
+    details = plugin_pb2.RunParallel.FromString(get(env, "parallel", run="gpu", span="0", part="details").get_data())
+    assert [t.key for v in details.display.views for t in v.tables] == [
+        t.key for v in whole.display.views for t in v.tables if t.key != "breakdown_steps"]
+    assert [list(v.sentences) for v in details.display.views] == [list(v.sentences) for v in whole.display.views]
+    assert whole.step_time.values_ns and any(r.step_breakdown and r.kinds for r in whole.ranks)
+    assert not details.step_time.values_ns and not details.exposed_communication.values_ns
+    assert not any(r.step_breakdown or r.kinds for r in details.ranks)
+    rest = plugin_pb2.RunParallel()
+    rest.CopyFrom(whole)
+    for r in rest.ranks:
+        r.ClearField("step_breakdown")
+        r.ClearField("kinds")
+    for f in ("step_time", "exposed_communication", "display"):
+        rest.ClearField(f)
+    details.ClearField("display")
+    assert details == rest
+    alone = plugin_pb2.RunParallel.FromString(get(env, "parallel", run="gpu", span="0",
+                                                  part="breakdown_steps").get_data())
+    assert [list(v.tables) for v in alone.display.views] == [[steps]] and not alone.ranks
+    assert (alone.run, alone.span, alone.analysis_key) == (whole.run, whole.span, whole.analysis_key)
+    assert get(env, "parallel", run="gpu", span="0", part="ranks").status_code == 400
 
 
 def test_trace_download(env):

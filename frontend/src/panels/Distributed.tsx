@@ -208,7 +208,7 @@ function useWhole(data: RunDistributed): RunDistributed | null {
   useEffect(() => {
     if (!need) return;
     const ctl = new AbortController();
-    fetchDistributed(data.run, data.span, ctl.signal).then(
+    fetchDistributed(data.run, data.span, ctl.signal, "details").then(
       (r) => r.kind === "ok" && window.setTimeout(() => !ctl.signal.aborted && setWhole(r.value), 0),
       () => undefined,
     );

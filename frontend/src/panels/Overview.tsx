@@ -98,13 +98,13 @@ export function Overview({ summary, display, spanKey, unit, onOpen }: Props) {
   );
 }
 
-/** The launch queue of each stream over time: the model's `launch_queue` points (device, stream, time, depth),
- * one step line per stream. */
+/** The launch queue of each stream over time: the model's `launch_queue` points (series, time, depth), one
+ * step line per series, named as the model names it. */
 function QueueCard({ table, unit }: { table: Table; unit: TimeUnit }) {
   const option = useMemo((): ChartOption => {
     const series = new Map<string, [number, number][]>();
     for (const r of table.rows) {
-      const name = `GPU${numberOf(table, r, "device")} stream ${numberOf(table, r, "stream")}`;
+      const name = textOf(table, r, "series");
       if (!series.has(name)) series.set(name, []);
       series.get(name)!.push([inUnit(numberOf(table, r, "time_ns"), unit), numberOf(table, r, "depth")]);
     }

@@ -523,13 +523,16 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
         t.worst_rank = ranks[chains[worst][s]].rank
         t.worst_wait_ns = _mean([m.wait_ns for m in by_pipe[worst] if m.split])
         t.worst_fill_drain_ns = _mean([m.fill_drain_ns for m in by_pipe[worst] if m.split])
-    if len(pipes) <= PIPELINES_DRAWN:
-        drawn = pipes
-    else:
-        worst = max(pipes, key=lambda p: (p.wait_ns, -p.index))
-        drawn = [pipes[0]] + ([worst] if worst.index != pipes[0].index else [])
-        out.notes.append(f"{len(pipes)} pipelines: the first and the one that waits most are drawn; the stage "
-                         "totals cover all of them (mean and worst).")
+    drawn = pipes
+    if pipes:
+        # what the chart opens on: the pipeline that waits most, its first step
+        most = max(pipes, key=lambda p: (p.wait_ns, -p.index))
+        out.drawn_pipeline = most.index
+        out.drawn_step = min(m.step for m in per_pipe[most.index])
+        if len(pipes) > PIPELINES_DRAWN:
+            drawn = [pipes[0]] + ([most] if most.index != pipes[0].index else [])
+            out.notes.append(f"{len(pipes)} pipelines: the first and the one that waits most are drawn; the "
+                             "stage totals cover all of them (mean and worst).")
     for sp in drawn:
         sp.stage_steps.extend(m.to_pb() for m in sorted(per_pipe[sp.index], key=lambda m: (m.step, m.stage)))
         out.pipelines.append(sp)

@@ -21,6 +21,11 @@ from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _
 
 # The tables of the parallel view that its summary draws (the rest are per rank: thousands of rows)
 SUMMARY_TABLES = ("stragglers", "findings", "outliers", "advice_triggers", "topology")
+# part=details leaves out the per-step breakdown beyond this many bars (a row per rank and step): the page opens
+# its breakdown chart on the ranks' means then (parallel/ChartCards.tsx MAX_PER_STEP_BARS) and asks for the
+# table (part=breakdown_steps) when the per-step bars are picked
+DETAIL_STEP_ROWS = 160
+PARALLEL_PARTS = ("summary", "details", "breakdown_steps")
 
 
 class ParallelRoutes(AnalysisBase):
@@ -30,11 +35,12 @@ class ParallelRoutes(AnalysisBase):
     def distributed(self, request: Request) -> Response:
         run, span, facts = self._run_span_facts(request)
         fmt = _format(request)
-        # part=summary: without the view's per-rank tables (what a folded Distributed view of many ranks
-        # does not draw before its details are opened)
+        # part=summary: the charts' series without the view's per-rank tables (what a folded Distributed view
+        # of many ranks draws before its details are opened); part=details: every table (what the page draws
+        # once they are opened); both without the ranks' own figures, which the tables carry
         part = _param(request, "part", required=False)
-        if part not in ("", "summary"):
-            raise HttpError(400, f"unknown part {_shown(part)} (summary, or none for every table)")
+        if part not in ("", "summary", "details"):
+            raise HttpError(400, f"unknown part {_shown(part)} (summary, details, or none for the whole answer)")
         self._require_loader()
         numbers = self._rank_numbers(run, self._run(self._snapshot(), request, refused=True)[1])
         order = sorted(range(len(facts.files)), key=lambda i: (numbers.get(facts.files[i].worker, 1 << 30),
@@ -89,6 +95,10 @@ class ParallelRoutes(AnalysisBase):
         out.display.CopyFrom(distributed_display(out, labels, partial=bool(waiting)))
         if not waiting:
             _add_missing(out.display, "distributed", run_assembly.missing_ranks(files, states))
+            if part:  # the page's: each rank's name, number and state; its figures are the tables' cells
+                for r in out.ranks:
+                    r.ClearField("distributed")
+                    r.ClearField("steps")
             if part == "summary":  # the charts' series stay (a row per rank or step; the tables, a row per rank and step, go)
                 for view in out.display.views:
                     keep = [t for t in view.tables if t.key in CHART_TABLES]
@@ -112,10 +122,12 @@ class ParallelRoutes(AnalysisBase):
         missing = run_assembly.missing_ranks(files, states)
         # part=summary: what the top of the Distributed view draws (the verdict, the findings, the
         # outliers, the rank grid) without the per-rank tables, step breakdowns and matrices, so that a
-        # 1,024-rank page decodes a tenth of the answer before its first screen
+        # 1,024-rank page decodes a tenth of the answer before its first screen; part=details: what the
+        # page draws once the details are opened (_details_part); part=breakdown_steps: that table alone
         part = _param(request, "part", required=False)
-        if part not in ("", "summary"):
-            raise HttpError(400, f"unknown part {_shown(part)} (summary, or none for the whole analysis)")
+        if part not in ("",) + PARALLEL_PARTS:
+            raise HttpError(400, f"unknown part {_shown(part)} ({', '.join(PARALLEL_PARTS)}, or none for the "
+                                 "whole analysis)")
 
         def build() -> bytes:  # in the views' worker process (4,096 ranks: seconds of this one's GIL)
             got = self._in_pool("views", parallel_answer, data, run, span, notes, missing, part, fmt)
@@ -263,7 +275,8 @@ def parallel_answer(data: bytes, run: str, span: str, notes: List[str], missing:
                     fmt: str) -> bytes:
     """The ``parallel`` route's answer from the stored RunParallel ``data``: summary first, with its notes,
     the view's tables and sentences (display.proto) and the missing-ranks sentence; ``part`` "summary":
-    what the top of the Distributed view draws. Encoded in ``fmt``."""
+    what the top of the Distributed view draws, "details": what the page draws once they are opened,
+    "breakdown_steps": that table alone. Encoded in ``fmt``."""
     from tb_paddle_profile.present.display.parallel import parallel_display
 
     out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
@@ -273,17 +286,48 @@ def parallel_answer(data: bytes, run: str, span: str, notes: List[str], missing:
     _add_missing(out.display, "parallel", missing)
     if part == "summary":
         _summary_part(out)
+    elif part == "details":
+        _details_part(out)
+    elif part == "breakdown_steps":
+        _table_part(out, part)
     return _encode(out, fmt)
+
+
+def _raw_series_dropped(out: plugin_pb2.RunParallel) -> None:
+    """Without the figures the display's tables carry for the page (breakdown_*, *_heat, step_time,
+    exposed_comm_by_step, rank_kinds): every rank's per-step breakdowns and kinds, the rank × step matrices."""
+    for r in out.ranks:
+        r.ClearField("step_breakdown")
+        r.ClearField("kinds")
+    for f in ("step_time", "exposed_communication"):
+        out.ClearField(f)
+
+
+def _details_part(out: plugin_pb2.RunParallel) -> None:
+    """RunParallel reduced in place to what the page draws from it once the details are open: the display
+    whole but the per-step breakdown beyond DETAIL_STEP_ROWS rows (part=breakdown_steps), the raw series
+    the tables carry dropped."""
+    _raw_series_dropped(out)
+    for view in out.display.views:
+        keep = [t for t in view.tables if t.key != "breakdown_steps" or len(t.rows) <= DETAIL_STEP_ROWS]
+        del view.tables[:]
+        view.tables.extend(keep)
+
+
+def _table_part(out: plugin_pb2.RunParallel, key: str) -> None:
+    """RunParallel reduced in place to one table of its display (with the run, span and analysis key)."""
+    keep = plugin_pb2.RunParallel(run=out.run, span=out.span, analysis_key=out.analysis_key)
+    keep.display.time_unit = out.display.time_unit
+    for view in out.display.views:
+        keep.display.views.add(key=view.key, title=view.title).tables.extend(t for t in view.tables if t.key == key)
+    out.CopyFrom(keep)
 
 
 def _summary_part(out: plugin_pb2.RunParallel) -> None:
     """RunParallel reduced in place to what the summary draws: every rank's totals and coordinates kept
     (the rank grid, the links), their per-step breakdowns, the matrices and the per-rank tables dropped."""
-    for r in out.ranks:
-        r.ClearField("step_breakdown")
-        r.ClearField("kinds")
-    for f in ("step_time", "exposed_communication", "memory"):
-        out.ClearField(f)
+    _raw_series_dropped(out)
+    out.ClearField("memory")
     for view in out.display.views:
         keep = [t for t in view.tables if t.key in SUMMARY_TABLES]
         del view.tables[:]
@@ -292,13 +336,13 @@ def _summary_part(out: plugin_pb2.RunParallel) -> None:
 
 def _add_missing(display, view_key: str, text: Optional[str]) -> None:
     """Put the missing-ranks sentence (runs.missing_ranks) first in the view ``view_key`` of ``display``:
-    key "missing", level "warning"; the panels show it as a banner above everything else."""
+    key and section "missing", level "warning"; the panels show it as a banner above everything else."""
     if not text:
         return
     from tb_paddle_profile.v1 import display_pb2
 
     for view in display.views:
         if view.key == view_key:
-            s = display_pb2.Sentence(key="missing", level="warning", title="Missing ranks")
+            s = display_pb2.Sentence(key="missing", level="warning", title="Missing ranks", section="missing")
             s.spans.add(text=text)
             view.sentences.insert(0, s)

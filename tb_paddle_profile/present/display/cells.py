@@ -14,7 +14,7 @@ operations Paddle's profiler_statistic applies). The rules, per CellKind:
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from typing import Callable, Iterable, List, TypeVar, Union
 
 from tb_paddle_profile.v1 import display_pb2 as dpb
 
@@ -140,8 +140,19 @@ def rank(r: int, label: str) -> dpb.Span:
     return dpb.Span(is_rank=True, rank=int(r), text=label)
 
 
-def sentence(spans: Iterable, key: str = "", level: str = "info", title: str = "") -> dpb.Sentence:
+def sentence(spans: Iterable, key: str = "", level: str = "info", title: str = "", section: str = "") -> dpb.Sentence:
     """A Sentence from spans; plain strings become literal spans."""
-    out = dpb.Sentence(key=key, level=level, title=title)
+    out = dpb.Sentence(key=key, level=level, title=title, section=section)
     out.spans.extend(lit(s) if isinstance(s, str) else s for s in spans)
+    return out
+
+
+_Placed = TypeVar("_Placed", bound=Union[dpb.Sentence, dpb.Table])
+
+
+def placed(items: Iterable[_Placed], section: str, part: str = "") -> List[_Placed]:
+    """`items` (sentences or tables) placed in `section` of their view, as `part` of it."""
+    out = list(items)
+    for x in out:
+        x.section, x.part = section, part
     return out

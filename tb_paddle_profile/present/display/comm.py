@@ -135,10 +135,12 @@ def _instances_table(s: pb.Summary) -> dpb.Table:
 
 def _queue_table(c: pb.CommView) -> dpb.Table:
     """The launch queue of each stream over time (LaunchStream.queue_time_ns / queue_depth): the panel draws
-    it as a chart, the CSV and the API give its points."""
-    cols = [_col("device", "Device", COUNT), _col("stream", "Stream", COUNT), _col("time_ns", "Time", DURATION),
+    it as a chart, a line per `series` (its name), the CSV and the API give its points."""
+    cols = [_col("series", "Series", TEXT, description="The chart's line: GPU<device> stream <stream>"),
+            _col("device", "Device", COUNT), _col("stream", "Stream", COUNT), _col("time_ns", "Time", DURATION),
             _col("depth", "Queue", COUNT)]
-    rows = [dpb.Row(cells=[num(ls.device_id), num(ls.stream), num(t), num(q)], id=f"{ls.device_id}:{ls.stream}:{i}")
+    rows = [dpb.Row(cells=[text(f"GPU{ls.device_id} stream {ls.stream}"), num(ls.device_id), num(ls.stream), num(t),
+                           num(q)], id=f"{ls.device_id}:{ls.stream}:{i}")
             for ls in c.launch for i, (t, q) in enumerate(zip(ls.queue_time_ns, ls.queue_depth))]
     return _table("launch_queue", "Launch queue over time by stream", cols, rows, QUEUE_NOTE)
 

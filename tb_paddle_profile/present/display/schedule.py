@@ -7,6 +7,9 @@ for the CLI (`tb-paddle-profile whatif`) and the What-if panel (display/whatif.p
 * ``mfu_tables(mfu)``: ``mfu`` (one row: the job), ``mfu_ranks`` (per rank; panels and CSV only beyond
   RANKS_PRINTED ranks);
 * ``schedule_sentences(sched, mfu)``: ``schedule.kind``, ``schedule.bubble``, ``mfu``;
+
+each in its section of the view (Sentence.section, Table.section): "schedule" (the slots as part "list")
+or "mfu";
 * ``schedule_view(sched, mfu)``: all of them as one View (key "schedule").
 
 Definitions: docs/pipeline-schedule.md.
@@ -17,7 +20,7 @@ from typing import List, Optional
 
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import schedule_pb2 as spb
-from tb_paddle_profile.present.display.cells import NUMBER, PERCENT, lit, rank, sentence, val
+from tb_paddle_profile.present.display.cells import NUMBER, PERCENT, lit, placed, rank, sentence, val
 from tb_paddle_profile.present.display.parallel_common import _note, _row, _table, col, count, dur, duration, pct, ranks_text
 
 RANKS_PRINTED = 16
@@ -80,7 +83,7 @@ def schedule_tables(s: spb.PipelineSchedule) -> List[dpb.Table]:
                 _row(slots, [p.index, m.stage, m.rank, m.step, PHASE_TEXT.get(sl.phase, "?"), sl.micro_batch, sl.chunk,
                              sl.start_unix_ns - m.start_unix_ns, sl.end_unix_ns - sl.start_unix_ns, sl.busy_ns],
                      f"{p.index}:{m.step}:{m.stage}:{k}", f"rank:{m.rank}")
-    return [stages, bubbles, slots]
+    return placed([stages, bubbles], "schedule") + placed([slots], "schedule", "list")
 
 
 STAGES_NOTE = ("From the FLOPs the traces' input shapes tell (forward + twice the forward for the backward; "
@@ -104,7 +107,7 @@ def _stage_table(m: spb.Mfu) -> dpb.Table:
 def mfu_tables(m: spb.Mfu) -> List[dpb.Table]:
     stages = [_stage_table(m)] if m.stages else []
     if not m.applicable:
-        return stages
+        return placed(stages, "mfu")
     job = _table("mfu", "Model FLOPs utilisation", [
         pct("mfu", "MFU"), col("achieved_tflops", "Achieved TFLOP/s", NUMBER, 1),
         col("peak_tflops", "Peak TFLOP/s per GPU", NUMBER, 1), count("gpus", "GPUs"), col("device", "Device"),
@@ -122,7 +125,7 @@ def mfu_tables(m: spb.Mfu) -> List[dpb.Table]:
     for r in m.ranks:
         _row(ranks, [r.rank, r.device_name, r.peak_flops / 1e12, r.step_time_ns, r.flops_per_step / 1e12, r.mfu],
              str(r.rank), f"rank:{r.rank}")
-    return [job, ranks] + stages
+    return placed([job, ranks] + stages, "mfu")
 
 
 # ------------------------------------------------------------------ sentences
@@ -131,12 +134,14 @@ def schedule_sentences(s: Optional[spb.PipelineSchedule], m: Optional[spb.Mfu]) 
     out: List[dpb.Sentence] = []
     if s is not None and s.kind != spb.SCHEDULE_KIND_UNSPECIFIED:
         if s.kind == spb.SCHEDULE_KIND_NOT_PIPELINED:
-            out.append(sentence(["Pipeline schedule: not pipelined. ", s.why], key="schedule.kind", level="note"))
+            out.append(sentence(["Pipeline schedule: not pipelined. ", s.why], key="schedule.kind", level="note",
+                                section="schedule"))
         else:
             chunks = f", {s.chunks} chunks" if s.chunks > 1 else ""
             sizes = f" (pp {s.stages}, {s.micro_batches} micro-batches{chunks}"
             level = "warning" if s.kind == spb.SCHEDULE_KIND_UNKNOWN else "info"
-            out.append(sentence([f"Pipeline schedule: {s.name}{sizes}). ", s.why], key="schedule.kind", level=level))
+            out.append(sentence([f"Pipeline schedule: {s.name}{sizes}). ", s.why], key="schedule.kind", level=level,
+                                section="schedule"))
         if _pipelined(s):
             t = s.stage_totals
             fd = sum(x.fill_drain_ns for x in t) / len(t)
@@ -148,7 +153,8 @@ def schedule_sentences(s: Optional[spb.PipelineSchedule], m: Optional[spb.Mfu]) 
                 parts += ["; most waiting at stage ", str(worst.stage), " (", _rank_span(worst.worst_rank), ": ",
                           duration(worst.worst_wait_ns), " per step)"]
             parts.append(".")
-            out.append(sentence(parts, key="schedule.bubble", level="warning" if wait > fd else "info"))
+            out.append(sentence(parts, key="schedule.bubble", level="warning" if wait > fd else "info",
+                                section="schedule"))
     if m is not None:
         if m.applicable:
             out.append(sentence([
@@ -156,9 +162,9 @@ def schedule_sentences(s: Optional[spb.PipelineSchedule], m: Optional[spb.Mfu]) 
                 " TFLOP/s achieved of ", str(m.devices), " × ", val(m.peak_flops_per_device / 1e12, NUMBER, digits=1),
                 f" TFLOP/s peak ({m.device_name}; {m.peak_source}); 6 · N · tokens with N = ",
                 val(m.params, NUMBER, style="g"), ", ", val(m.tokens_per_step, NUMBER, style="g"),
-                " tokens per step, step time ", duration(m.step_time_ns), "."], key="mfu"))
+                " tokens per step, step time ", duration(m.step_time_ns), "."], key="mfu", section="mfu"))
         elif m.why_not:
-            out.append(sentence(["MFU: not computed. ", lit(m.why_not)], key="mfu", level="note"))
+            out.append(sentence(["MFU: not computed. ", lit(m.why_not)], key="mfu", level="note", section="mfu"))
     return out
 
 
@@ -167,7 +173,7 @@ def schedule_view(s: Optional[spb.PipelineSchedule], m: Optional[spb.Mfu]) -> dp
     v.sentences.extend(schedule_sentences(s, m))
     if s is not None:
         v.tables.extend(schedule_tables(s))
-        v.sentences.extend(sentence([n], key="schedule.note", level="note") for n in s.notes)
+        v.sentences.extend(sentence([n], key="schedule.note", level="note", section="schedule") for n in s.notes)
     if m is not None:
         v.tables.extend(mfu_tables(m))
     return v

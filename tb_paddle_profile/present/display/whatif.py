@@ -2,6 +2,11 @@
 with the what-if estimates, the critical path (per step, by kind, by rank, by operator) and the
 pipeline schedule and MFU tables of display/schedule.py. ``tb-paddle-profile whatif`` prints it
 (render/whatif_text.py) and the What-if panel draws it. Table and column keys: docs/display.md.
+
+Every sentence and table is placed (Sentence.section, Table.section and part): "headline" (the largest
+saving, the straggler's), "units", "estimates", "path" (the critical path; its breakdowns part
+"breakdown"), "schedule" (the slots part "list"), "mfu", "notes"; the text layout and the panel place
+them by these.
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from tb_paddle_profile.analysis.crossrank.model import CAVEAT
 from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
-from tb_paddle_profile.present.display.cells import DURATION, PERCENT, rank, sentence, val
+from tb_paddle_profile.present.display.cells import DURATION, PERCENT, placed, rank, sentence, val
 from tb_paddle_profile.present.display.parallel_common import _row, _table, col, count, dur, pct
 from tb_paddle_profile.present.display.schedule import mfu_tables, schedule_sentences, schedule_tables
 
@@ -96,7 +101,7 @@ def _headline(w: wpb.RunWhatIf) -> List[dpb.Sentence]:
 
 
 def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
-    out = [sentence([f"Times in {time_unit}."], key="units", level="note")]
+    out = [sentence([f"Times in {time_unit}."], key="units", level="note", section="units")]
     cp = w.critical_path
     if cp.steps:
         top = cp.total.by_kind[0] if cp.total.by_kind else None
@@ -107,19 +112,23 @@ def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
         if cp.total.by_rank:
             r = cp.total.by_rank[0]
             spans += ["; most of it runs on ", r.key, " (", val(r.fraction, PERCENT, digits=1), ")"]
-        out.append(sentence(spans + ["."], key="whatif.path"))
-    out.extend(_headline(w))
+        out.append(sentence(spans + ["."], key="whatif.path", section="path"))
+    out += placed(_headline(w), "headline")
+    estimates = []
     for x in w.what_ifs:
         key = "whatif." + wpb.WhatIfKind.Name(x.kind).lower()[len("what_if_"):]
         if not x.applicable:
-            out.append(sentence([f"{x.title}: not applicable ({x.reason})."], key=key, level="note"))
+            estimates.append(sentence([f"{x.title}: not applicable ({x.reason})."], key=key, level="note"))
         if x.applicable:
-            out.append(sentence([x.title + ": ", val(x.new_step_ns, DURATION), " instead of ",
-                                 val(x.step_ns, DURATION), " (saving ", val(x.saving_ns, DURATION), ", ",
-                                 val(x.saving_fraction, PERCENT, digits=1),
-                                 " per sample" if x.per_sample else " per step", "). ", x.assumption], key=key))
-    for n in w.notes:   # a caveat of the evidence says so itself
-        out.append(sentence([n if n.startswith(CAVEAT) else "Note: " + n], key="note", level="note"))
+            estimates.append(sentence([x.title + ": ", val(x.new_step_ns, DURATION), " instead of ",
+                                       val(x.step_ns, DURATION), " (saving ", val(x.saving_ns, DURATION), ", ",
+                                       val(x.saving_fraction, PERCENT, digits=1),
+                                       " per sample" if x.per_sample else " per step", "). ", x.assumption],
+                                      key=key))
+    out += placed(estimates, "estimates")
+    # a caveat of the evidence says so itself
+    out += placed((sentence([n if n.startswith(CAVEAT) else "Note: " + n], key="note", level="note") for n in w.notes),
+                  "notes")
     return out
 
 
@@ -127,14 +136,13 @@ def whatif_display(w: wpb.RunWhatIf, time_unit: str = "ms") -> dpb.Display:
     view = dpb.View(key="whatif", title="Critical path and what-if")
     view.sentences.extend(_sentences(w, time_unit))
     cp = w.critical_path
-    view.tables.append(_whatif_table(w))
-    view.tables.append(_steps_table(cp))
-    view.tables.append(_parts_table("critical_path_kinds", "Critical path by kind (all steps)", cp.total.by_kind,
-                                    "Kind"))
-    view.tables.append(_parts_table("critical_path_ranks", "Critical path by rank (all steps)", cp.total.by_rank,
-                                    "Rank"))
-    view.tables.append(_parts_table("critical_path_operators", "Compute on the critical path by operator",
-                                    cp.total.by_operator, "Operator"))
+    view.tables.extend(placed([_whatif_table(w)], "estimates"))
+    view.tables.extend(placed([_steps_table(cp)], "path"))
+    view.tables.extend(placed([
+        _parts_table("critical_path_kinds", "Critical path by kind (all steps)", cp.total.by_kind, "Kind"),
+        _parts_table("critical_path_ranks", "Critical path by rank (all steps)", cp.total.by_rank, "Rank"),
+        _parts_table("critical_path_operators", "Compute on the critical path by operator", cp.total.by_operator,
+                     "Operator")], "path", "breakdown"))
     if w.HasField("schedule") or w.HasField("mfu"):
         view.sentences.extend(schedule_sentences(w.schedule if w.HasField("schedule") else None,
                                                  w.mfu if w.HasField("mfu") else None))

@@ -11,6 +11,7 @@ import type { HeatCell } from "./charts";
 import { breakdownOption, heatmapOption, heatWorker, pct1, waitsOption } from "./charts";
 import type { Ctx } from "./common";
 import { ParTable, S, sentencesOf, TableCard } from "./common";
+import { useParallelTable } from "./data";
 
 const MAX_PER_STEP_BARS = 160;
 
@@ -20,9 +21,13 @@ type BreakdownMode = "steps" | "mean" | "waits";
 
 export function BreakdownCard({ c }: { c: Ctx }) {
   const { rp, unit, open, named, view } = c;
-  const perStep = tableOf(view, "breakdown_steps");
   const mean = tableOf(view, "breakdown_mean");
-  const [mode, setMode] = useState<BreakdownMode>((perStep?.rows.length ?? 0) <= MAX_PER_STEP_BARS ? "steps" : "mean");
+  // the details part leaves the per-step table out beyond MAX_PER_STEP_BARS bars (the route's
+  // DETAIL_STEP_ROWS): the chart opens on the means then, and the table is asked for when picked
+  const given = tableOf(view, "breakdown_steps");
+  const [mode, setMode] = useState<BreakdownMode>(given && given.rows.length <= MAX_PER_STEP_BARS ? "steps" : "mean");
+  const asked = useParallelTable(rp, "breakdown_steps", !given && mode === "steps");
+  const perStep = given ?? asked;
   const host = rp.ranks.length > 0 && rp.ranks.every((r) => r.timeline === Timeline.HOST);
   const table = mode === "steps" ? perStep : mode === "mean" ? mean : undefined;
 

@@ -146,7 +146,7 @@ export function ParallelSection({
 
 /** The details from the whole analysis, fetched when they are first shown (the summary came from its summary part). */
 function WholeBody({ whole, unit, current, labels, open }: { whole: { run: string; span: string; key: string }; unit: TimeUnit; current: string; labels?: LabelMap; open: Open }) {
-  const state = useParallel(whole.run, whole.span, whole.key);
+  const state = useParallel(whole.run, whole.span, whole.key, "details");
   if (state.status !== "ok") return loadingNotes(state);
   return (
     <Deferred key={state.value.analysisKey || "rp"}>

@@ -2,8 +2,9 @@
 // by rank, kind and operator, a link to the timeline), the pipeline schedule (stage × time chart) and MFU.
 // Every table and sentence is RunWhatIf.display (view "whatif", built in Python by display/whatif.py and
 // display/schedule.py, the message `tb-paddle-profile whatif` prints), drawn with DisplayTable and
-// Sentence; the schedule chart reads the schedule's raw slots and bubbles. Nothing here derives a row,
-// a value or a sentence.
+// Sentence in the card of its section (Sentence.section, Table.section and part); the schedule chart reads
+// the schedule's raw slots and bubbles and opens on the pipeline and step the schedule names
+// (drawn_pipeline, drawn_step). Nothing here derives a row, a value, a sentence or where it goes.
 import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { csvUrl } from "../../api";
@@ -26,19 +27,11 @@ import "./whatif.css";
 /** The view of the display model this panel draws. */
 const VIEW = "whatif";
 
-/** Where a table or sentence of the model goes, by its key: the estimates ("whatif", "whatif.<kind>"),
- * the critical path ("critical_path_*", "whatif.path"), the schedule, MFU; the rest (the headline
- * "whatif.best" and "whatif.best.straggler", notes) above them. */
+/** The sections of the model that have a card; the others (the headline, the missing ranks, the notes) go
+ * above the cards; "units" is the CLI's line (the panel says its unit in the cards' heads). */
 type Place = "estimates" | "path" | "schedule" | "mfu" | "other";
-
-function placeOf(key: string): Place {
-  if (key === "whatif.best" || key.startsWith("whatif.best.") || key === "note" || key === "missing") return "other";
-  if (key === "whatif.path" || key.startsWith("critical") || key.startsWith("path")) return "path";
-  if (key.startsWith("what_if") || key.startsWith("whatif")) return "estimates";
-  if (key.startsWith("schedule")) return "schedule";
-  if (key.startsWith("mfu")) return "mfu";
-  return "other";
-}
+const CARDS = new Set<string>(["estimates", "path", "schedule", "mfu"]);
+const placeOf = (section: string): Place => (CARDS.has(section) ? (section as Place) : "other");
 
 export interface WhatIfProps {
   run: string;
@@ -52,9 +45,6 @@ export interface WhatIfProps {
   /** Opens the timeline on `worker` with the critical path of a step drawn (tlcp: "<step>" or "<step>:<segment>"). */
   onTimeline: (worker: string, tlcp: string) => void;
 }
-
-/** Long lists (every slot of the drawn pipelines) behind a toggle: the chart and the per-stage table come first. */
-const LISTS = new Set(["schedule_slots"]);
 
 const NUMBER = /^\s*(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
 
@@ -104,8 +94,8 @@ function WhatIfBody(props: WhatIfProps & { w: RunWhatIf; form: ComponentChildren
     const wk = workerOf(rank);
     if (wk) props.onOpenRank(wk);
   };
-  const tables = (place: Place) => (view?.tables ?? []).filter((t) => placeOf(t.key) === place);
-  const sentences = (place: Place) => (view?.sentences ?? []).filter((s) => placeOf(s.key) === place);
+  const tables = (place: Place) => (view?.tables ?? []).filter((t) => placeOf(t.section) === place);
+  const sentences = (place: Place) => (view?.sentences ?? []).filter((s) => placeOf(s.section) === place && s.section !== "units");
   const steps = (w.criticalPath?.steps ?? []).map((s) => Number(s.step));
   const [stepText, setStepText] = useUrlState<string>("wi.cpstep", "");
   const cpStep = steps.includes(Number(stepText)) && stepText !== "" ? Number(stepText) : steps[0] ?? -1;
@@ -152,8 +142,7 @@ function WhatIfBody(props: WhatIfProps & { w: RunWhatIf; form: ComponentChildren
       <DisplayTable table={t} timeUnit={unit} csvHref={csv(t)} onLink={onLink} showTitle={showTitle} maxHeight={360} />
     </div>
   );
-  // "Times in ms" is the CLI's line: the panel says its unit in the cards' heads.
-  const headline = sentences("other").filter((s) => s.key !== "units");
+  const headline = sentences("other");
 
   return (
     <div class="panel wi" data-testid="panel-whatif" data-ranks={w.ranks}>
@@ -201,8 +190,8 @@ function WhatIfBody(props: WhatIfProps & { w: RunWhatIf; form: ComponentChildren
         }
       >
         {sentences("path").length ? <div class="wi-sentences">{sentences("path").map((s) => <SentenceLine s={s} unit={unit} openRank={openRank} />)}</div> : null}
-        {tables("path").filter((t) => t.key === "critical_path_steps").map((t) => drawTable(t, onPathLink))}
-        <div class="grid two wi-path-tables">{tables("path").filter((t) => t.key !== "critical_path_steps").map((t) => drawTable(t, onPathLink))}</div>
+        {tables("path").filter((t) => t.part !== "breakdown").map((t) => drawTable(t, onPathLink))}
+        <div class="grid two wi-path-tables">{tables("path").filter((t) => t.part === "breakdown").map((t) => drawTable(t, onPathLink))}</div>
         {!tables("path").length ? <div class="wi-na">No critical path for this run.</div> : null}
       </Card>
 
@@ -241,10 +230,9 @@ function ScheduleCard(props: WhatIfProps & {
   const steps = sched.steps.map(Number);
   const [stepText, setStepText] = useUrlState<string>("wi.step", "");
   const [pipeText, setPipeText] = useUrlState<string>("wi.pipe", "");
-  const step = stepText !== "" && steps.includes(Number(stepText)) ? Number(stepText) : steps[0] ?? -1;
-  // by default the pipeline that waits most (the route sends it in full)
-  const worst = sched.pipelines.reduce<(typeof sched.pipelines)[number] | undefined>((a, p) => (!a || p.waitNs > a.waitNs ? p : a), undefined);
-  const pipe = sched.pipelines.find((p) => String(p.index) === pipeText) ?? worst;
+  // by default the pipeline and step the schedule names (the one that waits most, its first step)
+  const step = stepText !== "" && steps.includes(Number(stepText)) ? Number(stepText) : Number(sched.drawnStep);
+  const pipe = sched.pipelines.find((p) => String(p.index) === pipeText) ?? sched.pipelines.find((p) => p.index === sched.drawnPipeline);
   const chart = pipe && pipelined ? chartStep(sched, pipe, step, props.rankLabel, props.workerOf) : null;
   const title = pipelined ? `Pipeline schedule: ${sched.name}` : `Pipeline schedule: ${sched.name || "not pipelined"}`;
   return (
@@ -287,8 +275,8 @@ function ScheduleCard(props: WhatIfProps & {
       {sched.pipelinesTotal > sched.pipelines.length ? (
         <div class="note" data-testid="wi-schedule-more">{`${sched.pipelines.length} of ${sched.pipelinesTotal} pipelines are drawn (the one that waits most, and the first); the table below covers every pipeline.`}</div>
       ) : null}
-      {props.tables.filter((t) => !LISTS.has(t.key)).map((t) => props.drawTable(t))}
-      {props.tables.filter((t) => LISTS.has(t.key)).map((t) => (
+      {props.tables.filter((t) => t.part !== "list").map((t) => props.drawTable(t))}
+      {props.tables.filter((t) => t.part === "list").map((t) => (
         <details class="wi-details" data-testid={`wi-details-${t.key}`}>
           <summary>{`${t.title} · ${t.rows.length.toLocaleString()} rows`}</summary>
           {props.drawTable(t)}
