@@ -130,8 +130,10 @@ class ParallelRoutes(AnalysisBase):
                                  "whole analysis)")
 
         def build() -> bytes:  # in the views' worker process (4,096 ranks: seconds of this one's GIL)
-            got = self._in_pool("views", parallel_answer, data, run, span, notes, missing, part, fmt)
-            return parallel_answer(data, run, span, notes, missing, part, fmt) if got is _NO_PROCESS else got
+            # (DETAIL_STEP_ROWS read here and sent: the worker process has its own module)
+            args = (data, run, span, notes, missing, part, fmt, DETAIL_STEP_ROWS)
+            got = self._in_pool("views", parallel_answer, *args)
+            return parallel_answer(*args) if got is _NO_PROCESS else got
 
         return self._send(request, ("parallel", key, run, span, tuple(notes), missing, part, fmt), _CTYPES[fmt], build)
 
@@ -272,11 +274,12 @@ class ParallelRoutes(AnalysisBase):
 
 
 def parallel_answer(data: bytes, run: str, span: str, notes: List[str], missing: Optional[str], part: str,
-                    fmt: str) -> bytes:
+                    fmt: str, detail_rows: int = DETAIL_STEP_ROWS) -> bytes:
     """The ``parallel`` route's answer from the stored RunParallel ``data``: summary first, with its notes,
     the view's tables and sentences (display.proto) and the missing-ranks sentence; ``part`` "summary":
     what the top of the Distributed view draws, "details": what the page draws once they are opened,
-    "breakdown_steps": that table alone. Encoded in ``fmt``."""
+    "breakdown_steps": that table alone; ``detail_rows``: the most rows of the per-step breakdown "details"
+    keeps. Encoded in ``fmt``."""
     from tb_paddle_profile.present.display.parallel import parallel_display
 
     out = run_assembly.summary_first(plugin_pb2.RunParallel.FromString(data), in_place=True)
@@ -287,7 +290,7 @@ def parallel_answer(data: bytes, run: str, span: str, notes: List[str], missing:
     if part == "summary":
         _summary_part(out)
     elif part == "details":
-        _details_part(out)
+        _details_part(out, detail_rows)
     elif part == "breakdown_steps":
         _table_part(out, part)
     return _encode(out, fmt)
@@ -303,13 +306,13 @@ def _raw_series_dropped(out: plugin_pb2.RunParallel) -> None:
         out.ClearField(f)
 
 
-def _details_part(out: plugin_pb2.RunParallel) -> None:
+def _details_part(out: plugin_pb2.RunParallel, detail_rows: int) -> None:
     """RunParallel reduced in place to what the page draws from it once the details are open: the display
     whole but the per-step breakdown beyond DETAIL_STEP_ROWS rows (part=breakdown_steps), the raw series
     the tables carry dropped."""
     _raw_series_dropped(out)
     for view in out.display.views:
-        keep = [t for t in view.tables if t.key != "breakdown_steps" or len(t.rows) <= DETAIL_STEP_ROWS]
+        keep = [t for t in view.tables if t.key != "breakdown_steps" or len(t.rows) <= detail_rows]
         del view.tables[:]
         view.tables.extend(keep)
 
