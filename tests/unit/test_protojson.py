@@ -80,3 +80,24 @@ def test_edge_values_of_the_mapping():
     _same(p)
     for name in timeline_pb2.DESCRIPTOR.message_types_by_name:
         _same(getattr(timeline_pb2, name)())
+
+
+def test_del_and_c1_in_strings_are_escaped_to_the_same_values():
+    """terminal.visible_json, what the CLI prints: DEL and C1 in a string written as \\u escapes (raw, the
+    CLI's SafeStream turned them into \\x.., invalid JSON), C0 escaped by the encoder, µ and other Latin-1
+    letters (also \\xc2 in UTF-8) kept as they are; the same JSON values as protobuf's encoder."""
+    import re
+
+    from tb_paddle_profile.core import terminal
+
+    names = ["a\x7fb", "\x85line", "csi\x9b[2J", "µs ÿ\xa0", "esc\x1b\x00", "\u0100\x9f", "é" * 3 + "\x80"]
+    d = display_pb2.Display()
+    for n in names:
+        d.views.add(key=n, title="µ" + n)
+    data = terminal.visible_json(to_json_bytes(d))
+    text = data.decode("utf-8")
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", text)
+    assert "µs ÿ\xa0" in text
+    assert json.loads(text) == _theirs(d)
+    plain = to_json_bytes(display_pb2.Display(views=[display_pb2.View(key="µs ÿ")]))
+    assert terminal.visible_json(plain) is plain  # nothing to escape: the same bytes
