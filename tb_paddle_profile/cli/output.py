@@ -7,7 +7,7 @@ import sys
 from typing import Callable, Optional
 
 from tb_paddle_profile.core import terminal
-from tb_paddle_profile.core.protojson import to_json_bytes
+from tb_paddle_profile.core.protojson import to_json_bytes, value_json_bytes
 
 
 def json_text(message) -> str:
@@ -16,11 +16,11 @@ def json_text(message) -> str:
     return terminal.visible_json(to_json_bytes(message)).decode("utf-8")
 
 
-def print_json(message) -> None:
-    """json_text(message) on stdout as bytes, past the SafeStream: it holds no control character but its
-    newlines (the encoder escapes C0 in strings, visible_json DEL and C1), and looking again, decoding and
-    encoding cost passes over tens of MB at thousands of ranks."""
-    data = terminal.visible_json(to_json_bytes(message)) + b"\n"
+def print_json(message=None, value=None) -> None:
+    """json_text(message) (or the JSON of to_value's ``value``) on stdout as bytes, past the SafeStream: it
+    holds no control character but its newlines (the encoder escapes C0 in strings, visible_json DEL and
+    C1), and looking again, decoding and encoding cost passes over tens of MB at thousands of ranks."""
+    data = terminal.visible_json(to_json_bytes(message) if value is None else value_json_bytes(value)) + b"\n"
     stream = terminal.raw(sys.stdout)
     if getattr(stream, "buffer", None) is None:
         stream.write(data.decode("utf-8"))

@@ -15,10 +15,10 @@ def _cmd_parallel(args) -> int:
     run, internal, failed = _reported_run(args)
     if run is None:
         return 3 if internal else 2
-    result = run.with_matched() if args.format == "json" else run.result  # json: the matched instances too
+    result = run.result
     result.run = args.run_dir
-    if args.format == "json":
-        print_json(result)
+    if args.format == "json":  # with every matched instance
+        print_json(value=run.json_value())
     elif args.format == "csv":
         from tb_paddle_profile.present.display.parallel import parallel_display
 

@@ -55,9 +55,12 @@ def test_summaries_digests_and_their_display(summaries):
 def test_the_cross_rank_analysis_with_its_matched_instances_and_the_whatif(tmp_path):
     run = batch.load_run(str(TRACES / "gpu-synthetic-2rank"), None, batch.LoadOptions(cache=False, jobs=1))
     assert run.result is not None
+    columns = run.json_value()  # `parallel --format json`: the matched instances from their columns
     parallel = run.with_matched()
     assert len(parallel.matched) > 0
     _same(parallel)
+    assert json.loads(json.dumps(columns)) == _theirs(parallel)
+    assert list(columns) == list(to_value(parallel))  # the keys in the same order
     digests = batch.load_run(str(TRACES / "gpu-synthetic-2rank"), None,
                              batch.LoadOptions(cache=False, jobs=1), analyze=False).digests
     _same(whatif_answer(digests, "r", "0"))
