@@ -12,7 +12,9 @@ cache, --repeat rounds, each in turn:
 * text: `tb-paddle-profile parallel RUN --cache-dir CACHE` as a fresh process (interpreter, imports, the ranks'
   digests looked up in the cache, the stored analysis read back, the text printed to a file), wall; run with
   bytecode written, as an installed package is (PYTHONDONTWRITEBYTECODE left out);
-* json: the same with `--format json` (every matched instance encoded, proto3 JSON), wall, and its size.
+* json: the same with `--format json` (every matched instance encoded, proto3 JSON), wall, and its size;
+* with ``--base-python PY`` (the interpreter of another checkout's environment, whose editable install is that
+  checkout's code): its text and json too, in the same rounds, so that two versions are compared side by side.
 
 Prints min and median of each and the ratios text / analysis and json / analysis (medians, and min over min).
 Timings are not asserted anywhere.
@@ -38,11 +40,11 @@ from bench_server import prepare  # noqa: E402
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def cli(run: Path, cache: Path, out: Path, *extra: str) -> float:
+def cli(run: Path, cache: Path, out: Path, *extra: str, python: str = sys.executable) -> float:
     t = time.perf_counter()
     with open(out, "wb") as f:
-        subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(run), "--cache-dir", str(cache),
-                        "--no-progress", *extra], check=True, stdout=f, cwd=str(REPO), env=ENV)
+        subprocess.run([python, "-m", "tb_paddle_profile", "parallel", str(run), "--cache-dir", str(cache),
+                        "--no-progress", *extra], check=True, stdout=f, cwd=str(Path(out).parent), env=ENV)
     return time.perf_counter() - t
 
 
@@ -51,6 +53,7 @@ def main() -> None:
     ap.add_argument("--ranks", default="1024,4096")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--work", default="/tmp/bench_server")
+    ap.add_argument("--base-python", default="", help="another checkout's interpreter, timed in the same rounds")
     a = ap.parse_args()
     from tb_paddle_profile.pipeline import runs
     from tb_paddle_profile.pipeline.batch import LoadOptions, load_run
@@ -64,7 +67,7 @@ def main() -> None:
             cli(run, cache, out)  # the analysis stored in the cache
             loaded = load_run(str(run), None, LoadOptions(cache_dir=str(cache)), analyze=False)
             digests, span = loaded.digests, loaded.span
-            times: dict = {"analysis": [], "cpu": [], "text": [], "json": []}
+            times: dict = {"analysis": [], "cpu": [], "text": [], "json": [], "base text": [], "base json": []}
             size = 0
             for _ in range(a.repeat):
                 t, c = time.perf_counter(), time.process_time()
@@ -74,8 +77,11 @@ def main() -> None:
                 times["text"].append(cli(run, cache, out))
                 times["json"].append(cli(run, cache, out, "--format", "json"))
                 size = os.path.getsize(out)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        best = {k: min(v) for k, v in times.items()}
+                if a.base_python:
+                    times["base text"].append(cli(run, cache, out, python=a.base_python))
+                    times["base json"].append(cli(run, cache, out, "--format", "json", python=a.base_python))
+        med = {k: statistics.median(v) for k, v in times.items() if v}
+        best = {k: min(v) for k, v in times.items() if v}
         rows.append((n, best, med, size))
         print(f"  {n} ranks: analysis {med['analysis']:.2f} s, text {med['text']:.2f} s, json {med['json']:.2f} s "
               f"(medians)", file=sys.stderr, flush=True)
@@ -87,6 +93,16 @@ def main() -> None:
               f"{med['text']:.3f} | {best['json']:.3f} / {med['json']:.3f} | {size / 1e6:.1f} | "
               f"{med['text'] / med['analysis']:.2f}; {best['text'] / best['analysis']:.2f} | "
               f"{med['json'] / med['analysis']:.2f}; {best['json'] / best['analysis']:.2f} |")
+    if a.base_python:
+        print(f"\nThe same rounds with {a.base_python}:\n")
+        print("| ranks | base text s min / median | base json s min / median | text / analysis (medians; mins) "
+              "| json / analysis (medians; mins) |")
+        print("|---:|---|---|---|---|")
+        for n, best, med, _ in rows:
+            print(f"| {n:,} | {best['base text']:.3f} / {med['base text']:.3f} | {best['base json']:.3f} / "
+                  f"{med['base json']:.3f} | {med['base text'] / med['analysis']:.2f}; "
+                  f"{best['base text'] / best['analysis']:.2f} | {med['base json'] / med['analysis']:.2f}; "
+                  f"{best['base json'] / best['analysis']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,11 @@
 """Model FLOPs utilisation (MFU) of a run, where the user tells the model (docs/pipeline-schedule.md, "MFU").
 
     mfu(ranks, topo=None, params=None, tokens_per_step=None, model_config=None, peak_tflops=None) -> Mfu
+    mfu_of(mfu_inputs(ranks, topo), ...) -> Mfu     the same, from the few facts of the ranks it reads
+
+MFU is arithmetic on what the ranks' digests record (their ProfileStep durations, devices, shapes' FLOPs),
+never on the replay: :class:`MfuInputs` holds those facts, small enough to store beside a what-if answer
+so that the answer for other MFU inputs is made from the stored one (the what-if route, runs.py).
 
 - **Model FLOPs per step** = 6 · N · tokens: 2 · N for the forward and 4 · N for the backward of every
   token (Kaplan et al.; what Megatron and PaddleNLP report as MFU). Attention's quadratic term and
@@ -29,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..v1 import schedule_pb2 as spb
 from ..v1 import summary_pb2 as pb
@@ -180,30 +185,77 @@ def _step_times(r) -> List[int]:
     return [s.range.end_ns - s.range.start_ns for s in r.steps.values() if s.step >= 0]
 
 
-def stage_mfu(ranks: Sequence, topo, peak_tflops: Optional[float], out: spb.Mfu) -> None:
+class MfuRank(NamedTuple):
+    """What MFU reads of one rank: its number, whether its trace has GPU events, its device's name (its
+    own, "" without GPU events), its ProfileStep durations, the model FLOPs per step its shapes tell
+    (Summary.flops) and its pipeline stage (Topology.stages; 0 without a pipeline)."""
+
+    rank: int
+    gpu: bool
+    device_name: str
+    step_times: Tuple[int, ...]
+    flops_per_step: float
+    stage: int
+
+
+class MfuInputs(NamedTuple):
+    """The ranks' facts MFU reads (in rank order) and the data-parallel degree (sharding included; 0 when
+    unknown) that a model config with a per-device batch needs. :meth:`to_bytes` / :meth:`from_bytes`:
+    stored beside a what-if answer."""
+
+    ranks: Tuple[MfuRank, ...]
+    dp: int
+
+    def to_bytes(self) -> bytes:
+        import msgspec
+
+        return msgspec.msgpack.encode([self.dp, [list(r) for r in self.ranks]])
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "MfuInputs":
+        import msgspec
+
+        dp, ranks = msgspec.msgpack.decode(data)
+        return cls(tuple(MfuRank(r[0], r[1], r[2], tuple(r[3]), r[4], r[5]) for r in ranks), dp)
+
+
+def mfu_inputs(ranks: Sequence, topo=None) -> MfuInputs:
+    """The MfuInputs of the run's ranks (crossrank RankData, in rank order) and its Topology."""
+    pp = topo.stages(len(ranks)) if topo is not None else []
+    out = []
+    for r in ranks:
+        gpu = r.digest.parallel.timeline == pb.TIMELINE_DEVICE
+        stage = pp[r.index] if r.index < len(pp) and pp[r.index] >= 0 else 0
+        out.append(MfuRank(int(r.rank), gpu, _device_name(r) if gpu else "", tuple(_step_times(r)),
+                           float(r.digest.flops.model_flops_per_step), int(stage)))
+    dp = 0
+    if topo is not None and bool(getattr(topo, "dp", 0)):
+        dp = topo.dp * max(1, getattr(topo, "sharding", 0) or 1)
+    return MfuInputs(tuple(out), dp)
+
+
+def stage_mfu(ranks: Sequence[MfuRank], peak_tflops: Optional[float], out: spb.Mfu) -> None:
     """Mfu.stages: per pipeline stage (its place in its send/recv chain, Topology.stages, as the pipeline
     view's; one stage without a pipeline), the mean over its ranks of the
     model FLOPs per step the recorded shapes tell (Summary.flops: forward + twice the forward for the
     backward, docs/flops.md), of the step time and of the rank's MFU = its FLOPs per step / (its step
     time × its peak). Nothing when no rank's trace records shapes; needs no --params."""
-    if not any(r.digest.flops.model_flops_per_step > 0 for r in ranks):
+    if not any(r.flops_per_step > 0 for r in ranks):
         return
-    pp = topo.stages(len(ranks)) if topo is not None else []
-    by: Dict[int, List] = {}
+    by: Dict[int, List[MfuRank]] = {}
     for r in ranks:
-        stage = pp[r.index] if r.index < len(pp) and pp[r.index] >= 0 else 0
-        by.setdefault(stage, []).append(r)
+        by.setdefault(r.stage, []).append(r)
     for stage in sorted(by):
         rows = by[stage]
         fl, st, pk, m = [], [], [], []
         for r in rows:
-            times = _step_times(r)
+            times = r.step_times
             step = sum(times) / len(times) if times else 0.0
             if peak_tflops:
                 peak = float(peak_tflops) * 1e12
             else:
-                peak = peak_of(_device_name(r))[0] if r.digest.parallel.timeline == pb.TIMELINE_DEVICE else 0.0
-            f = r.digest.flops.model_flops_per_step
+                peak = peak_of(r.device_name)[0] if r.gpu else 0.0
+            f = r.flops_per_step
             fl.append(f)
             st.append(step)
             pk.append(peak)
@@ -215,8 +267,15 @@ def stage_mfu(ranks: Sequence, topo, peak_tflops: Optional[float], out: spb.Mfu)
 
 def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_step: Optional[float] = None,
         model_config: Optional[str] = None, peak_tflops: Optional[float] = None) -> spb.Mfu:
-    """The Mfu of the run's ranks (crossrank RankData, in rank order). ``topo``: its Topology (the
-    data-parallel degree for a config with a per-device batch)."""
+    """The Mfu of the run's ranks (crossrank RankData, in rank order). ``topo``: its Topology (its
+    pipeline stages; the data-parallel degree for a config with a per-device batch)."""
+    return mfu_of(mfu_inputs(ranks, topo), params, tokens_per_step, model_config, peak_tflops)
+
+
+def mfu_of(inputs: MfuInputs, params: Optional[float] = None, tokens_per_step: Optional[float] = None,
+           model_config: Optional[str] = None, peak_tflops: Optional[float] = None) -> spb.Mfu:
+    """The Mfu of the ranks' facts ``inputs`` (mfu_inputs) with the user's MFU inputs."""
+    ranks = inputs.ranks
     out = spb.Mfu()
     out.assumptions.extend([
         "6 · N · tokens counts the matrix multiplications of the forward (2·N per token) and the backward (4·N); "
@@ -229,10 +288,7 @@ def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_s
     out.formulas.append("MFU = 6 · N · tokens per step / (step time × Σ peak FLOP/s of the job's GPUs)")
     n, tok = 0.0, 0.0
     if model_config:
-        dp = 0
-        if topo is not None and bool(getattr(topo, "dp", 0)):
-            dp = topo.dp * max(1, getattr(topo, "sharding", 0) or 1)
-        n, tok, formulas = model_from_config(model_config, dp)
+        n, tok, formulas = model_from_config(model_config, inputs.dp)
         out.formulas.extend(formulas)
         name = os.path.basename(model_config)
         if n:
@@ -244,7 +300,7 @@ def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_s
     if tokens_per_step:
         tok, out.tokens_source = float(tokens_per_step), "--tokens-per-step"
     out.params, out.tokens_per_step = n, tok
-    stage_mfu(ranks, topo, peak_tflops, out)
+    stage_mfu(ranks, peak_tflops, out)
     if not n or not tok:
         lack = [w for w, v in (("the parameter count (--params)", n), ("the tokens per step (--tokens-per-step)", tok))
                 if not v]
@@ -254,11 +310,10 @@ def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_s
     if not ranks:
         out.why_not = "No ranks."
         return out
-    gpu = [r for r in ranks if r.digest.parallel.timeline == pb.TIMELINE_DEVICE]
-    if not gpu:
+    if not any(r.gpu for r in ranks):
         out.why_not = "A CPU trace (no GPU events): MFU is not applicable."
         return out
-    times = [t for r in ranks for t in _step_times(r)]
+    times = [t for r in ranks for t in r.step_times]
     if not times:
         out.why_not = "The traces have no ProfileStep: no step time to divide by."
         return out
@@ -272,7 +327,7 @@ def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_s
     total_peak = 0.0
     unknown: List[str] = []
     for r in ranks:
-        name = _device_name(r) if r.digest.parallel.timeline == pb.TIMELINE_DEVICE else ""
+        name = r.device_name
         if peak_tflops:
             peak, what = float(peak_tflops) * 1e12, "--peak-tflops"
         else:
@@ -281,7 +336,7 @@ def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_s
             unknown.append(name or f"rank {r.rank} (no GPU)")
         total_peak += peak
         names[name] = names.get(name, 0) + 1
-        st = _step_times(r)
+        st = r.step_times
         step = int(round(sum(st) / len(st))) if st else 0
         m = out.ranks.add(rank=r.rank, device_name=name, peak_flops=peak, step_time_ns=step, flops_per_step=share)
         m.mfu = share / (step * 1e-9 * peak) if step and peak else 0.0

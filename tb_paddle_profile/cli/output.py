@@ -6,14 +6,35 @@ import os
 import sys
 from typing import Callable, Optional
 
-from tb_paddle_profile.core.protojson import to_json
+from tb_paddle_profile.core import terminal
+from tb_paddle_profile.core.protojson import to_json_bytes, value_json_bytes
+
+
+def json_text(message) -> str:
+    """The proto3 JSON a command prints: DEL and C1 in names as ``\\u`` escapes (terminal.visible_json), so
+    that the SafeStream it goes through has nothing to show and the text stays JSON."""
+    return terminal.visible_json(to_json_bytes(message)).decode("utf-8")
+
+
+def print_json(message=None, value=None) -> None:
+    """json_text(message) (or the JSON of to_value's ``value``) on stdout as bytes, past the SafeStream: it
+    holds no control character but its newlines (the encoder escapes C0 in strings, visible_json DEL and
+    C1), and looking again, decoding and encoding cost passes over tens of MB at thousands of ranks."""
+    data = terminal.visible_json(to_json_bytes(message) if value is None else value_json_bytes(value)) + b"\n"
+    stream = terminal.raw(sys.stdout)
+    if getattr(stream, "buffer", None) is None:
+        stream.write(data.decode("utf-8"))
+        return
+    stream.flush()
+    stream.buffer.write(data)
+    stream.buffer.flush()
 
 
 def emit_answer(args, message, source: str, text: Callable[[], str]) -> bool:
     """``message`` (a RunWhatIf, a RunDiff: one with a ``display``) as ``--format`` asks: its proto3 JSON,
     its Display's tables as CSV (emit_csv) or ``text()``. False when the CSV could not be given."""
     if args.format == "json":
-        print(to_json(message))
+        print_json(message)
     elif args.format == "csv":
         if not emit_csv(args, message.display, source):
             return False

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from tb_paddle_profile.cli.output import emit_answer, emit_csv
+from tb_paddle_profile.cli.output import emit_answer, emit_csv, print_json
 from tb_paddle_profile.cli.loading import _options, _reported_run
-from tb_paddle_profile.core.protojson import to_json
 from tb_paddle_profile.pipeline.batch import load_summaries
 from tb_paddle_profile.v1.summary_pb2 import Summary
 
@@ -16,10 +15,10 @@ def _cmd_parallel(args) -> int:
     run, internal, failed = _reported_run(args)
     if run is None:
         return 3 if internal else 2
-    result = run.with_matched() if args.format == "json" else run.result  # json: the matched instances too
+    result = run.result
     result.run = args.run_dir
-    if args.format == "json":
-        print(to_json(result))
+    if args.format == "json":  # with every matched instance
+        print_json(value=run.json_value())
     elif args.format == "csv":
         from tb_paddle_profile.present.display.parallel import parallel_display
 

@@ -6,11 +6,10 @@ import sys
 import traceback
 from typing import Optional
 
-from tb_paddle_profile.cli.output import csv_text, table_text, write_csv_dir
+from tb_paddle_profile.cli.output import csv_text, json_text, table_text, write_csv_dir
 from tb_paddle_profile.cli.loading import _options
 from tb_paddle_profile.core import terminal
 from tb_paddle_profile.core.errors import our_bug
-from tb_paddle_profile.core.protojson import to_json
 from tb_paddle_profile.pipeline.batch import LoadFailure, load_summaries
 from tb_paddle_profile.present.render import text
 from tb_paddle_profile.v1.summary_pb2 import Summary
@@ -39,7 +38,7 @@ def _cmd_summary(args) -> int:
             summary = Summary.FromString(data)
             out: Optional[str]
             if args.format == "json":
-                out = to_json(summary)
+                out = json_text(summary)
             elif args.format == "csv" or args.table:  # the display model's tables (display/summary.py)
                 from tb_paddle_profile.present.display.summary import summary_display
 

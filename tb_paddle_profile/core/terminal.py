@@ -35,6 +35,28 @@ def visible_all(texts: List[str]) -> List[str]:
     return [visible(t) for t in texts] if _CONTROL.search("".join(texts)) else texts
 
 
+_DEL_C1 = re.compile("[\x7f-\x9f]")
+
+
+def visible_json(data: bytes) -> bytes:
+    """UTF-8 JSON with DEL and the C1 controls written as ``\\u`` escapes: the same JSON values, nothing a
+    terminal obeys. (A JSON encoder escapes C0 itself but may leave DEL and C1 raw in a string, where
+    :func:`visible`'s ``\\x9b`` would make the JSON invalid; outside strings JSON has none of them.) Looked
+    for in the bytes first (C1 is ``\\xc2`` then 0x80-0x9f): tens of MB at thousands of ranks."""
+    if b"\x7f" not in data and not _has_c1(data):
+        return data
+    return _DEL_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", data.decode("utf-8")).encode("utf-8")
+
+
+def _has_c1(data: bytes) -> bool:
+    at = data.find(b"\xc2")
+    while at >= 0:  # (a \xc2 is mostly another Latin-1 letter, such as the µ of µs)
+        if 0x80 <= data[at + 1] <= 0x9f:
+            return True
+        at = data.find(b"\xc2", at + 2)
+    return False
+
+
 def visible_lines(lines: Iterable[str]) -> str:
     """The lines joined by newlines, each made visible (a newline inside one stays on its line)."""
     return "\n".join(visible(line) for line in lines)

@@ -188,6 +188,17 @@ class RunLoad:
         self.result.MergeFromString(MatchedTable.from_bytes(self._matched()).encode())
         return self.result
 
+    def json_value(self) -> dict:
+        """The proto3 JSON values of with_matched() (core.protojson.to_value), its matched instances made from
+        their columns rather than as messages (``parallel --format json``); ``result`` is left as it is."""
+        from tb_paddle_profile.core.protojson import to_value
+
+        value = to_value(self.result)
+        if len(self.result.matched):  # with_matched() made them messages already
+            return value
+        value["matched"] = self.matched_table().json_value()
+        return value
+
 
 def load_run(run_dir: str, span: Optional[str], opts: LoadOptions = LoadOptions(), analyze: bool = True,
              listed=None) -> RunLoad:

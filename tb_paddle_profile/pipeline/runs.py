@@ -196,13 +196,34 @@ def analysis_blobs(digests: Sequence[bytes], run: str, span: str, key: str) -> T
     return message.SerializeToString(), table.to_bytes()
 
 
-def whatif_blob(digests: Sequence[bytes], run: str, span: str, args: Mapping[str, Any]) -> bytes:
-    """The serialized RunWhatIf (present/display/whatif.whatif_answer) of serialized RankDigests: what
-    RunAnalyses.derived stores under whatif_name; run in a worker process by the plugin."""
-    from tb_paddle_profile.present.display.whatif import whatif_answer
+def whatif_blob(digests: Sequence[bytes], run: str, span: str) -> bytes:
+    """What RunAnalyses.derived stores under whatif_name(..., {}), from serialized RankDigests: the serialized
+    RunWhatIf without MFU inputs (present/display/whatif.whatif_answer) and the ranks' MfuInputs, in one blob
+    (whatif_of reads it). Run in a worker process by the plugin: the replay, once per analysis key."""
+    from tb_paddle_profile.analysis.crossrank.whatif import whatif_parts
+    from tb_paddle_profile.present.display.whatif import with_mfu
     from tb_paddle_profile.v1 import summary_pb2
 
-    return whatif_answer([summary_pb2.RankDigest.FromString(d) for d in digests], run, span, **args).SerializeToString()
+    out, facts = whatif_parts([summary_pb2.RankDigest.FromString(d) for d in digests], run, span)
+    return _pair(_WHATIF_MAGIC, with_mfu(out, facts).SerializeToString(), facts.to_bytes() if facts else b"")
+
+
+def whatif_of(stored: bytes, args: Mapping[str, Any]) -> bytes:
+    """The serialized what-if answer for the MFU inputs ``args`` from the blob whatif_blob made: the stored
+    answer itself without them, else its MFU made again from the stored MfuInputs (arithmetic on the
+    ranks' recorded steps: no replay) and its Display with it."""
+    from tb_paddle_profile.analysis.mfu import MfuInputs
+    from tb_paddle_profile.present.display.whatif import with_mfu
+    from tb_paddle_profile.v1 import whatif_pb2
+
+    parts = _unpair(_WHATIF_MAGIC, stored)
+    if parts is None:
+        raise ValueError("not a stored what-if answer")
+    answer, facts = parts
+    if not args:
+        return answer
+    out = whatif_pb2.RunWhatIf.FromString(answer)
+    return with_mfu(out, MfuInputs.from_bytes(facts) if facts else None, **args).SerializeToString()
 
 
 def summary_first(message, in_place: bool = False):
@@ -312,22 +333,23 @@ class RunAnalyses:
                     del self._flights[key]
         return data
 
-    def peek_derived(self, name: str) -> Optional[bytes]:
+    def peek_derived(self, name: str, memory: bool = True) -> Optional[bytes]:
         """The bytes stored under ``name`` by :meth:`derived` (in memory or in the cache); never computes."""
         with self._lock:
             data = self._memory.get(name)
         if data is None and self.cache is not None:
             data = self.cache.get_analysis(name)
-            if data is not None:
+            if data is not None and memory:
                 with self._lock:
                     self._memory.put(name, data)
         return data
 
-    def derived(self, name: str, compute: Callable[[], bytes]) -> bytes:
-        """Bytes made from an analysis's inputs and stored with it (the what-if answer: whatif_name),
-        by ``name``: in memory, in the cache folder (so a restart reads them back), or ``compute()``d
-        once however many threads ask at the same time."""
-        data = self.peek_derived(name)
+    def derived(self, name: str, compute: Callable[[], bytes], memory: bool = True) -> bytes:
+        """Bytes made from an analysis's inputs and stored with it (the what-if answer: whatif_name; the run
+        views' answers: answer_name), by ``name``: in memory, in the cache folder (so a restart reads them
+        back), or ``compute()``d once however many threads ask at the same time. ``memory`` False: not kept
+        in this map's memory (an answer the route memoizes itself, encoded)."""
+        data = self.peek_derived(name, memory)
         if data is not None:
             return data
         with self._lock:
@@ -340,7 +362,8 @@ class RunAnalyses:
                     data = compute()
                     with self._lock:
                         self.derived_computed += 1
-                        self._memory.put(name, data)
+                        if memory:
+                            self._memory.put(name, data)
                     if self.cache is not None:
                         self.cache.put_analysis(name, data)
         finally:
@@ -367,17 +390,15 @@ class RunAnalyses:
 
 
 @functools.lru_cache(maxsize=1)
-def _whatif_code() -> str:
-    """A digest of the code and schema a what-if answer comes from (the cross-rank analysis, the display
-    models, their protobuf files): a stored answer is never served by another version of them."""
-    from tb_paddle_profile.v1 import display_pb2, whatif_pb2
-
+def _code() -> str:
+    """A digest of the package's sources (its generated protobuf modules, hence the schemas, included): an
+    answer stored with an analysis (the what-if, the run views') is never served by another version of the
+    code that makes it. (A list of the modules that matter was short of one at each change.)"""
     root = Path(__file__).resolve().parents[1]  # the package
-    h = hashlib.sha256(whatif_pb2.DESCRIPTOR.serialized_pb + display_pb2.DESCRIPTOR.serialized_pb)
-    for path in sorted([*root.glob("analysis/crossrank/*.py"), *root.glob("present/display/*.py"),
-                        root / "analysis" / "program.py"]):
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
         try:
-            h.update(path.name.encode() + b"\0" + path.read_bytes())
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
         except OSError:  # an installation without its sources: the version alone
             h.update(path.name.encode())
     return h.hexdigest()[:16]
@@ -385,21 +406,43 @@ def _whatif_code() -> str:
 
 def whatif_name(analysis: str, run: str, span: str, args: Mapping[str, float]) -> str:
     """The name a run's what-if answer (RunWhatIf, before the route's notes) is stored under: its
-    inputs' analysis key, the run and span it names, the MFU inputs and the code it comes from."""
+    inputs' analysis key, the run and span it names, the MFU inputs and the code it comes from. Without
+    MFU inputs, whatif_blob's (the answer and the ranks' MfuInputs); with them, the answer alone."""
+    return answer_name("whatif-2", analysis, run, span, *[f"{k}={float(v)!r}" for k, v in sorted(args.items())])
+
+
+def answer_name(kind: str, analysis: str, *made_of: Any) -> str:
+    """The name an answer made from the analysis ``analysis`` (or the ranks whose key it is) is stored under
+    (RunAnalyses.derived): its kind, that key, what else it is made of (their reprs) and the code."""
     from tb_paddle_profile.core.version import __version__
 
-    text = "\0".join(["whatif-1", __version__, _whatif_code(), analysis, run, span] +
-                     [f"{k}={float(v)!r}" for k, v in sorted(args.items())])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+    text = "\0".join([kind, __version__, _code(), analysis] + [repr(x) for x in made_of])
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:40]
 
 
 _PACK_MAGIC = b"TBPPRA2\n"
+_WHATIF_MAGIC = b"TBPPWI1\n"
+
+
+def _pair(magic: bytes, first: bytes, second: bytes) -> bytes:
+    """``magic``, the length of ``first`` (8 bytes, little endian), ``first``, ``second``."""
+    return magic + len(first).to_bytes(8, "little") + first + second
+
+
+def _unpair(magic: bytes, blob: Optional[bytes]) -> Optional[Tuple[bytes, bytes]]:
+    head = len(magic) + 8
+    if not blob or len(blob) < head or not blob.startswith(magic):
+        return None
+    n = int.from_bytes(blob[len(magic):head], "little")
+    if head + n > len(blob):
+        return None
+    return blob[head:head + n], blob[head + n:]
 
 
 def pack(analysis: bytes, matched: bytes) -> bytes:
     """The one blob an analysis is stored as: a magic line, the RunParallel's length (8 bytes, little
     endian), the RunParallel, the matched instances."""
-    return _PACK_MAGIC + len(analysis).to_bytes(8, "little") + analysis + matched
+    return _pair(_PACK_MAGIC, analysis, matched)
 
 
 def unpack(blob: Optional[bytes]) -> Optional[Tuple[bytes, bytes]]:
@@ -407,10 +450,7 @@ def unpack(blob: Optional[bytes]) -> Optional[Tuple[bytes, bytes]]:
     then computed again and stored over)."""
     from tb_paddle_profile.analysis.crossrank.encode import MatchedTable
 
-    head = len(_PACK_MAGIC) + 8
-    if not blob or len(blob) < head or not blob.startswith(_PACK_MAGIC):
+    parts = _unpair(_PACK_MAGIC, blob)
+    if parts is None or not MatchedTable.is_table(parts[1][:64]):
         return None
-    n = int.from_bytes(blob[len(_PACK_MAGIC):head], "little")
-    if head + n > len(blob) or not MatchedTable.is_table(blob[head + n:head + n + 64]):
-        return None
-    return blob[head:head + n], blob[head + n:]
+    return parts

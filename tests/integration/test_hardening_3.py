@@ -274,3 +274,37 @@ def test_csv_route_neutralises_formulas_and_controls(tmp_path):
     finally:
         plugin.close()
         os.environ.pop("TB_PADDLE_PROFILE_CACHE", None)
+
+
+def test_json_output_is_json_with_the_names_as_they_are(capsys, tmp_path):
+    """`--format json` printed through the CLI's SafeStream, which shows a control character as ``\\x..``:
+    JSON escapes C0 itself (``\\u001b``), but DEL and C1 (``\\x9b``, a terminal's CSI) are legal raw in a JSON
+    string, so they reached the stream and came out as ``\\x9b``, an invalid escape: json.loads failed. Each
+    command's JSON must parse and give the names as the trace has them, with nothing a terminal obeys."""
+    import json
+
+    run = _evil_run(tmp_path / "run")
+    rank0 = str(sorted(run.iterdir())[0])
+    for argv in (("summary", "--no-cache", "--format", "json", rank0),
+                 ("parallel", "--no-cache", "--format", "json", str(run)),
+                 ("whatif", "--no-cache", "--format", "json", str(run))):
+        rc, out, err = _cli(capsys, *argv)
+        assert rc == 0, (argv, err)
+        assert not _CONTROL.findall(out), (argv[0], sorted(set(_CONTROL.findall(out))))
+        strings = []
+        _strings(json.loads(out), strings)
+        if argv[0] == "summary":
+            assert any(s.startswith("=" + EVIL + "matmul") for s in strings)  # an operator's name
+        else:
+            assert any(EVIL + "_time_" in s for s in strings), argv[0]  # a worker's file name
+
+
+def _strings(value, out: list) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)

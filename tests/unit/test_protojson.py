@@ -55,9 +55,12 @@ def test_summaries_digests_and_their_display(summaries):
 def test_the_cross_rank_analysis_with_its_matched_instances_and_the_whatif(tmp_path):
     run = batch.load_run(str(TRACES / "gpu-synthetic-2rank"), None, batch.LoadOptions(cache=False, jobs=1))
     assert run.result is not None
+    columns = run.json_value()  # `parallel --format json`: the matched instances from their columns
     parallel = run.with_matched()
     assert len(parallel.matched) > 0
     _same(parallel)
+    assert json.loads(json.dumps(columns)) == _theirs(parallel)
+    assert list(columns) == list(to_value(parallel))  # the keys in the same order
     digests = batch.load_run(str(TRACES / "gpu-synthetic-2rank"), None,
                              batch.LoadOptions(cache=False, jobs=1), analyze=False).digests
     _same(whatif_answer(digests, "r", "0"))
@@ -80,3 +83,24 @@ def test_edge_values_of_the_mapping():
     _same(p)
     for name in timeline_pb2.DESCRIPTOR.message_types_by_name:
         _same(getattr(timeline_pb2, name)())
+
+
+def test_del_and_c1_in_strings_are_escaped_to_the_same_values():
+    """terminal.visible_json, what the CLI prints: DEL and C1 in a string written as \\u escapes (raw, the
+    CLI's SafeStream turned them into \\x.., invalid JSON), C0 escaped by the encoder, µ and other Latin-1
+    letters (also \\xc2 in UTF-8) kept as they are; the same JSON values as protobuf's encoder."""
+    import re
+
+    from tb_paddle_profile.core import terminal
+
+    names = ["a\x7fb", "\x85line", "csi\x9b[2J", "µs ÿ\xa0", "esc\x1b\x00", "\u0100\x9f", "é" * 3 + "\x80"]
+    d = display_pb2.Display()
+    for n in names:
+        d.views.add(key=n, title="µ" + n)
+    data = terminal.visible_json(to_json_bytes(d))
+    text = data.decode("utf-8")
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", text)
+    assert "µs ÿ\xa0" in text
+    assert json.loads(text) == _theirs(d)
+    plain = to_json_bytes(display_pb2.Display(views=[display_pb2.View(key="µs ÿ")]))
+    assert terminal.visible_json(plain) is plain  # nothing to escape: the same bytes

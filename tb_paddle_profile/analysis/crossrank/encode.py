@@ -206,6 +206,21 @@ class MatchedTable:
                              self.last_rank[g], ptr, self.rank[mem], self.ordinal[mem], self.dur[mem],
                              self.wait[mem], self.start[mem], self.dir[mem], field_number)
 
+    def json_value(self) -> List[dict]:
+        """Every instance as RunParallel.matched's proto3 JSON values (core.protojson: the same as the
+        encoded messages' to_value), made from the columns."""
+        from tb_paddle_profile.core.protojson import columns_value
+        from tb_paddle_profile.v1 import plugin_pb2
+
+        members = columns_value(plugin_pb2.CollectiveMember.DESCRIPTOR, {
+            "rank": self.rank.tolist(), "ordinal": self.ordinal.tolist(), "duration_ns": self.dur.tolist(),
+            "wait_ns": self.wait.tolist(), "start_unix_ns": self.start.tolist(), "direction": self.dir.tolist()})
+        ptr = self.ptr.tolist()
+        return columns_value(plugin_pb2.MatchedCollective.DESCRIPTOR, {
+            "step": self.step.tolist(), "kind": self.kind.tolist(), "name": [self.names[i] for i in self.name.tolist()],
+            "transfer_ns": self.transfer.tolist(), "last_rank": self.last_rank.tolist(),
+            "members": [members[a:b] for a, b in zip(ptr[:-1], ptr[1:])]})
+
     def to_bytes(self) -> bytes:
         """A magic line, a JSON line [[column, dtype, count], ...], then the columns' bytes (each as
         narrow as its values allow): read back without copying by from_bytes."""

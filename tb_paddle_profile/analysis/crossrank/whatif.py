@@ -265,7 +265,20 @@ def analyze_whatif(inputs: Sequence, run: str = "", span: str = "", params=None,
     """The RunWhatIf of the given RankDigests (or Summaries) of one run and span: the critical path,
     the what-ifs, the pipeline schedule and MFU (its Display is present.display.whatif's). A bad model
     config raises ValueError (one line naming the file)."""
-    from ..mfu import mfu
+    from ..mfu import mfu_of
+
+    out, facts = whatif_parts(inputs, run, span)
+    if facts is not None:
+        out.mfu.CopyFrom(mfu_of(facts, params=params, tokens_per_step=tokens_per_step, model_config=model_config,
+                                peak_tflops=peak_tflops))
+    return out
+
+
+def whatif_parts(inputs: Sequence, run: str = "", span: str = ""):
+    """(the RunWhatIf of analyze_whatif without its MFU, the ranks' MfuInputs: None without ranks). MFU is
+    arithmetic on the ranks' recorded steps, not on the replay: the answer for other MFU inputs is this
+    one with mfu_of(facts, ...) (the what-if route keeps both, runs.whatif_blob)."""
+    from ..mfu import mfu_inputs
     from . import labels as L
     from .critical_path import critical_path, prepare
     from .schedule import build_schedule
@@ -273,7 +286,7 @@ def analyze_whatif(inputs: Sequence, run: str = "", span: str = "", params=None,
     out = wpb.RunWhatIf(run=run, span=span)
     if not inputs:
         out.notes.append("No traces.")
-        return out
+        return out, None
     prep = prepare(inputs)
     out.ranks = len(prep.ranks)
     out.notes.extend(prep.notes)
@@ -299,6 +312,4 @@ def analyze_whatif(inputs: Sequence, run: str = "", span: str = "", params=None,
         else:
             out.notes.append("No ProfileStep: there is no step time to replay.")
     out.schedule.CopyFrom(build_schedule(prep.ranks, topo, prep.flat))
-    out.mfu.CopyFrom(mfu(prep.ranks, topo, params=params, tokens_per_step=tokens_per_step,
-                         model_config=model_config, peak_tflops=peak_tflops))
-    return out
+    return out, mfu_inputs(prep.ranks, topo)

@@ -130,6 +130,12 @@ class AnalysisBase(RoutesBase):
             return self._heavy.run(getattr(fn, "__name__", "analysis"), lambda: fn(*args))
         return got
 
+    def _in_views(self, fn, *args):
+        """``fn(*args)`` in the views' worker process (an answer made from a stored analysis or the ranks'
+        digests), here when no process can be started."""
+        got = self._in_pool("views", fn, *args)
+        return fn(*args) if got is _NO_PROCESS else got
+
     def _in_pool(self, which: str, fn, *args):
         """``fn(*args)`` in the worker process of ``which`` ("analyses": the cross-rank analyses and what-ifs;
         "views": the timeline queries over many ranks and the run views' answers made from a stored analysis,
@@ -169,8 +175,7 @@ class AnalysisBase(RoutesBase):
         """(the rank's prior label or "", its GPU or -1) from its digest, when it is loaded. ``ready``: whether
         the file is READY, when the caller has its state already (the run list: one lock for the run's files,
         not one per file that is not loaded yet, which the loader's dispatcher then queues behind)."""
-        if rank is None or rank == trace.rank:
-            rank = trace.rank if trace.rank >= 0 else None
+        rank = prior_rank(trace, rank)
         memo = (trace.key, rank)
         got = self._priors.get(memo)
         if got is not None:
@@ -181,13 +186,7 @@ class AnalysisBase(RoutesBase):
         if self.loader is not None and ready:
             data = self.loader.digest_bytes(trace)
             if data is not None:
-                try:
-                    from tb_paddle_profile.analysis.crossrank.labels import prior_label
-
-                    d = summary_pb2.RankDigest.FromString(data)
-                    got = (prior_label(d.meta, d.device_id, rank), int(d.device_id))
-                except Exception:  # a label is never worth a failed run list
-                    logger.debug("tb_paddle_profile: no label for %s", trace.file_name, exc_info=True)
+                got = digest_prior(data, rank, trace.file_name)
                 self._priors.put(memo, got)
         return got
 
@@ -202,17 +201,27 @@ class AnalysisBase(RoutesBase):
         if isinstance(got, Response):
             return got
         states, ready, key = got
-
-        def compute():  # once per analysis key, in the heavy worker process
-            return self._compute_analysis(ready, run, span)
-
         try:
-            data = self.analyses.matched(key, compute) if matched else self.analyses.get(key, compute)
+            data = self._analysis_data(run, span, ready, key, matched)
         except _Reloading:
             return _waiting(request, plugin_pb2.RunParallel(run=run, span=span), RELOADING, fmt)
+        return run, span, files, states, key, data
+
+    def _analysis_data(self, run: str, span: str, ready: List[TraceFile], key: str, matched: bool = False) -> bytes:
+        """The analysis ``key`` of the ``ready`` ranks (read back, or computed once in the heavy worker process),
+        the run's and span's last from now on; _Reloading when a rank's digest went away."""
+
+        def compute():
+            return self._compute_analysis(ready, run, span)
+
+        data = self.analyses.matched(key, compute) if matched else self.analyses.get(key, compute)
+        self._used_analysis(run, span, key)
+        return data
+
+    def _used_analysis(self, run: str, span: str, key: str) -> None:
+        """The analysis ``key`` (stored) is the run's and the span's last: its labels and clock offsets."""
         self._last_analysis[run] = key
         self._last_span_analysis[(run, span)] = key
-        return run, span, files, states, key, data
 
     def _settled(self, request: Request, run: str, span: str, facts: SpanFacts, fmt: str, message):
         """(the files' states, the READY files, their analysis key) once no rank blocks the span's
@@ -229,6 +238,27 @@ class AnalysisBase(RoutesBase):
 
 
 RELOADING = "waiting for a rank whose cached digest is being computed again"
+
+
+def prior_rank(trace: TraceFile, rank: Optional[int]) -> Optional[int]:
+    """The rank number a prior label names: ``rank`` (Fleet's order, when the file name tells none), else
+    the file name's, else none."""
+    if rank is None or rank == trace.rank:
+        return trace.rank if trace.rank >= 0 else None
+    return rank
+
+
+def digest_prior(data: bytes, rank: Optional[int], file_name: str = "") -> Tuple[str, int]:
+    """(the prior label, the GPU) of a rank from its serialized RankDigest (labels.prior_label; ``rank``:
+    prior_rank's); ("", -1) when it cannot be made (a label is never worth a failed answer)."""
+    try:
+        from tb_paddle_profile.analysis.crossrank.labels import prior_label
+
+        d = summary_pb2.RankDigest.FromString(data)
+        return prior_label(d.meta, d.device_id, rank), int(d.device_id)
+    except Exception:
+        logger.debug("tb_paddle_profile: no label for %s", file_name, exc_info=True)
+        return "", -1
 _NO_PROCESS = object()  # _in_pool: no worker process to compute it in
 
 

@@ -14,7 +14,7 @@ from tb_paddle_profile.pipeline.discovery import TraceFile
 from tb_paddle_profile.pipeline.loader import FAILED, LOADING, QUEUED, READY, Loader
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
-from .analyses import _NO_PROCESS, RELOADING, AnalysisBase, _waiting
+from .analyses import RELOADING, AnalysisBase, _waiting, digest_prior, prior_rank
 from .base import _Reloading
 from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _handler, _int, _param, _shown,
                    _text, respond)
@@ -50,72 +50,74 @@ class ParallelRoutes(AnalysisBase):
         blocks = [facts.blocking[i] for i in order]
         if not any(b or st.state in (QUEUED, LOADING) for b, st in zip(blocks, states)):
             # Every rank settled: memoized under what the answer is made of (the files' versions and
-            # states: facts.sig, the rank numbers, the analysis whose labels it shows), built once.
-            memo = ("distributed", run, span, facts.sig, tuple(numbers.get(f.worker, f.rank) for f in files),
-                    self._last_analysis.get(run), part, fmt)
+            # states: facts.sig, the rank numbers, the analysis whose labels it shows), built once, in the
+            # views' process from the ranks' digests, and stored with the analysis (a restart reads it back).
+            made_of = (run, span, facts.sig, tuple(numbers.get(f.worker, f.rank) for f in files),
+                       self._last_analysis.get(run), part, fmt)
+
+            def make() -> bytes:
+                loader = self._require_loader()
+                digests = [loader.digest_bytes(t) if st.state == READY else None for t, st in zip(files, states)]
+                if any(d is None and st.state == READY for d, st in zip(digests, states)):
+                    raise _Reloading  # a READY rank's digest vanished: it is being loaded again
+                labels = self._labels(run)
+                priors = [None if t.worker in labels else prior_rank(t, numbers.get(t.worker)) for t in files]
+                return self._in_views(distributed_answer, run, span, self._rows(files, states, numbers), digests,
+                                      labels, priors, run_assembly.missing_ranks(files, states), part, fmt)
+
+            def build() -> bytes:
+                return self.analyses.derived(run_assembly.answer_name("distributed-1", facts.key, *made_of), make,
+                                             memory=False)
+
             try:
-                return self._send(request, memo, _CTYPES[fmt],
-                                  lambda: _encode(self._distributed(run, span, files, states, blocks, numbers, part,
-                                                                    settled=True)[0], fmt))
-            except _Reloading:  # a READY rank's digest vanished: it is being loaded again
+                return self._send(request, ("distributed",) + made_of, _CTYPES[fmt], build)
+            except _Reloading:
                 states = self._states(files)
                 blocks = run_assembly.blocking(states)
         out, waiting = self._distributed(run, span, files, states, blocks, numbers, part)
         return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
                        [("Retry-After", "1")] if waiting else [])
 
+    def _rows(self, files: List[TraceFile], states, numbers: Dict[str, int]) -> List[Tuple[str, int, str, int, str]]:
+        """Per rank of a RunDistributed: (worker, state, error, rank number, file version)."""
+        return [(t.worker, st.state, st.error, numbers.get(t.worker, t.rank), t.key.digest()[:16])
+                for t, st in zip(files, states)]
+
     def _distributed(self, run: str, span: str, files: List[TraceFile], states, blocks, numbers: Dict[str, int],
-                     part: str, settled: bool = False):
-        """(RunDistributed, the ranks it waits for); ``settled``: _Reloading instead of waiting."""
+                     part: str):
+        """(RunDistributed, the ranks it waits for) while some ranks load: the ranks read so far, in this
+        process (their parts and prior labels memoized; the answer is made again at each poll)."""
         loader = self._require_loader()
-        out = plugin_pb2.RunDistributed(run=run, span=span)
+        parts: List[Optional[bytes]] = []
         waiting = []
-        for trace, state, block in zip(files, states, blocks):
-            rank = out.ranks.add()
+        for i, (trace, state, block) in enumerate(zip(files, states, blocks)):
             encoded = self._rank_part(trace) if state.state == READY else None
-            if encoded is not None:
-                rank.MergeFromString(encoded)
-            elif state.state == READY:  # its cache entry vanished; it is being loaded again
-                if settled:
-                    raise _Reloading
-                state = loader.state(trace)
-            rank.worker, rank.state, rank.error = trace.worker, state.state, state.error
-            rank.rank = numbers.get(trace.worker, trace.rank)
-            rank.file_version = trace.key.digest()[:16]
+            if encoded is None and state.state == READY:  # its cache entry vanished; it is being loaded again
+                states[i] = state = loader.state(trace)
+            parts.append(encoded)
             if block or state.state in (QUEUED, LOADING):
                 waiting.append(trace)
         loader.prioritize(waiting, run)
-        # The Distributed view's tables once every rank is ready; while some load, the charts' series of the
-        # ranks read so far, marked partial (present/display/distributed.py)
-        from tb_paddle_profile.present.display.distributed import CHART_TABLES, distributed_display
-
         labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
         labels.update({t.worker: self._prior_label(t, numbers.get(t.worker), st.state == READY)
                        for t, st in zip(files, states) if t.worker not in labels})
-        out.display.CopyFrom(distributed_display(out, labels, partial=bool(waiting)))
-        if not waiting:
-            _add_missing(out.display, "distributed", run_assembly.missing_ranks(files, states))
-            if part:  # the page's: each rank's name, number and state; its figures are the tables' cells
-                for r in out.ranks:
-                    r.ClearField("distributed")
-                    r.ClearField("steps")
-            if part == "summary":  # the charts' series stay (a row per rank or step; the tables, a row per rank and step, go)
-                for view in out.display.views:
-                    keep = [t for t in view.tables if t.key in CHART_TABLES]
-                    del view.tables[:]
-                    view.tables.extend(keep)
+        missing = run_assembly.missing_ranks(files, states) if not waiting else None
+        out = run_view(run, span, self._rows(files, states, numbers), parts, labels, missing, part, bool(waiting))
         return out, waiting
 
     @_handler
     def parallel(self, request: Request) -> Response:
         """The cross-rank hybrid-parallel analysis (RunParallel) of one run and span, summary first
         (without its matched instances: parallel_matched pages through them), once every rank is
-        ready; 202 with a note while some are still loading."""
-        got = self._analysis(request)
+        ready; 202 with a note while some are still loading. The answer is stored with the analysis
+        (runs.answer_name): a restart reads it back instead of making it again."""
+        run, span, facts = self._run_span_facts(request)
+        fmt = _format(request)
+        got = self._settled(request, run, span, facts, fmt, plugin_pb2.RunParallel)
         if isinstance(got, Response):
             return got
-        run, span, files, states, key, data = got
-        fmt = _format(request)
+        states, ready, key = got
+        files = facts.files
         workers = self._run(self._snapshot(), request, refused=True)[1]
         notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
         notes += run_assembly.duplicate_notes(workers, span)
@@ -128,14 +130,23 @@ class ParallelRoutes(AnalysisBase):
         if part not in ("",) + PARALLEL_PARTS:
             raise HttpError(400, f"unknown part {_shown(part)} ({', '.join(PARALLEL_PARTS)}, or none for the "
                                  "whole analysis)")
+        # (DETAIL_STEP_ROWS read here and sent: the views' worker process has its own module)
+        rows = DETAIL_STEP_ROWS if part == "details" else 0
+        made_of = (run, span, tuple(notes), missing, part, fmt, rows)
 
-        def build() -> bytes:  # in the views' worker process (4,096 ranks: seconds of this one's GIL)
-            # (DETAIL_STEP_ROWS read here and sent: the worker process has its own module)
-            args = (data, run, span, notes, missing, part, fmt, DETAIL_STEP_ROWS)
-            got = self._in_pool("views", parallel_answer, *args)
-            return parallel_answer(*args) if got is _NO_PROCESS else got
+        def make() -> bytes:  # the analysis read back (or computed), the answer made in the views' process
+            data = self._analysis_data(run, span, ready, key)
+            return self._in_views(parallel_answer, data, run, span, notes, missing, part, fmt, rows)
 
-        return self._send(request, ("parallel", key, run, span, tuple(notes), missing, part, fmt), _CTYPES[fmt], build)
+        def build() -> bytes:
+            return self.analyses.derived(run_assembly.answer_name("parallel-1", key, *made_of), make, memory=False)
+
+        try:
+            answer = self._send(request, ("parallel", key) + made_of, _CTYPES[fmt], build)
+        except _Reloading:
+            return _waiting(request, plugin_pb2.RunParallel(run=run, span=span), RELOADING, fmt)
+        self._used_analysis(run, span, key)
+        return answer
 
     @_handler
     def rank_banner(self, request: Request) -> Response:
@@ -208,13 +219,19 @@ class ParallelRoutes(AnalysisBase):
         notes = [f"left out: {st.error}" for st, t in zip(states, files) if st.state == FAILED]
         missing = run_assembly.missing_ranks(files, states)
 
-        def compute() -> bytes:  # the digests are read only when the answer is neither in memory nor stored
-            return self._in_process(run_assembly.whatif_blob, self._digest_blobs(ready), run, span, mfu_args)
+        def stored() -> bytes:  # the replay, once per analysis key, in the analyses' process; read back after a restart
+            return self.analyses.derived(run_assembly.whatif_name(key, run, span, {}), lambda: self._in_process(
+                run_assembly.whatif_blob, self._digest_blobs(ready), run, span))
+
+        def answer() -> bytes:
+            if not mfu_args:
+                return run_assembly.whatif_of(stored(), {})
+            # other MFU inputs: the stored answer's MFU made again (arithmetic, no replay), in the views' process
+            return self.analyses.derived(run_assembly.whatif_name(key, run, span, mfu_args), lambda: self._in_views(
+                run_assembly.whatif_of, stored(), mfu_args))
 
         def build() -> bytes:
-            # stored with the analysis (runs.whatif_name): the first open after a restart reads it back
-            out = whatif_pb2.RunWhatIf.FromString(
-                self.analyses.derived(run_assembly.whatif_name(key, run, span, mfu_args), compute))
+            out = whatif_pb2.RunWhatIf.FromString(answer())
             out.notes.extend(notes)
             _add_missing(out.display, "whatif", missing)
             return _encode(out, fmt)
@@ -263,14 +280,63 @@ class ParallelRoutes(AnalysisBase):
         data = cast(Loader, self.loader).digest_bytes(trace)   # (files are listed: the plugin has a loader)
         if data is None:
             return None
-        digest = summary_pb2.RankDigest.FromString(data)
-        rank = plugin_pb2.RankDistributed(total_time_ns=digest.meta.total_time_ns)
-        rank.distributed.CopyFrom(digest.distributed)
-        rank.steps.extend(digest.steps)
-        part = rank.SerializeToString()
+        part = rank_part(data)
         with self._lock:
             self._ranks.put(trace.key, part)
         return part
+
+
+def rank_part(digest: bytes) -> bytes:
+    """A rank's RankDistributed (its totals, distributed facts and steps) from its serialized RankDigest."""
+    d = summary_pb2.RankDigest.FromString(digest)
+    rank = plugin_pb2.RankDistributed(total_time_ns=d.meta.total_time_ns)
+    rank.distributed.CopyFrom(d.distributed)
+    rank.steps.extend(d.steps)
+    return rank.SerializeToString()
+
+
+def run_view(run: str, span: str, rows, parts: List[Optional[bytes]], labels: Dict[str, str], missing: Optional[str],
+             part: str, partial: bool) -> plugin_pb2.RunDistributed:
+    """The RunDistributed of a span: per rank its ``rows`` entry (worker, state, error, rank number, file
+    version) and its RankDistributed ``parts`` (None while not loaded), the Distributed view's tables with the
+    ``labels`` (present/display/distributed.py; ``partial``: the ranks read so far) and the missing-ranks
+    sentence; ``part`` "summary": without the per-rank tables (the charts' series stay), "details": every table;
+    either without the ranks' own figures, which the tables carry."""
+    from tb_paddle_profile.present.display.distributed import CHART_TABLES, distributed_display
+
+    out = plugin_pb2.RunDistributed(run=run, span=span)
+    for (worker, state, error, number, version), data in zip(rows, parts):
+        rank = out.ranks.add()
+        if data is not None:
+            rank.MergeFromString(data)
+        rank.worker, rank.state, rank.error, rank.rank, rank.file_version = worker, state, error, number, version
+    out.display.CopyFrom(distributed_display(out, labels, partial=partial))
+    if not partial:
+        _add_missing(out.display, "distributed", missing)
+        if part:  # the page's: each rank's name, number and state; its figures are the tables' cells
+            for r in out.ranks:
+                r.ClearField("distributed")
+                r.ClearField("steps")
+        if part == "summary":  # the charts' series stay (a row per rank or step; the tables, a row per rank and step, go)
+            for view in out.display.views:
+                keep = [t for t in view.tables if t.key in CHART_TABLES]
+                del view.tables[:]
+                view.tables.extend(keep)
+    return out
+
+
+def distributed_answer(run: str, span: str, rows, digests: List[Optional[bytes]], labels: Dict[str, str],
+                       priors: List[Optional[int]], missing: Optional[str], part: str, fmt: str) -> bytes:
+    """The ``distributed`` route's answer once every rank is settled, from the ranks' serialized RankDigests
+    (None: not READY), encoded in ``fmt``: run_view, each rank's part made here, and the label of a rank the
+    analysis's ``labels`` lack its prior label (``priors``: the rank number it names, analyses.prior_rank),
+    else its worker name. In the views' worker process: at 4,096 ranks, a second of TensorBoard's GIL."""
+    labels = dict(labels)
+    for (worker, *_), digest, prior in zip(rows, digests, priors):
+        if worker not in labels:
+            labels[worker] = (digest_prior(digest, prior)[0] if digest is not None else "") or worker
+    parts = [rank_part(d) if d is not None else None for d in digests]
+    return _encode(run_view(run, span, rows, parts, labels, missing, part, False), fmt)
 
 
 def parallel_answer(data: bytes, run: str, span: str, notes: List[str], missing: Optional[str], part: str,

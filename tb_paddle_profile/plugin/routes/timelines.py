@@ -360,7 +360,7 @@ class TimelineRoutes(AnalysisBase):
         def build() -> bytes:
             from tb_paddle_profile.v1 import whatif_pb2
 
-            critical = whatif_pb2.RunWhatIf.FromString(blob) if blob is not None else None
+            critical = whatif_pb2.RunWhatIf.FromString(run_assembly.whatif_of(blob, {})) if blob is not None else None
             return _encode(compact.compact_message(run, span, key, facts, files, rows, offset, step, align, ws, we,
                                                    bins, critical, first, kind, table, instance, order), fmt)
 

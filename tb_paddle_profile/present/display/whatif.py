@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import List
 
 from tb_paddle_profile.analysis.crossrank.model import CAVEAT
-from tb_paddle_profile.analysis.crossrank.whatif import analyze_whatif
+from tb_paddle_profile.analysis.crossrank.whatif import whatif_parts
+from tb_paddle_profile.analysis.mfu import mfu_of
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
 from tb_paddle_profile.present.display.cells import DURATION, PERCENT, placed, rank, sentence, val
@@ -158,6 +159,15 @@ def whatif_display(w: wpb.RunWhatIf, time_unit: str = "ms") -> dpb.Display:
 def whatif_answer(inputs, run: str = "", span: str = "", time_unit: str = "ms", **mfu_args) -> wpb.RunWhatIf:
     """analysis.crossrank.whatif.analyze_whatif's RunWhatIf with its Display: what the route and the
     CLI send. ``mfu_args``: params, tokens_per_step, model_config, peak_tflops."""
-    out = analyze_whatif(inputs, run, span, **mfu_args)
+    out, facts = whatif_parts(inputs, run, span)
+    return with_mfu(out, facts, time_unit, **mfu_args)
+
+
+def with_mfu(out: wpb.RunWhatIf, facts, time_unit: str = "ms", **mfu_args) -> wpb.RunWhatIf:
+    """``out`` (whatif_parts' RunWhatIf, or a what-if answer made with other MFU inputs) with the MFU of
+    ``mfu_args`` from the ranks' MfuInputs ``facts`` (None: no ranks, no MFU) and its Display made again:
+    the what-if answer for those MFU inputs, without a new replay."""
+    if facts is not None:
+        out.mfu.CopyFrom(mfu_of(facts, **mfu_args))
     out.display.CopyFrom(whatif_display(out, time_unit))
     return out
