@@ -23,7 +23,7 @@ from tb_paddle_profile.present.display.distributed import distributed_display
 from tb_paddle_profile.present.display.parallel import parallel_display
 from tb_paddle_profile.present.display.parallel_common import ranks_text, spans
 from tb_paddle_profile.analysis.summarize import summarize_file
-from tb_paddle_profile.present.render.parallel_text import render, table_lines
+from tb_paddle_profile.present.render.parallel_text import render, render_display, table_lines
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2
 from tbp_synth import SynthConfig, generate
@@ -134,6 +134,10 @@ def test_the_text_layout_prints_the_model(run):
         head = "\n".join(table_lines(tb, "ms")[:3])
         assert (head in text) != tb.text_hidden, tb.key
     assert "{ns:" not in text
+    # the text is laid out from a display without the tables it never shows (text=True): the same text
+    assert text == render_display(display)
+    assert {t.key for t in _view(parallel_display(rp, "ms", text=True)).tables} >= {
+        tb.key for tb in view.tables if not tb.text_hidden}
     # the "Waited" column read back from the terminal's text is the truth's wait, in ms
     block = text.split("Waits at collectives other than send/recv")[1].split("\n\n")[0].splitlines()
     rows = [line.split() for line in block[3:] if line and line[0].isdigit()]

@@ -181,7 +181,7 @@ def render_display(display: dpb.Display, width: int = TABLE_WIDTH) -> str:
 
 def render(rp: ppb.RunParallel, time_unit: str = "ms", width: int = TABLE_WIDTH) -> str:
     """The CLI's text of a RunParallel: its Display, laid out."""
-    return render_display(parallel_display(rp, time_unit), width)
+    return render_display(parallel_display(rp, time_unit, text=True), width)
 
 
 # Thin names kept for the tests that compare the panel with the CLI's formatting.
