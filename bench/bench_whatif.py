@@ -1,4 +1,4 @@
-"""Cost of the critical path and the what-if replays (analysis/crossrank/critical_path.py, whatif.py) from
+"""Cost of the critical path and the what-if replays (analysis/crossrank/replay.py, critical_path.py, whatif.py) from
 digests, by rank count.
 
     python bench/bench_whatif.py [--ranks 128,1024] [--work /tmp/bench_whatif] [--repeat 1]
@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_crossrank import digests_for  # noqa: E402
 from tb_paddle_profile.analysis.crossrank import critical_path as C  # noqa: E402
+from tb_paddle_profile.analysis.crossrank import replay as R  # noqa: E402
 from tb_paddle_profile.analysis.crossrank import whatif as W  # noqa: E402
 from tb_paddle_profile.v1 import whatif_pb2 as wpb  # noqa: E402
 
@@ -41,9 +42,9 @@ def main() -> None:
         best = None
         for _ in range(a.repeat):
             t0 = time.perf_counter()
-            prep = C.prepare(ds)
+            prep = R.prepare(ds)
             t1 = time.perf_counter()
-            g = C.Graph(prep)
+            g = R.Graph(prep)
             t2 = time.perf_counter()
             cp = wpb.CriticalPath()
             s, e = C.critical_path(g, cp)

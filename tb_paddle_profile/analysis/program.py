@@ -1,8 +1,8 @@
 """One rank's program: the nodes and edges of its dependency graph (``ParallelView.program``).
 
 Built in the job that parsed the trace, from its full event tables, so that the critical path
-across ranks (``analysis/crossrank/critical_path.py``) reads a few hundred nodes per rank and step
-instead of every event. Definitions (also in docs/critical-path.md):
+across ranks (``analysis/crossrank/replay.py``, ``critical_path.py``) reads a few hundred nodes per rank and
+step instead of every event. Definitions (also in docs/critical-path.md):
 
 * **Host nodes**, on the main thread (the one with the ProfileSteps): each step's start and end, each
   synchronising runtime call (``*Synchronize*``, synchronous ``cudaMemcpy``) and each host

@@ -156,9 +156,9 @@ class HoldFile(WorkerPlugin):
         self.file_name, self.gates = file_name, gates
 
     def setup(self, worker):
-        from tb_paddle_profile.pipeline import dask as dask_preprocess
+        from tb_paddle_profile.pipeline import dask_worker
 
-        original, file_name, gates = dask_preprocess._run, self.file_name, self.gates
+        original, file_name, gates = dask_worker._run, self.file_name, self.gates
 
         def held(spec):
             if spec.file_name == file_name and not os.path.exists(os.path.join(gates, "open")):
@@ -167,7 +167,7 @@ class HoldFile(WorkerPlugin):
                     time.sleep(0.02)
             return original(spec)
 
-        dask_preprocess._run = held
+        dask_worker._run = held
 
 
 class KillOnFile(WorkerPlugin):
@@ -179,16 +179,16 @@ class KillOnFile(WorkerPlugin):
         self.file_name = file_name
 
     def setup(self, worker):
-        from tb_paddle_profile.pipeline import dask as dask_preprocess
+        from tb_paddle_profile.pipeline import dask_worker
 
-        original, file_name = dask_preprocess._run, self.file_name
+        original, file_name = dask_worker._run, self.file_name
 
         def deadly(spec):
             if spec.file_name == file_name:
                 os.kill(os.getpid(), signal.SIGKILL)
             return original(spec)
 
-        dask_preprocess._run = deadly
+        dask_worker._run = deadly
 
 
 def _upload(s3, shared_traces) -> dict:

@@ -1,4 +1,4 @@
-"""The critical path across ranks (analysis/crossrank/critical_path.py, analysis/program.py) on
+"""The critical path across ranks (analysis/crossrank/replay.py, critical_path.py, analysis/program.py) on
 generated runs, against the generator's own step times and planted slow rank, and on real traces."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from tb_paddle_profile.analysis import program as P
 from tb_paddle_profile.analysis.crossrank import critical_path as C
+from tb_paddle_profile.analysis.crossrank import replay as R
 from tb_paddle_profile.analysis.digest import digest_of
 from tb_paddle_profile.analysis.summarize import summarize_bytes
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
@@ -30,8 +31,8 @@ def slow_run(tmp_path_factory):
                       names="default", clock_skew_us=20, gpus_per_node=4)
     generate(cfg, str(out))
     digests = digests_of(out)
-    prep = C.prepare(digests)
-    graph = C.Graph(prep)
+    prep = R.prepare(digests)
+    graph = R.Graph(prep)
     cp = wpb.CriticalPath()
     start, end = C.critical_path(graph, cp)
     return load_truth(str(out)), digests, graph, cp, start, end
@@ -100,7 +101,7 @@ def test_segments_land_on_their_ranks_traces(slow_run):
 @pytest.mark.parametrize("folder", ["cpu-gpt-2rank-gloo", "cpu-gpt-single", "gpu-synthetic-2rank"])
 def test_real_traces_replay(shared_traces, folder):
     digests = digests_of(shared_traces / folder)
-    graph = C.Graph(C.prepare(digests))
+    graph = R.Graph(R.prepare(digests))
     cp = wpb.CriticalPath()
     C.critical_path(graph, cp)
     assert cp.steps and cp.replay_error < 0.01

@@ -75,7 +75,7 @@ def test_the_program_columns_read_from_the_wire_are_what_protobuf_parses(run8, w
     """The replay graph's ParallelProgram columns (fields 1-22, two-byte tags from 16 on, zigzag and
     plain int64 with negative values) through load.packed_columns, against the protobuf API, on the
     generator's programs and on hand-made ones."""
-    from tb_paddle_profile.analysis.crossrank.critical_path import PROGRAM_FIELDS
+    from tb_paddle_profile.analysis.crossrank.replay import PROGRAM_FIELDS
 
     progs = [d.parallel.program for d in run8]
     odd = pb.ParallelProgram(kind=[1, 4], step=[-1, 2**40], stream=[-2, 7], start_ns=[-(2**63), 2**62],
@@ -98,7 +98,7 @@ def test_damaged_wire_bytes_are_refused_or_read_as_protobuf_reads_them(run8):
     field of another wire type, an unknown field, a varint of 11 bytes) and on a thousand random
     corruptions of real programs: None, or exactly what the protobuf library parses from the same
     bytes (field by field), never a crash or a read past the buffer."""
-    from tb_paddle_profile.analysis.crossrank.critical_path import PROGRAM_FIELDS
+    from tb_paddle_profile.analysis.crossrank.replay import PROGRAM_FIELDS
 
     packed = load.native_packed()
     assert packed is not None

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tb_paddle_profile.analysis.crossrank.critical_path import prepare
+from tb_paddle_profile.analysis.crossrank.replay import prepare
 from tb_paddle_profile.analysis.mfu import mfu, model_from_config, peak_of
 from tb_paddle_profile.present.display.cells import sentence_text
 from tb_paddle_profile.present.display.schedule import mfu_tables, schedule_sentences

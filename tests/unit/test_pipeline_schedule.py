@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_paddle_profile.analysis.crossrank.critical_path import prepare
+from tb_paddle_profile.analysis.crossrank.replay import prepare
 from tb_paddle_profile.analysis.crossrank.schedule import PIPELINES_DRAWN, build_schedule, expected
 from tb_paddle_profile.present.display.cells import sentence_text
 from tb_paddle_profile.present.display.schedule import schedule_view

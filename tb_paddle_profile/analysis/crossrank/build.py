@@ -197,7 +197,7 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
     comm_ranks.fill(out, ranks)
     layers.fill(out, ranks, msgs)   # after the pipeline view: it reads pipeline_stage
     median_step = statistics.median([m.step_time_ns for m in out.ranks if m.steps] or [0])
-    from .critical_path import Prepared   # critical_path imports this module
+    from .replay import Prepared
     prep = Prepared(ranks, flat, w, topo, np.asarray(g_axis))
     findings.fill(out, ranks, topo, flat, w, g_axis, figs, peer_vals, msgs, median_step, prep=prep)
     advice.advise(out, {m.rank: m for m in out.ranks}, median_step)

@@ -9,7 +9,7 @@ The verdict (findings.py), the straggler what-if (whatif.py) and Compare all rea
   median absolute deviation pooled over all ranks, relative to the peers' value (at least
   NOISE_SCALE_FRACTION of the median step), so that a GPU a little slower by nature is no candidate. No threshold decides whether a candidate is a
   straggler: its cost does.
-* **The change** ("at its role peers' speed"), in the replay of critical_path.py:
+* **The change** ("at its role peers' speed"), in the replay of replay.py:
   - compute: the rank's compute runs' kernel time scaled by the peers' median compute ÷ its own;
   - memcpy: its copies' time scaled by the peers' median ÷ its own;
   - launches: its launch lags (and the host chain's) scaled by the peers' median ÷ its own;
@@ -276,7 +276,7 @@ def _step_time_costs(cands: List[Candidate], msgs, median_step: float) -> None:
 
 def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[str, int]],
                peer_vals: List[Dict[str, int]], median_step: float, msgs=None, graph=None, prep=None) -> Costs:
-    """Every candidate's cost (see the module docstring). ``graph``: a critical_path.Graph already made,
+    """Every candidate's cost (see the module docstring). ``graph``: a replay.Graph already made,
     or a function that makes one (else one is made from ``prep`` or from the arguments when some
     candidate needs it)."""
     peered = verdict.has_peers(ranks, topo)
@@ -296,7 +296,7 @@ def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[
         if callable(graph):
             graph = graph()
         if graph is None:
-            from .critical_path import Graph, Prepared
+            from .replay import Graph, Prepared
             from .waits import Waits
             if prep is None:
                 prep = Prepared(list(ranks), flat, Waits(ranks, flat), topo, np.zeros(flat.n, dtype=object))

@@ -171,7 +171,7 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, flat: 
         if "g" not in box:
             box["g"] = None
             if prep is not None and flat.n and any(len(r.digest.parallel.program.kind) for r in ranks):
-                from .critical_path import Graph
+                from .replay import Graph
                 box["g"] = Graph(prep)
         return box["g"]
 

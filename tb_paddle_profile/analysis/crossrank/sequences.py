@@ -9,7 +9,7 @@ digests (``RunParallel.sequences``; docs/flops.md).
 - **Spread**: max / min − 1 of the replicas' tokens per step; the coefficient of variation beside it.
 - **Cost** ("sequences balanced"): every rank's compute scaled by the replicas' mean tokens ÷ its
   replica's tokens (compute taken as proportional to tokens: attention's quadratic part is not
-  modelled), the critical-path graph replayed (critical_path.py); the cost is the job's step minus the
+  modelled), the critical-path graph replayed (replay.py); the cost is the job's step minus the
   replayed one. Without a graph (no program in the digests, nothing matched): from the compute
   figures, the slowest replica's median compute minus the slowest after the scaling (data parallelism
   waits at its gradient all-reduce for the slowest replica).

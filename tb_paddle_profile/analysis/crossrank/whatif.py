@@ -1,4 +1,4 @@
-"""What-if estimates: the critical-path graph (critical_path.py) replayed with one change.
+"""What-if estimates: the critical-path graph (replay.py) replayed with one change.
 
 Each estimate is the job's mean step time (mean over ranks and steps of the ProfileStep
 durations) of the changed replay, against the unchanged replay's. The changes (also in
@@ -38,7 +38,7 @@ from .. import program as P
 from ..collectives import ALL_REDUCE
 from . import sequences, verdict
 from .steps import _Steps
-from .critical_path import Graph
+from .replay import Graph, prepare
 from .model import CAVEAT
 
 TITLES = {
@@ -280,7 +280,7 @@ def whatif_parts(inputs: Sequence, run: str = "", span: str = ""):
     one with mfu_of(facts, ...) (the what-if route keeps both, runs.whatif_blob)."""
     from ..mfu import mfu_inputs
     from . import labels as L
-    from .critical_path import critical_path, prepare
+    from .critical_path import critical_path
     from .schedule import build_schedule
 
     out = wpb.RunWhatIf(run=run, span=span)

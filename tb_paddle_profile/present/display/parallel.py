@@ -14,8 +14,9 @@ reference to a rank of the run (Span.text: the rank's label). Table keys and col
 docs/display.md.
 
 This module holds the parallel view's findings, outliers, advice and sentences and puts the view together;
-its tables are display/parallel_tables.py's, the straggler verdict and the rank banner display/straggler.py's,
-the Distributed view display/distributed.py's, the shared building blocks display/parallel_common.py's.
+its tables are display/parallel_tables.py's and display/parallel_model_tables.py's, the straggler verdict and
+the rank banner display/straggler.py's, the Distributed view display/distributed.py's, the shared building
+blocks display/parallel_common.py's.
 """
 from __future__ import annotations
 
@@ -28,10 +29,11 @@ from tb_paddle_profile.present.display.cells import COUNT, NUMBER, PERCENT, lit,
 from tb_paddle_profile.present.display.parallel_common import (CATEGORY_TITLE, CATEGORY_LEVEL, OUTLIERS, cause_text,
                                                                ranks_text, duration, spans, _sentence, col, dur, pct,
                                                                count, _table, _row, _rank_link, _note, _label, _labels)
-from tb_paddle_profile.present.display.parallel_tables import (_clocks_table, _comm_tables, _host_table, _kinds_table,
-                                                               _matrix_table, _memory_tables, _pipeline_tables,
-                                                               _rank_kinds_table, _ranks_table, _sequence_tables,
-                                                               _stage_layers_table, _topology_table, _waits_table)
+from tb_paddle_profile.present.display.parallel_tables import (_clocks_table, _host_table, _kinds_table, _matrix_table,
+                                                               _pipeline_tables, _rank_kinds_table, _ranks_table,
+                                                               _topology_table, _waits_table)
+from tb_paddle_profile.present.display.parallel_model_tables import (_comm_tables, _memory_tables, _sequence_tables,
+                                                                     _stage_layers_table)
 from tb_paddle_profile.present.display.parallel_charts import breakdown_tables, heat_table
 from tb_paddle_profile.present.display.straggler import _named, _stragglers_table
 from tb_paddle_profile.present.display.distributed import distributed_display
