@@ -2,6 +2,7 @@
 one task per file, :func:`process_file`, run on a Dask worker: the entry looked for again, the file's claim
 in the cache taken and kept alive, the file parsed once (``run_job``), its digest and summary entries
 written, the claim released, a few hundred bytes of outcome returned."""
+
 from __future__ import annotations
 
 import os
@@ -80,15 +81,24 @@ def process_file(task: FileTask) -> dict:
     never raises."""
     started = time.perf_counter()
     spec, store = task.spec, task.store
-    out = {"kind": "", "ok": False, "error": "", "error_kind": "", "stored": False, "note": "", "attempt": 1,
-           "worker": _worker_name(), "seconds": 0.0, "parsed": False}
+    out = {
+        "kind": "",
+        "ok": False,
+        "error": "",
+        "error_kind": "",
+        "stored": False,
+        "note": "",
+        "attempt": 1,
+        "worker": _worker_name(),
+        "seconds": 0.0,
+        "parsed": False,
+    }
     try:
         _process(task, spec, store, out)
     except Exception as err:  # ours (a store that fails is caught below, per step)
         import traceback
 
-        out.update(kind="bug", error=our_bug(spec.file_name, err), error_kind="bug",
-                   traceback=traceback.format_exc())
+        out.update(kind="bug", error=our_bug(spec.file_name, err), error_kind="bug", traceback=traceback.format_exc())
     out["seconds"] = time.perf_counter() - started
     return out
 
@@ -101,12 +111,18 @@ def _process(task: FileTask, spec: JobSpec, store: Optional[CacheStore], out: di
                 return
             held, claim = store.claim(spec.key, task.owner, task.ttl)
         except Exception as err:  # the cache cannot be read or written: for now
-            out.update(kind="io", error=f"{spec.file_name}: cache {store.url} not usable: {_one_line(err)}",
-                       error_kind="transient")
+            out.update(
+                kind="io",
+                error=f"{spec.file_name}: cache {store.url} not usable: {_one_line(err)}",
+                error_kind="transient",
+            )
             return
         if not held:
-            out.update(kind="claimed", holder=str(claim.get("host") or claim.get("owner") or "?"),
-                       expires=float(claim.get("expires") or 0))
+            out.update(
+                kind="claimed",
+                holder=str(claim.get("host") or claim.get("owner") or "?"),
+                expires=float(claim.get("expires") or 0),
+            )
             return
         out["attempt"] = int(claim.get("attempt") or 1)
         if task.done(store, out):  # written by another run just before our claim
@@ -118,8 +134,15 @@ def _process(task: FileTask, spec: JobSpec, store: Optional[CacheStore], out: di
         stored = outcome.stored
         if store is None and spec.sidecar:  # sidecars only: stored when written (the client reads them back)
             stored = outcome.kind in ("parsed", "sidecar") and "sidecar not written" not in outcome.note
-        out.update(kind=outcome.kind, ok=outcome.ok, error=outcome.error, error_kind=outcome.error_kind,
-                   stored=stored, note=outcome.note, parsed=outcome.parsed)
+        out.update(
+            kind=outcome.kind,
+            ok=outcome.ok,
+            error=outcome.error,
+            error_kind=outcome.error_kind,
+            stored=stored,
+            note=outcome.note,
+            parsed=outcome.parsed,
+        )
         if outcome.traceback:
             out["traceback"] = outcome.traceback
         if task.write_entries and store is not None and outcome.kind in ("parsed", "sidecar", "cached"):
@@ -127,8 +150,9 @@ def _process(task: FileTask, spec: JobSpec, store: Optional[CacheStore], out: di
                 try:
                     if outcome.ok:
                         store.write_digest(spec.key, outcome.digest)  # the digest first, the summary last
-                    store.write(spec.key, CachedResult(outcome.ok, outcome.summary if outcome.ok else b"",
-                                                       outcome.error))
+                    store.write(
+                        spec.key, CachedResult(outcome.ok, outcome.summary if outcome.ok else b"", outcome.error)
+                    )
                     out["stored"] = True
                 except Exception as err:
                     out.update(stored=False, note=f"not stored in {store.url}: {_one_line(err)}")

@@ -21,8 +21,8 @@ from .. import program as P
 from ..collectives import KIND_LABELS
 from .replay import Graph
 
-MAX_SEGMENTS = 4000        # segments returned for the timeline (merged beyond)
-PATH_TOP = 16              # entries of the by-rank and by-operator breakdowns
+MAX_SEGMENTS = 4000  # segments returned for the timeline (merged beyond)
+PATH_TOP = 16  # entries of the by-rank and by-operator breakdowns
 
 
 def path_of(graph: Graph, n0: int, lo: float, start: np.ndarray, end: np.ndarray):
@@ -38,7 +38,7 @@ def path_of(graph: Graph, n0: int, lo: float, start: np.ndarray, end: np.ndarray
         g = int(graph.group[n])
         # -- what set its end
         if g >= 0:
-            mem = graph.g_sorted_nodes[graph.g_ptr[g]:graph.g_ptr[g + 1]]
+            mem = graph.g_sorted_nodes[graph.g_ptr[g] : graph.g_ptr[g + 1]]
             m = int(mem[np.argmax(start[mem])])
             out.append((int(graph.rank[m]), start[m], e, wpb.PATH_COMMUNICATION, int(graph.ckind[m]), m))
             n = m
@@ -46,8 +46,12 @@ def path_of(graph: Graph, n0: int, lo: float, start: np.ndarray, end: np.ndarray
                 break
         else:
             lp = int(graph.lp[n])
-            if k == P.SYNC and graph.xp[n] >= 0 and abs(end[int(graph.xp[n])] + graph.xl[n] - e) < 0.5 \
-                    and end[int(graph.xp[n])] + graph.xl[n] >= start[n] + graph.busy[n]:
+            if (
+                k == P.SYNC
+                and graph.xp[n] >= 0
+                and abs(end[int(graph.xp[n])] + graph.xl[n] - e) < 0.5
+                and end[int(graph.xp[n])] + graph.xl[n] >= start[n] + graph.busy[n]
+            ):
                 x = int(graph.xp[n])
                 out.append((int(graph.rank[n]), end[x], e, wpb.PATH_HOST, 0, n))
                 n = x
@@ -85,8 +89,9 @@ def path_of(graph: Graph, n0: int, lo: float, start: np.ndarray, end: np.ndarray
         _, p, which = max(cands)
         host = which == 1 or not graph.is_device[n]
         if start[n] > end[p]:
-            out.append((int(graph.rank[n]), end[p], start[n], wpb.PATH_HOST if host else wpb.PATH_WAITING, 0,
-                        p if host else n))
+            out.append(
+                (int(graph.rank[n]), end[p], start[n], wpb.PATH_HOST if host else wpb.PATH_WAITING, 0, p if host else n)
+            )
         n = p
         if end[n] <= lo:
             break
@@ -99,11 +104,23 @@ def path_of(graph: Graph, n0: int, lo: float, start: np.ndarray, end: np.ndarray
     return clipped
 
 
-_NODE_PATH = {P.COMPUTE: wpb.PATH_COMPUTE, P.MEMCPY: wpb.PATH_MEMCPY, P.MEMSET: wpb.PATH_MEMCPY,
-              P.COLLECTIVE: wpb.PATH_COMMUNICATION, P.HOST_COLLECTIVE: wpb.PATH_COMMUNICATION,
-              P.STEP_START: wpb.PATH_HOST, P.STEP_END: wpb.PATH_HOST, P.SYNC: wpb.PATH_HOST}
-_KIND_KEY: Dict[int, str] = {wpb.PATH_COMPUTE: "compute", wpb.PATH_COMMUNICATION: "communication", wpb.PATH_MEMCPY: "memcpy",
-             wpb.PATH_HOST: "host", wpb.PATH_WAITING: "waiting"}
+_NODE_PATH = {
+    P.COMPUTE: wpb.PATH_COMPUTE,
+    P.MEMCPY: wpb.PATH_MEMCPY,
+    P.MEMSET: wpb.PATH_MEMCPY,
+    P.COLLECTIVE: wpb.PATH_COMMUNICATION,
+    P.HOST_COLLECTIVE: wpb.PATH_COMMUNICATION,
+    P.STEP_START: wpb.PATH_HOST,
+    P.STEP_END: wpb.PATH_HOST,
+    P.SYNC: wpb.PATH_HOST,
+}
+_KIND_KEY: Dict[int, str] = {
+    wpb.PATH_COMPUTE: "compute",
+    wpb.PATH_COMMUNICATION: "communication",
+    wpb.PATH_MEMCPY: "memcpy",
+    wpb.PATH_HOST: "host",
+    wpb.PATH_WAITING: "waiting",
+}
 
 
 def kind_key(kind: int, ck: int) -> str:
@@ -132,20 +149,23 @@ def _breakdown(segs, graph: Graph, out: wpb.PathBreakdown, labels: Dict[int, str
         if kind == wpb.PATH_COMPUTE:
             nm = node_name(graph, node)
             by_op[nm] = by_op.get(nm, 0.0) + d
-    frac = (lambda d: d / total if total else 0.0)
+    frac = lambda d: d / total if total else 0.0
     for (kind, ck), d in sorted(by_kind.items(), key=lambda x: -x[1]):
-        out.by_kind.add(key=kind_key(kind, ck), rank=-1, kind=kind, collective_kind=ck, ns=int(round(d)),
-                        fraction=frac(d))
+        out.by_kind.add(
+            key=kind_key(kind, ck), rank=-1, kind=kind, collective_kind=ck, ns=int(round(d)), fraction=frac(d)
+        )
     ranks = graph.prep.ranks
     for r, d in sorted(by_rank.items(), key=lambda x: -x[1])[:PATH_TOP]:
-        out.by_rank.add(key=labels.get(r, f"rank {ranks[r].rank}"), rank=ranks[r].rank, ns=int(round(d)),
-                        fraction=frac(d))
+        out.by_rank.add(
+            key=labels.get(r, f"rank {ranks[r].rank}"), rank=ranks[r].rank, ns=int(round(d)), fraction=frac(d)
+        )
     for nm, d in sorted(by_op.items(), key=lambda x: -x[1])[:PATH_TOP]:
         out.by_operator.add(key=nm, rank=-1, kind=wpb.PATH_COMPUTE, ns=int(round(d)), fraction=frac(d))
 
 
-def critical_path(graph: Graph, out: wpb.CriticalPath, labels: Optional[Dict[int, str]] = None
-                  ) -> Tuple[np.ndarray, np.ndarray]:
+def critical_path(
+    graph: Graph, out: wpb.CriticalPath, labels: Optional[Dict[int, str]] = None
+) -> Tuple[np.ndarray, np.ndarray]:
     """Fill ``out`` (steps, breakdowns, segments); returns the unchanged replay's (start, end)."""
     labels = labels or {}
     start, end = graph.replay()
@@ -165,8 +185,9 @@ def critical_path(graph: Graph, out: wpb.CriticalPath, labels: Optional[Dict[int
         j = m[np.argmax(end[en[m]])]
         n0, lo = int(en[j]), float(start[sn[j]])
         segs = path_of(graph, n0, lo, start, end)
-        sp = out.steps.add(step=int(s), end_rank=ranks[int(rk[j])].rank, observed_ns=int(round(obs[j])),
-                           replayed_ns=int(round(rep[j])))
+        sp = out.steps.add(
+            step=int(s), end_rank=ranks[int(rk[j])].rank, observed_ns=int(round(obs[j])), replayed_ns=int(round(rep[j]))
+        )
         _breakdown(segs, graph, sp.breakdown, labels)
         all_segs.extend((int(s),) + x for x in reversed(segs))
     _breakdown([x[1:] for x in all_segs], graph, out.total, labels)
@@ -179,11 +200,15 @@ def _segments(graph: Graph, segs, out: wpb.CriticalPath) -> None:
     rows = []
     for step, r, a, b, kind, ck, node in segs:
         rows.append([step, r, a, b, kind, ck, node, 1])
-    if len(rows) > MAX_SEGMENTS:   # merge neighbours on one rank, shortest first, until under the cap
+    if len(rows) > MAX_SEGMENTS:  # merge neighbours on one rank, shortest first, until under the cap
         merged: List[list] = []
         for row in rows:
-            if merged and merged[-1][1] == row[1] and merged[-1][0] == row[0] and (
-                    merged[-1][4] == row[4] or len(rows) > 2 * MAX_SEGMENTS):
+            if (
+                merged
+                and merged[-1][1] == row[1]
+                and merged[-1][0] == row[0]
+                and (merged[-1][4] == row[4] or len(rows) > 2 * MAX_SEGMENTS)
+            ):
                 m = merged[-1]
                 m[2], m[3] = min(m[2], row[2]), max(m[3], row[3])
                 m[7] += row[7]
@@ -200,6 +225,15 @@ def _segments(graph: Graph, segs, out: wpb.CriticalPath) -> None:
         nm = node_name(graph, node) if kind != wpb.PATH_WAITING else "wait"
         if kind == wpb.PATH_COMMUNICATION and not nm:
             nm = KIND_LABELS.get(ck, "other")
-        out.segments.add(rank=ranks[r].rank, step=step, start_unix_ns=int(round(a)) + sh,
-                         end_unix_ns=int(round(b)) + sh, kind=kind, collective_kind=ck, name=nm,
-                         stream=int(graph.stream[node]), merged=cnt, worker=ranks[r].worker)
+        out.segments.add(
+            rank=ranks[r].rank,
+            step=step,
+            start_unix_ns=int(round(a)) + sh,
+            end_unix_ns=int(round(b)) + sh,
+            kind=kind,
+            collective_kind=ck,
+            name=nm,
+            stream=int(graph.stream[node]),
+            merged=cnt,
+            worker=ranks[r].worker,
+        )

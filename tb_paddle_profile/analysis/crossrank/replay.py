@@ -39,6 +39,7 @@ _NEG = -1e30
 @dataclass
 class Prepared:
     """The cross-rank analysis' first half (what build.analyze computes before the message)."""
+
     ranks: List[RankData]
     flat: Flat
     waits: Waits
@@ -66,8 +67,7 @@ def _program_fields() -> Dict[int, Tuple[str, bool]]:
 
     from ...v1 import summary_pb2 as spb
 
-    return {f.number: (f.name, f.type in (F.TYPE_SINT64, F.TYPE_SINT32))
-            for f in spb.ParallelProgram.DESCRIPTOR.fields}
+    return {f.number: (f.name, f.type in (F.TYPE_SINT64, F.TYPE_SINT32)) for f in spb.ParallelProgram.DESCRIPTOR.fields}
 
 
 PROGRAM_FIELDS = _program_fields()
@@ -96,7 +96,7 @@ class Graph:
             if fast is not None and name in fast and np.array_equal(fast[name][1], counts):
                 return fast[name][0].astype(dtype, copy=False)
             parts = [getattr(p, name) for p in progs]
-            if any(len(a) != c for a, c in zip(parts, counts.tolist())):   # a digest without the column
+            if any(len(a) != c for a, c in zip(parts, counts.tolist())):  # a digest without the column
                 parts = [a if len(a) == c else [default] * c for a, c in zip(parts, counts.tolist())]
             # one pass over every rank's values (np.asarray per repeated field costs ~20 us each)
             return np.fromiter(itertools.chain.from_iterable(parts), dtype=dtype, count=N)
@@ -118,7 +118,7 @@ class Graph:
         self.wp, self.wl = pred("wait_pred"), col("wait_lag_ns").astype(np.float64)
         self.tl, self.tn = col("tail_lag_ns").astype(np.float64), col("tail_ns").astype(np.float64)
         self.coll = col("collective")
-        self._col = col   # the columns only the paths and some what-ifs read, on first use (properties below)
+        self._col = col  # the columns only the paths and some what-ifs read, on first use (properties below)
         self.obs_end = self.obs_start + self.dur
         # the matched group of each collective node (-1: unmatched or not a collective)
         grp = np.full(N, -1, dtype=np.int64)
@@ -180,10 +180,10 @@ class Graph:
                 break
             cur = ptr[act]
             pr = preds[cur]
-            pe = np.where(pr >= 0, lev_e[np.maximum(pr, 0)], -2)   # -2: no predecessor
+            pe = np.where(pr >= 0, lev_e[np.maximum(pr, 0)], -2)  # -2: no predecessor
             ready = ~(pe == -1).any(axis=1)
             if not ready.any():
-                self.stalled = True   # cannot happen for a trace's own order; keep the rest unreplayed
+                self.stalled = True  # cannot happen for a trace's own order; keep the rest unreplayed
                 break
             c = cur[ready]
             ls = np.maximum(pe[ready].max(axis=1) + 1, 0)
@@ -241,16 +241,31 @@ class Graph:
             self.m_lag[g_sorted_nodes] = np.where(lag >= 0, lag, tr)
 
     # ------------------------------------------------------------------ replay
-    def replay(self, scale: Optional[np.ndarray] = None, transfer: Optional[np.ndarray] = None,
-               launch_lag: Optional[np.ndarray] = None, host_lag: Optional[np.ndarray] = None,
-               tail_lag: Optional[np.ndarray] = None, gaps: Optional[np.ndarray] = None
-               ) -> Tuple[np.ndarray, np.ndarray]:
+    def replay(
+        self,
+        scale: Optional[np.ndarray] = None,
+        transfer: Optional[np.ndarray] = None,
+        launch_lag: Optional[np.ndarray] = None,
+        host_lag: Optional[np.ndarray] = None,
+        tail_lag: Optional[np.ndarray] = None,
+        gaps: Optional[np.ndarray] = None,
+    ) -> Tuple[np.ndarray, np.ndarray]:
         """(start, end) of every node with the given changes: ``scale`` multiplies each node's busy
         (kernel) time, ``transfer`` replaces each group's transfer, the lags replace the launch,
         host-chain (stream lag of host nodes) and tail lags, ``gaps`` the time inside each node beyond its
         busy time (a compute run's gaps between its kernels)."""
-        s, e = self.replay_many([dict(scale=scale, transfer=transfer, launch_lag=launch_lag, host_lag=host_lag,
-                                      tail_lag=tail_lag, gaps=gaps)])
+        s, e = self.replay_many(
+            [
+                dict(
+                    scale=scale,
+                    transfer=transfer,
+                    launch_lag=launch_lag,
+                    host_lag=host_lag,
+                    tail_lag=tail_lag,
+                    gaps=gaps,
+                )
+            ]
+        )
         return s[0], e[0]
 
     def replay_many(self, changes: Sequence[Dict[str, Optional[np.ndarray]]]) -> Tuple[np.ndarray, np.ndarray]:
@@ -259,7 +274,7 @@ class Graph:
         all, so that K replays cost little more than one at many ranks."""
         N = self.n
         K = len(changes)
-        o = self.lev_nodes                   # every replayed node, level by level
+        o = self.lev_nodes  # every replayed node, level by level
         sent = self._sentinels()
 
         def rows(key, default):
@@ -271,28 +286,37 @@ class Graph:
 
         f = rows("scale", np.ones(N))
         SL = rows("host_lag", self.sl).copy()
-        SL[:, sent["root"]] = self.obs_start[o][sent["root"]]   # a rank's first node starts when it did
+        SL[:, sent["root"]] = self.obs_start[o][sent["root"]]  # a rank's first node starts when it did
         LL = rows("launch_lag", self.ll)
         TL = rows("tail_lag", self.tl)
         extra = rows("gaps", self.dur - self.busy).copy()
-        extra[:, sent["sync"]] = 0.0         # a sync: its own minimum, or its wait (the cross edge)
+        extra[:, sent["sync"]] = 0.0  # a sync: its own minimum, or its wait (the cross edge)
         XL, WL, BUSY, TN = self.xl[o], self.wl[o], self.busy[o], self.tn[o]
         SP, LP, XP, WP, TP, XE = sent["SP"], sent["LP"], sent["XP"], sent["WP"], sent["TP"], sent["XE"]
         start = np.repeat(self.obs_start[None, :], K, axis=0)
-        end = np.concatenate([np.repeat(self.obs_end[None, :], K, axis=0), np.full((K, 1), _NEG),
-                              np.zeros((K, 1))], axis=1)   # N: "no predecessor", N + 1: time 0
+        end = np.concatenate(
+            [np.repeat(self.obs_end[None, :], K, axis=0), np.full((K, 1), _NEG), np.zeros((K, 1))], axis=1
+        )  # N: "no predecessor", N + 1: time 0
         ptr = self.lev_ptr
         trs = [c.get("transfer") for c in changes]
         if all(x is None for x in trs):
             ratio_all = np.where(self.transfer > 0, 1.0, 0.0)[None, :]
         else:
-            ratio_all = np.stack([np.where(self.transfer > 0, (self.transfer if x is None else x)
-                                           / np.maximum(self.transfer, 1e-9), 0.0) for x in trs])
+            ratio_all = np.stack(
+                [
+                    np.where(
+                        self.transfer > 0, (self.transfer if x is None else x) / np.maximum(self.transfer, 1e-9), 0.0
+                    )
+                    for x in trs
+                ]
+            )
         for v in range(self.n_levels):
             a, b = ptr[v], ptr[v + 1]
             if b > a:
-                s = np.maximum(np.maximum(end[:, SP[a:b]] + SL[:, a:b], end[:, LP[a:b]] + LL[:, a:b]),
-                               np.maximum(end[:, XP[a:b]] + XL[a:b], end[:, WP[a:b]] + WL[a:b]))
+                s = np.maximum(
+                    np.maximum(end[:, SP[a:b]] + SL[:, a:b], end[:, LP[a:b]] + LL[:, a:b]),
+                    np.maximum(end[:, XP[a:b]] + XL[a:b], end[:, WP[a:b]] + WL[a:b]),
+                )
                 fb = f[:, a:b]
                 e = np.maximum(s + fb * BUSY[a:b] + extra[:, a:b], end[:, TP[a:b]] + TL[:, a:b] + fb * TN[a:b])
                 e = np.maximum(e, end[:, XE[a:b]] + XL[a:b])
@@ -321,9 +345,11 @@ class Graph:
         p2p, other, total = self.unmatched()
         if not p2p and not other:
             return ""
-        return (f"{p2p} send/recv and {other} other collective instances of {total} could not be "
-                "matched to their peers; the replay keeps them at their traced times (waits included), so changes "
-                "do not travel through them: replayed costs and what-ifs are uncertain.")
+        return (
+            f"{p2p} send/recv and {other} other collective instances of {total} could not be "
+            "matched to their peers; the replay keeps them at their traced times (waits included), so changes "
+            "do not travel through them: replayed costs and what-ifs are uncertain."
+        )
 
     def _sentinels(self) -> Dict[str, np.ndarray]:
         """The predecessors of the replayed nodes in level order, -1 replaced by N (end -inf: none) and,
@@ -360,8 +386,11 @@ class Graph:
         ks = np.nonzero(self.kind == P.STEP_START)[0]
         ke = np.nonzero(self.kind == P.STEP_END)[0]
         a = {(int(r), int(s)): i for r, s, i in zip(self.rank[ks], self.step[ks], ks)}
-        rows = [(int(self.rank[i]), int(self.step[i]), a[(int(self.rank[i]), int(self.step[i]))], int(i))
-                for i in ke.tolist() if (int(self.rank[i]), int(self.step[i])) in a]
+        rows = [
+            (int(self.rank[i]), int(self.step[i]), a[(int(self.rank[i]), int(self.step[i]))], int(i))
+            for i in ke.tolist()
+            if (int(self.rank[i]), int(self.step[i])) in a
+        ]
         if not rows:
             z = np.zeros(0, np.int64)
             return z, z, z, z

@@ -51,15 +51,21 @@ BUBBLE_DEFINITION = (
     "idle = the span minus its slots (forwards and backwards, device extent). Fill/drain = the idle the recognised "
     "schedule imposes with balanced stages (the same order replayed with every forward and backward at the step's "
     "mean duration, each send/recv taking its measured latency: the send's launch after the sender's slot, then the "
-    "transfer), at the same place; waiting = the rest (a slower neighbour, a receive posted late, the host's gaps).")
+    "transfer), at the same place; waiting = the rest (a slower neighbour, a receive posted late, the host's gaps)."
+)
 
 _PHASE = {F: spb.SCHEDULE_PHASE_FORWARD, B: spb.SCHEDULE_PHASE_BACKWARD}
-_NAMES = {spb.SCHEDULE_KIND_1F1B: "1F1B", spb.SCHEDULE_KIND_GPIPE: "GPipe",
-          spb.SCHEDULE_KIND_INTERLEAVED: "interleaved", spb.SCHEDULE_KIND_UNKNOWN: "unknown",
-          spb.SCHEDULE_KIND_NOT_PIPELINED: "not pipelined"}
+_NAMES = {
+    spb.SCHEDULE_KIND_1F1B: "1F1B",
+    spb.SCHEDULE_KIND_GPIPE: "GPipe",
+    spb.SCHEDULE_KIND_INTERLEAVED: "interleaved",
+    spb.SCHEDULE_KIND_UNKNOWN: "unknown",
+    spb.SCHEDULE_KIND_NOT_PIPELINED: "not pipelined",
+}
 
 
 # ---------------------------------------------------------------- the schedules
+
 
 def expected(kind: int, pp: int, stage: int, m: int, v: int = 1) -> List[Tuple[int, int, int]]:
     """The (phase, micro-batch, chunk) order of ``stage`` under schedule ``kind`` with ``pp`` stages,
@@ -95,6 +101,7 @@ def expected(kind: int, pp: int, stage: int, m: int, v: int = 1) -> List[Tuple[i
 
 # ---------------------------------------------------------------- the message
 
+
 class _Rec:
     """One stage-step's slots, bubbles and totals (a StageStep message only for the pipelines drawn)."""
 
@@ -102,16 +109,26 @@ class _Rec:
         self.stage, self.step, self.rank, self.worker, self.lo, self.hi = stage, step, rank, worker, lo, hi
         self.span_ns = hi - lo
         self.slots_ns = self.fill_drain_ns = self.wait_ns = self.ideal_idle_ns = 0
-        self.split = False   # its idle split into fill/drain and waiting (the replay succeeded)
-        self.slots: List[tuple] = []     # (phase, micro-batch, chunk, start, end, busy)
-        self.bubbles: List[tuple] = []   # (kind, start, end)
+        self.split = False  # its idle split into fill/drain and waiting (the replay succeeded)
+        self.slots: List[tuple] = []  # (phase, micro-batch, chunk, start, end, busy)
+        self.bubbles: List[tuple] = []  # (kind, start, end)
         self.f_ext: List[int] = []
         self.b_ext: List[int] = []
 
     def to_pb(self) -> spb.StageStep:
-        m = spb.StageStep(stage=self.stage, step=self.step, rank=self.rank, worker=self.worker,
-                          start_unix_ns=self.lo, end_unix_ns=self.hi, span_ns=self.span_ns, slots_ns=self.slots_ns,
-                          fill_drain_ns=self.fill_drain_ns, wait_ns=self.wait_ns, ideal_idle_ns=self.ideal_idle_ns)
+        m = spb.StageStep(
+            stage=self.stage,
+            step=self.step,
+            rank=self.rank,
+            worker=self.worker,
+            start_unix_ns=self.lo,
+            end_unix_ns=self.hi,
+            span_ns=self.span_ns,
+            slots_ns=self.slots_ns,
+            fill_drain_ns=self.fill_drain_ns,
+            wait_ns=self.wait_ns,
+            ideal_idle_ns=self.ideal_idle_ns,
+        )
         for ph, mb, ch, a, b, busy in self.slots:
             m.slots.add(phase=_PHASE[ph], micro_batch=mb, chunk=ch, start_unix_ns=a, end_unix_ns=b, busy_ns=busy)
         for kind, a, b in self.bubbles:
@@ -136,15 +153,17 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
     slots = {x: _RankSlots(ranks[x]) for c in chains for x in c}
     if not any(slots[x].n for x in slots):
         out.kind, out.name = spb.SCHEDULE_KIND_UNKNOWN, _NAMES[spb.SCHEDULE_KIND_UNKNOWN]
-        out.why = ("The pipeline's traces hold no Forward or Backward events (Paddle records them around "
-                   "Layer calls and backward()): no slot to place.")
+        out.why = (
+            "The pipeline's traces hold no Forward or Backward events (Paddle records them around "
+            "Layer calls and backward()): no slot to place."
+        )
         return out
     partners = _Partners(ranks, flat)
     steps = sorted(set().union(*[set(slots[x].step.tolist()) for x in slots]))
     out.steps.extend(steps)
 
     # per pipeline and step: the stage-steps with their identities
-    work = []   # (pipeline index, step, cells, paired)
+    work = []  # (pipeline index, step, cells, paired)
     v_seen, m_seen = 1, 0
     all_paired = True
     missing = 0
@@ -168,13 +187,15 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
             work.append((pi, st, cells, paired))
     if missing:
         out.notes.append(f"{missing} pipeline-step(s) lack a stage's forward/backward events and are left out.")
-    out.identity = ("send/recv pairing (a slot takes the micro-batch and chunk of the slot whose send it "
-                    "receives)" if all_paired else "the order of the slots on each stage (send/recv pairing "
-                    "incomplete)")
+    out.identity = (
+        "send/recv pairing (a slot takes the micro-batch and chunk of the slot whose send it receives)"
+        if all_paired
+        else "the order of the slots on each stage (send/recv pairing incomplete)"
+    )
     out.micro_batches, out.chunks = m_seen, v_seen
 
     # recognition
-    cands = ([spb.SCHEDULE_KIND_INTERLEAVED] if v_seen > 1 else [spb.SCHEDULE_KIND_1F1B, spb.SCHEDULE_KIND_GPIPE])
+    cands = [spb.SCHEDULE_KIND_INTERLEAVED] if v_seen > 1 else [spb.SCHEDULE_KIND_1F1B, spb.SCHEDULE_KIND_GPIPE]
     follows = {k: 0 for k in cands}
     want: Dict[Tuple[int, int], list] = {}
     first_miss: Dict[int, str] = {}
@@ -196,13 +217,17 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
         out.kind = best
         out.name = _NAMES[best] + (f" (V={v_seen})" if best == spb.SCHEDULE_KIND_INTERLEAVED else "")
         also = [_NAMES[k] for k in cands if k != best and follows[k] == total]
-        out.why = (f"Every stage of every pipeline and step runs its {m_seen} micro-batches' forwards and backwards "
-                   f"in {out.name}'s order" + (f" (identical to {', '.join(also)} with these sizes)" if also else "")
-                   + ".")
+        out.why = (
+            f"Every stage of every pipeline and step runs its {m_seen} micro-batches' forwards and backwards "
+            f"in {out.name}'s order" + (f" (identical to {', '.join(also)} with these sizes)" if also else "") + "."
+        )
     else:
         out.kind, out.name = spb.SCHEDULE_KIND_UNKNOWN, _NAMES[spb.SCHEDULE_KIND_UNKNOWN]
-        out.why = (f"{follows[best]} of {total} stage-steps follow {_NAMES[best]}'s order; "
-                   + (first_miss.get(best) or "no slot was identified") + ".")
+        out.why = (
+            f"{follows[best]} of {total} stage-steps follow {_NAMES[best]}'s order; "
+            + (first_miss.get(best) or "no slot was identified")
+            + "."
+        )
     recognised = out.kind != spb.SCHEDULE_KIND_UNKNOWN
 
     # bubbles per pipeline, stage and step
@@ -266,8 +291,10 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
             per_pipe.setdefault(pi, []).append(m)
         matches[pi] = matches.get(pi, True) and ok
     if unsplit:
-        out.notes.append(f"{unsplit} pipeline-step(s) could not be replayed in their order: their idle is not split "
-                         "into fill/drain and waiting.")
+        out.notes.append(
+            f"{unsplit} pipeline-step(s) could not be replayed in their order: their idle is not split "
+            "into fill/drain and waiting."
+        )
     fa = np.concatenate(fwd_all) if fwd_all else np.zeros(0)
     ba = np.concatenate(bwd_all) if bwd_all else np.zeros(0)
     tf_all = float(fa.mean()) if fa.size else 0.0
@@ -279,10 +306,14 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
     pipes = []
     for pi in sorted(per_pipe):
         chain = chains[pi]
-        sp = spb.SchedulePipeline(index=pi, ranks=[ranks[x].rank for x in chain],
-                                  dp=topo.coord_dp[chain[0]] if topo.coord_dp else -1,
-                                  mp=topo.coord_mp[chain[0]] if topo.coord_mp else -1,
-                                  wait_ns=sum(m.wait_ns for m in per_pipe[pi]), matches_schedule=matches[pi])
+        sp = spb.SchedulePipeline(
+            index=pi,
+            ranks=[ranks[x].rank for x in chain],
+            dp=topo.coord_dp[chain[0]] if topo.coord_dp else -1,
+            mp=topo.coord_mp[chain[0]] if topo.coord_mp else -1,
+            wait_ns=sum(m.wait_ns for m in per_pipe[pi]),
+            matches_schedule=matches[pi],
+        )
         pipes.append(sp)
     for s in range(pp):
         rows = [(pi, m) for pi, ms in per_pipe.items() for m in ms if m.stage == s]
@@ -314,8 +345,10 @@ def build_schedule(ranks: Sequence[RankData], topo: Topology, flat: Flat) -> spb
         out.drawn_step = min(m.step for m in per_pipe[most.index])
         if len(pipes) > PIPELINES_DRAWN:
             drawn = [pipes[0]] + ([most] if most.index != pipes[0].index else [])
-            out.notes.append(f"{len(pipes)} pipelines: the first and the one that waits most are drawn; the "
-                             "stage totals cover all of them (mean and worst).")
+            out.notes.append(
+                f"{len(pipes)} pipelines: the first and the one that waits most are drawn; the "
+                "stage totals cover all of them (mean and worst)."
+            )
     for sp in drawn:
         sp.stage_steps.extend(m.to_pb() for m in sorted(per_pipe[sp.index], key=lambda m: (m.step, m.stage)))
         out.pipelines.append(sp)
@@ -330,9 +363,14 @@ def _mean(values) -> int:
 def _difference(seq, exp, pi, s, st, rank) -> str:
     def fmt(x):
         return f"{'F' if x[0] == F else 'B'}{x[1]}" + (f".{x[2]}" if x[2] else "")
+
     for k, (a, b) in enumerate(zip(seq, exp)):
         if a != b:
-            return (f"first difference: pipeline {pi} stage {s} (rank {rank}) step {st}, slot {k + 1} is {fmt(a)} "
-                    f"where it would be {fmt(b)}")
-    return (f"first difference: pipeline {pi} stage {s} (rank {rank}) step {st} runs {len(seq)} slots where it would "
-            f"run {len(exp)}")
+            return (
+                f"first difference: pipeline {pi} stage {s} (rank {rank}) step {st}, slot {k + 1} is {fmt(a)} "
+                f"where it would be {fmt(b)}"
+            )
+    return (
+        f"first difference: pipeline {pi} stage {s} (rank {rank}) step {st} runs {len(seq)} slots where it would "
+        f"run {len(exp)}"
+    )

@@ -13,7 +13,7 @@ from .load import pool_of
 from .match import RECV, SEND, SEND_RECV, Flat
 from .model import RankData
 
-F, B = 1, 2   # PhaseSpans.phase
+F, B = 1, 2  # PhaseSpans.phase
 
 
 class _RankSlots:
@@ -44,18 +44,18 @@ class _RankSlots:
         ptr = col("p2p_ptr") if len(ph.p2p_ptr) == n + 1 else np.zeros(n + 1, np.int64)
         idx = col("p2p")
         if not (idx.size and ptr[-1] == idx.size and (idx >= 0).all() and (idx < r.kind.size).all()):
-            ptr, idx = np.zeros(n + 1, np.int64), np.zeros(0, np.int64)   # none (or not this trace's)
-        self.p2p_ptr, self.p2p_idx = ptr, idx   # slot i's send/recv: p2p_idx[p2p_ptr[i]:p2p_ptr[i+1]]
+            ptr, idx = np.zeros(n + 1, np.int64), np.zeros(0, np.int64)  # none (or not this trace's)
+        self.p2p_ptr, self.p2p_idx = ptr, idx  # slot i's send/recv: p2p_idx[p2p_ptr[i]:p2p_ptr[i+1]]
         self.inst_slot[idx] = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
 
 
 class _StageStep:
     def __init__(self, stage: int, rank: int, rows: np.ndarray):
-        self.stage, self.rank, self.rows = stage, rank, rows   # rows: slot rows of the rank, host order
+        self.stage, self.rank, self.rows = stage, rank, rows  # rows: slot rows of the rank, host order
         self.mb = np.full(rows.size, -1, dtype=np.int64)
         self.chunk = np.full(rows.size, -1, dtype=np.int64)
-        self.pred: List[Optional[Tuple[int, int]]] = [None] * rows.size   # (stage, position) it receives from
-        self.lag = np.zeros(rows.size, dtype=np.int64)   # the transfer of what it receives (waits.py)
+        self.pred: List[Optional[Tuple[int, int]]] = [None] * rows.size  # (stage, position) it receives from
+        self.lag = np.zeros(rows.size, dtype=np.int64)  # the transfer of what it receives (waits.py)
 
 
 class _Partners:
@@ -75,11 +75,16 @@ class _Partners:
                 self.rank[at], self.inst[at] = flat.m_rank[y], flat.m_inst[y]
 
 
-def _preds(pipe: List[int], ranks: Sequence[RankData], slots: Dict[int, "_RankSlots"], partners: _Partners,
-           cells: Dict[int, "_StageStep"]) -> None:
+def _preds(
+    pipe: List[int],
+    ranks: Sequence[RankData],
+    slots: Dict[int, "_RankSlots"],
+    partners: _Partners,
+    cells: Dict[int, "_StageStep"],
+) -> None:
     """For each slot of one pipeline-step (cells: stage → _StageStep), the slot of the same phase on
     another stage of the pipeline whose send it receives, and that edge's latency."""
-    pos_of: Dict[Tuple[int, int], Tuple[int, int]] = {}   # (rank index, slot row) → (stage, position)
+    pos_of: Dict[Tuple[int, int], Tuple[int, int]] = {}  # (rank index, slot row) → (stage, position)
     for s, c in cells.items():
         for k, row in enumerate(c.rows.tolist()):
             pos_of[(c.rank, row)] = (s, k)
@@ -89,7 +94,7 @@ def _preds(pipe: List[int], ranks: Sequence[RankData], slots: Dict[int, "_RankSl
         transfer = cast(np.ndarray, r.transfer)  # set when the ranks are loaded (load.py)
         base = int(partners.base[c.rank])
         for k, row in enumerate(c.rows.tolist()):
-            for j in rs.p2p_idx[rs.p2p_ptr[row]:rs.p2p_ptr[row + 1]].tolist():
+            for j in rs.p2p_idx[rs.p2p_ptr[row] : rs.p2p_ptr[row + 1]].tolist():
                 xr, xi = int(partners.rank[base + j]), int(partners.inst[base + j])
                 if xr < 0 or xr == c.rank or xr not in in_pipe:
                     continue
@@ -99,7 +104,7 @@ def _preds(pipe: List[int], ranks: Sequence[RankData], slots: Dict[int, "_RankSl
                     continue
                 d, xd = int(r.direction[j]), int(ranks[xr].direction[xi])
                 receives = d == RECV or (d != SEND and xd == SEND)
-                if d not in (SEND, RECV) and xd not in (SEND, RECV):   # no direction: the earlier one sent
+                if d not in (SEND, RECV) and xd not in (SEND, RECV):  # no direction: the earlier one sent
                     receives = slots[xr].start[x_slot] < rs.start[row]
                 if not receives or rs.phase[row] != slots[xr].phase[x_slot]:
                     continue
@@ -114,6 +119,7 @@ def _preds(pipe: List[int], ranks: Sequence[RankData], slots: Dict[int, "_RankSl
 def _identify(cells: Dict[int, _StageStep], slots: Dict[int, _RankSlots], pp: int) -> Tuple[bool, int]:
     """Micro-batch and chunk of every slot from the pairing (True) or, failing that, from the order
     (False); the number of chunks."""
+
     def phase(c, k):
         return int(slots[c.rank].phase[c.rows[k]])
 
@@ -163,7 +169,7 @@ def _identify(cells: Dict[int, _StageStep], slots: Dict[int, _RankSlots], pp: in
     propagate(B)
     if all((c.mb >= 0).all() for c in cells.values()):
         return True, v
-    for c in cells.values():   # the order alone
+    for c in cells.values():  # the order alone
         seen = {F: 0, B: 0}
         for k in range(c.rows.size):
             p = phase(c, k)
@@ -172,14 +178,17 @@ def _identify(cells: Dict[int, _StageStep], slots: Dict[int, _RankSlots], pp: in
     return False, 1
 
 
-def _replay(cells: Dict[int, _StageStep], slots: Dict[int, _RankSlots], pp: int, v: int,
-            tf: float, tb: float) -> Optional[Dict[int, List[int]]]:
+def _replay(
+    cells: Dict[int, _StageStep], slots: Dict[int, _RankSlots], pp: int, v: int, tf: float, tb: float
+) -> Optional[Dict[int, List[int]]]:
     """The ideal idle before each slot (and after the last) of every stage: the recognised order with
     balanced durations, each slot also waiting for the transfer of what it receives; None when the
     order cannot be replayed (a dependency never met)."""
     end_of: Dict[Tuple[int, int, int, int], float] = {}
-    keys = {s: [(int(slots[c.rank].phase[c.rows[k]]), int(c.mb[k]), int(c.chunk[k])) for k in range(c.rows.size)]
-            for s, c in cells.items()}
+    keys = {
+        s: [(int(slots[c.rank].phase[c.rows[k]]), int(c.mb[k]), int(c.chunk[k])) for k in range(c.rows.size)]
+        for s, c in cells.items()
+    }
     present = {(s, *key) for s, ks in keys.items() for key in ks}
 
     lag = {(s, *key): int(c.lag[k]) for s, c in cells.items() for k, key in enumerate(keys[s])}

@@ -1,6 +1,7 @@
 """The generic side-by-side table of a comparison (display/diff.py): :func:`diff_table` makes one table of
 two tables of the same key, the rows matched by their Row.id, each value column as its baseline, candidate,
 delta and delta % (docs/diff.md); ``diff_link`` the link of a delta row to both timelines."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple, cast
@@ -19,8 +20,18 @@ from tb_paddle_profile.present.display.cells import (
 )
 
 # Value columns the CLI prints (and the panels draw) by default; the others are in the CSV, JSON and frames.
-PRIMARY = ("calls", "time_ns", "utilization", "value", "cpu_total_ns", "gpu_total_ns", "allocation_count",
-           "allocation_size", "free_size", "increased_size")
+PRIMARY = (
+    "calls",
+    "time_ns",
+    "utilization",
+    "value",
+    "cpu_total_ns",
+    "gpu_total_ns",
+    "allocation_count",
+    "allocation_size",
+    "free_size",
+    "increased_size",
+)
 # Numeric columns that name the row rather than measure it (model_steps: the step number).
 IDENTITY = ("step",)
 _SIDES = ("baseline", "candidate")
@@ -56,8 +67,9 @@ def _forest(table: dpb.Table, side: str, root: _Node) -> None:
     stack: List[Tuple[int, _Node]] = [(-1, root)]  # (depth, node): the open ancestors
     for row in table.rows:
         if row.role == dpb.ROW_HEADER:
-            row = dpb.Row(cells=[text(row.cells[0].text or row.id.upper())] + list(row.cells[1:]),
-                          role=dpb.ROW_SECTION, id=row.id)
+            row = dpb.Row(
+                cells=[text(row.cells[0].text or row.id.upper())] + list(row.cells[1:]), role=dpb.ROW_SECTION, id=row.id
+            )
         key = _row_key(table, row, col_index)
         if row.role == dpb.ROW_SECTION:
             section = root.children.setdefault(key, _Node(key))
@@ -100,20 +112,39 @@ def _number(cell: Optional[dpb.Cell]) -> Optional[float]:
     return cell.number
 
 
-def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], workers: Tuple[str, str] = ("", ""),
-               sort_column: str = "", sort: bool = True) -> dpb.Table:
+def diff_table(
+    baseline: Optional[dpb.Table],
+    candidate: Optional[dpb.Table],
+    workers: Tuple[str, str] = ("", ""),
+    sort_column: str = "",
+    sort: bool = True,
+) -> dpb.Table:
     """Two Tables of the same key side by side (see the module docstring); either may be None (a table only one
     side has: every row new or removed)."""
-    ref = cast(dpb.Table, baseline if baseline is not None else candidate)   # (not both None)
+    ref = cast(dpb.Table, baseline if baseline is not None else candidate)  # (not both None)
     groups = {g.key: g for g in ref.groups}
     ident = [c for c in ref.columns if _is_identity(c)]
     values = _value_columns(ref)
-    index = {side: ({c.key: i for i, c in enumerate(t.columns)} if t is not None else {})
-             for side, t in zip(_SIDES, (baseline, candidate))}
-    out = dpb.Table(key=ref.key, title=f"{ref.title}: baseline vs candidate", tree=ref.tree, empty=ref.empty,
-                    paddle_view=ref.paddle_view, text_hidden=ref.text_hidden)
-    out.text.CopyFrom(dpb.TextLayout(style="paddle", time_unit_line=any(c.format.kind == DURATION for c in values),
-                                     closing_separator=True, blank_lines_after=1))
+    index = {
+        side: ({c.key: i for i, c in enumerate(t.columns)} if t is not None else {})
+        for side, t in zip(_SIDES, (baseline, candidate))
+    }
+    out = dpb.Table(
+        key=ref.key,
+        title=f"{ref.title}: baseline vs candidate",
+        tree=ref.tree,
+        empty=ref.empty,
+        paddle_view=ref.paddle_view,
+        text_hidden=ref.text_hidden,
+    )
+    out.text.CopyFrom(
+        dpb.TextLayout(
+            style="paddle",
+            time_unit_line=any(c.format.kind == DURATION for c in values),
+            closing_separator=True,
+            blank_lines_after=1,
+        )
+    )
     heads = [list(t.text.head_lines) if t is not None else [] for t in (baseline, candidate)]
     for i in range(max(len(h) for h in heads)):  # "Peak Allocated Memory: 12" on each side -> "...: 12 / 14"
         b_line, c_line = (h[i] if i < len(h) else "" for h in heads)
@@ -124,8 +155,13 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
         col = out.columns.add()
         col.CopyFrom(c)
         col.panel_hidden = c.panel_hidden
-    out.columns.add(key="status", header="Status", format=fmt(TEXT), text_min_width=7,
-                    description="new: only in the candidate; removed: only in the baseline")
+    out.columns.add(
+        key="status",
+        header="Status",
+        format=fmt(TEXT),
+        text_min_width=7,
+        description="new: only in the candidate; removed: only in the baseline",
+    )
     specs = []  # (source key, kind)
     for c in values:
         primary = c.key in PRIMARY or ref.key == "model_steps"
@@ -133,21 +169,35 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
         hidden_panel = c.panel_hidden or not primary
         header = _header(c, groups)
         pct = c.format.kind not in (RATIO, PERCENT)
-        out.groups.add(key=c.key, header=f"{header} (baseline / candidate / delta{' / %' if pct else ''})",
-                       panel_header=header)
+        out.groups.add(
+            key=c.key, header=f"{header} (baseline / candidate / delta{' / %' if pct else ''})", panel_header=header
+        )
         base_fmt = dpb.Format()
         base_fmt.CopyFrom(c.format)
         for suffix, title in (("baseline", "Baseline"), ("candidate", "Candidate"), ("delta", "Delta")):
-            col = out.columns.add(key=f"{c.key}_{suffix}", header=title, format=base_fmt, group=c.key,
-                                  description=f"{c.description or header}: {suffix}" if suffix != "delta" else
-                                  f"{header}: candidate − baseline (a missing side counts as 0)",
-                                  text_hidden=hidden_text, panel_hidden=hidden_panel)
+            col = out.columns.add(
+                key=f"{c.key}_{suffix}",
+                header=title,
+                format=base_fmt,
+                group=c.key,
+                description=f"{c.description or header}: {suffix}"
+                if suffix != "delta"
+                else f"{header}: candidate − baseline (a missing side counts as 0)",
+                text_hidden=hidden_text,
+                panel_hidden=hidden_panel,
+            )
             if c.HasField("panel_format"):
                 col.panel_format.CopyFrom(c.panel_format)
         if pct:
-            out.columns.add(key=f"{c.key}_delta_pct", header="Delta %", format=fmt(PERCENT, digits=1), group=c.key,
-                            description=f"{header}: delta / baseline", text_hidden=hidden_text,
-                            panel_hidden=hidden_panel)
+            out.columns.add(
+                key=f"{c.key}_delta_pct",
+                header="Delta %",
+                format=fmt(PERCENT, digits=1),
+                group=c.key,
+                description=f"{header}: delta / baseline",
+                text_hidden=hidden_text,
+                panel_hidden=hidden_panel,
+            )
         specs.append((c.key, pct))
 
     root = _Node("")
@@ -155,8 +205,14 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
         if t is not None:
             _forest(t, side, root)
 
-    sort_on = sort_column if sort_column in {c.key for c in values} else next(
-        (k for k in ("gpu_total_ns", "cpu_total_ns", "increased_size", "time_ns") if k in {c.key for c in values}), "")
+    sort_on = (
+        sort_column
+        if sort_column in {c.key for c in values}
+        else next(
+            (k for k in ("gpu_total_ns", "cpu_total_ns", "increased_size", "time_ns") if k in {c.key for c in values}),
+            "",
+        )
+    )
     counts = {_NEW: 0, _REMOVED: 0}
 
     value_keys = {c.key for c in values}
@@ -172,12 +228,13 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
 
     def emit(node: _Node, depth: int, parent_name: str = "") -> None:
         b, c = node.rows.get("baseline"), node.rows.get("candidate")
-        src = cast(dpb.Row, b if b is not None else c)   # (a node has a row on one side at least)
+        src = cast(dpb.Row, b if b is not None else c)  # (a node has a row on one side at least)
         if src.role == dpb.ROW_SECTION:
             if not node.children:  # a section with no rows on either side (the GPU half of a CPU rank)
                 return
-            out.rows.add(cells=[text(src.cells[0].text)] + [text("")] * (len(out.columns) - 1),
-                         role=dpb.ROW_SECTION, id=src.id)
+            out.rows.add(
+                cells=[text(src.cells[0].text)] + [text("")] * (len(out.columns) - 1), role=dpb.ROW_SECTION, id=src.id
+            )
         else:
             status = "" if b is not None and c is not None else (_NEW if b is None else _REMOVED)
             if status:
@@ -197,11 +254,13 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
                     cells.append(num(delta / vals[0]) if delta is not None and vals[0] else num(None))
             # the event the source row's timeline link searches; a row without one (a kernel's launch
             # configuration) its parent's; a top-level row without one (the Model stages) its name
-            name = src.link[len("timeline:"):] if src.link.startswith("timeline:") else (
-                parent_name or (src.cells[0].text if src.cells else ""))
+            name = (
+                src.link[len("timeline:") :]
+                if src.link.startswith("timeline:")
+                else (parent_name or (src.cells[0].text if src.cells else ""))
+            )
             link = diff_link(workers[0] if b is not None else "", workers[1] if c is not None else "", name)
-            out.rows.add(cells=cells, depth=depth, role=src.role, id=src.id, link=link,
-                         text_hidden=src.text_hidden)
+            out.rows.add(cells=cells, depth=depth, role=src.role, id=src.id, link=link, text_hidden=src.text_hidden)
         kids = list(node.children.values())
         if sort and sort_on:
             kids.sort(key=order)
@@ -212,20 +271,31 @@ def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], wo
                 emit(kid, depth + 1, name)
 
     top = list(root.children.values())
-    if sort and sort_on and not any(cast(dpb.Row, n.rows.get("baseline", n.rows.get("candidate"))).role
-                                    == dpb.ROW_SECTION for n in top):
+    if (
+        sort
+        and sort_on
+        and not any(cast(dpb.Row, n.rows.get("baseline", n.rows.get("candidate"))).role == dpb.ROW_SECTION for n in top)
+    ):
         top.sort(key=order)
     for node in top:
         emit(node, 0)
-    for col in out.columns[len(ident):]:
+    for col in out.columns[len(ident) :]:
         col.text_min_width = max(col.text_min_width, len(col.header))
     for g in out.groups:
         g.text_min_width = max(g.text_min_width, len(g.header))
-    how = "name and input shapes" if "input_shapes" in index["baseline"] or "input_shapes" in index["candidate"] \
+    how = (
+        "name and input shapes"
+        if "input_shapes" in index["baseline"] or "input_shapes" in index["candidate"]
         else "name"
+    )
     sorted_on = f", by |delta| of {sort_on}" if sort and sort_on else ""
-    out.notes.append(sentence([f"Rows matched by {how}{sorted_on}: {counts[_NEW]} new, {counts[_REMOVED]} removed."],
-                              key="diff.matching", level="note"))
+    out.notes.append(
+        sentence(
+            [f"Rows matched by {how}{sorted_on}: {counts[_NEW]} new, {counts[_REMOVED]} removed."],
+            key="diff.matching",
+            level="note",
+        )
+    )
     return out
 
 

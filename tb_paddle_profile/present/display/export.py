@@ -10,6 +10,7 @@ table gets a ``depth`` column (0 for top-level rows).
 The Python API's frames (api.py): ``display_frames`` (every table of a Display by key), ``tidy`` (a table's
 frame as data: typed columns, one level of a tree, parent ids) and ``sentence_frame`` (the sentences).
 """
+
 from __future__ import annotations
 
 import csv
@@ -103,11 +104,17 @@ def to_frame(table: dpb.Table):
 
 def _unit(c: dpb.Column) -> str:
     k = c.format.kind
-    return {dpb.CELL_DURATION: "ns", dpb.CELL_RATIO: "fraction", dpb.CELL_PERCENT: "fraction",
-            dpb.CELL_BYTES: "bytes", dpb.CELL_COUNT: "count"}.get(k, "")
+    return {
+        dpb.CELL_DURATION: "ns",
+        dpb.CELL_RATIO: "fraction",
+        dpb.CELL_PERCENT: "fraction",
+        dpb.CELL_BYTES: "bytes",
+        dpb.CELL_COUNT: "count",
+    }.get(k, "")
 
 
 # ------------------------------------------------------------------ the Python API's frames
+
 
 def display_frames(display) -> Dict[str, object]:
     """Every table of a Display, by table key ("operators", "memory.Place(cpu)", ...), as DataFrames."""
@@ -189,6 +196,18 @@ def sentence_frame(display, time_unit: str = "ms"):
     import pandas as pd
 
     columns = ["view", "key", "level", "title", "text", "section", "part", "rule"]
-    rows = [{"view": v.key, "key": s.key, "level": s.level, "title": s.title, "text": sentence_text(s, time_unit),
-             "section": s.section, "part": s.part, "rule": s.rule} for v in display.views for s in v.sentences]
+    rows = [
+        {
+            "view": v.key,
+            "key": s.key,
+            "level": s.level,
+            "title": s.title,
+            "text": sentence_text(s, time_unit),
+            "section": s.section,
+            "part": s.part,
+            "rule": s.rule,
+        }
+        for v in display.views
+        for s in v.sentences
+    ]
     return pd.DataFrame(rows, columns=columns)
