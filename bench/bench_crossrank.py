@@ -10,6 +10,7 @@ program per rank at every N: 4 layers, 4 micro-batches, 3 steps), parses each tr
 growth of the per-rank cost against the smallest N. Issue 12's targets: <= 1 s at 1,024 ranks,
 <= 5 s at 4,096, per-rank cost constant within 25 % from 128 to 4,096 ranks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,15 +35,26 @@ def digests_for(n: int, work: str, jobs: int, record_shapes: bool = False):
         data = open(cache, "rb").read()
         ds, pos = [], 0
         while pos < len(data):
-            size = int.from_bytes(data[pos:pos + 8], "little")
-            ds.append(pb.RankDigest.FromString(data[pos + 8:pos + 8 + size]))
+            size = int.from_bytes(data[pos : pos + 8], "little")
+            ds.append(pb.RankDigest.FromString(data[pos + 8 : pos + 8 + size]))
             pos += 8 + size
         return ds
     from tb_paddle_profile.analysis.summarize import summarize_file
     from tbp_synth import SynthConfig, generate
+
     mp, pp = (2, 4) if n >= 8 else (1, 1)
-    cfg = SynthConfig(dp=max(1, n // (mp * pp)), mp=mp, pp=pp, layers=4, micro_batches=4, steps=3,
-                      names="default", clock_skew_us=3000, gpus_per_node=8, record_shapes=record_shapes)
+    cfg = SynthConfig(
+        dp=max(1, n // (mp * pp)),
+        mp=mp,
+        pp=pp,
+        layers=4,
+        micro_batches=4,
+        steps=3,
+        names="default",
+        clock_skew_us=3000,
+        gpus_per_node=8,
+        record_shapes=record_shapes,
+    )
     t0 = time.perf_counter()
     res = generate(cfg, out, jobs=jobs)
     t1 = time.perf_counter()
@@ -53,7 +65,7 @@ def digests_for(n: int, work: str, jobs: int, record_shapes: bool = False):
             b = d.SerializeToString()
             f.write(len(b).to_bytes(8, "little") + b)
             ds.append(d)
-            os.remove(path)   # the digests are what the bench needs; keep the disk free
+            os.remove(path)  # the digests are what the bench needs; keep the disk free
     os.replace(cache + ".tmp", cache)
     print(f"  generated {n} ranks in {t1 - t0:.0f} s, parsed in {time.perf_counter() - t1:.0f} s", file=sys.stderr)
     return ds
@@ -85,8 +97,10 @@ def main() -> None:
         if base is None and n >= 128:
             base = per
         growth = f"{per / base:.2f}" if base else "-"
-        print(f"{n:>6} {inst:>10} {matched:>9} {dt:>8.3f} {per:>8.3f} {growth:>7}  "
-              f"{'complete' if complete else 'incomplete'}")
+        print(
+            f"{n:>6} {inst:>10} {matched:>9} {dt:>8.3f} {per:>8.3f} {growth:>7}  "
+            f"{'complete' if complete else 'incomplete'}"
+        )
 
 
 if __name__ == "__main__":

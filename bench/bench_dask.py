@@ -14,6 +14,7 @@ Reports, as markdown tables:
 Usage: python bench/bench_dask.py [--small-copies M] [--ranks N] [--events E] [--workers 1,2,4] [--no-index]
 No assertions: it only measures. Numbers depend on the machine (cores shared with other work count).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,9 +46,28 @@ def small_logdir(root: Path, copies: int) -> Path:
 
 def generated_logdir(root: Path, ranks: int, events: int) -> Path:
     out = root / "gen"
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", str(ranks), "--mp", "1", "--pp", "1",
-                    "--steps", "2", "--out", str(out), "--events-per-rank", str(events)], check=True,
-                   capture_output=True, cwd=REPO)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            str(ranks),
+            "--mp",
+            "1",
+            "--pp",
+            "1",
+            "--steps",
+            "2",
+            "--out",
+            str(out),
+            "--events-per-rank",
+            str(events),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+    )
     for extra in out.glob("synth_*"):
         extra.unlink()
     return root
@@ -70,8 +90,18 @@ def direct(logdir: Path, cache: Path, index: bool) -> float:
     d, files = files_of(logdir)
     started = time.perf_counter()
     for f in files:
-        out = run_job(JobSpec(path=f.path, file_name=f.file_name, key=f.key, fs=d.fs, cache_dir=str(cache),
-                              root=d.root, index=index, return_data=False))
+        out = run_job(
+            JobSpec(
+                path=f.path,
+                file_name=f.file_name,
+                key=f.key,
+                fs=d.fs,
+                cache_dir=str(cache),
+                root=d.root,
+                index=index,
+                return_data=False,
+            )
+        )
         assert out.ok and out.stored, out
     return time.perf_counter() - started
 
@@ -81,8 +111,9 @@ def through_dask(client, logdir: Path, cache: Path, index: bool):
     from tb_paddle_profile.pipeline import dask as dask_preprocess
 
     started = time.perf_counter()
-    report = dask_preprocess.preprocess_dask(str(logdir), "bench", cache_dir=str(cache), timeline=index,
-                                             progress=None, client=client)
+    report = dask_preprocess.preprocess_dask(
+        str(logdir), "bench", cache_dir=str(cache), timeline=index, progress=None, client=client
+    )
     took = time.perf_counter() - started
     assert report.status == 0, report.results
     return took, report
@@ -109,8 +140,7 @@ def cluster(workers: int):
 
 def _compute_s(stream) -> float:
     """Seconds spent computing tasks, from a distributed task stream."""
-    return sum(sum(s["stop"] - s["start"] for s in t["startstops"] if s["action"] == "compute")
-               for t in stream.data)
+    return sum(sum(s["stop"] - s["start"] for s in t["startstops"] if s["action"] == "compute") for t in stream.data)
 
 
 def folder_bytes(folder: Path, pattern: str) -> int:
@@ -150,10 +180,14 @@ def main() -> None:
         dask_ms = statistics.median(p[1] for p in per) * 1e3
         inside_ms = statistics.median(p[2] for p in per) * 1e3
         print(f"## Engine overhead per file ({n} copies of a 76 KB trace, local:1, median of {a.repeat})\n")
-        print("| direct run_job | through Dask (wall, per file) | inside the task | overhead per file | of which in the task (cache checks, claim) | scheduler + client |")
+        print(
+            "| direct run_job | through Dask (wall, per file) | inside the task | overhead per file | of which in the task (cache checks, claim) | scheduler + client |"
+        )
         print("|---|---|---|---|---|---|")
-        print(f"| {direct_ms:.1f} ms | {dask_ms:.1f} ms | {inside_ms:.1f} ms | {dask_ms - direct_ms:.1f} ms | "
-              f"{inside_ms - direct_ms:.1f} ms | {dask_ms - inside_ms:.1f} ms |")
+        print(
+            f"| {direct_ms:.1f} ms | {dask_ms:.1f} ms | {inside_ms:.1f} ms | {dask_ms - direct_ms:.1f} ms | "
+            f"{inside_ms - direct_ms:.1f} ms | {dask_ms - inside_ms:.1f} ms |"
+        )
         print(f"\n(cluster start and worker imports, not counted: {start_s:.1f} s)\n")
 
         # -------------------------------------------------- throughput with 1 and 2 workers
@@ -162,12 +196,18 @@ def main() -> None:
         mb = sum(p.stat().st_size for p in traces) / (1 << 20)
         index = not a.no_index
         t_one = direct(gen, root / "cache-gen-direct", index=index)
-        print(f"## Throughput ({len(traces)} generated ranks, {mb / len(traces):.1f} MB each, ~{a.events} events; "
-              f"summary, digest{' and timeline index' if index else ''} per file)\n")
-        print("| workers | cluster start + imports | preprocess | inside a task, per file | traces/s | MB/s | speed-up vs 1 worker |")
+        print(
+            f"## Throughput ({len(traces)} generated ranks, {mb / len(traces):.1f} MB each, ~{a.events} events; "
+            f"summary, digest{' and timeline index' if index else ''} per file)\n"
+        )
+        print(
+            "| workers | cluster start + imports | preprocess | inside a task, per file | traces/s | MB/s | speed-up vs 1 worker |"
+        )
         print("|---|---|---|---|---|---|---|")
-        print(f"| direct, in process | - | {t_one:.2f} s | {t_one / len(traces) * 1e3:.0f} ms | "
-              f"{len(traces) / t_one:.2f} | {mb / t_one:.1f} | - |")
+        print(
+            f"| direct, in process | - | {t_one:.2f} s | {t_one / len(traces) * 1e3:.0f} ms | "
+            f"{len(traces) / t_one:.2f} | {mb / t_one:.1f} | - |"
+        )
         base = None
         for w in [int(x) for x in a.workers.split(",")]:
             client, local, start_s = cluster(w)
@@ -179,14 +219,21 @@ def main() -> None:
                 client.close()
                 local.close()
             base = base or took
-            print(f"| {w} | {start_s:.1f} s | {took:.2f} s | {inside / len(traces) * 1e3:.0f} ms | "
-                  f"{len(traces) / took:.2f} | {mb / took:.1f} | {base / took:.2f}x |")
+            print(
+                f"| {w} | {start_s:.1f} s | {took:.2f} s | {inside / len(traces) * 1e3:.0f} ms | "
+                f"{len(traces) / took:.2f} | {mb / took:.1f} | {base / took:.2f}x |"
+            )
         cache = root / "cache-gen-1"
-        entries = {"summary (.pb)": folder_bytes(cache, "*.pb"), "digest (.dg)": folder_bytes(cache, "*.dg"),
-                   "timeline index (.tl)": folder_bytes(cache, "*.tl")}
-        print(f"\nBytes per file: trace read {mb * (1 << 20) / len(traces) / 1e6:.2f} MB; written "
-              + ", ".join(f"{k} {v / len(traces) / 1e3:.0f} KB" for k, v in entries.items())
-              + f"; cores here: {os.cpu_count()}")
+        entries = {
+            "summary (.pb)": folder_bytes(cache, "*.pb"),
+            "digest (.dg)": folder_bytes(cache, "*.dg"),
+            "timeline index (.tl)": folder_bytes(cache, "*.tl"),
+        }
+        print(
+            f"\nBytes per file: trace read {mb * (1 << 20) / len(traces) / 1e6:.2f} MB; written "
+            + ", ".join(f"{k} {v / len(traces) / 1e3:.0f} KB" for k, v in entries.items())
+            + f"; cores here: {os.cpu_count()}"
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -12,6 +12,7 @@ of --repeat runs is kept; all modes run on the same file in the same invocation:
 Prints a markdown table of times, peak RSS and the ratios cold/floor and peak RSS / file size.
 With no TRACE, uses the shared traces and examples/profiler_log.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,10 @@ def measure(mode: str, path: Path, repeat: int) -> dict:
 
 def default_traces() -> list[Path]:
     shared = ROOT.parent / "shared" / "traces"
-    found = sorted(shared.glob("*/*.paddle_trace.json"))[:2] + sorted((ROOT / "examples" / "profiler_log").rglob(
-        "*.paddle_trace.json"))[:1]
+    found = (
+        sorted(shared.glob("*/*.paddle_trace.json"))[:2]
+        + sorted((ROOT / "examples" / "profiler_log").rglob("*.paddle_trace.json"))[:1]
+    )
     return found
 
 
@@ -47,15 +50,20 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="also write the table to this markdown file")
     args = ap.parse_args()
     traces = args.traces or default_traces()
-    lines = ["| trace | size (MB) | floor (s) | cold (s) | json.loads (s) | cold / floor | peak RSS cold (MB) "
-             "| peak RSS / size |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| trace | size (MB) | floor (s) | cold (s) | json.loads (s) | cold / floor | peak RSS cold (MB) "
+        "| peak RSS / size |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for path in traces:
         size = path.stat().st_size
         r = {m: measure(m, path, args.repeat) for m in MODES}
         rss = r["cold"]["maxrss_kb"] * 1024
-        lines.append(f"| {path.name} | {size / 1e6:.1f} | {r['floor']['seconds']:.3f} | {r['cold']['seconds']:.3f} "
-                     f"| {r['python-json']['seconds']:.3f} | {r['cold']['seconds'] / r['floor']['seconds']:.2f} "
-                     f"| {rss / 1e6:.0f} | {rss / size:.2f} |")
+        lines.append(
+            f"| {path.name} | {size / 1e6:.1f} | {r['floor']['seconds']:.3f} | {r['cold']['seconds']:.3f} "
+            f"| {r['python-json']['seconds']:.3f} | {r['cold']['seconds'] / r['floor']['seconds']:.2f} "
+            f"| {rss / 1e6:.0f} | {rss / size:.2f} |"
+        )
         print(lines[-1], flush=True)
     table = "\n".join(lines)
     print()

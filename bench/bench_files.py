@@ -23,6 +23,7 @@ to each size in turn; each size measured in a fresh child process (so that its R
 Nothing is asserted: it prints what it measured (docs/benchmarks.md quotes it). The files are deleted
 at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,8 @@ def grow_logdir(root: Path, have: int, want: int) -> None:
         if rank == 0:
             folder.mkdir(parents=True, exist_ok=True)
         (folder / f"rank{rank}_time_2026_12_02_10_00_00_{rank:06d}.paddle_trace.json").write_bytes(
-            tiny_trace(rank, 1000 + rank))
+            tiny_trace(rank, 1000 + rank)
+        )
 
 
 class InstantPool:
@@ -92,8 +94,15 @@ def one_outcome(work: Path):
     path = work / "one.paddle_trace.json"
     path.write_bytes(tiny_trace(0, 1000))
     st = path.stat()
-    out = run_job(JobSpec(path=str(path), file_name=path.name, key=CacheKey(str(path), st.st_size, "1"),
-                          cache_dir=str(work / "one-cache"), index=False))
+    out = run_job(
+        JobSpec(
+            path=str(path),
+            file_name=path.name,
+            key=CacheKey(str(path), st.st_size, "1"),
+            cache_dir=str(work / "one-cache"),
+            index=False,
+        )
+    )
     if not out.ok:
         raise SystemExit(f"the tiny trace did not parse: {out.error}")
     return out
@@ -202,8 +211,11 @@ def measure(root: Path, n: int, requests: int) -> dict:
     # after one file of one run changed state (that run's version moved): JSON, protobuf, protobuf gzipped
     # (what the frontend asks for); the run list's part of that run is made again, the others kept
     run = next(iter(d.snapshot().runs))
-    for case, url, headers in (("json", "/?format=json", {}), ("pb", "/", {}),
-                               ("gz", "/", {"Accept-Encoding": "gzip"})):
+    for case, url, headers in (
+        ("json", "/?format=json", {}),
+        ("pb", "/", {}),
+        ("gz", "/", {"Accept-Encoding": "gzip"}),
+    ):
         request_ms(runs, url)  # the answer of this format made once before: parts kept
         times = []
         for _ in range(requests):
@@ -238,8 +250,12 @@ def main(argv=None) -> int:
             grow_logdir(root, have, n)
             have = n
             print(f"{n} files on disk ({time.time() - t:.1f} s to write); measuring", file=sys.stderr, flush=True)
-            got = subprocess.run([sys.executable, __file__, "--one", str(n), "--work", str(root),
-                                  "--requests", str(args.requests)], capture_output=True, text=True, timeout=1800)
+            got = subprocess.run(
+                [sys.executable, __file__, "--one", str(n), "--work", str(root), "--requests", str(args.requests)],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
             if got.returncode != 0:
                 print(got.stdout, got.stderr, file=sys.stderr)
                 return 1
@@ -248,26 +264,35 @@ def main(argv=None) -> int:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
     us = lambda r, k: r[k] / r["files"] * 1e6  # noqa: E731 - per file, µs
-    print("| files | scan first µs/file | scan again µs/file | track µs/file | load µs/file (CPU) "
-          "| status first / again / changed ms | status MB | runs first / again / changed ms | runs MB "
-          "| snapshot B/file | entries B/file | RSS MB start / scanned / tracked / loaded | RSS KB/file |")
+    print(
+        "| files | scan first µs/file | scan again µs/file | track µs/file | load µs/file (CPU) "
+        "| status first / again / changed ms | status MB | runs first / again / changed ms | runs MB "
+        "| snapshot B/file | entries B/file | RSS MB start / scanned / tracked / loaded | RSS KB/file |"
+    )
     print("|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---|---:|")
     for r in rows:
-        print(f"| {r['files']:,} | {us(r, 'scan_first_s'):.0f} | {us(r, 'scan_again_s'):.0f} | {us(r, 'track_s'):.0f} "
-              f"| {us(r, 'load_s'):.0f} ({us(r, 'load_cpu_s'):.0f}) "
-              f"| {r['status_first_ms']:.1f} / {r['status_again_ms']:.1f} / {r['status_changed_ms']:.1f} "
-              f"| {r['status_bytes'] / 1e6:.2f} "
-              f"| {r['runs_first_ms']:.1f} / {r['runs_again_ms']:.1f} / {r['runs_changed_ms']:.1f} "
-              f"| {r['runs_bytes'] / 1e6:.2f} | {r['snapshot_bytes'] / r['files']:.0f} "
-              f"| {r['entries_bytes'] / r['files']:.0f} "
-              f"| {r['rss_start_mb']:.0f} / {r['rss_scanned_mb']:.0f} / {r['rss_tracked_mb']:.0f} / "
-              f"{r['rss_loaded_mb']:.0f} | {(r['rss_loaded_mb'] - r['rss_start_mb']) * 1e3 / r['files']:.2f} |")
+        print(
+            f"| {r['files']:,} | {us(r, 'scan_first_s'):.0f} | {us(r, 'scan_again_s'):.0f} | {us(r, 'track_s'):.0f} "
+            f"| {us(r, 'load_s'):.0f} ({us(r, 'load_cpu_s'):.0f}) "
+            f"| {r['status_first_ms']:.1f} / {r['status_again_ms']:.1f} / {r['status_changed_ms']:.1f} "
+            f"| {r['status_bytes'] / 1e6:.2f} "
+            f"| {r['runs_first_ms']:.1f} / {r['runs_again_ms']:.1f} / {r['runs_changed_ms']:.1f} "
+            f"| {r['runs_bytes'] / 1e6:.2f} | {r['snapshot_bytes'] / r['files']:.0f} "
+            f"| {r['entries_bytes'] / r['files']:.0f} "
+            f"| {r['rss_start_mb']:.0f} / {r['rss_scanned_mb']:.0f} / {r['rss_tracked_mb']:.0f} / "
+            f"{r['rss_loaded_mb']:.0f} | {(r['rss_loaded_mb'] - r['rss_start_mb']) * 1e3 / r['files']:.2f} |"
+        )
     print()
     print("| files | runs after one run's state changed: JSON ms (MB) | protobuf ms (MB) | protobuf gzip ms (MB) |")
     print("|---:|---|---|---|")
     for r in rows:
-        print(f"| {r['files']:,} | " + " | ".join(
-            f"{r[f'runs_run_{c}_ms']:.1f} ({r[f'runs_run_{c}_bytes'] / 1e6:.2f})" for c in ("json", "pb", "gz")) + " |")
+        print(
+            f"| {r['files']:,} | "
+            + " | ".join(
+                f"{r[f'runs_run_{c}_ms']:.1f} ({r[f'runs_run_{c}_bytes'] / 1e6:.2f})" for c in ("json", "pb", "gz")
+            )
+            + " |"
+        )
     for r in rows:
         if r["ready"] != r["files"] or r["submitted"] != r["files"]:
             print(f"note: {r['files']} files: {r['ready']} READY, {r['submitted']} jobs submitted")

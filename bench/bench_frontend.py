@@ -12,6 +12,7 @@ Reports, as a markdown table:
 Usage: python bench/bench_frontend.py [--repeat N] [--ops N] [--scroll-seconds S]
 Needs /usr/bin/chromium (or $TBPP_CHROMIUM) and the playwright Python package. No assertions.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,20 +50,45 @@ def write_wide_trace(path: Path, n_ops: int) -> None:
     def event(name: str, cat: str, start_us: float, dur_us: float, thread: str, extra=None) -> dict:
         args = {"start_time": f"{start_us:.3f} us", "end_time": f"{start_us + dur_us:.3f} us"}
         args.update(extra or {})
-        return {"name": f"{name}[{dur_us:.3f} us]", "pid": pid, "tid": f"{tid}({thread})", "ts": origin_us + int(start_us),
-                "dur": dur_us, "ph": "X", "cat": cat, "cname": "thread_state_runnable", "args": args}
+        return {
+            "name": f"{name}[{dur_us:.3f} us]",
+            "pid": pid,
+            "tid": f"{tid}({thread})",
+            "ts": origin_us + int(start_us),
+            "dur": dur_us,
+            "ph": "X",
+            "cat": cat,
+            "cname": "thread_state_runnable",
+            "args": args,
+        }
 
     events = [event("ProfileStep#1", "ProfileStep", 0.0, float(step_us), "Python")]
     for i in range(n_ops):
         start = 5.0 + i * 10
         dur = 4.0 + (i * 7919 % 50) / 10  # distinct times, so sorting has work to do
-        events.append(event(f"op{i:05d} dygraph", "Operator", start, dur, "C++",
-                            {"input_shapes": {}, "input_dtypes": {}, "callstack": ""}))
+        events.append(
+            event(
+                f"op{i:05d} dygraph",
+                "Operator",
+                start,
+                dur,
+                "C++",
+                {"input_shapes": {}, "input_dtypes": {}, "callstack": ""},
+            )
+        )
         events.append(event(f"op{i:05d} infer_meta", "OperatorInner", start + 0.5, 1.0, "C++"))
     events.append({})
-    trace = {"displayTimeUnit": "ms", "schemaVersion": "1.0.2", "span_index": "0", "traceEvents": events,
-             "ExtraInfo": {str(tid): "MainThread", "Process Cpu Utilization": "1.000000",
-                           "System Cpu Utilization": "0.500000"}}
+    trace = {
+        "displayTimeUnit": "ms",
+        "schemaVersion": "1.0.2",
+        "span_index": "0",
+        "traceEvents": events,
+        "ExtraInfo": {
+            str(tid): "MainThread",
+            "Process Cpu Utilization": "1.000000",
+            "System Cpu Utilization": "0.500000",
+        },
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(trace, indent=1))
 
@@ -73,12 +99,17 @@ def link(url: str, **keys: str) -> str:
 
 
 def plugin_frame(page):
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=120_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=120_000
+    )
     return handle.content_frame()
 
 
-OVERVIEW_DRAWN = ('[data-testid="overview-cpu-chart"][data-drawn]', '[data-testid="model-steps-chart"][data-drawn]',
-                  '[data-testid="dt-top-operators"]')
+OVERVIEW_DRAWN = (
+    '[data-testid="overview-cpu-chart"][data-drawn]',
+    '[data-testid="model-steps-chart"][data-drawn]',
+    '[data-testid="dt-top-operators"]',
+)
 
 SCROLL_FPS = """async ([testId, seconds, speed]) => {
   const box = document.querySelector(`[data-testid="${testId}"]`);
@@ -180,11 +211,15 @@ def main(argv=None) -> int:
                 frame.wait_for_function(done_js, timeout=60_000)
                 return time.perf_counter() - t
 
-            sort_s = timed_ui(lambda: frame.click('[data-testid="operator-table"] .vt-th[data-col="cpu_max_ns"]'),
-                              "() => document.querySelector('[data-testid=operator-table] .vt-th.sorted')?.dataset.col === 'cpu_max_ns'")
-            search_s = timed_ui(lambda: frame.fill('[data-testid="operators-search"]', "op0999"),
-                                # 10 operators and the title row of their section ("Thread: All threads merged")
-                                "() => document.querySelector('[data-testid=operator-table]').dataset.rows === '11'")
+            sort_s = timed_ui(
+                lambda: frame.click('[data-testid="operator-table"] .vt-th[data-col="cpu_max_ns"]'),
+                "() => document.querySelector('[data-testid=operator-table] .vt-th.sorted')?.dataset.col === 'cpu_max_ns'",
+            )
+            search_s = timed_ui(
+                lambda: frame.fill('[data-testid="operators-search"]', "op0999"),
+                # 10 operators and the title row of their section ("Thread: All threads merged")
+                "() => document.querySelector('[data-testid=operator-table]').dataset.rows === '11'",
+            )
             browser.close()
 
         def ms(v: float) -> str:
@@ -193,12 +228,18 @@ def main(argv=None) -> int:
         rows = [
             ("summaries parsed into the cache (first start, all files)", f"{parse_s:.2f} s"),
             ("summaries served from the cache on restart", "yes" if cached else "no"),
-            (f"load TensorBoard on the tab → drawn Overview, cached run (median of {args.repeat})", ms(statistics.median(opens))),
+            (
+                f"load TensorBoard on the tab → drawn Overview, cached run (median of {args.repeat})",
+                ms(statistics.median(opens)),
+            ),
             ("  fastest / slowest", f"{ms(min(opens))} / {ms(max(opens))}"),
             ("  of which the tab itself: its iframe created → drawn Overview (median)", ms(statistics.median(inside))),
             (f"load TensorBoard on the tab → drawn Operators, {n_rows:,} operators", ms(ops_open)),
             ("  of which the tab itself: iframe created → drawn table", ms(ops_inside)),
-            (f"scroll the {n_rows:,}-row table at 3,000 px/s for {args.scroll_seconds:g} s: frames per second", f"{wheel['fps']:.1f}"),
+            (
+                f"scroll the {n_rows:,}-row table at 3,000 px/s for {args.scroll_seconds:g} s: frames per second",
+                f"{wheel['fps']:.1f}",
+            ),
             ("  95th percentile / slowest frame", f"{wheel['p95']:.1f} ms / {wheel['max']:.1f} ms"),
             ("fling at 40,000 px/s (all rows new in every frame): frames per second", f"{fling['fps']:.1f}"),
             ("  95th percentile / slowest frame", f"{fling['p95']:.1f} ms / {fling['max']:.1f} ms"),

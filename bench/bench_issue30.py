@@ -34,6 +34,7 @@ across ranks) by functions that do nothing, and decodes a copy of the digests wi
 on and off and their ratio, the decode of the digests on and off, and the issue-30 parts' own time inside
 the on runs. Issue 30's condition: the cross-rank analysis no slower.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,7 +75,9 @@ def _timed(name, f):
             _t[name] = _t.get(name, 0.0) + time.perf_counter() - t
     return g
 """
-TIMED = TIMER + r"""
+TIMED = (
+    TIMER
+    + r"""
 import atexit, json, os
 from tb_paddle_profile.analysis import summarize as _s
 for _name in ("comm_instances", "bandwidth_view", "overlap_view", "launch_view", "host_stall_view", "rank_view",
@@ -82,10 +85,13 @@ for _name in ("comm_instances", "bandwidth_view", "overlap_view", "launch_view",
     setattr(_s, _name, _timed(_name, getattr(_s, _name)))
 atexit.register(lambda: open(os.environ["BENCH30_TIMES"], "w").write(json.dumps(_t)))
 """
+)
 
 
 # The cross-rank child: argv[1] "on"/"off", argv[2] the digests' file; prints one JSON line.
-CROSS_CHILD = TIMER + r"""
+CROSS_CHILD = (
+    TIMER
+    + r"""
 import json, os, statistics, sys
 label, path = sys.argv[1], sys.argv[2]
 from tb_paddle_profile.analysis.crossrank import analyze_run, comm_ranks, layers, sequences
@@ -118,19 +124,21 @@ print(json.dumps(dict(seconds=statistics.median(runs), best=min(runs), first=fir
                       cpu=statistics.median(cpu), cpu_best=min(cpu),
                       parts={k: v / len(runs) for k, v in _t.items()}, ranks=len(ds), layers=len(rp.layers.layers))))
 """
+)
 
 
 def _stripped(path: Path) -> Path:
     """A copy of the digests' file without the issue-30 fields (written once)."""
     from tb_paddle_profile.v1 import summary_pb2 as pb
+
     out = path.with_name(path.stem + "-no30.pb")
     if out.exists():
         return out
     data, pos = path.read_bytes(), 0
     with open(str(out) + ".tmp", "wb") as f:
         while pos < len(data):
-            n = int.from_bytes(data[pos:pos + 8], "little")
-            d = pb.RankDigest.FromString(data[pos + 8:pos + 8 + n])
+            n = int.from_bytes(data[pos : pos + 8], "little")
+            d = pb.RankDigest.FromString(data[pos + 8 : pos + 8 + n])
             pos += 8 + n
             for field in ("flops", "sequences", "comm"):
                 d.ClearField(field)
@@ -142,45 +150,60 @@ def _stripped(path: Path) -> Path:
 
 def crossrank(args) -> None:
     from bench_crossrank import digests_for
+
     rows = []
     for n in [int(x) for x in args.crossrank.split(",")]:
-        digests_for(n, str(args.work), 2, record_shapes=True)   # generated and parsed once, kept under --work
+        digests_for(n, str(args.work), 2, record_shapes=True)  # generated and parsed once, kept under --work
         full = args.work / f"digests{n}-shapes.pb"
         files = {"on": full, "off": _stripped(full)}
         res: dict = {"on": [], "off": []}
         for i in range(args.repeat):
             pair = ("on", "off") if i % 2 == 0 else ("off", "on")
             for label in pair:
-                r = run_child(sys.executable, label, files[label], env={"BENCH30_INNER": str(args.inner)},
-                              code=CROSS_CHILD)
+                r = run_child(
+                    sys.executable, label, files[label], env={"BENCH30_INNER": str(args.inner)}, code=CROSS_CHILD
+                )
                 if "error" in r:
                     raise SystemExit(f"{n} ranks, {label}: {r['error']}")
                 res[label].append(r)
                 extra = ""
                 if label == "on":
-                    extra = f"; the issue-30 parts {r['inside'] * 1e3:.1f} ms of it (" + ", ".join(
-                        f"{k} {v * 1e3:.1f}" for k, v in sorted(r["parts"].items(), key=lambda kv: -kv[1])) + " ms)"
-                print(f"  {n} ranks, run {i + 1} {label}: analysis {r['seconds']:.3f} s (best {r['best']:.3f}, "
-                      f"CPU {r['cpu']:.3f}, "
-                      f"first {r['first']:.3f}), decode {r['decode']:.3f} s, {r['layers']} layer rows{extra}",
-                      flush=True)
+                    extra = (
+                        f"; the issue-30 parts {r['inside'] * 1e3:.1f} ms of it ("
+                        + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in sorted(r["parts"].items(), key=lambda kv: -kv[1]))
+                        + " ms)"
+                    )
+                print(
+                    f"  {n} ranks, run {i + 1} {label}: analysis {r['seconds']:.3f} s (best {r['best']:.3f}, "
+                    f"CPU {r['cpu']:.3f}, "
+                    f"first {r['first']:.3f}), decode {r['decode']:.3f} s, {r['layers']} layer rows{extra}",
+                    flush=True,
+                )
         rows.append((n, res))
-    print("| ranks | analysis on s (median) | off s | on / off (medians) | on / off (best) | CPU on / off s (medians) "
-          "| CPU on / off (medians) | CPU on / off (best) | decode on / off s "
-          "| the issue-30 parts inside the on runs (median) |\n|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| ranks | analysis on s (median) | off s | on / off (medians) | on / off (best) | CPU on / off s (medians) "
+        "| CPU on / off (medians) | CPU on / off (best) | decode on / off s "
+        "| the issue-30 parts inside the on runs (median) |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
     for n, res in rows:
+
         def med(label, key):
             return statistics.median(r[key] for r in res[label])
+
         best = min(r["best"] for r in res["on"]) / min(r["best"] for r in res["off"])
         share = statistics.median(r["inside"] / r["seconds"] for r in res["on"])
-        print(f"| {n} | {med('on', 'seconds'):.3f} | {med('off', 'seconds'):.3f} "
-              f"| **{med('on', 'seconds') / med('off', 'seconds'):.3f}** | {best:.3f} "
-              f"| {med('on', 'cpu'):.3f} / {med('off', 'cpu'):.3f} | **{med('on', 'cpu') / med('off', 'cpu'):.3f}** "
-              f"| {min(r['cpu_best'] for r in res['on']) / min(r['cpu_best'] for r in res['off']):.3f} "
-              f"| {med('on', 'decode'):.3f} / {med('off', 'decode'):.3f} "
-              f"| {med('on', 'inside') * 1e3:.1f} ms ({share:.1%}) |")
-    print(f"{platform.machine()}, Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-          f"; {args.repeat} children each, taken in turn, each the median of {args.inner} runs after a first")
+        print(
+            f"| {n} | {med('on', 'seconds'):.3f} | {med('off', 'seconds'):.3f} "
+            f"| **{med('on', 'seconds') / med('off', 'seconds'):.3f}** | {best:.3f} "
+            f"| {med('on', 'cpu'):.3f} / {med('off', 'cpu'):.3f} | **{med('on', 'cpu') / med('off', 'cpu'):.3f}** "
+            f"| {min(r['cpu_best'] for r in res['on']) / min(r['cpu_best'] for r in res['off']):.3f} "
+            f"| {med('on', 'decode'):.3f} / {med('off', 'decode'):.3f} "
+            f"| {med('on', 'inside') * 1e3:.1f} ms ({share:.1%}) |"
+        )
+    print(
+        f"{platform.machine()}, Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f"; {args.repeat} children each, taken in turn, each the median of {args.inner} runs after a first"
+    )
 
 
 def main() -> None:
@@ -198,16 +221,32 @@ def main() -> None:
     path = args.trace
     if path is None:
         t0 = time.perf_counter()
-        path = generate(args.work, f"issue30-{args.events}", [
-            "--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4", "--record-shapes", "--one-rank-comms",
-            "--events-per-rank", str(args.events)], 3)[0]
+        path = generate(
+            args.work,
+            f"issue30-{args.events}",
+            [
+                "--dp",
+                "1",
+                "--mp",
+                "1",
+                "--pp",
+                "1",
+                "--steps",
+                "4",
+                "--record-shapes",
+                "--one-rank-comms",
+                "--events-per-rank",
+                str(args.events),
+            ],
+            3,
+        )[0]
         print(f"trace: {path} ({time.perf_counter() - t0:.0f} s to generate or find)", flush=True)
     on, off, inside = [], [], []
     times_file = args.work / "issue30-times.json"
     env = {"BENCH30_TIMES": str(times_file)}
-    for i in range(args.repeat):   # interleaved, so that a slower moment of the machine hits both; the
-        pair = (("on", on, TIMED + CHILD), ("off", off, OFF + CHILD))   # order alternates, so neither is always first
-        for label, runs, code in (pair if i % 2 == 0 else pair[::-1]):
+    for i in range(args.repeat):  # interleaved, so that a slower moment of the machine hits both; the
+        pair = (("on", on, TIMED + CHILD), ("off", off, OFF + CHILD))  # order alternates, so neither is always first
+        for label, runs, code in pair if i % 2 == 0 else pair[::-1]:
             r = run_child(sys.executable, "cold", path, env=env, code=code)
             if "error" in r:
                 raise SystemExit(f"{label}: {r['error']}")
@@ -216,23 +255,33 @@ def main() -> None:
             if label == "on":
                 parts = json.loads(times_file.read_text())
                 inside.append(sum(parts.values()))
-                extra = f"; the issue-30 analyses {inside[-1]:.3f} s of it (" + ", ".join(
-                    f"{k} {v * 1e3:.0f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])) + " ms)"
-            print(f"  run {i + 1} {label}: {r['seconds']:.3f} s, {r['cpu_s']:.3f} s CPU, "
-                  f"{r['maxrss_kb'] / 1024:.0f} MB peak RSS{extra}", flush=True)
+                extra = (
+                    f"; the issue-30 analyses {inside[-1]:.3f} s of it ("
+                    + ", ".join(f"{k} {v * 1e3:.0f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))
+                    + " ms)"
+                )
+            print(
+                f"  run {i + 1} {label}: {r['seconds']:.3f} s, {r['cpu_s']:.3f} s CPU, "
+                f"{r['maxrss_kb'] / 1024:.0f} MB peak RSS{extra}",
+                flush=True,
+            )
     m_on, m_off = median_run(on), median_run(off)
     share = sorted(x / r["seconds"] for x, r in zip(inside, on))[(len(on) - 1) // 2]
     best = min(r["seconds"] for r in on) / min(r["seconds"] for r in off)
     size = path.stat().st_size / 1e6
-    print(f"| trace | MB | events | cold, issue-30 analyses on s | off s | on / off (medians) | on / off (best) "
-          f"| CPU on / off s | their share of the on runs (median) | peak RSS on / off MB |\n"
-          f"|---|---|---|---|---|---|---|---|---|---|\n"
-          f"| {path.name} | {size:.0f} | {args.events if args.trace is None else '?'} | {m_on['seconds']:.3f} "
-          f"| {m_off['seconds']:.3f} | **{m_on['seconds'] / m_off['seconds']:.3f}** | {best:.3f} "
-          f"| {m_on['cpu_s']:.3f} / {m_off['cpu_s']:.3f} | {share:.1%} "
-          f"| {m_on['maxrss_kb'] / 1024:.0f} / {m_off['maxrss_kb'] / 1024:.0f} |")
-    print(f"{platform.machine()}, Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-          f"; median of {args.repeat} runs each, taken in turn")
+    print(
+        f"| trace | MB | events | cold, issue-30 analyses on s | off s | on / off (medians) | on / off (best) "
+        f"| CPU on / off s | their share of the on runs (median) | peak RSS on / off MB |\n"
+        f"|---|---|---|---|---|---|---|---|---|---|\n"
+        f"| {path.name} | {size:.0f} | {args.events if args.trace is None else '?'} | {m_on['seconds']:.3f} "
+        f"| {m_off['seconds']:.3f} | **{m_on['seconds'] / m_off['seconds']:.3f}** | {best:.3f} "
+        f"| {m_on['cpu_s']:.3f} / {m_off['cpu_s']:.3f} | {share:.1%} "
+        f"| {m_on['maxrss_kb'] / 1024:.0f} / {m_off['maxrss_kb'] / 1024:.0f} |"
+    )
+    print(
+        f"{platform.machine()}, Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f"; median of {args.repeat} runs each, taken in turn"
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Usage: python bench/bench_page_weight.py LOGDIR --run RUN [--code DIR ...] [--wo
 Prints a markdown table. No assertions; the limits (issue 26: <= 3,000 DOM nodes summary first, no task
 over 200 ms of CPU) are tests/browser/test_frontend_scale.py's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,17 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from support.browser_util import PageLog, TaskClock, launch_browser, new_page, tensorboard, wait_all_loaded  # noqa: E402
 
-NAMES = ("parallel", "parallel summary", "parallel details", "parallel breakdown_steps", "distributed",
-         "distributed summary", "distributed details", "display", "whatif")
+NAMES = (
+    "parallel",
+    "parallel summary",
+    "parallel details",
+    "parallel breakdown_steps",
+    "distributed",
+    "distributed summary",
+    "distributed details",
+    "display",
+    "whatif",
+)
 CHARTS = ("dist-steps-chart", "dist-ranks-chart", "par-heat-step", "par-heat-exposed", "par-breakdown-chart")
 
 
@@ -56,10 +66,13 @@ def answer(url: str) -> tuple:
 
 def open_distributed(page, url: str, run: str, worker: str):
     keys = {"run": run, "worker": worker, "span": "0", "unit": "ms", "view": "distributed"}
-    page.goto(f"{url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}"
-                                                  for k, v in keys.items()))
-    frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
-                                   timeout=60_000).content_frame()
+    page.goto(
+        f"{url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    frame = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    ).content_frame()
     frame.wait_for_selector('[data-testid="par-verdict"]', timeout=300_000)
     frame.wait_for_selector('[data-testid="par-fold"]', timeout=300_000)
     return frame
@@ -126,8 +139,12 @@ def main() -> None:
     ap.add_argument("--worker", default="rank0")
     ap.add_argument("--code", action="append", default=[], help="a checkout whose package to serve (repeatable)")
     ap.add_argument("--work", type=Path, default=None, help="where each tree's cache goes (default: a temp folder)")
-    ap.add_argument("--cache", type=Path, default=None,
-                    help="one cache for every tree (`tb-paddle-profile preprocess`'s; only where their schemas agree)")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="one cache for every tree (`tb-paddle-profile preprocess`'s; only where their schemas agree)",
+    )
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
@@ -138,11 +155,21 @@ def main() -> None:
     with sync_playwright() as pw:
         browser = launch_browser(pw)
         for i, code in enumerate(codes):
-            results[code or "."] = measure(code, args.logdir, work / f"tree{i}", args.cache or work / f"tree{i}" / "cache",
-                                           args.run, args.worker, browser, args.repeat)
+            results[code or "."] = measure(
+                code,
+                args.logdir,
+                work / f"tree{i}",
+                args.cache or work / f"tree{i}" / "cache",
+                args.run,
+                args.worker,
+                browser,
+                args.repeat,
+            )
         browser.close()
-    print("| code | " + " | ".join(f"{n} KB (gz)" for n in NAMES) + " | summary first: DOM nodes, long tasks | "
-          "folds opened: DOM nodes, long tasks |")
+    print(
+        "| code | " + " | ".join(f"{n} KB (gz)" for n in NAMES) + " | summary first: DOM nodes, long tasks | "
+        "folds opened: DOM nodes, long tasks |"
+    )
     print("|---" * (len(NAMES) + 3) + "|")
     for code, r in results.items():
         cells = [f"{r[n][1] / 1024:,.0f} ({r[n][0] / 1024:,.0f})" if r[n] else "-" for n in NAMES]

@@ -19,6 +19,7 @@ cache, --repeat rounds, each in turn:
 Prints min and median of each and the ratios text / analysis and json / analysis (medians, and min over min).
 Timings are not asserted anywhere.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,23 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 def cli(run: Path, cache: Path, out: Path, *extra: str, python: str = sys.executable) -> float:
     t = time.perf_counter()
     with open(out, "wb") as f:
-        subprocess.run([python, "-m", "tb_paddle_profile", "parallel", str(run), "--cache-dir", str(cache),
-                        "--no-progress", *extra], check=True, stdout=f, cwd=str(Path(out).parent), env=ENV)
+        subprocess.run(
+            [
+                python,
+                "-m",
+                "tb_paddle_profile",
+                "parallel",
+                str(run),
+                "--cache-dir",
+                str(cache),
+                "--no-progress",
+                *extra,
+            ],
+            check=True,
+            stdout=f,
+            cwd=str(Path(out).parent),
+            env=ENV,
+        )
     return time.perf_counter() - t
 
 
@@ -83,26 +99,38 @@ def main() -> None:
         med = {k: statistics.median(v) for k, v in times.items() if v}
         best = {k: min(v) for k, v in times.items() if v}
         rows.append((n, best, med, size))
-        print(f"  {n} ranks: analysis {med['analysis']:.2f} s, text {med['text']:.2f} s, json {med['json']:.2f} s "
-              f"(medians)", file=sys.stderr, flush=True)
-    print("| ranks | analysis s min / median (CPU median) | text s min / median | json s min / median | json MB "
-          "| text / analysis (medians; mins) | json / analysis (medians; mins) |")
+        print(
+            f"  {n} ranks: analysis {med['analysis']:.2f} s, text {med['text']:.2f} s, json {med['json']:.2f} s "
+            f"(medians)",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(
+        "| ranks | analysis s min / median (CPU median) | text s min / median | json s min / median | json MB "
+        "| text / analysis (medians; mins) | json / analysis (medians; mins) |"
+    )
     print("|---:|---|---|---|---:|---|---|")
     for n, best, med, size in rows:
-        print(f"| {n:,} | {best['analysis']:.3f} / {med['analysis']:.3f} ({med['cpu']:.3f}) | {best['text']:.3f} / "
-              f"{med['text']:.3f} | {best['json']:.3f} / {med['json']:.3f} | {size / 1e6:.1f} | "
-              f"{med['text'] / med['analysis']:.2f}; {best['text'] / best['analysis']:.2f} | "
-              f"{med['json'] / med['analysis']:.2f}; {best['json'] / best['analysis']:.2f} |")
+        print(
+            f"| {n:,} | {best['analysis']:.3f} / {med['analysis']:.3f} ({med['cpu']:.3f}) | {best['text']:.3f} / "
+            f"{med['text']:.3f} | {best['json']:.3f} / {med['json']:.3f} | {size / 1e6:.1f} | "
+            f"{med['text'] / med['analysis']:.2f}; {best['text'] / best['analysis']:.2f} | "
+            f"{med['json'] / med['analysis']:.2f}; {best['json'] / best['analysis']:.2f} |"
+        )
     if a.base_python:
         print(f"\nThe same rounds with {a.base_python}:\n")
-        print("| ranks | base text s min / median | base json s min / median | text / analysis (medians; mins) "
-              "| json / analysis (medians; mins) |")
+        print(
+            "| ranks | base text s min / median | base json s min / median | text / analysis (medians; mins) "
+            "| json / analysis (medians; mins) |"
+        )
         print("|---:|---|---|---|---|")
         for n, best, med, _ in rows:
-            print(f"| {n:,} | {best['base text']:.3f} / {med['base text']:.3f} | {best['base json']:.3f} / "
-                  f"{med['base json']:.3f} | {med['base text'] / med['analysis']:.2f}; "
-                  f"{best['base text'] / best['analysis']:.2f} | {med['base json'] / med['analysis']:.2f}; "
-                  f"{best['base json'] / best['analysis']:.2f} |")
+            print(
+                f"| {n:,} | {best['base text']:.3f} / {med['base text']:.3f} | {best['base json']:.3f} / "
+                f"{med['base json']:.3f} | {med['base text'] / med['analysis']:.2f}; "
+                f"{best['base text'] / best['analysis']:.2f} | {med['base json'] / med['analysis']:.2f}; "
+                f"{best['base json'] / best['analysis']:.2f} |"
+            )
 
 
 if __name__ == "__main__":

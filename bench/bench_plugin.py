@@ -11,6 +11,7 @@ Without --logdir, an 8-rank run is made in a temporary folder: with --synth-even
 GPU-shaped generator (DP2 x MP2 x PP2, about N events per rank); otherwise from the shared traces beside
 the repo (each rank a copy of one of the real 2-rank gloo traces). No assertions: it only measures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,26 @@ def make_run(root: Path, ranks: int = 8) -> Path:
 
 def make_synth_run(root: Path, events: int) -> Path:
     run = root / "gpt-8rank-synth"
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(run), "--dp", "2", "--mp", "2",
-                    "--pp", "2", "--events-per-rank", str(events)], check=True, stdout=subprocess.DEVNULL,
-                   cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--out",
+            str(run),
+            "--dp",
+            "2",
+            "--mp",
+            "2",
+            "--pp",
+            "2",
+            "--events-per-rank",
+            str(events),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=str(REPO),
+    )
     return root
 
 
@@ -106,7 +124,7 @@ def main() -> None:
         }
         rows = []
         for label, target in routes.items():
-            url, enc = (target if isinstance(target, tuple) else (target, ""))
+            url, enc = target if isinstance(target, tuple) else (target, "")
             headers = {"Accept-Encoding": enc} if enc else {}
 
             def once():
@@ -121,8 +139,10 @@ def main() -> None:
         warm.close()
 
     sizes = sum(f.size for f in files)
-    print(f"logdir: {len(files)} trace files, {sizes / 1e6:.1f} MB; worker processes: {default_workers()}; "
-          f"states after cold load: {states}\n")
+    print(
+        f"logdir: {len(files)} trace files, {sizes / 1e6:.1f} MB; worker processes: {default_workers()}; "
+        f"states after cold load: {states}\n"
+    )
     print("| measure | first (ms) | median of repeats (ms) | bytes |")
     print("|---|---:|---:|---:|")
     print(f"| cold: start until all ranks READY | {cold_s * 1e3:.0f} | | |")

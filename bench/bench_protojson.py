@@ -8,6 +8,7 @@ then, side by side in this process, best of --repeat: json_format.MessageToJson(
 included) — what the CLI used before — and protojson.to_json (indent=2), their ratio, and the output
 size. Both outputs are checked to be the same JSON values once per N. Prints a Markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,9 @@ def main() -> None:
         ours = lambda: to_json(msg)  # noqa: E731
         assert json.loads(theirs()) == json.loads(ours()), "protojson differs from json_format"
         t_theirs, t_ours = _best(theirs, a.repeat), _best(ours, a.repeat)
-        print(f"| {n} | {t_theirs:.3f} | {t_ours:.3f} | {t_theirs / t_ours:.1f}x | {len(ours()) / 1e6:.1f} |",
-              flush=True)
+        print(
+            f"| {n} | {t_theirs:.3f} | {t_ours:.3f} | {t_theirs / t_ours:.1f}x | {len(ours()) / 1e6:.1f} |", flush=True
+        )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ same small program per rank at every N). For each N, in this one process, one co
 Prints a Markdown table with growth factors per rank against the smallest N. No timing is asserted
 anywhere; read the table (docs/benchmarks.md keeps one run).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,20 +78,40 @@ def main() -> None:
         slow = max(rp.ranks, key=lambda r: r.caused_wait_ns).rank
         t_page, _, page = best(lambda: runs.matched_page(matched, slow, None, 0, 100), a.repeat)
         assert len(page.matched) == min(100, page.total) and full.matched_total == rp.matched_total
-        rows.append((n, sum(d.ByteSize() for d in ds), t_an, c_an, t_full, len(stored) + len(matched), t_ans,
-                     len(raw), len(gz), rp.matched_total, t_page))
-        print(f"  {n} ranks: analysis {t_an:.3f} s (cpu {c_an:.3f}), with matched {t_full:.3f} s, answer "
-              f"{t_ans * 1000:.0f} ms, page {t_page * 1000:.1f} ms, {len(gz) / 1e6:.2f} MB gz", file=sys.stderr)
+        rows.append(
+            (
+                n,
+                sum(d.ByteSize() for d in ds),
+                t_an,
+                c_an,
+                t_full,
+                len(stored) + len(matched),
+                t_ans,
+                len(raw),
+                len(gz),
+                rp.matched_total,
+                t_page,
+            )
+        )
+        print(
+            f"  {n} ranks: analysis {t_an:.3f} s (cpu {c_an:.3f}), with matched {t_full:.3f} s, answer "
+            f"{t_ans * 1000:.0f} ms, page {t_page * 1000:.1f} ms, {len(gz) / 1e6:.2f} MB gz",
+            file=sys.stderr,
+        )
     base = rows[0]
-    print("| ranks | digests MB | analysis s | CPU s | per rank ms | growth | with matched s | stored MB | matched "
-          "| cached answer ms | answer MB | gzipped MB | per rank KB gz | page ms |")
+    print(
+        "| ranks | digests MB | analysis s | CPU s | per rank ms | growth | with matched s | stored MB | matched "
+        "| cached answer ms | answer MB | gzipped MB | per rank KB gz | page ms |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n, dbytes, t_an, c_an, t_full, stored, t_ans, raw, gz, matched, t_page in rows:
         per = t_an / n * 1000
         growth = per / (base[2] / base[0] * 1000)
-        print(f"| {n:,} | {dbytes / 1e6:.1f} | {t_an:.3f} | {c_an:.3f} | {per:.2f} | {growth:.2f}× | {t_full:.3f} "
-              f"| {stored / 1e6:.1f} | {matched:,} | {t_ans * 1000:.0f} | {raw / 1e6:.2f} | {gz / 1e6:.2f} "
-              f"| {gz / n / 1e3:.2f} | {t_page * 1000:.1f} |")
+        print(
+            f"| {n:,} | {dbytes / 1e6:.1f} | {t_an:.3f} | {c_an:.3f} | {per:.2f} | {growth:.2f}× | {t_full:.3f} "
+            f"| {stored / 1e6:.1f} | {matched:,} | {t_ans * 1000:.0f} | {raw / 1e6:.2f} | {gz / 1e6:.2f} "
+            f"| {gz / n / 1e3:.2f} | {t_page * 1000:.1f} |"
+        )
 
 
 if __name__ == "__main__":

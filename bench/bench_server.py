@@ -28,6 +28,7 @@ arrival over that many seconds (0: all at once, on a server just restarted). The
 Prints p50 / p99 / max latency per class and per route, requests per second, errors and RSS. Timings
 are not asserted anywhere.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,17 +62,47 @@ def prepare(work: Path, ranks: int) -> tuple:
     shutil.rmtree(logdir, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", str(max(1, ranks // 8)), "--mp", "2", "--pp", "4",
-                    "--layers", "4", "--micro-batches", "1", "--steps", "2", "--quiet", "--jobs", "2",
-                    "--out", str(logdir / "run")], check=True, cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            str(max(1, ranks // 8)),
+            "--mp",
+            "2",
+            "--pp",
+            "4",
+            "--layers",
+            "4",
+            "--micro-batches",
+            "1",
+            "--steps",
+            "2",
+            "--quiet",
+            "--jobs",
+            "2",
+            "--out",
+            str(logdir / "run"),
+        ],
+        check=True,
+        cwd=str(REPO),
+    )
     for extra in (logdir / "run").glob("*.json"):
         if not extra.name.endswith(".paddle_trace.json"):
             extra.unlink()
     g = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir", str(cache)],
-                   check=True, cwd=str(REPO), capture_output=True)
-    print(f"  generated {ranks} ranks in {g - t:.0f} s, preprocessed in {time.perf_counter() - g:.0f} s",
-          file=sys.stderr, flush=True)
+    subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir", str(cache)],
+        check=True,
+        cwd=str(REPO),
+        capture_output=True,
+    )
+    print(
+        f"  generated {ranks} ranks in {g - t:.0f} s, preprocessed in {time.perf_counter() - g:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     done.write_text("")
     return logdir, cache
 
@@ -103,7 +134,7 @@ def tree_cpu(pid: int) -> float:
         try:
             with open(f"/proc/{p}/stat") as f:
                 stat = f.read()
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             ticks += int(fields[11]) + int(fields[12])  # utime, stime
         except (OSError, ValueError, IndexError):
             pass
@@ -119,8 +150,9 @@ class Client:
         t = time.perf_counter()
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
         try:
-            conn.request("GET", PREFIX + route + ("?" + urlencode(params) if params else ""),
-                         headers={"Accept-Encoding": "gzip"})
+            conn.request(
+                "GET", PREFIX + route + ("?" + urlencode(params) if params else ""), headers={"Accept-Encoding": "gzip"}
+            )
             r = conn.getresponse()
             body = r.read()
             if r.getheader("Content-Encoding") == "gzip":
@@ -157,8 +189,7 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/bench_server")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cpu-repeat", type=int, default=10, help="requests of each heavy kind timed one at a time")
-    ap.add_argument("--ramp", type=float, default=0.0,
-                    help="seconds over which the clients arrive (0: all at once)")
+    ap.add_argument("--ramp", type=float, default=0.0, help="seconds over which the clients arrive (0: all at once)")
     a = ap.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -181,13 +212,21 @@ def main() -> None:
             if time.perf_counter() - t > 600:
                 raise SystemExit(f"not loaded: {len(states)} of {a.ranks}")
             time.sleep(0.5)
-        print(f"{a.ranks} ranks READY {time.perf_counter() - t:.1f} s after TensorBoard answered "
-              f"(from the cache; RSS {rss_mb(proc.pid, False):.0f} MB)", flush=True)
+        print(
+            f"{a.ranks} ranks READY {time.perf_counter() - t:.1f} s after TensorBoard answered "
+            f"(from the cache; RSS {rss_mb(proc.pid, False):.0f} MB)",
+            flush=True,
+        )
         workers = [w.worker for w in rl.runs[0].workers]
         run = rl.runs[0].run
         first = {}
-        for route, params in (("parallel", {}), ("whatif", {}), ("timeline_search", {"q": "ProfileStep", "limit": 500}),
-                              ("timeline_search", {"q": "nccl", "limit": 500}), ("distributed", {})):
+        for route, params in (
+            ("parallel", {}),
+            ("whatif", {}),
+            ("timeline_search", {"q": "ProfileStep", "limit": 500}),
+            ("timeline_search", {"q": "nccl", "limit": 500}),
+            ("distributed", {}),
+        ):
             status, body, dt = c.ready(route, run=run, span="0", **params)
             first[f"{route} {params.get('q', '')}".strip()] = (status, dt)
         print("\nfirst requests after the restart, one at a time:")
@@ -202,19 +241,35 @@ def main() -> None:
         # The heavy requests one at a time: the server's CPU per request (TensorBoard's process tree)
         mid = lo + (hi - lo) // 3
         two = ",".join(f"{w}:{t}" for w in workers[:2] for t in range(4))
-        print(f"\nheavy requests one at a time, {a.cpu_repeat} of each: server CPU per request (TensorBoard "
-              "and its worker processes) and wall")
+        print(
+            f"\nheavy requests one at a time, {a.cpu_repeat} of each: server CPU per request (TensorBoard "
+            "and its worker processes) and wall"
+        )
         print("| request | status | CPU ms | wall ms |\n|---|---:|---:|---:|")
         for label, route, params in (
-                ("timeline_search (a name's first 12 characters)", "timeline_search", {"q": names[0][:12], "limit": 500}),
-                ("timeline_search nccl", "timeline_search", {"q": "nccl", "limit": 500}),
-                ("timeline_range, every rank whole", "timeline_range", {"start_ns": lo - (hi - lo), "end_ns": hi + (hi - lo)}),
-                ("timeline_range, the first page's extent (cuts the ranks ending later)", "timeline_range",
-                 {"start_ns": lo - 1, "end_ns": hi + 1}),
-                ("timeline_range, a third on 2 ranks", "timeline_range",
-                 {"start_ns": mid, "end_ns": mid + (hi - lo) // 3, "tracks": two}),
-                ("timeline, a tenth of the span (first page)", "timeline",
-                 {"px": 1000, "start_ns": mid, "end_ns": mid + (hi - lo) // 10})):
+            ("timeline_search (a name's first 12 characters)", "timeline_search", {"q": names[0][:12], "limit": 500}),
+            ("timeline_search nccl", "timeline_search", {"q": "nccl", "limit": 500}),
+            (
+                "timeline_range, every rank whole",
+                "timeline_range",
+                {"start_ns": lo - (hi - lo), "end_ns": hi + (hi - lo)},
+            ),
+            (
+                "timeline_range, the first page's extent (cuts the ranks ending later)",
+                "timeline_range",
+                {"start_ns": lo - 1, "end_ns": hi + 1},
+            ),
+            (
+                "timeline_range, a third on 2 ranks",
+                "timeline_range",
+                {"start_ns": mid, "end_ns": mid + (hi - lo) // 3, "tracks": two},
+            ),
+            (
+                "timeline, a tenth of the span (first page)",
+                "timeline",
+                {"px": 1000, "start_ns": mid, "end_ns": mid + (hi - lo) // 10},
+            ),
+        ):
             c.get(route, run=run, span="0", **params)  # (once before: its indexes opened)
             cpu, t = tree_cpu(proc.pid), time.perf_counter()
             for _ in range(a.cpu_repeat):
@@ -224,13 +279,16 @@ def main() -> None:
 
         def cached(rng):
             w = rng.choice(workers)
-            return rng.choice([
-                ("runs", {}), ("summary", {"run": run, "worker": w, "span": "0"}),
-                ("distributed", {"run": run, "span": "0", "part": "summary"}),
-                ("parallel", {"run": run, "span": "0", "part": "summary"}),
-                ("timeline", {"run": run, "span": "0", "px": 1000}),
-                ("parallel_matched", {"run": run, "span": "0", "rank": workers.index(w), "limit": 50}),
-            ])
+            return rng.choice(
+                [
+                    ("runs", {}),
+                    ("summary", {"run": run, "worker": w, "span": "0"}),
+                    ("distributed", {"run": run, "span": "0", "part": "summary"}),
+                    ("parallel", {"run": run, "span": "0", "part": "summary"}),
+                    ("timeline", {"run": run, "span": "0", "px": 1000}),
+                    ("parallel_matched", {"run": run, "span": "0", "rank": workers.index(w), "limit": 50}),
+                ]
+            )
 
         def heavy(rng):
             kind = rng.randrange(4)
@@ -244,11 +302,27 @@ def main() -> None:
                     return ("timeline_range", {"run": run, "span": "0", "start_ns": lo - 1, "end_ns": hi + 1})
                 s = rng.randrange(lo, max(lo + 1, hi - (hi - lo) // 3))
                 two = rng.sample(workers, 2)
-                return ("timeline_range", {"run": run, "span": "0", "start_ns": s, "end_ns": s + (hi - lo) // 3,
-                                           "tracks": ",".join(f"{w}:{t}" for w in two for t in range(4))})
+                return (
+                    "timeline_range",
+                    {
+                        "run": run,
+                        "span": "0",
+                        "start_ns": s,
+                        "end_ns": s + (hi - lo) // 3,
+                        "tracks": ",".join(f"{w}:{t}" for w in two for t in range(4)),
+                    },
+                )
             # the same few MFU inputs (users of one run), the first request of each computes it
-            return ("whatif", {"run": run, "span": "0", "params": rng.choice([1e9, 7e9, 13e9]),
-                               "tokens_per_step": 4096, "peak_tflops": 312})
+            return (
+                "whatif",
+                {
+                    "run": run,
+                    "span": "0",
+                    "params": rng.choice([1e9, 7e9, 13e9]),
+                    "tokens_per_step": 4096,
+                    "peak_tflops": 312,
+                },
+            )
 
         results = []  # (class, route, status, seconds)
         lock = threading.Lock()
@@ -286,9 +360,11 @@ def main() -> None:
         elapsed = time.perf_counter() - t0
         running[0] = False
         sampler.join()
-        print(f"\nmixed load: {a.clients} clients for {a.seconds:.0f} s ({elapsed:.1f} s until the last answer), "
-              f"{len(results)} requests, {len(results) / elapsed:.1f} req/s; server RSS max {rss[0]:.0f} MB "
-              f"(with its workers {rss[1]:.0f} MB)")
+        print(
+            f"\nmixed load: {a.clients} clients for {a.seconds:.0f} s ({elapsed:.1f} s until the last answer), "
+            f"{len(results)} requests, {len(results) / elapsed:.1f} req/s; server RSS max {rss[0]:.0f} MB "
+            f"(with its workers {rss[1]:.0f} MB)"
+        )
         print("| class / route | requests | errors | p50 s | p99 s | max s |\n|---|---:|---:|---:|---:|---:|")
         groups = {}
         for cls, route, status, dt, _ in results:
@@ -298,15 +374,22 @@ def main() -> None:
             g = groups[key]
             times = [dt for _, dt in g]
             errors = sum(1 for s, _ in g if s != 200)
-            print(f"| {key} | {len(g)} | {errors} | {pct(times, 0.5):.3f} | {pct(times, 0.99):.3f} | {max(times):.3f} |")
-        codes = statistics.multimode([s for _, _, s, _, _ in results if s != 200]) if any(
-            s != 200 for _, _, s, _, _ in results) else []
+            print(
+                f"| {key} | {len(g)} | {errors} | {pct(times, 0.5):.3f} | {pct(times, 0.99):.3f} | {max(times):.3f} |"
+            )
+        codes = (
+            statistics.multimode([s for _, _, s, _, _ in results if s != 200])
+            if any(s != 200 for _, _, s, _, _ in results)
+            else []
+        )
         if codes:
             print(f"\nmost frequent error status: {codes}")
         slow = sorted((at, dt, route) for cls, route, _, dt, at in results if cls == "cached" and dt > 0.5)
         if slow:  # when the slow cached answers were asked for: all at once (a stall) or spread out
-            print(f"\ncached answers over 0.5 s: {len(slow)}, asked at (s into the load): "
-                  + ", ".join(f"{at:.1f} ({dt:.2f} s {route})" for at, dt, route in slow[:40]))
+            print(
+                f"\ncached answers over 0.5 s: {len(slow)}, asked at (s into the load): "
+                + ", ".join(f"{at:.1f} ({dt:.2f} s {route})" for at, dt, route in slow[:40])
+            )
 
 
 if __name__ == "__main__":

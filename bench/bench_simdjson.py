@@ -17,6 +17,7 @@ tbp_synth, then measures in fresh processes, in turn, --repeat times each (wall,
 
 Prints min and median per mode and the ratios to the native scanner. Timings are not asserted anywhere.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,15 +70,21 @@ def main() -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     name = f"{a.events // 1000}k"
-    (path,) = generate(work, name, ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4",
-                                    "--events-per-rank", str(a.events)], 3)
+    (path,) = generate(
+        work, name, ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4", "--events-per-rank", str(a.events)], 3
+    )
     modes = ["floor", "scan", "simdjson-parse", "simdjson-fields", "cold"]
     times: dict = {m: [] for m in modes}
     for _ in range(a.repeat):
         for m in modes:
             if m.startswith("simdjson"):
-                out = subprocess.run([sys.executable, "-c", SIMD_CHILD, m, str(path)], cwd=ROOT, capture_output=True,
-                                     text=True, check=True)
+                out = subprocess.run(
+                    [sys.executable, "-c", SIMD_CHILD, m, str(path)],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 got = json.loads(out.stdout.strip().splitlines()[-1])
             else:
                 got = run_child(sys.executable, m, path, code=CHILD)

@@ -15,6 +15,7 @@ against the first sample after the scan, and the last sample against the one whe
 
 Nothing is asserted: it prints what it measured (docs/benchmarks.md quotes it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,18 +43,51 @@ def tiny_trace(rank: int, pid: int) -> bytes:
     ctid = f"{pid}(C++)"
     events = [
         {"name": "process_name", "pid": pid, "tid": tid, "ph": "M", "args": {"name": f"Process {pid} (CPU)"}},
-        {"name": "thread_name", "pid": pid, "tid": tid, "ph": "M", "args": {"name": f"thread {pid}:MainThread(Python)"}},
-        {"name": "ProfileStep#1[1.000 ms]", "pid": pid, "tid": tid, "ts": base, "dur": 1000.0, "ph": "X",
-         "cat": "ProfileStep", "args": {"start_time": "0.000 us", "end_time": "1000.000 us"}},
+        {
+            "name": "thread_name",
+            "pid": pid,
+            "tid": tid,
+            "ph": "M",
+            "args": {"name": f"thread {pid}:MainThread(Python)"},
+        },
+        {
+            "name": "ProfileStep#1[1.000 ms]",
+            "pid": pid,
+            "tid": tid,
+            "ts": base,
+            "dur": 1000.0,
+            "ph": "X",
+            "cat": "ProfileStep",
+            "args": {"start_time": "0.000 us", "end_time": "1000.000 us"},
+        },
     ]
     for i, name in enumerate(("matmul", "add", "relu")):
         start = 100.0 + i * 250.0
-        events.append({"name": f"{name} dygraph[200.000 us]", "pid": pid, "tid": ctid, "ts": base + int(start),
-                       "dur": 200.0, "ph": "X", "cat": "Operator",
-                       "args": {"start_time": f"{start:.3f} us", "end_time": f"{start + 200.0:.3f} us",
-                                "input_shapes": {}, "input_dtypes": {}, "callstack": ""}})
-    doc = {"displayTimeUnit": "ms", "schemaVersion": "1.0.2", "span_index": 0,
-           "ExtraInfo": {str(pid): "MainThread"}, "traceEvents": events}
+        events.append(
+            {
+                "name": f"{name} dygraph[200.000 us]",
+                "pid": pid,
+                "tid": ctid,
+                "ts": base + int(start),
+                "dur": 200.0,
+                "ph": "X",
+                "cat": "Operator",
+                "args": {
+                    "start_time": f"{start:.3f} us",
+                    "end_time": f"{start + 200.0:.3f} us",
+                    "input_shapes": {},
+                    "input_dtypes": {},
+                    "callstack": "",
+                },
+            }
+        )
+    doc = {
+        "displayTimeUnit": "ms",
+        "schemaVersion": "1.0.2",
+        "span_index": 0,
+        "ExtraInfo": {str(pid): "MainThread"},
+        "traceEvents": events,
+    }
     return json.dumps(doc).encode()
 
 
@@ -67,7 +101,8 @@ def write_logdir(root: Path, files: int) -> list:
             folder.mkdir(parents=True, exist_ok=True)
         worker = f"rank{rank}"
         (folder / f"{worker}_time_2026_12_02_10_00_00_{rank:06d}.paddle_trace.json").write_bytes(
-            tiny_trace(rank, 1000 + rank))
+            tiny_trace(rank, 1000 + rank)
+        )
         out.append((run, worker))
     return out
 
@@ -169,15 +204,32 @@ def main(argv=None) -> int:
     try:
         t0 = time.time()
         names = write_logdir(work / "logs", args.files)
-        print(f"wrote {args.files} traces in {time.time() - t0:.1f}s "
-              f"({sum(f.stat().st_size for f in (work / 'logs').rglob('*.json')) / 1e6:.1f} MB)", flush=True)
+        print(
+            f"wrote {args.files} traces in {time.time() - t0:.1f}s "
+            f"({sum(f.stat().st_size for f in (work / 'logs').rglob('*.json')) / 1e6:.1f} MB)",
+            flush=True,
+        )
         port = free_port()
         env = dict(os.environ, TB_PADDLE_PROFILE_CACHE=str(work / "cache"))
         env.pop("TB_PADDLE_PROFILE_SIDECAR", None)
         log = open(work / "tensorboard.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(work / "logs"),
-                                 "--port", str(port), "--host", "127.0.0.1"], stdout=log, stderr=subprocess.STDOUT,
-                                env=env, cwd=str(work))
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tensorboard.main",
+                "--logdir",
+                str(work / "logs"),
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(work),
+        )
         base = f"http://127.0.0.1:{port}"
         clients = Clients(base, names, args.clients)
         samples = []
@@ -198,8 +250,10 @@ def main(argv=None) -> int:
                 ready, total = loaded(base)
                 rss = tree_rss_mb(proc.pid)
                 samples.append((time.time() - start, ready, total, rss))
-                print(f"{samples[-1][0]:5.0f}  {ready:>6}/{total:<6}  {clients.ok:>6}  {clients.errors:>5}  "
-                      f"{rss:8.1f}", flush=True)
+                print(
+                    f"{samples[-1][0]:5.0f}  {ready:>6}/{total:<6}  {clients.ok:>6}  {clients.errors:>5}  {rss:8.1f}",
+                    flush=True,
+                )
                 if done_at is None and total >= args.files and ready >= total:
                     done_at = time.time()
                 if done_at is not None and time.time() - done_at >= args.after:
@@ -220,10 +274,13 @@ def main(argv=None) -> int:
             first = scanned[0][3]
             peak = max(s[3] for s in scanned)
             end_load = next((s[3] for s in scanned if s[1] >= s[2]), scanned[-1][3])
-            print(f"RSS: {first:.0f} MB after the scan, peak {peak:.0f} MB ({peak / first:.2f}x), "
-                  f"{end_load:.0f} MB when every file was loaded, {scanned[-1][3]:.0f} MB at the end "
-                  f"({scanned[-1][3] / end_load:.2f}x of that); {clients.ok} answers, {clients.errors} errors "
-                  f"{clients.error_kinds or ''}", flush=True)
+            print(
+                f"RSS: {first:.0f} MB after the scan, peak {peak:.0f} MB ({peak / first:.2f}x), "
+                f"{end_load:.0f} MB when every file was loaded, {scanned[-1][3]:.0f} MB at the end "
+                f"({scanned[-1][3] / end_load:.2f}x of that); {clients.ok} answers, {clients.errors} errors "
+                f"{clients.error_kinds or ''}",
+                flush=True,
+            )
         else:
             print("the scan never listed every file within --limit", flush=True)
         return 0

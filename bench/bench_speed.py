@@ -26,6 +26,7 @@ With the traces and VisualDL's environment already under --work it runs in about
 2-core machine (from scratch: see docs/benchmarks.md); --with-2gb adds about 1 (4 more the
 first time, to write the file).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -146,8 +147,9 @@ def run_child(python: str, mode: str, path: Path, env=None, timeout=900, code: s
     """One measurement in a fresh process: ``code`` (CHILD, or CHILD after a prelude) in ``mode``."""
     e = dict(os.environ, PYTHONPATH=str(ROOT))
     e.update(env or {})
-    out = subprocess.run([python, "-c", code, mode, str(path)], cwd=ROOT, capture_output=True, text=True,
-                         env=e, timeout=timeout)
+    out = subprocess.run(
+        [python, "-c", code, mode, str(path)], cwd=ROOT, capture_output=True, text=True, env=e, timeout=timeout
+    )
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -156,8 +158,13 @@ def run_child(python: str, mode: str, path: Path, env=None, timeout=900, code: s
 def generate(work: Path, name: str, args: list, layout: int) -> list:
     out = work / f"{name}-v{layout}"
     if not out.exists():
-        subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(out), "--layout", str(layout),
-                        *args], cwd=ROOT, check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        subprocess.run(
+            [sys.executable, "-m", "tbp_synth", "--out", str(out), "--layout", str(layout), *args],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
     return sorted(out.glob("*.paddle_trace.json"))
 
 
@@ -171,9 +178,22 @@ def visualdl_python(work: Path) -> str:
 
 
 def prime_cache(folder: Path, cache_dir: Path) -> None:
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(folder), "--no-timeline",
-                    "--cache-dir", str(cache_dir)], cwd=ROOT, check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "preprocess",
+            str(folder),
+            "--no-timeline",
+            "--cache-dir",
+            str(cache_dir),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
 
 
 def median_run(runs: list) -> dict:
@@ -197,32 +217,54 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--quick", action="store_true", help="smaller traces (a minute instead of several)")
     ap.add_argument("--no-visualdl", action="store_true")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of each measurement, interleaved; the table shows the median (default 3)")
-    ap.add_argument("--with-2gb", action="store_true",
-                    help="also summarize a ~2 GB single-rank trace (cold path only; ~5 more minutes)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of each measurement, interleaved; the table shows the median (default 3)",
+    )
+    ap.add_argument(
+        "--with-2gb",
+        action="store_true",
+        help="also summarize a ~2 GB single-rank trace (cold path only; ~5 more minutes)",
+    )
     args = ap.parse_args()
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     scale = 0.1 if args.quick else 1.0
-    single = [("200k", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4",
-                        "--events-per-rank", str(int(200_000 * scale))]),
-              ("1M", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4",
-                      "--events-per-rank", str(int(1_000_000 * scale))])]
+    single = [
+        (
+            "200k",
+            ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4", "--events-per-rank", str(int(200_000 * scale))],
+        ),
+        (
+            "1M",
+            ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4", "--events-per-rank", str(int(1_000_000 * scale))],
+        ),
+    ]
     vdl = None if args.no_visualdl else visualdl_python(work)
     cache_dir = work / "cache"
     cores = os.cpu_count() or 1
     rows = []
-    for label, gen_args in single + [("8-rank rank0", ["--dp", "2", "--mp", "2", "--pp", "2", "--steps", "4",
-                                                          "--events-per-rank", str(int(200_000 * scale))])]:
+    for label, gen_args in single + [
+        (
+            "8-rank rank0",
+            ["--dp", "2", "--mp", "2", "--pp", "2", "--steps", "4", "--events-per-rank", str(int(200_000 * scale))],
+        )
+    ]:
         v3 = generate(work, label.split()[0], gen_args, 3)
         v2 = generate(work, label.split()[0], gen_args, 2) if vdl else []
         path = v3[0]
         size = path.stat().st_size
         prime_cache(path.parent, cache_dir)
-        runs = {"floor": ("floor", {}), "scan": ("scan", {}), "cold1": ("cold", {}),
-                "cold_py": ("cold", {"TB_PADDLE_PROFILE_NATIVE": "0"}),
-                "coldn": ("cold", {"BENCH_WORKERS": str(cores)}), "warm": ("warm", {"BENCH_CACHE": str(cache_dir)})}
+        runs = {
+            "floor": ("floor", {}),
+            "scan": ("scan", {}),
+            "cold1": ("cold", {}),
+            "cold_py": ("cold", {"TB_PADDLE_PROFILE_NATIVE": "0"}),
+            "coldn": ("cold", {"BENCH_WORKERS": str(cores)}),
+            "warm": ("warm", {"BENCH_CACHE": str(cache_dir)}),
+        }
         got = {k: [] for k in runs}
         for _ in range(args.repeat):  # interleaved, so that a slow minute hits every measurement alike
             for k, (mode, env) in runs.items():
@@ -230,20 +272,27 @@ def main() -> None:
         floor, scan, cold1, cold_py, coldn, warm = (median_run(got[k]) for k in runs)
         # VisualDL's own run is long enough that the machine's swings average out within it; on
         # the 1M trace (about a minute) it runs once
-        vis = median_run([run_child(vdl, "visualdl", v2[0], timeout=1800)
-                          for _ in range(1 if size > 200e6 else args.repeat)]) if vdl else {"error": "skipped"}
+        vis = (
+            median_run(
+                [run_child(vdl, "visualdl", v2[0], timeout=1800) for _ in range(1 if size > 200e6 else args.repeat)]
+            )
+            if vdl
+            else {"error": "skipped"}
+        )
         nan = float("nan")
         f_s, s_s, c1_s, cn_s = (r.get("seconds", nan) for r in (floor, scan, cold1, coldn))
         v_s = vis.get("seconds", nan)
         rss = max(cold1.get("maxrss_kb", 0), coldn.get("maxrss_kb", 0)) * 1024
         rss_worker = coldn.get("worker_maxrss_kb", 0) * 1024
-        rows.append(f"| {label} | {size / 1e6:.0f} | {fmt(floor)} | {fmt(scan)} | {fmt(cold1)} | {fmt(coldn)} "
-                    f"({coldn.get('cpu_s', nan):.2f} CPU) | {fmt(cold_py)} | {fmt(warm)} | {fmt(vis)} "
-                    f"| **{c1_s / f_s:.2f}** / **{cn_s / f_s:.2f}** | {c1_s / s_s:.2f} / {cn_s / s_s:.2f} "
-                    f"| **{v_s / c1_s:.1f}** / **{v_s / cn_s:.1f}** "
-                    f"| {rss / 1e6:.0f}{f' / {rss_worker / 1e6:.0f}' if rss_worker else ''} "
-                    f"| {vis.get('maxrss_kb', 0) * 1024 / 1e6:.0f} "
-                    f"| {rss / size:.2f} |")
+        rows.append(
+            f"| {label} | {size / 1e6:.0f} | {fmt(floor)} | {fmt(scan)} | {fmt(cold1)} | {fmt(coldn)} "
+            f"({coldn.get('cpu_s', nan):.2f} CPU) | {fmt(cold_py)} | {fmt(warm)} | {fmt(vis)} "
+            f"| **{c1_s / f_s:.2f}** / **{cn_s / f_s:.2f}** | {c1_s / s_s:.2f} / {cn_s / s_s:.2f} "
+            f"| **{v_s / c1_s:.1f}** / **{v_s / cn_s:.1f}** "
+            f"| {rss / 1e6:.0f}{f' / {rss_worker / 1e6:.0f}' if rss_worker else ''} "
+            f"| {vis.get('maxrss_kb', 0) * 1024 / 1e6:.0f} "
+            f"| {rss / size:.2f} |"
+        )
         print(rows[-1], flush=True)
 
     # 8 ranks from cold, one worker process per core, through the plugin's preprocess
@@ -259,16 +308,32 @@ def main() -> None:
     ready = median_run(ready_runs)
     shutil.rmtree(fresh, ignore_errors=True)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(work / "8-rank-v3"),
-                    "--cache-dir", str(fresh), "--jobs", str(cores), "--no-timeline"], cwd=ROOT, check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "preprocess",
+            str(work / "8-rank-v3"),
+            "--cache-dir",
+            str(fresh),
+            "--jobs",
+            str(cores),
+            "--no-timeline",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     all_ready = time.perf_counter() - t0
     target = sum(singles) / cores * 1.2
 
     big_rows = []
     if args.with_2gb:
-        big = generate(work, "2GB", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4",
-                                     "--events-per-rank", "6000000"], 3)[0]
+        big = generate(
+            work, "2GB", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4", "--events-per-rank", "6000000"], 3
+        )[0]
         size = big.stat().st_size
         big_rows = [""]
         for w in (1, cores):
@@ -276,8 +341,13 @@ def main() -> None:
             big_rows.append(
                 f"~2 GB trace ({size / 1e9:.2f} GB, one rank), {w} core(s) reading it: cold summary in {fmt(r)} s, "
                 f"peak RSS {r.get('maxrss_kb', 0) * 1024 / 1e9:.2f} GB ({r.get('maxrss_kb', 0) * 1024 / size:.2f} x "
-                f"the file)" + (f", largest forked worker {r['worker_maxrss_kb'] * 1024 / 1e9:.2f} GB."
-                                if r.get("worker_maxrss_kb") else "."))
+                f"the file)"
+                + (
+                    f", largest forked worker {r['worker_maxrss_kb'] * 1024 / 1e9:.2f} GB."
+                    if r.get("worker_maxrss_kb")
+                    else "."
+                )
+            )
 
     header = [
         f"Measured on {platform.machine()}, {cores} cores, Python {platform.python_version()}, "

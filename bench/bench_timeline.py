@@ -9,6 +9,7 @@ timeline (warm index, from navigation), bytes per window while zooming in (proto
 frames per second while zooming and panning with the keyboard (one key event per animation frame).
 No assertions: numbers only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,12 @@ PREFIX = "/data/plugin/paddle_profile"
 def generate(out: Path, args: list) -> None:
     if out.is_dir() and any(out.glob("*.paddle_trace.json")):
         return
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(out), *args], check=True,
-                   capture_output=True, cwd=str(Path(__file__).resolve().parents[1]))
+    subprocess.run(
+        [sys.executable, "-m", "tbp_synth", "--out", str(out), *args],
+        check=True,
+        capture_output=True,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
 
 
 def cold_build(tb, run: str) -> float:
@@ -48,14 +53,19 @@ def browse(browser, tb, run: str) -> dict:
     from urllib.parse import quote
 
     keys = dict(run=run, worker="rank0", span="0", unit="ms", view="timeline")
-    url = f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    url = f"{tb.url}/#paddle_profile&" + "&".join(
+        f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()
+    )
     page.goto(url)
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=120_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=120_000
+    )
     frame = handle.content_frame()
     frame.wait_for_function("() => window.__tbppTimeline && window.__tbppTimeline.firstDrawAt > 0", timeout=120_000)
     # both in epoch ms: the iframe's first frame with slices minus the top page's navigation start
-    first_ms = (frame.evaluate("() => performance.timeOrigin + window.__tbppTimeline.firstDrawAt")
-                - page.evaluate("() => performance.timeOrigin"))
+    first_ms = frame.evaluate("() => performance.timeOrigin + window.__tbppTimeline.firstDrawAt") - page.evaluate(
+        "() => performance.timeOrigin"
+    )
     in_frame_ms = frame.evaluate("() => window.__tbppTimeline.firstDrawAt")  # since the plugin's iframe started
     sizes = [frame.evaluate("() => window.__tbppTimeline.lastBytes")]
     canvas = frame.locator('[data-testid="timeline-canvas"]')
@@ -65,8 +75,11 @@ def browse(browser, tb, run: str) -> dict:
         for _ in range(3):
             canvas.press("w")
         try:
-            frame.wait_for_function(f"() => window.__tbppTimeline.requests > {before} && "
-                                    "window.__tbppTimeline.data().windowEnd >= window.__tbppTimeline.view().end", timeout=10_000)
+            frame.wait_for_function(
+                f"() => window.__tbppTimeline.requests > {before} && "
+                "window.__tbppTimeline.data().windowEnd >= window.__tbppTimeline.view().end",
+                timeout=10_000,
+            )
             frame.wait_for_timeout(150)
         except Exception:
             pass
@@ -85,8 +98,15 @@ def browse(browser, tb, run: str) -> dict:
       requestAnimationFrame(tick);
     })""")
     page.context.close()
-    return {"first_ms": first_ms, "in_frame_ms": in_frame_ms, "sizes": sizes, "fps": fps["fps"], "draw_ms": fps["drawMs"],
-            "errors": log.console_errors + log.page_errors, "outside": log.outside_requests()}
+    return {
+        "first_ms": first_ms,
+        "in_frame_ms": in_frame_ms,
+        "sizes": sizes,
+        "fps": fps["fps"],
+        "draw_ms": fps["drawMs"],
+        "errors": log.console_errors + log.page_errors,
+        "outside": log.outside_requests(),
+    }
 
 
 def main() -> None:
@@ -97,8 +117,13 @@ def main() -> None:
     a = ap.parse_args()
     work = Path(a.work or tempfile.mkdtemp(prefix="bench_timeline_"))
     logdir = work / "logdir"
-    generate(logdir / "one-1m", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4", "--events-per-rank", str(a.events)])
-    generate(logdir / "eight-ranks", ["--dp", "2", "--mp", "2", "--pp", "2", "--steps", "4", "--events-per-rank", str(a.rank_events)])
+    generate(
+        logdir / "one-1m", ["--dp", "1", "--mp", "1", "--pp", "1", "--steps", "4", "--events-per-rank", str(a.events)]
+    )
+    generate(
+        logdir / "eight-ranks",
+        ["--dp", "2", "--mp", "2", "--pp", "2", "--steps", "4", "--events-per-rank", str(a.rank_events)],
+    )
     rows = []
     from playwright.sync_api import sync_playwright
 
@@ -107,16 +132,23 @@ def main() -> None:
         builds = {run: cold_build(tb, run) for run in ("one-1m", "eight-ranks")}
         with sync_playwright() as p:
             browser = launch_browser(p)
-            for run, label in (("one-1m", f"1 rank, {a.events:,} events"), ("eight-ranks", f"8 ranks × {a.rank_events:,} events")):
+            for run, label in (
+                ("one-1m", f"1 rank, {a.events:,} events"),
+                ("eight-ranks", f"8 ranks × {a.rank_events:,} events"),
+            ):
                 r = browse(browser, tb, run)
                 rows.append((label, builds[run], r))
             browser.close()
-    print("| run | first timeline request (s; cold = index build) | first drawn timeline, warm index (ms from TensorBoard page load / from plugin iframe start) | bytes per window: median / max (KB) | fps zoom+pan | draw ms |")
+    print(
+        "| run | first timeline request (s; cold = index build) | first drawn timeline, warm index (ms from TensorBoard page load / from plugin iframe start) | bytes per window: median / max (KB) | fps zoom+pan | draw ms |"
+    )
     print("|---|---|---|---|---|---|")
     for label, build, r in rows:
         sizes = [s for s in r["sizes"] if s]
-        print(f"| {label} | {build:.1f} | {r['first_ms']:.0f} / {r['in_frame_ms']:.0f} | {statistics.median(sizes) / 1024:.0f} / {max(sizes) / 1024:.0f} | "
-              f"{r['fps']:.0f} | {r['draw_ms']:.1f} |")
+        print(
+            f"| {label} | {build:.1f} | {r['first_ms']:.0f} / {r['in_frame_ms']:.0f} | {statistics.median(sizes) / 1024:.0f} / {max(sizes) / 1024:.0f} | "
+            f"{r['fps']:.0f} | {r['draw_ms']:.1f} |"
+        )
     for label, _, r in rows:
         if r["errors"] or r["outside"]:
             print(f"\n{label}: console errors {r['errors'][:3]}, outside requests {r['outside'][:3]}")

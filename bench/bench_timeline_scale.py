@@ -21,6 +21,7 @@ Then per N, best of --repeat, CPU seconds of this process (time.process_time) an
 Both paths' answers are compared (the same matches, the same rows) at every N. Prints a Markdown table.
 Timings are not asserted anywhere.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,30 @@ def base_indexes(work: Path) -> list:
         return done
     run = work / "run16"
     shutil.rmtree(run, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "2", "--pp", "4", "--layers", "4",
-                    "--micro-batches", "1", "--steps", "2", "--quiet", "--out", str(run)], check=True, cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "2",
+            "--mp",
+            "2",
+            "--pp",
+            "4",
+            "--layers",
+            "4",
+            "--micro-batches",
+            "1",
+            "--steps",
+            "2",
+            "--quiet",
+            "--out",
+            str(run),
+        ],
+        check=True,
+        cwd=str(REPO),
+    )
     out.mkdir(parents=True, exist_ok=True)
     for i, trace in enumerate(sorted(run.glob("*.paddle_trace.json"))):
         timeline.build_file_index(trace.read_bytes, trace.name, str(out / f"r{i:02d}.tl"))
@@ -110,8 +133,11 @@ def main() -> None:
         counts[g] = counts.get(g, 0) + 1
     exact = probe.names[max(counts, key=counts.get)]
     substring = "gemm" if any("gemm" in n.lower() for n in probe.names) else exact[:4].lower()
-    print(f"16 distinct ranks, {len(probe.a['ev_start'])} events and {len(probe.names)} names in rank 0, "
-          f"index {probe.nbytes / 1e6:.2f} MB; queries: substring {substring!r}, exact {exact!r}", flush=True)
+    print(
+        f"16 distinct ranks, {len(probe.a['ev_start'])} events and {len(probe.names)} names in rank 0, "
+        f"index {probe.nbytes / 1e6:.2f} MB; queries: substring {substring!r}, exact {exact!r}",
+        flush=True,
+    )
     rows = []
     for n in [int(x) for x in a.ranks.split(",")]:
         paths = replicate(work, base, n)
@@ -126,8 +152,12 @@ def main() -> None:
         o_before = best(lambda: open_all(True), a.repeat)
         o_now = best(lambda: open_all(False), a.repeat)
         target = work / f"run-{n}.tl"
-        b = best(lambda: build_run_index(str(target), [f.key.digest() for f in files],
-                                         (timeline.TimelineIndex(str(p)) for p in paths)), 1)
+        b = best(
+            lambda: build_run_index(
+                str(target), [f.key.digest() for f in files], (timeline.TimelineIndex(str(p)) for p in paths)
+            ),
+            1,
+        )
         ri = RunIndex(str(target))
         opened = []
         cache = {}
@@ -157,41 +187,56 @@ def main() -> None:
         def new_range(ws, we, tracks):
             return timeline.run_range_message(ri, files, ws, we, tracks, None, open_rank=open_rank)
 
-        row = {"n": n, "open_before": o_before[0] / n * 1e3, "open_now": o_now[0] / n * 1e3, "build": b[1],
-               "size": target.stat().st_size / 1e6}
+        row = {
+            "n": n,
+            "open_before": o_before[0] / n * 1e3,
+            "open_now": o_now[0] / n * 1e3,
+            "build": b[1],
+            "size": target.stat().st_size / 1e6,
+        }
         for label, q, ex in (("sub", substring, False), ("exact", exact, True)):
             before = best(lambda: old_search(q, ex), a.repeat)
             opened.clear()
             now = best(lambda: new_search(q, ex), a.repeat)
             row[f"s_{label}"] = (before[0], now[0], now[1], len(opened) // a.repeat, before[2].total)
             x, y = before[2], now[2]
-            assert x.total == y.total and [(m.worker, m.id, m.start_ns) for m in x.matches] == \
-                [(m.worker, m.id, m.start_ns) for m in y.matches], f"search {q!r} differs at {n} ranks"
+            assert x.total == y.total and [(m.worker, m.id, m.start_ns) for m in x.matches] == [
+                (m.worker, m.id, m.start_ns) for m in y.matches
+            ], f"search {q!r} differs at {n} ranks"
         for label, ws, we, tracks in (("whole", extent[0], extent[1], whole), ("box", box_ws, box_we, box)):
             before = best(lambda: old_range(ws, we, tracks), a.repeat)
             opened.clear()
             now = best(lambda: new_range(ws, we, tracks), a.repeat)
             row[f"r_{label}"] = (before[0], now[0], now[1], len(opened) // a.repeat)
-            assert [(r.name, r.count, r.overlap_ns) for r in before[2].rows] == \
-                [(r.name, r.count, r.overlap_ns) for r in now[2].rows], f"range {label} differs at {n} ranks"
+            assert [(r.name, r.count, r.overlap_ns) for r in before[2].rows] == [
+                (r.name, r.count, r.overlap_ns) for r in now[2].rows
+            ], f"range {label} differs at {n} ranks"
         rows.append(row)
         print(f"  {n} ranks done", file=sys.stderr, flush=True)
     print()
-    print("| ranks | open ms/index: CRC every open / verified once | search substring: before CPU s / now CPU s (wall s), "
-          "ranks opened, ratio | search exact: before / now, opened, ratio | range whole run: before / now, opened, "
-          "ratio | range box (2 ranks): before / now, opened, ratio | run index: build s, MB |")
+    print(
+        "| ranks | open ms/index: CRC every open / verified once | search substring: before CPU s / now CPU s (wall s), "
+        "ranks opened, ratio | search exact: before / now, opened, ratio | range whole run: before / now, opened, "
+        "ratio | range box (2 ranks): before / now, opened, ratio | run index: build s, MB |"
+    )
     print("|---:|---|---|---|---|---|---|")
     for r in rows:
+
         def s(key):
             before, now, wall, op = r[key][:4]
             return f"{before:.3f} / {now:.4f} ({wall:.4f}), {op}, {before / max(now, 1e-6):.0f}×"
-        print(f"| {r['n']:,} | {r['open_before']:.3f} / {r['open_now']:.3f} | {s('s_sub')} | {s('s_exact')} | "
-              f"{s('r_whole')} | {s('r_box')} | {r['build']:.2f}, {r['size']:.1f} |")
+
+        print(
+            f"| {r['n']:,} | {r['open_before']:.3f} / {r['open_now']:.3f} | {s('s_sub')} | {s('s_exact')} | "
+            f"{s('r_whole')} | {s('r_box')} | {r['build']:.2f}, {r['size']:.1f} |"
+        )
     if len(rows) > 1:
         f, l = rows[0], rows[-1]
         grow = l["n"] / f["n"]
-        print(f"\ngrowth {f['n']:,} → {l['n']:,} ranks ({grow:.0f}× the ranks), CPU time now: "
-              + ", ".join(f"{k} {l[k][1] / max(f[k][1], 1e-6):.1f}×" for k in ("s_sub", "s_exact", "r_whole", "r_box")))
+        print(
+            f"\ngrowth {f['n']:,} → {l['n']:,} ranks ({grow:.0f}× the ranks), CPU time now: "
+            + ", ".join(f"{k} {l[k][1] / max(f[k][1], 1e-6):.1f}×" for k in ("s_sub", "s_exact", "r_whole", "r_box"))
+        )
 
 
 if __name__ == "__main__":

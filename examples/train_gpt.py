@@ -57,10 +57,8 @@ SUMMARY_OPTIONS = [
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", default="profiler_log",
-                   help="directory for traces and summaries (default: %(default)s)")
-    p.add_argument("--steps", type=int, default=6,
-                   help="training steps; ProfileStep#1..#4 are recorded, so at least 5")
+    p.add_argument("--out", default="profiler_log", help="directory for traces and summaries (default: %(default)s)")
+    p.add_argument("--steps", type=int, default=6, help="training steps; ProfileStep#1..#4 are recorded, so at least 5")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
@@ -69,9 +67,11 @@ def parse_args(argv=None):
     p.add_argument("--vocab", type=int, default=256)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--worker-name", default=None,
-                   help="trace file prefix; default rank{r} with several ranks, "
-                        "else Paddle's own host_<hostname>pid_<pid>")
+    p.add_argument(
+        "--worker-name",
+        default=None,
+        help="trace file prefix; default rank{r} with several ranks, else Paddle's own host_<hostname>pid_<pid>",
+    )
     p.add_argument("--cpu", action="store_true", help="stay on CPU even if a GPU is present")
     args = p.parse_args(argv)
     if args.steps < 5:
@@ -171,8 +171,7 @@ def allreduce_grads_by_hand(params, world_size):
     ``profiler.RecordEvent`` refuses the Communication type, so the C++ recorder is
     used directly; that is what makes Paddle print its Distribution Summary.
     """
-    event = paddle.base.core._RecordEvent(
-        "allreduce_grads", paddle.base.core.TracerEventType.Communication)
+    event = paddle.base.core._RecordEvent("allreduce_grads", paddle.base.core.TracerEventType.Communication)
     try:
         with paddle.no_grad():  # in-place scale_ on a leaf's grad needs no_grad
             for p in params:
@@ -197,9 +196,9 @@ def tracing_exporter(out_dir, worker_name):
     def on_trace_ready(prof):
         before = set(os.listdir(out_dir))
         export(prof)
-        written.extend(sorted(
-            f for f in set(os.listdir(out_dir)) - before
-            if f.startswith(prefix) and f.endswith(TRACE_SUFFIX)))
+        written.extend(
+            sorted(f for f in set(os.listdir(out_dir)) - before if f.startswith(prefix) and f.endswith(TRACE_SUFFIX))
+        )
 
     return on_trace_ready, written
 
@@ -220,17 +219,29 @@ def save_summaries(prof, out_dir, trace_name):
     for sorted_by, time_unit, op_detail, thread_sep in SUMMARY_OPTIONS:
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            prof.summary(sorted_by=getattr(profiler.SortedKeys, sorted_by),
-                         op_detail=op_detail, thread_sep=thread_sep,
-                         time_unit=time_unit, views=None)
+            prof.summary(
+                sorted_by=getattr(profiler.SortedKeys, sorted_by),
+                op_detail=op_detail,
+                thread_sep=thread_sep,
+                time_unit=time_unit,
+                views=None,
+            )
         text = buf.getvalue()
         if "Overview Summary" not in text and "Device Summary" not in text:
             raise RuntimeError(f"prof.summary printed nothing capturable: {text[:200]!r}")
         fname = summary_file_name(stem, sorted_by, time_unit, op_detail, thread_sep)
         with open(os.path.join(out_dir, fname), "w", encoding="utf-8") as f:
             f.write(text)
-        entries.append({"file": fname, "sorted_by": sorted_by, "time_unit": time_unit,
-                        "op_detail": op_detail, "thread_sep": thread_sep, "views": None})
+        entries.append(
+            {
+                "file": fname,
+                "sorted_by": sorted_by,
+                "time_unit": time_unit,
+                "op_detail": op_detail,
+                "thread_sep": thread_sep,
+                "views": None,
+            }
+        )
     manifest = {
         "trace": trace_name,
         "paddle_version": paddle.__version__,
@@ -249,8 +260,7 @@ def save_summaries(prof, out_dir, trace_name):
 def main(argv=None):
     args = parse_args(argv)
     world_size = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
-    use_gpu = (not args.cpu and paddle.is_compiled_with_cuda()
-               and paddle.device.cuda.device_count() > 0)
+    use_gpu = not args.cpu and paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
     if use_gpu:
         paddle.set_device("gpu")  # under launch: the card in FLAGS_selected_gpus
     else:
@@ -262,29 +272,26 @@ def main(argv=None):
 
     paddle.seed(args.seed)  # same seed on every rank: identical initial weights
     model = TinyGPT(args.vocab, args.hidden, args.heads, args.layers, args.seq_len)
-    optimizer = paddle.optimizer.AdamW(learning_rate=args.lr, parameters=model.parameters(),
-                                       weight_decay=0.01)
+    optimizer = paddle.optimizer.AdamW(learning_rate=args.lr, parameters=model.parameters(), weight_decay=0.01)
     params = model.parameters()
     manual_allreduce = world_size > 1 and not use_gpu
     if world_size > 1 and use_gpu:
         model = paddle.DataParallel(model)
 
-    dataset = RandomTokens(args.steps * args.batch * world_size, args.seq_len, args.vocab,
-                           args.seed)
+    dataset = RandomTokens(args.steps * args.batch * world_size, args.seq_len, args.vocab, args.seed)
     if world_size > 1:
-        sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=args.batch,
-                                                    shuffle=True, drop_last=True)
+        sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=args.batch, shuffle=True, drop_last=True)
         loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=0)
     else:
-        loader = paddle.io.DataLoader(dataset, batch_size=args.batch, shuffle=True,
-                                      drop_last=True, num_workers=0)
+        loader = paddle.io.DataLoader(dataset, batch_size=args.batch, shuffle=True, drop_last=True, num_workers=0)
 
     targets = [profiler.ProfilerTarget.CPU]
     if use_gpu:
         targets.append(profiler.ProfilerTarget.GPU)
     on_trace_ready, written = tracing_exporter(args.out, worker_name)
-    prof = profiler.Profiler(targets=targets, scheduler=[1, 5], on_trace_ready=on_trace_ready,
-                             record_shapes=True, profile_memory=True)
+    prof = profiler.Profiler(
+        targets=targets, scheduler=[1, 5], on_trace_ready=on_trace_ready, record_shapes=True, profile_memory=True
+    )
 
     started = time.time()
     prof.start()
@@ -298,8 +305,7 @@ def main(argv=None):
                     labels = labels.cuda() if use_gpu else labels.cpu()
                 with profiler.RecordEvent("fwd_and_loss"):
                     logits = model(tokens)
-                    loss = F.cross_entropy(logits.reshape([-1, args.vocab]),
-                                           labels.reshape([-1]))
+                    loss = F.cross_entropy(logits.reshape([-1, args.vocab]), labels.reshape([-1]))
                 with profiler.RecordEvent("bwd"):
                     loss.backward()
                 if manual_allreduce:
@@ -319,11 +325,15 @@ def main(argv=None):
     trace_name = written[-1]  # the trace that prof.summary() describes
     entries = save_summaries(prof, args.out, trace_name)
     checksum = float(sum(float(p.sum()) for p in params))
-    print(f"rank {rank}/{world_size} {'gpu' if use_gpu else 'cpu'}: {args.steps} steps in "
-          f"{elapsed:.2f}s, loss {float(loss):.4f}, param checksum {checksum:.6f}")
-    print(f"trace: {os.path.join(args.out, trace_name)} "
-          f"({os.path.getsize(os.path.join(args.out, trace_name))} bytes), "
-          f"{len(entries)} summaries")
+    print(
+        f"rank {rank}/{world_size} {'gpu' if use_gpu else 'cpu'}: {args.steps} steps in "
+        f"{elapsed:.2f}s, loss {float(loss):.4f}, param checksum {checksum:.6f}"
+    )
+    print(
+        f"trace: {os.path.join(args.out, trace_name)} "
+        f"({os.path.getsize(os.path.join(args.out, trace_name))} bytes), "
+        f"{len(entries)} summaries"
+    )
 
 
 if __name__ == "__main__":

@@ -18,12 +18,14 @@ show; the attributes give them as data (:func:`tidy`: typed columns, one level o
 parent ids), ``table(key)`` / ``views`` as displayed. The few raw frames (the memory curve, the rank × step matrices) are columns of the Summary /
 RunParallel messages, reshaped, with no arithmetic. The text is the CLI's own renderer.
 """
+
 from __future__ import annotations
 
 import os
 from typing import Dict, List, Optional
 
 from tb_paddle_profile.pipeline import batch
+from tb_paddle_profile.present.display.export import display_frames, sentence_frame, tidy
 
 __all__ = ["LoadError", "Profile", "Run", "load", "load_all", "load_run", "tidy"]
 
@@ -34,6 +36,7 @@ class LoadError(Exception):
 
 
 # ------------------------------------------------------------------ loading (the CLI's loader)
+
 
 def _options(cache_dir, cache: bool, jobs) -> batch.LoadOptions:
     return batch.LoadOptions(cache_dir=cache_dir, cache=cache, jobs=jobs)
@@ -71,97 +74,6 @@ def _load_parallel(run_dir, span, cache_dir, cache, jobs):
     return run.result, run.used, left_out
 
 
-# ------------------------------------------------------------------ frames of the display model
-
-def _tables(display) -> Dict[str, object]:
-    """Every table of a Display, by table key ("operators", "memory.Place(cpu)", ...), as DataFrames."""
-    from tb_paddle_profile.present.display.export import to_frame
-
-    return {t.key: to_frame(t) for v in display.views for t in v.tables}
-
-
-def tidy(frame, tree: str = "top"):
-    """A display table's frame as data: consistent dtypes by unit (durations in ns as int64, averages
-    ``*_avg_ns`` as float64, counts and bytes as int64, fractions as float64; a column with a missing
-    value nullable: Int64), the ``section`` column (Paddle's "Thread: 3") as ``thread``; for a tree
-    table (a ``depth`` column), ``tree="top"`` keeps the top-level rows (one per operator: sums do not
-    count an inner event twice) and ``tree="inner"`` the others, each with its ``parent_id`` (the ``id``
-    of the row it is under) and ``top`` (the name of its top-level row). ``id`` is the row's position
-    in the display table."""
-    import pandas as pd
-
-    out = frame.copy()
-    units = dict(frame.attrs.get("units", {}))
-    if "depth" in out:
-        out.insert(0, "id", range(len(out)))
-    if "section" in out:
-        out["section"] = out["section"].astype(str).str.replace(r"^Thread:\s*", "", regex=True)
-        out = out.rename(columns={"section": "thread"})
-    if "depth" in out:
-        parents: list = []
-        tops: list = []
-        stack: List[tuple] = []  # (depth, id, name) of the rows above
-        names = out["name"] if "name" in out else out.iloc[:, 2]
-        for rid, depth, name in zip(out["id"], out["depth"], names):
-            while stack and stack[-1][0] >= depth:
-                stack.pop()
-            parents.append(stack[-1][1] if stack else -1)
-            tops.append(stack[0][2] if stack else name)
-            stack.append((depth, rid, name))
-        out["parent_id"], out["top"] = parents, tops
-        if tree == "top":
-            out = out[out["depth"] == 0].drop(columns=["depth", "parent_id", "top"])
-        elif tree == "inner":
-            out = out[out["depth"] > 0]
-        out = out.reset_index(drop=True)
-    for col, unit in units.items():
-        if col not in out:
-            continue
-        series = pd.to_numeric(out[col], errors="coerce")
-        if unit == "fraction" or (unit == "ns" and col.endswith("_avg_ns")):
-            out[col] = series.astype("float64")
-        elif unit in ("ns", "count", "bytes"):
-            whole = series.dropna()
-            if len(whole) and not (whole == whole.round()).all():
-                out[col] = series.astype("float64")
-            else:
-                out[col] = series.round().astype("Int64" if series.isna().any() else "int64")
-    for col in LIST_COLUMNS & set(out.columns):
-        out[col] = [_int_list(v) for v in out[col]]
-    out.attrs.update(frame.attrs, tidy=tree)
-    return out
-
-
-# Text columns that hold lists of integers in the display ("0,1,4", "[2, 1, 1]"): lists in the frames.
-LIST_COLUMNS = {"ranks", "sizes", "examples", "members", "grid", "block"}
-
-
-def _int_list(value):
-    if not isinstance(value, str):
-        return value
-    if ";" in value:  # groups: "1,3; 0,2"
-        groups = [_int_list(g) for g in value.split(";")]
-        return groups if all(isinstance(g, list) for g in groups) else value
-    parts = [p.strip() for p in value.strip().strip("[]").split(",")]
-    try:
-        return [int(p) for p in parts if p]
-    except ValueError:
-        return value  # not a list of numbers ("…" of a cut list, a name): kept as it is
-
-
-def _sentences(display, time_unit: str = "ms"):
-    """Every sentence of a Display's views as a frame: view, key, level, title, text, and where it belongs
-    (section, part, rule: display.proto's Sentence)."""
-    import pandas as pd
-
-    from tb_paddle_profile.present.display.cells import sentence_text
-
-    columns = ["view", "key", "level", "title", "text", "section", "part", "rule"]
-    rows = [{"view": v.key, "key": s.key, "level": s.level, "title": s.title, "text": sentence_text(s, time_unit),
-             "section": s.section, "part": s.part, "rule": s.rule} for v in display.views for s in v.sentences]
-    return pd.DataFrame(rows, columns=columns)
-
-
 class _Frames:
     """Table frames by key, with attribute access for the common ones (``ALIASES``)."""
 
@@ -174,14 +86,14 @@ class _Frames:
 
     def _frames(self) -> Dict[str, object]:
         if self._frame_cache is None:
-            self._frame_cache = _tables(self.display)
+            self._frame_cache = display_frames(self.display)
         return self._frame_cache
 
     @property
     def sentences(self):
         """The sentences of the views (verdict, findings, advice, notes, ...) as a frame: view, key,
         level, title, text."""
-        return _sentences(self.display)
+        return sentence_frame(self.display)
 
     @property
     def views(self) -> Dict[str, object]:
@@ -207,8 +119,10 @@ class _Frames:
         for key in aliases[name]:
             if key in frames:
                 return tidy(frames[key], "inner" if name.endswith("_details") else "top")
-        raise AttributeError(f"{type(self).__name__}.{name}: this {'trace' if isinstance(self, Profile) else 'run'} "
-                             f"has no table {aliases[name][0]!r}; tables: {', '.join(frames) or 'none'}")
+        raise AttributeError(
+            f"{type(self).__name__}.{name}: this {'trace' if isinstance(self, Profile) else 'run'} "
+            f"has no table {aliases[name][0]!r}; tables: {', '.join(frames) or 'none'}"
+        )
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(type(self).ALIASES))
@@ -226,16 +140,25 @@ class Profile(_Frames):
     """
 
     ALIASES = {
-        "device": ("device",), "overview": ("overview",), "model": ("model",), "model_steps": ("model_steps",),
-        "distributed": ("distributed",), "operators": ("operators",), "operator_details": ("operators",),
+        "device": ("device",),
+        "overview": ("overview",),
+        "model": ("model",),
+        "model_steps": ("model_steps",),
+        "distributed": ("distributed",),
+        "operators": ("operators",),
+        "operator_details": ("operators",),
         "operators_by_shape": ("operators_by_shape",),
-        "kernels": ("kernels",), "kernel_details": ("kernels",), "kernels_by_operator": ("kernels_by_operator",),
-        "memory_manipulation": ("memory_manipulation",), "user_defined": ("user_defined",),
+        "kernels": ("kernels",),
+        "kernel_details": ("kernels",),
+        "kernels_by_operator": ("kernels_by_operator",),
+        "memory_manipulation": ("memory_manipulation",),
+        "user_defined": ("user_defined",),
         "user_defined_details": ("user_defined",),
     }
 
-    def __init__(self, summary, path: str = "", sorted_by: str = "CPUTotal", op_detail: bool = True,
-                 thread_sep: bool = False):
+    def __init__(
+        self, summary, path: str = "", sorted_by: str = "CPUTotal", op_detail: bool = True, thread_sep: bool = False
+    ):
         self.summary = summary
         self.path = path
         self.sorted_by, self.op_detail, self.thread_sep = sorted_by, op_detail, thread_sep
@@ -256,14 +179,14 @@ class Profile(_Frames):
         if self._display is None:
             from tb_paddle_profile.present.display.summary import summary_display
 
-            self._display = summary_display(self.summary, sorted_by=self.sorted_by, op_detail=self.op_detail,
-                                            thread_sep=self.thread_sep)
+            self._display = summary_display(
+                self.summary, sorted_by=self.sorted_by, op_detail=self.op_detail, thread_sep=self.thread_sep
+            )
         return self._display
 
     def with_options(self, sorted_by: str = "CPUTotal", op_detail: bool = True, thread_sep: bool = False) -> "Profile":
         """The same trace with other table options (nothing is loaded again)."""
         return Profile(self.summary, self.path, sorted_by, op_detail, thread_sep)
-
 
     @property
     def memory(self):
@@ -274,11 +197,21 @@ class Profile(_Frames):
         parts = []
         for key, frame in self.memory_tables.items():
             part = frame.copy()
-            part.insert(0, "place", key[len("memory."):])
+            part.insert(0, "place", key[len("memory.") :])
             parts.append(part)
         if not parts:
-            return pd.DataFrame(columns=["place", "name", "type", "allocation_count", "free_count",
-                                         "allocation_size", "free_size", "increased_size"])
+            return pd.DataFrame(
+                columns=[
+                    "place",
+                    "name",
+                    "type",
+                    "allocation_count",
+                    "free_count",
+                    "allocation_size",
+                    "free_size",
+                    "increased_size",
+                ]
+            )
         out = pd.concat(parts, ignore_index=True)
         out.attrs.update(parts[0].attrs, key="memory", title="Memory Summary")
         return tidy(out)
@@ -298,25 +231,50 @@ class Profile(_Frames):
         parts, decimated = [], {}
         for place in self.summary.memory.places:
             c = place.curve
-            parts.append(pd.DataFrame({"place": place.place, "time_ns": np.asarray(c.time_ns, dtype=np.int64),
-                                       "allocated": np.asarray(c.allocated, dtype=np.int64),
-                                       "reserved": np.asarray(c.reserved, dtype=np.int64)}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "place": place.place,
+                        "time_ns": np.asarray(c.time_ns, dtype=np.int64),
+                        "allocated": np.asarray(c.allocated, dtype=np.int64),
+                        "reserved": np.asarray(c.reserved, dtype=np.int64),
+                    }
+                )
+            )
             decimated[place.place] = c.decimated
-        out = (pd.concat(parts, ignore_index=True) if parts else
-               pd.DataFrame({"place": [], "time_ns": [], "allocated": [], "reserved": []}))
-        out.attrs.update(key="memory_curve", title="Memory over time", decimated=decimated,
-                         units={"time_ns": "ns", "allocated": "bytes", "reserved": "bytes"})
+        out = (
+            pd.concat(parts, ignore_index=True)
+            if parts
+            else pd.DataFrame({"place": [], "time_ns": [], "allocated": [], "reserved": []})
+        )
+        out.attrs.update(
+            key="memory_curve",
+            title="Memory over time",
+            decimated=decimated,
+            units={"time_ns": "ns", "allocated": "bytes", "reserved": "bytes"},
+        )
         return out
 
-    def text(self, sorted_by: Optional[str] = None, time_unit: str = "ms", op_detail: Optional[bool] = None,
-             thread_sep: Optional[bool] = None, views: Optional[List[str]] = None) -> str:
+    def text(
+        self,
+        sorted_by: Optional[str] = None,
+        time_unit: str = "ms",
+        op_detail: Optional[bool] = None,
+        thread_sep: Optional[bool] = None,
+        views: Optional[List[str]] = None,
+    ) -> str:
         """Paddle's tables as ``tb-paddle-profile summary`` prints them (the same options; ``views``:
         Paddle's SummaryView names such as "OperatorView")."""
         from tb_paddle_profile.present.render import text
 
-        return text.render(self.summary, sorted_by=sorted_by or self.sorted_by, time_unit=time_unit,
-                           op_detail=self.op_detail if op_detail is None else op_detail,
-                           thread_sep=self.thread_sep if thread_sep is None else thread_sep, views=views)
+        return text.render(
+            self.summary,
+            sorted_by=sorted_by or self.sorted_by,
+            time_unit=time_unit,
+            op_detail=self.op_detail if op_detail is None else op_detail,
+            thread_sep=self.thread_sep if thread_sep is None else thread_sep,
+            views=views,
+        )
 
     def to_json(self) -> str:
         """The Summary as proto3 JSON (``summary --format json``)."""
@@ -344,11 +302,21 @@ class Run(_Frames):
     """
 
     ALIASES = {
-        "ranks": ("ranks",), "steps": ("step_time",), "exposed_by_step": ("exposed_comm_by_step",),
-        "collectives": ("kinds",), "collectives_by_rank": ("rank_kinds",), "host": ("host",),
-        "waits": ("waits",), "stragglers": ("stragglers",), "topology": ("topology",), "clocks": ("clocks",),
-        "findings": ("findings",), "pipeline": ("pipeline", "pipeline_ranks"),
-        "advice_triggers": ("advice_triggers",), "outliers": ("outliers",), "layers": ("stage_layers",),
+        "ranks": ("ranks",),
+        "steps": ("step_time",),
+        "exposed_by_step": ("exposed_comm_by_step",),
+        "collectives": ("kinds",),
+        "collectives_by_rank": ("rank_kinds",),
+        "host": ("host",),
+        "waits": ("waits",),
+        "stragglers": ("stragglers",),
+        "topology": ("topology",),
+        "clocks": ("clocks",),
+        "findings": ("findings",),
+        "pipeline": ("pipeline", "pipeline_ranks"),
+        "advice_triggers": ("advice_triggers",),
+        "outliers": ("outliers",),
+        "layers": ("stage_layers",),
     }
 
     def __init__(self, parallel, files=(), left_out=(), load_options=None):
@@ -377,7 +345,6 @@ class Run(_Frames):
                 self._display = parallel_display(self.parallel)
         return self._display
 
-
     @property
     def ranks(self):
         """One row per rank: its step breakdown (ns, fractions) and its place in the topology as integers:
@@ -386,8 +353,14 @@ class Run(_Frames):
         -1: unknown) and ``host``."""
         frame = tidy(self.table("ranks"))
         by_rank = {r.rank: r for r in self.parallel.ranks}
-        coords = {"dp": "dp", "pp": "pipeline_stage", "mp": "mp", "stage": "pipeline_stage",
-                  "sharding": "sharding", "device_id": "device_id"}
+        coords = {
+            "dp": "dp",
+            "pp": "pipeline_stage",
+            "mp": "mp",
+            "stage": "pipeline_stage",
+            "sharding": "sharding",
+            "device_id": "device_id",
+        }
         at = frame.columns.get_loc("label") + 1 if "label" in frame else 1
         for i, (col, field) in enumerate(coords.items()):
             values = [int(getattr(by_rank[r], field)) if r in by_rank else -1 for r in frame["rank"]]
@@ -425,10 +398,12 @@ class Run(_Frames):
         values = np.asarray(matrix.values_ns, dtype=np.int64)
         if values.size != len(steps) * len(ranks):
             values = np.zeros(len(steps) * len(ranks), dtype=np.int64)
-        frame = pd.DataFrame(values.reshape(len(ranks), len(steps)).T, index=pd.Index(steps, name="step"),
-                             columns=pd.Index(ranks, name="rank"))
-        frame.attrs.update(key=key, title=title, units="ns",
-                           workers={r.rank: r.worker for r in self.parallel.ranks})
+        frame = pd.DataFrame(
+            values.reshape(len(ranks), len(steps)).T,
+            index=pd.Index(steps, name="step"),
+            columns=pd.Index(ranks, name="rank"),
+        )
+        frame.attrs.update(key=key, title=title, units="ns", workers={r.rank: r.worker for r in self.parallel.ranks})
         return frame
 
     @property
@@ -440,8 +415,9 @@ class Run(_Frames):
     @property
     def exposed_communication(self):
         """Raw: each step's exposed communication on each rank (rows: steps, columns: ranks; ns)."""
-        return self._matrix(self.parallel.exposed_communication, "exposed_communication",
-                            "Exposed communication per rank")
+        return self._matrix(
+            self.parallel.exposed_communication, "exposed_communication", "Exposed communication per rank"
+        )
 
     def profile(self, rank: int, **options) -> Profile:
         """The Profile of one rank of this run (by rank number), from the cache the run was loaded with."""
@@ -468,8 +444,17 @@ class Run(_Frames):
 
 # ------------------------------------------------------------------ entry points
 
-def load(path, *, sorted_by: str = "CPUTotal", op_detail: bool = True, thread_sep: bool = False,
-         cache_dir: Optional[str] = None, cache: bool = True, jobs: Optional[int] = None) -> Profile:
+
+def load(
+    path,
+    *,
+    sorted_by: str = "CPUTotal",
+    op_detail: bool = True,
+    thread_sep: bool = False,
+    cache_dir: Optional[str] = None,
+    cache: bool = True,
+    jobs: Optional[int] = None,
+) -> Profile:
     """One trace (a ``*.paddle_trace.json[.gz]`` file, or a folder holding exactly one) as a Profile.
 
     It is read through the cache the CLI and the TensorBoard tab use (``$TB_PADDLE_PROFILE_CACHE`` or
@@ -478,22 +463,39 @@ def load(path, *, sorted_by: str = "CPUTotal", op_detail: bool = True, thread_se
     """
     loaded = _load_summaries(path, cache_dir, cache, jobs)
     if len(loaded) > 1:
-        raise LoadError(f"{os.fspath(path)}: {len(loaded)} traces here; tbp.load reads one "
-                        f"(tbp.load_all for each, tbp.load_run for the run across ranks)")
+        raise LoadError(
+            f"{os.fspath(path)}: {len(loaded)} traces here; tbp.load reads one "
+            f"(tbp.load_all for each, tbp.load_run for the run across ranks)"
+        )
     f, summary = loaded[0]
     return Profile(summary, f.path, sorted_by, op_detail, thread_sep)
 
 
-def load_all(path, *, sorted_by: str = "CPUTotal", op_detail: bool = True, thread_sep: bool = False,
-             cache_dir: Optional[str] = None, cache: bool = True, jobs: Optional[int] = None) -> List[Profile]:
+def load_all(
+    path,
+    *,
+    sorted_by: str = "CPUTotal",
+    op_detail: bool = True,
+    thread_sep: bool = False,
+    cache_dir: Optional[str] = None,
+    cache: bool = True,
+    jobs: Optional[int] = None,
+) -> List[Profile]:
     """Every trace under a folder (searched recursively, ordered by path) as Profiles, as
     ``tb-paddle-profile summary FOLDER`` reads them."""
-    return [Profile(s, f.path, sorted_by, op_detail, thread_sep)
-            for f, s in _load_summaries(path, cache_dir, cache, jobs)]
+    return [
+        Profile(s, f.path, sorted_by, op_detail, thread_sep) for f, s in _load_summaries(path, cache_dir, cache, jobs)
+    ]
 
 
-def load_run(folder, span: Optional[str] = None, *, cache_dir: Optional[str] = None, cache: bool = True,
-             jobs: Optional[int] = None) -> Run:
+def load_run(
+    folder,
+    span: Optional[str] = None,
+    *,
+    cache_dir: Optional[str] = None,
+    cache: bool = True,
+    jobs: Optional[int] = None,
+) -> Run:
     """The ranks of the run in ``folder`` (one trace per rank, searched recursively) side by side, for
     one recorded span (Paddle's span_index; default the first), as ``tb-paddle-profile parallel``
     analyses them. A rank that cannot be read is left out (``Run.left_out``, and a note); LoadError

@@ -51,7 +51,7 @@ class StageRun:
         # stream's event this later
         lo, hi = cfg.event_gap_us
         self.gap = (lo + (hi - lo) * rng.random((n_k, L))) * 1000.0
-        self.extra = np.zeros((n_ins, L))   # anomalies' host time per WORK instruction
+        self.extra = np.zeros((n_ins, L))  # anomalies' host time per WORK instruction
         self.slow = np.ones(L)
         for a in cfg.anomalies:
             d, st, m = cfg.coords(a.rank)
@@ -75,7 +75,7 @@ class StageRun:
         self.arrived = [False] * n_k
         self.host_t = np.zeros(L)
         self.pc = 0
-        self.launched = 0              # kernels launched so far (ids are in launch order)
+        self.launched = 0  # kernels launched so far (ids are in launch order)
         self.sync_started = False
         self.queues: Dict[int, List[int]] = {}
         for k, st in enumerate(prog.k_stream):
@@ -164,7 +164,7 @@ class Engine:
     # -- transfers
     def _bw(self, hosts: np.ndarray, axis: int) -> np.ndarray:
         """Per group: NVLink when all members sit on one host, else the network (bytes per ns)."""
-        same = (hosts.min(axis=axis) == hosts.max(axis=axis))
+        same = hosts.min(axis=axis) == hosts.max(axis=axis)
         return np.where(same, self.cfg.nvlink_gbps, self.cfg.net_gbps)
 
     def _transfer(self, ckind: str, n: int, nbytes: float, bw: np.ndarray) -> np.ndarray:
@@ -252,8 +252,14 @@ class Engine:
             if all(st.finished for st in self.stages):
                 return self
             if not progress:
-                stuck = [(st.p.stage, st.pc, {s: (st.queues[s][h] if h < len(st.queues[s]) else None)
-                                              for s, h in st.head.items()}) for st in self.stages]
+                stuck = [
+                    (
+                        st.p.stage,
+                        st.pc,
+                        {s: (st.queues[s][h] if h < len(st.queues[s]) else None) for s, h in st.head.items()},
+                    )
+                    for st in self.stages
+                ]
                 raise Deadlock("no progress: %s; waiting instances %s" % (stuck, list(self.pending)[:6]))
 
     # -- results

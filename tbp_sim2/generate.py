@@ -36,9 +36,21 @@ def hosts_and_clocks(cfg: SimConfig) -> List[dict]:
         d, s, m = cfg.coords(r)
         h = r // gph
         worker = ("host_%spid_%d" % (names[h], pids[r])) if cfg.names == "default" else "rank%d" % r
-        out.append({"rank": r, "dp": d, "pp": s, "mp": m, "host": h, "hostname": names[h], "gpu": r % gph,
-                    "pid": int(pids[r]), "worker": worker, "clock_offset_ns": float(offsets[h]),
-                    "drift_ppm": float(drift[h])})
+        out.append(
+            {
+                "rank": r,
+                "dp": d,
+                "pp": s,
+                "mp": m,
+                "host": h,
+                "hostname": names[h],
+                "gpu": r % gph,
+                "pid": int(pids[r]),
+                "worker": worker,
+                "clock_offset_ns": float(offsets[h]),
+                "drift_ppm": float(drift[h]),
+            }
+        )
     return out
 
 
@@ -47,6 +59,7 @@ def _to_local(info: dict):
 
     def f(g: np.ndarray) -> np.ndarray:
         return np.floor(g + off + drift * g).astype(np.int64) + EPOCH_NS
+
     return f
 
 
@@ -92,16 +105,22 @@ def generate(cfg: SimConfig, out_dir: str, with_costs: bool = True, log=None) ->
     t_mid = float((b[:, 0, 0].min() + b[:, -1, 1].max()) / 2)
     for info in ranks:
         info["clock_offset_mid_ns"] = info["clock_offset_ns"] + info["drift_ppm"] * 1e-6 * t_mid
-    data = {"config": _config_dict(cfg), "ranks": ranks, "instances": instances(eng),
-            "first_step": cfg.warmup, "steps": cfg.steps}
+    data = {
+        "config": _config_dict(cfg),
+        "ranks": ranks,
+        "instances": instances(eng),
+        "first_step": cfg.warmup,
+        "steps": cfg.steps,
+    }
     if with_costs:
         t = time.time()
         data.update(costs(cfg, observed))
         if log:
             log("costs in %.1f s" % (time.time() - t))
     else:
-        data.update({"healthy_step_ns": None, "step_ns": observed, "anomalies": [
-            dataclasses.asdict(a) for a in cfg.anomalies]})
+        data.update(
+            {"healthy_step_ns": None, "step_ns": observed, "anomalies": [dataclasses.asdict(a) for a in cfg.anomalies]}
+        )
     save(data, out_dir)
     return data
 

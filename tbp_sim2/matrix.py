@@ -39,23 +39,62 @@ CASES: Dict[str, Callable[[], SimConfig]] = {
     "dp4pp4mp4-gpu10-last": lambda: _base(anomalies=(Anomaly("slow_gpu", _r(_B, 1, 3, 2), 10),)),
     "dp4pp4mp4-gpu10-stage1": lambda: _base(anomalies=(Anomaly("slow_gpu", _r(_B, 2, 1, 1), 10),)),
     "dp4pp4mp4-loader3ms": lambda: _base(anomalies=(Anomaly("loader", _r(_B, 2, 0, 3), 3 * MB),)),
-    "dp32-gpu20": lambda: SimConfig(dp=32, pp=1, mp=1, hosts=4, layers=8, hidden=2048, micro_batches=4, steps=4,
-                                    dp_overlap=True, dp_buckets=4, net_gbps=45.0, one_rank_comms=True,
-                                    anomalies=(Anomaly("slow_gpu", 13, 20),)),
-    "dp2pp8-mb16": lambda: SimConfig(dp=2, pp=8, mp=1, hosts=2, layers=16, micro_batches=16, steps=4,
-                                     one_rank_comms=True, p2p="per_peer"),
-    "dp8pp4mp4-gpu15": lambda: SimConfig(dp=8, pp=4, mp=4, hosts=16, layers=16, micro_batches=8, steps=4,
-                                         p2p="per_direction", anomalies=(Anomaly("slow_gpu", (5 * 4 + 3) * 4 + 1, 15),)),
-    "rank-named-2hosts-gpu10": lambda: SimConfig(dp=2, pp=2, mp=2, hosts=2, layers=8, micro_batches=4, steps=4,
-                                                 names="rank", host_offsets_ms=(0.0, 1.73),
-                                                 anomalies=(Anomaly("slow_gpu", 5, 10),)),
+    "dp32-gpu20": lambda: SimConfig(
+        dp=32,
+        pp=1,
+        mp=1,
+        hosts=4,
+        layers=8,
+        hidden=2048,
+        micro_batches=4,
+        steps=4,
+        dp_overlap=True,
+        dp_buckets=4,
+        net_gbps=45.0,
+        one_rank_comms=True,
+        anomalies=(Anomaly("slow_gpu", 13, 20),),
+    ),
+    "dp2pp8-mb16": lambda: SimConfig(
+        dp=2, pp=8, mp=1, hosts=2, layers=16, micro_batches=16, steps=4, one_rank_comms=True, p2p="per_peer"
+    ),
+    "dp8pp4mp4-gpu15": lambda: SimConfig(
+        dp=8,
+        pp=4,
+        mp=4,
+        hosts=16,
+        layers=16,
+        micro_batches=8,
+        steps=4,
+        p2p="per_direction",
+        anomalies=(Anomaly("slow_gpu", (5 * 4 + 3) * 4 + 1, 15),),
+    ),
+    "rank-named-2hosts-gpu10": lambda: SimConfig(
+        dp=2,
+        pp=2,
+        mp=2,
+        hosts=2,
+        layers=8,
+        micro_batches=4,
+        steps=4,
+        names="rank",
+        host_offsets_ms=(0.0, 1.73),
+        anomalies=(Anomaly("slow_gpu", 5, 10),),
+    ),
     "dp4pp4mp4-gpu5-last": lambda: _base(anomalies=(Anomaly("slow_gpu", _r(_B, 3, 3, 0), 5),)),
-    "dp4pp4mp4-two": lambda: _base(anomalies=(Anomaly("slow_gpu", _r(_B, 0, 3, 1), 10),
-                                              Anomaly("loader", _r(_B, 0, 0, 2), 3 * MB))),
+    "dp4pp4mp4-two": lambda: _base(
+        anomalies=(Anomaly("slow_gpu", _r(_B, 0, 3, 1), 10), Anomaly("loader", _r(_B, 0, 0, 2), 3 * MB))
+    ),
     "dp4pp4mp4-stall5ms": lambda: _base(anomalies=(Anomaly("stall", _r(_B, 1, 0, 0), 5 * MB, 0),)),
-    "dp16pp8mp8-loader6ms": lambda: SimConfig(dp=16, pp=8, mp=8, layers=8, micro_batches=8, steps=4,
-                                              kernel_set="lean",
-                                              anomalies=(Anomaly("loader", (3 * 8 + 0) * 8 + 5, 6 * MB),)),
+    "dp16pp8mp8-loader6ms": lambda: SimConfig(
+        dp=16,
+        pp=8,
+        mp=8,
+        layers=8,
+        micro_batches=8,
+        steps=4,
+        kernel_set="lean",
+        anomalies=(Anomaly("loader", (3 * 8 + 0) * 8 + 5, 6 * MB),),
+    ),
 }
 BIG = {"dp16pp8mp8-loader6ms"}
 
@@ -71,40 +110,81 @@ VARIANTS: Dict[str, Callable[[], SimConfig]] = {
     # closer to Fleet: shuffled host names, no Backward events, MP on the compute stream, a stream per
     # neighbour, DP buckets in the last backward
     "v-fleetlike-gpu10-last": lambda: dataclasses.replace(
-        CASES["dp4pp4mp4-gpu10-last"](), shuffle_hosts=True, backward_events=False, mp_on_compute_stream=True,
-        p2p="per_peer", dp_overlap=True),
+        CASES["dp4pp4mp4-gpu10-last"](),
+        shuffle_hosts=True,
+        backward_events=False,
+        mp_on_compute_stream=True,
+        p2p="per_peer",
+        dp_overlap=True,
+    ),
     "v-stall3ms-stage1": lambda: _base(anomalies=(Anomaly("stall", _r(_B, 2, 1, 1), 3 * MB, 2),)),
     "v-stall5ms-last": lambda: _base(anomalies=(Anomaly("stall", _r(_B, 2, 3, 1), 5 * MB, 0),)),
     # DP32 with one-rank MP communicators only (no one-rank pipeline group)
     "v-dp32-gpu20-mponly": lambda: dataclasses.replace(CASES["dp32-gpu20"](), one_rank_axes="mp"),
-    "v-dp8pp2mp8-gpu10-first": lambda: SimConfig(dp=8, pp=2, mp=8, layers=8, micro_batches=8, steps=4,
-                                                 anomalies=(Anomaly("slow_gpu", (3 * 2 + 0) * 8 + 4, 10),)),
+    "v-dp8pp2mp8-gpu10-first": lambda: SimConfig(
+        dp=8, pp=2, mp=8, layers=8, micro_batches=8, steps=4, anomalies=(Anomaly("slow_gpu", (3 * 2 + 0) * 8 + 4, 10),)
+    ),
     "v-drift2-loader3ms": lambda: dataclasses.replace(CASES["dp4pp4mp4-loader3ms"](), drift_ppm=2.0),
     "v-skew50ms-gpu10-last": lambda: dataclasses.replace(CASES["dp4pp4mp4-gpu10-last"](), clock_skew_ms=50.0),
     "v-rank-named-8hosts-loader3ms": lambda: dataclasses.replace(CASES["dp4pp4mp4-loader3ms"](), names="rank"),
     "v-gpu10-first": lambda: _base(anomalies=(Anomaly("slow_gpu", _r(_B, 1, 0, 2), 10),)),
-    "v-two-gpus-last": lambda: _base(anomalies=(Anomaly("slow_gpu", _r(_B, 0, 3, 1), 15),
-                                                Anomaly("slow_gpu", _r(_B, 2, 3, 3), 10))),
+    "v-two-gpus-last": lambda: _base(
+        anomalies=(Anomaly("slow_gpu", _r(_B, 0, 3, 1), 15), Anomaly("slow_gpu", _r(_B, 2, 3, 3), 10))
+    ),
     # pure data parallelism over 8 hosts, no one-rank communicators: the world's all-reduces were split
     # by host (the analysis' spreads summed unix nanoseconds in float64)
-    "v-dp64-8hosts-gpu15": lambda: SimConfig(dp=64, pp=1, mp=1, layers=4, micro_batches=2, kernel_set="lean",
-                                             anomalies=(Anomaly("slow_gpu", 37, 15),)),
+    "v-dp64-8hosts-gpu15": lambda: SimConfig(
+        dp=64, pp=1, mp=1, layers=4, micro_batches=2, kernel_set="lean", anomalies=(Anomaly("slow_gpu", 37, 15),)
+    ),
     # the other layouts: more hosts, rank-named files on 8 hosts, shuffled hosts with a stall, a stream per
     # direction and members ending together
-    "v-dp8pp8mp2-16hosts-exact-gpu10": lambda: SimConfig(dp=8, pp=8, mp=2, layers=16, micro_batches=8,
-                                                         end_spread_us=0.0, kernel_set="lean",
-                                                         anomalies=(Anomaly("slow_gpu", 95, 10),)),
-    "v-dp4pp2mp8-rank-named-loader3ms": lambda: SimConfig(dp=4, pp=2, mp=8, layers=8, micro_batches=4, names="rank",
-                                                          kernel_set="lean", anomalies=(Anomaly("loader", 16, 3 * MB),)),
-    "v-dp4pp8-32hosts-gpu10-first": lambda: SimConfig(dp=4, pp=8, mp=1, hosts=32, layers=16, micro_batches=16,
-                                                      kernel_set="lean", anomalies=(Anomaly("slow_gpu", 8, 10),)),
+    "v-dp8pp8mp2-16hosts-exact-gpu10": lambda: SimConfig(
+        dp=8,
+        pp=8,
+        mp=2,
+        layers=16,
+        micro_batches=8,
+        end_spread_us=0.0,
+        kernel_set="lean",
+        anomalies=(Anomaly("slow_gpu", 95, 10),),
+    ),
+    "v-dp4pp2mp8-rank-named-loader3ms": lambda: SimConfig(
+        dp=4,
+        pp=2,
+        mp=8,
+        layers=8,
+        micro_batches=4,
+        names="rank",
+        kernel_set="lean",
+        anomalies=(Anomaly("loader", 16, 3 * MB),),
+    ),
+    "v-dp4pp8-32hosts-gpu10-first": lambda: SimConfig(
+        dp=4,
+        pp=8,
+        mp=1,
+        hosts=32,
+        layers=16,
+        micro_batches=16,
+        kernel_set="lean",
+        anomalies=(Anomaly("slow_gpu", 8, 10),),
+    ),
     # rank-named on 16 hosts, members ending together: two hosts' clocks 1.4 us apart were grouped as one
     "v-dp8pp4mp4-rank-named-16hosts-exact-stall": lambda: SimConfig(
-        dp=8, pp=4, mp=4, hosts=16, layers=8, micro_batches=8, names="rank", end_spread_us=0.0, kernel_set="lean",
-        anomalies=(Anomaly("stall", 49, 4 * MB),)),
+        dp=8,
+        pp=4,
+        mp=4,
+        hosts=16,
+        layers=8,
+        micro_batches=8,
+        names="rank",
+        end_spread_us=0.0,
+        kernel_set="lean",
+        anomalies=(Anomaly("stall", 49, 4 * MB),),
+    ),
     # a small model: the host's launches pace the GPU
-    "v-hostbound-loader3ms": lambda: dataclasses.replace(CASES["dp4pp4mp4-loader3ms"](), hidden=1024, seq=512,
-                                                         vocab=8192),
+    "v-hostbound-loader3ms": lambda: dataclasses.replace(
+        CASES["dp4pp4mp4-loader3ms"](), hidden=1024, seq=512, vocab=8192
+    ),
 }
 ALL = {**CASES, **VARIANTS}
 
@@ -119,8 +199,10 @@ def main(argv=None) -> int:
     if a.list:
         for name, make in ALL.items():
             c = make()
-            print("%-28s DP%d x PP%d x MP%d, %d hosts, %s" % (name, c.dp, c.pp, c.mp, c.n_hosts,
-                                                              ", ".join(x.label() for x in c.anomalies) or "healthy"))
+            print(
+                "%-28s DP%d x PP%d x MP%d, %d hosts, %s"
+                % (name, c.dp, c.pp, c.mp, c.n_hosts, ", ".join(x.label() for x in c.anomalies) or "healthy")
+            )
         return 0
     names = a.cases or [n for n in CASES if n not in BIG]
     for name in names:
@@ -132,10 +214,16 @@ def main(argv=None) -> int:
             continue
         t = time.time()
         data = generate(ALL[name](), out, log=lambda m: print("  " + m, file=sys.stderr))
-        print("%s: %d ranks, step %.2f ms, %s (%.0f s)" % (
-            name, len(data["ranks"]), data["step_ns"] / 1e6,
-            json.dumps([(x["label"], round(x["cost_ns_per_step"] / 1e6, 3)) for x in data["anomalies"]]),
-            time.time() - t))
+        print(
+            "%s: %d ranks, step %.2f ms, %s (%.0f s)"
+            % (
+                name,
+                len(data["ranks"]),
+                data["step_ns"] / 1e6,
+                json.dumps([(x["label"], round(x["cost_ns_per_step"] / 1e6, 3)) for x in data["anomalies"]]),
+                time.time() - t,
+            )
+        )
     return 0
 
 

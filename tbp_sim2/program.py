@@ -75,17 +75,17 @@ class StageProgram:
         self.stage = stage
         # kernels
         self.k_name: List[str] = []
-        self.k_cat: List[str] = []          # Kernel / Memcpy
+        self.k_cat: List[str] = []  # Kernel / Memcpy
         self.k_stream: List[int] = []
         self.k_kind: List[int] = []
-        self.k_base: List[float] = []       # compute duration, or the transfer's bytes for COLL
+        self.k_base: List[float] = []  # compute duration, or the transfer's bytes for COLL
         self.k_deps: List[Tuple[int, ...]] = []
-        self.k_axis: List[str] = []         # "", mp, dp, ppg, p2p
+        self.k_axis: List[str] = []  # "", mp, dp, ppg, p2p
         self.k_key: List[Optional[tuple]] = []
-        self.k_ckind: List[str] = []        # "", all_reduce, broadcast, send_recv
-        self.k_dir: List[str] = []          # send / recv for p2p
+        self.k_ckind: List[str] = []  # "", all_reduce, broadcast, send_recv
+        self.k_dir: List[str] = []  # send / recv for p2p
         self.k_step: List[int] = []
-        self.k_ordinal: List[int] = []      # per (step, ckind), launch order
+        self.k_ordinal: List[int] = []  # per (step, ckind), launch order
         self.k_grid: List[Tuple[int, int, int, int]] = []
         self.k_runtime: List[int] = []
         # host events
@@ -93,7 +93,7 @@ class StageProgram:
         self.e_type: List[str] = []
         self.e_step: List[int] = []
         self.e_depth: List[int] = []
-        self.e_open: List[int] = []         # instruction indices
+        self.e_open: List[int] = []  # instruction indices
         self.e_close: List[int] = []
         # runtime calls
         self.r_name: List[str] = []
@@ -106,8 +106,8 @@ class StageProgram:
         self._step = 0
         self._ordinals: Dict[Tuple[int, str], int] = {}
         self._last_compute: Optional[int] = None
-        self._pending: List[int] = []       # kernels the next compute kernel waits for
-        self.tags: Dict[int, Tuple[str, int]] = {}   # WORK instruction -> (tag, micro-batch)
+        self._pending: List[int] = []  # kernels the next compute kernel waits for
+        self.tags: Dict[int, Tuple[str, int]] = {}  # WORK instruction -> (tag, micro-batch)
 
     # -- host side
     def open(self, name: str, etype: str) -> int:
@@ -145,8 +145,20 @@ class StageProgram:
         self._runtime(name, -1, RUNTIME)
 
     # -- kernels
-    def _kernel(self, name: str, stream: int, kind: int, base: float, deps=(), axis: str = "", key=None,
-                ckind: str = "", direction: str = "", cat: str = "Kernel", grid=(132, 1, 1, 256)) -> int:
+    def _kernel(
+        self,
+        name: str,
+        stream: int,
+        kind: int,
+        base: float,
+        deps=(),
+        axis: str = "",
+        key=None,
+        ckind: str = "",
+        direction: str = "",
+        cat: str = "Kernel",
+        grid=(132, 1, 1, 256),
+    ) -> int:
         k = len(self.k_name)
         self.k_name.append(name)
         self.k_cat.append(cat)
@@ -187,8 +199,19 @@ class StageProgram:
         self._last_compute = k
         return k
 
-    def comm(self, op: str, kname: str, stream: int, nbytes: float, axis: str, key, ckind: str,
-             direction: str = "", wrap: Optional[str] = None, block: bool = True) -> int:
+    def comm(
+        self,
+        op: str,
+        kname: str,
+        stream: int,
+        nbytes: float,
+        axis: str,
+        key,
+        ckind: str,
+        direction: str = "",
+        wrap: Optional[str] = None,
+        block: bool = True,
+    ) -> int:
         """An operator launching one NCCL kernel on ``stream`` after the compute stream's last kernel
         (an event waited for); with ``block`` the next compute kernel waits for it."""
         lo, hi = self.cfg.op_host_us
@@ -204,8 +227,18 @@ class StageProgram:
         if stream == COMPUTE_STREAM:
             deps = deps + tuple(self._pending)
             self._pending = []
-        k = self._kernel(kname, stream, COLL, nbytes, deps=deps, axis=axis, key=key, ckind=ckind,
-                         direction=direction, grid=(8 if ckind != "send_recv" else 1, 1, 1, 512))
+        k = self._kernel(
+            kname,
+            stream,
+            COLL,
+            nbytes,
+            deps=deps,
+            axis=axis,
+            key=key,
+            ckind=ckind,
+            direction=direction,
+            grid=(8 if ckind != "send_recv" else 1, 1, 1, 512),
+        )
         self._launch(k)
         if block and stream != COMPUTE_STREAM:
             self._pending.append(k)
@@ -250,8 +283,7 @@ class _Builder:
             return
         key = ("mp", self.p._step, self._mp_seq)
         self._mp_seq += 1
-        self.p.comm("c_allreduce_sum dygraph", kname, self.mp_stream, nbytes, "mp", key, "all_reduce",
-                    wrap=wrap)
+        self.p.comm("c_allreduce_sum dygraph", kname, self.mp_stream, nbytes, "mp", key, "all_reduce", wrap=wrap)
 
     # -- model pieces
     def layer_fwd(self) -> None:
@@ -361,8 +393,9 @@ class _Builder:
         p = self.p
         p.open("GpuMemcpySync:GPU->CPU", USERDEFINED)
         p.work(2000, 4000)
-        k = p._kernel("MEMCPY_DtoH", COMPUTE_STREAM, MEMCPY, 2500, deps=tuple(p._pending) + (p._last_compute,),
-                      cat="Memcpy")
+        k = p._kernel(
+            "MEMCPY_DtoH", COMPUTE_STREAM, MEMCPY, 2500, deps=tuple(p._pending) + (p._last_compute,), cat="Memcpy"
+        )
         p._pending = []
         p._launch(k, "cudaMemcpy_v3020", sync=True)
         p.work(1000, 2000)
@@ -382,8 +415,16 @@ class _Builder:
 
     def _dp_ar(self, b: int) -> None:
         """One bucket's all-reduce; the optimizer waits for it (overlapped: the backward goes on)."""
-        k = self.p.comm("c_allreduce_sum dygraph", AR_BF16, DP_STREAM, self._bucket_bytes(), "dp",
-                        ("dp", self.p._step, b), "all_reduce", block=not self.cfg.dp_overlap)
+        k = self.p.comm(
+            "c_allreduce_sum dygraph",
+            AR_BF16,
+            DP_STREAM,
+            self._bucket_bytes(),
+            "dp",
+            ("dp", self.p._step, b),
+            "all_reduce",
+            block=not self.cfg.dp_overlap,
+        )
         self._dp_kernels.append(k)
 
     def _overlap_buckets(self, layer_done: int) -> None:
@@ -410,8 +451,17 @@ class _Builder:
             stream = P2P_STREAM + (1 if peer > s else 0)
         else:
             stream = P2P_STREAM + (0 if send else 1)
-        p.comm("send_v2 dygraph" if send else "recv_v2 dygraph", SENDRECV, stream, nbytes, "p2p", key,
-               "send_recv", direction="send" if send else "recv", block=not send)
+        p.comm(
+            "send_v2 dygraph" if send else "recv_v2 dygraph",
+            SENDRECV,
+            stream,
+            nbytes,
+            "p2p",
+            key,
+            "send_recv",
+            direction="send" if send else "recv",
+            block=not send,
+        )
 
     def pair(self, first: Tuple[str, int], second: Tuple[str, int]) -> None:
         """A combined send/recv: even stages send first, odd stages receive first."""

@@ -15,58 +15,81 @@ from .program import PYTHON_SIDE
 
 EPOCH_NS = 1_780_000_000_000_000_000
 
-_HEAD = ('\n  {\n    "displayTimeUnit": "ms",\n    "schemaVersion": "1.0.2",\n    "span_index": "0",'
-         '\n    "deviceProperties": [\n      {\n        "id": %d, "name": "NVIDIA H100 80GB HBM3", '
-         '"totalGlobalMem": 85045379072,\n        "computeMajor": 9, "computeMinor": 0,\n'
-         '        "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,\n'
-         '        "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32,\n'
-         '        "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 233472,\n'
-         '        "smCount": 132, "sharedMemPerBlockOptin": 232448\n      }],\n    '
-         '\n    "traceEvents": [\n  ')
+_HEAD = (
+    '\n  {\n    "displayTimeUnit": "ms",\n    "schemaVersion": "1.0.2",\n    "span_index": "0",'
+    '\n    "deviceProperties": [\n      {\n        "id": %d, "name": "NVIDIA H100 80GB HBM3", '
+    '"totalGlobalMem": 85045379072,\n        "computeMajor": 9, "computeMinor": 0,\n'
+    '        "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,\n'
+    '        "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32,\n'
+    '        "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 233472,\n'
+    '        "smCount": 132, "sharedMemPerBlockOptin": 232448\n      }],\n    '
+    '\n    "traceEvents": [\n  '
+)
 _X = '\n  {\n    "name": "%s[%s]", "pid": %d, "tid": "%d(%s)",\n    "ts": %d, "dur": %.3f,\n    "ph": "X", "cat": "%s",\n'
-_HOST = _X + ('    "cname": "thread_state_runnable",\n    "args": {\n      "start_time": "%.3f us",\n'
-              '      "end_time": "%.3f us"\n    }\n  },\n  ')
-_OPER = _X + ('    "cname": "thread_state_runnable",\n    "args": {\n      "start_time": "%.3f us",\n'
-              '      "end_time": "%.3f us",\n      "input_shapes": {},\n      "input_dtypes": {},\n'
-              '      "callstack": ""\n    }\n  },\n  ')
-_RT = _X + ('    "cname": "thread_state_running",\n    "args": {\n      "correlation id": %d,\n'
-            '      "start_time": "%.3f us",\n      "end_time": "%.3f us"\n    }\n  },\n  ')
+_HOST = _X + (
+    '    "cname": "thread_state_runnable",\n    "args": {\n      "start_time": "%.3f us",\n'
+    '      "end_time": "%.3f us"\n    }\n  },\n  '
+)
+_OPER = _X + (
+    '    "cname": "thread_state_runnable",\n    "args": {\n      "start_time": "%.3f us",\n'
+    '      "end_time": "%.3f us",\n      "input_shapes": {},\n      "input_dtypes": {},\n'
+    '      "callstack": ""\n    }\n  },\n  '
+)
+_RT = _X + (
+    '    "cname": "thread_state_running",\n    "args": {\n      "correlation id": %d,\n'
+    '      "start_time": "%.3f us",\n      "end_time": "%.3f us"\n    }\n  },\n  '
+)
 _FLOW_S = '\n  {\n    "name": "launch", "id": %d, "pid": %d, "tid": "%d(C++)",\n    "ts": %d,\n    "ph": "s", "cat": "async"\n  },\n  '
 _FLOW_F = '\n  {\n    "name": "launch", "id": %d, "pid": %d, "tid": %d,\n    "ts": %d,\n    "ph": "f", "cat": "async"\n  },\n  '
-_FLOW_FB = ('\n  {\n    "name": "launch", "id": %d, "pid": %d, "tid": %d,\n    "ts": %d,\n'
-            '    "ph": "f", "cat": "async", "bp": "e"\n  },\n  ')
+_FLOW_FB = (
+    '\n  {\n    "name": "launch", "id": %d, "pid": %d, "tid": %d,\n    "ts": %d,\n'
+    '    "ph": "f", "cat": "async", "bp": "e"\n  },\n  '
+)
 _DEV = '\n  {\n    "name": "%s[%s]", "pid": %d, "tid": %d,\n    "ts": %d, "dur": %.3f,\n    "ph": "X", "cat": "%s",\n'
-_KERNEL = _DEV + ('    "cname": "cq_build_failed",\n    "args": {\n      "start_time": "%.3f us",\n'
-                  '      "end_time": "%.3f us",\n      "device": %d, "context": 1,\n'
-                  '      "stream": %d, "correlation id": %d,\n      "registers per thread": %d,\n'
-                  '      "shared memory": %d,\n      "blocks per SM": %s,\n      "warps per SM": %s,\n'
-                  '      "grid": [%d, 1, 1],\n      "block": [%d, 1, 1],\n'
-                  '      "theoretical achieved occupancy %%": %s\n    }\n  },\n  ')
-_MEMCPY = _DEV + ('    "cname": "cq_build_failed",\n    "args": {\n      "start_time": "%.3f us",\n'
-                  '      "end_time": "%.3f us",\n      "stream": %d, "correlation id": %d,\n'
-                  '      "bytes": %d, "memory bandwidth (GB/s)": %.3f\n    }\n  },\n  ')
-_META_T = ''.join(
+_KERNEL = _DEV + (
+    '    "cname": "cq_build_failed",\n    "args": {\n      "start_time": "%.3f us",\n'
+    '      "end_time": "%.3f us",\n      "device": %d, "context": 1,\n'
+    '      "stream": %d, "correlation id": %d,\n      "registers per thread": %d,\n'
+    '      "shared memory": %d,\n      "blocks per SM": %s,\n      "warps per SM": %s,\n'
+    '      "grid": [%d, 1, 1],\n      "block": [%d, 1, 1],\n'
+    '      "theoretical achieved occupancy %%": %s\n    }\n  },\n  '
+)
+_MEMCPY = _DEV + (
+    '    "cname": "cq_build_failed",\n    "args": {\n      "start_time": "%.3f us",\n'
+    '      "end_time": "%.3f us",\n      "stream": %d, "correlation id": %d,\n'
+    '      "bytes": %d, "memory bandwidth (GB/s)": %.3f\n    }\n  },\n  '
+)
+_META_T = "".join(
     '\n  {\n    "name": "%s", "pid": %%d, "tid": "%%d(%s)",\n    "ph": "M",\n    "args": {\n      %s\n    }\n  },'
-    % (n, side, a) for n, side, a in (
-        ("process_name", "Python", '"name": "Process %d (CPU)"'), ("process_name", "C++", '"name": "Process %d (CPU)"'),
+    % (n, side, a)
+    for n, side, a in (
+        ("process_name", "Python", '"name": "Process %d (CPU)"'),
+        ("process_name", "C++", '"name": "Process %d (CPU)"'),
         ("thread_name", "Python", '"name": "thread %d:MainThread(Python)"'),
-        ("thread_name", "C++", '"name": "thread %d:MainThread(C++)"'))) + (
+        ("thread_name", "C++", '"name": "thread %d:MainThread(C++)"'),
+    )
+) + (
     '\n  {\n    "name": "process_sort_index", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
     '      "sort_index": %d\n    }\n  },'
     '\n  {\n    "name": "thread_sort_index", "pid": %d, "tid": "%d(Python)",\n    "ph": "M",\n    "args": {\n'
     '      "sort_index": %d\n    }\n  },'
     '\n  {\n    "name": "thread_sort_index", "pid": %d, "tid": "%d(C++)",\n    "ph": "M",\n    "args": {\n'
-    '      "sort_index": %d\n    }\n  },\n  ')
-_META_D = ('\n  {\n    "name": "process_name", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
-           '      "name": "Device %d (GPU)"\n    }\n  },'
-           '\n  {\n    "name": "thread_name", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
-           '      "name": "stream %d"\n    }\n  },'
-           '\n  {\n    "name": "process_sort_index", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
-           '      "sort_index": %d\n    }\n  },'
-           '\n  {\n    "name": "thread_sort_index", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
-           '      "sort_index": %d\n    }\n  },\n  ')
-_TAIL = ('\n  {}\n  ],\n  \n  "ExtraInfo": {\n     "%d": "MainThread",\n   \n'
-         '     "Process Cpu Utilization": "1.203000",\n   \n     "System Cpu Utilization": "0.287000"\n   \n  }\n  }\n')
+    '      "sort_index": %d\n    }\n  },\n  '
+)
+_META_D = (
+    '\n  {\n    "name": "process_name", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
+    '      "name": "Device %d (GPU)"\n    }\n  },'
+    '\n  {\n    "name": "thread_name", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
+    '      "name": "stream %d"\n    }\n  },'
+    '\n  {\n    "name": "process_sort_index", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
+    '      "sort_index": %d\n    }\n  },'
+    '\n  {\n    "name": "thread_sort_index", "pid": %d, "tid": %d,\n    "ph": "M",\n    "args": {\n'
+    '      "sort_index": %d\n    }\n  },\n  '
+)
+_TAIL = (
+    '\n  {}\n  ],\n  \n  "ExtraInfo": {\n     "%d": "MainThread",\n   \n'
+    '     "Process Cpu Utilization": "1.203000",\n   \n     "System Cpu Utilization": "0.287000"\n   \n  }\n  }\n'
+)
 
 
 def file_name(worker: str, export_ns: int) -> str:
@@ -132,13 +155,27 @@ def write_rank(f: TextIO, st, lane: int, to_local, pid: int, device: int, first_
         if et == "Operator":
             out.add(_OPER % (p.e_name[e], H[2][i], pid, tid, "C++", H[0][i], H[1][i], et, H[3][i], H[4][i]))
         else:
-            out.add(_HOST % (p.e_name[e], H[2][i], pid, tid, "Python" if et in PYTHON_SIDE else "C++",
-                             H[0][i], H[1][i], et, H[3][i], H[4][i]))
+            out.add(
+                _HOST
+                % (
+                    p.e_name[e],
+                    H[2][i],
+                    pid,
+                    tid,
+                    "Python" if et in PYTHON_SIDE else "C++",
+                    H[0][i],
+                    H[1][i],
+                    et,
+                    H[3][i],
+                    H[4][i],
+                )
+            )
         for r in by_parent.get(e, ()):
             j = r_row[r]
             corr = corr0 + r
-            out.add(_RT % (p.r_name[r], R[2][j], pid, tid, "C++", R[0][j], R[1][j], "CudaRuntime", corr,
-                           R[3][j], R[4][j]))
+            out.add(
+                _RT % (p.r_name[r], R[2][j], pid, tid, "C++", R[0][j], R[1][j], "CudaRuntime", corr, R[3][j], R[4][j])
+            )
             out.add(_FLOW_S % (corr, pid, tid, int(r_s[j] + r_e[j]) // 2 // 1000))
             k = p.r_kernel[r]
             if k < 0:
@@ -149,22 +186,83 @@ def write_rank(f: TextIO, st, lane: int, to_local, pid: int, device: int, first_
             if p.k_cat[k] == "Memcpy":
                 span = int(k_e[d] - k_s[d])
                 nbytes = int(p.k_base[k] * 24)
-                out.add(_MEMCPY % (p.k_name[k], D[2][d], device, stream, D[0][d], D[1][d], "Memcpy", D[3][d],
-                                   D[4][d], stream, corr, nbytes, nbytes / max(span, 1)))
+                out.add(
+                    _MEMCPY
+                    % (
+                        p.k_name[k],
+                        D[2][d],
+                        device,
+                        stream,
+                        D[0][d],
+                        D[1][d],
+                        "Memcpy",
+                        D[3][d],
+                        D[4][d],
+                        stream,
+                        corr,
+                        nbytes,
+                        nbytes / max(span, 1),
+                    )
+                )
             else:
                 gx, _, _, block = p.k_grid[k]
                 bps = np.float32(gx) / np.float32(132)
                 wps = bps * np.float32(block) / np.float32(32)
                 occ = min(1.0, float(wps) * 32 / 2048) * 100
-                out.add(_KERNEL % (p.k_name[k], D[2][d], device, stream, D[0][d], D[1][d], "Kernel", D[3][d],
-                                   D[4][d], device, stream, corr, 96 if p.k_ckind[k] else 168,
-                                   0 if p.k_ckind[k] else 98304, "%f" % bps, "%f" % wps, gx, block, "%.3f" % occ))
+                out.add(
+                    _KERNEL
+                    % (
+                        p.k_name[k],
+                        D[2][d],
+                        device,
+                        stream,
+                        D[0][d],
+                        D[1][d],
+                        "Kernel",
+                        D[3][d],
+                        D[4][d],
+                        device,
+                        stream,
+                        corr,
+                        96 if p.k_ckind[k] else 168,
+                        0 if p.k_ckind[k] else 98304,
+                        "%f" % bps,
+                        "%f" % wps,
+                        gx,
+                        block,
+                        "%.3f" % occ,
+                    )
+                )
             if k_e[d] - k_s[d] < 1000:
                 out.add(_FLOW_F % (corr, device, stream, int(k_s[d]) // 1000))
             else:
                 out.add(_FLOW_FB % (corr, device, stream, int(k_s[d] + k_e[d]) // 2 // 1000))
-    out.add(_META_T % (pid, tid, pid, pid, tid, pid, pid, tid, tid, pid, tid, tid, pid, tid, pid, pid, tid, 2 * tid,
-                       pid, tid, 2 * tid + 1))
+    out.add(
+        _META_T
+        % (
+            pid,
+            tid,
+            pid,
+            pid,
+            tid,
+            pid,
+            pid,
+            tid,
+            tid,
+            pid,
+            tid,
+            tid,
+            pid,
+            tid,
+            pid,
+            pid,
+            tid,
+            2 * tid,
+            pid,
+            tid,
+            2 * tid + 1,
+        )
+    )
     for s in sorted(streams):
         out.add(_META_D % (device, s, device, device, s, s, device, s, device + 0x10000000, device, s, s))
     out.add(_TAIL % tid)

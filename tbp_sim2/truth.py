@@ -34,7 +34,7 @@ def instances(eng: Engine) -> List[dict]:
             ax = p.k_axis[k]
             if not ax or p.k_step[k] < first:
                 continue
-            groups: List[List[tuple]] = []   # (stage, lane, kernel)
+            groups: List[List[tuple]] = []  # (stage, lane, kernel)
             if ax == "mp":
                 groups = [[(s, d * cfg.mp + m, k) for m in range(cfg.mp)] for d in range(cfg.dp)]
             elif ax == "dp":
@@ -59,8 +59,15 @@ def instances(eng: Engine) -> List[dict]:
                     if pt.k_dir[kk]:
                         m["direction"] = pt.k_dir[kk]
                     members.append(m)
-                out.append({"kind": p.k_ckind[k], "step": p.k_step[k], "axis": ax, "members": members,
-                            "end_spread_ns": float(max(ends) - min(ends))})
+                out.append(
+                    {
+                        "kind": p.k_ckind[k],
+                        "step": p.k_step[k],
+                        "axis": ax,
+                        "members": members,
+                        "end_spread_ns": float(max(ends) - min(ends)),
+                    }
+                )
     return out
 
 
@@ -71,15 +78,31 @@ def costs(cfg: SimConfig, observed_ns: float) -> dict:
     out = []
     for a in cfg.anomalies:
         without = simulate(cfg.without(a)).step_time_ns() if len(cfg.anomalies) > 1 else healthy
-        alone = (simulate(dataclasses.replace(cfg, anomalies=(a,))).step_time_ns()
-                 if len(cfg.anomalies) > 1 else observed_ns)
+        alone = (
+            simulate(dataclasses.replace(cfg, anomalies=(a,))).step_time_ns() if len(cfg.anomalies) > 1 else observed_ns
+        )
         d, s, m = cfg.coords(a.rank)
-        out.append({"kind": a.kind, "rank": a.rank, "value": a.value, "at": a.at, "label": a.label(),
-                    "dp": d, "pp": s, "mp": m,
-                    "cost_ns_per_step": observed_ns - without, "alone_cost_ns_per_step": alone - healthy,
-                    "step_without_ns": without})
-    return {"healthy_step_ns": healthy, "step_ns": observed_ns, "joint_cost_ns_per_step": observed_ns - healthy,
-            "anomalies": out}
+        out.append(
+            {
+                "kind": a.kind,
+                "rank": a.rank,
+                "value": a.value,
+                "at": a.at,
+                "label": a.label(),
+                "dp": d,
+                "pp": s,
+                "mp": m,
+                "cost_ns_per_step": observed_ns - without,
+                "alone_cost_ns_per_step": alone - healthy,
+                "step_without_ns": without,
+            }
+        )
+    return {
+        "healthy_step_ns": healthy,
+        "step_ns": observed_ns,
+        "joint_cost_ns_per_step": observed_ns - healthy,
+        "anomalies": out,
+    }
 
 
 class Truth:

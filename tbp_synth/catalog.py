@@ -15,8 +15,15 @@ def _ew(name: str, numel: int, regs: int = 28) -> KernelSpec:
 
 
 def _gemm(name: str, m: int, n: int, tile_n: int = 256) -> KernelSpec:
-    return KernelSpec(name, (max(1, -(-m // 128)), max(1, -(-n // tile_n)), 1), (384, 1, 1),
-                      168, 0, 213248 if tile_n == 256 else 164864)
+    return KernelSpec(
+        name,
+        (max(1, -(-m // 128)), max(1, -(-n // tile_n)), 1),
+        (384, 1, 1),
+        168,
+        0,
+        213248 if tile_n == 256 else 164864,
+    )
+
 
 _BF16 = "phi::dtype::bfloat16"
 
@@ -24,8 +31,10 @@ _EW_ARGS = "(phi::Array<char const* __restrict__, %d>, phi::Array<char*, 1>, lon
 
 
 def _vectorized(functor: str, arity: int) -> str:
-    return ("void phi::funcs::VectorizedElementwiseKernel<%s, %s, %d, 1, 4>" % (_BF16, functor, arity)
-            + _EW_ARGS % (arity, functor))
+    return "void phi::funcs::VectorizedElementwiseKernel<%s, %s, %d, 1, 4>" % (_BF16, functor, arity) + _EW_ARGS % (
+        arity,
+        functor,
+    )
 
 
 def _nccl(coll: str) -> str:
@@ -50,8 +59,10 @@ class _Catalog:
         g_tn = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas"
         g_nn = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas"
         g_nt = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
-        bmm = ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x5_tn_align8>"
-               "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x5_tn_align8::Params)")
+        bmm = (
+            "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x5_tn_align8>"
+            "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x5_tn_align8::Params)"
+        )
         self.spec: Dict[str, KernelSpec] = {}
         self.ns: Dict[str, int] = {}
 
@@ -80,57 +91,135 @@ class _Catalog:
         gemm("lm_head_dw", g_nt, H, V // mp, T, 128)
         hd = H // cfg.heads
         for key in ("qk", "qk_grad_a", "qk_grad_b", "av", "av_grad_a", "av_grad_b"):
-            self.spec[key] = KernelSpec(bmm, (T // 128 or 1, T // 128 or 1, heads), (128, 1, 1),
-                                        230, 0, 81920)
+            self.spec[key] = KernelSpec(bmm, (T // 128 or 1, T // 128 or 1, heads), (128, 1, 1), 230, 0, 81920)
             self.ns[key] = int(2 * T * T * hd * heads / self.TFLOPS * 1e9) + 4000
         scores = heads * T * T
         ew("add", _vectorized("phi::funcs::AddFunctor<%s>" % _BF16, 2), act, 6)
-        ew("bias_grad", "void phi::funcs::ReduceHigherDimKernel<%s, float, phi::kps::AddFunctor<float>, "
-           "phi::kps::IdentityFunctor<%s, float>, int>(%s const*, %s*, phi::kps::AddFunctor<float>, "
-           "phi::kps::IdentityFunctor<%s, float>, float, int, int, int, phi::kps::DimConfig, bool)"
-           % (_BF16, _BF16, _BF16, _BF16, _BF16), act, 2, 40)
+        ew(
+            "bias_grad",
+            "void phi::funcs::ReduceHigherDimKernel<%s, float, phi::kps::AddFunctor<float>, "
+            "phi::kps::IdentityFunctor<%s, float>, int>(%s const*, %s*, phi::kps::AddFunctor<float>, "
+            "phi::kps::IdentityFunctor<%s, float>, float, int, int, int, phi::kps::DimConfig, bool)"
+            % (_BF16, _BF16, _BF16, _BF16, _BF16),
+            act,
+            2,
+            40,
+        )
         ew("gelu", _vectorized("phi::GeluWithApproximateFunctor<%s>" % _BF16, 1), 4 * act // mp, 4)
-        ew("gelu_grad", _vectorized("phi::GeluWithApproximateGradFunctor<%s>" % _BF16, 2),
-           4 * act // mp, 6)
+        ew("gelu_grad", _vectorized("phi::GeluWithApproximateGradFunctor<%s>" % _BF16, 2), 4 * act // mp, 6)
         ew("scale", _vectorized("phi::funcs::ScaleFunctor<%s, float>" % _BF16, 1), scores, 4)
-        ew("softmax", "void phi::funcs::WarpSoftmaxForward<%s, float, 11, 4, 32, 1, false>(%s*, %s const*, "
-           "int, int, int)" % (_BF16, _BF16, _BF16), scores, 4, 64)
-        ew("softmax_grad", "void phi::funcs::WarpSoftmaxBackward<%s, float, 11, 4, 32, 1, false>(%s*, "
-           "%s const*, %s const*, int, int, int)" % (_BF16, _BF16, _BF16, _BF16), scores, 6, 64)
-        ew("dropout", "void phi::funcs::VectorizedRandomGenerator<%s>(unsigned long, unsigned long, %s const*, "
-           "%s*, unsigned char*, float, float, bool, unsigned long, unsigned long)"
-           % (_BF16, _BF16, _BF16), act, 5, 38)
+        ew(
+            "softmax",
+            "void phi::funcs::WarpSoftmaxForward<%s, float, 11, 4, 32, 1, false>(%s*, %s const*, "
+            "int, int, int)" % (_BF16, _BF16, _BF16),
+            scores,
+            4,
+            64,
+        )
+        ew(
+            "softmax_grad",
+            "void phi::funcs::WarpSoftmaxBackward<%s, float, 11, 4, 32, 1, false>(%s*, "
+            "%s const*, %s const*, int, int, int)" % (_BF16, _BF16, _BF16, _BF16),
+            scores,
+            6,
+            64,
+        )
+        ew(
+            "dropout",
+            "void phi::funcs::VectorizedRandomGenerator<%s>(unsigned long, unsigned long, %s const*, "
+            "%s*, unsigned char*, float, float, bool, unsigned long, unsigned long)" % (_BF16, _BF16, _BF16),
+            act,
+            5,
+            38,
+        )
         ew("dropout_attn", self.spec["dropout"].name, scores, 5, 38)
         ew("dropout_grad", _vectorized("phi::funcs::DropoutGradFunctor<%s>" % _BF16, 2), act, 5)
         ew("dropout_attn_grad", self.spec["dropout_grad"].name, scores, 5)
-        ew("transpose", "void phi::funcs::TilingSwapDim1And2<%s, 32, 8, long>(%s const*, phi::Dim3, %s*)"
-           % (_BF16, _BF16, _BF16), act // mp, 4, 32)
-        ew("layer_norm", "void phi::funcs::LayerNormForward<%s, float, 1024, true>(%s const*, float const*, "
-           "float const*, %s*, float*, float*, float, long)" % (_BF16, _BF16, _BF16), act, 4, 40)
-        ew("layer_norm_grad", "void phi::funcs::LayerNormBackwardGradientAll<%s, float, 1024, true>(%s const*, "
-           "%s const*, float const*, float const*, float const*, float*, float*, %s*, float, long, long)"
-           % (_BF16, _BF16, _BF16, _BF16), act, 6, 48)
-        ew("layer_norm_grad_sb", "void phi::funcs::LayerNormBackwardSumGradGammaBeta<float, 1024, 8, 64>"
-           "(float const*, float*, float*, long, long)", H * 32, 8, 32)
-        ew("embedding", "void phi::EmbeddingFW<%s, long, false>(%s*, %s const*, long const*, long, long, "
-           "long, long)" % (_BF16, _BF16, _BF16), act, 4, 24)
-        ew("embedding_grad", "void phi::EmbeddingGrad<%s, long>(%s*, %s const*, long const*, long, long, "
-           "long)" % (_BF16, _BF16, _BF16), act, 6, 30)
-        ew("ce", "void phi::SoftmaxWithCrossEntropyHardLabel<%s, long, false>(%s*, long const*, %s*, "
-           "%s const*, long, long, long, int)" % (_BF16, _BF16, _BF16, _BF16), T * V // mp, 4, 56)
-        ew("ce_grad", "void phi::SoftmaxWithCrossEntropyGradHardLabel<%s, long>(%s*, %s const*, long const*, "
-           "%s const*, long, long, long, int)" % (_BF16, _BF16, _BF16, _BF16), T * V // mp, 6, 40)
-        ew("mean", "void phi::funcs::ReduceAnyKernel<float, float, phi::kps::AddFunctor<float>, "
-           "phi::kps::DivideFunctor<float, float>, int, float, phi::funcs::IndexCalculator, "
-           "phi::funcs::IndexCalculator, true>(float const*, float*, phi::kps::AddFunctor<float>, "
-           "phi::kps::DivideFunctor<float, float>, phi::kps::IdentityFunctor<float, float>, int, int, "
-           "int, int, phi::funcs::IndexCalculator, phi::funcs::IndexCalculator, int, bool, float*, bool)",
-           T, 4, 32)
+        ew(
+            "transpose",
+            "void phi::funcs::TilingSwapDim1And2<%s, 32, 8, long>(%s const*, phi::Dim3, %s*)" % (_BF16, _BF16, _BF16),
+            act // mp,
+            4,
+            32,
+        )
+        ew(
+            "layer_norm",
+            "void phi::funcs::LayerNormForward<%s, float, 1024, true>(%s const*, float const*, "
+            "float const*, %s*, float*, float*, float, long)" % (_BF16, _BF16, _BF16),
+            act,
+            4,
+            40,
+        )
+        ew(
+            "layer_norm_grad",
+            "void phi::funcs::LayerNormBackwardGradientAll<%s, float, 1024, true>(%s const*, "
+            "%s const*, float const*, float const*, float const*, float*, float*, %s*, float, long, long)"
+            % (_BF16, _BF16, _BF16, _BF16),
+            act,
+            6,
+            48,
+        )
+        ew(
+            "layer_norm_grad_sb",
+            "void phi::funcs::LayerNormBackwardSumGradGammaBeta<float, 1024, 8, 64>"
+            "(float const*, float*, float*, long, long)",
+            H * 32,
+            8,
+            32,
+        )
+        ew(
+            "embedding",
+            "void phi::EmbeddingFW<%s, long, false>(%s*, %s const*, long const*, long, long, "
+            "long, long)" % (_BF16, _BF16, _BF16),
+            act,
+            4,
+            24,
+        )
+        ew(
+            "embedding_grad",
+            "void phi::EmbeddingGrad<%s, long>(%s*, %s const*, long const*, long, long, long)" % (_BF16, _BF16, _BF16),
+            act,
+            6,
+            30,
+        )
+        ew(
+            "ce",
+            "void phi::SoftmaxWithCrossEntropyHardLabel<%s, long, false>(%s*, long const*, %s*, "
+            "%s const*, long, long, long, int)" % (_BF16, _BF16, _BF16, _BF16),
+            T * V // mp,
+            4,
+            56,
+        )
+        ew(
+            "ce_grad",
+            "void phi::SoftmaxWithCrossEntropyGradHardLabel<%s, long>(%s*, %s const*, long const*, "
+            "%s const*, long, long, long, int)" % (_BF16, _BF16, _BF16, _BF16),
+            T * V // mp,
+            6,
+            40,
+        )
+        ew(
+            "mean",
+            "void phi::funcs::ReduceAnyKernel<float, float, phi::kps::AddFunctor<float>, "
+            "phi::kps::DivideFunctor<float, float>, int, float, phi::funcs::IndexCalculator, "
+            "phi::funcs::IndexCalculator, true>(float const*, float*, phi::kps::AddFunctor<float>, "
+            "phi::kps::DivideFunctor<float, float>, phi::kps::IdentityFunctor<float, float>, int, int, "
+            "int, int, phi::funcs::IndexCalculator, phi::funcs::IndexCalculator, int, bool, float*, bool)",
+            T,
+            4,
+            32,
+        )
         ew("mean_grad", _vectorized("phi::funcs::ScaleFunctor<float, float>", 1), T, 4)
         layer_params = 12 * H * H // mp
-        ew("adamw", "void phi::AdamWKernelREG<%s, float, float>(float, float, float, float, float, float, "
-           "float, float const*, float const*, float, float const*, float*, float const*, float*, %s const*, "
-           "%s*, float const*, float*, long)" % (_BF16, _BF16, _BF16), layer_params // 6, 20, 46)
+        ew(
+            "adamw",
+            "void phi::AdamWKernelREG<%s, float, float>(float, float, float, float, float, float, "
+            "float, float const*, float const*, float, float const*, float*, float const*, float*, %s const*, "
+            "%s*, float const*, float*, long)" % (_BF16, _BF16, _BF16),
+            layer_params // 6,
+            20,
+            46,
+        )
         self.spec["nccl_mp"] = KernelSpec(_nccl("AllReduce_Sum_bf16_RING_LL"), (8, 1, 1), (640, 1, 1), 96)
         self.spec["nccl_ce_max"] = KernelSpec(_nccl("AllReduce_Max_f32_RING_LL"), (2, 1, 1), (640, 1, 1), 96)
         self.spec["nccl_ce_sum"] = KernelSpec(_nccl("AllReduce_Sum_f32_RING_LL"), (2, 1, 1), (640, 1, 1), 96)
@@ -138,8 +227,13 @@ class _Catalog:
         self.spec["nccl_dp"] = KernelSpec(_nccl("AllReduce_Sum_bf16_RING_LL128"), (16, 1, 1), (640, 1, 1), 96)
         self.spec["nccl_clip"] = KernelSpec(_nccl("AllReduce_Sum_f32_RING_LL"), (1, 1, 1), (640, 1, 1), 96)
         self.spec["nccl_bcast"] = KernelSpec(_nccl("Broadcast_RING_LL"), (1, 1, 1), (640, 1, 1), 96)
-        ew("squared_l2_norm", "void phi::SquaredL2NormKernel<float, 256>(float const*, float*, long)",
-           layer_params, 2, 32)
+        ew(
+            "squared_l2_norm",
+            "void phi::SquaredL2NormKernel<float, 256>(float const*, float*, long)",
+            layer_params,
+            2,
+            32,
+        )
         # bytes moved per call, and the link each kind uses (bytes/s)
         self.act_bytes = act * 2
         self.layer_grad_bytes = layer_params * 2
@@ -151,8 +245,9 @@ class _Catalog:
         # slow_kernel: catalogue keys whose kernel name holds a substring -> duration factor
         self.kernel_factor: Dict[str, float] = {}
         for sub, f in cfg.slow_kernels().items():
-            keys = [k for k, spec in self.spec.items()
-                    if sub in spec.name and not spec.name.startswith("ncclDevKernel")]
+            keys = [
+                k for k, spec in self.spec.items() if sub in spec.name and not spec.name.startswith("ncclDevKernel")
+            ]
             if not keys:
                 raise ValueError("slow_kernel: no compute kernel name contains %r" % sub)
             for k in keys:
@@ -182,8 +277,13 @@ class _Catalog:
             self.shapes[key] = (json.dumps(shapes), json.dumps(dtypes))
 
         bf = ["bfloat16"]
-        for key, k, n in (("qkv", H, 3 * H // mp), ("proj", H // mp, H), ("fc1", H, 4 * H // mp),
-                          ("fc2", 4 * H // mp, H), ("lm_head", H, V // mp)):
+        for key, k, n in (
+            ("qkv", H, 3 * H // mp),
+            ("proj", H // mp, H),
+            ("fc1", H, 4 * H // mp),
+            ("fc2", 4 * H // mp, H),
+            ("lm_head", H, V // mp),
+        ):
             put(key, {"x": [[b, s, k]], "y": [[k, n]]}, {"x": bf, "y": bf})
             self.flops[key] = 2 * b * s * k * n
         # attention scores q · kᵀ (transpose_y) and scores · v, per head
@@ -191,10 +291,12 @@ class _Catalog:
         self.flops["qk"] = 2 * b * h * s * s * hd
         put("av", {"x": [[b, h, s, s]], "y": [[b, h, s, hd]]}, {"x": bf, "y": bf})
         self.flops["av"] = 2 * b * h * s * s * hd
-        put("embedding", {"x": [[b, s]], "weight": [[V // mp if mp > 1 else V, H]]},
-            {"x": ["int64"], "weight": bf})
-        put("layer_norm", {"x": [[b, s, H]], "scale": [[H]], "bias": [[H]]},
-            {"x": bf, "scale": ["float32"], "bias": ["float32"]})
+        put("embedding", {"x": [[b, s]], "weight": [[V // mp if mp > 1 else V, H]]}, {"x": ["int64"], "weight": bf})
+        put(
+            "layer_norm",
+            {"x": [[b, s, H]], "scale": [[H]], "bias": [[H]]},
+            {"x": bf, "scale": ["float32"], "bias": ["float32"]},
+        )
         put("add", {"x": [[b, s, H]], "y": [[b, s, H]]}, {"x": bf, "y": bf})
         put("gelu", {"x": [[b, s, 4 * H // mp]]}, {"x": bf})
         put("softmax", {"x": [[b, h, s, s]]}, {"x": bf})

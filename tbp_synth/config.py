@@ -50,13 +50,11 @@ SCHEDULES = ("1f1b", "gpipe", "interleaved")
 PP_GROUP_KIND = "pp_group"
 
 # key[0] of a collective -> (kind code, axis code) of the truth (truth.KIND_NAMES, AXIS_NAMES)
-_KEY_KIND = {"mp": (0, 0), "dp": (0, 1), "pf": (2, 2), "pb": (2, 2), "clip": (0, 3),
-             "bcast": (1, 3)}
+_KEY_KIND = {"mp": (0, 0), "dp": (0, 1), "pf": (2, 2), "pb": (2, 2), "clip": (0, 3), "bcast": (1, 3)}
 
 TRUTH_KINDS = ("all_reduce", "broadcast", "send_recv")
 
-_KEY_AXIS = {"mp": "mp", "dp": "dp", "pf": "pp", "pb": "pp", "clip": "pp_group",
-             "bcast": "pp_group"}
+_KEY_AXIS = {"mp": "mp", "dp": "dp", "pf": "pp", "pb": "pp", "clip": "pp_group", "bcast": "pp_group"}
 
 _LAUNCH = "cudaLaunchKernel_v7000"
 
@@ -84,8 +82,7 @@ def _factor_dict(x, what: str) -> Dict[str, float]:
                     raise ValueError
                 out[name.strip()] = float(f)
             except ValueError:
-                raise ValueError("%s: expected NAME=FACTOR[,NAME=FACTOR...], got %r"
-                                 % (what, item)) from None
+                raise ValueError("%s: expected NAME=FACTOR[,NAME=FACTOR...], got %r" % (what, item)) from None
         return out
     return {str(k): float(v) for k, v in dict(x).items()}
 
@@ -178,15 +175,28 @@ class SynthConfig:
         return cls(**kw)
 
     def validate(self) -> None:
-        for name in ("dp", "mp", "pp", "steps", "layers", "micro_batches", "hidden", "heads",
-                     "seq_len", "micro_batch_size", "vocab", "dp_bucket_layers",
-                     "gpus_per_node"):
+        for name in (
+            "dp",
+            "mp",
+            "pp",
+            "steps",
+            "layers",
+            "micro_batches",
+            "hidden",
+            "heads",
+            "seq_len",
+            "micro_batch_size",
+            "vocab",
+            "dp_bucket_layers",
+            "gpus_per_node",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError("%s must be at least 1" % name)
         if self.stage_layers is not None:
             if len(self.stage_layers) != self.pp or min(self.stage_layers) < 1:
-                raise ValueError("stage_layers must give at least one layer for each of the "
-                                 "%d pipeline stages" % self.pp)
+                raise ValueError(
+                    "stage_layers must give at least one layer for each of the %d pipeline stages" % self.pp
+                )
         elif self.layers < self.pp:
             raise ValueError("need at least one decoder layer per pipeline stage")
         if self.hidden % self.heads or self.heads % self.mp or self.hidden % self.mp:
@@ -208,8 +218,7 @@ class SynthConfig:
             raise ValueError("clock_skew_us must not be negative")
         for axis, f in _factor_dict(self.comm_factor, "comm_factor").items():
             if axis not in COMM_AXES:
-                raise ValueError("comm_factor: unknown axis %r (one of %s)"
-                                 % (axis, ", ".join(COMM_AXES)))
+                raise ValueError("comm_factor: unknown axis %r (one of %s)" % (axis, ", ".join(COMM_AXES)))
             if not f >= 0:
                 raise ValueError("comm_factor: the factor of %s must not be negative" % axis)
         for sub, f in _factor_dict(self.slow_kernel, "slow_kernel").items():
@@ -220,8 +229,7 @@ class SynthConfig:
         if not self.launch_overhead >= 0:
             raise ValueError("launch_overhead must not be negative")
         if self.leak_bytes_per_step < 0 or self.fragment_bytes_per_step < 0:
-            raise ValueError("leak_bytes_per_step and fragment_bytes_per_step must not be "
-                             "negative")
+            raise ValueError("leak_bytes_per_step and fragment_bytes_per_step must not be negative")
         if self.schedule not in SCHEDULES:
             raise ValueError("schedule must be one of %s" % ", ".join(SCHEDULES))
         if self.schedule == "interleaved":
@@ -229,15 +237,20 @@ class SynthConfig:
             if V < 2 or self.pp < 2:
                 raise ValueError("the interleaved schedule needs pp >= 2 and virtual_stages >= 2")
             if self.micro_batches % self.pp:
-                raise ValueError("the interleaved schedule needs micro_batches divisible by pp "
-                                 "(%d %% %d != 0)" % (self.micro_batches, self.pp))
+                raise ValueError(
+                    "the interleaved schedule needs micro_batches divisible by pp "
+                    "(%d %% %d != 0)" % (self.micro_batches, self.pp)
+                )
             if self.stage_layers is not None:
-                raise ValueError("stage_layers is for the 1f1b and gpipe schedules; the "
-                                 "interleaved one splits layers evenly over its chunks")
+                raise ValueError(
+                    "stage_layers is for the 1f1b and gpipe schedules; the "
+                    "interleaved one splits layers evenly over its chunks"
+                )
             if self.layers % (self.pp * V):
-                raise ValueError("the interleaved schedule splits layers evenly over pp x "
-                                 "virtual_stages = %d model chunks: %d layers do not divide"
-                                 % (self.pp * V, self.layers))
+                raise ValueError(
+                    "the interleaved schedule splits layers evenly over pp x "
+                    "virtual_stages = %d model chunks: %d layers do not divide" % (self.pp * V, self.layers)
+                )
         elif self.virtual_stages != 1:
             raise ValueError("virtual_stages > 1 needs schedule='interleaved'")
         if self.kernel_jitter not in KERNEL_JITTERS:
@@ -246,13 +259,14 @@ class SynthConfig:
             raise ValueError("kernel_sigma and gpu_speed_sigma must be in [0, 1)")
         for r, f in (self.gpu_speed or {}).items():
             if not 0 <= int(r) < world or not float(f) > 0:
-                raise ValueError("gpu_speed: rank %r must be below %d, its factor positive"
-                                 % (r, world))
+                raise ValueError("gpu_speed: rank %r must be below %d, its factor positive" % (r, world))
         if self.p2p_streams not in P2P_LAYOUTS:
             raise ValueError("p2p_streams must be one of %s" % ", ".join(P2P_LAYOUTS))
         if self.p2p_streams != "per_direction" and self.schedule == "interleaved":
-            raise ValueError("p2p_streams=%r is for the 1f1b and gpipe schedules (the "
-                             "interleaved one has its own four streams)" % self.p2p_streams)
+            raise ValueError(
+                "p2p_streams=%r is for the 1f1b and gpipe schedules (the "
+                "interleaved one has its own four streams)" % self.p2p_streams
+            )
         if self.host_names not in ("ordered", "shuffled"):
             raise ValueError("host_names must be 'ordered' or 'shuffled'")
         if self.export_jitter_us < 0:
@@ -261,13 +275,14 @@ class SynthConfig:
             raise ValueError("comm_end_noise_us must not be negative")
         if self.dp_seq_lens is not None:
             if len(self.dp_seq_lens) != self.dp or min(int(x) for x in self.dp_seq_lens) < 1:
-                raise ValueError("dp_seq_lens must give a sequence length of at least 1 for each "
-                                 "of the %d data-parallel replicas" % self.dp)
+                raise ValueError(
+                    "dp_seq_lens must give a sequence length of at least 1 for each "
+                    "of the %d data-parallel replicas" % self.dp
+                )
         if self.host_offsets_us is not None:
             n_hosts = host_of(self, world - 1) + 1
             if len(self.host_offsets_us) != n_hosts:
-                raise ValueError("host_offsets_us must give one offset for each of the %d "
-                                 "hosts" % n_hosts)
+                raise ValueError("host_offsets_us must give one offset for each of the %d hosts" % n_hosts)
 
     def slow_ranks(self) -> Tuple[int, ...]:
         return _rank_tuple(self.slow_rank)
@@ -275,13 +290,11 @@ class SynthConfig:
     def comm_factors(self) -> Dict[str, float]:
         """The axes whose collectives' transfer times are scaled, with their factor (axes
         at 1 left out)."""
-        return {a: float(f) for a, f in _factor_dict(self.comm_factor, "comm_factor").items()
-                if float(f) != 1.0}
+        return {a: float(f) for a, f in _factor_dict(self.comm_factor, "comm_factor").items() if float(f) != 1.0}
 
     def slow_kernels(self) -> Dict[str, float]:
         """Kernel-name substrings whose compute kernels are slowed, with their factor."""
-        return {k: float(f) for k, f in _factor_dict(self.slow_kernel, "slow_kernel").items()
-                if float(f) != 1.0}
+        return {k: float(f) for k, f in _factor_dict(self.slow_kernel, "slow_kernel").items() if float(f) != 1.0}
 
     def chunk_layers(self, stage: int) -> List[Tuple[int, int]]:
         """Per model chunk of ``stage`` (one, except with the interleaved schedule): its first
@@ -327,8 +340,7 @@ class SynthConfig:
     def per_stage_layers(self) -> List[int]:
         if self.stage_layers is not None:
             return [int(n) for n in self.stage_layers]
-        return [self.layers // self.pp + (1 if p < self.layers % self.pp else 0)
-                for p in range(self.pp)]
+        return [self.layers // self.pp + (1 if p < self.layers % self.pp else 0) for p in range(self.pp)]
 
     def pp_group_on(self) -> bool:
         return bool(self.pp_group_collectives) and self.pp > 1
@@ -341,32 +353,48 @@ class SynthConfig:
         out = []
         for axis, f in sorted(self.comm_factors().items()):
             rest = {a: v for a, v in self.comm_factors().items() if a != axis} or None
-            out.append(({"type": "comm_factor", "axis": axis, "factor": f},
-                        replace(self, comm_factor=rest)))
+            out.append(({"type": "comm_factor", "axis": axis, "factor": f}, replace(self, comm_factor=rest)))
         for sub, f in sorted(self.slow_kernels().items()):
             rest = {k: v for k, v in self.slow_kernels().items() if k != sub} or None
-            out.append(({"type": "slow_kernel", "substring": sub, "factor": f},
-                        replace(self, slow_kernel=rest)))
+            out.append(({"type": "slow_kernel", "substring": sub, "factor": f}, replace(self, slow_kernel=rest)))
         if float(self.launch_overhead) != 1.0:
-            out.append(({"type": "launch_overhead", "factor": float(self.launch_overhead)},
-                        replace(self, launch_overhead=1.0)))
+            out.append(
+                ({"type": "launch_overhead", "factor": float(self.launch_overhead)}, replace(self, launch_overhead=1.0))
+            )
         if self.leak_bytes_per_step:
-            out.append(({"type": "leak", "bytes_per_step": int(self.leak_bytes_per_step)},
-                        replace(self, leak_bytes_per_step=0)))
+            out.append(
+                (
+                    {"type": "leak", "bytes_per_step": int(self.leak_bytes_per_step)},
+                    replace(self, leak_bytes_per_step=0),
+                )
+            )
         if self.fragment_bytes_per_step:
-            out.append(({"type": "fragment", "bytes_per_step": int(self.fragment_bytes_per_step)},
-                        replace(self, fragment_bytes_per_step=0)))
+            out.append(
+                (
+                    {"type": "fragment", "bytes_per_step": int(self.fragment_bytes_per_step)},
+                    replace(self, fragment_bytes_per_step=0),
+                )
+            )
         return out
 
     def without_anomalies(self) -> "SynthConfig":
-        return replace(self, slow_rank=None, slow_factor=1.0, slow_host_rank=None,
-                       host_delay_us=0.0)
+        return replace(self, slow_rank=None, slow_factor=1.0, slow_host_rank=None, host_delay_us=0.0)
+
 
 # SynthConfig.realistic(): every realism option on
-REALISTIC = dict(kernel_jitter="lognormal", kernel_sigma=0.02, gpu_speed_sigma=0.003,
-                 p2p_streams="shared", one_rank_comms=True, pipeline_layers=True,
-                 names="default", clock_skew_us=2000.0, gpus_per_node=8,
-                 host_names="shuffled", export_jitter_us=40_000.0)
+REALISTIC = dict(
+    kernel_jitter="lognormal",
+    kernel_sigma=0.02,
+    gpu_speed_sigma=0.003,
+    p2p_streams="shared",
+    one_rank_comms=True,
+    pipeline_layers=True,
+    names="default",
+    clock_skew_us=2000.0,
+    gpus_per_node=8,
+    host_names="shuffled",
+    export_jitter_us=40_000.0,
+)
 
 # ----------------------------------------------------------------------------- hosts
 
@@ -406,6 +434,7 @@ def export_delay_ns(cfg: "SynthConfig", rank: int) -> int:
 
 def host_gpus(cfg: SynthConfig, host: int) -> int:
     return max(0, min(cfg.gpus_per_node, cfg.world() - host * cfg.gpus_per_node))
+
 
 _PID_CACHE: Dict[tuple, List[int]] = {}
 
@@ -449,8 +478,7 @@ class Topology:
         self.world = dp * mp * pp
 
     def coords(self, rank: int) -> Dict[str, int]:
-        return {"dp": rank // (self.mp * self.pp), "pp": (rank // self.mp) % self.pp,
-                "mp": rank % self.mp}
+        return {"dp": rank // (self.mp * self.pp), "pp": (rank // self.mp) % self.pp, "mp": rank % self.mp}
 
     def rank(self, dp: int, pp: int, mp: int) -> int:
         return (dp * self.pp + pp) * self.mp + mp
@@ -459,12 +487,9 @@ class Topology:
         """The communicators: mp and dp groups, and the pipeline of each (dp, mp) pair."""
         r = self.rank
         return {
-            "mp": [[r(d, p, m) for m in range(self.mp)]
-                   for d in range(self.dp) for p in range(self.pp)],
-            "pp": [[r(d, p, m) for p in range(self.pp)]
-                   for d in range(self.dp) for m in range(self.mp)],
-            "dp": [[r(d, p, m) for d in range(self.dp)]
-                   for p in range(self.pp) for m in range(self.mp)],
+            "mp": [[r(d, p, m) for m in range(self.mp)] for d in range(self.dp) for p in range(self.pp)],
+            "pp": [[r(d, p, m) for p in range(self.pp)] for d in range(self.dp) for m in range(self.mp)],
+            "dp": [[r(d, p, m) for d in range(self.dp)] for p in range(self.pp) for m in range(self.mp)],
         }
 
 

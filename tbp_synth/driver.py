@@ -16,11 +16,31 @@ import numpy as np
 from . import writer as _writer
 from . import truth as _truth
 from .model import KERNEL, DeviceProps, RankTrace, build_node_trees
-from .config import (COMM_KINDS, COMPUTE_STREAM, DP_STREAM, MANIFEST_NAME, MP_STREAM,
-                     P2P_NEXT_STREAM, P2P_PREV_STREAM, P2P_SHARED_STREAM, PP_BWD_RECV_STREAM,
-                     PP_BWD_STREAM, PP_FWD_RECV_STREAM, PP_FWD_STREAM, PP_GROUP_KIND,
-                     PP_GROUP_STREAM, SynthConfig, Topology, clock_offset_ns, config_dict,
-                     export_delay_ns, host_gpus, host_of, hostname, worker_name)
+from .config import (
+    COMM_KINDS,
+    COMPUTE_STREAM,
+    DP_STREAM,
+    MANIFEST_NAME,
+    MP_STREAM,
+    P2P_NEXT_STREAM,
+    P2P_PREV_STREAM,
+    P2P_SHARED_STREAM,
+    PP_BWD_RECV_STREAM,
+    PP_BWD_STREAM,
+    PP_FWD_RECV_STREAM,
+    PP_FWD_STREAM,
+    PP_GROUP_KIND,
+    PP_GROUP_STREAM,
+    SynthConfig,
+    Topology,
+    clock_offset_ns,
+    config_dict,
+    export_delay_ns,
+    host_gpus,
+    host_of,
+    hostname,
+    worker_name,
+)
 from .catalog import _Catalog
 from .recorder import _NullSink
 from .parallel import _LiveBook, _ReplayBook, _SoloBook
@@ -32,8 +52,7 @@ def _drive_alone(prog: _RankProgram) -> None:
         raise AssertionError("rank %d waited on a collective while re-run alone" % prog.rank)
 
 
-def _simulate_together(cfg: SynthConfig, topo: Topology, cat: _Catalog,
-                       record: bool = True) -> _LiveBook:
+def _simulate_together(cfg: SynthConfig, topo: Topology, cat: _Catalog, record: bool = True) -> _LiveBook:
     """Phase 1: run every rank's program, unrecorded, until all collectives are timed
     (``record``: also keep every instance with its members, for the truth)."""
     book = _LiveBook(record, end_noise_ns=cfg.comm_end_noise_us * 1000.0, seed=cfg.seed)
@@ -58,9 +77,9 @@ def _simulate_together(cfg: SynthConfig, topo: Topology, cat: _Catalog,
             runnable.extend(book.woken)
             book.woken.clear()
     if done != topo.world:
-        raise RuntimeError("the simulated ranks deadlocked; open collectives: %s"
-                           % sorted(book.open)[:8])
+        raise RuntimeError("the simulated ranks deadlocked; open collectives: %s" % sorted(book.open)[:8])
     return book
+
 
 # ----------------------------------------------------------------------------- ground truth
 
@@ -118,43 +137,67 @@ def _ground_truth(prog: _RankProgram, trace: RankTrace) -> List[dict]:
         for kind, rows in by_kind.items():
             iv = _union([(c[3], c[4]) for c in rows])
             all_comm.extend(iv)
-            comm[kind] = {"calls": len(rows), "kernel_ns": sum(c[4] - c[3] for c in rows),
-                          "wait_ns": sum(c[4] - c[3] - c[5] for c in rows),
-                          "exposed_ns": _length(iv) - _overlap(iv, cu)}
+            comm[kind] = {
+                "calls": len(rows),
+                "kernel_ns": sum(c[4] - c[3] for c in rows),
+                "wait_ns": sum(c[4] - c[3] - c[5] for c in rows),
+                "exposed_ns": _length(iv) - _overlap(iv, cu),
+            }
         ac = _union(all_comm)
-        out.append({"step": s["step"], "start_ns": s["start_ns"], "end_ns": s["end_ns"],
-                    "step_time_ns": s["end_ns"] - s["start_ns"],
-                    "compute_busy_ns": _length(cu), "gpu_busy_ns": _length(_union(busy)),
-                    "exposed_comm_ns": _length(ac) - _overlap(ac, cu), "comm": comm})
+        out.append(
+            {
+                "step": s["step"],
+                "start_ns": s["start_ns"],
+                "end_ns": s["end_ns"],
+                "step_time_ns": s["end_ns"] - s["start_ns"],
+                "compute_busy_ns": _length(cu),
+                "gpu_busy_ns": _length(_union(busy)),
+                "exposed_comm_ns": _length(ac) - _overlap(ac, cu),
+                "comm": comm,
+            }
+        )
     return out
+
 
 # ----------------------------------------------------------------------------- driver
 
 
-def build_rank(cfg: SynthConfig, rank: int, times: Sequence[Tuple[int, int]],
-               topo: Optional[Topology] = None,
-               cat: Optional[_Catalog] = None) -> Tuple[RankTrace, _RankProgram]:
+def build_rank(
+    cfg: SynthConfig,
+    rank: int,
+    times: Sequence[Tuple[int, int]],
+    topo: Optional[Topology] = None,
+    cat: Optional[_Catalog] = None,
+) -> Tuple[RankTrace, _RankProgram]:
     """Phase 2 for one rank: re-run it with its collectives' times and record every event."""
     topo = topo or Topology(cfg.dp, cfg.mp, cfg.pp)
     cat = cat or _Catalog(cfg)
     probe = _RankProgram(cfg, topo, cat, rank, _NullSink(), _SoloBook())
-    threads = {probe.main_tid: "MainThread",
-               probe.pin_tid: "Dataloader_%d" % (140_000_000_000_000 + probe.pid * 4096)}
+    threads = {probe.main_tid: "MainThread", probe.pin_tid: "Dataloader_%d" % (140_000_000_000_000 + probe.pid * 4096)}
     rng = random.Random(cfg.seed * 7919 + rank)
-    trace = RankTrace(probe.pid, DeviceProps(probe.device_id), threads,
-                      process_cpu_util=1.1 + rng.random(), system_cpu_util=0.05 + 0.2 * rng.random())
+    trace = RankTrace(
+        probe.pid,
+        DeviceProps(probe.device_id),
+        threads,
+        process_cpu_util=1.1 + rng.random(),
+        system_cpu_util=0.05 + 0.2 * rng.random(),
+    )
     if cfg.names == "default":  # CUPTI lists every GPU the process sees: the node's
         trace.devices = [DeviceProps(i) for i in range(host_gpus(cfg, host_of(cfg, rank)))]
-    prog = _RankProgram(cfg, topo, cat, rank, trace,
-                        _ReplayBook(times) if times is not None else _SoloBook())
+    prog = _RankProgram(cfg, topo, cat, rank, trace, _ReplayBook(times) if times is not None else _SoloBook())
     _drive_alone(prog)
     return trace, prog
 
 
 def _events_of(cfg: SynthConfig, layers_per_stage: int) -> int:
-    c = replace(cfg, layers=layers_per_stage * cfg.pp, steps=1, events_per_rank=None,
-                schedule="1f1b" if cfg.schedule == "interleaved" else cfg.schedule,
-                virtual_stages=1)
+    c = replace(
+        cfg,
+        layers=layers_per_stage * cfg.pp,
+        steps=1,
+        events_per_rank=None,
+        schedule="1f1b" if cfg.schedule == "interleaved" else cfg.schedule,
+        virtual_stages=1,
+    )
     trace, _ = build_rank(c, 0, None)
     return _writer.count_trace_events(trace, build_node_trees(trace))
 
@@ -200,12 +243,19 @@ def _identities(cfg: SynthConfig, topo: Topology, book: _LiveBook, chosen) -> Li
         host = host_of(cfg, r)
         off = clock_offset_ns(cfg, host)
         worker = worker_name(cfg, r, info["pid"])
-        ident = {"rank": r, "worker": worker,
-                 "file": _writer.trace_file_name(
-                     worker, info["end_t"] + 50_000_000 + export_delay_ns(cfg, r) + off),
-                 "written": r in chosen, "hostname": hostname(host, cfg), "host": host,
-                 "gpu": r % cfg.gpus_per_node, "pid": info["pid"], **topo.coords(r),
-                 "clock_offset_ns": off, "gpu_speed": cfg.gpu_speed_of(r)}
+        ident = {
+            "rank": r,
+            "worker": worker,
+            "file": _writer.trace_file_name(worker, info["end_t"] + 50_000_000 + export_delay_ns(cfg, r) + off),
+            "written": r in chosen,
+            "hostname": hostname(host, cfg),
+            "host": host,
+            "gpu": r % cfg.gpus_per_node,
+            "pid": info["pid"],
+            **topo.coords(r),
+            "clock_offset_ns": off,
+            "gpu_speed": cfg.gpu_speed_of(r),
+        }
         ident["label"] = _truth._label(ident)
         out.append(ident)
     return out
@@ -216,8 +266,9 @@ def _peer_speed(cfg: SynthConfig, topo: Topology, rank: int) -> float:
     stage (they run the same program) that carry no planted slow device."""
     stage = topo.coords(rank)["pp"]
     slow = set(cfg.slow_ranks())
-    peers = [cfg.gpu_speed_of(p) for p in range(topo.world)
-             if p != rank and p not in slow and topo.coords(p)["pp"] == stage]
+    peers = [
+        cfg.gpu_speed_of(p) for p in range(topo.world) if p != rank and p not in slow and topo.coords(p)["pp"] == stage
+    ]
     return float(np.median(peers)) if peers else 1.0
 
 
@@ -252,8 +303,14 @@ def _step_max_mean(book: _LiveBook, world: int) -> float:
     return float(a.max(axis=0).mean()) if a.size else 0.0
 
 
-def _planted(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook,
-             steps: Dict[str, np.ndarray], controls: "_Controls") -> List[dict]:
+def _planted(
+    cfg: SynthConfig,
+    topo: Topology,
+    cat: _Catalog,
+    book: _LiveBook,
+    steps: Dict[str, np.ndarray],
+    controls: "_Controls",
+) -> List[dict]:
     """Each planted anomaly with its cost to the job, from a control simulation without it
     (the same seed, so the same noise of every kernel and host gap), and the saving if the
     rank ran at its role peers' speed."""
@@ -265,8 +322,7 @@ def _planted(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook,
     for kind, ranks in (("device_slow", slow), ("host_stall", hosts)):
         for r in ranks:
             rest = tuple(x for x in ranks if x != r) or None
-            control = (replace(cfg, slow_rank=rest) if kind == "device_slow"
-                       else replace(cfg, slow_host_rank=rest))
+            control = replace(cfg, slow_rank=rest) if kind == "device_slow" else replace(cfg, slow_host_rank=rest)
             cbook = controls.book(control)
             csteps = cbook.step_arrays(world)
             cost = job - cbook.job_step_ns(world)
@@ -276,18 +332,25 @@ def _planted(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook,
                 excess = float((steps["compute_ns"][r] - csteps["compute_ns"][r]).mean())
                 # at its role peers' speed: no planted factor and the peers' GPU speed
                 peer = _peer_speed(cfg, topo, r)
-                at_peers = (control if peer == cfg.gpu_speed_of(r) else
-                            replace(control, gpu_speed={**(control.gpu_speed or {}), r: peer}))
+                at_peers = (
+                    control
+                    if peer == cfg.gpu_speed_of(r)
+                    else replace(control, gpu_speed={**(control.gpu_speed or {}), r: peer})
+                )
             else:
                 entry["delay_ns"] = cfg.host_delay_ns(r)
                 excess = float(entry["delay_ns"])
                 peer, at_peers = cfg.gpu_speed_of(r), control
             pbook = controls.book(at_peers)
-            entry.update(excess_ns_per_step=excess, job_cost_ns_per_step=cost,
-                         absorbed=bool(cost < excess / 2),
-                         job_cost_max_ns_per_step=job_max - _step_max_mean(cbook, world),
-                         saving_at_peer_speed_ns_per_step=job - pbook.job_step_ns(world),
-                         gpu_speed=cfg.gpu_speed_of(r), peer_gpu_speed=peer)
+            entry.update(
+                excess_ns_per_step=excess,
+                job_cost_ns_per_step=cost,
+                absorbed=bool(cost < excess / 2),
+                job_cost_max_ns_per_step=job_max - _step_max_mean(cbook, world),
+                saving_at_peer_speed_ns_per_step=job - pbook.job_step_ns(world),
+                gpu_speed=cfg.gpu_speed_of(r),
+                peer_gpu_speed=peer,
+            )
             out.append(entry)
     return out
 
@@ -316,15 +379,17 @@ def _structure(cfg: SynthConfig, topo: Topology, controls: "_Controls") -> dict:
     comp = [float(base["compute_ns"][stage_of == p].mean()) for p in range(cfg.pp)]
     step = [float(base["step_time_ns"][stage_of == p].mean()) for p in range(cfg.pp)]
     lo = min(comp)
-    return {"stage_parts": [stage_parts(cfg, p) for p in range(cfg.pp)],
-            "stage_layers": cfg.per_stage_layers(),
-            "stage_compute_ns": comp,
-            "stage_compute_excess": [c / lo - 1.0 if lo else 0.0 for c in comp],
-            "stage_step_ns": step,
-            "job_step_ns": float(base["step_time_ns"].mean())}
+    return {
+        "stage_parts": [stage_parts(cfg, p) for p in range(cfg.pp)],
+        "stage_layers": cfg.per_stage_layers(),
+        "stage_compute_ns": comp,
+        "stage_compute_excess": [c / lo - 1.0 if lo else 0.0 for c in comp],
+        "stage_step_ns": step,
+        "job_step_ns": float(base["step_time_ns"].mean()),
+    }
 
-def _shape_truth(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook,
-                 controls: "_Controls") -> dict:
+
+def _shape_truth(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBook, controls: "_Controls") -> dict:
     """What record_shapes and dp_seq_lens plant, per rank: its replica's sequence length, the tokens
     of each micro-batch (micro_batch_size × that length, every micro-batch alike), and the forward
     FLOPs of its GEMMs per micro-batch (2 · m · n · k from the shapes it writes): per decoder layer,
@@ -338,23 +403,36 @@ def _shape_truth(cfg: SynthConfig, topo: Topology, cat: _Catalog, book: _LiveBoo
         layers = sum(n for _, n in cfg.chunk_layers(c["pp"]))
         head = rc.flops["lm_head"] if c["pp"] == cfg.pp - 1 else 0
         fwd = layers * rc.layer_flops() + head
-        ranks.append({"rank": r, "dp": c["dp"], "pp": c["pp"], "seq_len": rc.seq_len,
-                      "tokens_per_micro_batch": cfg.micro_batch_size * rc.seq_len,
-                      "tokens_per_step": cfg.micro_batch_size * rc.seq_len * cfg.micro_batches,
-                      "decoder_layers": layers, "layer_forward_flops": rc.layer_flops(),
-                      "head_forward_flops": head, "forward_flops_per_micro_batch": fwd,
-                      "forward_flops_per_step": fwd * cfg.micro_batches,
-                      "op_forward_flops": dict(rc.flops)})
-    out = {"record_shapes": bool(cfg.record_shapes), "micro_batches": cfg.micro_batches,
-           "micro_batch_size": cfg.micro_batch_size, "ranks": ranks}
-    if cfg.dp_seq_lens:   # the imbalance's cost: the same run with every replica at the mean length
+        ranks.append(
+            {
+                "rank": r,
+                "dp": c["dp"],
+                "pp": c["pp"],
+                "seq_len": rc.seq_len,
+                "tokens_per_micro_batch": cfg.micro_batch_size * rc.seq_len,
+                "tokens_per_step": cfg.micro_batch_size * rc.seq_len * cfg.micro_batches,
+                "decoder_layers": layers,
+                "layer_forward_flops": rc.layer_flops(),
+                "head_forward_flops": head,
+                "forward_flops_per_micro_batch": fwd,
+                "forward_flops_per_step": fwd * cfg.micro_batches,
+                "op_forward_flops": dict(rc.flops),
+            }
+        )
+    out = {
+        "record_shapes": bool(cfg.record_shapes),
+        "micro_batches": cfg.micro_batches,
+        "micro_batch_size": cfg.micro_batch_size,
+        "ranks": ranks,
+    }
+    if cfg.dp_seq_lens:  # the imbalance's cost: the same run with every replica at the mean length
         mean = int(round(sum(cfg.dp_seq_lens) / len(cfg.dp_seq_lens)))
         control = replace(cfg, dp_seq_lens=(mean,) * cfg.dp)
         job = book.job_step_ns(topo.world)
         balanced = controls.book(control).job_step_ns(topo.world)
-        out.update(balanced_seq_len=mean, balanced_job_step_ns=balanced,
-                   imbalance_cost_ns_per_step=job - balanced)
+        out.update(balanced_seq_len=mean, balanced_job_step_ns=balanced, imbalance_cost_ns_per_step=job - balanced)
     return out
+
 
 _JOB: Optional[tuple] = None  # what forked writer processes read (set before the fork)
 
@@ -363,10 +441,17 @@ def _write_rank(r: int) -> dict:
     cfg, topo, cat, times, out_dir, layout, tables, idents, host_straggler = _JOB
     trace, prog = build_rank(cfg, r, times[r], topo, cat)
     ident = idents[r]
-    entry = {"rank": r, "coords": topo.coords(r), "trace": ident["file"], "pid": trace.pid,
-             "device_id": trace.device.id, "is_slow": r in cfg.slow_ranks(),
-             "worker": ident["worker"], "hostname": ident["hostname"],
-             "clock_offset_ns": ident["clock_offset_ns"]}
+    entry = {
+        "rank": r,
+        "coords": topo.coords(r),
+        "trace": ident["file"],
+        "pid": trace.pid,
+        "device_id": trace.device.id,
+        "is_slow": r in cfg.slow_ranks(),
+        "worker": ident["worker"],
+        "hostname": ident["hostname"],
+        "clock_offset_ns": ident["clock_offset_ns"],
+    }
     steps = _ground_truth(prog, trace)
     if ident["clock_offset_ns"]:
         trace.shift_times(ident["clock_offset_ns"])
@@ -376,14 +461,17 @@ def _write_rank(r: int) -> dict:
         n_events = _writer.write_trace(trace, trees, f, layout)
     entry["trace_events"] = n_events
     entry["steps"] = steps
-    if cfg.record_shapes:   # the kernels each layer's forward launched (docs/flops.md, "Time per layer")
-        entry["layer_kernels"] = [{"name": n, "ordinal": o, "kernels": k, "kernel_ns": ns, "comm_kernel_ns": c}
-                                  for (n, o), (k, ns, c) in prog.layer_kernels.items()]
+    if cfg.record_shapes:  # the kernels each layer's forward launched (docs/flops.md, "Time per layer")
+        entry["layer_kernels"] = [
+            {"name": n, "ordinal": o, "kernels": k, "kernel_ns": ns, "comm_kernel_ns": c}
+            for (n, o), (k, ns, c) in prog.layer_kernels.items()
+        ]
     if host_straggler:
         entry["is_slow_host"] = r in cfg.slow_host_ranks()
         entry["host_delay_ns"] = cfg.host_delay_ns(r)
     if tables:
         from .oracle import write_reference_tables
+
         entry["summaries"] = write_reference_tables(trace, trees, out_dir, ident["file"])
     return entry
 
@@ -393,13 +481,13 @@ def _prepare(cfg: SynthConfig) -> SynthConfig:
     sized for events_per_rank)."""
     cfg.validate()
     if cfg.stage_layers is not None:
-        cfg = replace(cfg, stage_layers=tuple(int(x) for x in cfg.stage_layers),
-                      layers=sum(int(x) for x in cfg.stage_layers))
+        cfg = replace(
+            cfg, stage_layers=tuple(int(x) for x in cfg.stage_layers), layers=sum(int(x) for x in cfg.stage_layers)
+        )
     if cfg.dp_seq_lens is not None:
         cfg = replace(cfg, dp_seq_lens=tuple(int(x) for x in cfg.dp_seq_lens))
     if cfg.comm_factor is not None or cfg.slow_kernel is not None:
-        cfg = replace(cfg, comm_factor=cfg.comm_factors() or None,
-                      slow_kernel=cfg.slow_kernels() or None)
+        cfg = replace(cfg, comm_factor=cfg.comm_factors() or None, slow_kernel=cfg.slow_kernels() or None)
     return size_for(cfg)
 
 
@@ -422,19 +510,42 @@ def _changes(cfg: SynthConfig, topo: Topology, book: _LiveBook) -> List[dict]:
         out.append(dict(entry, job_cost_ns_per_step=job - cbook.job_step_ns(topo.world)))
     return out
 
+
 # The SynthConfig fields of the planted changes and the schedule, with their neutral values:
 # a run that leaves them there writes the manifest it always wrote (without these keys).
-_NEUTRAL = {"comm_factor": None, "slow_kernel": None, "launch_overhead": 1.0,
-            "leak_bytes_per_step": 0, "fragment_bytes_per_step": 0, "schedule": "1f1b",
-            "virtual_stages": 1, "kernel_jitter": "uniform", "kernel_sigma": 0.02,
-            "gpu_speed_sigma": 0.0, "gpu_speed": None, "p2p_streams": "per_direction",
-            "one_rank_comms": False, "pipeline_layers": False, "host_offsets_us": None,
-            "host_names": "ordered", "export_jitter_us": 0.0,
-            "comm_end_noise_us": 0.0, "record_shapes": False, "dp_seq_lens": None}
+_NEUTRAL = {
+    "comm_factor": None,
+    "slow_kernel": None,
+    "launch_overhead": 1.0,
+    "leak_bytes_per_step": 0,
+    "fragment_bytes_per_step": 0,
+    "schedule": "1f1b",
+    "virtual_stages": 1,
+    "kernel_jitter": "uniform",
+    "kernel_sigma": 0.02,
+    "gpu_speed_sigma": 0.0,
+    "gpu_speed": None,
+    "p2p_streams": "per_direction",
+    "one_rank_comms": False,
+    "pipeline_layers": False,
+    "host_offsets_us": None,
+    "host_names": "ordered",
+    "export_jitter_us": 0.0,
+    "comm_end_noise_us": 0.0,
+    "record_shapes": False,
+    "dp_seq_lens": None,
+}
 
 
-def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = False,
-             ranks: Optional[Iterable[int]] = None, log=None, jobs: int = 1) -> SynthResult:
+def generate(
+    cfg: SynthConfig,
+    out_dir: str,
+    layout: int = 3,
+    tables: bool = False,
+    ranks: Optional[Iterable[int]] = None,
+    log=None,
+    jobs: int = 1,
+) -> SynthResult:
     """Simulate every rank, then write the chosen ranks' traces, the ground-truth manifest,
     the truth files (:mod:`.truth`) and, with ``tables``, Paddle's expected summary tables
     beside each trace. ``jobs`` > 1 writes the traces in that many forked processes."""
@@ -451,8 +562,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         log("simulated %d ranks together in %.1fs" % (world, timings["simulate"]))
     chosen = sorted(set(range(world) if ranks is None else ranks))
     result = SynthResult(out_dir, cfg)
-    result.caused_wait_ns = {r: [book.caused[r][si] for si in range(cfg.steps)]
-                             for r in range(world)}
+    result.caused_wait_ns = {r: [book.caused[r][si] for si in range(cfg.steps)] for r in range(world)}
     idents = _identities(cfg, topo, book, chosen)
     steps = book.step_arrays(world)
     t1 = time.perf_counter()
@@ -476,6 +586,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
             entries = map(_write_rank, chosen)
         else:
             import multiprocessing
+
             pool = multiprocessing.get_context("fork").Pool(jobs)
             entries = pool.imap(_write_rank, chosen, chunksize=max(1, min(16, len(chosen) // (4 * jobs))))
         for entry in entries:
@@ -501,13 +612,19 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
     for k, neutral in _NEUTRAL.items():
         if config[k] == neutral:
             del config[k]
-    pp_streams = {"per_direction": [PP_FWD_STREAM, PP_BWD_STREAM],
-                  "shared": [P2P_SHARED_STREAM],
-                  "per_peer": [P2P_PREV_STREAM, P2P_NEXT_STREAM]}[cfg.p2p_streams]
+    pp_streams = {
+        "per_direction": [PP_FWD_STREAM, PP_BWD_STREAM],
+        "shared": [P2P_SHARED_STREAM],
+        "per_peer": [P2P_PREV_STREAM, P2P_NEXT_STREAM],
+    }[cfg.p2p_streams]
     if cfg.virtual_stages > 1:
         pp_streams += [PP_FWD_RECV_STREAM, PP_BWD_RECV_STREAM]
-    comm_streams = {"mp_allreduce": MP_STREAM, "pp_sendrecv": pp_streams,
-                    "dp_allreduce": DP_STREAM, "compute": COMPUTE_STREAM}
+    comm_streams = {
+        "mp_allreduce": MP_STREAM,
+        "pp_sendrecv": pp_streams,
+        "dp_allreduce": DP_STREAM,
+        "compute": COMPUTE_STREAM,
+    }
     if cfg.pp_group_on():
         comm_streams[PP_GROUP_KIND] = PP_GROUP_STREAM
     manifest = {
@@ -520,8 +637,7 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         "comm_streams": comm_streams,
         "slow_rank": cfg.slow_rank,
         "slow_factor": cfg.slow_factor if cfg.slow_ranks() else 1.0,
-        **({"slow_host_rank": cfg.slow_host_rank, "host_delay_us": cfg.host_delay_us}
-           if host_straggler else {}),
+        **({"slow_host_rank": cfg.slow_host_rank, "host_delay_us": cfg.host_delay_us} if host_straggler else {}),
         "truth": [_truth.TRUTH_JSON, _truth.TRUTH_NPZ],
         "definitions": {
             "step_time_ns": "ProfileStep#N duration on the rank's main thread",
@@ -530,9 +646,14 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
             "exposed_ns": "time the kind's NCCL kernels run while no compute kernel runs on the GPU",
             "exposed_comm_ns": "the same for all NCCL kernels together",
             "start_ns": "global clock (a trace shows it plus its host's clock_offset_ns)",
-            **({"host_delay_ns": "extra time the rank's data loader (host thread) stalls at the start "
-                                 "of every step; its kernels keep their normal durations"}
-               if host_straggler else {}),
+            **(
+                {
+                    "host_delay_ns": "extra time the rank's data loader (host thread) stalls at the start "
+                    "of every step; its kernels keep their normal durations"
+                }
+                if host_straggler
+                else {}
+            ),
         },
         "ranks": rank_entries,
     }
@@ -552,9 +673,11 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         "steps": [cfg.first_step + i for i in range(cfg.steps)],
         "planted": planted,
         "changes": changes,
-        "schedule": {"name": cfg.schedule, "virtual_stages": cfg.virtual_stages,
-                     "chunk_layers": [[list(c) for c in cfg.chunk_layers(p)]
-                                      for p in range(cfg.pp)]},
+        "schedule": {
+            "name": cfg.schedule,
+            "virtual_stages": cfg.virtual_stages,
+            "chunk_layers": [[list(c) for c in cfg.chunk_layers(p)] for p in range(cfg.pp)],
+        },
         "stage_layers": cfg.per_stage_layers(),
         "stage_compute_ns": [float(steps["compute_ns"][stage_of == p].mean()) for p in range(cfg.pp)],
         "host_offsets_ns": [clock_offset_ns(cfg, h) for h in range(n_hosts)],
@@ -571,10 +694,14 @@ def generate(cfg: SynthConfig, out_dir: str, layout: int = 3, tables: bool = Fal
         for r in meta["shapes"]["ranks"]:
             if r["rank"] in layer_kernels:
                 r["layer_kernels"] = layer_kernels[r["rank"]]
-    caused = np.array([[book.caused[r][si] for si in range(cfg.steps)] for r in range(world)],
-                      dtype=np.int64).reshape(world, cfg.steps)
-    _truth.write_truth(out_dir, meta, {**book.columns(), **steps, "caused_wait_ns": caused,
-                                       **book.schedule_columns(world, cfg.first_step)})
+    caused = np.array([[book.caused[r][si] for si in range(cfg.steps)] for r in range(world)], dtype=np.int64).reshape(
+        world, cfg.steps
+    )
+    _truth.write_truth(
+        out_dir,
+        meta,
+        {**book.columns(), **steps, "caused_wait_ns": caused, **book.schedule_columns(world, cfg.first_step)},
+    )
     result.truth = meta
     timings["total"] = time.perf_counter() - t_start
     result.timings = timings

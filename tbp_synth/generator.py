@@ -48,24 +48,91 @@ step times without writing anything.
 from __future__ import annotations
 
 from .catalog import _Catalog  # noqa: F401
-from .config import (COMM_AXES, COMM_KINDS, COMPUTE_STREAM, DP_STREAM, EPOCH_NS,  # noqa: F401
-                     KERNEL_JITTERS, MANIFEST_NAME, MP_STREAM, P2P_LAYOUTS, P2P_NEXT_STREAM,
-                     P2P_PREV_STREAM, P2P_SHARED_STREAM, PP_BWD_RECV_STREAM, PP_BWD_STREAM,
-                     PP_FWD_RECV_STREAM, PP_FWD_STREAM, PP_GROUP_KIND, PP_GROUP_STREAM,
-                     REALISTIC, SCHEDULES, TRUTH_KINDS, SynthConfig, Topology, clock_offset_ns,
-                     config_dict, host_gpus, host_of, host_pids, hostname, worker_name)
-from .driver import (SynthResult, _drive_alone, _ground_truth, _prepare,  # noqa: F401
-                     _simulate_together, build_rank, generate, simulate_step_time, size_for,
-                     stage_parts)
+from .config import (
+    COMM_AXES,
+    COMM_KINDS,
+    COMPUTE_STREAM,
+    DP_STREAM,
+    EPOCH_NS,  # noqa: F401
+    KERNEL_JITTERS,
+    MANIFEST_NAME,
+    MP_STREAM,
+    P2P_LAYOUTS,
+    P2P_NEXT_STREAM,
+    P2P_PREV_STREAM,
+    P2P_SHARED_STREAM,
+    PP_BWD_RECV_STREAM,
+    PP_BWD_STREAM,
+    PP_FWD_RECV_STREAM,
+    PP_FWD_STREAM,
+    PP_GROUP_KIND,
+    PP_GROUP_STREAM,
+    REALISTIC,
+    SCHEDULES,
+    TRUTH_KINDS,
+    SynthConfig,
+    Topology,
+    clock_offset_ns,
+    config_dict,
+    host_gpus,
+    host_of,
+    host_pids,
+    hostname,
+    worker_name,
+)
+from .driver import (  # noqa: F401
+    SynthResult,
+    _drive_alone,
+    _ground_truth,
+    _prepare,
+    _simulate_together,
+    build_rank,
+    generate,
+    simulate_step_time,
+    size_for,
+    stage_parts,
+)
 from .parallel import _LiveBook, _ReplayBook, _SoloBook  # noqa: F401
 from .program import _RankProgram  # noqa: F401
 from .recorder import _NullSink  # noqa: F401
 from .schedule import pipeline_order  # noqa: F401
 
-__all__ = ["COMM_AXES", "COMM_KINDS", "COMPUTE_STREAM", "DP_STREAM", "EPOCH_NS", "KERNEL_JITTERS",
-           "MANIFEST_NAME", "MP_STREAM", "P2P_LAYOUTS", "P2P_NEXT_STREAM", "P2P_PREV_STREAM",
-           "P2P_SHARED_STREAM", "PP_BWD_RECV_STREAM", "PP_BWD_STREAM", "PP_FWD_RECV_STREAM",
-           "PP_FWD_STREAM", "PP_GROUP_KIND", "PP_GROUP_STREAM", "REALISTIC", "SCHEDULES",
-           "TRUTH_KINDS", "SynthConfig", "SynthResult", "Topology", "build_rank", "clock_offset_ns",
-           "config_dict", "generate", "host_gpus", "host_of", "host_pids", "hostname",
-           "pipeline_order", "simulate_step_time", "size_for", "stage_parts", "worker_name"]
+__all__ = [
+    "COMM_AXES",
+    "COMM_KINDS",
+    "COMPUTE_STREAM",
+    "DP_STREAM",
+    "EPOCH_NS",
+    "KERNEL_JITTERS",
+    "MANIFEST_NAME",
+    "MP_STREAM",
+    "P2P_LAYOUTS",
+    "P2P_NEXT_STREAM",
+    "P2P_PREV_STREAM",
+    "P2P_SHARED_STREAM",
+    "PP_BWD_RECV_STREAM",
+    "PP_BWD_STREAM",
+    "PP_FWD_RECV_STREAM",
+    "PP_FWD_STREAM",
+    "PP_GROUP_KIND",
+    "PP_GROUP_STREAM",
+    "REALISTIC",
+    "SCHEDULES",
+    "TRUTH_KINDS",
+    "SynthConfig",
+    "SynthResult",
+    "Topology",
+    "build_rank",
+    "clock_offset_ns",
+    "config_dict",
+    "generate",
+    "host_gpus",
+    "host_of",
+    "host_pids",
+    "hostname",
+    "pipeline_order",
+    "simulate_step_time",
+    "size_for",
+    "stage_parts",
+    "worker_name",
+]

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from .model import (BACKWARD, COMMUNICATION, DYGRAPH_KERNEL_LAUNCH, FORWARD, OPERATOR,
-                    OPERATOR_INNER, USER_DEFINED)
+from .model import BACKWARD, COMMUNICATION, DYGRAPH_KERNEL_LAUNCH, FORWARD, OPERATOR, OPERATOR_INNER, USER_DEFINED
 from .config import COMPUTE_STREAM, DP_STREAM
 
 
@@ -29,9 +28,18 @@ class _Layers:
     with their inner events, GPT layers, forward and backward passes."""
 
     # -- operators
-    def _op(self, name: str, kernels: Sequence[str] = (), out: int = 0, saved: bool = False,
-            grad: Optional[Tuple[str, str, Tuple[str, ...]]] = None, params: int = 0,
-            pybind: bool = False, layer: int = -1, grad_comm: bool = False):
+    def _op(
+        self,
+        name: str,
+        kernels: Sequence[str] = (),
+        out: int = 0,
+        saved: bool = False,
+        grad: Optional[Tuple[str, str, Tuple[str, ...]]] = None,
+        params: int = 0,
+        pybind: bool = False,
+        layer: int = -1,
+        grad_comm: bool = False,
+    ):
         """``<name> dygraph`` with node_creation, infer_meta and a kernel launch that allocates
         the output and launches ``kernels``; records its grad node on the tape."""
         wrap = None
@@ -63,9 +71,11 @@ class _Layers:
             self.pending_free.append((self.gpu, addr))
         if grad is not None:
             gname, gkernel, gkernels = grad
-            self.tape[self.cur_mb].append(_Entry(gname, gkernel, gkernels,
-                                                 out or self.cat.act_bytes, addr if keep else 0,
-                                                 params, layer, grad_comm))
+            self.tape[self.cur_mb].append(
+                _Entry(
+                    gname, gkernel, gkernels, out or self.cat.act_bytes, addr if keep else 0, params, layer, grad_comm
+                )
+            )
         self._adv(6000, 22_000)  # Python between ops
 
     def _comm_shapes(self, row: int, key: str) -> None:
@@ -93,7 +103,7 @@ class _Layers:
     def _layer(self, name: str) -> int:
         row = self._open(name, FORWARD)
         st = self.fw_stack
-        if not st:   # an outermost Forward: its sub-layers are numbered per name from 0
+        if not st:  # an outermost Forward: its sub-layers are numbered per name from 0
             self.fw_seen = {}
             st.append((name, 0))
         elif len(st) == 1:
@@ -131,71 +141,148 @@ class _Layers:
         lname = cls if self.mp_comm else "Linear"
         L = self._layer(lname)
         if self.mp_comm and not row_parallel:
-            yield from self._op("c_identity", (), grad=("CIdentity", "c_identity_grad", ("nccl",)),
-                                layer=layer, grad_comm=True)
-        yield from self._op("matmul", (key,), out=self.cat.act_bytes, saved=True,
-                            grad=("Matmul", "matmul_grad", (key + "_dx", key + "_dw")), params=1,
-                            layer=layer)
+            yield from self._op(
+                "c_identity", (), grad=("CIdentity", "c_identity_grad", ("nccl",)), layer=layer, grad_comm=True
+            )
+        yield from self._op(
+            "matmul",
+            (key,),
+            out=self.cat.act_bytes,
+            saved=True,
+            grad=("Matmul", "matmul_grad", (key + "_dx", key + "_dw")),
+            params=1,
+            layer=layer,
+        )
         if self.mp_comm and row_parallel:
             yield from self._allreduce_op(self.cat.act_bytes)
-        yield from self._op("add", ("add",), out=self.cat.act_bytes,
-                            grad=("Add", "add_grad", ("bias_grad",)), params=1, layer=layer)
+        yield from self._op(
+            "add", ("add",), out=self.cat.act_bytes, grad=("Add", "add_grad", ("bias_grad",)), params=1, layer=layer
+        )
         self._end_layer(L)
 
     def _decoder_layer(self, layer: int):
         act = self.cat.act_bytes
         L = self._layer("GPTDecoderLayer")
         ln = self._layer("LayerNorm")
-        yield from self._op("layer_norm", ("layer_norm",), out=act, saved=True, pybind=True,
-                            grad=("LayerNorm", "layer_norm_grad",
-                                  ("layer_norm_grad", "layer_norm_grad_sb")), params=2,
-                            layer=layer)
+        yield from self._op(
+            "layer_norm",
+            ("layer_norm",),
+            out=act,
+            saved=True,
+            pybind=True,
+            grad=("LayerNorm", "layer_norm_grad", ("layer_norm_grad", "layer_norm_grad_sb")),
+            params=2,
+            layer=layer,
+        )
         self._end_layer(ln)
         att = self._layer("MultiHeadAttention")
         yield from self._linear("ColumnParallelLinear", "qkv", layer, False)
-        yield from self._op("reshape", (), out=0, pybind=True,
-                            grad=("Reshape", "reshape_grad", ()), layer=layer)
-        yield from self._op("transpose", ("transpose",), out=act, saved=False, pybind=True,
-                            grad=("Transpose", "transpose_grad", ("transpose",)), layer=layer)
-        yield from self._op("matmul", ("qk",), out=self.cat.scores_bytes, saved=True, pybind=True,
-                            grad=("Matmul", "matmul_grad", ("qk_grad_a", "qk_grad_b")), layer=layer)
-        yield from self._op("scale", ("scale",), out=self.cat.scores_bytes,
-                            grad=("Scale", "scale", ("scale",)), layer=layer)
-        yield from self._op("softmax", ("softmax",), out=self.cat.scores_bytes, saved=True,
-                            pybind=True, grad=("Softmax", "softmax_grad", ("softmax_grad",)),
-                            layer=layer)
+        yield from self._op("reshape", (), out=0, pybind=True, grad=("Reshape", "reshape_grad", ()), layer=layer)
+        yield from self._op(
+            "transpose",
+            ("transpose",),
+            out=act,
+            saved=False,
+            pybind=True,
+            grad=("Transpose", "transpose_grad", ("transpose",)),
+            layer=layer,
+        )
+        yield from self._op(
+            "matmul",
+            ("qk",),
+            out=self.cat.scores_bytes,
+            saved=True,
+            pybind=True,
+            grad=("Matmul", "matmul_grad", ("qk_grad_a", "qk_grad_b")),
+            layer=layer,
+        )
+        yield from self._op(
+            "scale", ("scale",), out=self.cat.scores_bytes, grad=("Scale", "scale", ("scale",)), layer=layer
+        )
+        yield from self._op(
+            "softmax",
+            ("softmax",),
+            out=self.cat.scores_bytes,
+            saved=True,
+            pybind=True,
+            grad=("Softmax", "softmax_grad", ("softmax_grad",)),
+            layer=layer,
+        )
         dr = self._layer("Dropout")
-        yield from self._op("dropout", ("dropout_attn",), out=self.cat.scores_bytes, saved=True,
-                            grad=("Dropout", "dropout_grad", ("dropout_attn_grad",)), layer=layer)
+        yield from self._op(
+            "dropout",
+            ("dropout_attn",),
+            out=self.cat.scores_bytes,
+            saved=True,
+            grad=("Dropout", "dropout_grad", ("dropout_attn_grad",)),
+            layer=layer,
+        )
         self._end_layer(dr)
-        yield from self._op("matmul", ("av",), out=act, saved=True, pybind=True,
-                            grad=("Matmul", "matmul_grad", ("av_grad_a", "av_grad_b")), layer=layer)
-        yield from self._op("transpose", ("transpose",), out=act, pybind=True,
-                            grad=("Transpose", "transpose_grad", ("transpose",)), layer=layer)
-        yield from self._op("reshape", (), pybind=True, grad=("Reshape", "reshape_grad", ()),
-                            layer=layer)
+        yield from self._op(
+            "matmul",
+            ("av",),
+            out=act,
+            saved=True,
+            pybind=True,
+            grad=("Matmul", "matmul_grad", ("av_grad_a", "av_grad_b")),
+            layer=layer,
+        )
+        yield from self._op(
+            "transpose",
+            ("transpose",),
+            out=act,
+            pybind=True,
+            grad=("Transpose", "transpose_grad", ("transpose",)),
+            layer=layer,
+        )
+        yield from self._op("reshape", (), pybind=True, grad=("Reshape", "reshape_grad", ()), layer=layer)
         yield from self._linear("RowParallelLinear", "proj", layer, True)
         self._end_layer(att)
         dr = self._layer("Dropout")
-        yield from self._op("dropout", ("dropout",), out=act, saved=True,
-                            grad=("Dropout", "dropout_grad", ("dropout_grad",)), layer=layer)
+        yield from self._op(
+            "dropout",
+            ("dropout",),
+            out=act,
+            saved=True,
+            grad=("Dropout", "dropout_grad", ("dropout_grad",)),
+            layer=layer,
+        )
         self._end_layer(dr)
         yield from self._op("add", ("add",), out=act, grad=("Add", "add_grad", ()), layer=layer)
         ln = self._layer("LayerNorm")
-        yield from self._op("layer_norm", ("layer_norm",), out=act, saved=True, pybind=True,
-                            grad=("LayerNorm", "layer_norm_grad",
-                                  ("layer_norm_grad", "layer_norm_grad_sb")), params=2,
-                            layer=layer)
+        yield from self._op(
+            "layer_norm",
+            ("layer_norm",),
+            out=act,
+            saved=True,
+            pybind=True,
+            grad=("LayerNorm", "layer_norm_grad", ("layer_norm_grad", "layer_norm_grad_sb")),
+            params=2,
+            layer=layer,
+        )
         self._end_layer(ln)
         mlp = self._layer("GPTMLP")
         yield from self._linear("ColumnParallelLinear", "fc1", layer, False)
-        yield from self._op("gelu", ("gelu",), out=4 * act // self.cfg.mp, saved=True, pybind=True,
-                            grad=("Gelu", "gelu_grad", ("gelu_grad",)), layer=layer)
+        yield from self._op(
+            "gelu",
+            ("gelu",),
+            out=4 * act // self.cfg.mp,
+            saved=True,
+            pybind=True,
+            grad=("Gelu", "gelu_grad", ("gelu_grad",)),
+            layer=layer,
+        )
         yield from self._linear("RowParallelLinear", "fc2", layer, True)
         self._end_layer(mlp)
         dr = self._layer("Dropout")
-        yield from self._op("dropout", ("dropout",), out=act, saved=True,
-                            grad=("Dropout", "dropout_grad", ("dropout_grad",)), layer=layer)
+        yield from self._op(
+            "dropout",
+            ("dropout",),
+            out=act,
+            saved=True,
+            grad=("Dropout", "dropout_grad", ("dropout_grad",)),
+            layer=layer,
+        )
         self._end_layer(dr)
         yield from self._op("add", ("add",), out=act, grad=("Add", "add_grad", ()), layer=layer)
         self._end_layer(L)
@@ -205,19 +292,31 @@ class _Layers:
         E = self._layer("EmbeddingPipe" if self.pipe_names else "GPTEmbeddings")
         if self.mp_comm:
             V = self._layer("VocabParallelEmbedding")
-            yield from self._op("c_embedding", ("embedding",), out=act, pybind=True,
-                                grad=("CEmbedding", "c_embedding_grad", ("embedding_grad",)),
-                                params=1)
+            yield from self._op(
+                "c_embedding",
+                ("embedding",),
+                out=act,
+                pybind=True,
+                grad=("CEmbedding", "c_embedding_grad", ("embedding_grad",)),
+                params=1,
+            )
             yield from self._allreduce_op(act)
         else:
             V = self._layer("Embedding")
-            yield from self._op("embedding", ("embedding",), out=act, pybind=True,
-                                grad=("Embedding", "embedding_grad", ("embedding_grad",)), params=1)
+            yield from self._op(
+                "embedding",
+                ("embedding",),
+                out=act,
+                pybind=True,
+                grad=("Embedding", "embedding_grad", ("embedding_grad",)),
+                params=1,
+            )
         self._end_layer(V)
         yield from self._op("add", ("add",), out=act, grad=("Add", "add_grad", ()))
         dr = self._layer("Dropout")
-        yield from self._op("dropout", ("dropout",), out=act, saved=True,
-                            grad=("Dropout", "dropout_grad", ("dropout_grad",)))
+        yield from self._op(
+            "dropout", ("dropout",), out=act, saved=True, grad=("Dropout", "dropout_grad", ("dropout_grad",))
+        )
         self._end_layer(dr)
         self._end_layer(E)
 
@@ -225,17 +324,27 @@ class _Layers:
         act, T = self.cat.act_bytes, self.cat.T
         pipe = self._layer("HeadPipe") if self.pipe_names else None
         ln = self._layer("LayerNorm")
-        yield from self._op("layer_norm", ("layer_norm",), out=act, saved=True, pybind=True,
-                            grad=("LayerNorm", "layer_norm_grad",
-                                  ("layer_norm_grad", "layer_norm_grad_sb")), params=2)
+        yield from self._op(
+            "layer_norm",
+            ("layer_norm",),
+            out=act,
+            saved=True,
+            pybind=True,
+            grad=("LayerNorm", "layer_norm_grad", ("layer_norm_grad", "layer_norm_grad_sb")),
+            params=2,
+        )
         self._end_layer(ln)
         head = self._layer("GPTLMHead")
         if self.mp_comm:
-            yield from self._op("c_identity", (), grad=("CIdentity", "c_identity_grad", ("nccl",)),
-                                grad_comm=True)
-        yield from self._op("matmul", ("lm_head",), out=T * self.cfg.vocab * 2 // self.cfg.mp,
-                            saved=True, grad=("Matmul", "matmul_grad", ("lm_head_dx", "lm_head_dw")),
-                            params=1)
+            yield from self._op("c_identity", (), grad=("CIdentity", "c_identity_grad", ("nccl",)), grad_comm=True)
+        yield from self._op(
+            "matmul",
+            ("lm_head",),
+            out=T * self.cfg.vocab * 2 // self.cfg.mp,
+            saved=True,
+            grad=("Matmul", "matmul_grad", ("lm_head_dx", "lm_head_dw")),
+            params=1,
+        )
         self._end_layer(head)
         if pipe is not None:
             self._end_layer(pipe)
@@ -265,24 +374,33 @@ class _Layers:
             self._close(row)
             self._flush_frees()
             self.pending_free.append((self.gpu, addr))
-            self.tape[self.cur_mb].append(_Entry("CSoftmaxWithCrossEntropy",
-                                                 "c_softmax_with_cross_entropy_grad", ("ce_grad",),
-                                                 T * self.cfg.vocab * 2 // mp, saved))
+            self.tape[self.cur_mb].append(
+                _Entry(
+                    "CSoftmaxWithCrossEntropy",
+                    "c_softmax_with_cross_entropy_grad",
+                    ("ce_grad",),
+                    T * self.cfg.vocab * 2 // mp,
+                    saved,
+                )
+            )
             self._adv(1500, 5000)
         else:
-            yield from self._op("cross_entropy_with_softmax", ("ce",), out=T * 4, saved=True,
-                                pybind=True, grad=("CrossEntropyWithSoftmax",
-                                                   "cross_entropy_with_softmax_grad", ("ce_grad",)))
-        yield from self._op("mean", ("mean",), out=256, pybind=True,
-                            grad=("Mean", "mean_grad", ("mean_grad",)))
+            yield from self._op(
+                "cross_entropy_with_softmax",
+                ("ce",),
+                out=T * 4,
+                saved=True,
+                pybind=True,
+                grad=("CrossEntropyWithSoftmax", "cross_entropy_with_softmax_grad", ("ce_grad",)),
+            )
+        yield from self._op("mean", ("mean",), out=256, pybind=True, grad=("Mean", "mean_grad", ("mean_grad",)))
         self._end_layer(C)
 
     def _forward(self, mb: int):
         self.cur_mb = mb * self.V + self.chunk
         self.tape[self.cur_mb] = []
         # Paddle's interleaved pipeline calls each model chunk (a PipelineLayerChunk)
-        model = ("PipelineLayerChunk" if self.V > 1 else
-                 "GPTForCausalLMPipe" if self.cfg.pp > 1 else "GPTForCausalLM")
+        model = "PipelineLayerChunk" if self.V > 1 else "GPTForCausalLMPipe" if self.cfg.pp > 1 else "GPTForCausalLM"
         F = self._layer(model)
         if self.vfirst:
             yield from self._embeddings()

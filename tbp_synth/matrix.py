@@ -64,10 +64,9 @@ def cases(light: bool = False) -> Dict[str, SynthConfig]:
     out["dp4pp4mp4-host3ms-last"] = R(**L4, slow_host_rank=r4(0, 3, 1), host_delay_us=3000)
     out["dp4pp4mp4-host12ms-middle"] = R(**L4, slow_host_rank=r4(2, 1, 3), host_delay_us=12000)
     out["dp4pp4mp4-two-gpu10-last-loader3ms-first"] = R(
-        **L4, slow_rank=r4(1, 3, 2), slow_factor=1.10, slow_host_rank=r4(3, 0, 3),
-        host_delay_us=3000)
-    out["dp4pp4mp4-two-gpu10-stage1-stage2"] = R(**L4, slow_rank=(r4(0, 1, 3), r4(2, 2, 0)),
-                                                 slow_factor=1.10)
+        **L4, slow_rank=r4(1, 3, 2), slow_factor=1.10, slow_host_rank=r4(3, 0, 3), host_delay_us=3000
+    )
+    out["dp4pp4mp4-two-gpu10-stage1-stage2"] = R(**L4, slow_rank=(r4(0, 1, 3), r4(2, 2, 0)), slow_factor=1.10)
     # stages balanced by hand (the last holds one layer less for its head): a straggler on
     # any stage lengthens the pipeline
     B4 = dict(L4, stage_layers=(3, 3, 3, 2))
@@ -89,8 +88,7 @@ def cases(light: bool = False) -> Dict[str, SynthConfig]:
     L28 = dict(dp=2, pp=8, mp=1, steps=4, layers=8, micro_batches=16)
     out["dp2pp8-mb16-control"] = R(**L28)
     out["dp2pp8-mb16-gpu10-middle"] = R(**L28, slow_rank=_rank(1, 4, 0, 8, 1), slow_factor=1.10)
-    out["dp2pp8-mb16-loader3ms-first"] = R(**L28, slow_host_rank=_rank(0, 0, 0, 8, 1),
-                                           host_delay_us=3000)
+    out["dp2pp8-mb16-loader3ms-first"] = R(**L28, slow_host_rank=_rank(0, 0, 0, 8, 1), host_delay_us=3000)
 
     # DP8 x PP4 x MP4: 128 ranks on 16 hosts
     L8 = dict(dp=8, pp=4, mp=4, steps=4, layers=4, micro_batches=4)
@@ -98,16 +96,33 @@ def cases(light: bool = False) -> Dict[str, SynthConfig]:
     out["dp8pp4mp4-gpu15-middle"] = R(**L8, slow_rank=_rank(5, 2, 1, 4, 4), slow_factor=1.15)
 
     # 8 rank-named ranks (rank{r}, no host in the name) on 2 hosts 1.73 ms apart
-    L2 = dict(dp=2, pp=2, mp=2, steps=4, layers=4, micro_batches=4, gpus_per_node=4,
-              names="rank", host_offsets_us=(412.0, 2142.0))
+    L2 = dict(
+        dp=2,
+        pp=2,
+        mp=2,
+        steps=4,
+        layers=4,
+        micro_batches=4,
+        gpus_per_node=4,
+        names="rank",
+        host_offsets_us=(412.0, 2142.0),
+    )
     out["rank-named-2hosts-control"] = R(**L2)
     out["rank-named-2hosts-gpu10"] = R(**L2, slow_rank=5, slow_factor=1.10)
 
     # DP16 x PP8 x MP8: 1,024 ranks on 128 hosts, one layer per stage, 2 micro-batches and a
     # smaller vocabulary, so that it generates in about two minutes on one core
     out["dp16pp8mp8-loader6ms-first"] = R(
-        dp=16, pp=8, mp=8, steps=4, layers=8, micro_batches=2, vocab=32000,
-        slow_host_rank=_rank(7, 0, 5, 8, 8), host_delay_us=6000)
+        dp=16,
+        pp=8,
+        mp=8,
+        steps=4,
+        layers=8,
+        micro_batches=2,
+        vocab=32000,
+        slow_host_rank=_rank(7, 0, 5, 8, 8),
+        host_delay_us=6000,
+    )
     return out
 
 
@@ -124,8 +139,7 @@ def small_cases(light: bool = False) -> Dict[str, SynthConfig]:
     return OrderedDict((k, v) for k, v in cases(light).items() if k not in BIG)
 
 
-def generate_case(name: str, out_dir: str, jobs: int = 1, ranks: Optional[list] = None, log=None,
-                  light: bool = False):
+def generate_case(name: str, out_dir: str, jobs: int = 1, ranks: Optional[list] = None, log=None, light: bool = False):
     """Write case ``name`` into ``out_dir`` (``generate``'s result)."""
     return generate(case(name, light), out_dir, jobs=jobs, ranks=ranks, log=log)
 

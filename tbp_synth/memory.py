@@ -37,19 +37,18 @@ class _Memory:
             params += cfg.vocab // cfg.mp * cfg.hidden
         static = params * 16
         per_layer = 14 * cat.act_bytes + 3 * cat.scores_bytes  # saved for backward
-        budget = 60 * 1024 ** 3
+        budget = 60 * 1024**3
         need = static + per_layer * self._inflight_layers()
         self.mem_scale = min(1.0, budget / need)
         chunk = 1 << 30
         base = 0x7F3A00000000 + (self.rank << 36)
         static = int(static * self.mem_scale)
-        self.gpu = _Allocator("Place(gpu:%d)" % self.device_id, base, static,
-                              -(-static // chunk) * chunk + chunk, chunk)
+        self.gpu = _Allocator(
+            "Place(gpu:%d)" % self.device_id, base, static, -(-static // chunk) * chunk + chunk, chunk
+        )
         host_now = 180_000_000 + int(rnd() * 20_000_000)  # what the process already holds
-        self.cpu = _Allocator("Place(cpu)", 0x55D000000000 + (self.rank << 32), host_now,
-                              host_now, 64 << 20)
-        self.pinned = _Allocator("Place(gpu_pinned)", 0x7F9000000000 + (self.rank << 32), 0, 0,
-                                 32 << 20)
+        self.cpu = _Allocator("Place(cpu)", 0x55D000000000 + (self.rank << 32), host_now, host_now, 64 << 20)
+        self.pinned = _Allocator("Place(gpu_pinned)", 0x7F9000000000 + (self.rank << 32), 0, 0, 32 << 20)
         self.pinned_live: collections.deque = collections.deque()
 
     def _inflight_layers(self) -> int:
@@ -67,8 +66,7 @@ class _Memory:
         return self.n_layers * inflight
 
     def _mem_event(self, a: _Allocator, mtype: int, addr: int, inc: int, tid: int) -> None:
-        self.sink.mem(mtype, tid, self.t + 1, self.sink.place_id(a.place), addr, inc, a.cur,
-                      a.res, a.peak, a.peak_res)
+        self.sink.mem(mtype, tid, self.t + 1, self.sink.place_id(a.place), addr, inc, a.cur, a.res, a.peak, a.peak_res)
         self.t += 2
 
     def _alloc(self, a: _Allocator, size: int, tid: int = 0, raw: bool = False) -> int:
@@ -76,8 +74,7 @@ class _Memory:
         if raw:  # exactly this many bytes (rounded up to the allocator's 256)
             size = max(256, -(-int(size) // 256) * 256)
         else:
-            size = max(256, -(-int(size * (self.mem_scale if a is self.gpu else 1.0)) // 256)
-                       * 256)
+            size = max(256, -(-int(size * (self.mem_scale if a is self.gpu else 1.0)) // 256) * 256)
         while a.cur + size > a.res - a.frag:
             grow = max(a.chunk, -(-(a.cur + size - a.res) // a.chunk) * a.chunk)
             a.res += grow

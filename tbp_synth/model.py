@@ -38,14 +38,29 @@ DYGRAPH_KERNEL_LAUNCH = 15
 STATIC_KERNEL_LAUNCH = 16
 
 EVENT_TYPE_NAMES = (
-    "Operator", "Dataloader", "ProfileStep", "CudaRuntime", "Kernel", "Memcpy", "Memset",
-    "UserDefined", "OperatorInner", "Forward", "Backward", "Optimization", "Communication",
-    "PythonOp", "PythonUserDefined", "DygraphKernelLaunch", "StaticKernelLaunch",
+    "Operator",
+    "Dataloader",
+    "ProfileStep",
+    "CudaRuntime",
+    "Kernel",
+    "Memcpy",
+    "Memset",
+    "UserDefined",
+    "OperatorInner",
+    "Forward",
+    "Backward",
+    "Optimization",
+    "Communication",
+    "PythonOp",
+    "PythonUserDefined",
+    "DygraphKernelLaunch",
+    "StaticKernelLaunch",
 )
 
 # Host types the writer puts on the "<tid>(Python)" track (LogHostTraceEventNode's switch).
 PYTHON_SIDE_TYPES = frozenset(
-    (PROFILE_STEP, FORWARD, BACKWARD, DATALOADER, OPTIMIZATION, PYTHON_OP, PYTHON_USER_DEFINED))
+    (PROFILE_STEP, FORWARD, BACKWARD, DATALOADER, OPTIMIZATION, PYTHON_OP, PYTHON_USER_DEFINED)
+)
 
 # paddle.base.core.TracerMemEventType values.
 ALLOCATE = 0
@@ -55,7 +70,7 @@ RESERVED_FREE = 3
 MEM_TYPE_NAMES = ("Allocate", "Free", "ReservedAllocate", "ReservedFree")
 
 ROOT = -1  # owner index meaning "the thread's synthetic root node"
-ULLONG_MAX = 2 ** 64 - 1
+ULLONG_MAX = 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -98,8 +113,15 @@ class RankTrace:
     (Memcpy/Memset).
     """
 
-    def __init__(self, pid: int, device: DeviceProps, threads: Dict[int, str],
-                 process_cpu_util: float, system_cpu_util: float, span_index: int = 0):
+    def __init__(
+        self,
+        pid: int,
+        device: DeviceProps,
+        threads: Dict[int, str],
+        process_cpu_util: float,
+        system_cpu_util: float,
+        span_index: int = 0,
+    ):
         self.pid = pid
         self.device = device
         self.devices: List[DeviceProps] = [device]  # deviceProperties, in order
@@ -192,8 +214,7 @@ class RankTrace:
         self.r_end.append(end)
         self.r_corr.append(corr)
 
-    def device_event(self, name_id: int, etype: int, stream: int, start: int, end: int,
-                     corr: int, arg: int) -> int:
+    def device_event(self, name_id: int, etype: int, stream: int, start: int, end: int, corr: int, arg: int) -> int:
         self.d_name.append(name_id)
         self.d_type.append(etype)
         self.d_stream.append(stream)
@@ -203,8 +224,19 @@ class RankTrace:
         self.d_arg.append(arg)
         return len(self.d_start) - 1
 
-    def mem(self, mtype: int, tid: int, ts: int, place_id: int, addr: int, inc: int,
-            cur_alloc: int, cur_res: int, peak_alloc: int, peak_res: int) -> None:
+    def mem(
+        self,
+        mtype: int,
+        tid: int,
+        ts: int,
+        place_id: int,
+        addr: int,
+        inc: int,
+        cur_alloc: int,
+        cur_res: int,
+        peak_alloc: int,
+        peak_res: int,
+    ) -> None:
         self.m_type.append(mtype)
         self.m_tid.append(tid)
         self.m_ts.append(ts)
@@ -218,8 +250,7 @@ class RankTrace:
 
     def shift_times(self, ns: int) -> None:
         """Add ``ns`` to every timestamp (a host clock ahead of the global one by ``ns``)."""
-        for col in (self.h_start, self.h_end, self.r_start, self.r_end, self.d_start, self.d_end,
-                    self.m_ts):
+        for col in (self.h_start, self.h_end, self.r_start, self.r_end, self.d_start, self.d_end, self.m_ts):
             if len(col):
                 np.frombuffer(col, dtype=np.int64)[:] += ns
 
@@ -259,8 +290,9 @@ class NodeTrees:
     runtime row to the device rows sharing its correlation id.
     """
 
-    def __init__(self, threads, bfs, host_parent, rt_by_owner, root_rt, mem_by_owner, root_mem,
-                 dev_by_rt, start_time_ns):
+    def __init__(
+        self, threads, bfs, host_parent, rt_by_owner, root_rt, mem_by_owner, root_mem, dev_by_rt, start_time_ns
+    ):
         self.threads: List[int] = threads
         self.bfs: Dict[int, List[int]] = bfs
         self.host_parent = host_parent
@@ -272,8 +304,7 @@ class NodeTrees:
         self.start_time_ns: int = start_time_ns
 
 
-def _sorted_rows(tids: np.ndarray, tid: int, primary: np.ndarray,
-                 secondary: Optional[np.ndarray] = None) -> List[int]:
+def _sorted_rows(tids: np.ndarray, tid: int, primary: np.ndarray, secondary: Optional[np.ndarray] = None) -> List[int]:
     rows = np.flatnonzero(tids == tid)
     if secondary is None:
         order = np.argsort(primary[rows], kind="stable")
@@ -345,7 +376,8 @@ def build_node_trees(trace: RankTrace) -> NodeTrees:
                     if he[h] > he[top]:
                         raise ValueError(
                             "host events %r and %r overlap on thread %d"
-                            % (trace.names[trace.h_name[top]], trace.names[trace.h_name[h]], tid))
+                            % (trace.names[trace.h_name[top]], trace.names[trace.h_name[h]], tid)
+                        )
                     host_parent[h] = top
                 depth = len(stack)
                 if depth == len(by_depth):
@@ -360,9 +392,10 @@ def build_node_trees(trace: RankTrace) -> NodeTrees:
                 if stack:
                     top = stack[-1]
                     if re_[r] > he[top]:
-                        raise ValueError("runtime event %r straddles host event %r"
-                                         % (trace.names[trace.r_name[r]],
-                                            trace.names[trace.h_name[top]]))
+                        raise ValueError(
+                            "runtime event %r straddles host event %r"
+                            % (trace.names[trace.r_name[r]], trace.names[trace.h_name[top]])
+                        )
                     rt_by_owner.setdefault(top, []).append(r)
                 else:
                     t_root_rt.append(r)
@@ -399,6 +432,14 @@ def build_node_trees(trace: RankTrace) -> NodeTrees:
         if r is not None:
             dev_by_rt.setdefault(r, []).append(d)
 
-    return NodeTrees(threads, bfs, host_parent, rt_by_owner, root_rt, mem_by_owner, root_mem,
-                     dev_by_rt,
-                     start_time if start_time is not None else 0)
+    return NodeTrees(
+        threads,
+        bfs,
+        host_parent,
+        rt_by_owner,
+        root_rt,
+        mem_by_owner,
+        root_mem,
+        dev_by_rt,
+        start_time if start_time is not None else 0,
+    )

@@ -15,8 +15,7 @@ import os
 import warnings
 from typing import Dict, List, Optional, Sequence
 
-from .model import (EVENT_TYPE_NAMES, KERNEL, MEM_TYPE_NAMES, ROOT, ULLONG_MAX, NodeTrees,
-                    RankTrace)
+from .model import EVENT_TYPE_NAMES, KERNEL, MEM_TYPE_NAMES, ROOT, ULLONG_MAX, NodeTrees, RankTrace
 from .writer import TRACE_SUFFIX, kernel_metrics
 
 # The option sets written beside every synthetic trace: (sorted_by, time_unit).
@@ -35,9 +34,24 @@ def _paddle():
 class HostNode:
     """Stand-in for ``paddle.base.core.HostPythonNode`` (host and CUDA runtime nodes)."""
 
-    __slots__ = ("name", "type", "start_ns", "end_ns", "process_id", "thread_id",
-                 "correlation_id", "input_shapes", "dtypes", "callstack", "attributes", "op_id",
-                 "children_node", "runtime_node", "device_node", "mem_node")
+    __slots__ = (
+        "name",
+        "type",
+        "start_ns",
+        "end_ns",
+        "process_id",
+        "thread_id",
+        "correlation_id",
+        "input_shapes",
+        "dtypes",
+        "callstack",
+        "attributes",
+        "op_id",
+        "children_node",
+        "runtime_node",
+        "device_node",
+        "mem_node",
+    )
 
     def __init__(self, name, etype, start_ns, end_ns, process_id, thread_id, correlation_id=0):
         self.name = name
@@ -62,18 +76,47 @@ class HostNode:
 class DeviceNode:
     """Stand-in for ``paddle.base.core.DevicePythonNode``."""
 
-    __slots__ = ("name", "type", "start_ns", "end_ns", "device_id", "context_id", "stream_id",
-                 "correlation_id", "block_x", "block_y", "block_z", "grid_x", "grid_y", "grid_z",
-                 "shared_memory", "registers_per_thread", "blocks_per_sm", "warps_per_sm",
-                 "occupancy", "num_bytes", "value")
+    __slots__ = (
+        "name",
+        "type",
+        "start_ns",
+        "end_ns",
+        "device_id",
+        "context_id",
+        "stream_id",
+        "correlation_id",
+        "block_x",
+        "block_y",
+        "block_z",
+        "grid_x",
+        "grid_y",
+        "grid_z",
+        "shared_memory",
+        "registers_per_thread",
+        "blocks_per_sm",
+        "warps_per_sm",
+        "occupancy",
+        "num_bytes",
+        "value",
+    )
 
 
 class MemNode:
     """Stand-in for ``paddle.base.core.MemPythonNode``."""
 
-    __slots__ = ("type", "place", "addr", "increase_bytes", "current_allocated",
-                 "current_reserved", "peak_allocated", "peak_reserved", "process_id",
-                 "thread_id", "timestamp_ns")
+    __slots__ = (
+        "type",
+        "place",
+        "addr",
+        "increase_bytes",
+        "current_allocated",
+        "current_reserved",
+        "peak_allocated",
+        "peak_reserved",
+        "process_id",
+        "thread_id",
+        "timestamp_ns",
+    )
 
 
 def paddle_node_trees(trace: RankTrace, trees: NodeTrees) -> Dict[int, HostNode]:
@@ -86,8 +129,9 @@ def paddle_node_trees(trace: RankTrace, trees: NodeTrees) -> Dict[int, HostNode]
     dev = trace.device
 
     def host(h: int) -> HostNode:
-        return HostNode(names[trace.h_name[h]], etypes[trace.h_type[h]], trace.h_start[h],
-                        trace.h_end[h], pid, trace.h_tid[h])
+        return HostNode(
+            names[trace.h_name[h]], etypes[trace.h_type[h]], trace.h_start[h], trace.h_end[h], pid, trace.h_tid[h]
+        )
 
     def device(d: int) -> DeviceNode:
         n = DeviceNode()
@@ -112,8 +156,9 @@ def paddle_node_trees(trace: RankTrace, trees: NodeTrees) -> Dict[int, HostNode]
         return n
 
     def runtime(r: int) -> HostNode:
-        n = HostNode(names[trace.r_name[r]], etypes[3], trace.r_start[r], trace.r_end[r], pid,
-                     trace.r_tid[r], trace.r_corr[r])
+        n = HostNode(
+            names[trace.r_name[r]], etypes[3], trace.r_start[r], trace.r_end[r], pid, trace.r_tid[r], trace.r_corr[r]
+        )
         n.device_node = [device(d) for d in trees.dev_by_rt.get(r, ())]
         return n
 
@@ -150,23 +195,34 @@ def statistic_data(trace: RankTrace, trees: NodeTrees):
     return ps.StatisticData(paddle_node_trees(trace, trees), trace.extra_info())
 
 
-def summary_text(data, sorted_by: str = "CPUTotal", time_unit: str = "ms",
-                 op_detail: bool = True, thread_sep: bool = False,
-                 views: Optional[Sequence[str]] = None) -> str:
+def summary_text(
+    data,
+    sorted_by: str = "CPUTotal",
+    time_unit: str = "ms",
+    op_detail: bool = True,
+    thread_sep: bool = False,
+    views: Optional[Sequence[str]] = None,
+) -> str:
     """What ``Profiler.summary()`` prints (``_build_table`` plus print's newline).
 
     ``data`` is a :func:`statistic_data` result; ``views`` are ``SummaryView`` names.
     """
     _, _, profiler, ps = _paddle()
     view_list = None if views is None else [getattr(profiler.SummaryView, v) for v in views]
-    table = ps._build_table(data, sorted_by=getattr(ps.SortedKeys, sorted_by),
-                            op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit,
-                            views=view_list)
+    table = ps._build_table(
+        data,
+        sorted_by=getattr(ps.SortedKeys, sorted_by),
+        op_detail=op_detail,
+        thread_sep=thread_sep,
+        time_unit=time_unit,
+        views=view_list,
+    )
     return table + "\n"
 
 
-def summary_file_name(stem: str, sorted_by: str, time_unit: str, op_detail: bool = True,
-                      thread_sep: bool = False) -> str:
+def summary_file_name(
+    stem: str, sorted_by: str, time_unit: str, op_detail: bool = True, thread_sep: bool = False
+) -> str:
     """The naming the project's real-Paddle example uses for captured summaries."""
     name = "%s.summary.%s.%s" % (stem, sorted_by, time_unit)
     if not op_detail:
@@ -176,8 +232,9 @@ def summary_file_name(stem: str, sorted_by: str, time_unit: str, op_detail: bool
     return name + ".txt"
 
 
-def write_reference_tables(trace: RankTrace, trees: NodeTrees, out_dir: str, trace_name: str,
-                           options=REFERENCE_OPTIONS) -> List[dict]:
+def write_reference_tables(
+    trace: RankTrace, trees: NodeTrees, out_dir: str, trace_name: str, options=REFERENCE_OPTIONS
+) -> List[dict]:
     """Write Paddle's tables for each option set beside the trace, plus the
     ``<stem>.summaries.json`` manifest that lists them; returns the manifest's entries."""
     paddle, _, _, _ = _paddle()
@@ -188,14 +245,21 @@ def write_reference_tables(trace: RankTrace, trees: NodeTrees, out_dir: str, tra
         fname = summary_file_name(stem, sorted_by, time_unit)
         with open(os.path.join(out_dir, fname), "w", encoding="utf-8") as f:
             f.write(summary_text(data, sorted_by, time_unit))
-        entries.append({"file": fname, "sorted_by": sorted_by, "time_unit": time_unit,
-                        "op_detail": True, "thread_sep": False, "views": None})
+        entries.append(
+            {
+                "file": fname,
+                "sorted_by": sorted_by,
+                "time_unit": time_unit,
+                "op_detail": True,
+                "thread_sep": False,
+                "views": None,
+            }
+        )
     manifest = {
         "trace": trace_name,
         "paddle_version": paddle.__version__,
         "paddle_commit": paddle.version.commit,
-        "source": "tbp_synth oracle: Paddle's StatisticData and _build_table "
-                  "on the generator's node trees",
+        "source": "tbp_synth oracle: Paddle's StatisticData and _build_table on the generator's node trees",
         "summaries": entries,
     }
     with open(os.path.join(out_dir, stem + ".summaries.json"), "w", encoding="utf-8") as f:

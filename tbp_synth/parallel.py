@@ -14,9 +14,19 @@ from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
 import numpy as np
 
 from .model import DYGRAPH_KERNEL_LAUNCH, OPERATOR, OPERATOR_INNER
-from .config import (MP_STREAM, P2P_NEXT_STREAM, P2P_PREV_STREAM, P2P_SHARED_STREAM,
-                     PP_BWD_RECV_STREAM, PP_BWD_STREAM, PP_FWD_RECV_STREAM, PP_FWD_STREAM,
-                     PP_GROUP_KIND, PP_GROUP_STREAM, _KEY_KIND)
+from .config import (
+    MP_STREAM,
+    P2P_NEXT_STREAM,
+    P2P_PREV_STREAM,
+    P2P_SHARED_STREAM,
+    PP_BWD_RECV_STREAM,
+    PP_BWD_STREAM,
+    PP_FWD_RECV_STREAM,
+    PP_FWD_STREAM,
+    PP_GROUP_KIND,
+    PP_GROUP_STREAM,
+    _KEY_KIND,
+)
 
 if TYPE_CHECKING:
     from .program import _RankProgram
@@ -56,8 +66,7 @@ class _LiveBook:
         self.open: Dict[tuple, list] = {}
         self.times: Dict[int, list] = collections.defaultdict(list)
         self.woken: List[int] = []
-        self.caused: Dict[int, Dict[int, int]] = collections.defaultdict(
-            lambda: collections.defaultdict(int))
+        self.caused: Dict[int, Dict[int, int]] = collections.defaultdict(lambda: collections.defaultdict(int))
         self.record = record
         self.seen: Dict[int, Dict[tuple, int]] = collections.defaultdict(dict)
         self.inst_step = array("q")
@@ -65,7 +74,7 @@ class _LiveBook:
         self.inst_axis = array("b")
         self.inst_xfer = array("q")
         self.inst_bytes = array("q")
-        self.nbytes: Dict[tuple, int] = {}   # the payload of each open instance (timing._xfer)
+        self.nbytes: Dict[tuple, int] = {}  # the payload of each open instance (timing._xfer)
         self.inst_root = array("i")
         self.inst_ptr = array("q", [0])
         self.mem_rank = array("i")
@@ -74,8 +83,7 @@ class _LiveBook:
         self.mem_end = array("q")
         self.info: Dict[int, dict] = {}
 
-    def launch(self, rank: int, key: tuple, size: int, start: int, xfer: int, step: int = 0,
-               role: int = 0):
+    def launch(self, rank: int, key: tuple, size: int, start: int, xfer: int, step: int = 0, role: int = 0):
         inst = self.open.get(key)
         if inst is None:
             inst = self.open[key] = [size, xfer, []]
@@ -97,8 +105,7 @@ class _LiveBook:
             members = inst[2]
             end = max(m[1] for m in members) + xfer
             if key[0] in ("mp", "dp"):  # (kind, group coords..., step index, sequence)
-                last_rank, last_start = max(((m[0], m[1]) for m in members),
-                                            key=lambda m: (m[1], -m[0]))
+                last_rank, last_start = max(((m[0], m[1]) for m in members), key=lambda m: (m[1], -m[0]))
                 self.caused[last_rank][key[3]] += sum(last_start - m[1] for m in members)
             ends = {}
             for r, s, h, slot, _, _ in members:
@@ -114,8 +121,7 @@ class _LiveBook:
                 self.inst_axis.append(axis)
                 self.inst_xfer.append(xfer)
                 self.inst_bytes.append(nbytes)
-                self.inst_root.append(next((m[0] for m in members if m[4] == 0), -1)
-                                      if kind == 1 else -1)
+                self.inst_root.append(next((m[0] for m in members if m[4] == 0), -1) if kind == 1 else -1)
                 for r, s, _, _, _, o in members:
                     self.mem_rank.append(r)
                     self.mem_ordinal.append(o)
@@ -130,37 +136,46 @@ class _LiveBook:
         h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _M64
         h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & _M64
         h ^= h >> 31
-        u1, u2 = ((h & 0xFFFFFFFF) + 0.5) / 2.0 ** 32, ((h >> 32) + 0.5) / 2.0 ** 32
+        u1, u2 = ((h & 0xFFFFFFFF) + 0.5) / 2.0**32, ((h >> 32) + 0.5) / 2.0**32
         z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
         return max(start + xfer // 2, end + int(round(z * self.end_noise_ns)))
 
     def finished(self, prog: "_RankProgram") -> None:
         """Keep what the truth needs of a rank whose program ended."""
-        self.info[prog.rank] = {"pid": prog.pid, "end_t": prog.t,
-                                "steps": [(s["start_ns"], s["end_ns"]) for s in prog.steps],
-                                "compute_ns": list(prog.compute_ns), "slots": prog.slots,
-                                "mem_end": prog.mem_end}
+        self.info[prog.rank] = {
+            "pid": prog.pid,
+            "end_t": prog.t,
+            "steps": [(s["start_ns"], s["end_ns"]) for s in prog.steps],
+            "compute_ns": list(prog.compute_ns),
+            "slots": prog.slots,
+            "mem_end": prog.mem_end,
+        }
 
     def step_arrays(self, world: int) -> Dict[str, np.ndarray]:
         st = np.array([[a for a, _ in self.info[r]["steps"]] for r in range(world)], dtype=np.int64)
         en = np.array([[b for _, b in self.info[r]["steps"]] for r in range(world)], dtype=np.int64)
         comp = np.array([self.info[r]["compute_ns"] for r in range(world)], dtype=np.int64)
-        return {"step_start_ns": st, "step_end_ns": en, "step_time_ns": en - st,
-                "compute_ns": comp}
+        return {"step_start_ns": st, "step_end_ns": en, "step_time_ns": en - st, "compute_ns": comp}
 
     def schedule_columns(self, world: int, first_step: int) -> Dict[str, np.ndarray]:
         """Every rank's pipeline slots (rank, step, execution order) and its GPU memory at
         each step's end, as the truth's columns."""
         per = [np.array(self.info[r]["slots"], dtype=np.int64).reshape(-1, 6) for r in range(world)]
-        a = np.concatenate([np.repeat(np.arange(world, dtype=np.int64), [len(x) for x in per])[:, None],
-                            np.concatenate(per)], axis=1)
-        mem = np.array([self.info[r]["mem_end"] for r in range(world)],
-                       dtype=np.int64).reshape(world, -1, 2)
-        return {"sched_rank": a[:, 0].astype(np.int32), "sched_step": a[:, 1] + first_step,
-                "sched_phase": a[:, 2].astype(np.int8), "sched_micro_batch": a[:, 3].astype(np.int32),
-                "sched_chunk": a[:, 4].astype(np.int8), "sched_start_ns": a[:, 5],
-                "sched_end_ns": a[:, 6], "gpu_allocated_end_bytes": mem[:, :, 0],
-                "gpu_reserved_end_bytes": mem[:, :, 1]}
+        a = np.concatenate(
+            [np.repeat(np.arange(world, dtype=np.int64), [len(x) for x in per])[:, None], np.concatenate(per)], axis=1
+        )
+        mem = np.array([self.info[r]["mem_end"] for r in range(world)], dtype=np.int64).reshape(world, -1, 2)
+        return {
+            "sched_rank": a[:, 0].astype(np.int32),
+            "sched_step": a[:, 1] + first_step,
+            "sched_phase": a[:, 2].astype(np.int8),
+            "sched_micro_batch": a[:, 3].astype(np.int32),
+            "sched_chunk": a[:, 4].astype(np.int8),
+            "sched_start_ns": a[:, 5],
+            "sched_end_ns": a[:, 6],
+            "gpu_allocated_end_bytes": mem[:, :, 0],
+            "gpu_reserved_end_bytes": mem[:, :, 1],
+        }
 
     def job_step_ns(self, world: int) -> float:
         """The job's mean step time: mean over ranks and steps of the ProfileStep durations."""
@@ -170,17 +185,25 @@ class _LiveBook:
     def columns(self) -> Dict[str, np.ndarray]:
         def np_(col, dtype):
             return np.frombuffer(col, dtype=dtype).copy() if len(col) else np.zeros(0, dtype)
+
         start, end = np_(self.mem_start, np.int64), np_(self.mem_end, np.int64)
         xfer = np_(self.inst_xfer, np.int64)
         ptr = np_(self.inst_ptr, np.int64)
         wait = end - start - np.repeat(xfer, np.diff(ptr))
-        return {"inst_step": np_(self.inst_step, np.int64), "inst_kind": np_(self.inst_kind, np.int8),
-                "inst_axis": np_(self.inst_axis, np.int8), "inst_transfer_ns": xfer,
-                "inst_bytes": np_(self.inst_bytes, np.int64),
-                "inst_root": np_(self.inst_root, np.int32), "inst_ptr": ptr,
-                "mem_rank": np_(self.mem_rank, np.int32),
-                "mem_ordinal": np_(self.mem_ordinal, np.int32), "mem_start_ns": start,
-                "mem_end_ns": end, "mem_wait_ns": wait}
+        return {
+            "inst_step": np_(self.inst_step, np.int64),
+            "inst_kind": np_(self.inst_kind, np.int8),
+            "inst_axis": np_(self.inst_axis, np.int8),
+            "inst_transfer_ns": xfer,
+            "inst_bytes": np_(self.inst_bytes, np.int64),
+            "inst_root": np_(self.inst_root, np.int32),
+            "inst_ptr": ptr,
+            "mem_rank": np_(self.mem_rank, np.int32),
+            "mem_ordinal": np_(self.mem_ordinal, np.int32),
+            "mem_start_ns": start,
+            "mem_end_ns": end,
+            "mem_wait_ns": wait,
+        }
 
 
 class _ReplayBook:
@@ -229,7 +252,7 @@ class _Parallel:
         xfer = self._xfer(key, self.cat.act_bytes, "pp")
         name = "send_v2" if send else "recv_v2"
         row = self._open(name + " dygraph", OPERATOR)
-        if send:   # recv_v2 has no input tensor
+        if send:  # recv_v2 has no input tensor
             self._comm_shapes(row, "comm_act")
         self._adv(500, 2000)
         self._leaf(name + " infer_meta", OPERATOR_INNER, 200, 1000)
@@ -245,8 +268,7 @@ class _Parallel:
             # interleaved: a stage sends to and receives from both neighbours in one
             # direction, so receives run on their own streams (no cycle of stream order)
             stream = PP_FWD_RECV_STREAM if fwd else PP_BWD_RECV_STREAM
-        end = yield from self._nccl("nccl_pp", "pp_sendrecv", key, 2, xfer, stream,
-                                    0 if send else 1)
+        end = yield from self._nccl("nccl_pp", "pp_sendrecv", key, 2, xfer, stream, 0 if send else 1)
         if not send:
             self.compute_wait.append(end)
             self.mb_buffers[mb * self.V + self.chunk].append(addr)

@@ -6,9 +6,23 @@ import collections
 import random
 from typing import Dict, List, Optional, Tuple
 
-from .config import (COMPUTE_STREAM, DP_STREAM, EPOCH_NS, MP_STREAM, P2P_NEXT_STREAM,
-                     P2P_PREV_STREAM, PP_BWD_RECV_STREAM, PP_BWD_STREAM, PP_FWD_RECV_STREAM,
-                     PP_FWD_STREAM, PP_GROUP_STREAM, SynthConfig, Topology, host_of, host_pids)
+from .config import (
+    COMPUTE_STREAM,
+    DP_STREAM,
+    EPOCH_NS,
+    MP_STREAM,
+    P2P_NEXT_STREAM,
+    P2P_PREV_STREAM,
+    PP_BWD_RECV_STREAM,
+    PP_BWD_STREAM,
+    PP_FWD_RECV_STREAM,
+    PP_FWD_STREAM,
+    PP_GROUP_STREAM,
+    SynthConfig,
+    Topology,
+    host_of,
+    host_pids,
+)
 from .catalog import _Catalog
 from .recorder import _Recorder
 from .timing import _Timing
@@ -40,7 +54,7 @@ class _RankProgram(_Recorder, _Timing, _Memory, _Layers, _Parallel, _Schedule):
         self.slow = cfg.compute_factor(rank)
         self.lognormal = cfg.kernel_jitter == "lognormal"
         self.jitter_sigma = float(cfg.kernel_sigma)
-        self.jitter_mu = -self.jitter_sigma ** 2 / 2  # mean factor 1
+        self.jitter_mu = -(self.jitter_sigma**2) / 2  # mean factor 1
         # one_rank_comms: the tensor-parallel layers and the DP gradient all-reduce keep
         # their NCCL kernels on a communicator of one rank when mp or dp is 1
         self.mp_comm = cfg.mp > 1 or bool(cfg.one_rank_comms)
@@ -61,15 +75,24 @@ class _RankProgram(_Recorder, _Timing, _Memory, _Layers, _Parallel, _Schedule):
         self.host_delay = cfg.host_delay_ns(rank)
         self.t = EPOCH_NS + (int(rnd() * 200_000) & ~1)
         self.corr = 1000 + int(rnd() * 500)
-        self.stream_free = {COMPUTE_STREAM: 0, MP_STREAM: 0, PP_FWD_STREAM: 0, PP_BWD_STREAM: 0,
-                            DP_STREAM: 0, PP_GROUP_STREAM: 0, PP_FWD_RECV_STREAM: 0,
-                            PP_BWD_RECV_STREAM: 0, P2P_PREV_STREAM: 0, P2P_NEXT_STREAM: 0}
+        self.stream_free = {
+            COMPUTE_STREAM: 0,
+            MP_STREAM: 0,
+            PP_FWD_STREAM: 0,
+            PP_BWD_STREAM: 0,
+            DP_STREAM: 0,
+            PP_GROUP_STREAM: 0,
+            PP_FWD_RECV_STREAM: 0,
+            PP_BWD_RECV_STREAM: 0,
+            P2P_PREV_STREAM: 0,
+            P2P_NEXT_STREAM: 0,
+        }
         self.compute_wait: List = []
         self.step_idx = 0
         self.seq: Dict[str, int] = collections.defaultdict(int)
         per_stage = cfg.per_stage_layers()
         self.n_layers = per_stage[self.pp_i]
-        self.layer0 = sum(per_stage[:self.pp_i])
+        self.layer0 = sum(per_stage[: self.pp_i])
         self.first_stage = self.pp_i == 0
         self.last_stage = self.pp_i == cfg.pp - 1
         # the pipeline schedule: model chunks of this stage and the (phase, micro-batch,

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from .model import (DATALOADER, DYGRAPH_KERNEL_LAUNCH, MEMCPY, MEMSET, OPERATOR, OPERATOR_INNER,
-                    OPTIMIZATION, PROFILE_STEP, PYTHON_USER_DEFINED, USER_DEFINED)
+from .model import (
+    DATALOADER,
+    DYGRAPH_KERNEL_LAUNCH,
+    MEMCPY,
+    MEMSET,
+    OPERATOR,
+    OPERATOR_INNER,
+    OPTIMIZATION,
+    PROFILE_STEP,
+    PYTHON_USER_DEFINED,
+    USER_DEFINED,
+)
 from .config import COMPUTE_STREAM, _MEMCPY_ASYNC, _MEMCPY_SYNC, _MEMSET_ASYNC, _STREAM_SYNC
 
 
-def pipeline_order(schedule: str, pp: int, stage: int, micro_batches: int,
-                   virtual_stages: int = 1) -> List[Tuple[int, int, int]]:
+def pipeline_order(
+    schedule: str, pp: int, stage: int, micro_batches: int, virtual_stages: int = 1
+) -> List[Tuple[int, int, int]]:
     """A stage's slots of one step in execution order: (phase 0 = forward / 1 = backward,
     micro-batch, model chunk).
 
@@ -104,8 +115,9 @@ class _Schedule:
             start = yield from self._ready_after(ready, (free,), self._kernel_gap())
             end = start + 1500 + int(self.cat.T * 8 / 22e9 * 1e9)
             self.stream_free[COMPUTE_STREAM] = end
-            self.sink.device_event(self.sink.name_id("MEMCPY_HtoD"), MEMCPY, COMPUTE_STREAM,
-                                   start, end, corr, self.cat.T * 8)
+            self.sink.device_event(
+                self.sink.name_id("MEMCPY_HtoD"), MEMCPY, COMPUTE_STREAM, start, end, corr, self.cat.T * 8
+            )
             self._adv(500, 1500)
             self._close(row)
         if copies:
@@ -144,14 +156,13 @@ class _Schedule:
         self._adv(300, 1200)
         for _ in range(2):
             _, rt_end, corr = self._runtime(_MEMSET_ASYNC, 2500, 5000)
-            start = yield from self._ready_after(rt_end + self._scd(700),
-                                                 (self.stream_free[COMPUTE_STREAM],),
-                                                 self._kernel_gap())
+            start = yield from self._ready_after(
+                rt_end + self._scd(700), (self.stream_free[COMPUTE_STREAM],), self._kernel_gap()
+            )
             nbytes = self.cat.layer_grad_bytes * max(1, self.n_layers) // 2
             end = start + 2000 + int(nbytes / 2.8e12 * 1e9)
             self.stream_free[COMPUTE_STREAM] = end
-            self.sink.device_event(self.sink.name_id("MEMSET"), MEMSET, COMPUTE_STREAM, start, end,
-                                   corr, nbytes)
+            self.sink.device_event(self.sink.name_id("MEMSET"), MEMSET, COMPUTE_STREAM, start, end, corr, nbytes)
             self._adv(300, 900)
         self._close(lrow)
         self._adv(300, 1200)
@@ -166,16 +177,14 @@ class _Schedule:
         addr = self._alloc(self.cpu, 4)
         rt_start = self.t
         corr = self._next_corr()
-        start = yield from self._ready_after(rt_start + self._scd(2500),
-                                             (self.stream_free[COMPUTE_STREAM],),
-                                             self._kernel_gap())
+        start = yield from self._ready_after(
+            rt_start + self._scd(2500), (self.stream_free[COMPUTE_STREAM],), self._kernel_gap()
+        )
         end = start + 500 + int(self.rng.random() * 450)  # a 4-byte copy: under 1 us
         self.stream_free[COMPUTE_STREAM] = end
-        self.t = max(self.t + self._sc(4000),
-                     end + self._sc(2000 + int(self.rng.random() * 2000))) & ~1
+        self.t = max(self.t + self._sc(4000), end + self._sc(2000 + int(self.rng.random() * 2000))) & ~1
         self.sink.runtime(self.sink.name_id(_MEMCPY_SYNC), self.main_tid, rt_start, self.t, corr)
-        self.sink.device_event(self.sink.name_id("MEMCPY_DtoH"), MEMCPY, COMPUTE_STREAM, start, end,
-                               corr, 4)
+        self.sink.device_event(self.sink.name_id("MEMCPY_DtoH"), MEMCPY, COMPUTE_STREAM, start, end, corr, 4)
         self._adv(300, 900)
         self._runtime(_STREAM_SYNC, 1200, 3000)
         self._adv(300, 900)
@@ -214,9 +223,13 @@ class _Schedule:
                 else:
                     yield from self._pp_backward(mb, mb == M - 1, not received)
                 received = False
-                if (self.paired_p2p and k + 1 < len(order) and self._has_send(phase)
-                        and self._has_recv(order[k + 1][0])
-                        and self._recv_first(phase, order[k + 1][0])):
+                if (
+                    self.paired_p2p
+                    and k + 1 < len(order)
+                    and self._has_send(phase)
+                    and self._has_recv(order[k + 1][0])
+                    and self._recv_first(phase, order[k + 1][0])
+                ):
                     yield from self._recv(order[k + 1][0], order[k + 1][1])
                     received = True
                 yield from self._send(phase, mb)
@@ -242,6 +255,12 @@ class _Schedule:
             self._close(L)
             self._adv(5000, 20_000)
             self._close(ps)
-            self.steps.append({"step": cfg.first_step + si, "start_ns": start,
-                               "end_ns": self.t, "device_rows": (row0, self.sink.n_device)})
+            self.steps.append(
+                {
+                    "step": cfg.first_step + si,
+                    "start_ns": start,
+                    "end_ns": self.t,
+                    "device_rows": (row0, self.sink.n_device),
+                }
+            )
             self._adv(8000, 30_000)

@@ -32,7 +32,7 @@ class _Timing:
         return 700 + int(self.rng.random() * 900)
 
     def _xfer(self, key: tuple, nbytes: float, kind: str, factor: float = 1.0) -> int:
-        planted = getattr(self.book, "nbytes", None)   # phase 1 records each instance's payload
+        planted = getattr(self.book, "nbytes", None)  # phase 1 records each instance's payload
         if planted is not None:
             planted[key] = int(nbytes)
         jitter = (zlib.crc32(repr((self.cfg.seed,) + key).encode()) % 1000) / 1000.0
@@ -47,8 +47,7 @@ class _Timing:
         """A compute kernel's duration: the catalogue's, jittered, slowed on the slow rank
         and by ``slow_kernel``."""
         if self.lognormal:
-            d = self.cat.ns[key] * self.rng.lognormvariate(self.jitter_mu, self.jitter_sigma) \
-                * self.slow
+            d = self.cat.ns[key] * self.rng.lognormvariate(self.jitter_mu, self.jitter_sigma) * self.slow
         else:
             d = self.cat.ns[key] * (0.97 + 0.06 * self.rng.random()) * self.slow
         f = self.cat.kernel_factor.get(key)
@@ -79,8 +78,7 @@ class _Timing:
             self.slot[1] = end
         self.t += self._sc(200 + (int(self.rng.random() * 600) & ~1))
 
-    def _nccl(self, spec_key: str, kind: str, key: tuple, size: int, xfer: int, stream: int,
-              role: int = 0):
+    def _nccl(self, spec_key: str, kind: str, key: tuple, size: int, xfer: int, stream: int, role: int = 0):
         """cudaLaunchKernel of an NCCL kernel; returns its end (or a pending end).
 
         On a communication stream the kernel first waits for the compute stream (Paddle
@@ -95,8 +93,7 @@ class _Timing:
             deps.extend(self.compute_wait)
             self.compute_wait = []
         start = yield from self._ready_after(ready, deps, gap)
-        end = self.book.launch(self.rank, key, size, start, xfer, self.cfg.first_step + self.step_idx,
-                               role)
+        end = self.book.launch(self.rank, key, size, start, xfer, self.cfg.first_step + self.step_idx, role)
         self.stream_free[stream] = end
         nid, sid = self._spec(spec_key)
         row = self.sink.device_event(nid, KERNEL, stream, start, end, corr, sid)

@@ -140,8 +140,15 @@ FORMAT_VERSION = 1
 
 KIND_NAMES = ("all_reduce", "broadcast", "send_recv", "all_gather", "reduce_scatter", "all_to_all")
 AXIS_NAMES = ("mp", "dp", "pp", "pp_group")
-_STEP_ARRAYS = ("step_time_ns", "step_start_ns", "step_end_ns", "compute_ns", "caused_wait_ns",
-                "gpu_allocated_end_bytes", "gpu_reserved_end_bytes")
+_STEP_ARRAYS = (
+    "step_time_ns",
+    "step_start_ns",
+    "step_end_ns",
+    "compute_ns",
+    "caused_wait_ns",
+    "gpu_allocated_end_bytes",
+    "gpu_reserved_end_bytes",
+)
 
 
 class StepTime:
@@ -168,6 +175,7 @@ def simulate_step_time(cfg) -> StepTime:
     phase 1), and return its :class:`StepTime`. With the same config as a generated run,
     ``mean_ns`` equals that run's ``Truth.job_step_ns`` exactly."""
     from .generator import simulate_step_time as _simulate
+
     return _simulate(cfg)
 
 
@@ -218,11 +226,18 @@ class Truth:
         start, end, wait = c["mem_start_ns"].tolist(), c["mem_end_ns"].tolist(), c["mem_wait_ns"].tolist()
         kinds, axes = self.kind_names, self.axis_names
         for i in range(len(step)):
-            yield {"step": step[i], "kind": kinds[kind[i]], "axis": axes[axis[i]], "root": root[i],
-                   "transfer_ns": xfer[i], "bytes": nbytes[i],
-                   "members": [{"rank": rank[j], "ordinal": ordinal[j], "wait_ns": wait[j],
-                                "start_ns": start[j], "end_ns": end[j]}
-                               for j in range(ptr[i], ptr[i + 1])]}
+            yield {
+                "step": step[i],
+                "kind": kinds[kind[i]],
+                "axis": axes[axis[i]],
+                "root": root[i],
+                "transfer_ns": xfer[i],
+                "bytes": nbytes[i],
+                "members": [
+                    {"rank": rank[j], "ordinal": ordinal[j], "wait_ns": wait[j], "start_ns": start[j], "end_ns": end[j]}
+                    for j in range(ptr[i], ptr[i + 1])
+                ],
+            }
 
     def member_mask(self, kinds: Optional[Iterable[str]] = None) -> np.ndarray:
         """Boolean mask over member rows whose instance's kind or axis is in ``kinds``."""
@@ -256,10 +271,16 @@ class Truth:
         module docstring)."""
         c = self.columns
         rows = np.flatnonzero((c["sched_rank"] == rank) & (c["sched_step"] == step))
-        return [{"phase": "FB"[int(c["sched_phase"][i])],
-                 "micro_batch": int(c["sched_micro_batch"][i]), "chunk": int(c["sched_chunk"][i]),
-                 "device_start_ns": int(c["sched_start_ns"][i]),
-                 "device_end_ns": int(c["sched_end_ns"][i])} for i in rows]
+        return [
+            {
+                "phase": "FB"[int(c["sched_phase"][i])],
+                "micro_batch": int(c["sched_micro_batch"][i]),
+                "chunk": int(c["sched_chunk"][i]),
+                "device_start_ns": int(c["sched_start_ns"][i]),
+                "device_end_ns": int(c["sched_end_ns"][i]),
+            }
+            for i in rows
+        ]
 
     def members_of(self, rank: int) -> Dict[str, np.ndarray]:
         """``rank``'s member rows with their instance's step, kind and axis (columns)."""
@@ -267,10 +288,17 @@ class Truth:
         inst = np.repeat(np.arange(self.n_instances), np.diff(c["inst_ptr"]))
         rows = np.flatnonzero(c["mem_rank"] == rank)
         i = inst[rows]
-        return {"instance": i, "step": c["inst_step"][i], "kind": c["inst_kind"][i],
-                "axis": c["inst_axis"][i], "ordinal": c["mem_ordinal"][rows],
-                "start_ns": c["mem_start_ns"][rows], "end_ns": c["mem_end_ns"][rows],
-                "wait_ns": c["mem_wait_ns"][rows], "transfer_ns": c["inst_transfer_ns"][i]}
+        return {
+            "instance": i,
+            "step": c["inst_step"][i],
+            "kind": c["inst_kind"][i],
+            "axis": c["inst_axis"][i],
+            "ordinal": c["mem_ordinal"][rows],
+            "start_ns": c["mem_start_ns"][rows],
+            "end_ns": c["mem_end_ns"][rows],
+            "wait_ns": c["mem_wait_ns"][rows],
+            "transfer_ns": c["inst_transfer_ns"][i],
+        }
 
 
 def write_truth(out_dir: str, meta: dict, columns: Dict[str, np.ndarray]) -> None:
@@ -296,11 +324,11 @@ def load_truth(out_dir: str) -> Truth:
         with open(path, encoding="utf-8") as f:
             meta = json.load(f)
     except FileNotFoundError:
-        raise FileNotFoundError("%s: no generator truth here (written by tbp_synth "
-                                "generate())" % path) from None
+        raise FileNotFoundError("%s: no generator truth here (written by tbp_synth generate())" % path) from None
     if meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError("%s: truth format %r, this reader knows %d"
-                         % (path, meta.get("format_version"), FORMAT_VERSION))
+        raise ValueError(
+            "%s: truth format %r, this reader knows %d" % (path, meta.get("format_version"), FORMAT_VERSION)
+        )
     with np.load(os.path.join(out_dir, meta["columns"]), allow_pickle=False) as z:
         columns = {k: z[k] for k in z.files}
     return Truth(meta, columns)
@@ -308,8 +336,24 @@ def load_truth(out_dir: str) -> Truth:
 
 def _label(r: dict) -> str:
     return "rank %d · dp%d pp%d mp%d · %s GPU%d · pid %d" % (
-        r["rank"], r["dp"], r["pp"], r["mp"], r["hostname"], r["gpu"], r["pid"])
+        r["rank"],
+        r["dp"],
+        r["pp"],
+        r["mp"],
+        r["hostname"],
+        r["gpu"],
+        r["pid"],
+    )
 
 
-__all__ = ["AXIS_NAMES", "KIND_NAMES", "TRUTH_JSON", "TRUTH_NPZ", "StepTime", "Truth",
-           "load_truth", "simulate_step_time", "write_truth"]
+__all__ = [
+    "AXIS_NAMES",
+    "KIND_NAMES",
+    "TRUTH_JSON",
+    "TRUTH_NPZ",
+    "StepTime",
+    "Truth",
+    "load_truth",
+    "simulate_step_time",
+    "write_truth",
+]

@@ -2,6 +2,7 @@
 few), integration/ (processes, TensorBoard, the CLI, the cache, Dask, real traces end to end) and browser/
 (a real Chromium through Playwright); support/ holds the helpers they import (``support.<module>``).
 Markers are declared in pytest.ini."""
+
 import pytest
 
 from support.paths import SHARED_TRACES, TESTS

@@ -7,6 +7,7 @@
 Needs Node.js and `npm ci` in frontend/. The build is deterministic (pinned versions in package-lock.json,
 no timestamps, no absolute paths), so any difference means the sources changed without a rebuild.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         new, old = files(fresh), files(STATIC)
         problems = [f"missing from the commit: {n}" for n in sorted(new - old)]
         problems += [f"not built any more: {n}" for n in sorted(old - new)]
-        problems += [f"differs: {n}" for n in sorted(new & old) if not filecmp.cmp(fresh / n, STATIC / n, shallow=False)]
+        problems += [
+            f"differs: {n}" for n in sorted(new & old) if not filecmp.cmp(fresh / n, STATIC / n, shallow=False)
+        ]
     if problems:
         print("tb_paddle_profile/static/ does not match a fresh build of frontend/ (run `npm run build` in frontend/):")
         print("\n".join(f"  {p}" for p in problems))

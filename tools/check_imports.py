@@ -5,6 +5,7 @@ says that no set of modules imports itself around in a circle, at any depth. Bot
 
     python tools/check_imports.py
 """
+
 from __future__ import annotations
 
 import sys

@@ -8,6 +8,7 @@ Python code comes from ``grpc_tools.protoc`` (``pip install grpcio-tools``); Typ
 ``@bufbuild/protoc-gen-es`` run as a protoc plugin (``npm ci`` in ``frontend/`` installs it).
 ``--only python`` or ``--only ts`` limits the work to one side.
 """
+
 from __future__ import annotations
 
 import argparse

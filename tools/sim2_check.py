@@ -9,6 +9,7 @@ tool made that are not in the truth, coordinates right, the topology, the larges
 ranks the verdict names with their cost against the planted costs, the what-if "straggler at its
 peers' speed" against the true saving, and the unchanged replay against the observed step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,8 +67,7 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
         want[(i["step"], i["kind"], frozenset((m["rank"], m["ordinal"]) for m in i["members"]))] = i
     got = set()
     for m in rp.matched:
-        got.add((m.step, KIND_LABELS.get(m.kind, "other"),
-                 frozenset((to_true[x.rank], x.ordinal) for x in m.members)))
+        got.add((m.step, KIND_LABELS.get(m.kind, "other"), frozenset((to_true[x.rank], x.ordinal) for x in m.members)))
     hit = set(want) & got
     res["instances"] = len(want)
     res["exact"] = len(hit) / max(1, len(want))
@@ -82,6 +82,7 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
 
     def show(key):
         return "step %d %s %s" % (key[0], key[1], sorted(key[2])[:6])
+
     res["missing_examples"] = [show(k) + " (%s)" % want[k]["axis"] for k in sorted(set(want) - hit, key=str)[:4]]
     res["extra_examples"] = [show(k) for k in sorted(got - set(want), key=str)[:4]]
 
@@ -91,8 +92,10 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
     for r in rp.ranks:
         t = truth.ranks[to_true[r.rank]]
         # a degree of 1: the tool may say -1 (not pipelined, no MP) for coordinate 0
-        ours = tuple(0 if (x == -1 and n == 1) else x
-                     for x, n in ((r.dp, cfg["dp"]), (r.pipeline_stage, cfg["pp"]), (r.mp, cfg["mp"])))
+        ours = tuple(
+            0 if (x == -1 and n == 1) else x
+            for x, n in ((r.dp, cfg["dp"]), (r.pipeline_stage, cfg["pp"]), (r.mp, cfg["mp"]))
+        )
         pairs.append((t, ours))
     # default worker names on shuffled hosts tell no replica's number: dp is held up to one relabelling
     relabel = {}
@@ -118,8 +121,9 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
     refs = [r for r in rp.ranks if r.clock_offset_ns == 0]
     if refs and len(set(t["host"] for t in truth.ranks)) > 1:
         ref_true = truth.ranks[to_true[refs[0].rank]]["clock_offset_mid_ns"]
-        errs = [abs(r.clock_offset_ns - (truth.ranks[to_true[r.rank]]["clock_offset_mid_ns"] - ref_true))
-                for r in rp.ranks]
+        errs = [
+            abs(r.clock_offset_ns - (truth.ranks[to_true[r.rank]]["clock_offset_mid_ns"] - ref_true)) for r in rp.ranks
+        ]
         res["clock_max_err_us"] = max(errs) / 1e3
     else:
         res["clock_max_err_us"] = None
@@ -130,35 +134,64 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
     named = []
     for s in v.stragglers:
         tr = to_true[s.rank]
-        named.append({"rank": tr, "cost_ms": s.job_cost_ns / 1e6, "cause": s.cause, "absorbed": s.absorbed,
-                      "planted": tr in planted})
+        named.append(
+            {
+                "rank": tr,
+                "cost_ms": s.job_cost_ns / 1e6,
+                "cause": s.cause,
+                "absorbed": s.absorbed,
+                "planted": tr in planted,
+            }
+        )
     res["verdict"] = {"found": v.found, "uncertain": v.uncertain, "named": named, "summary": v.summary}
-    res["planted"] = [{"rank": a["rank"], "kind": a["kind"], "stage": a["pp"], "cost_ms": a["cost_ns_per_step"] / 1e6,
-                       "alone_ms": a["alone_cost_ns_per_step"] / 1e6} for a in truth.anomalies]
+    res["planted"] = [
+        {
+            "rank": a["rank"],
+            "kind": a["kind"],
+            "stage": a["pp"],
+            "cost_ms": a["cost_ns_per_step"] / 1e6,
+            "alone_ms": a["alone_cost_ns_per_step"] / 1e6,
+        }
+        for a in truth.anomalies
+    ]
     res["healthy_step_ms"] = truth.healthy_step_ns / 1e6 if truth.healthy_step_ns else None
     res["step_ms"] = truth.step_ns / 1e6
-    res["anomaly_findings"] = [(sorted(to_true[x] for x in f.ranks)[:8], f.rule, f.cost_ns / 1e6)
-                               for f in rp.findings if f.category == "anomaly"][:6]
+    res["anomaly_findings"] = [
+        (sorted(to_true[x] for x in f.ranks)[:8], f.rule, f.cost_ns / 1e6)
+        for f in rp.findings
+        if f.category == "anomaly"
+    ][:6]
 
     if whatif:
         t0 = time.time()
         w = analyze_whatif(ds, run=name, span="0")
         res["whatif_s"] = round(time.time() - t0, 2)
         cp = w.critical_path
-        res["replay"] = {"observed_ms": cp.observed_step_ns / 1e6, "replayed_ms": cp.replayed_step_ns / 1e6,
-                         "error": cp.replay_error, "truth_step_ms": truth.step_ns / 1e6}
+        res["replay"] = {
+            "observed_ms": cp.observed_step_ns / 1e6,
+            "replayed_ms": cp.replayed_step_ns / 1e6,
+            "error": cp.replay_error,
+            "truth_step_ms": truth.step_ns / 1e6,
+        }
         (x,) = [x for x in w.what_ifs if x.kind == wpb.WHAT_IF_STRAGGLER]
         tr = to_true.get(x.rank, -1) if x.applicable else None
         true_saving = planted[tr]["cost_ns_per_step"] if tr in planted else 0.0
-        res["whatif"] = {"applicable": x.applicable, "rank": tr, "saving_ms": x.saving_ns / 1e6,
-                         "true_saving_ms": true_saving / 1e6, "reason": x.reason}
+        res["whatif"] = {
+            "applicable": x.applicable,
+            "rank": tr,
+            "saving_ms": x.saving_ns / 1e6,
+            "true_saving_ms": true_saving / 1e6,
+            "reason": x.reason,
+        }
     return res
 
 
 def row(res: dict) -> str:
     v = res["verdict"]
-    named = ", ".join("r%d %.2f%s" % (n["rank"], n["cost_ms"], "" if n["planted"] else "(healthy)")
-                      for n in v["named"][:4]) or "none"
+    named = (
+        ", ".join("r%d %.2f%s" % (n["rank"], n["cost_ms"], "" if n["planted"] else "(healthy)") for n in v["named"][:4])
+        or "none"
+    )
     if len(v["named"]) > 4:
         named += " +%d more" % (len(v["named"]) - 4)
     if v["uncertain"]:
@@ -167,18 +200,33 @@ def row(res: dict) -> str:
     clk = "-" if res["clock_max_err_us"] is None else "%.1f us" % res["clock_max_err_us"]
     wi = res.get("whatif", {})
     if wi:
-        wtxt = ("r%s %.2f vs %.2f" % (wi["rank"], wi["saving_ms"], wi["true_saving_ms"])) if wi["applicable"] \
+        wtxt = (
+            ("r%s %.2f vs %.2f" % (wi["rank"], wi["saving_ms"], wi["true_saving_ms"]))
+            if wi["applicable"]
             else "n/a (%s)" % wi["reason"][:40]
+        )
         rep = res["replay"]
         rtxt = "%.2f/%.2f (%.1f%%)" % (rep["replayed_ms"], rep["observed_ms"], 100 * rep["error"])
     else:
         wtxt = rtxt = "-"
     return "| %s | %.1f%% (+%d) | %s | %s | %s | %s | %s | %s | %s |" % (
-        res["run"], 100 * res["exact"], res["extra"], res["coords"], res["topology"], clk, named, truth, wtxt, rtxt)
+        res["run"],
+        100 * res["exact"],
+        res["extra"],
+        res["coords"],
+        res["topology"],
+        clk,
+        named,
+        truth,
+        wtxt,
+        rtxt,
+    )
 
 
-HEADER = ("| run | exact (extra) | coords | topology | clock max err | verdict: named, ms/step | truth, ms/step | "
-          "what-if saving vs true, ms | replay/observed ms |\n|---|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| run | exact (extra) | coords | topology | clock max err | verdict: named, ms/step | truth, ms/step | "
+    "what-if saving vs true, ms | replay/observed ms |\n|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def main(argv=None) -> int:

@@ -23,6 +23,7 @@ exit, through a sitecustomize on PYTHONPATH; a subprocess given an environment w
 It exits 1 when one is missing; keep a test that imports it fast with a line `!file::function` in the
 list (the update leaves such a test in the fast tier whatever it costs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,11 +39,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 LIST = REPO / "tests" / "slow_tests.txt"
 PACKAGE = "tb_paddle_profile"
-HEADER = ("# Tests the fast tier leaves out (conftest.py marks them `slow`, and every browser test): measured on\n"
-          "# the 2-core machine, the costliest until the fast tier fits its budget (80 s, with room under the\n"
-          "# 2 minutes); every test file keeps a fast test unless its cheapest takes seconds alone.\n"
-          "# Kept by tools/update_slow_tests.py; one test (file::function) a line; `!file::function`: kept\n"
-          "# fast whatever it costs (the only fast test importing a module: --check-modules).\n")
+HEADER = (
+    "# Tests the fast tier leaves out (conftest.py marks them `slow`, and every browser test): measured on\n"
+    "# the 2-core machine, the costliest until the fast tier fits its budget (80 s, with room under the\n"
+    "# 2 minutes); every test file keeps a fast test unless its cheapest takes seconds alone.\n"
+    "# Kept by tools/update_slow_tests.py; one test (file::function) a line; `!file::function`: kept\n"
+    "# fast whatever it costs (the only fast test importing a module: --check-modules).\n"
+)
 
 
 def read_list() -> tuple[set, set]:
@@ -70,14 +73,18 @@ def read_log(path: str) -> tuple[dict, float | None]:
 
 def collect_non_browser() -> list:
     """Every collected test that is not a browser test (file::function), through pytest --collect-only."""
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          "-m", "not browser"], cwd=REPO, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "not browser"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout
     return sorted({ln.strip().split("[")[0] for ln in out.splitlines() if "::" in ln})
 
 
 def update(a) -> None:
     cost: dict = collections.Counter()
-    first, wall = read_log(a.logs[0])   # the run whose wall time the budget is about
+    first, wall = read_log(a.logs[0])  # the run whose wall time the budget is about
     for log in a.logs:
         c = first if log == a.logs[0] else read_log(log)[0]
         for t, s in c.items():
@@ -113,29 +120,37 @@ def update(a) -> None:
         if wall is None:
             raise SystemExit("--budget: the log has no final 'in N s' line")
         measured_fast = sum(cost.get(t, 0.0) for t in fast_now)
-        other = max(0.0, wall - sum(first.values()))   # collection, the short tests, pytest itself
+        other = max(0.0, wall - sum(first.values()))  # collection, the short tests, pytest itself
         left = other + measured_fast - sum(cost.get(t, 0.0) for t in new)
-        for t in sorted((t for t in fast_now if t not in new and t not in keep.values() and t not in pinned),
-                        key=lambda t: -cost.get(t, 0.0)):
+        for t in sorted(
+            (t for t in fast_now if t not in new and t not in keep.values() and t not in pinned),
+            key=lambda t: -cost.get(t, 0.0),
+        ):
             if left <= a.budget or cost.get(t, 0.0) <= 0.0:
                 break
             new.add(t)
             left -= cost[t]
-        print(f"fast tier: {wall:.0f} s measured, about {left:.0f} s expected ({other:.0f} s outside the "
-              f"measured tests), budget {a.budget:.0f} s" + ("" if left <= a.budget else ": NOT met, every "
-                                                              "file's cheapest test left"))
+        print(
+            f"fast tier: {wall:.0f} s measured, about {left:.0f} s expected ({other:.0f} s outside the "
+            f"measured tests), budget {a.budget:.0f} s"
+            + ("" if left <= a.budget else ": NOT met, every file's cheapest test left")
+        )
     stale = {t for t in listed if t.split("::")[0] not in by_file and not (REPO / t.split("::")[0]).exists()}
     final = (listed | new) - stale
     LIST.write_text(HEADER + "".join(f"{t}\n" for t in sorted(final)) + "".join(f"!{t}\n" for t in sorted(pinned)))
-    print(f"{len(new)} test(s) added, {len(back)} given back to the fast tier (a file had none left), "
-          f"{len(stale)} gone from the repository dropped; {len(final)} listed in {LIST.name}; "
-          f"{len(tests) - len(final & set(tests))} of {len(tests)} non-browser test functions fast")
+    print(
+        f"{len(new)} test(s) added, {len(back)} given back to the fast tier (a file had none left), "
+        f"{len(stale)} gone from the repository dropped; {len(final)} listed in {LIST.name}; "
+        f"{len(tests) - len(final & set(tests))} of {len(tests)} non-browser test functions fast"
+    )
     for f, c in sorted(whole.items()):
-        print(f"  no fast test in {f}: its cheapest " + (f"took {c:.1f} s (> --keep-max {a.keep_max:g})"
-                                                          if c is not None else "is in no log given"))
+        print(
+            f"  no fast test in {f}: its cheapest "
+            + (f"took {c:.1f} s (> --keep-max {a.keep_max:g})" if c is not None else "is in no log given")
+        )
 
 
-SITECUSTOMIZE = '''import atexit, os, sys
+SITECUSTOMIZE = """import atexit, os, sys
 
 
 def _tbp_modules():
@@ -152,7 +167,7 @@ def _tbp_modules():
 
 
 atexit.register(_tbp_modules)
-'''
+"""
 
 
 def package_modules() -> set:
@@ -173,8 +188,12 @@ def check_modules(a) -> int:
     if any(m == PACKAGE or m.startswith(PACKAGE + ".") for m in sys.modules):
         raise SystemExit(f"{PACKAGE} is imported before the run: the check would see nothing")
     base = ["-p", "no:cacheprovider", f"--basetemp={a.basetemp}"]
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not slow", *base],
-                         cwd=REPO, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not slow", *base],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout
     files = sorted({ln.strip().split("::")[0] for ln in out.splitlines() if "::" in ln})
     # what the tests' Python subprocesses (the CLI, TensorBoard, pool workers) import: each writes its
     # modules at exit, through a sitecustomize on PYTHONPATH (a subprocess given its own environment
@@ -191,9 +210,11 @@ def check_modules(a) -> int:
     shutil.rmtree(seen_dir, ignore_errors=True)
     seen |= in_subprocesses
     missing = sorted(package_modules() - seen)
-    print(f"\n{len(package_modules()) - len(missing)} of {len(package_modules())} modules under {PACKAGE}/ "
-          f"(v1/ aside) imported by the fast tier ({len(files)} test files, their subprocesses' imports "
-          f"included; pytest exit {int(rc)})")
+    print(
+        f"\n{len(package_modules()) - len(missing)} of {len(package_modules())} modules under {PACKAGE}/ "
+        f"(v1/ aside) imported by the fast tier ({len(files)} test files, their subprocesses' imports "
+        f"included; pytest exit {int(rc)})"
+    )
     for m in missing:
         print(f"  not imported: {m}")
     return 1 if missing else 0
@@ -201,14 +222,21 @@ def check_modules(a) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("logs", nargs="*", metavar="LOG", help="pytest --durations=0 output (several: each test's "
-                                                          "largest time)")
+    ap.add_argument(
+        "logs", nargs="*", metavar="LOG", help="pytest --durations=0 output (several: each test's largest time)"
+    )
     ap.add_argument("--threshold", type=float, help="list every test this slow (s; default 0.5 without --budget)")
     ap.add_argument("--budget", type=float, help="list the costliest until the fast tier fits in this many s")
-    ap.add_argument("--keep-max", type=float, default=3.0, help="a file whose tests are all listed gets its "
-                    "cheapest back when a log measured it at this many s or less (default 3)")
-    ap.add_argument("--check-modules", action="store_true", help="run the fast tier and report package modules "
-                                                                 "it does not import")
+    ap.add_argument(
+        "--keep-max",
+        type=float,
+        default=3.0,
+        help="a file whose tests are all listed gets its "
+        "cheapest back when a log measured it at this many s or less (default 3)",
+    )
+    ap.add_argument(
+        "--check-modules", action="store_true", help="run the fast tier and report package modules it does not import"
+    )
     ap.add_argument("--basetemp", default="/tmp/bt_check_modules", help="with --check-modules")
     a = ap.parse_args()
     if a.check_modules:

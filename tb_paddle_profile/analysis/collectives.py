@@ -27,6 +27,7 @@ docs/distributed.md:
   host communication events (they block the calling thread, so all of it is exposed);
   compute = union of the other operators outside communication; idle = the rest.
 """
+
 from __future__ import annotations
 
 import functools
@@ -55,8 +56,15 @@ ALL_TO_ALL = pb.COLLECTIVE_KIND_ALL_TO_ALL
 OTHER = pb.COLLECTIVE_KIND_OTHER
 NOT_COMMUNICATION = pb.COLLECTIVE_KIND_UNSPECIFIED
 
-KIND_LABELS: Dict[int, str] = {ALL_REDUCE: "all_reduce", ALL_GATHER: "all_gather", REDUCE_SCATTER: "reduce_scatter",
-               BROADCAST: "broadcast", SEND_RECV: "send_recv", ALL_TO_ALL: "all_to_all", OTHER: "other"}
+KIND_LABELS: Dict[int, str] = {
+    ALL_REDUCE: "all_reduce",
+    ALL_GATHER: "all_gather",
+    REDUCE_SCATTER: "reduce_scatter",
+    BROADCAST: "broadcast",
+    SEND_RECV: "send_recv",
+    ALL_TO_ALL: "all_to_all",
+    OTHER: "other",
+}
 
 COMMUNICATION_KERNEL_WORDS = ("nccl", "xccl", "rccl")
 
@@ -67,25 +75,48 @@ _COMPACT_WORDS = (
     ("allgather", ALL_GATHER),
     ("allreduce", ALL_REDUCE),
     ("alltoall", ALL_TO_ALL),
-    ("globalgather", ALL_TO_ALL),   # MoE dispatch/combine operators
+    ("globalgather", ALL_TO_ALL),  # MoE dispatch/combine operators
     ("globalscatter", ALL_TO_ALL),
     ("sendrecv", SEND_RECV),
 )
 # Whole words (split at non-letters and at camelCase humps).
-_P2P_WORDS = {"send": pb.P2P_DIRECTION_SEND, "isend": pb.P2P_DIRECTION_SEND,
-              "recv": pb.P2P_DIRECTION_RECV, "irecv": pb.P2P_DIRECTION_RECV}
+_P2P_WORDS = {
+    "send": pb.P2P_DIRECTION_SEND,
+    "isend": pb.P2P_DIRECTION_SEND,
+    "recv": pb.P2P_DIRECTION_RECV,
+    "irecv": pb.P2P_DIRECTION_RECV,
+}
 # Operators that communicate without naming a kind above (Paddle also counts "rpc" ones).
 _OTHER_OPERATOR_PREFIXES = ("c_reduce", "c_scatter", "c_gather", "barrier", "c_barrier")
 _NOT_BROADCAST = ("broadcasttensors", "broadcastto", "broadcastshape")
 _TOKENS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SYNC_RUNTIME = re.compile(r"synchronize|^cudamemcpy(?:2d|3d)?(?:_|$)|^cumemcpy(?:dtoh|htod|dtod)?(?:_v\d+)?$", re.I)
 
-_DTYPE_BYTES = {"float64": 8, "double": 8, "int64": 8, "complex64": 8, "uint64": 8, "float32": 4, "float": 4,
-                "int32": 4, "uint32": 4, "float16": 2, "bfloat16": 2, "half": 2, "int16": 2, "uint16": 2,
-                "int8": 1, "uint8": 1, "bool": 1, "complex128": 16, "float8_e4m3fn": 1, "float8_e5m2": 1}
+_DTYPE_BYTES = {
+    "float64": 8,
+    "double": 8,
+    "int64": 8,
+    "complex64": 8,
+    "uint64": 8,
+    "float32": 4,
+    "float": 4,
+    "int32": 4,
+    "uint32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "half": 2,
+    "int16": 2,
+    "uint16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "complex128": 16,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
 
 
-@functools.lru_cache(maxsize=4096)   # asked for each name up to three times per trace
+@functools.lru_cache(maxsize=4096)  # asked for each name up to three times per trace
 def kind_of_name(name: str) -> int:
     """The collective kind a name tells, or NOT_COMMUNICATION when it tells none."""
     compact = re.sub(r"[^a-z0-9]", "", name.lower())
@@ -196,8 +227,11 @@ class CollectiveAnalysis:
         comm_kind = np.array([host_kind(n, et.COMMUNICATION) for n in names], dtype=np.int16)
         host_k = np.zeros(n_host, dtype=np.int16)
         if n_host:
-            host_k = np.where(t.host.type == et.OPERATOR, op_kind[t.host.name],
-                              np.where(t.host.type == et.COMMUNICATION, comm_kind[t.host.name], 0)).astype(np.int16)
+            host_k = np.where(
+                t.host.type == et.OPERATOR,
+                op_kind[t.host.name],
+                np.where(t.host.type == et.COMMUNICATION, comm_kind[t.host.name], 0),
+            ).astype(np.int16)
         comm_root = tree.outermost(host_k > 0)
         op_root = tree.outermost_operator
         outer_comm = np.nonzero(comm_root == np.arange(n_host))[0]
@@ -234,14 +268,19 @@ class CollectiveAnalysis:
         kind = np.concatenate([k_kind, host_k[h_rows]]).astype(np.int16)
         start = np.concatenate([t.device.start[k_rows], t.host.start[h_rows]])
         order = np.lexsort((start, np.concatenate([k_launch, t.host.start[h_rows]])))
-        inst_names = ([names[i] for i in t.device.name[k_rows].tolist()]
-                      + [names[t.host.name[r]] for r in h_rows.tolist()])
+        inst_names = [names[i] for i in t.device.name[k_rows].tolist()] + [
+            names[t.host.name[r]] for r in h_rows.tolist()
+        ]
         inst_ops = [op_name(r) for r in k_op_row.tolist()] + [names[t.host.name[r]] for r in h_rows.tolist()]
-        direction = np.array([direction_of_name(o) if k == SEND_RECV else 0
-                              for o, k in zip(inst_ops, kind.tolist())], dtype=np.int16)
+        direction = np.array(
+            [direction_of_name(o) if k == SEND_RECV else 0 for o, k in zip(inst_ops, kind.tolist())], dtype=np.int16
+        )
         self.instances = Instances(
-            kind=kind[order], name=[inst_names[i] for i in order.tolist()], op=[inst_ops[i] for i in order.tolist()],
-            start=start[order], end=np.concatenate([t.device.end[k_rows], t.host.end[h_rows]])[order],
+            kind=kind[order],
+            name=[inst_names[i] for i in order.tolist()],
+            op=[inst_ops[i] for i in order.tolist()],
+            start=start[order],
+            end=np.concatenate([t.device.end[k_rows], t.host.end[h_rows]])[order],
             launch=np.concatenate([k_launch, t.host.start[h_rows]])[order],
             device_id=np.concatenate([t.device.id[k_rows], np.full(h_rows.size, -1)])[order],
             stream=np.concatenate([t.device.stream[k_rows], np.full(h_rows.size, -1)])[order],
@@ -254,7 +293,7 @@ class CollectiveAnalysis:
         # per instance: its device row (-1: a host instance) and host row (-1: a kernel), for the program
         self.inst_dev_row = np.concatenate([k_rows, np.full(h_rows.size, -1, np.int64)])[order]
         self.inst_host_row = np.concatenate([np.full(k_rows.size, -1, np.int64), h_rows])[order]
-        self.inst_op_row = np.concatenate([k_op_row, h_rows])[order]   # its issuing host event (-1: none)
+        self.inst_op_row = np.concatenate([k_op_row, h_rows])[order]  # its issuing host event (-1: none)
 
         # Steps: ProfileSteps, or the whole trace as one pseudo-step.
         if steps:
@@ -322,14 +361,17 @@ class CollectiveAnalysis:
             compute = ranges.union(t.device.start[compute_m], t.device.end[compute_m])
             dev_inst = inst.on_device
             comm = ranges.union(inst.start[dev_inst], inst.end[dev_inst])
-            kind_u = {k: ranges.union(inst.start[dev_inst & (inst.kind == k)], inst.end[dev_inst & (inst.kind == k)])
-                      for k in kinds_present}
+            kind_u = {
+                k: ranges.union(inst.start[dev_inst & (inst.kind == k)], inst.end[dev_inst & (inst.kind == k)])
+                for k in kinds_present
+            }
             memory = ranges.union(t.device.start[mem_m], t.device.end[mem_m])
             busy = ranges.union(t.device.start, t.device.end)
         else:
             comm = ranges.union(t.host.start[oc], t.host.end[oc])
-            kind_u = {k: ranges.union(t.host.start[oc[oc_kind == k]], t.host.end[oc[oc_kind == k]])
-                      for k in kinds_present}
+            kind_u = {
+                k: ranges.union(t.host.start[oc[oc_kind == k]], t.host.end[oc[oc_kind == k]]) for k in kinds_present
+            }
             ops = (t.host.type == et.OPERATOR) & (self._host_k == 0)
             ops_u = ranges.union(t.host.start[ops], t.host.end[ops])
             compute = _subtract(ops_u, comm)
@@ -342,8 +384,11 @@ class CollectiveAnalysis:
         # Host side: runtime calls, launches, synchronising calls; kernels by their start.
         sync_name = np.array([bool(_SYNC_RUNTIME.search(n)) for n in t.names], dtype=bool)
         rt_sync = sync_name[t.runtime.name] if len(t.runtime.name) else np.zeros(0, bool)
-        rt_launch = np.bincount(tree.dev_rt[tree.dev_rt >= 0], minlength=len(t.runtime.tid)) > 0 \
-            if len(t.runtime.tid) else np.zeros(0, bool)
+        rt_launch = (
+            np.bincount(tree.dev_rt[tree.dev_rt >= 0], minlength=len(t.runtime.tid)) > 0
+            if len(t.runtime.tid)
+            else np.zeros(0, bool)
+        )
         runtime_u = ranges.union(t.runtime.start, t.runtime.end)
         sync_u = ranges.union(t.runtime.start[rt_sync], t.runtime.end[rt_sync])
         rt_step = self._step_of(t.runtime.start)
@@ -382,10 +427,14 @@ class CollectiveAnalysis:
                 hm = oc_in & (oc_kind == k)
                 if not km.any() and not hm.any():
                     continue
-                s.kinds.add(kind=k, calls=int(km.sum()), device_ns=int(inst_dev_dur[km].sum()),
-                            host_ns=int(oc_dur[hm].sum()),
-                            exposed_ns=m(kind_u[k], lo, hi) - m(kind_hidden[k], lo, hi),
-                            bytes=int(inst.nbytes[km].sum()))
+                s.kinds.add(
+                    kind=k,
+                    calls=int(km.sum()),
+                    device_ns=int(inst_dev_dur[km].sum()),
+                    host_ns=int(oc_dur[hm].sum()),
+                    exposed_ns=m(kind_u[k], lo, hi) - m(kind_hidden[k], lo, hi),
+                    bytes=int(inst.nbytes[km].sum()),
+                )
             s.runtime_ns = m(runtime_u, lo, hi)
             rm = rt_step == si
             s.runtime_calls = int(rm.sum())

@@ -14,6 +14,7 @@ A trace records no process group, so the group is told by a rule (docs/communica
 The phase of an instance is the outermost Forward, Backward or Optimization host event around its
 launch (0: none).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,13 +26,24 @@ from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, SEN
 from .profile import Profile
 
 PHASE_OTHER, PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZATION = 0, 1, 2, 3
-PHASE_LABELS = {PHASE_OTHER: "other", PHASE_FORWARD: "forward", PHASE_BACKWARD: "backward",
-                PHASE_OPTIMIZATION: "optimizer"}
+PHASE_LABELS = {
+    PHASE_OTHER: "other",
+    PHASE_FORWARD: "forward",
+    PHASE_BACKWARD: "backward",
+    PHASE_OPTIMIZATION: "optimizer",
+}
 _PHASE_TYPES = {et.FORWARD: PHASE_FORWARD, et.BACKWARD: PHASE_BACKWARD, et.OPTIMIZATION: PHASE_OPTIMIZATION}
 
-AXIS_LABELS = {pb.COMM_AXIS_MP: "MP", pb.COMM_AXIS_DP: "DP", pb.COMM_AXIS_PP: "PP",
-               pb.COMM_AXIS_PP_GROUP: "PP group", pb.COMM_AXIS_SHARDING: "sharding", pb.COMM_AXIS_EP: "EP",
-               pb.COMM_AXIS_OTHER: "other", pb.COMM_AXIS_UNSPECIFIED: "-"}
+AXIS_LABELS = {
+    pb.COMM_AXIS_MP: "MP",
+    pb.COMM_AXIS_DP: "DP",
+    pb.COMM_AXIS_PP: "PP",
+    pb.COMM_AXIS_PP_GROUP: "PP group",
+    pb.COMM_AXIS_SHARDING: "sharding",
+    pb.COMM_AXIS_EP: "EP",
+    pb.COMM_AXIS_OTHER: "other",
+    pb.COMM_AXIS_UNSPECIFIED: "-",
+}
 
 
 def instance_phases(p: Profile, ca: CollectiveAnalysis) -> np.ndarray:

@@ -11,6 +11,7 @@ Paddle 3.3.1 writes none). Its algorithm bandwidth is bytes / duration; its bus 
 
 n is not in a trace, so bus_factor answers None for the kinds that need it when n is unknown.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -47,5 +48,12 @@ def bandwidth_view(inst: Instances, axis: np.ndarray, out) -> None:
         known = m & (inst.nbytes > 0) & (dur > 0)
         nbytes = int(inst.nbytes[known].sum())
         algbw = inst.nbytes[known] / (dur[known] * 1e-9) if known.any() else np.zeros(0)
-        out.add(axis=a, kind=k, calls=int(m.sum()), calls_with_bytes=int(known.sum()), bytes=nbytes,
-                duration_ns=int(dur[known].sum()), max_algbw=float(algbw.max()) if algbw.size else 0.0)
+        out.add(
+            axis=a,
+            kind=k,
+            calls=int(m.sum()),
+            calls_with_bytes=int(known.sum()),
+            bytes=nbytes,
+            duration_ns=int(dur[known].sum()),
+            max_algbw=float(algbw.max()) if algbw.size else 0.0,
+        )

@@ -7,6 +7,7 @@ view across ranks compares (crossrank/comm_ranks.py).
 Compute is what collectives.py calls compute: the union of the non-communication kernels (device
 timeline), or of the non-communication operators outside communication (host timeline).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +17,7 @@ from ..v1 import summary_pb2 as pb
 from . import ranges
 from .collectives import CollectiveAnalysis, _subtract
 from .profile import Profile
+
 
 def compute_union(p: Profile, ca: CollectiveAnalysis):
     t = p.tables
@@ -37,8 +39,7 @@ def _rows(inst, masks, compute):
     return out
 
 
-def overlap_view(p: Profile, ca: CollectiveAnalysis, axis: np.ndarray, phase: np.ndarray, out,
-                 axes_out=None) -> None:
+def overlap_view(p: Profile, ca: CollectiveAnalysis, axis: np.ndarray, phase: np.ndarray, out, axes_out=None) -> None:
     """One CommOverlap per (stream, axis, phase) present, in that order; into ``axes_out`` (a CommAxes,
     when given) one row per (axis, phase) over all streams."""
     inst = ca.instances
@@ -48,8 +49,7 @@ def overlap_view(p: Profile, ca: CollectiveAnalysis, axis: np.ndarray, phase: np
     keys = sorted(set(zip(inst.stream.tolist(), axis.tolist(), phase.tolist())))
     got = _rows(inst, [(inst.stream == s) & (axis == a) & (phase == ph) for s, a, ph in keys], compute)
     for (s, a, ph), (calls, time_ns, hidden) in zip(keys, got):
-        out.add(stream=s, axis=a, phase=ph, calls=calls, time_ns=time_ns, hidden_ns=hidden,
-                exposed_ns=time_ns - hidden)
+        out.add(stream=s, axis=a, phase=ph, calls=calls, time_ns=time_ns, hidden_ns=hidden, exposed_ns=time_ns - hidden)
     if axes_out is not None:
         pairs = sorted(set(zip(axis.tolist(), phase.tolist())))
         got = _rows(inst, [(axis == a) & (phase == ph) for a, ph in pairs], compute)

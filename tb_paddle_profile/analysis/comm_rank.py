@@ -13,6 +13,7 @@ copies a row per rank instead of deriving it from every rank's streams and commu
 
 No row (the field unset) for a rank without overlap, launches or steps.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -33,11 +34,18 @@ def rank_view(c: pb.CommView, parallel: pb.ParallelView) -> None:
     n = steps_of({st.step for st in parallel.steps})
     m = c.rank
     m.starved_stream = -1
-    x = c.axes   # one row per (axis, phase), in that order (comm_overlap.overlap_view)
-    for axis, phase, calls, time_ns, hidden, exposed in zip(x.axis, x.phase, x.calls, x.time_ns, x.hidden_ns,
-                                                            x.exposed_ns):
-        m.axes.add(axis=axis, phase=phase, calls=calls / n, time_ns=int(round(time_ns / n)),
-                   hidden_ns=int(round(hidden / n)), exposed_ns=int(round(exposed / n)))
+    x = c.axes  # one row per (axis, phase), in that order (comm_overlap.overlap_view)
+    for axis, phase, calls, time_ns, hidden, exposed in zip(
+        x.axis, x.phase, x.calls, x.time_ns, x.hidden_ns, x.exposed_ns
+    ):
+        m.axes.add(
+            axis=axis,
+            phase=phase,
+            calls=calls / n,
+            time_ns=int(round(time_ns / n)),
+            hidden_ns=int(round(hidden / n)),
+            exposed_ns=int(round(exposed / n)),
+        )
     streams = [ls for ls in c.launch if ls.span_ns > 0]
     if streams:
         worst = max(streams, key=lambda ls: ls.starved_ns / ls.span_ns)

@@ -20,6 +20,7 @@ and the parts' changes add up to the change of the mean step time (the last part
 Ranks are aligned by role: (pipeline stage, model-parallel index), then the data-parallel index; see
 docs/diff.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,23 +31,36 @@ from ..v1 import summary_pb2 as pb
 
 SEND_RECV = pb.COLLECTIVE_KIND_SEND_RECV
 KIND_NAMES: Dict[int, str] = {
-    pb.COLLECTIVE_KIND_ALL_REDUCE: "all-reduce", pb.COLLECTIVE_KIND_ALL_GATHER: "all-gather",
-    pb.COLLECTIVE_KIND_REDUCE_SCATTER: "reduce-scatter", pb.COLLECTIVE_KIND_BROADCAST: "broadcast",
-    pb.COLLECTIVE_KIND_ALL_TO_ALL: "all-to-all", pb.COLLECTIVE_KIND_OTHER: "other communication",
+    pb.COLLECTIVE_KIND_ALL_REDUCE: "all-reduce",
+    pb.COLLECTIVE_KIND_ALL_GATHER: "all-gather",
+    pb.COLLECTIVE_KIND_REDUCE_SCATTER: "reduce-scatter",
+    pb.COLLECTIVE_KIND_BROADCAST: "broadcast",
+    pb.COLLECTIVE_KIND_ALL_TO_ALL: "all-to-all",
+    pb.COLLECTIVE_KIND_OTHER: "other communication",
 }
 KIND_KEYS: Dict[int, str] = {
-    pb.COLLECTIVE_KIND_ALL_REDUCE: "all_reduce", pb.COLLECTIVE_KIND_ALL_GATHER: "all_gather",
-    pb.COLLECTIVE_KIND_REDUCE_SCATTER: "reduce_scatter", pb.COLLECTIVE_KIND_BROADCAST: "broadcast",
-    pb.COLLECTIVE_KIND_ALL_TO_ALL: "all_to_all", pb.COLLECTIVE_KIND_OTHER: "other",
+    pb.COLLECTIVE_KIND_ALL_REDUCE: "all_reduce",
+    pb.COLLECTIVE_KIND_ALL_GATHER: "all_gather",
+    pb.COLLECTIVE_KIND_REDUCE_SCATTER: "reduce_scatter",
+    pb.COLLECTIVE_KIND_BROADCAST: "broadcast",
+    pb.COLLECTIVE_KIND_ALL_TO_ALL: "all_to_all",
+    pb.COLLECTIVE_KIND_OTHER: "other",
 }
 # The parts in the order they are listed (exposed.* in CollectiveKind order).
-PART_ORDER = (["compute"] + [f"exposed.{KIND_KEYS[k]}" for k in sorted(KIND_KEYS)]
-              + ["waiting", "bubble", "memcpy", "idle"])
+PART_ORDER = (
+    ["compute"] + [f"exposed.{KIND_KEYS[k]}" for k in sorted(KIND_KEYS)] + ["waiting", "bubble", "memcpy", "idle"]
+)
 PART_LABELS = dict(
-    [("compute", "compute"), ("exposed_communication", "exposed communication"),
-     ("waiting", "waiting for late peers"), ("bubble", "pipeline bubble"), ("memcpy", "exposed memcpy/memset"),
-     ("idle", "idle")]
-    + [(f"exposed.{KIND_KEYS[k]}", f"exposed {KIND_NAMES[k]}") for k in KIND_KEYS])
+    [
+        ("compute", "compute"),
+        ("exposed_communication", "exposed communication"),
+        ("waiting", "waiting for late peers"),
+        ("bubble", "pipeline bubble"),
+        ("memcpy", "exposed memcpy/memset"),
+        ("idle", "idle"),
+    ]
+    + [(f"exposed.{KIND_KEYS[k]}", f"exposed {KIND_NAMES[k]}") for k in KIND_KEYS]
+)
 
 
 def part_label(key: str) -> str:
@@ -132,7 +146,7 @@ class Group:
     def change(self) -> Optional[float]:
         if self.baseline is None or self.candidate is None:
             return None
-        return sum(self.candidate.values()) - sum(self.baseline.values())   # (the sides' step)
+        return sum(self.candidate.values()) - sum(self.baseline.values())  # (the sides' step)
 
 
 @dataclass
@@ -190,8 +204,10 @@ def _verdict(rp: ppb.RunParallel) -> str:
     v = rp.straggler
     if not v.stragglers:
         return "no straggler"
-    named = ", ".join(f"rank {s.rank} {s.job_cost_ns / 1e6:.3g} ms per step{' (absorbed)' if s.absorbed else ''}"
-                      for s in list(v.stragglers)[:4])
+    named = ", ".join(
+        f"rank {s.rank} {s.job_cost_ns / 1e6:.3g} ms per step{' (absorbed)' if s.absorbed else ''}"
+        for s in list(v.stragglers)[:4]
+    )
     more = f" and {len(v.stragglers) - 4} more" if len(v.stragglers) > 4 else ""
     return ("possibly " if v.uncertain else "") + named + more
 
@@ -199,8 +215,10 @@ def _verdict(rp: ppb.RunParallel) -> str:
 def decompose_runs(baseline: ppb.RunParallel, candidate: ppb.RunParallel) -> Decomposition:
     """The two runs' step-time change, per run, stage, role and rank (aligned as docs/diff.md says)."""
     sides = {"baseline": baseline, "candidate": candidate}
-    per_rank = {name: [(r, rank_parts(r), step_time(r.step_breakdown)) for r in rp.ranks if r.step_breakdown]
-                for name, rp in sides.items()}
+    per_rank = {
+        name: [(r, rank_parts(r), step_time(r.step_breakdown)) for r in rp.ranks if r.step_breakdown]
+        for name, rp in sides.items()
+    }
     notes: List[str] = []
     totals = {}
     for name, rows in per_rank.items():
@@ -209,29 +227,45 @@ def decompose_runs(baseline: ppb.RunParallel, candidate: ppb.RunParallel) -> Dec
         totals[name] = parts
         _close_total(parts, step, list(parts))
     keys = ordered_keys(totals["baseline"], totals["candidate"])
-    total = Group("run", "all ranks", totals["baseline"], totals["candidate"], len(per_rank["baseline"]),
-                  len(per_rank["candidate"]))
+    total = Group(
+        "run",
+        "all ranks",
+        totals["baseline"],
+        totals["candidate"],
+        len(per_rank["baseline"]),
+        len(per_rank["candidate"]),
+    )
 
     b_n, c_n = len(per_rank["baseline"]), len(per_rank["candidate"])
     steps = {name: sorted({len(r.step_breakdown) for r, _, _ in rows}) for name, rows in per_rank.items()}
-    notes.append(f"Step times are per-step means: each rank's totals over its steps ÷ its steps "
-                 f"(baseline {_counts(steps['baseline'])}, candidate {_counts(steps['candidate'])} steps per rank); "
-                 f"a run's figure is the mean over its ranks (baseline {b_n}, candidate {c_n}).")
+    notes.append(
+        f"Step times are per-step means: each rank's totals over its steps ÷ its steps "
+        f"(baseline {_counts(steps['baseline'])}, candidate {_counts(steps['candidate'])} steps per rank); "
+        f"a run's figure is the mean over its ranks (baseline {b_n}, candidate {c_n})."
+    )
     if b_n != c_n:
-        notes.append(f"The runs have different numbers of ranks ({b_n} and {c_n}): stages and roles are compared "
-                     "by their means over the ranks of each role; ranks without a counterpart are marked new or "
-                     "removed.")
+        notes.append(
+            f"The runs have different numbers of ranks ({b_n} and {c_n}): stages and roles are compared "
+            "by their means over the ranks of each role; ranks without a counterpart are marked new or "
+            "removed."
+        )
     topo = {name: _topology(rp) for name, rp in sides.items()}
     if topo["baseline"] != topo["candidate"]:
-        notes.append(f"The topologies differ (baseline {topo['baseline']}, candidate {topo['candidate']}): ranks are "
-                     "aligned by role (pipeline stage, model-parallel index), then data-parallel index.")
+        notes.append(
+            f"The topologies differ (baseline {topo['baseline']}, candidate {topo['candidate']}): ranks are "
+            "aligned by role (pipeline stage, model-parallel index), then data-parallel index."
+        )
     else:
-        notes.append(f"Ranks are aligned by role (pipeline stage, model-parallel index, data-parallel index; "
-                     f"{topo['baseline']}).")
+        notes.append(
+            f"Ranks are aligned by role (pipeline stage, model-parallel index, data-parallel index; "
+            f"{topo['baseline']})."
+        )
 
     verdicts = [f"the {name}'s: {_verdict(rp)}" for name, rp in sides.items()]
-    notes.append("The straggler verdicts (each rank's cost to the job, its replay at its role peers' speed, the "
-                 "same as in the Distributed and What-if views): " + "; ".join(verdicts) + ".")
+    notes.append(
+        "The straggler verdicts (each rank's cost to the job, its replay at its role peers' speed, the "
+        "same as in the Distributed and What-if views): " + "; ".join(verdicts) + "."
+    )
 
     def groups(keyfn, labelfn) -> List[Group]:
         by: Dict[Tuple, Dict[str, list]] = {}
@@ -246,26 +280,40 @@ def decompose_runs(baseline: ppb.RunParallel, candidate: ppb.RunParallel) -> Dec
                 if rows:
                     parts[name] = _mean(p for _, p, _ in rows)
                     _close_total(parts[name], sum(s for _, _, s in rows) / len(rows), list(parts[name]))
-            out.append(Group(repr(key), labelfn(key, sides_), parts.get("baseline"), parts.get("candidate"),
-                             len(sides_["baseline"]), len(sides_["candidate"]),
-                             sides_["baseline"][0][0].worker if sides_["baseline"] else "",
-                             sides_["candidate"][0][0].worker if sides_["candidate"] else ""))
+            out.append(
+                Group(
+                    repr(key),
+                    labelfn(key, sides_),
+                    parts.get("baseline"),
+                    parts.get("candidate"),
+                    len(sides_["baseline"]),
+                    len(sides_["candidate"]),
+                    sides_["baseline"][0][0].worker if sides_["baseline"] else "",
+                    sides_["candidate"][0][0].worker if sides_["candidate"] else "",
+                )
+            )
         return out
 
     stages = groups(lambda r: (r.pipeline_stage,), lambda k, s: f"stage {k[0]}" if k[0] >= 0 else "no stage")
     if len(stages) == 1 and stages[0].label == "no stage":
         stages = []
-    ranks = groups(lambda r: _role(r) + (r.dp if r.dp >= 0 else r.rank,),
-                   lambda k, s: _rank_label(k, s))
-    return Decomposition(keys, total, stages, ranks, notes, per_step(
-        {name: [r.step_breakdown for r, _, _ in rows] for name, rows in per_rank.items()}, notes))
+    ranks = groups(lambda r: _role(r) + (r.dp if r.dp >= 0 else r.rank,), lambda k, s: _rank_label(k, s))
+    return Decomposition(
+        keys,
+        total,
+        stages,
+        ranks,
+        notes,
+        per_step({name: [r.step_breakdown for r, _, _ in rows] for name, rows in per_rank.items()}, notes),
+    )
 
 
 STEP_PARTS = ("compute", "exposed_communication", "memcpy", "idle")
 
 
-def per_step(sides: Mapping[str, Sequence[Sequence[pb.ParallelStep]]],
-             notes: Optional[List[str]] = None) -> List[Group]:
+def per_step(
+    sides: Mapping[str, Sequence[Sequence[pb.ParallelStep]]], notes: Optional[List[str]] = None
+) -> List[Group]:
     """Per ProfileStep, both sides' mean over their ranks of the step's four-way split. Steps are aligned by
     their number when the two sides share any; otherwise (a run profiled from another step) by their order
     within each rank, and ``notes`` gets a sentence saying so."""
@@ -277,26 +325,42 @@ def per_step(sides: Mapping[str, Sequence[Sequence[pb.ParallelStep]]],
             for i, st in enumerate(steps):
                 by.setdefault(i if by_order else st.step, {"baseline": [], "candidate": []})[name].append(st)
     if notes is not None and all(numbers.values()) and numbers["baseline"] != numbers["candidate"]:
-        how = ("steps are compared by their order" if by_order else
-               "steps are compared by number; those only one side has are new or removed")
-        notes.append(f"The sides record different ProfileSteps (baseline {_span(numbers['baseline'])}, candidate "
-                     f"{_span(numbers['candidate'])}): {how}.")
+        how = (
+            "steps are compared by their order"
+            if by_order
+            else "steps are compared by number; those only one side has are new or removed"
+        )
+        notes.append(
+            f"The sides record different ProfileSteps (baseline {_span(numbers['baseline'])}, candidate "
+            f"{_span(numbers['candidate'])}): {how}."
+        )
     out = []
     for key in sorted(by):
         parts = {}
         for name, steps in by[key].items():
             if steps:
                 n = len(steps)
-                parts[name] = {"compute": sum(x.compute_ns for x in steps) / n,
-                               "exposed_communication": sum(x.exposed_communication_ns for x in steps) / n,
-                               "memcpy": sum(x.exposed_memory_ns for x in steps) / n,
-                               "idle": sum(x.idle_ns for x in steps) / n}
+                parts[name] = {
+                    "compute": sum(x.compute_ns for x in steps) / n,
+                    "exposed_communication": sum(x.exposed_communication_ns for x in steps) / n,
+                    "memcpy": sum(x.exposed_memory_ns for x in steps) / n,
+                    "idle": sum(x.idle_ns for x in steps) / n,
+                }
         label = f"step {key}"
         if by_order:
-            label = "step " + " / ".join(str(by[key][name][0].step) if by[key][name] else "-"
-                                          for name in ("baseline", "candidate"))
-        out.append(Group(f"step:{key}", label, parts.get("baseline"), parts.get("candidate"),
-                         len(by[key]["baseline"]), len(by[key]["candidate"])))
+            label = "step " + " / ".join(
+                str(by[key][name][0].step) if by[key][name] else "-" for name in ("baseline", "candidate")
+            )
+        out.append(
+            Group(
+                f"step:{key}",
+                label,
+                parts.get("baseline"),
+                parts.get("candidate"),
+                len(by[key]["baseline"]),
+                len(by[key]["candidate"]),
+            )
+        )
     return out
 
 
@@ -338,8 +402,10 @@ def decompose_ranks(baseline: pb.Summary, candidate: pb.Summary) -> Decompositio
         _close_total(parts[name], step_time(st), list(parts[name]))
     keys = ordered_keys(parts["baseline"], parts["candidate"])
     total = Group("rank", "rank", parts["baseline"] or None, parts["candidate"] or None, 1, 1)
-    notes = [f"Per-step means over each rank's own steps (baseline {steps['baseline']}, candidate "
-             f"{steps['candidate']}). Without the other ranks no wait is known: time at collectives counts as "
-             "their exposed time."]
+    notes = [
+        f"Per-step means over each rank's own steps (baseline {steps['baseline']}, candidate "
+        f"{steps['candidate']}). Without the other ranks no wait is known: time at collectives counts as "
+        "their exposed time."
+    ]
     steps_ = per_step({"baseline": [baseline.parallel.steps], "candidate": [candidate.parallel.steps]}, notes)
     return Decomposition(keys, total, notes=notes, steps=steps_)

@@ -41,9 +41,9 @@ def digest_of(summary: pb.Summary) -> pb.RankDigest:
     d.flops.CopyFrom(summary.flops)
     del d.flops.operators[:]
     d.sequences.CopyFrom(summary.sequences)
-    c = summary.comm   # what crossrank/comm_ranks.py reads: axes, bandwidth and the rank's row
+    c = summary.comm  # what crossrank/comm_ranks.py reads: axes, bandwidth and the rank's row
     d.comm.axes.CopyFrom(c.axes)
-    d.comm.bandwidth.extend(b for b in c.bandwidth if b.calls_with_bytes and b.duration_ns)   # (the rows it reads)
+    d.comm.bandwidth.extend(b for b in c.bandwidth if b.calls_with_bytes and b.duration_ns)  # (the rows it reads)
     if c.HasField("rank"):
         d.comm.rank.CopyFrom(c.rank)
     return d

@@ -8,6 +8,7 @@ Classification (profiler_statistic.DistributedSummary), for every non-root host 
    name contains nccl or xccl, computation otherwise.
 Communication is the union of CPU and GPU communication on one timeline.
 """
+
 from __future__ import annotations
 
 from typing import List

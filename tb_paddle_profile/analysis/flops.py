@@ -32,6 +32,7 @@ tree's ``dev_host``): compute kernels in ``kernel_ns`` (communication kernels ap
 (mfu.peak_of), docs/flops.md "Time per layer".
 
 """
+
 from __future__ import annotations
 
 import json
@@ -46,10 +47,19 @@ from .collectives import is_communication_kernel
 from .mfu import peak_of
 from .profile import Profile
 
-GEMM = frozenset({"matmul", "matmul_v2", "mm", "bmm", "linear", "fused_gemm_epilogue", "fused_linear",
-                  "addmm", "fc", "fused_matmul"})
-ATTENTION = frozenset({"flash_attn", "flash_attn_v3", "flashmask_attention", "memory_efficient_attention",
-                       "scaled_dot_product_attention", "fused_dot_product_attention"})
+GEMM = frozenset(
+    {"matmul", "matmul_v2", "mm", "bmm", "linear", "fused_gemm_epilogue", "fused_linear", "addmm", "fc", "fused_matmul"}
+)
+ATTENTION = frozenset(
+    {
+        "flash_attn",
+        "flash_attn_v3",
+        "flashmask_attention",
+        "memory_efficient_attention",
+        "scaled_dot_product_attention",
+        "fused_dot_product_attention",
+    }
+)
 EMBEDDING = frozenset({"embedding", "c_embedding", "lookup_table_v2", "lookup_table"})
 _SUFFIXES = (" dygraph", " compute", " pybind_imperative_func")
 # what the backward adds to the forward (model FLOPs = (1 + BACKWARD_FACTOR) × forward)
@@ -96,9 +106,9 @@ def gemm_flops(x: List[int], y: List[int]) -> Tuple[float, int]:
         return -1.0, 0
     if y[-2] == x[-1]:
         m, k, n = x[-2], x[-1], y[-1]
-    elif y[-1] == x[-1]:            # transpose_y
+    elif y[-1] == x[-1]:  # transpose_y
         m, k, n = x[-2], x[-1], y[-2]
-    elif y[-2] == x[-2]:            # transpose_x
+    elif y[-2] == x[-2]:  # transpose_x
         m, k, n = x[-1], x[-2], y[-1]
     else:
         return -1.0, 0
@@ -184,7 +194,7 @@ def _layers(p: Profile, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     outer = np.full(rows.size, -1, dtype=np.int64)
     below = np.full(rows.size, -1, dtype=np.int64)
     cur = rows.copy()
-    for _ in range(tree.max_depth + 2):   # the row itself first (a Forward that launched a kernel itself)
+    for _ in range(tree.max_depth + 2):  # the row itself first (a Forward that launched a kernel itself)
         live = cur >= 0
         if not live.any():
             break
@@ -212,8 +222,13 @@ def flops_view(p: Profile, steps: Sequence[Tuple[int, int, int]], calls: ShapedC
     fsum = np.bincount(inv, weights=calls.flops, minlength=uniq.size)
     labels = {v: k for k, v in ShapedCalls.CODES.items()}
     for j in np.argsort(first, kind="stable").tolist():
-        out.operators.add(name=base_name(t.names[int(uniq[j])]), formula=labels[int(calls.formula[first[j]])],
-                          calls=int(calls_n[j]), unresolved=int(unresolved[j]), flops=float(fsum[j]))
+        out.operators.add(
+            name=base_name(t.names[int(uniq[j])]),
+            formula=labels[int(calls.formula[first[j]])],
+            calls=int(calls_n[j]),
+            unresolved=int(unresolved[j]),
+            flops=float(fsum[j]),
+        )
     # per step: the calls inside a step
     if steps:
         s_start = np.array([a for _, a, _ in steps], dtype=np.int64)
@@ -250,10 +265,11 @@ def flops_view(p: Profile, steps: Sequence[Tuple[int, int, int]], calls: ShapedC
     n_calls = np.bincount(inv, minlength=uk.size)
     f_sum = np.bincount(inv, weights=fl, minlength=uk.size)
     by_first = np.argsort(first, kind="stable")
-    for j in by_first.tolist():   # by first call
+    for j in by_first.tolist():  # by first call
         r = int(lay[first[j]])
-        out.layers.add(name=t.names[int(h.name[r])], ordinal=int(ord_of[first[j]]), calls=int(n_calls[j]),
-                       flops=float(f_sum[j]))
+        out.layers.add(
+            name=t.names[int(h.name[r])], ordinal=int(ord_of[first[j]]), calls=int(n_calls[j]), flops=float(f_sum[j])
+        )
     # each layer row's message: its key's position among the layers written
     ord_l = np.empty(ls.size, dtype=np.int64)
     ord_l[o] = ordinal
@@ -289,7 +305,7 @@ def _layer_kernels(p: Profile, lrows: np.ndarray, msg: np.ndarray, out: pb.Flops
     np.add.at(k_ns, kmsg[~comm], dur[~comm])
     c_ns = np.zeros(n, dtype=np.int64)
     np.add.at(c_ns, kmsg[comm], dur[comm])
-    if (~comm).any():   # the GPU with most of the layers' compute time
+    if (~comm).any():  # the GPU with most of the layers' compute time
         ids, dinv = np.unique(dv.id[krows[~comm]], return_inverse=True)
         busiest = int(ids[np.argmax(np.bincount(dinv.ravel(), weights=dur[~comm]))])
         out.device_name = next((d.name for d in t.devices if d.id == busiest), "")

@@ -4,6 +4,7 @@ Paddle builds its tables with dicts filled during a walk; the rows of a group-by
 the order of the smallest `order` value of each group, which reproduces that insertion order when
 `order` is the walk position.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,12 +17,12 @@ from ..v1 import summary_pb2 as pb
 
 @dataclass
 class Groups:
-    keys: List[np.ndarray]         # one column per key, one value per group, groups in order
+    keys: List[np.ndarray]  # one column per key, one value per group, groups in order
     counts: np.ndarray
     sums: Dict[str, np.ndarray]
     maxs: Dict[str, np.ndarray]
     mins: Dict[str, np.ndarray]
-    first_row: np.ndarray          # index (into the input rows) of each group's first row
+    first_row: np.ndarray  # index (into the input rows) of each group's first row
 
     def __len__(self) -> int:
         return len(self.counts)
@@ -41,7 +42,7 @@ def dense_ids(k: np.ndarray):
         offset = k.astype(np.int64) - lo
         present = np.zeros(hi - lo + 1, dtype=bool)
         present[offset] = True
-        table = np.cumsum(present, dtype=np.int64) - 1   # value - lo → rank among present values
+        table = np.cumsum(present, dtype=np.int64) - 1  # value - lo → rank among present values
         return table[offset], int(table[-1]) + 1
     uniq, inverse = np.unique(k, return_inverse=True)
     return inverse.reshape(-1).astype(np.int64, copy=False), int(uniq.size)
@@ -60,7 +61,7 @@ def split_rows(key: np.ndarray, rows: np.ndarray) -> Dict[int, np.ndarray]:
     np.cumsum(np.bincount(ids, minlength=count), out=ptr[1:])
     values = np.empty(count, dtype=np.int64)
     values[ids] = key
-    return {v: by[ptr[i]:ptr[i + 1]] for i, v in enumerate(values.tolist())}
+    return {v: by[ptr[i] : ptr[i + 1]] for i, v in enumerate(values.tolist())}
 
 
 def _compose(keys: Sequence[np.ndarray]):
@@ -76,7 +77,7 @@ def _compose(keys: Sequence[np.ndarray]):
         k = np.asarray(k).reshape(-1)
         lo, hi = int(k.min()), int(k.max())
         width = hi - lo + 1
-        if width == 1:          # constant column: splits nothing
+        if width == 1:  # constant column: splits nothing
             continue
         if width > limit:
             k, width = dense_ids(k)
@@ -93,7 +94,7 @@ def _first_rows(gid: np.ndarray, n_groups: int, order: Sequence[np.ndarray]):
     """Each group's first row by the sort keys `order` (ties: lowest row), and the groups'
     order by that row, without sorting the rows: one level at a time, keep only the rows that
     hold their group's minimum of the key, so later levels see few rows."""
-    rows = None   # None: all rows
+    rows = None  # None: all rows
     mins = []
     for o in order:
         ov = np.asarray(o, dtype=np.int64)
@@ -112,16 +113,23 @@ def _first_rows(gid: np.ndarray, n_groups: int, order: Sequence[np.ndarray]):
     return first, group_order
 
 
-def group(keys: Sequence[np.ndarray], order: Sequence[np.ndarray], values: Dict[str, np.ndarray],
-          extremes: bool = True) -> Groups:
+def group(
+    keys: Sequence[np.ndarray], order: Sequence[np.ndarray], values: Dict[str, np.ndarray], extremes: bool = True
+) -> Groups:
     """Group rows by integer `keys`; groups come in the order of their first row by the integer
     sort keys `order` (most significant first; ties go to the lower row). Sums of the values,
     and with `extremes` their maxima and minima."""
     n = len(keys[0])
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return Groups([empty for _ in keys], empty, {k: empty for k in values}, {k: empty for k in values},
-                      {k: empty for k in values}, empty)
+        return Groups(
+            [empty for _ in keys],
+            empty,
+            {k: empty for k in values},
+            {k: empty for k in values},
+            {k: empty for k in values},
+            empty,
+        )
     gid, n_groups = _compose(keys)
     first, group_order = _first_rows(gid, n_groups, order)
     remap = np.empty(n_groups, dtype=np.int64)
@@ -155,7 +163,7 @@ def merge(g: Groups, drop: int) -> Groups:
     gid, n_groups = _compose([k for i, k in enumerate(g.keys) if i != drop])
     first = np.full(n_groups, n, dtype=np.int64)
     np.minimum.at(first, gid, np.arange(n))
-    group_order = np.argsort(first)         # distinct values
+    group_order = np.argsort(first)  # distinct values
     remap = np.empty(n_groups, dtype=np.int64)
     remap[group_order] = np.arange(n_groups)
     m = remap[gid]

@@ -8,6 +8,7 @@ step's start to the first call and from the last call to the step's end count to
 runtime calls on that thread (a CPU run) has no stalls. The finding: stalls in more than half of the
 steps.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Sequence, Tuple
@@ -85,8 +86,7 @@ def host_stall_view(p: Profile, steps: Sequence[Tuple[int, int, int]], out, thre
         return names.setdefault(t.names[t.host.name[row]], len(names)) if row >= 0 else 0
 
     def within(mid: int) -> int:
-        cover = host[(t.host.start[host] <= mid) & (t.host.end[host] > mid)
-                     & (t.host.type[host] != et.PROFILE_STEP)]
+        cover = host[(t.host.start[host] <= mid) & (t.host.end[host] > mid) & (t.host.type[host] != et.PROFILE_STEP)]
         return int(cover[np.argmax(tree.host_depth[cover])]) if cover.size else -1
 
     out.steps = len(steps)
@@ -95,12 +95,18 @@ def host_stall_view(p: Profile, steps: Sequence[Tuple[int, int, int]], out, thre
         if gs.size:
             out.steps_with_stall += 1
         for a, b in zip(gs.tolist(), ge.tolist()):
-            i = int(np.searchsorted(rs, a, side="left")) - 1   # the call ending at (or before) a
-            j = int(np.searchsorted(rs, b, side="left"))       # the call starting at b
+            i = int(np.searchsorted(rs, a, side="left")) - 1  # the call ending at (or before) a
+            j = int(np.searchsorted(rs, b, side="left"))  # the call starting at b
             before = int(tree.rt_host[rt[i]]) if i >= 0 else -1
             after = int(tree.rt_host[rt[j]]) if j < rt.size else -1
-            out.stalls.add(step=number, start_ns=a, duration_ns=b - a, before=name_id(before),
-                           after=name_id(after), within=name_id(within((a + b) // 2)))
+            out.stalls.add(
+                step=number,
+                start_ns=a,
+                duration_ns=b - a,
+                before=name_id(before),
+                after=name_id(after),
+                within=name_id(within((a + b) // 2)),
+            )
             out.stalled_ns += b - a
     out.names.extend(names)
 

@@ -8,6 +8,7 @@ Efficiency (docs/kernel-efficiency.md): per call, whether its name marks a Tenso
 GPU's architecture (TENSOR_CORE_RULES), its estimated SM efficiency min(1, blocks / SM count) and its
 theoretical achieved occupancy; summed, weighted by duration, per kernel and over the rank.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List
@@ -112,11 +113,19 @@ def kernel_view(p: Profile, out: pb.KernelView) -> None:
     owner = _operator_owner(p)
     op_name = np.where(host >= 0, t.host.name[owner[np.maximum(host, 0)]] if len(owner) else -1, -1)
     g_op = group([name, op_name], order, dur)
-    g = merge(g_op, 1)   # by name alone
+    g = merge(g_op, 1)  # by name alone
     dv = t.device
-    cfg_cols = [dv.grid[rows, 0], dv.grid[rows, 1], dv.grid[rows, 2], dv.block[rows, 0], dv.block[rows, 1],
-                dv.block[rows, 2], dv.registers[rows], dv.shared_memory[rows],
-                np.round(dv.occupancy[rows] * 1000).astype(np.int64)]
+    cfg_cols = [
+        dv.grid[rows, 0],
+        dv.grid[rows, 1],
+        dv.grid[rows, 2],
+        dv.block[rows, 0],
+        dv.block[rows, 1],
+        dv.block[rows, 2],
+        dv.registers[rows],
+        dv.shared_memory[rows],
+        np.round(dv.occupancy[rows] * 1000).astype(np.int64),
+    ]
     g_cfg = group([name] + cfg_cols, order, dur)
 
     eff = _efficiency_columns(p, rows, name)
@@ -136,13 +145,22 @@ def kernel_view(p: Profile, out: pb.KernelView) -> None:
         _add_efficiency(msg.efficiency, calls_of[key], dur["d"], *eff)
         for j in by_kernel_cfg.get(key, ()):
             d = rows[g_cfg.first_row[j]]
-            msg.configs.add(grid=dv.grid[d].tolist(), block=dv.block[d].tolist(),
-                            registers_per_thread=int(dv.registers[d]), shared_memory=int(dv.shared_memory[d]),
-                            blocks_per_sm=float(dv.blocks_per_sm[d]), warps_per_sm=float(dv.warps_per_sm[d]),
-                            occupancy_pct=float(dv.occupancy[d]), calls=int(g_cfg.counts[j]),
-                            total_ns=int(g_cfg.sums["d"][j]))
+            msg.configs.add(
+                grid=dv.grid[d].tolist(),
+                block=dv.block[d].tolist(),
+                registers_per_thread=int(dv.registers[d]),
+                shared_memory=int(dv.shared_memory[d]),
+                blocks_per_sm=float(dv.blocks_per_sm[d]),
+                warps_per_sm=float(dv.warps_per_sm[d]),
+                occupancy_pct=float(dv.occupancy[d]),
+                calls=int(g_cfg.counts[j]),
+                total_ns=int(g_cfg.sums["d"][j]),
+            )
         for j in by_kernel_ops.get(key, ()):
             op = int(g_op.keys[1][j])
             o = msg.operators.add(operator=t.names[op] if op >= 0 else "", calls=int(g_op.counts[j]))
-            o.gpu.total_ns, o.gpu.max_ns, o.gpu.min_ns = (int(g_op.sums["d"][j]), int(g_op.maxs["d"][j]),
-                                                          int(g_op.mins["d"][j]))
+            o.gpu.total_ns, o.gpu.max_ns, o.gpu.min_ns = (
+                int(g_op.sums["d"][j]),
+                int(g_op.maxs["d"][j]),
+                int(g_op.mins["d"][j]),
+            )

@@ -11,6 +11,7 @@ For every kernel, memcpy and memset with a launching runtime call (its correlati
   so far to the next start) where the next event had not been launched yet: the part of the gap
   before the launch. Gaps whose starved part exceeds STARVE_MIN_NS are counted.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,7 +40,7 @@ def queue_steps(launch: np.ndarray, start: np.ndarray):
     delta = np.concatenate([-np.ones(start.size, np.int64), np.ones(launch.size, np.int64)])
     order = np.lexsort((delta, times))
     times, depth = times[order], np.cumsum(delta[order])
-    last = np.ones(times.size, dtype=bool)   # the depth after the last change at each time
+    last = np.ones(times.size, dtype=bool)  # the depth after the last change at each time
     last[:-1] = times[1:] != times[:-1]
     return times[last], depth[last]
 
@@ -80,11 +81,21 @@ def launch_view(p: Profile, out) -> None:
         gap_lo, nxt, nxt_launch = reach, s[1:], la[1:]
         starved = np.clip(np.minimum(nxt_launch, nxt) - gap_lo, 0, None)
         bt, bd = _bins(times, depth)
-        out.add(device_id=int(dev), stream=int(stream), launched=int(r.size), p50_ns=nearest_rank(lat, 0.5),
-                p90_ns=nearest_rank(lat, 0.9), max_ns=int(lat[-1]), max_queue=int(depth.max()),
-                mean_queue=mean_q, starved_ns=int(starved.sum()),
-                starved_gaps=int((starved > STARVE_MIN_NS).sum()), span_ns=span,
-                queue_time_ns=bt.tolist(), queue_depth=np.maximum(bd, 0).tolist())
+        out.add(
+            device_id=int(dev),
+            stream=int(stream),
+            launched=int(r.size),
+            p50_ns=nearest_rank(lat, 0.5),
+            p90_ns=nearest_rank(lat, 0.9),
+            max_ns=int(lat[-1]),
+            max_queue=int(depth.max()),
+            mean_queue=mean_q,
+            starved_ns=int(starved.sum()),
+            starved_gaps=int((starved > STARVE_MIN_NS).sum()),
+            span_ns=span,
+            queue_time_ns=bt.tolist(),
+            queue_depth=np.maximum(bd, 0).tolist(),
+        )
 
 
 def starving(ls) -> bool:

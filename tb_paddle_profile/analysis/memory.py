@@ -21,6 +21,7 @@ the place in time order (ties in file order), like the curve:
 ``rank_memory`` copies each place's peaks into ParallelView.memory (the digest carries it) and
 ``memory_stages`` makes the peaks per pipeline stage and rank of the cross-rank analysis.
 """
+
 from __future__ import annotations
 
 import re
@@ -65,7 +66,7 @@ def _curve(t, rows: np.ndarray, out: pb.MemoryCurve) -> None:
 def _decimate(t, m: np.ndarray, n_buckets: int) -> np.ndarray:
     """Keep, in each of n_buckets consecutive buckets of m (sized as np.array_split makes them),
     the points of highest and lowest allocation (the first of equals), in time order."""
-    small, extra = divmod(m.size, n_buckets)   # the first `extra` buckets hold one more
+    small, extra = divmod(m.size, n_buckets)  # the first `extra` buckets hold one more
     sizes = np.full(n_buckets, small, dtype=np.int64)
     sizes[:extra] += 1
     starts = np.zeros(n_buckets, dtype=np.int64)
@@ -116,15 +117,23 @@ def memory_view(p: Profile, out: pb.MemoryView, steps: Sequence[Tuple[int, int, 
     mtype = t.memory.type[rows]
     inc = t.memory.increase[rows]
     alloc = (mtype == et.ALLOCATE) | (mtype == et.RESERVED_ALLOCATE)
-    values = {"alloc_count": alloc, "alloc_size": np.where(alloc, inc, 0),
-              "free_count": ~alloc, "free_size": np.where(alloc, 0, -inc)}
+    values = {
+        "alloc_count": alloc,
+        "alloc_size": np.where(alloc, inc, 0),
+        "free_count": ~alloc,
+        "free_size": np.where(alloc, 0, -inc),
+    }
     # One group-by for both tables, keyed by table first: 0 allocated, 1 reserved.
     table = np.full(rows.size, -1, dtype=np.int64)
     table[(mtype == et.ALLOCATE) | (mtype == et.FREE)] = 0
     table[(mtype == et.RESERVED_ALLOCATE) | (mtype == et.RESERVED_FREE)] = 1
     sel = np.nonzero(table >= 0)[0]
-    g = group([table[sel], t.memory.place[rows[sel]], t.host.name[credited[sel]]], [o[sel] for o in order],
-              {k: v[sel] for k, v in values.items()}, extremes=False)
+    g = group(
+        [table[sel], t.memory.place[rows[sel]], t.host.name[credited[sel]]],
+        [o[sel] for o in order],
+        {k: v[sel] for k, v in values.items()},
+        extremes=False,
+    )
     places_seen = []
     for kind in (0, 1):
         for pl in g.keys[1][g.keys[0] == kind].tolist():
@@ -135,15 +144,21 @@ def memory_view(p: Profile, out: pb.MemoryView, steps: Sequence[Tuple[int, int, 
     credited_place = t.memory.place[rows]
     layer = None
     for pl in places_seen:
-        on_place = rows[credited_place == pl]   # the rows credited to a name (repeats do not change a max)
-        msg = out.places.add(place=t.names[pl],
-                             peak_allocated=max(0, int(t.memory.peak_allocated[on_place].max())),
-                             peak_reserved=max(0, int(t.memory.peak_reserved[on_place].max())))
+        on_place = rows[credited_place == pl]  # the rows credited to a name (repeats do not change a max)
+        msg = out.places.add(
+            place=t.names[pl],
+            peak_allocated=max(0, int(t.memory.peak_allocated[on_place].max())),
+            peak_reserved=max(0, int(t.memory.peak_reserved[on_place].max())),
+        )
         for target, kind in ((msg.allocated, 0), (msg.reserved, 1)):
             for i in np.nonzero((g.keys[0] == kind) & (g.keys[1] == pl))[0].tolist():
-                target.add(name=t.names[g.keys[2][i]], allocation_count=int(g.sums["alloc_count"][i]),
-                           free_count=int(g.sums["free_count"][i]), allocation_size=int(g.sums["alloc_size"][i]),
-                           free_size=int(g.sums["free_size"][i]))
+                target.add(
+                    name=t.names[g.keys[2][i]],
+                    allocation_count=int(g.sums["alloc_count"][i]),
+                    free_count=int(g.sums["free_count"][i]),
+                    allocation_size=int(g.sums["alloc_size"][i]),
+                    free_size=int(g.sums["free_size"][i]),
+                )
         _curve(t, place_rows[pl], msg.curve)
         if layer is None:
             layer = tree.outermost((t.host.type == et.FORWARD) | (t.host.type == et.BACKWARD))
@@ -185,12 +200,15 @@ def _insights(p: Profile, rows: np.ndarray, steps, layer: np.ndarray, msg: pb.Me
         enter_a = int(a[i0 - 1]) if i0 else base_a
         enter_r = int(r[i0 - 1]) if i0 else base_r
         inside_a, inside_r = a[i0:i1], r[i0:i1]
-        pt = g.steps.add(step=number, events=max(0, i1 - i0),
-                         allocated_end=int(a[i1 - 1]) if i1 else base_a,
-                         reserved_end=int(r[i1 - 1]) if i1 else base_r,
-                         allocated_peak=max(enter_a, int(inside_a.max())) if inside_a.size else enter_a,
-                         allocated_floor=min(enter_a, int(inside_a.min())) if inside_a.size else enter_a,
-                         reserved_peak=max(enter_r, int(inside_r.max())) if inside_r.size else enter_r)
+        pt = g.steps.add(
+            step=number,
+            events=max(0, i1 - i0),
+            allocated_end=int(a[i1 - 1]) if i1 else base_a,
+            reserved_end=int(r[i1 - 1]) if i1 else base_r,
+            allocated_peak=max(enter_a, int(inside_a.max())) if inside_a.size else enter_a,
+            allocated_floor=min(enter_a, int(inside_a.min())) if inside_a.size else enter_a,
+            reserved_peak=max(enter_r, int(inside_r.max())) if inside_r.size else enter_r,
+        )
         pt.range.start_ns, pt.range.end_ns = int(start), int(end)
     ends_a = np.array([s.allocated_end for s in g.steps], dtype=np.int64)
     ends_r = np.array([s.reserved_end for s in g.steps], dtype=np.int64)
@@ -200,11 +218,12 @@ def _insights(p: Profile, rows: np.ndarray, steps, layer: np.ndarray, msg: pb.Me
     g.floor_growth_min = int(growth.min()) if growth.size else 0
     g.leak_min_steps = LEAK_MIN_STEPS
     g.leak_threshold_bytes = max(LEAK_MIN_GROWTH_BYTES, int(LEAK_MIN_GROWTH_OF_PEAK * msg.peak_allocated))
-    g.leak_suspected = bool(floors.size >= LEAK_MIN_STEPS and growth.size
-                            and int(growth.min()) > g.leak_threshold_bytes)
+    g.leak_suspected = bool(
+        floors.size >= LEAK_MIN_STEPS and growth.size and int(growth.min()) > g.leak_threshold_bytes
+    )
 
     # ---- fragmentation: reserved - allocated after each event
-    k = int(np.argmax(a))          # the allocated peak: the first event of the highest current allocated
+    k = int(np.argmax(a))  # the allocated peak: the first event of the highest current allocated
     frag = r - a
     j = int(np.argmax(frag))
     f = msg.fragmentation
@@ -216,24 +235,24 @@ def _insights(p: Profile, rows: np.ndarray, steps, layer: np.ndarray, msg: pb.Me
     # not freed after them (within the prefix), as a dict of addresses walked in time order leaves
     alive = msg.alive_at_peak
     alive.time_ns, alive.allocated = int(ts[k]), int(a[k])
-    pre = m[:k + 1]
+    pre = m[: k + 1]
     pre = pre[(mem.type[pre] == et.ALLOCATE) | (mem.type[pre] == et.FREE)]
     addr = mem.addr[pre]
     known = addr >= 0
     alive.unaddressed = int((~known).sum())
     pre, addr = pre[known], addr[known]
     pos = np.arange(pre.size)
-    order = np.lexsort((pos, addr))     # by address, then time
+    order = np.lexsort((pos, addr))  # by address, then time
     ev, ad = pre[order], addr[order]
     is_alloc = mem.type[ev] == et.ALLOCATE
     same_next = np.r_[ad[1:] == ad[:-1], False]
     same_prev = np.r_[False, ad[1:] == ad[:-1]]
     prev_alloc = np.r_[False, is_alloc[:-1]]
-    live = ev[is_alloc & ~same_next]                      # the last event of its address: an allocation
+    live = ev[is_alloc & ~same_next]  # the last event of its address: an allocation
     unseen_free = ev[~is_alloc & ~(same_prev & prev_alloc)]  # a free of a block not allocated in the trace
     alive.before_trace = base_a - int(-mem.increase[unseen_free].sum())
     if live.size:
-        live = np.sort(live)   # file order: the first allocation of a group decides ties
+        live = np.sort(live)  # file order: the first allocation of a group decides ties
         owner = mem.owner[live]
         has = owner >= 0
         op = np.full(live.size, -1, dtype=np.int64)
@@ -243,18 +262,21 @@ def _insights(p: Profile, rows: np.ndarray, steps, layer: np.ndarray, msg: pb.Me
         lay = np.full(live.size, -1, dtype=np.int64)
         lay[has] = layer[owner[has]]
         lay_name = np.where(lay >= 0, t.host.name[np.maximum(lay, 0)], -1)
-        keys, first, inv = np.unique(np.stack([name, lay_name], axis=1), axis=0, return_index=True,
-                                     return_inverse=True)
+        keys, first, inv = np.unique(np.stack([name, lay_name], axis=1), axis=0, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         size = mem.increase[live]
         counts = np.bincount(inv, minlength=len(keys))
-        exact = np.zeros(len(keys), dtype=np.int64)   # int sums (weights are float64)
+        exact = np.zeros(len(keys), dtype=np.int64)  # int sums (weights are float64)
         np.add.at(exact, inv, size)
         rank = np.lexsort((first, -counts, -exact))
         for gi in rank[:MAX_ALIVE_GROUPS].tolist():
             n_id, l_id = int(keys[gi][0]), int(keys[gi][1])
-            alive.groups.add(operator=t.names[n_id] if n_id >= 0 else THREAD_ROOT,
-                             layer=t.names[l_id] if l_id >= 0 else "", bytes=int(exact[gi]), count=int(counts[gi]))
+            alive.groups.add(
+                operator=t.names[n_id] if n_id >= 0 else THREAD_ROOT,
+                layer=t.names[l_id] if l_id >= 0 else "",
+                bytes=int(exact[gi]),
+                count=int(counts[gi]),
+            )
         rest = rank[MAX_ALIVE_GROUPS:]
         alive.others_bytes = int(exact[rest].sum())
         alive.others_count = int(counts[rest].sum())
@@ -275,28 +297,34 @@ def device_peak(memory: pb.RankMemory):
     places = [pl for pl in memory.places if _GPU_PLACE.match(pl.place)] or list(memory.places)
     if not places:
         return None
-    return max(places, key=lambda pl: pl.peak_allocated)   # the first of equals
+    return max(places, key=lambda pl: pl.peak_allocated)  # the first of equals
 
 
 def memory_stages(out: ppb.RunParallel, ranks, msgs: Sequence[ppb.RankParallel]) -> None:
     """RunParallel.memory from each rank's digest (ParallelView.memory) and pipeline stage
     (RankParallel.pipeline_stage, set by the pipeline view): per rank its device peak, per stage the
     largest, smallest and mean peak allocated and the largest peak reserved."""
-    by_stage: Dict[int, list] = {}   # stage → its ranks' MemoryRankRow
+    by_stage: Dict[int, list] = {}  # stage → its ranks' MemoryRankRow
     for r in ranks:
         pl = device_peak(r.digest.parallel.memory)
         if pl is None:
             continue
         stage = int(msgs[r.index].pipeline_stage)
-        row = out.memory.ranks.add(rank=r.rank, stage=stage, place=pl.place, peak_allocated=pl.peak_allocated,
-                                   peak_reserved=pl.peak_reserved)
+        row = out.memory.ranks.add(
+            rank=r.rank, stage=stage, place=pl.place, peak_allocated=pl.peak_allocated, peak_reserved=pl.peak_reserved
+        )
         by_stage.setdefault(stage, []).append(row)
     for stage in sorted(by_stage):
         rows = by_stage[stage]
         top_a = max(rows, key=lambda x: x.peak_allocated)
         top_r = max(rows, key=lambda x: x.peak_reserved)
-        out.memory.stages.add(stage=stage, ranks=sorted(x.rank for x in rows),
-                              max_peak_allocated=top_a.peak_allocated, max_allocated_rank=top_a.rank,
-                              min_peak_allocated=min(x.peak_allocated for x in rows),
-                              mean_peak_allocated=int(round(sum(x.peak_allocated for x in rows) / len(rows))),
-                              max_peak_reserved=top_r.peak_reserved, max_reserved_rank=top_r.rank)
+        out.memory.stages.add(
+            stage=stage,
+            ranks=sorted(x.rank for x in rows),
+            max_peak_allocated=top_a.peak_allocated,
+            max_allocated_rank=top_a.rank,
+            min_peak_allocated=min(x.peak_allocated for x in rows),
+            mean_peak_allocated=int(round(sum(x.peak_allocated for x in rows) / len(rows))),
+            max_peak_reserved=top_r.peak_reserved,
+            max_reserved_rank=top_r.rank,
+        )

@@ -95,8 +95,8 @@ def _load(path: str) -> dict:
             raise ValueError(f"{path}: not valid JSON ({exc})") from None
     else:
         try:
-            import yaml   # PyYAML (setup.py): PaddleNLP / PaddleFleetX configs are YAML
-        except ImportError:   # pragma: no cover - installed with the package
+            import yaml  # PyYAML (setup.py): PaddleNLP / PaddleFleetX configs are YAML
+        except ImportError:  # pragma: no cover - installed with the package
             raise ValueError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or give a .json file") from None
         try:
             data = yaml.safe_load(text)
@@ -154,7 +154,8 @@ def model_from_config(path: str, dp: int = 0) -> Tuple[float, float, List[str]]:
             f"N = num_hidden_layers · (2·h² + 2·h·h_kv + {k}·h·i) + V·h = {layers:g} · (2·{h:g}² + 2·{h:g}·{h_kv:g} + "
             f"{k}·{h:g}·{inter:g}) + {vocab:g}·{h:g} = {params:.6g} (h = hidden_size, h_kv = h · kv heads / heads, "
             f"i = intermediate_size, {'gated' if gated else 'plain'} MLP, V = vocab_size: the output head; the input "
-            "embedding is a lookup and is not counted)")
+            "embedding is a lookup and is not counted)"
+        )
     seq = num("max_seq_length", "seq_length", "max_seq_len", "max_sequence_length")
     gbs = num("global_batch_size")
     tokens = 0.0
@@ -167,9 +168,11 @@ def model_from_config(path: str, dp: int = 0) -> Tuple[float, float, List[str]]:
         deg = num("data_parallel_degree") or (dp or None)
         if per and deg:
             tokens = per * acc * deg * seq
-            formulas.append(f"tokens per step = per_device_train_batch_size × gradient_accumulation_steps × "
-                            f"data-parallel degree × max_seq_length = {per:g} × {acc:g} × {deg:g} × {seq:g} = "
-                            f"{tokens:.6g}")
+            formulas.append(
+                f"tokens per step = per_device_train_batch_size × gradient_accumulation_steps × "
+                f"data-parallel degree × max_seq_length = {per:g} × {acc:g} × {deg:g} × {seq:g} = "
+                f"{tokens:.6g}"
+            )
     return params, tokens, formulas
 
 
@@ -226,8 +229,16 @@ def mfu_inputs(ranks: Sequence, topo=None) -> MfuInputs:
     for r in ranks:
         gpu = r.digest.parallel.timeline == pb.TIMELINE_DEVICE
         stage = pp[r.index] if r.index < len(pp) and pp[r.index] >= 0 else 0
-        out.append(MfuRank(int(r.rank), gpu, _device_name(r) if gpu else "", tuple(_step_times(r)),
-                           float(r.digest.flops.model_flops_per_step), int(stage)))
+        out.append(
+            MfuRank(
+                int(r.rank),
+                gpu,
+                _device_name(r) if gpu else "",
+                tuple(_step_times(r)),
+                float(r.digest.flops.model_flops_per_step),
+                int(stage),
+            )
+        )
     dp = 0
     if topo is not None and bool(getattr(topo, "dp", 0)):
         dp = topo.dp * max(1, getattr(topo, "sharding", 0) or 1)
@@ -260,31 +271,49 @@ def stage_mfu(ranks: Sequence[MfuRank], peak_tflops: Optional[float], out: spb.M
             st.append(step)
             pk.append(peak)
             m.append(f / (step * 1e-9 * peak) if step and peak else 0.0)
-        out.stages.add(stage=stage, ranks=[r.rank for r in rows], flops_per_step=sum(fl) / len(fl),
-                       step_time_ns=int(round(sum(st) / len(st))), peak_flops=sum(pk) / len(pk),
-                       mfu=sum(m) / len(m) if all(pk) else 0.0)
+        out.stages.add(
+            stage=stage,
+            ranks=[r.rank for r in rows],
+            flops_per_step=sum(fl) / len(fl),
+            step_time_ns=int(round(sum(st) / len(st))),
+            peak_flops=sum(pk) / len(pk),
+            mfu=sum(m) / len(m) if all(pk) else 0.0,
+        )
 
 
-def mfu(ranks: Sequence, topo=None, params: Optional[float] = None, tokens_per_step: Optional[float] = None,
-        model_config: Optional[str] = None, peak_tflops: Optional[float] = None) -> spb.Mfu:
+def mfu(
+    ranks: Sequence,
+    topo=None,
+    params: Optional[float] = None,
+    tokens_per_step: Optional[float] = None,
+    model_config: Optional[str] = None,
+    peak_tflops: Optional[float] = None,
+) -> spb.Mfu:
     """The Mfu of the run's ranks (crossrank RankData, in rank order). ``topo``: its Topology (its
     pipeline stages; the data-parallel degree for a config with a per-device batch)."""
     return mfu_of(mfu_inputs(ranks, topo), params, tokens_per_step, model_config, peak_tflops)
 
 
-def mfu_of(inputs: MfuInputs, params: Optional[float] = None, tokens_per_step: Optional[float] = None,
-           model_config: Optional[str] = None, peak_tflops: Optional[float] = None) -> spb.Mfu:
+def mfu_of(
+    inputs: MfuInputs,
+    params: Optional[float] = None,
+    tokens_per_step: Optional[float] = None,
+    model_config: Optional[str] = None,
+    peak_tflops: Optional[float] = None,
+) -> spb.Mfu:
     """The Mfu of the ranks' facts ``inputs`` (mfu_inputs) with the user's MFU inputs."""
     ranks = inputs.ranks
     out = spb.Mfu()
-    out.assumptions.extend([
-        "6 · N · tokens counts the matrix multiplications of the forward (2·N per token) and the backward (4·N); "
-        "attention's quadratic term and recomputed forwards are not counted (model FLOPs, not hardware FLOPs).",
-        "Every rank does an equal share of the model FLOPs, 6 · N · tokens / world size: data parallelism splits "
-        "the tokens, tensor and pipeline parallelism split the layers evenly.",
-        "tokens per step is the global batch: every data-parallel replica's micro-batches together.",
-        "The job's step time is the mean over ranks and steps of the ProfileStep durations; one GPU per rank.",
-    ])
+    out.assumptions.extend(
+        [
+            "6 · N · tokens counts the matrix multiplications of the forward (2·N per token) and the backward (4·N); "
+            "attention's quadratic term and recomputed forwards are not counted (model FLOPs, not hardware FLOPs).",
+            "Every rank does an equal share of the model FLOPs, 6 · N · tokens / world size: data parallelism splits "
+            "the tokens, tensor and pipeline parallelism split the layers evenly.",
+            "tokens per step is the global batch: every data-parallel replica's micro-batches together.",
+            "The job's step time is the mean over ranks and steps of the ProfileStep durations; one GPU per rank.",
+        ]
+    )
     out.formulas.append("MFU = 6 · N · tokens per step / (step time × Σ peak FLOP/s of the job's GPUs)")
     n, tok = 0.0, 0.0
     if model_config:
@@ -302,10 +331,14 @@ def mfu_of(inputs: MfuInputs, params: Optional[float] = None, tokens_per_step: O
     out.params, out.tokens_per_step = n, tok
     stage_mfu(ranks, peak_tflops, out)
     if not n or not tok:
-        lack = [w for w, v in (("the parameter count (--params)", n), ("the tokens per step (--tokens-per-step)", tok))
-                if not v]
-        out.why_not = ("MFU needs " + " and ".join(lack) + ", or a model config (--model-config FILE.yaml) that "
-                       "gives them.")
+        lack = [
+            w
+            for w, v in (("the parameter count (--params)", n), ("the tokens per step (--tokens-per-step)", tok))
+            if not v
+        ]
+        out.why_not = (
+            "MFU needs " + " and ".join(lack) + ", or a model config (--model-config FILE.yaml) that gives them."
+        )
         return out
     if not ranks:
         out.why_not = "No ranks."
@@ -347,8 +380,10 @@ def mfu_of(inputs: MfuInputs, params: Optional[float] = None, tokens_per_step: O
     if unknown:
         uniq = sorted(set(unknown))
         more = " …" if len(uniq) > 3 else ""
-        out.why_not = (f"Unknown device {', '.join(repr(u) for u in uniq[:3])}{more}: its peak FLOP/s is not in the "
-                       "table; give --peak-tflops.")
+        out.why_not = (
+            f"Unknown device {', '.join(repr(u) for u in uniq[:3])}{more}: its peak FLOP/s is not in the "
+            "table; give --peak-tflops."
+        )
         return out
     if peak_tflops:
         out.peak_source = f"--peak-tflops {float(peak_tflops):g}"

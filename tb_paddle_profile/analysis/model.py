@@ -6,6 +6,7 @@ ProfileStep is taken and descended into, anything else is descended into. Each
 stage node is also credited to the ProfileStep whose range holds its start, which
 gives the per-step values the panels chart.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,14 +21,18 @@ from .profile import Profile
 from .stats import EventAcc
 
 _STEP_NUMBER = re.compile(r"#(\d+)\s*$")
-_STAGE_FIELD = {et.DATALOADER: "dataloader", et.FORWARD: "forward", et.BACKWARD: "backward",
-                et.OPTIMIZATION: "optimization"}
+_STAGE_FIELD = {
+    et.DATALOADER: "dataloader",
+    et.FORWARD: "forward",
+    et.BACKWARD: "backward",
+    et.OPTIMIZATION: "optimization",
+}
 
 
 class ModelAnalysis:
     def __init__(self, p: Profile):
         t, tree = p.tables, p.tree
-        self.items: Dict[int, EventAcc] = {}   # type → acc, insertion order
+        self.items: Dict[int, EventAcc] = {}  # type → acc, insertion order
         stage_rows: List[int] = []
         step_rows: List[int] = []
         for tid in tree.threads:

@@ -9,6 +9,7 @@ Items keep the order in which Paddle's walk meets them; sorting is the renderer'
 Computed as group-bys over the tables (groupby.py), keyed by thread; the view over
 all threads merges the threads' groups.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -25,8 +26,9 @@ from .stats import EventAcc
 
 def _devices(msg_list, names, types, g: Groups, rows) -> None:
     for i in rows:
-        d = msg_list.add(name=names[g.keys[-1][i]], event_type=et.TYPE_NAMES[types[g.first_row[i]]],
-                         calls=int(g.counts[i]))
+        d = msg_list.add(
+            name=names[g.keys[-1][i]], event_type=et.TYPE_NAMES[types[g.first_row[i]]], calls=int(g.counts[i])
+        )
         d.gpu.total_ns, d.gpu.max_ns, d.gpu.min_ns = int(g.sums["d"][i]), int(g.maxs["d"][i]), int(g.mins["d"][i])
 
 
@@ -61,13 +63,21 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
     tid = t.host.tid
     by_thread = (
         group([tid[ops], t.host.name[ops]], [rank[ops]], host_values(p, ops)),
-        group([tid[inner_op], t.host.name[inner_op], t.host.name[inner]],
-              [rank[inner_op], child_pos[inner]], host_values(p, inner)),
-        group([tid[od_op], t.host.name[od_op], t.device.name[od_rows]],
-              [rank[od_op], rt_pos[tree.dev_rt[od_rows]], dev_pos[od_rows]], {"d": dur[od_rows]}),
-        group([tid[id_op], t.host.name[id_op], t.host.name[id_inner], t.device.name[id_rows]],
-              [rank[id_op], child_pos[id_inner], rt_pos[tree.dev_rt[id_rows]], dev_pos[id_rows]],
-              {"d": dur[id_rows]}),
+        group(
+            [tid[inner_op], t.host.name[inner_op], t.host.name[inner]],
+            [rank[inner_op], child_pos[inner]],
+            host_values(p, inner),
+        ),
+        group(
+            [tid[od_op], t.host.name[od_op], t.device.name[od_rows]],
+            [rank[od_op], rt_pos[tree.dev_rt[od_rows]], dev_pos[od_rows]],
+            {"d": dur[od_rows]},
+        ),
+        group(
+            [tid[id_op], t.host.name[id_op], t.host.name[id_inner], t.device.name[id_rows]],
+            [rank[id_op], child_pos[id_inner], rt_pos[tree.dev_rt[id_rows]], dev_pos[id_rows]],
+            {"d": dur[id_rows]},
+        ),
     )
     for thread_key in (False, True):
         g_op, g_in, g_od, g_id = by_thread if thread_key else (merge(g, 0) for g in by_thread)
@@ -82,7 +92,7 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
         for i in range(len(g_id)):
             inner_devs[(int(g_id.keys[0][i]), int(g_id.keys[1][i]), int(g_id.keys[2][i]))].append(i)
 
-        lists: Dict[int, Any] = {}   # thread → its operators (a repeated field)
+        lists: Dict[int, Any] = {}  # thread → its operators (a repeated field)
         for i in range(len(g_op)):
             op_tid, name = int(g_op.keys[0][i]), int(g_op.keys[1][i])
             if thread_key:
@@ -97,8 +107,7 @@ def operator_view(p: Profile, out: pb.OperatorView) -> None:
                 inner_node = node.inners.add()
                 inner_name = int(g_in.keys[2][j])
                 write_stats(inner_node.stats, names[inner_name], g_in, j)
-                _devices(inner_node.devices, names, t.device.type, g_id,
-                         inner_devs.get((op_tid, name, inner_name), ()))
+                _devices(inner_node.devices, names, t.device.type, g_id, inner_devs.get((op_tid, name, inner_name), ()))
             _devices(node.devices, names, t.device.type, g_od, op_devs.get((op_tid, name), ()))
     _shape_groups(p, out)
 

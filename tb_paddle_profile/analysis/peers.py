@@ -9,6 +9,7 @@
 * **The peers' median**: per name, the median over the peer ranks of those per-step figures, a peer
   without that name counting 0 (statistics.median: the mean of the two middle values for an even count).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ KERNEL_FIGURES = ("calls", "gpu_total_ns")
 @dataclass
 class PerStep:
     """One rank's operators and kernels per step (or the peers' median of them)."""
+
     operators: Figures
     kernels: Figures
     steps: float
@@ -80,6 +82,8 @@ def peers_median(peers: Sequence[PerStep]) -> PerStep:
     """Per name and figure, the median over the peers (a peer without the name: 0)."""
     if not peers:
         return PerStep({}, {}, 0.0)
-    return PerStep(_median_of([p.operators for p in peers], OPERATOR_FIGURES),
-                   _median_of([p.kernels for p in peers], KERNEL_FIGURES),
-                   float(median(p.steps for p in peers)))
+    return PerStep(
+        _median_of([p.operators for p in peers], OPERATOR_FIGURES),
+        _median_of([p.kernels for p in peers], KERNEL_FIGURES),
+        float(median(p.steps for p in peers)),
+    )

@@ -20,6 +20,7 @@ also in docs/pipeline-schedule.md:
   between two phases go to the nearer one; before the first phase to the first, after the last
   to the last.
 """
+
 from __future__ import annotations
 
 from typing import Sequence, Tuple
@@ -30,11 +31,12 @@ from tb_paddle_profile.trace import event_types as et
 from tb_paddle_profile.trace.event_tree import gather
 from ..v1 import summary_pb2 as pb
 
-FORWARD, BACKWARD = 1, 2   # PhaseSpans.phase
+FORWARD, BACKWARD = 1, 2  # PhaseSpans.phase
 
 
-def phase_spans(p, steps: Sequence[Tuple[int, int, int]], inst, dev_comm: np.ndarray, names: dict,
-                out: pb.PhaseSpans) -> None:
+def phase_spans(
+    p, steps: Sequence[Tuple[int, int, int]], inst, dev_comm: np.ndarray, names: dict, out: pb.PhaseSpans
+) -> None:
     """Fill ``out`` from the Profile ``p``. ``steps``: (number, start, end) per step (a trace without
     ProfileStep: one pseudo-step -1); ``inst``: collectives.Instances in ParallelView order;
     ``dev_comm``: per device row, whether it is a communication kernel; ``names``: the
@@ -77,10 +79,10 @@ def phase_spans(p, steps: Sequence[Tuple[int, int, int]], inst, dev_comm: np.nda
     if rows.size > 1:
         prev_end = h.end[rows[:-1]]
         cur_start = h.start[rows[1:]]
-        between = (np.searchsorted(p2p_launch, cur_start, side="left")
-                   - np.searchsorted(p2p_launch, prev_end, side="left")) > 0
-        new[1:] = ((r_tid[1:] != r_tid[:-1]) | (r_step[1:] != r_step[:-1]) | (r_type[1:] != r_type[:-1])
-                   | between)
+        between = (
+            np.searchsorted(p2p_launch, cur_start, side="left") - np.searchsorted(p2p_launch, prev_end, side="left")
+        ) > 0
+        new[1:] = (r_tid[1:] != r_tid[:-1]) | (r_step[1:] != r_step[:-1]) | (r_type[1:] != r_type[:-1]) | between
     phase_of_row = np.cumsum(new) - 1
     n = int(phase_of_row[-1]) + 1
     heads = np.nonzero(new)[0]

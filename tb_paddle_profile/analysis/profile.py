@@ -1,4 +1,5 @@
 """The analysed input every analysis reads: tables, tree and per-node times."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

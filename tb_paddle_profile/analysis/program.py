@@ -1,8 +1,8 @@
 """One rank's program: the nodes and edges of its dependency graph (``ParallelView.program``).
 
 Built in the job that parsed the trace, from its full event tables, so that the critical path
-across ranks (``analysis/crossrank/critical_path.py``) reads a few hundred nodes per rank and step
-instead of every event. Definitions (also in docs/critical-path.md):
+across ranks (``analysis/crossrank/replay.py``, ``critical_path.py``) reads a few hundred nodes per rank and
+step instead of every event. Definitions (also in docs/critical-path.md):
 
 * **Host nodes**, on the main thread (the one with the ProfileSteps): each step's start and end, each
   synchronising runtime call (``*Synchronize*``, synchronous ``cudaMemcpy``) and each host
@@ -45,7 +45,7 @@ HOST_KINDS = (STEP_START, SYNC, STEP_END, HOST_COLLECTIVE)
 # The lag an edge that did not bind is given (a kernel queued behind another starts about a
 # microsecond after it ends on current GPUs).
 FREE_LAG_NS = 1000
-TIE_ULPS = 2   # a time this many float32 ulps (of its value, ns from the trace's origin) from another is a tie
+TIE_ULPS = 2  # a time this many float32 ulps (of its value, ns from the trace's origin) from another is a tie
 
 
 def time_resolution(t: np.ndarray) -> np.ndarray:
@@ -54,6 +54,8 @@ def time_resolution(t: np.ndarray) -> np.ndarray:
     16 ns at 0.2 s, 128 ns at 1.5 s), at least 1 ns."""
     e = np.floor(np.log2(np.maximum(np.abs(t).astype(np.float64), 1.0))).astype(np.int64)
     return np.maximum(1, TIE_ULPS * (np.int64(1) << np.maximum(e - 23, 0)))
+
+
 _PHASES = {et.FORWARD: 1, et.BACKWARD: 2, et.OPTIMIZATION: 3}
 _NONE = np.iinfo(np.int64).min // 4
 
@@ -129,7 +131,7 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     last_end = _NONE
     for i in order.tolist():
         if hs[i] < last_end and hk[i] not in (STEP_START, STEP_END):
-            continue    # nested in the previous host node (a sync inside a host collective): its part
+            continue  # nested in the previous host node (a sync inside a host collective): its part
         keep.append(i)
         last_end = max(last_end, int(he[i]))
     hsel = np.array(keep, dtype=np.int64)
@@ -165,8 +167,9 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     dev_inst[coll.inst_dev_row[on_dev]] = on_dev
     d_type = t.device.type
     ds, de = t.device.start, t.device.end
-    dkind = np.where(dev_inst >= 0, COLLECTIVE,
-                     np.select([d_type == et.MEMCPY, d_type == et.MEMSET], [MEMCPY, MEMSET], COMPUTE)).astype(np.int64)
+    dkind = np.where(
+        dev_inst >= 0, COLLECTIVE, np.select([d_type == et.MEMCPY, d_type == et.MEMSET], [MEMCPY, MEMSET], COMPUTE)
+    ).astype(np.int64)
     rt = tree.dev_rt
     has_rt = rt >= 0
     rt_s = gather(t.runtime.start, rt, 0)
@@ -188,7 +191,7 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
         first[1:] = (sd[1:] != sd[:-1]) | (ss[1:] != ss[:-1])
     pos = np.empty(D, dtype=np.int64)
     pos[dorder] = np.arange(D)
-    sp = np.full(D, -1, dtype=np.int64)           # stream predecessor (device row)
+    sp = np.full(D, -1, dtype=np.int64)  # stream predecessor (device row)
     sp_rows = np.where(~first, np.concatenate([[-1], dorder[:-1]]) if D else dorder, -1)
     sp[dorder] = sp_rows
     e_sp = gather(de, sp, _NONE)
@@ -292,7 +295,7 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     events = np.bincount(run_of_pos, minlength=R) if D else np.zeros(0, np.int64)
 
     f = run_first
-    lag_cap = np.minimum   # the lag of an edge that did not bind: the observed gap, at most FREE_LAG_NS
+    lag_cap = np.minimum  # the lag of an edge that did not bind: the observed gap, at most FREE_LAG_NS
     r_start = ds[f]
     r_end = de[run_last]
     r_sp = gather(run_of, sp[f], -1)
@@ -309,8 +312,15 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     r_wp_lag = np.where(r_wp >= 0, lag_cap(r_start - gather(de, wait_dev[f], 0), FREE_LAG_NS), 0)
     lst = run_last
     t_has = has_L[lst] & (anchor[lst] == r_la)
-    tail_lag = np.where(t_has, np.where(bind[lst] == 1, ds[lst] - anchor_end[lst],
-                                        (L[lst] - anchor_end[lst]) + lag_cap(ds[lst] - L[lst], FREE_LAG_NS)), 0)
+    tail_lag = np.where(
+        t_has,
+        np.where(
+            bind[lst] == 1,
+            ds[lst] - anchor_end[lst],
+            (L[lst] - anchor_end[lst]) + lag_cap(ds[lst] - L[lst], FREE_LAG_NS),
+        ),
+        0,
+    )
     tail_ns = np.where(t_has, dur[lst], 0)
     r_kind = dkind[f]
     r_coll = dev_inst[f]
@@ -326,7 +336,7 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     if D:
         n_names = max(1, len(t.names))
         key_name = np.where(dkind == COMPUTE, op_name, -1)
-        key_name = np.where(key_name >= 0, key_name, n_names + t.device.name)   # beyond: the event's own name
+        key_name = np.where(key_name >= 0, key_name, n_names + t.device.name)  # beyond: the event's own name
         combined = run_of * (2 * n_names) + key_name
         uk, inv = np.unique(combined, return_inverse=True)
         tot = np.bincount(inv.ravel(), weights=dur, minlength=uk.size)
@@ -337,7 +347,7 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
         for run, k in zip(u_run[firsts].tolist(), u_name[firsts].tolist()):
             nm = t.names[k] if k < n_names else t.names[k - n_names]
             if k < n_names and nm.endswith(" dygraph"):
-                nm = nm[:-len(" dygraph")]
+                nm = nm[: -len(" dygraph")]
             r_name[run] = ids.setdefault(nm, name_id(nm))
     r_phase = phase[f]
     r_stream = t.device.stream[f]
@@ -352,8 +362,13 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
     h_xlag = np.where(h_x >= 0, he - gather(de, h_xdev, 0), 0)
     h_dur = he - hs
     h_busy = np.where(h_x >= 0, np.minimum(h_dur, h_xlag), h_dur)
-    h_name = np.array([name_id({STEP_START: "step start", STEP_END: "step end", SYNC: "sync",
-                                HOST_COLLECTIVE: "collective"}[k]) for k in hk.tolist()], dtype=np.int64)
+    h_name = np.array(
+        [
+            name_id({STEP_START: "step start", STEP_END: "step end", SYNC: "sync", HOST_COLLECTIVE: "collective"}[k])
+            for k in hk.tolist()
+        ],
+        dtype=np.int64,
+    )
     for j in np.nonzero(h_rt_a >= 0)[0].tolist():
         h_name[j] = name_id(t.names[t.runtime.name[h_rt_a[j]]])
     for j in np.nonzero(h_coll_a >= 0)[0].tolist():
@@ -395,14 +410,26 @@ def build_program(p, coll, steps: Sequence[Tuple[int, int, int]], out: pb.Parall
         "phase": np.concatenate([r_phase, np.zeros(H, np.int64)]),
     }
     idx = np.arange(N)
-    for pred, lag in (("stream_pred", "stream_lag_ns"), ("launch_pred", "launch_lag_ns"),
-                      ("cross_pred", "cross_lag_ns"), ("wait_pred", "wait_lag_ns")):
+    for pred, lag in (
+        ("stream_pred", "stream_lag_ns"),
+        ("launch_pred", "launch_lag_ns"),
+        ("cross_pred", "cross_lag_ns"),
+        ("wait_pred", "wait_lag_ns"),
+    ):
         a = cols[pred][order]
-        bad = a >= idx   # a predecessor must come first (ties of zero-length nodes): drop the edge
+        bad = a >= idx  # a predecessor must come first (ties of zero-length nodes): drop the edge
         cols[pred] = np.where(bad, -1, a)
         cols[lag] = np.where(bad, 0, cols[lag][order])
     prog = out.program
-    edges = ("stream_pred", "stream_lag_ns", "launch_pred", "launch_lag_ns", "cross_pred", "cross_lag_ns",
-             "wait_pred", "wait_lag_ns")
+    edges = (
+        "stream_pred",
+        "stream_lag_ns",
+        "launch_pred",
+        "launch_lag_ns",
+        "cross_pred",
+        "cross_lag_ns",
+        "wait_pred",
+        "wait_lag_ns",
+    )
     for col, values in cols.items():
         getattr(prog, col).extend((values if col in edges else values[order]).tolist())

@@ -3,6 +3,7 @@
 Paddle merges ranges with its own list code (statistic_helper.py); only the
 measure of the results reaches its tables, and that is what these compute.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,9 @@ def intersect(a, b):
     if a[0].size == 0 or b[0].size == 0:
         return EMPTY
     pts = np.concatenate([a[0], a[1], b[0], b[1]])
-    delta = np.concatenate([np.ones(a[0].size), -np.ones(a[1].size),
-                            np.ones(b[0].size), -np.ones(b[1].size)]).astype(np.int8)
+    delta = np.concatenate([np.ones(a[0].size), -np.ones(a[1].size), np.ones(b[0].size), -np.ones(b[1].size)]).astype(
+        np.int8
+    )
     order = np.lexsort((delta, pts))  # ends before starts at the same point
     pts, delta = pts[order], delta[order]
     depth = np.cumsum(delta)
@@ -57,9 +59,9 @@ def intersect_measure(a, b) -> int:
     if a[0].size == 0 or b[0].size == 0:
         return 0
     b0, b1 = b
-    before = np.concatenate([[0], np.cumsum(b1 - b0)])      # b's measure before each of its ranges
+    before = np.concatenate([[0], np.cumsum(b1 - b0)])  # b's measure before each of its ranges
 
-    def covered(x: np.ndarray) -> np.ndarray:               # measure of b below each x
+    def covered(x: np.ndarray) -> np.ndarray:  # measure of b below each x
         j = np.searchsorted(b0, x, side="right") - 1
         jj = np.maximum(j, 0)
         return np.where(j >= 0, before[jj] + np.minimum(x, b1[jj]) - b0[jj], 0)

@@ -7,6 +7,7 @@ judged the same alone and in a run. The figures are a rank's own per-step figure
 the ones the cross-rank analysis reads) summed over the steps and divided by the steps' total time, and
 the kernel efficiency sums (KernelStats.efficiency). The display (display/summary.py) writes the sentences.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,13 +36,20 @@ class Rule:
 
 RULES: Tuple[Rule, ...] = (
     Rule("dataloader_bound", "Data-loader bound", "data-loader time / step time", DATALOADER_FRACTION),
-    Rule("launch_bound", "Launch bound", "CUDA runtime time other than synchronisations / step time",
-         LAUNCH_BOUND_FRACTION),
+    Rule(
+        "launch_bound",
+        "Launch bound",
+        "CUDA runtime time other than synchronisations / step time",
+        LAUNCH_BOUND_FRACTION,
+    ),
     Rule("sync_heavy", "Synchronisation heavy", "synchronising CUDA calls' time / step time", SYNC_FRACTION),
     Rule("memcpy_heavy", "Memcpy heavy", "memcpy and memset time / step time", MEMCPY_FRACTION),
-    Rule("low_occupancy", "Low-occupancy kernels",
-         "time of compute kernels of time-weighted occupancy below LOW_OCCUPANCY / all kernel time",
-         LOW_OCCUPANCY_KERNEL_SHARE),
+    Rule(
+        "low_occupancy",
+        "Low-occupancy kernels",
+        "time of compute kernels of time-weighted occupancy below LOW_OCCUPANCY / all kernel time",
+        LOW_OCCUPANCY_KERNEL_SHARE,
+    ),
 )
 RULE = {r.rule: r for r in RULES}
 
@@ -49,8 +57,8 @@ RULE = {r.rule: r for r in RULES}
 @dataclass
 class Recommendation:
     rule: Rule
-    value: float                       # compared with rule.threshold
-    numbers: Dict[str, float] = field(default_factory=dict)   # what the sentence cites (ns, counts, names)
+    value: float  # compared with rule.threshold
+    numbers: Dict[str, float] = field(default_factory=dict)  # what the sentence cites (ns, counts, names)
     names: List[str] = field(default_factory=list)
 
 
@@ -82,9 +90,14 @@ def recommendations(s: pb.Summary) -> List[Recommendation]:
         per = {k: f[k] / steps for k in f}
         values = {
             "dataloader_bound": (f["dataloader_ns"] / step, dict(dataloader_ns=per["dataloader_ns"])),
-            "launch_bound": (max(0, f["runtime_ns"] - f["sync_ns"]) / step,
-                             dict(runtime_ns=max(0.0, per["runtime_ns"] - per["sync_ns"]), launches=per["launches"],
-                                  kernel_ns=per["kernel_ns"])),
+            "launch_bound": (
+                max(0, f["runtime_ns"] - f["sync_ns"]) / step,
+                dict(
+                    runtime_ns=max(0.0, per["runtime_ns"] - per["sync_ns"]),
+                    launches=per["launches"],
+                    kernel_ns=per["kernel_ns"],
+                ),
+            ),
             "sync_heavy": (f["sync_ns"] / step, dict(sync_ns=per["sync_ns"], sync_calls=per["sync_calls"])),
             "memcpy_heavy": (f["memory_ns"] / step, dict(memory_ns=per["memory_ns"])),
         }
@@ -94,13 +107,26 @@ def recommendations(s: pb.Summary) -> List[Recommendation]:
                 out.append(Recommendation(RULE[rule], value, numbers))
     total = s.kernels.efficiency.total_ns
     if total > 0:
-        low = [k for k in s.kernels.kernels if not _is_communication(k.name) and k.efficiency.launch_ns > 0
-               and k.efficiency.occupancy_ns / k.efficiency.launch_ns < LOW_OCCUPANCY]
+        low = [
+            k
+            for k in s.kernels.kernels
+            if not _is_communication(k.name)
+            and k.efficiency.launch_ns > 0
+            and k.efficiency.occupancy_ns / k.efficiency.launch_ns < LOW_OCCUPANCY
+        ]
         low_ns = sum(k.efficiency.total_ns for k in low)
         if low_ns / total >= LOW_OCCUPANCY_KERNEL_SHARE:
             low.sort(key=lambda k: -k.efficiency.total_ns)
-            out.append(Recommendation(RULE["low_occupancy"], low_ns / total,
-                                      dict(kernels=len(low), low_ns=low_ns,
-                                           occupancy=low[0].efficiency.occupancy_ns / low[0].efficiency.launch_ns),
-                                      names=[low[0].name]))
+            out.append(
+                Recommendation(
+                    RULE["low_occupancy"],
+                    low_ns / total,
+                    dict(
+                        kernels=len(low),
+                        low_ns=low_ns,
+                        occupancy=low[0].efficiency.occupancy_ns / low[0].efficiency.launch_ns,
+                    ),
+                    names=[low[0].name],
+                )
+            )
     return out

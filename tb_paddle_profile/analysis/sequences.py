@@ -8,6 +8,7 @@ embedding). The calls are flops.py's (Operator events whose shapes the trace rec
 shapes (Paddle 3.3.1) has no tokens. The comparison across data-parallel ranks is
 crossrank/sequences.py's.
 """
+
 from __future__ import annotations
 
 from typing import Dict
@@ -34,7 +35,7 @@ def sequence_view(p: Profile, calls: ShapedCalls, phases: pb.PhaseSpans, out: pb
     tokens = np.zeros(fw.size, dtype=np.int64)
     source = np.full(fw.size, -1, dtype=np.int64)
     tells = calls.tokens > 0
-    for code in (ShapedCalls.CODES["embedding"], ShapedCalls.CODES["gemm"]):   # embeddings first
+    for code in (ShapedCalls.CODES["embedding"], ShapedCalls.CODES["gemm"]):  # embeddings first
         sel = np.nonzero(tells & (calls.formula == code))[0]
         if not sel.size:
             continue

@@ -1,6 +1,7 @@
 """Accumulators for the few analyses that walk nodes one by one (most use groupby.py):
 calls and total/max/min of CPU and GPU times, as Paddle's EventSummary items keep them.
 """
+
 from __future__ import annotations
 
 from ..v1 import summary_pb2 as pb

@@ -2,6 +2,7 @@
 
 This is the one entry point the CLI, the cache and the plugin's workers call.
 """
+
 from __future__ import annotations
 
 import os
@@ -138,14 +139,27 @@ def _meta(p: Profile, file_name: str, file_size: int, m: pb.TraceMeta) -> None:
     c.memcpy = int((t.device.type == et.MEMCPY).sum())
     c.memset = int((t.device.type == et.MEMSET).sum())
     for tid in tree.threads:
-        m.threads.add(tid=int(tid), name=t.thread_names.get(tid, ""),
-                      host_events=int((t.host.tid == tid).sum()), runtime_events=int((t.runtime.tid == tid).sum()),
-                      memory_events=int((t.memory.tid == tid).sum()))
+        m.threads.add(
+            tid=int(tid),
+            name=t.thread_names.get(tid, ""),
+            host_events=int((t.host.tid == tid).sum()),
+            runtime_events=int((t.runtime.tid == tid).sum()),
+            memory_events=int((t.memory.tid == tid).sum()),
+        )
     for d in t.devices:
-        m.devices.add(id=d.id, name=d.name, total_global_mem=d.total_global_mem, compute_major=d.compute_major,
-                      compute_minor=d.compute_minor, max_threads_per_block=d.max_threads_per_block,
-                      max_threads_per_multiprocessor=d.max_threads_per_multiprocessor,
-                      regs_per_block=d.regs_per_block, regs_per_multiprocessor=d.regs_per_multiprocessor,
-                      warp_size=d.warp_size, shared_mem_per_block=d.shared_mem_per_block,
-                      shared_mem_per_multiprocessor=d.shared_mem_per_multiprocessor, sm_count=d.sm_count,
-                      shared_mem_per_block_optin=d.shared_mem_per_block_optin)
+        m.devices.add(
+            id=d.id,
+            name=d.name,
+            total_global_mem=d.total_global_mem,
+            compute_major=d.compute_major,
+            compute_minor=d.compute_minor,
+            max_threads_per_block=d.max_threads_per_block,
+            max_threads_per_multiprocessor=d.max_threads_per_multiprocessor,
+            regs_per_block=d.regs_per_block,
+            regs_per_multiprocessor=d.regs_per_multiprocessor,
+            warp_size=d.warp_size,
+            shared_mem_per_block=d.shared_mem_per_block,
+            shared_mem_per_multiprocessor=d.shared_mem_per_multiprocessor,
+            sm_count=d.sm_count,
+            shared_mem_per_block_optin=d.shared_mem_per_block_optin,
+        )

@@ -5,6 +5,7 @@ runtime and device events hanging on a thread root are not counted. The order
 of types (and of GPU devices) is the order in which Paddle's walk first meets
 them, which decides ties in the Overview's sort and the GPU rows' order.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List
@@ -52,15 +53,17 @@ class TimeRanges:
         for ty in self.cpu_type_order:
             hr, rr = host_rows.get(ty, none), rt_rows.get(ty, none)
             self.calls[ty] = int(hr.size + rr.size)
-            u = ranges.union(np.concatenate([t.host.start[hr], t.runtime.start[rr]]),
-                             np.concatenate([t.host.end[hr], t.runtime.end[rr]]))
+            u = ranges.union(
+                np.concatenate([t.host.start[hr], t.runtime.start[rr]]),
+                np.concatenate([t.host.end[hr], t.runtime.end[rr]]),
+            )
             self.cpu_sum[ty] = ranges.measure(u)
 
         dev_rows = np.nonzero(self.dev_mask)[0]
         dev_key = rank[dev_host[dev_rows]] * (len(t.device.id) + 1) + dev_rows
-        on_dev = split_rows(t.device.id[dev_rows], np.arange(dev_rows.size))   # positions in dev_rows
+        on_dev = split_rows(t.device.id[dev_rows], np.arange(dev_rows.size))  # positions in dev_rows
         self.device_order = _first_seen(on_dev, dev_key)
-        self.gpu_union: Dict[int, Dict[int, tuple]] = {}      # device → type → union (starts, ends)
+        self.gpu_union: Dict[int, Dict[int, tuple]] = {}  # device → type → union (starts, ends)
         self.gpu_type_order = {}
         for d in self.device_order:
             of_type = split_rows(t.device.type[dev_rows[on_dev[d]]], on_dev[d])

@@ -5,6 +5,7 @@ memorycopy or memset are memory manipulation; of the rest, only PythonUserDefine
 nodes (user RecordEvents) are listed as user-defined. C++ UserDefined events such
 as `<op> pybind_imperative_func` appear in neither table.
 """
+
 from __future__ import annotations
 
 import numpy as np

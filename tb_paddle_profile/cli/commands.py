@@ -5,6 +5,7 @@ parser, the examples and `main`; the commands live in cli/summary.py, cli/runs.p
 export, report), cli/diff.py and cli/preprocess.py, their shared arguments in cli/options.py, the run
 loading in cli/loading.py and the answers' formats (JSON, CSV, text) in cli/output.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,16 @@ import traceback
 from typing import List, Optional
 
 from tb_paddle_profile.cli.diff import _cmd_diff, _threshold
-from tb_paddle_profile.cli.options import (JOBS_HELP, VIEW_ALIASES, _cache_args, _common, _jobs, _output_args, _view,
-                                           _width_arg)
+from tb_paddle_profile.cli.options import (
+    JOBS_HELP,
+    VIEW_ALIASES,
+    _cache_args,
+    _common,
+    _jobs,
+    _output_args,
+    _view,
+    _width_arg,
+)
 from tb_paddle_profile.cli.preprocess import _cmd_preprocess
 from tb_paddle_profile.cli.runs import _cmd_export, _cmd_parallel, _cmd_report, _cmd_whatif
 from tb_paddle_profile.cli.summary import _cmd_summary
@@ -51,8 +60,10 @@ exit status: 0 done; 1 a --fail-if-slower gate failed; 2 bad input (each file sa
 3 a bug of the tool (--debug prints its traceback).
 """
 
-DOCS = ("Every command's options and examples: tb-paddle-profile COMMAND --help. --format csv and the "
-        "Python API (import tb_paddle_profile as tbp; help(tbp)) give every table with its column keys.")
+DOCS = (
+    "Every command's options and examples: tb-paddle-profile COMMAND --help. --format csv and the "
+    "Python API (import tb_paddle_profile as tbp; help(tbp)) give every table with its column keys."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,8 +77,12 @@ class _Parser(argparse.ArgumentParser):
             commands = [c for c in COMMANDS]
             close = difflib.get_close_matches(m.group(1), commands, n=1, cutoff=0.6) if m else []
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            self.exit(2, f"tb-paddle-profile: error: unknown command {m.group(1)!r}{hint}; commands: "
-                         f"{', '.join(commands)}\n" if m else f"tb-paddle-profile: error: {message}\n")
+            self.exit(
+                2,
+                f"tb-paddle-profile: error: unknown command {m.group(1)!r}{hint}; commands: {', '.join(commands)}\n"
+                if m
+                else f"tb-paddle-profile: error: {message}\n",
+            )
         super().error(message)
 
 
@@ -75,29 +90,53 @@ COMMANDS = ["summary", "parallel", "whatif", "diff", "export", "report", "prepro
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tb-paddle-profile", description=__doc__.splitlines()[0],
-                     epilog=EXAMPLES + "\n" + DOCS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="tb-paddle-profile",
+        description=__doc__.splitlines()[0],
+        epilog=EXAMPLES + "\n" + DOCS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"tb-paddle-profile {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _common()
 
     def add(name, help, examples, **kw):
-        return sub.add_parser(name, help=help, description=help, parents=[common],
-                              epilog="examples:\n" + "".join(f"  {e}\n" for e in examples),
-                              formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
+        return sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            parents=[common],
+            epilog="examples:\n" + "".join(f"  {e}\n" for e in examples),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            **kw,
+        )
 
-    s = add("summary", "print Paddle's summary tables for a trace (or every trace in a folder)",
-            ["tb-paddle-profile summary run/rank0_time_....paddle_trace.json --sorted-by GPUTotal --time-unit us",
-             "tb-paddle-profile summary run/ --views kernel memory",
-             "tb-paddle-profile summary run/ --format csv --table operators > operators.csv",
-             "tb-paddle-profile summary run/rank0_....paddle_trace.json --format text --table launch_latency",
-             "tb-paddle-profile summary run/ --csv-dir tables/"])
+    s = add(
+        "summary",
+        "print Paddle's summary tables for a trace (or every trace in a folder)",
+        [
+            "tb-paddle-profile summary run/rank0_time_....paddle_trace.json --sorted-by GPUTotal --time-unit us",
+            "tb-paddle-profile summary run/ --views kernel memory",
+            "tb-paddle-profile summary run/ --format csv --table operators > operators.csv",
+            "tb-paddle-profile summary run/rank0_....paddle_trace.json --format text --table launch_latency",
+            "tb-paddle-profile summary run/ --csv-dir tables/",
+        ],
+    )
     s.add_argument("trace", help="a *.paddle_trace.json[.gz] file, or a folder searched recursively")
-    s.add_argument("--sorted-by", default="CPUTotal", choices=text.SORTED_KEYS,
-                   help="Paddle's SortedKeys for the Operator, Kernel and UserDefined tables (default CPUTotal)")
+    s.add_argument(
+        "--sorted-by",
+        default="CPUTotal",
+        choices=text.SORTED_KEYS,
+        help="Paddle's SortedKeys for the Operator, Kernel and UserDefined tables (default CPUTotal)",
+    )
     s.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
-    s.add_argument("--views", nargs="+", type=_view, metavar="VIEW",
-                   help="only these views (Paddle's SummaryView names or: " + ", ".join(VIEW_ALIASES) + ")")
+    s.add_argument(
+        "--views",
+        nargs="+",
+        type=_view,
+        metavar="VIEW",
+        help="only these views (Paddle's SummaryView names or: " + ", ".join(VIEW_ALIASES) + ")",
+    )
     s.add_argument("--no-op-detail", action="store_true", help="operators without their inner events and kernels")
     s.add_argument("--thread-sep", action="store_true", help="one Operator/UserDefined table per thread")
     _output_args(s, "Paddle's tables, as Profiler.summary() prints them", "# <view>/<table>: <title>", text_table=True)
@@ -106,10 +145,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_summary)
 
     # `distributed` is the command's old name, kept as an alias (docs/architecture.md, glossary)
-    d = add("parallel", "hybrid-parallel analysis across the ranks of a run: collectives by kind, exposed "
-                        "communication, stragglers, pipeline bubbles, advice",
-            ["tb-paddle-profile parallel run/", "tb-paddle-profile parallel run/ --span 1 --format json",
-             "tb-paddle-profile parallel run/ --table waits > waits.csv"], aliases=["distributed"])
+    d = add(
+        "parallel",
+        "hybrid-parallel analysis across the ranks of a run: collectives by kind, exposed "
+        "communication, stragglers, pipeline bubbles, advice",
+        [
+            "tb-paddle-profile parallel run/",
+            "tb-paddle-profile parallel run/ --span 1 --format json",
+            "tb-paddle-profile parallel run/ --table waits > waits.csv",
+        ],
+        aliases=["distributed"],
+    )
     d.add_argument("run_dir", help="the folder holding one run's traces (one per rank; searched recursively)")
     d.add_argument("--span", default=None, help="which recorded span (Paddle's span_index; default the first)")
     d.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
@@ -119,64 +165,102 @@ def build_parser() -> argparse.ArgumentParser:
     _cache_args(d)
     d.set_defaults(func=_cmd_parallel)
 
-    w = add("whatif", "the critical path across ranks and what-if estimates (DP all-reduce hidden, straggler "
-                      "fixed, stages balanced, twice the micro-batches, no launch overhead), the pipeline "
-                      "schedule and MFU",
-            ["tb-paddle-profile whatif run/", "tb-paddle-profile whatif run/ --model-config config.yaml",
-             "tb-paddle-profile whatif run/ --params 1.3e9 --tokens-per-step 524288 --peak-tflops 312"])
+    w = add(
+        "whatif",
+        "the critical path across ranks and what-if estimates (DP all-reduce hidden, straggler "
+        "fixed, stages balanced, twice the micro-batches, no launch overhead), the pipeline "
+        "schedule and MFU",
+        [
+            "tb-paddle-profile whatif run/",
+            "tb-paddle-profile whatif run/ --model-config config.yaml",
+            "tb-paddle-profile whatif run/ --params 1.3e9 --tokens-per-step 524288 --peak-tflops 312",
+        ],
+    )
     w.add_argument("run_dir", help="the folder holding one run's traces (one per rank; searched recursively)")
     w.add_argument("--span", default=None, help="which recorded span (default the first)")
     w.add_argument("--params", type=float, default=None, help="MFU: the model's parameter count")
     w.add_argument("--tokens-per-step", type=float, default=None, help="MFU: tokens per step (the global batch)")
-    w.add_argument("--model-config", default=None, metavar="FILE",
-                   help="MFU: a PaddleNLP-style YAML/JSON config giving the model and batch")
-    w.add_argument("--peak-tflops", type=float, default=None,
-                   help="MFU: the GPU's peak TFLOP/s (default: from its name in the trace)")
+    w.add_argument(
+        "--model-config",
+        default=None,
+        metavar="FILE",
+        help="MFU: a PaddleNLP-style YAML/JSON config giving the model and batch",
+    )
+    w.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=None,
+        help="MFU: the GPU's peak TFLOP/s (default: from its name in the trace)",
+    )
     w.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
     _output_args(w, "sentences and tables", "# whatif/<key>: <title>")
     w.add_argument("--jobs", type=_jobs, default=None, help=JOBS_HELP)
     _cache_args(w)
     w.set_defaults(func=_cmd_whatif)
 
-    c = add("diff", "compare two ranks (trace files) or two runs (folders): tables side by side with deltas, "
-                    "and the step-time change split into parts; --fail-if-slower makes it a CI gate",
-            ["tb-paddle-profile diff base_run/ new_run/",
-             "tb-paddle-profile diff base_run/@0 new_run/@1",
-             "tb-paddle-profile diff base/rank0_....paddle_trace.json new/rank0_....paddle_trace.json",
-             "tb-paddle-profile diff base_run/ new_run/ --fail-if-slower 5%   # CI: exit 1 past 5% slower"])
+    c = add(
+        "diff",
+        "compare two ranks (trace files) or two runs (folders): tables side by side with deltas, "
+        "and the step-time change split into parts; --fail-if-slower makes it a CI gate",
+        [
+            "tb-paddle-profile diff base_run/ new_run/",
+            "tb-paddle-profile diff base_run/@0 new_run/@1",
+            "tb-paddle-profile diff base/rank0_....paddle_trace.json new/rank0_....paddle_trace.json",
+            "tb-paddle-profile diff base_run/ new_run/ --fail-if-slower 5%   # CI: exit 1 past 5% slower",
+        ],
+    )
     c.add_argument("baseline", help="a trace file, or a run folder (RUN_DIR@SPAN chooses a span)")
     c.add_argument("candidate", help="the same kind as the baseline")
     c.add_argument("--baseline-span", default=None, help="the baseline run's span (default the first)")
     c.add_argument("--candidate-span", default=None, help="the candidate run's span (default the first)")
-    c.add_argument("--sorted-by", default="CPUTotal", choices=text.SORTED_KEYS,
-                   help="two ranks: the tables' order before sorting by |delta| (CPU keys: CPU deltas; GPU keys: GPU)")
+    c.add_argument(
+        "--sorted-by",
+        default="CPUTotal",
+        choices=text.SORTED_KEYS,
+        help="two ranks: the tables' order before sorting by |delta| (CPU keys: CPU deltas; GPU keys: GPU)",
+    )
     c.add_argument("--time-unit", default="ms", choices=text.TIME_UNITS, help="default ms")
     _output_args(c, "the sentence and the tables", "# <view>/<table>: <title>")
     _width_arg(c)
-    c.add_argument("--fail-if-slower", type=_threshold, default=None, metavar="PCT",
-                   help="a regression gate: exit 1, with one line on stderr saying why, when the candidate's "
-                        "mean step time is more than PCT (e.g. 5%%) above the baseline's")
+    c.add_argument(
+        "--fail-if-slower",
+        type=_threshold,
+        default=None,
+        metavar="PCT",
+        help="a regression gate: exit 1, with one line on stderr saying why, when the candidate's "
+        "mean step time is more than PCT (e.g. 5%%) above the baseline's",
+    )
     c.add_argument("--jobs", type=_jobs, default=None, help=JOBS_HELP)
     _cache_args(c)
     c.set_defaults(func=_cmd_diff)
 
-    e = add("export", "write every rank of a run's span into ONE Chrome-trace JSON on the run's corrected clock "
-                      "(one process per rank named by its label, launch→kernel flows, memory counters), for "
-                      "Perfetto (ui.perfetto.dev) or chrome://tracing",
-            ["tb-paddle-profile export run/ -o run.json.gz", "tb-paddle-profile export run/ --ranks 0-3,8 -o some.json"])
+    e = add(
+        "export",
+        "write every rank of a run's span into ONE Chrome-trace JSON on the run's corrected clock "
+        "(one process per rank named by its label, launch→kernel flows, memory counters), for "
+        "Perfetto (ui.perfetto.dev) or chrome://tracing",
+        ["tb-paddle-profile export run/ -o run.json.gz", "tb-paddle-profile export run/ --ranks 0-3,8 -o some.json"],
+    )
     e.add_argument("run_dir", help="the folder holding one run's traces")
-    e.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="the file to write (.json, or .json.gz compressed); never inside the run's folder unless "
-                        "named so")
+    e.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the file to write (.json, or .json.gz compressed); never inside the run's folder unless named so",
+    )
     e.add_argument("--span", default=None, help="which recorded span (default the first)")
     e.add_argument("--ranks", default=None, help="only these ranks: 0,1,4-7 (default: all)")
     e.add_argument("--jobs", type=_jobs, default=None, help=JOBS_HELP)
     _cache_args(e)
     e.set_defaults(func=_cmd_export)
 
-    r = add("report", "write one self-contained HTML report of a run (verdict, findings, per-rank tables, "
-                      "what-if): opens from disk, no network",
-            ["tb-paddle-profile report run/ -o report.html"])
+    r = add(
+        "report",
+        "write one self-contained HTML report of a run (verdict, findings, per-rank tables, "
+        "what-if): opens from disk, no network",
+        ["tb-paddle-profile report run/ -o report.html"],
+    )
     r.add_argument("run_dir", help="the folder holding one run's traces")
     r.add_argument("-o", "--output", default="report.html", metavar="FILE", help="default report.html")
     r.add_argument("--span", default=None, help="which recorded span (default the first)")
@@ -185,19 +269,31 @@ def build_parser() -> argparse.ArgumentParser:
     _cache_args(r)
     r.set_defaults(func=_cmd_report)
 
-    p = add("preprocess", "summarize every trace under a logdir into the cache ahead of time",
-            ["tb-paddle-profile preprocess logdir/ && tensorboard --logdir logdir/",
-             "tb-paddle-profile preprocess s3://bucket/logdir --dask local:4"])
+    p = add(
+        "preprocess",
+        "summarize every trace under a logdir into the cache ahead of time",
+        [
+            "tb-paddle-profile preprocess logdir/ && tensorboard --logdir logdir/",
+            "tb-paddle-profile preprocess s3://bucket/logdir --dask local:4",
+        ],
+    )
     p.add_argument("logdir", help="a folder or an fsspec URL (s3://bucket/prefix, ...)")
     p.add_argument("--cache-dir", default=None, help="cache folder (default: $TB_PADDLE_PROFILE_CACHE or ~/.cache)")
     p.add_argument("--sidecar", action="store_true", help="also write the summary next to each trace")
     p.add_argument("--jobs", type=_jobs, default=None, help="worker processes (default: the CPUs available, at most 8)")
-    p.add_argument("--no-timeline", action="store_true",
-                   help="summaries only; do not build the timeline indexes (built on first view then)")
+    p.add_argument(
+        "--no-timeline",
+        action="store_true",
+        help="summaries only; do not build the timeline indexes (built on first view then)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
-    p.add_argument("--dask", metavar="ADDRESS", default=None,  # pipeline/dask.py
-                   help="parse on a Dask cluster: a scheduler (tcp://host:8786) or local:N (N local worker "
-                        "processes); needs tb_paddle_profile[dask]")
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        default=None,  # pipeline/dask.py
+        help="parse on a Dask cluster: a scheduler (tcp://host:8786) or local:N (N local worker "
+        "processes); needs tb_paddle_profile[dask]",
+    )
     p.set_defaults(func=_cmd_preprocess)
     return parser
 
@@ -220,9 +316,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
-        print(f"usage: tb-paddle-profile COMMAND ... ({', '.join(COMMANDS[:-1])})\n\n{EXAMPLES}\n"
-              f"tb-paddle-profile --help for more, tb-paddle-profile COMMAND --help for a command's options.",
-              file=sys.stderr)
+        print(
+            f"usage: tb-paddle-profile COMMAND ... ({', '.join(COMMANDS[:-1])})\n\n{EXAMPLES}\n"
+            f"tb-paddle-profile --help for more, tb-paddle-profile COMMAND --help for a command's options.",
+            file=sys.stderr,
+        )
         return 2
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

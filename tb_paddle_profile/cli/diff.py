@@ -1,4 +1,5 @@
 """`tb-paddle-profile diff`: two ranks or two runs side by side, and the `--fail-if-slower` gate."""
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,18 @@ def load_diff(args):
             if run.result is None:
                 raise LoadFailure(run.errors[0][0] if run.errors else f"{path}: no rank loaded", run.errors)
             runs.append(run.result)
-        out = run_diff(runs[0], runs[1], [(path, "", rp.span, f"{path} span {rp.span}")
-                                          for (path, _), rp in zip(sides, runs)], time_unit=args.time_unit)
-        out.alignment.extend(f"{side}: {n}" for side, rp in zip(("baseline", "candidate"), runs)
-                             for n in rp.notes if n.startswith("left out"))
+        out = run_diff(
+            runs[0],
+            runs[1],
+            [(path, "", rp.span, f"{path} span {rp.span}") for (path, _), rp in zip(sides, runs)],
+            time_unit=args.time_unit,
+        )
+        out.alignment.extend(
+            f"{side}: {n}"
+            for side, rp in zip(("baseline", "candidate"), runs)
+            for n in rp.notes
+            if n.startswith("left out")
+        )
         return out
     summaries, named = [], []
     for path, _ in sides:
@@ -100,8 +109,11 @@ def step_times(result) -> Optional[Tuple[float, float]]:
         for table in view.tables:
             if view.key == "step" and table.key == "decomposition":
                 for row in records(table):
-                    if row.get("part") == "step time" and row.get("baseline_ns") is not None \
-                            and row.get("candidate_ns") is not None:
+                    if (
+                        row.get("part") == "step time"
+                        and row.get("baseline_ns") is not None
+                        and row.get("candidate_ns") is not None
+                    ):
                         return float(cast(float, row["baseline_ns"])), float(cast(float, row["candidate_ns"]))
     return None
 
@@ -121,11 +133,12 @@ def gate(result, allowed: float, time_unit: str = "ms") -> int:
         return 2
     base, cand = got
     change = (cand - base) / base if base > 0 else 0.0
-    said = (f"the step time went from {format_duration(base, time_unit)} to {format_duration(cand, time_unit)} "
-            f"({change * 100:+.1f}%)")
+    said = (
+        f"the step time went from {format_duration(base, time_unit)} to {format_duration(cand, time_unit)} "
+        f"({change * 100:+.1f}%)"
+    )
     if change > allowed:
         print(f"gate: FAIL: {said}, more than the {allowed * 100:g}% allowed", file=sys.stderr)
         return 1
     print(f"gate: ok: {said}, within the {allowed * 100:g}% allowed", file=sys.stderr)
     return 0
-

@@ -1,4 +1,5 @@
 """What the commands load: the loader's options from the arguments, and one run named by its folder."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,13 @@ from tb_paddle_profile.pipeline.batch import LoadFailure, LoadOptions, load_run
 
 
 def _options(args) -> LoadOptions:
-    return LoadOptions(cache_dir=args.cache_dir, cache=not args.no_cache, jobs=args.jobs,
-                       verbose=getattr(args, "verbose", False), progress=getattr(args, "progress_line", None))
+    return LoadOptions(
+        cache_dir=args.cache_dir,
+        cache=not args.no_cache,
+        jobs=args.jobs,
+        verbose=getattr(args, "verbose", False),
+        progress=getattr(args, "progress_line", None),
+    )
 
 
 def _listing(run_dir: str):
@@ -43,8 +49,7 @@ def _one_run(run_dir: str, listed=None) -> Optional[str]:
         return None
     listed = ", ".join(f"{'.' if r == '.' else r} ({n} trace{'s' if n > 1 else ''})" for r, n in sorted(runs.items()))
     first = os.path.join(run_dir, sorted(r for r in runs if r != ".")[0])
-    return (f"{run_dir}: {len(runs)} runs here: {listed}; name one (e.g. {first}), "
-            f"as the tab shows them apart")
+    return f"{run_dir}: {len(runs)} runs here: {listed}; name one (e.g. {first}), as the tab shows them apart"
 
 
 def _reported_run(args, analyze: bool = True):
@@ -67,4 +72,3 @@ def _reported_run(args, analyze: bool = True):
         print(f"error: {error}", file=sys.stderr)
     internal = sum(bug for _, bug in run.errors)
     return (run if run.result is not None else None), internal, len(run.errors) - internal
-

@@ -1,5 +1,6 @@
 """A command's answer in its `--format`: proto3 JSON, the Display's tables as CSV (`--format csv` on stdout,
 `--csv-dir` one file per table), or its text."""
+
 from __future__ import annotations
 
 import os
@@ -121,4 +122,3 @@ def write_csv_dir(display, folder: str, source: str, views=None, table_key=None)
         return False
     print(f"{len(tables)} table(s) of {source} written to {folder}", file=sys.stderr)
     return True
-

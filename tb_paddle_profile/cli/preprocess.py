@@ -1,4 +1,5 @@
 """`tb-paddle-profile preprocess`: every trace of a logdir summarized (and indexed) into the cache ahead."""
+
 from __future__ import annotations
 
 import os
@@ -16,12 +17,20 @@ def _cmd_preprocess(args) -> int:
     if wants_dask(args):  # a cache at a URL, or a Dask cluster: the per-file job on its workers
         return cli_main(args)
     if "://" not in args.logdir and not os.path.isdir(args.logdir):
-        print(f"error: {args.logdir}: {'not a folder' if os.path.lexists(args.logdir) else 'no such folder'}",
-              file=sys.stderr)
+        print(
+            f"error: {args.logdir}: {'not a folder' if os.path.lexists(args.logdir) else 'no such folder'}",
+            file=sys.stderr,
+        )
         return 2
     try:
-        results = preprocess(args.logdir, cache_dir=args.cache_dir, sidecar=args.sidecar, jobs=args.jobs,
-                             timeline=not args.no_timeline, progress=args.progress_line)
+        results = preprocess(
+            args.logdir,
+            cache_dir=args.cache_dir,
+            sidecar=args.sidecar,
+            jobs=args.jobs,
+            timeline=not args.no_timeline,
+            progress=args.progress_line,
+        )
     except OSError as exc:  # the logdir cannot be listed
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
@@ -40,4 +49,3 @@ def _cmd_preprocess(args) -> int:
     done = "summarized" if args.no_timeline else "summarized and indexed"
     print(f"{len(results) - failed} of {len(results)} traces {done} into the cache")
     return 2 if failed else 0
-

@@ -1,4 +1,5 @@
 """The commands on one run's ranks: `parallel`, `whatif`, `export` (one Chrome trace) and `report` (HTML)."""
+
 from __future__ import annotations
 
 import sys
@@ -37,10 +38,17 @@ def _cmd_whatif(args) -> int:
     if run is None:
         return 3 if internal else 2
     try:
-        result = whatif_answer(run.digests, args.run_dir, run.span, args.time_unit, params=args.params,
-                                tokens_per_step=args.tokens_per_step, model_config=args.model_config,
-                                peak_tflops=args.peak_tflops)
-    except ValueError as exc:   # a bad model config: one line naming the file
+        result = whatif_answer(
+            run.digests,
+            args.run_dir,
+            run.span,
+            args.time_unit,
+            params=args.params,
+            tokens_per_step=args.tokens_per_step,
+            model_config=args.model_config,
+            peak_tflops=args.peak_tflops,
+        )
+    except ValueError as exc:  # a bad model config: one line naming the file
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result.notes.extend(run.result.notes)
@@ -64,8 +72,11 @@ def _cmd_export(args) -> int:
     except OSError as exc:
         print(f"error: {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    print(f"{args.output}: {stats['ranks']} rank(s), {stats['events']} events, {stats['flows']} launch→kernel "
-          f"flows, {stats['collectives']} collective instances as arrows (open it in https://ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
+    print(
+        f"{args.output}: {stats['ranks']} rank(s), {stats['events']} events, {stats['flows']} launch→kernel "
+        f"flows, {stats['collectives']} collective instances as arrows (open it in https://ui.perfetto.dev or chrome://tracing)",
+        file=sys.stderr,
+    )
     return 3 if internal else 2 if failed else 0
 
 
@@ -77,8 +88,12 @@ def _cmd_report(args) -> int:
     run, internal, failed = _reported_run(args)
     if run is None:
         return 3 if internal else 2
-    displays = [("Across ranks", run.result.display if run.result.HasField("display")
-                 else parallel_display(run.result, args.time_unit))]
+    displays = [
+        (
+            "Across ranks",
+            run.result.display if run.result.HasField("display") else parallel_display(run.result, args.time_unit),
+        )
+    ]
     try:
         from tb_paddle_profile.present.display.whatif import whatif_answer
 
@@ -90,8 +105,9 @@ def _cmd_report(args) -> int:
             displays.append(slowest)
     finally:
         args.progress_line.finish()
-    html = render_report(f"{args.run_dir} · span {run.result.span}", displays, time_unit=args.time_unit,
-                         notes=list(run.result.notes))
+    html = render_report(
+        f"{args.run_dir} · span {run.result.span}", displays, time_unit=args.time_unit, notes=list(run.result.notes)
+    )
     try:
         with open(args.output, "w", encoding="utf-8") as out:
             out.write(html)
@@ -120,4 +136,3 @@ def _slowest_rank_display(args, run):
     display = summary_display(Summary.FromString(data), time_unit=args.time_unit)
     title = f"top operators and kernels of {slow.label or slow.worker}, the rank with the longest step"
     return "Slowest rank", top_rows(display, ["operators", "kernels"], 25, title)
-

@@ -1,4 +1,5 @@
 """`tb-paddle-profile summary`: Paddle's summary tables of each trace, as text, JSON or CSV."""
+
 from __future__ import annotations
 
 import os
@@ -42,21 +43,35 @@ def _cmd_summary(args) -> int:
             elif args.format == "csv" or args.table:  # the display model's tables (display/summary.py)
                 from tb_paddle_profile.present.display.summary import summary_display
 
-                display = summary_display(summary, sorted_by=args.sorted_by, op_detail=not args.no_op_detail,
-                                          thread_sep=args.thread_sep, time_unit=args.time_unit)
+                display = summary_display(
+                    summary,
+                    sorted_by=args.sorted_by,
+                    op_detail=not args.no_op_detail,
+                    thread_sep=args.thread_sep,
+                    time_unit=args.time_unit,
+                )
                 if args.csv_dir:
                     sub = args.csv_dir if len(loaded) == 1 else os.path.join(args.csv_dir, _stem(f.file_name))
                     if not write_csv_dir(display, sub, f.file_name, views=args.views, table_key=args.table):
                         failed += 1
                     continue
-                out = (csv_text(display, args.table, f.file_name, views=args.views) if args.format == "csv" else
-                       table_text(display, args.table, f.file_name, args.time_unit, views=args.views))
+                out = (
+                    csv_text(display, args.table, f.file_name, views=args.views)
+                    if args.format == "csv"
+                    else table_text(display, args.table, f.file_name, args.time_unit, views=args.views)
+                )
                 if out is None:
                     failed += 1
                     continue
             else:
-                out = text.render(summary, sorted_by=args.sorted_by, time_unit=args.time_unit,
-                                  op_detail=not args.no_op_detail, thread_sep=args.thread_sep, views=args.views)
+                out = text.render(
+                    summary,
+                    sorted_by=args.sorted_by,
+                    time_unit=args.time_unit,
+                    op_detail=not args.no_op_detail,
+                    thread_sep=args.thread_sep,
+                    views=args.views,
+                )
         except Exception as exc:  # a bug of ours: said as such, with the traceback under --debug
             print(f"error: {our_bug(f.file_name, exc)}", file=sys.stderr)
             _LOG.debug("internal error on %s", f.path, exc_info=True)
@@ -75,4 +90,3 @@ def _stem(file_name: str) -> str:
         if file_name.endswith(end):
             return file_name[: -len(end)]
     return file_name
-

@@ -7,6 +7,7 @@
 - Any other exception escaping the engine is a bug of ours. :func:`our_bug` words it as such: it is
   logged with its traceback and never cached or shown as the file's fault.
 """
+
 from __future__ import annotations
 
 from tb_paddle_profile.core.version import __version__
@@ -34,5 +35,7 @@ def our_bug(file_name: str, exc: BaseException, not_fault_of: str = "this file",
     """The one line that reports an exception of our own code while handling `file_name` (or a route)."""
     what = " ".join(str(exc).split())[:300]
     detail = f"{type(exc).__name__}: {what}" if what else type(exc).__name__
-    return (f"{file_name}: internal error in tb_paddle_profile {__version__} (a bug in the tool, not a "
-            f"fault of {not_fault_of}; please report it{report}): {detail}")
+    return (
+        f"{file_name}: internal error in tb_paddle_profile {__version__} (a bug in the tool, not a "
+        f"fault of {not_fault_of}; please report it{report}): {detail}"
+    )

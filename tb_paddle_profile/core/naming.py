@@ -5,6 +5,7 @@ Paddle names files ``<worker>_time_<YYYY_MM_DD_HH_MM_SS_ffffff>.paddle_trace.jso
 (no separator before ``pid``); the C++ default is ``pid_<pid>_time_<%F-%X>.paddle_trace.json``.
 User worker names such as ``rank3``, ``worker_1`` or ``trainer-2`` carry the rank.
 """
+
 from __future__ import annotations
 
 import re

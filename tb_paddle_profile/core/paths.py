@@ -13,6 +13,7 @@ read only when it is really inside the logdir and is a plain file:
 Stores without links (S3, GCS, HDFS through fsspec) have nothing to resolve: their objects are read as
 listed, and only names under the logdir's prefix are ever listed.
 """
+
 from __future__ import annotations
 
 import errno

@@ -16,6 +16,7 @@ down ends every process at once, work in progress included, instead of waiting f
 future of the pool, and a running job cannot be stopped.) Its processes talk to the parent over
 one pipe each; there are no queues, locks or semaphores to leak.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -72,8 +73,12 @@ def lower_priority() -> None:
 def process_pool(max_workers: int, init: Optional[Callable[[], None]] = None):
     """A process pool for the plugin: process_context()'s workers, each given this process's
     environment of now, then running init."""
-    return concurrent.futures.ProcessPoolExecutor(max_workers=max_workers, mp_context=process_context(),
-                                                  initializer=_start_worker, initargs=(dict(os.environ), init))
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=max_workers,
+        mp_context=process_context(),
+        initializer=_start_worker,
+        initargs=(dict(os.environ), init),
+    )
 
 
 # ------------------------------------------------------------------ a pool that knows its processes
@@ -148,8 +153,9 @@ def _serve(conn, environ: dict, init: Optional[Callable[[], None]]) -> None:
         try:
             conn.send(reply)
         except Exception as err:  # a result that cannot be pickled
-            conn.send(("error", type(err).__name__, f"the job's result could not be sent back: {err}",
-                       traceback.format_exc()))
+            conn.send(
+                ("error", type(err).__name__, f"the job's result could not be sent back: {err}", traceback.format_exc())
+            )
 
 
 class Job:
@@ -196,8 +202,9 @@ class WorkerPool:
     def __init__(self, max_workers: int, init: Optional[Callable[[], None]] = None):
         self.max_workers = max(1, int(max_workers))
         self._init = init
-        self._ctx: Optional[Union[multiprocessing.context.ForkServerContext,
-                                  multiprocessing.context.SpawnContext]] = None
+        self._ctx: Optional[Union[multiprocessing.context.ForkServerContext, multiprocessing.context.SpawnContext]] = (
+            None
+        )
         self._lock = threading.Lock()
         self._workers: List[_Worker] = []
         self._closed = False
@@ -235,8 +242,9 @@ class WorkerPool:
                     worker.job, job._worker = None, None
                     raise
             try:
-                threading.Thread(target=self._watch, args=(worker, job), daemon=True,
-                                 name=f"tb-paddle-profile-job-{worker.pid}").start()
+                threading.Thread(
+                    target=self._watch, args=(worker, job), daemon=True, name=f"tb-paddle-profile-job-{worker.pid}"
+                ).start()
             except RuntimeError as err:
                 self._drop(worker)
                 raise WorkerStartError(f"cannot start a thread to watch the worker: {err}") from None
@@ -287,8 +295,9 @@ class WorkerPool:
         except Exception as err:
             raise WorkerStartError(f"cannot start a worker process: {_one_line(err)}") from None
         try:
-            process = self._ctx.Process(target=_serve, args=(child, dict(os.environ), self._init),
-                                        name="tb-paddle-profile-worker", daemon=False)
+            process = self._ctx.Process(
+                target=_serve, args=(child, dict(os.environ), self._init), name="tb-paddle-profile-worker", daemon=False
+            )
             process.start()
         except Exception as err:
             parent.close()
@@ -334,8 +343,11 @@ class WorkerPool:
         elif reply is not None:
             fut.set_exception(JobError(reply[1], reply[2], reply[3]))
         elif not job.started.is_set():
-            fut.set_exception(WorkerLost(f"worker process {worker.pid} {describe_exit(worker.process.exitcode)} "
-                                         "before starting its job"))
+            fut.set_exception(
+                WorkerLost(
+                    f"worker process {worker.pid} {describe_exit(worker.process.exitcode)} before starting its job"
+                )
+            )
         else:
             fut.set_exception(WorkerDied(worker.pid, worker.process.exitcode))
 

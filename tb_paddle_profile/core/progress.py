@@ -11,6 +11,7 @@ on stdout (text, JSON, CSV) is never mixed with it, and a log of stderr holds no
 command is not run in a terminal (``enabled`` False: every call does nothing). The time left is the
 bytes still to read at the rate read so far (the counts' rate when there are no sizes).
 """
+
 from __future__ import annotations
 
 import sys
@@ -60,8 +61,7 @@ class Progress:
     def line(self, done: int, done_bytes: int, now: Optional[float] = None) -> str:
         """The text of the line for these counts (without the carriage return)."""
         now = self._clock() if now is None else now
-        frac = (done_bytes / self._total_bytes if self._total_bytes else
-                done / self._total if self._total else 0.0)
+        frac = done_bytes / self._total_bytes if self._total_bytes else done / self._total if self._total else 0.0
         frac = min(max(frac, 0.0), 1.0)
         filled = int(round(frac * BAR))
         parts = [f"[{'#' * filled}{'.' * (BAR - filled)}] {done}/{self._total} {self._what}"]

@@ -13,6 +13,7 @@ encoder writes the set fields first): the JSON values are the same.
 Why not MessageToJson: it walks every field in Python and then runs the json module, which took 80-90 %
 of `parallel --format json` at 1,024 ranks; bench/bench_protojson.py measures both.
 """
+
 from __future__ import annotations
 
 import base64
@@ -61,7 +62,7 @@ def _plan(descriptor) -> _Plan:
     if plan is None:
         plan = []
         for f in descriptor.fields:
-            is_map = (f.type == FD.TYPE_MESSAGE and f.message_type.GetOptions().map_entry)
+            is_map = f.type == FD.TYPE_MESSAGE and f.message_type.GetOptions().map_entry
             repeated = f.is_repeated
             if is_map:
                 value_field = f.message_type.fields_by_name["value"]

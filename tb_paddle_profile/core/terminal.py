@@ -8,6 +8,7 @@ used by every text renderer on its lines, by the CLI on everything it prints (:c
 by every logger of the package on its records' arguments (:func:`logger`: TensorBoard's log is a
 terminal too).
 """
+
 from __future__ import annotations
 
 import logging
@@ -51,7 +52,7 @@ def visible_json(data: bytes) -> bytes:
 def _has_c1(data: bytes) -> bool:
     at = data.find(b"\xc2")
     while at >= 0:  # (a \xc2 is mostly another Latin-1 letter, such as the µ of µs)
-        if 0x80 <= data[at + 1] <= 0x9f:
+        if 0x80 <= data[at + 1] <= 0x9F:
             return True
         at = data.find(b"\xc2", at + 2)
     return False
@@ -76,7 +77,7 @@ class SafeStream:
             safe = _CONTROL_BUT_NEWLINE.sub(_shown, text)
         else:
             end = "\n" if text.endswith("\n") else ""
-            safe = visible(text[:len(text) - len(end)]) + end
+            safe = visible(text[: len(text) - len(end)]) + end
         self._stream.write(safe)
         return len(text)
 

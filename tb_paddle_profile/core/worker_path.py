@@ -6,6 +6,7 @@ imported by numpy and the engine instead of the real one, and break every worker
 only the installed package's code, so they never need the current folder. A spawned worker gets the
 parent's path (which a console script or TensorBoard does not start with the current folder).
 """
+
 import sys
 
 

@@ -8,6 +8,7 @@ this process; more go to the loader's worker processes.
     load_summaries(target, LoadOptions(...)) -> [(file, Summary bytes or None, error, bug)]
     load_run(run_dir, span, LoadOptions(...)) -> RunLoad (the stored cross-rank analysis)
 """
+
 from __future__ import annotations
 
 import collections
@@ -63,8 +64,14 @@ class _Loaded:
             self.loader = _Inline(fs, cache, files[0], root, opts.jobs or parse_workers())
             return
         # growing_window 0: a truncated file is a failed one here (nobody waits for it to settle)
-        self.loader = Loader(fs, cache, workers=opts.jobs or parse_workers(), root=root, growing_window=0.0,
-                             index=cache.cache_dir is not None)
+        self.loader = Loader(
+            fs,
+            cache,
+            workers=opts.jobs or parse_workers(),
+            root=root,
+            growing_window=0.0,
+            index=cache.cache_dir is not None,
+        )
         self.loader.track(files)
 
     def wait(self):
@@ -78,8 +85,9 @@ class _Loaded:
     def report(self, verbose: bool) -> None:
         if verbose:
             st = self.loader.stats
-            print(f"{len(self.files)} trace(s): {st['parsed']} parsed, {st['cache_hits']} from the cache",
-                  file=sys.stderr)
+            print(
+                f"{len(self.files)} trace(s): {st['parsed']} parsed, {st['cache_hits']} from the cache", file=sys.stderr
+            )
 
     def close(self) -> None:
         self.loader.close()
@@ -91,10 +99,17 @@ class _Inline:
     def __init__(self, fs, cache, f, root: Optional[str], workers: int):
         self.cache = cache
         self.stats: Dict[str, int] = collections.Counter()
-        self._spec = JobSpec(path=f.path, file_name=f.file_name, key=f.key,
-                             cache_dir=str(cache.cache_dir) if cache.cache_dir is not None else None,
-                             sidecar=cache.sidecar, fs=fs, root=root, index=cache.cache_dir is not None,
-                             parse_workers=workers)
+        self._spec = JobSpec(
+            path=f.path,
+            file_name=f.file_name,
+            key=f.key,
+            cache_dir=str(cache.cache_dir) if cache.cache_dir is not None else None,
+            sidecar=cache.sidecar,
+            fs=fs,
+            root=root,
+            index=cache.cache_dir is not None,
+            parse_workers=workers,
+        )
         self._out: Optional[JobOutcome] = None
 
     def wait_idle(self, timeout=None) -> bool:
@@ -142,7 +157,9 @@ class LoadFailure(Exception):
         self.errors = list(errors)
 
 
-def load_summaries(target: str, opts: LoadOptions = LoadOptions()) -> List[Tuple[TraceFile, Optional[bytes], str, bool]]:
+def load_summaries(
+    target: str, opts: LoadOptions = LoadOptions()
+) -> List[Tuple[TraceFile, Optional[bytes], str, bool]]:
     """[(file, serialized Summary or None, error line, whether the error is a bug of ours)] of every trace
     at ``target`` (a file, or a folder searched recursively; ordered by path), loaded through the plugin's
     cache and job. The one loading path of ``summary`` and of tbp.load / tbp.load_all."""
@@ -200,8 +217,9 @@ class RunLoad:
         return value
 
 
-def load_run(run_dir: str, span: Optional[str], opts: LoadOptions = LoadOptions(), analyze: bool = True,
-             listed=None) -> RunLoad:
+def load_run(
+    run_dir: str, span: Optional[str], opts: LoadOptions = LoadOptions(), analyze: bool = True, listed=None
+) -> RunLoad:
     """The analysis of one span (default the first) of the run in ``run_dir``: the ranks' digests through
     the plugin's cache and job, the run assembly of the tab (runs.py), the stored analysis computed once.
     ``analyze=False``: no analysis (``result`` an empty RunParallel with the notes), ``digests`` only.

@@ -29,12 +29,12 @@ inflated at most to the machine's memory bound divided among the cluster's task 
 Exit statuses as ``preprocess``: 0 all done, 2 a file was not a usable trace or could not be read or
 stored, 3 our own code failed on a file. Progress goes to stderr every PROGRESS_S seconds.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -53,9 +53,9 @@ from tb_paddle_profile.store.cache import (
 )
 from tb_paddle_profile.store.trim import cache_limit_bytes, trim
 from tb_paddle_profile.store.cache_store import CLAIM_TTL_S, CacheStore, is_url, new_owner
-from tb_paddle_profile.core.errors import our_bug
-from tb_paddle_profile.pipeline.jobs import JobOutcome, JobSpec, run_job
+from tb_paddle_profile.pipeline.jobs import JobSpec
 from tb_paddle_profile.core import terminal
+from tb_paddle_profile.pipeline.dask_worker import FileTask, _one_line, process_file
 
 logger = terminal.logger(__name__)
 
@@ -63,132 +63,6 @@ PROGRESS_S = 2.0  # a progress line at most this often (and one at the end)
 CLAIM_WAIT_S = 2.0  # a file claimed by another run is looked at again this often
 ALLOWED_FAILURES = 2  # on a local:N cluster: worker deaths while running one file before it is failed
 LOCAL_PREFIX = "local:"
-
-
-# ------------------------------------------------------------------ worker side
-
-
-@dataclass(frozen=True)
-class FileTask:
-    """What one Dask task gets (picklable)."""
-
-    spec: JobSpec
-    store: Optional[CacheStore]  # the cache: its entries are checked and its claims taken through it
-    write_entries: bool  # the task writes digest + summary into the store (a URL); else run_job does (a folder)
-    owner: str  # the preprocess run
-    ttl: float = CLAIM_TTL_S
-
-    def done(self, store: CacheStore, out: dict) -> bool:
-        """Whether the cache already has this file's entry (and its timeline index, when one is asked)."""
-        hit = store.head(self.spec.key)
-        if hit is None or (hit.ok and self.spec.index and not store.has_index(self.spec.key)):
-            return False
-        out.update(kind="cached", ok=hit.ok, error=hit.error, error_kind="" if hit.ok else "trace", stored=True)
-        return True
-
-
-def _run(spec: JobSpec) -> JobOutcome:
-    """The one parse (a module-level name, so that a test can hold it on a worker)."""
-    return run_job(spec)
-
-
-class _Heartbeat:
-    """Renews a claim every third of its time to live while its file is parsed."""
-
-    def __init__(self, store: CacheStore, key: CacheKey, claim: dict, ttl: float):
-        self._stop = threading.Event()
-        self._args = (store, key, claim, ttl)
-        self._thread = threading.Thread(target=self._loop, name="tbpp-claim", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        store, key, claim, ttl = self._args
-        while not self._stop.wait(ttl / 3):
-            try:
-                store.renew(key, claim, ttl)
-            except Exception as err:  # the store briefly unreachable: the next beat tries again
-                logger.debug("tb_paddle_profile: claim on %s not renewed: %s", key.source, err)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-
-def _worker_name() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except Exception:
-        return f"pid {os.getpid()}"
-
-
-def process_file(task: FileTask) -> dict:
-    """Runs on a Dask worker: the entry of one trace, unless the cache has it or another run holds its
-    claim. Returns a small dict (kind, ok, error, error_kind, stored, note, attempt, worker, seconds);
-    never raises."""
-    started = time.perf_counter()
-    spec, store = task.spec, task.store
-    out = {"kind": "", "ok": False, "error": "", "error_kind": "", "stored": False, "note": "", "attempt": 1,
-           "worker": _worker_name(), "seconds": 0.0, "parsed": False}
-    try:
-        _process(task, spec, store, out)
-    except Exception as err:  # ours (a store that fails is caught below, per step)
-        import traceback
-
-        out.update(kind="bug", error=our_bug(spec.file_name, err), error_kind="bug",
-                   traceback=traceback.format_exc())
-    out["seconds"] = time.perf_counter() - started
-    return out
-
-
-def _process(task: FileTask, spec: JobSpec, store: Optional[CacheStore], out: dict) -> None:
-    beat = None
-    if store is not None:
-        try:
-            if task.done(store, out):
-                return
-            held, claim = store.claim(spec.key, task.owner, task.ttl)
-        except Exception as err:  # the cache cannot be read or written: for now
-            out.update(kind="io", error=f"{spec.file_name}: cache {store.url} not usable: {_one_line(err)}",
-                       error_kind="transient")
-            return
-        if not held:
-            out.update(kind="claimed", holder=str(claim.get("host") or claim.get("owner") or "?"),
-                       expires=float(claim.get("expires") or 0))
-            return
-        out["attempt"] = int(claim.get("attempt") or 1)
-        if task.done(store, out):  # written by another run just before our claim
-            store.release(spec.key, task.owner)
-            return
-        beat = _Heartbeat(store, spec.key, claim, task.ttl)
-    try:
-        outcome = _run(spec)
-        stored = outcome.stored
-        if store is None and spec.sidecar:  # sidecars only: stored when written (the client reads them back)
-            stored = outcome.kind in ("parsed", "sidecar") and "sidecar not written" not in outcome.note
-        out.update(kind=outcome.kind, ok=outcome.ok, error=outcome.error, error_kind=outcome.error_kind,
-                   stored=stored, note=outcome.note, parsed=outcome.parsed)
-        if outcome.traceback:
-            out["traceback"] = outcome.traceback
-        if task.write_entries and store is not None and outcome.kind in ("parsed", "sidecar", "cached"):
-            if outcome.ok or outcome.error_kind == "trace":
-                try:
-                    if outcome.ok:
-                        store.write_digest(spec.key, outcome.digest)  # the digest first, the summary last
-                    store.write(spec.key, CachedResult(outcome.ok, outcome.summary if outcome.ok else b"",
-                                                       outcome.error))
-                    out["stored"] = True
-                except Exception as err:
-                    out.update(stored=False, note=f"not stored in {store.url}: {_one_line(err)}")
-    finally:
-        if beat is not None and store is not None:  # (a heartbeat only with a store)
-            beat.stop()
-            store.release(spec.key, task.owner)
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())[:300] or type(err).__name__
 
 
 # ------------------------------------------------------------------ client side
@@ -215,14 +89,15 @@ class Report:
 
 
 def _shown(trace) -> str:
-    return trace.source[len("file://"):] if trace.source.startswith("file://") else trace.source
+    return trace.source[len("file://") :] if trace.source.startswith("file://") else trace.source
 
 
 def cache_location(cache_dir: Optional[str]) -> Optional[str]:
     """The cache a run writes into: ``cache_dir``, else TB_PADDLE_PROFILE_CACHE, else the default folder;
     None when it is off."""
-    location = cache_dir if cache_dir is not None else (os.environ.get(ENV_CACHE_DIR, "").strip()
-                                                        or str(default_cache_dir()))
+    location = (
+        cache_dir if cache_dir is not None else (os.environ.get(ENV_CACHE_DIR, "").strip() or str(default_cache_dir()))
+    )
     if str(location).strip().lower() in _DISABLED:
         return None
     return str(location).strip()
@@ -234,12 +109,17 @@ def connect(address: str):
     from distributed import Client, LocalCluster
 
     if address.startswith(LOCAL_PREFIX):
-        text = address[len(LOCAL_PREFIX):].strip()
+        text = address[len(LOCAL_PREFIX) :].strip()
         if not text.isdigit() or int(text) < 1:
             raise ValueError(f"--dask {address}: local:N needs a number of worker processes, e.g. local:4")
         with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
-            cluster = LocalCluster(n_workers=int(text), threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+            cluster = LocalCluster(
+                n_workers=int(text),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
         return Client(cluster), cluster
     return Client(address, timeout=30), None
 
@@ -263,8 +143,11 @@ class _Progress:
         self.last, self.shown = now, state
         took = now - self.started
         rate = counts.get("parsed", 0) / took if took > 0 else 0.0
-        parts = [f"{counts.get('parsed', 0)} parsed", f"{counts.get('cached', 0)} cached",
-                 f"{counts.get('failed', 0)} failed"]
+        parts = [
+            f"{counts.get('parsed', 0)} parsed",
+            f"{counts.get('cached', 0)} cached",
+            f"{counts.get('failed', 0)} failed",
+        ]
         if counts.get("elsewhere"):
             parts.append(f"{counts['elsewhere']} by another run")
         if counts.get("retried"):
@@ -274,13 +157,24 @@ class _Progress:
         left = ""
         if rate > 0 and done < self.total and not final:
             left = f", about {max(0.0, (self.total - done - counts.get('waiting', 0)) / rate):.0f} s left"
-        print(f"preprocess: {done}/{self.total} traces ({', '.join(parts)}); {workers} workers, "
-              f"{rate:.1f} parsed/s{left}", file=self.out, flush=True)
+        print(
+            f"preprocess: {done}/{self.total} traces ({', '.join(parts)}); {workers} workers, "
+            f"{rate:.1f} parsed/s{left}",
+            file=self.out,
+            flush=True,
+        )
 
 
-def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, sidecar: bool = False,
-                    timeline: bool = True, progress: Optional[TextIO] = sys.stderr, client=None,
-                    claim_ttl: float = CLAIM_TTL_S) -> Report:
+def preprocess_dask(
+    logdir: str,
+    address: str,
+    cache_dir: Optional[str] = None,
+    sidecar: bool = False,
+    timeline: bool = True,
+    progress: Optional[TextIO] = sys.stderr,
+    client=None,
+    claim_ttl: float = CLAIM_TTL_S,
+) -> Report:
     """Summarize every trace under ``logdir`` into the cache on the Dask cluster at ``address``.
     Raises OSError when the logdir cannot be listed, ValueError for a bad address or nothing to write
     into. ``client``: an existing distributed.Client (``address`` is then only shown)."""
@@ -291,8 +185,9 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
     sidecar = bool(sidecar) or env_flag(ENV_SIDECAR)
     location = cache_location(cache_dir)
     if location is None and not sidecar:
-        raise ValueError("the cache is off (TB_PADDLE_PROFILE_CACHE) and no sidecars were asked for: "
-                         "nothing to write into")
+        raise ValueError(
+            "the cache is off (TB_PADDLE_PROFILE_CACHE) and no sidecars were asked for: nothing to write into"
+        )
     at_url = location is not None and is_url(location)
     if location is not None and not at_url:  # the same folder on every worker: a shared filesystem
         location = os.path.abspath(os.path.expanduser(location))
@@ -339,13 +234,28 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
     owner = new_owner()
     window = growing_window_s()
     now = time.time()
-    tasks = {f.key: FileTask(
-        spec=JobSpec(path=f.path, file_name=f.file_name, key=f.key, fs=discovery.fs,
-                     cache_dir=None if (store is None or at_url) else location, sidecar=sidecar,
-                     root=f.root or discovery.root, index=need_index,
-                     recent=f.mtime is not None and now - f.mtime < window, parse_workers=1,
-                     return_data=at_url),
-        store=store, write_entries=at_url, owner=owner, ttl=claim_ttl) for f in todo}
+    tasks = {
+        f.key: FileTask(
+            spec=JobSpec(
+                path=f.path,
+                file_name=f.file_name,
+                key=f.key,
+                fs=discovery.fs,
+                cache_dir=None if (store is None or at_url) else location,
+                sidecar=sidecar,
+                root=f.root or discovery.root,
+                index=need_index,
+                recent=f.mtime is not None and now - f.mtime < window,
+                parse_workers=1,
+                return_data=at_url,
+            ),
+            store=store,
+            write_entries=at_url,
+            owner=owner,
+            ttl=claim_ttl,
+        )
+        for f in todo
+    }
 
     cluster = None
     bar = _Progress(progress, len(files))
@@ -375,8 +285,11 @@ def preprocess_dask(logdir: str, address: str, cache_dir: Optional[str] = None, 
     for k in parsed_keys:
         if k not in back:
             ok, message, kind = final[k]
-            final[k] = (False, f"{by_key[k].file_name}: summarized, but its entry could not be read back from "
-                               f"{report.cache}", "io")
+            final[k] = (
+                False,
+                f"{by_key[k].file_name}: summarized, but its entry could not be read back from {report.cache}",
+                "io",
+            )
             counts["parsed"] -= 1
             counts["failed"] += 1
     bar.show(counts, report.workers, final=True)
@@ -424,8 +337,16 @@ def _run_tasks(client, tasks, by_key, store, finish, counts, bar, report) -> Non
         n[0] += 1
         f = by_key[key]
         task = tasks[key]
-        futures[client.submit(process_file, task, key=f"tbpp-{key.digest()[:16]}-{task.owner[-12:]}-{n[0]}",
-                              pure=False, retries=0, priority=f.size)] = key
+        futures[
+            client.submit(
+                process_file,
+                task,
+                key=f"tbpp-{key.digest()[:16]}-{task.owner[-12:]}-{n[0]}",
+                pure=False,
+                retries=0,
+                priority=f.size,
+            )
+        ] = key
 
     for key in tasks:
         submit(key)
@@ -446,8 +367,10 @@ def _run_tasks(client, tasks, by_key, store, finish, counts, bar, report) -> Non
             exc = fut.exception() if fut.status == "error" else None
             if exc is not None or fut.status == "cancelled":
                 if isinstance(exc, KilledWorker):
-                    message = (f"{f.file_name}: the worker processes parsing it died ({_one_line(exc)}); "
-                               "not retried further (out of memory?)")
+                    message = (
+                        f"{f.file_name}: the worker processes parsing it died ({_one_line(exc)}); "
+                        "not retried further (out of memory?)"
+                    )
                     kind = "crash"
                 else:
                     message = f"{f.file_name}: the Dask task failed: {_one_line(exc) if exc else 'cancelled'}"
@@ -467,7 +390,9 @@ def _run_tasks(client, tasks, by_key, store, finish, counts, bar, report) -> Non
                 lapses[key] = float(res.get("expires") or 0)
                 continue
             if kind == "bug":
-                logger.error("tb_paddle_profile: %s\n%s", res["error"], terminal.Lines(res.get("traceback", "").rstrip()))
+                logger.error(
+                    "tb_paddle_profile: %s\n%s", res["error"], terminal.Lines(res.get("traceback", "").rstrip())
+                )
                 finish(key, False, res["error"], "bug")
             elif kind in ("parsed", "sidecar", "cached"):
                 if not res.get("stored"):
@@ -507,8 +432,11 @@ def wants_dask(args) -> bool:
 def cli_main(args) -> int:
     """``preprocess --dask``: run, print each failure and a summary line; the exit status."""
     if not getattr(args, "dask", None):
-        print(f"error: the cache {cache_location(args.cache_dir)} is a URL: it is filled on a Dask cluster; add "
-              "--dask local:N (N worker processes here) or --dask tcp://SCHEDULER:8786", file=sys.stderr)
+        print(
+            f"error: the cache {cache_location(args.cache_dir)} is a URL: it is filled on a Dask cluster; add "
+            "--dask local:N (N worker processes here) or --dask tcp://SCHEDULER:8786",
+            file=sys.stderr,
+        )
         return 2
     try:
         import distributed  # noqa: F401
@@ -516,8 +444,9 @@ def cli_main(args) -> int:
         print("error: --dask needs Dask distributed: pip install 'tb_paddle_profile[dask]'", file=sys.stderr)
         return 2
     try:
-        report = preprocess_dask(args.logdir, args.dask, cache_dir=args.cache_dir, sidecar=args.sidecar,
-                                 timeline=not args.no_timeline)
+        report = preprocess_dask(
+            args.logdir, args.dask, cache_dir=args.cache_dir, sidecar=args.sidecar, timeline=not args.no_timeline
+        )
     except (OSError, ValueError) as exc:  # the logdir cannot be listed, a bad address, nothing to write into
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
@@ -532,9 +461,14 @@ def cli_main(args) -> int:
         extra.append(f"{c['elsewhere']} by another run")
     if c.get("retried"):
         extra.append(f"{c['retried']} retried after a worker died")
-    parsed = (f"{c.get('parsed', 0)} parsed on {report.workers} Dask workers" if report.workers
-              else "0 parsed (nothing sent to the cluster)")
-    print(f"{len(report.results) - report.failed} of {len(report.results)} traces summarized into "
-          f"{report.cache} ({parsed}, {c.get('cached', 0)} already cached{''.join(', ' + e for e in extra)}) "
-          f"in {report.seconds:.1f} s")
+    parsed = (
+        f"{c.get('parsed', 0)} parsed on {report.workers} Dask workers"
+        if report.workers
+        else "0 parsed (nothing sent to the cluster)"
+    )
+    print(
+        f"{len(report.results) - report.failed} of {len(report.results)} traces summarized into "
+        f"{report.cache} ({parsed}, {c.get('cached', 0)} already cached{''.join(', ' + e for e in extra)}) "
+        f"in {report.seconds:.1f} s"
+    )
     return report.status

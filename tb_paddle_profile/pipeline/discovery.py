@@ -20,6 +20,7 @@ head), and the loader shows it FAILED with that reason. Folders that are symboli
 (fsspec's local listing does not descend into them), so a link out of the logdir or a link loop is never
 followed; a linked file is listed with its target's size and modification time.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -185,8 +186,7 @@ class Discovery:
     is left out and named in ``problems``.
     """
 
-    def __init__(self, logdir: str, interval: Optional[float] = 30.0,
-                 groups: Optional[List[Tuple[str, str]]] = None):
+    def __init__(self, logdir: str, interval: Optional[float] = 30.0, groups: Optional[List[Tuple[str, str]]] = None):
         self.logdir = logdir
         entries = groups if groups else [("", logdir)]
         self.roots: List[Tuple[str, str]] = []  # (group name, root as the store names it)
@@ -306,7 +306,7 @@ class Discovery:
             prefix = root if root.endswith("/") else root + "/"
             if not parent.startswith(prefix):
                 return None
-            rel = parent[len(prefix):]
+            rel = parent[len(prefix) :]
         if not group:
             return rel
         return group if rel == "." else f"{group}/{rel}"
@@ -380,7 +380,7 @@ class Discovery:
         spans_read: Dict[str, Optional[str]] = {}
         late: Dict[str, str] = {}
         for i in range(0, len(need_head), HEAD_BATCH):  # (100,000 new files: 0.8 GB of heads if read at once)
-            heads, refused_now = self._read_heads(need_head[i:i + HEAD_BATCH])
+            heads, refused_now = self._read_heads(need_head[i : i + HEAD_BATCH])
             late.update(refused_now)
             spans_read.update((path, peek_span(head)) for path, head in heads.items())
             del heads
@@ -452,9 +452,23 @@ def local_traces(target: str) -> Tuple[object, Optional[str], List]:
         size, version, mtime = 0, "", None
     span = _head_span(path)
     w = parse_file_name(name)
-    f = TraceFile(run=".", worker=w.worker, span=span, file_name=name, path=path,
-                  source=fs.unstrip_protocol(path), size=size, version=version, mtime=mtime, rank=w.rank,
-                  hostname=w.hostname, pid=w.pid, export_time=w.export_time, root="", recorded_span=span)
+    f = TraceFile(
+        run=".",
+        worker=w.worker,
+        span=span,
+        file_name=name,
+        path=path,
+        source=fs.unstrip_protocol(path),
+        size=size,
+        version=version,
+        mtime=mtime,
+        rank=w.rank,
+        hostname=w.hostname,
+        pid=w.pid,
+        export_time=w.export_time,
+        root="",
+        recorded_span=span,
+    )
     return fs, None, [f]
 
 

@@ -45,6 +45,7 @@ summary entry is what makes a job's entry visible, so an entry is complete or ab
 half way leaves at most an index or a digest that nothing refers to (trimmed by the cache's bound).
 A failed trace (TraceError) gets only its failure entry.
 """
+
 from __future__ import annotations
 
 import os
@@ -124,13 +125,15 @@ def run_job(spec: JobSpec) -> JobOutcome:
     try:
         return _run(spec)
     except MemoryError:
-        return JobOutcome("memory", error=f"{spec.file_name}: ran out of memory while parsing it",
-                          error_kind="transient", parsed=True)
+        return JobOutcome(
+            "memory", error=f"{spec.file_name}: ran out of memory while parsing it", error_kind="transient", parsed=True
+        )
     except TransientError as err:
         return JobOutcome("io", error=str(err), error_kind="transient")
     except Exception as err:  # not the file's fault: ours
-        return JobOutcome("bug", error=our_bug(spec.file_name, err), error_kind="bug",
-                          traceback=traceback.format_exc(), parsed=True)
+        return JobOutcome(
+            "bug", error=our_bug(spec.file_name, err), error_kind="bug", traceback=traceback.format_exc(), parsed=True
+        )
 
 
 def run_jobs(specs: Sequence[JobSpec]) -> List[JobOutcome]:
@@ -151,8 +154,13 @@ def _from_cache(spec: JobSpec, cache: SummaryCache) -> Optional[JobOutcome]:
     digest = cache.get_digest(spec.key)
     if digest is None:
         return None
-    out = JobOutcome("cached", ok=True, stored=True, digest=digest if spec.return_data else b"",
-                     index_path=str(cache.index_path(spec.key) or "") if spec.index else "")
+    out = JobOutcome(
+        "cached",
+        ok=True,
+        stored=True,
+        digest=digest if spec.return_data else b"",
+        index_path=str(cache.index_path(spec.key) or "") if spec.index else "",
+    )
     if spec.return_data:
         full = cache.get(spec.key)
         if full is None or not full.ok:
@@ -161,8 +169,9 @@ def _from_cache(spec: JobSpec, cache: SummaryCache) -> Optional[JobOutcome]:
     return out
 
 
-def _store(spec: JobSpec, cache: SummaryCache, fs, result: CachedResult, digest: bytes,
-           index_parts, out: JobOutcome) -> JobOutcome:
+def _store(
+    spec: JobSpec, cache: SummaryCache, fs, result: CachedResult, digest: bytes, index_parts, out: JobOutcome
+) -> JobOutcome:
     """Write the index, the digest, then the summary entry (see the module's docstring)."""
     from tb_paddle_profile.timeline import encode_parts
 
@@ -298,8 +307,9 @@ def _run_claimed(spec: JobSpec, cache: SummaryCache) -> JobOutcome:
     except TraceError as err:  # refused by the path policy (a FIFO, a link out of the logdir...)
         return JobOutcome("refused", error=str(err), error_kind="transient")
     except FileNotFoundError:
-        return JobOutcome("gone", error=f"{spec.file_name}: the file could not be found when it was read",
-                          error_kind="transient")
+        return JobOutcome(
+            "gone", error=f"{spec.file_name}: the file could not be found when it was read", error_kind="transient"
+        )
     except (TransientError, MemoryError):
         raise
     except Exception as err:  # the store's own errors (network, permissions)
@@ -358,7 +368,8 @@ def _looks_truncated(fs, spec: JobSpec) -> bool:
     from tb_paddle_profile.trace.truncation import looks_truncated
 
     try:
-        return looks_truncated(paths.read_checked(fs, spec.path, spec.root, spec.file_name),
-                               max_inflate_bytes(spec.inflate_share))
+        return looks_truncated(
+            paths.read_checked(fs, spec.path, spec.root, spec.file_name), max_inflate_bytes(spec.inflate_share)
+        )
     except Exception:
         return False

@@ -41,6 +41,7 @@ next file), ``loader_dispatch`` (the dispatcher thread, the worker jobs, the res
 test changes a retry setting or the workers' initializer in ``loader_dispatch``, where it is read
 (CRASH_RETRY_S, RETRY_BACKOFF_S, POOL_RETRY_S, _worker_init: left out of this namespace).
 """
+
 from __future__ import annotations
 
 import collections
@@ -57,24 +58,79 @@ from tb_paddle_profile.store.cache_store import new_owner
 from tb_paddle_profile.store.lru import SizedLRU
 from tb_paddle_profile.core.pool import Job, WorkerPool
 from tb_paddle_profile.pipeline.discovery import Snapshot, TraceFile
-from tb_paddle_profile.pipeline.loader_dispatch import (IDLE_SHUTDOWN_S, MAX_BACKOFF_S, MAX_CRASH_RETRIES,
-                                                        POOL_MAX_TRIES, _Dispatch)
-from tb_paddle_profile.pipeline.loader_plan import (BATCH_BYTES, BATCH_FILES, DEFAULT_GROWING_S, ENV_GROWING_S,
-                                                    ENV_WORKERS, GZIP_FALLBACK_RATIO, INFLATE_HEAD_BYTES,
-                                                    JSON_MEMORY_FACTOR, MAX_DEFAULT_WORKERS, MEMORY_FRACTION,
-                                                    WORKER_BASE_MEMORY, available_memory, default_workers,
-                                                    growing_window_s, memory_estimate, read_inflated_sizes)
-from tb_paddle_profile.pipeline.loader_state import (CHANGED_REASON, FAILED, GROWING, LOADING, QUEUED, READY,
-                                                     FileState, _Entry, _refused, _Tally, logger)
+from tb_paddle_profile.pipeline.loader_dispatch import (
+    IDLE_SHUTDOWN_S,
+    MAX_BACKOFF_S,
+    MAX_CRASH_RETRIES,
+    POOL_MAX_TRIES,
+    _Dispatch,
+)
+from tb_paddle_profile.pipeline.loader_plan import (
+    BATCH_BYTES,
+    BATCH_FILES,
+    DEFAULT_GROWING_S,
+    ENV_GROWING_S,
+    ENV_WORKERS,
+    GZIP_FALLBACK_RATIO,
+    INFLATE_HEAD_BYTES,
+    JSON_MEMORY_FACTOR,
+    MAX_DEFAULT_WORKERS,
+    MEMORY_FRACTION,
+    WORKER_BASE_MEMORY,
+    available_memory,
+    default_workers,
+    growing_window_s,
+    memory_estimate,
+    read_inflated_sizes,
+)
+from tb_paddle_profile.pipeline.loader_state import (
+    CHANGED_REASON,
+    FAILED,
+    GROWING,
+    LOADING,
+    QUEUED,
+    READY,
+    FileState,
+    _Entry,
+    _refused,
+    _Tally,
+    logger,
+)
 from tb_paddle_profile.v1 import plugin_pb2
 
 __all__ = [
-    "Loader", "MEMORY_LRU_BYTES", "DIGEST_LRU_BYTES",
-    "IDLE_SHUTDOWN_S", "MAX_BACKOFF_S", "MAX_CRASH_RETRIES", "POOL_MAX_TRIES",
-    "BATCH_BYTES", "BATCH_FILES", "DEFAULT_GROWING_S", "ENV_GROWING_S", "ENV_WORKERS", "GZIP_FALLBACK_RATIO",
-    "INFLATE_HEAD_BYTES", "JSON_MEMORY_FACTOR", "MAX_DEFAULT_WORKERS", "MEMORY_FRACTION", "WORKER_BASE_MEMORY",
-    "available_memory", "default_workers", "growing_window_s", "memory_estimate", "read_inflated_sizes",
-    "CHANGED_REASON", "FAILED", "GROWING", "LOADING", "QUEUED", "READY", "FileState", "_Entry", "logger",
+    "Loader",
+    "MEMORY_LRU_BYTES",
+    "DIGEST_LRU_BYTES",
+    "IDLE_SHUTDOWN_S",
+    "MAX_BACKOFF_S",
+    "MAX_CRASH_RETRIES",
+    "POOL_MAX_TRIES",
+    "BATCH_BYTES",
+    "BATCH_FILES",
+    "DEFAULT_GROWING_S",
+    "ENV_GROWING_S",
+    "ENV_WORKERS",
+    "GZIP_FALLBACK_RATIO",
+    "INFLATE_HEAD_BYTES",
+    "JSON_MEMORY_FACTOR",
+    "MAX_DEFAULT_WORKERS",
+    "MEMORY_FRACTION",
+    "WORKER_BASE_MEMORY",
+    "available_memory",
+    "default_workers",
+    "growing_window_s",
+    "memory_estimate",
+    "read_inflated_sizes",
+    "CHANGED_REASON",
+    "FAILED",
+    "GROWING",
+    "LOADING",
+    "QUEUED",
+    "READY",
+    "FileState",
+    "_Entry",
+    "logger",
 ]
 
 MEMORY_LRU_BYTES = 256 << 20  # finished summaries kept in memory for fast answers
@@ -88,8 +144,15 @@ class Loader(_Dispatch):
     carries (``TraceFile.root``; `root` for files without one; None: links followed, as for a path the
     user named). A file discovery already refused (``TraceFile.refused``) is shown FAILED, never read."""
 
-    def __init__(self, fs, cache: SummaryCache, workers: Optional[int] = None,
-                 growing_window: Optional[float] = None, root: Optional[str] = None, index: bool = True):
+    def __init__(
+        self,
+        fs,
+        cache: SummaryCache,
+        workers: Optional[int] = None,
+        growing_window: Optional[float] = None,
+        root: Optional[str] = None,
+        index: bool = True,
+    ):
         self.fs = fs
         self.cache = cache
         # Each job also builds the trace's timeline index from the same parse (jobs.py), into the
@@ -156,8 +219,15 @@ class Loader(_Dispatch):
                 elif e.state == QUEUED and not e.error and self._pool_error:
                     out.append(FileState(QUEUED, f"{e.file.file_name}: waiting: {self._pool_error}"))
                 else:
-                    out.append(FileState(e.state, e.error, e.cached, e.why if e.state == FAILED else "",
-                                         e.loading_since if e.state == LOADING else 0.0))
+                    out.append(
+                        FileState(
+                            e.state,
+                            e.error,
+                            e.cached,
+                            e.why if e.state == FAILED else "",
+                            e.loading_since if e.state == LOADING else 0.0,
+                        )
+                    )
             return out
 
     def worker_pids(self) -> List[int]:
@@ -238,8 +308,9 @@ class Loader(_Dispatch):
         with self._cond:
             e = self._entries.get(file.key)
             if e is None or self._closed:
-                fut.set_result({"ok": False, "kind": "transient",
-                                "error": f"{file.file_name}: not known to the loader (yet)"})
+                fut.set_result(
+                    {"ok": False, "kind": "transient", "error": f"{file.file_name}: not known to the loader (yet)"}
+                )
                 return fut
             if e.state == READY and e.index_path and os.path.isfile(e.index_path) and not e.side_running:
                 fut.set_result({"ok": True, "path": e.index_path, "note": ""})
@@ -353,8 +424,11 @@ class Loader(_Dispatch):
         found = {f.key: self.cache.peek(f.key) for f in new}
         inflated = {}
         for root in {self._root_of(f) for f in new}:
-            inflated.update(read_inflated_sizes(self.fs, [f for f in new if found.get(f.key) is None
-                                                          and self._root_of(f) == root], root))
+            inflated.update(
+                read_inflated_sizes(
+                    self.fs, [f for f in new if found.get(f.key) is None and self._root_of(f) == root], root
+                )
+            )
         to_cache_failed = []
         cancel = []
         with self._cond:

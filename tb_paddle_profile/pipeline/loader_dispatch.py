@@ -2,6 +2,7 @@
 pool in jobs, and takes each file's result: READY or FAILED, or queued again, or retried later (the
 retries of the module loader's docstring: MAX_CRASH_RETRIES, CRASH_RETRY_S, RETRY_BACKOFF_S, POOL_RETRY_S,
 POOL_MAX_TRIES)."""
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,18 @@ from tb_paddle_profile.store.cache import DIGEST_FOLDER, CachedResult
 from tb_paddle_profile.pipeline.jobs import JobSpec, run_job, run_jobs
 from tb_paddle_profile.pipeline.loader_plan import WORKER_BASE_MEMORY
 from tb_paddle_profile.pipeline.loader_queue import _Queue
-from tb_paddle_profile.pipeline.loader_state import (CHANGED_REASON, FAILED, LOADING, QUEUED, READY, _as_result,
-                                                     _Entry, _one_line, _Remote, logger)
+from tb_paddle_profile.pipeline.loader_state import (
+    CHANGED_REASON,
+    FAILED,
+    LOADING,
+    QUEUED,
+    READY,
+    _as_result,
+    _Entry,
+    _one_line,
+    _Remote,
+    logger,
+)
 
 
 IDLE_SHUTDOWN_S = 120.0  # worker processes are ended after this long without work, freeing their memory
@@ -87,8 +98,11 @@ class _Dispatch(_Queue):
                     break
                 # a file joins the job started last only when no other job can start (a free worker
                 # takes a file of its own)
-                batch = (starts[-1] if starts and batches and self._running >= self.max_workers
-                         and self._joins(starts[-1], nxt) else None)
+                batch = (
+                    starts[-1]
+                    if starts and batches and self._running >= self.max_workers and self._joins(starts[-1], nxt)
+                    else None
+                )
                 if batch is None and not self._can_start(nxt):
                     break
                 key = nxt.file.key
@@ -150,11 +164,25 @@ class _Dispatch(_Queue):
                 index_dir = self._index_dir()
                 forces = [e.side_running for e in members]
             cache_dir = str(self.cache.cache_dir) if self.cache.cache_dir is not None else None
-            specs = [JobSpec(path=e.file.path, file_name=e.file.file_name, key=e.file.key, cache_dir=cache_dir,
-                             sidecar=self.cache.sidecar, fs=self.fs, root=self._root_of(e.file),
-                             index=self.index or force, index_dir=index_dir, force=force,
-                             recent=recent, parse_workers=share, inflate_share=self.max_workers,
-                             claim_owner=self._owner) for (e, recent), force in zip(batch, forces)]
+            specs = [
+                JobSpec(
+                    path=e.file.path,
+                    file_name=e.file.file_name,
+                    key=e.file.key,
+                    cache_dir=cache_dir,
+                    sidecar=self.cache.sidecar,
+                    fs=self.fs,
+                    root=self._root_of(e.file),
+                    index=self.index or force,
+                    index_dir=index_dir,
+                    force=force,
+                    recent=recent,
+                    parse_workers=share,
+                    inflate_share=self.max_workers,
+                    claim_owner=self._owner,
+                )
+                for (e, recent), force in zip(batch, forces)
+            ]
             job = pool.submit(run_job, specs[0]) if len(specs) == 1 else pool.submit(run_jobs, specs)
         except Exception as err:  # no worker process could be started: no file's fault, retried
             with self._cond:
@@ -188,16 +216,25 @@ class _Dispatch(_Queue):
             if len(members) > 1:  # which file it was is not known: each runs again in a job of its own
                 with self._cond:
                     self.stats["worker_crashes" if isinstance(err, WorkerDied) else "bugs"] += 1
-                logger.warning("tb_paddle_profile: a job of %d small files failed (%s); each is loaded again "
-                               "alone", len(members), _one_line(err))
+                logger.warning(
+                    "tb_paddle_profile: a job of %d small files failed (%s); each is loaded again alone",
+                    len(members),
+                    _one_line(err),
+                )
                 return [{"kind": "solo", "error": _one_line(err)}] * len(members)
             name = members[0].file.file_name
             if isinstance(err, WorkerDied):  # the process parsing this file died: this file, and only it, is charged
-                return [{"kind": "crash",
-                         "error": f"{name}: the worker process parsing it {describe_exit(err.exitcode)}"}]
+                return [
+                    {"kind": "crash", "error": f"{name}: the worker process parsing it {describe_exit(err.exitcode)}"}
+                ]
             # jobs.run_job itself failed: ours
-            return [{"kind": "bug", "error": our_bug(name, _Remote.make(err.type_name, err.message)),
-                     "traceback": err.traceback_text}]
+            return [
+                {
+                    "kind": "bug",
+                    "error": our_bug(name, _Remote.make(err.type_name, err.message)),
+                    "traceback": err.traceback_text,
+                }
+            ]
 
     def _pool_failed(self, members: List[_Entry], err: BaseException) -> None:
         """A worker job that could not start (its process could not be started, or ended before taking
@@ -224,12 +261,18 @@ class _Dispatch(_Queue):
                 elif self._entries.get(key) is e:
                     self._enqueue(e)
             if self._pool_fails >= POOL_MAX_TRIES:
-                logger.error("tb_paddle_profile: %s (%d times in a row); the queued files wait for a later scan",
-                             reason, self._pool_fails)
+                logger.error(
+                    "tb_paddle_profile: %s (%d times in a row); the queued files wait for a later scan",
+                    reason,
+                    self._pool_fails,
+                )
                 now = time.monotonic()
                 for p in list(self._pending.values()):
-                    self._defer(p, f"{p.file.file_name}: not loaded: {reason}; tried again at a later scan",
-                                now + _backoff(p.rounds + 1))
+                    self._defer(
+                        p,
+                        f"{p.file.file_name}: not loaded: {reason}; tried again at a later scan",
+                        now + _backoff(p.rounds + 1),
+                    )
                 self._pool_fails, self._pool_error, self._pool_retry_at = 0, "", 0.0
             else:
                 wait = POOL_RETRY_S * 2 ** (self._pool_fails - 1)
@@ -274,8 +317,11 @@ class _Dispatch(_Queue):
             if stored:
                 # not on this thread; the job stored it in the cache's folder, so the cache has one
                 # (its digest and timeline index too, where it wrote them: the folder's size counts them)
-                also = [p for p in (self.cache._blob_path(DIGEST_FOLDER, key.digest(), ".dg"),
-                                    self.cache.index_path(key)) if p is not None]
+                also = [
+                    p
+                    for p in (self.cache._blob_path(DIGEST_FOLDER, key.digest(), ".dg"), self.cache.index_path(key))
+                    if p is not None
+                ]
                 self.cache.trimmer.after_write(cast(Path, self.cache._path(key)), background=True, also=also)
             else:  # the job could not store it (a cache that is not a local folder, or not writable)
                 if result.ok and res.get("digest"):
@@ -333,12 +379,18 @@ class _Dispatch(_Queue):
                 logger.warning("tb_paddle_profile: %s", res["error"])
                 e.crashes += 1
                 if e.crashes <= MAX_CRASH_RETRIES:
-                    self._enqueue(e, f"{res['error']}; retrying ({e.crashes} of {MAX_CRASH_RETRIES})",
-                                  now + CRASH_RETRY_S * 2 ** (e.crashes - 1))
+                    self._enqueue(
+                        e,
+                        f"{res['error']}; retrying ({e.crashes} of {MAX_CRASH_RETRIES})",
+                        now + CRASH_RETRY_S * 2 ** (e.crashes - 1),
+                    )
                 else:
                     tries = e.crashes
-                    self._defer(e, f"{res['error']} ({tries} attempts in a row, out of memory?); "
-                                   "tried again at a later scan", now + _backoff(e.rounds + 1))
+                    self._defer(
+                        e,
+                        f"{res['error']} ({tries} attempts in a row, out of memory?); tried again at a later scan",
+                        now + _backoff(e.rounds + 1),
+                    )
             elif kind in ("gone", "io"):
                 # Read again at the next scan that lists it (an object store briefly empty), then with backoff.
                 later = now if e.rounds == 0 else now + _backoff(e.rounds)
@@ -366,12 +418,20 @@ class _Dispatch(_Queue):
         elif res["kind"] == "bug":
             answer = {"ok": False, "kind": "bug", "error": res["error"], "traceback": res.get("traceback", "")}
         elif res["kind"] in ("parsed", "sidecar"):
-            answer = {"ok": False, "kind": "transient", "retry": False,
-                      "error": f"{e.file.file_name}: its timeline index could not be written"
-                               + (f" ({res['note']})" if res.get("note") else "")}
+            answer = {
+                "ok": False,
+                "kind": "transient",
+                "retry": False,
+                "error": f"{e.file.file_name}: its timeline index could not be written"
+                + (f" ({res['note']})" if res.get("note") else ""),
+            }
         else:
-            answer = {"ok": False, "kind": "transient", "broken": res["kind"] == "crash",
-                      "error": res.get("error") or f"{e.file.file_name}: timeline not built ({res['kind']})"}
+            answer = {
+                "ok": False,
+                "kind": "transient",
+                "broken": res["kind"] == "crash",
+                "error": res.get("error") or f"{e.file.file_name}: timeline not built ({res['kind']})",
+            }
         self._resolve.extend((w, answer) for w in waiters)  # set outside the lock (_flush_resolved)
 
     def _flush_resolved(self) -> None:

@@ -2,6 +2,7 @@
 (available_memory) against each file's planned peak (memory_estimate, from a gzipped file's inflated size:
 read_inflated_sizes), small files sharing a job (BATCH_FILES, BATCH_BYTES), how long a truncated file
 counts as still being written (growing_window_s)."""
+
 from __future__ import annotations
 
 import os
@@ -96,17 +97,22 @@ def read_inflated_sizes(fs, files: List[TraceFile], root: Optional[str]) -> Dict
     else:
         n = len(files)
         try:
-            got = fs.cat_ranges([f.path for f in files] * 2, [0] * n + [f.size - 4 for f in files],
-                                [min(INFLATE_HEAD_BYTES, f.size) for f in files] + [f.size for f in files],
-                                on_error="return")
+            got = fs.cat_ranges(
+                [f.path for f in files] * 2,
+                [0] * n + [f.size - 4 for f in files],
+                [min(INFLATE_HEAD_BYTES, f.size) for f in files] + [f.size for f in files],
+                on_error="return",
+            )
         except Exception as err:
             logger.debug("tb_paddle_profile: gzip heads and trailers not read: %s", err)
             got = []
         for f, head, tail in zip(files, got[:n], got[n:]):
             if isinstance(head, bytes) and isinstance(tail, bytes):
                 parts[f.key] = (head, tail)
-    return {key: inflated_size(head, tail, size) for key, (head, tail), size in
-            ((f.key, parts[f.key], f.size) for f in files if f.key in parts)}
+    return {
+        key: inflated_size(head, tail, size)
+        for key, (head, tail), size in ((f.key, parts[f.key], f.size) for f in files if f.key in parts)
+    }
 
 
 def memory_estimate(file: TraceFile, inflated: Optional[int] = None) -> int:

@@ -1,6 +1,7 @@
 """The loader's queue (a mixin of Loader, under its lock): the pending entries in heaps (asked for first,
 then the run being looked at, then the run order; retries filed for later), which entry goes next
 (_pick), and whether it may start now or join the job started last (_can_start, _joins)."""
+
 from __future__ import annotations
 
 import heapq
@@ -9,8 +10,14 @@ from typing import List, Optional
 
 from tb_paddle_profile.store.cache import CacheKey
 from tb_paddle_profile.pipeline.discovery import TraceFile
-from tb_paddle_profile.pipeline.loader_plan import (BATCH_BYTES, BATCH_FILES, JSON_MEMORY_FACTOR, MEMORY_FRACTION,
-                                                    available_memory, memory_estimate)
+from tb_paddle_profile.pipeline.loader_plan import (
+    BATCH_BYTES,
+    BATCH_FILES,
+    JSON_MEMORY_FACTOR,
+    MEMORY_FRACTION,
+    available_memory,
+    memory_estimate,
+)
 from tb_paddle_profile.pipeline.loader_state import FAILED, GROWING, QUEUED, _Entry, _LoaderState
 
 
@@ -164,4 +171,6 @@ class _Queue(_LoaderState):
         if sum(m.file.size for m, _ in batch) + e.file.size > BATCH_BYTES:
             return False
         avail = available_memory()
-        return avail is None or sum(self._inflight.values()) + JSON_MEMORY_FACTOR * e.file.size <= MEMORY_FRACTION * avail
+        return (
+            avail is None or sum(self._inflight.values()) + JSON_MEMORY_FACTOR * e.file.size <= MEMORY_FRACTION * avail
+        )

@@ -2,6 +2,7 @@
 one (FileState), the loader's entry per file (_Entry) and the counts kept as states are set (_Tally); a
 job's outcome as the loader's result dict (_as_result), an exception of a worker process (_Remote); the
 attributes of Loader, declared for its mixins (_LoaderState)."""
+
 from __future__ import annotations
 
 import collections
@@ -65,9 +66,30 @@ class _Tally:
 
 
 class _Entry:
-    __slots__ = ("file", "_state", "tally", "error", "cached", "data", "seq", "crashes", "rounds", "not_before",
-                 "why", "first_seen", "job", "plan", "digest", "index_path", "waiters", "side", "side_running",
-                 "loading_since", "token", "solo")
+    __slots__ = (
+        "file",
+        "_state",
+        "tally",
+        "error",
+        "cached",
+        "data",
+        "seq",
+        "crashes",
+        "rounds",
+        "not_before",
+        "why",
+        "first_seen",
+        "job",
+        "plan",
+        "digest",
+        "index_path",
+        "waiters",
+        "side",
+        "side_running",
+        "loading_since",
+        "token",
+        "solo",
+    )
 
     def __init__(self, file: TraceFile, seq: int, now: float, tally: Optional[_Tally] = None):
         self.file = file
@@ -167,10 +189,19 @@ def _as_result(outcome) -> dict:
     if isinstance(outcome, dict):
         return outcome
     kind = "parsed" if outcome.kind == "cached" else outcome.kind
-    return {"kind": kind, "ok": outcome.ok, "data": outcome.summary, "digest": outcome.digest,
-            "error": outcome.error, "note": outcome.note, "engine_called": outcome.parsed,
-            "stored": outcome.stored, "cached": outcome.kind == "cached", "index_path": outcome.index_path,
-            "traceback": outcome.traceback}
+    return {
+        "kind": kind,
+        "ok": outcome.ok,
+        "data": outcome.summary,
+        "digest": outcome.digest,
+        "error": outcome.error,
+        "note": outcome.note,
+        "engine_called": outcome.parsed,
+        "stored": outcome.stored,
+        "cached": outcome.kind == "cached",
+        "index_path": outcome.index_path,
+        "traceback": outcome.traceback,
+    }
 
 
 def _refused(f: TraceFile) -> str:

@@ -10,6 +10,7 @@ written is reported per trace (with the reason) instead of being filled silently
 timeline indexes are then reported as not stored. With the cache off (sidecars only) there is no
 place for timeline indexes: none is built, and a trace whose sidecar holds its summary is done.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,14 @@ TIMELINE_WAIT_S = 600.0
 TIMELINE_WAIT_S_PER_MB = 2.0
 
 
-def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = False,
-               jobs: Optional[int] = None, timeline: bool = False, progress=None) -> List[Tuple[str, bool, str]]:
+def preprocess(
+    logdir: str,
+    cache_dir: Optional[str] = None,
+    sidecar: bool = False,
+    jobs: Optional[int] = None,
+    timeline: bool = False,
+    progress=None,
+) -> List[Tuple[str, bool, str]]:
     """Summarize every trace under ``logdir`` into the cache; one ``(path, ok, message)`` per trace.
 
     ``cache_dir`` defaults to ``TB_PADDLE_PROFILE_CACHE`` or ``~/.cache/tb_paddle_profile``; ``sidecar``
@@ -68,16 +75,19 @@ def preprocess(logdir: str, cache_dir: Optional[str] = None, sidecar: bool = Fal
                     continue
                 if problem is None:
                     problem = _cache_problem(cache)
-                results.append((shown, False, f"{trace.file_name}: summarized, but the summary could not be "
-                                              f"stored: {problem}"))
+                results.append(
+                    (shown, False, f"{trace.file_name}: summarized, but the summary could not be stored: {problem}")
+                )
             elif state.state == GROWING:
                 results.append((shown, False, f"still being written, try again later ({state.error})"))
             else:
                 results.append((shown, False, state.error or f"{trace.file_name}: not loaded"))
         if timeline and stored:
             failed = _check_timelines(cache, loader, stored)
-            results = [(shown, False, failed[shown]) if ok and shown in failed else (shown, ok, message)
-                       for shown, ok, message in results]
+            results = [
+                (shown, False, failed[shown]) if ok and shown in failed else (shown, ok, message)
+                for shown, ok, message in results
+            ]
         return results
     finally:
         discovery.stop()
@@ -92,7 +102,7 @@ def _wait(loader: Loader, files, progress) -> None:
 
 
 def _shown(trace) -> str:
-    return trace.source[len("file://"):] if trace.source.startswith("file://") else trace.source
+    return trace.source[len("file://") :] if trace.source.startswith("file://") else trace.source
 
 
 def _is_stored(fs, trace, cache: SummaryCache, root: Optional[str]) -> bool:

@@ -22,6 +22,7 @@ RunParallel without its matched instances (what ``parallel`` serves) and those i
 (``analysis.crossrank.encode.MatchedTable``), of which ``parallel_matched`` encodes only the page it
 answers (:func:`matched_page`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -111,8 +112,10 @@ def duplicate_notes(workers: Mapping[str, Mapping[str, Any]], span: str) -> List
     for worker, spans in workers.items():
         older = [f for s, f in spans.items() if s.partition("@")[0] == span and "@" in s]
         if older and span in spans:
-            notes.append(f"{worker} exported span {span} {len(older) + 1} times: the latest "
-                         f"({spans[span].file_name}) is used; left out: {', '.join(f.file_name for f in older)}.")
+            notes.append(
+                f"{worker} exported span {span} {len(older) + 1} times: the latest "
+                f"({spans[span].file_name}) is used; left out: {', '.join(f.file_name for f in older)}."
+            )
     return notes
 
 
@@ -133,8 +136,10 @@ def missing_ranks(files: Sequence, states: Sequence) -> Optional[str]:
     named = "; ".join(f"{_rank_name(f)} ({why(f, st)})" for f, st in gone)
     left = len(files) - len(gone)
     verb = "is" if len(gone) == 1 else "are"
-    text = (f"{len(gone)} of {len(files)} ranks {verb} missing: {named}. "
-            f"This view covers the other {left} rank{'' if left == 1 else 's'}.")
+    text = (
+        f"{len(gone)} of {len(files)} ranks {verb} missing: {named}. "
+        f"This view covers the other {left} rank{'' if left == 1 else 's'}."
+    )
     if any(st.state == _GROWING for _, st in gone):
         text += " It is computed again once the files being written are complete."
     return text
@@ -243,8 +248,16 @@ def summary_first(message, in_place: bool = False):
 MATCHED_LIMIT = 1000  # instances per parallel_matched page, at most
 
 
-def matched_page(table, rank: Optional[int] = None, step: Optional[int] = None, offset: int = 0,
-                 limit: int = 100, run: str = "", span: str = "", analysis_key: str = ""):
+def matched_page(
+    table,
+    rank: Optional[int] = None,
+    step: Optional[int] = None,
+    offset: int = 0,
+    limit: int = 100,
+    run: str = "",
+    span: str = "",
+    analysis_key: str = "",
+):
     """A MatchedPage of the analysis's matched instances ``table`` (a MatchedTable, its bytes as
     RunAnalyses stores them, or a RunParallel holding them): instances with ``rank`` among their
     members and of ``step`` (both optional), from ``offset``, at most ``limit`` (capped at
@@ -261,7 +274,7 @@ def matched_page(table, rank: Optional[int] = None, step: Optional[int] = None, 
     offset = max(0, int(offset))
     chosen = table.select(rank, step)
     page = plugin_pb2.MatchedPage(run=run, span=span, analysis_key=analysis_key, total=chosen.size, offset=offset)
-    page.MergeFromString(table.encode(chosen[offset:offset + limit], field_number=6))  # MatchedPage.matched
+    page.MergeFromString(table.encode(chosen[offset : offset + limit], field_number=6))  # MatchedPage.matched
     return page
 
 
@@ -433,10 +446,10 @@ def _unpair(magic: bytes, blob: Optional[bytes]) -> Optional[Tuple[bytes, bytes]
     head = len(magic) + 8
     if not blob or len(blob) < head or not blob.startswith(magic):
         return None
-    n = int.from_bytes(blob[len(magic):head], "little")
+    n = int.from_bytes(blob[len(magic) : head], "little")
     if head + n > len(blob):
         return None
-    return blob[head:head + n], blob[head + n:]
+    return blob[head : head + n], blob[head + n :]
 
 
 def pack(analysis: bytes, matched: bytes) -> bytes:

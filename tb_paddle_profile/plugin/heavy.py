@@ -11,6 +11,7 @@ wait on their future without taking the GIL, so a cheap request competes with tw
 request that would queue beyond ``queue`` heavy requests is answered 503 with Retry-After (TransientError).
 Work that a heavy task starts itself (a search that needs the analysis's clock) runs inline on that
 task's thread: never a deadlock on the executor's own threads."""
+
 from __future__ import annotations
 
 import concurrent.futures

@@ -1,4 +1,5 @@
 """The TensorBoard plugin class (TensorBoard's entry point ``tensorboard_plugins``): wiring only."""
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ formatted by display/cells.py as the CLI and the tab format them): nothing is co
 has its CSS inline, no script, no font, no image and no link to anything outside itself, so that it
 opens from disk, offline, and can be attached to an issue or an e-mail.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -44,8 +45,10 @@ def _esc(text: str) -> str:
 
 
 def sentence_html(s: dpb.Sentence, time_unit: str) -> str:
-    body = "".join(f"<b>{_esc(span_text(x, time_unit))}</b>" if x.is_value or x.is_rank else
-                   _esc(span_text(x, time_unit)) for x in s.spans)
+    body = "".join(
+        f"<b>{_esc(span_text(x, time_unit))}</b>" if x.is_value or x.is_rank else _esc(span_text(x, time_unit))
+        for x in s.spans
+    )
     title = f"<b>{_esc(s.title)}:</b> " if s.title else ""
     return f'<p class="sentence {_esc(s.level or "info")}" data-key="{_esc(s.key)}">{title}{body}</p>'
 
@@ -103,8 +106,9 @@ def top_rows(display: dpb.Display, keys: Sequence[str], n: int, title: str) -> d
     return out
 
 
-def render_report(title: str, displays: Sequence[Tuple[str, dpb.Display]], time_unit: str = "ms",
-                  notes: Sequence[str] = ()) -> str:
+def render_report(
+    title: str, displays: Sequence[Tuple[str, dpb.Display]], time_unit: str = "ms", notes: Sequence[str] = ()
+) -> str:
     """The HTML page: ``displays`` [(heading, Display)], each view a section (its sentences, then its
     tables, the CLI's and the panels' own); ``notes`` (the run's loading notes) at the end."""
     sections, links = [], []
@@ -119,13 +123,15 @@ def render_report(title: str, displays: Sequence[Tuple[str, dpb.Display]], time_
             sections.append("".join(body))
     made = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     note_html = "".join(f'<p class="sentence note">{_esc(n)}</p>' for n in notes)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-            f"<title>{_esc(title)} · tb-paddle-profile report</title><style>{CSS}</style></head><body>"
-            f"<header><h1>{_esc(title)}</h1><p>tb-paddle-profile {__version__} report · times in "
-            f"{_esc(time_unit)} · made {made}</p></header><main><nav>{''.join(links)}</nav>"
-            f"{''.join(sections)}"
-            + (f'<section class="view"><h2>Notes</h2>{note_html}</section>' if notes else "")
-            + "<footer>Every number here is a cell of the tool's display model, formatted as the CLI and "
-              "the TensorBoard tab format it. The page loads nothing from the network.</footer>"
-              "</main></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{_esc(title)} · tb-paddle-profile report</title><style>{CSS}</style></head><body>"
+        f"<header><h1>{_esc(title)}</h1><p>tb-paddle-profile {__version__} report · times in "
+        f"{_esc(time_unit)} · made {made}</p></header><main><nav>{''.join(links)}</nav>"
+        f"{''.join(sections)}"
+        + (f'<section class="view"><h2>Notes</h2>{note_html}</section>' if notes else "")
+        + "<footer>Every number here is a cell of the tool's display model, formatted as the CLI and "
+        "the TensorBoard tab format it. The page loads nothing from the network.</footer>"
+        "</main></body></html>\n"
+    )

@@ -24,6 +24,7 @@ Each rank's own trace is read again and rewritten into the merged file, event fo
 Metadata of the sources (their process names and sort indexes) is replaced; nothing else is dropped
 or computed: the events of rank r in the merged file are the events of r's trace.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -36,13 +37,20 @@ HOST_TID0 = 1
 DEVICE_TID0 = 100_000  # device streams: DEVICE_TID0 + device * 1000 + stream
 FLOW_ID_STRIDE = 1 << 32  # a rank's flow ids: position * stride + its own id
 COLLECTIVE_FLOW_ID0 = 1 << 62  # collective chains: this + the instance's index (above any rank's ids)
-KIND_NAMES = {1: "all_reduce", 2: "all_gather", 3: "reduce_scatter", 4: "broadcast", 5: "send_recv",
-              6: "all_to_all", 7: "other"}  # CollectiveKind
+KIND_NAMES = {
+    1: "all_reduce",
+    2: "all_gather",
+    3: "reduce_scatter",
+    4: "broadcast",
+    5: "send_recv",
+    6: "all_to_all",
+    7: "other",
+}  # CollectiveKind
 EVENT_PHASES = ("X", "i", "I", "s", "f", "t", "B", "E", "C", "b", "e", "n")
 
 
 def parse_ranks(text: Optional[str]) -> Optional[Set[int]]:
-    """"0,2,4-7" -> {0, 2, 4, 5, 6, 7}; None for all. ValueError naming the bad part."""
+    """ "0,2,4-7" -> {0, 2, 4, 5, 6, 7}; None for all. ValueError naming the bad part."""
     if not text:
         return None
     out: Set[int] = set()
@@ -120,11 +128,14 @@ class _RankWriter:
         src = [e for e in data["traceEvents"] if isinstance(e, dict) and e]
         host_pids = {e.get("pid") for e in src if isinstance(e.get("tid"), str)}
         host_pids |= {e.get("pid") for e in src if e.get("cat") in ("CudaRuntime", "Operator", "ProfileStep")}
-        thread_names = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
-                        for e in src if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        thread_names = {
+            (e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
+            for e in src
+            if e.get("ph") == "M" and e.get("name") == "thread_name"
+        }
         out: List[dict] = []
         has_flows = any(e.get("ph") in ("s", "f") for e in src)
-        launches: Dict[Any, dict] = {}   # correlation id (a JSON value) → its launch
+        launches: Dict[Any, dict] = {}  # correlation id (a JSON value) → its launch
         flow_ends: Dict[int, Set[str]] = {}
         device_by_corr: Dict[Any, dict] = {}
         for ev in src:
@@ -159,10 +170,29 @@ class _RankWriter:
                 if kernel is None:
                     continue
                 fid = self.position * FLOW_ID_STRIDE + int(corr)
-                out.append({"name": "launch", "cat": "async", "ph": "s", "id": fid, "pid": self.pid,
-                            "tid": launch["tid"], "ts": launch["ts"]})
-                out.append({"name": "launch", "cat": "async", "ph": "f", "bp": "e", "id": fid, "pid": self.pid,
-                            "tid": kernel["tid"], "ts": kernel["ts"]})
+                out.append(
+                    {
+                        "name": "launch",
+                        "cat": "async",
+                        "ph": "s",
+                        "id": fid,
+                        "pid": self.pid,
+                        "tid": launch["tid"],
+                        "ts": launch["ts"],
+                    }
+                )
+                out.append(
+                    {
+                        "name": "launch",
+                        "cat": "async",
+                        "ph": "f",
+                        "bp": "e",
+                        "id": fid,
+                        "pid": self.pid,
+                        "tid": kernel["tid"],
+                        "ts": kernel["ts"],
+                    }
+                )
                 self.flows += 1
         out.extend(self._memory_counters(src))
         self._index_slices()
@@ -181,10 +211,18 @@ class _RankWriter:
         for ev in src:
             args = ev.get("args") or {}
             if ev.get("ph") == "i" and ev.get("name") == "[memory]" and "current_allocated" in args:
-                out.append({"name": f"memory {args.get('place', '')}", "ph": "C", "pid": self.pid,
-                            "ts": (ev["ts"] - self.base_us) - self.shift_us,
-                            "args": {"allocated": args.get("current_allocated", 0),
-                                     "reserved": args.get("current_reserved", 0)}})
+                out.append(
+                    {
+                        "name": f"memory {args.get('place', '')}",
+                        "ph": "C",
+                        "pid": self.pid,
+                        "ts": (ev["ts"] - self.base_us) - self.shift_us,
+                        "args": {
+                            "allocated": args.get("current_allocated", 0),
+                            "reserved": args.get("current_reserved", 0),
+                        },
+                    }
+                )
         return out
 
     def slice_at(self, start_unix_ns: int, dur_ns: int) -> Optional[Tuple[float, int]]:
@@ -202,13 +240,16 @@ class _RankWriter:
         return (ts - self.base_us) - self.shift_us + dur / 2.0, int(self._slice_tid[i])
 
     def metadata(self) -> List[dict]:
-        out = [{"name": "process_name", "ph": "M", "pid": self.pid, "args": {"name": self.label}},
-               {"name": "process_sort_index", "ph": "M", "pid": self.pid, "args": {"sort_index": self.rank}},
-               {"name": "process_labels", "ph": "M", "pid": self.pid, "args": {"labels": f"rank {self.rank}"}}]
+        out = [
+            {"name": "process_name", "ph": "M", "pid": self.pid, "args": {"name": self.label}},
+            {"name": "process_sort_index", "ph": "M", "pid": self.pid, "args": {"sort_index": self.rank}},
+            {"name": "process_labels", "ph": "M", "pid": self.pid, "args": {"labels": f"rank {self.rank}"}},
+        ]
         for tid, name in sorted(self.names.items()):
             out.append({"name": "thread_name", "ph": "M", "pid": self.pid, "tid": tid, "args": {"name": name}})
-            out.append({"name": "thread_sort_index", "ph": "M", "pid": self.pid, "tid": tid,
-                        "args": {"sort_index": tid}})
+            out.append(
+                {"name": "thread_sort_index", "ph": "M", "pid": self.pid, "tid": tid, "args": {"sort_index": tid}}
+            )
         return out
 
 
@@ -220,8 +261,12 @@ def collective_flows(matched, writers: Dict[int, "_RankWriter"]) -> Tuple[List[d
     if matched is None or not matched.n:
         return out, chains
     ptr = matched.ptr.tolist()
-    rank, start, dur, direction = (matched.rank.tolist(), matched.start.tolist(), matched.dur.tolist(),
-                                   matched.dir.tolist())
+    rank, start, dur, direction = (
+        matched.rank.tolist(),
+        matched.start.tolist(),
+        matched.dur.tolist(),
+        matched.dir.tolist(),
+    )
     step, kind = matched.step.tolist(), matched.kind.tolist()
     for g in range(matched.n):
         members = [j for j in range(ptr[g], ptr[g + 1]) if rank[j] in writers]
@@ -241,8 +286,16 @@ def collective_flows(matched, writers: Dict[int, "_RankWriter"]) -> Tuple[List[d
         fid = COLLECTIVE_FLOW_ID0 + g
         for n, (pid, tid, ts, r) in enumerate(points):
             ph = "s" if n == 0 else ("f" if n == len(points) - 1 else "t")
-            ev = {"name": name, "cat": "collective", "ph": ph, "id": fid, "pid": pid, "tid": tid, "ts": ts,
-                  "args": {"rank": r}}
+            ev = {
+                "name": name,
+                "cat": "collective",
+                "ph": ph,
+                "id": fid,
+                "pid": pid,
+                "tid": tid,
+                "ts": ts,
+                "args": {"rank": r},
+            }
             if ph == "f":
                 ev["bp"] = "e"
             out.append(ev)
@@ -250,8 +303,7 @@ def collective_flows(matched, writers: Dict[int, "_RankWriter"]) -> Tuple[List[d
     return out, chains
 
 
-def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None,
-                       matched=None) -> Dict[str, int]:
+def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None, matched=None) -> Dict[str, int]:
     """Write the merged trace of the analysed run ``parallel`` (a RunParallel) from its ``files``
     (TraceFiles, as pipeline.batch.load_run used them) to ``output`` (.gz: compressed). ``ranks``:
     "0,2-5" keeps those; ``matched``: the analysis's MatchedTable (its instances drawn as arrows).
@@ -269,18 +321,31 @@ def write_merged_trace(parallel, files, output: str, ranks: Optional[str] = None
     starts = [e["ts"] for e in first["traceEvents"] if isinstance(e, dict) and isinstance(e.get("ts"), (int, float))]
     base_us = int(min(starts, default=0) - order[0].clock_offset_ns / 1000.0) - 1_000_000
     with opener(output, "wt", encoding="utf-8") as out:
-        head = {"displayTimeUnit": "ms", "schemaVersion": "1.0.2",
-                "otherData": {"run": parallel.run, "span": parallel.span, "ts_base_unix_us": base_us,
-                              "clock": "the run's common clock: each rank's times less its host's clock offset",
-                              "ranks": {str(r.rank): {"label": r.label or r.worker, "file": r.file_name,
-                                                      "clock_offset_ns": r.clock_offset_ns, "pid": i + 1}
-                                        for i, r in enumerate(order)}}}
+        head = {
+            "displayTimeUnit": "ms",
+            "schemaVersion": "1.0.2",
+            "otherData": {
+                "run": parallel.run,
+                "span": parallel.span,
+                "ts_base_unix_us": base_us,
+                "clock": "the run's common clock: each rank's times less its host's clock offset",
+                "ranks": {
+                    str(r.rank): {
+                        "label": r.label or r.worker,
+                        "file": r.file_name,
+                        "clock_offset_ns": r.clock_offset_ns,
+                        "pid": i + 1,
+                    }
+                    for i, r in enumerate(order)
+                },
+            },
+        }
         out.write(json.dumps(head)[:-1] + ', "traceEvents": [\n')
         sep = ""
         for i, r in enumerate(order):
             writer = _RankWriter(i, r.label or r.worker, r.rank, r.clock_offset_ns, base_us)
             events = writer.rewrite(first if i == 0 else _read(by_name[r.file_name]))
-            first = {}   # (the first trace let go)
+            first = {}  # (the first trace let go)
             for ev in writer.metadata() + events:
                 out.write(sep + json.dumps(ev))
                 sep = ",\n"

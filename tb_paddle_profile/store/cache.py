@@ -21,6 +21,7 @@ ever deleted.
 This module holds the key, the entry's layout and checks, the sidecars and ``SummaryCache``; the atomic
 writes and damaged entries are store/files.py's, the bound store/trim.py's.
 """
+
 from __future__ import annotations
 
 import functools
@@ -123,12 +124,12 @@ def _split(blob: bytes) -> Tuple[Optional[Tuple[bytes, bytes, bytes]], str]:
     if not blob.startswith(_MAGIC):
         return None, "not a cache entry of this layout"
     start = len(_MAGIC) + _CHECK_LEN + 1
-    if len(blob) < start or blob[start - 1:start] != b"\n":
+    if len(blob) < start or blob[start - 1 : start] != b"\n":
         return None, "cut short"
     end = blob.find(b"\n", start)
     if end < 0:
         return None, "cut short"
-    return (blob[len(_MAGIC):start - 1], blob[start:end], blob[end + 1:]), ""
+    return (blob[len(_MAGIC) : start - 1], blob[start:end], blob[end + 1 :]), ""
 
 
 def _parse_header(line: bytes, key: CacheKey, check_source: bool) -> Tuple[Optional[dict], str, bool]:
@@ -138,8 +139,11 @@ def _parse_header(line: bytes, key: CacheKey, check_source: bool) -> Tuple[Optio
         header = json.loads(line)
     except ValueError:
         return None, "header does not decode", True
-    if not isinstance(header, dict) or not isinstance(header.get("body_size"), int) \
-            or not isinstance(header.get("error", ""), str):
+    if (
+        not isinstance(header, dict)
+        or not isinstance(header.get("body_size"), int)
+        or not isinstance(header.get("error", ""), str)
+    ):
         return None, "header is not an entry's", True
     expected = key.header(bool(header.get("ok")), header.get("error", ""))
     fields = ["size", "version", "tool", "schema"] + (["source"] if check_source else [])
@@ -188,7 +192,11 @@ def check_head(head: bytes, file_size: int, key: CacheKey) -> Tuple[Optional[Cac
     if header is None:
         return None, why, damaged
     if file_size != len(head) + header["body_size"]:
-        return None, f"file of {file_size} bytes, {len(head) + header['body_size']} expected (cut short or padded)", True
+        return (
+            None,
+            f"file of {file_size} bytes, {len(head) + header['body_size']} expected (cut short or padded)",
+            True,
+        )
     if not header.get("ok"):
         return CachedResult(False, b"", str(header.get("error", ""))), "", False
     return CachedResult(True, b"", ""), "", False
@@ -238,9 +246,13 @@ def read_sidecar(fs, trace_path: str, key: CacheKey, root: Optional[str] = None)
         return None
     found, why, damaged = check_entry(blob, key, check_source=False)
     if damaged:
-        log_once(f"sidecar:{target}:{len(blob)}", logging.WARNING,
-                 "tb_paddle_profile: sidecar %s is damaged (%s): ignored, rewritten with the next summary",
-                 target, why)
+        log_once(
+            f"sidecar:{target}:{len(blob)}",
+            logging.WARNING,
+            "tb_paddle_profile: sidecar %s is damaged (%s): ignored, rewritten with the next summary",
+            target,
+            why,
+        )
     return found
 
 
@@ -261,8 +273,7 @@ def write_sidecar(fs, trace_path: str, key: CacheKey, result: CachedResult) -> s
 class SummaryCache:
     """Summaries on local disk, keyed by :class:`CacheKey`; ``cache_dir=None`` keeps nothing on disk."""
 
-    def __init__(self, cache_dir: Optional[os.PathLike | str], sidecar: bool = False,
-                 limit: Optional[int] = None):
+    def __init__(self, cache_dir: Optional[os.PathLike | str], sidecar: bool = False, limit: Optional[int] = None):
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.sidecar = sidecar
         self._warned = False

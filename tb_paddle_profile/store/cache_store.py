@@ -23,6 +23,7 @@ A URL cache is not bounded by the tool (``TB_PADDLE_PROFILE_CACHE_MAX_MB`` bound
 bound a bucket with its own lifecycle rules. A damaged entry is a miss (logged once) and is overwritten by
 the next write; it is not deleted, since another machine may be writing it at that moment.
 """
+
 from __future__ import annotations
 
 import json
@@ -117,17 +118,25 @@ class CacheStore:
         except FileNotFoundError:
             return None
         except Exception as err:  # network, permissions: a miss, said once
-            log_once(f"store-read:{self.url}", logging.WARNING,
-                     "tb_paddle_profile: cache %s cannot be read (%s); summaries are computed", self.url,
-                     _one_line(err))
+            log_once(
+                f"store-read:{self.url}",
+                logging.WARNING,
+                "tb_paddle_profile: cache %s cannot be read (%s); summaries are computed",
+                self.url,
+                _one_line(err),
+            )
             return None
         found, why, _ = check_entry(blob, key)
         if found is None:
             _damaged(path, why)
         return found
 
-    def head(self, key: CacheKey, size: Optional[int] = None, head: Optional[bytes] = None,
-             ) -> Optional[CachedResult]:
+    def head(
+        self,
+        key: CacheKey,
+        size: Optional[int] = None,
+        head: Optional[bytes] = None,
+    ) -> Optional[CachedResult]:
         """Like :meth:`read` from the entry's first bytes and its size (``data`` is empty): a cut or
         padded entry is caught, flipped body bytes only by :meth:`read`. ``size``/``head``: already
         known from a listing and a batched read."""
@@ -140,9 +149,13 @@ class CacheStore:
         except FileNotFoundError:
             return None
         except Exception as err:
-            log_once(f"store-read:{self.url}", logging.WARNING,
-                     "tb_paddle_profile: cache %s cannot be read (%s); summaries are computed", self.url,
-                     _one_line(err))
+            log_once(
+                f"store-read:{self.url}",
+                logging.WARNING,
+                "tb_paddle_profile: cache %s cannot be read (%s); summaries are computed",
+                self.url,
+                _one_line(err),
+            )
             return None
         end = head.find(b"\n", _HEAD_FIXED)
         if end < 0:
@@ -151,7 +164,7 @@ class CacheStore:
                 return found._replace(data=b"") if found else None
             _damaged(path, "cut short")
             return None
-        found, why, _ = check_head(head[:end + 1], size, key)
+        found, why, _ = check_head(head[: end + 1], size, key)
         if found is None:
             _damaged(path, why)
         return found
@@ -166,8 +179,9 @@ class CacheStore:
         found: Dict[CacheKey, CachedResult] = {}
         paths = [self.entry_path(k) for k, _ in present]
         try:
-            blobs = self.fs.cat_ranges(paths, [0] * len(paths), [min(s, HEAD_BYTES) for _, s in present],
-                                       on_error="return")
+            blobs = self.fs.cat_ranges(
+                paths, [0] * len(paths), [min(s, HEAD_BYTES) for _, s in present], on_error="return"
+            )
         except Exception as err:
             logger.debug("tb_paddle_profile: batched read of %s failed (%s); one by one", self.url, err)
             blobs = [None] * len(paths)
@@ -202,9 +216,13 @@ class CacheStore:
         except FileNotFoundError:
             return None
         except Exception as err:
-            log_once(f"store-read:{self.url}", logging.WARNING,
-                     "tb_paddle_profile: cache %s cannot be read (%s); summaries are computed", self.url,
-                     _one_line(err))
+            log_once(
+                f"store-read:{self.url}",
+                logging.WARNING,
+                "tb_paddle_profile: cache %s cannot be read (%s); summaries are computed",
+                self.url,
+                _one_line(err),
+            )
             return None
         found, why, _ = check_entry(blob, key)
         if found is None or not found.ok:
@@ -264,15 +282,26 @@ class CacheStore:
             return {"owner": "", "expires": 0.0, "attempt": 0}  # a torn or foreign claim: expired
         return claim if isinstance(claim, dict) else {"owner": "", "expires": 0.0, "attempt": 0}
 
-    def claim(self, key: CacheKey, owner: str, ttl: float = CLAIM_TTL_S, now: Optional[float] = None,
-              ) -> Tuple[bool, dict]:
+    def claim(
+        self,
+        key: CacheKey,
+        owner: str,
+        ttl: float = CLAIM_TTL_S,
+        now: Optional[float] = None,
+    ) -> Tuple[bool, dict]:
         """(held, claim): take the claim on ``key`` for ``owner`` unless another owner holds one that has
         not expired. A claim of the same owner (a retry of its task after a worker died) is taken again
         with its attempt number raised. ``claim`` is the one now in the store."""
         now = time.time() if now is None else now
         path = self.claim_path(key)
-        mine = {"owner": owner, "host": socket.gethostname(), "pid": os.getpid(), "expires": now + ttl,
-                "attempt": 1, "source": key.source}
+        mine = {
+            "owner": owner,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "expires": now + ttl,
+            "attempt": 1,
+            "source": key.source,
+        }
         if self._create(path, json.dumps(mine).encode()):
             return True, mine
         current = self.read_claim(key)
@@ -336,9 +365,13 @@ class CacheStore:
 
 
 def _damaged(path: str, why: str) -> None:
-    log_once(f"store-damaged:{path}:{why}", logging.WARNING,
-             "tb_paddle_profile: cache entry %s is damaged or not ours (%s): a miss; overwritten by the "
-             "next summary", path, why)
+    log_once(
+        f"store-damaged:{path}:{why}",
+        logging.WARNING,
+        "tb_paddle_profile: cache entry %s is damaged or not ours (%s): a miss; overwritten by the next summary",
+        path,
+        why,
+    )
 
 
 class UrlSummaryCache(SummaryCache):
@@ -379,11 +412,13 @@ class UrlSummaryCache(SummaryCache):
             return True
         except Exception as err:  # read-only bucket, network: the result stays in memory
             if not self._warned:
-                logger.warning("tb_paddle_profile: summary cache %s not writable (%s); keeping summaries in "
-                               "memory", self.url, _one_line(err))
+                logger.warning(
+                    "tb_paddle_profile: summary cache %s not writable (%s); keeping summaries in memory",
+                    self.url,
+                    _one_line(err),
+                )
                 self._warned = True
             return False
-
 
 
 def open_cache(cache_dir: Optional[str] = None, sidecar: Optional[bool] = None) -> SummaryCache:

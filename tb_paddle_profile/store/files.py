@@ -1,5 +1,6 @@
 """The cache's files on local disk: atomic writes a team can share, damaged entries deleted, and the
 warnings about them logged once per process."""
+
 from __future__ import annotations
 
 import logging
@@ -115,8 +116,15 @@ def discard(path: Path, inode: Optional[int], reason: str, what: str = "cache en
         removed = "already gone"
     except OSError as err:
         removed = f"could not be deleted ({err.strerror or err}); it is ignored"
-    log_once(f"damaged:{path}:{inode}", logging.WARNING, "tb_paddle_profile: %s %s is damaged (%s): %s",
-             what, path, reason, removed)
+    log_once(
+        f"damaged:{path}:{inode}",
+        logging.WARNING,
+        "tb_paddle_profile: %s %s is damaged (%s): %s",
+        what,
+        path,
+        reason,
+        removed,
+    )
 
 
 def touch(path: Path) -> None:

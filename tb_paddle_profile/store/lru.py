@@ -1,4 +1,5 @@
 """The in-memory bound of the plugin's answers, digests and analyses: one LRU map sized in bytes."""
+
 from __future__ import annotations
 
 import collections

@@ -2,6 +2,7 @@
 after writes, at most every TRIM_INTERVAL_S seconds, and writes a kill left behind. A process keeps the
 folder's size as it writes and walks it a slice at a time (Trimmer): the whole folder is walked once, then
 only when its size passes the bound."""
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,9 @@ def cache_limit_bytes() -> int:
     return settings.megabytes(ENV_CACHE_MAX_MB, DEFAULT_CACHE_MAX_MB)
 
 
-def _entries(cache_dir: Path, stale: Optional[list] = None,
-             subfolders: Optional[list] = None) -> List[Tuple[float, int, Path]]:
+def _entries(
+    cache_dir: Path, stale: Optional[list] = None, subfolders: Optional[list] = None
+) -> List[Tuple[float, int, Path]]:
     """(mtime, size, path) of the entries; `stale`, when given, gets the same of the .tmp-*.part files
     older than STALE_PART_S (left by a writer killed half way); `subfolders` the entry subfolders walked."""
     found: List[Tuple[float, int, Path]] = []
@@ -73,8 +75,7 @@ def _walk_subfolder(sub: str, suffix: str, found: list, stale: Optional[list]) -
             if st.st_mtime < old and entry.is_file(follow_symlinks=False):
                 stale.append((st.st_mtime, st.st_size, Path(entry.path)))
             continue
-        if entry.name.endswith(suffix) and not entry.name.startswith(".") \
-                and entry.is_file(follow_symlinks=False):
+        if entry.name.endswith(suffix) and not entry.name.startswith(".") and entry.is_file(follow_symlinks=False):
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
@@ -261,8 +262,11 @@ class Trimmer:
             logger.debug("tb_paddle_profile: cache trim skipped: %s", err)
             return 0
         if freed:
-            logger.info("tb_paddle_profile: cache over %d MB: %d MB of least recently used entries removed",
-                        self.limit >> 20, freed >> 20)
+            logger.info(
+                "tb_paddle_profile: cache over %d MB: %d MB of least recently used entries removed",
+                self.limit >> 20,
+                freed >> 20,
+            )
         return freed
 
     def _whole(self, book: _Book, written: Path) -> int:

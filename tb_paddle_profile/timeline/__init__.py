@@ -45,37 +45,112 @@ name below):
 - ``compact``: the compact multi-rank timeline, one row of compute / communication / idle bins per rank
   over one step, in the server's order (``row_bins``, ``compact_message``; route ``timeline_compact``).
 """
+
 from __future__ import annotations
 
 from .counters import counter_bins, counters_of
 from .build import build_file_index, build_index, index_in_worker
-from .chrome import (DEFAULT_WINDOW_MAX_MB, ENV_WINDOW_MAX_MB, chrome_chunks, chrome_subset, window_limit_bytes,
-                     window_size)
-from .levels import (FLOW_CAP, LANE_CAP, MATCH_CAP, MAX_PX, event_details, merge_lane, query_lane, range_sums,
-                     row_of, search, type_name)
+from .chrome import (
+    DEFAULT_WINDOW_MAX_MB,
+    ENV_WINDOW_MAX_MB,
+    chrome_chunks,
+    chrome_subset,
+    window_limit_bytes,
+    window_size,
+)
+from .levels import (
+    FLOW_CAP,
+    LANE_CAP,
+    MATCH_CAP,
+    MAX_PX,
+    event_details,
+    merge_lane,
+    query_lane,
+    range_sums,
+    row_of,
+    search,
+    type_name,
+)
 from .members import event_at, instance_message, instance_of
 from .runindex import RunIndex, build_run_index
 from .runindex import range_message as run_range_message
 from .runindex import search_message as run_search_message
 from .messages import WINDOW_MAX_BYTES, WINDOW_MAX_RANKS, event_message, range_message, search_message, window_message
-from .storage import (INDEX_VERSION, MAGIC, TRAILER_MAGIC, CorruptIndex, TimelineIndex, encode_index, encode_parts,
-                      write_index)
+from .storage import (
+    INDEX_VERSION,
+    MAGIC,
+    TRAILER_MAGIC,
+    CorruptIndex,
+    TimelineIndex,
+    encode_index,
+    encode_parts,
+    write_index,
+)
 from .store import TimelineStore
-from .tracks import (EVENT_DEVICE, EVENT_HOST, EVENT_RUNTIME, GPU_STREAM, HOST_THREAD, KIND_DEVICE, KIND_HOST,
-                     KIND_RUNTIME, TYPE_NAMES)
+from .tracks import (
+    EVENT_DEVICE,
+    EVENT_HOST,
+    EVENT_RUNTIME,
+    GPU_STREAM,
+    HOST_THREAD,
+    KIND_DEVICE,
+    KIND_HOST,
+    KIND_RUNTIME,
+    TYPE_NAMES,
+)
 
 __all__ = [
-    "counter_bins", "counters_of",
-    "build_file_index", "build_index", "index_in_worker",
-    "DEFAULT_WINDOW_MAX_MB", "ENV_WINDOW_MAX_MB", "chrome_chunks", "chrome_subset", "window_limit_bytes", "window_size",
-    "FLOW_CAP", "LANE_CAP", "MATCH_CAP", "MAX_PX", "event_details", "merge_lane", "query_lane", "range_sums", "row_of",
-    "search", "type_name",
-    "event_at", "instance_message", "instance_of",
-    "RunIndex", "build_run_index", "run_range_message", "run_search_message",
-    "WINDOW_MAX_BYTES", "WINDOW_MAX_RANKS", "event_message", "range_message", "search_message", "window_message",
-    "INDEX_VERSION", "MAGIC", "TRAILER_MAGIC", "CorruptIndex", "TimelineIndex", "encode_index", "encode_parts",
+    "counter_bins",
+    "counters_of",
+    "build_file_index",
+    "build_index",
+    "index_in_worker",
+    "DEFAULT_WINDOW_MAX_MB",
+    "ENV_WINDOW_MAX_MB",
+    "chrome_chunks",
+    "chrome_subset",
+    "window_limit_bytes",
+    "window_size",
+    "FLOW_CAP",
+    "LANE_CAP",
+    "MATCH_CAP",
+    "MAX_PX",
+    "event_details",
+    "merge_lane",
+    "query_lane",
+    "range_sums",
+    "row_of",
+    "search",
+    "type_name",
+    "event_at",
+    "instance_message",
+    "instance_of",
+    "RunIndex",
+    "build_run_index",
+    "run_range_message",
+    "run_search_message",
+    "WINDOW_MAX_BYTES",
+    "WINDOW_MAX_RANKS",
+    "event_message",
+    "range_message",
+    "search_message",
+    "window_message",
+    "INDEX_VERSION",
+    "MAGIC",
+    "TRAILER_MAGIC",
+    "CorruptIndex",
+    "TimelineIndex",
+    "encode_index",
+    "encode_parts",
     "write_index",
     "TimelineStore",
-    "EVENT_DEVICE", "EVENT_HOST", "EVENT_RUNTIME", "GPU_STREAM", "HOST_THREAD", "KIND_DEVICE", "KIND_HOST",
-    "KIND_RUNTIME", "TYPE_NAMES",
+    "EVENT_DEVICE",
+    "EVENT_HOST",
+    "EVENT_RUNTIME",
+    "GPU_STREAM",
+    "HOST_THREAD",
+    "KIND_DEVICE",
+    "KIND_HOST",
+    "KIND_RUNTIME",
+    "TYPE_NAMES",
 ]

@@ -1,5 +1,6 @@
 """Building a trace's index from its tables and tree (build_index), in the per-file job or in a
 worker process (index_in_worker)."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,9 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
     end = np.concatenate([t.host.end, t.runtime.end, t.device.end]).astype(np.int64)
     end = np.maximum(end, start)
     name = np.concatenate([t.host.name, t.runtime.name, t.device.name]).astype(np.int32)
-    kind = np.concatenate([np.full(n_h, KIND_HOST, np.int8), np.full(n_r, KIND_RUNTIME, np.int8),
-                           np.full(n_d, KIND_DEVICE, np.int8)])
+    kind = np.concatenate(
+        [np.full(n_h, KIND_HOST, np.int8), np.full(n_r, KIND_RUNTIME, np.int8), np.full(n_d, KIND_DEVICE, np.int8)]
+    )
     etype = np.concatenate([t.host.type, t.runtime.type, t.device.type]).astype(np.int16)
     row = np.concatenate([np.arange(n_h), np.arange(n_r), np.arange(n_d)]).astype(np.int32)
 
@@ -58,7 +60,7 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
 
     pos = np.empty(n, dtype=np.int32)
     pos[order] = np.arange(n, dtype=np.int32)
-    host_pos, rt_pos, dev_pos = pos[:n_h], pos[n_h:n_h + n_r], pos[n_h + n_r:]
+    host_pos, rt_pos, dev_pos = pos[:n_h], pos[n_h : n_h + n_r], pos[n_h + n_r :]
 
     for tr in tracks:
         sel = lane_track == tr["id"]
@@ -89,19 +91,37 @@ def build_index(tables, tree) -> Tuple[dict, Dict[str, np.ndarray]]:
         "counters": counters,
     }
     arrays = {
-        "ev_start": start, "ev_end": end, "ev_name": name, "ev_kind": kind, "ev_type": etype, "ev_row": row,
-        "lane_ptr": lane_ptr, "lane_track": lane_track, "lane_depth": lane_depth, "lane_maxdur": lane_maxdur,
-        "host_pos": host_pos, "rt_pos": rt_pos, "dev_pos": dev_pos,
-        "host_parent": tree.host_parent.astype(np.int32), "host_type": t.host.type.astype(np.int16),
-        "rt_host": tree.rt_host.astype(np.int32), "rt_corr": t.runtime.corr.astype(np.int64),
-        "dev_rt": tree.dev_rt.astype(np.int32), "dev_corr": t.device.corr.astype(np.int64),
-        "dev_grid": t.device.grid.astype(np.int32), "dev_block": t.device.block.astype(np.int32),
+        "ev_start": start,
+        "ev_end": end,
+        "ev_name": name,
+        "ev_kind": kind,
+        "ev_type": etype,
+        "ev_row": row,
+        "lane_ptr": lane_ptr,
+        "lane_track": lane_track,
+        "lane_depth": lane_depth,
+        "lane_maxdur": lane_maxdur,
+        "host_pos": host_pos,
+        "rt_pos": rt_pos,
+        "dev_pos": dev_pos,
+        "host_parent": tree.host_parent.astype(np.int32),
+        "host_type": t.host.type.astype(np.int16),
+        "rt_host": tree.rt_host.astype(np.int32),
+        "rt_corr": t.runtime.corr.astype(np.int64),
+        "dev_rt": tree.dev_rt.astype(np.int32),
+        "dev_corr": t.device.corr.astype(np.int64),
+        "dev_grid": t.device.grid.astype(np.int32),
+        "dev_block": t.device.block.astype(np.int32),
         "dev_registers": t.device.registers.astype(np.int32),
         "dev_shared_memory": t.device.shared_memory.astype(np.int64),
-        "dev_blocks_per_sm": t.device.blocks_per_sm, "dev_warps_per_sm": t.device.warps_per_sm,
-        "dev_occupancy": t.device.occupancy, "dev_bytes": t.device.bytes.astype(np.int64),
-        "names_blob": np.frombuffer(names_blob, dtype=np.uint8), "names_ptr": names_ptr,
-        "shape_rows": shape_rows, "shape_ptr": shape_ptr,
+        "dev_blocks_per_sm": t.device.blocks_per_sm,
+        "dev_warps_per_sm": t.device.warps_per_sm,
+        "dev_occupancy": t.device.occupancy,
+        "dev_bytes": t.device.bytes.astype(np.int64),
+        "names_blob": np.frombuffer(names_blob, dtype=np.uint8),
+        "names_ptr": names_ptr,
+        "shape_rows": shape_rows,
+        "shape_ptr": shape_ptr,
         "shape_blob": np.frombuffer(b"".join(shape_bytes), dtype=np.uint8),
         **counter_arrays,
     }
@@ -117,8 +137,7 @@ def _parse(read_bytes, file_name: str, parse_workers: int = 1, inflate_share: in
 
     box = [read_bytes()]  # the reader drops the bytes as soon as the events are read
     note_parse(os.path.basename(file_name))
-    tables = read_trace(box, os.path.basename(file_name), parse_workers,
-                        max_inflate=max_inflate_bytes(inflate_share))
+    tables = read_trace(box, os.path.basename(file_name), parse_workers, max_inflate=max_inflate_bytes(inflate_share))
     tree = build_tree(tables)
     return build_index(tables, tree)
 
@@ -133,9 +152,18 @@ def build_file_index(read_bytes, file_name: str, target: str, parse_workers: int
     return {"events": int(len(arrays["ev_start"])), "bytes": size}
 
 
-def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse_workers: int = 1,
-                    root: Optional[str] = None, fallback: Optional[str] = None, trace: str = "",
-                    inflate_share: int = 1) -> dict:
+def index_in_worker(
+    fs,
+    path: str,
+    file_name: str,
+    size: int,
+    target: str,
+    parse_workers: int = 1,
+    root: Optional[str] = None,
+    fallback: Optional[str] = None,
+    trace: str = "",
+    inflate_share: int = 1,
+) -> dict:
     """Runs in a worker process (picklable arguments only): read the trace under the logdir's path policy
     (``root``: the logdir), build its index, write it to ``target`` or, when that folder is not
     writable, to ``fallback``. ``trace``: the CacheKey digest the index names (TimelineIndex checks it).
@@ -171,8 +199,12 @@ def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse
     except TransientError as err:
         return {"ok": False, "kind": "transient", "error": str(err)}
     except MemoryError:
-        return {"ok": False, "kind": "transient", "retry": False,
-                "error": f"{file_name}: out of memory while building its timeline"}
+        return {
+            "ok": False,
+            "kind": "transient",
+            "retry": False,
+            "error": f"{file_name}: out of memory while building its timeline",
+        }
     except Exception as err:
         return {"ok": False, "kind": "bug", "error": our_bug(file_name, err), "traceback": traceback.format_exc()}
     note = ""
@@ -180,14 +212,20 @@ def index_in_worker(fs, path: str, file_name: str, size: int, target: str, parse
         written, nbytes = target, write_index(target, header, arrays)
     except OSError as err:
         if fallback is None:
-            return {"ok": False, "kind": "transient",
-                    "error": f"{file_name}: cannot write its timeline index: {one_line(err)}"}
+            return {
+                "ok": False,
+                "kind": "transient",
+                "error": f"{file_name}: cannot write its timeline index: {one_line(err)}",
+            }
         try:
             written, nbytes = fallback, write_index(fallback, header, arrays)
         except OSError as err2:
-            return {"ok": False, "kind": "transient",
-                    "error": f"{file_name}: cannot write its timeline index (cache folder: {one_line(err)}; "
-                             f"temporary folder: {one_line(err2)})"}
+            return {
+                "ok": False,
+                "kind": "transient",
+                "error": f"{file_name}: cannot write its timeline index (cache folder: {one_line(err)}; "
+                f"temporary folder: {one_line(err2)})",
+            }
         note = f"cache folder not writable ({one_line(err)})"
     except Exception as err:
         return {"ok": False, "kind": "bug", "error": our_bug(file_name, err), "traceback": traceback.format_exc()}

@@ -8,6 +8,7 @@ the flow id; a flow whose other end lies outside the window is an unpaired end, 
 and the memory of each place: Paddle's "[memory]" instants and a counter track (allocated, reserved)
 at each memory event of the window, from the index's memory counters.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,8 +45,11 @@ def _window_blocks(idx: TimelineIndex, ws: int, we: int, block: int = 1 << 16) -
 
 
 def _head_json(file_name: str, ws: int, we: int) -> str:
-    head = {"displayTimeUnit": "ms", "schemaVersion": "1.0.2",
-            "ExtraInfo": {"trimmed_from": file_name, "window_ns": f"{ws},{we}"}}
+    head = {
+        "displayTimeUnit": "ms",
+        "schemaVersion": "1.0.2",
+        "ExtraInfo": {"trimmed_from": file_name, "window_ns": f"{ws},{we}"},
+    }
     return json.dumps(head)[:-1] + ', "traceEvents": [\n'
 
 
@@ -55,24 +59,42 @@ def _worker(file_name: str) -> str:
 
 def _meta_events(idx: TimelineIndex, file_name: str = "") -> List[str]:
     pid = idx.header.get("pid", 0)
-    out = [json.dumps({"name": "process_name", "ph": "M", "pid": pid,
-                       "args": {"name": f"{_worker(file_name) or 'host'} (pid {pid})"}})]
+    out = [
+        json.dumps(
+            {
+                "name": "process_name",
+                "ph": "M",
+                "pid": pid,
+                "args": {"name": f"{_worker(file_name) or 'host'} (pid {pid})"},
+            }
+        )
+    ]
     devices = sorted({tr["device"] for tr in idx.tracks if tr["kind"] != HOST_THREAD})
-    out.extend(json.dumps({"name": "process_name", "ph": "M", "pid": d, "args": {"name": f"GPU {d}"}})
-               for d in devices)
+    out.extend(json.dumps({"name": "process_name", "ph": "M", "pid": d, "args": {"name": f"GPU {d}"}}) for d in devices)
     for tr in idx.tracks:
         if tr["kind"] == HOST_THREAD:
-            out.append(json.dumps({"name": "thread_name", "ph": "M", "pid": pid, "tid": tr["tid"],
-                                   "args": {"name": tr["label"]}}))
+            out.append(
+                json.dumps(
+                    {"name": "thread_name", "ph": "M", "pid": pid, "tid": tr["tid"], "args": {"name": tr["label"]}}
+                )
+            )
         else:
-            out.append(json.dumps({"name": "thread_name", "ph": "M", "pid": tr["device"], "tid": tr["stream"],
-                                   "args": {"name": tr["label"]}}))
+            out.append(
+                json.dumps(
+                    {
+                        "name": "thread_name",
+                        "ph": "M",
+                        "pid": tr["device"],
+                        "tid": tr["stream"],
+                        "args": {"name": tr["label"]},
+                    }
+                )
+            )
     return out
 
 
 def _x_event(name, pid, tid, ts, dur, cat, args) -> str:
-    return json.dumps({"name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "ph": "X", "cat": cat,
-                       "args": args})
+    return json.dumps({"name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "ph": "X", "cat": cat, "args": args})
 
 
 def _flow_event(ph: str, corr: int, pid, tid, ts: float) -> str:
@@ -97,7 +119,7 @@ def _memory_points(idx: TimelineIndex, ws: int, we: int):
         lo, hi = int(np.searchsorted(t, ws, "left")), int(np.searchsorted(t, we, "right"))
         if hi > lo:
             place = c["label"][: -len(" allocated")] if c["label"].endswith(" allocated") else c["label"]
-            yield place, t[lo:hi], a["ctr_v"][p0 + lo:p0 + hi], a["ctr_v"][q0 + lo:q0 + hi]
+            yield place, t[lo:hi], a["ctr_v"][p0 + lo : p0 + hi], a["ctr_v"][q0 + lo : q0 + hi]
 
 
 def _memory_blocks(idx: TimelineIndex, ws: int, we: int, origin_us: float, block: int) -> Iterator[List[str]]:
@@ -106,18 +128,36 @@ def _memory_blocks(idx: TimelineIndex, ws: int, we: int, origin_us: float, block
     tid = next((tr["tid"] for tr in idx.tracks if tr["kind"] == HOST_THREAD), 0)  # Paddle's: a host thread
     for place, t, alloc, reserved in _memory_points(idx, ws, we):
         for b0 in range(0, len(t), block):
-            points = zip(t[b0:b0 + block].tolist(), alloc[b0:b0 + block].tolist(), reserved[b0:b0 + block].tolist())
+            points = zip(
+                t[b0 : b0 + block].tolist(), alloc[b0 : b0 + block].tolist(), reserved[b0 : b0 + block].tolist()
+            )
             yield list(_memory_events_of(pid, tid, place, points, origin_us))
 
 
 def _memory_events_of(pid, tid, place: str, points, origin_us: float) -> Iterator[str]:
     for t, alloc, reserved in points:
         ts = origin_us + t / 1000.0
-        yield json.dumps({"name": "[memory]", "pid": pid, "tid": tid, "ts": ts, "ph": "i", "s": "t",
-                          "cat": "Memory", "args": {"place": place, "current_allocated": alloc,
-                                                    "current_reserved": reserved}})
-        yield json.dumps({"name": f"memory {place}", "pid": pid, "ts": ts, "ph": "C",
-                          "args": {"allocated": alloc, "reserved": reserved}})
+        yield json.dumps(
+            {
+                "name": "[memory]",
+                "pid": pid,
+                "tid": tid,
+                "ts": ts,
+                "ph": "i",
+                "s": "t",
+                "cat": "Memory",
+                "args": {"place": place, "current_allocated": alloc, "current_reserved": reserved},
+            }
+        )
+        yield json.dumps(
+            {
+                "name": f"memory {place}",
+                "pid": pid,
+                "ts": ts,
+                "ph": "C",
+                "args": {"allocated": alloc, "reserved": reserved},
+            }
+        )
 
 
 def _times(s: int, e: int) -> dict:
@@ -149,10 +189,17 @@ def _chrome_events(idx: TimelineIndex, pos: np.ndarray, pid: int, origin_us: flo
         if kind == KIND_DEVICE:
             corr = int(a["dev_corr"][row])
             if code == et.KERNEL:
-                _kernel_args(args, corr, a["dev_grid"][row].tolist(), a["dev_block"][row].tolist(),
-                             int(a["dev_registers"][row]), int(a["dev_shared_memory"][row]),
-                             float(a["dev_blocks_per_sm"][row]), float(a["dev_warps_per_sm"][row]),
-                             float(a["dev_occupancy"][row]))
+                _kernel_args(
+                    args,
+                    corr,
+                    a["dev_grid"][row].tolist(),
+                    a["dev_block"][row].tolist(),
+                    int(a["dev_registers"][row]),
+                    int(a["dev_shared_memory"][row]),
+                    float(a["dev_blocks_per_sm"][row]),
+                    float(a["dev_warps_per_sm"][row]),
+                    float(a["dev_occupancy"][row]),
+                )
             else:
                 if corr >= 0:
                     args["correlation id"] = corr
@@ -175,8 +222,9 @@ def _chrome_events(idx: TimelineIndex, pos: np.ndarray, pid: int, origin_us: flo
                         args["input_dtypes"] = json.loads(found[1])
                     except ValueError:
                         args.pop("input_shapes", None)
-        out.append(_x_event(names[nid], ev_pid, ev_tid, origin_us + s / 1000.0, (e - s) / 1000.0,
-                            type_name(code), args))
+        out.append(
+            _x_event(names[nid], ev_pid, ev_tid, origin_us + s / 1000.0, (e - s) / 1000.0, type_name(code), args)
+        )
     return out
 
 
@@ -194,8 +242,15 @@ def _worst_cases() -> Dict[str, int]:
     shapes = _x_event(args=dict(times, input_shapes=None, input_dtypes=None), **base)
     flow = _flow_event("f", i64, i64, i64, f)
     memory = sum(len(x) + 2 for x in _memory_events_of(i64, i64, "", [(i64, i64, i64)], f))
-    return {"host": len(host), "runtime": len(runtime), "kernel": len(kernel), "copy": len(copy),
-            "shapes": len(shapes) - len(host) - 2 * len("null") + 16, "flow": len(flow) + 2, "memory": memory}
+    return {
+        "host": len(host),
+        "runtime": len(runtime),
+        "kernel": len(kernel),
+        "copy": len(copy),
+        "shapes": len(shapes) - len(host) - 2 * len("null") + 16,
+        "flow": len(flow) + 2,
+        "memory": memory,
+    }
 
 
 _WORST = _worst_cases()
@@ -228,9 +283,14 @@ def window_size(idx: TimelineIndex, ws: int, we: int, file_name: str = "") -> Tu
         kernel = (kind == KIND_DEVICE) & (code == et.KERNEL)
         n_host, n_rt, n_kernel = int(host.sum()), int((kind == KIND_RUNTIME).sum()), int(kernel.sum())
         n_copy = len(pos) - n_host - n_rt - n_kernel
-        total += (n_host * _WORST["host"] + n_rt * _WORST["runtime"] + n_kernel * _WORST["kernel"]
-                  + n_copy * _WORST["copy"] + 2 * len(pos)  # ",\n" between events
-                  + pid_extra * (n_host + n_rt))
+        total += (
+            n_host * _WORST["host"]
+            + n_rt * _WORST["runtime"]
+            + n_kernel * _WORST["kernel"]
+            + n_copy * _WORST["copy"]
+            + 2 * len(pos)  # ",\n" between events
+            + pid_extra * (n_host + n_rt)
+        )
         total += int(extra[a["ev_name"][pos]].sum())
         total += (len(pos) - n_host) * _WORST["flow"]  # a runtime call or device event may carry a flow end
         if len(shape_rows) and n_host:
@@ -241,8 +301,9 @@ def window_size(idx: TimelineIndex, ws: int, we: int, file_name: str = "") -> Tu
     return events, total
 
 
-def chrome_chunks(idx: TimelineIndex, ws: int, we: int, file_name: str, chunk: int = 1 << 18,
-                  block: int = 1024) -> Generator[bytes, None, None]:
+def chrome_chunks(
+    idx: TimelineIndex, ws: int, we: int, file_name: str, chunk: int = 1 << 18, block: int = 1024
+) -> Generator[bytes, None, None]:
     """A Chrome-trace JSON of the slices overlapping [ws, we] (index-local ns), for Perfetto, as chunks of
     about ``chunk`` bytes: what is held at once is a chunk and a block of ``block`` events, whatever the
     window."""

@@ -19,6 +19,7 @@ of its host events that are communication (analysis.collectives.host_kind: Commu
 naming a collective), compute the union of its Operator events less communication, idle the rest (Python,
 the data loader, waiting).
 """
+
 from __future__ import annotations
 
 import weakref
@@ -38,9 +39,11 @@ PAGE_ROWS = 128  # rows answered at most per request (their indexes are opened)
 PATH_KINDS = {1: "compute", 2: "communication", 3: "memcpy", 4: "host", 5: "waiting"}
 _COMM_NAMES: "weakref.WeakKeyDictionary[TimelineIndex, np.ndarray]" = weakref.WeakKeyDictionary()
 _HOST_COMM_NAMES: "weakref.WeakKeyDictionary[TimelineIndex, np.ndarray]" = weakref.WeakKeyDictionary()
-HOST_NOTE = ("host side: these ranks' traces have no GPU stream, so their rows show the host: compute is "
-             "the time in operators (CPU), communication the host's communication events, idle the rest "
-             "(Python, the data loader, waiting)")
+HOST_NOTE = (
+    "host side: these ranks' traces have no GPU stream, so their rows show the host: compute is "
+    "the time in operators (CPU), communication the host's communication events, idle the rest "
+    "(Python, the data loader, waiting)"
+)
 
 
 def _comm_names(idx: TimelineIndex) -> np.ndarray:
@@ -59,8 +62,9 @@ def _host_comm_names(idx: TimelineIndex) -> np.ndarray:
     if got is None:
         from ..analysis.collectives import NOT_COMMUNICATION, host_kind
 
-        got = _HOST_COMM_NAMES[idx] = np.array([host_kind(n, et.OPERATOR) != NOT_COMMUNICATION for n in idx.names],
-                                               dtype=bool)
+        got = _HOST_COMM_NAMES[idx] = np.array(
+            [host_kind(n, et.OPERATOR) != NOT_COMMUNICATION for n in idx.names], dtype=bool
+        )
     return got
 
 
@@ -90,7 +94,7 @@ def host_row_bins(idx: TimelineIndex, lws: int, lwe: int, bins: int) -> Tuple[np
         ce.append(a["ev_end"][pos[is_comm]])
         os_.append(a["ev_start"][pos[is_op]])
         oe.append(a["ev_end"][pos[is_op]])
-    cat = (lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64))
+    cat = lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)
     bs, be = _union(*_clip(cat(os_ + cs), cat(oe + ce), lws, lwe))
     ms, me = _union(*_clip(cat(cs), cat(ce), lws, lwe))
     busy = busy_fraction(bs.astype(np.float64), be.astype(np.float64), edges)
@@ -127,7 +131,7 @@ def row_bins(idx: TimelineIndex, lws: int, lwe: int, bins: int) -> Tuple[np.ndar
         pos = pos[(a["ev_type"][pos] == et.KERNEL) & comm[a["ev_name"][pos]]]
         cs.append(a["ev_start"][pos])
         ce.append(a["ev_end"][pos])
-    cat = (lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64))
+    cat = lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)
     if len(busy_s) > 1:  # several devices: one union
         bs, be = _union(cat(busy_s), cat(busy_e))
     else:
@@ -153,7 +157,8 @@ class Facts:
         # worker -> step -> (start, end) on the rank's own index clock
         self.step_range: Dict[str, Dict[int, Tuple[int, int]]] = {
             r.worker: {int(s.step): (int(s.range.start_ns), int(s.range.end_ns)) for s in r.step_breakdown}
-            for r in rp.ranks}
+            for r in rp.ranks
+        }
         vals = np.array(rp.step_time.values_ns, dtype=np.int64)
         n_steps = len(self.steps)
         self.job_step: Dict[int, int] = {}
@@ -163,12 +168,33 @@ class Facts:
         self.order, self.roles, self.why = order_of(rp)
         # what order_of needs of the analysis, kept to answer a focus rank (order_for) without the RunParallel
         self._lite = SimpleNamespace(
-            ranks=[SimpleNamespace(rank=r.rank, worker=r.worker, dp=r.dp, pipeline_stage=r.pipeline_stage, mp=r.mp,
-                                   sharding=r.sharding, peers=tuple(r.peers)) for r in rp.ranks],
-            straggler=SimpleNamespace(found=rp.straggler.found, uncertain=rp.straggler.uncertain,
-                                      stragglers=[SimpleNamespace(rank=s.rank) for s in rp.straggler.stragglers]))
-        self.collectives: Dict[int, Dict[str, Dict[int, int]]] = {}  # step -> kind -> rank -> first start (collective_starts)
-        self.nbytes = 300 * len(self.workers) + 8 * sum(len(r.peers) for r in rp.ranks) + 64 * sum(len(v) for v in self.step_range.values()) + 1000
+            ranks=[
+                SimpleNamespace(
+                    rank=r.rank,
+                    worker=r.worker,
+                    dp=r.dp,
+                    pipeline_stage=r.pipeline_stage,
+                    mp=r.mp,
+                    sharding=r.sharding,
+                    peers=tuple(r.peers),
+                )
+                for r in rp.ranks
+            ],
+            straggler=SimpleNamespace(
+                found=rp.straggler.found,
+                uncertain=rp.straggler.uncertain,
+                stragglers=[SimpleNamespace(rank=s.rank) for s in rp.straggler.stragglers],
+            ),
+        )
+        self.collectives: Dict[
+            int, Dict[str, Dict[int, int]]
+        ] = {}  # step -> kind -> rank -> first start (collective_starts)
+        self.nbytes = (
+            300 * len(self.workers)
+            + 8 * sum(len(r.peers) for r in rp.ranks)
+            + 64 * sum(len(v) for v in self.step_range.values())
+            + 1000
+        )
 
     def order_for(self, focus: str = "") -> Tuple[List[str], Dict[str, str], str]:
         """order_of with ``focus`` (a worker of the analysis) in place of the straggler; the stored
@@ -202,7 +228,9 @@ def collective_starts(facts: Facts, step: int, table) -> Dict[str, Dict[int, int
         groups = np.nonzero(t.step == int(step))[0] if t.n else np.zeros(0, np.int64)
         if len(groups):
             lens = t.ptr[groups + 1] - t.ptr[groups]
-            mem = np.repeat(t.ptr[groups] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+            mem = np.repeat(t.ptr[groups] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(
+                int(lens.sum())
+            )
             kind = np.repeat(t.kind[groups], lens)
             for k in np.unique(kind).tolist():
                 sel = mem[kind == k]
@@ -290,11 +318,26 @@ def order_of(rp, focus: str = "") -> Tuple[List[str], Dict[str, str], str]:
     return order, roles, f"{who} and {'its role peers' if topo or f.pipeline_stage >= 0 else 'its peers'} first"
 
 
-def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence, rows: Sequence, offset: int,
-                    step: Optional[int], align: str, ws: Optional[int], we: Optional[int], bins: int,
-                    critical=None, first: Optional[TimelineIndex] = None, kind: str = "", table=None,
-                    instance: Optional[Tuple[str, int]] = None,
-                    order: Optional[Tuple[List[str], Dict[str, str], str]] = None):
+def compact_message(
+    run: str,
+    span: str,
+    key: str,
+    facts: Facts,
+    files: Sequence,
+    rows: Sequence,
+    offset: int,
+    step: Optional[int],
+    align: str,
+    ws: Optional[int],
+    we: Optional[int],
+    bins: int,
+    critical=None,
+    first: Optional[TimelineIndex] = None,
+    kind: str = "",
+    table=None,
+    instance: Optional[Tuple[str, int]] = None,
+    order: Optional[Tuple[List[str], Dict[str, str], str]] = None,
+):
     """The TimelineCompact answer. ``files``: every rank's TraceFile in the server's order; ``rows``:
     (TraceFile, index or None, state) of order[offset : offset + len(rows)]; ``critical``: the stored
     RunWhatIf (None when there is none); ``first``: the index of files[0] (align "clock": every row on
@@ -313,8 +356,12 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
     msg.step = -1 if step is None else step
     _, roles, msg.why = order or (facts.order, facts.roles, facts.why)
     for f in files:
-        msg.order.add(worker=f.worker, rank=facts.rank_of.get(f.worker, f.rank), label=facts.label.get(f.worker, ""),
-                      role=roles.get(f.worker, ""))
+        msg.order.add(
+            worker=f.worker,
+            rank=facts.rank_of.get(f.worker, f.rank),
+            label=facts.label.get(f.worker, ""),
+            role=roles.get(f.worker, ""),
+        )
     lengths = [e - s for f in files for s, e in [facts.step_range.get(f.worker, {}).get(msg.step, (0, 0))]]
     longest = max(lengths, default=0)
     if not longest:  # no step known: the rows' whole extents
@@ -390,7 +437,11 @@ def compact_message(run: str, span: str, key: str, facts: Facts, files: Sequence
         r.communication_share = float(comm.mean()) if len(comm) else 0.0
         for seg in segs_by_worker.get(r.worker, []):  # on the rank's own clock: less its offset
             at = int(seg.start_unix_ns) - clock - zero
-            msg.critical.add(worker=r.worker, start_ns=at, end_ns=at + int(seg.end_unix_ns - seg.start_unix_ns),
-                             kind=PATH_KINDS.get(int(seg.kind), "compute"), name=seg.name)
+            msg.critical.add(
+                worker=r.worker,
+                start_ns=at,
+                end_ns=at + int(seg.end_unix_ns - seg.start_unix_ns),
+                kind=PATH_KINDS.get(int(seg.kind), "compute"),
+                name=seg.name,
+            )
     return msg
-

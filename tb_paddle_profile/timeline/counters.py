@@ -15,6 +15,7 @@ A window answer (``counter_bins``) gives each counter one value per pixel bin of
 highest value of the memory step function in the bin (NaN before its first point), the fraction of
 the bin during which a kernel ran on the device.
 """
+
 from __future__ import annotations
 
 import re
@@ -64,13 +65,14 @@ def counters_of(t) -> Tuple[List[dict], Dict[str, np.ndarray]]:
     for dev in sorted(set(d.id[kernel].tolist())):
         sel = kernel & (d.id == dev)
         s, e = _union(d.start[sel], d.end[sel])
-        counters.append({"kind": KIND_UTILIZATION, "label": f"GPU {dev} utilization", "unit": "ratio",
-                         "device": int(dev)})
+        counters.append(
+            {"kind": KIND_UTILIZATION, "label": f"GPU {dev} utilization", "unit": "ratio", "device": int(dev)}
+        )
         ts.append(s)
         vs.append(e)
     ptr = np.zeros(len(counters) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in ts], out=ptr[1:])
-    cat = (lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64))
+    cat = lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)
     return counters, {"ctr_ptr": ptr, "ctr_t": cat(ts), "ctr_v": cat(vs)}
 
 

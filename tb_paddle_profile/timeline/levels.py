@@ -1,5 +1,6 @@
 """Windows and levels of detail over an open index: the slices of a lane in a window, merged below
 a pixel (query_lane), an event's details, search and range sums."""
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
@@ -40,8 +41,15 @@ def merge_lane(start: np.ndarray, end: np.ndarray, name: np.ndarray, pixel: floa
     return first, count, s, e, nm
 
 
-def query_lane(idx: TimelineIndex, lane: int, ws: int, we: int, pixel: float, cap: int = LANE_CAP,
-               match: Optional[np.ndarray] = None) -> dict:
+def query_lane(
+    idx: TimelineIndex,
+    lane: int,
+    ws: int,
+    we: int,
+    pixel: float,
+    cap: int = LANE_CAP,
+    match: Optional[np.ndarray] = None,
+) -> dict:
     """The items of one lane in [ws, we] (index-local ns) at ``pixel`` ns per pixel."""
     a = idx.a
     lo, hi, keep = idx.lanes_in_window(ws, we, lane)
@@ -59,9 +67,16 @@ def query_lane(idx: TimelineIndex, lane: int, ws: int, we: int, pixel: float, ca
         dropped = int(count.sum() - count[top].sum())
         first, count, s, e, nm = first[top], count[top], s[top], e[top], nm[top]
     ids = pos[first] if len(pos) else np.zeros(0, np.int64)
-    out = {"ids": ids.astype(np.int64), "count": count, "start": s, "end": e, "name": nm,
-           "type": a["ev_type"][ids].astype(np.int64) if len(ids) else np.zeros(0, np.int64),
-           "events": int(len(pos)), "dropped": dropped}
+    out = {
+        "ids": ids.astype(np.int64),
+        "count": count,
+        "start": s,
+        "end": e,
+        "name": nm,
+        "type": a["ev_type"][ids].astype(np.int64) if len(ids) else np.zeros(0, np.int64),
+        "events": int(len(pos)),
+        "dropped": dropped,
+    }
     if match is not None:
         hits = match[name].astype(np.int8) if len(name) else np.zeros(0, np.int8)
         out["match"] = np.maximum.reduceat(hits, first) if len(first) else np.zeros(0, np.int8)
@@ -86,16 +101,34 @@ def event_details(idx: TimelineIndex, ev: int) -> dict:
         raise KeyError(ev)
     kind, row = int(a["ev_kind"][ev]), int(a["ev_row"][ev])
     _, track, depth = row_of(idx, ev)
-    out = {"id": ev, "name": idx.names[int(a["ev_name"][ev])], "type": type_name(int(a["ev_type"][ev])),
-           "start": int(a["ev_start"][ev]), "end": int(a["ev_end"][ev]), "track": track, "depth": depth,
-           "track_label": idx.tracks[track]["label"], "corr": -1, "args": [], "operator": "", "related": []}
+    out = {
+        "id": ev,
+        "name": idx.names[int(a["ev_name"][ev])],
+        "type": type_name(int(a["ev_type"][ev])),
+        "start": int(a["ev_start"][ev]),
+        "end": int(a["ev_end"][ev]),
+        "track": track,
+        "depth": depth,
+        "track_label": idx.tracks[track]["label"],
+        "corr": -1,
+        "args": [],
+        "operator": "",
+        "related": [],
+    }
     args = out["args"]
 
     def ref(pos: int, relation: str) -> dict:
         _, tr, dp = row_of(idx, pos)
-        return {"id": pos, "name": idx.names[int(a["ev_name"][pos])], "type": type_name(int(a["ev_type"][pos])),
-                "start": int(a["ev_start"][pos]), "end": int(a["ev_end"][pos]), "track": tr, "depth": dp,
-                "relation": relation}
+        return {
+            "id": pos,
+            "name": idx.names[int(a["ev_name"][pos])],
+            "type": type_name(int(a["ev_type"][pos])),
+            "start": int(a["ev_start"][pos]),
+            "end": int(a["ev_end"][pos]),
+            "track": tr,
+            "depth": dp,
+            "relation": relation,
+        }
 
     def operator_of(host_row: int) -> int:
         r = host_row
@@ -134,12 +167,15 @@ def event_details(idx: TimelineIndex, ev: int) -> dict:
         g, b = a["dev_grid"][row].tolist(), a["dev_block"][row].tolist()
         code = int(a["ev_type"][ev])
         if code == et.KERNEL:
-            args += [("grid", ", ".join(map(str, g))), ("block", ", ".join(map(str, b))),
-                     ("registers per thread", str(int(a["dev_registers"][row]))),
-                     ("shared memory", f"{int(a['dev_shared_memory'][row])} B"),
-                     ("blocks per SM", f"{float(a['dev_blocks_per_sm'][row]):.2f}"),
-                     ("warps per SM", f"{float(a['dev_warps_per_sm'][row]):.2f}"),
-                     ("theoretical achieved occupancy %", f"{float(a['dev_occupancy'][row]):.2f}")]
+            args += [
+                ("grid", ", ".join(map(str, g))),
+                ("block", ", ".join(map(str, b))),
+                ("registers per thread", str(int(a["dev_registers"][row]))),
+                ("shared memory", f"{int(a['dev_shared_memory'][row])} B"),
+                ("blocks per SM", f"{float(a['dev_blocks_per_sm'][row]):.2f}"),
+                ("warps per SM", f"{float(a['dev_warps_per_sm'][row]):.2f}"),
+                ("theoretical achieved occupancy %", f"{float(a['dev_occupancy'][row]):.2f}"),
+            ]
         else:
             args.append(("bytes", str(int(a["dev_bytes"][row]))))
         rt = int(a["dev_rt"][row])
@@ -190,6 +226,8 @@ def range_sums(idx: TimelineIndex, ws: int, we: int, tracks: Optional[Sequence[i
     # (integer ns summed as float64: exact below 2**53 ns, 104 days)
     tot = np.bincount(inv, weights=(e - s).astype(np.float64))
     ovl = np.bincount(inv, weights=(np.minimum(e, we) - np.maximum(s, ws)).clip(0).astype(np.float64))
-    out = {(k // 1024, k % 1024): [c, int(t_), int(o)]
-           for k, c, t_, o in zip(uniq.tolist(), cnt.tolist(), tot.tolist(), ovl.tolist())}
+    out = {
+        (k // 1024, k % 1024): [c, int(t_), int(o)]
+        for k, c, t_, o in zip(uniq.tolist(), cnt.tolist(), tot.tolist(), ovl.tolist())
+    }
     return {(idx.names[n], type_name(t)): v for (n, t), v in out.items()}

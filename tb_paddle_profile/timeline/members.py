@@ -10,6 +10,7 @@ module only finds things:
 - each member's slice: the event of the member's index that starts at the member's start, a device
   event first, then one with the instance's name (``event_at``).
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional
@@ -56,9 +57,17 @@ def event_at(idx: TimelineIndex, start: int, name: str = "") -> Optional[int]:
     return min(found, key=score)
 
 
-def instance_message(run: str, span: str, analysis_key: str, table, group: Optional[int],
-                     members: Dict[int, tuple], base: Optional[int], clock: Optional[Dict[str, int]] = None,
-                     note: str = ""):
+def instance_message(
+    run: str,
+    span: str,
+    analysis_key: str,
+    table,
+    group: Optional[int],
+    members: Dict[int, tuple],
+    base: Optional[int],
+    clock: Optional[Dict[str, int]] = None,
+    note: str = "",
+):
     """The TimelineInstance of ``group`` of ``table``; ``members``: rank -> (worker, index or None) of
     the member ranks (an index None: not open yet, its slice is not found)."""
     from ..analysis.collectives import KIND_LABELS
@@ -83,9 +92,18 @@ def instance_message(run: str, span: str, analysis_key: str, table, group: Optio
         worker, idx = members.get(rank, ("", None))
         start_unix, dur = int(table.start[j]), int(table.dur[j])
         at = start_unix - clock.get(worker, 0) - base  # on the timeline's clock and base
-        m = msg.members.add(rank=rank, worker=worker, ordinal=int(table.ordinal[j]), duration_ns=dur,
-                            wait_ns=int(table.wait[j]), start_ns=at, end_ns=at + dur, start_unix_ns=start_unix,
-                            direction=DIRECTIONS.get(int(table.dir[j]), ""), last=rank == msg.last_rank)
+        m = msg.members.add(
+            rank=rank,
+            worker=worker,
+            ordinal=int(table.ordinal[j]),
+            duration_ns=dur,
+            wait_ns=int(table.wait[j]),
+            start_ns=at,
+            end_ns=at + dur,
+            start_unix_ns=start_unix,
+            direction=DIRECTIONS.get(int(table.dir[j]), ""),
+            last=rank == msg.last_rank,
+        )
         if idx is not None:
             ev = event_at(idx, start_unix - idx.origin, name)
             if ev is not None:

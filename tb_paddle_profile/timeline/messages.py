@@ -1,5 +1,6 @@
 """The protobuf answers of the timeline routes: windows (page by page over ranks), an event's
 details, search and range sums."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -27,10 +28,21 @@ def _deltas(values: np.ndarray, first: int = 0) -> np.ndarray:
     return out
 
 
-def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Optional[int], px: int,
-                   base: Optional[int], query: str = "", flows: bool = False, ranks_total: Optional[int] = None,
-                   rank_offset: int = 0, max_bytes: int = WINDOW_MAX_BYTES,
-                   clock: Optional[Dict[str, int]] = None):
+def window_message(
+    run: str,
+    span: str,
+    ranks: list,
+    ws: Optional[int],
+    we: Optional[int],
+    px: int,
+    base: Optional[int],
+    query: str = "",
+    flows: bool = False,
+    ranks_total: Optional[int] = None,
+    rank_offset: int = 0,
+    max_bytes: int = WINDOW_MAX_BYTES,
+    clock: Optional[Dict[str, int]] = None,
+):
     """The TimelineWindow of ``ranks`` [(TraceFile, index or None, state)] for [ws, we] at ``px`` pixels.
 
     ``ws``/``we`` are ns relative to ``base`` (unix ns; default: the earliest origin of the ready ranks);
@@ -49,8 +61,18 @@ def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Opti
         ws, we = lo_all, max(hi_all, lo_all + 1)
     px = max(1, min(int(px or 1000), MAX_PX))
     pixel = (we - ws) / px
-    msg = tpb.TimelineWindow(run=run, span=span, base_unix_ns=base, window_start_ns=ws, window_end_ns=we, px=px,
-                             resolution_ns=pixel, range_start_ns=lo_all, range_end_ns=hi_all, query=query)
+    msg = tpb.TimelineWindow(
+        run=run,
+        span=span,
+        base_unix_ns=base,
+        window_start_ns=ws,
+        window_end_ns=we,
+        px=px,
+        resolution_ns=pixel,
+        range_start_ns=lo_all,
+        range_end_ns=hi_all,
+        query=query,
+    )
     msg.types.extend(TYPE_NAMES)
     names = [""]
     name_ids: Dict[Tuple[int, int], int] = {}
@@ -67,8 +89,16 @@ def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Opti
         r.clock_offset_ns = (clock or {}).get(f.worker, 0)
         r.start_ns, r.end_ns = idx.start_ns + off, idx.end_ns + off
         for tr in idx.tracks:
-            r.tracks.add(id=tr["id"], kind=tr["kind"], label=tr["label"], depth=tr["depth"], tid=tr["tid"],
-                         device=tr["device"], stream=tr["stream"], events=tr["events"])
+            r.tracks.add(
+                id=tr["id"],
+                kind=tr["kind"],
+                label=tr["label"],
+                depth=tr["depth"],
+                tid=tr["tid"],
+                device=tr["device"],
+                stream=tr["stream"],
+                events=tr["events"],
+            )
         lws, lwe = ws - off, we - off  # the window in this index's own times
         _add_counters(r, idx, lws, lwe, px)
         match = idx.name_mask(query) if query else None
@@ -90,8 +120,9 @@ def window_message(run: str, span: str, ranks: list, ws: Optional[int], we: Opti
                     k = name_ids[(ri, g)] = len(names)
                     names.append(idx.names[g])
                 local[j] = k
-            lane_msg = r.lanes.add(track=int(idx.a["lane_track"][lane]), depth=int(idx.a["lane_depth"][lane]),
-                                   dropped=q["dropped"])
+            lane_msg = r.lanes.add(
+                track=int(idx.a["lane_track"][lane]), depth=int(idx.a["lane_depth"][lane]), dropped=q["dropped"]
+            )
             lane_msg.start_deltas.extend(_deltas(q["start"] + off, ws).tolist())
             lane_msg.durations.extend((q["end"] - q["start"]).tolist())
             lane_msg.names.extend(local.tolist())
@@ -129,8 +160,9 @@ def _add_counters(r, idx: TimelineIndex, lws: int, lwe: int, px: int) -> None:
         top = 1.0 if util else float(a["ctr_v"][p0:p1].max(initial=0))
         # the lane's floor: a ratio's 0; memory's lowest value of the whole trace (negatives drawn at 0)
         low = 0.0 if util else max(0.0, min(float(a["ctr_v"][p0:p1].min()) if p1 > p0 else 0.0, top))
-        msg = r.counters.add(kind=c["kind"], label=c["label"], unit=c["unit"], device=c["device"], max_value=top,
-                             min_value=low)
+        msg = r.counters.add(
+            kind=c["kind"], label=c["label"], unit=c["unit"], device=c["device"], max_value=top, min_value=low
+        )
         msg.values.extend(counter_bins(idx, i, lws, lwe, px).tolist())
 
 
@@ -153,12 +185,21 @@ def _add_flows(msg, ri: int, idx: TimelineIndex, lane_items: dict, off: int, ws:
     ids, rts = ids[ok], rts[ok]
     total = len(ids)
     room = FLOW_CAP - len(msg.flows)
-    for dst, rt in zip(ids[:max(room, 0)].tolist(), rts[:max(room, 0)].tolist()):
+    for dst, rt in zip(ids[: max(room, 0)].tolist(), rts[: max(room, 0)].tolist()):
         src = int(a["rt_pos"][rt])
         _, st, sd = row_of(idx, src)
         _, dt, dd = row_of(idx, dst)
-        msg.flows.add(rank=ri, src_track=st, src_depth=sd, src_start_ns=int(a["ev_start"][src]) + off - ws, src_id=src,
-                      dst_track=dt, dst_depth=dd, dst_start_ns=int(a["ev_start"][dst]) + off - ws, dst_id=dst)
+        msg.flows.add(
+            rank=ri,
+            src_track=st,
+            src_depth=sd,
+            src_start_ns=int(a["ev_start"][src]) + off - ws,
+            src_id=src,
+            dst_track=dt,
+            dst_depth=dd,
+            dst_start_ns=int(a["ev_start"][dst]) + off - ws,
+            dst_id=dst,
+        )
     return total
 
 
@@ -167,27 +208,54 @@ def _origin(worker: str, idx: TimelineIndex, clock: Optional[Dict[str, int]]) ->
     return idx.origin - (clock or {}).get(worker, 0)
 
 
-def event_message(worker: str, idx: TimelineIndex, ev: int, base: Optional[int],
-                  clock: Optional[Dict[str, int]] = None):
+def event_message(
+    worker: str, idx: TimelineIndex, ev: int, base: Optional[int], clock: Optional[Dict[str, int]] = None
+):
     from ..v1 import timeline_pb2 as tpb
 
     d = event_details(idx, ev)
     origin = _origin(worker, idx, clock)
     base = origin if base is None else base
     off = origin - base
-    msg = tpb.TimelineEvent(worker=worker, id=ev, name=d["name"], type=d["type"], start_ns=d["start"] + off,
-                            end_ns=d["end"] + off, track=d["track"], depth=d["depth"], track_label=d["track_label"],
-                            correlation_id=d["corr"], operator=d["operator"], base_unix_ns=base)
+    msg = tpb.TimelineEvent(
+        worker=worker,
+        id=ev,
+        name=d["name"],
+        type=d["type"],
+        start_ns=d["start"] + off,
+        end_ns=d["end"] + off,
+        track=d["track"],
+        depth=d["depth"],
+        track_label=d["track_label"],
+        correlation_id=d["corr"],
+        operator=d["operator"],
+        base_unix_ns=base,
+    )
     for arg in d["args"]:
         msg.args.add(key=arg["key"], value=arg["value"])
     for r in d["related"]:
-        msg.related.add(worker=worker, id=r["id"], name=r["name"], type=r["type"], start_ns=r["start"] + off,
-                        end_ns=r["end"] + off, track=r["track"], depth=r["depth"], relation=r["relation"])
+        msg.related.add(
+            worker=worker,
+            id=r["id"],
+            name=r["name"],
+            type=r["type"],
+            start_ns=r["start"] + off,
+            end_ns=r["end"] + off,
+            track=r["track"],
+            depth=r["depth"],
+            relation=r["relation"],
+        )
     return msg
 
 
-def search_message(ranks: list, query: str, exact: bool, base: Optional[int], limit: int = MATCH_CAP,
-                   clock: Optional[Dict[str, int]] = None):
+def search_message(
+    ranks: list,
+    query: str,
+    exact: bool,
+    base: Optional[int],
+    limit: int = MATCH_CAP,
+    clock: Optional[Dict[str, int]] = None,
+):
     from ..v1 import timeline_pb2 as tpb
 
     ready = [(f, idx) for f, idx in ranks if idx is not None]
@@ -205,16 +273,29 @@ def search_message(ranks: list, query: str, exact: bool, base: Optional[int], li
     found.sort(key=lambda x: x[0])
     for start, f, idx, ev, off in found[:limit]:
         _, tr, dp = row_of(idx, ev)
-        msg.matches.add(worker=f.worker, id=ev, name=idx.names[int(idx.a["ev_name"][ev])], start_ns=start,
-                        end_ns=int(idx.a["ev_end"][ev]) + off, track=tr, depth=dp)
+        msg.matches.add(
+            worker=f.worker,
+            id=ev,
+            name=idx.names[int(idx.a["ev_name"][ev])],
+            start_ns=start,
+            end_ns=int(idx.a["ev_end"][ev]) + off,
+            track=tr,
+            depth=dp,
+        )
     if msg.matches:
         msg.first_start_ns = msg.matches[0].start_ns
         msg.last_end_ns = max(m.end_ns for m in msg.matches)
     return msg
 
 
-def range_message(ranks: list, ws: int, we: int, tracks: Dict[str, Optional[List[int]]], base: Optional[int],
-                  clock: Optional[Dict[str, int]] = None):
+def range_message(
+    ranks: list,
+    ws: int,
+    we: int,
+    tracks: Dict[str, Optional[List[int]]],
+    base: Optional[int],
+    clock: Optional[Dict[str, int]] = None,
+):
     """Sums over [ws, we] of the tracks named per worker (None: all its tracks)."""
 
     ready = [(f, idx) for f, idx in ranks if idx is not None]

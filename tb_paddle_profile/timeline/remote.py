@@ -11,6 +11,7 @@ trimmed, damaged, or kept in another folder) it answers ``None`` or names the ra
 the plugin answers in its own process through the store, which has them built (202 while it does): what
 is answered is the same either way, from the same functions (messages.window_message,
 runindex.search_message and range_message)."""
+
 from __future__ import annotations
 
 import collections
@@ -163,9 +164,22 @@ def _transient(folder: str, digest: str) -> Optional[TimelineIndex]:
     return idx
 
 
-def window(folder: str, refs: List[RankRef], run: str, span: str, ws: Optional[int], we: Optional[int], px: int,
-           base: Optional[int], query: str, flows: bool, total: int, offset: int, budget: int,
-           clock: Dict[str, int]) -> Optional[bytes]:
+def window(
+    folder: str,
+    refs: List[RankRef],
+    run: str,
+    span: str,
+    ws: Optional[int],
+    we: Optional[int],
+    px: int,
+    base: Optional[int],
+    query: str,
+    flows: bool,
+    total: int,
+    offset: int,
+    budget: int,
+    clock: Dict[str, int],
+) -> Optional[bytes]:
     """messages.window_message of one page of ranks (every one's index ready), serialized; None when an
     index is not there."""
     from .messages import window_message
@@ -176,8 +190,9 @@ def window(folder: str, refs: List[RankRef], run: str, span: str, ws: Optional[i
         if idx is None:
             return None
         ranks.append((ref, idx, ""))
-    return window_message(run, span, ranks, ws, we, px, base, query, flows, total, offset, budget,
-                          clock=clock).SerializeToString()
+    return window_message(
+        run, span, ranks, ws, we, px, base, query, flows, total, offset, budget, clock=clock
+    ).SerializeToString()
 
 
 def _query(folder: str, run_path: str, answer) -> Tuple[Optional[bytes], List[str]]:
@@ -195,19 +210,40 @@ def _query(folder: str, run_path: str, answer) -> Tuple[Optional[bytes], List[st
     return answer(ri, open_rank).SerializeToString(), missed
 
 
-def search(folder: str, run_path: str, packed: Tuple[str, bytes], query: str, exact: bool, base: Optional[int],
-           limit: int, clock: Dict[str, int]) -> Tuple[Optional[bytes], List[str]]:
+def search(
+    folder: str,
+    run_path: str,
+    packed: Tuple[str, bytes],
+    query: str,
+    exact: bool,
+    base: Optional[int],
+    limit: int,
+    clock: Dict[str, int],
+) -> Tuple[Optional[bytes], List[str]]:
     """runindex.search_message over the ranks ``packed`` (pack) from the run index at ``run_path``, serialized
     (None when that cannot be opened), and the digests of the ranks it would have opened and could not."""
     refs = _unpack(packed)
-    return _query(folder, run_path, lambda ri, open_rank: run_search_message(
-        ri, refs, query, exact, base, limit, clock=clock, open_rank=open_rank))
+    return _query(
+        folder,
+        run_path,
+        lambda ri, open_rank: run_search_message(ri, refs, query, exact, base, limit, clock=clock, open_rank=open_rank),
+    )
 
 
-def range_(folder: str, run_path: str, packed: Tuple[str, bytes], ws: int, we: int,
-           tracks: Dict[str, Optional[List[int]]], base: Optional[int],
-           clock: Dict[str, int]) -> Tuple[Optional[bytes], List[str]]:
+def range_(
+    folder: str,
+    run_path: str,
+    packed: Tuple[str, bytes],
+    ws: int,
+    we: int,
+    tracks: Dict[str, Optional[List[int]]],
+    base: Optional[int],
+    clock: Dict[str, int],
+) -> Tuple[Optional[bytes], List[str]]:
     """runindex.range_message over the ranks ``packed``, as ``search``."""
     refs = _unpack(packed)
-    return _query(folder, run_path, lambda ri, open_rank: run_range_message(
-        ri, refs, ws, we, tracks, base, clock=clock, open_rank=open_rank))
+    return _query(
+        folder,
+        run_path,
+        lambda ri, open_rank: run_range_message(ri, refs, ws, we, tracks, base, clock=clock, open_rank=open_rank),
+    )

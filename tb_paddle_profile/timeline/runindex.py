@@ -17,6 +17,7 @@ among the answer's first ``limit`` beyond what is stored is opened (``open_rank`
 the ranks it cuts. Both give what the per-rank path (levels.search, levels.range_sums over every
 index) gives: tests/integration/test_timeline_runindex.py compares them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -49,13 +50,14 @@ class _Builder:
     def __init__(self, k: int):
         self.k = k
         self.gid: Dict[str, int] = {}
-        self.names: List[Optional[str]] = []   # by global id (None until a rank names it)
+        self.names: List[Optional[str]] = []  # by global id (None until a rank names it)
         self.parts: List[dict] = []
 
     def add(self, idx: TimelineIndex) -> None:
         a = idx.a
-        local = np.fromiter((self.gid.setdefault(n, len(self.gid)) for n in idx.names), dtype=np.int64,
-                            count=len(idx.names))
+        local = np.fromiter(
+            (self.gid.setdefault(n, len(self.gid)) for n in idx.names), dtype=np.int64, count=len(idx.names)
+        )
         if len(self.names) < len(self.gid):
             self.names.extend([None] * (len(self.gid) - len(self.names)))
             for name, g in zip(idx.names, local.tolist()):
@@ -77,18 +79,30 @@ class _Builder:
         track = a["lane_track"].astype(np.int64)[lane_of]
         key = (track << (_NAME_BITS + _TYPE_BITS)) | (g << _TYPE_BITS) | (a["ev_type"].astype(np.int64) & 0xFFF)
         uniq, inv = np.unique(key, return_inverse=True)
-        self.parts.append({
-            "origin": idx.origin, "first": int(start.min()) if n else 0, "last": int(end.max()) if n else 0,
-            "e_name": gs[first], "e_count": counts, "e_len": np.minimum(counts, self.k),
-            "l_start": start[kept], "l_end": end[kept], "l_id": kept, "l_name": gs[within < self.k],
-            "lane_first": lane_ptr[:-1], "lane_track": a["lane_track"].astype(np.int32),
-            "lane_depth": a["lane_depth"].astype(np.int32),
-            "s_track": (uniq >> (_NAME_BITS + _TYPE_BITS)).astype(np.int32),
-            "s_name": ((uniq >> _TYPE_BITS) & ((1 << _NAME_BITS) - 1)).astype(np.int64),
-            "s_type": (uniq & 0xFFF).astype(np.int16),
-            "s_count": np.bincount(inv, minlength=len(uniq)).astype(np.int64),
-            "s_total": np.bincount(inv, weights=(end - start).astype(np.float64), minlength=len(uniq)).astype(np.int64),
-        })
+        self.parts.append(
+            {
+                "origin": idx.origin,
+                "first": int(start.min()) if n else 0,
+                "last": int(end.max()) if n else 0,
+                "e_name": gs[first],
+                "e_count": counts,
+                "e_len": np.minimum(counts, self.k),
+                "l_start": start[kept],
+                "l_end": end[kept],
+                "l_id": kept,
+                "l_name": gs[within < self.k],
+                "lane_first": lane_ptr[:-1],
+                "lane_track": a["lane_track"].astype(np.int32),
+                "lane_depth": a["lane_depth"].astype(np.int32),
+                "s_track": (uniq >> (_NAME_BITS + _TYPE_BITS)).astype(np.int32),
+                "s_name": ((uniq >> _TYPE_BITS) & ((1 << _NAME_BITS) - 1)).astype(np.int64),
+                "s_type": (uniq & 0xFFF).astype(np.int16),
+                "s_count": np.bincount(inv, minlength=len(uniq)).astype(np.int64),
+                "s_total": np.bincount(inv, weights=(end - start).astype(np.float64), minlength=len(uniq)).astype(
+                    np.int64
+                ),
+            }
+        )
 
     def arrays(self) -> Dict[str, np.ndarray]:
         parts = self.parts
@@ -104,22 +118,34 @@ class _Builder:
         e_len = cat("e_len", np.int64)
         e_list = np.zeros(len(e_len) + 1, np.int64)
         np.cumsum(e_len, out=e_list[1:])
-        names = cast(List[str], self.names)   # (every global id named by the rank that brought it)
+        names = cast(List[str], self.names)  # (every global id named by the rank that brought it)
         name_bytes = [n.encode("utf-8", "surrogatepass") for n in names]
         names_ptr = np.zeros(len(name_bytes) + 1, np.int64)
         np.cumsum([len(b) for b in name_bytes], out=names_ptr[1:])
         return {
-            "names_blob": np.frombuffer(b"".join(name_bytes), dtype=np.uint8), "names_ptr": names_ptr,
+            "names_blob": np.frombuffer(b"".join(name_bytes), dtype=np.uint8),
+            "names_ptr": names_ptr,
             "r_origin": np.array([p["origin"] for p in parts], np.int64),
             "r_first": np.array([p["first"] for p in parts], np.int64),
             "r_last": np.array([p["last"] for p in parts], np.int64),
-            "e_ptr": ptr("e_name"), "e_name": cat("e_name", np.int32), "e_count": cat("e_count", np.int64),
-            "e_list": e_list, "l_start": cat("l_start", np.int64), "l_end": cat("l_end", np.int64),
-            "l_id": cat("l_id", np.int64), "l_name": cat("l_name", np.int32),
-            "lane_ptr": ptr("lane_first"), "lane_first": cat("lane_first", np.int64),
-            "lane_track": cat("lane_track", np.int32), "lane_depth": cat("lane_depth", np.int32),
-            "s_ptr": ptr("s_track"), "s_track": cat("s_track", np.int32), "s_name": cat("s_name", np.int32),
-            "s_type": cat("s_type", np.int16), "s_count": cat("s_count", np.int64), "s_total": cat("s_total", np.int64),
+            "e_ptr": ptr("e_name"),
+            "e_name": cat("e_name", np.int32),
+            "e_count": cat("e_count", np.int64),
+            "e_list": e_list,
+            "l_start": cat("l_start", np.int64),
+            "l_end": cat("l_end", np.int64),
+            "l_id": cat("l_id", np.int64),
+            "l_name": cat("l_name", np.int32),
+            "lane_ptr": ptr("lane_first"),
+            "lane_first": cat("lane_first", np.int64),
+            "lane_track": cat("lane_track", np.int32),
+            "lane_depth": cat("lane_depth", np.int32),
+            "s_ptr": ptr("s_track"),
+            "s_track": cat("s_track", np.int32),
+            "s_name": cat("s_name", np.int32),
+            "s_type": cat("s_type", np.int16),
+            "s_count": cat("s_count", np.int64),
+            "s_total": cat("s_total", np.int64),
         }
 
 
@@ -159,8 +185,13 @@ class RunIndex:
                     raise CorruptIndex(f"{key} does not fit {data}")
             e = len(a["e_name"])
             n_kept = len(a["l_start"])
-            if len(a["e_list"]) != e + 1 or int(a["e_list"][-1]) != n_kept or len(a["e_count"]) != e or \
-                    np.any(np.diff(a["e_list"]) < 0) or not (len(a["l_end"]) == len(a["l_id"]) == len(a["l_name"]) == n_kept):
+            if (
+                len(a["e_list"]) != e + 1
+                or int(a["e_list"][-1]) != n_kept
+                or len(a["e_count"]) != e
+                or np.any(np.diff(a["e_list"]) < 0)
+                or not (len(a["l_end"]) == len(a["l_id"]) == len(a["l_name"]) == n_kept)
+            ):
                 raise CorruptIndex("e_list does not fit the events kept")
             for key in ("e_name", "s_name", "l_name"):
                 if len(a[key]) and (int(a[key].min()) < 0 or int(a[key].max()) >= len(self.names)):
@@ -204,9 +235,16 @@ def _origins(ri: RunIndex, files: list, clock: Optional[Dict[str, int]]) -> Tupl
     return ri.a["r_origin"][slots] - np.array([(clock or {}).get(f.worker, 0) for f in files], np.int64), slots
 
 
-def search_message(ri: RunIndex, files: list, query: str, exact: bool, base: Optional[int],
-                   limit: int = MATCH_CAP, clock: Optional[Dict[str, int]] = None,
-                   open_rank: Optional[Callable] = None):
+def search_message(
+    ri: RunIndex,
+    files: list,
+    query: str,
+    exact: bool,
+    base: Optional[int],
+    limit: int = MATCH_CAP,
+    clock: Optional[Dict[str, int]] = None,
+    open_rank: Optional[Callable] = None,
+):
     """messages.search_message over ``files`` (each in ``ri``), from the run index; ``open_rank(file)``
     gives a rank's TimelineIndex (or None) when its stored first matches may not be enough."""
     from ..v1 import timeline_pb2 as tpb
@@ -280,8 +318,9 @@ def search_message(ri: RunIndex, files: list, query: str, exact: bool, base: Opt
         else:
             tr, dp = ri.row_of(int(slots[p]), ev)
             name = ri.names[int(c_name[j])]
-        msg.matches.add(worker=files[p].worker, id=ev, name=name, start_ns=int(c_start[j]), end_ns=int(c_end[j]),
-                        track=tr, depth=dp)
+        msg.matches.add(
+            worker=files[p].worker, id=ev, name=name, start_ns=int(c_start[j]), end_ns=int(c_end[j]), track=tr, depth=dp
+        )
     if msg.matches:
         msg.first_start_ns = msg.matches[0].start_ns
         msg.last_end_ns = max(m.end_ns for m in msg.matches)
@@ -294,8 +333,14 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.repeat(lo - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
 
 
-def _whole_sums(ri: RunIndex, names: np.ndarray, types: np.ndarray, counts: np.ndarray, totals: np.ndarray,
-                acc: Dict[Tuple[str, str], list]) -> None:
+def _whole_sums(
+    ri: RunIndex,
+    names: np.ndarray,
+    types: np.ndarray,
+    counts: np.ndarray,
+    totals: np.ndarray,
+    acc: Dict[Tuple[str, str], list],
+) -> None:
     """acc[(name, type)] = [count, total, total] summed over the stored sums given: by (name, type) in bins when
     their ids are dense (a sort of millions of sums at 4,096 ranks was most of a whole-run range), else sorted."""
     if not len(names):
@@ -322,9 +367,16 @@ def _whole_sums(ri: RunIndex, names: np.ndarray, types: np.ndarray, counts: np.n
         acc[(ri.names[n], type_name(t))] = [c, total, total]
 
 
-def range_message(ri: RunIndex, files: list, ws: int, we: int, tracks: Dict[str, Optional[List[int]]],
-                  base: Optional[int], clock: Optional[Dict[str, int]] = None,
-                  open_rank: Optional[Callable] = None):
+def range_message(
+    ri: RunIndex,
+    files: list,
+    ws: int,
+    we: int,
+    tracks: Dict[str, Optional[List[int]]],
+    base: Optional[int],
+    clock: Optional[Dict[str, int]] = None,
+    open_rank: Optional[Callable] = None,
+):
     """messages.range_message over ``files`` (each in ``ri``): a rank the range holds whole is summed
     from the run index, one it misses is skipped, only one it cuts is opened (``open_rank``)."""
     from .messages import range_rows

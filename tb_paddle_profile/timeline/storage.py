@@ -5,6 +5,7 @@ The CRC-32 of a whole file is computed once per file version in this process (``
 the file's device, inode, size and times, which an atomic rewrite always changes; a file modified in the
 last 2 s is checked again at its next open), not on every open: a 4,096-rank search used to checksum
 every rank's index on each request."""
+
 from __future__ import annotations
 
 import collections
@@ -48,7 +49,7 @@ def encode_parts(header: dict, arrays: Dict[str, np.ndarray]) -> Iterator[Union[
     crc, count = 0, 0
     for pad, part in [(0, None)] + layout:
         chunks: List[Union[bytes, memoryview]] = [prefix]
-        if part is not None:   # (numpy's stubs give ndarray no __buffer__ before Python 3.12; memoryview takes it)
+        if part is not None:  # (numpy's stubs give ndarray no __buffer__ before Python 3.12; memoryview takes it)
             chunks = [b"\0" * pad, memoryview(part.reshape(-1).view(np.uint8))]  # type: ignore[arg-type]
         for chunk in chunks:
             if len(chunk):
@@ -120,19 +121,20 @@ def forget_verified() -> None:
         _verified.clear()
 
 
-def map_arrays(mm, st: Optional[os.stat_result] = None,
-               version: Union[int, str, None] = INDEX_VERSION) -> Tuple[dict, Dict[str, np.ndarray]]:
+def map_arrays(
+    mm, st: Optional[os.stat_result] = None, version: Union[int, str, None] = INDEX_VERSION
+) -> Tuple[dict, Dict[str, np.ndarray]]:
     """(header, arrays) of a mapped file in the index layout: magic, trailer and length always checked,
     the CRC-32 of the whole file once per file version (``st``: its fstat; None: every time), the
     arrays within the file. CorruptIndex when any check fails."""
     size = len(mm)
-    if size < len(MAGIC) + 8 + _TRAILER or mm[:len(MAGIC)] != MAGIC:
+    if size < len(MAGIC) + 8 + _TRAILER or mm[: len(MAGIC)] != MAGIC:
         raise CorruptIndex("not a timeline index of this version")
-    trailer = mm[size - _TRAILER:]
-    if trailer[:len(TRAILER_MAGIC)] != TRAILER_MAGIC:
+    trailer = mm[size - _TRAILER :]
+    if trailer[: len(TRAILER_MAGIC)] != TRAILER_MAGIC:
         raise CorruptIndex("cut short (no trailer)")
-    crc = int.from_bytes(trailer[len(TRAILER_MAGIC):len(TRAILER_MAGIC) + 4], "little")
-    count = int.from_bytes(trailer[len(TRAILER_MAGIC) + 4:], "little")
+    crc = int.from_bytes(trailer[len(TRAILER_MAGIC) : len(TRAILER_MAGIC) + 4], "little")
+    count = int.from_bytes(trailer[len(TRAILER_MAGIC) + 4 :], "little")
     if count != size - _TRAILER:
         raise CorruptIndex(f"{size - _TRAILER} bytes before the trailer, {count} expected")
     if st is None or not verified(st):
@@ -143,11 +145,11 @@ def map_arrays(mm, st: Optional[os.stat_result] = None,
                     raise CorruptIndex("checksum mismatch (corrupt bytes)")
         if st is not None:
             _remember(st)
-    n = int.from_bytes(mm[len(MAGIC):len(MAGIC) + 8], "little")
+    n = int.from_bytes(mm[len(MAGIC) : len(MAGIC) + 8], "little")
     start = len(MAGIC) + 8
     if start + n > count:
         raise CorruptIndex("header beyond the end")
-    header = json.loads(mm[start:start + n])
+    header = json.loads(mm[start : start + n])
     if version is not None and header.get("version") != version:
         raise CorruptIndex(f"index version {header.get('version')!r}, {version} expected")
     base = start + n + ((-(start + n)) % 64)
@@ -173,8 +175,23 @@ def open_mapped(path: str):
             raise CorruptIndex("empty file") from None
 
 
-_REQUIRED = ("ev_start", "ev_end", "ev_name", "ev_kind", "ev_type", "ev_row", "lane_ptr", "lane_track",
-             "lane_depth", "lane_maxdur", "names_blob", "names_ptr", "shape_rows", "shape_ptr", "shape_blob")
+_REQUIRED = (
+    "ev_start",
+    "ev_end",
+    "ev_name",
+    "ev_kind",
+    "ev_type",
+    "ev_row",
+    "lane_ptr",
+    "lane_track",
+    "lane_depth",
+    "lane_maxdur",
+    "names_blob",
+    "names_ptr",
+    "shape_rows",
+    "shape_ptr",
+    "shape_blob",
+)
 
 
 class TimelineIndex:
@@ -207,7 +224,12 @@ class TimelineIndex:
             raise CorruptIndex(f"arrays missing: {', '.join(missing)}")
         blob = self.a["names_blob"].tobytes()
         offsets = self.a["names_ptr"]
-        if not len(offsets) or int(offsets[0]) != 0 or int(offsets[-1]) != len(blob) or bool((np.diff(offsets) < 0).any()):
+        if (
+            not len(offsets)
+            or int(offsets[0]) != 0
+            or int(offsets[-1]) != len(blob)
+            or bool((np.diff(offsets) < 0).any())
+        ):
             raise CorruptIndex("name offsets do not fit the name blob")
         ptr = offsets.tolist()
         self.names: List[str] = [blob[i:j].decode("utf-8", "surrogatepass") for i, j in zip(ptr, ptr[1:])]
@@ -215,15 +237,22 @@ class TimelineIndex:
             self.names = [""]
         n_ev = len(self.a["ev_start"])
         lane_ptr = self.a["lane_ptr"]
-        if len(lane_ptr) < 1 or int(lane_ptr[0]) != 0 or int(lane_ptr[-1]) != n_ev \
-                or len(lane_ptr) != len(self.a["lane_track"]) + 1:
+        if (
+            len(lane_ptr) < 1
+            or int(lane_ptr[0]) != 0
+            or int(lane_ptr[-1]) != n_ev
+            or len(lane_ptr) != len(self.a["lane_track"]) + 1
+        ):
             raise CorruptIndex("lane offsets do not fit the events")
         if n_ev and not (0 <= int(self.a["ev_name"].min()) and int(self.a["ev_name"].max()) < len(self.names)):
             raise CorruptIndex("name ids beyond the name table")
         self.tracks: List[dict] = self.header["tracks"]
         self.counters: List[dict] = self.header.get("counters", [])
-        if len(self.a["ctr_ptr"]) != len(self.counters) + 1 or int(self.a["ctr_ptr"][-1]) != len(self.a["ctr_t"]) \
-                or len(self.a["ctr_v"]) != len(self.a["ctr_t"]):
+        if (
+            len(self.a["ctr_ptr"]) != len(self.counters) + 1
+            or int(self.a["ctr_ptr"][-1]) != len(self.a["ctr_t"])
+            or len(self.a["ctr_v"]) != len(self.a["ctr_t"])
+        ):
             raise CorruptIndex("counter offsets do not fit the counters")
         if len(self.a["lane_track"]) and int(self.a["lane_track"].max()) >= len(self.tracks):
             raise CorruptIndex("lanes of unknown tracks")
@@ -232,7 +261,7 @@ class TimelineIndex:
         self.end_ns = int(self.header["end_ns"])
         self.n_lanes = len(self.a["lane_track"])
         self._lower: Optional[List[str]] = None
-        self._name_extra: Optional[np.ndarray] = None   # each name's JSON length (timeline.chrome)
+        self._name_extra: Optional[np.ndarray] = None  # each name's JSON length (timeline.chrome)
         self.nbytes = len(self._mm)
 
     def lower_names(self) -> List[str]:
@@ -263,7 +292,7 @@ class TimelineIndex:
         if i >= len(rows) or int(rows[i]) != host_row:
             return None
         p = self.a["shape_ptr"]
-        text = self.a["shape_blob"][int(p[i]):int(p[i + 1])].tobytes().decode("utf-8", "surrogatepass")
+        text = self.a["shape_blob"][int(p[i]) : int(p[i + 1])].tobytes().decode("utf-8", "surrogatepass")
         shapes, dtypes = json.loads(text)
         return shapes, dtypes
 

@@ -1,5 +1,6 @@
 """The store (plugin side): opens built indexes, asks for missing ones to be built in worker
 processes, keeps the open ones within bounds."""
+
 from __future__ import annotations
 
 import collections
@@ -65,8 +66,7 @@ class TimelineStore:
     KEEP_OPEN = 64
     KEEP_RUNS = 8  # run indexes kept open (runindex.py)
 
-    def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2, root: Optional[str] = None,
-                 runner=None):
+    def __init__(self, fs, cache_dir: Optional[Path], workers: int = 2, root: Optional[str] = None, runner=None):
         self.fs = fs
         self.root = root
         # runner(file) -> concurrent.futures.Future of a build result (index_in_worker's dict): the
@@ -145,14 +145,20 @@ class TimelineStore:
                 self._job(digest).fresh = False
         except CorruptIndex as err:
             if fresh:
-                return self._give_up(file, digest, "bug", f"{file.file_name}: the timeline index just built "
-                                     f"does not read back ({err})", "")
+                return self._give_up(
+                    file,
+                    digest,
+                    "bug",
+                    f"{file.file_name}: the timeline index just built does not read back ({err})",
+                    "",
+                )
             discard(path, None, str(err), "timeline index")
             idx = None
         except OSError as err:  # unreadable: built again (into the temporary folder if need be)
             if fresh:
-                return self._give_up(file, digest, "transient",
-                                     f"{file.file_name}: cannot open its timeline index: {one_line(err)}", "")
+                return self._give_up(
+                    file, digest, "transient", f"{file.file_name}: cannot open its timeline index: {one_line(err)}", ""
+                )
             idx = None
         except Exception as err:  # an error of ours reading a whole, intact index
             from tb_paddle_profile.core.errors import our_bug
@@ -259,8 +265,13 @@ class TimelineStore:
             except NotReady:
                 return None
             except (OSError, CorruptIndex) as err:
-                log_once(f"timeline-run-index:{target.parent.parent}", logging.WARNING,
-                         "tb_paddle_profile: timeline run index %s not written (%s)", target, one_line(err))
+                log_once(
+                    f"timeline-run-index:{target.parent.parent}",
+                    logging.WARNING,
+                    "tb_paddle_profile: timeline run index %s not written (%s)",
+                    target,
+                    one_line(err),
+                )
         return None
 
     def _job(self, digest: str) -> _Job:
@@ -303,8 +314,11 @@ class TimelineStore:
         try:
             return self.runner(file), None
         except Exception as err:  # the loader closed meanwhile, or a bug of ours: said, never raised
-            return None, {"ok": False, "kind": "transient",
-                          "error": f"{file.file_name}: timeline not built: {one_line(err)}"}
+            return None, {
+                "ok": False,
+                "kind": "transient",
+                "error": f"{file.file_name}: timeline not built: {one_line(err)}",
+            }
 
     def _run_here(self, file):
         """(future, None) of a build in this store's own pool (under the lock), or (None, the failure)."""
@@ -322,14 +336,26 @@ class TimelineStore:
             # cores not taken by other builds help decode this file
             building = sum(1 for j in self._jobs.values() if j.future is not None)
             share = max(1, parse_workers() // (building + 1))
-            return self._executor.submit(index_in_worker, self.fs, file.path, file.file_name, file.size,
-                                         str(target), share, getattr(file, "root", "") or self.root,
-                                         fallback, file.key.digest(), self.workers), None
+            return self._executor.submit(
+                index_in_worker,
+                self.fs,
+                file.path,
+                file.file_name,
+                file.size,
+                str(target),
+                share,
+                getattr(file, "root", "") or self.root,
+                fallback,
+                file.key.digest(),
+                self.workers,
+            ), None
         except Exception as err:  # no worker process could be started (resources): transient
             self._executor = None
-            return None, {"ok": False, "kind": "transient",
-                          "error": f"{file.file_name}: timeline not built: cannot start a worker process: "
-                                   f"{one_line(err)}"}
+            return None, {
+                "ok": False,
+                "kind": "transient",
+                "error": f"{file.file_name}: timeline not built: cannot start a worker process: {one_line(err)}",
+            }
 
     def _finish(self, file, digest: str, fut, res: Optional[dict]) -> None:
         """A build ended (in the executor's thread): record its outcome. Never raises."""
@@ -338,17 +364,29 @@ class TimelineStore:
                 try:
                     res = fut.result()
                 except concurrent.futures.process.BrokenProcessPool as err:  # a worker died (memory?)
-                    res = {"ok": False, "kind": "transient", "broken": True,
-                           "error": f"{file.file_name}: timeline not built: the worker process died "
-                                    f"({one_line(err)}; out of memory?)"}
+                    res = {
+                        "ok": False,
+                        "kind": "transient",
+                        "broken": True,
+                        "error": f"{file.file_name}: timeline not built: the worker process died "
+                        f"({one_line(err)}; out of memory?)",
+                    }
                 except concurrent.futures.CancelledError:
-                    res = {"ok": False, "kind": "transient", "retry": True,
-                           "error": f"{file.file_name}: timeline build cancelled"}
+                    res = {
+                        "ok": False,
+                        "kind": "transient",
+                        "retry": True,
+                        "error": f"{file.file_name}: timeline build cancelled",
+                    }
                 except Exception as err:  # the call itself failed (arguments, results): ours
                     from tb_paddle_profile.core.errors import our_bug
 
-                    res = {"ok": False, "kind": "bug", "error": our_bug(file.file_name, err),
-                           "traceback": "".join(traceback.format_exception(type(err), err, err.__traceback__))}
+                    res = {
+                        "ok": False,
+                        "kind": "bug",
+                        "error": our_bug(file.file_name, err),
+                        "traceback": "".join(traceback.format_exception(type(err), err, err.__traceback__)),
+                    }
             self._record(file, digest, res)
         except Exception:  # whatever happens, the job must not stay "building" forever
             logger.exception("tb_paddle_profile: %s: recording a timeline build failed", file.file_name)
@@ -382,24 +420,33 @@ class TimelineStore:
                 if job.attempts >= self.RETRIES or res.get("retry") is False:
                     tries = f"{job.attempts} attempt{'s' if job.attempts > 1 else ''}"
                     job.kind = "transient"
-                    job.reason = f"{res['error']} (gave up after {tries}; tried again on a request in " \
-                                 f"{self.COOLDOWN_S:.0f} s)"
+                    job.reason = (
+                        f"{res['error']} (gave up after {tries}; tried again on a request in {self.COOLDOWN_S:.0f} s)"
+                    )
                     job.next_at = now + self.COOLDOWN_S
                 else:
                     job.next_at = now + self.BACKOFF_S * (2 ** (job.attempts - 1))
             else:
                 job.kind, job.reason = res["kind"], res["error"]
-        if res["ok"] and written is not None:   # (written whenever the result is ok)
+        if res["ok"] and written is not None:  # (written whenever the result is ok)
             if res.get("note"):
-                log_once(f"timeline-spill:{self.folder}", logging.WARNING,
-                         "tb_paddle_profile: timeline index folder %s: %s; timeline indexes are kept in a "
-                         "temporary folder until TensorBoard exits", self.folder, res["note"])
+                log_once(
+                    f"timeline-spill:{self.folder}",
+                    logging.WARNING,
+                    "tb_paddle_profile: timeline index folder %s: %s; timeline indexes are kept in a "
+                    "temporary folder until TensorBoard exits",
+                    self.folder,
+                    res["note"],
+                )
             trimmer = self.trimmer if written.is_relative_to(self.folder) else self._spill_trimmer
             if trimmer is not None:
                 trimmer.after_write(written)
         elif res["kind"] == "bug":
-            logger.error("tb_paddle_profile: %s%s", res["error"],
-                         terminal.Lines(f"\n{res['traceback']}" if res.get("traceback") else ""))
+            logger.error(
+                "tb_paddle_profile: %s%s",
+                res["error"],
+                terminal.Lines(f"\n{res['traceback']}" if res.get("traceback") else ""),
+            )
         elif res["kind"] == "transient" and not res.get("growing"):
             logger.warning("tb_paddle_profile: %s", job.reason or f"{res['error']} (will retry)")
 

@@ -7,6 +7,7 @@ comes first (the training loop), then the other threads by tid, then the streams
 
 Each event of the index has an event kind (EVENT_HOST, EVENT_RUNTIME, EVENT_DEVICE: which table of
 the reader it comes from, stored in ``ev_kind``) and its row in that table (``ev_row``)."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -40,13 +41,29 @@ def tracks_of(t) -> Tuple[List[dict], Dict[int, int], Dict[Tuple[int, int], int]
     for tid in threads:
         thread_track[tid] = len(tracks)
         name = t.thread_names.get(tid, "")
-        tracks.append({"id": len(tracks), "kind": HOST_THREAD, "tid": int(tid), "device": -1, "stream": -1,
-                       "label": f"thread {tid}" + (f" · {name}" if name and name != str(tid) else "")})
+        tracks.append(
+            {
+                "id": len(tracks),
+                "kind": HOST_THREAD,
+                "tid": int(tid),
+                "device": -1,
+                "stream": -1,
+                "label": f"thread {tid}" + (f" · {name}" if name and name != str(tid) else ""),
+            }
+        )
     stream_track = {}
     for dev, stream in streams:
         stream_track[(dev, stream)] = len(tracks)
-        tracks.append({"id": len(tracks), "kind": GPU_STREAM, "tid": -1, "device": int(dev), "stream": int(stream),
-                       "label": f"GPU {dev} · stream {stream}"})
+        tracks.append(
+            {
+                "id": len(tracks),
+                "kind": GPU_STREAM,
+                "tid": -1,
+                "device": int(dev),
+                "stream": int(stream),
+                "label": f"GPU {dev} · stream {stream}",
+            }
+        )
     return tracks, thread_track, stream_track
 
 

@@ -1,5 +1,6 @@
 """The types of the reader's C extension (trace/_scan.c, built by setup.py when a C compiler is there;
 optional: the importers fall back to numpy and msgspec without it). For the type checker only."""
+
 from typing import Any, Dict, Optional, Tuple
 
 RECORD_SIZE: int  # sizeof(struct record): the native records' layout (reader/native.py checks it)

@@ -15,6 +15,7 @@ walk from the root that pushes children in time order, i.e. a preorder that
 visits the later children first. Many of Paddle's tables list items in the
 order this walk first meets them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,31 +58,31 @@ def _distinct(*cols: np.ndarray) -> List[int]:
 @dataclass
 class EventTree:
     tables: EventTables
-    threads: List[int]                 # ascending tids: Paddle's node-tree dict order
-    host_parent: np.ndarray            # host row → parent host row, -1 for the thread root
-    host_depth: np.ndarray             # 1 for children of the root
-    child_ptr: np.ndarray              # CSR over host rows: children in time order
+    threads: List[int]  # ascending tids: Paddle's node-tree dict order
+    host_parent: np.ndarray  # host row → parent host row, -1 for the thread root
+    host_depth: np.ndarray  # 1 for children of the root
+    child_ptr: np.ndarray  # CSR over host rows: children in time order
     child_idx: np.ndarray
     root_children: Dict[int, np.ndarray]
-    rt_host: np.ndarray                # runtime row → host row, -1 for the thread root
-    host_rt_ptr: np.ndarray            # CSR over host rows: runtime rows in time order
+    rt_host: np.ndarray  # runtime row → host row, -1 for the thread root
+    host_rt_ptr: np.ndarray  # CSR over host rows: runtime rows in time order
     host_rt_idx: np.ndarray
     root_runtimes: Dict[int, np.ndarray]
-    dev_rt: np.ndarray                 # device row → runtime row, -1 when unmatched
-    rt_dev_ptr: np.ndarray             # CSR over runtime rows: device rows in file order
+    dev_rt: np.ndarray  # device row → runtime row, -1 when unmatched
+    rt_dev_ptr: np.ndarray  # CSR over runtime rows: device rows in file order
     rt_dev_idx: np.ndarray
-    walk: Dict[int, np.ndarray]        # tid → host rows in Paddle's stack-walk order (root excluded)
-    by_depth: np.ndarray               # host rows by depth (roots ascending, then breadth-first);
-    depth_ptr: np.ndarray              # depth d is by_depth[depth_ptr[d - 1]:depth_ptr[d]]
+    walk: Dict[int, np.ndarray]  # tid → host rows in Paddle's stack-walk order (root excluded)
+    by_depth: np.ndarray  # host rows by depth (roots ascending, then breadth-first);
+    depth_ptr: np.ndarray  # depth d is by_depth[depth_ptr[d - 1]:depth_ptr[d]]
 
     def children(self, row: int) -> np.ndarray:
-        return self.child_idx[self.child_ptr[row]:self.child_ptr[row + 1]]
+        return self.child_idx[self.child_ptr[row] : self.child_ptr[row + 1]]
 
     def runtimes(self, row: int) -> np.ndarray:
-        return self.host_rt_idx[self.host_rt_ptr[row]:self.host_rt_ptr[row + 1]]
+        return self.host_rt_idx[self.host_rt_ptr[row] : self.host_rt_ptr[row + 1]]
 
     def devices(self, rt_row: int) -> np.ndarray:
-        return self.rt_dev_idx[self.rt_dev_ptr[rt_row]:self.rt_dev_ptr[rt_row + 1]]
+        return self.rt_dev_idx[self.rt_dev_ptr[rt_row] : self.rt_dev_ptr[rt_row + 1]]
 
     @property
     def max_depth(self) -> int:
@@ -89,7 +90,7 @@ class EventTree:
 
     def level(self, depth: int) -> np.ndarray:
         """Host rows at this depth (1: children of the thread roots)."""
-        return self.by_depth[self.depth_ptr[depth - 1]:self.depth_ptr[depth]]
+        return self.by_depth[self.depth_ptr[depth - 1] : self.depth_ptr[depth]]
 
     # ---- columns derived from the tree, computed once (on first use) and shared by the analyses
 
@@ -233,10 +234,9 @@ def _pack_thread_start(tid, start, q_tid, q_start):
     tids = np.array(_distinct(tid, q_tid), dtype=np.int64)
     base = min(int(a.min()) for a in (start, q_start) if a.size)
     span = max(int(a.max()) for a in (start, q_start) if a.size) - base + 1
-    if len(tids) * span >= 2 ** 62:
+    if len(tids) * span >= 2**62:
         return None
-    return (np.searchsorted(tids, tid) * span + (start - base),
-            np.searchsorted(tids, q_tid) * span + (q_start - base))
+    return (np.searchsorted(tids, tid) * span + (start - base), np.searchsorted(tids, q_tid) * span + (q_start - base))
 
 
 def _sort_with_ties(key: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
@@ -245,12 +245,12 @@ def _sort_with_ties(key: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
     order = np.argsort(key, kind="stable")
     k = key[order]
     tie = np.zeros(len(k), dtype=bool)
-    tie[1:] = k[1:] == k[:-1]            # equal to the previous position
+    tie[1:] = k[1:] == k[:-1]  # equal to the previous position
     in_run = tie.copy()
-    in_run[:-1] |= tie[1:]               # ... or to the next one
+    in_run[:-1] |= tie[1:]  # ... or to the next one
     pos = np.nonzero(in_run)[0]
     if pos.size:
-        run = np.cumsum(~tie[pos])       # a run starts where a position is not a tie
+        run = np.cumsum(~tie[pos])  # a run starts where a position is not a tie
         pos_sorted = pos[np.lexsort((tiebreak[order[pos]], run))]
         order[pos] = order[pos_sorted]
     return order
@@ -283,7 +283,7 @@ def _levels(parent: np.ndarray, child_ptr: np.ndarray, child_idx: np.ndarray):
         depth[level] = len(levels)
         # the next level: the CSR slices of this level's rows, gathered in one go
         first, count = child_ptr[level], child_ptr[level + 1] - child_ptr[level]
-        slice_start = np.cumsum(count) - count          # where each slice goes in the output
+        slice_start = np.cumsum(count) - count  # where each slice goes in the output
         level = child_idx[np.repeat(first - slice_start, count) + np.arange(int(count.sum()))]
     ptr = np.zeros(len(levels) + 1, dtype=np.int64)
     np.cumsum([lv.size for lv in levels], out=ptr[1:])
@@ -302,7 +302,7 @@ def build_tree(t: EventTables) -> EventTree:
     host_rt_ptr, host_rt_idx = _csr(rt_host, n_host, t.runtime.start)
 
     # roots and root runtimes by (tid, start): slices of one array per thread
-    roots = by_depth[:depth_ptr[1]] if n_host else np.zeros(0, np.int64)
+    roots = by_depth[: depth_ptr[1]] if n_host else np.zeros(0, np.int64)
     roots = roots[np.lexsort((t.host.start[roots], t.host.tid[roots]))]
     root_children = _split_by_thread(roots, t.host.tid[roots], threads)
     root_rts_rows = np.nonzero(rt_host < 0)[0]
@@ -320,20 +320,32 @@ def build_tree(t: EventTables) -> EventTree:
     pre[pre_order] = np.arange(n_host)
     size = np.ones(n_host, dtype=np.int64)
     for d in range(len(depth_ptr) - 1, 1, -1):
-        rows = by_depth[depth_ptr[d - 1]:depth_ptr[d]]
+        rows = by_depth[depth_ptr[d - 1] : depth_ptr[d]]
         np.add.at(size, parent[rows], size[rows])
     post = pre + size - depth
     by_post = np.empty(n_host, dtype=np.int64)
-    by_post[post] = np.arange(n_host)          # post is a permutation: invert it, no sort
+    by_post[post] = np.arange(n_host)  # post is a permutation: invert it, no sort
     # each thread's rows, by descending postorder
     walk = {tid: rows[::-1] for tid, rows in _split_by_thread(by_post, t.host.tid[by_post], threads).items()}
 
     return EventTree(
-        tables=t, threads=threads, host_parent=parent, host_depth=depth,
-        child_ptr=child_ptr, child_idx=child_idx, root_children=root_children,
-        rt_host=rt_host, host_rt_ptr=host_rt_ptr, host_rt_idx=host_rt_idx,
-        root_runtimes=root_runtimes, dev_rt=dev_rt, rt_dev_ptr=rt_dev_ptr,
-        rt_dev_idx=rt_dev_idx, walk=walk, by_depth=by_depth, depth_ptr=depth_ptr,
+        tables=t,
+        threads=threads,
+        host_parent=parent,
+        host_depth=depth,
+        child_ptr=child_ptr,
+        child_idx=child_idx,
+        root_children=root_children,
+        rt_host=rt_host,
+        host_rt_ptr=host_rt_ptr,
+        host_rt_idx=host_rt_idx,
+        root_runtimes=root_runtimes,
+        dev_rt=dev_rt,
+        rt_dev_ptr=rt_dev_ptr,
+        rt_dev_idx=rt_dev_idx,
+        walk=walk,
+        by_depth=by_depth,
+        depth_ptr=depth_ptr,
     )
 
 
@@ -350,10 +362,10 @@ def _split_by_thread(rows: np.ndarray, tids: np.ndarray, threads: List[int]) -> 
 class NodeTimes:
     """Paddle's per-node statistics (HostStatisticNode.cal_statistic), as columns."""
 
-    cpu: np.ndarray          # host: end - start
-    gpu: np.ndarray          # host: kernel time in the subtree
+    cpu: np.ndarray  # host: end - start
+    gpu: np.ndarray  # host: kernel time in the subtree
     general_gpu: np.ndarray  # host: kernel + memcpy + memset time in the subtree
-    rt_gpu: np.ndarray       # runtime: its kernels' time
+    rt_gpu: np.ndarray  # runtime: its kernels' time
     rt_general_gpu: np.ndarray
 
 
@@ -373,5 +385,6 @@ def node_times(tree: EventTree) -> NodeTimes:
         rows = tree.level(d)
         np.add.at(gpu, tree.host_parent[rows], gpu[rows])
         np.add.at(general, tree.host_parent[rows], general[rows])
-    return NodeTimes(cpu=t.host.end - t.host.start, gpu=gpu, general_gpu=general,
-                     rt_gpu=rt_gpu, rt_general_gpu=rt_general)
+    return NodeTimes(
+        cpu=t.host.end - t.host.start, gpu=gpu, general_gpu=general, rt_gpu=rt_gpu, rt_general_gpu=rt_general
+    )

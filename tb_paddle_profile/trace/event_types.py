@@ -5,9 +5,23 @@ the JSON "cat" field is exactly the enum name.
 """
 
 HOST_TYPES = (
-    "Operator", "Dataloader", "ProfileStep", "CudaRuntime", "Kernel", "Memcpy", "Memset",
-    "UserDefined", "OperatorInner", "Forward", "Backward", "Optimization", "Communication",
-    "PythonOp", "PythonUserDefined", "DygraphKernelLaunch", "StaticKernelLaunch",
+    "Operator",
+    "Dataloader",
+    "ProfileStep",
+    "CudaRuntime",
+    "Kernel",
+    "Memcpy",
+    "Memset",
+    "UserDefined",
+    "OperatorInner",
+    "Forward",
+    "Backward",
+    "Optimization",
+    "Communication",
+    "PythonOp",
+    "PythonUserDefined",
+    "DygraphKernelLaunch",
+    "StaticKernelLaunch",
 )
 TYPE_ID = {name: i for i, name in enumerate(HOST_TYPES)}
 # Types seen in older or other builds; kept so such traces still load.
@@ -32,13 +46,15 @@ COMMUNICATION = TYPE_ID["Communication"]
 PYTHON_USER_DEFINED = TYPE_ID["PythonUserDefined"]
 
 DEVICE_CATS = {"Kernel": KERNEL, "Memcpy": MEMCPY, "Memset": MEMSET}
-RUNTIME_CATS = {"CudaRuntime": CUDA_RUNTIME, "MluRuntime": TYPE_ID["MluRuntime"],
-                "CustomRuntime": TYPE_ID["CustomRuntime"]}
+RUNTIME_CATS = {
+    "CudaRuntime": CUDA_RUNTIME,
+    "MluRuntime": TYPE_ID["MluRuntime"],
+    "CustomRuntime": TYPE_ID["CustomRuntime"],
+}
 
 MEM_TYPES = ("Allocate", "Free", "ReservedAllocate", "ReservedFree")
 MEM_TYPE_ID = {name: i for i, name in enumerate(MEM_TYPES)}
 ALLOCATE, FREE, RESERVED_ALLOCATE, RESERVED_FREE = range(4)
 
 # Model-perspective stages, in the order Paddle's Model Summary prints them.
-MODEL_STAGES = {DATALOADER: "Dataloader", FORWARD: "Forward", BACKWARD: "Backward",
-                OPTIMIZATION: "Optimization"}
+MODEL_STAGES = {DATALOADER: "Dataloader", FORWARD: "Forward", BACKWARD: "Backward", OPTIMIZATION: "Optimization"}

@@ -1,4 +1,5 @@
 """Whether a trace's bytes end before its JSON document does (a file still being written)."""
+
 from __future__ import annotations
 
 from typing import Optional

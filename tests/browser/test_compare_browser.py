@@ -15,6 +15,7 @@ and 1,440 px, light and dark:
   and the total, the parts adding up to it).
 Screenshots go to browser_util.SHOTS.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,15 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from support.report import ran
-from support.browser_util import (SHOTS, PageLog, read_virtual_table, save_screenshot, tables_past_the_box, tensorboard,
-                                  wait_all_loaded)
+from support.browser_util import (
+    SHOTS,
+    PageLog,
+    read_virtual_table,
+    save_screenshot,
+    tables_past_the_box,
+    tensorboard,
+    wait_all_loaded,
+)
 
 pytestmark = [pytest.mark.browser]
 
@@ -77,8 +85,9 @@ def page_at(browser, request):
 
     def make(width: int, dark: bool = False):
         log = PageLog()
-        context = browser.new_context(viewport={"width": width, "height": 1000}, device_scale_factor=1,
-                                      color_scheme="dark" if dark else "light")
+        context = browser.new_context(
+            viewport={"width": width, "height": 1000}, device_scale_factor=1, color_scheme="dark" if dark else "light"
+        )
         page = context.new_page()
         context.on("request", lambda req: log.requests.append(req.url))
         page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
@@ -107,8 +116,16 @@ def choice(brun=BASE, bworker="rank0", crun=CAND, cworker="rank0", bspan="0", cs
 
 def route_params(ch: dict) -> str:
     side = lambda w: "" if w == "*" else w  # noqa: E731
-    return urlencode(dict(baseline_run=ch["brun"], baseline_worker=side(ch["bworker"]), baseline_span=ch["bspan"],
-                          candidate_run=ch["crun"], candidate_worker=side(ch["cworker"]), candidate_span=ch["cspan"]))
+    return urlencode(
+        dict(
+            baseline_run=ch["brun"],
+            baseline_worker=side(ch["bworker"]),
+            baseline_span=ch["bspan"],
+            candidate_run=ch["crun"],
+            candidate_worker=side(ch["cworker"]),
+            candidate_span=ch["cspan"],
+        )
+    )
 
 
 def fetch_diff(tb, ch: dict) -> diff_pb2.RunDiff:
@@ -123,7 +140,9 @@ def link(tb, ch: dict, unit: str = "ms") -> str:
 
 def open_compare(page, tb, ch: dict, unit: str = "ms"):
     page.goto(link(tb, ch, unit))
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     return wait_body(frame)
 
@@ -145,8 +164,14 @@ def shown_choice(frame) -> dict:
     sides = frame.evaluate("""() => Object.fromEntries(['baseline', 'candidate'].map((s) => {
       const el = document.querySelector(`[data-testid="cmp-${s}"]`);
       return [s, { run: el.dataset.run, worker: el.dataset.worker, span: el.dataset.span }]; }))""")
-    return dict(brun=sides["baseline"]["run"], bworker=sides["baseline"]["worker"], bspan=sides["baseline"]["span"],
-                crun=sides["candidate"]["run"], cworker=sides["candidate"]["worker"], cspan=sides["candidate"]["span"])
+    return dict(
+        brun=sides["baseline"]["run"],
+        bworker=sides["baseline"]["worker"],
+        bspan=sides["baseline"]["span"],
+        crun=sides["candidate"]["run"],
+        cworker=sides["candidate"]["worker"],
+        cspan=sides["candidate"]["span"],
+    )
 
 
 def hash_pairs(frame) -> dict:
@@ -165,7 +190,9 @@ def sentences_of(diff: diff_pb2.RunDiff, unit: str = "ms"):
 
 
 def drawn_sentences(frame):
-    return frame.evaluate("() => Array.from(document.querySelectorAll('[data-testid=cmp-sentence]'), (s) => s.textContent)")
+    return frame.evaluate(
+        "() => Array.from(document.querySelectorAll('[data-testid=cmp-sentence]'), (s) => s.textContent)"
+    )
 
 
 def current_view(frame) -> str:
@@ -202,12 +229,15 @@ def kernel_row(diff: diff_pb2.RunDiff):
 
 
 def colour(frame, test_id: str, row_index: int, col: str) -> str:
-    return frame.evaluate("""([id, i, col]) => { const r = document.querySelector(`[data-testid="${id}"] .vt-row[data-index="${i}"]`);
-      return getComputedStyle(r.querySelector(`.vt-td[data-col="${col}"]`)).color; }""", [test_id, row_index, col])
+    return frame.evaluate(
+        """([id, i, col]) => { const r = document.querySelector(`[data-testid="${id}"] .vt-row[data-index="${i}"]`);
+      return getComputedStyle(r.querySelector(`.vt-td[data-col="${col}"]`)).color; }""",
+        [test_id, row_index, col],
+    )
 
 
 def is_red(css: str) -> bool:
-    r, g, b = [float(x) for x in css[css.index("(") + 1:css.index(")")].split(",")[:3]]
+    r, g, b = [float(x) for x in css[css.index("(") + 1 : css.index(")")].split(",")[:3]]
     return r > g + 40 and r > b + 40
 
 
@@ -221,12 +251,27 @@ def test_view_draws_the_routes_answer_and_the_slowed_kernel_tops_it(tb, logdir, 
     diff = fetch_diff(tb, ch)
     assert diff.mode == "rank" and diff.baseline.run == BASE and diff.candidate.run == CAND
     # The route's model is the CLI's, for the same two files.
-    out = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "diff", str(trace_of(logdir, BASE, "rank0")),
-                          str(trace_of(logdir, CAND, "rank0")), "--format", "json", "--no-cache"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "diff",
+            str(trace_of(logdir, BASE, "rank0")),
+            str(trace_of(logdir, CAND, "rank0")),
+            "--format",
+            "json",
+            "--no-cache",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     cli = json_format.Parse(out.stdout, diff_pb2.RunDiff(), ignore_unknown_fields=True)
-    assert [(v.key, [t.key for t in v.tables]) for v in cli.display.views] == [(v.key, [t.key for t in v.tables]) for v in diff.display.views]
+    assert [(v.key, [t.key for t in v.tables]) for v in cli.display.views] == [
+        (v.key, [t.key for t in v.tables]) for v in diff.display.views
+    ]
     for cv, rv in zip(cli.display.views, diff.display.views):
         for ct, rt in zip(cv.tables, rv.tables):
             assert list(ct.columns) == list(rt.columns) and list(ct.rows) == list(rt.rows), (rv.key, rt.key)
@@ -239,7 +284,9 @@ def test_view_draws_the_routes_answer_and_the_slowed_kernel_tops_it(tb, logdir, 
     assert (luminance(bg) < 0.25) == dark, bg
     # the decomposition's chart is drawn in the page's theme
     frame.wait_for_selector('[data-testid="cmp-decomposition-chart"][data-drawn="1"]')
-    assert frame.locator('[data-testid="cmp-decomposition-chart"]').get_attribute("data-theme") == ("dark" if dark else "light")
+    assert frame.locator('[data-testid="cmp-decomposition-chart"]').get_attribute("data-theme") == (
+        "dark" if dark else "light"
+    )
     assert drawn_sentences(frame) == sentences_of(diff)
     assert shown_choice(frame) == ch
 
@@ -270,14 +317,23 @@ def test_view_draws_the_routes_answer_and_the_slowed_kernel_tops_it(tb, logdir, 
     drawn = read_virtual_table(frame, test_id)
     assert KERNEL in drawn[0]["name"]
     assert is_red(colour(frame, test_id, 0, delta_key)), "a slower kernel's delta is drawn red"
-    shoot(page, frame, f"compare-kernels-{'dark' if dark else 'light'}-{width}",
-          docs="compare-kernels" if width == 1440 and not dark else "")
+    shoot(
+        page,
+        frame,
+        f"compare-kernels-{'dark' if dark else 'light'}-{width}",
+        docs="compare-kernels" if width == 1440 and not dark else "",
+    )
 
 
 def _shows(frame, ch: dict) -> None:
-    frame.wait_for_function("(want) => ['baseline', 'candidate'].every((s) => { const d = document.querySelector(`[data-testid=cmp-${s}]`).dataset;"
-                            " const w = want[s]; return d.run === w[0] && d.worker === w[1] && d.span === w[2]; })",
-                            arg={"baseline": [ch["brun"], ch["bworker"], ch["bspan"]], "candidate": [ch["crun"], ch["cworker"], ch["cspan"]]})
+    frame.wait_for_function(
+        "(want) => ['baseline', 'candidate'].every((s) => { const d = document.querySelector(`[data-testid=cmp-${s}]`).dataset;"
+        " const w = want[s]; return d.run === w[0] && d.worker === w[1] && d.span === w[2]; })",
+        arg={
+            "baseline": [ch["brun"], ch["bworker"], ch["bspan"]],
+            "candidate": [ch["crun"], ch["cworker"], ch["cspan"]],
+        },
+    )
     wait_body(frame)
     assert shown_choice(frame) == ch
     pairs = hash_pairs(frame)
@@ -299,8 +355,10 @@ def test_choice_is_in_the_url_back_returns_swap_exchanges_reload_keeps_it(tb, pa
     third = dict(brun=CAND, bworker="rank1", bspan="0", crun=BASE, cworker="rank0", cspan="0")
     _shows(frame, third)
     diff = fetch_diff(tb, third)
-    frame.wait_for_function("(want) => JSON.stringify(Array.from(document.querySelectorAll('[data-testid=cmp-sentence]'), (s) => s.textContent)) === want",
-                            arg=json.dumps(sentences_of(diff), ensure_ascii=False, separators=(",", ":")))
+    frame.wait_for_function(
+        "(want) => JSON.stringify(Array.from(document.querySelectorAll('[data-testid=cmp-sentence]'), (s) => s.textContent)) === want",
+        arg=json.dumps(sentences_of(diff), ensure_ascii=False, separators=(",", ":")),
+    )
     # Back returns to each choice before, Forward comes again.
     page.go_back()
     _shows(frame, second)
@@ -312,7 +370,9 @@ def test_choice_is_in_the_url_back_returns_swap_exchanges_reload_keeps_it(tb, pa
     _shows(frame, third)
     # A reload (TensorBoard's page and the tab) keeps the choice: it is in the link.
     page.reload()
-    frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached").content_frame()
+    frame = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached"
+    ).content_frame()
     frame.wait_for_selector('[data-testid="panel-compare"]', timeout=60_000)
     _shows(frame, third)
 
@@ -379,7 +439,9 @@ def test_whole_runs_draw_the_decomposition_as_parts_that_add_up(tb, page_at, wid
     col = {c.key: i for i, c in enumerate(decomposition.columns)}
     parts = [r for r in decomposition.rows if r.role == dpb.ROW_DATA]
     total = next(r for r in decomposition.rows if r.role == dpb.ROW_TOTAL)
-    assert sum(r.cells[col["delta_ns"]].number for r in parts) == pytest.approx(total.cells[col["delta_ns"]].number, abs=1)
+    assert sum(r.cells[col["delta_ns"]].number for r in parts) == pytest.approx(
+        total.cells[col["delta_ns"]].number, abs=1
+    )
     page = page_at(width)
     frame = open_compare(page, tb, ch)
     # The mode control shows the whole runs; the pickers list no worker.
@@ -411,18 +473,25 @@ def test_still_parsing_then_drawn_and_a_broken_side_is_one_line(tb, logdir, page
     page = page_at(1280)
     ch = choice(crun=GROWING)
     page.goto(link(tb, ch))
-    frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached").content_frame()
+    frame = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached"
+    ).content_frame()
     # The candidate's file is still being written: the route answers 202 and the view says it waits.
     frame.wait_for_selector('[data-testid="cmp-pending"]', timeout=60_000)
-    assert "growing" in frame.locator('[data-testid="cmp-pending"]').text_content() or \
-        trace_of(logdir, GROWING, "rank0").name in frame.locator('[data-testid="cmp-pending"]').text_content()
+    assert (
+        "growing" in frame.locator('[data-testid="cmp-pending"]').text_content()
+        or trace_of(logdir, GROWING, "rank0").name in frame.locator('[data-testid="cmp-pending"]').text_content()
+    )
     assert frame.locator('[data-testid="cmp-body"]').count() == 0
     # The writer finishes the file: the comparison is drawn, the route's answer for it.
     done = trace_of(logdir, CAND, "rank0").read_bytes()
     trace_of(logdir, GROWING, "rank0").write_bytes(done)
     wait_body(frame)
-    frame.wait_for_function("(n) => document.querySelectorAll('[data-testid=cmp-sentence]').length === n",
-                            arg=len(sentences_of(fetch_diff(tb, ch))), timeout=60_000)
+    frame.wait_for_function(
+        "(n) => document.querySelectorAll('[data-testid=cmp-sentence]').length === n",
+        arg=len(sentences_of(fetch_diff(tb, ch))),
+        timeout=60_000,
+    )
     assert drawn_sentences(frame) == sentences_of(fetch_diff(tb, ch))
     # A side that cannot be read: one line naming the file and why.
     frame.evaluate("(h) => { location.hash = h; }", "view=compare&" + urlencode(choice(crun=BROKEN)))
@@ -430,4 +499,3 @@ def test_still_parsing_then_drawn_and_a_broken_side_is_one_line(tb, logdir, page
     text = frame.locator('[data-testid="cmp-error"]').inner_text().strip()
     assert "\n" not in text and "rank0_time_2026_01_01_00_00_00_000000.paddle_trace.json" in text, text
     assert frame.locator('[data-testid="cmp-body"]').count() == 0
-

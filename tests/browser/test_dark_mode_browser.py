@@ -15,6 +15,7 @@ at a device scale of 2, so that a 10 px digit has pixels of its own colour, not 
 with no console error and no request outside 127.0.0.1. Screenshots (1,280 and 1,440 px, dark) go to
 browser_util.SHOTS.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -43,9 +44,34 @@ SCALE = 2
 def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("dark_logdir")
     subprocess.run(
-        [sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "2", "--pp", "2", "--steps", "3", "--layers", "2",
-         "--micro-batches", "2", "--slow-rank", str(SLOW_RANK), "--slow-factor", "1.5", "--out", str(root / RUN)],
-        check=True, capture_output=True, text=True, cwd=str(REPO))
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "2",
+            "--mp",
+            "2",
+            "--pp",
+            "2",
+            "--steps",
+            "3",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "2",
+            "--slow-rank",
+            str(SLOW_RANK),
+            "--slow-factor",
+            "1.5",
+            "--out",
+            str(root / RUN),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     return root
 
 
@@ -66,8 +92,13 @@ def dark_page(browser, request):
 
 
 def goto(page, tb, keys: dict):
-    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    page.goto(
+        f"{tb.url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
     frame.wait_for_function("() => document.documentElement.classList.contains('tbpp-dark')")
@@ -80,6 +111,7 @@ def route_parallel(tb) -> plugin_pb2.RunParallel:
 
 
 # ---------------------------------------------------------------- WCAG
+
 
 def _linear(c: float) -> float:
     c /= 255
@@ -141,6 +173,7 @@ def best_ink(colours, against):
 
 # ---------------------------------------------------------------- the tests
 
+
 def open_distributed(page, tb):
     frame = goto(page, tb, {"run": RUN, "worker": "rank0", "span": "0", "unit": "ms", "view": "distributed"})
     frame.wait_for_selector('[data-testid="par-grid"]', timeout=90_000)
@@ -160,7 +193,8 @@ def test_heatmap_labels_and_rank_grid_contrast_in_dark_mode(tb, dark_page, width
     # Heatmaps: every labelled cell, its label against its fill.
     for test_id in ("par-heat-step", "par-heat-exposed"):
         sel = f'[data-testid="{test_id}"] canvas'
-        cells = frame.evaluate("""(id) => {
+        cells = frame.evaluate(
+            """(id) => {
           const el = document.querySelector(`[data-testid="${id}"]`);
           const chart = el.__tbppChart;
           const opt = chart.getOption();
@@ -170,7 +204,9 @@ def test_heatmap_labels_and_rank_grid_contrast_in_dark_mode(tb, dark_page, width
           const b = chart.convertToPixel({ seriesIndex: 0 }, [1, 1]);
           const w = Math.abs(b[0] - a[0]), h = Math.abs(b[1] - a[1]);
           return s.data.map((d) => { const p = chart.convertToPixel({ seriesIndex: 0 }, [d[0], d[1]]); return [p[0] - w / 2 + 3, p[1] - h / 2 + 3, w - 6, h - 6]; });
-        }""", test_id)
+        }""",
+            test_id,
+        )
         assert cells, f"{test_id}: the heatmap prints no labels (8 ranks, 3 steps)"
         assert len(cells) == len(rp.ranks) * len(rp.steps)
         ratios = []
@@ -226,7 +262,10 @@ def test_memory_zoom_slider_is_dark(tb, dark_page):
     # pixel of it near white but the grip in the window's middle (ECharts draws that white in every theme)
     y = option["h"] - option["bottom"] - option["height"]
     w = option["w"]
-    halves = [box(frame, sel, 0, y - 2, 0.45 * w, option["height"] + 4), box(frame, sel, 0.55 * w, y - 2, 0.45 * w, option["height"] + 4)]
+    halves = [
+        box(frame, sel, 0, y - 2, 0.45 * w, option["height"] + 4),
+        box(frame, sel, 0.55 * w, y - 2, 0.45 * w, option["height"] + 4),
+    ]
     assert all(halves), "no slider drawn"
     for strip in halves:
         brightest = max((c for c, _ in strip), key=luminance)
@@ -243,8 +282,11 @@ def test_the_header_keeps_the_run_and_the_span_whole_at_1280(tb, dark_page, view
     route_parallel(tb)  # the cross-rank analysis done: the workers' labels hold their coordinates
     page = dark_page(1280, 800)
     frame = goto(page, tb, {"run": RUN, "worker": f"rank{SLOW_RANK}", "span": "0", "unit": "ms", "view": view})
-    frame.wait_for_function("() => document.querySelectorAll('.crumbs .crumb').length === 3"
-                            " && / dp\\d+/.test(document.querySelector('[data-testid=crumbs]').textContent)", timeout=30_000)
+    frame.wait_for_function(
+        "() => document.querySelectorAll('.crumbs .crumb').length === 3"
+        " && / dp\\d+/.test(document.querySelector('[data-testid=crumbs]').textContent)",
+        timeout=30_000,
+    )
     crumbs = frame.evaluate("""() => Array.from(document.querySelectorAll('.crumbs .crumb'), (e) => (
         { text: e.textContent, sw: e.scrollWidth, cw: e.clientWidth, title: e.title || '' }))""")
     assert len(crumbs) == 3, crumbs
@@ -259,7 +301,9 @@ def test_the_header_keeps_the_run_and_the_span_whole_at_1280(tb, dark_page, view
     page.screenshot(path=str(SHOTS / f"dark-header-{view}-1280.png"))
 
 
-@pytest.mark.parametrize("view", ["overview", "operators", "kernels", "distributed", "memory", "compare"])  # What-if draws no chart
+@pytest.mark.parametrize(
+    "view", ["overview", "operators", "kernels", "distributed", "memory", "compare"]
+)  # What-if draws no chart
 def test_every_chart_text_is_inside_its_chart_at_1280(tb, dark_page, view):
     """No text ECharts draws (axis names and labels, value labels, legends, mark labels) is cut by its canvas
     at 1,280 px: each text's box (zrender's, in the chart's px) is inside the chart's width and height (the
@@ -269,9 +313,11 @@ def test_every_chart_text_is_inside_its_chart_at_1280(tb, dark_page, view):
     route_parallel(tb)
     page = dark_page(1280, 800)
     frame = goto(page, tb, {"run": RUN, "worker": f"rank{SLOW_RANK}", "span": "0", "unit": "ms", "view": view})
-    frame.wait_for_selector('[data-drawn]', timeout=90_000)
+    frame.wait_for_selector("[data-drawn]", timeout=90_000)
     page.wait_for_timeout(1500)  # every chart of the view drawn
-    charts = frame.evaluate("() => Array.from(document.querySelectorAll('[data-drawn]'), (e) => e.dataset.testid).filter(Boolean)")
+    charts = frame.evaluate(
+        "() => Array.from(document.querySelectorAll('[data-drawn]'), (e) => e.dataset.testid).filter(Boolean)"
+    )
     assert charts, view
     cut = {}
     for test_id in charts:

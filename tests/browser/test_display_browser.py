@@ -9,6 +9,7 @@ its order. For Paddle's own tables the panel's numbers must also be the numbers 
 ``tb-paddle-profile summary`` prints for the same file. Each table's CSV link must answer the CSV that
 display.export builds. Screenshots of each panel go to $TBP_SHOTS (default: the temp folder's tbp-shots/) (not committed).
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,8 +21,15 @@ from urllib.parse import quote
 import pytest
 
 from support.report import ran
-from support.browser_util import (copy_trace_sets, PageLog,  new_page, read_virtual_table, tables_past_the_box,
-                          tensorboard, wait_all_loaded)
+from support.browser_util import (
+    copy_trace_sets,
+    PageLog,
+    new_page,
+    read_virtual_table,
+    tables_past_the_box,
+    tensorboard,
+    wait_all_loaded,
+)
 
 pytestmark = [pytest.mark.browser]
 
@@ -32,6 +40,7 @@ from tb_paddle_profile.present.display.export import to_csv  # noqa: E402
 from tb_paddle_profile.v1 import display_pb2 as dpb  # noqa: E402
 
 from support.browser_util import SHOTS, show_all_columns  # noqa: E402
+
 VIEWS = ("overview", "operators", "kernels", "memory")
 WIDTHS = (1280, 1440)
 # (run, worker index, unit): a GPU-shaped trace in us and a real CPU trace in ms
@@ -112,7 +121,9 @@ def find_model_table(display: dpb.Display, view: str, key: str) -> Tuple[dpb.Tab
     raise AssertionError(f"the panel draws a table {key!r} that the display model of view {view!r} does not have")
 
 
-def check_drawn_table(frame, display: dpb.Display, view: str, key: str, test_id: str, unit: str) -> Tuple[dpb.Table, List[dict]]:
+def check_drawn_table(
+    frame, display: dpb.Display, view: str, key: str, test_id: str, unit: str
+) -> Tuple[dpb.Table, List[dict]]:
     """Every cell of one drawn table equals the Python formatter's string; returns the model table and the rows."""
     table, part = find_model_table(display, view, key)
     show_all_columns(frame, test_id)  # columns hidden to fit the box: all shown, every cell read
@@ -186,14 +197,20 @@ def compare_with_cli(table: dpb.Table, drawn: List[dict], cli: dict, unit: str) 
             # A panel_format column prints differently in the panel (checked against format_value above): the
             # CLI's side is compared through the column's own format.
             drawn_as_cli = col in columns and not col.HasField("panel_format")
-            text = texts[col.key] if drawn_as_cli else cells.format_cell(col, row.cells[list(table.columns).index(col)], unit)
+            text = (
+                texts[col.key]
+                if drawn_as_cli
+                else cells.format_cell(col, row.cells[list(table.columns).index(col)], unit)
+            )
             if col.group and col.group == last_group:
                 line[-1] += " / " + text
             else:
                 line.append(text)
             last_group = col.group or None
         shown.append(line)
-    assert len(shown) == len(printed), f"{table.title}: {len(shown)} rows in the panel, {len(printed)} printed by the CLI"
+    assert len(shown) == len(printed), (
+        f"{table.title}: {len(shown)} rows in the panel, {len(printed)} printed by the CLI"
+    )
     for ui, cl in zip(shown, printed):
         assert cli_name_matches(cl[0], ui[0]), (table.title, cl[0], ui[0])
         assert ui[1:] == cl[1:], f"{table.title} {ui[0]}: panel {ui[1:]}, CLI {cl[1:]}"
@@ -264,11 +281,13 @@ def test_every_cell_of_every_panel_table_is_the_python_formatters(tb, logdir, pa
                 cli_rows += compare_with_cli(table, rows, printed[table.title], unit)
         if view == "overview":
             device = next(t for t in model_view.tables if t.key == "device")
-            assert read_device(frame) == [[expected_text(device, r, i, unit) for i in range(len(r.cells))] for r in device.rows]
+            assert read_device(frame) == [
+                [expected_text(device, r, i, unit) for i in range(len(r.cells))] for r in device.rows
+            ]
             assert [[c[0], c[1]] for _, c in printed["Device Summary"]["rows"]] == read_device(frame)
             checked_tables.add("device")
             queue = next((t for t in model_view.tables if t.key == "launch_queue"), None)
-            if queue is not None:   # drawn as a chart: one point per row (test_frontend_panels checks each point)
+            if queue is not None:  # drawn as a chart: one point per row (test_frontend_panels checks each point)
                 frame.wait_for_selector('[data-testid="launch-queue-chart"][data-drawn]', timeout=30_000)
                 points = frame.evaluate("""() => document.querySelector('[data-testid="launch-queue-chart"]')
                     .__tbppChart.getOption().series.reduce((n, x) => n + x.data.length, 0)""")
@@ -276,19 +295,24 @@ def test_every_cell_of_every_panel_table_is_the_python_formatters(tb, logdir, pa
                 checked_tables.add("launch_queue")
         # Every table of the view that the panel shows by default is drawn (per-thread variants and the other
         # grouping are a selector away).
-        defaults = {t.key for t in model_view.tables if ".thread." not in t.key and t.key not in ("operators_by_shape", "kernels_by_operator")}
+        defaults = {
+            t.key
+            for t in model_view.tables
+            if ".thread." not in t.key and t.key not in ("operators_by_shape", "kernels_by_operator")
+        }
         if view == "memory":
             places = [t.key for t in model_view.tables if t.key.startswith("memory.")]
             defaults -= set(places[1:])  # one place at a time
             # ... and so are its memory insights (the table of all places, memory_insights, is drawn)
-            defaults -= {f"memory_{kind}.{p[len('memory.'):]}" for p in places[1:] for kind in ("steps", "alive")}
+            defaults -= {f"memory_{kind}.{p[len('memory.') :]}" for p in places[1:] for kind in ("steps", "alive")}
         assert defaults <= checked_tables, f"{view}: not drawn: {sorted(defaults - checked_tables)}"
         shoot(page, frame, SHOTS / f"{view}-{run.split('/')[-1]}-{width}.png")
     assert cli_rows > 10, "Paddle's tables were compared with the CLI"
     # The other grouping of the operators and kernels: drawn and formatted the same way
     goto_view(frame, "operators")
     if frame.locator('[data-testid="operators-grouping"] button[data-value="shape"]').count() and any(
-            t.key == "operators_by_shape" for v in display.views for t in v.tables):
+        t.key == "operators_by_shape" for v in display.views for t in v.tables
+    ):
         frame.click('[data-testid="operators-grouping"] button[data-value="shape"]')
         frame.wait_for_selector('[data-testid="operator-table-wrap"][data-table="operators_by_shape"]')
         check_drawn_table(frame, display, "operators", "operators_by_shape", "operator-table", unit)

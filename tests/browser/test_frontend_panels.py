@@ -8,6 +8,7 @@ must change what they should; the page must log no console error and make no req
 model's tables (data-col = the model's column keys); tests/browser/test_display_browser.py checks every cell of
 them against the Python formatter.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,7 +28,6 @@ from support.browser_util import (
     REPO,
     show_all_columns,
     PageLog,
-    
     new_page,
     read_virtual_table,
     save_screenshot,
@@ -43,6 +43,7 @@ from tb_paddle_profile.v1 import summary_pb2  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "profiler_log"
 from support.paths import trace_folders  # noqa: E402  (the committed traces, tests/data/traces, and any extra)
+
 GPU_RUN = "shared/gpu-synthetic-2rank"
 GLOO_RUN = "shared/cpu-gpt-2rank-gloo"
 BROKEN_RUN = "broken"
@@ -116,7 +117,9 @@ def tb_link(tb, **keys) -> str:
 def open_panel(page, tb, run: str, worker: str, view: str, unit: str = "ms", span: str = "0"):
     """Opens TensorBoard on our tab through a shared link; returns the plugin's frame once the panel is drawn."""
     page.goto(tb_link(tb, run=run, worker=worker, span=span, unit=unit, view=view))
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     try:
         frame.wait_for_selector(f'[data-testid="panel-{view}"]', timeout=60_000)
@@ -152,7 +155,9 @@ def worker_of(logdir: Path, run: str, index: int = 0) -> str:
 def cli_text(path: str, unit: str, sorted_by: str = "CPUTotal") -> str:
     out = subprocess.run(
         [sys.executable, "-m", "tb_paddle_profile", "summary", path, "--time-unit", unit, "--sorted-by", sorted_by],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return out.stdout
 
@@ -216,7 +221,7 @@ def overview_halves(frame) -> Tuple[List[List[str]], List[List[str]]]:
     rows = read_virtual_table(frame, "dt-overview")
     cut = next(i for i, r in enumerate(rows) if r["id"] == "gpu")
     line = lambda r: [r["cells"][k] for k in ("event_type", "calls", "time_ns", "ratio")]  # noqa: E731
-    return [line(r) for r in rows[:cut]], [line(r) for r in rows[cut + 1:]]
+    return [line(r) for r in rows[:cut]], [line(r) for r in rows[cut + 1 :]]
 
 
 def fetch_summary(tb, run: str, worker: str, span: str = "0") -> summary_pb2.Summary:
@@ -261,9 +266,13 @@ def test_overview_shows_the_cli_numbers(tb, logdir, page_and_log, gpu):
     cli = cli_tables(cli_text(str(trace_path(logdir, run, worker)), unit))
 
     # Device utilization
-    shown = {r["_key"]: r for r in frame.evaluate(
-        "() => Array.from(document.querySelectorAll('[data-testid=dt-device] .util-row')).map("
-        "r => ({_key: r.dataset.key, v: r.querySelector('[data-col=utilization]').textContent}))")}
+    shown = {
+        r["_key"]: r
+        for r in frame.evaluate(
+            "() => Array.from(document.querySelectorAll('[data-testid=dt-device] .util-row')).map("
+            "r => ({_key: r.dataset.key, v: r.querySelector('[data-col=utilization]').textContent}))"
+        )
+    }
     expected = {cells[0]: cells[1] for _, cells in cli["Device Summary"]["rows"]}
     assert {k: v["v"] for k, v in shown.items()} == expected
 
@@ -280,15 +289,19 @@ def test_overview_shows_the_cli_numbers(tb, logdir, page_and_log, gpu):
     # (a rank without GPU events: the panel leaves out the GPU columns the CLI prints as zeros)
     rows = read_virtual_table(frame, "dt-model")
     assert all(("gpu_total_ns" in r["cells"]) == gpu for r in rows)
-    model = [[r["name"], r["cells"]["calls"], five(r["cells"], "cpu")] + ([five(r["cells"], "gpu")] if gpu else [])
-             for r in rows]
+    model = [
+        [r["name"], r["cells"]["calls"], five(r["cells"], "cpu")] + ([five(r["cells"], "gpu")] if gpu else [])
+        for r in rows
+    ]
     assert model == [cells if gpu else cells[:3] for _, cells in cli["Model Summary"]["rows"]]
     assert frame.locator('[data-testid="model-steps-chart"][data-drawn]').count() == 1
     assert frame.locator('[data-testid="model-pie-chart"][data-drawn]').count() == 1
 
     # Distribution summary, when Paddle prints one
     if "Distribution Summary" in cli:
-        dist = [[r["name"], r["cells"]["time_ns"], r["cells"]["ratio"]] for r in read_virtual_table(frame, "dt-distributed")]
+        dist = [
+            [r["name"], r["cells"]["time_ns"], r["cells"]["ratio"]] for r in read_virtual_table(frame, "dt-distributed")
+        ]
         assert dist == [cells for _, cells in cli["Distribution Summary"]["rows"]]
     else:
         assert frame.locator('[data-testid="dt-distributed"]').count() == 0
@@ -300,7 +313,12 @@ def test_overview_shows_the_cli_numbers(tb, logdir, page_and_log, gpu):
     for r, (name, calls, cpu5) in zip(top, ops):
         total, avg, _, _, ratio = cpu5.split(" / ")
         assert cli_name_matches(name, r["name"])
-        assert (r["cells"]["calls"], r["cells"]["cpu_total_ns"], r["cells"]["cpu_avg_ns"], r["cells"]["cpu_ratio"]) == (calls, total, avg, ratio)
+        assert (r["cells"]["calls"], r["cells"]["cpu_total_ns"], r["cells"]["cpu_avg_ns"], r["cells"]["cpu_ratio"]) == (
+            calls,
+            total,
+            avg,
+            ratio,
+        )
 
     # Top kernels (Paddle's display names; the full name on hover)
     if gpu:
@@ -309,11 +327,18 @@ def test_overview_shows_the_cli_numbers(tb, logdir, page_and_log, gpu):
         assert len(top_k) == len(kernels)
         for r, k in zip(top_k, kernels):
             assert cli_name_matches(k[0], r["name"])
-            assert display_kernel_name(r["id"][len("k:"):]) == r["name"]
+            assert display_kernel_name(r["id"][len("k:") :]) == r["name"]
             total, avg, _, _, ratio = k[2].split(" / ")
-            assert (r["cells"]["calls"], r["cells"]["gpu_total_ns"], r["cells"]["gpu_avg_ns"], r["cells"]["gpu_ratio"]) == (k[1], total, avg, ratio)
-        title = frame.locator('[data-testid="dt-top-kernels"] .vt-row[data-index="0"] .vt-td.name').get_attribute("title")
-        assert title == top_k[0]["id"][len("k:"):], "the full kernel name on hover"
+            assert (
+                r["cells"]["calls"],
+                r["cells"]["gpu_total_ns"],
+                r["cells"]["gpu_avg_ns"],
+                r["cells"]["gpu_ratio"],
+            ) == (k[1], total, avg, ratio)
+        title = frame.locator('[data-testid="dt-top-kernels"] .vt-row[data-index="0"] .vt-td.name').get_attribute(
+            "title"
+        )
+        assert title == top_k[0]["id"][len("k:") :], "the full kernel name on hover"
     screenshot(page, "overview" if gpu else "overview-cpu")
 
 
@@ -324,12 +349,15 @@ def test_overview_draws_communication_launches_and_stalls(tb, logdir, page_and_l
     from tb_paddle_profile.analysis.summarize import summarize_file
     from tb_paddle_profile.present.display.cells import format_cell
     from tb_paddle_profile.present.display.summary import summary_display
+
     page, _ = page_and_log
     run, worker, unit = pick(logdir, True)
     s = summarize_file(str(trace_path(logdir, run, worker)))
     (view,) = [v for v in summary_display(s).views if v.key == "overview"]
     tables = {t.key: t for t in view.tables}
-    assert {"comm_bandwidth", "comm_instances", "comm_overlap", "launch_latency", "host_stalls", "launch_queue"} <= set(tables)
+    assert {"comm_bandwidth", "comm_instances", "comm_overlap", "launch_latency", "host_stalls", "launch_queue"} <= set(
+        tables
+    )
     frame = open_panel(page, tb, run, worker, "overview", unit)
     for key in ("comm_bandwidth", "comm_instances", "comm_overlap", "launch_latency", "host_stalls"):
         t = tables[key]
@@ -345,13 +373,14 @@ def test_overview_draws_communication_launches_and_stalls(tb, logdir, page_and_l
     want: Dict[str, list] = {}
     for r in t.rows:
         dev, stream, time_ns, depth = (r.cells[keys.index(k)].number for k in ("device", "stream", "time_ns", "depth"))
-        want.setdefault(f"GPU{dev:g} stream {stream:g}", []).append([time_ns / 1e3, depth])   # unit "us"
+        want.setdefault(f"GPU{dev:g} stream {stream:g}", []).append([time_ns / 1e3, depth])  # unit "us"
     assert unit == "us" and [name for name, _ in series] == list(want)
     for name, data in series:
         assert [d[1] for d in data] == [w[1] for w in want[name]], name
         assert [d[0] for d in data] == pytest.approx([w[0] for w in want[name]], rel=1e-12), name
     assert len(want) == len(s.comm.launch) and sum(len(v) for v in want.values()) == sum(
-        len(ls.queue_time_ns) for ls in s.comm.launch)
+        len(ls.queue_time_ns) for ls in s.comm.launch
+    )
 
 
 # ---------------------------------------------------------------- operator tree
@@ -363,7 +392,7 @@ def tree_of(rows: List[dict]) -> List[dict]:
     stack: List[dict] = []
     for r in rows:
         node = dict(r, children=[])
-        del stack[r["depth"]:]
+        del stack[r["depth"] :]
         (stack[-1]["children"] if stack else roots).append(node)
         stack.append(node)
     return roots
@@ -439,7 +468,9 @@ def test_operator_tree_sorts_searches_expands_and_groups(tb, logdir, page_and_lo
     # The default order is the model's: Paddle's, by CPU total (ties as Paddle leaves them)
     model_order = top_names()
     assert sorted(model_order) == sorted(ops)
-    assert [ops[n].stats.cpu.total_ns for n in model_order] == sorted((o.stats.cpu.total_ns for o in ops.values()), reverse=True)
+    assert [ops[n].stats.cpu.total_ns for n in model_order] == sorted(
+        (o.stats.cpu.total_ns for o in ops.values()), reverse=True
+    )
 
     def by(value, reverse):
         keyed = sorted(range(len(model_order)), key=lambda i: ((-1 if reverse else 1) * value(ops[model_order[i]]), i))
@@ -468,7 +499,7 @@ def test_operator_tree_sorts_searches_expands_and_groups(tb, logdir, page_and_lo
     frame.click(f'[data-testid="operator-table"] .vt-row[data-id="op:{name}"] .vt-toggle')
     rows = read_virtual_table(frame, "operator-table")
     i = next(k for k, r in enumerate(rows) if r["id"] == f"op:{name}")
-    children = [r["name"] for r in rows[i + 1:] if r["depth"] >= 1][: len(op.inners) + len(op.devices)]
+    children = [r["name"] for r in rows[i + 1 :] if r["depth"] >= 1][: len(op.inners) + len(op.devices)]
     assert set(children) == {n.stats.name for n in op.inners} | {d.name for d in op.devices}
     frame.click(f'[data-testid="operator-table"] .vt-row[data-id="op:{name}"] .vt-toggle')
     assert len(data_rows(read_virtual_table(frame, "operator-table"))) == len(ops)
@@ -506,7 +537,9 @@ def test_operator_tree_sorts_searches_expands_and_groups(tb, logdir, page_and_lo
     frame.click('[data-testid="operator-table-expand-all"]')
     rows = read_virtual_table(frame, "operator-table")
     assert kernel in [r["name"] for r in rows]
-    tags = frame.evaluate("() => Array.from(document.querySelectorAll('[data-testid=operator-table] *'), (e) => e.localName)")
+    tags = frame.evaluate(
+        "() => Array.from(document.querySelectorAll('[data-testid=operator-table] *'), (e) => e.localName)"
+    )
     assert set(tags) <= {"div", "span", "button"}, set(tags)
 
     # A row leads to the timeline: click it, then "Show in timeline"
@@ -530,7 +563,7 @@ def test_kernel_table_shows_the_cli_numbers_and_launch_configs(tb, logdir, page_
     cli = cli_tables(cli_text(str(trace_path(logdir, run, worker)), unit))["Kernel Summary"]["rows"]
     summary = fetch_summary(tb, run, worker)
     by_name = {k.name: k for k in summary.kernels.kernels}
-    full = lambda r: r["id"][len("k:"):]  # noqa: E731  (row ids carry the full name)
+    full = lambda r: r["id"][len("k:") :]  # noqa: E731  (row ids carry the full name)
 
     show_all_columns(frame, "kernel-table")  # the launch configuration is hidden to fit at 1,280 px
     rows = read_virtual_table(frame, "kernel-table")
@@ -569,7 +602,7 @@ def test_kernel_table_shows_the_cli_numbers_and_launch_configs(tb, logdir, page_
     pairs = {(k.name, o.operator or "(thread root)"): o for k in summary.kernels.kernels for o in k.operators}
     assert len(rows) == len(pairs)
     for r in rows:
-        name, operator = r["id"][len("k:"):].split("\u0001o:")
+        name, operator = r["id"][len("k:") :].split("\u0001o:")
         o = pairs[(name, r["cells"]["operator"])]
         assert operator in (o.operator, "(thread root)")
         assert r["cells"]["calls"] == str(o.calls)
@@ -603,7 +636,9 @@ def pick_worker(frame, worker: str) -> None:
     frame.click('[data-testid="select-worker-button"]')
     frame.fill('[data-testid="select-worker-search"]', worker)
     frame.click(f'[data-testid="select-worker-option"][data-value="{worker}"]')
-    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w", arg=worker)
+    frame.wait_for_function(
+        "(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w", arg=worker
+    )
 
 
 def test_distributed_shows_every_rank_and_opens_one(tb, logdir, page_and_log):
@@ -661,22 +696,40 @@ def test_memory_tables_show_the_cli_numbers(tb, logdir, page_and_log, gpu):
         if len(summary.memory.places) > 1:
             frame.click(f'[data-testid="memory-place"] button[data-value="{place.place}"]')
         table = cli[f"Memory Summary - {place.place}"]
-        assert frame.locator('[data-testid="peak-allocated"] .stat-value').text_content() == table["extra"]["Peak Allocated Memory"]
-        assert frame.locator('[data-testid="peak-reserved"] .stat-value').text_content() == table["extra"]["Peak Reserved Memory"]
+        assert (
+            frame.locator('[data-testid="peak-allocated"] .stat-value').text_content()
+            == table["extra"]["Peak Allocated Memory"]
+        )
+        assert (
+            frame.locator('[data-testid="peak-reserved"] .stat-value').text_content()
+            == table["extra"]["Peak Reserved Memory"]
+        )
         frame.wait_for_selector(f'[data-testid="memory-table-wrap"][data-table="memory.{place.place}"]')
         rows = read_virtual_table(frame, "memory-table")
-        shown = [[r["name"]] + [r["cells"][k] for k in ("type", "allocation_count", "free_count", "allocation_size", "free_size", "increased_size")]
-                 for r in rows]
+        shown = [
+            [r["name"]]
+            + [
+                r["cells"][k]
+                for k in ("type", "allocation_count", "free_count", "allocation_size", "free_size", "increased_size")
+            ]
+            for r in rows
+        ]
         # reserved rows too by size, as Paddle sorts them; the panel prints Paddle's byte counts humanised
         # (the columns' panel_format): "1.50 MB" of the integer the CLI prints
         from tb_paddle_profile.present.display.cells import human_bytes
+
         assert shown == [c[:4] + [human_bytes(int(b)) for b in c[4:]] for _, c in table["rows"]]
         assert frame.locator('[data-testid="memory-curve"][data-drawn]').count() == 1
 
     for test_id, title in (("memmanip-table", "Memory Manipulation Summary"), ("udf-table", "UserDefined Summary")):
         expected = [[c[0], c[1], c[2]] + ([c[3]] if gpu else []) for _, c in cli.get(title, {"rows": []})["rows"]]
-        rows = data_rows(read_virtual_table(frame, test_id)) if frame.locator(f'[data-testid="{test_id}"]').count() else []
-        shown = [[r["name"], r["cells"]["calls"], five(r["cells"], "cpu")] + ([five(r["cells"], "gpu")] if gpu else []) for r in rows]
+        rows = (
+            data_rows(read_virtual_table(frame, test_id)) if frame.locator(f'[data-testid="{test_id}"]').count() else []
+        )
+        shown = [
+            [r["name"], r["cells"]["calls"], five(r["cells"], "cpu")] + ([five(r["cells"], "gpu")] if gpu else [])
+            for r in rows
+        ]
         assert shown == expected, title
     if gpu:
         frame.locator('[data-testid="memory-curve-card"]').scroll_into_view_if_needed()
@@ -699,7 +752,10 @@ def test_navigation_unit_link_hash_and_failed_files(tb, logdir, page_and_log):
     for unit in ("us", "ns", "s", "ms"):
         frame.click(f'[data-testid="select-unit"] button[data-value="{unit}"]')
         expected = [cells[2] for _, cells in cli_tables(cli_text(path, unit))["Overview Summary"]["rows"]]
-        frame.wait_for_function("(t) => document.querySelector('[data-testid=dt-overview] .vt-row[data-index=\"0\"] .vt-td[data-col=time_ns]').textContent === t", arg=expected[0])
+        frame.wait_for_function(
+            "(t) => document.querySelector('[data-testid=dt-overview] .vt-row[data-index=\"0\"] .vt-td[data-col=time_ns]').textContent === t",
+            arg=expected[0],
+        )
         assert cpu_times() == expected
 
     # The selection is in the iframe's hash and, for sharing, in TensorBoard's URL
@@ -707,7 +763,9 @@ def test_navigation_unit_link_hash_and_failed_files(tb, logdir, page_and_log):
     frame.wait_for_selector('[data-testid="panel-kernels"]')
     other = worker_of(logdir, run, 1)
     pick_worker(frame, other)
-    frame.wait_for_function("(w) => location.hash.includes('worker=' + w) && location.hash.includes('view=kernels')", arg=other)
+    frame.wait_for_function(
+        "(w) => location.hash.includes('worker=' + w) && location.hash.includes('view=kernels')", arg=other
+    )
     page.wait_for_function("(w) => location.hash.includes('p.paddle_profile.worker=' + w)", arg=other)
     shared = page.url
     assert "#paddle_profile&" in shared and "p.paddle_profile.view=kernels" in shared
@@ -715,12 +773,16 @@ def test_navigation_unit_link_hash_and_failed_files(tb, logdir, page_and_log):
     # Opening that link (a colleague, or a reload) restores the selection
     page.goto("about:blank")
     page.goto(shared)
-    frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached").content_frame()
+    frame = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached"
+    ).content_frame()
     frame.wait_for_selector('[data-testid="panel-kernels"]', timeout=60_000)
     assert frame.locator('[data-testid="select-worker"]').get_attribute("data-value") == other
     assert frame.locator('[data-testid="select-run"]').input_value() == run
     # the run picker cuts a long name and its worker count at 1,280 px: the whole line on hover
-    shown = frame.evaluate("() => { const s = document.querySelector('[data-testid=select-run]'); return s.options[s.selectedIndex].text; }")
+    shown = frame.evaluate(
+        "() => { const s = document.querySelector('[data-testid=select-run]'); return s.options[s.selectedIndex].text; }"
+    )
     assert frame.locator('[data-testid="select-run"]').get_attribute("title") == shown and shown.startswith(run)
 
     # Files: progress and the failed file with its one-line reason, the other runs still usable
@@ -759,8 +821,9 @@ def test_a_link_naming_only_the_run_opens_its_run_view_without_an_error(tb, logd
     if not (logdir / GLOO_RUN).is_dir():
         pytest.skip("the 2-rank gloo traces are not here")
     page.goto(tb_link(tb, run=GLOO_RUN, view=view))
-    frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
-                                   timeout=60_000).content_frame()
+    frame = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    ).content_frame()
     frame.wait_for_selector(f'[data-testid="panel-{view}"]', timeout=60_000)
     page.wait_for_timeout(1500)
     assert not [u for u in log.requests if "span=&" in u or u.endswith("span=")], log.requests

@@ -15,6 +15,7 @@ and, on the generated run, the generator's planted slow rank is the one the verd
 and the step breakdown are drawn, clicking a rank opens its overview, and the page logs no console
 error and makes no request outside 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import csv
@@ -33,7 +34,6 @@ from support.report import ran
 from support.browser_util import (
     REPO,
     PageLog,
-    
     new_page,
     read_virtual_table,
     save_screenshot,
@@ -62,10 +62,33 @@ from support.browser_util import SHOTS  # noqa: E402
 def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("parallel_logdir")
     subprocess.run(
-        [sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "2", "--pp", "2", "--steps", "3",
-         "--layers", "2", "--micro-batches", "2", "--slow-rank", str(SLOW_RANK), "--slow-factor", "1.5",
-         "--out", str(root / SYNTH)],
-        check=True, capture_output=True, text=True, cwd=str(REPO),
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "2",
+            "--mp",
+            "2",
+            "--pp",
+            "2",
+            "--steps",
+            "3",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "2",
+            "--slow-rank",
+            str(SLOW_RANK),
+            "--slow-factor",
+            "1.5",
+            "--out",
+            str(root / SYNTH),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
     )
     if EXAMPLE_2RANK.is_dir():
         for trace in EXAMPLE_2RANK.glob("*.paddle_trace.json"):
@@ -94,7 +117,9 @@ def page_and_log(browser, request):
     assert log.page_errors == [], log.page_errors
     assert log.console_errors == [], log.console_errors
     assert log.outside_requests() == [], log.outside_requests()
-    assert any("/data/plugin/paddle_profile/parallel?" in u for u in log.requests), "the page never asked for the analysis"
+    assert any("/data/plugin/paddle_profile/parallel?" in u for u in log.requests), (
+        "the page never asked for the analysis"
+    )
 
 
 def route_parallel(tb, run: str) -> plugin_pb2.RunParallel:
@@ -113,15 +138,36 @@ def view_of(rp: plugin_pb2.RunParallel) -> display_pb2.View:
 def cli_text(run_dir: Path, unit: str) -> str:
     """What `tb-paddle-profile distributed RUN_DIR --time-unit UNIT --width 0` prints (run in the logdir, so
     that the run is named as TensorBoard names it; tables whole, a row a line)."""
-    out = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "distributed", run_dir.name, "--time-unit", unit,
-                          "--no-cache", "--width", "0"], capture_output=True, text=True, check=True, cwd=str(run_dir.parent))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "distributed",
+            run_dir.name,
+            "--time-unit",
+            unit,
+            "--no-cache",
+            "--width",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(run_dir.parent),
+    )
     return out.stdout
 
 
 def open_distributed(page, tb, run: str, unit: str):
     keys = {"run": run, "worker": "rank0", "span": "0", "unit": unit, "view": "distributed"}
-    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    page.goto(
+        f"{tb.url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     try:
         frame.wait_for_selector('[data-testid="par-ranks"]', timeout=60_000)
@@ -134,11 +180,20 @@ def open_distributed(page, tb, run: str, unit: str):
 # ---------------------------------------------------------------- the model, formatted by Python
 
 # Where the panel draws each table of the view (DisplayTable's data-testid); any other table is "par-<key>".
-TABLE_IDS = {"ranks": "par-ranks", "waits": "par-waits", "host": "par-host", "kinds": "par-kinds",
-             "rank_kinds": "par-rank-kinds", "clocks": "par-clocks", "pipeline": "par-stages",
-             "pipeline_ranks": "par-stages", "outliers": "par-outliers",
-             "step_time": "par-heat-step-table", "exposed_comm_by_step": "par-heat-exposed-table",
-             "stage_layers": "par-stage-layers"}
+TABLE_IDS = {
+    "ranks": "par-ranks",
+    "waits": "par-waits",
+    "host": "par-host",
+    "kinds": "par-kinds",
+    "rank_kinds": "par-rank-kinds",
+    "clocks": "par-clocks",
+    "pipeline": "par-stages",
+    "pipeline_ranks": "par-stages",
+    "outliers": "par-outliers",
+    "step_time": "par-heat-step-table",
+    "exposed_comm_by_step": "par-heat-exposed-table",
+    "stage_layers": "par-stage-layers",
+}
 HEATMAP_TABLES = {"step_time": "par-heat-step", "exposed_comm_by_step": "par-heat-exposed"}
 # Tables the panel lays out as blocks or lists rather than as a table (checked cell by cell below).
 LAID_OUT = {"stragglers", "findings", "advice_triggers"}
@@ -188,16 +243,34 @@ def check_distributed(frame, rd, unit):
     t = tables["rank_parts"]
     got = frame.evaluate(_OPTION, "dist-ranks-chart")
     assert got["x"] == [r.cells[_col(t, "name")].text for r in t.rows]
-    assert got["series"] == [{"name": header(t, k), "stack": "all", "data": [
-        max(0.0, r.cells[_col(t, k)].number) / DIVISOR[unit] for r in t.rows]} for k in parts]
+    assert got["series"] == [
+        {
+            "name": header(t, k),
+            "stack": "all",
+            "data": [max(0.0, r.cells[_col(t, k)].number) / DIVISOR[unit] for r in t.rows],
+        }
+        for k in parts
+    ]
     t = tables["step_parts"]
     got = frame.evaluate(_OPTION, "dist-steps-chart")
     workers = list(dict.fromkeys(r.cells[_col(t, "worker")].text for r in t.rows))
-    assert got["series"] == [{"name": header(t, k), "stack": f"r{ri}", "data": [
-        max(0.0, r.cells[_col(t, k)].number) / DIVISOR[unit] for r in t.rows if r.cells[_col(t, "worker")].text == w]}
-        for ri, w in enumerate(workers) for k in parts]
+    assert got["series"] == [
+        {
+            "name": header(t, k),
+            "stack": f"r{ri}",
+            "data": [
+                max(0.0, r.cells[_col(t, k)].number) / DIVISOR[unit]
+                for r in t.rows
+                if r.cells[_col(t, "worker")].text == w
+            ],
+        }
+        for ri, w in enumerate(workers)
+        for k in parts
+    ]
     shown = Counter(tuple(x) for x in frame.evaluate(_SENTENCES, DISTRIBUTED_SENTENCES))
-    want = Counter((s.key, sentence_text(s, unit)) for s in list(view.sentences) + [n for t in view.tables for n in t.notes])
+    want = Counter(
+        (s.key, sentence_text(s, unit)) for s in list(view.sentences) + [n for t in view.tables for n in t.notes]
+    )
     assert shown == want
 
 
@@ -220,10 +293,13 @@ def check_against_python(frame, rp, unit):
 
     # The named ranks: each block's label, cause and facts are the table's cells (the first 3 shown).
     named = tables["stragglers"]
-    blocks = frame.eval_on_selector_all('[data-testid="par-straggler"]', """els => els.map((e) => ({
+    blocks = frame.eval_on_selector_all(
+        '[data-testid="par-straggler"]',
+        """els => els.map((e) => ({
         rank: e.dataset.rank, label: e.querySelector('[data-testid="par-straggler-open"]').textContent,
         cause: e.querySelector('[data-testid="par-straggler-cause"]').textContent,
-        facts: Object.fromEntries(Array.from(e.querySelectorAll('[data-testid="par-fact"]')).map((d) => [d.dataset.col, d.textContent]))}))""")
+        facts: Object.fromEntries(Array.from(e.querySelectorAll('[data-testid="par-fact"]')).map((d) => [d.dataset.col, d.textContent]))}))""",
+    )
     want = []
     for row in expected_cells(named, unit)[:3]:
         facts = {k: v for k, v in row.items() if k not in ("rank", "label", "cause", "gpu")}
@@ -234,16 +310,24 @@ def check_against_python(frame, rp, unit):
 
     # Findings: each item's category and cause are the findings table's cells, in its order.
     if rp.findings:
-        items = frame.eval_on_selector_all('[data-testid="par-finding"]', """els => els.map((e) => [
+        items = frame.eval_on_selector_all(
+            '[data-testid="par-finding"]',
+            """els => els.map((e) => [
             e.dataset.rule, e.querySelector('.par-cat').textContent,
-            (e.querySelector('.par-cause') || {}).textContent || ''])""")
+            (e.querySelector('.par-cause') || {}).textContent || ''])""",
+        )
         f = tables["findings"]
         assert items == [[r["rule"], r["category_title"], r["cause"]] for r in expected_cells(f, unit)]
 
     # Advice triggers: each cites the table's value and threshold.
     if rp.advice:
-        got = frame.eval_on_selector_all('[data-testid="par-trigger"]', "els => els.map(e => [e.dataset.metric, e.dataset.value, e.dataset.threshold])")
-        assert got == [[r["metric"], r["value"], r["threshold"]] for r in expected_cells(tables["advice_triggers"], unit)]
+        got = frame.eval_on_selector_all(
+            '[data-testid="par-trigger"]',
+            "els => els.map(e => [e.dataset.metric, e.dataset.value, e.dataset.threshold])",
+        )
+        assert got == [
+            [r["metric"], r["value"], r["threshold"]] for r in expected_cells(tables["advice_triggers"], unit)
+        ]
 
     # Sentences: what the page shows, key by key, is Python's sentence_text of the model's sentences
     # (the view's and the drawn tables' notes); every sentence of the view is shown, but "units" (the
@@ -251,8 +335,12 @@ def check_against_python(frame, rp, unit):
     # beyond the first 3 (behind a button).
     shown = Counter(tuple(x) for x in frame.evaluate(_SENTENCES, PARALLEL_SENTENCES))
     model = Counter((s.key, sentence_text(s, unit)) for s in view.sentences)
-    notes = Counter((s.key, sentence_text(s, unit)) for t in view.tables for s in t.notes
-                    if t.key not in LAID_OUT and not (t.key == "outliers" and not t.rows))
+    notes = Counter(
+        (s.key, sentence_text(s, unit))
+        for t in view.tables
+        for s in t.notes
+        if t.key not in LAID_OUT and not (t.key == "outliers" and not t.rows)
+    )
     assert not shown - (model + notes), shown - (model + notes)
     reasons = [s for s in view.sentences if s.key == "verdict.straggler"]
     missing = model - shown
@@ -262,9 +350,12 @@ def check_against_python(frame, rp, unit):
     assert any(k == "verdict" for k, _ in shown)
 
     # Rank lists: the first 4 of the sentence's rank spans as buttons, the whole sentence on hover.
-    chips = frame.eval_on_selector_all('[data-testid="par-rank-chips"]', """els => els.map((e) => [e.dataset.key,
+    chips = frame.eval_on_selector_all(
+        '[data-testid="par-rank-chips"]',
+        """els => els.map((e) => [e.dataset.key,
         Array.from(e.querySelectorAll('button')).map((b) => b.textContent),
-        (e.querySelector('[data-testid="par-more-ranks"]') || {}).title || ''])""")
+        (e.querySelector('[data-testid="par-more-ranks"]') || {}).title || ''])""",
+    )
     lists = [s for s in view.sentences if s.key.endswith(".ranks")]
     assert [c[0] for c in chips] == [s.key for s in lists]
     for (key, buttons, title), s in zip(chips, lists):
@@ -291,36 +382,52 @@ def check_charts(frame, rp, unit):
     tables = {t.key: t for t in view.tables}
     for mode, key in (("steps", "breakdown_steps"), ("mean", "breakdown_mean")):
         frame.click(f'[data-testid="par-breakdown-mode"] button[data-value="{mode}"]')
-        frame.wait_for_function("""([id, n]) => { const c = document.querySelector(`[data-testid="${id}"]`).__tbppChart;
+        frame.wait_for_function(
+            """([id, n]) => { const c = document.querySelector(`[data-testid="${id}"]`).__tbppChart;
             return c && c.getOption().series.length === n; }""",
-                                arg=["par-breakdown-chart", len(rp.steps if mode == "steps" else [0])
-                                     * sum(c.group == "part" for c in tables[key].columns)])
+            arg=[
+                "par-breakdown-chart",
+                len(rp.steps if mode == "steps" else [0]) * sum(c.group == "part" for c in tables[key].columns),
+            ],
+        )
         got = frame.evaluate(_OPTION, "par-breakdown-chart")
         t = tables[key]
         parts = [c for c in t.columns if c.group == "part"]
         bars = [c for c in t.columns if c.group == "bar"]
         assert got["legend"] == [c.header for c in parts]
         ranks = [r.rank for r in rp.ranks]
-        assert got["x"] == [r.cells[_col(t, "name")].text for r in t.rows][::len(t.rows) // len(ranks)]
+        assert got["x"] == [r.cells[_col(t, "name")].text for r in t.rows][:: len(t.rows) // len(ranks)]
         steps = len(t.rows) // len(ranks)
         want = []
         for si in range(steps):
             for p, b in zip(parts, bars):
                 rows = t.rows[si::steps]
-                want.append({"name": p.header, "stack": f"s{si}",
-                             "data": [max(0.0, r.cells[_col(t, b.key)].number) / DIVISOR[unit] for r in rows]})
+                want.append(
+                    {
+                        "name": p.header,
+                        "stack": f"s{si}",
+                        "data": [max(0.0, r.cells[_col(t, b.key)].number) / DIVISOR[unit] for r in rows],
+                    }
+                )
         assert got["series"] == want, key
     frame.click('[data-testid="par-breakdown-mode"] button[data-value="steps"]')
     # the heatmaps: a row per rank (or bin), a cell per step with a value, coloured over the table's scale
     for key, test_id in (("step_time_heat", "par-heat-step"), ("exposed_comm_heat", "par-heat-exposed")):
         t = tables[key]
         values = [i for i, c in enumerate(t.columns) if c.group == "value"]
-        got = frame.evaluate("""(id) => { const o = document.querySelector(`[data-testid="${id}"]`).__tbppChart.getOption();
-            return { y: o.yAxis[0].data, x: o.xAxis[0].data, data: o.series[0].data, scale: [o.visualMap[0].min, o.visualMap[0].max] }; }""", test_id)
+        got = frame.evaluate(
+            """(id) => { const o = document.querySelector(`[data-testid="${id}"]`).__tbppChart.getOption();
+            return { y: o.yAxis[0].data, x: o.xAxis[0].data, data: o.series[0].data, scale: [o.visualMap[0].min, o.visualMap[0].max] }; }""",
+            test_id,
+        )
         assert got["y"] == [r.cells[_col(t, "name")].text for r in t.rows]
         assert got["x"] == [t.columns[i].header for i in values]
-        assert got["data"] == [[si, bi, r.cells[i].number] for bi, r in enumerate(t.rows)
-                               for si, i in enumerate(values) if not r.cells[i].missing]
+        assert got["data"] == [
+            [si, bi, r.cells[i].number]
+            for bi, r in enumerate(t.rows)
+            for si, i in enumerate(values)
+            if not r.cells[i].missing
+        ]
         assert got["scale"] == [t.scale.min, t.scale.max]
 
 
@@ -342,8 +449,10 @@ def check_against_cli(frame, rp, cli: str, unit):
             if r.text_hidden:
                 continue
             # the text names a rank by its short label (its Rank cell says the number; no pid): fit.short_label
-            cells = [short_label(c) if t.columns[i].key == "label" else c
-                     for i, c in ((i, format_cell(t.columns[i], r.cells[i], unit)) for i in shown)]
+            cells = [
+                short_label(c) if t.columns[i].key == "label" else c
+                for i, c in ((i, format_cell(t.columns[i], r.cells[i], unit)) for i in shown)
+            ]
             line = r"^\s*" + r"\s+".join(re.escape(c) for c in cells if c) + r"\s*$"
             assert re.search(line, cli, re.M), (t.key, cells)
     flat = squash(cli)
@@ -376,7 +485,10 @@ def check_drawn(frame, rp):
     assert frame.get_attribute('[data-testid="par-verdict"]', "data-uncertain") == ("1" if v.uncertain else "0")
     if v.uncertain:  # said plainly, in the card's head
         assert "Uncertain" in frame.inner_text('[data-testid="par-uncertain"]')
-    shown = [int(x) for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")]
+    shown = [
+        int(x)
+        for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")
+    ]
     assert shown == [s.rank for s in v.stragglers][:3]
     if rp.advice:
         rules = frame.eval_on_selector_all('[data-testid="par-advice"] > li', "els => els.map(e => e.dataset.rule)")
@@ -424,8 +536,11 @@ def test_parallel_synth_names_the_slow_rank_and_shows_the_models_strings(tb, log
 
     # The CSV links of the tables fetch the route's tables (built in Python): the columns by key, one
     # line per row, the same ranks in the same order as the panel's rows.
-    for test_id, view_key, key in (("par-ranks", "parallel", "ranks"), ("par-waits", "parallel", "waits"),
-                                   ("dist-ranks", "distributed", "ranks")):
+    for test_id, view_key, key in (
+        ("par-ranks", "parallel", "ranks"),
+        ("par-waits", "parallel", "waits"),
+        ("dist-ranks", "distributed", "ranks"),
+    ):
         href = frame.get_attribute(f'[data-testid="{test_id}-csv"]', "href")
         assert href.startswith("csv?") and f"view={view_key}" in href and f"table={key}" in href, href
         rows = list(csv.DictReader(io.StringIO(tb.get("/data/plugin/paddle_profile/" + href).decode())))
@@ -450,7 +565,9 @@ def test_parallel_synth_names_the_slow_rank_and_shows_the_models_strings(tb, log
         path = shot(page, "parallel" if width == 1440 else f"parallel-{width}", docs=width == 1440)
         assert path.stat().st_size > 10_000
         for part in ("par-ranks-card", "par-kinds-card", "par-matching"):  # the tables below, to look at
-            frame.evaluate("(id) => document.querySelector(`[data-testid=\"${id}\"]`).scrollIntoView({block: 'start'})", part)
+            frame.evaluate(
+                "(id) => document.querySelector(`[data-testid=\"${id}\"]`).scrollIntoView({block: 'start'})", part
+            )
             page.wait_for_timeout(300)
             shot(page, f"parallel-{width}-{part}", docs=False)
         # nothing wider than the page: no horizontal scroll at either width
@@ -512,12 +629,37 @@ def test_a_rewritten_rank_refreshes_the_analysis(browser, tmp_path):
     """A run's traces rewritten in place (a new profile under the same names) while the Distributed
     view is open: the page picks up the new files on its next poll of the run list and shows the
     new analysis (the slow rank moves from 1 to 0), not the one it had cached for the old files."""
+
     def generate(slow: int, out: Path) -> list:
         subprocess.run(
-            [sys.executable, "-m", "tbp_synth", "--dp", "4", "--mp", "1", "--pp", "1", "--steps", "3",
-             "--layers", "2", "--micro-batches", "2", "--slow-rank", str(slow), "--slow-factor", "1.6",
-             "--out", str(out)],
-            check=True, capture_output=True, text=True, cwd=str(REPO))
+            [
+                sys.executable,
+                "-m",
+                "tbp_synth",
+                "--dp",
+                "4",
+                "--mp",
+                "1",
+                "--pp",
+                "1",
+                "--steps",
+                "3",
+                "--layers",
+                "2",
+                "--micro-batches",
+                "2",
+                "--slow-rank",
+                str(slow),
+                "--slow-factor",
+                "1.6",
+                "--out",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=str(REPO),
+        )
         return sorted(out.glob("*.paddle_trace.json"))
 
     logdir = tmp_path / "logdir"
@@ -553,10 +695,36 @@ def test_host_clocks_are_shown_with_their_spread(browser, tmp_path):
     the route's RunParallel.clocks — in the page's unit."""
     logdir = tmp_path / "logdir"
     subprocess.run(
-        [sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "2", "--pp", "1", "--steps", "2",
-         "--layers", "1", "--micro-batches", "1", "--names", "default", "--gpus-per-node", "2",
-         "--clock-skew-us", "3000", "--out", str(logdir / "skew")],
-        check=True, capture_output=True, text=True, cwd=str(REPO))
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "2",
+            "--mp",
+            "2",
+            "--pp",
+            "1",
+            "--steps",
+            "2",
+            "--layers",
+            "1",
+            "--micro-batches",
+            "1",
+            "--names",
+            "default",
+            "--gpus-per-node",
+            "2",
+            "--clock-skew-us",
+            "3000",
+            "--out",
+            str(logdir / "skew"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     log = PageLog()
     with tensorboard(logdir, tmp_path) as server:
         wait_all_loaded(server)
@@ -572,7 +740,8 @@ def test_host_clocks_are_shown_with_their_spread(browser, tmp_path):
             assert rows == expected_cells(clocks, "us")
             # the cells are the route's raw clock fields, in us
             assert [(r["host"], r["offset_ns"], r["spread_ns"], r["samples"]) for r in rows] == [
-                (c.hostname, f"{c.offset_ns / 1e3:.2f}", f"{c.spread_ns / 1e3:.2f}", str(c.samples)) for c in rp.clocks]
+                (c.hostname, f"{c.offset_ns / 1e3:.2f}", f"{c.spread_ns / 1e3:.2f}", str(c.samples)) for c in rp.clocks
+            ]
         finally:
             page.context.close()
     assert log.page_errors == [] and log.console_errors == [], (log.page_errors, log.console_errors)
@@ -631,10 +800,35 @@ def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
 
     logdir = tmp_path / "logdir"
     subprocess.run(
-        [sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "2", "--pp", "2", "--steps", "2",
-         "--layers", "4", "--micro-batches", "2", "--record-shapes", "--slow-rank", str(SLOW_RANK),
-         "--slow-factor", "1.5", "--out", str(logdir / "layers")],
-        check=True, capture_output=True, text=True, cwd=str(REPO))
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "2",
+            "--mp",
+            "2",
+            "--pp",
+            "2",
+            "--steps",
+            "2",
+            "--layers",
+            "4",
+            "--micro-batches",
+            "2",
+            "--record-shapes",
+            "--slow-rank",
+            str(SLOW_RANK),
+            "--slow-factor",
+            "1.5",
+            "--out",
+            str(logdir / "layers"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     truth = load_truth(str(logdir / "layers"))
     stage = next(x["pp"] for x in truth.ranks if x["rank"] == SLOW_RANK)
     log = PageLog()
@@ -663,6 +857,7 @@ def test_time_per_layer_by_stage_names_the_planted_slow_gpu(browser, tmp_path):
             # cards (issue 30) have the Python formatter's cells of that rank's display
             from tb_paddle_profile.analysis.summarize import summarize_file
             from tb_paddle_profile.present.display.summary import summary_display
+
             trace = next((logdir / "layers").glob(f"rank{SLOW_RANK}_time_*.paddle_trace.json"))
             (ov,) = [v for v in summary_display(summarize_file(str(trace))).views if v.key == "overview"]
             keys = ("flops_operators", "flops_layers", "sequences", "comm_bandwidth", "comm_overlap", "launch_latency")

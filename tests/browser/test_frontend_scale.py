@@ -6,6 +6,7 @@ What the page shows is checked against what we did not write for it: the generat
 (synth_manifest.json: each rank's DP/PP/MP coordinate, the slow rank) and the routes' own answers
 (the RunParallel and run list the page draws from).
 """
+
 from __future__ import annotations
 
 import json
@@ -77,7 +78,9 @@ def tb(logdir, scale_run, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runlist(tb) -> plugin_pb2.RunList:
-    return json_format.Parse(tb.get("/data/plugin/paddle_profile/runs?format=json"), plugin_pb2.RunList(), ignore_unknown_fields=True)
+    return json_format.Parse(
+        tb.get("/data/plugin/paddle_profile/runs?format=json"), plugin_pb2.RunList(), ignore_unknown_fields=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +105,13 @@ def page_and_log(browser, request):
 
 def open_view(page, tb, view: str, worker: str = "rank0", extra: dict | None = None, run: str = RUN):
     keys = {"run": run, "worker": worker, "span": "0", "unit": "ms", "view": view, **(extra or {})}
-    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    page.goto(
+        f"{tb.url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
     return frame
@@ -118,7 +126,9 @@ def worker_label(w: plugin_pb2.WorkerEntry) -> str:
 def model_rows(table, n: int, unit: str = "ms"):
     """The first `n` rows of a display table as the panel must print them (Python's formatter)."""
     shown = [i for i, c in enumerate(table.columns) if not c.panel_hidden]
-    return [{table.columns[i].key: format_cell(table.columns[i], r.cells[i], unit) for i in shown} for r in table.rows[:n]]
+    return [
+        {table.columns[i].key: format_cell(table.columns[i], r.cells[i], unit) for i in shown} for r in table.rows[:n]
+    ]
 
 
 _VISIBLE_CELLS = """(testId) => Array.from(document.querySelectorAll(`[data-testid="${testId}"] .vt-row`))
@@ -151,15 +161,22 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
     tops = frame.evaluate("""() => ['par-verdict', 'par-outliers-card', 'dist-steps-card', 'dist-table-card', 'parallel']
         .map((id) => document.querySelector(`[data-testid="${id}"]`).getBoundingClientRect().top)""")
     assert tops == sorted(tops), tops
-    named = [int(x) for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")]
-    assert named[:len(analysis.straggler.stragglers)] == [s.rank for s in analysis.straggler.stragglers][:3]
+    named = [
+        int(x)
+        for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")
+    ]
+    assert named[: len(analysis.straggler.stragglers)] == [s.rank for s in analysis.straggler.stragglers][:3]
     assert manifest["slow_rank"] == SLOW_RANK and named[0] == SLOW_RANK
     if analysis.findings:
         # the first findings in the model's order, the others behind "Show more"
         rules = frame.eval_on_selector_all('[data-testid="par-finding"]', "els => els.map(e => e.dataset.rule)")
         (pview,) = [v for v in analysis.display.views if v.key == "parallel"]
-        heads = [x.key[len("finding."):] for x in pview.sentences if x.key.startswith("finding.") and "." not in x.key[len("finding."):]]
-        assert rules == heads[:len(rules)] and 0 < len(rules) <= 5
+        heads = [
+            x.key[len("finding.") :]
+            for x in pview.sentences
+            if x.key.startswith("finding.") and "." not in x.key[len("finding.") :]
+        ]
+        assert rules == heads[: len(rules)] and 0 < len(rules) <= 5
         assert int(frame.get_attribute('[data-testid="par-findings"]', "data-total")) == len(heads)
 
     # No blank chart: every canvas has ink (pixels other than the white background).
@@ -195,7 +212,10 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
     topo = analysis.topology
     assert topo.dp and all(r.dp >= 0 for r in analysis.ranks)
     grid = frame.locator('[data-testid="par-grid"]')
-    g = {k: int(grid.get_attribute(f"data-{k}")) for k in ("dp", "pp", "mp", "cell-w", "cell-h", "left", "top", "stage-gap")}
+    g = {
+        k: int(grid.get_attribute(f"data-{k}"))
+        for k in ("dp", "pp", "mp", "cell-w", "cell-h", "left", "top", "stage-gap")
+    }
     assert (g["dp"], g["pp"], g["mp"]) == (manifest["config"]["dp"], manifest["config"]["pp"], manifest["config"]["mp"])
     assert frame.evaluate(CANVAS_INK, '[data-testid="par-grid"]') > 1000
     truth = {r["rank"]: r["coords"] for r in manifest["ranks"]}
@@ -214,7 +234,11 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
     assert int(frame.get_attribute('[data-testid="dist-ranks"]', "data-rows")) == len(analysis.ranks)
     assert frame.locator('[data-testid="dist-ranks"] .vt-row').count() < 60
     for test_id, key in (("par-ranks", "ranks"), ("par-waits", "waits"), ("par-rank-kinds", "rank_kinds")):
-        assert int(frame.get_attribute(f'[data-testid="{test_id}"]', "data-rows")) == len(tables[key].rows) >= len(analysis.ranks)
+        assert (
+            int(frame.get_attribute(f'[data-testid="{test_id}"]', "data-rows"))
+            == len(tables[key].rows)
+            >= len(analysis.ranks)
+        )
         show_all_columns(frame, test_id)  # the last columns are hidden to fit the box at 1,280 px: all shown, all read
         drawn = frame.evaluate(_VISIBLE_CELLS, test_id)
         assert 0 < len(drawn) < 60
@@ -225,7 +249,9 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
     for r in {x.rank for x in verdict.spans if x.is_rank}:
         assert frame.locator(f'[data-testid="par-verdict-sentence"] a.rank-link[data-rank="{r}"]').count() >= 1
     # rank lists of findings and advice: at most 4 buttons each, whatever the number of ranks
-    chips = frame.eval_on_selector_all('[data-testid="par-rank-chips"]', "els => els.map((e) => e.querySelectorAll('button').length)")
+    chips = frame.eval_on_selector_all(
+        '[data-testid="par-rank-chips"]', "els => els.map((e) => e.querySelectorAll('button').length)"
+    )
     assert all(n <= 4 for n in chips), chips
     nodes = dom_nodes(frame)
     assert nodes < MAX_DOM_NODES, f"{nodes} DOM nodes"
@@ -239,8 +265,15 @@ def test_distributed_at_scale_draws_every_chart_the_grid_and_stays_small(tb, man
     # Clicking the planted rank's cell in the grid opens that rank.
     c = truth[SLOW_RANK]
     grid.scroll_into_view_if_needed()
-    grid.click(position={"x": g["left"] + c["dp"] * g["cell-w"] + g["cell-w"] / 2,
-                         "y": g["top"] + c["pp"] * (g["mp"] * g["cell-h"] + g["stage-gap"]) + c["mp"] * g["cell-h"] + g["cell-h"] / 2})
+    grid.click(
+        position={
+            "x": g["left"] + c["dp"] * g["cell-w"] + g["cell-w"] / 2,
+            "y": g["top"]
+            + c["pp"] * (g["mp"] * g["cell-h"] + g["stage-gap"])
+            + c["mp"] * g["cell-h"]
+            + g["cell-h"] / 2,
+        }
+    )
     frame.wait_for_selector('[data-testid="panel-overview"]', timeout=60_000)
     slow_worker = next(r.worker for r in analysis.ranks if r.rank == SLOW_RANK)
     assert frame.get_attribute('[data-testid="select-worker"]', "data-value") == slow_worker
@@ -251,14 +284,17 @@ def test_distributed_at_scale_is_summary_first_small_and_never_blocks(tb, analys
     SUMMARY_DOM_NODES nodes, no task of the plugin over TASK_CPU_LIMIT_MS of CPU from the link to the drawn summary."""
     nodes, tasks = summary_first_and_light(tb, analysis, browser, timeout_ms=120_000)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    (SHOTS / "scale-long-tasks.json").write_text(json.dumps({"ranks": len(analysis.ranks), "dom_nodes": nodes,
-                                                              "long_tasks_wall_cpu_ms": tasks}))
+    (SHOTS / "scale-long-tasks.json").write_text(
+        json.dumps({"ranks": len(analysis.ranks), "dom_nodes": nodes, "long_tasks_wall_cpu_ms": tasks})
+    )
 
 
 def assert_light_tasks(tasks, what: str) -> None:
     """No long task of the plugin over TASK_CPU_LIMIT_MS of main-thread CPU; tasks: TaskClock.stop's, printed."""
     print(f"{what}: long tasks (wall ms, CPU ms) {tasks}")
-    assert all(cpu <= TASK_CPU_LIMIT_MS for _, cpu in tasks), f"{what}: a task over {TASK_CPU_LIMIT_MS} ms of CPU: {tasks}"
+    assert all(cpu <= TASK_CPU_LIMIT_MS for _, cpu in tasks), (
+        f"{what}: a task over {TASK_CPU_LIMIT_MS} ms of CPU: {tasks}"
+    )
 
 
 def summary_first_and_light(tb, analysis, browser, timeout_ms: int, check=None, run: str = RUN, worker: str = "rank0"):
@@ -308,7 +344,9 @@ def test_sidebar_groups_the_files_and_filters_them(tb, manifest, runlist, page_a
     assert 1 < groups.count() < files
     # only the group of the current file is open: far fewer items than files
     assert frame.locator(".file-item").count() <= 64
-    sizes = [int(x) for x in frame.eval_on_selector_all('[data-testid="file-group"]', "els => els.map(e => e.dataset.files)")]
+    sizes = [
+        int(x) for x in frame.eval_on_selector_all('[data-testid="file-group"]', "els => els.map(e => e.dataset.files)")
+    ]
     assert sum(sizes) == files
 
     # Open another group: its files appear.
@@ -334,15 +372,18 @@ def test_worker_picker_filters_by_rank_and_label(tb, runlist, page_and_log):
     run = next(r for r in runlist.runs if r.run == RUN)
     by_worker = {w.worker: w for w in run.workers}
     # every worker is an item once the run list has arrived
-    frame.wait_for_selector(f'[data-testid="select-worker"][data-items="{len(run.workers)}"]', state="attached",
-                            timeout=60_000)
+    frame.wait_for_selector(
+        f'[data-testid="select-worker"][data-items="{len(run.workers)}"]', state="attached", timeout=60_000
+    )
     frame.click('[data-testid="select-worker-button"]')
     # a handful of options in the DOM, not one per worker
     assert frame.locator('[data-testid="select-worker-option"]').count() <= 100
     frame.fill('[data-testid="select-worker-search"]', str(SLOW_RANK))
     first = frame.locator('[data-testid="select-worker-option"]').first
     assert first.get_attribute("data-value") == f"rank{SLOW_RANK}"  # the exact rank first
-    options = frame.eval_on_selector_all('[data-testid="select-worker-option"]', "els => els.map(e => [e.dataset.value, e.textContent])")
+    options = frame.eval_on_selector_all(
+        '[data-testid="select-worker-option"]', "els => els.map(e => [e.dataset.value, e.textContent])"
+    )
     for value, text in options:
         assert text.endswith(worker_label(by_worker[value])), (value, text)
         assert str(SLOW_RANK) in f"{text} rank {by_worker[value].rank} {by_worker[value].worker}"
@@ -373,7 +414,9 @@ def wait_timeline(frame, workers=None):
         """(want) => { const t = window.__tbppTimeline; if (!t || !t.data() || t.items === 0) return false;
              const got = t.data().ranks.map((r) => r.worker);
              return !want || JSON.stringify(got) === JSON.stringify(want); }""",
-        arg=workers, timeout=120_000)
+        arg=workers,
+        timeout=120_000,
+    )
 
 
 @pytest.mark.parametrize("page_and_log", WIDTHS, indirect=True, ids=[f"{w}px" for w in WIDTHS])
@@ -383,19 +426,30 @@ def test_timeline_shows_a_chosen_set_of_ranks_and_pages(tb, analysis, runlist, p
     run = next(r for r in runlist.runs if r.run == RUN)
     order = [w.worker for w in sorted(run.workers, key=lambda w: w.rank)]
     labels = {w.worker: worker_label(w) for w in run.workers}
-    frame = open_view(page, tb, "timeline", worker="rank3", extra={"tlmode": "detail"})  # the detailed view, not the compact one
+    frame = open_view(
+        page, tb, "timeline", worker="rank3", extra={"tlmode": "detail"}
+    )  # the detailed view, not the compact one
     wait_timeline(frame)
     # Default with a worker named (rank 3): that rank and its role peers (its stage and mp index;
     # tests/integration/test_timeline_members.py checks the straggler's set when none is named).
-    frame.wait_for_function("() => (document.querySelector('[data-testid=timeline-ranks-why]') || {}).textContent?.includes('peers')", timeout=120_000)
-    wait_timeline(frame, frame.evaluate("() => window.__tbppTimeline.workers()"))  # the window of that set, not the page before
+    frame.wait_for_function(
+        "() => (document.querySelector('[data-testid=timeline-ranks-why]') || {}).textContent?.includes('peers')",
+        timeout=120_000,
+    )
+    wait_timeline(
+        frame, frame.evaluate("() => window.__tbppTimeline.workers()")
+    )  # the window of that set, not the page before
     shown = timeline_workers(frame)
     assert "rank3" in shown and 1 < len(shown) <= 16
     by_rank = {r.rank: r for r in analysis.ranks}
     me = by_rank[3]
-    assert all((by_rank[int(w[4:])].pipeline_stage, by_rank[int(w[4:])].mp) == (me.pipeline_stage, me.mp) for w in shown), shown
+    assert all(
+        (by_rank[int(w[4:])].pipeline_stage, by_rank[int(w[4:])].mp) == (me.pipeline_stage, me.mp) for w in shown
+    ), shown
     # The row headers carry the one label.
-    headers = frame.evaluate("() => window.__tbppTimeline.rows().filter((r) => r.kind === 'rank').map((r) => [r.worker, r.label])")
+    headers = frame.evaluate(
+        "() => window.__tbppTimeline.rows().filter((r) => r.kind === 'rank').map((r) => [r.worker, r.label])"
+    )
     assert all(label.startswith(labels[w]) for w, label in headers), headers
     page.wait_for_timeout(300)
     save_screenshot(page, f"scale-timeline-{width}", max_kb=400)
@@ -403,21 +457,24 @@ def test_timeline_shows_a_chosen_set_of_ranks_and_pages(tb, analysis, runlist, p
     # Next page: the 16 ranks after the last one shown, in rank order.
     last = max(order.index(w) for w in shown)
     frame.click('[data-testid="timeline-ranks-next"]')
-    want = order[last + 1:last + 17]
+    want = order[last + 1 : last + 17]
     wait_timeline(frame, want)
     rank_of = {w.worker: w.rank for w in run.workers}
-    assert frame.inner_text('[data-testid="timeline-ranks-text"]') == f"ranks {rank_of[want[0]]}–{rank_of[want[-1]]} of {len(order):,}"
+    assert (
+        frame.inner_text('[data-testid="timeline-ranks-text"]')
+        == f"ranks {rank_of[want[0]]}–{rank_of[want[-1]]} of {len(order):,}"
+    )
     frame.click('[data-testid="timeline-ranks-next"]')
-    want = order[last + 17:last + 33]
+    want = order[last + 17 : last + 33]
     wait_timeline(frame, want)
     frame.click('[data-testid="timeline-ranks-prev"]')
-    wait_timeline(frame, order[last + 1:last + 17])
+    wait_timeline(frame, order[last + 1 : last + 17])
 
     # The picker adds a rank (typed by its number) and removes one.
     frame.click('[data-testid="timeline-rank-picker-button"]')
     frame.fill('[data-testid="timeline-rank-picker-search"]', "250")
     frame.click('[data-testid="timeline-rank-picker-option"][data-value="rank250"]')
-    wanted = sorted(order[last + 1:last + 17] + ["rank250"], key=order.index)
+    wanted = sorted(order[last + 1 : last + 17] + ["rank250"], key=order.index)
     wait_timeline(frame, wanted)
     # (the picker lists a bounded number of options: a rank far down the list is found by its number)
     frame.fill('[data-testid="timeline-rank-picker-search"]', str(rank_of[wanted[0]]))
@@ -445,10 +502,14 @@ def open_compact(page, tb, analysis, first: str, timeout_ms: int, run: str = RUN
     """The Timeline opened on its compact view: at least 32 rows loaded and drawn, the worker `first`'s row
     (the planted rank's) first, every rank in the order, not every rank loaded at once."""
     frame = open_view(page, tb, "timeline", worker=worker, run=run)
-    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
-                            timeout=timeout_ms)
-    got = frame.evaluate("() => ({ order: window.__tbppCompact.order(), visible: window.__tbppCompact.visibleRows(),"
-                         " loaded: window.__tbppCompact.loadedRows() })")
+    frame.wait_for_function(
+        "() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
+        timeout=timeout_ms,
+    )
+    got = frame.evaluate(
+        "() => ({ order: window.__tbppCompact.order(), visible: window.__tbppCompact.visibleRows(),"
+        " loaded: window.__tbppCompact.loadedRows() })"
+    )
     assert len(got["order"]) == len(analysis.ranks) and got["order"][0] == first and len(got["visible"]) >= 32
     assert got["loaded"] < len(analysis.ranks)  # not every rank at once
     return frame
@@ -463,10 +524,15 @@ def test_the_compact_timeline_scrolls_through_1024_ranks_a_page_at_a_time(tb, an
     clock = TaskClock(browser, page)
     try:
         frame = open_compact(page, tb, analysis, f"rank{SLOW_RANK}", timeout_ms=180_000)
-        frame.evaluate("() => { const el = document.querySelector('[data-testid=timeline-compact] .tl-scroll'); el.scrollTop = el.scrollHeight; }")
-        frame.wait_for_function("(n) => { const c = window.__tbppCompact; const v = c.visibleRows();"
-                                " return v.length >= 32 && v[v.length - 1] === c.order()[n - 1] && c.drawnRows() >= 32; }",
-                                arg=len(analysis.ranks), timeout=120_000)
+        frame.evaluate(
+            "() => { const el = document.querySelector('[data-testid=timeline-compact] .tl-scroll'); el.scrollTop = el.scrollHeight; }"
+        )
+        frame.wait_for_function(
+            "(n) => { const c = window.__tbppCompact; const v = c.visibleRows();"
+            " return v.length >= 32 && v[v.length - 1] === c.order()[n - 1] && c.drawnRows() >= 32; }",
+            arg=len(analysis.ranks),
+            timeout=120_000,
+        )
         nodes = frame.evaluate("() => document.querySelectorAll('*').length")
         tasks = clock.stop(frame)
         print(f"compact timeline of {len(analysis.ranks)} ranks: {nodes} DOM nodes")

@@ -7,6 +7,7 @@ budget with at least 32 rows drawn, the planted rank's first; on both pages no t
 over 200 ms of main-thread CPU (browser_util.TaskClock: Chrome's trace; the tasks' wall times, which
 measure this shared machine's load as much as the page, are printed beside them). Slow: generating and parsing 4,096 files takes
 several minutes on two cores."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,7 +25,7 @@ from support.scale_run import RUN, make  # noqa: E402
 from test_frontend_scale import SUMMARY_DOM_NODES, assert_light_tasks, open_compact, summary_first_and_light  # noqa: E402
 
 DP = 512
-SLOW_RANK = 2_077   # dp259 pp2 mp1: a middle stage
+SLOW_RANK = 2_077  # dp259 pp2 mp1: a middle stage
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,10 @@ def test_4096_ranks_the_distributed_summary_is_first_and_light(big, tb, analysis
     assert analysis.straggler.stragglers and analysis.straggler.stragglers[0].rank == SLOW_RANK
 
     def named_first(frame):
-        named = [int(x) for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")]
+        named = [
+            int(x)
+            for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")
+        ]
         assert named and named[0] == SLOW_RANK, named
 
     summary_first_and_light(tb, analysis, browser, timeout_ms=300_000, check=named_first)

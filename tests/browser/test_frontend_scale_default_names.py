@@ -24,6 +24,7 @@ generator's, so that a rank's role peers are the other ranks of its stage and mp
 on this run before the send/recv lanes: 97.5 % of the instances fit, and a rank's role peers were its whole stage).
 Slow: about a minute to generate and preprocess 1,024 traces.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,16 +43,29 @@ from google.protobuf import json_format  # noqa: E402
 from tb_paddle_profile.v1 import plugin_pb2  # noqa: E402
 
 from support.scale_run import RUN, make  # noqa: E402
-from test_frontend_scale import (SUMMARY_DOM_NODES, assert_light_tasks, dom_nodes, open_compact,  # noqa: E402
-                                 open_view, summary_first_and_light)
+from test_frontend_scale import (
+    SUMMARY_DOM_NODES,
+    assert_light_tasks,
+    dom_nodes,
+    open_compact,  # noqa: E402
+    open_view,
+    summary_first_and_light,
+)
 
-SLOW = 300   # dp4 pp5 mp4: gpunode37, GPU 4
+SLOW = 300  # dp4 pp5 mp4: gpunode37, GPU 4
 
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
-    return make(tmp_path_factory.mktemp("scale_default_names"), dp=16, mp=8, pp=8, layers=8, names="default",
-                slow_host_rank=SLOW)
+    return make(
+        tmp_path_factory.mktemp("scale_default_names"),
+        dp=16,
+        mp=8,
+        pp=8,
+        layers=8,
+        names="default",
+        slow_host_rank=SLOW,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +76,11 @@ def workers(job) -> dict:
 
 @pytest.fixture(scope="module")
 def tb(job, tmp_path_factory):
-    with tensorboard(job.logdir, tmp_path_factory.mktemp("scale_default_names_tb"),
-                     extra_env={"TB_PADDLE_PROFILE_CACHE": str(job.cache)}) as server:
+    with tensorboard(
+        job.logdir,
+        tmp_path_factory.mktemp("scale_default_names_tb"),
+        extra_env={"TB_PADDLE_PROFILE_CACHE": str(job.cache)},
+    ) as server:
         wait_all_loaded(server, timeout=600)
         yield server
 
@@ -96,7 +113,9 @@ def test_the_grid_is_the_generators(job, analysis):
     truth = {r["worker"]: r["coords"] for r in job.manifest["ranks"]}
     tv = analysis.topology
     assert (tv.dp, tv.pp, tv.mp, tv.complete) == (16, 8, 8, True), (tv.dp, tv.pp, tv.mp, list(tv.notes))
-    wrong = [r.rank for r in analysis.ranks if (r.pipeline_stage, r.mp) != (truth[r.worker]["pp"], truth[r.worker]["mp"])]
+    wrong = [
+        r.rank for r in analysis.ranks if (r.pipeline_stage, r.mp) != (truth[r.worker]["pp"], truth[r.worker]["mp"])
+    ]
     assert not wrong, wrong[:8]
 
 
@@ -105,10 +124,13 @@ def test_the_distributed_summary_is_first_and_light(workers, tb, analysis, brows
     assert analysis.straggler.stragglers[0].rank == SLOW
 
     def named_first(frame):
-        named = [int(x) for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")]
+        named = [
+            int(x)
+            for x in frame.eval_on_selector_all('[data-testid="par-straggler"]', "els => els.map(e => e.dataset.rank)")
+        ]
         assert named and named[0] == SLOW, named
         link = frame.locator(f'[data-testid="par-verdict-sentence"] a.rank-link[data-rank="{SLOW}"]').first
-        assert link.inner_text().startswith(f"rank {SLOW} ")   # its rank, not its raw worker name
+        assert link.inner_text().startswith(f"rank {SLOW} ")  # its rank, not its raw worker name
 
     summary_first_and_light(tb, analysis, browser, timeout_ms=300_000, check=named_first, worker=workers[0])
 
@@ -118,8 +140,11 @@ def role_peers(job) -> set:
     """The generator's ranks of the straggler's stage and mp index, the straggler aside (15 of DP16)."""
     coords = {r["rank"]: r["coords"] for r in job.manifest["ranks"]}
     mine = coords[SLOW]
-    return {r["worker"] for r in job.manifest["ranks"]
-            if r["rank"] != SLOW and (coords[r["rank"]]["pp"], coords[r["rank"]]["mp"]) == (mine["pp"], mine["mp"])}
+    return {
+        r["worker"]
+        for r in job.manifest["ranks"]
+        if r["rank"] != SLOW and (coords[r["rank"]]["pp"], coords[r["rank"]]["mp"]) == (mine["pp"], mine["mp"])
+    }
 
 
 def test_the_compact_timeline_shows_32_ranks_the_straggler_first(workers, role_peers, tb, analysis, browser):
@@ -142,15 +167,23 @@ def test_the_compact_timeline_shows_32_ranks_the_straggler_first(workers, role_p
         assert drawn[0]["worker"] == workers[SLOW] and drawn[0]["full"].startswith("straggler · "), drawn[0]
         peers = [d for d in drawn if d["full"].startswith("role peer · ")]
         assert {d["worker"] for d in peers} == role_peers, sorted(d["full"] for d in peers)
-        assert [d["worker"] for d in drawn[1:16]] == [d["worker"] for d in peers]   # right after the straggler
+        assert [d["worker"] for d in drawn[1:16]] == [d["worker"] for d in peers]  # right after the straggler
         assert all(d["text"].endswith(" · peer") for d in peers), [d["text"] for d in peers]
 
         frame.click('[data-testid="timeline-compact-detail"]')
-        frame.wait_for_function("() => { const d = window.__tbppTimeline && window.__tbppTimeline.data();"
-                                " return d && d.ranks.length >= 16 && d.ranks.every((r) => !r.state); }", timeout=120_000)
-        heads = {r["worker"]: r["label"] for r in frame.evaluate("() => window.__tbppTimeline.rows().filter((r) => r.kind === 'rank')")}
+        frame.wait_for_function(
+            "() => { const d = window.__tbppTimeline && window.__tbppTimeline.data();"
+            " return d && d.ranks.length >= 16 && d.ranks.every((r) => !r.state); }",
+            timeout=120_000,
+        )
+        heads = {
+            r["worker"]: r["label"]
+            for r in frame.evaluate("() => window.__tbppTimeline.rows().filter((r) => r.kind === 'rank')")
+        }
         assert set(heads) == role_peers | {workers[SLOW]}, sorted(heads.values())
-        assert heads[workers[SLOW]].startswith(f"rank {SLOW} ") and heads[workers[SLOW]].endswith(" ★ straggler"), heads[workers[SLOW]]
+        assert heads[workers[SLOW]].startswith(f"rank {SLOW} ") and heads[workers[SLOW]].endswith(" ★ straggler"), (
+            heads[workers[SLOW]]
+        )
         assert all(heads[w].endswith(" · role peer") for w in role_peers), sorted(heads.values())
         assert "the straggler and its role peers" in frame.inner_text('[data-testid="timeline-ranks-why"]')
     finally:
@@ -176,8 +209,9 @@ def test_whatif_links_open_the_timeline_on_default_names(workers, tb, analysis, 
     button.click()
     frame.wait_for_selector('[data-testid="panel-timeline"]', timeout=60_000)
     end = workers[path["steps"][0].get("endRank", 0)]
-    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
-                            arg=end, timeout=60_000)
+    frame.wait_for_function(
+        "(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w", arg=end, timeout=60_000
+    )
 
     # a row of the critical path by rank opens that rank
     page.go_back()
@@ -185,11 +219,14 @@ def test_whatif_links_open_the_timeline_on_default_names(workers, tb, analysis, 
     row.wait_for(timeout=60_000)
     label = row.locator(".vt-name").text_content()
     m = re.match(r"rank (\d+) ", label)
-    assert m, label   # the rank's label, never host_<host>pid_<pid>
+    assert m, label  # the rank's label, never host_<host>pid_<pid>
     row.click()
     frame.wait_for_selector('[data-testid="panel-timeline"]', timeout=60_000)
-    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
-                            arg=workers[int(m.group(1))], timeout=60_000)
+    frame.wait_for_function(
+        "(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
+        arg=workers[int(m.group(1))],
+        timeout=60_000,
+    )
 
 
 def natural(text: str):
@@ -244,7 +281,7 @@ def test_cut_labels_in_the_sidebar_and_the_header_have_their_full_text_on_hover(
     of the nearest one around it (the worker picker's button and options, the files, the crumbs)."""
     frame = open_view(page, tb, "overview", worker=workers[SLOW])
     frame.locator('[data-testid="rank-banner"]').wait_for(timeout=120_000)
-    frame.locator('.file-item.current').wait_for(timeout=60_000)
+    frame.locator(".file-item.current").wait_for(timeout=60_000)
     # the current file is in view in the sidebar (its host group, gpunode37, the 38th of 128: below the fold)
     frame.wait_for_timeout(300)
     box = frame.evaluate("""() => { const side = document.querySelector('[data-testid=sidebar]').getBoundingClientRect();
@@ -253,9 +290,11 @@ def test_cut_labels_in_the_sidebar_and_the_header_have_their_full_text_on_hover(
     assert box["top"] >= box["sideTop"] and box["bottom"] <= box["sideBottom"], box
     cut = frame.evaluate(_CUT_WITHOUT_TITLE)
     assert cut == [], cut
-    cut_texts = frame.evaluate("() => Array.from(document.querySelectorAll('[data-testid=sidebar] *, .main-head *'))"
-                               ".filter((e) => !e.children.length && e.scrollWidth > e.clientWidth + 1).length")
-    assert cut_texts >= 3   # the picker's button, the current file, the crumbs: cut at this width
+    cut_texts = frame.evaluate(
+        "() => Array.from(document.querySelectorAll('[data-testid=sidebar] *, .main-head *'))"
+        ".filter((e) => !e.children.length && e.scrollWidth > e.clientWidth + 1).length"
+    )
+    assert cut_texts >= 3  # the picker's button, the current file, the crumbs: cut at this width
     frame.click('[data-testid="select-worker-button"]')
     frame.fill('[data-testid="select-worker-search"]', "gpunode37")
     frame.locator('[data-testid="select-worker-option"]').first.wait_for(timeout=10_000)

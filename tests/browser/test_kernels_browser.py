@@ -13,6 +13,7 @@ against the `display` route's model:
 
 Screenshots go to browser_util.SHOTS.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -37,8 +38,31 @@ RUN = "synth-dp2"
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("kernels_logdir")
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "1", "--pp", "1", "--steps", "2", "--layers", "2",
-                    "--micro-batches", "1", "--out", str(root / RUN)], check=True, capture_output=True, text=True, cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "2",
+            "--mp",
+            "1",
+            "--pp",
+            "1",
+            "--steps",
+            "2",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "1",
+            "--out",
+            str(root / RUN),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     return root
 
 
@@ -63,8 +87,14 @@ def route_kernels(tb, worker: str):
 
 def open_kernels(page, tb, extra: str = ""):
     keys = {"run": RUN, "worker": "rank0", "span": "0", "unit": "ms", "view": "kernels"}
-    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()) + extra)
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    page.goto(
+        f"{tb.url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+        + extra
+    )
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="kernel-table"] .vt-row', timeout=90_000)
     return frame
@@ -107,7 +137,10 @@ def test_kernel_table_fits_and_names_stay_distinct(tb, pages, width):
         assert n["title"] in full, n
         assert n["text"] and (not n["short"] or n["text"] == n["short"]), n
         # the element's text stays the whole name (search, copy), the hover title the full one
-        assert n["whole"] == [r.cells[0].text for r in table.rows if (r.cells[0].title or r.cells[0].text) == n["title"]][0]
+        assert (
+            n["whole"]
+            == [r.cells[0].text for r in table.rows if (r.cells[0].title or r.cells[0].text) == n["title"]][0]
+        )
     print("drawn:", [n["text"] for n in drawn if n["title"].startswith("sm90")])
     # as distinct as the names themselves
     by_text = {}
@@ -121,18 +154,24 @@ def test_columns_menu_hides_and_shows_a_column_kept_in_the_link(tb, pages):
     page = pages(1280, 800)
     frame = open_kernels(page, tb)
     heads = lambda: [h["key"] for h in frame.evaluate(_LAYOUT)["heads"]]  # noqa: E731
-    assert "grid" not in heads() and "tensor_cores" in heads()   # hidden to fit; the efficiency stays
+    assert "grid" not in heads() and "tensor_cores" in heads()  # hidden to fit; the efficiency stays
     frame.click('[data-testid="kernel-table-columns"] > summary')
     frame.check('[data-testid="kernel-table-columns"] input[data-col="grid"]')
-    frame.wait_for_function("""() => !!document.querySelector('[data-testid="kernel-table"] .vt-th[data-col="grid"]')""")
+    frame.wait_for_function(
+        """() => !!document.querySelector('[data-testid="kernel-table"] .vt-th[data-col="grid"]')"""
+    )
     frame.uncheck('[data-testid="kernel-table-columns"] input[data-col="tensor_cores"]')
-    frame.wait_for_function("""() => !document.querySelector('[data-testid="kernel-table"] .vt-th[data-col="tensor_cores"]')""")
+    frame.wait_for_function(
+        """() => !document.querySelector('[data-testid="kernel-table"] .vt-th[data-col="tensor_cores"]')"""
+    )
     page.wait_for_function("() => decodeURIComponent(location.hash).includes('dt.kernels.cols')")
     link = page.url
     # the link opens the same columns
     other = pages(1280, 800)
     other.goto(link)
-    frame2 = other.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached").content_frame()
+    frame2 = other.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached"
+    ).content_frame()
     frame2.wait_for_selector('[data-testid="kernel-table"] .vt-row', timeout=90_000)
     got = [h["key"] for h in frame2.evaluate(_LAYOUT)["heads"]]
     assert "grid" in got and "tensor_cores" not in got, got

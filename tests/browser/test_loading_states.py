@@ -7,6 +7,7 @@
 - A large file (a generated 1M-event trace (hundreds of MB), so that its parse outlasts a page reload) while it is parsed: the sidebar shows its size and how
   long it has been parsing (the worker reports no byte progress, so no percentage).
 """
+
 from __future__ import annotations
 
 import json
@@ -113,7 +114,8 @@ def test_failed_rank_is_named_and_the_others_are_analysed(tmp_path, browser):
             top = frame.evaluate(
                 "() => [document.querySelector('[data-testid=missing-ranks]').getBoundingClientRect().top,"
                 " (document.querySelector('[data-testid=par-verdict]') || {getBoundingClientRect: () => ({top: 1e9})})"
-                ".getBoundingClientRect().top]")
+                ".getBoundingClientRect().top]"
+            )
             assert top[0] < top[1], top
             # the Parallel details repeat it where they start
             par_banner = frame.wait_for_selector('[data-testid="par-missing"]', timeout=60_000)
@@ -197,8 +199,9 @@ def test_large_file_shows_size_and_parsing_time(tmp_path, browser):
             assert time.time() - 120 < since <= time.time(), since
         # the page's run list is polled slowly once all is ready: a reload shows the file at once
         page.reload()
-        handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
-                                        timeout=60_000)
+        handle = page.wait_for_selector(
+            'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+        )
         frame = handle.content_frame()
         seen, states = [], set()
         deadline = time.monotonic() + 180

@@ -8,6 +8,7 @@ the Python formatter's string of the display route's model; the Distributed view
 section shows the peak per pipeline stage (one bar per stage) and per rank, as the parallel route's model.
 No text is cut, no console error. Screenshots go to browser_util.SHOTS.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,9 +22,17 @@ from google.protobuf import json_format
 
 from support.paths import REPO
 from support.report import ran
-from support.browser_util import (SHOTS, PageLog, save_screenshot, copy_trace_sets, read_virtual_table, show_all_columns,
-                          tables_past_the_box, tensorboard,
-                          wait_all_loaded)
+from support.browser_util import (
+    SHOTS,
+    PageLog,
+    save_screenshot,
+    copy_trace_sets,
+    read_virtual_table,
+    show_all_columns,
+    tables_past_the_box,
+    tensorboard,
+    wait_all_loaded,
+)
 
 pytestmark = [pytest.mark.browser]
 
@@ -42,9 +51,34 @@ LEAK = 256 << 20
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory) -> Path:
     root = copy_trace_sets(tmp_path_factory.mktemp("memory_logdir"), [CPU_RUN])
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(root / LEAK_RUN), "--dp", "1", "--mp", "1",
-                    "--pp", "2", "--steps", "4", "--layers", "2", "--micro-batches", "2", "--control",
-                    "--leak-bytes-per-step", str(LEAK)], check=True, capture_output=True, text=True, cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--out",
+            str(root / LEAK_RUN),
+            "--dp",
+            "1",
+            "--mp",
+            "1",
+            "--pp",
+            "2",
+            "--steps",
+            "4",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "2",
+            "--control",
+            "--leak-bytes-per-step",
+            str(LEAK),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     for extra in ("synth_manifest.json", "synth_truth.json", "synth_truth.npz"):
         (root / LEAK_RUN / extra).unlink(missing_ok=True)
     return root
@@ -63,8 +97,9 @@ def page_at(browser, request):
 
     def make(width: int, dark: bool):
         log = PageLog()
-        context = browser.new_context(viewport={"width": width, "height": 1000}, device_scale_factor=1,
-                                      color_scheme="dark" if dark else "light")
+        context = browser.new_context(
+            viewport={"width": width, "height": 1000}, device_scale_factor=1, color_scheme="dark" if dark else "light"
+        )
         page = context.new_page()
         context.on("request", lambda req: log.requests.append(req.url))
         page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
@@ -86,7 +121,9 @@ def worker_of(logdir: Path, run: str) -> str:
 
 
 def memory_view(tb, run: str, worker: str) -> dpb.View:
-    d = dpb.Display.FromString(tb.get(f"/data/plugin/paddle_profile/display?run={quote(run)}&worker={quote(worker)}&span=0"))
+    d = dpb.Display.FromString(
+        tb.get(f"/data/plugin/paddle_profile/display?run={quote(run)}&worker={quote(worker)}&span=0")
+    )
     return next(v for v in d.views if v.key == "memory")
 
 
@@ -112,7 +149,9 @@ def drawn(frame, test_id: str):
 
 def check_dark(frame, dark: bool):
     frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
-    bg = frame.evaluate("() => getComputedStyle(document.querySelector('[data-testid=memory-insights-card]')).backgroundColor")
+    bg = frame.evaluate(
+        "() => getComputedStyle(document.querySelector('[data-testid=memory-insights-card]')).backgroundColor"
+    )
     assert (luminance(bg) < 0.25) == dark, bg
 
 
@@ -125,10 +164,10 @@ def _same(frame, test_id: str, t: dpb.Table, unit: str):
 def test_memory_panel_shows_the_leak_growth_and_whats_alive(tb, logdir, page_at, width, dark):
     worker = worker_of(logdir, LEAK_RUN)
     view = memory_view(tb, LEAK_RUN, worker)
-    place = next(t.key[len("memory_steps."):] for t in view.tables if t.key.startswith("memory_steps.Place(gpu"))
+    place = next(t.key[len("memory_steps.") :] for t in view.tables if t.key.startswith("memory_steps.Place(gpu"))
     page = page_at(width, dark)
     frame = open_panel(page, tb, LEAK_RUN, worker, "memory", "ms")
-    if frame.locator('[data-testid="memory-place"]').count():   # the GPU place (the CPU one may come first)
+    if frame.locator('[data-testid="memory-place"]').count():  # the GPU place (the CPU one may come first)
         frame.click(f'[data-testid="memory-place"] button[data-value="{place}"]')
     frame.wait_for_selector(f'[data-testid="memory-steps-wrap"][data-table="memory_steps.{place}"]', timeout=30_000)
     frame.wait_for_selector('[data-testid="memory-steps-chart"][data-drawn]', timeout=30_000)
@@ -154,7 +193,7 @@ def test_memory_panel_shows_the_leak_growth_and_whats_alive(tb, logdir, page_at,
     for card in ("memory-insights-card", "memory-alive-card"):
         frame.locator(f'[data-testid="{card}"]').scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"{card}-leak-{width}-{'dark' if dark else 'light'}.png"))
-        if card == "memory-insights-card" and width == 1440 and not dark:   # the README's
+        if card == "memory-insights-card" and width == 1440 and not dark:  # the README's
             save_screenshot(page, "memory-insights")
 
 
@@ -191,12 +230,16 @@ def test_parallel_view_shows_the_peak_per_stage(tb, logdir, page_at, width, dark
     assert [s.stage for s in rp.memory.stages] == [0, 1]
     page = page_at(width, dark)
     keys = {"run": LEAK_RUN, "worker": "rank0", "span": "0", "unit": "ms", "view": "distributed"}
-    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}"
-                                                      for k, v in keys.items()))
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    page.goto(
+        f"{tb.url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
-    frame.wait_for_selector('[data-testid="par-ranks"]', timeout=90_000)   # the analysis arrived
-    frame.wait_for_selector('[data-testid="par-memory-card"]', timeout=60_000)   # the details, a task later
+    frame.wait_for_selector('[data-testid="par-ranks"]', timeout=90_000)  # the analysis arrived
+    frame.wait_for_selector('[data-testid="par-memory-card"]', timeout=60_000)  # the details, a task later
     frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
     # no table of the Distributed view runs past its card (the last columns hidden to fit)
     frame.wait_for_timeout(300)
@@ -252,7 +295,7 @@ def test_memory_units_agree_between_axis_and_labels(tb, logdir, page_at):
     GiB axis was the defect); the per-step chart's axis and tooltips the same."""
     worker = worker_of(logdir, LEAK_RUN)
     view = memory_view(tb, LEAK_RUN, worker)
-    place = next(t.key[len("memory_steps."):] for t in view.tables if t.key.startswith("memory_steps.Place(gpu"))
+    place = next(t.key[len("memory_steps.") :] for t in view.tables if t.key.startswith("memory_steps.Place(gpu"))
     page = page_at(1280, False)
     frame = open_panel(page, tb, LEAK_RUN, worker, "memory", "ms")
     if frame.locator('[data-testid="memory-place"]').count():
@@ -269,7 +312,7 @@ def test_memory_units_agree_between_axis_and_labels(tb, logdir, page_at):
     assert curve["marks"], "no peak marked"
     for mark in curve["marks"]:
         assert mark["text"].startswith("peak "), mark
-        size_of(mark["text"][len("peak "):], mark["value"])
+        size_of(mark["text"][len("peak ") :], mark["value"])
         if mark["text"].endswith(" " + curve["axis"]):  # in the axis's unit: the number is the point's height
             assert abs(float(mark["text"].split()[1]) - mark["y"]) <= 0.005 + 1e-9, (mark, curve["axis"])
     highest = max(curve["marks"], key=lambda m: m["value"])
@@ -280,7 +323,12 @@ def test_memory_units_agree_between_axis_and_labels(tb, logdir, page_at):
     steps = frame.evaluate(_CHART_UNITS, "memory-steps-chart")
     assert steps["axis"] in BINARY, steps["axis"]
     t = table(view, f"memory_steps.{place}")
-    top_raw = max(x.number for r in t.rows for c, x in zip(t.columns, r.cells) if c.key in ("allocated_end", "reserved_end", "allocated_peak", "allocated_floor"))
+    top_raw = max(
+        x.number
+        for r in t.rows
+        for c, x in zip(t.columns, r.cells)
+        if c.key in ("allocated_end", "reserved_end", "allocated_peak", "allocated_floor")
+    )
     assert abs(max(max(ys) for ys in steps["ys"]) - top_raw / BINARY[steps["axis"]]) < 1e-6
     assert 1 <= top_raw / BINARY[steps["axis"]] < 1024 or steps["axis"] == "GiB"
     sizes = re.findall(r"(-?\d[\d.]* (?:[KMGT]i?B|B))", steps["tip"])
@@ -296,8 +344,11 @@ def test_negative_bytes_print_as_signed_sizes(tb, logdir, page_at):
     view = memory_view(tb, CPU_RUN, worker)
     t = table(view, "memory_insights")
     raw = {c.key: x.number for c, x in zip(t.columns, t.rows[0].cells)}
-    negative = [k for k in ("fragmentation_at_peak", "fragmentation_max", "allocated_slope", "reserved_slope",
-                            "floor_growth_min") if raw.get(k, 0) < -1024]
+    negative = [
+        k
+        for k in ("fragmentation_at_peak", "fragmentation_max", "allocated_slope", "reserved_slope", "floor_growth_min")
+        if raw.get(k, 0) < -1024
+    ]
     assert negative, raw  # the trace's CPU place: reserved below allocated
     page = page_at(1280, False)
     frame = open_panel(page, tb, CPU_RUN, worker, "memory", "ms")
@@ -309,7 +360,9 @@ def test_negative_bytes_print_as_signed_sizes(tb, logdir, page_at):
         if raw.get(key):
             size_of(row[key], raw[key])
     SHOTS.mkdir(parents=True, exist_ok=True)
-    frame.locator('[data-testid="memory-insights-card"]').screenshot(path=str(SHOTS / "memory-units-insights-cpu-1280.png"))
+    frame.locator('[data-testid="memory-insights-card"]').screenshot(
+        path=str(SHOTS / "memory-units-insights-cpu-1280.png")
+    )
 
 
 # Every text ECharts drew on a chart (axis names and labels, mark labels, legend): its box (zrender's, in the
@@ -339,7 +392,9 @@ def test_memory_chart_texts_are_inside_the_chart(tb, logdir, page_at, width):
     page = page_at(width, True)
     frame = open_panel(page, tb, CPU_RUN, worker, "memory", "ms")
     frame.wait_for_selector('[data-testid="memory-curve"][data-drawn]', timeout=30_000)
-    charts = frame.evaluate("() => Array.from(document.querySelectorAll('[data-drawn]')).map((e) => e.dataset.testid).filter(Boolean)")
+    charts = frame.evaluate(
+        "() => Array.from(document.querySelectorAll('[data-drawn]')).map((e) => e.dataset.testid).filter(Boolean)"
+    )
     assert "memory-curve" in charts, charts
     for test_id in charts:
         out = frame.evaluate(TEXTS_OUTSIDE, test_id)
@@ -368,7 +423,12 @@ _DRAWN_MARKS = """(id) => {
 
 
 def _meet(a: dict, b: dict, pad: float = 1.0) -> bool:
-    return a["x"] < b["x"] + b["w"] + pad and b["x"] < a["x"] + a["w"] + pad and a["y"] < b["y"] + b["h"] + pad and b["y"] < a["y"] + a["h"] + pad
+    return (
+        a["x"] < b["x"] + b["w"] + pad
+        and b["x"] < a["x"] + a["w"] + pad
+        and a["y"] < b["y"] + b["h"] + pad
+        and b["y"] < a["y"] + a["h"] + pad
+    )
 
 
 def _segments(points):
@@ -388,18 +448,24 @@ def test_peak_labels_keep_clear_of_each_other_the_pins_and_the_lines(tb, logdir,
     frame = open_panel(page, tb, LEAK_RUN, worker, "memory", "ms")
     frame.wait_for_selector('[data-testid="memory-curve"][data-drawn]', timeout=30_000)
     check_dark(frame, dark)
-    places = frame.eval_on_selector_all('[data-testid="memory-place"] button', "els => els.map((e) => e.dataset.value)") or [None]
+    places = frame.eval_on_selector_all(
+        '[data-testid="memory-place"] button', "els => els.map((e) => e.dataset.value)"
+    ) or [None]
     seen = 0
     for place in places:
         if place is not None:
             frame.click(f'[data-testid="memory-place"] button[data-value="{place}"]')
-            frame.wait_for_function("(p) => document.querySelector('[data-testid=memory-curve]').__tbppChart.getOption()"
-                                    ".series.some((s) => s.markPoint && s.markPoint.data.length && s.data.length)", arg=place)
+            frame.wait_for_function(
+                "(p) => document.querySelector('[data-testid=memory-curve]').__tbppChart.getOption()"
+                ".series.some((s) => s.markPoint && s.markPoint.data.length && s.data.length)",
+                arg=place,
+            )
         frame.wait_for_timeout(300)
         got = frame.evaluate(_DRAWN_MARKS, "memory-curve")
         SHOTS.mkdir(parents=True, exist_ok=True)
         frame.locator('[data-testid="memory-curve-card"]').screenshot(
-            path=str(SHOTS / f"memory-peaks-{place}-{'dark' if dark else 'light'}.png"))
+            path=str(SHOTS / f"memory-peaks-{place}-{'dark' if dark else 'light'}.png")
+        )
         labels, grid = got["labels"], got["grid"]
         assert len(labels) == 2 and len(got["pins"]) == 2, (place, labels, got["pins"])
         seen += 1
@@ -408,9 +474,13 @@ def test_peak_labels_keep_clear_of_each_other_the_pins_and_the_lines(tb, logdir,
             where = (place, label["text"])
             assert label["x"] >= grid["x"] and label["x"] + label["w"] <= grid["x"] + grid["w"], (where, label, grid)
             assert label["y"] + label["h"] <= grid["y"] + grid["h"], (where, label, grid)
-            assert not any(_meet(label, other) for other in labels[i + 1:]), (where, labels)
+            assert not any(_meet(label, other) for other in labels[i + 1 :]), (where, labels)
             assert not any(_meet(label, pin) for pin in got["pins"]), (where, label, got["pins"])
-            assert not any(_meet(label, t) for t in got["texts"]), (where, label, [t for t in got["texts"] if _meet(label, t)])
+            assert not any(_meet(label, t) for t in got["texts"]), (
+                where,
+                label,
+                [t for t in got["texts"] if _meet(label, t)],
+            )
             crossed = [s for s in lines if _meet(label, s)]
             assert not crossed, (where, label, crossed[:3])
     assert seen >= 2

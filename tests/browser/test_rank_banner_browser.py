@@ -4,6 +4,7 @@ cross-rank analysis is stored, the planted rank's Overview opens with a banner t
 with its cost to the job (the parallel route's numbers), a role peer's (same stage and MP index) names "a role
 peer of rank N" with a link to it, and a rank of another role has none. Before any analysis is stored the
 banner route answers nothing and computes nothing (the stored analysis only)."""
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,33 @@ SLOW = 5
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("rank_banner_browser")
-    gen = subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "4", "--mp", "2", "--pp", "2", "--layers", "2",
-                          "--micro-batches", "2", "--steps", "3", "--slow-host-rank", str(SLOW), "--quiet",
-                          "--out", str(root / RUN)], capture_output=True, text=True, cwd=str(REPO))
+    gen = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "4",
+            "--mp",
+            "2",
+            "--pp",
+            "2",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "2",
+            "--steps",
+            "3",
+            "--slow-host-rank",
+            str(SLOW),
+            "--quiet",
+            "--out",
+            str(root / RUN),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     assert gen.returncode == 0, gen.stderr[-2000:]
     return root
 
@@ -43,7 +68,7 @@ def manifest(logdir) -> dict:
 
 @pytest.fixture(scope="module")
 def tb(logdir, tmp_path_factory):
-    with tensorboard(logdir, tmp_path_factory.mktemp("rank_banner_tb")) as server:   # a cache of its own
+    with tensorboard(logdir, tmp_path_factory.mktemp("rank_banner_tb")) as server:  # a cache of its own
         wait_all_loaded(server)
         yield server
 
@@ -52,13 +77,17 @@ def open_overview(page, tb, worker: str):  # noqa: F811 (the fixture)
     """The Overview of ``worker``, once the page has had the banner route's answer."""
     keys = {"run": RUN, "worker": worker, "span": "0", "unit": "ms", "view": "overview"}
     page.goto("about:blank")  # a page load each time (the same link twice is no navigation)
-    with page.expect_response(lambda r: "/rank_banner?" in r.url and f"worker={worker}&" in r.url + "&",
-                              timeout=60_000) as answer:
-        page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}"
-                                                          for k, v in keys.items()))
+    with page.expect_response(
+        lambda r: "/rank_banner?" in r.url and f"worker={worker}&" in r.url + "&", timeout=60_000
+    ) as answer:
+        page.goto(
+            f"{tb.url}/#paddle_profile&"
+            + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+        )
     assert answer.value.status == 200
-    frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
-                                   timeout=60_000).content_frame()
+    frame = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    ).content_frame()
     frame.wait_for_selector('[data-testid="panel-overview"]', timeout=60_000)
     frame.wait_for_timeout(200)  # the answer drawn
     return frame
@@ -110,8 +139,11 @@ def test_the_overview_names_the_straggler_and_its_role_peers(tb, manifest, page)
     assert f"role peer of rank {SLOW}" in text and cost_ms in text, text
     page.screenshot(path=str(SHOTS / "rank-banner-peer-1280.png"))
     banner.locator(f'a.rank-link[data-rank="{SLOW}"]').click()
-    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
-                            arg=ranks[SLOW]["worker"], timeout=30_000)
+    frame.wait_for_function(
+        "(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
+        arg=ranks[SLOW]["worker"],
+        timeout=30_000,
+    )
     frame.locator('[data-testid="rank-banner"]').wait_for(timeout=30_000)
     assert "straggler" in frame.locator('[data-testid="rank-banner"]').inner_text()
 
@@ -125,10 +157,13 @@ def open_view(page, tb, worker: str, view: str):  # noqa: F811 (the fixture)
     """A rank's page (``view``: overview, operators, kernels, memory) once drawn."""
     keys = {"run": RUN, "worker": worker, "span": "0", "unit": "ms", "view": view}
     page.goto("about:blank")
-    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}"
-                                                      for k, v in keys.items()))
-    frame = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
-                                   timeout=60_000).content_frame()
+    page.goto(
+        f"{tb.url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    frame = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    ).content_frame()
     frame.wait_for_selector(f'[data-testid="panel-{view}"]', timeout=60_000)
     return frame
 
@@ -148,7 +183,9 @@ def test_every_page_of_the_straggler_has_the_banner_and_compares_it_with_its_rol
     banner = frame.locator('[data-testid="rank-banner"]')
     banner.wait_for(timeout=30_000)
     text = " ".join(banner.inner_text().split())
-    assert "straggler" in text and "its data loader takes" in text and "more per step than its role peers'" in text, text
+    assert "straggler" in text and "its data loader takes" in text and "more per step than its role peers'" in text, (
+        text
+    )
     assert "host:" not in text, text  # a sentence, not the panel's tag
     n = len(asked)
     for view in ("kernels", "memory"):  # other pages of the same rank: the same banner, asked for no more
@@ -169,8 +206,10 @@ def test_every_page_of_the_straggler_has_the_banner_and_compares_it_with_its_rol
     assert "median of 3 role peers" in label, label
     frame.click('[data-testid="cmp-views"] button[data-value="kernels"]')
     frame.wait_for_selector('[data-testid="cmp-tables"][data-view="kernels"]')
-    q = (f"baseline_run={RUN}&baseline_worker=~peers&baseline_span=0&candidate_run={RUN}"
-         f"&candidate_worker={worker}&candidate_span=0&format=json")
+    q = (
+        f"baseline_run={RUN}&baseline_worker=~peers&baseline_span=0&candidate_run={RUN}"
+        f"&candidate_worker={worker}&candidate_span=0&format=json"
+    )
     answer = json.loads(tb.get(f"/data/plugin/paddle_profile/diff?{q}"))
     (table,) = [t for v in answer["display"]["views"] if v["key"] == "kernels" for t in v["tables"]]
     keys = [c["key"] for c in table["columns"]]
@@ -181,4 +220,4 @@ def test_every_page_of_the_straggler_has_the_banner_and_compares_it_with_its_rol
         ns = first[keys.index(f"gpu_total_ns_{side}")].get("number", 0)
         assert drawn[0]["cells"][f"gpu_total_ns_{side}"] == f"{ns / 1e6:.2f}", (side, drawn[0])
     page.screenshot(path=str(SHOTS / "rank-vs-role-peers-1280.png"))
-    save_screenshot(page, "rank-vs-role-peers")   # the README's
+    save_screenshot(page, "rank-vs-role-peers")  # the README's

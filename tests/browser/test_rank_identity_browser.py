@@ -4,6 +4,7 @@ generated 24-rank run on 12 hosts (gpunode0 … gpunode11, two GPUs each) with t
 the sidebar lists the hosts in natural order and finds a rank by its number first, the worker
 picker too, the Distributed table numbers every rank, and What-if's "Show on the timeline" opens
 the timeline of the rank whose step ended last."""
+
 from __future__ import annotations
 
 import json
@@ -29,10 +30,37 @@ SLOW_HOST_RANK = 13
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("rank_identity_browser")
-    gen = subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "6", "--mp", "2", "--pp", "2", "--layers", "2",
-                          "--micro-batches", "1", "--steps", "2", "--names", "default", "--gpus-per-node", "2",
-                          "--slow-host-rank", str(SLOW_HOST_RANK), "--quiet", "--out", str(root / RUN)],
-                         capture_output=True, text=True, cwd=str(REPO))
+    gen = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "6",
+            "--mp",
+            "2",
+            "--pp",
+            "2",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "1",
+            "--steps",
+            "2",
+            "--names",
+            "default",
+            "--gpus-per-node",
+            "2",
+            "--slow-host-rank",
+            str(SLOW_HOST_RANK),
+            "--quiet",
+            "--out",
+            str(root / RUN),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     assert gen.returncode == 0, gen.stderr[-2000:]
     return root
 
@@ -61,8 +89,13 @@ def page(browser, request):
 
 def open_view(page, tb, view: str, worker: str):
     keys = {"run": RUN, "worker": worker, "span": "0", "unit": "ms", "view": view}
-    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    page.goto(
+        f"{tb.url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
     return frame
@@ -84,7 +117,7 @@ def test_sidebar_and_picker_know_the_ranks_of_default_names(tb, manifest, page):
     hosts = sorted({r["hostname"] for r in manifest["ranks"]}, key=natural)
     assert groups == [f"host {h}" for h in hosts]  # gpunode2 before gpunode10
     # the files are named by their rank, not by the raw worker name
-    names = frame.eval_on_selector_all('.file-item .file-name', "els => els.map(e => e.textContent)")
+    names = frame.eval_on_selector_all(".file-item .file-name", "els => els.map(e => e.textContent)")
     assert names and all(n.startswith("rank ") for n in names), names
 
     # the order is the runs route's (rank order): the groups in the order of their first rank, each
@@ -99,6 +132,7 @@ def test_sidebar_and_picker_know_the_ranks_of_default_names(tb, manifest, page):
     # listed ranks 49 and 108 first): the number is chosen so that such a lower rank exists.
     def hay(r):
         return f"rank {r['rank']} {r['hostname']} {r['worker']} {Path(r['trace']).name}"
+
     wanted = next(n for n in sorted(ranks) if n >= 2 and any(str(n) in hay(ranks[m]) for m in range(n)))
     lower = [m for m in range(wanted) if str(wanted) in hay(ranks[m])]
     assert lower, wanted
@@ -114,8 +148,9 @@ def test_sidebar_and_picker_know_the_ranks_of_default_names(tb, manifest, page):
     options = frame.eval_on_selector_all('[data-testid="select-worker-option"]', "els => els.map(e => e.dataset.value)")
     assert options[0] == ranks[wanted]["worker"] and ranks[lower[0]]["worker"] in options, (wanted, options)
     frame.press('[data-testid="select-worker-search"]', "Enter")
-    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
-                            arg=ranks[wanted]["worker"])
+    frame.wait_for_function(
+        "(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w", arg=ranks[wanted]["worker"]
+    )
 
 
 def test_distributed_numbers_every_rank(tb, manifest, page):
@@ -139,8 +174,11 @@ def test_whatif_show_on_the_timeline_works_on_default_names(tb, manifest, page):
     end_rank = whatif["criticalPath"]["steps"][0]["endRank"]
     button.click()
     frame.wait_for_selector('[data-testid="panel-timeline"]', timeout=60_000)
-    frame.wait_for_function("(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
-                            arg=ranks[end_rank]["worker"], timeout=30_000)
+    frame.wait_for_function(
+        "(w) => document.querySelector('[data-testid=select-worker]').dataset.value === w",
+        arg=ranks[end_rank]["worker"],
+        timeout=30_000,
+    )
 
 
 def test_all_steps_per_rank_axis_names_the_ranks_not_the_raw_worker_names(tb, manifest, page):
@@ -150,8 +188,11 @@ def test_all_steps_per_rank_axis_names_the_ranks_not_the_raw_worker_names(tb, ma
     ranks = by_rank(manifest)
     frame = open_view(page, tb, "distributed", ranks[0]["worker"])
     frame.wait_for_selector('[data-testid="dist-ranks-chart"][data-drawn="1"]', timeout=120_000)
-    frame.wait_for_function("""() => { const c = document.querySelector('[data-testid="dist-ranks-chart"]').__tbppChart;
-        const x = c && c.getOption().xAxis; return x && x[0].data && x[0].data.length > 0; }""", timeout=120_000)
+    frame.wait_for_function(
+        """() => { const c = document.querySelector('[data-testid="dist-ranks-chart"]').__tbppChart;
+        const x = c && c.getOption().xAxis; return x && x[0].data && x[0].data.length > 0; }""",
+        timeout=120_000,
+    )
     labels = frame.evaluate("""() => document.querySelector('[data-testid="dist-ranks-chart"]').__tbppChart
         .getOption().xAxis[0].data.map((d) => (typeof d === 'object' ? d.value : d))""")
     raw = {r["worker"] for r in manifest["ranks"]}

@@ -15,6 +15,7 @@ Playwright at 1,280 and 1,440 px, opens the Overview, Operators, Kernels and Mem
 
 Screenshots of each panel go to browser_util.SHOTS.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,15 @@ import pytest
 
 from support.paths import SHARED_TRACES
 from support.report import ran
-from support.browser_util import copy_trace_sets, SHOTS, PageLog, new_page, read_virtual_table, tensorboard, wait_all_loaded
+from support.browser_util import (
+    copy_trace_sets,
+    SHOTS,
+    PageLog,
+    new_page,
+    read_virtual_table,
+    tensorboard,
+    wait_all_loaded,
+)
 
 pytestmark = [pytest.mark.browser]
 
@@ -75,7 +84,9 @@ def worker_of(logdir: Path, run: str) -> str:
 
 
 def fetch_display(tb, run: str, worker: str) -> dpb.Display:
-    return dpb.Display.FromString(tb.get(f"/data/plugin/paddle_profile/display?run={quote(run)}&worker={quote(worker)}&span=0"))
+    return dpb.Display.FromString(
+        tb.get(f"/data/plugin/paddle_profile/display?run={quote(run)}&worker={quote(worker)}&span=0")
+    )
 
 
 def goto_view(frame, view: str):
@@ -149,7 +160,7 @@ def _paddle_memory_rows(printed: Path, place: str):
     start = next(i for i, line in enumerate(lines) if f"Memory Summary - {place}" in line)
     row = re.compile(r"^(.*?)\s{2,}(Allocated|Reserved)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(-?\d+)\s*$")
     out = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if "Summary" in line and line.startswith("---"):
             break
         m = row.match(line)
@@ -180,8 +191,9 @@ def test_memory_bytes_are_humanised_as_the_python_formatter_and_paddles_numbers(
             col = place.columns[i]
             assert drawn["cells"][col.key] == cells.format_value(col.panel_format, model_row.cells[i], "ms")
     # Against what Paddle printed for this trace, in Paddle's order: the same integers, humanised.
-    printed = _paddle_memory_rows(SHARED_TRACES / "cpu-gpt-single" / "paddle_summary.CPUTotal.ms.txt",
-                                  place.key[len("memory."):])
+    printed = _paddle_memory_rows(
+        SHARED_TRACES / "cpu-gpt-single" / "paddle_summary.CPUTotal.ms.txt", place.key[len("memory.") :]
+    )
     assert len(printed) == len(rows) > 3
     humanised = 0
     for (name, kind, numbers), drawn in zip(printed, rows):
@@ -195,7 +207,9 @@ def test_memory_bytes_are_humanised_as_the_python_formatter_and_paddles_numbers(
 
 
 def _header_width(frame, test_id: str, col: str) -> float:
-    return frame.locator(f'[data-testid="{test_id}"] .vt-hrow:not(.groups) .vt-th[data-col="{col}"]').bounding_box()["width"]
+    return frame.locator(f'[data-testid="{test_id}"] .vt-hrow:not(.groups) .vt-th[data-col="{col}"]').bounding_box()[
+        "width"
+    ]
 
 
 def test_a_dragged_column_width_holds_and_survives_a_reload(tb, logdir, page_at):
@@ -223,7 +237,9 @@ def test_a_dragged_column_width_holds_and_survives_a_reload(tb, logdir, page_at)
     assert frame.locator(f'[data-testid="{test_id}"] .vt-th.sorted').count() == 0
     assert "calls:" not in page.url
     page.reload()
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector(f'[data-testid="{test_id}"] .vt-th[data-col="{col}"]', timeout=60_000)
     assert abs(_header_width(frame, test_id, col) - after) <= 1, "the width is kept across a reload"
@@ -244,19 +260,28 @@ def test_auto_unit_prints_each_duration_column_in_the_unit_that_fits_it(tb, logd
     table = next(t for v in display.views if v.key == "operators" for t in v.tables if t.key == "operators")
     page = page_at(width)
     frame = open_panel(page, tb, GPU_RUN, worker, "operators", "auto")
-    assert frame.locator('[data-testid="select-unit"] button[data-value="auto"]').get_attribute("aria-checked") == "true"
+    assert (
+        frame.locator('[data-testid="select-unit"] button[data-value="auto"]').get_attribute("aria-checked") == "true"
+    )
     drawn = read_virtual_table(frame, "operator-table")
     assert drawn, "the Operators table is empty"
-    headers = {h["col"]: h["text"] for h in frame.evaluate(
-        """() => Array.from(document.querySelectorAll('[data-testid="operator-table"] .vt-hrow:not(.groups) .vt-th'),
-             (th) => ({col: th.dataset.col, text: th.textContent}))""")}
+    headers = {
+        h["col"]: h["text"]
+        for h in frame.evaluate(
+            """() => Array.from(document.querySelectorAll('[data-testid="operator-table"] .vt-hrow:not(.groups) .vt-th'),
+             (th) => ({col: th.dataset.col, text: th.textContent}))"""
+        )
+    }
     by_id = {r.id: r for r in table.rows}
     units_seen = set()
     for i, col in enumerate(table.columns):
         if col.format.kind != dpb.CELL_DURATION or col.format.unit or col.panel_hidden or col.key not in headers:
             continue
-        values = [abs(r.cells[i].number) for r in table.rows
-                  if r.role not in (dpb.ROW_HEADER, dpb.ROW_SECTION) and len(r.cells) > i and not r.cells[i].missing]
+        values = [
+            abs(r.cells[i].number)
+            for r in table.rows
+            if r.role not in (dpb.ROW_HEADER, dpb.ROW_SECTION) and len(r.cells) > i and not r.cells[i].missing
+        ]
         top = max(values, default=0)
         unit = "s" if top >= 1e9 else "ms" if top >= 1e6 else "us" if top >= 1e3 else "ns"
         units_seen.add(unit)
@@ -272,4 +297,6 @@ def test_auto_unit_prints_each_duration_column_in_the_unit_that_fits_it(tb, logd
     assert not frame.evaluate(_CUT)
     # a fixed unit again: the headers lose their unit, the cells are the CLI's strings in it
     frame.click('[data-testid="select-unit"] button[data-value="us"]')
-    frame.wait_for_function("() => !Array.from(document.querySelectorAll('[data-testid=\"operator-table\"] .vt-hrow:not(.groups) .vt-th')).some((th) => /\\((s|ms|us|ns)\\)$/.test(th.textContent))")
+    frame.wait_for_function(
+        "() => !Array.from(document.querySelectorAll('[data-testid=\"operator-table\"] .vt-hrow:not(.groups) .vt-th')).some((th) => /\\((s|ms|us|ns)\\)$/.test(th.textContent))"
+    )

@@ -8,6 +8,7 @@
 - a logdir with a broken trace logs no console error on any panel.
 Screenshots (light and dark, 1,280 and 1,440 px) go to <temp dir>/shots/.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,10 +28,11 @@ pytestmark = [pytest.mark.browser]
 
 
 from support.browser_util import SHOTS  # noqa: E402
+
 STATIC = REPO / "tb_paddle_profile" / "static"
-RUN = "gloo"          # a real 2-rank CPU run (Paddle's own traces)
+RUN = "gloo"  # a real 2-rank CPU run (Paddle's own traces)
 BROKEN_RUN = "broken"  # one file that is not a Paddle trace
-GPU_RUN = "gpu"        # GPU-shaped traces with kernels (tests' gpu-synthetic-2rank)
+GPU_RUN = "gpu"  # GPU-shaped traces with kernels (tests' gpu-synthetic-2rank)
 BROKEN_WORKER = "rank7"
 NOT_PADDLE = '{"traceEvents": [{"name": "x", "ph": "X"}], "note": "a Chrome trace, but not one of Paddle"}'
 VIEWS = ["overview", "operators", "kernels", "distributed", "memory", "timeline"]
@@ -69,11 +71,15 @@ def workers(tb) -> list:
 
 
 def open_page(browser, log: PageLog, width: int, dark: bool):
-    context = browser.new_context(viewport={"width": width, "height": 900}, device_scale_factor=1,
-                                  color_scheme="dark" if dark else "light")
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, device_scale_factor=1, color_scheme="dark" if dark else "light"
+    )
     page = context.new_page()
     context.on("request", lambda req: log.requests.append(req.url))
-    page.on("console", lambda msg: log.console_errors.append(f"{msg.text} @ {msg.location}") if msg.type == "error" else None)
+    page.on(
+        "console",
+        lambda msg: log.console_errors.append(f"{msg.text} @ {msg.location}") if msg.type == "error" else None,
+    )
     page.on("pageerror", lambda err: log.page_errors.append(str(err)))
     return page
 
@@ -84,7 +90,9 @@ def link(tb, **keys) -> str:
 
 
 def frame_of(page, view: str = ""):
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector(f'[data-testid="panel-{view}"]' if view else '[data-testid="app"]', timeout=60_000)
     return frame
@@ -101,12 +109,12 @@ def host_keys(page) -> dict:
         k, _, v = part.partition("=")
         k = unquote(k)
         if k.startswith("p.paddle_profile."):
-            out[k[len("p.paddle_profile."):]] = unquote(v)
+            out[k[len("p.paddle_profile.") :]] = unquote(v)
     return out
 
 
 def luminance(css_rgb: str) -> float:
-    nums = [float(x) for x in css_rgb[css_rgb.index("(") + 1:css_rgb.index(")")].split(",")[:3]]
+    nums = [float(x) for x in css_rgb[css_rgb.index("(") + 1 : css_rgb.index(")")].split(",")[:3]]
     return (0.2126 * nums[0] + 0.7152 * nums[1] + 0.0722 * nums[2]) / 255
 
 
@@ -132,7 +140,7 @@ def test_bundle_has_an_etag_and_answers_304(tb, name):
     assert "no-cache" in headers["Cache-Control"] and "must-revalidate" in headers["Cache-Control"]
     status, headers, body = _get(url, {"If-None-Match": truth, "Accept-Encoding": "gzip"})
     assert (status, body) == (304, b"") and headers["ETag"] == truth
-    status, _, body = _get(url, {"If-None-Match": 'W/' + truth})
+    status, _, body = _get(url, {"If-None-Match": "W/" + truth})
     assert (status, body) == (304, b"")
     status, _, body = _get(url, {"If-None-Match": '"something-else"'})
     assert status == 200 and body == (STATIC / name).read_bytes()
@@ -170,15 +178,19 @@ def test_dark_mode_follows_tensorboard(tb, browser, width, dark):
     text = frame.evaluate("() => getComputedStyle(document.querySelector('.main')).color")
     assert (luminance(bg) < 0.25) == dark, bg
     assert (luminance(text) > 0.6) == dark, text
-    themes = frame.evaluate("() => Array.from(document.querySelectorAll('.chart[data-drawn]')).map((c) => c.dataset.theme)")
+    themes = frame.evaluate(
+        "() => Array.from(document.querySelectorAll('.chart[data-drawn]')).map((c) => c.dataset.theme)"
+    )
     assert themes and set(themes) == {"dark" if dark else "light"}, themes
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / f"conventions-overview-{'dark' if dark else 'light'}-{width}.png"))
     # Live: TensorBoard's toggle flips the body class; the tab and its charts follow without a reload.
     page.evaluate("(d) => document.body.classList.toggle('dark-mode', d)", not dark)
     frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=not dark)
-    frame.wait_for_function("(t) => Array.from(document.querySelectorAll('.chart[data-drawn]')).every((c) => c.dataset.theme === t)",
-                            arg="dark" if not dark else "light")
+    frame.wait_for_function(
+        "(t) => Array.from(document.querySelectorAll('.chart[data-drawn]')).every((c) => c.dataset.theme === t)",
+        arg="dark" if not dark else "light",
+    )
     bg = frame.evaluate("() => getComputedStyle(document.body).backgroundColor")
     assert (luminance(bg) < 0.25) == (not dark), bg
     page.evaluate("(d) => document.body.classList.toggle('dark-mode', d)", dark)
@@ -277,12 +289,16 @@ def test_table_state_is_in_the_link(tb, browser):
     header = frame.locator('[data-testid="operator-table"] .vt-th.sortable').nth(1)
     col = header.get_attribute("data-col")
     header.click()
-    frame.wait_for_function("(c) => document.querySelector(`.vt-th[data-col='${c}']`).getAttribute('aria-sort') !== null", arg=col)
+    frame.wait_for_function(
+        "(c) => document.querySelector(`.vt-th[data-col='${c}']`).getAttribute('aria-sort') !== null", arg=col
+    )
     sort_before = header.get_attribute("aria-sort")
     rows_before = frame.evaluate(READ_ROWS)
     assert rows_before
     keys = host_keys(page)
-    assert keys.get("u.ops.q") == "add" and keys.get(f"u.dt.{'operators_by_shape' if has_shapes else 'operators'}.s", "").startswith(col + ":"), keys
+    assert keys.get("u.ops.q") == "add" and keys.get(
+        f"u.dt.{'operators_by_shape' if has_shapes else 'operators'}.s", ""
+    ).startswith(col + ":"), keys
     shared = page.url
     page.context.close()
 
@@ -292,10 +308,16 @@ def test_table_state_is_in_the_link(tb, browser):
     frame = frame_of(page, "operators")
     assert frame.locator('[data-testid="operators-search"]').input_value() == "add"
     if has_shapes:
-        assert frame.locator('[data-testid="operators-grouping"] button[data-value="shape"]').get_attribute("aria-checked") == "true"
+        assert (
+            frame.locator('[data-testid="operators-grouping"] button[data-value="shape"]').get_attribute("aria-checked")
+            == "true"
+        )
     header = frame.locator(f'[data-testid="operator-table"] .vt-th[data-col="{col}"]')
     assert header.get_attribute("aria-sort") == sort_before
-    frame.wait_for_function("(n) => document.querySelectorAll('[data-testid=\"operator-table\"] .vt-row').length >= n", arg=min(len(rows_before), 1))
+    frame.wait_for_function(
+        "(n) => document.querySelectorAll('[data-testid=\"operator-table\"] .vt-row').length >= n",
+        arg=min(len(rows_before), 1),
+    )
     assert frame.evaluate(READ_ROWS) == rows_before
     page.context.close()
     assert log.console_errors == [] and log.page_errors == [], (log.console_errors, log.page_errors)

@@ -5,6 +5,7 @@ What the page shows is checked against the trace itself (read with the reader): 
 slices, a selected kernel's launch arguments; zooming changes the window; search finds a kernel; the
 kernel table's link lands on that kernel. No console error, no request outside 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -16,7 +17,6 @@ import pytest
 from support.browser_util import (
     REPO,
     PageLog,
-    
     new_page,
     save_screenshot,
     tensorboard,
@@ -84,7 +84,9 @@ def open_view(page, tb, run: str, view: str = "timeline", worker: str = "rank0",
     keys = dict(run=run, worker=worker, span="0", unit="ms", view=view)
     parts = ["paddle_profile"] + [f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()]
     page.goto(f"{tb.url}/#{'&'.join(parts)}{extra}")
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
     return frame
@@ -95,7 +97,8 @@ def wait_drawn(frame, timeout=60_000):
     frame.wait_for_function(
         "() => { const t = window.__tbppTimeline; const d = t && t.data();"
         " return d && d.items > 0 && d.ranks.every((r) => r.state === '' && r.tracks.length > 0); }",
-        timeout=timeout)
+        timeout=timeout,
+    )
 
 
 def state(frame):
@@ -170,8 +173,10 @@ def test_search_finds_a_kernel_and_its_details_are_the_real_arguments(tb, page_a
     assert d["block"] == ", ".join(map(str, tw.device.block[first].tolist()))
     assert d["registers per thread"] == str(int(tw.device.registers[first]))
     assert d["shared memory"] == f"{int(tw.device.shared_memory[first])} B"
-    total = sum(int(((x.device.type == et.KERNEL) & (np.array(x.names, dtype=object)[x.device.name] == name)).sum())
-                for x in tables.values())
+    total = sum(
+        int(((x.device.type == et.KERNEL) & (np.array(x.names, dtype=object)[x.device.name] == name)).sum())
+        for x in tables.values()
+    )
     assert frame.locator('[data-testid="timeline-found"]').text_content().strip().endswith(f"1 / {total}›")
     # the launch arrow toggle asks for flows and draws
     frame.check('[data-testid="timeline-flows"]')
@@ -187,15 +192,19 @@ def test_click_on_a_slice_selects_it_and_zoom_changes_the_window(tb, page_and_lo
     canvas.click(position={"x": 300, "y": 10})  # the ruler: focuses the canvas, selects nothing
     for _ in range(4):
         canvas.press("w")
-    frame.wait_for_function(f"() => {{ const v = window.__tbppTimeline.view(); return v.end - v.start < {0.5 * (before[1] - before[0])}; }}")
+    frame.wait_for_function(
+        f"() => {{ const v = window.__tbppTimeline.view(); return v.end - v.start < {0.5 * (before[1] - before[0])}; }}"
+    )
     zoomed = state(frame)["view"]
     assert zoomed[1] - zoomed[0] < before[1] - before[0]
     canvas.press("d")
     frame.wait_for_function(f"() => window.__tbppTimeline.view().start > {zoomed[0]}")
     # the server is asked for the new window, at the new resolution
-    frame.wait_for_function(f"() => {{ const d = window.__tbppTimeline.data(), v = window.__tbppTimeline.view();"
-                            f" return d.windowStart <= v.start && d.windowEnd >= v.end && d.windowEnd - d.windowStart < {before[1] - before[0]}; }}",
-                            timeout=20_000)
+    frame.wait_for_function(
+        f"() => {{ const d = window.__tbppTimeline.data(), v = window.__tbppTimeline.view();"
+        f" return d.windowStart <= v.start && d.windowEnd >= v.end && d.windowEnd - d.windowStart < {before[1] - before[0]}; }}",
+        timeout=20_000,
+    )
     # ctrl + wheel zooms around the pointer
     box = canvas.bounding_box()
     page.mouse.move(box["x"] + 600, box["y"] + 200)
@@ -203,7 +212,9 @@ def test_click_on_a_slice_selects_it_and_zoom_changes_the_window(tb, page_and_lo
     page.mouse.wheel(0, -400)
     page.keyboard.up("Control")
     v2 = state(frame)["view"]
-    frame.wait_for_function(f"() => {{ const v = window.__tbppTimeline.view(); return v.end - v.start < {v2[1] - v2[0] + 1}; }}")
+    frame.wait_for_function(
+        f"() => {{ const v = window.__tbppTimeline.view(); return v.end - v.start < {v2[1] - v2[0] + 1}; }}"
+    )
     # click the middle of a kernel: find one in the data and where its row is drawn
     target = frame.evaluate("""() => { const t = window.__tbppTimeline, d = t.data(), v = t.view();
       const c = document.querySelector('[data-testid="timeline-canvas"]'); const plot = c.clientWidth - 200;
@@ -298,8 +309,8 @@ def test_screenshot_of_a_selected_kernel_with_launch_arrows(tb, page_and_log):
     save_screenshot(page, "timeline")
 
 
-
 # ---------------------------------------------------------------- folding ranks and tracks
+
 
 def rows(frame) -> list:
     """The drawn layout: every row (rank header, lane of a track, folded track) with its content y."""
@@ -316,7 +327,9 @@ def wait_folds(frame, ranks: str, tracks: str = ""):
     frame.wait_for_function(
         """([ranks, tracks]) => { const c = document.querySelector('[data-testid="timeline-canvas"]');
           return c.dataset.foldedRanks === ranks && c.dataset.foldedTracks === tracks; }""",
-        arg=[ranks, tracks], timeout=20_000)
+        arg=[ranks, tracks],
+        timeout=20_000,
+    )
 
 
 def track_tops(rs: list) -> dict:
@@ -370,7 +383,9 @@ def wait_detail(frame, name: str, track_prefix: str) -> dict:
         """([name, prefix]) => { const n = document.querySelector('[data-testid="timeline-detail-name"]');
           const t = document.querySelector('[data-testid="timeline-details"] td[data-key="track"]');
           return n && t && n.textContent === name && t.textContent.startsWith(prefix); }""",
-        arg=[name, track_prefix], timeout=20_000)
+        arg=[name, track_prefix],
+        timeout=20_000,
+    )
     return details(frame)
 
 
@@ -379,8 +394,13 @@ def assert_real_kernel(tables, worker: str, d: dict, dur: float):
     t = tables[worker]
     names = np.array(t.names, dtype=object)[t.device.name]
     stream = int(d["track"].split(" · stream ")[1].split(" · ")[0])
-    hits = np.nonzero((t.device.type == et.KERNEL) & (t.device.corr == int(d["correlation id"])) & (names == d["name"])
-                      & (t.device.stream == stream) & ((t.device.end - t.device.start) == int(dur)))[0]
+    hits = np.nonzero(
+        (t.device.type == et.KERNEL)
+        & (t.device.corr == int(d["correlation id"]))
+        & (names == d["name"])
+        & (t.device.stream == stream)
+        & ((t.device.end - t.device.start) == int(dur))
+    )[0]
     assert len(hits) >= 1
 
 
@@ -410,7 +430,10 @@ def test_folding_a_rank_hides_its_tracks_and_clicks_hit_what_is_drawn(tb, page_a
     folds_li = frame.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="timeline-tracks"] li'))
       .map((li) => [li.dataset.worker, li.dataset.fold])""")
     assert {f for w, f in folds_li if w == "rank0"} == {"rank"} and {f for w, f in folds_li if w == "rank1"} == {""}
-    assert frame.locator('[data-testid="timeline-fold-rank"][data-worker="rank0"]').get_attribute("aria-expanded") == "false"
+    assert (
+        frame.locator('[data-testid="timeline-fold-rank"][data-worker="rank0"]').get_attribute("aria-expanded")
+        == "false"
+    )
     frame.wait_for_function("() => location.hash.includes('tlfold=')")
     # a hidden kernel whose place now shows something unambiguous (a single slice, or nothing)
     target = under = None
@@ -493,6 +516,7 @@ def test_folding_tracks_collapse_all_expand_all_and_the_folds_outlive_a_view_swi
     page.keyboard.up("Shift")
     frame.wait_for_selector('[data-testid="timeline-range"] tbody tr', timeout=20_000)
     from urllib.parse import parse_qs, urlparse
+
     asked = [parse_qs(urlparse(u).query)["tracks"][0] for u in log.requests if "/timeline_range?" in u]
     assert asked and set(asked[-1].split(",")) == {"rank1:1", "rank1:2", "rank1:3"}
 
@@ -502,10 +526,13 @@ def test_folding_tracks_collapse_all_expand_all_and_the_folds_outlive_a_view_swi
     k = frame.evaluate(_SLICES, ["rank0", "Kernel", 6])[0]
     click_canvas(frame, k["x"], k["y"])
     wait_detail(frame, k["name"], "rank0 · ")
-    frame.wait_for_function("""() => { const t = window.__tbppTimeline, d = t.data(), s = t.selected();
+    frame.wait_for_function(
+        """() => { const t = window.__tbppTimeline, d = t.data(), s = t.selected();
       const mine = d.flows.filter((f) => f.rank === 0 && ((f.dstTrack === s.track && f.dstDepth === s.depth && f.dstStart === s.start)
         || (f.srcTrack === s.track && f.srcDepth === s.depth && f.srcStart === s.start)));
-      return t.arrows > 0 && t.arrows === mine.length && mine.length < d.flows.length; }""", timeout=20_000)
+      return t.arrows > 0 && t.arrows === mine.length && mine.length < d.flows.length; }""",
+        timeout=20_000,
+    )
     frame.click('[data-testid="timeline-fold-rank"][data-worker="rank0"]')
     wait_folds(frame, "rank0", "rank1:0")
     frame.wait_for_function("() => window.__tbppTimeline.arrows === 0")
@@ -517,7 +544,10 @@ def test_folding_tracks_collapse_all_expand_all_and_the_folds_outlive_a_view_swi
     w0 = state(frame)["window"]
     for key in "wwwwd":
         canvas.press(key)
-    frame.wait_for_function(f"() => {{ const d = window.__tbppTimeline.data(); return d.windowEnd - d.windowStart < {w0[1] - w0[0]}; }}", timeout=20_000)
+    frame.wait_for_function(
+        f"() => {{ const d = window.__tbppTimeline.data(); return d.windowEnd - d.windowStart < {w0[1] - w0[0]}; }}",
+        timeout=20_000,
+    )
     assert rows(frame) == folded and canvas_attr(frame, "data-folded-ranks") == "rank0"
 
     # and when another view is shown, and this one again

@@ -5,6 +5,7 @@ never rank 0, so a link that fell back to rank 0 fails. What the page shows is c
 trace read with the reader: the kernel a link lands on is a kernel of rank 1's file, with its name,
 stream, correlation id and duration. At 1,280 and 1,440 px; screenshots go to $TBP_SHOTS (default: the temp folder's tbp-shots/).
 """
+
 from __future__ import annotations
 
 import re
@@ -26,6 +27,7 @@ from tb_paddle_profile.trace.reader import read_trace  # noqa: E402
 GPU_DIR = SHARED_TRACES / "gpu-synthetic-2rank"
 RUN = "gpu-2rank"
 from support.browser_util import SHOTS  # noqa: E402
+
 WIDTHS = [1280, 1440]
 
 
@@ -67,7 +69,9 @@ def open_view(page, tb, view="timeline", worker="rank1", extra=""):
     keys = dict(run=RUN, worker=worker, span="0", unit="ms", view=view)
     parts = ["paddle_profile"] + [f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()]
     page.goto(f"{tb.url}/#{'&'.join(parts)}{extra}")
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
     return frame
@@ -77,7 +81,8 @@ def wait_drawn(frame, timeout=60_000):
     frame.wait_for_function(
         "() => { const t = window.__tbppTimeline; const d = t && t.data();"
         " return d && d.items > 0 && d.ranks.every((r) => r.state === '' && r.tracks.length > 0); }",
-        timeout=timeout)
+        timeout=timeout,
+    )
 
 
 def details(frame) -> dict:
@@ -90,7 +95,10 @@ def details(frame) -> dict:
 def wait_detail_on(frame, prefix: str) -> dict:
     frame.wait_for_function(
         """(prefix) => { const t = document.querySelector('[data-testid="timeline-details"] td[data-key="track"]');
-          return t && t.textContent.startsWith(prefix); }""", arg=prefix, timeout=30_000)
+          return t && t.textContent.startsWith(prefix); }""",
+        arg=prefix,
+        timeout=30_000,
+    )
     return details(frame)
 
 
@@ -111,8 +119,12 @@ def assert_kernel_of(tables, worker: str, d: dict):
     t = tables[worker]
     names = np.array(t.names, dtype=object)[t.device.name]
     stream = int(d["track"].split(" · stream ")[1].split(" · ")[0])
-    hits = np.nonzero((t.device.type == et.KERNEL) & (t.device.corr == int(d["correlation id"]))
-                      & (names == d["name"]) & (t.device.stream == stream))[0]
+    hits = np.nonzero(
+        (t.device.type == et.KERNEL)
+        & (t.device.corr == int(d["correlation id"]))
+        & (names == d["name"])
+        & (t.device.stream == stream)
+    )[0]
     assert len(hits) == 1, (worker, d)
     return int(hits[0])
 
@@ -174,7 +186,11 @@ def test_kernels_link_of_rank1_lands_on_rank1s_kernel_in_view(tb, tables, browse
     row = frame.locator('[data-testid="kernel-table"] .vt-row[data-index="0"]')
     name = row.locator(".vt-td.name").get_attribute("title")
     # the kernel runs on both ranks: a link falling back to rank 0 would find it there
-    both = [w for w, t in tables.items() if name in set(np.array(t.names, dtype=object)[t.device.name[t.device.type == et.KERNEL]])]
+    both = [
+        w
+        for w, t in tables.items()
+        if name in set(np.array(t.names, dtype=object)[t.device.name[t.device.type == et.KERNEL]])
+    ]
     assert sorted(both) == ["rank0", "rank1"]
     row.click()
     frame.click('[data-testid="kernels-to-timeline"]')
@@ -286,7 +302,9 @@ def test_the_canvas_takes_the_window_and_the_details_come_with_a_selection(tb, t
     frame.wait_for_selector('[data-testid="timeline-below"]', state="detached", timeout=20_000)
     frame.wait_for_function("() => window.__tbppTimeline.selected() === null")
     page.wait_for_function("() => !decodeURIComponent(location.hash).includes('tlsel=rank')")
-    frame.wait_for_function(f"() => document.querySelector('[data-testid=\"timeline-canvas\"]').clientHeight >= {full - 1}")
+    frame.wait_for_function(
+        f"() => document.querySelector('[data-testid=\"timeline-canvas\"]').clientHeight >= {full - 1}"
+    )
     # Esc takes a selection away too
     frame.locator('[data-testid="timeline-canvas"]').click(position={"x": k["x"], "y": k["y"]})
     wait_detail_on(frame, "rank1 · ")
@@ -296,7 +314,9 @@ def test_the_canvas_takes_the_window_and_the_details_come_with_a_selection(tb, t
 
 
 # draw.ts/data.ts maybeCommunication on a kernel's name
-_COMM = re.compile(r"nccl|xccl|rccl|gloo|send|recv|all_?reduce|all_?gather|reduce_?scatter|broadcast|all_?to_?all|barrier", re.I)
+_COMM = re.compile(
+    r"nccl|xccl|rccl|gloo|send|recv|all_?reduce|all_?gather|reduce_?scatter|broadcast|all_?to_?all|barrier", re.I
+)
 
 
 def _union(iv) -> float:
@@ -320,7 +340,9 @@ def test_collapse_all_leaves_each_ranks_compute_and_communication(tb, tables, br
     The shares are checked against the kernels of each rank's trace file (at the whole span every kernel is
     in the window; merged sub-pixel kernels allow 1.5 points); light and dark (the dark palette's colours)."""
     log = PageLog()
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1, color_scheme="dark" if dark else "light")
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, device_scale_factor=1, color_scheme="dark" if dark else "light"
+    )
     page = context.new_page()
     context.on("request", lambda req: log.requests.append(req.url))
     page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
@@ -329,7 +351,9 @@ def test_collapse_all_leaves_each_ranks_compute_and_communication(tb, tables, br
     frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
     wait_drawn(frame)
     frame.click('[data-testid="timeline-collapse-all"]')
-    frame.wait_for_function("() => document.querySelector('[data-testid=\"timeline-canvas\"]').dataset.foldedRanks === 'rank0,rank1'")
+    frame.wait_for_function(
+        "() => document.querySelector('[data-testid=\"timeline-canvas\"]').dataset.foldedRanks === 'rank0,rank1'"
+    )
     frame.wait_for_function("() => (window.__tbppTimeline.folded || []).length === 2", timeout=20_000)
     frame.wait_for_timeout(200)
     got = {f["worker"]: f for f in frame.evaluate("() => window.__tbppTimeline.folded")}
@@ -347,7 +371,10 @@ def test_collapse_all_leaves_each_ranks_compute_and_communication(tb, tables, br
         assert abs(f["communication"] - c) < 0.015 and abs(f["compute"] - compute) < 0.015, (worker, f, c, compute)
         assert f["text"] == f"compute {100 * f['compute']:.1f} % · comm {100 * f['communication']:.1f} %"
         # the rank's label fits the label column (200 px, from x = 16, its edge 6 px in): ellipsised when cut
-        lw = frame.evaluate("(t) => { const c = document.createElement('canvas').getContext('2d'); c.font = 'bold 12px system-ui, sans-serif'; return c.measureText(t).width; }", f["label"])
+        lw = frame.evaluate(
+            "(t) => { const c = document.createElement('canvas').getContext('2d'); c.font = 'bold 12px system-ui, sans-serif'; return c.measureText(t).width; }",
+            f["label"],
+        )
         assert f["label"] and 16 + lw <= 200 - 6, (f, lw)
     # both colours are drawn in each folded header's plot area
     rows_ = frame.evaluate("() => window.__tbppTimeline.rows().map((r) => ({ worker: r.worker, y: r.y, h: r.h }))")
@@ -411,7 +438,9 @@ def test_hover_readout_keys_without_a_click_and_a_readable_ruler(tb, tables, bro
     frame.click(".tl-hint")
     v0 = frame.evaluate("() => { const v = window.__tbppTimeline.view(); return [v.start, v.end]; }")
     page.keyboard.press("w")
-    frame.wait_for_function(f"() => {{ const v = window.__tbppTimeline.view(); return v.end - v.start < {0.9 * (v0[1] - v0[0])}; }}")
+    frame.wait_for_function(
+        f"() => {{ const v = window.__tbppTimeline.view(); return v.end - v.start < {0.9 * (v0[1] - v0[0])}; }}"
+    )
     v1 = frame.evaluate("() => { const v = window.__tbppTimeline.view(); return [v.start, v.end]; }")
     page.keyboard.press("d")
     frame.wait_for_function(f"() => window.__tbppTimeline.view().start > {v1[0]}")
@@ -440,7 +469,9 @@ def test_hover_readout_keys_without_a_click_and_a_readable_ruler(tb, tables, bro
     ruler_ok()
     for _ in range(60):
         page.keyboard.press("w")
-    frame.wait_for_function("() => { const v = window.__tbppTimeline.view(); return v.end - v.start <= 1001; }", timeout=20_000)
+    frame.wait_for_function(
+        "() => { const v = window.__tbppTimeline.view(); return v.end - v.start <= 1001; }", timeout=20_000
+    )
     frame.wait_for_timeout(200)
     deep = ruler_ok()
     assert max(len(l.split(" ")[0].split(".")[-1]) for l in deep) >= 4, deep  # more digits as you zoom
@@ -506,13 +537,17 @@ def test_the_view_grows_as_more_ranks_come_in(tb, browser):
     page, log = _page(browser, 1280)
     frame = open_view(page, tb, worker="rank1", extra="&" + quote("p.paddle_profile.tlranks") + "=rank0")
     wait_drawn(frame)
-    one = frame.evaluate("() => { const t = window.__tbppTimeline, d = t.data(), v = t.view(); return { view: [v.start, v.end], range: [d.rangeStart, d.rangeEnd], ranks: d.ranks.length }; }")
+    one = frame.evaluate(
+        "() => { const t = window.__tbppTimeline, d = t.data(), v = t.view(); return { view: [v.start, v.end], range: [d.rangeStart, d.rangeEnd], ranks: d.ranks.length }; }"
+    )
     assert one["ranks"] == 1 and one["view"] == one["range"]
     frame.click('[data-testid="timeline-ranks-default"]')
     frame.wait_for_function("() => window.__tbppTimeline.data().ranks.length === 2", timeout=30_000)
     wait_drawn(frame)
     frame.wait_for_timeout(200)
-    two = frame.evaluate("() => { const t = window.__tbppTimeline, d = t.data(), v = t.view(); return { view: [v.start, v.end], range: [d.rangeStart, d.rangeEnd] }; }")
+    two = frame.evaluate(
+        "() => { const t = window.__tbppTimeline, d = t.data(), v = t.view(); return { view: [v.start, v.end], range: [d.rangeStart, d.rangeEnd] }; }"
+    )
     assert two["view"] == two["range"]
     assert two["range"] != one["range"]  # rank 1 widens the span, and the view with it
     _close(page, log)

@@ -15,6 +15,7 @@ not write in TypeScript:
 at 1,280 and 1,440 px, light and dark, with no console error and no request outside 127.0.0.1.
 Screenshots go to browser_util.SHOTS.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,16 @@ from urllib.parse import quote
 import pytest
 
 from support.report import ran
-from support.browser_util import (REPO, SHOTS, PageLog, read_virtual_table, save_screenshot, tables_past_the_box, tensorboard,
-                                  wait_all_loaded)
+from support.browser_util import (
+    REPO,
+    SHOTS,
+    PageLog,
+    read_virtual_table,
+    save_screenshot,
+    tables_past_the_box,
+    tensorboard,
+    wait_all_loaded,
+)
 
 pytestmark = [pytest.mark.browser]
 
@@ -51,11 +60,56 @@ def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("whatif_logdir")
     common = ["--steps", "3", "--micro-batches", "4", "--mp", "1", "--jobs", "1"]
     # --record-shapes: the input shapes written (nothing else changes): MFU per stage and "Sequences balanced"
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "2", "--pp", "2", "--layers", "2", *common, "--slow-rank", str(SLOW_RANK),
-                    "--slow-factor", "1.4", "--record-shapes", "--out", str(root / RUN)], check=True, capture_output=True, text=True, cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "2",
+            "--pp",
+            "2",
+            "--layers",
+            "2",
+            *common,
+            "--slow-rank",
+            str(SLOW_RANK),
+            "--slow-factor",
+            "1.4",
+            "--record-shapes",
+            "--out",
+            str(root / RUN),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     # interleaved: the layers split evenly over pp × V = 4 model chunks
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "1", "--pp", "2", "--layers", "4", *common, "--schedule", "interleaved",
-                    "--virtual-stages", "2", "--out", str(root / INTERLEAVED)], check=True, capture_output=True, text=True, cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "1",
+            "--pp",
+            "2",
+            "--layers",
+            "4",
+            *common,
+            "--schedule",
+            "interleaved",
+            "--virtual-stages",
+            "2",
+            "--out",
+            str(root / INTERLEAVED),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     return root
 
 
@@ -67,10 +121,15 @@ def tb(logdir, tmp_path_factory):
 
 
 def open_page(browser, log: PageLog, width: int, dark: bool):
-    context = browser.new_context(viewport={"width": width, "height": 1000}, device_scale_factor=1, color_scheme="dark" if dark else "light")
+    context = browser.new_context(
+        viewport={"width": width, "height": 1000}, device_scale_factor=1, color_scheme="dark" if dark else "light"
+    )
     page = context.new_page()
     context.on("request", lambda req: log.requests.append(req.url))
-    page.on("console", lambda msg: log.console_errors.append(f"{msg.text} @ {msg.location}") if msg.type == "error" else None)
+    page.on(
+        "console",
+        lambda msg: log.console_errors.append(f"{msg.text} @ {msg.location}") if msg.type == "error" else None,
+    )
     page.on("pageerror", lambda err: log.page_errors.append(str(err)))
     return page
 
@@ -99,15 +158,22 @@ def pages(browser, request):
 
 
 def goto(page, tb, keys: dict):
-    page.goto(f"{tb.url}/#paddle_profile&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000)
+    page.goto(
+        f"{tb.url}/#paddle_profile&"
+        + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
     return frame
 
 
 def open_whatif(page, tb, run: str, unit: str = "ms", extra: dict | None = None):
-    frame = goto(page, tb, {"run": run, "worker": "rank0", "span": "0", "unit": unit, "view": "whatif", **(extra or {})})
+    frame = goto(
+        page, tb, {"run": run, "worker": "rank0", "span": "0", "unit": unit, "view": "whatif", **(extra or {})}
+    )
     try:
         frame.wait_for_selector('[data-testid="wi-estimates"]', timeout=90_000)
     except Exception as err:
@@ -124,8 +190,13 @@ def route_whatif(tb, run: str, query: str = "") -> whatif_pb2.RunWhatIf:
 
 
 def cli_json(run_dir: Path, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "whatif", run_dir.name, "--format", "json", "--no-cache", *args],
-                         capture_output=True, text=True, check=True, cwd=str(run_dir.parent))
+    out = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "whatif", run_dir.name, "--format", "json", "--no-cache", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(run_dir.parent),
+    )
     return json.loads(out.stdout)
 
 
@@ -153,7 +224,11 @@ def check_against_python(frame, w, unit: str):
         assert drawn_cells(frame, t.key) == expected_cells(t, unit), t.key
     shown = Counter(tuple(x) for x in frame.evaluate(_SENTENCES))
     # "Times in ms" is the CLI's line; the panel says its unit in the cards' heads
-    want = Counter((s.key, sentence_text(s, unit)) for s in list(view.sentences) + [n for t in view.tables for n in t.notes] if s.key != "units")
+    want = Counter(
+        (s.key, sentence_text(s, unit))
+        for s in list(view.sentences) + [n for t in view.tables for n in t.notes]
+        if s.key != "units"
+    )
     assert shown == want
     assert frame.locator('[data-testid="wi-estimates"] .card-sub').text_content().endswith(f"times in {unit}")
 
@@ -191,7 +266,7 @@ def test_panel_numbers_are_the_routes_and_the_clis(tb, logdir, pages, width, dar
         assert int(c.get("newStepNs", 0)) == x.new_step_ns, x.title
         assert int(c.get("savingNs", 0)) == x.saving_ns, x.title
     shot(page, f"whatif-{width}-{'dark' if dark else 'light'}")
-    if width == 1280 and not dark:   # the README's (its first screen)
+    if width == 1280 and not dark:  # the README's (its first screen)
         frame.evaluate("() => window.scrollTo(0, 0)")
         save_screenshot(page, "whatif")
 
@@ -209,10 +284,15 @@ def drawn_slots(frame):
 
 def truth_order(truth, ranks, step: int):
     """The truth's slots per stage (execution order): [(phase, micro_batch, chunk)]."""
-    return {stage: [(s["phase"], s["micro_batch"], s["chunk"]) for s in truth.schedule(rank, step)] for stage, rank in enumerate(ranks)}
+    return {
+        stage: [(s["phase"], s["micro_batch"], s["chunk"]) for s in truth.schedule(rank, step)]
+        for stage, rank in enumerate(ranks)
+    }
 
 
-@pytest.mark.parametrize("run,width,dark", [(RUN, 1280, False), (INTERLEAVED, 1440, True)], ids=["1f1b-1280-light", "interleaved-1440-dark"])
+@pytest.mark.parametrize(
+    "run,width,dark", [(RUN, 1280, False), (INTERLEAVED, 1440, True)], ids=["1f1b-1280-light", "interleaved-1440-dark"]
+)
 def test_schedule_chart_has_one_box_per_slot_of_the_truth(tb, logdir, pages, run, width, dark):
     w = route_whatif(tb, run)
     truth = load_truth(logdir / run)
@@ -227,11 +307,15 @@ def test_schedule_chart_has_one_box_per_slot_of_the_truth(tb, logdir, pages, run
     # the panel opens on the pipeline that waits most; every drawn pipeline and two steps are checked
     drawn = int(frame.get_attribute('[data-testid="wi-schedule-kind"]', "data-pipeline"))
     assert drawn == max(sched.pipelines, key=lambda p: p.wait_ns).index
-    cases = [(p, step) for p in sorted(sched.pipelines, key=lambda p: p.index != drawn) for step in list(sched.steps)[:2]]
+    cases = [
+        (p, step) for p in sorted(sched.pipelines, key=lambda p: p.index != drawn) for step in list(sched.steps)[:2]
+    ]
     for pipe, step in cases:
         if len(sched.pipelines) > 1:
             frame.select_option('[data-testid="wi-schedule-pipeline"]', str(pipe.index))
-            frame.wait_for_selector(f'[data-testid="wi-schedule-kind"][data-pipeline="{pipe.index}"]', state="attached", timeout=10_000)
+            frame.wait_for_selector(
+                f'[data-testid="wi-schedule-kind"][data-pipeline="{pipe.index}"]', state="attached", timeout=10_000
+            )
         frame.select_option('[data-testid="wi-schedule-step"]', str(step))
         frame.wait_for_selector(f'[data-testid="schedule-chart"][data-step="{step}"]', timeout=10_000)
         slots = drawn_slots(frame)
@@ -247,15 +331,21 @@ def test_schedule_chart_has_one_box_per_slot_of_the_truth(tb, logdir, pages, run
         if truth.virtual_stages > 1:
             assert len({fills[k] for k in fills if k[0] == "F"}) == truth.virtual_stages
         # bubbles by kind, as the route gives them
-        kinds = Counter(frame.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="schedule-bubble"]')).map((b) => b.dataset.kind)"""))
-        route_kinds = Counter("wait" if b.kind == 2 else "fill_drain" for ss in pipe.stage_steps if ss.step == step for b in ss.bubbles)
+        kinds = Counter(
+            frame.evaluate(
+                """() => Array.from(document.querySelectorAll('[data-testid="schedule-bubble"]')).map((b) => b.dataset.kind)"""
+            )
+        )
+        route_kinds = Counter(
+            "wait" if b.kind == 2 else "fill_drain" for ss in pipe.stage_steps if ss.step == step for b in ss.bubbles
+        )
         assert kinds == route_kinds
     # readable: the chart fits the card at this width
     box = frame.locator('[data-testid="schedule-chart"] svg').bounding_box()
     card = frame.locator('[data-testid="wi-schedule"]').bounding_box()
     assert box["x"] >= card["x"] and box["x"] + box["width"] <= card["x"] + card["width"] + 1
     frame.locator('[data-testid="wi-schedule"]').screenshot(path=str(SHOTS / f"whatif-schedule-{run}-{width}.png"))
-    if run == RUN and width == 1280 and not dark:   # the README's
+    if run == RUN and width == 1280 and not dark:  # the README's
         save_screenshot(frame.locator('[data-testid="wi-schedule"]'), "pipeline-schedule")
 
 
@@ -267,8 +357,11 @@ def critical(frame):
 
 
 def wait_critical(frame, step=None):
-    frame.wait_for_function("(s) => { const c = window.__tbppCritical; return c && c.status === 'ok' && c.drawn > 0 && (s === null || c.step === s); }",
-                            arg=step, timeout=60_000)
+    frame.wait_for_function(
+        "(s) => { const c = window.__tbppCritical; return c && c.status === 'ok' && c.drawn > 0 && (s === null || c.step === s); }",
+        arg=step,
+        timeout=60_000,
+    )
     return critical(frame)
 
 
@@ -278,7 +371,9 @@ def test_critical_path_toggle_draws_the_routes_ranks(tb, pages, width, dark):
     page = pages(width, dark)
     frame = goto(page, tb, {"run": RUN, "worker": "rank0", "span": "0", "unit": "ms", "view": "timeline"})
     frame.wait_for_selector('[data-testid="timeline-critical-toggle"]', timeout=60_000)
-    frame.wait_for_function("() => { const t = window.__tbppTimeline; const d = t && t.data(); return d && d.items > 0; }", timeout=60_000)
+    frame.wait_for_function(
+        "() => { const t = window.__tbppTimeline; const d = t && t.data(); return d && d.items > 0; }", timeout=60_000
+    )
     frame.check('[data-testid="timeline-critical-toggle"]')
     steps = [s.step for s in w.critical_path.steps]
     got = wait_critical(frame, steps[0])
@@ -295,9 +390,11 @@ def test_critical_path_toggle_draws_the_routes_ranks(tb, pages, width, dark):
     if len(steps) > 1:
         frame.select_option('[data-testid="timeline-critical-step"]', str(steps[1]))
         got2 = wait_critical(frame, steps[1])
-        assert {s["rank"] for s in got2["segments"]} == {seg.rank for seg in w.critical_path.segments if seg.step == steps[1]}
+        assert {s["rank"] for s in got2["segments"]} == {
+            seg.rank for seg in w.critical_path.segments if seg.step == steps[1]
+        }
     shot(page, f"whatif-timeline-critical-{width}-{'dark' if dark else 'light'}")
-    if width == 1280 and not dark:   # the README's
+    if width == 1280 and not dark:  # the README's
         save_screenshot(page, "timeline-critical-path")
 
 
@@ -319,7 +416,9 @@ def test_path_rows_link_to_the_timeline_at_that_rank(tb, pages):
     got = wait_critical(frame, step)
     assert f"tlcp={step}%3A{first}" in frame.evaluate("() => location.hash")
     seg = w.critical_path.segments[first]
-    assert frame.evaluate("() => decodeURIComponent((location.hash.match(/worker=([^&]*)/) || [])[1] || '')") == seg.worker
+    assert (
+        frame.evaluate("() => decodeURIComponent((location.hash.match(/worker=([^&]*)/) || [])[1] || '')") == seg.worker
+    )
     (mine,) = [s for s in got["segments"] if s["index"] == first]
     v = frame.evaluate("() => window.__tbppTimeline.view()")
     assert v["start"] <= mine["start"] and v["end"] >= mine["end"]
@@ -350,7 +449,9 @@ def test_mfu_inputs_requery_the_route_and_stay_in_the_link(tb, logdir, pages):
     params, tokens, peak = "1.3e9", "65536", "312"
     page = pages(1280, False)
     frame = open_whatif(page, tb, RUN)
-    assert frame.locator('[data-testid="wi-mfu"] .sentence[data-key="mfu"]').text_content().startswith("MFU: not computed")
+    assert (
+        frame.locator('[data-testid="wi-mfu"] .sentence[data-key="mfu"]').text_content().startswith("MFU: not computed")
+    )
     frame.fill('[data-testid="wi-mfu-params"]', "seven")
     frame.click('[data-testid="wi-mfu-apply"]')
     assert "Not a number: seven" in frame.locator('[data-testid="wi-mfu-bad"]').text_content()

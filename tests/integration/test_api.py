@@ -5,6 +5,7 @@ The frames are the display model's tables (raw values: ns, fractions, integers).
 Paddle's rules ('%.2f' of the time in the unit, ratios x 100), they give Paddle's printed cells:
 the reference is Paddle's own output beside each trace (tests/data/traces, examples/profiler_log).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,6 +37,7 @@ def _own_cache(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ Paddle's printed tables
+
 
 def paddle_rows(text: str, title: str):
     """(depth, cells) of the data rows of the table titled `title` in Paddle's printed summary: the
@@ -73,8 +75,15 @@ def r(x) -> str:
 
 
 def stats(row, side: str, unit: str) -> str:
-    return " / ".join([t(row[f"{side}_total_ns"], unit), t(row[f"{side}_avg_ns"], unit), t(row[f"{side}_max_ns"], unit),
-                       t(row[f"{side}_min_ns"], unit), r(row[f"{side}_ratio"])])
+    return " / ".join(
+        [
+            t(row[f"{side}_total_ns"], unit),
+            t(row[f"{side}_avg_ns"], unit),
+            t(row[f"{side}_max_ns"], unit),
+            t(row[f"{side}_min_ns"], unit),
+            r(row[f"{side}_ratio"]),
+        ]
+    )
 
 
 def _none(v):
@@ -106,8 +115,12 @@ def test_operator_frame_is_paddles_operator_summary(trace, printed, sorted_by, u
         assert row["depth"] == depth
         assert row["name"] == name or (name.endswith("...") and row["name"].startswith(name[:-3])), (name, row["name"])
         flops = _none(row["flops"])
-        assert cells[1:] == [str(int(row["calls"])), stats(row, "cpu", unit), stats(row, "gpu", unit),
-                             "-" if flops is None else str(int(flops))], name
+        assert cells[1:] == [
+            str(int(row["calls"])),
+            stats(row, "cpu", unit),
+            stats(row, "gpu", unit),
+            "-" if flops is None else str(int(flops)),
+        ], name
 
 
 @pytest.mark.parametrize("trace, printed, sorted_by, unit", _printed_sets())
@@ -141,15 +154,24 @@ def test_overview_and_model_frames_are_paddles(trace, printed, sorted_by, unit):
     p = tbp.load(trace, sorted_by=sorted_by)
     text = printed.read_text()
     want = [cells for _, cells in paddle_rows(text, "Overview Summary")]
-    got = [[row["event_type"], str(int(row["calls"])), t(row["time_ns"], unit), r(row["ratio"])]
-           for _, row in p.overview.iterrows()]
+    got = [
+        [row["event_type"], str(int(row["calls"])), t(row["time_ns"], unit), r(row["ratio"])]
+        for _, row in p.overview.iterrows()
+    ]
     assert want == got  # the CPU rows, then (after Paddle's repeated header) the GPU rows
-    gpu = [c[0] for d, c in paddle_rows(text, "Overview Summary")][len(p.overview[p.overview["side"] == "CPU"]):]
+    gpu = [c[0] for d, c in paddle_rows(text, "Overview Summary")][len(p.overview[p.overview["side"] == "CPU"]) :]
     assert list(p.overview.loc[p.overview["side"] == "GPU", "event_type"]) == gpu
     if "Model Summary" in text:
         want = [cells for _, cells in paddle_rows(text, "Model Summary")]
-        got = [[row["name"], "-" if _none(row["calls"]) is None else str(int(row["calls"])), stats(row, "cpu", unit),
-                stats(row, "gpu", unit)] for _, row in p.model.iterrows()]
+        got = [
+            [
+                row["name"],
+                "-" if _none(row["calls"]) is None else str(int(row["calls"])),
+                stats(row, "cpu", unit),
+                stats(row, "gpu", unit),
+            ]
+            for _, row in p.model.iterrows()
+        ]
         assert want == got
 
 
@@ -175,9 +197,17 @@ def test_memory_frame_is_paddles_memory_summary(trace, printed, sorted_by, unit)
     for place in places:
         want = [cells for _, cells in paddle_rows(text, f"Memory Summary - {place}")]
         rows = mem[mem["place"] == place]
-        got = [[row["name"], row["type"], *(str(int(row[c])) for c in ("allocation_count", "free_count", "allocation_size",
-                                                                       "free_size", "increased_size"))]
-               for _, row in rows.iterrows()]
+        got = [
+            [
+                row["name"],
+                row["type"],
+                *(
+                    str(int(row[c]))
+                    for c in ("allocation_count", "free_count", "allocation_size", "free_size", "increased_size")
+                ),
+            ]
+            for _, row in rows.iterrows()
+        ]
         assert got == want, place
         peak = re.search(rf"Memory Summary - {re.escape(place)}-+\nPeak Allocated Memory: (\d+)", text)
         place_pb = next(pl for pl in p.summary.memory.places if pl.place == place)
@@ -188,11 +218,21 @@ def test_memory_frame_is_paddles_memory_summary(trace, printed, sorted_by, unit)
 
 def test_text_is_what_the_cli_prints(tmp_path):
     p = tbp.load(EXAMPLE_SINGLE)
-    for opts, args in [({}, []), ({"sorted_by": "GPUTotal", "time_unit": "us", "thread_sep": True},
-                                  ["--sorted-by", "GPUTotal", "--time-unit", "us", "--thread-sep"]),
-                       ({"views": ["OperatorView"], "op_detail": False}, ["--views", "OperatorView", "--no-op-detail"])]:
-        cli = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(EXAMPLE_SINGLE), *args],
-                             capture_output=True, text=True, check=True, cwd=str(tmp_path))
+    for opts, args in [
+        ({}, []),
+        (
+            {"sorted_by": "GPUTotal", "time_unit": "us", "thread_sep": True},
+            ["--sorted-by", "GPUTotal", "--time-unit", "us", "--thread-sep"],
+        ),
+        ({"views": ["OperatorView"], "op_detail": False}, ["--views", "OperatorView", "--no-op-detail"]),
+    ]:
+        cli = subprocess.run(
+            [sys.executable, "-m", "tb_paddle_profile", "summary", str(EXAMPLE_SINGLE), *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=str(tmp_path),
+        )
         assert p.text(**opts) + "\n" == cli.stdout
     # and Paddle's own printed table for the default options
     printed = next(EXAMPLE_SINGLE.parent.glob("*.summary.CPUTotal.ms.txt")).read_text()
@@ -211,8 +251,13 @@ def test_sorted_by_orders_the_frames_as_paddle_does():
 
 def test_a_run_has_its_cross_rank_frames_and_the_clis_text(tmp_path):
     run = tbp.load_run(EXAMPLE_RUN)
-    cli = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "distributed", str(EXAMPLE_RUN)],
-                         capture_output=True, text=True, check=True, cwd=str(REPO))
+    cli = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "distributed", str(EXAMPLE_RUN)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(REPO),
+    )
     assert run.text() == cli.stdout
     assert [r.rank for r in run.parallel.ranks] == [0, 1]
     for name in ("ranks", "steps", "collectives", "waits", "verdict"):
@@ -232,9 +277,33 @@ def test_a_run_has_its_cross_rank_frames_and_the_clis_text(tmp_path):
 def planted_run(tmp_path_factory):
     """DP4 with rank 2's GPU computing 50 % slower (the generator's planted truth beside the traces)."""
     out = tmp_path_factory.mktemp("planted") / "run"
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "4", "--mp", "1", "--pp", "1", "--steps", "3",
-                    "--layers", "1", "--micro-batches", "2", "--slow-rank", "2", "--out", str(out)],
-                   cwd=str(REPO), check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "4",
+            "--mp",
+            "1",
+            "--pp",
+            "1",
+            "--steps",
+            "3",
+            "--layers",
+            "1",
+            "--micro-batches",
+            "2",
+            "--slow-rank",
+            "2",
+            "--out",
+            str(out),
+        ],
+        cwd=str(REPO),
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     manifest = json.loads((out / "synth_manifest.json").read_text())
     (out / "synth_manifest.json").unlink()
     return out, manifest
@@ -251,7 +320,9 @@ def test_a_runs_frames_hold_the_planted_truth(planted_run, tmp_path):
     for rank in manifest["ranks"]:
         for step in rank["steps"]:
             assert abs(int(run.step_times.loc[step["step"], rank["rank"]]) - step["step_time_ns"]) <= 1_000
-            assert abs(int(run.exposed_communication.loc[step["step"], rank["rank"]]) - step["exposed_comm_ns"]) <= 1_000
+            assert (
+                abs(int(run.exposed_communication.loc[step["step"], rank["rank"]]) - step["exposed_comm_ns"]) <= 1_000
+            )
     ranks = run.ranks
     assert sorted(ranks["rank"]) == [0, 1, 2, 3]
     slow = manifest["ranks"][2]["steps"]
@@ -267,8 +338,13 @@ def test_load_reads_the_cache_the_cli_fills_and_writes_nothing_in_the_logdir(tmp
     cache = tmp_path / "cache2"
     trace = next(logdir.glob("rank0_*.paddle_trace.json"))
     p = tbp.load(trace, cache_dir=str(cache))
-    cli = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(trace), "--cache-dir", str(cache), "-v"],
-                         capture_output=True, text=True, check=True, cwd=str(tmp_path))
+    cli = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "summary", str(trace), "--cache-dir", str(cache), "-v"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(tmp_path),
+    )
     assert "0 parsed, 1 from the cache" in cli.stderr
     assert p.text() + "\n" == cli.stdout
     run = tbp.load_run(logdir, cache_dir=str(cache))
@@ -317,8 +393,9 @@ def test_the_example_notebook_runs_and_shows_paddles_numbers(tmp_path, monkeypat
         if cell.cell_type == "code":
             cell.outputs = []
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(tmp_path / "nbcache"))
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    )
     client.execute()
 
     def output(tag: str) -> str:
@@ -340,8 +417,13 @@ def test_the_example_notebook_runs_and_shows_paddles_numbers(tmp_path, monkeypat
     # the text cell prints Paddle's own Operator Summary
     assert paddle_rows(output("operator-text"), "Operator Summary") == paddle_rows(printed, "Operator Summary")
     # the run: both ranks and the CLI's distributed text
-    cli = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "distributed", "profiler_log/gpt-2rank"],
-                         capture_output=True, text=True, check=True, cwd=str(NOTEBOOK.parent))
+    cli = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "distributed", "profiler_log/gpt-2rank"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(NOTEBOOK.parent),
+    )
     assert cli.stdout.strip() in output("run-text")
     steps = output("step-times")
     run = tbp.load_run(EXAMPLE_RUN)

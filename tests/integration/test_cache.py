@@ -1,4 +1,5 @@
 """The summary cache: a restart on a cached logdir parses nothing; sidecars are off unless asked for."""
+
 from __future__ import annotations
 
 import os
@@ -63,8 +64,9 @@ def test_restart_on_a_cached_logdir_parses_nothing(logdir, tmp_path, monkeypatch
         assert second.loader.stats["parsed"] == 0
         assert second.loader.stats["cache_hits"] == 5
         again = states(second)
-        assert {k: (s.state, s.error) for k, s in again.items()} == \
-            {k: (s.state, s.error) for k, s in first_states.items()}
+        assert {k: (s.state, s.error) for k, s in again.items()} == {
+            k: (s.state, s.error) for k, s in first_states.items()
+        }
         assert all(s.cached for s in again.values())
         assert summaries(second) == first_summaries
         for f in second.discovery.snapshot().files:
@@ -129,8 +131,7 @@ def test_preprocess_fills_the_cache(logdir, tmp_path, monkeypatch):
         plugin.close()
 
 
-def test_summaries_served_from_a_url_cache_parse_nothing_until_a_timeline_is_opened(logdir, tmp_path,
-                                                                                     monkeypatch):
+def test_summaries_served_from_a_url_cache_parse_nothing_until_a_timeline_is_opened(logdir, tmp_path, monkeypatch):
     """A cache at a URL has no folder for timeline indexes (cache_store.UrlSummaryCache): looking at a rank's
     summary used to ask for the index of every rank of its span, each file's job run again (a TensorBoard
     over a cache `preprocess --dask` filled parsed the whole run). They are built at the first Timeline view."""
@@ -178,8 +179,11 @@ def test_cache_entries_are_validated_and_written_atomically(tmp_path):
     assert cache.put(key, CachedResult(True, b"\x0a\x02\x08\x01", ""))
     assert cache.get(key) == CachedResult(True, b"\x0a\x02\x08\x01", "")
     assert cache.peek(key) == CachedResult(True, b"", "")
-    for other in (CacheKey(key.source, 124, key.version), CacheKey(key.source, 123, "1700000001.0"),
-                  CacheKey("file:///y/rank0_time_1.paddle_trace.json", 123, key.version)):
+    for other in (
+        CacheKey(key.source, 124, key.version),
+        CacheKey(key.source, 123, "1700000001.0"),
+        CacheKey("file:///y/rank0_time_1.paddle_trace.json", 123, key.version),
+    ):
         assert cache.get(other) is None
     files = [p for p in (tmp_path / "c").rglob("*") if p.is_file()]
     assert len(files) == 1 and not files[0].name.startswith(".tmp-")
@@ -290,6 +294,7 @@ def test_the_trim_walks_a_bounded_slice_per_tick_and_still_bounds_the_folder(tmp
                 for e in it:
                     counter["n"] += inside
                     yield e
+
         return Counting()
 
     monkeypatch.setattr(os, "scandir", counted)
@@ -358,8 +363,9 @@ def test_a_bounded_cache_still_serves_every_file(logdir, tmp_path, monkeypatch):
                     assert plugin.loader.wait_idle(60)
                     data = plugin.loader.summary_bytes(f)
                 if f.worker != "rank7":
-                    assert summary_pb2.Summary.FromString(data) == summarize_bytes(Path(f.path).read_bytes(),
-                                                                                  f.file_name)
+                    assert summary_pb2.Summary.FromString(data) == summarize_bytes(
+                        Path(f.path).read_bytes(), f.file_name
+                    )
         finally:
             plugin.close()
 
@@ -368,7 +374,7 @@ def test_a_bounded_cache_still_serves_every_file(logdir, tmp_path, monkeypatch):
 
 
 def _cut_body(blob: bytes) -> bytes:
-    return blob[:len(blob) - 3]  # the header (and its checksum) kept, the body cut
+    return blob[: len(blob) - 3]  # the header (and its checksum) kept, the body cut
 
 
 def _flip_body(blob: bytes) -> bytes:
@@ -442,8 +448,9 @@ def test_a_sidecar_that_is_a_fifo_is_not_read(tmp_path):
     fifo = sidecar_path(str(trace))
     os.mkfifo(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(read_sidecar(fs, str(trace), CacheKey("x", 2, "1"))),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: got.append(read_sidecar(fs, str(trace), CacheKey("x", 2, "1"))), daemon=True
+    )
     reader.start()
     reader.join(30)  # a hang guard: the read is refused at once
     blocked = reader.is_alive()

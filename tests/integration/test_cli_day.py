@@ -1,6 +1,7 @@
 """The CLI as a user meets it (issue 27): feedback and errors, plain CSV, the CI gate, the merged Perfetto
 trace and the HTML report, on generated runs (tbp_synth's planted truth) and the sample logdir (the
 tables Paddle printed)."""
+
 from __future__ import annotations
 
 import gzip
@@ -27,8 +28,14 @@ CFG = dict(dp=2, mp=1, pp=2, steps=3, layers=2, micro_batches=2)
 
 
 def _cli(*args, cwd=REPO, stderr=subprocess.PIPE, timeout=300):
-    return subprocess.run([sys.executable, "-m", "tb_paddle_profile", *map(str, args)], cwd=cwd,
-                          stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", *map(str, args)],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +47,7 @@ def runs(tmp_path_factory):
     generate(SynthConfig(**CFG), str(root / "base"))
     generate(SynthConfig(**CFG), str(root / "same"))  # the same config: the same run again
     generate(SynthConfig(**CFG, slow_rank=1, slow_factor=1.5), str(root / "slow"))
-    generate(SynthConfig(**CFG, names="default", gpus_per_node=2, host_offsets_us=(0.0, 1500.0)),
-             str(root / "skew"))
+    generate(SynthConfig(**CFG, names="default", gpus_per_node=2, host_offsets_us=(0.0, 1500.0)), str(root / "skew"))
     return {k: root / k for k in ("base", "same", "slow", "skew")} | {"cache": root / "cache"}
 
 
@@ -70,8 +76,12 @@ def test_jobs_must_be_a_positive_number(jobs):
 
 
 def test_missing_and_empty_inputs_exit_2_with_one_line(tmp_path):
-    for args in (("preprocess", tmp_path / "nonexistent"), ("preprocess", tmp_path),
-                 ("summary", tmp_path / "nonexistent"), ("parallel", tmp_path)):
+    for args in (
+        ("preprocess", tmp_path / "nonexistent"),
+        ("preprocess", tmp_path),
+        ("summary", tmp_path / "nonexistent"),
+        ("parallel", tmp_path),
+    ):
         got = _cli(*args, "--cache-dir", tmp_path / "cache")
         lines = got.stderr.strip().splitlines()
         assert got.returncode == 2 and len(lines) == 1 and str(args[1]) in lines[0], (args, got.stderr)
@@ -81,7 +91,7 @@ def test_missing_and_empty_inputs_exit_2_with_one_line(tmp_path):
 def test_a_folder_of_two_runs_is_not_merged(tmp_path):
     got = _cli("parallel", EXAMPLES, "--cache-dir", tmp_path)
     assert got.returncode == 2 and got.stdout == ""
-    line, = got.stderr.strip().splitlines()
+    (line,) = got.stderr.strip().splitlines()
     # the two runs the tab lists, each with its number of traces (counted from the folder itself)
     for run in ("gpt-2rank", "gpt-single"):
         n = len(list((EXAMPLES / run).glob("*.paddle_trace.json")))
@@ -100,7 +110,7 @@ def _paddle_operators(printed: str):
     lines = printed.splitlines()
     start = next(i for i, line in enumerate(lines) if "Operator Summary" in line)
     rows, seen_thread = [], False
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if "Thread:" in line:
             seen_thread = True
             continue
@@ -156,8 +166,13 @@ def _run_with_tty_stderr(args):
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", *map(str, args)], cwd=REPO,
-                          stdout=subprocess.PIPE, stderr=slave, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", *map(str, args)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        timeout=300,
+    )
     os.close(slave)
     reader.join(timeout=10)
     os.close(master)
@@ -255,8 +270,9 @@ def test_export_merges_the_ranks_on_the_analysis_clock(runs, tmp_path):
         paired = [v for v in ends.values() if set(v) == {"s", "f"}]
         src_pairs = Counter(e["id"] for e in source if e["ph"] in ("s", "f"))
         assert len(paired) == sum(1 for c in src_pairs.values() if c == 2) > 0
-        thread_names = {e["tid"]: e["args"]["name"] for e in events
-                        if e.get("name") == "thread_name" and e["pid"] == pid}
+        thread_names = {
+            e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name" and e["pid"] == pid
+        }
         assert all(thread_names[v["f"]["tid"]].startswith("GPU ") for v in paired)
         assert all(not thread_names[v["s"]["tid"]].startswith("GPU ") for v in paired)
         # memory: Paddle's instants kept, and one counter sample per instant
@@ -361,7 +377,9 @@ def test_report_is_one_offline_page_of_the_display_model(runs, tmp_path):
     ranks = next(t for t in view.tables if t.key == "ranks")
     assert len(parsed.tables["ranks"]) - 1 == len(ranks.rows) == load_truth(str(runs["slow"])).world
     for row, shown in zip(ranks.rows, parsed.tables["ranks"][1:]):
-        want = [c.text if col.format.kind == 0 else format_cell(col, c, "ms") for col, c in zip(ranks.columns, row.cells)]
+        want = [
+            c.text if col.format.kind == 0 else format_cell(col, c, "ms") for col, c in zip(ranks.columns, row.cells)
+        ]
         assert shown == want
     verdict = next(s for s in view.sentences if s.key == "verdict")
     assert html.unescape(re.sub(r"<[^>]+>", "", page)).count(sentence_text(verdict)) >= 1
@@ -398,10 +416,25 @@ def test_workers_ignore_the_current_folder_in_the_cli(runs, tmp_path):
     (work / "inspect.py").write_text("raise ImportError('imported from the current folder')\n")
     run = shutil.copytree(runs["base"], tmp_path / "run")
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    got = subprocess.run([sys.executable, "-c", "import sys; sys.path.remove('') if '' in sys.path else None; "
-                          "from tb_paddle_profile.cli.commands import main; sys.exit(main(sys.argv[1:]))",
-                          "preprocess", str(run), "--cache-dir", str(tmp_path / "c"), "--jobs", "2"],
-                         cwd=work, capture_output=True, text=True, env=env, timeout=300)
+    got = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.remove('') if '' in sys.path else None; "
+            "from tb_paddle_profile.cli.commands import main; sys.exit(main(sys.argv[1:]))",
+            "preprocess",
+            str(run),
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--jobs",
+            "2",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert got.returncode == 0, got.stderr[-2000:]
     n = len(list(run.glob("*.paddle_trace.json")))
     assert got.stdout.strip() == f"{n} of {n} traces summarized and indexed into the cache"

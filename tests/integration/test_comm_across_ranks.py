@@ -1,6 +1,7 @@
 """Communication per communicator and phase, launches and host stalls of every rank side by side
 (RunParallel.comm, issue 30.1/30.2/30.4 across ranks): against the generator's truth (each rank's exposed
 time per kind and step, the planted data-loader stall) and the real Paddle traces (CPU: no launches)."""
+
 import csv
 import io
 import subprocess
@@ -18,11 +19,27 @@ from tbp_synth.config import SynthConfig
 from tbp_synth.driver import generate
 from tbp_synth.truth import load_truth
 
-CFG = SynthConfig(dp=2, mp=2, pp=2, steps=3, layers=2, micro_batches=2, hidden=512, heads=8, seq_len=256,
-                  vocab=1024, slow_host_rank=5, host_delay_us=3000)
+CFG = SynthConfig(
+    dp=2,
+    mp=2,
+    pp=2,
+    steps=3,
+    layers=2,
+    micro_batches=2,
+    hidden=512,
+    heads=8,
+    seq_len=256,
+    vocab=1024,
+    slow_host_rank=5,
+    host_delay_us=3000,
+)
 # the truth's kinds (manifest steps' "comm") and the communicator the rule gives them
-KIND_AXIS = {"mp_allreduce": pb.COMM_AXIS_MP, "dp_allreduce": pb.COMM_AXIS_DP, "pp_sendrecv": pb.COMM_AXIS_PP,
-             "pp_group": pb.COMM_AXIS_PP_GROUP}
+KIND_AXIS = {
+    "mp_allreduce": pb.COMM_AXIS_MP,
+    "dp_allreduce": pb.COMM_AXIS_DP,
+    "pp_sendrecv": pb.COMM_AXIS_PP,
+    "pp_group": pb.COMM_AXIS_PP_GROUP,
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +73,7 @@ def test_across_ranks_means_maxima_and_bandwidth_rows(run):
         assert a.exposed_ns == pytest.approx(np.mean([x.exposed_ns for _, x in rows]), abs=1)
         assert a.max_exposed_ns == pytest.approx(max(x.exposed_ns for _, x in rows), abs=1)
         assert a.max_exposed_rank in [rk for rk, x in rows if abs(x.exposed_ns - a.max_exposed_ns) <= 1]
-        assert a.algbw == 0   # the generator's collectives record no shapes
+        assert a.algbw == 0  # the generator's collectives record no shapes
 
 
 def test_the_planted_host_stall_shows_on_its_rank_only(run):
@@ -75,8 +92,12 @@ def test_tables_and_csv(run):
     d, _, _, rp = run
     keys = {t.key for v in parallel_display(rp).views for t in v.tables}
     assert {"comm_axes", "comm_ranks"} <= keys
-    text = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(d), "--no-cache", "--table",
-                           "comm_ranks"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "parallel", str(d), "--no-cache", "--table", "comm_ranks"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rows = {int(r["rank"]): r for r in csv.DictReader(io.StringIO(text))}
     for r in rp.comm.ranks:
         assert int(rows[r.rank]["exposed_dp"]) == sum(x.exposed_ns for x in r.axes if x.axis == pb.COMM_AXIS_DP)
@@ -96,7 +117,7 @@ def test_real_traces(folder):
     rp = analyze_run(summaries)
     cpu = all(s.parallel.timeline == pb.TIMELINE_HOST for s in summaries)
     for r in rp.comm.ranks:
-        if cpu:   # no CUDA runtime call: no launch and no stall to measure
+        if cpu:  # no CUDA runtime call: no launch and no stall to measure
             assert r.starved_stream == -1 and r.stall_steps == 0
         for x in r.axes:
             assert 0 <= x.hidden_ns <= x.time_ns and x.exposed_ns == x.time_ns - x.hidden_ns

@@ -4,6 +4,7 @@ Paddle 3.3.1 writes empty input_shapes, so the GPU-shaped trace gets shapes writ
 communication operators here, in Paddle's format; the expected bytes are the products of those dims
 times the dtype sizes, and the bandwidths those bytes over the NCCL kernels' durations in the JSON.
 """
+
 import json
 import math
 import subprocess
@@ -22,8 +23,10 @@ from tb_paddle_profile.v1 import summary_pb2 as pb
 GPU = SHARED_TRACES / "gpu-synthetic-2rank"
 SIZES = {"bfloat16": 2, "float32": 4, "float16": 2}
 # what is written into each operator: its inputs' shapes and dtypes
-SHAPES = {"c_allreduce_sum dygraph": ({"X": [[4, 1024, 512]]}, {"X": ["bfloat16"]}),
-          "send_v2 dygraph": ({"X": [[2, 1024, 768]], "Y": [[16]]}, {"X": ["float32"], "Y": ["float16"]})}
+SHAPES = {
+    "c_allreduce_sum dygraph": ({"X": [[4, 1024, 512]]}, {"X": ["bfloat16"]}),
+    "send_v2 dygraph": ({"X": [[2, 1024, 768]], "Y": [[16]]}, {"X": ["float32"], "Y": ["float16"]}),
+}
 
 
 def _with_shapes(tmp_path):
@@ -80,20 +83,35 @@ def test_bytes_and_bandwidth_from_the_shapes(tmp_path):
     p2p = by_kind[("PP", "send_recv")]
     algbw = 2 * p2p_bytes / (sum(p2p_durs) * 1e-9) / 1e9
     assert p2p[keys.index("algbw_gbps")].number == pytest.approx(algbw, rel=1e-4)
-    assert p2p[keys.index("busbw_gbps")].number == pytest.approx(algbw, rel=1e-4)   # send/recv: x 1
+    assert p2p[keys.index("busbw_gbps")].number == pytest.approx(algbw, rel=1e-4)  # send/recv: x 1
     assert p2p[keys.index("of_nvlink")].number == pytest.approx(algbw / 450, rel=1e-4)
     assert p2p[keys.index("of_network")].number == pytest.approx(algbw / 50, rel=1e-4)
     ar = by_kind[("MP", "all_reduce")]
     assert ar[keys.index("algbw_gbps")].number == pytest.approx(2 * ar_bytes / (sum(ar_durs) * 1e-9) / 1e9, rel=1e-4)
-    assert ar[keys.index("busbw_gbps")].missing   # needs the group size, which one trace does not tell
+    assert ar[keys.index("busbw_gbps")].missing  # needs the group size, which one trace does not tell
     assert by_kind[("DP", "all_reduce")][keys.index("bytes")].number == 0
 
 
 def test_the_csv_of_the_table(tmp_path):
     doc, path = _with_shapes(tmp_path)
     exp = _expected(doc)
-    out = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(path), "--format", "csv",
-                          "--table", "comm_bandwidth"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "summary",
+            str(path),
+            "--format",
+            "csv",
+            "--table",
+            "comm_bandwidth",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     head = lines[0].split(",")
@@ -121,7 +139,7 @@ def test_nccl_bus_factors():
 
 # ---------------------------------------------------------------- against the generator's planted bytes
 
-PLANTED_SEQ = (1024, 512)   # the two replicas' activations differ: so do their MP and PP bytes
+PLANTED_SEQ = (1024, 512)  # the two replicas' activations differ: so do their MP and PP bytes
 
 
 @pytest.fixture(scope="module")
@@ -131,9 +149,12 @@ def planted(tmp_path_factory):
     from tbp_synth.config import SynthConfig
     from tbp_synth.driver import generate
     from tbp_synth.truth import load_truth
+
     out = tmp_path_factory.mktemp("planted_bytes")
-    generate(SynthConfig(dp=2, mp=2, pp=2, layers=2, micro_batches=2, steps=2, record_shapes=True,
-                         dp_seq_lens=PLANTED_SEQ), str(out))
+    generate(
+        SynthConfig(dp=2, mp=2, pp=2, layers=2, micro_batches=2, steps=2, record_shapes=True, dp_seq_lens=PLANTED_SEQ),
+        str(out),
+    )
     truth = load_truth(str(out))
     summaries = {r["rank"]: summarize_file(str(out / r["file"])) for r in truth.ranks}
     return out, truth, summaries
@@ -148,8 +169,12 @@ def _planted_members(truth):
         a, b = c["inst_ptr"][i], c["inst_ptr"][i + 1]
         for j in range(a, b):
             key = (int(c["mem_rank"][j]), int(c["inst_step"][i]), kinds[c["inst_kind"][i]], int(c["mem_ordinal"][j]))
-            out[key] = (axes[c["inst_axis"][i]], int(c["inst_bytes"][i]),
-                        int(c["mem_end_ns"][j] - c["mem_start_ns"][j]), j == a)
+            out[key] = (
+                axes[c["inst_axis"][i]],
+                int(c["inst_bytes"][i]),
+                int(c["mem_end_ns"][j] - c["mem_start_ns"][j]),
+                j == a,
+            )
     return out
 
 
@@ -167,7 +192,7 @@ def test_each_instances_bytes_are_the_planted_ones(planted):
                 seen[axis] += 1
                 if axis == "mp":
                     by_seq.setdefault(truth.ranks[rank]["dp"], set()).add(nbytes)
-            elif axis == "pp":   # a send records its activation, a receive nothing (recv_v2 has no input)
+            elif axis == "pp":  # a send records its activation, a receive nothing (recv_v2 has no input)
                 assert not first, (rank, i)
             elif axis == "pp_group":
                 raise AssertionError(f"rank {rank}: a pipeline-group collective without its 4 bytes")
@@ -196,15 +221,16 @@ def test_bytes_and_bandwidth_per_communicator_are_the_planted_ones(planted):
         for b in s.comm.bandwidth:
             calls, nbytes, dur = want[(axes[b.axis], KIND_LABELS[b.kind])]
             assert (b.calls_with_bytes, b.bytes) == (calls, nbytes), (rank, b)
-            assert b.duration_ns == dur, (rank, b)   # the planted durations: waits included
+            assert b.duration_ns == dur, (rank, b)  # the planted durations: waits included
 
 
 def test_bus_bandwidth_per_communicator_across_ranks_is_the_planted_one(planted):
     from tb_paddle_profile.analysis.crossrank import analyze_run
+
     _, truth, summaries = planted
     rp = analyze_run(list(summaries.values()))
     assert (rp.topology.dp, rp.topology.mp, rp.topology.pp) == (2, 2, 2)
-    factor = {"all_reduce": 2 * (2 - 1) / 2, "broadcast": 1.0, "send_recv": 1.0}   # groups of 2 ranks
+    factor = {"all_reduce": 2 * (2 - 1) / 2, "broadcast": 1.0, "send_recv": 1.0}  # groups of 2 ranks
     sums = {}
     members = _planted_members(truth)
     for rank, s in summaries.items():
@@ -226,16 +252,17 @@ def test_bus_bandwidth_per_communicator_across_ranks_is_the_planted_one(planted)
             assert a.algbw == pytest.approx(nbytes / (dur * 1e-9), rel=1e-9)
             assert a.busbw == pytest.approx(bus / (dur * 1e-9), rel=1e-9)
         else:
-            assert a.busbw == 0 and a.algbw == 0   # DP: no bytes recorded
+            assert a.busbw == 0 and a.algbw == 0  # DP: no bytes recorded
 
 
 def test_the_api_frames_of_bytes_and_bus_bandwidth(planted):
     """tbp.load's comm_bandwidth frame of a rank and tbp.load_run's comm_axes frame hold the planted bytes and
     the bus bandwidth of the run's communicators, in GB/s."""
     from tb_paddle_profile import api as tbp
+
     out, truth, summaries = planted
     members = _planted_members(truth)
-    rank = 2   # dp0, the stage that sends its activations forward
+    rank = 2  # dp0, the stage that sends its activations forward
     frame = tbp.load(str(out / truth.ranks[rank]["file"]), cache=False).table("comm_bandwidth")
     s = summaries[rank]
     col = s.parallel.collectives
@@ -250,6 +277,7 @@ def test_the_api_frames_of_bytes_and_bus_bandwidth(planted):
     run = tbp.load_run(str(out), cache=False).table("comm_axes")
     rp_axes = {}
     from tb_paddle_profile.analysis.crossrank import analyze_run
+
     for a in analyze_run(list(summaries.values())).comm.axes:
         rp_axes[a.axis] = a.busbw / 1e9
     labels = {pb.COMM_AXIS_MP: "MP", pb.COMM_AXIS_PP: "PP", pb.COMM_AXIS_PP_GROUP: "PP group"}

@@ -3,6 +3,7 @@ served by a real S3-compatible server (moto), into a cache in that bucket: a wor
 file's task costs only that file, which another worker finishes; two runs at once parse each file once;
 a real ``tensorboard`` started afterwards over the logdir and that cache parses nothing and serves the
 summaries of a direct parse. Plus the claims of the cache store on S3 and on a local folder."""
+
 from __future__ import annotations
 
 import gzip
@@ -49,14 +50,20 @@ def aws_env(tmp_path_factory):
     port = free_port()
     home = tmp_path_factory.mktemp("dask-moto")
     with open(home / "moto.log", "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_http(f"http://127.0.0.1:{port}/", proc, 60)
         env = {
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_CONFIG_FILE": str(home / "no-config"), "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-creds"),
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_CONFIG_FILE": str(home / "no-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-creds"),
         }
         yield env
     finally:
@@ -86,8 +93,9 @@ def _env(aws_env, **extra) -> dict:
     env = dict(os.environ)
     env.update(aws_env)
     env.pop("TB_PADDLE_PROFILE_SIDECAR", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(TESTS / "integration"), str(REPO)]
-                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(TESTS), str(TESTS / "integration"), str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p]
+    )
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -106,13 +114,18 @@ class Cluster:
         self.workers = []
         # One worker death while running a file is retried; a second one fails the file (KilledWorker).
         self.env["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] = "1"
-        self.procs.append(self._start("scheduler", ["distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                                    "--port", str(port), "--no-dashboard"]))
+        self.procs.append(
+            self._start(
+                "scheduler",
+                ["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            )
+        )
 
     def _start(self, name: str, args) -> subprocess.Popen:
         with open(self.home / f"{name}.log", "ab") as out:
-            return subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT,
-                                    env=self.env, cwd=self.home)
+            return subprocess.Popen(
+                [sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=self.home
+            )
 
     def ensure_workers(self, n: int) -> None:
         """Start workers until `n` are alive, and wait until the scheduler has them."""
@@ -121,9 +134,21 @@ class Cluster:
         self.workers = [p for p in self.workers if p.poll() is None]
         while len(self.workers) < n:
             i = len(self.procs)
-            p = self._start(f"worker{i}", ["distributed.cli.dask_worker", self.address, "--nthreads", "1",
-                                           "--no-nanny", "--no-dashboard", "--name", f"w{i}", "--host",
-                                           "127.0.0.1"])
+            p = self._start(
+                f"worker{i}",
+                [
+                    "distributed.cli.dask_worker",
+                    self.address,
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--no-dashboard",
+                    "--name",
+                    f"w{i}",
+                    "--host",
+                    "127.0.0.1",
+                ],
+            )
             self.procs.append(p)
             self.workers.append(p)
         with Client(self.address, timeout=60) as c:
@@ -156,9 +181,9 @@ class HoldFile(WorkerPlugin):
         self.file_name, self.gates = file_name, gates
 
     def setup(self, worker):
-        from tb_paddle_profile.pipeline import dask as dask_preprocess
+        from tb_paddle_profile.pipeline import dask_worker
 
-        original, file_name, gates = dask_preprocess._run, self.file_name, self.gates
+        original, file_name, gates = dask_worker._run, self.file_name, self.gates
 
         def held(spec):
             if spec.file_name == file_name and not os.path.exists(os.path.join(gates, "open")):
@@ -167,7 +192,7 @@ class HoldFile(WorkerPlugin):
                     time.sleep(0.02)
             return original(spec)
 
-        dask_preprocess._run = held
+        dask_worker._run = held
 
 
 class KillOnFile(WorkerPlugin):
@@ -179,16 +204,16 @@ class KillOnFile(WorkerPlugin):
         self.file_name = file_name
 
     def setup(self, worker):
-        from tb_paddle_profile.pipeline import dask as dask_preprocess
+        from tb_paddle_profile.pipeline import dask_worker
 
-        original, file_name = dask_preprocess._run, self.file_name
+        original, file_name = dask_worker._run, self.file_name
 
         def deadly(spec):
             if spec.file_name == file_name:
                 os.kill(os.getpid(), signal.SIGKILL)
             return original(spec)
 
-        dask_preprocess._run = deadly
+        dask_worker._run = deadly
 
 
 def _upload(s3, shared_traces) -> dict:
@@ -208,9 +233,25 @@ def _keys(s3, prefix: str):
 
 
 def _preprocess(address: str, env: dict, *extra) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tb_paddle_profile", "preprocess", LOGDIR, "--dask", address,
-                             "--cache-dir", CACHE, "-v", *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "preprocess",
+            LOGDIR,
+            "--dask",
+            address,
+            "--cache-dir",
+            CACHE,
+            "-v",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
 
 
 def _parses(log: Path) -> list:
@@ -220,8 +261,7 @@ def _parses(log: Path) -> list:
 # ------------------------------------------------------------------ tests
 
 
-def test_killed_worker_is_retried_and_tensorboard_then_parses_nothing(s3, aws_env, cluster, shared_traces,
-                                                                      tmp_path):
+def test_killed_worker_is_retried_and_tensorboard_then_parses_nothing(s3, aws_env, cluster, shared_traces, tmp_path):
     cluster.ensure_workers(2)
     address, workers, parse_log = cluster.address, cluster.workers, cluster.parse_log
     files = _upload(s3, shared_traces)
@@ -271,13 +311,28 @@ def test_killed_worker_is_retried_and_tensorboard_then_parses_nothing(s3, aws_en
 
     # TensorBoard over the same logdir with the shared cache parses nothing and serves a direct parse.
     tb_log = tmp_path / "tb-parses.log"
-    env = _env(aws_env, TB_PADDLE_PROFILE_CACHE=CACHE, TB_PADDLE_PROFILE_WORKERS=1,
-               TB_PADDLE_PROFILE_PARSE_LOG=tb_log)
+    env = _env(aws_env, TB_PADDLE_PROFILE_CACHE=CACHE, TB_PADDLE_PROFILE_WORKERS=1, TB_PADDLE_PROFILE_PARSE_LOG=tb_log)
     port = free_port()
     with open(tmp_path / "tensorboard.log", "wb") as log:
-        tb = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", LOGDIR, "--port", str(port),
-                               "--host", "127.0.0.1", "--reload_interval", "0"], stdout=log,
-                              stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+        tb = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tensorboard.main",
+                "--logdir",
+                LOGDIR,
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+                "--reload_interval",
+                "0",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=tmp_path,
+        )
     base = f"http://127.0.0.1:{port}{PREFIX}"
     try:
         wait_http(f"http://127.0.0.1:{port}/data/plugins_listing", tb, 120)
@@ -310,8 +365,11 @@ def test_two_runs_at_once_parse_each_file_once(s3, aws_env, cluster, shared_trac
     cluster.ensure_workers(2)  # (the test before killed one)
     address, parse_log = cluster.address, cluster.parse_log
     files = _upload(s3, shared_traces)
-    s3.put_object(Bucket=BUCKET, Key="job-7/profiler_log/junk/rank0_time_2026_01_01_00_00_00_000000.paddle_trace.json",
-                  Body=b'{"x": 1}')
+    s3.put_object(
+        Bucket=BUCKET,
+        Key="job-7/profiler_log/junk/rank0_time_2026_01_01_00_00_00_000000.paddle_trace.json",
+        Body=b'{"x": 1}',
+    )
     parse_log.unlink(missing_ok=True)
     env = _env(aws_env)
     first, second = _preprocess(address, env), _preprocess(address, env)
@@ -329,8 +387,9 @@ def test_two_runs_at_once_parse_each_file_once(s3, aws_env, cluster, shared_trac
     assert len(_keys(s3, "tbpp-cache/v2/")) == 6 and _keys(s3, "tbpp-cache/claims/") == []
 
 
-def test_a_file_claimed_by_another_live_run_is_left_to_it_and_a_lapsed_claim_is_taken(s3, aws_env, cluster,
-                                                                                      shared_traces):
+def test_a_file_claimed_by_another_live_run_is_left_to_it_and_a_lapsed_claim_is_taken(
+    s3, aws_env, cluster, shared_traces
+):
     cluster.ensure_workers(2)
     files = _upload(s3, shared_traces)
     cluster.parse_log.unlink(missing_ok=True)
@@ -426,9 +485,13 @@ def test_local_cluster_fills_a_folder_cache_that_plain_preprocess_then_finds_who
     env.pop("TB_PADDLE_PROFILE_SIDECAR", None)
 
     def preprocess(*extra):
-        return subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir),
-                               "--cache-dir", str(cache), *extra], capture_output=True, text=True, env=env,
-                              timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir", str(cache), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
 
     first = preprocess("--dask", "local:1")
     assert first.returncode == 0, first.stderr

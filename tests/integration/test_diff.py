@@ -6,6 +6,7 @@ cross-rank analysis), and the decomposition of the step-time change is held to t
 numbers (tbp_synth.truth: step times, compute-kernel time, waits of every collective member, the cost of
 each planted change against the run simulated without it).
 """
+
 import json
 import shutil
 import subprocess
@@ -33,9 +34,15 @@ WAIT_KINDS = ("all_reduce", "broadcast")  # the collectives whose waits are "wai
 def runs(tmp_path_factory):
     """name -> folder: a control run and one run per planted change (same seed, same model)."""
     root = tmp_path_factory.mktemp("diff_runs")
-    plan = {"base": {}, "mb4": dict(micro_batches=4), "dp_slow": dict(comm_factor={"dp": 3.0}),
-            "kernel_slow": dict(slow_kernel={"AdamW": 2.0}), "straggler": dict(slow_rank=1, slow_factor=1.5),
-            "dp1_4steps": dict(dp=1, steps=4), "later_steps": dict(first_step=11)}
+    plan = {
+        "base": {},
+        "mb4": dict(micro_batches=4),
+        "dp_slow": dict(comm_factor={"dp": 3.0}),
+        "kernel_slow": dict(slow_kernel={"AdamW": 2.0}),
+        "straggler": dict(slow_rank=1, slow_factor=1.5),
+        "dp1_4steps": dict(dp=1, steps=4),
+        "later_steps": dict(first_step=11),
+    }
     out = {}
     for name, extra in plan.items():
         folder = root / name
@@ -158,8 +165,7 @@ def test_slower_kernel_tops_the_kernel_table(runs, cache):
     _check_sum(parts, step)
     b, c = load_truth(runs["base"]), load_truth(runs["kernel_slow"])
     assert _largest(parts)["part"] == "compute"
-    assert parts["compute"]["delta_ns"] == pytest.approx(float(np.mean(c.compute_ns) - np.mean(b.compute_ns)),
-                                                         rel=0.02)
+    assert parts["compute"]["delta_ns"] == pytest.approx(float(np.mean(c.compute_ns) - np.mean(b.compute_ns)), rel=0.02)
     (change,) = c.changes
     assert step["delta_ns"] == pytest.approx(change["job_cost_ns_per_step"], rel=0.02)
 
@@ -210,12 +216,15 @@ def test_runs_of_other_topology_and_steps_align_by_role(runs, cache):
         else:
             assert "dp0" in r["name"] and r["ranks_baseline"] == r["ranks_candidate"] == 1
     steps = records(find_table(result.display, "steps"))
-    assert [(r["name"], r["status"]) for r in steps] == [("step 1", ""), ("step 2", ""), ("step 3", ""),
-                                                         ("step 4", "new")]
+    assert [(r["name"], r["status"]) for r in steps] == [
+        ("step 1", ""),
+        ("step 2", ""),
+        ("step 3", ""),
+        ("step 4", "new"),
+    ]
     for r, number in zip(steps[:3], (1, 2, 3)):  # each step: the mean over ranks of the truth's step time
         i, j = b.steps.index(number), c.steps.index(number)
-        assert r["delta_ns"] == pytest.approx(float(c.step_time_ns[:, j].mean() - b.step_time_ns[:, i].mean()),
-                                              abs=1.0)
+        assert r["delta_ns"] == pytest.approx(float(c.step_time_ns[:, j].mean() - b.step_time_ns[:, i].mean()), abs=1.0)
 
 
 def test_steps_of_other_numbers_align_by_order(runs, cache):
@@ -223,12 +232,10 @@ def test_steps_of_other_numbers_align_by_order(runs, cache):
     result = _diff(cache, runs["base"], runs["later_steps"])
     assert any("steps are compared by their order" in n for n in result.alignment)
     steps = records(find_table(result.display, "steps"))
-    assert [(r["name"], r["status"]) for r in steps] == [("step 1 / 11", ""), ("step 2 / 12", ""),
-                                                         ("step 3 / 13", "")]
+    assert [(r["name"], r["status"]) for r in steps] == [("step 1 / 11", ""), ("step 2 / 12", ""), ("step 3 / 13", "")]
     b, c = load_truth(runs["base"]), load_truth(runs["later_steps"])
     for i, r in enumerate(steps):
-        assert r["delta_ns"] == pytest.approx(float(c.step_time_ns[:, i].mean() - b.step_time_ns[:, i].mean()),
-                                              abs=1.0)
+        assert r["delta_ns"] == pytest.approx(float(c.step_time_ns[:, i].mean() - b.step_time_ns[:, i].mean()), abs=1.0)
 
 
 def test_cli_text_json_csv(runs, cache, capsys):
@@ -246,8 +253,7 @@ def test_cli_text_json_csv(runs, cache, capsys):
 
 
 def test_bad_input_one_line(runs, cache, tmp_path, capsys):
-    assert cli.main(["diff", str(tmp_path / "missing.paddle_trace.json"), str(runs["base"]), "--cache-dir",
-                     cache]) == 2
+    assert cli.main(["diff", str(tmp_path / "missing.paddle_trace.json"), str(runs["base"]), "--cache-dir", cache]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing.paddle_trace.json" in err[0]
     bad = tmp_path / "bad.paddle_trace.json"
@@ -277,14 +283,18 @@ def test_route(runs, tmp_path, monkeypatch):
         assert got.status_code == 200, got.get_data(as_text=True)
         msg = diff_pb2.RunDiff.FromString(got.get_data())
         assert msg.mode == "run" and msg.baseline.run == "base" and msg.candidate.ranks == 8
-        cli_msg = load_diff(cli.build_parser().parse_args(["diff", str(runs["base"]), str(runs["dp_slow"]),
-                                                               "--no-cache"]))
-        assert records(find_table(msg.display, "decomposition")) == records(find_table(cli_msg.display,
-                                                                                       "decomposition"))
+        cli_msg = load_diff(
+            cli.build_parser().parse_args(["diff", str(runs["base"]), str(runs["dp_slow"]), "--no-cache"])
+        )
+        assert records(find_table(msg.display, "decomposition")) == records(
+            find_table(cli_msg.display, "decomposition")
+        )
         got = client.get(f"{PREFIX}/diff?{q}&format=json")
         assert json.loads(got.get_data())["mode"] == "run"
-        ranks = "baseline_run=base&baseline_worker=rank0&baseline_span=0&candidate_run=dp_slow&" \
-                "candidate_worker=rank0&candidate_span=0"
+        ranks = (
+            "baseline_run=base&baseline_worker=rank0&baseline_span=0&candidate_run=dp_slow&"
+            "candidate_worker=rank0&candidate_span=0"
+        )
         got = client.get(f"{PREFIX}/diff?{ranks}")
         assert got.status_code == 200
         msg = diff_pb2.RunDiff.FromString(got.get_data())
@@ -306,8 +316,12 @@ def test_command_line_entry_point(runs, tmp_path):
     """The installed command, as a user runs it."""
     a = next(runs["base"].glob("rank0_*.paddle_trace.json"))
     b = next(runs["kernel_slow"].glob("rank0_*.paddle_trace.json"))
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "diff", str(a), str(b), "--cache-dir",
-                           str(tmp_path / "c")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "diff", str(a), str(b), "--cache-dir", str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Kernel Summary: baseline vs candidate" in proc.stdout
 
@@ -339,8 +353,10 @@ def test_route_answers_202_while_a_side_loads(runs, tmp_path):
         wait_for(lambda: loader.state(files["base"]).state == READY, what="the baseline to load")
         wait_for(lambda: loader.state(files["kernel_slow"]).state == LOADING, what="the candidate's parse")
         client = Client(Routes(discovery, loader).apps()["/diff"])
-        q = ("baseline_run=base&baseline_worker=rank0&baseline_span=0&candidate_run=kernel_slow&"
-             "candidate_worker=rank0&candidate_span=0")
+        q = (
+            "baseline_run=base&baseline_worker=rank0&baseline_span=0&candidate_run=kernel_slow&"
+            "candidate_worker=rank0&candidate_span=0"
+        )
         got = client.get(f"/?{q}")
         assert got.status_code == 202 and got.headers["Retry-After"] == "1"
         msg = diff_pb2.RunDiff.FromString(got.get_data())
@@ -364,8 +380,9 @@ def _shaped(src: Path, dst: Path, first: int) -> Path:
     writes them empty unless asked)."""
     parts = src.read_text().split('"input_shapes": {}')
     assert len(parts) > 5
-    dst.write_text(parts[0] + "".join('"input_shapes": {"X": [[2, %d]]}' % (first + i % 2) + p
-                                      for i, p in enumerate(parts[1:])))
+    dst.write_text(
+        parts[0] + "".join('"input_shapes": {"X": [[2, %d]]}' % (first + i % 2) + p for i, p in enumerate(parts[1:]))
+    )
     return dst
 
 
@@ -384,14 +401,21 @@ def test_operators_match_by_name_and_input_shapes(shared_traces, tmp_path, cache
     result = _diff(cache, b, c)
     rows = [r for r in records(find_table(result.display, "operators_by_shape")) if r["kind"] == "shape"]
     assert rows
-    own = {side: {(r["name"], r["input_shapes"]): r for r in records(find_table(
-        summary_display(summarize_file(str(path))), "operators_by_shape")) if r["kind"] == "shape"}
-        for side, path in (("b", b), ("c", c))}
+    own = {
+        side: {
+            (r["name"], r["input_shapes"]): r
+            for r in records(find_table(summary_display(summarize_file(str(path))), "operators_by_shape"))
+            if r["kind"] == "shape"
+        }
+        for side, path in (("b", b), ("c", c))
+    }
     assert {(r["name"], r["input_shapes"]) for r in rows} == set(own["b"]) | set(own["c"])
     for r in rows:
         key = (r["name"], r["input_shapes"])
-        assert r["status"] == {(True, True): "", (True, False): "removed", (False, True): "new"}[
-            (key in own["b"], key in own["c"])]
+        assert (
+            r["status"]
+            == {(True, True): "", (True, False): "removed", (False, True): "new"}[(key in own["b"], key in own["c"])]
+        )
         if not r["status"]:
             assert r["calls_baseline"] == own["b"][key]["calls"] and r["calls_candidate"] == own["c"][key]["calls"]
             assert r["cpu_total_ns_delta"] == own["c"][key]["cpu_total_ns"] - own["b"][key]["cpu_total_ns"]
@@ -413,8 +437,12 @@ def test_shares_of_a_change_near_zero_are_not_percentages():
     keys = ["compute", "waiting"]
 
     def table(compute_delta, waiting_delta):
-        g = Group("job", "job", {"compute": 20e6, "waiting": 10e6},
-                  {"compute": 20e6 + compute_delta, "waiting": 10e6 + waiting_delta})
+        g = Group(
+            "job",
+            "job",
+            {"compute": 20e6, "waiting": 10e6},
+            {"compute": 20e6 + compute_delta, "waiting": 10e6 + waiting_delta},
+        )
         return decomposition_table(Decomposition(keys=keys, total=g))
 
     t = table(3e6, -2.9935e6)

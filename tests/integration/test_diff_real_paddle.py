@@ -5,6 +5,7 @@ saves what Paddle's own ``Profiler.summary()`` printed; the test reads the Opera
 each run (in ns), subtracts the two, and holds the diff's operator deltas to that: every operator both runs
 have, its calls and CPU total; the operators only one run has are marked new or removed.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,13 @@ def traces(tmp_path_factory):
     out = {}
     for side, extra in SETTINGS.items():
         folder = tmp_path_factory.mktemp(side)
-        run = subprocess.run([sys.executable, str(EXAMPLE), "--out", str(folder / "log"), *COMMON, *extra],
-                             cwd=folder, capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            [sys.executable, str(EXAMPLE), "--out", str(folder / "log"), *COMMON, *extra],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert run.returncode == 0, run.stderr[-3000:]
         (trace,) = sorted((folder / "log").glob("*.paddle_trace.json"))
         out[side] = trace
@@ -78,8 +84,9 @@ def paddle_model(trace: Path) -> dict:
 
 @pytest.mark.slow
 def test_operator_deltas_are_paddles_tables_subtracted(traces, tmp_path):
-    args = cli.build_parser().parse_args(["diff", str(traces["baseline"]), str(traces["candidate"]),
-                                          "--cache-dir", str(tmp_path / "cache")])
+    args = cli.build_parser().parse_args(
+        ["diff", str(traces["baseline"]), str(traces["candidate"]), "--cache-dir", str(tmp_path / "cache")]
+    )
     result = load_diff(args)
     rows = {r["name"]: r for r in records(find_table(result.display, "operators")) if r["depth"] == 0}
     base, cand = paddle_operators(traces["baseline"]), paddle_operators(traces["candidate"])

@@ -5,6 +5,7 @@ held here to the analysis' own values: a generated DP2 x MP2 x PP2 run with a sl
 parsed, digested and analysed in process, its RunParallel, the RunDistributed the route assembles
 from the same digests, its RunWhatIf and a rank's Summary.
 """
+
 import pytest
 
 from tb_paddle_profile.analysis.crossrank import analyze_run
@@ -31,8 +32,10 @@ SLOW_RANK = 5
 def generated(tmp_path_factory):
     """The generator's result, each rank's Summary and digest, in rank order."""
     out = tmp_path_factory.mktemp("display_carries") / "synth"
-    res = generate(SynthConfig(dp=2, mp=2, pp=2, steps=3, layers=2, micro_batches=2, slow_rank=SLOW_RANK,
-                               slow_factor=1.5), str(out))
+    res = generate(
+        SynthConfig(dp=2, mp=2, pp=2, steps=3, layers=2, micro_batches=2, slow_rank=SLOW_RANK, slow_factor=1.5),
+        str(out),
+    )
     summaries = [summarize_file(p) for _, p in sorted(res.traces.items())]
     return res, summaries, [digest_of(s) for s in summaries]
 
@@ -87,7 +90,8 @@ def test_findings_and_advice_are_placed_by_the_model(run):
         assert head.title == a.title
         triggers = [p for p in parts if p.part == "trigger"]
         assert [[s.rank for s in p.spans if s.is_rank] for p in triggers] == [
-            [t.rank] if t.rank >= 0 else [] for t in a.triggers]
+            [t.rank] if t.rank >= 0 else [] for t in a.triggers
+        ]
     # the text layout prints the same sections: each finding's tag and text, each advice numbered by its title
     text = render(rp)
     for (head, _), f in zip(findings, rp.findings):
@@ -127,7 +131,10 @@ def test_distributed_charts_series_are_the_ranks_split(run):
         s = by[(x["worker"], x["step"])]
         assert x["total_ns"] == s.range.end_ns - s.range.start_ns == sum(x[p] for p in parts)
         assert (x["overlap_ns"], x["computation_ns"] + s.overlap_ns, x["communication_ns"] + s.overlap_ns) == (
-            s.overlap_ns, s.computation_ns, s.communication_ns)
+            s.overlap_ns,
+            s.computation_ns,
+            s.communication_ns,
+        )
 
 
 def test_distributed_step_means_and_slowest_rank(run, monkeypatch):
@@ -180,7 +187,8 @@ def test_breakdown_series_split_each_step_exactly(run):
     bars = [c.key for c in steps_t.columns if c.group == "bar"]
     kinds = [k for k in parts if k not in ("compute_ns", "hidden_comm_ns", "exposed_memcpy_ns", "idle_ns")]
     assert kinds and [c.header for c in steps_t.columns if c.key in kinds] == [
-        f"Exposed {kind_label(k)}" for k in kinds_present(rp)]
+        f"Exposed {kind_label(k)}" for k in kinds_present(rp)
+    ]
     rows = records(steps_t)
     assert [(r["worker"], r["step"]) for r in rows] == [(r.worker, s) for r in rp.ranks for s in rp.steps]
     by = {(r.worker, s.step): s for r in rp.ranks for s in r.step_breakdown}
@@ -221,15 +229,16 @@ def test_heatmap_bins_hold_each_bins_largest_value(run, monkeypatch):
             first = 0
             cells = []
             for r, n in zip(rows, sizes):
-                members = rp.ranks[first:first + n]
+                members = rp.ranks[first : first + n]
                 for si, s in enumerate(steps):
                     vals = [(matrix.values_ns[(first + i) * len(steps) + si], m) for i, m in enumerate(members)]
                     top = max(v for v, _ in vals)
                     assert r[f"step_{s}"] == top
                     assert r[f"worst_{s}_worker"] == next(m.worker for v, m in vals if v == top)
                     cells.append(top)
-                assert r["name"] == (f"rank {members[0].rank}" if n == 1
-                                     else f"ranks {members[0].rank}–{members[-1].rank}")
+                assert r["name"] == (
+                    f"rank {members[0].rank}" if n == 1 else f"ranks {members[0].rank}–{members[-1].rank}"
+                )
                 first += n
             assert (t.scale.min, t.scale.max) == (min(cells), max(cells))
 
@@ -257,22 +266,38 @@ def test_whatif_sections_are_the_models(generated):
     placed = _placed(view)
     assert "" not in placed, placed.get("")
     assert [k for k, _ in placed["estimates"]] == [
-        "whatif." + x for x in ("dp_overlap", "straggler", "balanced_stages", "double_micro_batches",
-                                "no_launch_overhead", "balanced_sequences")][:len(w.what_ifs)] + ["whatif"]
+        "whatif." + x
+        for x in (
+            "dp_overlap",
+            "straggler",
+            "balanced_stages",
+            "double_micro_batches",
+            "no_launch_overhead",
+            "balanced_sequences",
+        )
+    ][: len(w.what_ifs)] + ["whatif"]
     estimates = [s for s in view.sentences if s.section == "estimates"]
     assert [sentence_text(s).split(":")[0] for s in estimates] == [x.title for x in w.what_ifs]
     cp = w.critical_path
-    assert cp.steps and placed["path"] == [("whatif.path", ""), ("critical_path_steps", ""),
-                                           ("critical_path_kinds", "breakdown"), ("critical_path_ranks", "breakdown"),
-                                           ("critical_path_operators", "breakdown")]
+    assert cp.steps and placed["path"] == [
+        ("whatif.path", ""),
+        ("critical_path_steps", ""),
+        ("critical_path_kinds", "breakdown"),
+        ("critical_path_ranks", "breakdown"),
+        ("critical_path_operators", "breakdown"),
+    ]
     tables = {t.key: t for t in view.tables}
     assert [r["step"] for r in records(tables["critical_path_steps"])] == [s.step for s in cp.steps]
     assert [r["key"] for r in records(tables["critical_path_kinds"])] == [p.key for p in cp.total.by_kind]
     assert [r["key"] for r in records(tables["critical_path_ranks"])] == [p.key for p in cp.total.by_rank]
     sched = w.schedule
     assert sched.stages == 2 and ("schedule_slots", "list") in placed["schedule"]
-    assert [k for k, p in placed["schedule"] if p != "list"] == ["schedule.kind", "schedule.bubble",
-                                                               "schedule_stages", "schedule_bubbles"]
+    assert [k for k, p in placed["schedule"] if p != "list"] == [
+        "schedule.kind",
+        "schedule.bubble",
+        "schedule_stages",
+        "schedule_bubbles",
+    ]
     assert [r["stage"] for r in records(tables["schedule_stages"])] == [t.stage for t in sched.stage_totals]
     assert len(tables["schedule_slots"].rows) == sum(len(m.slots) for p in sched.pipelines for m in p.stage_steps)
     assert {k for k, _ in placed["mfu"]} >= {"mfu"}  # the sentence: why not computed, no model given
@@ -299,7 +324,7 @@ def test_schedule_opens_on_the_pipeline_that_waits_most(generated):
     slow rank's, which waits for it), and its first step."""
     res, _, digests = generated
     sched = whatif_answer(digests, run="synth", span="0").schedule
-    assert len(sched.pipelines) == sched.pipelines_total == 4   # DP2 x MP2: a pipeline each, all drawn
+    assert len(sched.pipelines) == sched.pipelines_total == 4  # DP2 x MP2: a pipeline each, all drawn
     waits = {p.index: sum(m.wait_ns for m in p.stage_steps) for p in sched.pipelines}
     most = max(sorted(waits), key=lambda i: waits[i])
     assert waits[most] > min(waits.values())
@@ -321,5 +346,6 @@ def test_launch_queue_series_are_named_by_the_model(generated):
     for r in records(t):
         lines.setdefault(r["series"], []).append((r["time_ns"], r["depth"]))
     assert len(s.comm.launch) >= 2
-    assert lines == {f"GPU{ls.device_id} stream {ls.stream}": list(zip(ls.queue_time_ns, ls.queue_depth))
-                     for ls in s.comm.launch}
+    assert lines == {
+        f"GPU{ls.device_id} stream {ls.stream}": list(zip(ls.queue_time_ns, ls.queue_depth)) for ls in s.comm.launch
+    }

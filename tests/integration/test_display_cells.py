@@ -1,5 +1,6 @@
 """The display model's two cell formatters (Python's display/cells.py, the panels' display/cells.ts)
 print the strings Python's own formatting gives (tests/data/cell_cases.json, tools/gen_cell_cases.py)."""
+
 from __future__ import annotations
 
 import json
@@ -44,10 +45,20 @@ def test_typescript_formatter_prints_the_same_strings(tmp_path):
     if not esbuild.exists() or not shutil.which("node"):
         pytest.skip("the frontend toolchain is not installed (cd frontend && npm ci)")
     out = tmp_path / "cell_cases.mjs"
-    subprocess.run([str(esbuild), str(FRONTEND / "tests" / "cell_cases.ts"), "--bundle", "--platform=node",
-                    "--format=esm", f"--outfile={out}", "--log-level=warning"], check=True, cwd=FRONTEND)
-    got = json.loads(subprocess.run(["node", str(out), str(CASES)], check=True, capture_output=True,
-                                    text=True).stdout)
+    subprocess.run(
+        [
+            str(esbuild),
+            str(FRONTEND / "tests" / "cell_cases.ts"),
+            "--bundle",
+            "--platform=node",
+            "--format=esm",
+            f"--outfile={out}",
+            "--log-level=warning",
+        ],
+        check=True,
+        cwd=FRONTEND,
+    )
+    got = json.loads(subprocess.run(["node", str(out), str(CASES)], check=True, capture_output=True, text=True).stdout)
     cases = _cases()
     assert len(got) == len(cases)
     bad = [(c, g) for c, g in zip(cases, got) if g != c["expected"]]
@@ -55,8 +66,16 @@ def test_typescript_formatter_prints_the_same_strings(tmp_path):
 
 
 def test_sentence_text_joins_spans_with_values_formatted():
-    s = cells.sentence(["rank ", cells.rank(5, "5 (dp1 pp0)"), " waits ",
-                        cells.val(2_375_000, cells.DURATION, style="unit"), " per step (",
-                        cells.val(0.125, cells.PERCENT, digits=1), ")"])
+    s = cells.sentence(
+        [
+            "rank ",
+            cells.rank(5, "5 (dp1 pp0)"),
+            " waits ",
+            cells.val(2_375_000, cells.DURATION, style="unit"),
+            " per step (",
+            cells.val(0.125, cells.PERCENT, digits=1),
+            ")",
+        ]
+    )
     assert cells.sentence_text(s, "ms") == "rank 5 (dp1 pp0) waits 2.38 ms per step (12.5%)"
     assert cells.sentence_text(s, "us") == "rank 5 (dp1 pp0) waits 2375.00 us per step (12.5%)"

@@ -6,6 +6,7 @@ loader; the traces are parsed, digested and analysed. The truth (tbp_synth/truth
 wait, the hosts' offsets, the labels, the planted stall) is what the tables, sentences, the CLI's
 text and CSV, and the plugin's answers are held to.
 """
+
 import contextlib
 import csv
 import io
@@ -137,7 +138,8 @@ def test_the_text_layout_prints_the_model(run):
     # the text is laid out from a display without the tables it never shows (text=True): the same text
     assert text == render_display(display)
     assert {t.key for t in _view(parallel_display(rp, "ms", text=True)).tables} >= {
-        tb.key for tb in view.tables if not tb.text_hidden}
+        tb.key for tb in view.tables if not tb.text_hidden
+    }
     # the "Waited" column read back from the terminal's text is the truth's wait, in ms
     block = text.split("Waits at collectives other than send/recv")[1].split("\n\n")[0].splitlines()
     rows = [line.split() for line in block[3:] if line and line[0].isdigit()]
@@ -153,17 +155,30 @@ def test_the_text_layout_prints_the_model(run):
 
 def test_sentence_spans_take_times_and_rank_references():
     labels = {3: "rank 3 · dp1 pp0 mp0 · GPU3", 30: "rank 30"}
-    got = spans("Rank 3 waits {ns:1500000} for rank 3 · dp1 pp0 mp0 · GPU3; the least covered rank 93% "
-                "and rank 7, ranks 3-4; rank 30.", labels)
-    kinds = [("rank", s.rank, s.text) if s.is_rank else ("ns", s.value.number) if s.is_value else ("lit", s.text)
-             for s in got]
-    assert kinds == [("rank", 3, "Rank 3 · dp1 pp0 mp0 · GPU3"), ("lit", " waits "), ("ns", 1500000.0),
-                     ("lit", " for "), ("rank", 3, "rank 3 · dp1 pp0 mp0 · GPU3"),
-                     ("lit", "; the least covered rank 93% and rank 7, ranks 3-4; "), ("rank", 30, "rank 30"),
-                     ("lit", ".")]
+    got = spans(
+        "Rank 3 waits {ns:1500000} for rank 3 · dp1 pp0 mp0 · GPU3; the least covered rank 93% "
+        "and rank 7, ranks 3-4; rank 30.",
+        labels,
+    )
+    kinds = [
+        ("rank", s.rank, s.text) if s.is_rank else ("ns", s.value.number) if s.is_value else ("lit", s.text)
+        for s in got
+    ]
+    assert kinds == [
+        ("rank", 3, "Rank 3 · dp1 pp0 mp0 · GPU3"),
+        ("lit", " waits "),
+        ("ns", 1500000.0),
+        ("lit", " for "),
+        ("rank", 3, "rank 3 · dp1 pp0 mp0 · GPU3"),
+        ("lit", "; the least covered rank 93% and rank 7, ranks 3-4; "),
+        ("rank", 30, "rank 30"),
+        ("lit", "."),
+    ]
     s = dpb.Sentence(spans=got)
-    assert sentence_text(s, "ms") == ("Rank 3 · dp1 pp0 mp0 · GPU3 waits 1.50 ms for rank 3 · dp1 pp0 mp0 · GPU3; the "
-                                      "least covered rank 93% and rank 7, ranks 3-4; rank 30.")
+    assert sentence_text(s, "ms") == (
+        "Rank 3 · dp1 pp0 mp0 · GPU3 waits 1.50 ms for rank 3 · dp1 pp0 mp0 · GPU3; the "
+        "least covered rank 93% and rank 7, ranks 3-4; rank 30."
+    )
     assert ranks_text(list(range(40)) + [50, 52, 53]) == "0-39,50,52-53" and ranks_text([2, 1]) == "2,1"
 
 
@@ -210,8 +225,9 @@ def test_plugin_answers_carry_the_displays(run, tmp_path, monkeypatch):
         # the generator's host, GPU and pid
         rd = plugin_pb2.RunDistributed.FromString(client.get(f"{PREFIX}/distributed?run=host0&span=0").get_data())
         shown = {r["worker"]: r["label"] for r in records(_table(_view(rd.display, "distributed"), "ranks"))}
-        (entry,) = [r for r in plugin_pb2.RunList.FromString(client.get(f"{PREFIX}/runs").get_data()).runs
-                    if r.run == "host0"]
+        (entry,) = [
+            r for r in plugin_pb2.RunList.FromString(client.get(f"{PREFIX}/runs").get_data()).runs if r.run == "host0"
+        ]
         assert shown == {w.worker: w.label for w in entry.workers}
         for x in t.ranks:
             assert shown[x["worker"]].split(SEP)[1:] == [p for p in x["label"].split(SEP) if not p.startswith("dp")][1:]

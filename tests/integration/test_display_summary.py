@@ -6,6 +6,7 @@ every table Paddle printed must be one of the model's. The CSV of `tb-paddle-pro
 (raw values) and of the plugin's `csv` route, converted to the printed unit, must give the numbers of
 Paddle's printed rows. The routes are asked of a real TensorBoard process.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,8 +35,10 @@ from tb_paddle_profile.analysis.summarize import summarize_file
 from tb_paddle_profile.present.render.text import render_display, render_table
 from tb_paddle_profile.v1 import display_pb2 as dpb
 
-_TITLE = re.compile(r"^-+((?:Device|Overview|Model|Distribution|Operator|Kernel|Memory Manipulation|UserDefined)"
-                    r" Summary|Memory Summary - .+?)-+$")
+_TITLE = re.compile(
+    r"^-+((?:Device|Overview|Model|Distribution|Operator|Kernel|Memory Manipulation|UserDefined)"
+    r" Summary|Memory Summary - .+?)-+$"
+)
 _DIV = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1}
 
 
@@ -46,8 +49,13 @@ def _cases():
         traces = sorted(printed.parent.glob("*.paddle_trace.json"))
         if m["rank"]:
             traces = [t for t in traces if t.name.startswith(m["rank"] + "_")]
-        opts = dict(sorted_by=m["key"] or "CPUTotal", unit=m["unit"], op_detail=not m["nodetail"],
-                    thread_sep=bool(m["sep"]), views=("OperatorView", "UDFView") if m["op_udf"] else None)
+        opts = dict(
+            sorted_by=m["key"] or "CPUTotal",
+            unit=m["unit"],
+            op_detail=not m["nodetail"],
+            thread_sep=bool(m["sep"]),
+            views=("OperatorView", "UDFView") if m["op_udf"] else None,
+        )
         out.append(pytest.param(traces[0], printed, opts, id=f"{printed.parent.name}/{printed.name}"))
     return out
 
@@ -73,13 +81,22 @@ def paddle_blocks(text: str) -> dict:
 
 
 def _display(trace, opts):
-    return summary_display(_summary(trace), sorted_by=opts["sorted_by"], op_detail=opts["op_detail"],
-                           thread_sep=opts["thread_sep"], time_unit=opts["unit"])
+    return summary_display(
+        _summary(trace),
+        sorted_by=opts["sorted_by"],
+        op_detail=opts["op_detail"],
+        thread_sep=opts["thread_sep"],
+        time_unit=opts["unit"],
+    )
 
 
 def _paddle_tables(display, views=None):
-    return [(v.key, t) for v in display.views for t in v.tables
-            if not t.text_hidden and t.paddle_view and (not views or t.paddle_view in views)]
+    return [
+        (v.key, t)
+        for v in display.views
+        for t in v.tables
+        if not t.text_hidden and t.paddle_view and (not views or t.paddle_view in views)
+    ]
 
 
 def test_every_committed_printout_is_checked():
@@ -125,6 +142,7 @@ def _data_lines(block: list) -> list:
 
 def _printed(record: dict, table: dpb.Table, unit: str) -> list:
     """A CSV record's raw values as Paddle prints them, computed here from the values alone."""
+
     def one(c: dpb.Column):
         v = record[c.key]
         if v in ("", None):
@@ -154,8 +172,9 @@ def _same(ours: list, paddle: list) -> bool:
     if len(ours) != len(paddle) or ours[1:] != paddle[1:]:
         return False
     name = paddle[0]
-    return ours[0] == name or (name.endswith("...") and ours[0].startswith(name[:-3])) or \
-        ours[0].startswith(name)  # a kernel's full name (CSV) starts with Paddle's display name
+    return (
+        ours[0] == name or (name.endswith("...") and ours[0].startswith(name[:-3])) or ours[0].startswith(name)
+    )  # a kernel's full name (CSV) starts with Paddle's display name
 
 
 def _csv_blocks(text: str) -> dict:
@@ -183,8 +202,20 @@ def _check_numbers(table: dpb.Table, recs: list, block: list, unit: str) -> int:
 
 @pytest.mark.parametrize("trace, printed, opts", [c for c in CASES if not c.values[2]["views"]])
 def test_summary_csv_values_are_the_printed_numbers(trace, printed, opts, tmp_path):
-    args = [sys.executable, "-m", "tb_paddle_profile", "summary", str(trace), "--format", "csv", "--no-cache",
-            "--sorted-by", opts["sorted_by"], "--time-unit", opts["unit"]]
+    args = [
+        sys.executable,
+        "-m",
+        "tb_paddle_profile",
+        "summary",
+        str(trace),
+        "--format",
+        "csv",
+        "--no-cache",
+        "--sorted-by",
+        opts["sorted_by"],
+        "--time-unit",
+        opts["unit"],
+    ]
     proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     blocks = paddle_blocks(printed.read_text())
@@ -214,8 +245,9 @@ def test_csv_table_option_and_unknown_table(tmp_path):
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.strip().splitlines()) == 1 and trace.name in bad.stderr and "kernels/kernels" in bad.stderr
     # --views keeps Paddle's tables of those views only
-    views = subprocess.run(base + ["--views", "KernelView", "MemoryView"], cwd=REPO, capture_output=True, text=True,
-                           timeout=120)
+    views = subprocess.run(
+        base + ["--views", "KernelView", "MemoryView"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert re.findall(r"^# (\S+):", views.stdout, re.M) == ["kernels/kernels", "memory/memory.Place(gpu:0)"]
 
 
@@ -249,8 +281,10 @@ def test_operators_by_shape_split_each_operator_into_its_shape_groups(tmp_path):
     n = data.count('"input_shapes": {}')
     assert n > 4
     parts = data.split('"input_shapes": {}')
-    shaped = parts[0] + "".join(('"input_shapes": {"X": [[2, %d]], "Y": [[%d, 4]]}' % (i % 2 + 1, i % 2 + 1)) + p
-                                for i, p in enumerate(parts[1:]))
+    shaped = parts[0] + "".join(
+        ('"input_shapes": {"X": [[2, %d]], "Y": [[%d, 4]]}' % (i % 2 + 1, i % 2 + 1)) + p
+        for i, p in enumerate(parts[1:])
+    )
     shaped = shaped.replace('"input_dtypes": {}', '"input_dtypes": {"X": "float32", "Y": "float32"}')
     path = tmp_path / src.name
     path.write_text(shaped)
@@ -370,11 +404,16 @@ def test_display_route_is_the_model_and_csv_route_gives_paddles_numbers(tb):
     rank = file_name.split("_")[0]
     printed = paddle_blocks((SHARED_TRACES / GPU / f"paddle_summary.{rank}.GPUTotal.us.txt").read_text())
     display = summary_display(summarize_file(str(trace)), sorted_by="GPUTotal")
-    for view, key in (("kernels", "kernels"), ("operators", "operators"), ("overview", "model"),
-                      ("memory", "user_defined"), ("memory", "memory.Place(gpu:0)" if rank == "rank0" else
-                                                    "memory.Place(gpu:1)")):
-        status, headers, body = _ready(tb, "csv", run="gpu", worker=worker, span=span, view=view, table=key,
-                                       sorted_by="GPUTotal")
+    for view, key in (
+        ("kernels", "kernels"),
+        ("operators", "operators"),
+        ("overview", "model"),
+        ("memory", "user_defined"),
+        ("memory", "memory.Place(gpu:0)" if rank == "rank0" else "memory.Place(gpu:1)"),
+    ):
+        status, headers, body = _ready(
+            tb, "csv", run="gpu", worker=worker, span=span, view=view, table=key, sorted_by="GPUTotal"
+        )
         assert status == 200 and headers["Content-Type"].startswith("text/csv"), body[:200]
         assert "attachment" in headers["Content-Disposition"]
         table = find_table(display, key, view)

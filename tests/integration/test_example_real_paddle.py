@@ -29,8 +29,22 @@ EXAMPLE = REPO / "examples" / "train_gpt.py"
 COMMITTED = REPO / "examples" / "profiler_log"
 
 # Small enough for a couple of seconds per process on 2 CPU cores; still 4 recorded steps.
-SMALL_MODEL = ["--steps", "5", "--layers", "1", "--hidden", "32", "--heads", "2",
-               "--seq-len", "16", "--batch", "2", "--vocab", "64"]
+SMALL_MODEL = [
+    "--steps",
+    "5",
+    "--layers",
+    "1",
+    "--hidden",
+    "32",
+    "--heads",
+    "2",
+    "--seq-len",
+    "16",
+    "--batch",
+    "2",
+    "--vocab",
+    "64",
+]
 RUN_TIMEOUT_S = 600
 CLI_TIMEOUT_S = 300
 
@@ -45,8 +59,17 @@ def _summary_cases(root: Path):
 
 
 def _cli_command(trace: Path, entry: dict) -> list[str]:
-    cmd = [sys.executable, "-m", "tb_paddle_profile", "summary", str(trace),
-           "--sorted-by", entry["sorted_by"], "--time-unit", entry["time_unit"]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tb_paddle_profile",
+        "summary",
+        str(trace),
+        "--sorted-by",
+        entry["sorted_by"],
+        "--time-unit",
+        entry["time_unit"],
+    ]
     if not entry["op_detail"]:
         cmd.append("--no-op-detail")
     if entry["thread_sep"]:
@@ -64,8 +87,7 @@ def _parity_failure(trace: Path, entry: dict, saved: Path) -> str | None:
     """None when the CLI prints what Paddle printed, else a readable explanation."""
     cmd = _cli_command(trace, entry)
     shown = " ".join(["python"] + [trace.name if a == str(trace) else a for a in cmd[1:]])
-    proc = subprocess.run(cmd, cwd=REPO, env=_cli_env(), capture_output=True, text=True,
-                          timeout=CLI_TIMEOUT_S)
+    proc = subprocess.run(cmd, cwd=REPO, env=_cli_env(), capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
     if proc.returncode != 0:
         return f"`{shown}` exited with {proc.returncode}:\n{proc.stderr[-3000:]}"
     # Real runs hold events over 16.8 ms, whose float32 durations the trace rounds (tests/support/parity.py).
@@ -100,8 +122,9 @@ def test_committed_example_matches_paddle(trace, entry, saved):
 
 @pytest.fixture(scope="module")
 def paddle_available():
-    proc = subprocess.run([sys.executable, "-c", "import paddle"], capture_output=True,
-                          text=True, timeout=RUN_TIMEOUT_S)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import paddle"], capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+    )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
         pytest.skip(f"paddlepaddle is not importable by {sys.executable}: {last}")
@@ -113,15 +136,23 @@ def _run_example(tmp_path: Path, ranks: int) -> Path:
     if ranks == 1:
         cmd = [sys.executable, *script]
     else:
-        cmd = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(ranks),
-               "--log_dir", str(tmp_path / "launch_log"), *script]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+        cmd = [
+            sys.executable,
+            "-m",
+            "paddle.distributed.launch",
+            "--nproc_per_node",
+            str(ranks),
+            "--log_dir",
+            str(tmp_path / "launch_log"),
+            *script,
+        ]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     logs = ""
     for log in sorted((tmp_path / "launch_log").glob("workerlog.*")):
         logs += f"\n--- {log.name}\n" + log.read_text(errors="replace")[-3000:]
     assert proc.returncode == 0, (
-        f"example failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}{logs}")
+        f"example failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}{logs}"
+    )
     return out
 
 
@@ -132,11 +163,9 @@ def test_fresh_run_matches_paddle(tmp_path, paddle_available, ranks):
     manifests = sorted(out.glob("*.summaries.json"))
     assert len(manifests) == ranks, [m.name for m in manifests]
     if ranks > 1:
-        assert sorted(m.name.split("_time_")[0] for m in manifests) == [
-            f"rank{r}" for r in range(ranks)]
+        assert sorted(m.name.split("_time_")[0] for m in manifests) == [f"rank{r}" for r in range(ranks)]
     cases = list(_summary_cases(out))
     assert cases
     failures = [f for f in (_parity_failure(*case) for case in cases) if f]
     if failures:
-        pytest.fail(f"{len(failures)} of {len(cases)} summaries differ:\n\n"
-                    + "\n\n".join(failures), pytrace=False)
+        pytest.fail(f"{len(failures)} of {len(cases)} summaries differ:\n\n" + "\n\n".join(failures), pytrace=False)

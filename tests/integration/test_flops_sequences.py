@@ -7,6 +7,7 @@ a control run with every replica at the mean length) or recomputed from the trac
 traces (CPU runs: no shapes, or a few on ops without a formula) give empty views and a reason, never a
 crash.
 """
+
 import csv
 import gzip
 import io
@@ -36,8 +37,9 @@ SEQ = (2048, 1024)
 
 def _run(tmp_path_factory, name, seq):
     out = tmp_path_factory.mktemp(name)
-    generate(SynthConfig(dp=2, mp=2, pp=2, layers=2, micro_batches=2, steps=2, record_shapes=True,
-                         dp_seq_lens=seq), str(out))
+    generate(
+        SynthConfig(dp=2, mp=2, pp=2, layers=2, micro_batches=2, steps=2, record_shapes=True, dp_seq_lens=seq), str(out)
+    )
     truth = load_truth(str(out))
     files = sorted(out.glob("*.paddle_trace.json"))
     by_rank = {int(p.name.split("_")[0][4:]): p for p in files}
@@ -89,7 +91,10 @@ def _check_layer_times(truth, summaries):
         for x in s.flops.layers:
             want = planted[(x.name, x.ordinal)]
             assert (x.kernels, x.kernel_ns, x.comm_kernel_ns) == (
-                want["kernels"], want["kernel_ns"], want["comm_kernel_ns"]), (r, x.name, x.ordinal)
+                want["kernels"],
+                want["kernel_ns"],
+                want["comm_kernel_ns"],
+            ), (r, x.name, x.ordinal)
             assert x.kernel_ns > 0
             assert x.achieved_flops == pytest.approx(x.flops / (want["kernel_ns"] * 1e-9), rel=1e-12)
             assert x.mfu == pytest.approx(x.achieved_flops / s.flops.peak_flops, rel=1e-12)
@@ -137,9 +142,12 @@ def test_layers_without_kernels_have_no_time(single, tmp_path):
     """The same trace without its Kernel events: FLOPs per layer stay, time, TFLOP/s and MFU are absent."""
     _, _, path, s = single
     b = _without_kernels(path, tmp_path)
-    assert [(x.name, x.ordinal, x.flops) for x in b.flops.layers] == [(x.name, x.ordinal, x.flops) for x in s.flops.layers]
-    assert all(x.kernels == x.kernel_ns == x.comm_kernel_ns == 0 and x.achieved_flops == x.mfu == 0
-               for x in b.flops.layers)
+    assert [(x.name, x.ordinal, x.flops) for x in b.flops.layers] == [
+        (x.name, x.ordinal, x.flops) for x in s.flops.layers
+    ]
+    assert all(
+        x.kernels == x.kernel_ns == x.comm_kernel_ns == 0 and x.achieved_flops == x.mfu == 0 for x in b.flops.layers
+    )
     assert b.flops.peak_flops == 0 and not b.flops.device_name
     table = next(t for v in summary_display(b).views for t in v.tables if t.key == "flops_layers")
     assert not {"kernel_ns", "tflops", "mfu"} & {c.key for c in table.columns}
@@ -167,22 +175,27 @@ def _check_stage_layers(truth, rp):
         assert [(x.name, x.ordinal) for x in rows] == want_keys
         for x in rows:
             assert list(x.ranks) == ranks
-            planted = {r: next(k for k in st[r]["layer_kernels"] if (k["name"], k["ordinal"]) == (x.name, x.ordinal))
-                       for r in ranks}
+            planted = {
+                r: next(k for k in st[r]["layer_kernels"] if (k["name"], k["ordinal"]) == (x.name, x.ordinal))
+                for r in ranks
+            }
             times = {r: k["kernel_ns"] / steps for r, k in planted.items()}
-            flops = {r: mb * (st[r]["layer_forward_flops"] if x.name == "GPTDecoderLayer" else st[r]["head_forward_flops"])
-                     for r in ranks}
+            flops = {
+                r: mb * (st[r]["layer_forward_flops"] if x.name == "GPTDecoderLayer" else st[r]["head_forward_flops"])
+                for r in ranks
+            }
             slowest = max(ranks, key=lambda r: (times[r], -r))
             assert x.slowest_rank == slowest, (stage, x.name, x.ordinal)
             assert x.slowest_kernel_ns == round(times[slowest])
             assert x.median_kernel_ns == round(statistics.median(times.values()))
             assert x.min_kernel_ns == round(min(times.values()))
-            assert x.median_comm_kernel_ns == round(statistics.median(k["comm_kernel_ns"] / steps
-                                                                      for k in planted.values()))
+            assert x.median_comm_kernel_ns == round(
+                statistics.median(k["comm_kernel_ns"] / steps for k in planted.values())
+            )
             assert x.flops == pytest.approx(statistics.median(flops.values()), rel=1e-12)
             assert x.achieved_flops == pytest.approx(x.flops / (statistics.median(times.values()) * 1e-9), rel=1e-9)
             assert x.slowest_achieved_flops == pytest.approx(flops[slowest] / (times[slowest] * 1e-9), rel=1e-9)
-            assert x.mfu == pytest.approx(x.achieved_flops / peak_of(DeviceProps(0).name)[0], rel=1e-9)   # planted GPU
+            assert x.mfu == pytest.approx(x.achieved_flops / peak_of(DeviceProps(0).name)[0], rel=1e-9)  # planted GPU
     return by_stage
 
 
@@ -195,8 +208,12 @@ def test_time_per_layer_across_ranks_is_the_planted_one(uneven):
 def slow_gpu(tmp_path_factory):
     """DP2 x MP2 x PP2, 4 layers (2 a stage), with rank 5 (stage 0) planted 1.5x slower on its compute kernels."""
     out = tmp_path_factory.mktemp("slow_gpu")
-    generate(SynthConfig(dp=2, mp=2, pp=2, layers=4, micro_batches=2, steps=2, record_shapes=True, slow_rank=5,
-                         slow_factor=1.5), str(out))
+    generate(
+        SynthConfig(
+            dp=2, mp=2, pp=2, layers=4, micro_batches=2, steps=2, record_shapes=True, slow_rank=5, slow_factor=1.5
+        ),
+        str(out),
+    )
     truth = load_truth(str(out))
     return out, truth, [summarize_file(str(p)) for p in sorted(out.glob("*.paddle_trace.json"))]
 
@@ -213,11 +230,17 @@ def test_a_planted_slow_gpu_is_the_slowest_rank_of_its_stage_layers(slow_gpu):
     import subprocess
     import sys
     from tb_paddle_profile import api as tbp
-    got = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(out), "--no-cache",
-                          "--table", "stage_layers"], capture_output=True, text=True, check=True).stdout
+
+    got = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "parallel", str(out), "--no-cache", "--table", "stage_layers"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rows = list(csv.DictReader(io.StringIO(got)))
     assert [(r["stage"], r["layer"], r["ordinal"], r["slowest_rank"]) for r in rows] == [
-        (str(x.stage), x.name, str(x.ordinal), str(x.slowest_rank)) for s in sorted(by_stage) for x in by_stage[s]]
+        (str(x.stage), x.name, str(x.ordinal), str(x.slowest_rank)) for s in sorted(by_stage) for x in by_stage[s]
+    ]
     assert all(r["slowest_rank"] == "5" for r in rows if r["stage"] == "0")
     frame = tbp.load_run(str(out), cache=False).layers
     slow = frame[frame["stage"] == 0]
@@ -276,7 +299,8 @@ def test_sequence_imbalance_across_dp_replicas_with_its_cost(uneven):
         per_dp.setdefault(t["dp"], set()).add(t["tokens_per_step"])
     assert {r.dp: r.tokens_per_step for r in sb.replicas} == {d: v.pop() for d, v in per_dp.items()}
     assert {r.dp: sorted(r.ranks) for r in sb.replicas} == {
-        d: sorted(x["rank"] for x in truth.ranks if x["dp"] == d) for d in per_dp}
+        d: sorted(x["rank"] for x in truth.ranks if x["dp"] == d) for d in per_dp
+    }
     assert sb.spread == pytest.approx(max(SEQ) / min(SEQ) - 1)
     assert sb.method == "replay"
     cost = truth.meta["shapes"]["imbalance_cost_ns_per_step"]
@@ -307,6 +331,7 @@ def test_balanced_sequences_are_not_replayed(even, monkeypatch):
     """Every replica at the mean tokens: nothing to replay (the cost is nil by construction), so the
     sequences ask for no replay and no graph of their own (issue 30: the cross-rank analysis no slower)."""
     from tb_paddle_profile.analysis.crossrank import sequences
+
     _, _, _, summaries = even
     asked = []
     real = sequences._replay_saving
@@ -334,8 +359,7 @@ def test_stage_flops_mfu_per_stage_and_the_stage_imbalance_in_flops(uneven):
         assert "TFLOP per step" in imb[0].text
     w = analyze_whatif(list(summaries.values()))
     assert len(w.mfu.stages) == truth.config["pp"]
-    steps = {r: [x.range.end_ns - x.range.start_ns for x in s.model.steps if x.step >= 0]
-             for r, s in summaries.items()}
+    steps = {r: [x.range.end_ns - x.range.start_ns for x in s.model.steps if x.step >= 0] for r, s in summaries.items()}
     for sm in w.mfu.stages:
         ranks = list(sm.ranks)
         assert sorted(ranks) == sorted(x["rank"] for x in truth.ranks if x["pp"] == sm.stage)
@@ -356,11 +380,13 @@ def test_mfu_per_stage_without_a_grid_keeps_the_pipelines_stages(uneven, monkeyp
     take_the_grid_away(monkeypatch)
     w = analyze_whatif(list(summaries.values()))
     assert sorted((sm.stage, sorted(sm.ranks)) for sm in w.mfu.stages) == sorted(
-        (s, sorted(x["rank"] for x in truth.ranks if x["pp"] == s)) for s in range(truth.config["pp"]))
+        (s, sorted(x["rank"] for x in truth.ranks if x["pp"] == s)) for s in range(truth.config["pp"])
+    )
 
 
 def test_tables_csv_and_frames(uneven, tmp_path):
     from tb_paddle_profile import api as tbp
+
     out, truth, by_rank, summaries = uneven
     d = summary_display(summaries[0])
     keys = {t.key for v in d.views for t in v.tables}
@@ -370,16 +396,23 @@ def test_tables_csv_and_frames(uneven, tmp_path):
     assert {"sequences", "rank_flops", "stage_layers"} <= pkeys
     import subprocess
     import sys
-    got = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(out), "--no-cache",
-                          "--table", "sequences"], capture_output=True, text=True, check=True).stdout
+
+    got = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "parallel", str(out), "--no-cache", "--table", "sequences"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rows = list(csv.DictReader(io.StringIO(got)))
     st = _shape_truth(truth)
     assert {int(r["dp"]): float(r["tokens_per_step"]) for r in rows} == {
-        t["dp"]: float(t["tokens_per_step"]) for t in st.values()}
+        t["dp"]: float(t["tokens_per_step"]) for t in st.values()
+    }
     run = tbp.load_run(str(out), cache=False)
     frame = tbp.tidy(run.table("rank_flops"))
     assert dict(zip(frame["rank"], frame["tflop_per_step"])) == pytest.approx(
-        {r: 3 * t["forward_flops_per_step"] / 1e12 for r, t in st.items()})
+        {r: 3 * t["forward_flops_per_step"] / 1e12 for r, t in st.items()}
+    )
 
 
 def test_the_formulas_on_shapes():
@@ -389,7 +422,10 @@ def test_the_formulas_on_shapes():
     assert F.call_flops("gemm", {"x": [[16, 8]], "y": [[16, 32]]})[0] == 2.0 * 8 * 16 * 32
     assert F.call_flops("gemm", {"x": [[8, 16]], "y": [[7, 9]]}) == (0.0, 0, False)
     assert F.call_flops("attention", {"q": [[2, 128, 8, 64]], "k": [[2, 256, 8, 64]], "v": [[2, 256, 8, 64]]}) == (
-        4.0 * 2 * 8 * 128 * 256 * 64, 0, True)
+        4.0 * 2 * 8 * 128 * 256 * 64,
+        0,
+        True,
+    )
     assert F.call_flops("embedding", {"x": [[4, 512]], "weight": [[50304, 1024]]}) == (0.0, 2048, True)
     assert F.formula_of("matmul_v2 dygraph") == "gemm" and F.formula_of("flash_attn") == "attention"
     assert F.formula_of("softmax dygraph") == ""
@@ -407,7 +443,9 @@ def _shaped_operators(path: Path) -> int:
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt") as f:
         doc = json.load(f)
-    return sum(1 for e in doc["traceEvents"] if e.get("cat") == "Operator" and len(e.get("args", {}).get("input_shapes") or {}))
+    return sum(
+        1 for e in doc["traceEvents"] if e.get("cat") == "Operator" and len(e.get("args", {}).get("input_shapes") or {})
+    )
 
 
 @pytest.mark.parametrize("run", _real_runs(), ids=lambda d: d.name)
@@ -420,7 +458,7 @@ def test_real_paddle_traces_have_no_flops_nor_tokens_and_say_so(run):
         # Paddle 3.3.1's dygraph operators record none; a static-graph run's few split ops do (no formula)
         assert s.flops.shaped_operators == _shaped_operators(p)
         assert not s.flops.operators and not s.flops.layers and not len(s.sequences.tokens)
-        assert s.flops.peak_flops == 0 and not s.flops.device_name   # no kernels: no time per layer
+        assert s.flops.peak_flops == 0 and not s.flops.device_name  # no kernels: no time per layer
         keys = {t.key for v in summary_display(s).views for t in v.tables}
         assert not keys & {"flops_operators", "flops_layers", "sequences"}
         summaries.append(s)

@@ -5,6 +5,7 @@ JavaScript's toFixed rounds exact ties away from zero, Python keeps the even nei
 frontend's own esbuild and runs it in Node over values that include every kind of tie and times in each
 unit, and compares with Python. Table cells are display/cells.ts's, tested by test_display_cells.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,10 +39,14 @@ def run_format(calls: list) -> list:
     """Evaluates [function, args] pairs with format.ts in Node."""
     bundle = subprocess.run(
         [str(ESBUILD), str(FRONTEND / "src" / "format.ts"), "--bundle", "--format=cjs", "--platform=node"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    script = bundle + "\nconst f = module.exports;\nconst calls = JSON.parse(process.argv[1]);\n" \
+    script = (
+        bundle + "\nconst f = module.exports;\nconst calls = JSON.parse(process.argv[1]);\n"
         "process.stdout.write(JSON.stringify(calls.map(([fn, args]) => f[fn](...args))));\n"
+    )
     out = subprocess.run(["node", "-e", script, json.dumps(calls)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 

@@ -4,6 +4,7 @@ Gzip bombs bounded by the bytes inflated (never by the trailer) in the reader an
 the default bound divided among the workers; control characters in names made visible wherever the CLI
 prints them; CSV cells neutralised against formula injection; shared caches honouring the umask; the
 loader's dispatcher at a cost per file that does not grow with the queue; and the smaller items."""
+
 import gzip
 import os
 import tracemalloc
@@ -83,8 +84,13 @@ def test_bomb_refused_at_the_per_worker_bound_counted_in_bytes(bomb, monkeypatch
         with open(path, "wb") as f:
             f.write(bomb)
         st = os.stat(path)
-        spec = JobSpec(path=path, file_name="rank0.paddle_trace.json.gz",
-                       key=CacheKey(path, st.st_size, str(st.st_mtime_ns)), index=False, inflate_share=4)
+        spec = JobSpec(
+            path=path,
+            file_name="rank0.paddle_trace.json.gz",
+            key=CacheKey(path, st.st_size, str(st.st_mtime_ns)),
+            index=False,
+            inflate_share=4,
+        )
         out, peak = _peak(run_job, spec)
     assert not out.ok and out.error_kind == "trace", out
     assert "inflates beyond 0.0336 GB" in out.error, out.error
@@ -110,7 +116,11 @@ def test_truncation_check_inflates_with_an_output_limit(bomb):
 
 def test_truncation_check_layers():
     doc = b'{"traceEvents": [], "schemaVersion": "1.0.2"}\n'
-    one, two, three = gzip.compress(doc), gzip.compress(gzip.compress(doc)), gzip.compress(gzip.compress(gzip.compress(doc)))
+    one, two, three = (
+        gzip.compress(doc),
+        gzip.compress(gzip.compress(doc)),
+        gzip.compress(gzip.compress(gzip.compress(doc))),
+    )
     assert not looks_truncated(one) and not looks_truncated(two)
     assert looks_truncated(one[:-10]) and looks_truncated(two[:-10]) and looks_truncated(doc[:-5])
     assert not looks_truncated(three)  # refused by the reader: failed at once, never GROWING
@@ -125,8 +135,13 @@ def test_recent_three_layer_gzip_fails_instead_of_growing(tmp_path):
     path = tmp_path / "rank0.paddle_trace.json.gz"
     path.write_bytes(gzip.compress(gzip.compress(gzip.compress(doc))))
     st = path.stat()
-    spec = JobSpec(path=str(path), file_name=path.name, key=CacheKey(str(path), st.st_size, str(st.st_mtime_ns)),
-                   index=False, recent=True)
+    spec = JobSpec(
+        path=str(path),
+        file_name=path.name,
+        key=CacheKey(str(path), st.st_size, str(st.st_mtime_ns)),
+        index=False,
+        recent=True,
+    )
     out = run_job(spec)
     assert out.kind == "parsed" and not out.ok and "compressed more than" in out.error, out
 
@@ -138,8 +153,8 @@ from support.paths import REPO  # noqa: E402
 EXAMPLE = sorted((REPO / "examples" / "profiler_log" / "gpt-single").glob("*.paddle_trace.json"))[0]
 # An operator name that sets the window title, writes the clipboard (OSC 52), clears the screen, returns
 # the carriage and forges a line; a spreadsheet would evaluate it as a formula.
-EVIL = '=HYPERLINK(\\u0022http://x\\u0022)\\u001b]0;pwned\\u0007\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\r0failed\\nOK\\u009b'
-_CONTROLS = [chr(c) for c in list(range(0, 9)) + list(range(11, 32)) + list(range(0x7f, 0xa0))]
+EVIL = "=HYPERLINK(\\u0022http://x\\u0022)\\u001b]0;pwned\\u0007\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\r0failed\\nOK\\u009b"
+_CONTROLS = [chr(c) for c in list(range(0, 9)) + list(range(11, 32)) + list(range(0x7F, 0xA0))]
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +162,7 @@ def evil_trace(tmp_path_factory):
     text = EXAMPLE.read_text()
     assert text.count('"adamw_ ') >= 3
     path = tmp_path_factory.mktemp("evil") / EXAMPLE.name
-    path.write_text(text.replace('"adamw_ ', '"' + EVIL + 'adamw_ '))
+    path.write_text(text.replace('"adamw_ ', '"' + EVIL + "adamw_ "))
     return path
 
 
@@ -284,6 +299,7 @@ def test_temporary_parts_left_by_a_kill_are_trimmed(tmp_path):
 
 class _Counting(dict):
     """A dict that counts the scans of it (values(), items(), iteration)."""
+
     scans = 0
 
     def values(self):
@@ -312,9 +328,20 @@ def test_dispatcher_cost_per_file_does_not_grow_with_the_queue():
     try:
         with L._cond:
             n = 3000
-            files = [TraceFile(run=f"run{i % 3}", worker=f"w{i}", span="0", file_name=f"r{i}.json",
-                               path=f"/x/r{i}", source=f"file:///x/r{i}", size=100, version="1", mtime=0.0)
-                     for i in range(n)]
+            files = [
+                TraceFile(
+                    run=f"run{i % 3}",
+                    worker=f"w{i}",
+                    span="0",
+                    file_name=f"r{i}.json",
+                    path=f"/x/r{i}",
+                    source=f"file:///x/r{i}",
+                    size=100,
+                    version="1",
+                    mtime=0.0,
+                )
+                for i in range(n)
+            ]
             for f in files:
                 e = L._entries[f.key] = loader_mod._Entry(f, next(L._seq), 0.0)
                 L._enqueue(e)
@@ -344,8 +371,14 @@ def test_dispatcher_cost_per_file_does_not_grow_with_the_queue():
             assert ranks <= calls, ranks
             # the documented order: asked for, then the run looked at, then the run order, then discovery
             order = {"run2": 0, "run0": 1, "run1": 2}
-            want = sorted(files, key=lambda f: (0 if f in (files[2999], files[5]) else 1 if f.run == "run1" else 2,
-                                                order[f.run], files.index(f)))[:400]
+            want = sorted(
+                files,
+                key=lambda f: (
+                    0 if f in (files[2999], files[5]) else 1 if f.run == "run1" else 2,
+                    order[f.run],
+                    files.index(f),
+                ),
+            )[:400]
             assert picked == want
             L._closed = True
             L._cond.notify_all()
@@ -444,9 +477,34 @@ def _synth_two_hosts(out, offset_us: int):
     import subprocess
     import sys
 
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "2", "--mp", "1", "--pp", "1", "--gpus-per-node", "1",
-                    "--names", "default", "--host-offsets-us", f"0,{offset_us}", "--steps", "3",
-                    "--events-per-rank", "3000", "--out", str(out)], check=True, capture_output=True, cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "2",
+            "--mp",
+            "1",
+            "--pp",
+            "1",
+            "--gpus-per-node",
+            "1",
+            "--names",
+            "default",
+            "--host-offsets-us",
+            f"0,{offset_us}",
+            "--steps",
+            "3",
+            "--events-per-rank",
+            "3000",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=str(REPO),
+    )
     return sorted(out.glob("*.paddle_trace.json"))
 
 
@@ -545,8 +603,10 @@ def test_swapped_timeline_indexes_are_told_apart(tmp_path):
         plugin, client = make_plugin(root)
         try:
             ready(plugin)
-            files = sorted((f for spans in plugin.discovery.scan().runs["run"].values() for f in spans.values()),
-                           key=lambda f: f.worker)
+            files = sorted(
+                (f for spans in plugin.discovery.scan().runs["run"].values() for f in spans.values()),
+                key=lambda f: f.worker,
+            )
             assert _get_built(client, f"{PREFIX}/timeline?run=run&span=0&px=800").status_code == 200
         finally:
             plugin.close()
@@ -588,8 +648,9 @@ def test_concurrent_preprocess_runs_parse_each_trace_once(tmp_path):
     log = tmp_path / "parses.log"
     env = dict(os.environ, TB_PADDLE_PROFILE_PARSE_LOG=str(log), TB_PADDLE_PROFILE_CACHE=str(tmp_path / "cache"))
     cmd = [sys.executable, "-m", "tb_paddle_profile", "preprocess", "--jobs", "2", str(logdir)]
-    procs = [subprocess.Popen(cmd, env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(cmd, env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)
+    ]
     saved = {k: os.environ.get(k) for k in ("TB_PADDLE_PROFILE_PARSE_LOG", "TB_PADDLE_PROFILE_CACHE")}
     os.environ.update(TB_PADDLE_PROFILE_PARSE_LOG=str(log), TB_PADDLE_PROFILE_CACHE=str(tmp_path / "cache"))
     try:

@@ -2,6 +2,7 @@
 holds it. CSV records that stayed several lines (an LF in a name), `export` inflating a .gz whole, the
 bound not divided among a Dask worker's threads or the timeline store's own builds, names with control
 characters written raw into TensorBoard's log, and a rank selection too long for a request's parameter."""
+
 from __future__ import annotations
 
 import csv
@@ -50,8 +51,9 @@ def test_csv_is_one_line_per_record(capsys, tmp_path):
     """An LF in an operator's or a worker's name was written inside its quoted cell: the record took two
     lines on the terminal (and in grep, wc -l, a line-by-line reader), the second one starting 'OK'."""
     run = _evil_run(tmp_path / "run")
-    rc, out, err = _cli(capsys, "summary", "--no-cache", "--format", "csv", "--table", "operators",
-                        str(sorted(run.iterdir())[0]))
+    rc, out, err = _cli(
+        capsys, "summary", "--no-cache", "--format", "csv", "--table", "operators", str(sorted(run.iterdir())[0])
+    )
     assert rc == 0, err
     rows = _one_line_per_record(out)
     names = [c for row in rows for c in row if "matmul" in c and "pwned" in c]
@@ -93,8 +95,10 @@ def test_export_inflates_within_the_bound(capsys, tmp_path):
     finally:
         tracemalloc.stop()
     assert rc == 2, (out, err)
-    assert err.strip().splitlines() == [f"error: {victim.name}: inflates more than 200 x its size (a gzip bomb? "
-                                        f"real traces compress 10-15 x; gunzip it to read it)"], err
+    assert err.strip().splitlines() == [
+        f"error: {victim.name}: inflates more than 200 x its size (a gzip bomb? "
+        f"real traces compress 10-15 x; gunzip it to read it)"
+    ], err
     assert st.st_size * 900 > 96 << 20  # what it inflates to: past the bound
     assert peak < 90 << 20, peak  # the bound (64 MB at this size), not the bomb (twice its size before)
 
@@ -114,14 +118,25 @@ def test_dask_divides_the_bound_among_a_machines_threads(tmp_path, monkeypatch):
     logdir = tmp_path / "logs" / "run"
     logdir.mkdir(parents=True)
     (logdir / "rank0.paddle_trace.json.gz").write_bytes(_bomb(48))
-    with LocalCluster(processes=False, n_workers=2, threads_per_worker=2, dashboard_address=None) as cluster, \
-            Client(cluster) as client:  # in this process: the monkeypatched memory holds on its workers
-        report = dask.preprocess_dask(str(tmp_path / "logs"), "in-process", cache_dir=str(tmp_path / "cache"),
-                                 client=client, progress=None)
+    with (
+        LocalCluster(processes=False, n_workers=2, threads_per_worker=2, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):  # in this process: the monkeypatched memory holds on its workers
+        report = dask.preprocess_dask(
+            str(tmp_path / "logs"), "in-process", cache_dir=str(tmp_path / "cache"), client=client, progress=None
+        )
     [(_, ok, message)] = report.results
     assert not ok and "inflates beyond 0.0336 GB" in message, message  # 128 MB / 4 threads (was 128 MB)
-    assert dask.threads_per_host({"tcp://a:1": {"host": "a", "nthreads": 2}, "tcp://a:2": {"host": "a", "nthreads": 2},
-                                  "tcp://b:1": {"host": "b", "nthreads": 3}}) == 4
+    assert (
+        dask.threads_per_host(
+            {
+                "tcp://a:1": {"host": "a", "nthreads": 2},
+                "tcp://a:2": {"host": "a", "nthreads": 2},
+                "tcp://b:1": {"host": "b", "nthreads": 3},
+            }
+        )
+        == 4
+    )
 
 
 def test_timeline_store_builds_divide_the_bound_among_its_workers(tmp_path, monkeypatch):
@@ -147,8 +162,18 @@ def test_timeline_store_builds_divide_the_bound_among_its_workers(tmp_path, monk
     path = logdir / "rank0.paddle_trace.json.gz"
     path.write_bytes(_bomb(48))
     st = path.stat()
-    f = TraceFile(run=".", worker="rank0", span="0", file_name=path.name, path=str(path), source=str(path),
-                  size=st.st_size, version=str(st.st_mtime_ns), mtime=st.st_mtime, root=str(logdir))
+    f = TraceFile(
+        run=".",
+        worker="rank0",
+        span="0",
+        file_name=path.name,
+        path=str(path),
+        source=str(path),
+        size=st.st_size,
+        version=str(st.st_mtime_ns),
+        mtime=st.st_mtime,
+        root=str(logdir),
+    )
     store = TimelineStore(fsspec.filesystem("file"), tmp_path / "cache", workers=4, root=str(logdir))
     try:
         deadline = time.monotonic() + 60
@@ -178,14 +203,27 @@ def test_log_records_show_the_controls_of_names(tmp_path, monkeypatch, caplog):
 
     monkeypatch.setattr(pool, "process_pool", lambda n: concurrent.futures.ThreadPoolExecutor(n))
     name = f"rank0{EVIL}.paddle_trace.json"
-    f = TraceFile(run=".", worker="rank0", span="0", file_name=name, path=str(tmp_path / name),
-                  source=str(tmp_path / name), size=10, version="1", mtime=0.0, root=str(tmp_path))
+    f = TraceFile(
+        run=".",
+        worker="rank0",
+        span="0",
+        file_name=name,
+        path=str(tmp_path / name),
+        source=str(tmp_path / name),
+        size=10,
+        version="1",
+        mtime=0.0,
+        root=str(tmp_path),
+    )
     store = TimelineStore(fsspec.filesystem("file"), tmp_path / "cache", workers=1, root=str(tmp_path))
     caplog.set_level(logging.WARNING, logger="tb_paddle_profile")
     try:
         deadline = time.monotonic() + 30
-        while store.get(f)[1] == "building" and time.monotonic() < deadline \
-                and not any("no longer exists" in r.getMessage() for r in caplog.records):
+        while (
+            store.get(f)[1] == "building"
+            and time.monotonic() < deadline
+            and not any("no longer exists" in r.getMessage() for r in caplog.records)
+        ):
             time.sleep(0.05)
     finally:
         store.close()
@@ -219,8 +257,11 @@ def test_the_largest_rank_selection_the_tab_sends_passes(tmp_path):
     from support.plugin_testlib import PREFIX, generate_rank, make_plugin, ready
     from tb_paddle_profile.v1 import timeline_pb2 as tpb
 
-    max_ranks = int(re_.search(r"export const MAX_RANKS = (\d+);",
-                               (REPO / "frontend/src/panels/timeline/ranks.tsx").read_text()).group(1))
+    max_ranks = int(
+        re_.search(
+            r"export const MAX_RANKS = (\d+);", (REPO / "frontend/src/panels/timeline/ranks.tsx").read_text()
+        ).group(1)
+    )
     assert max_ranks == 32
     src = generate_rank(tmp_path / "gen", 2000).read_bytes()
     run = tmp_path / "logs" / "run"
@@ -264,8 +305,10 @@ def test_csv_route_neutralises_formulas_and_controls(tmp_path):
     try:
         ready(plugin)
         worker = sorted(plugin.discovery.scan().runs["run"])[0]
-        r = client.get(f"{PREFIX}/csv", query_string={"run": "run", "worker": worker, "span": "0",
-                                                      "view": "operators", "table": "operators"})
+        r = client.get(
+            f"{PREFIX}/csv",
+            query_string={"run": "run", "worker": worker, "span": "0", "view": "operators", "table": "operators"},
+        )
         assert r.status_code == 200, r.data[:300]
         rows = _one_line_per_record(r.data.decode())
         cells = [c for row in rows for c in row if "pwned" in c]
@@ -285,9 +328,11 @@ def test_json_output_is_json_with_the_names_as_they_are(capsys, tmp_path):
 
     run = _evil_run(tmp_path / "run")
     rank0 = str(sorted(run.iterdir())[0])
-    for argv in (("summary", "--no-cache", "--format", "json", rank0),
-                 ("parallel", "--no-cache", "--format", "json", str(run)),
-                 ("whatif", "--no-cache", "--format", "json", str(run))):
+    for argv in (
+        ("summary", "--no-cache", "--format", "json", rank0),
+        ("parallel", "--no-cache", "--format", "json", str(run)),
+        ("whatif", "--no-cache", "--format", "json", str(run)),
+    ):
         rc, out, err = _cli(capsys, *argv)
         assert rc == 0, (argv, err)
         assert not _CONTROL.findall(out), (argv[0], sorted(set(_CONTROL.findall(out))))

@@ -6,6 +6,7 @@ a rank's timeline index.
 
 The heavy request is held in progress without any timing: one of its ranks' index files is replaced by a
 named pipe, whose open blocks until the test opens it for writing."""
+
 from __future__ import annotations
 
 import os
@@ -60,12 +61,14 @@ def test_timeline_queries_are_computed_in_the_worker_process(plugin):
     lo, hi = whole.range_start_ns, whole.range_end_ns
     name = max({n for n in whole.names if n and not n.startswith("merged")}, key=len)
     two = ",".join(f"{f.worker}:{t}" for f in files[2:4] for t in range(3))
-    urls = [f"/timeline?run=gen&span=0&px=700&start_ns={lo + (hi - lo) // 3}&end_ns={lo + (hi - lo) // 2}",
-            f"/timeline_search?run=gen&span=0&q={quote(name[:6])}&limit=500",
-            f"/timeline_search?run=gen&span=0&q={quote(name)}&exact=1",
-            f"/timeline_range?run=gen&span=0&start_ns={lo - 1}&end_ns={hi + 1}",
-            f"/timeline_range?run=gen&span=0&start_ns={lo + (hi - lo) // 4}&end_ns={lo + (hi - lo) // 2}&tracks={two}",
-            "/timeline_range?run=gen&span=0&start_ns=0&end_ns=1&format=json"]
+    urls = [
+        f"/timeline?run=gen&span=0&px=700&start_ns={lo + (hi - lo) // 3}&end_ns={lo + (hi - lo) // 2}",
+        f"/timeline_search?run=gen&span=0&q={quote(name[:6])}&limit=500",
+        f"/timeline_search?run=gen&span=0&q={quote(name)}&exact=1",
+        f"/timeline_range?run=gen&span=0&start_ns={lo - 1}&end_ns={hi + 1}",
+        f"/timeline_range?run=gen&span=0&start_ns={lo + (hi - lo) // 4}&end_ns={lo + (hi - lo) // 2}&tracks={two}",
+        "/timeline_range?run=gen&span=0&start_ns=0&end_ns=1&format=json",
+    ]
     store = routes._timelines()
     remote_answers = []
     for url in urls:
@@ -133,8 +136,14 @@ def test_cheap_answers_while_a_heavy_request_is_in_progress(plugin, monkeypatch)
     def ask(key, url, ok=(200,)):
         answers[key] = _get(Client(client.application), url, ok).status_code
 
-    heavy = threading.Thread(target=ask, args=("heavy", f"/timeline?run=gen&span=0&px=900&workers={heavy_workers}"
-                                                        f"&start_ns={lo}&end_ns={(lo + hi) // 2}", (200, 202)))
+    heavy = threading.Thread(
+        target=ask,
+        args=(
+            "heavy",
+            f"/timeline?run=gen&span=0&px=900&workers={heavy_workers}&start_ns={lo}&end_ns={(lo + hi) // 2}",
+            (200, 202),
+        ),
+    )
     try:
         heavy.start()  # it cannot end before the pipe is opened for writing: it opens that rank's index
 

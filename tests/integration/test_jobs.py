@@ -3,6 +3,7 @@ cross-rank analysis cached on disk.
 
 Parses are counted by the engine's own parse log (TB_PADDLE_PROFILE_PARSE_LOG: a line per parse, written
 by whichever process parses), so worker processes and subprocesses are counted too."""
+
 from __future__ import annotations
 
 import json
@@ -154,8 +155,7 @@ def test_the_job_is_picklable_and_runs_in_a_worker_process(logdir, tmp_path, par
 # ------------------------------------------------------------------ the plugin: one parse per trace
 
 
-def test_the_plugin_parses_each_trace_once_for_its_summary_and_its_timeline(logdir, tmp_path, parse_log,
-                                                                              monkeypatch):
+def test_the_plugin_parses_each_trace_once_for_its_summary_and_its_timeline(logdir, tmp_path, parse_log, monkeypatch):
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(tmp_path / "cache"))
     plugin, client = make_plugin(str(logdir))
     try:
@@ -176,8 +176,10 @@ def test_the_plugin_parses_each_trace_once_for_its_summary_and_its_timeline(logd
         plugin._routes._timeline_store._open.clear()
         plugin._routes._in_pool("views", remote.forget)  # (nor open in the timeline worker process)
         # The whole span drawn above is memoized: a window zoomed to needs the indexes again.
-        zoomed = (f"{PREFIX}/timeline?run=run&span=0&start_ns={window.window_start_ns}"
-                  f"&end_ns={(window.window_start_ns + window.window_end_ns) // 2}")
+        zoomed = (
+            f"{PREFIX}/timeline?run=run&span=0&start_ns={window.window_start_ns}"
+            f"&end_ns={(window.window_start_ns + window.window_end_ns) // 2}"
+        )
         r = client.get(zoomed)
         assert r.status_code in (200, 202)
         wait_for(lambda: client.get(zoomed).status_code == 200, 120, "the index")
@@ -197,8 +199,14 @@ def timeline_pb2_window(data):
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "tb_paddle_profile", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def test_the_cli_reads_and_fills_the_plugins_cache(logdir, tmp_path, parse_log, monkeypatch):
@@ -241,7 +249,8 @@ def test_the_cli_reads_and_fills_the_plugins_cache(logdir, tmp_path, parse_log, 
 
 
 def test_the_tab_and_the_cli_assemble_a_run_alike_including_a_worker_that_exported_twice(
-        tmp_path, shared_traces, monkeypatch):
+    tmp_path, shared_traces, monkeypatch
+):
     gpu = trace_files(shared_traces, GPU)
     run = tmp_path / "logdir" / "run"
     for src in gpu:
@@ -285,8 +294,10 @@ def test_the_analysis_is_computed_once_shared_and_read_back_after_a_restart(logd
     try:
         ready(plugin)
         bodies = []
-        threads = [threading.Thread(target=lambda: bodies.append(
-            client.get(f"{PREFIX}/parallel?run=run&span=0").get_data())) for _ in range(6)]
+        threads = [
+            threading.Thread(target=lambda: bodies.append(client.get(f"{PREFIX}/parallel?run=run&span=0").get_data()))
+            for _ in range(6)
+        ]
         for t in threads:
             t.start()
         for t in threads:

@@ -2,6 +2,7 @@
 worker process that cannot be started, a file that vanishes and comes back, a file deleted while it is
 parsed, closing during a parse, a FIFO named like a trace, a bug of ours in the engine, the memory
 plan of gzipped files, and `preprocess` with a cache folder that cannot be written (even by root)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +18,19 @@ from pathlib import Path
 import pytest
 
 from support.paths import REPO
-from support.plugin_testlib import (GLOO, GPU, OLD, GateFS, break_the_engine, die_at_start, pid_gone, place, trace_files, tree_digest,
-                            wait_for)
+from support.plugin_testlib import (
+    GLOO,
+    GPU,
+    OLD,
+    GateFS,
+    break_the_engine,
+    die_at_start,
+    pid_gone,
+    place,
+    trace_files,
+    tree_digest,
+    wait_for,
+)
 from tb_paddle_profile.core import errors, pool as workers
 from tb_paddle_profile.store.cache import SummaryCache
 from tb_paddle_profile.analysis.summarize import summarize_bytes
@@ -74,7 +86,8 @@ def expected_summary(path: Path) -> bytes:
 
 
 def test_a_killed_worker_charges_only_its_own_file_and_crashes_are_retried_with_a_limit(
-        make, shared_traces, tmp_path, monkeypatch):
+    make, shared_traces, tmp_path, monkeypatch
+):
     monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch.CRASH_RETRY_S", 0.0)
     monkeypatch.setattr("tb_paddle_profile.pipeline.loader_dispatch.RETRY_BACKOFF_S", 0.0)
     gates = tmp_path / "gates"
@@ -90,8 +103,10 @@ def test_a_killed_worker_charges_only_its_own_file_and_crashes_are_retried_with_
     os.kill(pid_a, signal.SIGKILL)  # what the kernel's OOM killer does
     wait_for(lambda: pid_gone(pid_a), what="the killed worker to be reaped")
     # b, whose worker lived, is still being parsed by the same process, and is not charged.
-    wait_for(lambda: loader.state(a).state != LOADING or loader.job_pid(a) not in (None, pid_a),
-             what="a's crash to be noticed")
+    wait_for(
+        lambda: loader.state(a).state != LOADING or loader.job_pid(a) not in (None, pid_a),
+        what="a's crash to be noticed",
+    )
     assert loader.state(b).state == LOADING and loader.job_pid(b) == pid_b and not pid_gone(pid_b)
     (gates / b.file_name).touch()
     wait_for(lambda: loader.state(b).state == READY, what="b to be ready")
@@ -99,8 +114,9 @@ def test_a_killed_worker_charges_only_its_own_file_and_crashes_are_retried_with_
     # a is retried (alone) MAX_CRASH_RETRIES times; each retry is killed too: then it is FAILED, not cached.
     killed = {pid_a}
     for _ in range(loader_mod.MAX_CRASH_RETRIES):
-        pid = wait_for(lambda: (loader.job_pid(a) or 0) not in killed | {0} and loader.job_pid(a),
-                       what="a's retry to start")
+        pid = wait_for(
+            lambda: (loader.job_pid(a) or 0) not in killed | {0} and loader.job_pid(a), what="a's retry to start"
+        )
         os.kill(pid, signal.SIGKILL)
         killed.add(pid)
         wait_for(lambda: pid_gone(pid), what="the killed worker to be reaped")
@@ -208,8 +224,9 @@ def test_a_killed_job_of_small_files_loads_each_again_alone_charging_none(make, 
     discovery, loader, paths = make(srcs, fs=GateFS(str(gates)), workers=1)
     files = by_name(discovery.scan())
     # one worker, every file queued at once: they all went in the first job, which waits at its first gate
-    pid = wait_for(lambda: next((loader.job_pid(f) for f in files.values() if loader.job_pid(f)), None),
-                   what="the job to start")
+    pid = wait_for(
+        lambda: next((loader.job_pid(f) for f in files.values() if loader.job_pid(f)), None), what="the job to start"
+    )
     assert len(jobs) == 1 and sorted(jobs[0]) == sorted(files), jobs
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: pid_gone(pid), what="the killed worker to be reaped")
@@ -285,8 +302,10 @@ def test_a_fifo_named_like_a_trace_never_blocks_a_worker(make, shared_traces, tm
     fifo = tmp_path / "logdir" / "run" / "rank1_time_2026_01_01_00_00_00_000000.paddle_trace.json"
     os.mkfifo(fifo)
     snapshot = discovery.scan()
-    runs = {run: {w: {s: dataclasses.replace(f, refused="") for s, f in spans.items()}
-                  for w, spans in ws.items()} for run, ws in snapshot.runs.items()}
+    runs = {
+        run: {w: {s: dataclasses.replace(f, refused="") for s, f in spans.items()} for w, spans in ws.items()}
+        for run, ws in snapshot.runs.items()
+    }
     handed = Snapshot(snapshot.logdir, snapshot.scanned_at, runs)
     loader.update(handed)
     files = by_name(handed)
@@ -355,8 +374,9 @@ def test_preprocess_with_a_cache_that_cannot_be_written_says_so_and_fails(shared
     cache = tmp_path / "file" / "cache"
     before = tree_digest(logdir)
     argv = [sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir", str(cache)]
-    proc = subprocess.run(argv + ([] if timeline else ["--no-timeline"]), cwd=REPO, capture_output=True,
-                          text=True, timeout=240)
+    proc = subprocess.run(
+        argv + ([] if timeline else ["--no-timeline"]), cwd=REPO, capture_output=True, text=True, timeout=240
+    )
     assert proc.returncode != 0, proc.stdout + proc.stderr
     errors_shown = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors_shown) == 2 and all("not writable" in line for line in errors_shown), proc.stderr
@@ -375,8 +395,13 @@ def test_preprocess_reports_a_timeline_index_that_cannot_be_stored(shared_traces
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / f"timeline-v{INDEX_VERSION}").write_bytes(b"in the way")
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir",
-                           str(cache)], cwd=REPO, capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir", str(cache)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode != 0
     assert proc.stderr.count("timeline index not built") == 2, proc.stderr
     assert len(list(cache.glob("v*/*/*.pb"))) == 2  # the summaries are stored

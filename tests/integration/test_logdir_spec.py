@@ -1,6 +1,7 @@
 """``tensorboard --logdir_spec name:folder,...``: the tab lists each folder's runs under its group name,
 the spec parsed by TensorBoard's rules (checked against TensorBoard's own parser), each folder the
 boundary of its files' path policy, and a real ``tensorboard`` process serving the runs of a spec."""
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ def test_the_spec_is_read_as_tensorboard_reads_it(tmp_path):
         theirs = data_ingester._parse_event_files_spec(spec)  # {folder: name or None}
         ours = parse_logdir_spec(spec)
         assert [folder for _, folder in ours] == list(theirs), spec
-        for (name, folder) in ours:
+        for name, folder in ours:
             if theirs[folder] is not None:
                 assert name == theirs[folder], spec
             elif len(ours) == 1:

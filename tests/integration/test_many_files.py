@@ -5,6 +5,7 @@ statistic. The run list is made of one part per run, each made again only when a
 (``Loader.run_version``) or a scan listed the run differently; its bytes are always those of the whole list
 built at once. The loader counts its files by state as states are set (``Loader.counts``), with no pass over
 them. Here the loader's jobs are held by a pool the test ends one by one, so every state is the test's."""
+
 import collections
 import json
 import os
@@ -24,14 +25,37 @@ from tb_paddle_profile.v1 import plugin_pb2
 def _tiny(rank: int) -> bytes:
     pid, base = 1000 + rank, 1_795_944_547_421_883 + rank * 7
     tid = f"{pid}(Python)"
-    events = [{"name": "ProfileStep#1[1.000 ms]", "pid": pid, "tid": tid, "ts": base, "dur": 1000.0, "ph": "X",
-               "cat": "ProfileStep", "args": {"start_time": "0.000 us", "end_time": "1000.000 us"}},
-              {"name": "matmul dygraph[200.000 us]", "pid": pid, "tid": f"{pid}(C++)", "ts": base + 100,
-               "dur": 200.0, "ph": "X", "cat": "Operator",
-               "args": {"start_time": "100.000 us", "end_time": "300.000 us", "input_shapes": {},
-                        "input_dtypes": {}, "callstack": ""}}]
-    return json.dumps({"schemaVersion": "1.0.2", "span_index": 0, "ExtraInfo": {str(pid): "MainThread"},
-                       "traceEvents": events}).encode()
+    events = [
+        {
+            "name": "ProfileStep#1[1.000 ms]",
+            "pid": pid,
+            "tid": tid,
+            "ts": base,
+            "dur": 1000.0,
+            "ph": "X",
+            "cat": "ProfileStep",
+            "args": {"start_time": "0.000 us", "end_time": "1000.000 us"},
+        },
+        {
+            "name": "matmul dygraph[200.000 us]",
+            "pid": pid,
+            "tid": f"{pid}(C++)",
+            "ts": base + 100,
+            "dur": 200.0,
+            "ph": "X",
+            "cat": "Operator",
+            "args": {
+                "start_time": "100.000 us",
+                "end_time": "300.000 us",
+                "input_shapes": {},
+                "input_dtypes": {},
+                "callstack": "",
+            },
+        },
+    ]
+    return json.dumps(
+        {"schemaVersion": "1.0.2", "span_index": 0, "ExtraInfo": {str(pid): "MainThread"}, "traceEvents": events}
+    ).encode()
 
 
 def _write(root: Path, run: str, rank: int) -> Path:
@@ -67,8 +91,15 @@ def outcome(tmp_path_factory):
 
     work = tmp_path_factory.mktemp("one")
     path = _write(work, "r", 0)
-    out = run_job(JobSpec(path=str(path), file_name=path.name, key=CacheKey(str(path), path.stat().st_size, "1"),
-                          cache_dir=str(work / "cache"), index=False))
+    out = run_job(
+        JobSpec(
+            path=str(path),
+            file_name=path.name,
+            key=CacheKey(str(path), path.stat().st_size, "1"),
+            cache_dir=str(work / "cache"),
+            index=False,
+        )
+    )
     assert out.ok, out.error
     return out
 
@@ -113,8 +144,17 @@ def env(tmp_path, outcome):
         _wait(lambda: L.state(trace).state == plugin_pb2.READY)
         settle()
 
-    yield {"root": root, "discovery": d, "loader": L, "routes": routes, "calls": calls, "finish": finish, "scan": scan,
-           "status": Client(apps["/status"]), "runs": Client(apps["/runs"])}
+    yield {
+        "root": root,
+        "discovery": d,
+        "loader": L,
+        "routes": routes,
+        "calls": calls,
+        "finish": finish,
+        "scan": scan,
+        "status": Client(apps["/status"]),
+        "runs": Client(apps["/runs"]),
+    }
     L.close()
 
 
@@ -232,8 +272,12 @@ def test_run_list_made_again_only_for_the_run_that_changed(env):
     assert _entries(calls) == {"a": 1}
     calls.clear()
     assert data == _whole(env)
-    assert [w.worker for w in plugin_pb2.RunList.FromString(data).runs[0].workers] == ["rank0", "rank1", "rank2",
-                                                                                       "rank5"]
+    assert [w.worker for w in plugin_pb2.RunList.FromString(data).runs[0].workers] == [
+        "rank0",
+        "rank1",
+        "rank2",
+        "rank5",
+    ]
 
     _write(env["root"], "c", 0)  # a new run, and run b gone
     for p in (env["root"] / "b").iterdir():
@@ -373,7 +417,8 @@ def test_first_scan_holds_a_batch_of_heads_not_every_file(tmp_path, monkeypatch)
         (root / f"r{i // 1000}").mkdir(parents=True, exist_ok=True)
         doc = {"schemaVersion": "1.0.2", "span_index": i % 3, "ExtraInfo": pad, "traceEvents": []}
         (root / f"r{i // 1000}" / f"rank{i}_time_2026_12_02_10_00_00_{i:06d}.paddle_trace.json").write_text(
-            json.dumps(doc))
+            json.dumps(doc)
+        )
     batches = []
     real = Discovery._read_heads
 

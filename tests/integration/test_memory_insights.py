@@ -13,6 +13,7 @@ what was allocated before the trace and not freed by then (the allocated before 
 from its counter minus its own increase, less the frees of blocks the trace never saw allocated), sum to
 the allocated at that moment.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,9 +37,21 @@ from tb_paddle_profile.analysis.summarize import summarize_file
 from test_reader_native import _MEMORY, _read, _trace
 
 TRACES = sorted(SHARED_TRACES.glob("*/*.paddle_trace.json"))
-HOST_CATS = {"Operator", "Dataloader", "ProfileStep", "UserDefined", "OperatorInner", "Forward", "Backward",
-             "Optimization", "Communication", "PythonOp", "PythonUserDefined", "DygraphKernelLaunch",
-             "StaticKernelLaunch"}
+HOST_CATS = {
+    "Operator",
+    "Dataloader",
+    "ProfileStep",
+    "UserDefined",
+    "OperatorInner",
+    "Forward",
+    "Backward",
+    "Optimization",
+    "Communication",
+    "PythonOp",
+    "PythonUserDefined",
+    "DygraphKernelLaunch",
+    "StaticKernelLaunch",
+}
 ALLOC_CATS = {"Allocate", "Free"}
 MEM_CATS = ALLOC_CATS | {"ReservedAllocate", "ReservedFree"}
 LEAK = 256 << 20
@@ -62,15 +75,31 @@ def raw(path: Path) -> dict:
             continue
         cat = e.get("cat")
         if e.get("ph") == "X" and cat in HOST_CATS:
-            h = {"i": i, "tid": _tid(e["tid"]), "ts": e["ts"], "end": e["ts"] + e["dur"], "cat": cat,
-                 "name": _name(e["name"])}
+            h = {
+                "i": i,
+                "tid": _tid(e["tid"]),
+                "ts": e["ts"],
+                "end": e["ts"] + e["dur"],
+                "cat": cat,
+                "name": _name(e["name"]),
+            }
             hosts.append(h)
             last[h["tid"]] = h
         elif e.get("ph") == "i" and cat in MEM_CATS:
             a = e["args"]
-            mems.append({"i": i, "ts": e["ts"], "cat": cat, "place": a["place"], "addr": int(a["addr"]),
-                         "inc": a["increase_bytes"], "cur": a["current_allocated"], "res": a["current_reserved"],
-                         "owner": last.get(_tid(e["tid"]))})
+            mems.append(
+                {
+                    "i": i,
+                    "ts": e["ts"],
+                    "cat": cat,
+                    "place": a["place"],
+                    "addr": int(a["addr"]),
+                    "inc": a["increase_bytes"],
+                    "cur": a["current_allocated"],
+                    "res": a["current_reserved"],
+                    "owner": last.get(_tid(e["tid"])),
+                }
+            )
     steps = sorted((h for h in hosts if h["cat"] == "ProfileStep"), key=lambda h: h["ts"])
     return {"hosts": hosts, "mems": mems, "steps": steps}
 
@@ -79,8 +108,14 @@ def _around(hosts, owner, cats, innermost: bool):
     """The host event of one of `cats` at or around `owner` (same thread, its time range inside):
     the innermost or the outermost."""
     tol = 1e-3
-    found = [h for h in hosts if h["cat"] in cats and h["tid"] == owner["tid"]
-             and h["ts"] <= owner["ts"] + tol and owner["end"] <= h["end"] + tol]
+    found = [
+        h
+        for h in hosts
+        if h["cat"] in cats
+        and h["tid"] == owner["tid"]
+        and h["ts"] <= owner["ts"] + tol
+        and owner["end"] <= h["end"] + tol
+    ]
     if not found:
         return None
     return (min if innermost else max)(found, key=lambda h: h["end"] - h["ts"])
@@ -105,16 +140,22 @@ def reference(path: Path) -> dict:
             inside = [m for m in ms if s["ts"] <= m["ts"] <= s["end"]]
             enter_a = before[-1]["cur"] if before else base_a
             enter_r = before[-1]["res"] if before else base_r
-            steps.append({"end_a": upto[-1]["cur"] if upto else base_a, "end_r": upto[-1]["res"] if upto else base_r,
-                          "peak_a": max([enter_a] + [m["cur"] for m in inside]),
-                          "floor_a": min([enter_a] + [m["cur"] for m in inside]),
-                          "peak_r": max([enter_r] + [m["res"] for m in inside]), "events": len(inside)})
+            steps.append(
+                {
+                    "end_a": upto[-1]["cur"] if upto else base_a,
+                    "end_r": upto[-1]["res"] if upto else base_r,
+                    "peak_a": max([enter_a] + [m["cur"] for m in inside]),
+                    "floor_a": min([enter_a] + [m["cur"] for m in inside]),
+                    "peak_r": max([enter_r] + [m["res"] for m in inside]),
+                    "events": len(inside),
+                }
+            )
         cur = [m["cur"] for m in ms]
         k = cur.index(max(cur))
         frag = [m["res"] - m["cur"] for m in ms]
         j = frag.index(max(frag))
         alive, unseen = {}, 0
-        for m in ms[:k + 1]:
+        for m in ms[: k + 1]:
             if m["cat"] == "Allocate":
                 alive[m["addr"]] = m
             elif m["cat"] == "Free":
@@ -133,10 +174,16 @@ def reference(path: Path) -> dict:
                 key = ((op or o)["name"], layer["name"] if layer else "")
             groups[key][0] += m["inc"]
             groups[key][1] += 1
-        out[place] = {"steps": steps, "peak": ms[k], "frag_at_peak": frag[k], "frag_max": frag[j],
-                      "frag_max_after_peak_us": ms[j]["ts"] - ms[k]["ts"],
-                      "groups": {key: tuple(v) for key, v in groups.items()}, "before_trace": base_a - unseen,
-                      "peak_allocated_field": max(m2["cur"] for m2 in ms)}
+        out[place] = {
+            "steps": steps,
+            "peak": ms[k],
+            "frag_at_peak": frag[k],
+            "frag_max": frag[j],
+            "frag_max_after_peak_us": ms[j]["ts"] - ms[k]["ts"],
+            "groups": {key: tuple(v) for key, v in groups.items()},
+            "before_trace": base_a - unseen,
+            "peak_allocated_field": max(m2["cur"] for m2 in ms),
+        }
     return out
 
 
@@ -153,15 +200,23 @@ def test_growth_per_step_is_recomputed_from_the_raw_events(trace):
         g = pl.growth
         assert len(g.steps) == len(want) > 1
         for got, w in zip(g.steps, want):
-            assert (got.allocated_end, got.reserved_end, got.allocated_peak, got.allocated_floor, got.reserved_peak,
-                    got.events) == (w["end_a"], w["end_r"], w["peak_a"], w["floor_a"], w["peak_r"], w["events"])
+            assert (
+                got.allocated_end,
+                got.reserved_end,
+                got.allocated_peak,
+                got.allocated_floor,
+                got.reserved_peak,
+                got.events,
+            ) == (w["end_a"], w["end_r"], w["peak_a"], w["floor_a"], w["peak_r"], w["events"])
         ends = [w["end_a"] for w in want]
         assert g.allocated_slope == pytest.approx(np.polyfit(np.arange(len(ends)), ends, 1)[0], abs=1e-6)
         floors = [w["floor_a"] for w in want]
         assert g.floor_growth_min == min(np.diff(floors))
         # the real and synthetic committed traces keep their floor: no leak
         assert not g.leak_suspected
-        assert g.leak_threshold_bytes == max(M.LEAK_MIN_GROWTH_BYTES, int(M.LEAK_MIN_GROWTH_OF_PEAK * pl.peak_allocated))
+        assert g.leak_threshold_bytes == max(
+            M.LEAK_MIN_GROWTH_BYTES, int(M.LEAK_MIN_GROWTH_OF_PEAK * pl.peak_allocated)
+        )
 
 
 def test_fragmentation_at_the_peak_and_its_largest(trace):
@@ -206,7 +261,9 @@ def test_the_display_lays_the_insights_out_and_the_cli_stays_paddles(trace):
         total = [r for r in alive.rows if r.id == "alive:total"][0]
         parts = [r for r in alive.rows if r.id != "alive:total"]
         col = [c.key for c in alive.columns].index("bytes")
-        assert sum(int(r.cells[col].number) for r in parts) == int(total.cells[col].number) == pl.alive_at_peak.allocated
+        assert (
+            sum(int(r.cells[col].number) for r in parts) == int(total.cells[col].number) == pl.alive_at_peak.allocated
+        )
         assert any(x.key == f"memory.growth.{pl.place}" for x in view.sentences)
         assert all(t.text_hidden for t in (steps, alive))
 
@@ -215,18 +272,44 @@ def test_the_display_lays_the_insights_out_and_the_cli_stays_paddles(trace):
 
 
 def _generate(out: Path, *extra: str) -> Path:
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(out), "--dp", "1", "--mp", "1", "--pp", "2",
-                    "--steps", "4", "--layers", "2", "--micro-batches", "2", "--control", *extra],
-                   check=True, capture_output=True, text=True, cwd=str(REPO))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--out",
+            str(out),
+            "--dp",
+            "1",
+            "--mp",
+            "1",
+            "--pp",
+            "2",
+            "--steps",
+            "4",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "2",
+            "--control",
+            *extra,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     return out
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("memory_runs")
-    return {"leak": _generate(root / "leak", "--leak-bytes-per-step", str(LEAK)),
-            "control": _generate(root / "control"),
-            "fragment": _generate(root / "fragment", "--fragment-bytes-per-step", str(FRAGMENT))}
+    return {
+        "leak": _generate(root / "leak", "--leak-bytes-per-step", str(LEAK)),
+        "control": _generate(root / "control"),
+        "fragment": _generate(root / "fragment", "--fragment-bytes-per-step", str(FRAGMENT)),
+    }
 
 
 def _summaries(run: Path):
@@ -295,8 +378,11 @@ def test_planted_fragmentation_grows_reserved_minus_allocated(runs):
 def _raw_peak(path: Path, place: str) -> int:
     """The allocator's running peak of a place: the largest peak_allocated any of its events carries."""
     events = json.loads(path.read_bytes())["traceEvents"]
-    return max(e["args"]["peak_allocated"] for e in events
-               if isinstance(e, dict) and e.get("ph") == "i" and e.get("args", {}).get("place") == place)
+    return max(
+        e["args"]["peak_allocated"]
+        for e in events
+        if isinstance(e, dict) and e.get("ph") == "i" and e.get("args", {}).get("place") == place
+    )
 
 
 def test_peak_memory_per_pipeline_stage_and_rank(runs):
@@ -326,13 +412,19 @@ def test_peak_memory_per_pipeline_stage_and_rank(runs):
     stages = next(t for t in view.tables if t.key == "memory_stages")
     ranks = next(t for t in view.tables if t.key == "memory_ranks")
     assert len(stages.rows) == len(mem.stages) and len(ranks.rows) == len(mem.ranks)
-    cli = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(run), "--no-cache"],
-                         capture_output=True, text=True, check=True, cwd=str(REPO)).stdout
+    cli = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "parallel", str(run), "--no-cache"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(REPO),
+    ).stdout
     assert "Peak memory by pipeline stage" in cli and "Peak memory by rank" in cli
     for r, row in zip(mem.ranks, ranks.rows):
         shown = format_cell(ranks.columns[3], row.cells[3])
-        assert shown.endswith("GiB") and re.search(rf"^{r.rank}\s+{r.stage}\s+Place\(gpu:\d\)\s+{re.escape(shown)}\s",
-                                                  cli, re.M)
+        assert shown.endswith("GiB") and re.search(
+            rf"^{r.rank}\s+{r.stage}\s+Place\(gpu:\d\)\s+{re.escape(shown)}\s", cli, re.M
+        )
 
 
 def test_a_cpu_run_uses_its_cpu_place_for_the_stage_table():
@@ -359,10 +451,19 @@ def test_the_reader_keeps_every_memory_events_address(shared_traces):
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "msgspec"])
 def test_addresses_in_other_forms_never_reject_the_file(native):
-    forms = [('"addr": "1"', 1), ('"addr": "123456789012345678"', 123456789012345678), ('"addr": 77', 77),
-             ('"addr": null', -1), ('"addr": "0x1f"', -1), ('"addr": ""', -1),
-             ('"addr": "18446744073709551615"', -1), ('"addr": "99999999999999999999"', -1),
-             ('"addr": "9223372036854775808"', -(1 << 63)), ('"addr": 1.5', -1), ('"addr": {"a": 1}', -1)]
+    forms = [
+        ('"addr": "1"', 1),
+        ('"addr": "123456789012345678"', 123456789012345678),
+        ('"addr": 77', 77),
+        ('"addr": null', -1),
+        ('"addr": "0x1f"', -1),
+        ('"addr": ""', -1),
+        ('"addr": "18446744073709551615"', -1),
+        ('"addr": "99999999999999999999"', -1),
+        ('"addr": "9223372036854775808"', -(1 << 63)),
+        ('"addr": 1.5', -1),
+        ('"addr": {"a": 1}', -1),
+    ]
     for form, want in forms:
         events = [_MEMORY.replace('"addr": "1"', form)]
         t = _read(_trace(*events), native)

@@ -5,6 +5,7 @@ from a copy of the repository's files, so the repository gets no build/ or egg-i
 tools/check_wheel.sh (run by .ci/run) goes further: it installs the wheel in a clean venv from the
 registry and runs the CLI and TensorBoard from it.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,12 @@ from support.paths import REPO, SHARED_TRACES, trace_folders
 
 def _repo_files():
     """The files a clone holds (tracked, plus new files not ignored): what a wheel is built from."""
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                         capture_output=True, check=True).stdout.decode()
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
     return [n for n in out.split("\0") if n and (REPO / n).is_file()]
 
 
@@ -35,8 +40,24 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, src / name)
     dist = tmp_path_factory.mktemp("dist")
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                        "-q", str(src), "-w", str(dist)], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            str(src),
+            "-w",
+            str(dist),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     (path,) = dist.glob("tb_paddle_profile-*.whl")
     with zipfile.ZipFile(path) as z:
@@ -51,7 +72,10 @@ def test_the_wheel_ships_the_package_and_its_data_and_not_the_generator(wheel):
     assert top == {"tb_paddle_profile", next(n for n in top if n.endswith(".dist-info"))}
     # the built tab, the typed protobuf stubs, and every Python module of the package's source tree
     assert "tb_paddle_profile/static/index.js" in names
-    assert wheel.getinfo("tb_paddle_profile/static/index.js").file_size == (REPO / "tb_paddle_profile/static/index.js").stat().st_size
+    assert (
+        wheel.getinfo("tb_paddle_profile/static/index.js").file_size
+        == (REPO / "tb_paddle_profile/static/index.js").stat().st_size
+    )
     pyi = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "tb_paddle_profile/v1").glob("*.pyi"))
     assert pyi and set(pyi) <= set(names)
     source = {n for n in _repo_files() if n.startswith("tb_paddle_profile/") and n.endswith(".py")}
@@ -72,8 +96,13 @@ def test_the_wheel_requires_tensorboard_and_registers_the_plugin_and_the_cli(whe
 
 
 def test_the_generator_runs_from_the_repository_root():
-    r = subprocess.run([sys.executable, "-m", "tbp_synth", "--help"], cwd=REPO, capture_output=True, text=True,
-                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    r = subprocess.run(
+        [sys.executable, "-m", "tbp_synth", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     assert r.returncode == 0, r.stderr
     assert "python -m tbp_synth" in r.stdout
 
@@ -94,10 +123,11 @@ def test_the_test_traces_are_in_the_repository(monkeypatch):
 
 
 def test_an_extra_source_adds_only_the_trace_sets_not_committed(monkeypatch, tmp_path):
-    (tmp_path / "gpu-synthetic-2rank").mkdir()          # also committed: the committed one is used
+    (tmp_path / "gpu-synthetic-2rank").mkdir()  # also committed: the committed one is used
     (tmp_path / "another-run").mkdir()
     monkeypatch.setenv("TBP_EXTRA_TRACES", str(tmp_path))
     from support import paths
+
     monkeypatch.setattr(paths, "EXTRA_TRACES", tmp_path)
     folders = paths.trace_folders()
     assert [f for f in folders if f.parent == tmp_path] == [tmp_path / "another-run"]

@@ -7,6 +7,7 @@ in the file's float32 fields, so the match must be exact; a default-size span (a
 loses a few ns per long event to float32, so there the float32-equivalence of tests/support/parity.py
 applies.
 """
+
 import json
 import subprocess
 import sys
@@ -20,8 +21,13 @@ pytest.importorskip("paddle", reason="the oracle tables come from Paddle's own t
 
 
 def _generate(out, *args):
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--out", str(out), "--tables", *args],
-                   cwd=REPO, check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "tbp_synth", "--out", str(out), "--tables", *args],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     cases = []
     for manifest in sorted(out.glob("*.summaries.json")):
         data = json.loads(manifest.read_text())
@@ -34,8 +40,17 @@ def _generate(out, *args):
 def _check(cases, exact):
     failures = []
     for trace, entry, saved in cases:
-        cmd = [sys.executable, "-m", "tb_paddle_profile", "summary", str(trace),
-               "--sorted-by", entry["sorted_by"], "--time-unit", entry["time_unit"]]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "summary",
+            str(trace),
+            "--sorted-by",
+            entry["sorted_by"],
+            "--time-unit",
+            entry["time_unit"],
+        ]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         failure = compare(proc.stdout, saved.read_text(), exact=exact, label=saved.name)
@@ -45,8 +60,27 @@ def _check(cases, exact):
 
 
 def test_short_8_rank_run_matches_paddle_exactly(tmp_path):
-    cases = _generate(tmp_path, "--dp", "2", "--mp", "2", "--pp", "2", "--steps", "2", "--layers", "2",
-                      "--micro-batches", "2", "--hidden", "512", "--heads", "8", "--seq-len", "256")
+    cases = _generate(
+        tmp_path,
+        "--dp",
+        "2",
+        "--mp",
+        "2",
+        "--pp",
+        "2",
+        "--steps",
+        "2",
+        "--layers",
+        "2",
+        "--micro-batches",
+        "2",
+        "--hidden",
+        "512",
+        "--heads",
+        "8",
+        "--seq-len",
+        "256",
+    )
     assert len({c[0] for c in cases}) == 8 and len(cases) == 32
     _check(cases, exact=True)
 

@@ -6,6 +6,7 @@ the trace beside them; the `op_udf.*` files print only the Operator and UDF view
 options in their names (and so for any trace set of the extra source, support.paths.trace_folders).
 These traces have no event over 16.8 ms, so the match is exact.
 """
+
 import re
 import subprocess
 import sys
@@ -15,9 +16,11 @@ import pytest
 from support.paths import REPO, SHARED_TRACES, trace_folders
 from support.parity import compare
 
-_NAME = re.compile(r"paddle_summary\.(?:(?P<op_udf>op_udf)\.)?(?:(?P<rank>rank\d+)\.)?"
-                   r"(?:(?P<key>CPU\w+|GPU\w+)\.)?(?:(?P<nodetail>no_op_detail)\.)?(?:(?P<sep>thread_sep)\.)?"
-                   r"(?P<unit>s|ms|us|ns)\.txt$")
+_NAME = re.compile(
+    r"paddle_summary\.(?:(?P<op_udf>op_udf)\.)?(?:(?P<rank>rank\d+)\.)?"
+    r"(?:(?P<key>CPU\w+|GPU\w+)\.)?(?:(?P<nodetail>no_op_detail)\.)?(?:(?P<sep>thread_sep)\.)?"
+    r"(?P<unit>s|ms|us|ns)\.txt$"
+)
 
 
 def _cases():
@@ -51,8 +54,13 @@ def test_every_shared_summary_is_checked(shared_traces):
 
 @pytest.mark.parametrize("trace, summary, args", CASES)
 def test_cli_prints_what_paddle_printed(trace, summary, args):
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(trace), *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "summary", str(trace), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     failure = compare(proc.stdout, summary.read_text(), exact=True, label=summary.name)
     assert failure is None, failure

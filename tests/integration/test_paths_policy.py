@@ -6,6 +6,7 @@ files are read; folders that are links are not walked. A refused file is listed 
 and nothing of it is read or served. Every wait here is bounded: a FIFO that blocked a reader would fail
 the test, not hang it (see _unjam).
 """
+
 from __future__ import annotations
 
 import os
@@ -73,8 +74,14 @@ def build_logdir(root: Path, shared_traces: Path) -> dict:
     os.mkfifo(links / NAME.format("fifo"))
     (logdir / "outdir").symlink_to(foreign.parent, target_is_directory=True)  # a folder out of the logdir
     (links / "up").symlink_to("..", target_is_directory=True)  # a loop
-    return {"logdir": logdir, "good": good, "swap": swap, "secret": secret, "foreign": foreign,
-            "fifo": links / NAME.format("fifo")}
+    return {
+        "logdir": logdir,
+        "good": good,
+        "swap": swap,
+        "secret": secret,
+        "foreign": foreign,
+        "fifo": links / NAME.format("fifo"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -158,24 +165,56 @@ def test_a_link_inside_the_logdir_is_followed(env):
 
 
 ATTACKS = [
-    "..", "../outside/secret.txt", "../../outside/secret.txt", "links/../../outside", "/etc/passwd", "~",
-    "links/passwd_time_2026_01_01_00_00_00_000000.paddle_trace.json", "links/up", "links/up/links", "outdir",
-    "outdir/rank5", "links%2F..%2F..%2Foutside", "..%2F..%2Foutside%2Fsecret.txt", "%2e%2e%2f%2e%2e%2f",
-    "..\\..\\outside\\secret.txt", "links\x00", "\x00", "passwd\x00", "%00", "links%00", "file:///etc/passwd",
-    "/dev/zero", "\u2025/outside",
+    "..",
+    "../outside/secret.txt",
+    "../../outside/secret.txt",
+    "links/../../outside",
+    "/etc/passwd",
+    "~",
+    "links/passwd_time_2026_01_01_00_00_00_000000.paddle_trace.json",
+    "links/up",
+    "links/up/links",
+    "outdir",
+    "outdir/rank5",
+    "links%2F..%2F..%2Foutside",
+    "..%2F..%2Foutside%2Fsecret.txt",
+    "%2e%2e%2f%2e%2e%2f",
+    "..\\..\\outside\\secret.txt",
+    "links\x00",
+    "\x00",
+    "passwd\x00",
+    "%00",
+    "links%00",
+    "file:///etc/passwd",
+    "/dev/zero",
+    "\u2025/outside",
 ]
 
 
 def test_path_attacks_in_every_parameter_of_every_route(env):
     secret, foreign = str(env["secret"]), str(env["foreign"])
     payloads = ATTACKS + [secret, foreign, os.path.relpath(secret, env["logdir"]), env["secret"].as_uri()]
-    valid = {"run": "links", "worker": "inside", "span": "0", "workers": "inside", "q": "x", "id": "0",
-             "start_ns": "0", "end_ns": "10", "tracks": "inside:1"}
+    valid = {
+        "run": "links",
+        "worker": "inside",
+        "span": "0",
+        "workers": "inside",
+        "q": "x",
+        "id": "0",
+        "start_ns": "0",
+        "end_ns": "10",
+        "tracks": "inside:1",
+    }
     routes = {
-        "summary": ("run", "worker", "span"), "trace": ("run", "worker", "span"), "distributed": ("run", "span"),
-        "parallel": ("run", "span"), "timeline": ("run", "span", "workers"),
-        "timeline_event": ("run", "worker", "span"), "timeline_search": ("run", "span", "workers"),
-        "timeline_range": ("run", "span", "tracks"), "trace_window": ("run", "worker", "span"),
+        "summary": ("run", "worker", "span"),
+        "trace": ("run", "worker", "span"),
+        "distributed": ("run", "span"),
+        "parallel": ("run", "span"),
+        "timeline": ("run", "span", "workers"),
+        "timeline_event": ("run", "worker", "span"),
+        "timeline_search": ("run", "span", "workers"),
+        "timeline_range": ("run", "span", "tracks"),
+        "trace_window": ("run", "worker", "span"),
     }
     for route, names in routes.items():
         for name in names:
@@ -278,8 +317,10 @@ def test_open_checked_refuses_without_blocking_and_follows_a_named_file(shared_t
         # A logdir reached through a link of its own is compared by its real location.
         alias = tmp_path / "alias"
         alias.symlink_to(env["logdir"], target_is_directory=True)
-        assert paths.read_checked(None, str(alias / "links" / NAME.format("inside")), str(alias)) == \
-            env["good"].read_bytes()
+        assert (
+            paths.read_checked(None, str(alias / "links" / NAME.format("inside")), str(alias))
+            == env["good"].read_bytes()
+        )
     finally:
         _unjam(env["fifo"])
 
@@ -288,8 +329,9 @@ def test_open_checked_refuses_without_blocking_and_follows_a_named_file(shared_t
 
 
 def cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "tb_paddle_profile", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_cli_folder_walk_follows_the_policy(shared_traces, tmp_path):

@@ -4,6 +4,7 @@ its kernels 1.5x longer). The peers (same stage and MP index, from the generator
 are computed here from the peers' own trace JSON (kernels: the sum of each name's Kernel event durations over
 the ProfileSteps) and from each peer's own Summary (operators: the top-level operators' CPU total per step).
 The straggler's banner names its cause in words, its GPU compute excess about its kernels' deltas."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,12 @@ RUN = "job"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("peers_run") / RUN
-    generate(SynthConfig(dp=4, mp=2, pp=2, steps=3, layers=2, micro_batches=2, names="rank", slow_rank=SLOW,
-                         slow_factor=1.5), str(folder))
+    generate(
+        SynthConfig(
+            dp=4, mp=2, pp=2, steps=3, layers=2, micro_batches=2, names="rank", slow_rank=SLOW, slow_factor=1.5
+        ),
+        str(folder),
+    )
     return folder
 
 
@@ -72,8 +77,10 @@ def test_the_straggler_against_its_role_peers_median(run, tmp_path, monkeypatch)
     plugin, client = make_plugin(str(logdir))
     try:
         ready(plugin)
-        q = (f"baseline_run={RUN}&baseline_worker=~peers&baseline_span=0&candidate_run={RUN}"
-             f"&candidate_worker={ranks[SLOW]['worker']}&candidate_span=0")
+        q = (
+            f"baseline_run={RUN}&baseline_worker=~peers&baseline_span=0&candidate_run={RUN}"
+            f"&candidate_worker={ranks[SLOW]['worker']}&candidate_span=0"
+        )
         got = settled(client, f"{PREFIX}/diff?{q}")
         assert got.status_code == 200, got.get_data(as_text=True)
         msg = diff_pb2.RunDiff.FromString(got.get_data())
@@ -83,8 +90,10 @@ def test_the_straggler_against_its_role_peers_median(run, tmp_path, monkeypatch)
         assert [v.key for v in msg.display.views] == ["operators", "kernels"]
 
         traces = {n: logdir / RUN / ranks[n]["trace"] for n in [SLOW] + peers}
-        for key, per_rank, column in (("kernels", _kernels_per_step, "gpu_total_ns"),
-                                      ("operators", _operators_per_step, "cpu_total_ns")):
+        for key, per_rank, column in (
+            ("kernels", _kernels_per_step, "gpu_total_ns"),
+            ("operators", _operators_per_step, "cpu_total_ns"),
+        ):
             table = find_table(msg.display, key)
             mine = per_rank(traces[SLOW])
             theirs = [per_rank(traces[n]) for n in peers]
@@ -96,8 +105,10 @@ def test_the_straggler_against_its_role_peers_median(run, tmp_path, monkeypatch)
             for n in names:
                 base, cand = rows[n].cells[b_i], rows[n].cells[c_i]
                 assert (base.number if not base.missing else 0.0) == pytest.approx(want[n], rel=1e-6, abs=2), (key, n)
-                assert (cand.number if not cand.missing else 0.0) == pytest.approx(mine.get(n, 0.0), rel=1e-6,
-                                                                                   abs=2), (key, n)
+                assert (cand.number if not cand.missing else 0.0) == pytest.approx(mine.get(n, 0.0), rel=1e-6, abs=2), (
+                    key,
+                    n,
+                )
         # the planted straggler's kernels are slower than its peers': the compute kernels top the table
         kernels = find_table(msg.display, "kernels")
         d_i = _column(kernels, "gpu_total_ns_delta")
@@ -105,8 +116,9 @@ def test_the_straggler_against_its_role_peers_median(run, tmp_path, monkeypatch)
         assert compute and all(r.cells[d_i].number > 0 for r in compute[:3])
 
         # the banner (the analysis is stored now): the GPU straggler's cause as a sentence with its excess
-        banner = json.loads(client.get(f"{PREFIX}/rank_banner?run={RUN}&worker={ranks[SLOW]['worker']}&span=0"
-                                       "&format=json").get_data())
+        banner = json.loads(
+            client.get(f"{PREFIX}/rank_banner?run={RUN}&worker={ranks[SLOW]['worker']}&span=0&format=json").get_data()
+        )
         words = "".join(sp.get("text", "") for sp in banner["sentences"][0]["spans"])
         excess = next(sp["value"]["number"] for sp in banner["sentences"][0]["spans"] if sp.get("isValue"))
         # ... the rank's compute excess over its peers' median, about the sum of its compute kernels' deltas

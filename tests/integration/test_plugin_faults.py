@@ -3,6 +3,7 @@ own WSGI application, real worker processes): a worker killed mid-parse, the cac
 unwritable, a corrupt cache entry and timeline index, a link out of the logdir, and an S3 endpoint
 stopped and restored. Each must end in a clear state: nothing lost, nothing served from outside the
 logdir, nothing written into it."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,22 @@ from urllib.parse import urlencode
 import fsspec
 import pytest
 
-from support.plugin_testlib import (GLOO, OLD, PREFIX, GateFS, free_port, make_plugin, pid_gone, place, ready, stop,
-                            trace_files, tree_digest, wait_for, wait_http)
+from support.plugin_testlib import (
+    GLOO,
+    OLD,
+    PREFIX,
+    GateFS,
+    free_port,
+    make_plugin,
+    pid_gone,
+    place,
+    ready,
+    stop,
+    trace_files,
+    tree_digest,
+    wait_for,
+    wait_http,
+)
 from tb_paddle_profile import timeline
 from tb_paddle_profile.timeline import remote
 from tb_paddle_profile.analysis.summarize import summarize_bytes
@@ -49,7 +64,11 @@ def timeline_window(client, run, span="0", timeout=120.0, **window):
     while True:
         r = client.get(f"{PREFIX}/timeline?" + urlencode({"run": run, "span": span, "px": 800, **window}))
         if r.status_code != 202:
-            body = timeline_pb2.TimelineWindow.FromString(r.get_data()) if r.status_code == 200 else r.get_data(as_text=True)
+            body = (
+                timeline_pb2.TimelineWindow.FromString(r.get_data())
+                if r.status_code == 200
+                else r.get_data(as_text=True)
+            )
             return r.status_code, body
         assert time.monotonic() < deadline, "the timeline kept answering 202"
         time.sleep(0.2)
@@ -99,7 +118,8 @@ def test_a_worker_killed_mid_parse_costs_only_its_file_which_is_retried(env, sha
             assert states(client)[(f.run, f.worker, f.span)] == (plugin_pb2.READY, "")
             code, body = summary(client, f.run, f.worker, f.span)
             assert code == 200 and summary_pb2.Summary.FromString(body) == summarize_bytes(
-                files[f.file_name].read_bytes(), f.file_name)
+                files[f.file_name].read_bytes(), f.file_name
+            )
     finally:
         plugin.close()
     assert pid_gone(pid_b) or not Path(f"/proc/{pid_b}/status").read_text().count("zombie")
@@ -121,8 +141,11 @@ def test_a_cache_folder_made_unwritable_while_serving_loses_nothing(env, shared_
         cache.rename(env / "cache.moved")
         cache.write_bytes(b"not a folder")
         src = sorted(files.values())[0]
-        new = place(src.read_bytes().replace(b'"span_index": "0"', b'"span_index": "1"', 1),
-                    env / "logdir" / "gloo" / src.name.replace("_time_", "_time_9"), mtime=OLD)
+        new = place(
+            src.read_bytes().replace(b'"span_index": "0"', b'"span_index": "1"', 1),
+            env / "logdir" / "gloo" / src.name.replace("_time_", "_time_9"),
+            mtime=OLD,
+        )
         plugin.discovery.scan()
         ready(plugin)
         got = states(client)
@@ -131,7 +154,7 @@ def test_a_cache_folder_made_unwritable_while_serving_loses_nothing(env, shared_
         code, body = summary(client, "gloo", worker, "1")
         assert code == 200 and summary_pb2.Summary.FromString(body) == summarize_bytes(new.read_bytes(), new.name)
         # The already cached summaries are still served (from memory or the moved folder's copies).
-        for (run, w, span) in got:
+        for run, w, span in got:
             assert summary(client, run, w, span)[0] == 200
         # The timeline still draws: its index is built into a temporary folder.
         code, window = timeline_window(client, "gloo", "1")
@@ -166,7 +189,7 @@ def test_a_corrupt_cache_entry_and_timeline_index_are_misses(env, shared_traces)
     data[-50] ^= 0xFF
     entries[1].write_bytes(bytes(data))
     data = bytearray(indexes[0].read_bytes())
-    data[len(data) // 2: len(data) // 2 + 64] = os.urandom(64)
+    data[len(data) // 2 : len(data) // 2 + 64] = os.urandom(64)
     indexes[0].write_bytes(bytes(data))
     indexes[1].write_bytes(indexes[1].read_bytes()[:1000])
 
@@ -177,8 +200,10 @@ def test_a_corrupt_cache_entry_and_timeline_index_are_misses(env, shared_traces)
         # is first read: a miss then too (the route answers 202 while it is parsed again), never served.
         for name, path in files.items():
             f = next(t for t in plugin.discovery.snapshot().files if t.file_name == name)
-            code, body = wait_for(lambda: (lambda c, b: (c, b) if c != 202 else None)(*summary(
-                client, f.run, f.worker, f.span)), what=f"{name}'s summary")
+            code, body = wait_for(
+                lambda: (lambda c, b: (c, b) if c != 202 else None)(*summary(client, f.run, f.worker, f.span)),
+                what=f"{name}'s summary",
+            )
             assert code == 200 and summary_pb2.Summary.FromString(body) == summarize_bytes(path.read_bytes(), name)
         assert plugin.loader.wait_idle(60)
         assert plugin.loader.stats["parsed"] == 2  # both damaged entries were misses, parsed again
@@ -230,8 +255,11 @@ LOGDIR = f"s3://{BUCKET}/profiler_log"
 
 def _moto(port: int, log: Path):
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     wait_http(f"http://127.0.0.1:{port}/", proc, 60)
     return proc
 
@@ -251,10 +279,14 @@ def test_an_s3_endpoint_stopped_and_restored(env, shared_traces, monkeypatch):
     pytest.importorskip("moto.server")
     port = free_port()
     for name, value in {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": str(env / "no-aws-config"), "AWS_SHARED_CREDENTIALS_FILE": str(env / "no-aws-creds"),
-        "AWS_MAX_ATTEMPTS": "1", "AWS_RETRY_MODE": "standard",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(env / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(env / "no-aws-creds"),
+        "AWS_MAX_ATTEMPTS": "1",
+        "AWS_RETRY_MODE": "standard",
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
@@ -277,7 +309,7 @@ def test_an_s3_endpoint_stopped_and_restored(env, shared_traces, monkeypatch):
         # The listing failed: the files of the last good scan are kept, their summaries still served.
         assert plugin.discovery.snapshot().error
         assert states(client) == got
-        for (run, w, span) in got:
+        for run, w, span in got:
             assert summary(client, run, w, span)[0] == 200
         # The indexes were built by the jobs that made the summaries (one parse): drawn without the store.
         code, window = timeline_window(client, "gloo")
@@ -288,8 +320,9 @@ def test_an_s3_endpoint_stopped_and_restored(env, shared_traces, monkeypatch):
             index.unlink()
         plugin._routes._timeline_store._open.clear()
         plugin._routes._in_pool("views", remote.forget)  # (nor open in the timeline worker process)
-        code, text = timeline_window(client, "gloo", start_ns=window.window_start_ns,
-                                     end_ns=(window.window_start_ns + window.window_end_ns) // 2)
+        code, text = timeline_window(
+            client, "gloo", start_ns=window.window_start_ns, end_ns=(window.window_start_ns + window.window_end_ns) // 2
+        )
         assert code == 503, (code, text)
         assert text.strip() and "\n" not in text.strip()
 

@@ -5,6 +5,7 @@ spans one of which uses the 2.x ``span_indx`` key), a truncated file, a non-Padd
 and a file that grows during the test. Summaries served must equal the engine's for the same bytes;
 parameters are only ever looked up; the logdir is left exactly as it was.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -46,8 +47,9 @@ def env(shared_traces, tmp_path_factory):
     half = half[: len(half) // 2]
     broken = logdir / "broken"
     files["truncated"] = place(half, broken / "rank0_time_2026_01_01_00_00_00_000000.paddle_trace.json", mtime=OLD)
-    files["foreign"] = place(b'{"hello": "world"}\n',
-                             broken / "rank1_time_2026_01_01_00_00_00_000000.paddle_trace.json")
+    files["foreign"] = place(
+        b'{"hello": "world"}\n', broken / "rank1_time_2026_01_01_00_00_00_000000.paddle_trace.json"
+    )
     files["empty"] = place(b"", broken / "rank2_time_2026_01_01_00_00_00_000000.paddle_trace.json", mtime=OLD)
     place(b'{"not": "a trace name"}', broken / "notes.json")
     files["growing"] = place(half, logdir / "growing" / gloo[0].name)  # recent: still being written
@@ -59,8 +61,14 @@ def env(shared_traces, tmp_path_factory):
         expected_tree = tree_digest(logdir)
         plugin, client = make_plugin(str(logdir))
         ready(plugin)
-        yield {"logdir": logdir, "files": files, "plugin": plugin, "client": client, "tree": expected_tree,
-               "full": gloo[0].read_bytes()}
+        yield {
+            "logdir": logdir,
+            "files": files,
+            "plugin": plugin,
+            "client": client,
+            "tree": expected_tree,
+            "full": gloo[0].read_bytes(),
+        }
         plugin.close()
 
 
@@ -166,8 +174,12 @@ def test_failed_unknown_and_bad_requests(env):
         ({"run": "gloo", "worker": "rank9", "span": "0"}, 404, "unknown worker 'rank9'", ("summary", "trace")),
         ({"run": "gloo", "worker": "rank0", "span": "7"}, 404, "unknown span '7'", ("summary", "trace")),
         ({"worker": "rank0", "span": "0"}, 400, "missing parameter 'run'", ("summary", "trace", "distributed")),
-        ({"run": "gloo", "worker": "rank0", "span": "0", "format": "xml"}, 400, "unknown format",
-         ("summary", "distributed", "runs")),
+        (
+            {"run": "gloo", "worker": "rank0", "span": "0", "format": "xml"},
+            400,
+            "unknown format",
+            ("summary", "distributed", "runs"),
+        ),
     ]
     for params, code, message, routes in cases:
         for route in routes:
@@ -193,26 +205,32 @@ def test_distributed_puts_every_rank_side_by_side(env):
         assert rank.distributed == s.distributed and rank.distributed.present
         assert list(rank.steps) == list(s.model.steps) and len(rank.steps) > 0
         assert rank.total_time_ns == s.meta.total_time_ns > 0
-    as_json = json_format.Parse(get(env, "distributed", run="gloo", span="0", format="json").get_data(as_text=True),
-                                plugin_pb2.RunDistributed())
+    as_json = json_format.Parse(
+        get(env, "distributed", run="gloo", span="0", format="json").get_data(as_text=True), plugin_pb2.RunDistributed()
+    )
     assert as_json == dist
 
     # part=summary: the same answer without the view's per-rank tables (a folded view of many ranks); the
     # charts' series stay. part=details: every table. Both (the page's) without the ranks' own figures, which
     # the tables carry.
     whole = dist.display.views
-    part = plugin_pb2.RunDistributed.FromString(get(env, "distributed", run="gloo", span="0", part="summary").get_data())
+    part = plugin_pb2.RunDistributed.FromString(
+        get(env, "distributed", run="gloo", span="0", part="summary").get_data()
+    )
     assert any(t.key == "ranks" for v in whole for t in v.tables)
     assert [t.key for v in part.display.views for t in v.tables] == ["rank_parts", "step_parts"]
-    assert [t for v in part.display.views for t in v.tables] == [t for v in whole for t in v.tables
-                                                                  if t.key in ("rank_parts", "step_parts")]
+    assert [t for v in part.display.views for t in v.tables] == [
+        t for v in whole for t in v.tables if t.key in ("rank_parts", "step_parts")
+    ]
     assert [list(v.sentences) for v in part.display.views] == [list(v.sentences) for v in whole]
-    details = plugin_pb2.RunDistributed.FromString(get(env, "distributed", run="gloo", span="0",
-                                                       part="details").get_data())
+    details = plugin_pb2.RunDistributed.FromString(
+        get(env, "distributed", run="gloo", span="0", part="details").get_data()
+    )
     assert details.display == dist.display
     for got in (part, details):
         assert [(x.worker, x.rank, x.state, x.total_time_ns, x.file_version) for x in got.ranks] == [
-            (x.worker, x.rank, x.state, x.total_time_ns, x.file_version) for x in dist.ranks]
+            (x.worker, x.rank, x.state, x.total_time_ns, x.file_version) for x in dist.ranks
+        ]
         assert not any(x.HasField("distributed") or x.steps for x in got.ranks)
     assert get(env, "distributed", run="gloo", span="0", part="tables").status_code == 400
 
@@ -258,20 +276,26 @@ def test_parallel_is_the_cross_rank_analysis_of_the_ranks(env):
     # ... and paged by parallel_matched: all of them in order, or those of one member rank and step
     page = plugin_pb2.MatchedPage.FromString(get(env, "parallel_matched", run="gpu", span="0").get_data())
     assert list(page.matched) == matched and page.total == len(matched) and page.analysis_key == served.analysis_key
-    pages = [plugin_pb2.MatchedPage.FromString(get(env, "parallel_matched", run="gpu", span="0", offset=str(o),
-                                                   limit="1").get_data()) for o in range(len(matched) + 1)]
+    pages = [
+        plugin_pb2.MatchedPage.FromString(
+            get(env, "parallel_matched", run="gpu", span="0", offset=str(o), limit="1").get_data()
+        )
+        for o in range(len(matched) + 1)
+    ]
     assert [m for p in pages for m in p.matched] == matched and not pages[-1].matched
     step = matched[-1].step
     page = plugin_pb2.MatchedPage.FromString(
-        get(env, "parallel_matched", run="gpu", span="0", rank="1", step=str(step)).get_data())
+        get(env, "parallel_matched", run="gpu", span="0", rank="1", step=str(step)).get_data()
+    )
     assert list(page.matched) == [m for m in matched if m.step == step and any(x.rank == 1 for x in m.members)]
     assert page.total == len(page.matched) > 0
     assert get(env, "parallel_matched", run="gpu", span="0", limit="0").status_code == 400
     # every rank carries its own per-step breakdown, so per-step charts need no further request
     assert [list(r.step_breakdown) for r in served.ranks] == [list(s.parallel.steps) for s in summaries]
     assert all(len(r.step_breakdown) == 2 for r in served.ranks)
-    as_json = json_format.Parse(get(env, "parallel", run="gpu", span="0", format="json").get_data(as_text=True),
-                                plugin_pb2.RunParallel())
+    as_json = json_format.Parse(
+        get(env, "parallel", run="gpu", span="0", format="json").get_data(as_text=True), plugin_pb2.RunParallel()
+    )
     assert as_json == served
     assert get(env, "parallel", run="gpu", span="9").status_code == 404
     assert get(env, "parallel", run="../gpu", span="0").status_code in (400, 404)
@@ -285,11 +309,12 @@ def test_parallel_details_are_what_the_page_draws(env, monkeypatch):
 
     whole = plugin_pb2.RunParallel.FromString(get(env, "parallel", run="gpu", span="0").get_data())
     (steps,) = [t for v in whole.display.views for t in v.tables if t.key == "breakdown_steps"]
-    assert len(steps.rows) == 4   # 2 ranks x 2 steps
+    assert len(steps.rows) == 4  # 2 ranks x 2 steps
     monkeypatch.setattr(routes_parallel, "DETAIL_STEP_ROWS", 3)
     details = plugin_pb2.RunParallel.FromString(get(env, "parallel", run="gpu", span="0", part="details").get_data())
     assert [t.key for v in details.display.views for t in v.tables] == [
-        t.key for v in whole.display.views for t in v.tables if t.key != "breakdown_steps"]
+        t.key for v in whole.display.views for t in v.tables if t.key != "breakdown_steps"
+    ]
     assert [list(v.sentences) for v in details.display.views] == [list(v.sentences) for v in whole.display.views]
     assert whole.step_time.values_ns and any(r.step_breakdown and r.kinds for r in whole.ranks)
     assert not details.step_time.values_ns and not details.exposed_communication.values_ns
@@ -303,8 +328,9 @@ def test_parallel_details_are_what_the_page_draws(env, monkeypatch):
         rest.ClearField(f)
     details.ClearField("display")
     assert details == rest
-    alone = plugin_pb2.RunParallel.FromString(get(env, "parallel", run="gpu", span="0",
-                                                  part="breakdown_steps").get_data())
+    alone = plugin_pb2.RunParallel.FromString(
+        get(env, "parallel", run="gpu", span="0", part="breakdown_steps").get_data()
+    )
     assert [list(v.tables) for v in alone.display.views] == [[steps]] and not alone.ranks
     assert (alone.run, alone.span, alone.analysis_key) == (whole.run, whole.span, whole.analysis_key)
     assert get(env, "parallel", run="gpu", span="0", part="ranks").status_code == 400
@@ -346,21 +372,50 @@ def test_static_assets(env):
 
 
 TRAVERSAL = [
-    "..", "../", "../../../../etc/passwd", "/etc/passwd", "gloo/..", "gloo/../gloo", "./gloo", "gloo/", "gloo/.",
-    "..\\..\\setup.py", "....//....//etc/passwd", "..;/", "%2e%2e%2f", "%2e%2e/%2e%2e/etc/passwd", "..%2f..%2f",
-    "%252e%252e%252f", "%2Fetc%2Fpasswd", "%c0%ae%c0%ae/", "\u2024\u2024/", "gloo%00", "~", "~/.ssh/id_rsa",
-    "file:///etc/passwd", "s3://bucket/key",
+    "..",
+    "../",
+    "../../../../etc/passwd",
+    "/etc/passwd",
+    "gloo/..",
+    "gloo/../gloo",
+    "./gloo",
+    "gloo/",
+    "gloo/.",
+    "..\\..\\setup.py",
+    "....//....//etc/passwd",
+    "..;/",
+    "%2e%2e%2f",
+    "%2e%2e/%2e%2e/etc/passwd",
+    "..%2f..%2f",
+    "%252e%252e%252f",
+    "%2Fetc%2Fpasswd",
+    "%c0%ae%c0%ae/",
+    "\u2024\u2024/",
+    "gloo%00",
+    "~",
+    "~/.ssh/id_rsa",
+    "file:///etc/passwd",
+    "s3://bucket/key",
 ]
 
 
 def test_path_traversal_is_refused_in_every_parameter(env):
     logdir = env["logdir"]
     real = env["files"]["gloo0"]
-    payloads = TRAVERSAL + [str(real), str(real.parent), str(logdir), os.path.relpath(real, logdir),
-                            real.name, real.as_uri()]
+    payloads = TRAVERSAL + [
+        str(real),
+        str(real.parent),
+        str(logdir),
+        os.path.relpath(real, logdir),
+        real.name,
+        real.as_uri(),
+    ]
     valid = {"run": "gloo", "worker": "rank0", "span": "0"}
-    for route, names in (("summary", ("run", "worker", "span")), ("trace", ("run", "worker", "span")),
-                         ("distributed", ("run", "span"))):
+    for route, names in (
+        ("summary", ("run", "worker", "span")),
+        ("trace", ("run", "worker", "span")),
+        ("distributed", ("run", "span")),
+    ):
         for name in names:
             for payload in payloads:
                 for encoded in (payload, quote(payload, safe="")):  # as typed, and encoded once more
@@ -370,21 +425,48 @@ def test_path_traversal_is_refused_in_every_parameter(env):
                     body = r.get_data()
                     assert r.status_code in (400, 404), (route, name, payload, r.status_code)
                     assert b"traceEvents" not in body and len(body) < 2000
-    for path in ("../../../setup.py", "%2e%2e/%2e%2e/cache.py", "..%2f..%2fplugin%2froutes.py", "/etc/passwd",
-                 "static/../plugin/routes.py", "..\\routes.py", "%252e%252e/setup.py", "plugin/routes.py",
-                 "../__init__.py"):
+    for path in (
+        "../../../setup.py",
+        "%2e%2e/%2e%2e/cache.py",
+        "..%2f..%2fplugin%2froutes.py",
+        "/etc/passwd",
+        "static/../plugin/routes.py",
+        "..\\routes.py",
+        "%252e%252e/setup.py",
+        "plugin/routes.py",
+        "../__init__.py",
+    ):
         r = env["client"].get(f"{PREFIX}/{path}")
         assert r.status_code == 404, path
         assert b"import" not in r.get_data()
 
 
-BAD_INTEGERS = ["99999999999999999999999", "-99999999999999999999999", str(2 ** 63), str(-2 ** 63 - 1), str(10 ** 30),
-                "1e3", "0x10", "+1", " 1", "1_000", "\u0661\u0662", "\u00b2", "-", "1.5", "nan"]
+BAD_INTEGERS = [
+    "99999999999999999999999",
+    "-99999999999999999999999",
+    str(2**63),
+    str(-(2**63) - 1),
+    str(10**30),
+    "1e3",
+    "0x10",
+    "+1",
+    " 1",
+    "1_000",
+    "\u0661\u0662",
+    "\u00b2",
+    "-",
+    "1.5",
+    "nan",
+]
 OUT_OF_RANGE = {  # per parameter, beyond the integers that are bad everywhere
-    "start_ns": [str(2 ** 62 + 1), str(-2 ** 62 - 1)], "end_ns": [str(2 ** 62 + 1)], "base_unix_ns": [str(2 ** 63 - 1)],
-    "px": ["-5", "0", "100001"], "id": ["-1"], "limit": ["0", "-1"],
+    "start_ns": [str(2**62 + 1), str(-(2**62) - 1)],
+    "end_ns": [str(2**62 + 1)],
+    "base_unix_ns": [str(2**63 - 1)],
+    "px": ["-5", "0", "100001"],
+    "id": ["-1"],
+    "limit": ["0", "-1"],
 }
-EDGES = {"start_ns": str(-2 ** 62), "end_ns": str(2 ** 62), "base_unix_ns": str(2 ** 62), "px": "100000", "limit": "1"}
+EDGES = {"start_ns": str(-(2**62)), "end_ns": str(2**62), "base_unix_ns": str(2**62), "px": "100000", "limit": "1"}
 
 
 def _index_built(env, run="gloo", span="0"):
@@ -426,11 +508,19 @@ def test_every_response_says_nosniff_and_our_own_bug_is_a_500_that_says_so(env, 
     from tb_paddle_profile.plugin import routes
 
     gloo = {"run": "gloo", "worker": "rank0", "span": "0"}
-    answers = [get(env, "runs"), get(env, "status"), get(env, "summary", **gloo), get(env, "trace", **gloo),
-               get(env, "summary", run="nope", worker="x", span="0"), get(env, "summary", run="gloo"),
-               get(env, "summary", run="broken", worker="rank0", span="0"), env["client"].post(f"{PREFIX}/runs"),
-               env["client"].get(f"{PREFIX}/index.js"), env["client"].get(f"{PREFIX}/nothing.css"),
-               get(env, "timeline", run="gloo", span="0", px="-5")]
+    answers = [
+        get(env, "runs"),
+        get(env, "status"),
+        get(env, "summary", **gloo),
+        get(env, "trace", **gloo),
+        get(env, "summary", run="nope", worker="x", span="0"),
+        get(env, "summary", run="gloo"),
+        get(env, "summary", run="broken", worker="rank0", span="0"),
+        env["client"].post(f"{PREFIX}/runs"),
+        env["client"].get(f"{PREFIX}/index.js"),
+        env["client"].get(f"{PREFIX}/nothing.css"),
+        get(env, "timeline", run="gloo", span="0", px="-5"),
+    ]
     assert sorted({r.status_code for r in answers}) == [200, 400, 404, 405, 422]
     for r in answers:
         assert r.headers.get("X-Content-Type-Options") == "nosniff", (r.status_code, r.headers)
@@ -466,7 +556,7 @@ def test_growing_file_is_retried_not_cached_as_failed(env):
     assert plugin.loader.cache.peek(old.key) is None  # a growing file is never cached as failed
 
     with open(path, "ab") as f:  # the writer finishes the file
-        f.write(env["full"][path.stat().st_size:])
+        f.write(env["full"][path.stat().st_size :])
     env["tree"].update({k: v for k, v in tree_digest(env["logdir"]).items() if k.startswith("growing/")})
     plugin.discovery.scan()
     r = get(env, "summary", format="json", **q)
@@ -564,15 +654,22 @@ def test_a_small_gzipped_body_says_so(tmp_path):
     """A body compressed below the size threshold must still carry Content-Encoding: gzip."""
     import gzip as gz
 
-
     from tb_paddle_profile.plugin.routes import _GZIP_MIN, respond
     from werkzeug.wrappers import Request
 
     raw = b"x" * (_GZIP_MIN + 10)
     packed = gz.compress(raw)
     assert len(packed) < _GZIP_MIN
-    req = Request({"REQUEST_METHOD": "GET", "HTTP_ACCEPT_ENCODING": "gzip", "wsgi.url_scheme": "http",
-                   "SERVER_NAME": "x", "SERVER_PORT": "80", "PATH_INFO": "/"})
+    req = Request(
+        {
+            "REQUEST_METHOD": "GET",
+            "HTTP_ACCEPT_ENCODING": "gzip",
+            "wsgi.url_scheme": "http",
+            "SERVER_NAME": "x",
+            "SERVER_PORT": "80",
+            "PATH_INFO": "/",
+        }
+    )
     resp = respond(req, packed, "application/x-protobuf", gzipped=packed)
     assert resp.headers.get("Content-Encoding") == "gzip"
     assert gz.decompress(resp.get_data()) == raw

@@ -2,6 +2,7 @@
 the rank that the generator planted for it (its synth_manifest.json, Fleet's order: hosts in natural
 order, then the GPU), before the run's cross-rank analysis exists and after, and lists the workers in
 that order (gpunode2 before gpunode10)."""
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,37 @@ def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("rank_identity")
     logdir, cache = root / "logdir", root / "cache"
     # 24 ranks on 12 hosts, two GPUs each: the pids are random, so only the GPU orders a host's ranks
-    gen = subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "6", "--mp", "2", "--pp", "2", "--layers", "2",
-                          "--micro-batches", "1", "--steps", "2", "--names", "default", "--gpus-per-node", "2",
-                          "--slow-host-rank", "13", "--quiet", "--out", str(logdir / "job")],
-                         capture_output=True, text=True, cwd=str(REPO))
+    gen = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "6",
+            "--mp",
+            "2",
+            "--pp",
+            "2",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "1",
+            "--steps",
+            "2",
+            "--names",
+            "default",
+            "--gpus-per-node",
+            "2",
+            "--slow-host-rank",
+            "13",
+            "--quiet",
+            "--out",
+            str(logdir / "job"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     assert gen.returncode == 0, gen.stderr[-2000:]
     manifest = json.loads((logdir / "job" / "synth_manifest.json").read_text())
     with pytest.MonkeyPatch.context() as mp:
@@ -80,7 +108,9 @@ def test_default_names_get_their_planted_rank_before_the_analysis(env):
     assert {r.cells[wcol].text: int(r.cells[col].number) for r in table.rows if not r.cells[col].missing} == truth
     # the timeline's window names each rank by its number, in rank order
     some = [w for w, r in sorted(truth.items(), key=lambda kv: kv[1])][9:13]
-    win = timeline_pb2.TimelineWindow.FromString(get(env, "timeline", run="job", span="0", workers=",".join(reversed(some))))
+    win = timeline_pb2.TimelineWindow.FromString(
+        get(env, "timeline", run="job", span="0", workers=",".join(reversed(some)))
+    )
     assert [(r.worker, r.rank) for r in win.ranks] == [(w, truth[w]) for w in some]
 
 

@@ -1,4 +1,5 @@
 """The reader: Paddle's layouts and quirks load; wrong input fails with one line naming the file."""
+
 import gzip
 import json
 import re
@@ -43,8 +44,9 @@ def test_gzip_gives_the_same_summary(gpu_trace):
 
 def test_paddle2_layout_loads_like_paddle3(gpu_trace):
     """2.x files: "span_indx", schemaVersion 1.0.1 and the "Deivce" typo in process names."""
-    old = gpu_trace.replace(b'"span_index"', b'"span_indx"').replace(b'"schemaVersion": "1.0.2"',
-                                                                     b'"schemaVersion": "1.0.1"')
+    old = gpu_trace.replace(b'"span_index"', b'"span_indx"').replace(
+        b'"schemaVersion": "1.0.2"', b'"schemaVersion": "1.0.1"'
+    )
     old = old.replace(b'"Device ', b'"Deivce ')
     assert old != gpu_trace
     s = summarize_bytes(old, NAME)
@@ -92,8 +94,10 @@ BROKEN = {
     "not-json": (lambda d: b"step,time\n1,2\n", "not JSON"),
     "json-array": (lambda d: b"[1, 2, 3]", "not a Paddle trace"),
     "kineto-like": (lambda d: json.dumps({"schemaVersion": 1, "traceEvents": []}).encode(), "not a Paddle trace"),
-    "chrome-trace": (lambda d: json.dumps({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}]}).encode(),
-                     "not a Paddle trace"),
+    "chrome-trace": (
+        lambda d: json.dumps({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}]}).encode(),
+        "not a Paddle trace",
+    ),
     "garbage": (lambda d: bytes(range(256)) * 4, "JSON"),
 }
 
@@ -113,8 +117,13 @@ def test_bad_input_raises_one_line_naming_the_file(cpu_trace, kind):
 def test_cli_prints_one_line_and_exits_2(tmp_path, cpu_trace, kind):
     path = tmp_path / NAME
     path.write_bytes(BROKEN[kind][0](cpu_trace))
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(path)], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "summary", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
@@ -125,8 +134,13 @@ def test_cli_folder_summarizes_good_files_and_reports_bad_ones(tmp_path, cpu_tra
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / NAME).write_bytes(gpu_trace)
     (tmp_path / "b_time_x.paddle_trace.json").write_bytes(_half(cpu_trace))
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(tmp_path), "--views", "overview"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "summary", str(tmp_path), "--views", "overview"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stdout.count("Overview Summary") == 1
     assert re.search(r"b_time_x\.paddle_trace\.json: truncated JSON", proc.stderr)
@@ -135,14 +149,20 @@ def test_cli_folder_summarizes_good_files_and_reports_bad_ones(tmp_path, cpu_tra
 def test_cli_json_is_the_summary_message(tmp_path, gpu_trace):
     path = tmp_path / NAME
     path.write_bytes(gpu_trace)
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(path), "--format", "json"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "summary", str(path), "--format", "json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0
     doc = json.loads(proc.stdout)
     assert doc["meta"]["worker"] == "rank0" and doc["meta"]["rank"] == 0
     assert int(doc["meta"]["totalTimeNs"]) == 10_000_000
     assert {k["name"] for k in doc["kernels"]["kernels"]} >= {
-        "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"}
+        "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
+    }
 
 
 def test_chunked_decoding_gives_the_same_tables(monkeypatch, cpu_trace, gpu_trace):
@@ -190,8 +210,11 @@ def _tables_equal(a, b) -> list:
         if is_dataclass(v) and not isinstance(v, type):  # a typed table: compare its columns
             diff += [f"{k}.{c}" for c in _tables_equal(v, w)]
             continue
-        same = (v.dtype == w.dtype and v.shape == w.shape and np.array_equal(v, w)) \
-            if isinstance(v, np.ndarray) else v == w
+        same = (
+            (v.dtype == w.dtype and v.shape == w.shape and np.array_equal(v, w))
+            if isinstance(v, np.ndarray)
+            else v == w
+        )
         if not same:
             diff.append(k)
     return diff
@@ -226,8 +249,12 @@ def test_parallel_decode_gives_the_same_tables(tmp_path, cpu_trace, gpu_trace):
     for i, data in enumerate((cpu_trace, gpu_trace)):
         paths.append(tmp_path / f"{i}.json")
         paths[-1].write_bytes(data)
-    proc = subprocess.run([sys.executable, "-c", _PARALLEL_CHILD, str(REPO / "tests"), *map(str, paths)],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PARALLEL_CHILD, str(REPO / "tests"), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert proc.returncode == 0 and "parallel == serial" in proc.stdout, proc.stderr[-3000:]
 
 
@@ -286,6 +313,14 @@ def test_parallel_decode_falls_back_on_a_chunk_cut_inside_a_name(tmp_path, cpu_t
 def test_cli_summary_jobs_do_not_change_the_tables(tmp_path, gpu_trace):
     path = tmp_path / NAME
     path.write_bytes(gpu_trace)
-    out = [subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(path), "--jobs", j],
-                          capture_output=True, text=True, check=True, cwd=REPO).stdout for j in ("1", "3")]
+    out = [
+        subprocess.run(
+            [sys.executable, "-m", "tb_paddle_profile", "summary", str(path), "--jobs", j],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        ).stdout
+        for j in ("1", "3")
+    ]
     assert out[0] == out[1] and "Kernel Summary" in out[0]

@@ -2,6 +2,7 @@
 traceEvents that is not an array, negative durations, exact byte offsets in the messages, values
 beyond what the Summary holds; the engine and the CLI tell bad input (one line naming the file) from
 a bug of ours. Each test failed before its fix."""
+
 import gzip
 import json
 import os
@@ -20,8 +21,10 @@ from tb_paddle_profile.analysis.summarize import summarize_bytes
 
 NAME = "rank0_time_2026_11_29_00_00_00_000000.paddle_trace.json"
 EXAMPLE = sorted((REPO / "examples" / "profiler_log" / "gpt-single").glob("*.paddle_trace.json"))[0]
-_STEP = ('{"name": "ProfileStep#1[20.000 us]", "pid": 7, "tid": "7(Python)", "ts": 999, "dur": 20.0, '
-         '"ph": "X", "cat": "ProfileStep", "args": {"start_time": "0.000 us", "end_time": "20.000 us"}}')
+_STEP = (
+    '{"name": "ProfileStep#1[20.000 us]", "pid": 7, "tid": "7(Python)", "ts": 999, "dur": 20.0, '
+    '"ph": "X", "cat": "ProfileStep", "args": {"start_time": "0.000 us", "end_time": "20.000 us"}}'
+)
 PATHS = pytest.mark.parametrize("native", [True, False], ids=["native", "msgspec"])
 
 
@@ -90,8 +93,13 @@ def _write_bomb(path, inflated_mb: int, layers: int = 1) -> None:
 
 
 def _run_bomb(path, env=None):
-    proc = subprocess.run([sys.executable, "-c", _BOMB, str(REPO), str(path)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOMB, str(REPO), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     outcome, peak_mb = proc.stdout.strip().splitlines()
     return outcome, int(peak_mb)
@@ -114,8 +122,9 @@ def test_the_inflate_bound_is_a_setting(tmp_path):
     _write_bomb(path, 40)
     assert _run_bomb(path)[0] == "summary"  # below the ratio bound's 64 MB: an empty trace it is
     outcome, _ = _run_bomb(path, {reader.MAX_INFLATE_ENV: "0.02"})
-    assert outcome == (f"error: {path.name}: inflates beyond 0.02 GB (the bound for a .gz trace; "
-                       f"{reader.MAX_INFLATE_ENV} sets it)"), outcome
+    assert outcome == (
+        f"error: {path.name}: inflates beyond 0.02 GB (the bound for a .gz trace; {reader.MAX_INFLATE_ENV} sets it)"
+    ), outcome
 
 
 def test_max_inflate_setting(monkeypatch):
@@ -125,7 +134,7 @@ def test_max_inflate_setting(monkeypatch):
     assert reader.max_inflate_bytes() == 0
     for bad in ("x", "-1", "inf", "nan"):
         monkeypatch.setenv(reader.MAX_INFLATE_ENV, bad)
-        assert 0 < reader.max_inflate_bytes() <= reader.DEFAULT_MAX_INFLATE_GB * 10 ** 9
+        assert 0 < reader.max_inflate_bytes() <= reader.DEFAULT_MAX_INFLATE_GB * 10**9
 
 
 @PATHS
@@ -137,7 +146,7 @@ def test_gzip_layers_members_and_damage(example, native):
     members = gzip.compress(example[:half], 1) + gzip.compress(example[half:], 1) + b"\0" * 16
     assert _summary_text(members, native) == plain  # concatenated members, zero padding
     assert "compressed more than 2 times" in _error(gzip.compress(gzip.compress(once)), native)
-    assert "truncated gzip stream" in _error(once[:len(once) // 2], native)
+    assert "truncated gzip stream" in _error(once[: len(once) // 2], native)
     assert "truncated gzip stream" in _error(gzip.compress(once)[:-9], native)
     assert "corrupt gzip data" in _error(once + b"garbage", native)
     assert "not JSON (inside the gzip)" in _error(gzip.compress(b"\0" * 100_000), native)
@@ -158,20 +167,20 @@ def test_a_gzip_of_a_gzip_is_inflated_once(monkeypatch, example):
 def test_inflated_size_for_memory_planning(monkeypatch, example):
     monkeypatch.setenv(reader.MAX_INFLATE_ENV, "100")
     packed = gzip.compress(example, 6)
-    assert reader.inflated_size(packed[:1 << 20], packed[-4:], len(packed)) == len(example)  # exact
+    assert reader.inflated_size(packed[: 1 << 20], packed[-4:], len(packed)) == len(example)  # exact
     # A file too large for ISIZE (the size mod 2**32): the head's ratio picks the right multiple.
     ratio = len(example) / len(packed)
     size = 400 << 20
     real = int(size * ratio)
-    got = reader.inflated_size(packed[:1 << 20], (real % (1 << 32)).to_bytes(4, "little"), size)
+    got = reader.inflated_size(packed[: 1 << 20], (real % (1 << 32)).to_bytes(4, "little"), size)
     assert got == real % (1 << 32) + (real >> 32 << 32)
     # A gzip of a gzip: ISIZE is the inner layer's size; the head's ratio through both decides.
     twice = gzip.compress(packed, 6)
-    got = reader.inflated_size(twice[:1 << 20], twice[-4:], len(twice))
+    got = reader.inflated_size(twice[: 1 << 20], twice[-4:], len(twice))
     assert abs(got - len(example)) < len(example) * 0.3
     # A bomb: never more than what the reader inflates before it refuses the file.
     bound, _ = reader._inflate_bound(1 << 20)
-    assert reader.inflated_size(packed[:1 << 20], (1 << 30).to_bytes(4, "little"), 1 << 20) == bound
+    assert reader.inflated_size(packed[: 1 << 20], (1 << 30).to_bytes(4, "little"), 1 << 20) == bound
     assert reader.inflated_size(example[:100], example[-4:], len(example)) == len(example)  # not gzip
 
 
@@ -185,8 +194,9 @@ def _deep_object(depth: int = _DEEP, closed: bool = True) -> bytes:
 
 
 @PATHS
-@pytest.mark.parametrize("where", ["document", "head key", "event", "args", "array in args", "unclosed",
-                                   "unclosed in events"])
+@pytest.mark.parametrize(
+    "where", ["document", "head key", "event", "args", "array in args", "unclosed", "unclosed in events"]
+)
 def test_deep_nesting_is_a_one_line_error(where, native):
     event = _HOST
     if where == "document":
@@ -212,10 +222,16 @@ def test_deep_nesting_is_a_one_line_error(where, native):
 def test_the_cli_goes_on_after_a_deeply_nested_file(tmp_path, example):
     (tmp_path / "a_time_1.paddle_trace.json").write_bytes(_deep_object())
     (tmp_path / "b_time_1.paddle_trace.json").write_bytes(example)
-    (tmp_path / "c_time_1.paddle_trace.json").write_bytes(_trace(_HOST).replace(b'"ExtraInfo": {}',
-                                                                                  b'"x": ' + _deep_object()))
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "summary", str(tmp_path), "--views", "overview"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    (tmp_path / "c_time_1.paddle_trace.json").write_bytes(
+        _trace(_HOST).replace(b'"ExtraInfo": {}', b'"x": ' + _deep_object())
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "summary", str(tmp_path), "--views", "overview"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Overview Summary" in proc.stdout and "b_time_1" in proc.stdout
     lines = proc.stderr.strip().splitlines()
@@ -225,6 +241,7 @@ def test_the_cli_goes_on_after_a_deeply_nested_file(tmp_path, example):
 
 
 # ---------------------------------------------------------------- the document's shape
+
 
 @PATHS
 def test_a_byte_order_mark_is_accepted(example, native):
@@ -237,8 +254,17 @@ def test_a_byte_order_mark_is_accepted(example, native):
 
 
 @PATHS
-@pytest.mark.parametrize("value,kind", [('"[]"', "a string"), ('"[{}]"', "a string"), ("{}", "an object"),
-                                        ("5", "a number"), ("null", "null"), ("true", "a boolean")])
+@pytest.mark.parametrize(
+    "value,kind",
+    [
+        ('"[]"', "a string"),
+        ('"[{}]"', "a string"),
+        ("{}", "an object"),
+        ("5", "a number"),
+        ("null", "null"),
+        ("true", "a boolean"),
+    ],
+)
 def test_trace_events_must_be_an_array(native, value, kind):
     data = _trace(_HOST).replace(b"[\n" + _HOST.encode() + b"\n]", value.encode())
     assert value.encode() in data
@@ -258,13 +284,14 @@ def test_another_key_after_the_events_still_loads(native):
 
 # ---------------------------------------------------------------- values
 
+
 @PATHS
 @pytest.mark.parametrize("event", [_STEP, _HOST, _KERNEL, _RUNTIME])
 def test_a_negative_duration_is_a_one_line_error(native, event):
     """A ProfileStep of negative length cancelled the others' time: the total became 0 and every
     table after the Device Summary was dropped, silently. Durations are refused below 0."""
     m = re.search(r'"dur": ([0-9.]+)', event)
-    bad = event[:m.start(1)] + "-" + event[m.start(1):]
+    bad = event[: m.start(1)] + "-" + event[m.start(1) :]
     message = _error(_trace(*[bad if e == event else e for e in (_STEP, _HOST, _RUNTIME, _KERNEL, _MEMORY)]), native)
     name = json.loads(bad)["name"].rpartition("[")[0] or json.loads(bad)["name"]
     assert f"a negative duration (-{float(m.group(1)):.3f} µs) for the event {name!r}" in message, message
@@ -282,7 +309,7 @@ def test_byte_offsets_are_those_of_the_file(example, native):
     """msgspec counts from the start of what it decodes: a chunk of events or the events' array;
     the offsets were off by where that began (about 570 bytes in the samples)."""
     at = example.index(b'"ph": "X"', len(example) // 3) + 6
-    bad = example[:at] + b"@" + example[at + 1:]
+    bad = example[:at] + b"@" + example[at + 1 :]
     for chunk in (reader.chunks.CHUNK_BYTES, 50_000):
         assert f"invalid JSON: JSON is malformed: invalid character (byte {at})" in _error(bad, native, chunk)
     # in a copy repaired for Paddle's unescaped names, still the offset in the file
@@ -299,9 +326,10 @@ def test_byte_offsets_are_those_of_the_file(example, native):
 
 @PATHS
 def test_a_time_out_of_range_is_a_one_line_error(native):
-    for event in (_HOST.replace('"dur": 12.345', '"dur": 4.7e15'),
-                  _HOST.replace('"start_time": "1.000 us"', '"start_time": "4.0e15 us"').replace(
-                      '"dur": 12.345', '"dur": 1e15')):
+    for event in (
+        _HOST.replace('"dur": 12.345', '"dur": 4.7e15'),
+        _HOST.replace('"start_time": "1.000 us"', '"start_time": "4.0e15 us"').replace('"dur": 12.345', '"dur": 1e15'),
+    ):
         assert "time out of range" in _error(_trace(_STEP, event), native)
 
 
@@ -336,14 +364,17 @@ def test_device_properties_beyond_the_summary_fields_are_refused(native):
 @pytest.mark.parametrize("shapes", ['"abc"', "[1, 2]", "5", '{"X": 5}', '{"X": [[2, 3]]}'])
 def test_input_shapes_of_any_shape_load(native, shapes):
     """The collectives' byte count read any JSON there as Paddle's {input: [shape]} (AttributeError)."""
-    op = ('{"name": "c_allreduce_sum dygraph[5.000 us]", "pid": 7, "tid": "7(Python)", "ts": 1000, "dur": 5, '
-          '"ph": "X", "cat": "Operator", "args": {"start_time": "1.000 us", "input_shapes": %s, '
-          '"input_dtypes": {"X": ["float32"]}}}' % shapes)
+    op = (
+        '{"name": "c_allreduce_sum dygraph[5.000 us]", "pid": 7, "tid": "7(Python)", "ts": 1000, "dur": 5, '
+        '"ph": "X", "cat": "Operator", "args": {"start_time": "1.000 us", "input_shapes": %s, '
+        '"input_dtypes": {"X": ["float32"]}}}' % shapes
+    )
     s = _summary_text(_trace(_STEP, op), native)
     assert s
 
 
 # ---------------------------------------------------------------- ours, not the file's
+
 
 def test_a_bug_in_the_analyses_is_not_blamed_on_the_file(monkeypatch, example):
     def broken(*args, **kwargs):
@@ -374,8 +405,14 @@ def test_the_cli_reports_our_bug_goes_on_and_exits_3(tmp_path, example, debug):
     for name in ("a_time_1.paddle_trace.json", "b_time_1.paddle_trace.json"):
         (tmp_path / name).write_bytes(example)
     (tmp_path / "c_time_1.paddle_trace.json").write_bytes(b"")
-    proc = subprocess.run([sys.executable, "-c", _BROKEN_CLI, str(REPO), "summary", str(tmp_path), "--no-cache"]
-                          + (["--debug"] if debug else []), cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _BROKEN_CLI, str(REPO), "summary", str(tmp_path), "--no-cache"]
+        + (["--debug"] if debug else []),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 3, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 3, proc.stderr
@@ -388,19 +425,44 @@ def test_the_cli_reports_our_bug_goes_on_and_exits_3(tmp_path, example, debug):
 
 
 def test_column_values_that_do_not_fit_are_one_line_errors():
-    for event, what in ((_KERNEL.replace('"correlation id": 5', '"correlation id": %d' % (1 << 64)), "correlation id"),
-                        (_KERNEL.replace('"pid": 0', '"pid": "x"'), "device id"),
-                        (_HOST.replace('"7(Python)"', '"x(Python)"'), "thread id"),
-                        (_HOST.replace('"1.000 us"', '"1.000 ms"'), "start_time")):
+    for event, what in (
+        (_KERNEL.replace('"correlation id": 5', '"correlation id": %d' % (1 << 64)), "correlation id"),
+        (_KERNEL.replace('"pid": 0', '"pid": "x"'), "device id"),
+        (_HOST.replace('"7(Python)"', '"x(Python)"'), "thread id"),
+        (_HOST.replace('"1.000 us"', '"1.000 ms"'), "start_time"),
+    ):
         for native in (True, False):
             assert what in _error(_trace(_STEP, event), native)
 
 
 @PATHS
-@pytest.mark.parametrize("events", [(), (_KERNEL,), (_RUNTIME,), (_MEMORY,), (_RUNTIME, _KERNEL), (_STEP, _KERNEL),
-                                    (_STEP, _RUNTIME), (_STEP, _MEMORY), (_HOST, _KERNEL), (_STEP, _RUNTIME, _KERNEL)],
-                         ids=["none", "kernel", "runtime", "memory", "runtime+kernel", "step+kernel", "step+runtime",
-                              "step+memory", "op+kernel", "step+runtime+kernel"])
+@pytest.mark.parametrize(
+    "events",
+    [
+        (),
+        (_KERNEL,),
+        (_RUNTIME,),
+        (_MEMORY,),
+        (_RUNTIME, _KERNEL),
+        (_STEP, _KERNEL),
+        (_STEP, _RUNTIME),
+        (_STEP, _MEMORY),
+        (_HOST, _KERNEL),
+        (_STEP, _RUNTIME, _KERNEL),
+    ],
+    ids=[
+        "none",
+        "kernel",
+        "runtime",
+        "memory",
+        "runtime+kernel",
+        "step+kernel",
+        "step+runtime",
+        "step+memory",
+        "op+kernel",
+        "step+runtime+kernel",
+    ],
+)
 def test_traces_with_some_kinds_of_events_missing_summarize(native, events):
     """np.where(i >= 0, a[max(i, 0)], -1) read a[0] of an empty table (no runtime or host events):
     an IndexError that the engine used to pass off as an "inconsistent trace"."""

@@ -5,6 +5,7 @@ reader's, and where msgspec fails (or would, later in the Python code) it must d
 so that the same one-line error comes out. Checked on every trace we have, on hand-written edge
 cases and on a few thousand damaged copies of real traces.
 """
+
 import random
 import subprocess
 import sys
@@ -48,8 +49,9 @@ def _scan_all(data: bytes):
 
 def test_the_scanner_is_built():
     """pip install builds it (setup.py, optional only for machines without a C compiler)."""
-    assert reader.native_scanner() is not None, \
+    assert reader.native_scanner() is not None, (
         "tb_paddle_profile/trace/_scan.c is not built: pip install -e . with a C compiler"
+    )
 
 
 def _all_traces(shared_traces):
@@ -74,8 +76,24 @@ def test_same_tables_on_generated_gpu_traces(tmp_path):
 
     for layout in (2, 3):
         out = tmp_path / f"v{layout}"
-        main(["--out", str(out), "--dp", "2", "--mp", "2", "--pp", "1", "--steps", "2",
-                       "--events-per-rank", "6000", "--layout", str(layout)])
+        main(
+            [
+                "--out",
+                str(out),
+                "--dp",
+                "2",
+                "--mp",
+                "2",
+                "--pp",
+                "1",
+                "--steps",
+                "2",
+                "--events-per-rank",
+                "6000",
+                "--layout",
+                str(layout),
+            ]
+        )
         for path in sorted(out.glob("*.paddle_trace.json")):
             data = path.read_bytes()
             assert _scan_all(data) is not None
@@ -84,19 +102,28 @@ def test_same_tables_on_generated_gpu_traces(tmp_path):
             assert _same_result(data, chunk=20000, workers=2) == "", path.name
 
 
-_HEAD = (b'{"schemaVersion": "1.0.2", "span_index": "0", "displayTimeUnit": "ms", "traceEvents": [\n%s\n],'
-         b' "ExtraInfo": {}}')
-_HOST = ('{"name": "matmul dygraph[12.345 us]", "pid": 7, "tid": "7(Python)", "ts": 1000, "dur": 12.345, '
-         '"ph": "X", "cat": "Operator", "args": {"start_time": "1.000 us", "end_time": "13.345 us"}}')
-_KERNEL = ('{"name": "gemm", "pid": 0, "tid": 7, "ts": 1002, "dur": 3.5, "ph": "X", "cat": "Kernel", '
-           '"args": {"start_time": "2.000 us", "correlation id": 5, "grid": [4, 2, 1], "block": [128, 1, 1], '
-           '"registers per thread": 32, "shared memory": 0, "blocks per SM": 1.5, "warps per SM": 12.0, '
-           '"theoretical achieved occupancy %": 50.000}}')
-_RUNTIME = ('{"name": "cudaLaunchKernel", "pid": 7, "tid": "7(C++)", "ts": 1001, "dur": 1.25, "ph": "X", '
-            '"cat": "CudaRuntime", "args": {"start_time": "1.500 us", "correlation id": 5}}')
-_MEMORY = ('{"name": "[memory]", "pid": 7, "tid": "7(C++)", "ts": 1003, "ph": "i", "cat": "Allocate", '
-           '"args": {"place": "Place(gpu:0)", "addr": "1", "increase_bytes": 256, "current_allocated": 256, '
-           '"current_reserved": 512, "peak_allocated": 256, "peak_reserved": 512}}')
+_HEAD = (
+    b'{"schemaVersion": "1.0.2", "span_index": "0", "displayTimeUnit": "ms", "traceEvents": [\n%s\n], "ExtraInfo": {}}'
+)
+_HOST = (
+    '{"name": "matmul dygraph[12.345 us]", "pid": 7, "tid": "7(Python)", "ts": 1000, "dur": 12.345, '
+    '"ph": "X", "cat": "Operator", "args": {"start_time": "1.000 us", "end_time": "13.345 us"}}'
+)
+_KERNEL = (
+    '{"name": "gemm", "pid": 0, "tid": 7, "ts": 1002, "dur": 3.5, "ph": "X", "cat": "Kernel", '
+    '"args": {"start_time": "2.000 us", "correlation id": 5, "grid": [4, 2, 1], "block": [128, 1, 1], '
+    '"registers per thread": 32, "shared memory": 0, "blocks per SM": 1.5, "warps per SM": 12.0, '
+    '"theoretical achieved occupancy %": 50.000}}'
+)
+_RUNTIME = (
+    '{"name": "cudaLaunchKernel", "pid": 7, "tid": "7(C++)", "ts": 1001, "dur": 1.25, "ph": "X", '
+    '"cat": "CudaRuntime", "args": {"start_time": "1.500 us", "correlation id": 5}}'
+)
+_MEMORY = (
+    '{"name": "[memory]", "pid": 7, "tid": "7(C++)", "ts": 1003, "ph": "i", "cat": "Allocate", '
+    '"args": {"place": "Place(gpu:0)", "addr": "1", "increase_bytes": 256, "current_allocated": 256, '
+    '"current_reserved": 512, "peak_allocated": 256, "peak_reserved": 512}}'
+)
 
 
 def _trace(*events: str) -> bytes:
@@ -137,15 +164,27 @@ _CASES = [
     ("float pid", (_HOST.replace('"pid": 7', '"pid": 7.5'),), False),
     ("correlation id as float", (_KERNEL.replace('"correlation id": 5', '"correlation id": 5.0'),), False),
     ("correlation id null", (_KERNEL.replace('"correlation id": 5', '"correlation id": null'),), True),
-    ("huge correlation id", (_KERNEL.replace('"correlation id": 5', '"correlation id": 99999999999999999999999'),), False),
-    ("19-digit correlation id", (_KERNEL.replace('"correlation id": 5', '"correlation id": 1234567890123456789'),), False),
+    (
+        "huge correlation id",
+        (_KERNEL.replace('"correlation id": 5', '"correlation id": 99999999999999999999999'),),
+        False,
+    ),
+    (
+        "19-digit correlation id",
+        (_KERNEL.replace('"correlation id": 5', '"correlation id": 1234567890123456789'),),
+        False,
+    ),
     ("grid longer than three", (_KERNEL.replace("[4, 2, 1]", "[4, 2, 1, 9]"),), True),
     ("grid shorter", (_KERNEL.replace("[4, 2, 1]", "[4]"),), True),
     ("grid empty", (_KERNEL.replace("[4, 2, 1]", "[]"),), True),
     ("grid null", (_KERNEL.replace("[4, 2, 1]", "null"),), True),
     ("grid beyond int32", (_KERNEL.replace("[4, 2, 1]", "[4294967296, 1, 1]"),), False),
     ("grid of floats", (_KERNEL.replace("[4, 2, 1]", "[4.0, 2, 1]"),), False),
-    ("registers beyond int32", (_KERNEL.replace('"registers per thread": 32', '"registers per thread": 3000000000'),), False),
+    (
+        "registers beyond int32",
+        (_KERNEL.replace('"registers per thread": 32', '"registers per thread": 3000000000'),),
+        False,
+    ),
     ("occupancy as an integer", (_KERNEL.replace("50.000", "50"),), True),
     ("blocks per SM null", (_KERNEL.replace('"blocks per SM": 1.5', '"blocks per SM": null'),), True),
     ("ts with exponent", (_HOST.replace('"ts": 1000', '"ts": 1.0e3'),), True),
@@ -158,21 +197,43 @@ _CASES = [
     ("ts true", (_HOST.replace('"ts": 1000', '"ts": true'),), False),
     ("name null", (_HOST.replace('"matmul dygraph[12.345 us]"', "null"),), False),
     ("name a number", (_HOST.replace('"matmul dygraph[12.345 us]"', "5"),), False),
-    ("unknown nested field", (_HOST.replace('"ph": "X"', '"ph": "X", "extra": {"a": [1, {"b": null}], "c": "d"}'),), True),
+    (
+        "unknown nested field",
+        (_HOST.replace('"ph": "X"', '"ph": "X", "extra": {"a": [1, {"b": null}], "c": "d"}'),),
+        True,
+    ),
     ("unknown field with \\u", (_HOST.replace('"ph": "X"', '"ph": "X", "extra": "\\u0041"'),), False),
     ("unknown field with invalid UTF-8", (_HOST.replace('"ph": "X"', '"ph": "X", "extra": "\udcff"'),), True),
     ("deep nesting", (_HOST.replace('"ph": "X"', '"ph": "X", "deep": ' + "[" * 100 + "]" * 100),), False),
     ("key with an escape", (_HOST.replace('"ph": "X"', '"p\\u0068": "X"'),), False),
     ("raw tab in a name", (_HOST.replace("matmul", "mat\tmul"),), False),
-    ("input shapes", (_HOST.replace('"end_time"', '"input_shapes":  {"X": [[2, 3]]} , "input_dtypes": {"X": "float32"}, '
-                                    '"end_time"'),), True),
+    (
+        "input shapes",
+        (
+            _HOST.replace(
+                '"end_time"', '"input_shapes":  {"X": [[2, 3]]} , "input_dtypes": {"X": "float32"}, "end_time"'
+            ),
+        ),
+        True,
+    ),
     ("input shapes empty", (_HOST.replace('"end_time"', '"input_shapes": {}, "end_time"'),), True),
     ("input shapes null", (_HOST.replace('"end_time"', '"input_shapes": null, "end_time"'),), True),
     ("input shapes without dtypes", (_HOST.replace('"end_time"', '"input_shapes": {"X": [[1]]}, "end_time"'),), True),
-    ("metadata and flow events", (_HOST, '{"name": "process_name", "pid": 7, "tid": 0, "ph": "M", "args": {"name": "p"}}',
-                                  '{"name": "launch", "id": 5, "pid": 0, "tid": 7, "ts": 1, "ph": "f", "cat": "async", "bp": "e"}',
-                                  "{}"), True),
-    ("a host category with another phase", (_HOST.replace('"ph": "X"', '"ph": "B"'), _MEMORY.replace('"ph": "i"', '"ph": "X"')), True),
+    (
+        "metadata and flow events",
+        (
+            _HOST,
+            '{"name": "process_name", "pid": 7, "tid": 0, "ph": "M", "args": {"name": "p"}}',
+            '{"name": "launch", "id": 5, "pid": 0, "tid": 7, "ts": 1, "ph": "f", "cat": "async", "bp": "e"}',
+            "{}",
+        ),
+        True,
+    ),
+    (
+        "a host category with another phase",
+        (_HOST.replace('"ph": "X"', '"ph": "B"'), _MEMORY.replace('"ph": "i"', '"ph": "X"')),
+        True,
+    ),
     ("unknown category", (_HOST.replace('"cat": "Operator"', '"cat": "Mystery"'),), True),
     ("place null", (_MEMORY.replace('"Place(gpu:0)"', "null"),), True),
     ("place a number", (_MEMORY.replace('"Place(gpu:0)"', "3"),), False),
@@ -213,9 +274,35 @@ def test_the_scanner_reads_the_fields_it_takes():
     assert tables.origin_unix_ns == max(1000_000 - 1000, 1001_000 - 1500, 1002_000 - 2000)
 
 
-_SNIPPETS = [b'"', b"\\", b"\t", b"}, {", b"null", b"1e400", b"-0", b"01", b",", b"]", b"[", b"{", b"}",
-             b"99999999999999999999", b"true", b'"(Python)"', b"\xff", b"1.5", b"-", b" us", b"\\u0041",
-             b'"x": [1, {"y": null}], ', b"\n", b":", b"0.000000000000000000001", b'"7(C++)"', b"\\n"]
+_SNIPPETS = [
+    b'"',
+    b"\\",
+    b"\t",
+    b"}, {",
+    b"null",
+    b"1e400",
+    b"-0",
+    b"01",
+    b",",
+    b"]",
+    b"[",
+    b"{",
+    b"}",
+    b"99999999999999999999",
+    b"true",
+    b'"(Python)"',
+    b"\xff",
+    b"1.5",
+    b"-",
+    b" us",
+    b"\\u0041",
+    b'"x": [1, {"y": null}], ',
+    b"\n",
+    b":",
+    b"0.000000000000000000001",
+    b'"7(C++)"',
+    b"\\n",
+]
 
 
 def _damaged(data: bytes, rng: random.Random) -> bytes:
@@ -223,7 +310,7 @@ def _damaged(data: bytes, rng: random.Random) -> bytes:
     pos = rng.randrange(lo, hi)
     what = rng.randrange(5)
     if what == 0:  # delete a few bytes
-        return data[:pos] + data[pos + rng.randint(1, 12):]
+        return data[:pos] + data[pos + rng.randint(1, 12) :]
     if what == 1:  # insert something tricky
         return data[:pos] + rng.choice(_SNIPPETS) + data[pos:]
     if what == 2:  # replace the value after a key
@@ -232,7 +319,7 @@ def _damaged(data: bytes, rng: random.Random) -> bytes:
             return data[:pos]
         k += 3
         stop = k
-        while stop < len(data) and data[stop:stop + 1] not in b",}\n":
+        while stop < len(data) and data[stop : stop + 1] not in b",}\n":
             stop += 1
         return data[:k] + rng.choice(_SNIPPETS) + data[stop:]
     if what == 3:  # duplicate a key with its value
@@ -248,12 +335,14 @@ def test_damaged_traces_give_what_msgspec_gives(shared_traces):
     """Deleted bytes, tricky insertions, values of the wrong type, duplicate keys, truncations:
     same tables or the same one-line error, whole-file chunks and small chunks alike."""
     rng = random.Random(20261129)
-    sources = [sorted((shared_traces / "gpu-synthetic-2rank").glob("rank0_*.json"))[0].read_bytes(),
-               sorted((shared_traces / "cpu-gpt-single").glob("*.paddle_trace.json"))[0].read_bytes()[:200_000]]
+    sources = [
+        sorted((shared_traces / "gpu-synthetic-2rank").glob("rank0_*.json"))[0].read_bytes(),
+        sorted((shared_traces / "cpu-gpt-single").glob("*.paddle_trace.json"))[0].read_bytes()[:200_000],
+    ]
     # the CPU trace cut down to its first events, closed again so that it stays a valid trace
     cpu = sources[1]
     cut = cpu.rindex(b"},", 0, len(cpu))
-    sources[1] = cpu[:cut + 1] + b'\n], "ExtraInfo": {}}'
+    sources[1] = cpu[: cut + 1] + b'\n], "ExtraInfo": {}}'
     assert not isinstance(_read(sources[1], True), tuple)
     outcomes = {"tables": 0, "error": 0}
     for i in range(1200):
@@ -296,15 +385,21 @@ print("parallel native == msgspec")
 
 def test_parallel_native_decode_gives_the_msgspec_tables(tmp_path, shared_traces):
     paths = [str(p) for p in _all_traces(shared_traces)[:3]]
-    proc = subprocess.run([sys.executable, "-c", _PARALLEL_NATIVE, str(REPO / "tests"), *paths],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PARALLEL_NATIVE, str(REPO / "tests"), *paths], capture_output=True, text=True, cwd=REPO
+    )
     assert proc.returncode == 0 and "parallel native == msgspec" in proc.stdout, proc.stderr[-3000:]
 
 
 def test_switched_off_by_the_environment():
     code = "from tb_paddle_profile.trace import reader; print(reader.native_scanner() is None)"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                          env={**__import__("os").environ, "TB_PADDLE_PROFILE_NATIVE": "0"})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**__import__("os").environ, "TB_PADDLE_PROFILE_NATIVE": "0"},
+    )
     assert proc.stdout.strip() == "True", proc.stderr
 
 
@@ -312,11 +407,13 @@ def test_switched_off_by_the_environment():
 def test_values_out_of_range_give_the_one_line_error(native):
     """A time beyond int64 nanoseconds, infinite or not a number, or a grid beyond int32 is a broken
     trace, not a crash nor a silently wrapped number."""
-    cases = [(_HOST.replace('"dur": 12.345', '"dur": 1e400'), "Number out of range"),  # msgspec's words
-             (_HOST.replace('"dur": 12.345', '"dur": 1e300'), "time out of range"),
-             (_HOST.replace('"start_time": "1.000 us"', '"start_time": "1e300 us"'), "time out of range"),
-             (_HOST.replace('"start_time": "1.000 us"', '"start_time": "nan us"'), "time out of range"),
-             (_KERNEL.replace("[4, 2, 1]", "[4294967296, 1, 1]"), "out of bounds")]
+    cases = [
+        (_HOST.replace('"dur": 12.345', '"dur": 1e400'), "Number out of range"),  # msgspec's words
+        (_HOST.replace('"dur": 12.345', '"dur": 1e300'), "time out of range"),
+        (_HOST.replace('"start_time": "1.000 us"', '"start_time": "1e300 us"'), "time out of range"),
+        (_HOST.replace('"start_time": "1.000 us"', '"start_time": "nan us"'), "time out of range"),
+        (_KERNEL.replace("[4, 2, 1]", "[4294967296, 1, 1]"), "out of bounds"),
+    ]
     for event, reason in cases:
         got = _read(_trace(event), native)
         assert isinstance(got, tuple), f"{reason}: it loaded"
@@ -330,8 +427,10 @@ def test_special_bytes_at_every_position_of_a_long_name():
     for length in range(0, 40):
         for special in ('\\"', "\\\\", "\t", "\\n", ""):
             name = "k" * length + special + "x" * (length % 7)
-            assert _same_result(_trace(_HOST.replace("matmul", name), _KERNEL.replace("gemm", name))) == "", \
-                (length, special)
+            assert _same_result(_trace(_HOST.replace("matmul", name), _KERNEL.replace("gemm", name))) == "", (
+                length,
+                special,
+            )
 
 
 def test_bytes_given_in_a_box_are_dropped_once_the_events_are_read(shared_traces):

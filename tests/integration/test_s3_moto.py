@@ -1,6 +1,7 @@
 """An S3 logdir: a real S3-compatible server (moto in server mode) on 127.0.0.1; the plugin reads
 ``s3://bucket/prefix`` read-only, with the credentials and endpoint of the usual AWS environment, and
 serves the same summaries as from disk."""
+
 from __future__ import annotations
 
 import gzip
@@ -27,8 +28,11 @@ def endpoint(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_http(f"http://127.0.0.1:{port}/", proc, 60)
         yield f"http://127.0.0.1:{port}"

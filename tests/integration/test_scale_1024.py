@@ -4,6 +4,7 @@ names exactly the planted rank with the job cost the generator measured, the top
 are the generator's, and TensorBoard over that cache parses nothing and answers every route, the
 timeline page by page through all 1,024 ranks. (The browser side of the same run:
 tests/browser/test_frontend_scale.py.)"""
+
 from __future__ import annotations
 
 import gzip
@@ -28,8 +29,14 @@ DEADLINE_S = 600
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "tb_paddle_profile", *args], cwd=str(sr.REPO), capture_output=True,
-                          text=True, timeout=DEADLINE_S, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", *args],
+        cwd=str(sr.REPO),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +45,7 @@ def analysis(scale_run) -> plugin_pb2.RunParallel:
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"{RANKS} trace(s): 0 parsed, {RANKS} from the cache" in out.stderr  # preprocess stored them all
     from google.protobuf import json_format
+
     return json_format.Parse(out.stdout, plugin_pb2.RunParallel(), ignore_unknown_fields=True)
 
 
@@ -79,9 +87,16 @@ def test_topology_pipelines_and_matching_are_the_generators(scale_run, analysis)
 @pytest.fixture(scope="module")
 def server(scale_run, tmp_path_factory):
     parse_log = tmp_path_factory.mktemp("scale1024-parses") / "parses.log"
-    env = {"TB_PADDLE_PROFILE_CACHE": str(scale_run.cache), "TB_PADDLE_PROFILE_WORKERS": "2",
-           jobs.ENV_PARSE_LOG: str(parse_log)}
-    with tensorboard_process(scale_run.logdir, env, tmp_path_factory.mktemp("scale1024-tb"), DEADLINE_S) as (base, _, log):
+    env = {
+        "TB_PADDLE_PROFILE_CACHE": str(scale_run.cache),
+        "TB_PADDLE_PROFILE_WORKERS": "2",
+        jobs.ENV_PARSE_LOG: str(parse_log),
+    }
+    with tensorboard_process(scale_run.logdir, env, tmp_path_factory.mktemp("scale1024-tb"), DEADLINE_S) as (
+        base,
+        _,
+        log,
+    ):
         yield base, parse_log, log
 
 
@@ -114,8 +129,9 @@ def test_tensorboard_over_the_cache_parses_nothing_and_every_route_answers(serve
     assert [w.rank for w in run.workers] == list(range(RANKS))
 
     _ok(base, "parallel", run=sr.RUN, span="0")  # the CLI's analysis, read from the cache
-    status, headers, body = fetch(f"{base}/data/plugin/paddle_profile/parallel?run={sr.RUN}&span=0",
-                                  {"Accept-Encoding": "gzip"})
+    status, headers, body = fetch(
+        f"{base}/data/plugin/paddle_profile/parallel?run={sr.RUN}&span=0", {"Accept-Encoding": "gzip"}
+    )
     assert status == 200 and headers.get("Content-Encoding") == "gzip"
     assert len(body) <= 2 << 20  # the summary-first answer at 1,024 ranks, on the wire
     par = plugin_pb2.RunParallel.FromString(_plain(headers, body))
@@ -169,7 +185,7 @@ def test_the_compact_timeline_answers_at_1024_ranks_a_page_at_a_time(server, ana
     assert sorted(order) == list(range(RANKS)) and order[0] == sr.SLOW_RANK and msg.order[0].role == "straggler"
     me = next(r for r in analysis.ranks if r.rank == sr.SLOW_RANK)
     peers = {r.rank for r in analysis.ranks if (r.pipeline_stage, r.mp) == (me.pipeline_stage, me.mp)} - {sr.SLOW_RANK}
-    assert set(order[1:1 + len(peers)]) == peers and all(o.role == "peer" for o in msg.order[1:1 + len(peers)])
+    assert set(order[1 : 1 + len(peers)]) == peers and all(o.role == "peer" for o in msg.order[1 : 1 + len(peers)])
     assert len(msg.rows) == 64 and all(r.state == "" and len(r.compute) == 1000 for r in msg.rows)
     t0 = time.monotonic()
     headers, body = _ok(base, "timeline_compact", run=sr.RUN, span="0", bins=1000, rank_offset=900, rank_limit=500)
@@ -177,4 +193,6 @@ def test_the_compact_timeline_answers_at_1024_ranks_a_page_at_a_time(server, ana
     msg = timeline_pb2.TimelineCompact.FromString(_plain(headers, body))
     assert msg.rank_offset == 900 and len(msg.rows) == 124  # at most 128 rows a request; the last 124
     assert len(body) < 2 << 20
-    print(f"timeline_compact at {RANKS} ranks: first page {first:.2f} s, 124 rows {page:.2f} s, {len(body) / 1024:.0f} KB")
+    print(
+        f"timeline_compact at {RANKS} ranks: first page {first:.2f} s, 124 rows {page:.2f} s, {len(body) / 1024:.0f} KB"
+    )

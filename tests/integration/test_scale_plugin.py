@@ -2,6 +2,7 @@
 through a real ``tensorboard`` process. Every route answers; the timeline of all ranks answers page by
 page within its bound (timeline.WINDOW_MAX_RANKS ranks, WINDOW_MAX_BYTES); search and range read every
 rank's index at once; each trace was parsed once (the generator's files, counted by the parse log)."""
+
 from __future__ import annotations
 
 import gzip
@@ -28,9 +29,31 @@ DEADLINE_S = 300
 @pytest.fixture(scope="module")
 def run66(tmp_path_factory):
     root = tmp_path_factory.mktemp("scale-logdir")
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", str(DP), "--mp", str(MP), "--pp", "1",
-                    "--layers", "1", "--micro-batches", "1", "--steps", "2", "--out", str(root / "big")],
-                   check=True, capture_output=True, timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            str(DP),
+            "--mp",
+            str(MP),
+            "--pp",
+            "1",
+            "--layers",
+            "1",
+            "--micro-batches",
+            "1",
+            "--steps",
+            "2",
+            "--out",
+            str(root / "big"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     (root / "big" / "synth_manifest.json").unlink(missing_ok=True)
     for extra in (root / "big").glob("*.json"):
         if not extra.name.endswith(".paddle_trace.json"):
@@ -42,8 +65,11 @@ def run66(tmp_path_factory):
 def server(run66, tmp_path_factory):
     before = tree_digest(run66)
     parse_log = tmp_path_factory.mktemp("scale-parses") / "parses.log"
-    env = {"TB_PADDLE_PROFILE_CACHE": str(tmp_path_factory.mktemp("scale-cache")), "TB_PADDLE_PROFILE_WORKERS": "2",
-           jobs.ENV_PARSE_LOG: str(parse_log)}
+    env = {
+        "TB_PADDLE_PROFILE_CACHE": str(tmp_path_factory.mktemp("scale-cache")),
+        "TB_PADDLE_PROFILE_WORKERS": "2",
+        jobs.ENV_PARSE_LOG: str(parse_log),
+    }
     with tensorboard_process(run66, env, tmp_path_factory.mktemp("scale-tb"), DEADLINE_S) as (base, proc, log):
         yield base, parse_log, log
         children = descendants(proc.pid)  # its worker processes, before it is stopped
@@ -128,8 +154,9 @@ def test_every_route_answers_for_66_ranks_and_the_timeline_pages_through_them(se
     _, body = _ok(base, "timeline_range", run="big", span="0", start_ns=0, end_ns=1 << 40)
     assert timeline_pb2.TimelineRange.FromString(body).events > 0
     headers, body = _ok(base, "timeline", run="big", span="0", workers=run.workers[-1].worker)
-    last = timeline_pb2.TimelineWindow.FromString(gzip.decompress(body) if headers.get("Content-Encoding") == "gzip"
-                                                  else body)
+    last = timeline_pb2.TimelineWindow.FromString(
+        gzip.decompress(body) if headers.get("Content-Encoding") == "gzip" else body
+    )
     lane = last.ranks[0].lanes[0]
     _, body = _ok(base, "timeline_event", run="big", worker=run.workers[-1].worker, span="0", id=lane.id_deltas[0])
     assert fetch(f"{base}/data/plugin/paddle_profile/trace_window?run=big&worker={w0.worker}&span=0")[0] == 200

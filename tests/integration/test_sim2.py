@@ -9,6 +9,7 @@
 - every send/recv layout runs to the end (no deadlock) with the same instances;
 - `tb-paddle-profile summary` reads every file; the CLI writes a run and rejects a bad anomaly.
 """
+
 import collections
 import dataclasses
 import json
@@ -29,8 +30,18 @@ from tbp_sim2.truth import TRUTH_FILE, costs, instances, load
 
 SPREAD_US = 3.0
 # DP2 x PP2 x MP2 on two hosts 1.2 ms apart, Paddle's default worker names, rank 5 (stage 0) 20 % slower
-SMALL = SimConfig(dp=2, pp=2, mp=2, hosts=2, layers=4, micro_batches=4, steps=2, end_spread_us=SPREAD_US,
-                  host_offsets_ms=(0.4, -0.8), anomalies=(Anomaly("slow_gpu", 5, 20),))
+SMALL = SimConfig(
+    dp=2,
+    pp=2,
+    mp=2,
+    hosts=2,
+    layers=4,
+    micro_batches=4,
+    steps=2,
+    end_spread_us=SPREAD_US,
+    host_offsets_ms=(0.4, -0.8),
+    anomalies=(Anomaly("slow_gpu", 5, 20),),
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +56,16 @@ def test_members_end_within_the_spread_on_the_global_clock():
     eng = simulate(SMALL)
     inst = instances(eng)
     kinds = collections.Counter((i["kind"], i["axis"]) for i in inst)
-    assert set(kinds) == {("all_reduce", "mp"), ("all_reduce", "dp"), ("all_reduce", "ppg"), ("broadcast", "ppg"),
-                          ("send_recv", "p2p")}
+    assert set(kinds) == {
+        ("all_reduce", "mp"),
+        ("all_reduce", "dp"),
+        ("all_reduce", "ppg"),
+        ("broadcast", "ppg"),
+        ("send_recv", "p2p"),
+    }
     spreads = np.array([i["end_spread_ns"] for i in inst])
     assert spreads.max() <= SPREAD_US * 1000
-    assert spreads.max() > SPREAD_US * 1000 / 2 and np.median(spreads) > 0   # not all at one nanosecond
+    assert spreads.max() > SPREAD_US * 1000 / 2 and np.median(spreads) > 0  # not all at one nanosecond
 
 
 def test_ends_in_the_files_less_the_host_offsets_agree(small_run):
@@ -61,8 +77,9 @@ def test_ends_in_the_files_less_the_host_offsets_agree(small_run):
         r = t.by_file()[name]
         c = d.parallel.collectives
         for kind, step, ordinal, start, dur in zip(c.kind, c.step, c.ordinal, c.start_ns, c.duration_ns):
-            ends[(r["rank"], step, KIND_LABELS[kind], ordinal)] = (d.meta.origin_unix_ns + start + dur
-                                                                    - r["clock_offset_mid_ns"])
+            ends[(r["rank"], step, KIND_LABELS[kind], ordinal)] = (
+                d.meta.origin_unix_ns + start + dur - r["clock_offset_mid_ns"]
+            )
     worst = 0
     for i in t.instances:
         e = [ends[(m["rank"], i["step"], i["kind"], m["ordinal"])] for m in i["members"]]
@@ -92,7 +109,7 @@ def test_the_cost_is_the_step_with_less_the_step_without(small_run):
     (a,) = t.anomalies
     assert t.step_ns == step_time(SMALL) and t.healthy_step_ns == step_time(SMALL.without())
     assert a["cost_ns_per_step"] == pytest.approx(t.step_ns - t.healthy_step_ns)
-    assert step_time(SMALL) == step_time(SMALL)   # deterministic: the same seed, the same job
+    assert step_time(SMALL) == step_time(SMALL)  # deterministic: the same seed, the same job
     # the job cannot lose more than the slow rank's own extra compute
     eng = simulate(SMALL)
     st = eng.stages[SMALL.coords(5)[1]]
@@ -105,8 +122,9 @@ def test_the_cost_is_the_step_with_less_the_step_without(small_run):
 def test_two_anomalies_marginal_and_alone_costs():
     """Loader +3 ms on a stage-0 rank and a 15 % slower GPU on the last stage: each one's cost is the step
     with both less the step without it; alone, less the healthy step; a loader costs at most its delay."""
-    cfg = dataclasses.replace(SMALL, steps=2, layers=2, micro_batches=2,
-                              anomalies=(Anomaly("loader", 0, 3e6), Anomaly("slow_gpu", 7, 15)))
+    cfg = dataclasses.replace(
+        SMALL, steps=2, layers=2, micro_batches=2, anomalies=(Anomaly("loader", 0, 3e6), Anomaly("slow_gpu", 7, 15))
+    )
     both = step_time(cfg)
     c = costs(cfg, both)
     assert c["healthy_step_ns"] == step_time(cfg.without())
@@ -124,14 +142,20 @@ def test_every_send_recv_layout_runs_to_the_end(p2p):
     cfg = SimConfig(dp=1, pp=4, mp=1, layers=4, micro_batches=3, steps=1, p2p=p2p, one_rank_comms=True)
     eng = simulate(cfg)
     inst = instances(eng)
-    pairs = sorted((i["step"], tuple((m["rank"], m["ordinal"], m["direction"]) for m in i["members"]))
-                   for i in inst if i["kind"] == "send_recv")
+    pairs = sorted(
+        (i["step"], tuple((m["rank"], m["ordinal"], m["direction"]) for m in i["members"]))
+        for i in inst
+        if i["kind"] == "send_recv"
+    )
     assert len(pairs) == 2 * 3 * (cfg.pp - 1)
     streams = {st.p.k_stream[k] for st in eng.stages for k in range(len(st.p.k_name)) if st.p.k_axis[k] == "p2p"}
     assert len(streams) == (1 if p2p == "shared" else 2)
     shared = instances(simulate(dataclasses.replace(cfg, p2p="shared")))
-    assert pairs == sorted((i["step"], tuple((m["rank"], m["ordinal"], m["direction"]) for m in i["members"]))
-                           for i in shared if i["kind"] == "send_recv")
+    assert pairs == sorted(
+        (i["step"], tuple((m["rank"], m["ordinal"], m["direction"]) for m in i["members"]))
+        for i in shared
+        if i["kind"] == "send_recv"
+    )
 
 
 def test_compute_waits_for_the_mp_all_reduce_and_streams_run_in_order():
@@ -155,8 +179,31 @@ def test_summary_reads_every_file(small_run, capsys):
 
 def test_cli_writes_a_run_and_rejects_a_bad_anomaly(tmp_path, capsys):
     out = tmp_path / "run"
-    assert sim_main(["--out", str(out), "--dp", "1", "--pp", "2", "--mp", "1", "--layers", "2", "--micro-batches", "2",
-                     "--steps", "1", "--names", "rank", "--loader", "0:2ms"]) == 0
+    assert (
+        sim_main(
+            [
+                "--out",
+                str(out),
+                "--dp",
+                "1",
+                "--pp",
+                "2",
+                "--mp",
+                "1",
+                "--layers",
+                "2",
+                "--micro-batches",
+                "2",
+                "--steps",
+                "1",
+                "--names",
+                "rank",
+                "--loader",
+                "0:2ms",
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name.split("_time_")[0] for p in out.glob("*.paddle_trace.json")) == ["rank0", "rank1"]
     truth = json.loads((out / TRUTH_FILE).read_text())
     assert truth["anomalies"][0]["kind"] == "loader" and truth["anomalies"][0]["rank"] == 0

@@ -18,6 +18,7 @@ were split by host: 0 % exact, a grid of 8 x 1 x 8), DP8 x PP8 x MP2 on 16 hosts
 DP4 x PP2 x MP8 named rank{r} on 8 hosts with a late data loader, DP8 x PP4 x MP4 named rank{r} on 16 hosts
 with members ending together (two hosts' clocks 1.4 us apart were grouped as one host: 98.2 %, a replica's
 pipeline cut in two, the verdict uncertain)."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,15 +27,25 @@ from tbp_sim2.generate import generate
 from tbp_sim2.matrix import ALL
 from tools.sim2_check import compare
 
-pytestmark = pytest.mark.slow   # twelve runs generated and analysed: about 5 minutes
+pytestmark = pytest.mark.slow  # twelve runs generated and analysed: about 5 minutes
 
-RUNS = ["dp4pp4mp4-healthy", "dp4pp4mp4-gpu10-last", "dp4pp4mp4-loader3ms", "dp4pp4mp4-stall5ms", "dp4pp4mp4-two",
-        "rank-named-2hosts-gpu10", "dp2pp8-mb16", "v-nogap-gpu10-last", "v-dp64-8hosts-gpu15",
-        "v-dp8pp8mp2-16hosts-exact-gpu10", "v-dp4pp2mp8-rank-named-loader3ms",
-        "v-dp8pp4mp4-rank-named-16hosts-exact-stall"]
+RUNS = [
+    "dp4pp4mp4-healthy",
+    "dp4pp4mp4-gpu10-last",
+    "dp4pp4mp4-loader3ms",
+    "dp4pp4mp4-stall5ms",
+    "dp4pp4mp4-two",
+    "rank-named-2hosts-gpu10",
+    "dp2pp8-mb16",
+    "v-nogap-gpu10-last",
+    "v-dp64-8hosts-gpu15",
+    "v-dp8pp8mp2-16hosts-exact-gpu10",
+    "v-dp4pp2mp8-rank-named-loader3ms",
+    "v-dp8pp4mp4-rank-named-16hosts-exact-stall",
+]
 COST_TOLERANCE = 0.10
 WHATIF_TOLERANCE = 0.05
-FLOOR_MS = 0.05          # an absorbed anomaly costs the job about nothing: its cost within this
+FLOOR_MS = 0.05  # an absorbed anomaly costs the job about nothing: its cost within this
 
 
 @pytest.fixture(scope="module", params=RUNS)
@@ -64,8 +75,12 @@ def test_the_planted_ranks_and_no_other_are_named_at_their_cost(run):
     if any(p["cost_ms"] > FLOOR_MS for p in planted.values()):
         assert v["found"] and not v["uncertain"], (name, v["summary"])
     for r, p in planted.items():
-        assert abs(named[r]["cost_ms"] - p["cost_ms"]) <= max(COST_TOLERANCE * abs(p["cost_ms"]), FLOOR_MS), \
-            (name, r, named[r], p)
+        assert abs(named[r]["cost_ms"] - p["cost_ms"]) <= max(COST_TOLERANCE * abs(p["cost_ms"]), FLOOR_MS), (
+            name,
+            r,
+            named[r],
+            p,
+        )
     if name.endswith("stall5ms"):
         assert [n["cause"] for n in v["named"]] == ["host_stall"], v["named"]
 
@@ -79,5 +94,7 @@ def test_whatif_saves_what_the_simulator_does(run):
         return
     costliest = max(res["planted"], key=lambda p: p["cost_ms"])
     assert wi["applicable"] and wi["rank"] == costliest["rank"], (name, wi)
-    assert abs(wi["saving_ms"] - wi["true_saving_ms"]) <= max(WHATIF_TOLERANCE * abs(wi["true_saving_ms"]), FLOOR_MS), \
-        (name, wi)
+    assert abs(wi["saving_ms"] - wi["true_saving_ms"]) <= max(WHATIF_TOLERANCE * abs(wi["true_saving_ms"]), FLOOR_MS), (
+        name,
+        wi,
+    )

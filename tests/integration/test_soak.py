@@ -7,6 +7,7 @@ asking all along, no request fails, and once every file is loaded the memory of 
 plugin holds per file, loaded and answered, measured at 1,000, 2,000 and 4,000 files (bench/bench_files.py's
 traces and instant pool): each further file costs what the ones before did, so the 100,000 of the soak cost
 100 times the 1,000 here."""
+
 from __future__ import annotations
 
 import gc
@@ -35,8 +36,9 @@ def _bench_soak():
 def test_many_small_files_and_clients_load_without_errors_in_flat_memory(tmp_path):
     soak = _bench_soak()
     names = soak.write_logdir(tmp_path / "logs", FILES)
-    with tensorboard_process(tmp_path / "logs", {"TB_PADDLE_PROFILE_CACHE": str(tmp_path / "cache")},
-                             tmp_path, timeout=120) as (base, proc, log):
+    with tensorboard_process(
+        tmp_path / "logs", {"TB_PADDLE_PROFILE_CACHE": str(tmp_path / "cache")}, tmp_path, timeout=120
+    ) as (base, proc, log):
         clients = soak.Clients(base, names, CLIENTS)
         for t in clients.threads:
             t.start()

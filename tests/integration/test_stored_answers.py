@@ -5,6 +5,7 @@ a new replay (the same answer as one computed from the digests with those inputs
 once per state of its ranks, and a rank's `summary` looks at the other ranks' timeline indexes once per
 scan, not at every request. What is computed is counted where the routes hand it to their worker
 processes (``_in_pool``: the function and its name, whichever process then runs it)."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,8 +21,10 @@ def logdir(tmp_path_factory):
     from tbp_synth import SynthConfig, generate
 
     root = tmp_path_factory.mktemp("stored_logdir")
-    generate(SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, names="default", gpus_per_node=4),
-             str(root / RUN))
+    generate(
+        SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, names="default", gpus_per_node=4),
+        str(root / RUN),
+    )
     for extra in (root / RUN).glob("*.json"):
         if not extra.name.endswith(".paddle_trace.json"):
             extra.unlink()
@@ -58,8 +61,9 @@ def test_whatif_is_read_back_after_a_restart(logdir, tmp_path, monkeypatch):
     second, client = _plugin(logdir, cache, monkeypatch)
     try:
         assert _get(client, f"/whatif?run={RUN}&span=0") == want
-        assert _get(client, f"/whatif?run={RUN}&span=0&params=1000000000&tokens_per_step=4096"
-                            "&peak_tflops=300") == with_mfu
+        assert (
+            _get(client, f"/whatif?run={RUN}&span=0&params=1000000000&tokens_per_step=4096&peak_tflops=300") == with_mfu
+        )
         assert second._routes.analyses.derived_computed == 0
     finally:
         second.close()
@@ -79,10 +83,16 @@ def _close(plugin) -> None:
     plugin._routes.close()
 
 
-VIEWS = ["/distributed?run=gen&span=0&part=summary", "/parallel?run=gen&span=0&part=summary",
-         "/distributed?run=gen&span=0&part=summary", "/distributed?run=gen&span=0", "/parallel?run=gen&span=0",
-         "/parallel?run=gen&span=0&format=json", "/whatif?run=gen&span=0",
-         "/whatif?run=gen&span=0&params=1000000000&tokens_per_step=4096&peak_tflops=300"]
+VIEWS = [
+    "/distributed?run=gen&span=0&part=summary",
+    "/parallel?run=gen&span=0&part=summary",
+    "/distributed?run=gen&span=0&part=summary",
+    "/distributed?run=gen&span=0",
+    "/parallel?run=gen&span=0",
+    "/parallel?run=gen&span=0&format=json",
+    "/whatif?run=gen&span=0",
+    "/whatif?run=gen&span=0&params=1000000000&tokens_per_step=4096&peak_tflops=300",
+]
 
 
 def test_run_views_are_read_back_after_a_restart(logdir, tmp_path, monkeypatch):
@@ -121,8 +131,12 @@ def test_whatif_with_other_mfu_inputs_is_made_without_a_replay(logdir, tmp_path,
     routes = plugin._routes
     try:
         asked = _count(routes, monkeypatch)
-        inputs = [{}, {"params": 1e9, "tokens_per_step": 4096.0, "peak_tflops": 300.0},
-                  {"params": 7e9, "tokens_per_step": 8192.0}, {"peak_tflops": 150.0}]
+        inputs = [
+            {},
+            {"params": 1e9, "tokens_per_step": 4096.0, "peak_tflops": 300.0},
+            {"params": 7e9, "tokens_per_step": 8192.0},
+            {"peak_tflops": 150.0},
+        ]
         got = []
         for args in inputs:
             query = "".join(f"&{k}={v}" for k, v in args.items())

@@ -1,5 +1,6 @@
 """A real ``tensorboard`` process on 127.0.0.1 over examples/profiler_log: the tab is listed, every route
 answers, the summaries equal the engine's, and the logdir is left untouched."""
+
 from __future__ import annotations
 
 import gzip
@@ -42,7 +43,7 @@ def descendants(pid: int):
             try:
                 with open(f"/proc/{entry}/stat") as f:
                     stat = f.read()
-                parents[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
+                parents[int(entry)] = int(stat[stat.rindex(")") + 2 :].split()[1])
             except (OSError, ValueError):
                 continue
     found, frontier = set(), {pid}
@@ -72,9 +73,21 @@ def server(logdir, tmp_path_factory):
     log = tmp_path_factory.mktemp("e2e-log") / "tensorboard.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
-             "--host", "127.0.0.1"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path_factory.mktemp("e2e-cwd")),
+            [
+                sys.executable,
+                "-m",
+                "tensorboard.main",
+                "--logdir",
+                str(logdir),
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(tmp_path_factory.mktemp("e2e-cwd")),
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -161,7 +174,8 @@ def test_tensorboard_serves_every_route(server, logdir):
     status, headers, body = fetch(
         f"{base}/data/plugin/paddle_profile/summary?"
         + urlencode({"run": first.run, "worker": first.workers[0].worker, "span": first.workers[0].spans[0].span}),
-        headers={"Accept-Encoding": "gzip"})
+        headers={"Accept-Encoding": "gzip"},
+    )
     assert headers["Content-Encoding"] == "gzip" and summary_pb2.Summary.FromString(gzip.decompress(body))
 
     status, _, body = api(base, "status")

@@ -2,6 +2,7 @@
 
 The index is built from the real shared GPU-shaped traces and from a generated 1M-event rank; the routes
 are driven through TensorBoard's own WSGI routing of the plugin (werkzeug test client)."""
+
 from __future__ import annotations
 
 import json
@@ -77,9 +78,9 @@ def test_index_columns_are_consistent(gpu_index):
     ptr = a["lane_ptr"]
     assert ptr[0] == 0 and ptr[-1] == len(a["ev_start"])
     for lane in range(idx.n_lanes):
-        st = a["ev_start"][ptr[lane]:ptr[lane + 1]]
+        st = a["ev_start"][ptr[lane] : ptr[lane + 1]]
         assert np.all(np.diff(st) >= 0), "a lane is sorted by start"
-        assert a["lane_maxdur"][lane] == (a["ev_end"] - a["ev_start"])[ptr[lane]:ptr[lane + 1]].max()
+        assert a["lane_maxdur"][lane] == (a["ev_end"] - a["ev_start"])[ptr[lane] : ptr[lane + 1]].max()
     kinds = {tr["kind"] for tr in idx.tracks}
     assert kinds == {1, 2}
     # every device event is on a GPU stream track, every host event on a thread track
@@ -167,12 +168,17 @@ def test_million_event_rank_windows_stay_under_2_mb(big_index):
     idx = big_index
     assert len(idx.a["ev_start"]) > 500_000
     lo, hi = idx.start_ns, idx.end_ns
-    windows = [(lo, hi), (lo, lo + (hi - lo) // 10), (lo + (hi - lo) // 2, lo + (hi - lo) // 2 + 1_000_000),
-               (lo + (hi - lo) // 3, lo + (hi - lo) // 3 + 20_000)]
+    windows = [
+        (lo, hi),
+        (lo, lo + (hi - lo) // 10),
+        (lo + (hi - lo) // 2, lo + (hi - lo) // 2 + 1_000_000),
+        (lo + (hi - lo) // 3, lo + (hi - lo) // 3 + 20_000),
+    ]
     for ws, we in windows:
         for px in (1000, 4000):
-            msg = timeline.window_message("r", "0", [(_File(), idx, "")], ws, we, px, base=idx.origin,
-                                          query="gemm", flows=True)
+            msg = timeline.window_message(
+                "r", "0", [(_File(), idx, "")], ws, we, px, base=idx.origin, query="gemm", flows=True
+            )
             size = len(msg.SerializeToString())
             assert size < 2 * 1024 * 1024, (ws, we, px, size)
             assert msg.ranks[0].events_in_window > 0
@@ -231,23 +237,28 @@ def test_timeline_route_answers_both_ranks_aligned(plugin_client):
         assert x.lanes
     # one worker only, and a window
     ws = msg.window_start_ns + (msg.window_end_ns - msg.window_start_ns) // 3
-    r = client.get(f"{PREFIX}/timeline?run=gpu&span=0&workers=rank1&start_ns={ws}&end_ns={ws + 100000}"
-                   f"&base_unix_ns={msg.base_unix_ns}&format=json")
+    r = client.get(
+        f"{PREFIX}/timeline?run=gpu&span=0&workers=rank1&start_ns={ws}&end_ns={ws + 100000}"
+        f"&base_unix_ns={msg.base_unix_ns}&format=json"
+    )
     assert r.status_code == 200
     doc = json.loads(r.data)
     assert [x["worker"] for x in doc["ranks"]] == ["rank1"]
     assert int(doc["windowStartNs"]) == ws
 
 
-@pytest.mark.parametrize("query,code", [
-    ("run=nope&span=0", 404),
-    ("run=gpu&span=9", 404),
-    ("run=gpu&span=0&workers=../../etc/passwd", 404),
-    ("run=gpu&span=0&workers=rank0,%2Fetc%2Fpasswd", 404),
-    ("run=gpu&span=0&start_ns=abc&end_ns=10", 400),
-    ("span=0", 400),
-    ("run=gpu&span=0&format=xml", 400),
-])
+@pytest.mark.parametrize(
+    "query,code",
+    [
+        ("run=nope&span=0", 404),
+        ("run=gpu&span=9", 404),
+        ("run=gpu&span=0&workers=../../etc/passwd", 404),
+        ("run=gpu&span=0&workers=rank0,%2Fetc%2Fpasswd", 404),
+        ("run=gpu&span=0&start_ns=abc&end_ns=10", 400),
+        ("span=0", 400),
+        ("run=gpu&span=0&format=xml", 400),
+    ],
+)
 def test_timeline_route_refuses_unknown_and_malformed(plugin_client, query, code):
     _, client = plugin_client
     assert client.get(f"{PREFIX}/timeline?{query}").status_code == code
@@ -282,7 +293,9 @@ def test_event_search_range_and_window_routes(plugin_client, shared_traces):
     assert r.status_code == 200
     assert "attachment" in r.headers["Content-Disposition"]
     doc = json.loads(r.data)
-    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == len(t.host.tid) + len(t.runtime.tid) + len(t.device.id)
+    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == len(t.host.tid) + len(t.runtime.tid) + len(
+        t.device.id
+    )
 
 
 def test_preprocess_builds_the_timeline_indexes(shared_traces, tmp_path, monkeypatch):
@@ -296,8 +309,13 @@ def test_preprocess_builds_the_timeline_indexes(shared_traces, tmp_path, monkeyp
     (logdir / "gpu").mkdir(parents=True)
     for f in trace_files(shared_traces, GPU):
         (logdir / "gpu" / f.name).write_bytes(f.read_bytes())
-    proc = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir",
-                           str(cache)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tb_paddle_profile", "preprocess", str(logdir), "--cache-dir", str(cache)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(list(cache.glob("timeline-v*/*/*.tl"))) == 2
     monkeypatch.setenv("TB_PADDLE_PROFILE_CACHE", str(cache))
@@ -324,14 +342,16 @@ def test_a_window_of_many_ranks_is_paged_within_its_byte_bound(gpu_index):
     bound = int(size * 2.5)  # room for two ranks, not three
     seen, offset = [], 0
     while offset < 5:
-        page = timeline.window_message("r", "0", ranks[offset:], None, None, 1500, None, ranks_total=5,
-                                       rank_offset=offset, max_bytes=bound)
+        page = timeline.window_message(
+            "r", "0", ranks[offset:], None, None, 1500, None, ranks_total=5, rank_offset=offset, max_bytes=bound
+        )
         assert page.rank_offset == offset and page.ranks_total == 5 and 1 <= len(page.ranks) <= 2
         assert len(page.SerializeToString()) <= bound
         # what a page holds of a rank is what the unbounded window holds of it
         for r in page.ranks:
-            assert [list(lane.durations) for lane in r.lanes] == \
-                [list(lane.durations) for lane in full.ranks[r.rank].lanes]
+            assert [list(lane.durations) for lane in r.lanes] == [
+                list(lane.durations) for lane in full.ranks[r.rank].lanes
+            ]
         seen += [r.rank for r in page.ranks]
         offset += len(page.ranks)
     assert seen == [0, 1, 2, 3, 4]
@@ -350,8 +370,12 @@ def test_the_timeline_draws_skewed_hosts_on_the_corrected_clock(tmp_path, monkey
     from tb_paddle_profile.v1 import plugin_pb2, timeline_pb2
 
     out = tmp_path / "logdir" / "skew"
-    generate(SynthConfig(dp=2, mp=2, pp=1, steps=2, layers=1, micro_batches=1, names="default",
-                         gpus_per_node=2, clock_skew_us=3000), str(out))
+    generate(
+        SynthConfig(
+            dp=2, mp=2, pp=1, steps=2, layers=1, micro_batches=1, names="default", gpus_per_node=2, clock_skew_us=3000
+        ),
+        str(out),
+    )
     truth = load_truth(str(out))
     planted = {r["worker"]: r["clock_offset_ns"] for r in truth.ranks}
     assert len(set(planted.values())) == 2 and max(abs(v) for v in planted.values()) > 100_000
@@ -367,8 +391,9 @@ def test_the_timeline_draws_skewed_hosts_on_the_corrected_clock(tmp_path, monkey
             assert abs(estimated[w] - (v - planted[reference])) <= 1_000, (w, estimated[w], v)
         assert {r.worker: r.clock_offset_ns for r in first.ranks} == estimated
         again = timeline_pb2.TimelineWindow.FromString(client.get(f"{PREFIX}/timeline?run=skew&span=0").data)
-        assert [(r.worker, r.offset_ns, r.start_ns) for r in again.ranks] == \
-            [(r.worker, r.offset_ns, r.start_ns) for r in first.ranks]
+        assert [(r.worker, r.offset_ns, r.start_ns) for r in again.ranks] == [
+            (r.worker, r.offset_ns, r.start_ns) for r in first.ranks
+        ]
         assert any(r.clock_offset_ns for r in first.ranks)  # the other host's ranks moved
     finally:
         plugin.close()

@@ -12,6 +12,7 @@ truth of a generated 32-rank run, and the compact view in Debian's Chromium at 1
 - The page: at 1,280 × 800 at least 32 rank rows are on screen, the straggler's row first; a click on a
   row shows that rank's lanes (the detailed timeline of that rank) under the compact rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,33 @@ LONG_TASKS = """(() => { window.__tbppLong = [];
 @pytest.fixture(scope="module")
 def gen(tmp_path_factory):
     root = tmp_path_factory.mktemp("tlc") / "logdir"
-    got = subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", str(DP), "--mp", str(MP), "--pp", str(PP),
-                          "--layers", "2", "--steps", str(STEPS), "--micro-batches", "2", "--slow-rank", str(SLOW),
-                          "--quiet", "--out", str(root / RUN)], capture_output=True, text=True, cwd=str(REPO))
+    got = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            str(DP),
+            "--mp",
+            str(MP),
+            "--pp",
+            str(PP),
+            "--layers",
+            "2",
+            "--steps",
+            str(STEPS),
+            "--micro-batches",
+            "2",
+            "--slow-rank",
+            str(SLOW),
+            "--quiet",
+            "--out",
+            str(root / RUN),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     assert got.returncode == 0, got.stderr[-2000:]
     manifest = json.loads((root / RUN / "synth_manifest.json").read_text())
     with tensorboard(root, tmp_path_factory.mktemp("tlc_tb")) as server:
@@ -90,7 +115,9 @@ def _covered(iv, edges):
 def _truth(trace: Path, step: int, ws: int, we: int, bins: int):
     """(compute, communication) per bin of a rank's trace, its bins laid from its ProfileStep#step start."""
     evs = cj.events(trace)
-    zero = next(cj.span(e)[0] for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{step}")
+    zero = next(
+        cj.span(e)[0] for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{step}"
+    )
     kernels = [(cj.span(e), cj.is_nccl(e)) for e in cj.by_cat(evs, "Kernel")]
     edges = zero + ws + (we - ws) * np.arange(bins + 1, dtype=np.float64) / bins
     busy = _covered(cj.union([iv for iv, _ in kernels]), edges)
@@ -112,13 +139,15 @@ def test_the_order_is_the_straggler_then_its_role_peers_then_rank_order(gen):
     me = coords[slow]
     peers = [w for w in coords if w != slow and (coords[w]["pp"], coords[w]["mp"]) == (me["pp"], me["mp"])]
     peers.sort(key=lambda w: (abs(int(w[4:]) - SLOW), int(w[4:])))
-    assert order[1:1 + len(peers)] == peers and all(o.role == "peer" for o in msg.order[1:1 + len(peers)])
-    rest = order[1 + len(peers):]
+    assert order[1 : 1 + len(peers)] == peers and all(o.role == "peer" for o in msg.order[1 : 1 + len(peers)])
+    rest = order[1 + len(peers) :]
     assert rest == sorted(rest, key=lambda w: int(w[4:])) and len(order) == DP * MP * PP == len(set(order))
     assert "straggler" in msg.why
     # The default step: the median of the steps by the job's step time (the slowest rank's), from the truth.
-    job = {s: max(st["step_time_ns"] for r in manifest["ranks"] for st in r["steps"] if st["step"] == s)
-           for s in range(1, STEPS + 1)}
+    job = {
+        s: max(st["step_time_ns"] for r in manifest["ranks"] for st in r["steps"] if st["step"] == s)
+        for s in range(1, STEPS + 1)
+    }
     ranked = sorted(job, key=lambda s: (job[s], s))
     assert msg.step == ranked[(len(ranked) - 1) // 2] and list(msg.steps) == list(range(1, STEPS + 1))
 
@@ -194,8 +223,10 @@ def test_the_stored_critical_path_is_on_its_rows(gen):
     segs = [s for s in w.critical_path.segments if s.step == after.step]
     assert segs and len(after.critical) == len(segs)
     zero = {r.worker: r.zero_unix_ns for r in after.rows}
-    for got, want in zip(sorted(after.critical, key=lambda s: (s.worker, s.start_ns)),
-                         sorted(segs, key=lambda s: (s.worker, s.start_unix_ns))):
+    for got, want in zip(
+        sorted(after.critical, key=lambda s: (s.worker, s.start_ns)),
+        sorted(segs, key=lambda s: (s.worker, s.start_unix_ns)),
+    ):
         assert got.worker == want.worker and got.end_ns - got.start_ns == want.end_unix_ns - want.start_unix_ns
         assert got.start_ns == want.start_unix_ns - zero[got.worker]  # one host: no clock offset
 
@@ -213,14 +244,18 @@ _LABELS_LUMA = """() => { const c = document.querySelector('[data-testid="timeli
 def _open(browser, tb, dark=False):
     log = PageLog()
     if dark:
-        context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1, color_scheme="dark")
+        context = browser.new_context(
+            viewport={"width": 1280, "height": 800}, device_scale_factor=1, color_scheme="dark"
+        )
         page = context.new_page()
         page.on("pageerror", lambda err: log.page_errors.append(str(err)))
     else:
         page = new_page(browser, log, width=1280, height=800)
     page.add_init_script(LONG_TASKS)
     keys = dict(run=RUN, span="0", unit="ms", view="timeline")
-    frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
+    frame = plugin_frame(
+        page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
     return page, frame, log
 
 
@@ -240,7 +275,9 @@ def _labels_whole(frame, page):
     canvas = frame.locator('[data-testid="timeline-compact-canvas"]')
     top = frame.evaluate("() => window.__tbppCompact.rowsTop")
     canvas.hover(position={"x": 40, "y": top + 5})
-    frame.wait_for_function("(t) => document.querySelector('[data-testid=timeline-compact-hover]').textContent === t", arg=first["full"])
+    frame.wait_for_function(
+        "(t) => document.querySelector('[data-testid=timeline-compact-hover]').textContent === t", arg=first["full"]
+    )
     assert canvas.get_attribute("title") == first["full"]
     page.mouse.move(5, 790)
 
@@ -249,10 +286,14 @@ def _labels_whole(frame, page):
 def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lanes(gen, browser):
     tb, _, _ = gen
     page, frame, log = _open(browser, tb)
-    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.drawnRows() > 0 && c.loadedRows() >= 32; }",
-                            timeout=120_000)
-    c = frame.evaluate("() => ({ visible: window.__tbppCompact.visibleRows(), order: window.__tbppCompact.order(),"
-                       " drawn: window.__tbppCompact.drawnRows() })")
+    frame.wait_for_function(
+        "() => { const c = window.__tbppCompact; return c && c.drawnRows() > 0 && c.loadedRows() >= 32; }",
+        timeout=120_000,
+    )
+    c = frame.evaluate(
+        "() => ({ visible: window.__tbppCompact.visibleRows(), order: window.__tbppCompact.order(),"
+        " drawn: window.__tbppCompact.drawnRows() })"
+    )
     assert len(c["visible"]) >= 32, c
     assert c["order"][0] == f"rank{SLOW}" and c["visible"][0] == f"rank{SLOW}"
     _labels_whole(frame, page)
@@ -268,13 +309,23 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
     page.keyboard.down("Control")
     page.mouse.wheel(0, -400)
     page.keyboard.up("Control")
-    frame.wait_for_function("(b) => { const v = window.__tbppCompact.view(); return v && v.end - v.start < 0.8 * (b.end - b.start); }",
-                            arg=before, timeout=10_000)
-    frame.wait_for_function("() => { const c = window.__tbppCompact, v = c.view(), w = c.windowOf(0);"
-                            " return w && Math.abs(w.start - v.start) <= 1 && Math.abs(w.end - v.end) <= 1; }", timeout=30_000)
+    frame.wait_for_function(
+        "(b) => { const v = window.__tbppCompact.view(); return v && v.end - v.start < 0.8 * (b.end - b.start); }",
+        arg=before,
+        timeout=10_000,
+    )
+    frame.wait_for_function(
+        "() => { const c = window.__tbppCompact, v = c.view(), w = c.windowOf(0);"
+        " return w && Math.abs(w.start - v.start) <= 1 && Math.abs(w.end - v.end) <= 1; }",
+        timeout=30_000,
+    )
     frame.click('[data-testid="timeline-compact-fit"]')
-    frame.wait_for_function("(b) => { const c = window.__tbppCompact, w = c.windowOf(0);"
-                            " return w && Math.abs(w.start - b.start) <= 1 && Math.abs(w.end - b.end) <= 1; }", arg=before, timeout=30_000)
+    frame.wait_for_function(
+        "(b) => { const c = window.__tbppCompact, w = c.windowOf(0);"
+        " return w && Math.abs(w.start - b.start) <= 1 && Math.abs(w.end - b.end) <= 1; }",
+        arg=before,
+        timeout=30_000,
+    )
     page.mouse.move(5, 790)  # no hover readout in the picture
     # no details panel before something is selected
     assert frame.locator('[data-testid="timeline-details"]').count() == 0
@@ -294,7 +345,9 @@ def test_32_ranks_on_a_1280x800_screen_straggler_first_and_a_click_shows_its_lan
     frame.wait_for_function(
         "(w) => { const t = window.__tbppTimeline; const d = t && t.data();"
         " return d && d.items > 0 && d.ranks.length === 1 && d.ranks[0].worker === w && d.ranks[0].tracks.length > 0; }",
-        arg=want, timeout=120_000)
+        arg=want,
+        timeout=120_000,
+    )
     lanes = frame.evaluate("() => window.__tbppTimeline.rows().filter((r) => r.kind !== 'rank').length")
     assert lanes > 1
     # it opens on the step the rows show: the row's window in that rank's own times
@@ -315,7 +368,9 @@ def test_the_compact_canvas_follows_the_dark_mode_and_aligns_on_a_collective(gen
     tb, _, _ = gen
     for dark in (True, False):
         page, frame, log = _open(browser, tb, dark=dark)
-        frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 32; }", timeout=120_000)
+        frame.wait_for_function(
+            "() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 32; }", timeout=120_000
+        )
         frame.wait_for_function("(d) => document.documentElement.classList.contains('tbpp-dark') === d", arg=dark)
         page.wait_for_timeout(200)
         luma = frame.evaluate(_LABELS_LUMA)
@@ -323,8 +378,11 @@ def test_the_compact_canvas_follows_the_dark_mode_and_aligns_on_a_collective(gen
         _labels_whole(frame, page)
         if not dark:  # the rows on each rank's first all-reduce: asked for again, drawn
             frame.select_option('[data-testid="timeline-compact-align"]', "collective")
-            frame.wait_for_function("() => { const c = window.__tbppCompact; return c.align() === 'collective'"
-                                    " && c.loadedRows() >= 32 && c.drawnRows() >= 32; }", timeout=60_000)
+            frame.wait_for_function(
+                "() => { const c = window.__tbppCompact; return c.align() === 'collective'"
+                " && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
+                timeout=60_000,
+            )
             assert frame.input_value('[data-testid="timeline-compact-kind"]') == "all_reduce"
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "timeline-compact-collective.png"))
@@ -340,9 +398,14 @@ def test_align_on_a_collective_puts_each_row_on_its_first_instance_of_the_kind(g
     assert msg.align == "collective" and msg.align_kind == "all_reduce" and "all_reduce" in msg.align_kinds
     for row in msg.rows:
         evs = cj.events(run_dir / next(r["trace"] for r in manifest["ranks"] if r["worker"] == row.worker))
-        s0, s1 = next(cj.span(e) for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{msg.step}")
-        first = min(cj.span(e)[0] for e in cj.by_cat(evs, "Kernel")
-                    if "allreduce" in e["name"].lower().replace("_", "") and s0 <= cj.span(e)[0] < s1)
+        s0, s1 = next(
+            cj.span(e) for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{msg.step}"
+        )
+        first = min(
+            cj.span(e)[0]
+            for e in cj.by_cat(evs, "Kernel")
+            if "allreduce" in e["name"].lower().replace("_", "") and s0 <= cj.span(e)[0] < s1
+        )
         assert row.on_collective and abs(row.origin_offset_ns - first) <= 1_000, row.worker
         assert abs(row.step_start_ns - (s0 - first)) <= 1_000  # its step starts before the collective
     assert msg.window_start_ns <= min(r.step_start_ns for r in msg.rows)
@@ -359,10 +422,14 @@ def test_a_click_on_communication_aligns_every_row_on_that_collective_instance(g
     pointer on the clicked rank, the same n-th all-reduce of the step on every member rank."""
     tb, run_dir, manifest = gen
     page, frame, log = _open(browser, tb)
-    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
-                            timeout=120_000)
-    c = frame.evaluate("() => { const c = window.__tbppCompact; return { comm: c.communication(0), win: c.windowOf(0),"
-                       " view: c.view(), labelW: c.labelW, rowH: c.rowH, top: c.rowsTop, worker: c.order()[0] }; }")
+    frame.wait_for_function(
+        "() => { const c = window.__tbppCompact; return c && c.loadedRows() >= 32 && c.drawnRows() >= 32; }",
+        timeout=120_000,
+    )
+    c = frame.evaluate(
+        "() => { const c = window.__tbppCompact; return { comm: c.communication(0), win: c.windowOf(0),"
+        " view: c.view(), labelW: c.labelW, rowH: c.rowH, top: c.rowsTop, worker: c.order()[0] }; }"
+    )
     assert c["worker"] == f"rank{SLOW}"
     comm, win, view = c["comm"], c["win"], c["view"]
     before = _compact(tb, bins=60, rank_limit=64)
@@ -371,26 +438,44 @@ def test_a_click_on_communication_aligns_every_row_on_that_collective_instance(g
     def all_reduces(w):
         """The rank's all-reduce kernels of the step (ns of its trace's origin), in order."""
         evs = cj.events(run_dir / next(r["trace"] for r in manifest["ranks"] if r["worker"] == w))
-        s0, s1 = next(cj.span(e) for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{before.step}")
-        return sorted(cj.span(e) for e in cj.by_cat(evs, "Kernel")
-                      if cj.is_nccl(e) and "allreduce" in e["name"].lower() and s0 <= cj.span(e)[0] < s1)
+        s0, s1 = next(
+            cj.span(e) for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{before.step}"
+        )
+        return sorted(
+            cj.span(e)
+            for e in cj.by_cat(evs, "Kernel")
+            if cj.is_nccl(e) and "allreduce" in e["name"].lower() and s0 <= cj.span(e)[0] < s1
+        )
 
     # the middle of the straggler's longest all-reduce of the step, in its row's times: a communication bin
     ks, ke = max(all_reduces(c["worker"]), key=lambda sp: sp[1] - sp[0])
     t = (ks + ke) / 2 - clicked.origin_offset_ns
     k = int((t - win["start"]) / (win["end"] - win["start"]) * len(comm))
-    assert comm[k] >= 0.5, (k, comm[max(0, k - 3):k + 4])
+    assert comm[k] >= 0.5, (k, comm[max(0, k - 3) : k + 4])
     box = frame.locator('[data-testid="timeline-compact-canvas"]').bounding_box()
     x = c["labelW"] + (t - view["start"]) / (view["end"] - view["start"]) * (box["width"] - c["labelW"])
     frame.locator('[data-testid="timeline-compact-canvas"]').click(position={"x": x, "y": c["top"] + 0.5 * c["rowH"]})
-    frame.wait_for_function("() => { const c = window.__tbppCompact; return c.align() === 'instance' && c.drawnRows() >= 32; }",
-                            timeout=60_000)
+    frame.wait_for_function(
+        "() => { const c = window.__tbppCompact; return c.align() === 'instance' && c.drawnRows() >= 32; }",
+        timeout=60_000,
+    )
     chip = frame.locator('[data-testid="timeline-compact-instance"]')
     chip.wait_for()
-    label, worker, at = chip.get_attribute("data-label"), chip.get_attribute("data-worker"), chip.get_attribute("data-at")
-    assert worker == c["worker"] and label and "#" in label and f"aligned on {label.replace('_', ' ')}" in chip.inner_text()
+    label, worker, at = (
+        chip.get_attribute("data-label"),
+        chip.get_attribute("data-worker"),
+        chip.get_attribute("data-at"),
+    )
+    assert (
+        worker == c["worker"]
+        and label
+        and "#" in label
+        and f"aligned on {label.replace('_', ' ')}" in chip.inner_text()
+    )
     # the page: every member row drawn has its start of the instance at the same x (its time 0)
-    frame.wait_for_function("() => (document.querySelector('[data-testid=\"timeline-compact-canvas\"]').dataset.instanceStarts || '').length > 2")
+    frame.wait_for_function(
+        "() => (document.querySelector('[data-testid=\"timeline-compact-canvas\"]').dataset.instanceStarts || '').length > 2"
+    )
     marks = json.loads(frame.locator('[data-testid="timeline-compact-canvas"]').get_attribute("data-instance-starts"))
     assert worker in marks and len(marks) >= 2, marks
     xs = [m["x"] for m in marks.values()]
@@ -414,8 +499,9 @@ def test_a_click_on_communication_aligns_every_row_on_that_collective_instance(g
     assert len(set(nth.values())) == 1, nth
     # the way back: the alignment chosen before (each rank on its step start)
     frame.click('[data-testid="timeline-compact-instance-clear"]')
-    frame.wait_for_function("() => { const c = window.__tbppCompact; return c.align() === 'step' && c.loadedRows() >= 32; }",
-                            timeout=60_000)
+    frame.wait_for_function(
+        "() => { const c = window.__tbppCompact; return c.align() === 'step' && c.loadedRows() >= 32; }", timeout=60_000
+    )
     assert frame.locator('[data-testid="timeline-compact-instance"]').count() == 0
     page.context.close()
     assert log.page_errors == [], log.page_errors
@@ -465,7 +551,9 @@ def test_the_order_without_a_straggler_without_a_topology_and_without_stages():
     # stages but no topology: the straggler's stage, nearest rank numbers first
     staged = [(r, r // 4, -1, -1, []) for r in range(8)]
     order, roles, why = order_of(_rp(staged, straggler=[6]))
-    assert order == ["w6", "w5", "w7", "w4", "w0", "w1", "w2", "w3"] and roles["w6"] == "straggler" and "role peers" in why
+    assert (
+        order == ["w6", "w5", "w7", "w4", "w0", "w1", "w2", "w3"] and roles["w6"] == "straggler" and "role peers" in why
+    )
     # no stages: the ranks it shares collectives with
     peered = [(r, -1, -1, -1, [0, 1, 2, 3] if r < 4 else [4, 5, 6, 7]) for r in range(8)]
     order, roles, why = order_of(_rp(peered, straggler=[2]))
@@ -523,7 +611,9 @@ def _host_truth(trace: Path, step: int, ws: int, we: int, bins: int):
 
     with gzip.open(trace, "rt", encoding="utf-8") as f:
         evs = json.load(f)["traceEvents"]
-    zero = next(cj.span(e)[0] for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{step}")
+    zero = next(
+        cj.span(e)[0] for e in cj.by_cat(evs, "ProfileStep") if e["name"].split("[")[0] == f"ProfileStep#{step}"
+    )
     edges = zero + ws + (we - ws) * np.arange(bins + 1, dtype=np.float64) / bins
     comm = _covered(cj.union([cj.span(e) for e in cj.by_cat(evs, "Communication")]), edges)
     ops = _covered(cj.union([cj.span(e) for e in cj.by_cat(evs, "Operator", "Communication")]), edges)
@@ -556,15 +646,20 @@ def test_cpu_only_ranks_compact_rows_are_drawn_with_a_host_side_note(fleet, brow
     tb, _ = fleet
     for dark in (False, True):
         log = PageLog()
-        context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1,
-                                      color_scheme="dark" if dark else "light")
+        context = browser.new_context(
+            viewport={"width": 1280, "height": 800}, device_scale_factor=1, color_scheme="dark" if dark else "light"
+        )
         page = context.new_page()
         page.on("pageerror", lambda err: log.page_errors.append(str(err)))
         page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
         keys = dict(run=CPU_RUN, span="0", unit="ms", view="timeline", tlmode="compact")
-        frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
-        frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 4 && c.loadedRows() >= 4; }",
-                                timeout=120_000)
+        frame = plugin_frame(
+            page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+        )
+        frame.wait_for_function(
+            "() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 4 && c.loadedRows() >= 4; }",
+            timeout=120_000,
+        )
         note = frame.locator('[data-testid="timeline-compact-host-note"]')
         note.wait_for(timeout=30_000)
         assert "host side" in note.text_content() and "operators" in note.text_content()
@@ -572,13 +667,16 @@ def test_cpu_only_ranks_compact_rows_are_drawn_with_a_host_side_note(fleet, brow
         row_h = frame.evaluate("() => window.__tbppCompact.rowH")
         label_w = frame.evaluate("() => window.__tbppCompact.labelW")
         for i in range(4):  # the compute colour (green, COMPACT_COLORS) in the row: idle is grey, communication orange
-            n = frame.evaluate("""([x0, y0, h]) => {
+            n = frame.evaluate(
+                """([x0, y0, h]) => {
               const c = document.querySelector('[data-testid="timeline-compact-canvas"]');
               const k = c.width / c.getBoundingClientRect().width;
               const d = c.getContext('2d').getImageData(Math.round(x0 * k), Math.round(y0 * k), c.width - Math.round(x0 * k), Math.max(1, Math.round(h * k))).data;
               let n = 0;
               for (let j = 0; j < d.length; j += 4) if (d[j + 1] > d[j] + 40 && d[j + 1] > d[j + 2] + 40) n++;
-              return n; }""", [label_w + 1, top + i * row_h, row_h - 1])
+              return n; }""",
+                [label_w + 1, top + i * row_h, row_h - 1],
+            )
             assert n > 20, (dark, i, n)
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"timeline-compact-cpu-{'dark' if dark else 'light'}.png"))
@@ -597,9 +695,13 @@ def test_no_compact_ruler_label_is_cut_by_the_canvas_edge(fleet, browser):
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
     keys = dict(run=CPU_RUN, span="0", unit="ms", view="timeline", tlmode="compact")
-    frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
-    frame.wait_for_function("() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 4 && c.ruler().length > 2; }",
-                            timeout=120_000)
+    frame = plugin_frame(
+        page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    frame.wait_for_function(
+        "() => { const c = window.__tbppCompact; return c && c.drawnRows() >= 4 && c.ruler().length > 2; }",
+        timeout=120_000,
+    )
     canvas = frame.locator('[data-testid="timeline-compact-canvas"]')
     box = canvas.bounding_box()
     iframe_box = page.locator('iframe[src*="plugin_entry.html?name=paddle_profile"]').bounding_box()
@@ -650,18 +752,27 @@ def test_the_detailed_views_default_ranks_are_the_servers_without_the_parallel_a
     log = PageLog()
     page = new_page(browser, log, width=1280, height=800)
     keys = dict(run=RUN, span="0", unit="ms", view="timeline", tlmode="detail", **({"worker": named} if named else {}))
-    frame = plugin_frame(page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()))
-    frame.wait_for_function("() => { const t = window.__tbppTimeline; const d = t && t.data();"
-                            " return d && d.items > 0 && d.ranks.every((r) => r.state === ''); }", timeout=120_000)
+    frame = plugin_frame(
+        page, tb, "&" + "&".join(f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items())
+    )
+    frame.wait_for_function(
+        "() => { const t = window.__tbppTimeline; const d = t && t.data();"
+        " return d && d.items > 0 && d.ranks.every((r) => r.state === ''); }",
+        timeout=120_000,
+    )
     shown = frame.evaluate("() => window.__tbppTimeline.workers()")
     assert shown == want, (shown, want)
     assert frame.evaluate("() => window.__tbppTimeline.data().ranks.map((r) => r.worker)") == want
     why = frame.locator('[data-testid="timeline-ranks-why"]').text_content()
     assert why == f"default: {msg.why}", why
     # it opens on the focus: its rank header at the top of the canvas (or as far down as the scroll goes)
-    frame.wait_for_function("""(w) => { const t = window.__tbppTimeline; const h = t.rows().find((r) => r.kind === 'rank' && r.worker === w);
+    frame.wait_for_function(
+        """(w) => { const t = window.__tbppTimeline; const h = t.rows().find((r) => r.kind === 'rank' && r.worker === w);
         const box = document.querySelector('.tl-scroll'); const most = box.scrollHeight - box.clientHeight;
-        return h && (Math.abs(t.scrollTop() - h.y) <= 1 || Math.abs(t.scrollTop() - most) <= 1); }""", arg=focus, timeout=20_000)
+        return h && (Math.abs(t.scrollTop() - h.y) <= 1 || Math.abs(t.scrollTop() - most) <= 1); }""",
+        arg=focus,
+        timeout=20_000,
+    )
     paths = [(urlparse(u).path.rsplit("/", 1)[-1], parse_qs(urlparse(u).query)) for u in log.requests]
     assert not [p for p, _ in paths if p == "parallel"], log.requests
     windows = [q for p, q in paths if p == "timeline"]

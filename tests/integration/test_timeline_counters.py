@@ -4,6 +4,7 @@ The values the window route answers are checked against the memory events and ke
 tests/data/traces/gpu-synthetic-2rank read here straight from the JSON (not with the reader):
 memory is the highest current_allocated / current_reserved in each pixel bin (a step function of
 the events in time order), utilization the fraction of the bin covered by the device's kernels."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,11 @@ def _truth(path: Path, origin=None) -> dict:
     """From the raw JSON: the origin (unix ns), memory steps per (place, kind) (ns relative to ``origin``,
     default the trace's own), kernel intervals per device (ns relative to the trace's start_time origin)."""
     events = json.loads(path.read_text())["traceEvents"]
-    origins = {_ns(e["ts"]) - _ns(e["args"]["start_time"])
-               for e in events if e.get("ph") == "X" and "start_time" in e.get("args", {})}
+    origins = {
+        _ns(e["ts"]) - _ns(e["args"]["start_time"])
+        for e in events
+        if e.get("ph") == "X" and "start_time" in e.get("args", {})
+    }
     assert len(origins) == 1 or max(origins) - min(origins) < 2000, origins
     own = min(origins)
     if origin is None:
@@ -145,8 +149,9 @@ def test_counters_equal_the_memory_events_and_kernel_intervals(client, shared_tr
         lws, lwe = msg.window_start_ns - r.offset_ns, msg.window_end_ns - r.offset_ns
         edges = _edges(lws, lwe, msg.px)
         by_label = {c.label: c for c in r.counters}
-        want_labels = {f"{place} {kind}" for place, kind in truth["memory"]} | \
-            {f"GPU {d} utilization" for d in truth["kernels"]}
+        want_labels = {f"{place} {kind}" for place, kind in truth["memory"]} | {
+            f"GPU {d} utilization" for d in truth["kernels"]
+        }
         assert set(by_label) == want_labels
         assert truth["memory"] and truth["kernels"]  # the trace has both, so neither check is empty
         for (place, kind), points in truth["memory"].items():
@@ -172,6 +177,7 @@ def test_counters_equal_the_memory_events_and_kernel_intervals(client, shared_tr
 
 
 # ------------------------------------------------------------------ in a real browser
+
 
 @pytest.fixture(scope="module")
 def tb_gpu(shared_traces, tmp_path_factory):
@@ -223,13 +229,15 @@ def test_counter_lanes_are_drawn_with_the_traces_values_and_hover_reads_them(tb_
         keys = dict(run="gpu", worker="rank0", span="0", unit="ms", view="timeline")
         parts = ["paddle_profile"] + [f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()]
         page.goto(f"{tb_gpu.url}/#{'&'.join(parts)}")
-        handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
-                                        timeout=60_000)
+        handle = page.wait_for_selector(
+            'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+        )
         frame = handle.content_frame()
         frame.wait_for_function(
             "() => { const t = window.__tbppTimeline; const d = t && t.data();"
             " return d && d.items > 0 && d.ranks.length === 2 && d.ranks.every((r) => r.state === '' && r.counters.length > 0); }",
-            timeout=90_000)
+            timeout=90_000,
+        )
         st = frame.evaluate(_PAGE_STATE)
         files = {f.name: f for f in trace_files(shared_traces, GPU)}
         base = int(st["base"])
@@ -237,7 +245,9 @@ def test_counter_lanes_are_drawn_with_the_traces_values_and_hover_reads_them(tb_
         for r in st["ranks"]:
             truth = _truth(files[r["file"]], origin=base + r["offset"])
             by_label = {c["label"]: c for c in r["counters"]}
-            assert set(by_label) == {f"{p} {k}" for p, k in truth["memory"]} | {f"GPU {d} utilization" for d in truth["kernels"]}
+            assert set(by_label) == {f"{p} {k}" for p, k in truth["memory"]} | {
+                f"GPU {d} utilization" for d in truth["kernels"]
+            }
             px = len(next(iter(by_label.values()))["values"])
             edges = _edges(st["ws"] - r["offset"], st["we"] - r["offset"], px)
             for (place, kind), points in truth["memory"].items():
@@ -267,7 +277,11 @@ def test_counter_lanes_are_drawn_with_the_traces_values_and_hover_reads_them(tb_
             lo, hi = max(0, min(v for _, _, v in points)), max(v for _, _, v in points)
             if lo == hi:  # a constant counter is drawn from 0
                 lo = 0
-            assert (lo_text, hi_text) == tuple(human_bytes(v) if v else "0 B" for v in (lo, hi)), (c["label"], lo_text, hi_text)
+            assert (lo_text, hi_text) == tuple(human_bytes(v) if v else "0 B" for v in (lo, hi)), (
+                c["label"],
+                lo_text,
+                hi_text,
+            )
         for want in ("GPU 0 utilization", "Place(gpu:0) allocated"):
             ci = next(i for i, c in enumerate(rank0["counters"]) if c["label"] == want)
             c = rank0["counters"][ci]
@@ -288,10 +302,12 @@ def test_counter_lanes_are_drawn_with_the_traces_values_and_hover_reads_them(tb_
             assert text == f"{want}: {shown}", (text, k)
             assert v > 0
             # the lane is painted where its value is high: the area's colour under the pointer's column
-            painted = frame.evaluate("""([x, y0, h]) => { const c = document.querySelector('[data-testid="timeline-canvas"]');
+            painted = frame.evaluate(
+                """([x, y0, h]) => { const c = document.querySelector('[data-testid="timeline-canvas"]');
               const r = devicePixelRatio; const img = c.getContext('2d').getImageData(Math.round(x * r), Math.round(y0 * r), 1, Math.round(h * r)).data;
               let n = 0; for (let i = 0; i < img.length; i += 4) if (img[i] < 230 || img[i + 1] < 230 || img[i + 2] < 230) n++; return n; }""",
-                                     [x, 26 + row["y"] - st["scroll"], row["h"]])
+                [x, 26 + row["y"] - st["scroll"], row["h"]],
+            )
             # as tall as the value's place between the lane's bottom and top (28 px lane, 24 px inside)
             assert abs(painted - (c["values"][k] - lo) / (hi - lo) * 24) <= 3, (want, painted, c["values"][k], lo, hi)
         SHOTS.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ fail for reasons other than a bad trace (4), and trace_window's bound and stream
 The store's retry logic is driven with threads instead of worker processes (``process_pool`` replaced),
 a fake store whose reads fail on demand and a fake clock, so that every poll is counted; the routes are
 driven through TensorBoard's own routing of the plugin with real worker processes."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -31,13 +32,25 @@ HANG_GUARD_S = 60.0  # what a build may take here at most; only ever reached whe
 
 def _trace(names, extra_steps: int = 0) -> bytes:
     """A small Paddle-shaped trace: one ProfileStep and one operator per name, in order."""
-    events = [{"name": "ProfileStep#1", "pid": 1, "tid": "1(Python)", "ts": 1000, "dur": 10_000, "ph": "X",
-               "cat": "ProfileStep", "args": {"start_time": "0.000 us", "end_time": "10000.000 us"}}]
+    events = [
+        {
+            "name": "ProfileStep#1",
+            "pid": 1,
+            "tid": "1(Python)",
+            "ts": 1000,
+            "dur": 10_000,
+            "ph": "X",
+            "cat": "ProfileStep",
+            "args": {"start_time": "0.000 us", "end_time": "10000.000 us"},
+        }
+    ]
     for i, name in enumerate(names):
-        events.append({"name": name, "pid": 1, "tid": "1(Python)", "ts": 1000 + i * 10, "dur": 5, "ph": "X",
-                       "cat": "Operator"})
-    return json.dumps({"displayTimeUnit": "ms", "schemaVersion": "1.0.2", "span_index": "0",
-                       "traceEvents": events}).encode()
+        events.append(
+            {"name": name, "pid": 1, "tid": "1(Python)", "ts": 1000 + i * 10, "dur": 5, "ph": "X", "cat": "Operator"}
+        )
+    return json.dumps(
+        {"displayTimeUnit": "ms", "schemaVersion": "1.0.2", "span_index": "0", "traceEvents": events}
+    ).encode()
 
 
 class _File:
@@ -146,20 +159,20 @@ def test_names_read_back_exactly_whatever_they_hold(tmp_path):
 
 def _array_offset(blob: bytes, key: str) -> int:
     magic = blob[:8]
-    n = int.from_bytes(blob[len(magic):len(magic) + 8], "little")
+    n = int.from_bytes(blob[len(magic) : len(magic) + 8], "little")
     start = len(magic) + 8
-    head = json.loads(blob[start:start + n])
+    head = json.loads(blob[start : start + n])
     base = start + n + ((-(start + n)) % 64)
     return base + head["arrays"][key][2]
 
 
 def _truncate(blob: bytes) -> bytes:
-    return blob[:len(blob) // 2]
+    return blob[: len(blob) // 2]
 
 
 def _flip(blob: bytes) -> bytes:
     at = _array_offset(blob, "ev_start") + 8  # the second event's start
-    return blob[:at] + bytes([blob[at] ^ 0x40]) + blob[at + 1:]
+    return blob[:at] + bytes([blob[at] ^ 0x40]) + blob[at + 1 :]
 
 
 def _garbage(blob: bytes) -> bytes:
@@ -212,7 +225,8 @@ def trace_file(tmp_path):
 
 
 def test_an_unreachable_store_is_retried_with_backoff_then_reported_then_retried_once_back(
-        tmp_path, trace_file, threads, monkeypatch):
+    tmp_path, trace_file, threads, monkeypatch
+):
     fs = _FlakyFS()
     store = timeline.TimelineStore(fs, tmp_path / "cache")
     now = [1000.0]
@@ -253,8 +267,9 @@ def test_an_unreachable_store_is_retried_with_backoff_then_reported_then_retried
         store.close()
 
 
-def test_an_error_of_ours_is_reported_as_ours_logged_and_not_retried(tmp_path, trace_file, threads, monkeypatch,
-                                                                       caplog):
+def test_an_error_of_ours_is_reported_as_ours_logged_and_not_retried(
+    tmp_path, trace_file, threads, monkeypatch, caplog
+):
     def broken(tables, tree):
         raise IndexError("index 7 is out of bounds for axis 0 with size 3")
 
@@ -414,8 +429,9 @@ def test_the_window_is_written_in_chunks_in_bounded_memory(generated):
     assert total > 4 << 20 and chunks > 20
     assert peak < total / 6, f"{peak} bytes held at once to write {total}"
     assert largest < total / 10
-    assert b"".join(timeline.chrome_chunks(idx, ws, we, path.name, chunk=1 << 16, block=256)) == \
-        timeline.chrome_subset(idx, ws, we, path.name)  # the same JSON, however it is cut
+    assert b"".join(timeline.chrome_chunks(idx, ws, we, path.name, chunk=1 << 16, block=256)) == timeline.chrome_subset(
+        idx, ws, we, path.name
+    )  # the same JSON, however it is cut
 
 
 @pytest.fixture(scope="module")
@@ -423,8 +439,7 @@ def generated_plugin(generated, shared_traces, tmp_path_factory):
     path, _ = generated
     root = tmp_path_factory.mktemp("gen_logdir")
     place(path.read_bytes(), root / "big" / path.name)
-    place(b'{"traceEvents": [', root / "broken" / "rank0_time_2026_01_01_00_00_00_000000.paddle_trace.json",
-          mtime=OLD)
+    place(b'{"traceEvents": [', root / "broken" / "rank0_time_2026_01_01_00_00_00_000000.paddle_trace.json", mtime=OLD)
     for f in trace_files(shared_traces, GPU):
         place(f.read_bytes(), root / "gpu" / f.name)
     old = os.environ.get("TB_PADDLE_PROFILE_CACHE")
@@ -472,8 +487,7 @@ def test_a_timeline_that_cannot_be_built_answers_with_the_reason(generated_plugi
     assert r.status_code == 422 and r.get_data(as_text=True) == text
 
 
-def test_trace_window_refuses_a_window_over_the_bound_and_streams_the_others(generated_plugin, generated,
-                                                                             monkeypatch):
+def test_trace_window_refuses_a_window_over_the_bound_and_streams_the_others(generated_plugin, generated, monkeypatch):
     _, client = generated_plugin
     path, idx = generated
     worker = path.name.split("_time_")[0]
@@ -497,7 +511,9 @@ def test_trace_window_refuses_a_window_over_the_bound_and_streams_the_others(gen
     assert len(chunks) > 1 and max(len(c) for c in chunks) < len(body)
     doc = json.loads(body)
     a = idx.a
-    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == int(((a["ev_end"] >= ws) & (a["ev_start"] <= we)).sum())
+    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == int(
+        ((a["ev_end"] >= ws) & (a["ev_start"] <= we)).sum()
+    )
     assert "attachment" in r.headers["Content-Disposition"] and r.headers["X-Content-Type-Options"] == "nosniff"
     zipped = client.get(url, headers={"Accept-Encoding": "gzip"})
     assert zipped.status_code == 200 and zipped.headers["Content-Encoding"] == "gzip"

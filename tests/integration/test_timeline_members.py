@@ -13,6 +13,7 @@ on the Timeline (issue 16, point 1), in Debian's Chromium through Playwright aga
 
 At 1,280 and 1,440 px; screenshots to browser_util.SHOTS.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,6 +34,7 @@ def _browser(fn):
         fn = mark(fn)
     return fn
 
+
 REPO = Path(__file__).resolve().parents[2]
 RUN = "gen"
 DP, MP, PP = 4, 2, 2  # 16 ranks: every rank is shown by default
@@ -42,9 +44,33 @@ PREFIX = "/data/plugin/paddle_profile"
 
 
 def _generate(out: Path, dp: int, mp: int, pp: int, slow: int, layers: int, micro: int) -> None:
-    got = subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", str(dp), "--mp", str(mp), "--pp", str(pp),
-                          "--layers", str(layers), "--steps", "2", "--micro-batches", str(micro), "--slow-rank",
-                          str(slow), "--quiet", "--out", str(out)], capture_output=True, text=True, cwd=str(REPO))
+    got = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            str(dp),
+            "--mp",
+            str(mp),
+            "--pp",
+            str(pp),
+            "--layers",
+            str(layers),
+            "--steps",
+            "2",
+            "--micro-batches",
+            str(micro),
+            "--slow-rank",
+            str(slow),
+            "--quiet",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     assert got.returncode == 0, got.stderr[-2000:]
 
 
@@ -59,9 +85,22 @@ def gen_dir(tmp_path_factory) -> Path:
 def gen(gen_dir, tmp_path_factory):
     root = gen_dir
     # The CLI's analysis of the same traces, in its own process and cache folder.
-    cli = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "parallel", str(root / RUN), "--format", "json",
-                          "--cache-dir", str(tmp_path_factory.mktemp("tlm_cli_cache"))],
-                         capture_output=True, text=True, cwd=str(REPO))
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "parallel",
+            str(root / RUN),
+            "--format",
+            "json",
+            "--cache-dir",
+            str(tmp_path_factory.mktemp("tlm_cli_cache")),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     assert cli.returncode == 0, cli.stderr[-2000:]
     with tensorboard(root, tmp_path_factory.mktemp("tlm_tb")) as server:
         wait_all_loaded(server)
@@ -69,8 +108,9 @@ def gen(gen_dir, tmp_path_factory):
 
 
 def _page(browser, width: int, dark: bool, log: PageLog, height: int = 900):
-    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1,
-                                  color_scheme="dark" if dark else "light")
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, device_scale_factor=1, color_scheme="dark" if dark else "light"
+    )
     page = context.new_page()
     context.on("request", lambda req: log.requests.append(req.url))
     page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
@@ -92,8 +132,9 @@ def _open(page, tb, run: str, worker: str = "", extra: dict = None):
     keys.update(extra or {})
     parts = ["paddle_profile"] + [f"{quote('p.paddle_profile.' + k)}={quote(v, safe='')}" for k, v in keys.items()]
     page.goto(f"{tb.url}/#{'&'.join(parts)}")
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached",
-                                    timeout=60_000)
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="app"]', timeout=60_000)
     return frame
@@ -103,7 +144,9 @@ def _wait_drawn(frame, timeout=120_000):
     frame.wait_for_function(
         "() => { const t = window.__tbppTimeline; const d = t && t.data();"
         " return d && d.items > 0 && JSON.stringify(d.ranks.map((r) => r.worker)) === JSON.stringify(t.workers())"
-        " && d.ranks.every((r) => r.state === '' && r.tracks.length > 0); }", timeout=timeout)
+        " && d.ranks.every((r) => r.state === '' && r.tracks.length > 0); }",
+        timeout=timeout,
+    )
 
 
 def fmt_dur(ns: float) -> str:
@@ -123,8 +166,12 @@ def _dp_instance(analysis: dict, rank: int) -> dict:
     arriving last, with every other member of its DP group."""
     for m in analysis["matched"]:
         ranks = [x["rank"] for x in m["members"]]
-        if (m["kind"] == "COLLECTIVE_KIND_ALL_REDUCE" and len(ranks) == DP and rank in ranks
-                and m.get("lastRank", 0) != rank):
+        if (
+            m["kind"] == "COLLECTIVE_KIND_ALL_REDUCE"
+            and len(ranks) == DP
+            and rank in ranks
+            and m.get("lastRank", 0) != rank
+        ):
             return m
     raise AssertionError("no data-parallel all-reduce of rank %d among the CLI's matched instances" % rank)
 
@@ -137,8 +184,9 @@ def _slice_id(tb, worker: str, inst: dict, analysis: dict) -> int:
     clock = {r["worker"]: int(r.get("clockOffsetNs", 0)) for r in analysis["ranks"]}
     from tb_paddle_profile.v1 import timeline_pb2 as tpb
 
-    got = tpb.TimelineSearch.FromString(tb.get(
-        f"{PREFIX}/timeline_search?run={RUN}&span=0&workers={worker}&exact=1&limit=2000&q={quote(inst['name'])}"))
+    got = tpb.TimelineSearch.FromString(
+        tb.get(f"{PREFIX}/timeline_search?run={RUN}&span=0&workers={worker}&exact=1&limit=2000&q={quote(inst['name'])}")
+    )
     for m in got.matches:
         if got.base_unix_ns + m.start_ns + clock.get(worker, 0) == int(member["startUnixNs"]):
             return int(m.id)
@@ -196,15 +244,20 @@ def test_a_collectives_instance_on_every_member_rank(gen, browser, width, dark):
     # a flow from the last arrival to each other member, all of them on the canvas
     frame.wait_for_function("(n) => window.__tbppTimeline.memberFlows === n", arg=len(shown) - 1, timeout=10_000)
     assert frame.get_attribute('[data-testid="timeline-canvas"]', "data-member-flows") == str(len(shown) - 1)
-    if width == 1440 and not dark:  # the documentation's picture (docs/timeline.md): rank 1's slice, its wait, the flow to it
+    if (
+        width == 1440 and not dark
+    ):  # the documentation's picture (docs/timeline.md): rank 1's slice, its wait, the flow to it
         page.wait_for_timeout(200)
         save_screenshot(frame.locator('[data-testid="panel-timeline"]'), "timeline-members")
     # each member's slice is the instance's: selecting a member's row opens its slice on its rank
     other = next(m for m in shown if m["rank"] != 1)
     frame.click(f'[data-testid="timeline-instance-member"][data-rank="{other["rank"]}"] button')
     frame.wait_for_function(
-        "(w) => { const t = document.querySelector('[data-testid=\"timeline-details\"] td[data-key=\"track\"]');"
-        " return t && t.textContent.startsWith(w + ' · '); }", arg=other["worker"], timeout=20_000)
+        '(w) => { const t = document.querySelector(\'[data-testid="timeline-details"] td[data-key="track"]\');'
+        " return t && t.textContent.startsWith(w + ' · '); }",
+        arg=other["worker"],
+        timeout=20_000,
+    )
     assert frame.text_content('[data-testid="timeline-detail-name"]') == inst["name"]
     start = frame.evaluate("() => window.__tbppTimeline.selected().start")
     base = int(frame.evaluate("() => window.__tbppTimeline.data().base"))
@@ -246,12 +299,15 @@ def test_member_ranks_not_shown_are_added_and_then_flows_reach_them(gen, browser
     _wait_drawn(frame)
     frame.wait_for_function("(n) => window.__tbppTimeline.memberFlows === n", arg=len(members) - 1, timeout=30_000)
     assert all(m["shown"] for m in _check_against_cli(frame, inst, analysis))
-    assert frame.evaluate("() => window.__tbppTimeline.workers()") == sorted(members | {"rank0"}, key=lambda w: int(w[4:]))
+    assert frame.evaluate("() => window.__tbppTimeline.workers()") == sorted(
+        members | {"rank0"}, key=lambda w: int(w[4:])
+    )
     page.screenshot(path=str(SHOTS / f"timeline-members-added-{width}.png"))
     _close(page, log)
 
 
 # ---------------------------------------------------------------- the route, in-process
+
 
 @pytest.fixture(scope="module")
 def routes(gen_dir, tmp_path_factory):
@@ -292,9 +348,25 @@ def test_the_instance_route_answers_the_clis_matched_instances_with_each_members
     from tb_paddle_profile.analysis.collectives import KIND_LABELS
     from tb_paddle_profile.v1 import summary_pb2, timeline_pb2 as tpb
 
-    analysis = json.loads(subprocess.run(
-        [sys.executable, "-m", "tb_paddle_profile", "parallel", str(gen_dir / RUN), "--format", "json", "--cache-dir",
-         str(gen_dir.parent / "route_cli_cache")], capture_output=True, text=True, cwd=str(REPO), check=True).stdout)
+    analysis = json.loads(
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tb_paddle_profile",
+                "parallel",
+                str(gen_dir / RUN),
+                "--format",
+                "json",
+                "--cache-dir",
+                str(gen_dir.parent / "route_cli_cache"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=str(REPO),
+            check=True,
+        ).stdout
+    )
     clock = {r["worker"]: int(r.get("clockOffsetNs", 0)) for r in analysis["ranks"]}
     # one instance of each kind and group size, step 1 and 2
     sample, seen = [], set()
@@ -308,8 +380,11 @@ def test_the_instance_route_answers_the_clis_matched_instances_with_each_members
     for m in sample:
         for x in m["members"]:
             w = f"rank{x['rank']}"
-            got = tpb.TimelineSearch.FromString(_get(routes, f"/timeline_search?run={RUN}&span=0&workers={w}&exact=1"
-                                                              f"&limit=2000&q={quote(m['name'])}").data)
+            got = tpb.TimelineSearch.FromString(
+                _get(
+                    routes, f"/timeline_search?run={RUN}&span=0&workers={w}&exact=1&limit=2000&q={quote(m['name'])}"
+                ).data
+            )
             hit = [t for t in got.matches if got.base_unix_ns + t.start_ns + clock.get(w, 0) == int(x["startUnixNs"])]
             if not hit:  # a send/recv member's kernel may carry the other name of the pair: any slice starting there
                 continue
@@ -332,30 +407,49 @@ def test_the_instance_route_answers_the_clis_matched_instances_with_each_members
             for y in inst.members:
                 w = want[y.rank]
                 assert (y.wait_ns, y.duration_ns, y.start_unix_ns, y.ordinal) == (
-                    int(w.get("waitNs", 0)), int(w["durationNs"]), int(w["startUnixNs"]), w.get("ordinal", 0))
+                    int(w.get("waitNs", 0)),
+                    int(w["durationNs"]),
+                    int(w["startUnixNs"]),
+                    w.get("ordinal", 0),
+                )
                 assert y.worker == f"rank{y.rank}" and y.last == (y.rank == inst.last_rank) and y.found
-                assert y.direction == {"P2P_DIRECTION_SEND": "send", "P2P_DIRECTION_RECV": "recv"}.get(w.get("direction"), "")
+                assert y.direction == {"P2P_DIRECTION_SEND": "send", "P2P_DIRECTION_RECV": "recv"}.get(
+                    w.get("direction"), ""
+                )
                 assert y.start_ns + inst.base_unix_ns + clock.get(y.worker, 0) == y.start_unix_ns
                 # its arrival after the first member's, on the corrected clocks (the card's "Arrival")
                 first = min(int(v["startUnixNs"]) - clock.get(f"rank{v['rank']}", 0) for v in m["members"])
                 assert y.arrival_ns == int(w["startUnixNs"]) - clock.get(y.worker, 0) - first
                 if (id(m), y.rank) in ids:
                     assert y.id == ids[(id(m), y.rank)]
-                ev = tpb.TimelineEvent.FromString(_get(routes, f"/timeline_event?run={RUN}&span=0&worker={y.worker}"
-                                                               f"&id={y.id}&base_unix_ns={inst.base_unix_ns}").data)
+                ev = tpb.TimelineEvent.FromString(
+                    _get(
+                        routes,
+                        f"/timeline_event?run={RUN}&span=0&worker={y.worker}"
+                        f"&id={y.id}&base_unix_ns={inst.base_unix_ns}",
+                    ).data
+                )
                 assert (ev.start_ns, ev.track, ev.depth) == (y.start_ns, y.track, y.depth)
                 assert ev.type in ("Kernel", "Communication", "Operator")
     assert checked >= {"COLLECTIVE_KIND_ALL_REDUCE", "COLLECTIVE_KIND_SEND_RECV"}, checked
     # the members' slices are looked up only on the ranks asked for (and the selected one)
     m = sample[0]
     x = next(y for y in m["members"] if (id(m), y["rank"]) in ids)
-    inst = tpb.TimelineInstance.FromString(_get(routes, f"/timeline_instance?run={RUN}&span=0&worker=rank{x['rank']}"
-                                                        f"&id={ids[(id(m), x['rank'])]}&workers=rank{x['rank']}").data)
+    inst = tpb.TimelineInstance.FromString(
+        _get(
+            routes,
+            f"/timeline_instance?run={RUN}&span=0&worker=rank{x['rank']}"
+            f"&id={ids[(id(m), x['rank'])]}&workers=rank{x['rank']}",
+        ).data
+    )
     assert [y.found for y in inst.members] == [y.rank == x["rank"] for y in inst.members]
     # a slice in no instance: matched false, with the reason; an unknown event: 404
-    step = tpb.TimelineSearch.FromString(_get(routes, f"/timeline_search?run={RUN}&span=0&workers=rank1&q=ProfileStep").data)
-    inst = tpb.TimelineInstance.FromString(_get(routes, f"/timeline_instance?run={RUN}&span=0&worker=rank1"
-                                                        f"&id={step.matches[0].id}").data)
+    step = tpb.TimelineSearch.FromString(
+        _get(routes, f"/timeline_search?run={RUN}&span=0&workers=rank1&q=ProfileStep").data
+    )
+    inst = tpb.TimelineInstance.FromString(
+        _get(routes, f"/timeline_instance?run={RUN}&span=0&worker=rank1&id={step.matches[0].id}").data
+    )
     assert not inst.matched and not inst.members and "not a member" in inst.note
     assert _get(routes, f"/timeline_instance?run={RUN}&span=0&worker=rank1&id=999999999").status_code == 404
     assert _get(routes, f"/timeline_instance?run={RUN}&span=0&worker=nobody&id=1").status_code == 404
@@ -378,11 +472,26 @@ def scale(tmp_path_factory):
     root = tmp_path_factory.mktemp("tlm_scale")
     _generate(root / "logdir" / "scale", S_DP, S_MP, S_PP, S_SLOW, 4, 1)
     manifest = json.loads((root / "logdir" / "scale" / "synth_manifest.json").read_text())
-    pre = subprocess.run([sys.executable, "-m", "tb_paddle_profile", "preprocess", str(root / "logdir"), "--cache-dir",
-                          str(root / "cache")], capture_output=True, text=True, cwd=str(REPO))
+    pre = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tb_paddle_profile",
+            "preprocess",
+            str(root / "logdir"),
+            "--cache-dir",
+            str(root / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
     assert pre.returncode == 0, pre.stderr[-2000:]
-    with tensorboard(root / "logdir", tmp_path_factory.mktemp("tlm_scale_tb"),
-                     extra_env={"TB_PADDLE_PROFILE_CACHE": str(root / "cache")}) as server:
+    with tensorboard(
+        root / "logdir",
+        tmp_path_factory.mktemp("tlm_scale_tb"),
+        extra_env={"TB_PADDLE_PROFILE_CACHE": str(root / "cache")},
+    ) as server:
         wait_all_loaded(server, timeout=300)
         yield server, manifest
 
@@ -394,9 +503,13 @@ def test_at_128_ranks_the_timeline_opens_on_the_straggler_and_its_role_peers(sca
     assert manifest["slow_rank"] == S_SLOW and len(manifest["ranks"]) == S_DP * S_MP * S_PP
     log = PageLog()
     page = _page(browser, width, False, log)
-    frame = _open(page, tb, "scale", extra={"tlmode": "detail"})  # no worker named; the detailed view (not the compact one)
-    frame.wait_for_function("() => (document.querySelector('[data-testid=timeline-ranks-why]') || {}).textContent?.includes('straggler')",
-                            timeout=180_000)
+    frame = _open(
+        page, tb, "scale", extra={"tlmode": "detail"}
+    )  # no worker named; the detailed view (not the compact one)
+    frame.wait_for_function(
+        "() => (document.querySelector('[data-testid=timeline-ranks-why]') || {}).textContent?.includes('straggler')",
+        timeout=180_000,
+    )
     _wait_drawn(frame, timeout=180_000)
     shown = [int(w[4:]) for w in frame.evaluate("() => window.__tbppTimeline.workers()")]
     peers = _role_peers(manifest, S_SLOW)
@@ -404,12 +517,17 @@ def test_at_128_ranks_the_timeline_opens_on_the_straggler_and_its_role_peers(sca
     # its role peers, and the current rank (rank 0, what the tab selects when none is named) kept in
     assert set(shown) <= peers | {0}, shown
     assert len(set(shown) & peers) >= 15
-    assert frame.evaluate("() => window.__tbppTimeline.data().ranks.map((r) => r.worker)") == [f"rank{r}" for r in sorted(shown)]
+    assert frame.evaluate("() => window.__tbppTimeline.data().ranks.map((r) => r.worker)") == [
+        f"rank{r}" for r in sorted(shown)
+    ]
     # it opens on the straggler: its rank header at the top of the canvas (or as far down as the scroll goes)
-    frame.wait_for_function("""(w) => { const t = window.__tbppTimeline; const h = t.rows().find((r) => r.kind === 'rank' && r.worker === w);
+    frame.wait_for_function(
+        """(w) => { const t = window.__tbppTimeline; const h = t.rows().find((r) => r.kind === 'rank' && r.worker === w);
         const box = document.querySelector('.tl-scroll'); const most = box.scrollHeight - box.clientHeight;
-        return h && (Math.abs(t.scrollTop() - h.y) <= 1 || Math.abs(t.scrollTop() - most) <= 1); }""", arg=f"rank{S_SLOW}",
-                            timeout=20_000)
+        return h && (Math.abs(t.scrollTop() - h.y) <= 1 || Math.abs(t.scrollTop() - most) <= 1); }""",
+        arg=f"rank{S_SLOW}",
+        timeout=20_000,
+    )
     page.wait_for_timeout(200)
     page.screenshot(path=str(SHOTS / f"timeline-128-default-{width}.png"))
 
@@ -419,8 +537,10 @@ def test_at_128_ranks_the_timeline_opens_on_the_straggler_and_its_role_peers(sca
     log = PageLog()
     page = _page(browser, width, False, log)
     frame = _open(page, tb, "scale", "rank66", {"tlmode": "detail"})
-    frame.wait_for_function("() => (document.querySelector('[data-testid=timeline-ranks-why]') || {}).textContent?.includes('rank named')",
-                            timeout=120_000)
+    frame.wait_for_function(
+        "() => (document.querySelector('[data-testid=timeline-ranks-why]') || {}).textContent?.includes('rank named')",
+        timeout=120_000,
+    )
     _wait_drawn(frame)
     shown = [int(w[4:]) for w in frame.evaluate("() => window.__tbppTimeline.workers()")]
     assert 66 in shown and len(shown) == 16 and set(shown) <= _role_peers(manifest, 66), shown

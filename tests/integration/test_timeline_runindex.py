@@ -3,6 +3,7 @@ run's ranks answered from it are the answers of the per-rank path (every rank's 
 searched, timeline.search_message / range_message), with few or no rank indexes opened; the whole-file
 checksum of an index is computed once per file version; through the routes, a search and a range of
 a run whose run index exists open no rank index."""
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,12 @@ def ranks(tmp_path_factory):
     from tbp_synth import SynthConfig, generate
 
     root = tmp_path_factory.mktemp("runindex")
-    res = generate(SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, names="default",
-                               gpus_per_node=4, clock_skew_us=2000), str(root / "run"))
+    res = generate(
+        SynthConfig(
+            dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, names="default", gpus_per_node=4, clock_skew_us=2000
+        ),
+        str(root / "run"),
+    )
     files, indexes = [], []
     for i, (_, path) in enumerate(sorted(res.traces.items())):
         out = root / f"r{i}.tl"
@@ -59,16 +64,26 @@ def _run_index(root, files, indexes, k):
 
 def _queries(indexes):
     names = sorted({n for idx in indexes for n in idx.names if n})
-    common = max(names, key=lambda n: sum(int((idx.a["ev_name"] == idx.names.index(n)).sum())
-                                           for idx in indexes if n in idx.names))
-    return [(common, True), (common[:5].upper(), False), ("a", False), ("nccl", False), (names[0], True),
-            ("no such name", False), ("", False)]
+    common = max(
+        names,
+        key=lambda n: sum(int((idx.a["ev_name"] == idx.names.index(n)).sum()) for idx in indexes if n in idx.names),
+    )
+    return [
+        (common, True),
+        (common[:5].upper(), False),
+        ("a", False),
+        ("nccl", False),
+        (names[0], True),
+        ("no such name", False),
+        ("", False),
+    ]
 
 
 def _same_search(a, b):
     assert a.total == b.total and a.base_unix_ns == b.base_unix_ns
-    assert [(m.worker, m.id, m.name, m.start_ns, m.end_ns, m.track, m.depth) for m in a.matches] == \
-        [(m.worker, m.id, m.name, m.start_ns, m.end_ns, m.track, m.depth) for m in b.matches]
+    assert [(m.worker, m.id, m.name, m.start_ns, m.end_ns, m.track, m.depth) for m in a.matches] == [
+        (m.worker, m.id, m.name, m.start_ns, m.end_ns, m.track, m.depth) for m in b.matches
+    ]
     assert (a.first_start_ns, a.last_end_ns) == (b.first_start_ns, b.last_end_ns)
 
 
@@ -87,10 +102,12 @@ def test_search_from_the_run_index_is_the_per_rank_search(ranks, k):
         for limit in (1, 7, 500, 2000):
             for subset in (files, files[2:5], [files[6]]):
                 for base in (None, indexes[0].origin - 10_000):
-                    old = timeline.search_message([(f, indexes[files.index(f)]) for f in subset], query, exact,
-                                                  base, limit, clock=clock)
-                    new = timeline.run_search_message(ri, subset, query, exact, base, limit, clock=clock,
-                                                      open_rank=open_rank)
+                    old = timeline.search_message(
+                        [(f, indexes[files.index(f)]) for f in subset], query, exact, base, limit, clock=clock
+                    )
+                    new = timeline.run_search_message(
+                        ri, subset, query, exact, base, limit, clock=clock, open_rank=open_rank
+                    )
                     _same_search(new, old)
     if k is None:  # the default K: the every-rank searches of 500 (the tab's) open few ranks
         before = len(opened)
@@ -107,11 +124,22 @@ def test_range_from_the_run_index_is_the_per_rank_range(ranks):
     lo = min(idx.start_ns + idx.origin - clock[f.worker] - base for f, idx in zip(files, indexes))
     hi = max(idx.end_ns + idx.origin - clock[f.worker] - base for f, idx in zip(files, indexes))
     span = hi - lo
-    windows = [(lo - 1, hi + 1), (lo, hi), (lo, lo + span // 3), (lo + span // 2, hi), (hi + 10, hi + 20),
-               (lo - 100, lo - 50), (lo + span // 4, lo + span // 4)]
+    windows = [
+        (lo - 1, hi + 1),
+        (lo, hi),
+        (lo, lo + span // 3),
+        (lo + span // 2, hi),
+        (hi + 10, hi + 20),
+        (lo - 100, lo - 50),
+        (lo + span // 4, lo + span // 4),
+    ]
     one = files[3].worker
-    selections = [{f.worker: None for f in files}, {one: None}, {one: [0, 1]},
-                  {f.worker: [t["id"] for t in idx.tracks[:2]] for f, idx in zip(files, indexes)}]
+    selections = [
+        {f.worker: None for f in files},
+        {one: None},
+        {one: [0, 1]},
+        {f.worker: [t["id"] for t in idx.tracks[:2]] for f, idx in zip(files, indexes)},
+    ]
     for ws, we in windows:
         for tracks in selections:
             opened = []
@@ -122,8 +150,9 @@ def test_range_from_the_run_index_is_the_per_rank_range(ranks):
 
             old = timeline.range_message(list(zip(files, indexes)), ws, we, tracks, None, clock=clock)
             new = timeline.run_range_message(ri, files, ws, we, tracks, None, clock=clock, open_rank=open_rank)
-            assert [(r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in new.rows] == \
-                [(r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in old.rows]
+            assert [(r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in new.rows] == [
+                (r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in old.rows
+            ]
             assert new.events == old.events
             if (ws, we) in windows[:2] or we < lo or ws > hi:  # ranks held whole or missed: none opened
                 assert opened == [], (ws, we, opened)
@@ -214,20 +243,24 @@ def test_routes_answer_search_and_range_without_opening_the_ranks(plugin):
     opens = store.opens
     name = max(indexes[0].names, key=len)
     for q, exact in ((name, True), ("matmul", False), ("nccl", False), ("step", False)):
-        got = tpb.TimelineSearch.FromString(_get(client, f"/timeline_search?run=gen&span=0&q={quote(q)}"
-                                                         f"{'&exact=1' if exact else ''}&limit=500"))
+        got = tpb.TimelineSearch.FromString(
+            _get(client, f"/timeline_search?run=gen&span=0&q={quote(q)}{'&exact=1' if exact else ''}&limit=500")
+        )
         want = timeline.search_message(list(zip(files, indexes)), q, exact, None, 500, clock=clock)
         _same_search(got, want)
     workers = ",".join(f.worker for f in files[1:3])
     got = tpb.TimelineSearch.FromString(_get(client, f"/timeline_search?run=gen&span=0&q=step&workers={workers}"))
-    want = timeline.search_message(list(zip(files[1:3], indexes[1:3])), "step", False, None, timeline.MATCH_CAP,
-                                   clock=clock)
+    want = timeline.search_message(
+        list(zip(files[1:3], indexes[1:3])), "step", False, None, timeline.MATCH_CAP, clock=clock
+    )
     _same_search(got, want)
     got = tpb.TimelineRange.FromString(_get(client, f"/timeline_range?run=gen&span=0&start_ns=-1&end_ns={hi + 1}"))
-    want = timeline.range_message(list(zip(files, indexes)), -1, hi + 1, {f.worker: None for f in files}, None,
-                                  clock=clock)
-    assert [(r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in got.rows] == \
-        [(r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in want.rows] and got.events > 0
+    want = timeline.range_message(
+        list(zip(files, indexes)), -1, hi + 1, {f.worker: None for f in files}, None, clock=clock
+    )
+    assert [(r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in got.rows] == [
+        (r.name, r.type, r.count, r.total_ns, r.overlap_ns) for r in want.rows
+    ] and got.events > 0
     assert store.opens == opens, "a search or a whole-run range opened a rank's index"
     # a range that cuts one rank's tracks opens that rank alone (in the timeline worker process: remote.py)
     from tb_paddle_profile.timeline import remote
@@ -235,8 +268,9 @@ def test_routes_answer_search_and_range_without_opening_the_ranks(plugin):
     routes._in_pool("views", remote.forget)
     worker_opens = routes._in_pool("views", remote.stats)["opens"]
     w = files[2].worker
-    got = tpb.TimelineRange.FromString(_get(client, f"/timeline_range?run=gen&span=0&start_ns={hi // 3}"
-                                                    f"&end_ns={hi // 2}&tracks={w}:0,{w}:1"))
+    got = tpb.TimelineRange.FromString(
+        _get(client, f"/timeline_range?run=gen&span=0&start_ns={hi // 3}&end_ns={hi // 2}&tracks={w}:0,{w}:1")
+    )
     want = timeline.range_message(list(zip(files, indexes)), hi // 3, hi // 2, {w: [0, 1]}, None, clock=clock)
     assert [(r.name, r.count, r.overlap_ns) for r in got.rows] == [(r.name, r.count, r.overlap_ns) for r in want.rows]
     assert np.all(np.array([r.count for r in got.rows]) > 0) and store.opens == opens

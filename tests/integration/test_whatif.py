@@ -1,5 +1,6 @@
 """What-if estimates (analysis/crossrank/whatif.py) against the generator run again with the change
 applied (tbp_synth.truth.simulate_step_time), the `whatif` CLI and route."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +22,19 @@ from tbp_synth import SynthConfig, generate
 from tbp_synth.truth import simulate_step_time
 
 TOLERANCE = 0.05
-BASE = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, slow_rank=1, slow_factor=1.3,
-                   names="default", clock_skew_us=20, gpus_per_node=4)
+BASE = SynthConfig(
+    dp=2,
+    mp=2,
+    pp=2,
+    steps=2,
+    layers=2,
+    micro_batches=2,
+    slow_rank=1,
+    slow_factor=1.3,
+    names="default",
+    clock_skew_us=20,
+    gpus_per_node=4,
+)
 # stage 0 holds five layers, stage 1 one; the balanced run has three each (a small vocabulary keeps the
 # head's share small, so that equal layers are equal compute)
 UNBALANCED = SynthConfig(dp=2, mp=1, pp=2, steps=2, layers=6, stage_layers=(5, 1), micro_batches=4, vocab=1024)
@@ -44,12 +56,15 @@ def _get(w: wpb.RunWhatIf, kind: int) -> wpb.WhatIf:
     return x
 
 
-@pytest.mark.parametrize("kind,changed", [
-    (wpb.WHAT_IF_DP_OVERLAP, dataclasses.replace(BASE, comm_factor={"dp": 0})),
-    (wpb.WHAT_IF_STRAGGLER, BASE.without_anomalies()),
-    (wpb.WHAT_IF_DOUBLE_MICRO_BATCHES, dataclasses.replace(BASE, micro_batches=2 * BASE.micro_batches)),
-    (wpb.WHAT_IF_NO_LAUNCH_OVERHEAD, dataclasses.replace(BASE, launch_overhead=0.0)),
-])
+@pytest.mark.parametrize(
+    "kind,changed",
+    [
+        (wpb.WHAT_IF_DP_OVERLAP, dataclasses.replace(BASE, comm_factor={"dp": 0})),
+        (wpb.WHAT_IF_STRAGGLER, BASE.without_anomalies()),
+        (wpb.WHAT_IF_DOUBLE_MICRO_BATCHES, dataclasses.replace(BASE, micro_batches=2 * BASE.micro_batches)),
+        (wpb.WHAT_IF_NO_LAUNCH_OVERHEAD, dataclasses.replace(BASE, launch_overhead=0.0)),
+    ],
+)
 def test_each_estimate_is_within_5_percent_of_the_changed_simulation(base_run, kind, changed):
     _, w = base_run
     x = _get(w, kind)
@@ -87,7 +102,7 @@ def test_balanced_stages_against_equal_stage_layers(tmp_path):
     assert x.applicable
     balanced = simulate_step_time(dataclasses.replace(UNBALANCED, stage_layers=(3, 3))).mean_ns
     assert abs(x.new_step_ns - balanced) <= TOLERANCE * balanced
-    assert x.saving_fraction > 0.1   # a real imbalance: five layers against one
+    assert x.saving_fraction > 0.1  # a real imbalance: five layers against one
     # the run without a straggler says so instead of guessing
     assert not _get(w, wpb.WHAT_IF_STRAGGLER).applicable
 
@@ -112,14 +127,14 @@ def test_balanced_stages_without_a_grid_take_the_pipelines_stages(tmp_path, monk
 @pytest.mark.parametrize("folder", ["cpu-gpt-single", "cpu-gpt-2rank-gloo", "gpu-synthetic-2rank"])
 def test_real_traces_give_an_answer_or_not_applicable(shared_traces, folder):
     w = analyze_whatif(digests_of(shared_traces / folder), folder, "0")
-    assert sorted(x.kind for x in w.what_ifs) == [k for k in wpb.WhatIfKind.values() if k]   # each once
+    assert sorted(x.kind for x in w.what_ifs) == [k for k in wpb.WhatIfKind.values() if k]  # each once
     for x in w.what_ifs:
         assert x.applicable or x.reason
         if x.applicable:
             assert 0 < x.new_step_ns and x.saving_ns <= x.step_ns
-    if folder == "cpu-gpt-single":   # one CPU rank: nothing to overlap, no peers, no stages, no launches
+    if folder == "cpu-gpt-single":  # one CPU rank: nothing to overlap, no peers, no stages, no launches
         assert not any(x.applicable for x in w.what_ifs)
-    if folder == "cpu-gpt-2rank-gloo":   # gloo's all-reduce blocks the host: hiding it saves time
+    if folder == "cpu-gpt-2rank-gloo":  # gloo's all-reduce blocks the host: hiding it saves time
         dp = _get(w, wpb.WHAT_IF_DP_OVERLAP)
         assert dp.applicable and dp.new_step_ns < dp.step_ns
 
@@ -174,13 +189,16 @@ def test_route(base_run, tmp_path, monkeypatch):
 def test_a_host_bound_run(tmp_path):
     """A small model whose host cannot keep its GPUs busy: the path is the host's, removing the launch
     overhead saves most of the step (the dependencies the host's pace hid are kept: wait edges)."""
-    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, hidden=512, heads=8, seq_len=256,
-                      vocab=2048)
+    cfg = SynthConfig(
+        dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, hidden=512, heads=8, seq_len=256, vocab=2048
+    )
     generate(cfg, str(tmp_path))
     w = analyze_whatif(digests_of(tmp_path), "h", "0")
     assert w.critical_path.total.by_kind[0].key == "host"
-    for kind, changed in ((wpb.WHAT_IF_NO_LAUNCH_OVERHEAD, dataclasses.replace(cfg, launch_overhead=0.0)),
-                          (wpb.WHAT_IF_DOUBLE_MICRO_BATCHES, dataclasses.replace(cfg, micro_batches=4))):
+    for kind, changed in (
+        (wpb.WHAT_IF_NO_LAUNCH_OVERHEAD, dataclasses.replace(cfg, launch_overhead=0.0)),
+        (wpb.WHAT_IF_DOUBLE_MICRO_BATCHES, dataclasses.replace(cfg, micro_batches=4)),
+    ):
         x = _get(w, kind)
         simulated = simulate_step_time(changed).mean_ns
         assert abs(x.new_step_ns - simulated) <= TOLERANCE * simulated, (x.title, x.new_step_ns, simulated)
@@ -204,7 +222,7 @@ def test_the_headline_is_the_largest_per_step_saving_and_names_the_straggler(bas
     per_step = [x for x in applicable if not x.per_sample]
     best = max(per_step, key=lambda x: x.saving_ns)
     twice = _get(w, wpb.WHAT_IF_DOUBLE_MICRO_BATCHES)
-    assert twice.per_sample and twice.saving_ns > best.saving_ns   # the case of the issue
+    assert twice.per_sample and twice.saving_ns > best.saving_ns  # the case of the issue
     view = whatif_display(w).views[0]
     by_key = {s.key: s for s in view.sentences}
     head = sentence_text(by_key["whatif.best"])
@@ -224,7 +242,9 @@ def test_the_headline_is_the_largest_per_step_saving_and_names_the_straggler(bas
         per, other = ("saving_per_sample", "saving") if x.per_sample else ("saving", "saving_per_sample")
         assert row.cells[col[per]].number == x.saving_ns and not row.cells[col[per]].missing
         assert row.cells[col[other]].missing and row.cells[col[other + "_pct"]].missing
-        assert format_cell(t.columns[col[per + "_pct"]], row.cells[col[per + "_pct"]]) == f"{100 * x.saving_fraction:.1f}%"
+        assert (
+            format_cell(t.columns[col[per + "_pct"]], row.cells[col[per + "_pct"]]) == f"{100 * x.saving_fraction:.1f}%"
+        )
     assert "rank" in t.rows[[x.kind for x in w.what_ifs].index(wpb.WHAT_IF_STRAGGLER)].cells[col["change"]].text
 
 
@@ -254,6 +274,7 @@ def test_a_run_where_no_change_applies_says_why_above_the_table():
     assert text.startswith("No what-if estimate applies to this run: ")
     assert "no collective was matched across ranks" in text
     from tb_paddle_profile.present.render.whatif_text import render_display
+
     lines = render_display(whatif_display(w)).splitlines()
     first_table = next(i for i, ln in enumerate(lines) if "What-if estimates" in ln)
     assert any(ln.startswith("No what-if estimate applies") for ln in lines[:first_table]), lines[:first_table]
@@ -267,7 +288,11 @@ def test_unmatched_collectives_are_a_caveat_of_the_evidence_not_an_error(tmp_pat
     generate(SynthConfig(dp=2, mp=1, pp=2, steps=3, layers=2, micro_batches=2), str(folder))
     trace = sorted(folder.glob("*.paddle_trace.json"))[0]
     doc = json.loads(trace.read_text())
-    sends = [i for i, e in enumerate(doc["traceEvents"]) if e.get("ph") == "X" and e.get("name", "").startswith("ncclDevKernel_SendRecv")]
+    sends = [
+        i
+        for i, e in enumerate(doc["traceEvents"])
+        if e.get("ph") == "X" and e.get("name", "").startswith("ncclDevKernel_SendRecv")
+    ]
     del doc["traceEvents"][sends[-1]]
     trace.write_text(json.dumps(doc))
 

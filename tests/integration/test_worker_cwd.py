@@ -1,5 +1,6 @@
 """Worker processes never import from the current folder: a file there named like a standard module
 (inspect.py, which numpy imports) must not replace the real one in the workers (issue 27.7)."""
+
 import os
 import subprocess
 import sys
@@ -37,8 +38,14 @@ def test_a_module_in_the_current_folder_does_not_shadow_the_standard_library_in_
     (cwd / "inspect.py").write_text("raise ImportError('the current folder was imported from')\n")
     trace = sorted((REPO / "examples" / "profiler_log" / "gpt-single").glob("*.paddle_trace.json"))[0]
     env = dict(os.environ, TB_PADDLE_PROFILE_START_METHOD=method)
-    proc = subprocess.run([sys.executable, str(script_dir / "main.py"), str(trace)], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, str(script_dir / "main.py"), str(trace)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     where, rest = proc.stdout.splitlines()[-2:]
     assert not where.startswith(str(cwd)), where

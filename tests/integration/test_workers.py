@@ -1,6 +1,7 @@
 """The plugin's worker processes: forked from a forkserver that imported the engine once, so that a
 worker starts with it loaded and is not a fork of the threaded TensorBoard process; "spawn" when
 asked for (or where there is no forkserver)."""
+
 import os
 import subprocess
 import sys
@@ -36,8 +37,9 @@ def test_workers_start_with_the_engine_loaded_and_not_as_forks_of_the_parent(tmp
     script.write_text(_MAIN)
     trace = sorted((REPO / "examples" / "profiler_log" / "gpt-single").glob("*.paddle_trace.json"))[0]
     env = dict(os.environ, TB_PADDLE_PROFILE_START_METHOD=method)
-    proc = subprocess.run([sys.executable, str(script), str(trace)], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(trace)], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     used, ops, preloaded, not_children = proc.stdout.split()
     assert used == method and int(ops) > 0
@@ -69,12 +71,12 @@ def test_workers_see_the_environment_of_when_their_pool_started(tmp_path):
     script = tmp_path / "env.py"
     script.write_text(_ENV)
     env = {k: v for k, v in os.environ.items() if k != "TBPP_TEST_CREDENTIAL"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "set later", proc.stderr[-2000:]
 
 
 # ------------------------------------------------------------------ WorkerPool: one job per known process
+
 
 def wait_for_file(path):
     """A job that runs until `path` exists (the test decides how long a job is in progress)."""

@@ -3,6 +3,7 @@
 Playwright drives the system Chromium (``/usr/bin/chromium``, or ``$TBPP_CHROMIUM``); it never downloads a
 browser. Every request the page makes is recorded, so tests can check that none leaves 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,15 +65,28 @@ class TensorBoard:
 
 
 @contextlib.contextmanager
-def tensorboard(logdir: Path, workdir: Path, extra_env: Optional[dict] = None, timeout: float = 90.0) -> Iterator[TensorBoard]:
+def tensorboard(
+    logdir: Path, workdir: Path, extra_env: Optional[dict] = None, timeout: float = 90.0
+) -> Iterator[TensorBoard]:
     """A real ``tensorboard`` on a free port of 127.0.0.1, serving ``logdir``; stopped on exit."""
     port = free_port()
     log_path = workdir / f"tensorboard-{port}.log"
     env = dict(os.environ)
     env.setdefault("TB_PADDLE_PROFILE_CACHE", str(workdir / "cache"))
     env.update(extra_env or {})
-    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1",
-           "--port", str(port), "--reload_interval", "5"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tensorboard.main",
+        "--logdir",
+        str(logdir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--reload_interval",
+        "5",
+    ]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(workdir))
     tb = TensorBoard(f"http://127.0.0.1:{port}", proc, log_path)
@@ -160,7 +174,9 @@ def new_page(browser, log: PageLog, width: int = 1440, height: int = 1000):
 def plugin_frame(page, tb: TensorBoard, hash_part: str = "", timeout: float = 60_000):
     """Opens TensorBoard on the Paddle Profile tab and returns the plugin's iframe (a Playwright Frame)."""
     page.goto(f"{tb.url}/#paddle_profile{hash_part}")
-    handle = page.wait_for_selector('iframe[src*="plugin_entry.html?name=paddle_profile"]', timeout=timeout, state="attached")
+    handle = page.wait_for_selector(
+        'iframe[src*="plugin_entry.html?name=paddle_profile"]', timeout=timeout, state="attached"
+    )
     frame = handle.content_frame()
     frame.wait_for_selector('[data-testid="app"]', timeout=timeout)
     return frame
@@ -198,12 +214,18 @@ class TaskClock:
             return { at: performance.getEntriesByName('tbpp-clock').pop().startTime, long: window.__tbppLongAt || [] }; }""")
         events = json.loads(self.browser.stop_tracing())["traceEvents"]
         self.stopped = True
-        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
-                 if e.get("ph") == "M" and e.get("name") == "thread_name"}
-        tasks = [e for e in events if e.get("name") == "RunTask" and e.get("ph") == "X"
-                 and names.get((e["pid"], e["tid"])) == "CrRendererMain"]
+        names = {
+            (e["pid"], e["tid"]): e["args"]["name"]
+            for e in events
+            if e.get("ph") == "M" and e.get("name") == "thread_name"
+        }
+        tasks = [
+            e
+            for e in events
+            if e.get("name") == "RunTask" and e.get("ph") == "X" and names.get((e["pid"], e["tid"])) == "CrRendererMain"
+        ]
         mark = next(e for e in events if e.get("name") == "tbpp-clock")
-        origin = mark["ts"] - got["at"] * 1000   # the frame's time 0 on the trace's clock (us)
+        origin = mark["ts"] - got["at"] * 1000  # the frame's time 0 on the trace's clock (us)
         out = []
         for start, wall in got["long"]:
             at = origin + start * 1000
@@ -279,7 +301,9 @@ def read_virtual_table(frame, test_id: str) -> List[dict]:
                 order.append(row["id"])
         if len(order) >= total:
             break
-        moved = box.evaluate("(el) => { const before = el.scrollTop; el.scrollTop += el.clientHeight * 0.8; return el.scrollTop > before; }")
+        moved = box.evaluate(
+            "(el) => { const before = el.scrollTop; el.scrollTop += el.clientHeight * 0.8; return el.scrollTop > before; }"
+        )
         if not moved:
             break
     box.evaluate("(el) => { el.scrollTop = 0; }")

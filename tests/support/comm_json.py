@@ -1,6 +1,7 @@
 """Reading a Paddle trace's JSON directly, for the tests of analysis/comm_*.py, launch_latency.py and
 host_stalls.py: times in ns from args.start_time and dur, as Paddle wrote them, and interval sums in
 plain Python (nothing of the package's)."""
+
 import json
 
 

@@ -8,6 +8,7 @@ printed in us or ns, can differ from Paddle's own in the last digits
 the same words, the same integers, decimals within 1e-4 relative plus one unit
 in the last printed place.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -52,9 +53,9 @@ def compare(actual_text: str, expected_text: str, exact: bool = True, label: str
     actual, expected = normalise(actual_text), normalise(expected_text)
     if actual == expected:
         return None
-    if not exact and len(actual) == len(expected) and all(
-            float32_equivalent(a, b) for a, b in zip(actual, expected)):
+    if not exact and len(actual) == len(expected) and all(float32_equivalent(a, b) for a, b in zip(actual, expected)):
         return None
-    diff = list(difflib.unified_diff(expected, actual, fromfile=f"paddle {label}", tofile=f"ours {label}",
-                                     lineterm="", n=1))
+    diff = list(
+        difflib.unified_diff(expected, actual, fromfile=f"paddle {label}", tofile=f"ours {label}", lineterm="", n=1)
+    )
     return "\n".join(diff[:150]) + (f"\n... {len(diff) - 150} more lines" if len(diff) > 150 else "")

@@ -1,4 +1,5 @@
 """The repository's paths and the trace sets the tests read."""
+
 import os
 from pathlib import Path
 

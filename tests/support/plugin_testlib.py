@@ -1,5 +1,6 @@
 """Helpers shared by the plugin's tests: building logdirs from the shared traces, a plugin behind
 TensorBoard's own WSGI routing, a fingerprint of a folder tree, free ports and waiting for servers."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,14 @@ def trace_files(shared_traces: Path, folder: str):
     return sorted((shared_traces / folder).glob("*.paddle_trace.json"))
 
 
-def place(src_bytes: bytes, dst: Path, gz: bool = False, span: Optional[str] = None, old_key: bool = False,
-          mtime: Optional[float] = None) -> Path:
+def place(
+    src_bytes: bytes,
+    dst: Path,
+    gz: bool = False,
+    span: Optional[str] = None,
+    old_key: bool = False,
+    mtime: Optional[float] = None,
+) -> Path:
     """Write a trace into a logdir, optionally gzipped, with another span number or the 2.x key."""
     data = src_bytes
     if span is not None:
@@ -84,8 +91,12 @@ def synth_plugin(logdir: Path, cache: Path):
     import pytest
     from tbp_synth import SynthConfig, generate
 
-    generate(SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, names="default", gpus_per_node=4,
-                         clock_skew_us=2000), str(logdir / "gen"))
+    generate(
+        SynthConfig(
+            dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, names="default", gpus_per_node=4, clock_skew_us=2000
+        ),
+        str(logdir / "gen"),
+    )
     for extra in (logdir / "gen").glob("*.json"):
         if not extra.name.endswith(".paddle_trace.json"):
             extra.unlink()
@@ -150,8 +161,13 @@ def tensorboard_process(logdir, env_updates: dict, workdir: Path, timeout: float
     env.update(env_updates)
     log = workdir / "tensorboard.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", flag, str(logdir), "--port", str(port),
-                                 "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(workdir))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tensorboard.main", flag, str(logdir), "--port", str(port), "--host", "127.0.0.1"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(workdir),
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         try:
@@ -174,6 +190,7 @@ def stop(proc, timeout: float = 30.0) -> None:
 
 
 # ------------------------------------------------------------------ fault injection (real worker processes)
+
 
 def wait_for(condition, timeout: float = 60.0, what: str = "condition"):
     """Poll ``condition()`` until it returns something truthy (returned); fail after ``timeout`` s."""
@@ -254,7 +271,26 @@ def die_at_start() -> None:
 def generate_rank(out: Path, events: int, steps: int = 2) -> Path:
     """One generated GPU-shaped rank (the project's generator, DP1 x MP1 x PP1) of about `events`
     events in folder `out`; the trace's path."""
-    subprocess.run([sys.executable, "-m", "tbp_synth", "--dp", "1", "--mp", "1", "--pp", "1",
-                    "--steps", str(steps), "--out", str(out), "--events-per-rank", str(events)], check=True,
-                   capture_output=True, cwd=str(Path(__file__).resolve().parents[2]))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbp_synth",
+            "--dp",
+            "1",
+            "--mp",
+            "1",
+            "--pp",
+            "1",
+            "--steps",
+            str(steps),
+            "--out",
+            str(out),
+            "--events-per-rank",
+            str(events),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
     return next(Path(out).glob("*.paddle_trace.json"))

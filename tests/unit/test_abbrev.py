@@ -5,6 +5,7 @@ characters, its NCCL kernels their first 14), in cells of a few widths (a width:
 
 At 1,280 px the Compare view's kernels table gives its name column about 23 characters: the three GEMMs read
 "sm90_xmma_gemm_bf16bf1…" alike there (the Kernels panel's wider column had them apart)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 FRONTEND = REPO / "frontend"
 ESBUILD = FRONTEND / "node_modules" / ".bin" / "esbuild"
 
-pytestmark = pytest.mark.skipif(shutil.which("node") is None or not ESBUILD.exists(),
-                                reason="needs Node.js and `npm ci` in frontend/")
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or not ESBUILD.exists(), reason="needs Node.js and `npm ci` in frontend/"
+)
 
 
 def kernel_names() -> list:
@@ -37,11 +39,17 @@ def kernel_names() -> list:
 
 
 def abbreviated(names: list, chars: int) -> list:
-    bundle = subprocess.run([str(ESBUILD), str(FRONTEND / "src" / "display" / "abbrev.ts"), "--bundle",
-                             "--format=cjs", "--platform=node"], capture_output=True, text=True, check=True).stdout
-    script = bundle + "\nconst [names, chars] = JSON.parse(process.argv[1]);\n" \
-        "const at = module.exports.partingPoints(names);\n" \
+    bundle = subprocess.run(
+        [str(ESBUILD), str(FRONTEND / "src" / "display" / "abbrev.ts"), "--bundle", "--format=cjs", "--platform=node"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    script = (
+        bundle + "\nconst [names, chars] = JSON.parse(process.argv[1]);\n"
+        "const at = module.exports.partingPoints(names);\n"
         "process.stdout.write(JSON.stringify(names.map((n) => module.exports.abbreviate(n, at.get(n) || 0, (t) => t.length <= chars))));\n"
+    )
     out = subprocess.run(["node", "-e", script, json.dumps([names, chars])], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -54,5 +62,5 @@ def test_shortened_kernel_names_stay_distinct(chars):
     got = abbreviated(names, chars)
     assert all(len(g) <= chars for g in got), got
     assert len(set(got)) == len(names), [g for g in got if got.count(g) > 1]
-    for name, short in zip(names, got):   # what is shown is the name's, around its "…"
+    for name, short in zip(names, got):  # what is shown is the name's, around its "…"
         assert all(part in name for part in short.split("…")), (name, short)

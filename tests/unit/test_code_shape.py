@@ -5,6 +5,7 @@ The tables are checked against the trace JSON itself (read here with the json mo
 columns against a walk up `host_parent` one row at a time, the CLI's two names against each other
 and against the example run's files, the advice table against thresholds.py and docs/distributed.md.
 """
+
 import contextlib
 import io
 import json
@@ -58,7 +59,8 @@ def test_the_typed_tables_hold_the_files_events(path):
             if isinstance(col, np.ndarray):
                 assert len(col) == len(table), name
     assert Counter(t.names[i] for i in t.host.name) == Counter(
-        e["name"].rpartition("[")[0] if e["name"].endswith("]") else e["name"] for e in host)
+        e["name"].rpartition("[")[0] if e["name"].endswith("]") else e["name"] for e in host
+    )
     assert t.runtime.corr.tolist() == [e["args"].get("correlation id", -1) for e in rt]
     assert t.device.corr.tolist() == [e["args"].get("correlation id", -1) for e in dev]
     assert t.device.stream.tolist() == [int(e["tid"]) for e in dev]
@@ -70,8 +72,9 @@ def test_the_typed_tables_hold_the_files_events(path):
     first = {}
     for i, e in enumerate(rt):
         first.setdefault(e["args"].get("correlation id"), i)
-    want = [first.get(e["args"].get("correlation id"), -1) if e["args"].get("correlation id", -1) >= 0 else -1
-            for e in dev]
+    want = [
+        first.get(e["args"].get("correlation id"), -1) if e["args"].get("correlation id", -1) >= 0 else -1 for e in dev
+    ]
     assert t.launches().tolist() == want
     assert build_tree(t).dev_rt.tolist() == want
 
@@ -133,8 +136,11 @@ def test_the_timeline_package_keeps_its_names_and_names_its_track_kinds():
     assert kinds == {tpb.HOST_THREAD: len(threads), tpb.GPU_STREAM: len(streams)}
     assert {tr["tid"] for tr in header["tracks"] if tr["kind"] == tpb.HOST_THREAD} == threads
     assert {(tr["device"], tr["stream"]) for tr in header["tracks"] if tr["kind"] == tpb.GPU_STREAM} == streams
-    assert Counter(arrays["ev_kind"].tolist()) == {timeline.EVENT_HOST: len(host), timeline.EVENT_RUNTIME: len(rt),
-                                                   timeline.EVENT_DEVICE: len(dev)}
+    assert Counter(arrays["ev_kind"].tolist()) == {
+        timeline.EVENT_HOST: len(host),
+        timeline.EVENT_RUNTIME: len(rt),
+        timeline.EVENT_DEVICE: len(dev),
+    }
 
 
 def _cli(*argv) -> "tuple[int, str]":
@@ -166,7 +172,7 @@ def test_the_advice_rules_are_a_table_of_thresholds_and_templates():
         assert rule.scope in ("straggler", "rank", "stage", "pipeline_rank"), rule.rule
         assert rule.threshold in constants, rule.rule
         assert f"| `{rule.rule}` |" in docs, rule.rule
-        assert "{" in rule.template and "f\"" not in rule.template
+        assert "{" in rule.template and 'f"' not in rule.template
         if rule.also is not None:
             assert rule.also.threshold in constants
     assert [r.rule for r in advice.RULES][0] == "straggler"  # the verdict's rule comes first
@@ -181,11 +187,14 @@ def _rank(rank, **fields):
     return m
 
 
-@pytest.mark.parametrize("rule, field, threshold_name", [
-    ("memcpy", "memory_ns", "MEMCPY_FRACTION"),
-    ("gpu_idle", "idle_ns", "GPU_IDLE_FRACTION"),
-    ("launch_bound", "runtime_ns", "LAUNCH_BOUND_RUNTIME_FRACTION"),
-])
+@pytest.mark.parametrize(
+    "rule, field, threshold_name",
+    [
+        ("memcpy", "memory_ns", "MEMCPY_FRACTION"),
+        ("gpu_idle", "idle_ns", "GPU_IDLE_FRACTION"),
+        ("launch_bound", "runtime_ns", "LAUNCH_BOUND_RUNTIME_FRACTION"),
+    ],
+)
 def test_a_rank_rule_fires_at_its_threshold_on_the_rank_with_the_largest_value(rule, field, threshold_name):
     from tb_paddle_profile.analysis.crossrank import advice, thresholds
     from tb_paddle_profile.v1 import plugin_pb2 as ppb

@@ -3,6 +3,7 @@
 Checked against counts made by hand from the trace JSON (plain `json`, not our reader) and
 against the ground truth the synthetic generator planted in its manifest.
 """
+
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -20,34 +21,46 @@ GPU_2RANK = SHARED_TRACES / "gpu-synthetic-2rank"
 EXAMPLE_2RANK = REPO / "examples" / "profiler_log" / "gpt-2rank"
 
 
-@pytest.mark.parametrize("name, kind", [
-    ("c_allreduce_sum dygraph", "all_reduce"),
-    ("all_reduce dygraph", "all_reduce"),
-    ("c_allgather dygraph", "all_gather"),
-    ("all_gather", "all_gather"),
-    ("reduce_scatter dygraph", "reduce_scatter"),
-    ("c_reducescatter", "reduce_scatter"),
-    ("c_broadcast dygraph", "broadcast"),
-    ("send_v2 dygraph", "send_recv"),
-    ("recv_v2 dygraph", "send_recv"),
-    ("p_send", "send_recv"),
-    ("partial_recv", "send_recv"),
-    ("alltoall dygraph", "all_to_all"),
-    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_reduce"),
-    ("ncclKernel_AllReduce_RING_LL_Sum_half(ncclWorkElem)", "all_reduce"),
-    ("ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", "send_recv"),
-    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", "send_recv"),
-    ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_gather"),
-    ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "reduce_scatter"),
-    ("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclWorkElem)", "broadcast"),
-])
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("c_allreduce_sum dygraph", "all_reduce"),
+        ("all_reduce dygraph", "all_reduce"),
+        ("c_allgather dygraph", "all_gather"),
+        ("all_gather", "all_gather"),
+        ("reduce_scatter dygraph", "reduce_scatter"),
+        ("c_reducescatter", "reduce_scatter"),
+        ("c_broadcast dygraph", "broadcast"),
+        ("send_v2 dygraph", "send_recv"),
+        ("recv_v2 dygraph", "send_recv"),
+        ("p_send", "send_recv"),
+        ("partial_recv", "send_recv"),
+        ("alltoall dygraph", "all_to_all"),
+        ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_reduce"),
+        ("ncclKernel_AllReduce_RING_LL_Sum_half(ncclWorkElem)", "all_reduce"),
+        ("ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", "send_recv"),
+        ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", "send_recv"),
+        ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_gather"),
+        ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "reduce_scatter"),
+        ("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclWorkElem)", "broadcast"),
+    ],
+)
 def test_kind_from_name(name, kind):
     assert KIND_LABELS[kind_of_name(name)] == kind
 
 
-@pytest.mark.parametrize("name", ["matmul dygraph", "broadcast_tensors dygraph", "gather dygraph",
-                                  "scatter dygraph", "reduce_sum dygraph", "c_identity dygraph",
-                                  "Global_MatmulGradNode"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "matmul dygraph",
+        "broadcast_tensors dygraph",
+        "gather dygraph",
+        "scatter dygraph",
+        "reduce_sum dygraph",
+        "c_identity dygraph",
+        "Global_MatmulGradNode",
+    ],
+)
 def test_tensor_operators_are_not_communication(name):
     assert host_kind(name, et.OPERATOR) == pb.COLLECTIVE_KIND_UNSPECIFIED
 
@@ -62,6 +75,7 @@ def test_communication_events_without_a_kind_are_other():
 
 
 # ------------------------------------------------------------ counted by hand from the JSON
+
 
 def _name(e):
     return e["name"].rsplit("[", 1)[0]
@@ -138,21 +152,33 @@ def test_shared_gpu_trace_collectives_match_a_count_by_hand(shared_traces, rank)
     path = next(GPU_2RANK.glob(f"rank{rank}_*.paddle_trace.json"))
     expected = _hand_count(path)
     s = summarize_file(str(path))
-    got = {(st.step, KIND_LABELS[k.kind]): {"calls": k.calls, "device_ns": k.device_ns, "host_ns": k.host_ns,
-                                             "exposed_ns": k.exposed_ns}
-           for st in s.parallel.steps for k in st.kinds}
+    got = {
+        (st.step, KIND_LABELS[k.kind]): {
+            "calls": k.calls,
+            "device_ns": k.device_ns,
+            "host_ns": k.host_ns,
+            "exposed_ns": k.exposed_ns,
+        }
+        for st in s.parallel.steps
+        for k in st.kinds
+    }
     assert got == {k: dict(v) for k, v in expected.items()}
     # By hand: per step one c_allreduce_sum (MP), one send_v2 (PP), one allreduce_grads (DP) → 2 + 1.
-    assert {k: v["calls"] for k, v in got.items()} == {(2, "all_reduce"): 2, (2, "send_recv"): 1,
-                                                       (3, "all_reduce"): 2, (3, "send_recv"): 1}
+    assert {k: v["calls"] for k, v in got.items()} == {
+        (2, "all_reduce"): 2,
+        (2, "send_recv"): 1,
+        (3, "all_reduce"): 2,
+        (3, "send_recv"): 1,
+    }
     assert s.parallel.timeline == pb.TIMELINE_DEVICE
 
 
 def test_shared_gpu_trace_instances_in_launch_order(shared_traces):
     s = summarize_file(str(next(GPU_2RANK.glob("rank0_*.paddle_trace.json"))))
     c, names = s.parallel.collectives, s.parallel.names
-    rows = list(zip(c.step, [KIND_LABELS[k] for k in c.kind], c.ordinal, [names[i] for i in c.op], c.stream,
-                    c.direction))
+    rows = list(
+        zip(c.step, [KIND_LABELS[k] for k in c.kind], c.ordinal, [names[i] for i in c.op], c.stream, c.direction)
+    )
     assert rows == [
         (2, "all_reduce", 0, "c_allreduce_sum dygraph", 13, pb.P2P_DIRECTION_UNSPECIFIED),
         (2, "send_recv", 0, "send_v2 dygraph", 14, pb.P2P_DIRECTION_SEND),
@@ -163,8 +189,10 @@ def test_shared_gpu_trace_instances_in_launch_order(shared_traces):
     ]
     # The step splits exactly: compute + exposed communication + exposed memcpy + idle.
     for st in s.parallel.steps:
-        assert (st.compute_ns + st.exposed_communication_ns + st.exposed_memory_ns + st.idle_ns
-                == st.range.end_ns - st.range.start_ns)
+        assert (
+            st.compute_ns + st.exposed_communication_ns + st.exposed_memory_ns + st.idle_ns
+            == st.range.end_ns - st.range.start_ns
+        )
 
 
 def test_cpu_trace_uses_the_host_timeline():
@@ -185,6 +213,7 @@ def test_cpu_trace_uses_the_host_timeline():
 
 
 # ------------------------------------------------------------ against the generator's manifest
+
 
 def _within(got, planted, rel=0.01, abs_ns=0):
     return abs(got - planted) <= max(rel * abs(planted), abs_ns)
@@ -245,8 +274,7 @@ def test_dataloader_and_first_device_work_match_a_count_by_hand(slow_run, rank):
     start to the first kernel/memcpy/memset that starts in it (from the JSON with plain `json`)."""
     res, summaries = slow_run
     events = [e for e in json.loads(Path(res.traces[rank]).read_text())["traceEvents"] if e.get("ph") == "X"]
-    steps = {int(_name(e).split("#")[1]): (_start(e), _start(e) + _dur(e)) for e in events
-             if e["cat"] == "ProfileStep"}
+    steps = {int(_name(e).split("#")[1]): (_start(e), _start(e) + _dur(e)) for e in events if e["cat"] == "ProfileStep"}
     loader = [(_start(e), _start(e) + _dur(e)) for e in events if e["cat"] == "Dataloader"]
     device = sorted(_start(e) for e in events if e["cat"] in _device_cats())
     got = {st.step: (st.dataloader_ns, st.first_device_ns) for st in summaries[rank].parallel.steps}

@@ -1,6 +1,7 @@
 """Communicator of each collective and compute/communication overlap per stream, communicator and
 phase (issue 30.1): against the generator's planted axis of every instance (tbp_synth.truth) and
 against intervals recomputed from the trace JSON."""
+
 import collections
 
 import pytest
@@ -11,15 +12,28 @@ from tb_paddle_profile.analysis.collectives import KIND_LABELS
 from tb_paddle_profile.analysis.summarize import summarize_file
 from tb_paddle_profile.present.display.summary import find_table, summary_display
 from tb_paddle_profile.v1 import summary_pb2 as pb
-from tbp_synth.config import (COMPUTE_STREAM, DP_STREAM, MP_STREAM, PP_BWD_STREAM, PP_FWD_STREAM, PP_GROUP_STREAM,
-                              SynthConfig)
+from tbp_synth.config import (
+    COMPUTE_STREAM,
+    DP_STREAM,
+    MP_STREAM,
+    PP_BWD_STREAM,
+    PP_FWD_STREAM,
+    PP_GROUP_STREAM,
+    SynthConfig,
+)
 from tbp_synth.driver import generate
 from tbp_synth.truth import load_truth
 
 AXES = {"mp": pb.COMM_AXIS_MP, "dp": pb.COMM_AXIS_DP, "pp": pb.COMM_AXIS_PP, "pp_group": pb.COMM_AXIS_PP_GROUP}
 # the generator's streams (tbp_synth/config.py); the cross-entropy all-reduces of MP run on the compute stream
-STREAM_AXIS = {MP_STREAM: pb.COMM_AXIS_MP, COMPUTE_STREAM: pb.COMM_AXIS_MP, DP_STREAM: pb.COMM_AXIS_DP,
-               PP_FWD_STREAM: pb.COMM_AXIS_PP, PP_BWD_STREAM: pb.COMM_AXIS_PP, PP_GROUP_STREAM: pb.COMM_AXIS_PP_GROUP}
+STREAM_AXIS = {
+    MP_STREAM: pb.COMM_AXIS_MP,
+    COMPUTE_STREAM: pb.COMM_AXIS_MP,
+    DP_STREAM: pb.COMM_AXIS_DP,
+    PP_FWD_STREAM: pb.COMM_AXIS_PP,
+    PP_BWD_STREAM: pb.COMM_AXIS_PP,
+    PP_GROUP_STREAM: pb.COMM_AXIS_PP_GROUP,
+}
 PHASES = {"Forward": 1, "Backward": 2, "Optimization": 3}
 RANKS = [0, 3, 5, 6]
 
@@ -50,7 +64,7 @@ def test_each_instance_has_its_planted_communicator(run):
             key = (r, col.step[i], KIND_LABELS[col.kind[i]], col.ordinal[i])
             assert s.comm.instances.axis[i] == planted[key], key
             checked[s.comm.instances.axis[i]] += 1
-    assert set(checked) == set(AXES.values())   # every communicator kind met
+    assert set(checked) == set(AXES.values())  # every communicator kind met
 
 
 def _expected(path):
@@ -67,7 +81,7 @@ def _expected(path):
         launch = rt[k["args"]["correlation id"]]
         t0, tid = span(launch)[0], tid_of(launch)
         around = [(s, ph) for t, s, ph in phases if t == tid and s[0] <= t0 < s[1]]
-        phase = min(around)[1] if around else 0   # the outermost: the earliest start
+        phase = min(around)[1] if around else 0  # the outermost: the earliest start
         groups[(k["args"]["stream"], STREAM_AXIS[k["args"]["stream"]], phase)].append(span(k))
     return {key: [len(v), sum(e - s for s, e in union(v)), overlap(v, compute)] for key, v in groups.items()}
 
@@ -91,7 +105,7 @@ def test_overlap_against_the_json(run):
         assert len(t.rows) == len(s.comm.overlap)
         for row, o in zip(t.rows, s.comm.overlap):
             assert row.cells[share].number == pytest.approx(o.hidden_ns / o.time_ns)
-    assert hidden_somewhere > 0   # the run has communication under compute
+    assert hidden_somewhere > 0  # the run has communication under compute
 
 
 def test_hidden_time_is_the_overlap_counted_nanosecond_by_nanosecond():
@@ -123,14 +137,17 @@ def _printed_communication(path):
     """(Communication, Overlap) in ns from Paddle's printed Distribution Summary beside a real trace, and the
     half unit of its rounding; None without one."""
     import re
+
     base = path.name.split(".paddle_trace")[0]
-    for txt in [path.parent / f"{base}.summary.CPUTotal.us.txt",
-                path.parent / f"paddle_summary.{base.split('_')[0]}.CPUTotal.ms.txt"]:
+    for txt in [
+        path.parent / f"{base}.summary.CPUTotal.us.txt",
+        path.parent / f"paddle_summary.{base.split('_')[0]}.CPUTotal.ms.txt",
+    ]:
         if txt.is_file():
             text = txt.read_text()
             if "Distribution Summary" not in text:
                 return None
-            part = text[text.index("Distribution Summary"):]
+            part = text[text.index("Distribution Summary") :]
             scale = {"us": 1e3, "ms": 1e6}[re.search(r"Time unit: (\w+)", part).group(1)]
             comm, ov = (float(re.search(rf"\n  {k}\s+([\d.]+)", part).group(1)) for k in ("Communication", "Overlap"))
             return comm * scale, ov * scale, 0.005 * scale
@@ -163,6 +180,7 @@ def test_real_traces_communication_is_paddles_printed_one(path):
     assert sum(s.comm.axes.hidden_ns) == 0 and overlap_ns == 0
     import gzip
     import json
+
     evs = json.loads(gzip.open(path).read())["traceEvents"] if path.suffix == ".gz" else events(path)
     names = {e["name"].split("[")[0] for e in by_cat(evs, "Operator") if "allreduce" in e["name"].lower()}
     if names:

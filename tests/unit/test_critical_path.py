@@ -1,5 +1,6 @@
-"""The critical path across ranks (analysis/crossrank/critical_path.py, analysis/program.py) on
+"""The critical path across ranks (analysis/crossrank/replay.py, critical_path.py, analysis/program.py) on
 generated runs, against the generator's own step times and planted slow rank, and on real traces."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,13 +10,14 @@ import pytest
 
 from tb_paddle_profile.analysis import program as P
 from tb_paddle_profile.analysis.crossrank import critical_path as C
+from tb_paddle_profile.analysis.crossrank import replay as R
 from tb_paddle_profile.analysis.digest import digest_of
 from tb_paddle_profile.analysis.summarize import summarize_bytes
 from tb_paddle_profile.v1 import whatif_pb2 as wpb
 from tbp_synth import SynthConfig, generate
 from tbp_synth.truth import load_truth
 
-SLOW_RANK = 1   # stage 0, mp 1, dp 0
+SLOW_RANK = 1  # stage 0, mp 1, dp 0
 
 
 def digests_of(folder: Path):
@@ -26,12 +28,23 @@ def digests_of(folder: Path):
 @pytest.fixture(scope="module")
 def slow_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("cp_slow")
-    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, slow_rank=SLOW_RANK, slow_factor=1.5,
-                      names="default", clock_skew_us=20, gpus_per_node=4)
+    cfg = SynthConfig(
+        dp=2,
+        mp=2,
+        pp=2,
+        steps=2,
+        layers=2,
+        micro_batches=2,
+        slow_rank=SLOW_RANK,
+        slow_factor=1.5,
+        names="default",
+        clock_skew_us=20,
+        gpus_per_node=4,
+    )
     generate(cfg, str(out))
     digests = digests_of(out)
-    prep = C.prepare(digests)
-    graph = C.Graph(prep)
+    prep = R.prepare(digests)
+    graph = R.Graph(prep)
     cp = wpb.CriticalPath()
     start, end = C.critical_path(graph, cp)
     return load_truth(str(out)), digests, graph, cp, start, end
@@ -47,7 +60,7 @@ def test_the_program_is_small_and_ordered(slow_run):
         idx = np.arange(n)
         for col in (p.stream_pred, p.launch_pred, p.cross_pred, p.wait_pred):
             a = np.asarray(col)
-            assert ((a == -1) | ((a >= 0) & (a < idx))).all()   # predecessors first
+            assert ((a == -1) | ((a >= 0) & (a < idx))).all()  # predecessors first
         kinds = set(p.kind)
         assert {P.COMPUTE, P.COLLECTIVE, P.STEP_START, P.STEP_END, P.SYNC} <= kinds
         # every collective instance of the rank is one node
@@ -78,8 +91,11 @@ def test_the_path_tiles_each_step_and_goes_through_the_slow_rank(slow_run):
         assert sum(p.ns for p in parts) == pytest.approx(s.breakdown.length_ns, abs=len(parts))
     on_path = {p.rank: p.ns for p in cp.total.by_rank}
     assert SLOW_RANK in on_path
-    peers = [x["rank"] for x in t.ranks if x["pp"] == t.ranks[SLOW_RANK]["pp"] and x["mp"] == t.ranks[SLOW_RANK]["mp"]
-             and x["rank"] != SLOW_RANK]
+    peers = [
+        x["rank"]
+        for x in t.ranks
+        if x["pp"] == t.ranks[SLOW_RANK]["pp"] and x["mp"] == t.ranks[SLOW_RANK]["mp"] and x["rank"] != SLOW_RANK
+    ]
     assert all(on_path[SLOW_RANK] > on_path.get(p, 0) for p in peers)
     kinds = {p.key for p in cp.total.by_kind}
     assert {"compute", "communication:all_reduce"} <= kinds
@@ -87,7 +103,7 @@ def test_the_path_tiles_each_step_and_goes_through_the_slow_rank(slow_run):
 
 def test_segments_land_on_their_ranks_traces(slow_run):
     _, digests, graph, cp, _, _ = slow_run
-    by_rank = {r.rank: r.digest.meta for r in graph.prep.ranks}   # the ranks as the analysis numbered them
+    by_rank = {r.rank: r.digest.meta for r in graph.prep.ranks}  # the ranks as the analysis numbered them
     assert cp.segments
     for seg in cp.segments:
         m = by_rank[seg.rank]
@@ -100,7 +116,7 @@ def test_segments_land_on_their_ranks_traces(slow_run):
 @pytest.mark.parametrize("folder", ["cpu-gpt-2rank-gloo", "cpu-gpt-single", "gpu-synthetic-2rank"])
 def test_real_traces_replay(shared_traces, folder):
     digests = digests_of(shared_traces / folder)
-    graph = C.Graph(C.prepare(digests))
+    graph = R.Graph(R.prepare(digests))
     cp = wpb.CriticalPath()
     C.critical_path(graph, cp)
     assert cp.steps and cp.replay_error < 0.01

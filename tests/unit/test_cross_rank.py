@@ -3,6 +3,7 @@
 The straggler, the waits and the pipeline stages are checked against what the synthetic
 generator planted (its manifest), the real 2-rank example against counts by hand from its JSON.
 """
+
 import contextlib
 import io
 import json
@@ -14,8 +15,11 @@ import pytest
 from support.paths import REPO, SHARED_TRACES
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
 from tb_paddle_profile.analysis.crossrank import analyze_run
-from tb_paddle_profile.analysis.crossrank.thresholds import (ANOMALY_MIN_EXCESS_FRACTION, COMPUTE_EXCESS_THRESHOLD,
-                                                             STRAGGLER_MIN_WAIT_FRACTION)
+from tb_paddle_profile.analysis.crossrank.thresholds import (
+    ANOMALY_MIN_EXCESS_FRACTION,
+    COMPUTE_EXCESS_THRESHOLD,
+    STRAGGLER_MIN_WAIT_FRACTION,
+)
 from tb_paddle_profile.cli.commands import main
 from tb_paddle_profile.analysis.summarize import summarize_file
 from tbp_synth import SynthConfig, generate
@@ -37,8 +41,9 @@ HOST_DELAY_US = 20_000  # about a fifth of the step: beyond stage 1's pipeline f
 
 @pytest.fixture(scope="module", params=[5, 2], ids=["slow-rank5-stage0", "slow-rank2-stage1"])
 def slow(request, tmp_path_factory):
-    return _run(tmp_path_factory, f"slow{request.param}", dp=2, mp=2, pp=2, steps=3,
-                slow_rank=request.param, slow_factor=1.5)
+    return _run(
+        tmp_path_factory, f"slow{request.param}", dp=2, mp=2, pp=2, steps=3, slow_rank=request.param, slow_factor=1.5
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +55,18 @@ def even(tmp_path_factory):
 def host(request, tmp_path_factory):
     """A host-side straggler: the rank's data loader stalls HOST_DELAY_US every step, its kernels
     keep their durations. Also returns the generator's planted caused waits (per rank, per step)."""
-    res = generate(SynthConfig(dp=2, mp=2, pp=2, steps=3, slow_host_rank=request.param,
-                               host_delay_us=HOST_DELAY_US, pp_group_collectives=False),
-                   str(tmp_path_factory.mktemp(f"host{request.param}")))
+    res = generate(
+        SynthConfig(
+            dp=2,
+            mp=2,
+            pp=2,
+            steps=3,
+            slow_host_rank=request.param,
+            host_delay_us=HOST_DELAY_US,
+            pp_group_collectives=False,
+        ),
+        str(tmp_path_factory.mktemp(f"host{request.param}")),
+    )
     summaries = [summarize_file(p) for _, p in sorted(res.traces.items())]
     return res.manifest, analyze_run(summaries, run="host", span="0"), res.caused_wait_ns
 
@@ -141,8 +155,9 @@ def _check_waits(manifest, rp):
     for entry, m in zip(manifest["ranks"], rp.ranks):
         assert m.rank == entry["rank"]
         kinds = {KIND_LABELS[k.kind]: k for k in m.kinds}
-        planted_ar = sum(s["comm"]["mp_allreduce"]["wait_ns"] + s["comm"]["dp_allreduce"]["wait_ns"]
-                         for s in entry["steps"])
+        planted_ar = sum(
+            s["comm"]["mp_allreduce"]["wait_ns"] + s["comm"]["dp_allreduce"]["wait_ns"] for s in entry["steps"]
+        )
         planted_pp = sum(s["comm"]["pp_sendrecv"]["wait_ns"] for s in entry["steps"])
         ar, pp = kinds["all_reduce"], kinds["send_recv"]
         # 1 %, or 1 µs per instance: the JSON prints float32 µs
@@ -193,6 +208,7 @@ def test_peers_are_the_model_and_data_parallel_groups(even):
 
 # ------------------------------------------------------------ matching rules on small made-up runs
 
+
 def _summary(rank, instances, steps=((1, 0, 10_000_000),), origin=0):
     s = pb.Summary()
     s.meta.rank, s.meta.worker, s.meta.origin_unix_ns = rank, f"rank{rank}", origin
@@ -207,9 +223,19 @@ def _summary(rank, instances, steps=((1, 0, 10_000_000),), origin=0):
         step = next(n for n, lo, hi in steps if lo <= start < hi)
         o = counters.get((step, kind), 0)
         counters[(step, kind)] = o + 1
-        for column, value in ((c.kind, kind), (c.name, 1), (c.op, 0), (c.step, step), (c.ordinal, o),
-                              (c.start_ns, start), (c.duration_ns, end - start), (c.device_id, 0), (c.stream, 7),
-                              (c.bytes, 0), (c.direction, direction[0] if direction else 0)):
+        for column, value in (
+            (c.kind, kind),
+            (c.name, 1),
+            (c.op, 0),
+            (c.step, step),
+            (c.ordinal, o),
+            (c.start_ns, start),
+            (c.duration_ns, end - start),
+            (c.device_id, 0),
+            (c.stream, 7),
+            (c.bytes, 0),
+            (c.direction, direction[0] if direction else 0),
+        ):
             column.append(value)
     return s
 
@@ -219,8 +245,12 @@ AR, SR = pb.COLLECTIVE_KIND_ALL_REDUCE, pb.COLLECTIVE_KIND_SEND_RECV
 
 def test_a_line_up_holding_two_groups_is_split_by_end_time():
     # Ranks 0,1 form one group (ending at 500 µs), ranks 2,3 another (ending at 800 µs).
-    runs = [_summary(0, [(AR, 100_000, 500_000)]), _summary(1, [(AR, 300_000, 500_000)]),
-            _summary(2, [(AR, 200_000, 800_000)]), _summary(3, [(AR, 650_000, 800_000)])]
+    runs = [
+        _summary(0, [(AR, 100_000, 500_000)]),
+        _summary(1, [(AR, 300_000, 500_000)]),
+        _summary(2, [(AR, 200_000, 800_000)]),
+        _summary(3, [(AR, 650_000, 800_000)]),
+    ]
     rp = analyze_run(runs)
     groups = sorted(sorted((x.rank, x.wait_ns) for x in m.members) for m in rp.matched)
     assert groups == [[(0, 200_000), (1, 0)], [(2, 450_000), (3, 0)]]
@@ -239,8 +269,10 @@ def test_ranks_whose_clocks_disagree_are_lined_up_by_ordinal():
 
 def test_send_and_recv_pair_up_by_end_time():
     send, recv = pb.P2P_DIRECTION_SEND, pb.P2P_DIRECTION_RECV
-    runs = [_summary(0, [(SR, 100_000, 300_000, send), (SR, 400_000, 600_000, send)]),
-            _summary(1, [(SR, 50_000, 300_000, recv), (SR, 550_000, 600_000, recv)])]
+    runs = [
+        _summary(0, [(SR, 100_000, 300_000, send), (SR, 400_000, 600_000, send)]),
+        _summary(1, [(SR, 50_000, 300_000, recv), (SR, 550_000, 600_000, recv)]),
+    ]
     rp = analyze_run(runs)
     assert len(rp.matched) == 2 and rp.matching.matched_instances == 4
     assert [s.stage for s in rp.pipeline.stages] == [0, 1]
@@ -248,6 +280,7 @@ def test_send_and_recv_pair_up_by_end_time():
 
 
 # ------------------------------------------------------------ shared and real traces
+
 
 def _x_events(path):
     return [e for e in json.loads(path.read_text())["traceEvents"] if e.get("ph") == "X"]
@@ -276,8 +309,13 @@ def _cli(*args):
 def test_cli_distributed_on_the_real_2rank_example():
     code, text = _cli("distributed", str(EXAMPLE_2RANK), "--jobs", "1")
     assert code == 0
-    for heading in ("Per-rank step breakdown", "Step time by rank and step", "Collectives by kind",
-                    "Straggler verdict", "Advice"):
+    for heading in (
+        "Per-rank step breakdown",
+        "Step time by rank and step",
+        "Collectives by kind",
+        "Straggler verdict",
+        "Advice",
+    ):
         assert heading in text
     assert "all_reduce" in text and "No straggler" in text
     assert "exposed_all_reduce" in text  # a 60 ms gloo all-reduce in a 80 ms step
@@ -295,8 +333,10 @@ def test_cli_distributed_on_the_real_2rank_example():
     rp = json.loads(out)
     paths = sorted(EXAMPLE_2RANK.glob("*.paddle_trace.json"))
     comm = [sorted(round(e["dur"] * 1000) for e in _x_events(p) if e["cat"] == "Communication") for p in paths]
-    step_times = [[round(e["dur"] * 1000) for e in sorted(_x_events(p), key=lambda e: e["ts"])
-                   if e["cat"] == "ProfileStep"] for p in paths]
+    step_times = [
+        [round(e["dur"] * 1000) for e in sorted(_x_events(p), key=lambda e: e["ts"]) if e["cat"] == "ProfileStep"]
+        for p in paths
+    ]
     assert [r.get("rank", 0) for r in rp["ranks"]] == [0, 1]
     assert [int(s) for s in rp["steps"]] == [1, 2, 3, 4]
     assert [int(v) for v in rp["stepTime"]["valuesNs"]] == step_times[0] + step_times[1]

@@ -5,6 +5,7 @@ RunAnalyses storing both parts of an analysis as one blob that a restarted proce
 
 The references are the protobuf library's own parse of the same bytes and the matched instances the
 analysis returns as messages (the generator's truth checks those in test_crossrank_truth.py)."""
+
 import numpy as np
 import pytest
 
@@ -20,8 +21,19 @@ from tb_paddle_profile.v1 import plugin_pb2
 from tb_paddle_profile.v1 import summary_pb2 as pb
 from tbp_synth import SynthConfig, generate
 
-FIELDS = ("kind", "name", "op", "step", "ordinal", "start_ns", "duration_ns", "device_id", "stream", "bytes",
-          "direction")
+FIELDS = (
+    "kind",
+    "name",
+    "op",
+    "step",
+    "ordinal",
+    "start_ns",
+    "duration_ns",
+    "device_id",
+    "stream",
+    "bytes",
+    "direction",
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +64,35 @@ def wire(request, monkeypatch):
 
 def test_the_wire_reader_gives_what_protobuf_parses(wire):
     big = [0, 1, 127, 128, 16_383, 16_384, 2**35, 2**62, -1, -(2**62), -(2**63)]
-    msgs = [_instances({"kind": [1, 7, 7], "name": [0, 300, 2**31], "op": [2, 2, 0], "step": [-1, 0, 2**40],
-                        "ordinal": [0, 1, 2], "start_ns": big[:3], "duration_ns": [5, 0, 2**33],
-                        "device_id": [-1, 3, 0], "stream": [-1, -2, 2**20], "bytes": [0, 2**50, 1],
-                        "direction": [0, 1, 2]}),
-            pb.CollectiveInstances(),                                      # a rank without collectives
-            _instances({"kind": [2] * len(big), "name": [1] * len(big), "step": [3] * len(big),
-                        "ordinal": list(range(len(big))), "start_ns": big, "duration_ns": [1] * len(big)}),
-            _instances({"kind": [4], "start_ns": [9], "duration_ns": [1], "stream": [1, 2]})]  # lengths disagree
+    msgs = [
+        _instances(
+            {
+                "kind": [1, 7, 7],
+                "name": [0, 300, 2**31],
+                "op": [2, 2, 0],
+                "step": [-1, 0, 2**40],
+                "ordinal": [0, 1, 2],
+                "start_ns": big[:3],
+                "duration_ns": [5, 0, 2**33],
+                "device_id": [-1, 3, 0],
+                "stream": [-1, -2, 2**20],
+                "bytes": [0, 2**50, 1],
+                "direction": [0, 1, 2],
+            }
+        ),
+        pb.CollectiveInstances(),  # a rank without collectives
+        _instances(
+            {
+                "kind": [2] * len(big),
+                "name": [1] * len(big),
+                "step": [3] * len(big),
+                "ordinal": list(range(len(big))),
+                "start_ns": big,
+                "duration_ns": [1] * len(big),
+            }
+        ),
+        _instances({"kind": [4], "start_ns": [9], "duration_ns": [1], "stream": [1, 2]}),
+    ]  # lengths disagree
     got = load._packed(msgs)
     for f in FIELDS:
         values, counts = got[f]
@@ -75,12 +108,20 @@ def test_the_program_columns_read_from_the_wire_are_what_protobuf_parses(run8, w
     """The replay graph's ParallelProgram columns (fields 1-22, two-byte tags from 16 on, zigzag and
     plain int64 with negative values) through load.packed_columns, against the protobuf API, on the
     generator's programs and on hand-made ones."""
-    from tb_paddle_profile.analysis.crossrank.critical_path import PROGRAM_FIELDS
+    from tb_paddle_profile.analysis.crossrank.replay import PROGRAM_FIELDS
 
     progs = [d.parallel.program for d in run8]
-    odd = pb.ParallelProgram(kind=[1, 4], step=[-1, 2**40], stream=[-2, 7], start_ns=[-(2**63), 2**62],
-                             duration_ns=[0, 1], collective=[-1, 3], name=[0, 2**31], wait_pred=[-5, 0],
-                             wait_lag_ns=[-1, 9])
+    odd = pb.ParallelProgram(
+        kind=[1, 4],
+        step=[-1, 2**40],
+        stream=[-2, 7],
+        start_ns=[-(2**63), 2**62],
+        duration_ns=[0, 1],
+        collective=[-1, 3],
+        name=[0, 2**31],
+        wait_pred=[-5, 0],
+        wait_lag_ns=[-1, 9],
+    )
     msgs = progs + [pb.ParallelProgram(), odd]
     got = load.packed_columns(msgs, PROGRAM_FIELDS)
     assert sum(len(m.kind) for m in progs) > 1000
@@ -89,7 +130,7 @@ def test_the_program_columns_read_from_the_wire_are_what_protobuf_parses(run8, w
         expected = [list(getattr(m, name)) for m in msgs]
         assert counts.tolist() == [len(e) for e in expected], name
         assert values.tolist() == [x for e in expected for x in e], name
-    extra = pb.ParallelProgram.FromString(odd.SerializeToString() + b"\xa2\x06\x01\x07")   # field 100
+    extra = pb.ParallelProgram.FromString(odd.SerializeToString() + b"\xa2\x06\x01\x07")  # field 100
     assert load.packed_columns([extra], PROGRAM_FIELDS) is None
 
 
@@ -98,7 +139,7 @@ def test_damaged_wire_bytes_are_refused_or_read_as_protobuf_reads_them(run8):
     field of another wire type, an unknown field, a varint of 11 bytes) and on a thousand random
     corruptions of real programs: None, or exactly what the protobuf library parses from the same
     bytes (field by field), never a crash or a read past the buffer."""
-    from tb_paddle_profile.analysis.crossrank.critical_path import PROGRAM_FIELDS
+    from tb_paddle_profile.analysis.crossrank.replay import PROGRAM_FIELDS
 
     packed = load.native_packed()
     assert packed is not None
@@ -110,15 +151,17 @@ def test_damaged_wire_bytes_are_refused_or_read_as_protobuf_reads_them(run8):
 
     good = pb.ParallelProgram(kind=[1, 300], step=[-1, 2]).SerializeToString()
     assert read(good, [len(good)]) is not None
-    for bad in (good[:-1],                                 # the last varint cut
-                good[:3],                                  # a length past the message
-                b"\x08\x01",                               # field 1 as a plain varint (wire type 0)
-                b"\xa2\x06\x01\x07",                       # field 100
-                b"\x0a\x0b" + b"\xff" * 10 + b"\x01",        # a varint of 11 bytes
-                b"\x0a"):                                  # a tag without its length
+    for bad in (
+        good[:-1],  # the last varint cut
+        good[:3],  # a length past the message
+        b"\x08\x01",  # field 1 as a plain varint (wire type 0)
+        b"\xa2\x06\x01\x07",  # field 100
+        b"\x0a\x0b" + b"\xff" * 10 + b"\x01",  # a varint of 11 bytes
+        b"\x0a",
+    ):  # a tag without its length
         assert read(bad, [len(bad)]) is None, bad
-    assert read(good, [len(good) + 1]) is None             # lengths past the buffer
-    assert read(good + good, [len(good)]) is None          # bytes left after the last message
+    assert read(good, [len(good) + 1]) is None  # lengths past the buffer
+    assert read(good + good, [len(good)]) is None  # bytes left after the last message
     assert read(good, [-1, len(good) + 1]) is None
     rng = np.random.default_rng(7)
     progs = [d.parallel.program.SerializeToString() for d in run8]
@@ -128,11 +171,11 @@ def test_damaged_wire_bytes_are_refused_or_read_as_protobuf_reads_them(run8):
         for _ in range(int(rng.integers(1, 4))):
             b[int(rng.integers(len(b)))] = int(rng.integers(256))
         if rng.random() < 0.2:
-            b = b[:int(rng.integers(len(b)))]
+            b = b[: int(rng.integers(len(b)))]
         got = read(bytes(b), [len(b)])
         if got is None:
             continue
-        msg = pb.ParallelProgram.FromString(bytes(b))      # what was read must be what protobuf parses
+        msg = pb.ParallelProgram.FromString(bytes(b))  # what was read must be what protobuf parses
         for f, (name, _) in PROGRAM_FIELDS.items():
             assert np.frombuffer(got[f][0], dtype=np.int64).tolist() == list(getattr(msg, name)), name
         checked += 1
@@ -141,8 +184,8 @@ def test_damaged_wire_bytes_are_refused_or_read_as_protobuf_reads_them(run8):
 
 def test_loaded_columns_are_the_same_through_either_reader(run8, monkeypatch):
     digests = [pb.RankDigest.FromString(d.SerializeToString()) for d in run8]
-    del digests[3].parallel.collectives.op[:]          # a rank whose digest lacks a column: zeros
-    del digests[5].parallel.collectives.stream[:]      # ... and -1 for the stream
+    del digests[3].parallel.collectives.op[:]  # a rank whose digest lacks a column: zeros
+    del digests[5].parallel.collectives.stream[:]  # ... and -1 for the stream
     fast, _ = load.load_ranks(digests)
     monkeypatch.setattr(load, "_packed", lambda msgs: None)
     slow, _ = load.load_ranks(digests)
@@ -151,7 +194,7 @@ def test_loaded_columns_are_the_same_through_either_reader(run8, monkeypatch):
         for col in ("kind", "name", "op", "step", "ordinal", "start", "end", "direction", "nbytes", "stream"):
             assert np.array_equal(getattr(a, col), getattr(b, col)), (a.rank, col)
     assert not fast[3].op.any() and (fast[5].stream == -1).all() and fast[0].op.any()
-    for r in fast:   # each rank's columns are its digest's, as protobuf parsed them
+    for r in fast:  # each rank's columns are its digest's, as protobuf parsed them
         c = r.digest.parallel.collectives
         assert r.kind.tolist() == list(c.kind) and r.step.tolist() == list(c.step)
         assert (r.end - r.start).tolist() == list(c.duration_ns)
@@ -159,9 +202,12 @@ def test_loaded_columns_are_the_same_through_either_reader(run8, monkeypatch):
 
 
 def _reference_page(rp, rank, step, offset, limit):
-    chosen = [m for m in rp.matched
-              if (step is None or m.step == step) and (rank is None or any(x.rank == rank for x in m.members))]
-    return len(chosen), chosen[offset:offset + limit]
+    chosen = [
+        m
+        for m in rp.matched
+        if (step is None or m.step == step) and (rank is None or any(x.rank == rank for x in m.members))
+    ]
+    return len(chosen), chosen[offset : offset + limit]
 
 
 def test_matched_instances_are_columns_encoded_when_asked(run8):
@@ -177,9 +223,15 @@ def test_matched_instances_are_columns_encoded_when_asked(run8):
     assert again.encode() == table.encode() == MatchedTable.from_message(whole.matched).encode()
     ranks = sorted({x.rank for m in whole.matched for x in m.members})
     steps = sorted({m.step for m in whole.matched})
-    for rank, step, offset, limit in [(None, None, 0, 1000), (None, None, 7, 5), (ranks[-1], None, 0, 3),
-                                      (ranks[1], steps[-1], 2, 100), (None, steps[0], 0, 1),
-                                      (ranks[0], steps[0], 10_000, 10), (99, None, 0, 10)]:
+    for rank, step, offset, limit in [
+        (None, None, 0, 1000),
+        (None, None, 7, 5),
+        (ranks[-1], None, 0, 3),
+        (ranks[1], steps[-1], 2, 100),
+        (None, steps[0], 0, 1),
+        (ranks[0], steps[0], 10_000, 10),
+        (99, None, 0, 10),
+    ]:
         page = runs.matched_page(again, rank, step, offset, limit, run="r", span="0", analysis_key="k")
         total, expected = _reference_page(whole, rank, step, offset, limit)
         assert page.total == total and list(page.matched) == expected, (rank, step, offset, limit)
@@ -205,7 +257,7 @@ def test_an_analysis_is_one_blob_computed_once_and_paged_after_a_restart(run8, t
     rp = plugin_pb2.RunParallel.FromString(data)
     whole = analyze_run(run8, "r", "0")
     assert rp.analysis_key == "ab12" and not rp.matched and rp.matched_total == len(whole.matched)
-    assert runs.summary_first(rp).matched_total == rp.matched_total   # nothing to strip: the total stays
+    assert runs.summary_first(rp).matched_total == rp.matched_total  # nothing to strip: the total stays
 
     restarted = runs.RunAnalyses(cache)
     table = restarted.matched("ab12", lambda: pytest.fail("read back, not computed"))
@@ -224,8 +276,10 @@ def test_an_analysis_is_one_blob_computed_once_and_paged_after_a_restart(run8, t
     # a whole RunParallel from compute() is split the same way
     split = runs.RunAnalyses(None)
     assert plugin_pb2.RunParallel.FromString(split.get("ef", lambda: analyze_run(run8, "r", "0"))).ranks == rp.ranks
-    assert MatchedTable.from_bytes(split.matched("ef", pytest.fail)).encode() == \
-        MatchedTable.from_message(whole.matched).encode()
+    assert (
+        MatchedTable.from_bytes(split.matched("ef", pytest.fail)).encode()
+        == MatchedTable.from_message(whole.matched).encode()
+    )
 
 
 def test_the_cli_json_holds_every_matched_instance_fresh_and_from_the_cache(tmp_path):
@@ -244,11 +298,13 @@ def test_the_cli_json_holds_every_matched_instance_fresh_and_from_the_cache(tmp_
     expected = analyze_run([summarize_file(str(p)) for p in sorted(example.glob("*.paddle_trace.json"))])
     assert len(expected.matched) == expected.matched_total > 0
     outs = []
-    for _ in range(2):   # the first computes and stores; the second reads the analysis back
+    for _ in range(2):  # the first computes and stores; the second reads the analysis back
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            assert main(["parallel", str(example), "--jobs", "1", "--cache-dir", str(tmp_path / "c"),
-                         "--format", "json"]) == 0
+            assert (
+                main(["parallel", str(example), "--jobs", "1", "--cache-dir", str(tmp_path / "c"), "--format", "json"])
+                == 0
+            )
         outs.append(json_format.Parse(buf.getvalue(), plugin_pb2.RunParallel(), ignore_unknown_fields=True))
     assert json.loads(json_format.MessageToJson(outs[0])) == json.loads(json_format.MessageToJson(outs[1]))
     assert list(outs[1].matched) == list(expected.matched) and outs[1].matched_total == expected.matched_total

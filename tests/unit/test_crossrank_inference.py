@@ -14,6 +14,7 @@ nothing tells Fleet's rank numbers, and so nothing tells which replica is dp 0. 
 coordinate is held to the truth up to one relabelling of the replicas (the same for every rank);
 where the file names tell the ranks it is held exactly.
 """
+
 import glob
 import os
 
@@ -32,18 +33,21 @@ MIN_EXACT = 0.99
 CLOCK_TOLERANCE_NS = 2_000
 
 CASES = {
-    "rank-named-2hosts-gpu10": None,          # 8 ranks, rank{r} names, hosts 1.73 ms apart
-    "dp32-gpu20": None,                       # DP32 over 4 hosts, one-rank MP communicators
-    "dp2pp8-mb16-gpu10-middle": None,         # DP2 x PP8, one-rank MP communicators
-    "dp4pp4mp4-gpu10-stage1": None,           # 64 ranks on 8 hosts, shared-stream 1F1B send/recv
-    "per-peer-dp2pp4mp2": SynthConfig.realistic(dp=2, pp=4, mp=2, steps=4, layers=4, micro_batches=4,
-                                               p2p_streams="per_peer"),
+    "rank-named-2hosts-gpu10": None,  # 8 ranks, rank{r} names, hosts 1.73 ms apart
+    "dp32-gpu20": None,  # DP32 over 4 hosts, one-rank MP communicators
+    "dp2pp8-mb16-gpu10-middle": None,  # DP2 x PP8, one-rank MP communicators
+    "dp4pp4mp4-gpu10-stage1": None,  # 64 ranks on 8 hosts, shared-stream 1F1B send/recv
+    "per-peer-dp2pp4mp2": SynthConfig.realistic(
+        dp=2, pp=4, mp=2, steps=4, layers=4, micro_batches=4, p2p_streams="per_peer"
+    ),
     # one micro-batch, two steps, rank-named: the cross-replica collectives run once a step (no shape),
     # 64 lock-step pipelines' clip all-reduces and first sends end within a microsecond of each other
-    "dp64pp2-mb1-rank-named": SynthConfig(dp=64, pp=2, mp=1, steps=2, layers=4, micro_batches=1, slow_rank=77,
-                                          slow_factor=1.5),
-    "per-direction-dp2pp4mp2": SynthConfig.realistic(dp=2, pp=4, mp=2, steps=4, layers=4, micro_batches=4,
-                                                    p2p_streams="per_direction", seed=3),
+    "dp64pp2-mb1-rank-named": SynthConfig(
+        dp=64, pp=2, mp=1, steps=2, layers=4, micro_batches=1, slow_rank=77, slow_factor=1.5
+    ),
+    "per-direction-dp2pp4mp2": SynthConfig.realistic(
+        dp=2, pp=4, mp=2, steps=4, layers=4, micro_batches=4, p2p_streams="per_direction", seed=3
+    ),
 }
 
 
@@ -67,8 +71,9 @@ def _truth_of(t, rp):
 def _exact_share(t, rp):
     tx = _truth_of(t, rp)
     truth = {(i["step"], i["kind"], frozenset((m["rank"], m["ordinal"]) for m in i["members"])) for i in t.instances}
-    ours = {(m.step, KIND_LABELS[m.kind], frozenset((tx[x.rank]["rank"], x.ordinal) for x in m.members))
-            for m in rp.matched}
+    ours = {
+        (m.step, KIND_LABELS[m.kind], frozenset((tx[x.rank]["rank"], x.ordinal) for x in m.members)) for m in rp.matched
+    }
     return len(truth & ours) / len(truth), ours - truth
 
 
@@ -183,8 +188,9 @@ def test_512_lock_step_pipelines_rank_named(tmp_path_factory):
     the pipelines the send/recv pairs show, every instance has its exact members, every clock is right,
     and the planted GPU is named for certain at its cost (was 99.6 %, 8 clocks 3.4 us off, uncertain)."""
     out = str(tmp_path_factory.mktemp("lockstep512"))
-    res = generate(SynthConfig(dp=64, pp=4, mp=2, steps=2, layers=4, micro_batches=1, slow_rank=261,
-                               slow_factor=1.10), out)
+    res = generate(
+        SynthConfig(dp=64, pp=4, mp=2, steps=2, layers=4, micro_batches=1, slow_rank=261, slow_factor=1.10), out
+    )
     digests = [digest_of(summarize_file(p)) for _, p in sorted(res.traces.items())]
     t, rp = load_truth(out), analyze_run(digests, run="lockstep512", span="0")
     share, wrong = _exact_share(t, rp)
@@ -198,10 +204,12 @@ def test_512_lock_step_pipelines_rank_named(tmp_path_factory):
     want = t.planted[0]["saving_at_peer_speed_ns_per_step"]
     assert abs(v.stragglers[0].job_cost_ns - want) <= 0.1 * want, (v.stragglers[0].job_cost_ns, want)
 
+
 def test_autograd_nodes_are_not_collectives():
     """The names real Paddle 3.3.1 MP runs write (../shared/traces/real-fleet-cpu-gloo/mp2pp2_shim): the
     autograd node of mp_allreduce is an Operator event that communicates nothing itself."""
     from tb_paddle_profile.analysis.collectives import NOT_COMMUNICATION, host_kind
     from tb_paddle_profile.trace import event_types as et
+
     assert host_kind("Global_GradNodePyLayer_mp_allreduce_eager", et.OPERATOR) == NOT_COMMUNICATION
     assert host_kind("c_allreduce_sum", et.OPERATOR) != NOT_COMMUNICATION

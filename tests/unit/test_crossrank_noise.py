@@ -7,6 +7,7 @@ generator's planted truth (tbp_synth.truth): every instance with its exact membe
 coordinates, the clocks; and the model selection of the topology (topology.select_model) against the
 truth's grid. Rank-named files (rank{r}, no host in the names) across skewed hosts: the hosts are
 grouped from the ranks' clock offsets (issue 24, point 3), each rank with its host-mates."""
+
 from dataclasses import replace
 
 import numpy as np
@@ -19,21 +20,28 @@ from tb_paddle_profile.analysis.digest import digest_of
 from tb_paddle_profile.analysis.summarize import summarize_file
 from tbp_synth import SynthConfig, generate, matrix
 from tbp_synth.truth import load_truth
-from test_crossrank_inference import (MIN_EXACT, _assert_clocks, _assert_coordinates, _assert_hosts, _exact_share,
-                                      _truth_of)
+from test_crossrank_inference import (
+    MIN_EXACT,
+    _assert_clocks,
+    _assert_coordinates,
+    _assert_hosts,
+    _exact_share,
+    _truth_of,
+)
 
 
 def _rank_named(dp, pp, mp, hosts, **kw):
     """A realistic run of rank{r} files on `hosts` hosts, each with its own clock (within +-2 ms)."""
-    return SynthConfig.realistic(dp=dp, pp=pp, mp=mp, steps=4, layers=4, micro_batches=4, names="rank",
-                                 gpus_per_node=dp * pp * mp // hosts, **kw)
+    return SynthConfig.realistic(
+        dp=dp, pp=pp, mp=mp, steps=4, layers=4, micro_batches=4, names="rank", gpus_per_node=dp * pp * mp // hosts, **kw
+    )
 
 
 # (matrix case or config, light, end noise sigma in us)
 RUNS = {
     "dp4pp4mp4-1us": ("dp4pp4mp4-control", True, 1.0),
     "dp4pp4mp4-3us": ("dp4pp4mp4-control", True, 3.0),
-    "dp2pp8-mb16-1us": ("dp2pp8-mb16-control", False, 1.0),   # 16 micro-batches
+    "dp2pp8-mb16-1us": ("dp2pp8-mb16-control", False, 1.0),  # 16 micro-batches
     "dp2pp8-mb16-3us": ("dp2pp8-mb16-control", False, 3.0),
     # eight lock-step replicas: the wide blocks' median is their drift (2.25 us), measured again
     "dp8pp4mp4-1us": ("dp8pp4mp4-gpu15-middle", True, 1.0),
@@ -53,28 +61,44 @@ RUNS = {
     # the realistic preset (Paddle's default worker names, shuffled host numbers, shared-stream 1F1B,
     # one-rank communicators) with one GPU 10 % slower on stage 3: a replica reaches the others only by
     # its stages' data-parallel all-reduces, whose lock-step groups the first clocks leave 15 us off
-    "realistic-dp4pp4mp4-gpu10-3us": (SynthConfig.realistic(dp=4, pp=4, mp=4, steps=4, layers=4, micro_batches=4,
-                                                            slow_rank=60, slow_factor=1.10), True, 3.0),
+    "realistic-dp4pp4mp4-gpu10-3us": (
+        SynthConfig.realistic(dp=4, pp=4, mp=4, steps=4, layers=4, micro_batches=4, slow_rank=60, slow_factor=1.10),
+        True,
+        3.0,
+    ),
     # DP2 x PP8, one GPU 15 % slower on the last stage (22.9 ms a step): 16 of 4,352 send/recv are left
     # unmatched, which made the verdict uncertain
-    "realistic-dp2pp8-gpu15-last-2us": (SynthConfig.realistic(dp=2, pp=8, mp=1, steps=4, layers=8, micro_batches=8,
-                                                              slow_rank=15, slow_factor=1.15), True, 2.0),
+    "realistic-dp2pp8-gpu15-last-2us": (
+        SynthConfig.realistic(dp=2, pp=8, mp=1, steps=4, layers=8, micro_batches=8, slow_rank=15, slow_factor=1.15),
+        True,
+        2.0,
+    ),
     # DP2 x PP8 x MP4 at 3 us, send/recv on one shared stream: lock-step stages end their transfers
     # together, a receive co-ended closer with its other neighbour's send (to the next stage) than with
     # its own sender's; the pair taken left two transfers without one (98.3 % exact; augmenting paths)
-    "realistic-dp2pp8mp4-gpu10-3us": (SynthConfig.realistic(dp=2, pp=8, mp=4, steps=4, layers=8, micro_batches=8,
-                                                            slow_rank=40, slow_factor=1.10), True, 3.0),
+    "realistic-dp2pp8mp4-gpu10-3us": (
+        SynthConfig.realistic(dp=2, pp=8, mp=4, steps=4, layers=8, micro_batches=8, slow_rank=40, slow_factor=1.10),
+        True,
+        3.0,
+    ),
     # DP8 x PP2 x MP8 on 16 hosts (a tensor-parallel group a host), one GPU 15 % slower: a pipeline's two
     # hosts were tied to the others by blocks of two stages' groups alone, one host 2.36 ms off (two
     # crossing edges agreed against the tree's one; no send/recv pair within the first window)
-    "realistic-dp8pp2mp8-16hosts-gpu15-2us": (SynthConfig.realistic(dp=8, pp=2, mp=8, steps=4, layers=4,
-                                                                    micro_batches=4, slow_rank=77, slow_factor=1.15),
-                                              True, 2.0),
+    "realistic-dp8pp2mp8-16hosts-gpu15-2us": (
+        SynthConfig.realistic(dp=8, pp=2, mp=8, steps=4, layers=4, micro_batches=4, slow_rank=77, slow_factor=1.15),
+        True,
+        2.0,
+    ),
     # DP16 x PP2 x MP4: a replica a host, the hosts tied only by the data-parallel all-reduces, whose shape
     # blocks join the two stages' groups (each member against its block's first: edges 50-120 us wide, nine
     # hosts up to 640 us off); a data loader 4 ms late on rank 70
-    "realistic-dp16pp2mp4-loader4ms-3us": (SynthConfig.realistic(dp=16, pp=2, mp=4, steps=4, layers=4, micro_batches=4,
-                                                                 slow_host_rank=70, host_delay_us=4000), True, 3.0),
+    "realistic-dp16pp2mp4-loader4ms-3us": (
+        SynthConfig.realistic(
+            dp=16, pp=2, mp=4, steps=4, layers=4, micro_batches=4, slow_host_rank=70, host_delay_us=4000
+        ),
+        True,
+        3.0,
+    ),
 }
 # Clocks below the goal, measured (none now: DP4 x PP4 x MP4 at 3 us was up to 2.9 us off, each host
 # pair's offset a median of end differences of sigma 4.6 us; 1.6 us since a host pair under noise needs
@@ -139,8 +163,11 @@ def test_once_a_step_pipeline_group_collectives_keep_their_members(noisy):
     key, (t, rp) = noisy
     tx = _truth_of(t, rp)
     ours = {(KIND_LABELS[m.kind], frozenset((tx[x.rank]["rank"], x.ordinal) for x in m.members)) for m in rp.matched}
-    planted = [(i["kind"], frozenset((m["rank"], m["ordinal"]) for m in i["members"])) for i in t.instances
-               if i["axis"] == "pp_group" and i["kind"] != "send_recv"]
+    planted = [
+        (i["kind"], frozenset((m["rank"], m["ordinal"]) for m in i["members"]))
+        for i in t.instances
+        if i["axis"] == "pp_group" and i["kind"] != "send_recv"
+    ]
     assert planted, key
     missed = [(i[0], sorted(i[1])[:4]) for i in planted if i not in ours]
     assert not missed, (key, len(missed), len(planted), missed[:3])
@@ -204,8 +231,10 @@ def test_the_true_grid_alone_explains_every_planted_instance(noisy):
     true_shape = (cfg["dp"], cfg["pp"], cfg["mp"])
     coords = fleet_coords(rank, true_shape)
     by_rank = {x["rank"]: x for x in t.ranks}
-    assert all((coords[0][r], coords[1][r], coords[2][r]) == (by_rank[r]["dp"], by_rank[r]["pp"], by_rank[r]["mp"])
-               for r in range(world))
+    assert all(
+        (coords[0][r], coords[1][r], coords[2][r]) == (by_rank[r]["dp"], by_rank[r]["pp"], by_rank[r]["mp"])
+        for r in range(world)
+    )
     assert explained(comms, counts, p2p, coords, true_shape) == 1.0
     for shape in factorizations(world):
         if shape != true_shape:

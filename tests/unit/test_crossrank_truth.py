@@ -6,6 +6,7 @@ parses each, digest_of projects the digest, analyze_run reads only the digests. 
 the ranks' coordinates and labels, the planted anomalies with their cost to the job, measured by
 the generator against the same run simulated without them) is what the results are held to.
 """
+
 import pytest
 
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
@@ -20,7 +21,7 @@ from tbp_synth.truth import load_truth
 # collective end at the same global nanosecond: offsets come out within a few ns; 1 µs leaves room
 # for the rounding of many samples while staying far below the skew (ms) and the 100 ns end-time cut.
 OFFSET_TOLERANCE_NS = 1_000
-WAIT_TOLERANCE_NS = 500_000          # per rank and step (issue 13)
+WAIT_TOLERANCE_NS = 500_000  # per rank and step (issue 13)
 
 
 def _analyse(tmp_path_factory, name, **cfg):
@@ -34,23 +35,44 @@ def _analyse(tmp_path_factory, name, **cfg):
 def host_stage0(tmp_path_factory):
     """DP4 x MP2 x PP2 on two hosts whose clocks differ by milliseconds, Paddle's default worker
     names; rank 9 (host 1, stage 0) stalls 15 ms per step in its data loader."""
-    return _analyse(tmp_path_factory, "host0", dp=4, mp=2, pp=2, steps=3, names="default", clock_skew_us=3000,
-                    slow_host_rank=9, host_delay_us=15_000)
+    return _analyse(
+        tmp_path_factory,
+        "host0",
+        dp=4,
+        mp=2,
+        pp=2,
+        steps=3,
+        names="default",
+        clock_skew_us=3000,
+        slow_host_rank=9,
+        host_delay_us=15_000,
+    )
 
 
 @pytest.fixture(scope="module")
 def absorbed(tmp_path_factory):
     """DP2 x MP2 x PP2: rank 2 (stage 1) stalls 8 ms per step in its data loader, which the
     pipeline's fill mostly hides."""
-    return _analyse(tmp_path_factory, "absorbed", dp=2, mp=2, pp=2, steps=3, names="default",
-                    slow_host_rank=2, host_delay_us=8_000)
+    return _analyse(
+        tmp_path_factory, "absorbed", dp=2, mp=2, pp=2, steps=3, names="default", slow_host_rank=2, host_delay_us=8_000
+    )
 
 
 @pytest.fixture(scope="module")
 def device32(tmp_path_factory):
     """32 ranks (DP8 x MP2 x PP2) on four skewed hosts; rank 21's GPU computes 30 % slower."""
-    return _analyse(tmp_path_factory, "device32", dp=8, mp=2, pp=2, steps=3, names="default", clock_skew_us=3000,
-                    slow_rank=21, slow_factor=1.3)
+    return _analyse(
+        tmp_path_factory,
+        "device32",
+        dp=8,
+        mp=2,
+        pp=2,
+        steps=3,
+        names="default",
+        clock_skew_us=3000,
+        slow_rank=21,
+        slow_factor=1.3,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -221,6 +243,7 @@ def test_structural_waits_are_findings_not_stragglers(host_stage0, control):
 
 def test_cli_text_shows_labels_topology_clocks_and_findings(host_stage0):
     from tb_paddle_profile.present.render.parallel_text import render
+
     t, _, rp = host_stage0
     text = render(rp, "ms")
     cfg = t.config

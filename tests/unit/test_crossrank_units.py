@@ -1,6 +1,7 @@
 """Parts of the cross-rank analysis on small made-up inputs: the wire-format encoder of the matched
 instances against the protobuf library's own encoding, labels, Fleet's rank order, the evidence
 caveat (uncertain verdict) and the matching of skewed hosts."""
+
 import pytest
 
 from tb_paddle_profile.analysis.crossrank import analyze_run
@@ -17,12 +18,35 @@ AR, AG, SR = pb.COLLECTIVE_KIND_ALL_REDUCE, pb.COLLECTIVE_KIND_ALL_GATHER, pb.CO
 
 def test_encoder_writes_what_the_protobuf_library_writes():
     rng = np.random.default_rng(7)
-    groups = [(-1, AR, "", 0, 0, [(0, 0, 5, 0, 1 << 62, 0)]),
-              (3, SR, "ncclDevKernel_SendRecv(ncclDevComm*)", 12_345, 1,
-               [(1, 2, 300, 0, 1_795_936_680_000_000_123, 1), (7, 0, 500, 200, 17, 2)]),
-              (2**40, AG, "c_allgather · ü", 2**35, 4095,
-               [(r, int(rng.integers(0, 1000)), int(rng.integers(0, 2**40)), int(rng.integers(0, 2**20)),
-                 int(rng.integers(0, 2**62)), 0) for r in range(9)])]
+    groups = [
+        (-1, AR, "", 0, 0, [(0, 0, 5, 0, 1 << 62, 0)]),
+        (
+            3,
+            SR,
+            "ncclDevKernel_SendRecv(ncclDevComm*)",
+            12_345,
+            1,
+            [(1, 2, 300, 0, 1_795_936_680_000_000_123, 1), (7, 0, 500, 200, 17, 2)],
+        ),
+        (
+            2**40,
+            AG,
+            "c_allgather · ü",
+            2**35,
+            4095,
+            [
+                (
+                    r,
+                    int(rng.integers(0, 1000)),
+                    int(rng.integers(0, 2**40)),
+                    int(rng.integers(0, 2**20)),
+                    int(rng.integers(0, 2**62)),
+                    0,
+                )
+                for r in range(9)
+            ],
+        ),
+    ]
     expected = ppb.RunParallel()
     for step, kind, name, transfer, last, members in groups:
         m = expected.matched.add(step=step, kind=kind, name=name, transfer_ns=transfer, last_rank=last)
@@ -31,9 +55,16 @@ def test_encoder_writes_what_the_protobuf_library_writes():
     names = sorted({g[2] for g in groups})
     cols = [np.array([m[i] for g in groups for m in g[5]], dtype=np.int64) for i in range(6)]
     ptr = np.cumsum([0] + [len(g[5]) for g in groups])
-    data = matched_bytes(np.array([g[0] for g in groups]), np.array([g[1] for g in groups]),
-                         np.array([names.index(g[2]) for g in groups]), names, np.array([g[3] for g in groups]),
-                         np.array([g[4] for g in groups]), ptr, *cols)
+    data = matched_bytes(
+        np.array([g[0] for g in groups]),
+        np.array([g[1] for g in groups]),
+        np.array([names.index(g[2]) for g in groups]),
+        names,
+        np.array([g[3] for g in groups]),
+        np.array([g[4] for g in groups]),
+        ptr,
+        *cols,
+    )
     got = ppb.RunParallel(run="r")
     got.MergeFromString(data)
     assert list(got.matched) == list(expected.matched) and got.run == "r"
@@ -65,11 +96,22 @@ def _digest(worker, hostname, pid, gpu, instances, origin=0, steps=((1, 0, 10_00
         step = next(n for n, lo, hi in steps if lo <= start < hi)
         o = counters.get((step, kind), 0)
         counters[(step, kind)] = o + 1
-        for column, value in ((c.kind, kind), (c.name, 1), (c.op, 2), (c.step, step), (c.ordinal, o),
-                              (c.start_ns, start), (c.duration_ns, end - start), (c.device_id, gpu),
-                              (c.stream, stream), (c.bytes, 0), (c.direction, 0)):
+        for column, value in (
+            (c.kind, kind),
+            (c.name, 1),
+            (c.op, 2),
+            (c.step, step),
+            (c.ordinal, o),
+            (c.start_ns, start),
+            (c.duration_ns, end - start),
+            (c.device_id, gpu),
+            (c.stream, stream),
+            (c.bytes, 0),
+            (c.direction, 0),
+        ):
             column.append(value)
     from tb_paddle_profile.analysis.digest import digest_of
+
     d = digest_of(s)
     d.device_id = gpu
     return d
@@ -81,13 +123,19 @@ def test_ranks_follow_fleets_order_and_skewed_hosts_still_match():
     800 µs of the global clock; without correction rank 2's would end nearer rank 1's."""
     skew = 3_200_000
     ins = lambda lo, end: [(AR, lo, end, 16), (AR, lo + 1_000_000, end + 1_000_000, 16)]  # noqa: E731
-    ds = [_digest("host_gpunode10pid_5", "gpunode10", 5, 1, ins(610_000, 800_000), origin=skew),
-          _digest("host_gpunode2pid_9", "gpunode2", 9, 0, ins(100_000, 500_000)),
-          _digest("host_gpunode2pid_3", "gpunode2", 3, 1, ins(300_000, 800_000)),
-          _digest("host_gpunode10pid_7", "gpunode10", 7, 0, ins(420_000, 500_000), origin=skew)]
+    ds = [
+        _digest("host_gpunode10pid_5", "gpunode10", 5, 1, ins(610_000, 800_000), origin=skew),
+        _digest("host_gpunode2pid_9", "gpunode2", 9, 0, ins(100_000, 500_000)),
+        _digest("host_gpunode2pid_3", "gpunode2", 3, 1, ins(300_000, 800_000)),
+        _digest("host_gpunode10pid_7", "gpunode10", 7, 0, ins(420_000, 500_000), origin=skew),
+    ]
     rp = analyze_run(ds)
     assert [(r.rank, r.hostname, r.device_id, r.pid) for r in rp.ranks] == [
-        (0, "gpunode2", 0, 9), (1, "gpunode2", 1, 3), (2, "gpunode10", 0, 7), (3, "gpunode10", 1, 5)]
+        (0, "gpunode2", 0, 9),
+        (1, "gpunode2", 1, 3),
+        (2, "gpunode10", 0, 7),
+        (3, "gpunode10", 1, 5),
+    ]
     assert any("Fleet's order" in n for n in rp.notes)
     groups = sorted((m.step, tuple(x.rank for x in m.members)) for m in rp.matched)
     assert groups == [(1, (0, 2)), (1, (0, 2)), (1, (1, 3)), (1, (1, 3))]
@@ -122,8 +170,11 @@ def test_sharding_groups_give_the_sharding_coordinate_in_fleets_order():
     RS = pb.COLLECTIVE_KIND_REDUCE_SCATTER
 
     def ins(shard_end, dp_end):  # per rank: a reduce-scatter, an all-gather (sharding), an all-reduce (dp)
-        return [(RS, 100_000, shard_end, 20), (AG, shard_end + 10_000, shard_end + 200_000, 20),
-                (AR, shard_end + 300_000, dp_end, 16)]
+        return [
+            (RS, 100_000, shard_end, 20),
+            (AG, shard_end + 10_000, shard_end + 200_000, 20),
+            (AR, shard_end + 300_000, dp_end, 16),
+        ]
 
     # the members of each group end together; the two sharding groups (and the two dp groups) end apart
     ends = {0: (1_000_000, 3_000_000), 1: (1_000_000, 3_500_000), 2: (1_200_000, 3_000_000), 3: (1_200_000, 3_500_000)}
@@ -152,18 +203,19 @@ def test_the_prior_splits_lock_step_instances_along_the_pipelines():
     tensor-parallel groups across them. It splits along the pipelines when they drift apart by more
     than the noise, and leaves one true communicator of all 16 as the cut had it."""
     from tb_paddle_profile.analysis.crossrank.prior import consistent_partition, rank_partitions, split_by_prior
+
     rng = np.random.default_rng(3)
     n, sigma = 16, 3000.0
     rows = np.arange(n)
-    pipe_a = np.array([0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14])   # send/recv links along each pipeline
+    pipe_a = np.array([0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14])  # send/recv links along each pipeline
     pipe_b = pipe_a + 1
-    mp_rows, mp_block = np.arange(n), np.tile(np.arange(4), 4)      # rank k of every pipeline together
+    mp_rows, mp_block = np.arange(n), np.tile(np.arange(4), 4)  # rank k of every pipeline together
     parts = rank_partitions(n, [(mp_rows, mp_block)], (pipe_a, pipe_b))
     assert len(parts) == 2
-    one = np.zeros((n, 4), dtype=np.int64)                           # the cut: everyone together
+    one = np.zeros((n, 4), dtype=np.int64)  # the cut: everyone together
     E = _lock_step(rng, 4, 4, 4, sigma, drift=12000.0)
     got = split_by_prior(one, E, rows, parts, sigma)
-    want = np.repeat(np.arange(4) * 4, 4)                            # each pipeline, led by its first rank
+    want = np.repeat(np.arange(4) * 4, 4)  # each pipeline, led by its first rank
     assert (got == want[:, None]).all()
     # drifting far apart, the ends alone tell them apart (a pair of one instance agrees within the
     # noise at every position), without the pipelines
@@ -185,23 +237,28 @@ def test_send_recv_links_explain_their_candidates_away():
     the candidates' instances both cross links are kept (a rank may have two neighbours); with them the
     true links explain the cross links' candidates and only 0 - 2 and 1 - 3 remain."""
     from tb_paddle_profile.analysis.crossrank.p2p import pipeline_links
+
     rng = np.random.default_rng(5)
     sigma, P = 1000.0, 32
     # instance ids: rank r's transfer k is r * P + k; its end is the transfer's time plus noise
     t = np.arange(P) * 50_000.0
-    drift = rng.normal(0, 1.5 * sigma, P)    # the second pipeline's transfers, lock-step within the noise
+    drift = rng.normal(0, 1.5 * sigma, P)  # the second pipeline's transfers, lock-step within the noise
     end = {r: t + (drift if r in (1, 3) else 0.0) + rng.normal(0, sigma, P) for r in range(4)}
     pairs = [(0, 2), (1, 3), (0, 3), (1, 2)]
     la, lb, dt, inv, ci, cj = [], [], [], [], [], []
     for link, (a, b) in enumerate(pairs):
         for k in range(P):
             la_k, lb_k = a * P + k, b * P + k
-            ci.append(la_k); cj.append(lb_k); dt.append(end[b][k] - end[a][k]); inv.append(link)
-        la.append(a); lb.append(b)
+            ci.append(la_k)
+            cj.append(lb_k)
+            dt.append(end[b][k] - end[a][k])
+            inv.append(link)
+        la.append(a)
+        lb.append(b)
     la, lb, inv = np.array(la), np.array(lb), np.array(inv)
     dt, ci, cj = np.array(dt), np.array(ci), np.array(cj)
     keep_blind, _ = pipeline_links(la, lb, dt, inv, 4, sigma)
-    assert keep_blind[2] or keep_blind[3]        # the cross links are as close as the true ones here
+    assert keep_blind[2] or keep_blind[3]  # the cross links are as close as the true ones here
     keep, _ = pipeline_links(la, lb, dt, inv, 4, sigma, ci, cj)
     assert keep.tolist() == [True, True, False, False]
 
@@ -214,6 +271,7 @@ def test_send_recv_links_prefer_the_lane_offset_most_ranks_share():
     alone keeps 3 - 6, and 6 takes two stage-0 neighbours). With lanes (the local GPU, 8 a host) the
     links' major offset (4) wins the tie: exactly 0-4, 1-5, 2-6, 3-7."""
     from tb_paddle_profile.analysis.crossrank.p2p import pipeline_links
+
     rng = np.random.default_rng(11)
     sigma, P = 3000.0, 32
     t = np.arange(P) * 80_000.0
@@ -227,9 +285,13 @@ def test_send_recv_links_prefer_the_lane_offset_most_ranks_share():
             # link pairs two transfers of the lock-step partners (the noise of both, and then some)
             d = end[b][k] - end[a][k] if true else rng.normal(0, 1.5 * np.sqrt(2) * sigma)
             if (a, b) == (3, 6):
-                d = rng.normal(0, 0.5 * sigma)       # planted: closer than 3 - 7
-            ci.append(a * P + k); cj.append(b * P + k); dt.append(d); inv.append(link)
-        la.append(a); lb.append(b)
+                d = rng.normal(0, 0.5 * sigma)  # planted: closer than 3 - 7
+            ci.append(a * P + k)
+            cj.append(b * P + k)
+            dt.append(d)
+            inv.append(link)
+        la.append(a)
+        lb.append(b)
     la, lb, inv = np.array(la), np.array(lb), np.array(inv)
     dt, ci, cj = np.array(dt), np.array(ci), np.array(cj)
     blind, _ = pipeline_links(la, lb, dt, inv, 8, sigma, ci, cj)
@@ -247,6 +309,7 @@ def test_send_recv_pairs_grown_by_augmenting_paths():
     augmenting path re-pairs them: (0, 1) and (2, 3). A lone instance with no free end stays alone, and
     pairs are only ever candidates."""
     from tb_paddle_profile.analysis.crossrank.p2p import _augment
+
     I = np.array([0, 1, 2])
     J = np.array([1, 2, 3])
     dt = np.array([2900.0, 100.0, 1000.0])
@@ -271,6 +334,7 @@ def test_components_are_placed_where_their_collectives_co_end():
     are planted a stage (380 us) off, replica 3's 30 us: both are put back within 3 us; replica 1,
     right, does not move."""
     from tb_paddle_profile.analysis.crossrank.align import align_components, components
+
     rng = np.random.default_rng(3)
     R, S, M, P = 4, 4, 2, 6
     n_hosts = 2 * R
@@ -283,15 +347,18 @@ def test_components_are_placed_where_their_collectives_co_end():
         for s in range(S):
             for m in range(M):
                 host = 2 * r + s // 2
-                rows.append(len(rows)); nodes.append(host)
+                rows.append(len(rows))
+                nodes.append(host)
                 dp_end.append(base + s * 380_000 + rng.normal(0, 1_000, P) + true_off[host])
                 mp_end.append(base + 5_000_000 + s * 380_000 + drift + rng.normal(0, 1_000, P) + true_off[host])
     node_of = np.array(nodes, dtype=np.int64)
     ends = {"dp": np.array(dp_end).astype(np.int64), "mp": np.array(mp_end).astype(np.int64)}
 
     off = [int(x) for x in true_off]
-    off[4] += 380_000; off[5] += 380_000      # replica 2 a stage off
-    off[6] -= 30_000; off[7] -= 30_000        # replica 3 30 us off
+    off[4] += 380_000
+    off[5] += 380_000  # replica 2 a stage off
+    off[6] -= 30_000
+    off[7] -= 30_000  # replica 3 30 us off
     comp = components(n_hosts, [(2 * r, 2 * r + 1) for r in range(R)])
     got, moved = align_components([(ends["dp"], node_of), (ends["mp"], node_of)], off, comp, 6 * 1_000.0)
     assert sorted(moved) == [2, 3]
@@ -304,6 +371,7 @@ def test_clock_join_outvotes_one_wrong_edge_across_a_cut():
     parallel groups). The plain spanning tree takes it; settled, each subtree on the weighted median of
     the edges across its cut, every offset is within 1 us."""
     from tb_paddle_profile.analysis.crossrank.clocks import join
+
     rng = np.random.default_rng(7)
     true = np.array([0, 80_000, -600_000, 700_000, 1_200_000, -90_000])
     edges = {}
@@ -317,7 +385,6 @@ def test_clock_join_outvotes_one_wrong_edge_across_a_cut():
     assert np.abs(settled - true).max() < 1_000
 
 
-
 def test_clock_join_outvotes_by_agreeing_host_pairs_too():
     """clocks.join(robust=True) on the shape of realistic DP8 x PP2 x MP8 on 16 hosts: a pipeline's two
     hosts (4, 5) joined by a right send/recv edge, and tied to the others by four edges: the tree's
@@ -325,20 +392,22 @@ def test_clock_join_outvotes_by_agreeing_host_pairs_too():
     and one of a block whose spread is 2.36 ms (its estimate anywhere). Counted by samples no two thirds
     agree; two thirds of the edges (the wide one left out) do, and every offset is within 20 us."""
     from tb_paddle_profile.analysis.crossrank.clocks import join
+
     true = np.array([0, 300_000, -450_000, 900_000, 1_375_000, 691_000])
     edges = {}
     for a in range(4):
         for b in range(a):
             edges[(a, b)] = (int(true[a] - true[b]), 2.0, 3_000, 256)
     edges[(5, 4)] = (int(true[5] - true[4]), 0.08, 2_900, 252)
-    edges[(5, 2)] = (int(true[5] - true[2] + 2_357_000), 0.0027, 23_750, 64)    # the tree's, wrong
+    edges[(5, 2)] = (int(true[5] - true[2] + 2_357_000), 0.0027, 23_750, 64)  # the tree's, wrong
     edges[(5, 0)] = (int(true[5] - true[0] - 500), 0.0023, 27_400, 64)
     edges[(4, 0)] = (int(true[4] - true[0] + 15_000), 0.0012, 26_900, 32)
-    edges[(4, 2)] = (int(true[4] - true[2] + 623_000), 5e-5, 2_358_000, 128)    # spread of a stage
+    edges[(4, 2)] = (int(true[4] - true[2] + 623_000), 5e-5, 2_358_000, 128)  # spread of a stage
     plain = np.array(join(6, edges)[0])
     assert np.abs(plain - true).max() > 2_000_000
     settled = np.array(join(6, edges, robust=True)[0])
     assert np.abs(settled - true).max() < 20_000, (settled - true).tolist()
+
 
 def test_end_noise_of_thousands_of_lock_step_channels_is_none():
     """shapes.end_noise on planted wide blocks: 16 blocks of 512 lock-step replicas' tensor-parallel pairs
@@ -348,6 +417,7 @@ def test_end_noise_of_thousands_of_lock_step_channels_is_none():
     block the run's ends are exact. With 1 us of noise on every member nothing is exact and the noise
     is measured."""
     from tb_paddle_profile.analysis.crossrank.shapes import end_noise
+
     rng = np.random.default_rng(11)
     R, P, B = 512, 4, 16
     blocks, ends = [], []

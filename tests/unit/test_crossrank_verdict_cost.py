@@ -13,6 +13,7 @@ with EmbeddingPipe/HeadPipe and the data read on the first stage, Paddle's defau
 host clocks) on DP4 x PP4 x MP2 and DP8 x MP2, with stragglers on the first, a middle and the last
 stage, a small one, two at once, data-loader and host stalls, and controls.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,9 @@ from tbp_synth.truth import load_truth
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "crossrank" / "real-fleet-cpu-gloo"
 
-COST_TOLERANCE = 0.10     # the verdict's cost against the planted saving
-WHATIF_TOLERANCE = 0.05   # the straggler what-if's saving against it
-REPLAY_TOLERANCE = 0.01   # the unchanged replay against the traced step
+COST_TOLERANCE = 0.10  # the verdict's cost against the planted saving
+WHATIF_TOLERANCE = 0.05  # the straggler what-if's saving against it
+REPLAY_TOLERANCE = 0.01  # the unchanged replay against the traced step
 # Cases where the replay's saving is known to miss the planted one by more than WHATIF_TOLERANCE (the
 # verdict's COST_TOLERANCE still holds there), with what is known of why. None today.
 WHATIF_KNOWN_GAP: dict = {}
@@ -50,26 +51,35 @@ def _r(dp, pp, mp, PP, MP):
 def _real(**kw) -> SynthConfig:
     # the realistic options whose collectives today's matcher joins completely (one stream per
     # send/recv direction, no one-rank communicators); the default (GPU-bound) model size
-    base = dict(kernel_jitter="lognormal", kernel_sigma=0.02, gpu_speed_sigma=0.003, pipeline_layers=True,
-                names="default", clock_skew_us=2000.0, steps=2)
+    base = dict(
+        kernel_jitter="lognormal",
+        kernel_sigma=0.02,
+        gpu_speed_sigma=0.003,
+        pipeline_layers=True,
+        names="default",
+        clock_skew_us=2000.0,
+        steps=2,
+    )
     base.update(kw)
     return SynthConfig(**base)
 
 
-L = dict(dp=4, pp=4, mp=2, layers=8, micro_batches=4)           # 32 ranks on 4 hosts
-D = dict(dp=8, pp=1, mp=2, layers=2, micro_batches=2, gpus_per_node=4)   # 16 ranks on 4 hosts
+L = dict(dp=4, pp=4, mp=2, layers=8, micro_batches=4)  # 32 ranks on 4 hosts
+D = dict(dp=8, pp=1, mp=2, layers=2, micro_batches=2, gpus_per_node=4)  # 16 ranks on 4 hosts
 CASES = {
     "gpu10-last": _real(**L, slow_rank=_r(1, 3, 1, 4, 2), slow_factor=1.10),
     "gpu10-first": _real(**L, slow_rank=_r(2, 0, 0, 4, 2), slow_factor=1.10),
     "gpu15-middle": _real(**L, slow_rank=_r(3, 2, 1, 4, 2), slow_factor=1.15),
     "gpu5-last": _real(**L, slow_rank=_r(0, 3, 0, 4, 2), slow_factor=1.05),
-    "two-gpu10-last-host8ms-middle": _real(**L, slow_rank=_r(2, 3, 0, 4, 2), slow_factor=1.10,
-                                           slow_host_rank=_r(1, 1, 1, 4, 2), host_delay_us=8000),
+    "two-gpu10-last-host8ms-middle": _real(
+        **L, slow_rank=_r(2, 3, 0, 4, 2), slow_factor=1.10, slow_host_rank=_r(1, 1, 1, 4, 2), host_delay_us=8000
+    ),
     "loader3ms-first": _real(**L, slow_host_rank=_r(3, 0, 1, 4, 2), host_delay_us=3000),
     "host12ms-middle": _real(**L, slow_host_rank=_r(0, 2, 1, 4, 2), host_delay_us=12000),
     # a small model: the 12 ms stall is a third of the step, and the host, once late, paces the kernels
-    "host12ms-middle-small": _real(**L, slow_host_rank=_r(0, 2, 1, 4, 2), host_delay_us=12000, hidden=2048,
-                                   heads=16, seq_len=1024, vocab=32000),
+    "host12ms-middle-small": _real(
+        **L, slow_host_rank=_r(0, 2, 1, 4, 2), host_delay_us=12000, hidden=2048, heads=16, seq_len=1024, vocab=32000
+    ),
     "dp-loader3ms": _real(**D, slow_host_rank=11, host_delay_us=3000),
     "dp-gpu10": _real(**D, slow_rank=6, slow_factor=1.10),
     "control": _real(**L),
@@ -82,14 +92,20 @@ def case(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(request.param)
     res = generate(CASES[request.param], str(out))
     digests = [digest_of(summarize_file(p)) for _, p in sorted(res.traces.items())]
-    return request.param, load_truth(str(out)), analyze_run(digests, request.param, "0"), \
-        analyze_whatif(digests, request.param, "0")
+    return (
+        request.param,
+        load_truth(str(out)),
+        analyze_run(digests, request.param, "0"),
+        analyze_whatif(digests, request.param, "0"),
+    )
 
 
 def _paid(t):
     """The planted anomalies the job pays for, costliest first."""
-    return sorted((p for p in t.planted if p["saving_at_peer_speed_ns_per_step"] >= NEGLIGIBLE_NS),
-                  key=lambda p: -p["saving_at_peer_speed_ns_per_step"])
+    return sorted(
+        (p for p in t.planted if p["saving_at_peer_speed_ns_per_step"] >= NEGLIGIBLE_NS),
+        key=lambda p: -p["saving_at_peer_speed_ns_per_step"],
+    )
 
 
 def _whatif(w, kind):
@@ -105,7 +121,7 @@ def test_the_planted_ranks_are_named_first_with_their_cost(case):
     paid = _paid(t)
     planted = {p["rank"] for p in t.planted}
     # the ranks the job pays for, costliest first, then at most the planted ones it absorbs; no healthy rank
-    assert named[:len(paid)] == [p["rank"] for p in paid], (name, named, paid)
+    assert named[: len(paid)] == [p["rank"] for p in paid], (name, named, paid)
     assert set(named) <= planted, (name, named, planted)
     assert v.found == bool(paid)
     for p in paid:
@@ -114,12 +130,13 @@ def test_the_planted_ranks_are_named_first_with_their_cost(case):
         assert abs(s.job_cost_ns - want) <= COST_TOLERANCE * want, (name, s.rank, s.job_cost_ns, want)
         # the run without the anomaly differs from its peers' speed only by the GPUs' own spread
         assert abs(s.job_cost_ns - p["job_cost_ns_per_step"]) <= COST_TOLERANCE * want + 100_000
-        expected_cause = "device_compute" if p["type"] == "device_slow" else (
-            "host_dataloader" if p["stage"] == 0 else "host")
+        expected_cause = (
+            "device_compute" if p["type"] == "device_slow" else ("host_dataloader" if p["stage"] == 0 else "host")
+        )
         assert s.cause == expected_cause, (name, s.cause, p)
         assert "check its GPU" in v.summary if s.cause == "device_compute" else "check its GPU" not in s.reason
     for s in v.stragglers:
-        if s.rank not in {p["rank"] for p in paid}:   # named but absorbed: costs (next to) nothing
+        if s.rank not in {p["rank"] for p in paid}:  # named but absorbed: costs (next to) nothing
             assert s.absorbed and s.job_cost_ns < NEGLIGIBLE_NS
 
 
@@ -139,7 +156,7 @@ def test_one_cost_in_the_verdict_the_findings_and_the_whatif(case):
     assert x.saving_ns == v.stragglers[0].job_cost_ns
     want = top["saving_at_peer_speed_ns_per_step"]
     err = abs(x.saving_ns - want) / want
-    if name in WHATIF_KNOWN_GAP:   # strict: fails once the gap closes, so that the entry goes
+    if name in WHATIF_KNOWN_GAP:  # strict: fails once the gap closes, so that the entry goes
         assert err > WHATIF_TOLERANCE, f"{name}: the replay now meets the tolerance; drop it from WHATIF_KNOWN_GAP"
         pytest.xfail(f"{name}: the replay misses the saving by {err:.1%} ({WHATIF_KNOWN_GAP[name]})")
     assert err <= WHATIF_TOLERANCE, (name, x.saving_ns, want)
@@ -233,6 +250,7 @@ def test_compare_cites_the_verdicts_cost_and_measures_the_same_change(tmp_path):
     """A run with a slow GPU against the same run without it: the step-time change Compare measures and
     the cost the straggler's verdict gives (and Compare cites) are both the planted cost."""
     from tb_paddle_profile.analysis.diff import decompose_runs
+
     cfg = CASES["dp-gpu10"]
     rps = {}
     for side, c in (("candidate", cfg), ("baseline", cfg.without_anomalies())):
@@ -256,8 +274,19 @@ def test_few_roles_of_two_ranks_name_the_straggler_and_nobody_else(tmp_path, dp,
     GPU is named, with the generator's cost; a healthy run (the generator's per-kernel jitter) names
     nobody."""
     out = tmp_path / "few"
-    res = generate(SynthConfig(dp=dp, mp=1, pp=pp, steps=4, layers=2, micro_batches=2, slow_rank=slow,
-                               slow_factor=1.6 if slow is not None else 1.0), str(out))
+    res = generate(
+        SynthConfig(
+            dp=dp,
+            mp=1,
+            pp=pp,
+            steps=4,
+            layers=2,
+            micro_batches=2,
+            slow_rank=slow,
+            slow_factor=1.6 if slow is not None else 1.0,
+        ),
+        str(out),
+    )
     truth = load_truth(str(out))
     rp = analyze_run([digest_of(summarize_file(p)) for _, p in sorted(res.traces.items())])
     named = [s for s in rp.straggler.stragglers if not s.absorbed]

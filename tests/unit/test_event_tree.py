@@ -5,6 +5,7 @@ possible: one thread at a time, events sorted by (start asc, end desc), a stack 
 events. The engine's `nest` climbs parent chains with numpy instead; both must agree event for
 event on every trace we have.
 """
+
 import numpy as np
 import pytest
 
@@ -53,8 +54,15 @@ def test_nesting_matches_the_stack_sweep(monkeypatch, path, packed):
     if not packed:
         monkeypatch.setattr(event_tree, "_pack_thread_start", lambda *a: None)
     t = read_trace(path.read_bytes(), path.name)
-    parent, owner = nest(t.host.tid, t.host.start, t.host.end, _float32_tolerance(t.host.end),
-                         t.runtime.tid, t.runtime.start, t.runtime.end)
+    parent, owner = nest(
+        t.host.tid,
+        t.host.start,
+        t.host.end,
+        _float32_tolerance(t.host.end),
+        t.runtime.tid,
+        t.runtime.start,
+        t.runtime.end,
+    )
     ref_parent, ref_owner = stack_sweep(t)
     assert (parent == ref_parent).all()
     assert (owner == ref_owner).all()
@@ -65,7 +73,7 @@ def test_packed_key_refuses_what_would_overflow():
     from tb_paddle_profile.trace.event_tree import _pack_thread_start
 
     tid = np.array([1, 2, 3], dtype=np.int64)
-    start = np.array([0, 1, 2 ** 61], dtype=np.int64)
+    start = np.array([0, 1, 2**61], dtype=np.int64)
     assert _pack_thread_start(tid, start, tid[:1], start[:1]) is None
     assert _pack_thread_start(tid[:2], start[:2], tid[:1], start[:1]) is not None
 

@@ -1,5 +1,6 @@
 """The sidebar's groups of a run's files (WorkerEntry.group, present/display/files.py): the panel lists a run's
 files in the groups the runs route gives and makes none of its own (issue 25: the frontend only draws)."""
+
 from tb_paddle_profile.present.display.files import FLAT_FILES, group_files
 from tb_paddle_profile.v1 import plugin_pb2
 

@@ -10,6 +10,7 @@ starting with the file's name: any other exception is a bug of ours.
 
 Reproducible (derandomize, no example database) and bounded: a fixed number of small examples.
 """
+
 import gzip
 import json
 import tempfile
@@ -50,8 +51,13 @@ def _bases():
     from tbp_synth import SynthConfig, generate
 
     with tempfile.TemporaryDirectory() as out:
-        generate(SynthConfig(dp=1, mp=2, pp=2, steps=2, layers=2, micro_batches=2, hidden=64, heads=2,
-                             seq_len=16, vocab=128), out, ranks=[0])
+        generate(
+            SynthConfig(
+                dp=1, mp=2, pp=2, steps=2, layers=2, micro_batches=2, hidden=64, heads=2, seq_len=16, vocab=128
+            ),
+            out,
+            ranks=[0],
+        )
         gpu = next(Path(out).glob("*.paddle_trace.json"))
         bases.append(_excerpt(json.loads(gpu.read_bytes())))
     return bases
@@ -65,38 +71,149 @@ from tb_paddle_profile.trace import event_types as et  # noqa: E402
 # Values put where the trace has others: numbers where it has numbers, strings where it has
 # strings (most of the time, so that most inputs reach the analyses), anything anywhere.
 NUMBERS = st.one_of(
-    st.sampled_from([0, -1, 1, 2, 7, 2 ** 31, -2 ** 31 - 1, 2 ** 62, 2 ** 63, 2 ** 64, -2 ** 63 - 1, 10 ** 30,
-                     0.5, -0.0, -0.0004, 1e-300, 1e15, 4.7e15, 9.3e15, -1e15, 1e300, -1e300,
-                     float("nan"), float("inf"), float("-inf")]),
-    st.integers(-10 ** 7, 10 ** 7),
+    st.sampled_from(
+        [
+            0,
+            -1,
+            1,
+            2,
+            7,
+            2**31,
+            -(2**31) - 1,
+            2**62,
+            2**63,
+            2**64,
+            -(2**63) - 1,
+            10**30,
+            0.5,
+            -0.0,
+            -0.0004,
+            1e-300,
+            1e15,
+            4.7e15,
+            9.3e15,
+            -1e15,
+            1e300,
+            -1e300,
+            float("nan"),
+            float("inf"),
+            float("-inf"),
+        ]
+    ),
+    st.integers(-(10**7), 10**7),
     st.floats(-1e7, 1e7),
     st.integers(),
     st.floats(allow_nan=True, allow_infinity=True),
 )
 CATEGORIES = sorted(et.TYPE_ID) + sorted(et.MEM_TYPE_ID) + ["async", "", "Other"]
 STRINGS = st.one_of(
-    st.sampled_from(["", "abc", "12(x)", "7(Python)", "7(C++)", " 12", "\u00b2", "1_0", "-0", "(7)",
-                     "1.000 us", "-5.000 us", "0.000 us", "nan us", "inf us", "1e400 us", "1e300 us", "1.0 ms",
-                     "us", "1 2 us", "Place(gpu:0)", "Place(cpu)", "Place(gpu_pinned)", "X", "i", "M", "s", "f",
-                     "\u0000", "[5.000 ms]", "matmul[1.0 us]", "a\"b\\c\td", "x" * 3000, "ProfileStep#1",
-                     "nccl_allreduce", "c_allreduce_sum", "send_v2", "recv_v2", "ncclKernel_AllReduce"]),
+    st.sampled_from(
+        [
+            "",
+            "abc",
+            "12(x)",
+            "7(Python)",
+            "7(C++)",
+            " 12",
+            "\u00b2",
+            "1_0",
+            "-0",
+            "(7)",
+            "1.000 us",
+            "-5.000 us",
+            "0.000 us",
+            "nan us",
+            "inf us",
+            "1e400 us",
+            "1e300 us",
+            "1.0 ms",
+            "us",
+            "1 2 us",
+            "Place(gpu:0)",
+            "Place(cpu)",
+            "Place(gpu_pinned)",
+            "X",
+            "i",
+            "M",
+            "s",
+            "f",
+            "\u0000",
+            "[5.000 ms]",
+            "matmul[1.0 us]",
+            'a"b\\c\td',
+            "x" * 3000,
+            "ProfileStep#1",
+            "nccl_allreduce",
+            "c_allreduce_sum",
+            "send_v2",
+            "recv_v2",
+            "ncclKernel_AllReduce",
+        ]
+    ),
     st.sampled_from(CATEGORIES),
     st.text(max_size=12),
 )
-HOSTILE = st.one_of(NUMBERS, STRINGS,
-                    st.sampled_from([None, True, False, [], {}, [1], [1, 2, 3, 4], [-1, 2 ** 40, 3], ["a"],
-                                     {"a": 1}, [[1, 2], [3]], {"x": [1, 2]}]))
-NUMERIC = {"pid", "tid", "ts", "dur", "id", "correlation id", "registers per thread", "shared memory",
-           "blocks per SM", "warps per SM", "theoretical achieved occupancy %", "bytes", "increase_bytes",
-           "current_allocated", "current_reserved", "peak_allocated", "peak_reserved", "sort_index"}
+HOSTILE = st.one_of(
+    NUMBERS,
+    STRINGS,
+    st.sampled_from(
+        [None, True, False, [], {}, [1], [1, 2, 3, 4], [-1, 2**40, 3], ["a"], {"a": 1}, [[1, 2], [3]], {"x": [1, 2]}]
+    ),
+)
+NUMERIC = {
+    "pid",
+    "tid",
+    "ts",
+    "dur",
+    "id",
+    "correlation id",
+    "registers per thread",
+    "shared memory",
+    "blocks per SM",
+    "warps per SM",
+    "theoretical achieved occupancy %",
+    "bytes",
+    "increase_bytes",
+    "current_allocated",
+    "current_reserved",
+    "peak_allocated",
+    "peak_reserved",
+    "sort_index",
+}
 
 EVENT_FIELDS = ["name", "ph", "cat", "pid", "tid", "ts", "dur", "args", "id", "bp", "cname"]
-ARG_FIELDS = ["start_time", "end_time", "correlation id", "grid", "block", "registers per thread",
-              "shared memory", "blocks per SM", "warps per SM", "theoretical achieved occupancy %", "bytes",
-              "place", "increase_bytes", "current_allocated", "current_reserved", "peak_allocated",
-              "peak_reserved", "input_shapes", "input_dtypes", "name", "sort_index"]
-TOP_FIELDS = ["schemaVersion", "span_index", "span_indx", "displayTimeUnit", "deviceProperties", "ExtraInfo",
-              "traceEvents"]
+ARG_FIELDS = [
+    "start_time",
+    "end_time",
+    "correlation id",
+    "grid",
+    "block",
+    "registers per thread",
+    "shared memory",
+    "blocks per SM",
+    "warps per SM",
+    "theoretical achieved occupancy %",
+    "bytes",
+    "place",
+    "increase_bytes",
+    "current_allocated",
+    "current_reserved",
+    "peak_allocated",
+    "peak_reserved",
+    "input_shapes",
+    "input_dtypes",
+    "name",
+    "sort_index",
+]
+TOP_FIELDS = [
+    "schemaVersion",
+    "span_index",
+    "span_indx",
+    "displayTimeUnit",
+    "deviceProperties",
+    "ExtraInfo",
+    "traceEvents",
+]
 
 
 def _nesting(kind: str, depth: int, closed: bool) -> bytes:
@@ -106,26 +223,81 @@ def _nesting(kind: str, depth: int, closed: bool) -> bytes:
 
 
 RAW_VALUES = st.one_of(
-    st.builds(_nesting, st.sampled_from(["object", "array"]),
-              st.sampled_from([1, 2, 8, 63, 64, 65, 200, 2000, 100_000, 100_000]), st.booleans()),
-    st.sampled_from([b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e400", b"1" * 400, b"0" + b"1" * 30,
-                     b'"\\u0000"', b'"\\ud800"', b'"\xff\xfe"', b'"a\nb"', b"01", b"1.", b"--1", b"tru",
-                     b'"\\x"', b"[1,]", b"{,}", b'{"a" 1}']),
+    st.builds(
+        _nesting,
+        st.sampled_from(["object", "array"]),
+        st.sampled_from([1, 2, 8, 63, 64, 65, 200, 2000, 100_000, 100_000]),
+        st.booleans(),
+    ),
+    st.sampled_from(
+        [
+            b"NaN",
+            b"Infinity",
+            b"-Infinity",
+            b"1e400",
+            b"-1e400",
+            b"1" * 400,
+            b"0" + b"1" * 30,
+            b'"\\u0000"',
+            b'"\\ud800"',
+            b'"\xff\xfe"',
+            b'"a\nb"',
+            b"01",
+            b"1.",
+            b"--1",
+            b"tru",
+            b'"\\x"',
+            b"[1,]",
+            b"{,}",
+            b'{"a" 1}',
+        ]
+    ),
 )
 
 
 @st.composite
 def mutation(draw):
-    what = draw(st.sampled_from(["event", "event", "event", "args", "args", "args", "retime", "retime",
-                                 "retime", "top", "device", "extra", "drop", "drop", "dup", "swap", "raw", "raw",
-                                 "raw"]))
+    what = draw(
+        st.sampled_from(
+            [
+                "event",
+                "event",
+                "event",
+                "args",
+                "args",
+                "args",
+                "retime",
+                "retime",
+                "retime",
+                "top",
+                "device",
+                "extra",
+                "drop",
+                "drop",
+                "dup",
+                "swap",
+                "raw",
+                "raw",
+                "raw",
+            ]
+        )
+    )
     field = draw(st.sampled_from(EVENT_FIELDS))
     arg = draw(st.sampled_from(ARG_FIELDS))
     key = arg if what == "args" else field
     typed = draw(st.integers(0, 3)) > 0  # mostly a value of the field's own kind
     value = draw((NUMBERS if key in NUMERIC else STRINGS) if typed and what in ("event", "args") else HOSTILE)
-    return (what, draw(st.integers(0, 10 ** 6)), field, arg, draw(st.sampled_from(TOP_FIELDS)), value,
-            draw(st.integers(0, 5)) == 0, draw(RAW_VALUES), draw(st.floats(-2, 2)))
+    return (
+        what,
+        draw(st.integers(0, 10**6)),
+        field,
+        arg,
+        draw(st.sampled_from(TOP_FIELDS)),
+        value,
+        draw(st.integers(0, 5)) == 0,
+        draw(RAW_VALUES),
+        draw(st.floats(-2, 2)),
+    )
 
 
 def _apply(trace: dict, m, raws: list) -> None:
@@ -174,8 +346,9 @@ def _apply(trace: dict, m, raws: list) -> None:
     elif what == "device":
         props = trace.setdefault("deviceProperties", [{"id": 0, "name": "GPU"}])
         if isinstance(props, list) and props and isinstance(props[0], dict):
-            props[n % len(props)][["id", "totalGlobalMem", "computeMajor", "smCount", "warpSize",
-                                   "sharedMemPerBlock", "name"][n % 7]] = value
+            props[n % len(props)][
+                ["id", "totalGlobalMem", "computeMajor", "smCount", "warpSize", "sharedMemPerBlock", "name"][n % 7]
+            ] = value
     elif what == "extra":
         info = trace.setdefault("ExtraInfo", {})
         if isinstance(info, dict):
@@ -201,8 +374,9 @@ def _apply(trace: dict, m, raws: list) -> None:
 
 
 def _serialize(trace: dict, raws: list) -> bytes:
-    data = json.dumps(trace, indent=1, allow_nan=True, ensure_ascii=len(trace) % 2 == 0).encode("utf-8",
-                                                                                              "surrogatepass")
+    data = json.dumps(trace, indent=1, allow_nan=True, ensure_ascii=len(trace) % 2 == 0).encode(
+        "utf-8", "surrogatepass"
+    )
     for i, raw in enumerate(raws):
         data = data.replace(json.dumps(RAW.format(i)).encode(), raw)
     return data
@@ -210,8 +384,12 @@ def _serialize(trace: dict, raws: list) -> bytes:
 
 @st.composite
 def byte_damage(draw):
-    return (draw(st.sampled_from(["truncate", "flip", "insert", "delete", "bom"])),
-            draw(st.floats(0, 1)), draw(st.integers(0, 255)), draw(st.integers(1, 64)))
+    return (
+        draw(st.sampled_from(["truncate", "flip", "insert", "delete", "bom"])),
+        draw(st.floats(0, 1)),
+        draw(st.integers(0, 255)),
+        draw(st.integers(1, 64)),
+    )
 
 
 def _damage(data: bytes, d) -> bytes:
@@ -220,11 +398,11 @@ def _damage(data: bytes, d) -> bytes:
     if kind == "truncate":
         return data[:pos]
     if kind == "flip":
-        return data[:pos] + bytes([byte]) + data[pos + 1:]
+        return data[:pos] + bytes([byte]) + data[pos + 1 :]
     if kind == "insert":
         return data[:pos] + bytes([byte]) * length + data[pos:]
     if kind == "delete":
-        return data[:pos] + data[pos + length:]
+        return data[:pos] + data[pos + length :]
     if kind == "bom":
         return b"\xef\xbb\xbf" + data
     return data
@@ -239,7 +417,7 @@ def _compress(data: bytes, how: str, where: float) -> bytes:
         return gzip.compress(gzip.compress(gzip.compress(data, 1), 1), 1)
     if how == "gzip-truncated":
         packed = gzip.compress(data, 1)
-        return packed[:max(2, int(where * len(packed)))]
+        return packed[: max(2, int(where * len(packed)))]
     if how == "gzip-garbage":
         return gzip.compress(data, 1) + b"garbage"
     if how == "gzip-members":
@@ -269,9 +447,12 @@ def _check(data: bytes) -> str:
     return outcomes[0]
 
 
-FUZZ = dict(deadline=20_000, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.large_base_example])
+FUZZ = dict(
+    deadline=20_000,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
 COMPRESSIONS = ["gzip", "gzip2", "gzip3", "gzip-truncated", "gzip-garbage", "gzip-members"]
 
 
@@ -290,16 +471,24 @@ def test_mutated_traces_give_a_summary_or_a_one_line_error(base, mutations):
 
 
 @settings(max_examples=60, **FUZZ)
-@given(base=st.integers(0, len(BASES) - 1), n=st.integers(0, 10 ** 6),
-       where=st.sampled_from(["event", "args", "events", "head"]), kind=st.sampled_from(["object", "array"]),
-       depth=st.sampled_from([65, 2000, 100_000]), closed=st.booleans(), compression=st.sampled_from([None, "gzip"]))
+@given(
+    base=st.integers(0, len(BASES) - 1),
+    n=st.integers(0, 10**6),
+    where=st.sampled_from(["event", "args", "events", "head"]),
+    kind=st.sampled_from(["object", "array"]),
+    depth=st.sampled_from([65, 2000, 100_000]),
+    closed=st.booleans(),
+    compression=st.sampled_from([None, "gzip"]),
+)
 def test_deep_nesting_anywhere_gives_a_summary_or_a_one_line_error(base, n, where, kind, depth, closed, compression):
     """Objects and arrays inside each other, closed or not, in an event, in its args, among the
     events or in the head: never a RecursionError."""
     field = "deep" if n % 2 else EVENT_FIELDS[n % len(EVENT_FIELDS)]
-    m = {"event": ("raw", n, field, "x", "x", None, False, None, 0.0),
-         "args": ("raw", 2 * n + 1, field, ARG_FIELDS[n % len(ARG_FIELDS)], "x", None, False, None, 0.0),
-         "events": ("raw", n, field, "x", "x", None, True, None, 0.0)}.get(where)
+    m = {
+        "event": ("raw", n, field, "x", "x", None, False, None, 0.0),
+        "args": ("raw", 2 * n + 1, field, ARG_FIELDS[n % len(ARG_FIELDS)], "x", None, False, None, 0.0),
+        "events": ("raw", n, field, "x", "x", None, True, None, 0.0),
+    }.get(where)
     raw = _nesting(kind, depth, closed)
     if m is None:  # a key of the document's head
         trace = json.loads(json.dumps(BASES[base]))
@@ -311,11 +500,14 @@ def test_deep_nesting_anywhere_gives_a_summary_or_a_one_line_error(base, n, wher
 
 
 @settings(max_examples=200, **FUZZ)
-@given(base=st.integers(0, len(BASES) - 1), mutations=st.lists(mutation(), max_size=1),
-       damage=st.lists(byte_damage(), max_size=2), compression=st.sampled_from([None] + COMPRESSIONS),
-       where=st.floats(0, 1))
-def test_damaged_bytes_and_gzip_layers_give_a_summary_or_a_one_line_error(base, mutations, damage, compression,
-                                                                          where):
+@given(
+    base=st.integers(0, len(BASES) - 1),
+    mutations=st.lists(mutation(), max_size=1),
+    damage=st.lists(byte_damage(), max_size=2),
+    compression=st.sampled_from([None] + COMPRESSIONS),
+    where=st.floats(0, 1),
+)
+def test_damaged_bytes_and_gzip_layers_give_a_summary_or_a_one_line_error(base, mutations, damage, compression, where):
     data = _mutated(base, mutations)
     for d in damage:
         data = _damage(data, d)

@@ -1,6 +1,7 @@
 """Host stalls on the main thread (issue 30.4): against the generator's planted data-loader stall
 (SynthConfig.slow_host_rank / host_delay_us, tbp_synth.truth's planted host_stall) and against the
 gaps between CUDA runtime calls recomputed from the trace JSON."""
+
 import pytest
 
 from support.comm_json import by_cat, events, span, tid_of, union
@@ -11,8 +12,20 @@ from tbp_synth.config import SynthConfig
 from tbp_synth.driver import generate
 from tbp_synth.truth import load_truth
 
-CFG = SynthConfig(dp=2, mp=1, pp=1, steps=4, layers=2, micro_batches=1, hidden=512, heads=8, seq_len=256,
-                  vocab=1024, slow_host_rank=1, host_delay_us=3000)
+CFG = SynthConfig(
+    dp=2,
+    mp=1,
+    pp=1,
+    steps=4,
+    layers=2,
+    micro_batches=1,
+    hidden=512,
+    heads=8,
+    seq_len=256,
+    vocab=1024,
+    slow_host_rank=1,
+    host_delay_us=3000,
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +43,14 @@ def _expected(path):
     steps = by_cat(evs, "ProfileStep")
     tid = tid_of(steps[0])
     calls = union([span(e) for e in by_cat(evs, "CudaRuntime") if tid_of(e) == tid])
-    host = [(span(e), e["name"].rsplit("[", 1)[0]) for e in evs if e.get("ph") == "X" and isinstance(e.get("tid"), str)
-            and tid_of(e) == tid and e.get("cat") not in ("ProfileStep", "CudaRuntime")]
+    host = [
+        (span(e), e["name"].rsplit("[", 1)[0])
+        for e in evs
+        if e.get("ph") == "X"
+        and isinstance(e.get("tid"), str)
+        and tid_of(e) == tid
+        and e.get("cat") not in ("ProfileStep", "CudaRuntime")
+    ]
     out = []
     for st in steps:
         lo, hi = span(st)
@@ -68,7 +87,9 @@ def test_the_planted_stall_in_every_step(run):
 def test_stalls_against_the_json(run):
     truth, ranks = run
     for r, (path, s) in ranks.items():
-        got = [(x.step, x.start_ns, x.duration_ns, s.comm.host_stalls.names[x.within]) for x in s.comm.host_stalls.stalls]
+        got = [
+            (x.step, x.start_ns, x.duration_ns, s.comm.host_stalls.names[x.within]) for x in s.comm.host_stalls.stalls
+        ]
         exp = _expected(path)
         assert len(got) == len(exp), r
         for g, e in zip(got, exp):
@@ -92,6 +113,7 @@ def test_the_cli_prints_the_stalls_as_text_and_csv(run):
     import io
     import subprocess
     import sys
+
     truth, ranks = run
     planted = next(p for p in truth.planted if p["type"] == "host_stall")
     path, s = ranks[planted["rank"]]
@@ -107,7 +129,8 @@ def test_the_cli_prints_the_stalls_as_text_and_csv(run):
     assert max(float(r[2]) for r in rows) >= planted["delay_ns"] / 1e6
     got = subprocess.run(base, capture_output=True, text=True, check=True).stdout
     assert [int(r["duration_ns"]) for r in csv.DictReader(io.StringIO(got))] == [
-        x.duration_ns for x in s.comm.host_stalls.stalls]
+        x.duration_ns for x in s.comm.host_stalls.stalls
+    ]
     clash = subprocess.run(base + ["--format", "json"], capture_output=True, text=True)
     assert clash.returncode == 2 and "--table" in clash.stderr and clash.stdout == ""
 
@@ -116,6 +139,7 @@ def test_the_api_frames_of_stalls_launches_and_overlap(run):
     """tbp.load's frames of the rank with the planted stall: host_stalls one row per stall (the planted one in
     every step), launch_latency and launch_queue per stream, comm_overlap per stream, communicator and phase."""
     from tb_paddle_profile import api as tbp
+
     truth, ranks = run
     planted = next(p for p in truth.planted if p["type"] == "host_stall")
     path, s = ranks[planted["rank"]]

@@ -7,6 +7,7 @@ generator's planted kernels (tbp_synth's catalogue of launch configurations, the
 own occupancy formula). The browser test checks that the Kernels panel and the Overview draw the new
 columns and table with the Python formatter's strings.
 """
+
 from __future__ import annotations
 
 import collections
@@ -48,8 +49,9 @@ def _json_kernels(path: Path):
             continue
         a = e["args"]
         gx, gy, gz = a["grid"]
-        out[_SUFFIX.sub("", e["name"])].append((e["dur"] * 1000.0, gx * gy * gz,
-                                                 a["theoretical achieved occupancy %"], e["pid"]))
+        out[_SUFFIX.sub("", e["name"])].append(
+            (e["dur"] * 1000.0, gx * gy * gz, a["theoretical achieved occupancy %"], e["pid"])
+        )
     return out, sms, caps
 
 
@@ -95,18 +97,25 @@ def test_gpu_trace_efficiency_against_its_json(trace):
         k = by_name[row.cells[0].title]
         calls = kernels[k.name]
         dur = sum(c[0] for c in calls)
-        texts = {key: format_cell(table.columns[keys.index(key)], row.cells[keys.index(key)])
-                 for key in ("tensor_cores", "sm_efficiency", "achieved_occupancy")}
+        texts = {
+            key: format_cell(table.columns[keys.index(key)], row.cells[keys.index(key)])
+            for key in ("tensor_cores", "sm_efficiency", "achieved_occupancy")
+        }
         want_sm = sum(c[0] * min(1.0, c[1] / sms[c[3]]) for c in calls) / dur
         want_occ = sum(c[0] * c[2] / 100.0 for c in calls) / dur
-        assert texts == {"tensor_cores": "Yes" if by_name[k.name].efficiency.tensor_core_ns else "No",
-                         "sm_efficiency": "%.1f%%" % (want_sm * 100),
-                         "achieved_occupancy": "%.1f%%" % (want_occ * 100)}
+        assert texts == {
+            "tensor_cores": "Yes" if by_name[k.name].efficiency.tensor_core_ns else "No",
+            "sm_efficiency": "%.1f%%" % (want_sm * 100),
+            "achieved_occupancy": "%.1f%%" % (want_occ * 100),
+        }
     eff = find_table(disp, "kernel_efficiency", "overview")
     assert eff.text_hidden
     vals = {r.id: format_cell(eff.columns[1], r.cells[1]) for r in eff.rows}
-    assert vals == {"tensor_cores": "%.1f%%" % (100 * tc / tot), "sm_efficiency": "%.1f%%" % (100 * sm_w / tot),
-                    "achieved_occupancy": "%.1f%%" % (100 * occ_w / tot)}
+    assert vals == {
+        "tensor_cores": "%.1f%%" % (100 * tc / tot),
+        "sm_efficiency": "%.1f%%" % (100 * sm_w / tot),
+        "achieved_occupancy": "%.1f%%" % (100 * occ_w / tot),
+    }
 
 
 def test_tensor_core_rules_follow_the_architecture():
@@ -114,11 +123,11 @@ def test_tensor_core_rules_follow_the_architecture():
     assert is_tensor_core("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_wgmma", 90)
     assert not is_tensor_core("void foo_wgmma_kernel<float>()", 80)
     assert is_tensor_core("volta_h884gemm_64x64_ldg8_nn", 90)
-    assert not is_tensor_core("volta_h884gemm_64x64_ldg8_nn", 61)   # Pascal: no Tensor Cores
+    assert not is_tensor_core("volta_h884gemm_64x64_ldg8_nn", 61)  # Pascal: no Tensor Cores
     assert is_tensor_core("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn", 80)
     assert not is_tensor_core("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn", 75)
     assert is_tensor_core("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>", 80)
-    assert not is_tensor_core("ampere_sgemm_128x64_nn", 80)           # fp32 SIMT GEMM
+    assert not is_tensor_core("ampere_sgemm_128x64_nn", 80)  # fp32 SIMT GEMM
     assert not is_tensor_core("void phi::funcs::VectorizedElementwiseKernel<float>", 0)
     assert all(cc >= 70 for _, cc, _ in TENSOR_CORE_RULES)
 
@@ -129,15 +138,36 @@ TINY = dict(hidden=512, heads=8, seq_len=256, vocab=8192)
 # The catalogue entries that are matrix multiplications (cuBLAS sm90_xmma GEMMs, CUTLASS tensorop batched
 # GEMMs): the generator times them at its tensor-core rate (_Catalog.TFLOPS). The rest are elementwise,
 # reduction and NCCL kernels.
-GEMMS = ("qkv", "qkv_dx", "qkv_dw", "proj", "proj_dx", "proj_dw", "fc1", "fc1_dx", "fc1_dw", "fc2", "fc2_dx",
-         "fc2_dw", "lm_head", "lm_head_dx", "lm_head_dw", "qk", "qk_grad_a", "qk_grad_b", "av", "av_grad_a",
-         "av_grad_b")
+GEMMS = (
+    "qkv",
+    "qkv_dx",
+    "qkv_dw",
+    "proj",
+    "proj_dx",
+    "proj_dw",
+    "fc1",
+    "fc1_dx",
+    "fc1_dw",
+    "fc2",
+    "fc2_dx",
+    "fc2_dw",
+    "lm_head",
+    "lm_head_dx",
+    "lm_head_dw",
+    "qk",
+    "qk_grad_a",
+    "qk_grad_b",
+    "av",
+    "av_grad_a",
+    "av_grad_b",
+)
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     from tbp_synth import SynthConfig, generate
     from tbp_synth.generator import _Catalog, size_for
+
     cfg = SynthConfig(dp=1, mp=2, pp=1, steps=1, layers=1, micro_batches=1, **TINY)
     out = tmp_path_factory.mktemp("kernel_eff")
     res = generate(cfg, str(out), ranks=[0])
@@ -147,6 +177,7 @@ def generated(tmp_path_factory):
 def test_generated_run_against_the_planted_kernels(generated):
     from tbp_synth.model import DeviceProps
     from tbp_synth.writer import kernel_metrics
+
     s, cat, _ = generated
     dev = DeviceProps(0)
     gemm_names = {cat.spec[k].name for k in GEMMS}
@@ -160,7 +191,7 @@ def test_generated_run_against_the_planted_kernels(generated):
         e = k.efficiency
         assert (e.tensor_core_ns == e.total_ns == k.gpu.total_ns) if name in gemm_names else e.tensor_core_ns == 0, name
         if len(specs.get(name, ())) != 1:
-            continue   # a name launched with several configurations: time-weighted, checked on the JSON above
+            continue  # a name launched with several configurations: time-weighted, checked on the JSON above
         (spec,) = specs[name]
         blocks = spec.grid[0] * spec.grid[1] * spec.grid[2]
         assert e.sm_efficiency_ns / e.sm_known_ns == pytest.approx(min(1.0, blocks / dev.sm_count), rel=1e-9)
@@ -178,9 +209,12 @@ def test_generated_run_low_occupancy_recommendation(generated):
     # generator's own occupancy formula, recomputed here from the written trace's JSON
     kernels, _, _ = _json_kernels(path)
     total = sum(c[0] for calls in kernels.values() for c in calls)
-    low = {n: sum(c[0] for c in calls) for n, calls in kernels.items()
-           if "nccl" not in n.lower()
-           and sum(c[0] * c[2] / 100 for c in calls) / sum(c[0] for c in calls) < R.LOW_OCCUPANCY}
+    low = {
+        n: sum(c[0] for c in calls)
+        for n, calls in kernels.items()
+        if "nccl" not in n.lower()
+        and sum(c[0] * c[2] / 100 for c in calls) / sum(c[0] for c in calls) < R.LOW_OCCUPANCY
+    }
     assert sum(low.values()) / total >= R.LOW_OCCUPANCY_KERNEL_SHARE
     (rec,) = [r for r in R.recommendations(s) if r.rule.rule == "low_occupancy"]
     assert rec.value == pytest.approx(sum(low.values()) / total, rel=1e-6)
@@ -221,7 +255,11 @@ def test_gpu_trace_recommendations_against_its_json(trace):
     assert "low_occupancy" not in got
     (sent,) = [x for x in summary_display(s, time_unit="us").views[0].sentences if x.key.startswith("recommendation.")]
     want = "%.2f us of the %.2f us step (%.1f%%; threshold %.1f%%)" % (
-        f["Dataloader"] / 2 / 1000, step / 2 / 1000, 100 * f["Dataloader"] / step, 100 * R.DATALOADER_FRACTION)
+        f["Dataloader"] / 2 / 1000,
+        step / 2 / 1000,
+        100 * f["Dataloader"] / step,
+        100 * R.DATALOADER_FRACTION,
+    )
     assert want in sentence_text(sent, "us"), sentence_text(sent, "us")
 
 
@@ -236,12 +274,15 @@ def _hand_summary(step_ns=1_000_000, **per_step) -> pb.Summary:
     return s
 
 
-@pytest.mark.parametrize("rule,field,threshold", [
-    ("dataloader_bound", "dataloader_ns", R.DATALOADER_FRACTION),
-    ("sync_heavy", "sync_ns", R.SYNC_FRACTION),
-    ("memcpy_heavy", "memory_ns", R.MEMCPY_FRACTION),
-    ("launch_bound", "runtime_ns", R.LAUNCH_BOUND_FRACTION),
-])
+@pytest.mark.parametrize(
+    "rule,field,threshold",
+    [
+        ("dataloader_bound", "dataloader_ns", R.DATALOADER_FRACTION),
+        ("sync_heavy", "sync_ns", R.SYNC_FRACTION),
+        ("memcpy_heavy", "memory_ns", R.MEMCPY_FRACTION),
+        ("launch_bound", "runtime_ns", R.LAUNCH_BOUND_FRACTION),
+    ],
+)
 def test_each_rule_fires_at_its_threshold(rule, field, threshold):
     at = int(round(threshold * 1_000_000))
     fired = {r.rule.rule for r in R.recommendations(_hand_summary(**{field: at}))}
@@ -258,9 +299,15 @@ def test_launch_bound_leaves_synchronisations_out():
 
 
 def test_thresholds_are_one_table():
-    assert [r.rule for r in R.RULES] == ["dataloader_bound", "launch_bound", "sync_heavy", "memcpy_heavy",
-                                         "low_occupancy"]
+    assert [r.rule for r in R.RULES] == [
+        "dataloader_bound",
+        "launch_bound",
+        "sync_heavy",
+        "memcpy_heavy",
+        "low_occupancy",
+    ]
     from tb_paddle_profile.analysis.crossrank import thresholds as T
+
     assert R.LAUNCH_BOUND_FRACTION == T.LAUNCH_BOUND_RUNTIME_FRACTION and R.MEMCPY_FRACTION == T.MEMCPY_FRACTION
 
 
@@ -289,7 +336,9 @@ def test_kernels_panel_and_overview_show_efficiency(tmp_path_factory, browser):
             page = new_page(browser, log, width=1280, height=1000)
             frame = open_panel(page, tb, run, worker, "overview", "us")
             frame.wait_for_selector('[data-testid="kernel-efficiency-card"]')
-            table, rows = check_drawn_table(frame, display, "overview", "kernel_efficiency", "dt-kernel-efficiency", "us")
+            table, rows = check_drawn_table(
+                frame, display, "overview", "kernel_efficiency", "dt-kernel-efficiency", "us"
+            )
             assert [r["id"] for r in rows] == ["tensor_cores", "sm_efficiency", "achieved_occupancy"]
             assert dict(rows[0]["cells"])["value"].endswith("%")
             # the recommendations: the Overview's notes are the Python sentences, as printed by cells.py

@@ -1,6 +1,7 @@
 """Launch latency, launch queue and starvation per stream (issue 30.2): against the trace JSON (the
 GPU-shaped trace and generated runs) and against the generator's planted slow launch path
 (SynthConfig.launch_overhead: the host's time and the launch latency scaled)."""
+
 import collections
 import math
 
@@ -77,8 +78,9 @@ def test_the_gpu_shaped_trace_against_its_json():
         keys = [c.key for c in q.columns]
         points = collections.defaultdict(list)
         for r in q.rows:
-            dev, stream, time_ns, depth = (int(r.cells[keys.index(k)].number) for k in ("device", "stream", "time_ns",
-                                                                                       "depth"))
+            dev, stream, time_ns, depth = (
+                int(r.cells[keys.index(k)].number) for k in ("device", "stream", "time_ns", "depth")
+            )
             points[(dev, stream)].append((time_ns, depth))
         exp = _expected(path)
         for ls in s.comm.launch:
@@ -90,8 +92,11 @@ def test_the_gpu_shaped_trace_against_its_json():
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = {}
-    for name, cfg in (("plain", SynthConfig(**SMALL)), ("slow_launch", SynthConfig(**SMALL, launch_overhead=3.0)),
-                      ("gpu_bound", SynthConfig(dp=1, mp=1, pp=1, steps=2, layers=2, micro_batches=1))):
+    for name, cfg in (
+        ("plain", SynthConfig(**SMALL)),
+        ("slow_launch", SynthConfig(**SMALL, launch_overhead=3.0)),
+        ("gpu_bound", SynthConfig(dp=1, mp=1, pp=1, steps=2, layers=2, micro_batches=1)),
+    ):
         d = tmp_path_factory.mktemp(name)
         generate(cfg, str(d))
         truth = load_truth(str(d))
@@ -112,7 +117,7 @@ def test_a_slow_launch_path_starves_the_gpu(runs):
     _, _, plain = runs["plain"]
     truth, _, slow = runs["slow_launch"]
     change = next(c for c in truth.changes if c["type"] == "launch_overhead")
-    extra = change["job_cost_ns_per_step"] * len(truth.steps)   # the time the planted factor added
+    extra = change["job_cost_ns_per_step"] * len(truth.steps)  # the time the planted factor added
     a, b = _compute(plain), _compute(slow)
     # the extra host time shows as the GPU waiting for launches: most of it, never more
     assert 0.5 * extra <= b.starved_ns - a.starved_ns <= 1.05 * extra

@@ -1,11 +1,12 @@
 """MFU (analysis/mfu.py) against the formula computed here from the generator's config and its planted step
 times, model configs against published parameter counts, the peak table, and the cases it does not apply to."""
+
 import json
 
 import numpy as np
 import pytest
 
-from tb_paddle_profile.analysis.crossrank.critical_path import prepare
+from tb_paddle_profile.analysis.crossrank.replay import prepare
 from tb_paddle_profile.analysis.mfu import mfu, model_from_config, peak_of
 from tb_paddle_profile.present.display.cells import sentence_text
 from tb_paddle_profile.present.display.schedule import mfu_tables, schedule_sentences
@@ -34,12 +35,12 @@ def _gpt_params(c):
 def test_mfu_of_a_generated_run(run):
     prep, t = run
     n = _gpt_params(CFG)
-    tokens = CFG["dp"] * CFG["micro_batches"] * CFG["seq_len"]   # micro_batch_size 1
+    tokens = CFG["dp"] * CFG["micro_batches"] * CFG["seq_len"]  # micro_batch_size 1
     m = mfu(prep.ranks, prep.topo, params=n, tokens_per_step=tokens)
     assert m.applicable, m.why_not
     world = CFG["dp"] * CFG["mp"] * CFG["pp"]
-    step = float(np.mean(t.step_time_ns))     # the job's: mean over ranks and steps
-    peak = 989e12                             # the generator's GPU: "NVIDIA H100 80GB HBM3" (SXM, BF16 dense)
+    step = float(np.mean(t.step_time_ns))  # the job's: mean over ranks and steps
+    peak = 989e12  # the generator's GPU: "NVIDIA H100 80GB HBM3" (SXM, BF16 dense)
     assert m.device_name == "NVIDIA H100 80GB HBM3" and m.peak_flops_per_device == peak
     assert m.devices == world
     assert m.step_time_ns == pytest.approx(step, abs=1)
@@ -68,14 +69,14 @@ def test_model_config_gives_n_and_tokens(run, tmp_path):
     y = tmp_path / "gpt.yaml"
     y.write_text(f"""
 model_type: gpt
-num_hidden_layers: {CFG['layers']}
-hidden_size: {CFG['hidden']}
-num_attention_heads: {CFG['heads']}
-intermediate_size: {4 * CFG['hidden']}
-vocab_size: {CFG['vocab']}
+num_hidden_layers: {CFG["layers"]}
+hidden_size: {CFG["hidden"]}
+num_attention_heads: {CFG["heads"]}
+intermediate_size: {4 * CFG["hidden"]}
+vocab_size: {CFG["vocab"]}
 hidden_act: gelu
-max_seq_length: {CFG['seq_len']}
-global_batch_size: {CFG['dp'] * CFG['micro_batches']}
+max_seq_length: {CFG["seq_len"]}
+global_batch_size: {CFG["dp"] * CFG["micro_batches"]}
 """)
     n, tokens, formulas = model_from_config(str(y))
     assert n == _gpt_params(CFG)
@@ -89,39 +90,74 @@ global_batch_size: {CFG['dp'] * CFG['micro_batches']}
     assert mfu(prep.ranks, prep.topo, model_config=str(y), params=2 * n).mfu == pytest.approx(2 * ref.mfu)
     # a per-device batch: times gradient accumulation and the topology's data-parallel degree
     y2 = tmp_path / "per_device.yaml"
-    y2.write_text(y.read_text().replace(f"global_batch_size: {CFG['dp'] * CFG['micro_batches']}",
-                                        f"per_device_train_batch_size: 1\ngradient_accumulation_steps: "
-                                        f"{CFG['micro_batches']}"))
+    y2.write_text(
+        y.read_text().replace(
+            f"global_batch_size: {CFG['dp'] * CFG['micro_batches']}",
+            f"per_device_train_batch_size: 1\ngradient_accumulation_steps: {CFG['micro_batches']}",
+        )
+    )
     assert mfu(prep.ranks, prep.topo, model_config=str(y2)).tokens_per_step == tokens
 
 
 def test_llama2_7b_config(tmp_path):
     # Llama-2-7b's config.json (Hugging Face / PaddleNLP): 6,738,415,616 parameters, of which the input
     # embedding (32000 × 4096) and the RMSNorm weights (65 × 4096) do no matrix multiplication
-    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_act": "silu", "hidden_size": 4096,
-           "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32,
-           "num_key_value_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096,
-           "seq_length": 4096, "global_batch_size": 512}
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 32,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+        "seq_length": 4096,
+        "global_batch_size": 512,
+    }
     p = tmp_path / "llama2-7b.json"
     p.write_text(json.dumps(cfg))
     n, tokens, _ = model_from_config(str(p))
     assert n == 6_738_415_616 - 32000 * 4096 - 65 * 4096
     assert tokens == 512 * 4096
     # grouped-query attention (Llama-2-70b: 8 key/value heads for its 64 query heads): k and v are 8/64 of q
-    cfg70 = dict(cfg, hidden_size=8192, intermediate_size=28672, num_attention_heads=64, num_hidden_layers=80,
-                 num_key_value_heads=8)
+    cfg70 = dict(
+        cfg,
+        hidden_size=8192,
+        intermediate_size=28672,
+        num_attention_heads=64,
+        num_hidden_layers=80,
+        num_key_value_heads=8,
+    )
     p.write_text(json.dumps(cfg70))
     n70, _, _ = model_from_config(str(p))
     # 68,976,648,192 parameters in all (its model card's 70B), less the input embedding and 161 norms
     assert n70 == 68_976_648_192 - 32000 * 8192 - 161 * 8192
 
 
-@pytest.mark.parametrize("name,tflops", [
-    ("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756), ("NVIDIA H100 NVL", 835), ("NVIDIA H800", 989),
-    ("NVIDIA H20", 148), ("NVIDIA H200", 989), ("NVIDIA A100-SXM4-80GB", 312), ("NVIDIA A100-PCIE-40GB", 312),
-    ("NVIDIA A800-SXM4-80GB", 312), ("Tesla V100-SXM2-32GB", 125), ("Tesla V100-PCIE-16GB", 112),
-    ("NVIDIA L40S", 362), ("NVIDIA L40", 181), ("NVIDIA GeForce RTX 4090", 165.2), ("NVIDIA A10", 125),
-    ("Tesla T4", 65), ("NVIDIA L4", 121), ("Some Accelerator 9000", 0)])
+@pytest.mark.parametrize(
+    "name,tflops",
+    [
+        ("NVIDIA H100 80GB HBM3", 989),
+        ("NVIDIA H100 PCIe", 756),
+        ("NVIDIA H100 NVL", 835),
+        ("NVIDIA H800", 989),
+        ("NVIDIA H20", 148),
+        ("NVIDIA H200", 989),
+        ("NVIDIA A100-SXM4-80GB", 312),
+        ("NVIDIA A100-PCIE-40GB", 312),
+        ("NVIDIA A800-SXM4-80GB", 312),
+        ("Tesla V100-SXM2-32GB", 125),
+        ("Tesla V100-PCIE-16GB", 112),
+        ("NVIDIA L40S", 362),
+        ("NVIDIA L40", 181),
+        ("NVIDIA GeForce RTX 4090", 165.2),
+        ("NVIDIA A10", 125),
+        ("Tesla T4", 65),
+        ("NVIDIA L4", 121),
+        ("Some Accelerator 9000", 0),
+    ],
+)
 def test_peak_table(name, tflops):
     assert peak_of(name)[0] == pytest.approx(tflops * 1e12)
 

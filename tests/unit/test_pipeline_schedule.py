@@ -1,12 +1,13 @@
 """The pipeline schedule reconstructed across ranks (analysis/phases.py, crossrank/schedule.py) against the
 generator's planted schedule (tbp_synth.truth: Truth.schedule) and Paddle's own printed Model Summary."""
+
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tb_paddle_profile.analysis.crossrank.critical_path import prepare
+from tb_paddle_profile.analysis.crossrank.replay import prepare
 from tb_paddle_profile.analysis.crossrank.schedule import PIPELINES_DRAWN, build_schedule, expected
 from tb_paddle_profile.present.display.cells import sentence_text
 from tb_paddle_profile.present.display.schedule import schedule_view
@@ -15,8 +16,7 @@ from tb_paddle_profile.v1 import schedule_pb2 as spb
 from tbp_synth.generator import SynthConfig, generate, pipeline_order
 from tbp_synth.truth import load_truth
 
-KIND = {"1f1b": spb.SCHEDULE_KIND_1F1B, "gpipe": spb.SCHEDULE_KIND_GPIPE,
-        "interleaved": spb.SCHEDULE_KIND_INTERLEAVED}
+KIND = {"1f1b": spb.SCHEDULE_KIND_1F1B, "gpipe": spb.SCHEDULE_KIND_GPIPE, "interleaved": spb.SCHEDULE_KIND_INTERLEAVED}
 SMALL = dict(steps=2, hidden=1024, heads=8, seq_len=512, vocab=512)
 
 
@@ -40,8 +40,17 @@ CASES = [
     dict(schedule="1f1b", pp=2, micro_batches=3, layers=2, dp=1, mp=1),
     dict(schedule="1f1b", pp=4, micro_batches=6, layers=4, dp=1, mp=1),
     # replicas, tensor-parallel partners, hosts with skewed clocks and Paddle's default worker names
-    dict(schedule="1f1b", pp=2, micro_batches=4, layers=2, dp=2, mp=2, gpus_per_node=2, clock_skew_us=400,
-         names="default"),
+    dict(
+        schedule="1f1b",
+        pp=2,
+        micro_batches=4,
+        layers=2,
+        dp=2,
+        mp=2,
+        gpus_per_node=2,
+        clock_skew_us=400,
+        names="default",
+    ),
     dict(schedule="gpipe", pp=2, micro_batches=3, layers=2, dp=1, mp=1),
     dict(schedule="gpipe", pp=4, micro_batches=5, layers=4, dp=1, mp=1),
     dict(schedule="interleaved", virtual_stages=2, pp=2, micro_batches=4, layers=4, dp=1, mp=1),
@@ -50,9 +59,15 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("cfg", CASES, ids=lambda c: f"{c['schedule']}-pp{c['pp']}-m{c['micro_batches']}"
-                         + (f"-v{c.get('virtual_stages')}" if c.get("virtual_stages") else "")
-                         + (f"-dp{c['dp']}mp{c['mp']}" if c["dp"] * c["mp"] > 1 else ""))
+@pytest.mark.parametrize(
+    "cfg",
+    CASES,
+    ids=lambda c: (
+        f"{c['schedule']}-pp{c['pp']}-m{c['micro_batches']}"
+        + (f"-v{c.get('virtual_stages')}" if c.get("virtual_stages") else "")
+        + (f"-dp{c['dp']}mp{c['mp']}" if c["dp"] * c["mp"] > 1 else "")
+    ),
+)
 def test_schedule_equals_the_generators(root, cfg):
     name = "-".join(f"{k}{v}" for k, v in cfg.items())
     s, t, prep = _run(root, name, **cfg)
@@ -104,8 +119,18 @@ def _theory(t, pp):
 def test_balanced_run_idles_the_textbook_bubble(root, pp, m, v):
     # GPU-bound sizes (small ones leave the first stage launch-bound), a vocabulary too small for the
     # last stage's head to weigh: equal layers make equal stages
-    cfg = dict(pp=pp, micro_batches=m, layers=pp * v * 2, dp=1, mp=1, hidden=4096, heads=32, seq_len=2048,
-               schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v)
+    cfg = dict(
+        pp=pp,
+        micro_batches=m,
+        layers=pp * v * 2,
+        dp=1,
+        mp=1,
+        hidden=4096,
+        heads=32,
+        seq_len=2048,
+        schedule="interleaved" if v > 1 else "1f1b",
+        virtual_stages=v,
+    )
     s, t, _ = _run(root, f"balanced-{pp}-{m}-{v}", **cfg)
     tf, tb, x = _theory(t, pp)
     # the textbook bubble, (pp - 1)(tf + tb) (slots of one chunk when interleaved: the textbook's / V)
@@ -117,8 +142,10 @@ def test_balanced_run_idles_the_textbook_bubble(root, pp, m, v):
         # ... and little waiting (receives the host posted late, its gaps between slots: more of them with
         # the interleaved schedule's V times as many slots)
         assert st.wait_ns < (0.15 if v > 1 else 0.08) * st.fill_drain_ns
-        assert st.span_ns == st.slots_ns + st.fill_drain_ns + st.wait_ns or abs(
-            st.span_ns - st.slots_ns - st.fill_drain_ns - st.wait_ns) <= 2
+        assert (
+            st.span_ns == st.slots_ns + st.fill_drain_ns + st.wait_ns
+            or abs(st.span_ns - st.slots_ns - st.fill_drain_ns - st.wait_ns) <= 2
+        )
     for p in s.pipelines:
         for st in p.stage_steps:
             idle = sum(b.duration_ns for b in st.bubbles)
@@ -146,8 +173,20 @@ def test_imbalanced_stages_wait_on_the_fast_stage(root):
 def test_many_pipelines_are_summarised(root):
     dp = PIPELINES_DRAWN + 1
     # rank 11 = dp 5, stage 1 (rank = dp · pp + stage) computes 1.6 × longer (GPU-bound sizes)
-    s, t, _ = _run(root, "many", pp=2, micro_batches=2, layers=2, dp=dp, mp=1, slow_rank=(2 * 5 + 1,),
-                   slow_factor=1.6, hidden=4096, heads=32, seq_len=2048)
+    s, t, _ = _run(
+        root,
+        "many",
+        pp=2,
+        micro_batches=2,
+        layers=2,
+        dp=dp,
+        mp=1,
+        slow_rank=(2 * 5 + 1,),
+        slow_factor=1.6,
+        hidden=4096,
+        heads=32,
+        seq_len=2048,
+    )
     assert s.pipelines_total == dp
     assert len(s.pipelines) == 2
     assert s.pipelines[0].index == 0
@@ -197,14 +236,16 @@ def test_order_alone_and_an_unknown_order(root):
     s, t, prep = _run(root, "order", pp=4, micro_batches=5, layers=4, dp=1, mp=1)
     assert s.kind == spb.SCHEDULE_KIND_1F1B
     # without the send/recv pairing the order alone identifies 1F1B's micro-batches (one chunk)
-    none = Flat(*(np.zeros(0, np.int64) for _ in range(2)), np.zeros(1, np.int64), np.zeros(0, np.int64),
-                np.zeros(0, np.int64))
+    none = Flat(
+        *(np.zeros(0, np.int64) for _ in range(2)), np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    )
     alone = build_schedule(prep.ranks, prep.topo, none)
     assert alone.identity.startswith("the order") and alone.kind == spb.SCHEDULE_KIND_1F1B
     for p in alone.pipelines:
         for st in p.stage_steps:
-            assert [_key(x) for x in st.slots] == [(x["phase"], x["micro_batch"], x["chunk"])
-                                                   for x in t.schedule(st.rank, st.step)]
+            assert [_key(x) for x in st.slots] == [
+                (x["phase"], x["micro_batch"], x["chunk"]) for x in t.schedule(st.rank, st.step)
+            ]
     # stage 0's second and third forwards of the first step swapped in its host order: stage 0 numbers its
     # forwards in order, so the next stages receive micro-batch 2 before 1 and no schedule fits
     ph = prep.ranks[0].digest.parallel.phases
@@ -214,8 +255,10 @@ def test_order_alone_and_an_unknown_order(root):
     odd = build_schedule(prep.ranks, prep.topo, prep.flat)
     assert odd.kind == spb.SCHEDULE_KIND_UNKNOWN and odd.name == "unknown"
     n = len(t.steps) * 4
-    assert odd.why == (f"{n - 3} of {n} stage-steps follow 1F1B's order; first difference: pipeline 0 stage 1 "
-                       f"(rank 1) step {t.steps[0]}, slot 2 is F2 where it would be F1."), odd.why
+    assert odd.why == (
+        f"{n - 3} of {n} stage-steps follow 1F1B's order; first difference: pipeline 0 stage 1 "
+        f"(rank 1) step {t.steps[0]}, slot 2 is F2 where it would be F1."
+    ), odd.why
     assert not odd.pipelines[0].matches_schedule
     # that step cannot be replayed in its order (stage 1 would wait for a forward stage 0 runs later)
     assert any("could not be replayed" in x for x in odd.notes)

@@ -3,6 +3,7 @@ always_print_fields_with_no_presence): the same JSON values for every kind of me
 Summary and digest of real Paddle traces and a GPU-shaped run, the cross-rank analysis with its matched
 instances, the what-if answer, the display model — and for the edge values of the mapping (64-bit
 integers, NaN and the infinities, enums unknown to the schema, unset messages and optionals)."""
+
 import json
 import math
 
@@ -61,17 +62,18 @@ def test_the_cross_rank_analysis_with_its_matched_instances_and_the_whatif(tmp_p
     _same(parallel)
     assert json.loads(json.dumps(columns)) == _theirs(parallel)
     assert list(columns) == list(to_value(parallel))  # the keys in the same order
-    digests = batch.load_run(str(TRACES / "gpu-synthetic-2rank"), None,
-                             batch.LoadOptions(cache=False, jobs=1), analyze=False).digests
+    digests = batch.load_run(
+        str(TRACES / "gpu-synthetic-2rank"), None, batch.LoadOptions(cache=False, jobs=1), analyze=False
+    ).digests
     _same(whatif_answer(digests, "r", "0"))
 
 
 def test_edge_values_of_the_mapping():
     m = summary_pb2.Summary()
     _same(m)  # every field without presence written with its default
-    w = whatif_pb2.WhatIf(new_step_ns=2 ** 62 + 1, saving_ns=-(2 ** 63), saving_fraction=float("nan"))
+    w = whatif_pb2.WhatIf(new_step_ns=2**62 + 1, saving_ns=-(2**63), saving_fraction=float("nan"))
     _same(w)
-    assert json.loads(to_json(w))["newStepNs"] == str(2 ** 62 + 1)
+    assert json.loads(to_json(w))["newStepNs"] == str(2**62 + 1)
     w2 = whatif_pb2.WhatIf(saving_fraction=-math.inf, kind=77)  # an enum number the schema does not name
     _same(w2)
     _same(whatif_pb2.WhatIf(saving_fraction=math.inf))

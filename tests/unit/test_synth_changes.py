@@ -48,15 +48,23 @@ BASE_HASHES = {
         "synth_manifest.json": "e89e1b3355ae0b930589e3b4b22a0c3a4ad504aad86df2193816b26459bd1ce9",
     },
 }
-NEUTRAL = dict(comm_factor={"dp": 1.0, "mp": 1}, slow_kernel=None, launch_overhead=1.0,
-               leak_bytes_per_step=0, fragment_bytes_per_step=0, schedule="1f1b",
-               virtual_stages=1)
+NEUTRAL = dict(
+    comm_factor={"dp": 1.0, "mp": 1},
+    slow_kernel=None,
+    launch_overhead=1.0,
+    leak_bytes_per_step=0,
+    fragment_bytes_per_step=0,
+    schedule="1f1b",
+    virtual_stages=1,
+)
 
 
 def _hashes(directory):
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(Path(directory).iterdir())
-            if p.name.endswith(".paddle_trace.json") or p.name == "synth_manifest.json"}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(Path(directory).iterdir())
+        if p.name.endswith(".paddle_trace.json") or p.name == "synth_manifest.json"
+    }
 
 
 @pytest.mark.parametrize("name", sorted(BASE_CONFIGS))
@@ -74,8 +82,7 @@ def _run(tmp_path_factory, name, **changes):
     out = tmp_path_factory.mktemp(name)
     cfg = SynthConfig(**dict(SMALL, **changes))
     res = generate(cfg, str(out), jobs=2)
-    return res, load_truth(str(out)), {r: read_trace(Path(p).read_bytes(), Path(p).name)
-                                       for r, p in res.traces.items()}
+    return res, load_truth(str(out)), {r: read_trace(Path(p).read_bytes(), Path(p).name) for r, p in res.traces.items()}
 
 
 @pytest.fixture(scope="module")
@@ -114,15 +121,14 @@ def test_comm_factor_scales_the_dp_all_reduce_transfer(tmp_path_factory, base, f
         m = truth.members_of(r)
         sel = m["axis"] == dp
         durs = _kernels(et, DP_STREAM)
-        (name, got), = durs.items()
+        ((name, got),) = durs.items()
         assert "AllReduce_Sum_bf16_RING_LL128" in name
         assert np.array_equal(got, m["wait_ns"][sel] + m["transfer_ns"][sel])
         bgot = next(iter(_kernels(btraces[r], DP_STREAM).values()))
         bm = btruth.members_of(r)
         bsel = bm["axis"] == dp
         # the transfer part (duration - wait) scales by the factor, kernel by kernel
-        assert np.array_equal(got - m["wait_ns"][sel],
-                              np.round((bgot - bm["wait_ns"][bsel]) * factor).astype(np.int64))
+        assert np.array_equal(got - m["wait_ns"][sel], np.round((bgot - bm["wait_ns"][bsel]) * factor).astype(np.int64))
     (change,) = truth.changes
     assert change["type"] == "comm_factor" and change["axis"] == "dp"
     assert change["factor"] == factor
@@ -132,24 +138,63 @@ def test_comm_factor_scales_the_dp_all_reduce_transfer(tmp_path_factory, base, f
 
 def test_cli_flags_of_the_changes_and_schedules(tmp_path):
     from tbp_synth.__main__ import main as synth_main
-    small = ["--dp", "2", "--mp", "1", "--pp", "2", "--steps", "1", "--layers", "4",
-             "--micro-batches", "2", "--hidden", "512", "--heads", "8", "--seq-len", "256",
-             "--quiet", "--jobs", "1", "--ranks", ""]
-    synth_main(["--out", str(tmp_path / "a")] + small + [
-        "--comm-factor", "dp=0,pp=1.5", "--slow-kernel", "LayerNormForward=2,Softmax=3",
-        "--launch-overhead", "0.5", "--leak-bytes-per-step", "1024",
-        "--fragment-bytes-per-step", "2048"])
+
+    small = [
+        "--dp",
+        "2",
+        "--mp",
+        "1",
+        "--pp",
+        "2",
+        "--steps",
+        "1",
+        "--layers",
+        "4",
+        "--micro-batches",
+        "2",
+        "--hidden",
+        "512",
+        "--heads",
+        "8",
+        "--seq-len",
+        "256",
+        "--quiet",
+        "--jobs",
+        "1",
+        "--ranks",
+        "",
+    ]
+    synth_main(
+        ["--out", str(tmp_path / "a")]
+        + small
+        + [
+            "--comm-factor",
+            "dp=0,pp=1.5",
+            "--slow-kernel",
+            "LayerNormForward=2,Softmax=3",
+            "--launch-overhead",
+            "0.5",
+            "--leak-bytes-per-step",
+            "1024",
+            "--fragment-bytes-per-step",
+            "2048",
+        ]
+    )
     t = load_truth(str(tmp_path / "a"))
     assert t.config["comm_factor"] == {"dp": 0.0, "pp": 1.5}
     assert t.config["slow_kernel"] == {"LayerNormForward": 2.0, "Softmax": 3.0}
     assert sorted((c["type"], c.get("axis", c.get("substring"))) for c in t.changes) == [
-        ("comm_factor", "dp"), ("comm_factor", "pp"), ("fragment", None),
-        ("launch_overhead", None), ("leak", None), ("slow_kernel", "LayerNormForward"),
-        ("slow_kernel", "Softmax")]
+        ("comm_factor", "dp"),
+        ("comm_factor", "pp"),
+        ("fragment", None),
+        ("launch_overhead", None),
+        ("leak", None),
+        ("slow_kernel", "LayerNormForward"),
+        ("slow_kernel", "Softmax"),
+    ]
     dp = t.axis_names.index("dp")
     assert set(t.columns["inst_transfer_ns"][t.columns["inst_axis"] == dp].tolist()) == {0}
-    synth_main(["--out", str(tmp_path / "b")] + small + ["--schedule", "interleaved",
-                                                          "--virtual-stages", "2"])
+    synth_main(["--out", str(tmp_path / "b")] + small + ["--schedule", "interleaved", "--virtual-stages", "2"])
     t = load_truth(str(tmp_path / "b"))
     assert (t.schedule_name, t.virtual_stages, t.changes) == ("interleaved", 2, [])
     assert len(t.schedule(0, t.steps[0])) == 2 * 2 * 2
@@ -193,8 +238,7 @@ def test_slow_kernel_lengthens_that_kernel_only(tmp_path_factory, base):
 # ----------------------------------------------------------------------------- launch_overhead
 
 
-def test_launch_overhead_zero_leaves_kernels_waiting_for_their_stream_only(tmp_path_factory,
-                                                                            base):
+def test_launch_overhead_zero_leaves_kernels_waiting_for_their_stream_only(tmp_path_factory, base):
     res, truth, traces = _run(tmp_path_factory, "launch0", launch_overhead=0.0)
     _, btruth, btraces = base
     launch = "cudaLaunchKernel_v7000"
@@ -203,6 +247,7 @@ def test_launch_overhead_zero_leaves_kernels_waiting_for_their_stream_only(tmp_p
         names = np.array(et.names, dtype=object)[rt.name]
         # every launch call takes the minimum 2 ns (the host side is gone)
         assert set((rt.end - rt.start)[names == launch].tolist()) == {2}
+
         # compute kernels: how long after the stream's previous kernel each one starts. With
         # the host cost gone almost all follow it at the device's own 0.7-1.6 us gap (the
         # rest wait for a collective or a receive); in the host-bound run the launches set
@@ -212,6 +257,7 @@ def test_launch_overhead_zero_leaves_kernels_waiting_for_their_stream_only(tmp_p
             rows = np.flatnonzero((d.type == et_types.KERNEL) & (d.stream == COMPUTE_STREAM))
             rows = rows[np.argsort(d.start[rows], kind="stable")]
             return d.start[rows[1:]] - d.end[rows[:-1]]
+
         back_to_back = (stream_gaps(et) <= 1600).mean()
         assert back_to_back > 0.8
         assert back_to_back > (stream_gaps(btraces[r]) <= 1600).mean() + 0.15
@@ -288,13 +334,18 @@ def _trace_slots(et, truth, rank):
     ps = np.flatnonzero(h.type == et_types.PROFILE_STEP)
     ps = ps[np.argsort(h.start[ps])]
     offset = int(truth.step_start_ns[rank, 0]) - int(h.start[ps[0]])
-    slots = np.flatnonzero(((h.type == et_types.FORWARD) & np.isin(hn, MODEL_EVENTS))
-                           | ((h.type == et_types.BACKWARD) & (hn == "Gradient Backward")))
+    slots = np.flatnonzero(
+        ((h.type == et_types.FORWARD) & np.isin(hn, MODEL_EVENTS))
+        | ((h.type == et_types.BACKWARD) & (hn == "Gradient Backward"))
+    )
     slots = slots[np.argsort(h.start[slots])]
     crit = np.flatnonzero((h.type == et_types.FORWARD) & (hn == "GPTPretrainingCriterion"))
     lr = et.launches()
-    k = np.flatnonzero((d.type == et_types.KERNEL) & (d.stream == COMPUTE_STREAM)
-                       & ~np.char.startswith(names[d.name].astype(str), "ncclDevKernel"))
+    k = np.flatnonzero(
+        (d.type == et_types.KERNEL)
+        & (d.stream == COMPUTE_STREAM)
+        & ~np.char.startswith(names[d.name].astype(str), "ncclDevKernel")
+    )
     k_launch = et.runtime.start[lr[k]]
     out = []
     for i, s in enumerate(slots):
@@ -305,14 +356,21 @@ def _trace_slots(et, truth, rank):
             hi = h.end[after[0]]
         mine = k[(k_launch >= lo) & (k_launch <= hi)]
         step = int(np.searchsorted(h.start[ps], lo, side="right")) - 1
-        out.append((truth.steps[step], "F" if h.type[s] == et_types.FORWARD else "B",
-                    int(d.start[mine].min()) + offset, int(d.end[mine].max()) + offset))
+        out.append(
+            (
+                truth.steps[step],
+                "F" if h.type[s] == et_types.FORWARD else "B",
+                int(d.start[mine].min()) + offset,
+                int(d.end[mine].max()) + offset,
+            )
+        )
     return out
 
 
 def _truth_slots(truth, rank):
-    return [(s, x["phase"], x["device_start_ns"], x["device_end_ns"])
-            for s in truth.steps for x in truth.schedule(rank, s)]
+    return [
+        (s, x["phase"], x["device_start_ns"], x["device_end_ns"]) for s in truth.steps for x in truth.schedule(rank, s)
+    ]
 
 
 def _same_slots(trace_slots, truth_slots):
@@ -337,8 +395,7 @@ def test_1f1b_schedule_truth_is_the_traces_event_order(base):
 
 @pytest.fixture(scope="module")
 def gpipe(tmp_path_factory):
-    return _run(tmp_path_factory, "gpipe", dp=1, mp=1, pp=4, layers=4, micro_batches=3,
-                schedule="gpipe")
+    return _run(tmp_path_factory, "gpipe", dp=1, mp=1, pp=4, layers=4, micro_batches=3, schedule="gpipe")
 
 
 def test_gpipe_runs_every_forward_then_every_backward(gpipe):
@@ -347,8 +404,9 @@ def test_gpipe_runs_every_forward_then_every_backward(gpipe):
     for r, et in traces.items():
         for s in truth.steps:
             slots = truth.schedule(r, s)
-            assert [(x["phase"], x["micro_batch"]) for x in slots] == \
-                [("F", m) for m in range(3)] + [("B", m) for m in range(3)]
+            assert [(x["phase"], x["micro_batch"]) for x in slots] == [("F", m) for m in range(3)] + [
+                ("B", m) for m in range(3)
+            ]
         _same_slots(_trace_slots(et, truth, r), _truth_slots(truth, r))
     # causality across stages: micro-batch m's forward on stage p starts after it ended on
     # p - 1, and its backward after the one on p + 1
@@ -376,8 +434,17 @@ def _check_dataflow(truth, pp, V):
 
 @pytest.fixture(scope="module")
 def interleaved(tmp_path_factory):
-    return _run(tmp_path_factory, "interleaved", dp=1, mp=2, pp=2, layers=8, micro_batches=4,
-                schedule="interleaved", virtual_stages=2)
+    return _run(
+        tmp_path_factory,
+        "interleaved",
+        dp=1,
+        mp=2,
+        pp=2,
+        layers=8,
+        micro_batches=4,
+        schedule="interleaved",
+        virtual_stages=2,
+    )
 
 
 def test_interleaved_stages_hold_v_chunks_in_megatrons_order(interleaved):
@@ -397,7 +464,7 @@ def test_interleaved_stages_hold_v_chunks_in_megatrons_order(interleaved):
             # forward and one backward in turn; a chunk's forwards take pp micro-batches at a time
             first_b = next(i for i, x in enumerate(slots) if x["phase"] == "B")
             assert first_b == (pp - stage - 1) * 2 + (V - 1) * pp + 1
-            assert "".join(x["phase"] for x in slots[first_b - 1:]).startswith("FBFB")
+            assert "".join(x["phase"] for x in slots[first_b - 1 :]).startswith("FBFB")
             fwd = [(x["micro_batch"], x["chunk"]) for x in slots if x["phase"] == "F"]
             assert fwd[:4] == [(0, 0), (1, 0), (0, 1), (1, 1)]
         _same_slots(_trace_slots(et, truth, r), _truth_slots(truth, r))
@@ -422,27 +489,26 @@ def test_interleaved_stages_hold_v_chunks_in_megatrons_order(interleaved):
             key = (stage_of[a["rank"]], stage_of[b["rank"]])
             pairs[key] = pairs.get(key, 0) + 1
     pipelines = 2  # mp = 2
-    assert pairs == {(0, 1): 3 * M * pipelines * len(truth.steps),
-                     (1, 0): 3 * M * pipelines * len(truth.steps)}
+    assert pairs == {(0, 1): 3 * M * pipelines * len(truth.steps), (1, 0): 3 * M * pipelines * len(truth.steps)}
 
 
 @pytest.mark.parametrize("pp,V,M", [(2, 3, 2), (4, 2, 4), (4, 2, 8), (3, 2, 6)])
 def test_interleaved_schedules_run_without_deadlock(tmp_path, pp, V, M):
-    cfg = SynthConfig(dp=1, mp=1, pp=pp, layers=pp * V, micro_batches=M, steps=1,
-                      schedule="interleaved", virtual_stages=V, **TINY)
+    cfg = SynthConfig(
+        dp=1, mp=1, pp=pp, layers=pp * V, micro_batches=M, steps=1, schedule="interleaved", virtual_stages=V, **TINY
+    )
     generate(cfg, str(tmp_path), ranks=[])
     truth = load_truth(str(tmp_path))
     for r in range(pp):
-        assert [(x["phase"] == "B", x["micro_batch"], x["chunk"])
-                for x in truth.schedule(r, truth.steps[0])] == pipeline_order(
-                    "interleaved", pp, r, M, V)
+        assert [
+            (x["phase"] == "B", x["micro_batch"], x["chunk"]) for x in truth.schedule(r, truth.steps[0])
+        ] == pipeline_order("interleaved", pp, r, M, V)
     _check_dataflow(truth, pp=pp, V=V)
 
 
 def test_schedule_validation():
     with pytest.raises(ValueError, match="divisible by pp"):
-        SynthConfig(pp=2, micro_batches=3, layers=4, schedule="interleaved",
-                    virtual_stages=2).validate()
+        SynthConfig(pp=2, micro_batches=3, layers=4, schedule="interleaved", virtual_stages=2).validate()
     with pytest.raises(ValueError, match="virtual_stages >= 2"):
         SynthConfig(pp=2, schedule="interleaved").validate()
     with pytest.raises(ValueError, match="needs schedule='interleaved'"):

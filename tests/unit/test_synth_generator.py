@@ -5,6 +5,7 @@ trees must follow Paddle's C++ nesting rules, and the tables its oracle asks Pad
 the ones a reader of the JSON alone can reproduce. Sizes are kept tiny (a few thousand events,
 spans of a few milliseconds, where the JSON's float32 times are still nanosecond-exact).
 """
+
 import collections
 import json
 import re
@@ -15,8 +16,7 @@ import pytest
 
 from tbp_synth import SynthConfig, build_node_trees, build_rank, generate
 from tbp_synth.__main__ import main as synth_main
-from tbp_synth.generator import (DP_STREAM, MANIFEST_NAME, MP_STREAM, Topology,
-                                               _Catalog, _simulate_together, size_for)
+from tbp_synth.generator import DP_STREAM, MANIFEST_NAME, MP_STREAM, Topology, _Catalog, _simulate_together, size_for
 from tbp_synth.model import ROOT, ULLONG_MAX
 
 # small model dimensions keep every span short
@@ -27,8 +27,7 @@ FILE_NAME = re.compile(r"rank(\d+)_time_\d{4}(_\d\d){5}_\d{6}\.paddle_trace\.jso
 @pytest.fixture(scope="module", params=["gpu", "host"], ids=["slow-gpu-rank3", "slow-host-rank3"])
 def run8(request, tmp_path_factory):
     """Rank 3 a straggler: its compute kernels slowed, or its host stalled before every step."""
-    slow = (dict(slow_rank=3, slow_factor=2.0) if request.param == "gpu"
-            else dict(slow_host_rank=3, host_delay_us=500))
+    slow = dict(slow_rank=3, slow_factor=2.0) if request.param == "gpu" else dict(slow_host_rank=3, host_delay_us=500)
     cfg = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=2, **slow, **TINY)
     return generate(cfg, str(tmp_path_factory.mktemp("synth8")))
 
@@ -54,8 +53,8 @@ def _mask(line):
     for strings and N for numbers."""
     out, pos = [], 0
     for m in _STR.finditer(line):
-        out.append(_NUM.sub("N", line[pos:m.start()]))
-        is_key = line[m.end():m.end() + 1] == ":" and not m.group(0)[1:-1].isdigit()
+        out.append(_NUM.sub("N", line[pos : m.start()]))
+        is_key = line[m.end() : m.end() + 1] == ":" and not m.group(0)[1:-1].isdigit()
         out.append(m.group(0) if is_key else '"S"')
         pos = m.end()
     out.append(_NUM.sub("N", line[pos:]))
@@ -77,8 +76,13 @@ def _shapes(path, strip):
             if re.match(r"^  \},\s*$", line):
                 ev = json.loads("\n".join(chunk).rstrip().rstrip(","))
                 tid = ev.get("tid")
-                kind = (ev.get("ph"), ev.get("cat"), ev["name"] if ev.get("ph") == "M" else None,
-                        tid.split("(")[-1] if isinstance(tid, str) else "int", "bp" in ev)
+                kind = (
+                    ev.get("ph"),
+                    ev.get("cat"),
+                    ev["name"] if ev.get("ph") == "M" else None,
+                    tid.split("(")[-1] if isinstance(tid, str) else "int",
+                    "bp" in ev,
+                )
                 lines = [_mask(x.strip() if strip else x) for x in chunk]
                 shapes[kind].add(tuple(x for x in lines if x or not strip))
                 chunk = []
@@ -99,8 +103,14 @@ def test_traces_are_json_with_paddle_331_structure(run8):
     for rank, path in run8.traces.items():
         assert FILE_NAME.search(path) and FILE_NAME.search(path).group(1) == str(rank)
         d = _load(path)
-        assert list(d) == ["displayTimeUnit", "schemaVersion", "span_index", "deviceProperties",
-                           "traceEvents", "ExtraInfo"]
+        assert list(d) == [
+            "displayTimeUnit",
+            "schemaVersion",
+            "span_index",
+            "deviceProperties",
+            "traceEvents",
+            "ExtraInfo",
+        ]
         assert (d["schemaVersion"], d["span_index"]) == ("1.0.2", "0")
         assert [p["id"] for p in d["deviceProperties"]] == [rank % 8]
         events = d["traceEvents"]
@@ -111,10 +121,25 @@ def test_traces_are_json_with_paddle_331_structure(run8):
         assert all(isinstance(v, str) for v in d["ExtraInfo"].values())
         assert list(d["ExtraInfo"])[-2:] == ["Process Cpu Utilization", "System Cpu Utilization"]
         cats = {e.get("cat") for e in events}
-        assert {"Kernel", "Memcpy", "Memset", "CudaRuntime", "Communication", "Operator",
-                "OperatorInner", "DygraphKernelLaunch", "Forward", "Backward", "Optimization",
-                "Dataloader", "UserDefined", "PythonUserDefined", "Allocate", "Free",
-                "ReservedAllocate"} <= cats
+        assert {
+            "Kernel",
+            "Memcpy",
+            "Memset",
+            "CudaRuntime",
+            "Communication",
+            "Operator",
+            "OperatorInner",
+            "DygraphKernelLaunch",
+            "Forward",
+            "Backward",
+            "Optimization",
+            "Dataloader",
+            "UserDefined",
+            "PythonUserDefined",
+            "Allocate",
+            "Free",
+            "ReservedAllocate",
+        } <= cats
 
 
 def test_event_layout_matches_the_shared_gpu_trace(run8, shared_traces):
@@ -140,8 +165,7 @@ def test_layout_2_matches_the_shared_trace_events_and_the_2x_header(layout2, sha
     d = _load(path)
     assert list(d)[:3] == ["schemaVersion", "displayTimeUnit", "span_indx"]
     assert (d["schemaVersion"], d["span_indx"]) == ("1.0.1", "0")
-    assert any(e.get("args", {}).get("name", "").startswith("Deivce ")
-               for e in d["traceEvents"] if e.get("ph") == "M")
+    assert any(e.get("args", {}).get("name", "").startswith("Deivce ") for e in d["traceEvents"] if e.get("ph") == "M")
     ref, _, _ = _shapes(_one(shared_traces / "gpu-synthetic-2rank"), strip=False)
     ours, _, _ = _shapes(path, strip=False)
     device_name = ("M", None, "process_name", "int", False)  # "Device" vs "Deivce" only
@@ -155,8 +179,7 @@ def test_layout_2_matches_the_shared_trace_events_and_the_2x_header(layout2, sha
 def test_correlation_ids_link_every_device_event_to_one_runtime_event(run8):
     for path in run8.traces.values():
         events = _load(path)["traceEvents"][:-1]
-        runtime = collections.Counter(e["args"]["correlation id"] for e in events
-                                      if e.get("cat") == "CudaRuntime")
+        runtime = collections.Counter(e["args"]["correlation id"] for e in events if e.get("cat") == "CudaRuntime")
         device = [e for e in events if e.get("cat") in ("Kernel", "Memcpy", "Memset")]
         assert device and all(runtime[e["args"]["correlation id"]] == 1 for e in device)
         starts = collections.Counter(e["id"] for e in events if e["ph"] == "s")
@@ -168,8 +191,11 @@ def test_correlation_ids_link_every_device_event_to_one_runtime_event(run8):
 
 
 def _kernels(path, stream, prefix):
-    return sum(1 for e in _load(path)["traceEvents"][:-1]
-               if e.get("cat") == "Kernel" and e["tid"] == stream and e["name"].startswith(prefix))
+    return sum(
+        1
+        for e in _load(path)["traceEvents"][:-1]
+        if e.get("cat") == "Kernel" and e["tid"] == stream and e["name"].startswith(prefix)
+    )
 
 
 def test_dp2_mp2_pp2_has_matching_collectives_in_every_group(run8):
@@ -177,8 +203,7 @@ def test_dp2_mp2_pp2_has_matching_collectives_in_every_group(run8):
     assert m["world_size"] == 8 and [r["rank"] for r in m["ranks"]] == list(range(8))
     assert m["groups"] == Topology(2, 2, 2).groups()
     assert [r["is_slow"] for r in m["ranks"]] == [r == m["slow_rank"] for r in range(8)]
-    assert [r.get("is_slow_host", False) for r in m["ranks"]] == \
-        [r == m.get("slow_host_rank") for r in range(8)]
+    assert [r.get("is_slow_host", False) for r in m["ranks"]] == [r == m.get("slow_host_rank") for r in range(8)]
     assert (m["slow_rank"], m.get("slow_host_rank")) in ((3, None), (None, 3))
     assert len({_load(p)["traceEvents"][0]["pid"] for p in run8.traces.values()}) == 8
     for group in m["groups"]["mp"]:
@@ -214,8 +239,11 @@ def test_a_slow_rank_makes_its_peers_wait(tmp_path):
 
 
 def _dataloader_us(path):
-    return [e["dur"] for e in _load(path)["traceEvents"][:-1]
-            if e.get("cat") == "Dataloader" and e["name"].startswith("_DataLoaderIterMultiProcess")]
+    return [
+        e["dur"]
+        for e in _load(path)["traceEvents"][:-1]
+        if e.get("cat") == "Dataloader" and e["name"].startswith("_DataLoaderIterMultiProcess")
+    ]
 
 
 def test_a_slow_host_makes_its_peers_wait_with_normal_kernels(tmp_path):
@@ -223,16 +251,30 @@ def test_a_slow_host_makes_its_peers_wait_with_normal_kernels(tmp_path):
     kernels keep their durations (every rank computes exactly what it computes in the same run
     without the stall), its peers (rank 2 at the model-parallel all-reduces, rank 1 at the
     data-parallel ones) wait for it, and it hardly waits itself."""
-    common = ["--dp", "2", "--mp", "2", "--pp", "1", "--steps", "2", "--layers", "2",
-              "--micro-batches", "2"]  # default (GPU-bound) model size
+    common = [
+        "--dp",
+        "2",
+        "--mp",
+        "2",
+        "--pp",
+        "1",
+        "--steps",
+        "2",
+        "--layers",
+        "2",
+        "--micro-batches",
+        "2",
+    ]  # default (GPU-bound) model size
     assert synth_main(common + ["--out", str(tmp_path / "even")]) == 0
-    assert synth_main(common + ["--out", str(tmp_path / "host"), "--slow-host-rank", "3",
-                                "--host-delay-us", "5000"]) == 0
+    assert (
+        synth_main(common + ["--out", str(tmp_path / "host"), "--slow-host-rank", "3", "--host-delay-us", "5000"]) == 0
+    )
     even, host = (json.loads((tmp_path / d / MANIFEST_NAME).read_text()) for d in ("even", "host"))
     assert (host["slow_host_rank"], host["host_delay_us"], host["slow_rank"]) == (3, 5000, None)
     assert host["config"]["slow_host_rank"] == 3 and "host_delay_ns" in host["definitions"]
-    assert [(r["is_slow_host"], r["host_delay_ns"], r["is_slow"]) for r in host["ranks"]] == \
-        [(r == 3, 5_000_000 if r == 3 else 0, False) for r in range(4)]
+    assert [(r["is_slow_host"], r["host_delay_ns"], r["is_slow"]) for r in host["ranks"]] == [
+        (r == 3, 5_000_000 if r == 3 else 0, False) for r in range(4)
+    ]
     assert "slow_host_rank" not in even and "slow_host_rank" not in even["config"]
     assert "is_slow_host" not in even["ranks"][0]
     for e, h in zip(even["ranks"], host["ranks"]):
@@ -297,10 +339,8 @@ def _paddle_cpp_trees(trace):
     for tid in sorted(set(trace.h_tid) | set(trace.r_tid) | set(trace.m_tid)):
         start = lambda n: 0 if n == ROOT else hs[n]
         end = lambda n: ULLONG_MAX if n == ROOT else he[n]
-        hosts = sorted((h for h in range(trace.n_host) if trace.h_tid[h] == tid),
-                       key=lambda h: (hs[h], -he[h]))
-        rts = sorted((r for r in range(trace.n_runtime) if trace.r_tid[r] == tid),
-                     key=lambda r: (rs[r], -re_[r]))
+        hosts = sorted((h for h in range(trace.n_host) if trace.h_tid[h] == tid), key=lambda h: (hs[h], -he[h]))
+        rts = sorted((r for r in range(trace.n_runtime) if trace.r_tid[r] == tid), key=lambda r: (rs[r], -re_[r]))
         mems = sorted((m for m in range(trace.n_mem) if trace.m_tid[m] == tid), key=lambda m: ms[m])
         children = collections.defaultdict(list)
 
@@ -366,12 +406,15 @@ def test_trees_follow_paddle_cpp_nesting_rules(slow):
     parent, rt_owner, mem_owner, bfs = _paddle_cpp_trees(trace)
     assert trees.bfs == bfs
     assert {h: trees.host_parent[h] for h in range(trace.n_host)} == parent
-    assert {r: o for o, rows in trees.rt_by_owner.items() for r in rows} == \
-        {r: o for r, o in rt_owner.items() if o != ROOT}
-    assert {m: o for o, rows in trees.mem_by_owner.items() for m in rows} == \
-        {m: o for m, o in mem_owner.items() if o != ROOT}
-    assert sorted(m for rows in trees.root_mem.values() for m in rows) == \
-        sorted(m for m, o in mem_owner.items() if o == ROOT)
+    assert {r: o for o, rows in trees.rt_by_owner.items() for r in rows} == {
+        r: o for r, o in rt_owner.items() if o != ROOT
+    }
+    assert {m: o for o, rows in trees.mem_by_owner.items() for m in rows} == {
+        m: o for m, o in mem_owner.items() if o != ROOT
+    }
+    assert sorted(m for rows in trees.root_mem.values() for m in rows) == sorted(
+        m for m, o in mem_owner.items() if o == ROOT
+    )
 
 
 # ----------------------------------------------------------------------------- oracle
@@ -385,6 +428,7 @@ def _statistic_data_from_json(path):
     innermost host node, device nodes by correlation id, memory nodes under the nearest
     preceding host event of their thread in file order."""
     from tbp_synth import oracle
+
     _, core, _, statistic = oracle._paddle()
     T, M = core.TracerEventType, core.TracerMemEventType
     d = _load(path)
@@ -445,6 +489,7 @@ def _statistic_data_from_json(path):
 def test_oracle_tables_are_what_the_json_alone_reproduces(run8):
     pytest.importorskip("paddle")
     from tbp_synth import oracle
+
     cfg = run8.config
     topo = Topology(cfg.dp, cfg.mp, cfg.pp)
     cat = _Catalog(cfg)
@@ -455,18 +500,51 @@ def test_oracle_tables_are_what_the_json_alone_reproduces(run8):
         rebuilt = _statistic_data_from_json(run8.traces[rank])
         for sorted_by, unit in (("CPUTotal", "ms"), ("GPUTotal", "us")):
             text = oracle.summary_text(expected, sorted_by, unit)
-            for title in ("Device Summary", "Overview Summary", "Model Summary",
-                          "Distribution Summary", "Operator Summary", "Kernel Summary",
-                          "Memory Manipulation Summary", "UserDefined Summary", "Memory Summary"):
+            for title in (
+                "Device Summary",
+                "Overview Summary",
+                "Model Summary",
+                "Distribution Summary",
+                "Operator Summary",
+                "Kernel Summary",
+                "Memory Manipulation Summary",
+                "UserDefined Summary",
+                "Memory Summary",
+            ):
                 assert title in text, title
             assert text == oracle.summary_text(rebuilt, sorted_by, unit), (rank, sorted_by, unit)
 
 
 def test_cli_writes_traces_tables_and_manifests(tmp_path):
     pytest.importorskip("paddle")
-    assert synth_main(["--dp", "1", "--mp", "2", "--pp", "1", "--steps", "1", "--layers", "1",
-                       "--micro-batches", "1", "--hidden", "256", "--heads", "4", "--seq-len", "128",
-                       "--out", str(tmp_path), "--tables"]) == 0
+    assert (
+        synth_main(
+            [
+                "--dp",
+                "1",
+                "--mp",
+                "2",
+                "--pp",
+                "1",
+                "--steps",
+                "1",
+                "--layers",
+                "1",
+                "--micro-batches",
+                "1",
+                "--hidden",
+                "256",
+                "--heads",
+                "4",
+                "--seq-len",
+                "128",
+                "--out",
+                str(tmp_path),
+                "--tables",
+            ]
+        )
+        == 0
+    )
     manifest = json.loads((tmp_path / MANIFEST_NAME).read_text())
     assert [r["rank"] for r in manifest["ranks"]] == [0, 1]
     for entry in manifest["ranks"]:
@@ -475,7 +553,11 @@ def test_cli_writes_traces_tables_and_manifests(tmp_path):
         listing = json.loads((tmp_path / (stem + ".summaries.json")).read_text())
         assert listing["trace"] == entry["trace"]
         assert [(s["sorted_by"], s["time_unit"]) for s in listing["summaries"]] == [
-            ("CPUTotal", "ms"), ("CPUTotal", "us"), ("GPUTotal", "ms"), ("GPUTotal", "us")]
+            ("CPUTotal", "ms"),
+            ("CPUTotal", "us"),
+            ("GPUTotal", "ms"),
+            ("GPUTotal", "us"),
+        ]
         for s in listing["summaries"]:
             assert set(s) == {"file", "sorted_by", "time_unit", "op_detail", "thread_sep", "views"}
             assert s["file"] == "%s.summary.%s.%s.txt" % (stem, s["sorted_by"], s["time_unit"])
@@ -485,8 +567,18 @@ def test_cli_writes_traces_tables_and_manifests(tmp_path):
 
 def test_parallel_writers_write_the_same_files(tmp_path):
     """--jobs: ranks written by forked processes are byte for byte the serial ones."""
-    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=1, layers=2, micro_batches=2, names="default",
-                      gpus_per_node=4, clock_skew_us=500, **TINY)
+    cfg = SynthConfig(
+        dp=2,
+        mp=2,
+        pp=2,
+        steps=1,
+        layers=2,
+        micro_batches=2,
+        names="default",
+        gpus_per_node=4,
+        clock_skew_us=500,
+        **TINY,
+    )
     one = generate(cfg, str(tmp_path / "one"), jobs=1)
     two = generate(cfg, str(tmp_path / "two"), jobs=2)
     assert sorted(one.traces) == sorted(two.traces) == list(range(8))

@@ -20,9 +20,18 @@ import pytest
 from tb_paddle_profile.trace import event_types as et_types
 from tb_paddle_profile.trace.reader import read_trace
 from tbp_synth import SynthConfig, generate
-from tbp_synth.generator import (COMPUTE_STREAM, DP_STREAM, MP_STREAM, P2P_NEXT_STREAM,
-                                 P2P_PREV_STREAM, P2P_SHARED_STREAM, PP_BWD_STREAM,
-                                 PP_FWD_STREAM, clock_offset_ns, host_of)
+from tbp_synth.generator import (
+    COMPUTE_STREAM,
+    DP_STREAM,
+    MP_STREAM,
+    P2P_NEXT_STREAM,
+    P2P_PREV_STREAM,
+    P2P_SHARED_STREAM,
+    PP_BWD_STREAM,
+    PP_FWD_STREAM,
+    clock_offset_ns,
+    host_of,
+)
 from tbp_synth.matrix import BIG, cases, small_cases
 from tbp_synth.truth import load_truth
 
@@ -43,8 +52,7 @@ def _names(et, col):
 
 def _nccl_rows(et):
     d = et.device
-    return np.flatnonzero((d.type == et_types.KERNEL)
-                          & np.char.startswith(_names(et, d.name), "ncclDevKernel"))
+    return np.flatnonzero((d.type == et_types.KERNEL) & np.char.startswith(_names(et, d.name), "ncclDevKernel"))
 
 
 def _file_offset(path, truth, rank):
@@ -72,10 +80,15 @@ def _matched_members(et, truth, rank):
     shift = _to_global(et, truth, rank)
     m = truth.members_of(rank)
     order = np.argsort(m["start_ns"], kind="stable")
-    assert len(rows) == len(order), "rank %d: %d NCCL kernels, truth has %d members" % (
-        rank, len(rows), len(order))
-    return (d.start[rows] + shift, d.end[rows] + shift, d.stream[rows], m["instance"][order],
-            m["start_ns"][order], m["end_ns"][order])
+    assert len(rows) == len(order), "rank %d: %d NCCL kernels, truth has %d members" % (rank, len(rows), len(order))
+    return (
+        d.start[rows] + shift,
+        d.end[rows] + shift,
+        d.stream[rows],
+        m["instance"][order],
+        m["start_ns"][order],
+        m["end_ns"][order],
+    )
 
 
 # ----------------------------------------------------------------------------- clocks
@@ -85,9 +98,20 @@ def _matched_members(et, truth, rank):
 def rank_named(tmp_path_factory):
     """8 ranks named rank{r} on 2 hosts whose clocks are 1.73 ms apart, every realism option
     on, a GPU 10 % slower on rank 5."""
-    cfg = SynthConfig.realistic(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=3,
-                                gpus_per_node=4, names="rank", host_offsets_us=(412.0, 2142.0),
-                                slow_rank=5, slow_factor=1.1, **TINY)
+    cfg = SynthConfig.realistic(
+        dp=2,
+        mp=2,
+        pp=2,
+        steps=2,
+        layers=2,
+        micro_batches=3,
+        gpus_per_node=4,
+        names="rank",
+        host_offsets_us=(412.0, 2142.0),
+        slow_rank=5,
+        slow_factor=1.1,
+        **TINY,
+    )
     return _gen(tmp_path_factory.mktemp("rank_named"), cfg)
 
 
@@ -120,8 +144,7 @@ def test_rank_named_files_carry_no_host_and_show_each_hosts_offset(rank_named):
 def test_every_host_has_its_own_offset(tmp_path):
     """8 hosts of one GPU each, Paddle's default worker names: 8 distinct offsets, each the
     one the host's trace shows."""
-    cfg = SynthConfig.realistic(dp=8, mp=1, pp=1, steps=1, layers=1, micro_batches=1,
-                                gpus_per_node=1, **TINY)
+    cfg = SynthConfig.realistic(dp=8, mp=1, pp=1, steps=1, layers=1, micro_batches=1, gpus_per_node=1, **TINY)
     res, truth, traces = _gen(tmp_path / "realistic", cfg)
     seen = {r: _file_offset(p, truth, r) for r, p in res.traces.items()}
     for r, off in seen.items():
@@ -133,8 +156,9 @@ def test_every_host_has_its_own_offset(tmp_path):
     hosts = []
     stamps = []
     for r, path in res.traces.items():
-        m = re.match(r"^host_gpunode(\d+)pid_(\d+)_time_(\d{4}(?:_\d\d){5}_\d{6})\.paddle_trace\.json$",
-                     Path(path).name)
+        m = re.match(
+            r"^host_gpunode(\d+)pid_(\d+)_time_(\d{4}(?:_\d\d){5}_\d{6})\.paddle_trace\.json$", Path(path).name
+        )
         assert m and truth.ranks[r]["hostname"] == "gpunode" + m.group(1)
         assert int(m.group(2)) == truth.ranks[r]["pid"]
         hosts.append(int(m.group(1)))
@@ -182,8 +206,10 @@ def _p2p_sequence(et):
     and the send_v2 / recv_v2 operators between it and the next slot ("s" / "r")."""
     h = et.host
     hn = _names(et, h.name)
-    slot = np.flatnonzero(((h.type == et_types.FORWARD) & (hn == "GPTForCausalLMPipe"))
-                          | ((h.type == et_types.BACKWARD) & (hn == "Gradient Backward")))
+    slot = np.flatnonzero(
+        ((h.type == et_types.FORWARD) & (hn == "GPTForCausalLMPipe"))
+        | ((h.type == et_types.BACKWARD) & (hn == "Gradient Backward"))
+    )
     slot = slot[np.argsort(h.start[slot])]
     ops = np.flatnonzero(np.isin(hn, ("send_v2 dygraph", "recv_v2 dygraph")))
     ops = ops[np.argsort(h.start[ops])]
@@ -191,15 +217,18 @@ def _p2p_sequence(et):
     for i, s in enumerate(slot):
         nxt = h.start[slot[i + 1]] if i + 1 < len(slot) else np.iinfo(np.int64).max
         between = ops[(h.start[ops] > h.end[s]) & (h.start[ops] < nxt)]
-        out.append(("F" if h.type[s] == et_types.FORWARD else "B",
-                    "".join("s" if hn[o].startswith("send") else "r" for o in between)))
+        out.append(
+            (
+                "F" if h.type[s] == et_types.FORWARD else "B",
+                "".join("s" if hn[o].startswith("send") else "r" for o in between),
+            )
+        )
     return out
 
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
-    cfg = SynthConfig.realistic(dp=1, mp=1, pp=4, steps=1, layers=4, micro_batches=6,
-                                gpus_per_node=2, **TINY)
+    cfg = SynthConfig.realistic(dp=1, mp=1, pp=4, steps=1, layers=4, micro_batches=6, gpus_per_node=2, **TINY)
     return _gen(tmp_path_factory.mktemp("shared"), cfg)
 
 
@@ -211,8 +240,7 @@ def test_shared_stream_send_recv_follow_1f1b_order(shared):
     for r, et in traces.items():
         stage = truth.ranks[r]["pp"]
         _, _, stream, _, _, _ = _matched_members(et, truth, r)
-        sendrecv = stream[np.isin(stream, (P2P_SHARED_STREAM, PP_BWD_STREAM, P2P_PREV_STREAM,
-                                          P2P_NEXT_STREAM))]
+        sendrecv = stream[np.isin(stream, (P2P_SHARED_STREAM, PP_BWD_STREAM, P2P_PREV_STREAM, P2P_NEXT_STREAM))]
         assert len(sendrecv) and set(sendrecv.tolist()) == {P2P_SHARED_STREAM}
         seq = _p2p_sequence(et)
         assert len(seq) == 12
@@ -253,8 +281,9 @@ def test_send_recv_is_fifo_and_in_one_order_per_pair(shared):
 
 
 def test_per_peer_streams_are_one_per_neighbour(tmp_path):
-    cfg = SynthConfig.realistic(dp=1, mp=1, pp=3, steps=1, layers=3, micro_batches=4,
-                                gpus_per_node=3, p2p_streams="per_peer", **TINY)
+    cfg = SynthConfig.realistic(
+        dp=1, mp=1, pp=3, steps=1, layers=3, micro_batches=4, gpus_per_node=3, p2p_streams="per_peer", **TINY
+    )
     res, truth, traces = _gen(tmp_path, cfg)
     c = truth.columns
     _, _, stream, inst, _, _ = _matched_members(traces[1], truth, 1)  # the middle stage
@@ -262,22 +291,23 @@ def test_per_peer_streams_are_one_per_neighbour(tmp_path):
     for s, i in zip(stream.tolist(), inst.tolist()):
         if truth.kind_names[c["inst_kind"][i]] != "send_recv":
             continue
-        peer = (set(c["mem_rank"][c["inst_ptr"][i]:c["inst_ptr"][i + 1]].tolist()) - {1}).pop()
+        peer = (set(c["mem_rank"][c["inst_ptr"][i] : c["inst_ptr"][i + 1]].tolist()) - {1}).pop()
         assert s == {0: P2P_PREV_STREAM, 2: P2P_NEXT_STREAM}[peer]
         seen.add(s)
     assert seen == {P2P_PREV_STREAM, P2P_NEXT_STREAM}
 
 
 def test_per_direction_streams_carry_activations_and_gradients(tmp_path):
-    cfg = SynthConfig.realistic(dp=1, mp=1, pp=3, steps=1, layers=3, micro_batches=4,
-                                gpus_per_node=3, p2p_streams="per_direction", **TINY)
+    cfg = SynthConfig.realistic(
+        dp=1, mp=1, pp=3, steps=1, layers=3, micro_batches=4, gpus_per_node=3, p2p_streams="per_direction", **TINY
+    )
     res, truth, traces = _gen(tmp_path, cfg)
     c = truth.columns
     _, _, stream, inst, _, _ = _matched_members(traces[1], truth, 1)
     for s, i in zip(stream.tolist(), inst.tolist()):
         if truth.kind_names[c["inst_kind"][i]] != "send_recv":
             continue
-        sender, receiver = c["mem_rank"][c["inst_ptr"][i]:c["inst_ptr"][i + 1]].tolist()
+        sender, receiver = c["mem_rank"][c["inst_ptr"][i] : c["inst_ptr"][i + 1]].tolist()
         assert s == (PP_FWD_STREAM if receiver > sender else PP_BWD_STREAM)
 
 
@@ -285,8 +315,7 @@ def test_per_direction_streams_carry_activations_and_gradients(tmp_path):
 
 
 def test_one_rank_communicators_launch_nccl_kernels(tmp_path):
-    cfg = SynthConfig.realistic(dp=1, mp=1, pp=2, steps=2, layers=2, micro_batches=2,
-                                gpus_per_node=2, **TINY)
+    cfg = SynthConfig.realistic(dp=1, mp=1, pp=2, steps=2, layers=2, micro_batches=2, gpus_per_node=2, **TINY)
     res, truth, traces = _gen(tmp_path / "on", cfg)
     c = truth.columns
     sizes = np.diff(c["inst_ptr"])
@@ -313,8 +342,7 @@ def test_first_stage_embeds_and_reads_last_stage_heads_and_computes_more(tmp_pat
     """DP2 x PP4, a control: EmbeddingPipe and the data loader on stage 0 only, HeadPipe and
     the cross-entropy kernels on stage 3 only; stage 3 computes more than the middle stages
     on every replica; the truth calls it structure and plants nothing."""
-    cfg = SynthConfig.realistic(dp=2, mp=1, pp=4, steps=2, layers=4, micro_batches=4,
-                                gpus_per_node=4, **TINY)
+    cfg = SynthConfig.realistic(dp=2, mp=1, pp=4, steps=2, layers=4, micro_batches=4, gpus_per_node=4, **TINY)
     res, truth, traces = _gen(tmp_path, cfg)
     assert truth.planted == []
     compute = {}
@@ -336,8 +364,9 @@ def test_first_stage_embeds_and_reads_last_stage_heads_and_computes_more(tmp_pat
     s = truth.structural
     assert s["stage_parts"] == [["data_loader", "embedding"], [], [], ["head", "loss"]]
     assert s["stage_compute_excess"][3] > 0.2 and min(s["stage_compute_excess"]) == 0.0
-    mean_trace = [np.mean([v for r, v in compute.items() if truth.ranks[r]["pp"] == p])
-                  / len(truth.steps) for p in range(4)]
+    mean_trace = [
+        np.mean([v for r, v in compute.items() if truth.ranks[r]["pp"] == p]) / len(truth.steps) for p in range(4)
+    ]
     assert np.allclose(mean_trace, s["stage_compute_ns"], rtol=1e-9)
 
 
@@ -360,9 +389,20 @@ def test_each_planted_cost_is_the_difference_of_two_generated_runs(tmp_path):
     stage 0 of the same pipeline, 2 ms) with a spread of GPU speeds: each one's job_cost is this run's mean step minus
     that of the run generated without it, its saving at its role peers' speed the same against
     the run where it has its stage peers' median GPU speed."""
-    cfg = SynthConfig.realistic(dp=2, mp=2, pp=2, steps=4, layers=2, micro_batches=2,
-                                gpus_per_node=4, gpu_speed_sigma=0.02, slow_rank=3,
-                                slow_factor=1.2, slow_host_rank=1, host_delay_us=2000)
+    cfg = SynthConfig.realistic(
+        dp=2,
+        mp=2,
+        pp=2,
+        steps=4,
+        layers=2,
+        micro_batches=2,
+        gpus_per_node=4,
+        gpu_speed_sigma=0.02,
+        slow_rank=3,
+        slow_factor=1.2,
+        slow_host_rank=1,
+        host_delay_us=2000,
+    )
     _, truth, traces = _gen(tmp_path / "both", cfg)
     job = _job_step(traces)
     assert job == pytest.approx(truth.job_step_ns, abs=2)
@@ -378,8 +418,7 @@ def test_each_planted_cost_is_the_difference_of_two_generated_runs(tmp_path):
     peers = [cfg.gpu_speed_of(r) for r in range(8) if r != 3 and truth.ranks[r]["pp"] == 1]
     assert slow["peer_gpu_speed"] == pytest.approx(float(np.median(peers)))
     assert slow["gpu_speed"] != slow["peer_gpu_speed"]
-    _, _, t_peer = _gen(tmp_path / "peer", replace(cfg, slow_rank=None,
-                                                   gpu_speed={3: float(np.median(peers))}))
+    _, _, t_peer = _gen(tmp_path / "peer", replace(cfg, slow_rank=None, gpu_speed={3: float(np.median(peers))}))
     saving = job - _job_step(t_peer)
     assert slow["saving_at_peer_speed_ns_per_step"] == pytest.approx(saving, abs=4)
     assert slow["saving_at_peer_speed_ns_per_step"] != slow["job_cost_ns_per_step"]
@@ -388,8 +427,9 @@ def test_each_planted_cost_is_the_difference_of_two_generated_runs(tmp_path):
 def test_same_seed_same_noise_in_the_control(tmp_path):
     """The control of a slow-GPU run has every other rank's kernels exactly as long (the noise
     is drawn in program order, not from the timing)."""
-    cfg = SynthConfig.realistic(dp=2, mp=1, pp=1, steps=2, layers=1, micro_batches=1,
-                                gpus_per_node=2, slow_rank=1, slow_factor=1.3, **TINY)
+    cfg = SynthConfig.realistic(
+        dp=2, mp=1, pp=1, steps=2, layers=1, micro_batches=1, gpus_per_node=2, slow_rank=1, slow_factor=1.3, **TINY
+    )
     _, _, a = _gen(tmp_path / "a", cfg)
     _, _, b = _gen(tmp_path / "b", replace(cfg, slow_rank=None))
     for r in (0, 1):
@@ -408,10 +448,20 @@ def test_same_seed_same_noise_in_the_control(tmp_path):
 
 def test_the_matrix_has_every_case_realistic_and_consistent():
     all_ = cases()
-    want = {"dp4pp4mp4-control", "dp4pp4mp4-gpu10-last", "dp4pp4mp4-gpu10-stage1",
-            "dp4pp4mp4-loader3ms-first", "dp32-control", "dp32-gpu20", "dp2pp8-mb16-control",
-            "dp8pp4mp4-gpu15-middle", "dp16pp8mp8-loader6ms-first", "rank-named-2hosts-control",
-            "rank-named-2hosts-gpu10", "dp4pp4mp4-gpu5-last"}
+    want = {
+        "dp4pp4mp4-control",
+        "dp4pp4mp4-gpu10-last",
+        "dp4pp4mp4-gpu10-stage1",
+        "dp4pp4mp4-loader3ms-first",
+        "dp32-control",
+        "dp32-gpu20",
+        "dp2pp8-mb16-control",
+        "dp8pp4mp4-gpu15-middle",
+        "dp16pp8mp8-loader6ms-first",
+        "rank-named-2hosts-control",
+        "rank-named-2hosts-gpu10",
+        "dp4pp4mp4-gpu5-last",
+    }
     assert want <= set(all_)
     assert BIG <= set(all_) and not (BIG & set(small_cases()))
     assert any("two" in n for n in all_)
@@ -428,7 +478,8 @@ def test_the_matrix_has_every_case_realistic_and_consistent():
         for r in planted:
             pp = (r // cfg.mp) % cfg.pp
             stages["first" if pp == 0 else "last" if pp == cfg.pp - 1 else "middle"].add(
-                "gpu" if r in cfg.slow_ranks() else "loader")
+                "gpu" if r in cfg.slow_ranks() else "loader"
+            )
     assert all(v == {"gpu", "loader"} for v in stages.values()), stages
     big = all_["dp16pp8mp8-loader6ms-first"]
     assert big.world() == 1024 and host_of(big, 1023) + 1 == 128
@@ -441,13 +492,13 @@ def test_the_matrix_has_every_case_realistic_and_consistent():
         full = all_[name].micro_batches
         assert cfg.micro_batches == (max(2, full // 2) if full > 2 else full)
     named = all_["rank-named-2hosts-control"]
-    assert named.names == "rank" and clock_offset_ns(named, 1) - clock_offset_ns(named, 0) \
-        == 1_730_000
+    assert named.names == "rank" and clock_offset_ns(named, 1) - clock_offset_ns(named, 0) == 1_730_000
 
 
 @pytest.mark.slow
 def test_the_1024_rank_case_generates_with_its_truth(tmp_path):
     import os
+
     cfg = cases()["dp16pp8mp8-loader6ms-first"]
     res = generate(cfg, str(tmp_path), jobs=os.cpu_count() or 1)
     truth = load_truth(str(tmp_path))
@@ -460,17 +511,47 @@ def test_the_1024_rank_case_generates_with_its_truth(tmp_path):
 
 def test_cli_preset_and_case(tmp_path, capsys):
     from tbp_synth.__main__ import main as synth_main
+
     out = tmp_path / "preset"
-    assert synth_main(["--out", str(out), "--preset", "realistic", "--dp", "1", "--mp", "1",
-                       "--pp", "2", "--layers", "2", "--micro-batches", "2", "--steps", "1",
-                       "--hidden", "512", "--heads", "8", "--seq-len", "256",
-                       "--p2p-streams", "per_peer", "--quiet", "--jobs", "1"]) == 0
+    assert (
+        synth_main(
+            [
+                "--out",
+                str(out),
+                "--preset",
+                "realistic",
+                "--dp",
+                "1",
+                "--mp",
+                "1",
+                "--pp",
+                "2",
+                "--layers",
+                "2",
+                "--micro-batches",
+                "2",
+                "--steps",
+                "1",
+                "--hidden",
+                "512",
+                "--heads",
+                "8",
+                "--seq-len",
+                "256",
+                "--p2p-streams",
+                "per_peer",
+                "--quiet",
+                "--jobs",
+                "1",
+            ]
+        )
+        == 0
+    )
     cfg = load_truth(str(out)).config
     assert cfg["kernel_jitter"] == "lognormal" and cfg["one_rank_comms"]
     assert cfg["p2p_streams"] == "per_peer" and cfg["names"] == "default"  # the flag wins
     out = tmp_path / "case"
-    assert synth_main(["--out", str(out), "--case", "rank-named-2hosts-gpu10", "--quiet",
-                       "--jobs", "2"]) == 0
+    assert synth_main(["--out", str(out), "--case", "rank-named-2hosts-gpu10", "--quiet", "--jobs", "2"]) == 0
     truth = load_truth(str(out))
     assert [(p["type"], p["rank"]) for p in truth.planted] == [("device_slow", 5)]
     assert truth.host_offsets_ns == [412_000, 2_142_000]
@@ -484,8 +565,10 @@ def test_truth_ordinals_are_the_readers_on_realistic_runs(tmp_path, layout):
     trace's kernel, with the same duration (wait + transfer)."""
     from tb_paddle_profile.analysis.collectives import KIND_LABELS
     from tb_paddle_profile.analysis.summarize import summarize_file
-    cfg = SynthConfig.realistic(dp=2, mp=1, pp=4, steps=2, layers=4, micro_batches=5,
-                                gpus_per_node=4, p2p_streams=layout, **TINY)
+
+    cfg = SynthConfig.realistic(
+        dp=2, mp=1, pp=4, steps=2, layers=4, micro_batches=5, gpus_per_node=4, p2p_streams=layout, **TINY
+    )
     res = generate(cfg, str(tmp_path), jobs=2)
     truth = load_truth(str(tmp_path))
     members = {}
@@ -495,8 +578,7 @@ def test_truth_ordinals_are_the_readers_on_realistic_runs(tmp_path, layout):
     for r, path in res.traces.items():
         s = summarize_file(path)
         c = s.parallel.collectives
-        seen = {(r, c.step[i], KIND_LABELS[c.kind[i]], c.ordinal[i]): c.duration_ns[i]
-                for i in range(len(c.kind))}
+        seen = {(r, c.step[i], KIND_LABELS[c.kind[i]], c.ordinal[i]): c.duration_ns[i] for i in range(len(c.kind))}
         assert set(seen) == {k for k in members if k[0] == r}
         for key, dur in seen.items():
             inst, m = members[key]

@@ -5,6 +5,7 @@ what the project's reader (engine.summarize_file) finds in each written trace, a
 traces' own fields (file names, pids, device ids, timestamps), for runs with Paddle's default
 worker names, several hosts and skewed host clocks.
 """
+
 import collections
 import re
 from pathlib import Path
@@ -34,9 +35,20 @@ def skewed(tmp_path_factory):
     """DP2 x PP2 x MP2 on two hosts of 4 GPUs whose clocks differ, Paddle's default worker
     names, a host stall on rank 5 (host 1, stage 0)."""
     out = tmp_path_factory.mktemp("skewed")
-    cfg = SynthConfig(dp=2, mp=2, pp=2, steps=2, layers=2, micro_batches=3, gpus_per_node=4,
-                      names="default", clock_skew_us=SKEW_US, slow_host_rank=5,
-                      host_delay_us=400, **TINY)
+    cfg = SynthConfig(
+        dp=2,
+        mp=2,
+        pp=2,
+        steps=2,
+        layers=2,
+        micro_batches=3,
+        gpus_per_node=4,
+        names="default",
+        clock_skew_us=SKEW_US,
+        slow_host_rank=5,
+        host_delay_us=400,
+        **TINY,
+    )
     res = generate(cfg, str(out), jobs=2)
     return res, load_truth(str(out)), {r: summarize_file(p) for r, p in res.traces.items()}
 
@@ -45,8 +57,7 @@ def skewed(tmp_path_factory):
 def pp4(tmp_path_factory):
     """DP2 x PP4 x MP2 on two hosts of 8 GPUs (Fleet's layout), 6 micro-batches."""
     out = tmp_path_factory.mktemp("pp4")
-    cfg = SynthConfig(dp=2, mp=2, pp=4, steps=1, layers=4, micro_batches=6, gpus_per_node=8,
-                      **TINY)
+    cfg = SynthConfig(dp=2, mp=2, pp=4, steps=1, layers=4, micro_batches=6, gpus_per_node=8, **TINY)
     res = generate(cfg, str(out))
     return res, load_truth(str(out))
 
@@ -124,8 +135,9 @@ def test_every_instance_has_its_groups_members_ending_together(skewed):
     for r in range(8):
         total = sum(m["wait_ns"] for i in truth.instances for m in i["members"] if m["rank"] == r)
         assert truth.waits_per_step(r) == pytest.approx(total / steps)
-    assert sum(truth.waits_per_step(r, ["mp", "dp", "pp", "pp_group"]) for r in range(8)) == \
-        pytest.approx(sum(truth.waits_per_step(r) for r in range(8)))
+    assert sum(truth.waits_per_step(r, ["mp", "dp", "pp", "pp_group"]) for r in range(8)) == pytest.approx(
+        sum(truth.waits_per_step(r) for r in range(8))
+    )
 
 
 def test_step_times_are_the_traces_profile_steps(skewed):
@@ -133,10 +145,11 @@ def test_step_times_are_the_traces_profile_steps(skewed):
     assert truth.steps == [1, 2]
     for rank, s in summaries.items():
         base_seen, base = s.parallel.steps[0].range.start_ns, int(truth.step_start_ns[rank][0])
-        got = [(st.step, st.range.start_ns - base_seen, st.range.end_ns - base_seen)
-               for st in s.parallel.steps]
-        want = [(n, a - base, b - base) for n, a, b in zip(truth.steps, truth.step_start_ns[rank].tolist(),
-                                                          truth.step_end_ns[rank].tolist())]
+        got = [(st.step, st.range.start_ns - base_seen, st.range.end_ns - base_seen) for st in s.parallel.steps]
+        want = [
+            (n, a - base, b - base)
+            for n, a, b in zip(truth.steps, truth.step_start_ns[rank].tolist(), truth.step_end_ns[rank].tolist())
+        ]
         assert len(got) == len(want)
         for (gs, ga, gb), (ws, wa, wb) in zip(got, want):
             assert gs == ws and abs(ga - wa) <= 2 and abs(gb - wb) <= 2
@@ -238,11 +251,15 @@ def test_pp_group_collectives_on_their_stream_with_stage0_last(tmp_path):
         events = _load(path)["traceEvents"][:-1]
         ops = collections.Counter(e["name"].split("[")[0] for e in events if e.get("cat") == "Operator")
         assert ops["broadcast dygraph"] == 2 * 2 and ops["c_allreduce_sum dygraph"] == 2
-        on_stream = collections.Counter(e["name"].split("(")[0] for e in events
-                                        if e.get("cat") == "Kernel" and e["tid"] == PP_GROUP_STREAM)
+        on_stream = collections.Counter(
+            e["name"].split("(")[0] for e in events if e.get("cat") == "Kernel" and e["tid"] == PP_GROUP_STREAM
+        )
         assert on_stream == {"ncclDevKernel_Broadcast_RING_LL": 4, "ncclDevKernel_AllReduce_Sum_f32_RING_LL": 2}
-    off = generate(SynthConfig(dp=1, mp=1, pp=2, steps=2, layers=2, micro_batches=4,
-                               pp_group_collectives=False, **TINY), str(tmp_path / "off"), ranks=[])
+    off = generate(
+        SynthConfig(dp=1, mp=1, pp=2, steps=2, layers=2, micro_batches=4, pp_group_collectives=False, **TINY),
+        str(tmp_path / "off"),
+        ranks=[],
+    )
     assert off.manifest["comm_streams"].get("pp_group") is None
     assert not [i for i in load_truth(str(tmp_path / "off")).instances if i["axis"] == "pp_group"]
 
@@ -254,12 +271,29 @@ def test_absorbed_stall_costs_less_than_a_stage0_stall(tmp_path):
     """3 ms host stalls (GPU-bound model size): on stage 1 the pipeline fill hides it, on
     stage 0 the whole job pays about the delay. The cost is checked against a control run
     generated separately (--control), from the step times of both."""
-    common = ["--dp", "2", "--mp", "2", "--pp", "2", "--steps", "2", "--layers", "4",
-              "--micro-batches", "4", "--ranks", "", "--quiet", "--jobs", "1"]
-    assert synth_main(common + ["--out", str(tmp_path / "run"), "--slow-host-rank", "2,4",
-                                "--host-delay-us", "3000"]) == 0
-    assert synth_main(common + ["--out", str(tmp_path / "control"), "--control",
-                                "--slow-host-rank", "2"]) == 0
+    common = [
+        "--dp",
+        "2",
+        "--mp",
+        "2",
+        "--pp",
+        "2",
+        "--steps",
+        "2",
+        "--layers",
+        "4",
+        "--micro-batches",
+        "4",
+        "--ranks",
+        "",
+        "--quiet",
+        "--jobs",
+        "1",
+    ]
+    assert (
+        synth_main(common + ["--out", str(tmp_path / "run"), "--slow-host-rank", "2,4", "--host-delay-us", "3000"]) == 0
+    )
+    assert synth_main(common + ["--out", str(tmp_path / "control"), "--control", "--slow-host-rank", "2"]) == 0
     run, control = load_truth(str(tmp_path / "run")), load_truth(str(tmp_path / "control"))
     assert control.planted == []
     planted = {p["rank"]: p for p in run.planted}
@@ -271,13 +305,15 @@ def test_absorbed_stall_costs_less_than_a_stage0_stall(tmp_path):
     assert not paid["absorbed"] and paid["job_cost_ns_per_step"] > 0.8 * paid["delay_ns"]
     # the stage-1 stall is absorbed: the job with both costs what the stage-0 one costs alone
     total = run.step_time_ns.mean() - control.step_time_ns.mean()
-    assert total == pytest.approx(paid["job_cost_ns_per_step"] + absorbed["job_cost_ns_per_step"],
-                                  abs=0.05 * paid["delay_ns"])
+    assert total == pytest.approx(
+        paid["job_cost_ns_per_step"] + absorbed["job_cost_ns_per_step"], abs=0.05 * paid["delay_ns"]
+    )
 
 
 def test_slow_device_and_stage_imbalance(tmp_path):
-    cfg = SynthConfig(dp=2, mp=1, pp=2, steps=2, stage_layers=(3, 1), micro_batches=2,
-                      slow_rank=1, slow_factor=1.5, **TINY)
+    cfg = SynthConfig(
+        dp=2, mp=1, pp=2, steps=2, stage_layers=(3, 1), micro_batches=2, slow_rank=1, slow_factor=1.5, **TINY
+    )
     res = generate(cfg, str(tmp_path), ranks=[0, 1, 2])
     truth = load_truth(str(tmp_path))
     assert truth.stage_layers == [3, 1] and truth.config["layers"] == 4
@@ -288,14 +324,20 @@ def test_slow_device_and_stage_imbalance(tmp_path):
     for rank in (0, 1, 2):
         events = _load(res.traces[rank])["traceEvents"][:-1]
         steps = [(e["ts"], e["ts"] + e["dur"] + 1) for e in events if e.get("cat") == "ProfileStep"]
-        per_step = [sum(e["dur"] for e in events if e.get("cat") == "Kernel" and "nccl" not in e["name"]
-                        and a <= e["ts"] < b) * 1000 for a, b in steps]
+        per_step = [
+            sum(e["dur"] for e in events if e.get("cat") == "Kernel" and "nccl" not in e["name"] and a <= e["ts"] < b)
+            * 1000
+            for a, b in steps
+        ]
         assert per_step == pytest.approx(truth.compute_ns[rank].tolist(), rel=1e-4)
     stage = np.array([r["pp"] for r in truth.ranks])
     for st in (0, 1):
         assert truth.stage_compute_ns[st] == pytest.approx(truth.compute_ns[stage == st].mean())
-    decoder = lambda r: sum(1 for e in _load(res.traces[r])["traceEvents"][:-1]
-                            if e.get("cat") == "Forward" and e["name"].startswith("GPTDecoderLayer["))
+    decoder = lambda r: sum(
+        1
+        for e in _load(res.traces[r])["traceEvents"][:-1]
+        if e.get("cat") == "Forward" and e["name"].startswith("GPTDecoderLayer[")
+    )
     assert decoder(0) == 3 * 2 * 2 and decoder(1) == 1 * 2 * 2  # layers x micro-batches x steps
     # stage 0 computes more, even against the slowed stage-1 rank 1
     assert truth.compute_ns[0].mean() > truth.compute_ns[1].mean()

@@ -1,5 +1,6 @@
 """The timeline's "Window JSON" export (trace_window, timeline/chrome.py) as Perfetto shows it: process
 names, launch -> kernel flows and memory, checked against the source trace the window was cut from."""
+
 import json
 from collections import Counter
 
@@ -40,10 +41,16 @@ def test_the_whole_window_carries_the_sources_flows_memory_and_names(rank):
         assert ends[i]["f"]["pid"] == src_by_id[(i, "f")]["pid"]
         assert ends[i]["s"]["pid"] == src_by_id[(i, "s")]["pid"]
     # memory: one instant per source memory event, with its place and current bytes, and a counter sample
-    src_mem = sorted((e["args"]["place"], e["args"]["current_allocated"], e["args"]["current_reserved"])
-                     for e in source if e.get("name") == "[memory]")
-    got_mem = sorted((e["args"]["place"], e["args"]["current_allocated"], e["args"]["current_reserved"])
-                     for e in events if e.get("name") == "[memory]")
+    src_mem = sorted(
+        (e["args"]["place"], e["args"]["current_allocated"], e["args"]["current_reserved"])
+        for e in source
+        if e.get("name") == "[memory]"
+    )
+    got_mem = sorted(
+        (e["args"]["place"], e["args"]["current_allocated"], e["args"]["current_reserved"])
+        for e in events
+        if e.get("name") == "[memory]"
+    )
     assert got_mem == src_mem and src_mem
     assert sum(1 for e in events if e["ph"] == "C") == len(src_mem)
     # process names: the host process by its worker, each GPU by its number
@@ -57,8 +64,10 @@ def test_the_whole_window_carries_the_sources_flows_memory_and_names(rank):
 def test_a_window_keeps_only_its_own_memory_events(rank):
     path, idx = rank
     source = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("name") == "[memory]"]
-    local = sorted(round(e["ts"] * 1000) - idx.origin if isinstance(e["ts"], float) else e["ts"] * 1000 - idx.origin
-                   for e in source)  # the trace's microseconds as the index's ns
+    local = sorted(
+        round(e["ts"] * 1000) - idx.origin if isinstance(e["ts"], float) else e["ts"] * 1000 - idx.origin
+        for e in source
+    )  # the trace's microseconds as the index's ns
     ws, we = local[len(local) // 4] - 500, local[3 * len(local) // 4] + 500  # half a microsecond of margin
     doc = json.loads(timeline.chrome_subset(idx, ws, we, path.name))
     inside = [t for t in local if ws <= t <= we]

@@ -25,8 +25,12 @@ from . import thresholds as T
 
 TIME_TOKEN = "{ns:%d}"
 ALL_REDUCE = pb.COLLECTIVE_KIND_ALL_REDUCE
-OTHER_COLLECTIVES = {pb.COLLECTIVE_KIND_ALL_GATHER, pb.COLLECTIVE_KIND_REDUCE_SCATTER, pb.COLLECTIVE_KIND_BROADCAST,
-                     pb.COLLECTIVE_KIND_ALL_TO_ALL}
+OTHER_COLLECTIVES = {
+    pb.COLLECTIVE_KIND_ALL_GATHER,
+    pb.COLLECTIVE_KIND_REDUCE_SCATTER,
+    pb.COLLECTIVE_KIND_BROADCAST,
+    pb.COLLECTIVE_KIND_ALL_TO_ALL,
+}
 STEP = "fraction of the step time"
 
 
@@ -64,12 +68,12 @@ class Also:
 @dataclass(frozen=True)
 class Rule:
     rule: str
-    title: str                  # a template too (a straggler's names its rank)
-    scope: str                  # "straggler", "rank", "stage" or "pipeline_rank" (see the module's doc)
+    title: str  # a template too (a straggler's names its rank)
+    scope: str  # "straggler", "rank", "stage" or "pipeline_rank" (see the module's doc)
     metric: str
-    threshold: float            # a constant of thresholds.py
-    value: Optional[Callable]   # the subject → the value compared with the threshold (None: not compared)
-    template: str               # the sentence; fields: rank, value, threshold and those of `fields`
+    threshold: float  # a constant of thresholds.py
+    value: Optional[Callable]  # the subject → the value compared with the threshold (None: not compared)
+    template: str  # the sentence; fields: rank, value, threshold and those of `fields`
     fields: Callable = lambda s: {}
     applies: Callable = lambda s: True
     unit: str = STEP
@@ -79,21 +83,28 @@ class Rule:
 
 def _where_straggler(s: ppb.Straggler, device: bool = True) -> str:
     if s.longer_compute and device:
-        return ("its GPU: clocks and throttling (nvidia-smi -q -d CLOCK,PERFORMANCE), other processes on the "
-                "card, a slower or differently configured device")
+        return (
+            "its GPU: clocks and throttling (nvidia-smi -q -d CLOCK,PERFORMANCE), other processes on the "
+            "card, a slower or differently configured device"
+        )
     if s.longer_compute:
         return "its CPU work: other processes on its cores, thread binding (OMP_NUM_THREADS), extra work on that rank"
-    return ("its host: CPU contention or binding, data loading, Python work between steps, kernel-launch "
-            "overhead")
+    return "its host: CPU contention or binding, data loading, Python work between steps, kernel-launch overhead"
 
 
 def _ar_fields(m: ppb.RankParallel) -> dict:
     ex, w = kind_exposed(m, {ALL_REDUCE}), kind_wait(m, {ALL_REDUCE})
     device = m.timeline == pb.TIMELINE_DEVICE
-    return dict(where="runs with no computation beside it" if device else "blocks the host (CPU trace)",
-                exposed=Ns(ex), wait=Ns(w), rest=Ns(ex - w),
-                model_parallel=" Model-parallel all-reduces (c_allreduce_sum) sit on the critical path: keep tensor "
-                               "parallelism within a node." if device else "")
+    return dict(
+        where="runs with no computation beside it" if device else "blocks the host (CPU trace)",
+        exposed=Ns(ex),
+        wait=Ns(w),
+        rest=Ns(ex - w),
+        model_parallel=" Model-parallel all-reduces (c_allreduce_sum) sit on the critical path: keep tensor "
+        "parallelism within a node."
+        if device
+        else "",
+    )
 
 
 def _ranks_text(ranks) -> str:
@@ -106,73 +117,117 @@ def _stage_imbalance(stage, stages) -> float:
 
 
 RULES: List[Rule] = [
-    Rule("straggler", "Rank {rank} slows the job", "straggler",
-         "excess over the role peers' median per step", T.ANOMALY_MIN_EXCESS_FRACTION,
-         value=None,  # the verdict named it: the excess is cited, not compared
-         template="{reason} Check {where}. The other ranks' waits at collectives disappear once it keeps pace.",
-         fields=lambda s: dict(reason=s.reason, where=_where_straggler(s)),
-         cost=lambda s, median_step: s.job_cost_ns / median_step if median_step else 0.0),
-    Rule("exposed_all_reduce", "All-reduce is not hidden behind computation", "rank",
-         "exposed all-reduce per step, less waiting for late ranks", T.EXPOSED_ALL_REDUCE_FRACTION,
-         value=lambda m: max(0, kind_exposed(m, {ALL_REDUCE}) - kind_wait(m, {ALL_REDUCE})) / m.step_time_ns,
-         template="On rank {rank} all-reduce {where} for {exposed} per step, {wait} of which is waiting for late "
-                  "ranks; the remaining {rest} is {value:.0%} of the step (threshold {threshold:.0%}). Fewer, larger "
-                  "and overlapped all-reduces help: accumulate gradients over more micro-batches per optimizer step "
-                  "(gradient accumulation), fuse gradients into larger buckets (tensor fusion, e.g. DataParallel's "
-                  "comm_buffer_size), and let the data-parallel all-reduce run during the backward pass "
-                  "(communication overlap).{model_parallel}",
-         fields=_ar_fields),
-    Rule("exposed_collectives", "All-gather / reduce-scatter / broadcast / all-to-all are exposed", "rank",
-         "exposed all-gather/reduce-scatter/broadcast/all-to-all per step", T.EXPOSED_OTHER_COLLECTIVES_FRACTION,
-         value=lambda m: kind_exposed(m, OTHER_COLLECTIVES) / m.step_time_ns,
-         template="On rank {rank} these collectives run with no computation beside them for {exposed} per step "
-                  "({value:.0%}; threshold {threshold:.0%}). With sharding, enable its communication overlap and "
-                  "tensor fusion; for all-to-all (MoE), fewer and larger exchanges.",
-         fields=lambda m: dict(exposed=Ns(kind_exposed(m, OTHER_COLLECTIVES)))),
-    Rule("launch_bound", "CUDA runtime calls dominate the host's time (launch bound)", "rank",
-         "CUDA runtime time per step", T.LAUNCH_BOUND_RUNTIME_FRACTION,
-         value=lambda m: max(0, m.runtime_ns - m.sync_ns) / m.step_time_ns,
-         template="On rank {rank} CUDA runtime calls other than synchronisations take {runtime} of the {step} step "
-                  "({value:.0%}; threshold {threshold:.0%}) for {launches} launches, while kernels run {kernels}. "
-                  "Fuse operators (fused attention, fused layer norm / bias / activation), use larger micro-batches, "
-                  "or capture the step in a CUDA Graph.",
-         fields=lambda m: dict(runtime=Ns(m.runtime_ns - m.sync_ns), step=Ns(m.step_time_ns), launches=m.launches,
-                               kernels=Ns(m.kernel_ns))),
-    Rule("memcpy", "Memory copies take a large share of the GPU's step", "rank",
-         "memcpy/memset per step", T.MEMCPY_FRACTION,
-         value=lambda m: m.memory_ns / m.step_time_ns,
-         template="On rank {rank} memcpy/memset run {memory} per step ({value:.0%}; threshold {threshold:.0%}), "
-                  "{exposed} of it with no kernel beside it. Load batches into pinned memory (DataLoader with "
-                  "pinned/shared memory) and copy asynchronously; keep tensors on the GPU between steps; avoid host "
-                  "synchronisations that serialise copies.",
-         fields=lambda m: dict(memory=Ns(m.memory_ns), exposed=Ns(m.exposed_memory_ns))),
-    Rule("gpu_idle", "The GPU idles: the host does not keep it fed", "rank",
-         "GPU idle per step", T.GPU_IDLE_FRACTION,
-         value=lambda m: m.idle_ns / m.step_time_ns,
-         template="On rank {rank} no kernel, memcpy or memset runs for {idle} per step ({value:.0%}; threshold "
-                  "{threshold:.0%}). Look at what the host does then: synchronising CUDA calls take {sync} per step "
-                  "(fewer host syncs: no loss.item(), .numpy() or tensor printing every step), data loading (more "
-                  "DataLoader workers, pinned memory), Python work between steps.",
-         fields=lambda m: dict(idle=Ns(m.idle_ns), sync=Ns(m.sync_ns)),
-         applies=lambda m: m.timeline == pb.TIMELINE_DEVICE),
-    Rule("pipeline_bubble", "Pipeline bubbles", "stage",
-         "pipeline bubble per step", T.PIPELINE_BUBBLE_FRACTION,
-         value=lambda s: s.bubble_ratio,
-         template="Stage {stage} (ranks {ranks}) waits for its neighbours {bubble} per step ({value:.0%} of the step; "
-                  "threshold {threshold:.0%}). More micro-batches per step (accumulate_steps) shrink the fill and "
-                  "drain; an interleaved schedule (virtual pipeline stages) shrinks them further.",
-         fields=lambda s: dict(stage=s.stage, ranks=_ranks_text(s.ranks), bubble=Ns(s.bubble_ns)),
-         also=Also("compute of the slowest stage over the fastest, minus 1", T.STAGE_IMBALANCE_FRACTION,
-                   value=_stage_imbalance,
-                   template=" The stages' compute differs by {value:.0%} (threshold {threshold:.0%}): move layers "
-                            "from the slowest stage to the others.")),
-    Rule("pipeline_bubble", "Pipeline bubbles", "pipeline_rank",
-         "pipeline bubble per step", T.PIPELINE_BUBBLE_FRACTION,
-         value=lambda m: m.bubble_ratio,
-         template="Rank {rank} waits for pipeline neighbours {bubble} per step ({value:.0%}; threshold "
-                  "{threshold:.0%}). More micro-batches per step (accumulate_steps) or an interleaved schedule "
-                  "shrink the fill and drain.",
-         fields=lambda m: dict(bubble=Ns(m.bubble_ns))),
+    Rule(
+        "straggler",
+        "Rank {rank} slows the job",
+        "straggler",
+        "excess over the role peers' median per step",
+        T.ANOMALY_MIN_EXCESS_FRACTION,
+        value=None,  # the verdict named it: the excess is cited, not compared
+        template="{reason} Check {where}. The other ranks' waits at collectives disappear once it keeps pace.",
+        fields=lambda s: dict(reason=s.reason, where=_where_straggler(s)),
+        cost=lambda s, median_step: s.job_cost_ns / median_step if median_step else 0.0,
+    ),
+    Rule(
+        "exposed_all_reduce",
+        "All-reduce is not hidden behind computation",
+        "rank",
+        "exposed all-reduce per step, less waiting for late ranks",
+        T.EXPOSED_ALL_REDUCE_FRACTION,
+        value=lambda m: max(0, kind_exposed(m, {ALL_REDUCE}) - kind_wait(m, {ALL_REDUCE})) / m.step_time_ns,
+        template="On rank {rank} all-reduce {where} for {exposed} per step, {wait} of which is waiting for late "
+        "ranks; the remaining {rest} is {value:.0%} of the step (threshold {threshold:.0%}). Fewer, larger "
+        "and overlapped all-reduces help: accumulate gradients over more micro-batches per optimizer step "
+        "(gradient accumulation), fuse gradients into larger buckets (tensor fusion, e.g. DataParallel's "
+        "comm_buffer_size), and let the data-parallel all-reduce run during the backward pass "
+        "(communication overlap).{model_parallel}",
+        fields=_ar_fields,
+    ),
+    Rule(
+        "exposed_collectives",
+        "All-gather / reduce-scatter / broadcast / all-to-all are exposed",
+        "rank",
+        "exposed all-gather/reduce-scatter/broadcast/all-to-all per step",
+        T.EXPOSED_OTHER_COLLECTIVES_FRACTION,
+        value=lambda m: kind_exposed(m, OTHER_COLLECTIVES) / m.step_time_ns,
+        template="On rank {rank} these collectives run with no computation beside them for {exposed} per step "
+        "({value:.0%}; threshold {threshold:.0%}). With sharding, enable its communication overlap and "
+        "tensor fusion; for all-to-all (MoE), fewer and larger exchanges.",
+        fields=lambda m: dict(exposed=Ns(kind_exposed(m, OTHER_COLLECTIVES))),
+    ),
+    Rule(
+        "launch_bound",
+        "CUDA runtime calls dominate the host's time (launch bound)",
+        "rank",
+        "CUDA runtime time per step",
+        T.LAUNCH_BOUND_RUNTIME_FRACTION,
+        value=lambda m: max(0, m.runtime_ns - m.sync_ns) / m.step_time_ns,
+        template="On rank {rank} CUDA runtime calls other than synchronisations take {runtime} of the {step} step "
+        "({value:.0%}; threshold {threshold:.0%}) for {launches} launches, while kernels run {kernels}. "
+        "Fuse operators (fused attention, fused layer norm / bias / activation), use larger micro-batches, "
+        "or capture the step in a CUDA Graph.",
+        fields=lambda m: dict(
+            runtime=Ns(m.runtime_ns - m.sync_ns), step=Ns(m.step_time_ns), launches=m.launches, kernels=Ns(m.kernel_ns)
+        ),
+    ),
+    Rule(
+        "memcpy",
+        "Memory copies take a large share of the GPU's step",
+        "rank",
+        "memcpy/memset per step",
+        T.MEMCPY_FRACTION,
+        value=lambda m: m.memory_ns / m.step_time_ns,
+        template="On rank {rank} memcpy/memset run {memory} per step ({value:.0%}; threshold {threshold:.0%}), "
+        "{exposed} of it with no kernel beside it. Load batches into pinned memory (DataLoader with "
+        "pinned/shared memory) and copy asynchronously; keep tensors on the GPU between steps; avoid host "
+        "synchronisations that serialise copies.",
+        fields=lambda m: dict(memory=Ns(m.memory_ns), exposed=Ns(m.exposed_memory_ns)),
+    ),
+    Rule(
+        "gpu_idle",
+        "The GPU idles: the host does not keep it fed",
+        "rank",
+        "GPU idle per step",
+        T.GPU_IDLE_FRACTION,
+        value=lambda m: m.idle_ns / m.step_time_ns,
+        template="On rank {rank} no kernel, memcpy or memset runs for {idle} per step ({value:.0%}; threshold "
+        "{threshold:.0%}). Look at what the host does then: synchronising CUDA calls take {sync} per step "
+        "(fewer host syncs: no loss.item(), .numpy() or tensor printing every step), data loading (more "
+        "DataLoader workers, pinned memory), Python work between steps.",
+        fields=lambda m: dict(idle=Ns(m.idle_ns), sync=Ns(m.sync_ns)),
+        applies=lambda m: m.timeline == pb.TIMELINE_DEVICE,
+    ),
+    Rule(
+        "pipeline_bubble",
+        "Pipeline bubbles",
+        "stage",
+        "pipeline bubble per step",
+        T.PIPELINE_BUBBLE_FRACTION,
+        value=lambda s: s.bubble_ratio,
+        template="Stage {stage} (ranks {ranks}) waits for its neighbours {bubble} per step ({value:.0%} of the step; "
+        "threshold {threshold:.0%}). More micro-batches per step (accumulate_steps) shrink the fill and "
+        "drain; an interleaved schedule (virtual pipeline stages) shrinks them further.",
+        fields=lambda s: dict(stage=s.stage, ranks=_ranks_text(s.ranks), bubble=Ns(s.bubble_ns)),
+        also=Also(
+            "compute of the slowest stage over the fastest, minus 1",
+            T.STAGE_IMBALANCE_FRACTION,
+            value=_stage_imbalance,
+            template=" The stages' compute differs by {value:.0%} (threshold {threshold:.0%}): move layers "
+            "from the slowest stage to the others.",
+        ),
+    ),
+    Rule(
+        "pipeline_bubble",
+        "Pipeline bubbles",
+        "pipeline_rank",
+        "pipeline bubble per step",
+        T.PIPELINE_BUBBLE_FRACTION,
+        value=lambda m: m.bubble_ratio,
+        template="Rank {rank} waits for pipeline neighbours {bubble} per step ({value:.0%}; threshold "
+        "{threshold:.0%}). More micro-batches per step (accumulate_steps) or an interleaved schedule "
+        "shrink the fill and drain.",
+        fields=lambda m: dict(bubble=Ns(m.bubble_ns)),
+    ),
 ]
 
 
@@ -196,7 +251,7 @@ def _excess(out: ppb.RunParallel, rank: int) -> int:
 def _largest(rule: Rule, subjects):
     """The subject with the largest value (the first of equals), and that value; (None, -1)."""
     best, val = None, -1.0
-    value = cast(Callable, rule.value)   # (every scope but "straggler", not asked here, has one)
+    value = cast(Callable, rule.value)  # (every scope but "straggler", not asked here, has one)
     for s in subjects:
         if rule.applies(s):
             v = value(s)
@@ -209,11 +264,11 @@ def _subjects(rule: Rule, out: ppb.RunParallel, ranks, median_step: float):
     """(subject, rank or -1, value) of the places the rule fires."""
     pv = out.pipeline
     if rule.scope == "straggler":
-        if out.straggler.uncertain:   # an uncertain verdict names nobody to act on
+        if out.straggler.uncertain:  # an uncertain verdict names nobody to act on
             return
         floor = max(T.STRAGGLER_MIN_COST_NS, T.STRAGGLER_MIN_COST_FRACTION * median_step)
         for s in out.straggler.stragglers:
-            if s.job_cost_ns >= floor:   # an absorbed stall that costs nothing is no advice
+            if s.job_cost_ns >= floor:  # an absorbed stall that costs nothing is no advice
                 yield s, s.rank, (_excess(out, s.rank) / median_step if median_step else 0.0)
         return
     if rule.scope == "rank":
@@ -240,15 +295,39 @@ def advise(out: ppb.RunParallel, msgs: Dict[int, ppb.RankParallel], median_step:
             text = rule.template.format(**fields)
             extra = []
             if rule.cost is not None:
-                extra.append(dict(metric="cost to the job per step", value=rule.cost(subject, median_step),
-                                  threshold=0.0, unit="fraction of the median step", rank=rank))
+                extra.append(
+                    dict(
+                        metric="cost to the job per step",
+                        value=rule.cost(subject, median_step),
+                        threshold=0.0,
+                        unit="fraction of the median step",
+                        rank=rank,
+                    )
+                )
             if rule.also is not None:
                 more = rule.also.value(subject, out.pipeline.stages)
                 if more >= rule.also.threshold:
                     text += rule.also.template.format(value=more, threshold=rule.also.threshold)
-                    extra.append(dict(metric=rule.also.metric, value=more, threshold=rule.also.threshold,
-                                      unit=rule.also.unit, rank=-1))
-            a = _add(out, rule.rule, rule.title.format(rank=rank), text, rule.metric, rank, value, rule.threshold,
-                     unit=rule.unit, extra=extra)
+                    extra.append(
+                        dict(
+                            metric=rule.also.metric,
+                            value=more,
+                            threshold=rule.also.threshold,
+                            unit=rule.also.unit,
+                            rank=-1,
+                        )
+                    )
+            a = _add(
+                out,
+                rule.rule,
+                rule.title.format(rank=rank),
+                text,
+                rule.metric,
+                rank,
+                value,
+                rule.threshold,
+                unit=rule.unit,
+                extra=extra,
+            )
             if rule.scope == "stage":
                 a.ranks.extend(subject.ranks)

@@ -12,6 +12,7 @@ its channels and the placed ones; the shift is taken only when it makes clearly 
 the offsets it has (ALIGN_GAIN). At the true shift every member of every collective co-ends with its
 communicator; a shift by one stage's time aligns some stages' groups with others' at best.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Sequence, Tuple
@@ -20,16 +21,16 @@ import numpy as np
 
 from .clocks import binned
 
-ALIGN_GAIN = 1.25            # a shift is taken when this many times the current offsets' co-ending ends
-ALIGN_MIN_GAIN = 8           # ... and at least this many more
-ALIGN_CANDIDATES = 4         # modes of the end differences tried per line-up
-ALIGN_FULL = 0.8             # a line-up counts when this share of the component's ends co-end at a shift
-ALIGN_SAMPLE_CHANNELS = 16   # channels of a component, positions of a line-up sampled for the candidates
+ALIGN_GAIN = 1.25  # a shift is taken when this many times the current offsets' co-ending ends
+ALIGN_MIN_GAIN = 8  # ... and at least this many more
+ALIGN_CANDIDATES = 4  # modes of the end differences tried per line-up
+ALIGN_FULL = 0.8  # a line-up counts when this share of the component's ends co-end at a shift
+ALIGN_SAMPLE_CHANNELS = 16  # channels of a component, positions of a line-up sampled for the candidates
 ALIGN_SAMPLE_POSITIONS = 8
 ALIGN_WINDOW_NS = 5_000_000  # end differences considered for the candidates (clocks within +-5 ms)
-ALIGN_CHUNK = 1 << 20          # ends scored at once (shifts x the component's ends)
+ALIGN_CHUNK = 1 << 20  # ends scored at once (shifts x the component's ends)
 ALIGN_BAND_NS = 20_000_000  # a placed end this far or further counts as none (the bands of _Part)
-ALIGN_TOL_SIGMAS = 6.0       # the tolerance given is this many sigmas of end noise (thresholds.P2P_NOISE_FACTOR)
+ALIGN_TOL_SIGMAS = 6.0  # the tolerance given is this many sigmas of end noise (thresholds.P2P_NOISE_FACTOR)
 
 
 def components(n_nodes: int, pairs: Iterable[Tuple[int, int]]) -> np.ndarray:
@@ -57,8 +58,9 @@ class _Lineup:
         self.E, self.nodes = E, nodes
 
 
-def align_components(lineups: Sequence[Tuple[np.ndarray, np.ndarray]], off: List[int],
-                     comp: np.ndarray, tol: float) -> Tuple[List[int], List[int]]:
+def align_components(
+    lineups: Sequence[Tuple[np.ndarray, np.ndarray]], off: List[int], comp: np.ndarray, tol: float
+) -> Tuple[List[int], List[int]]:
     """(the offsets with each component shifted to where its ends co-end most with those placed before
     it, the components shifted). lineups: per shaped line-up its ends (channels x positions, the
     traces' clocks) and each channel's node; off: per node, subtracted from its ends; comp: per node its
@@ -67,8 +69,11 @@ def align_components(lineups: Sequence[Tuple[np.ndarray, np.ndarray]], off: List
     if n_comp < 2:
         return list(off), []
     o = np.asarray(off, dtype=np.int64)
-    lus = [_Lineup(E.astype(np.int64), nodes) for E, nodes in lineups
-           if nodes.size >= 2 and np.unique(comp[nodes]).size >= 2]
+    lus = [
+        _Lineup(E.astype(np.int64), nodes)
+        for E, nodes in lineups
+        if nodes.size >= 2 and np.unique(comp[nodes]).size >= 2
+    ]
     if not lus:
         return list(off), []
     placed = np.zeros(n_comp, dtype=bool)
@@ -148,12 +153,12 @@ class _Part:
         little, a communicator's members within the noise count fully."""
         s2 = 2.0 * (np.sqrt(2.0) * tol / ALIGN_TOL_SIGMAS) ** 2
         out = np.zeros(shifts.size)
-        step = max(1, ALIGN_CHUNK // max(1, self.X.size))   # shifts at a time: memory bounded
+        step = max(1, ALIGN_CHUNK // max(1, self.X.size))  # shifts at a time: memory bounded
         for k in range(0, shifts.size, step):
-            sh = shifts[k:k + step]
+            sh = shifts[k : k + step]
             d = self.nearest(self.X[None, :, :] - sh[:, None, None]).astype(np.float64)
             w = np.where(d <= tol, np.exp(-np.square(d) / s2), 0.0)
-            out[k:k + step] = w.reshape(sh.size, -1).sum(axis=1)
+            out[k : k + step] = w.reshape(sh.size, -1).sum(axis=1)
         return out
 
 

@@ -11,8 +11,7 @@ from ...v1 import plugin_pb2 as ppb
 from ..memory import memory_stages
 from . import advice, comm_ranks, encode, findings, labels, layers, pipeline, thresholds as T, topology, verdict
 from .load import as_digests, load_ranks, pool_of
-from .match import (SEND_RECV, Flat, global_names, member_values,
-                    split_pipeline_unions)
+from .match import SEND_RECV, Flat, global_names, member_values, split_pipeline_unions
 from .model import RankData
 from .steps import PER_STEP_FIELDS, _RankKinds, _Steps, _match_with_clocks
 
@@ -20,6 +19,7 @@ _sums, _round_div = verdict.segment_sums, verdict.round_div
 from .waits import Waits, communicators
 
 PEERS_PER_GROUP = 64
+
 
 def analyze_run(inputs: Sequence, run: str = "", span: str = "") -> ppb.RunParallel:
     """The RunParallel of the given RankDigests (or Summaries), one per rank of one run and span,
@@ -49,12 +49,18 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
 
     # ---- clocks
     for name, off, spread, samples, idx, ref in clock_rows:
-        out.clocks.add(hostname=name, ranks=[ranks[i].rank for i in idx], offset_ns=off, spread_ns=spread,
-                       samples=samples, reference=ref)
+        out.clocks.add(
+            hostname=name,
+            ranks=[ranks[i].rank for i in idx],
+            offset_ns=off,
+            spread_ns=spread,
+            samples=samples,
+            reference=ref,
+        )
 
     # ---- matching info
     n_inst = sum(r.kind.size for r in ranks)
-    matched_mask = [cast(np.ndarray, r.group) >= 0 for r in ranks]   # (load.py sets it, the matching fills it)
+    matched_mask = [cast(np.ndarray, r.group) >= 0 for r in ranks]  # (load.py sets it, the matching fills it)
     out.matching.instances = n_inst
     out.matching.matched_instances = int(sum(int(m.sum()) for m in matched_mask))
     out.matching.end_tolerance_ns = int(floor)
@@ -64,15 +70,18 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
         f"clock correction) differ by more than {T.END_GAP_FACTOR}x the typical distance to the nearest other end "
         f"(at least {int(floor)} ns); a position that merges groups seen apart at most positions is split like "
         "them; send/recv groups are one send and one receive; instances no line-up explains are pooled by step "
-        "and kind and cut the same way")
+        "and kind and cut the same way"
+    )
     all_kinds = np.concatenate([r.kind for r in ranks]) if ranks else np.zeros(0, np.int64)
     all_matched = np.concatenate(matched_mask) if ranks else np.zeros(0, bool)
     for k in np.unique(all_kinds).tolist():
         sel = all_kinds == k
         out.matching.coverage.add(kind=int(k), instances=int(sel.sum()), matched=int((sel & all_matched).sum()))
     if n_inst and not out.matching.matched_instances and len(ranks) > 1:
-        out.notes.append("No collective instance could be matched across ranks: waits and the straggler verdict "
-                         "need instances that line up (same steps and sequence of collectives).")
+        out.notes.append(
+            "No collective instance could be matched across ranks: waits and the straggler verdict "
+            "need instances that line up (same steps and sequence of collectives)."
+        )
 
     # ---- steps and heatmaps
     st = _Steps(ranks)
@@ -89,8 +98,10 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
     out.exposed_communication.values_ns.extend(grid_ex.ravel().tolist())
     missing = [ranks[i].rank for i in np.nonzero(st.count < S)[0].tolist()]
     if missing:
-        out.notes.append(f"Ranks {', '.join(map(str, missing[:32]))}{', …' if len(missing) > 32 else ''} lack some "
-                         f"of the steps {all_steps[0]}..{all_steps[-1]}.")
+        out.notes.append(
+            f"Ranks {', '.join(map(str, missing[:32]))}{', …' if len(missing) > 32 else ''} lack some "
+            f"of the steps {all_steps[0]}..{all_steps[-1]}."
+        )
 
     # ---- per-rank waits, caused waits, peers
     n = len(ranks)
@@ -103,7 +114,7 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
         np.add.at(last_arr, last_rank[coll_group], 1)
     peer_axes = {"mp", "dp", "sharding", "world", "other"}
     comms_of: List[List[int]] = [[] for _ in range(n)]
-    position: Dict[int, Dict[int, int]] = {}   # members.index(x) of the large groups
+    position: Dict[int, Dict[int, int]] = {}  # members.index(x) of the large groups
     for c, members in enumerate(comms):
         if axis[c] in peer_axes:
             for x in members:
@@ -120,7 +131,7 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
             if len(members) > PEERS_PER_GROUP:
                 k = position[c][x]
                 lo = max(0, min(k - PEERS_PER_GROUP // 2, len(members) - PEERS_PER_GROUP - 1))
-                members = members[lo:lo + PEERS_PER_GROUP + 1]
+                members = members[lo : lo + PEERS_PER_GROUP + 1]
             got.update(members)
         got.discard(x)
         return sorted(got)
@@ -130,8 +141,9 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
     peer_vals = verdict.peer_medians(ranks, topo, figs)
     peered = verdict.has_peers(ranks, topo)
     n_steps = np.maximum(1, st.count)
-    means = _round_div(np.stack([_sums(st.fields[:, j], st.ptr, n) for j in range(len(PER_STEP_FIELDS))], axis=1),
-                       n_steps[:, None])
+    means = _round_div(
+        np.stack([_sums(st.fields[:, j], st.ptr, n) for j in range(len(PER_STEP_FIELDS))], axis=1), n_steps[:, None]
+    )
     step_time = _round_div(_sums(st.time, st.ptr, n), n_steps)
     fd_ok = st.first_device >= 0
     fd_sum = _sums(np.where(fd_ok, st.first_device, 0), st.ptr, n)
@@ -152,12 +164,32 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
     for r in ranks:
         i = r.index
         dp, mp = topo.coord_dp[i], topo.coord_mp[i]
-        m = out.ranks.add(worker=r.worker, rank=r.rank, rank_inferred=r.rank_inferred, file_name=r.file_name,
-                          timeline=r.digest.parallel.timeline, steps=len(r.steps), hostname=r.hostname,
-                          pid=r.pid, device_id=r.device_id, dp=dp, mp=mp, sharding=topo.coord_sharding[i],
-                          clock_offset_ns=int(r.offset_ns))
-        m.label = labels.label(r.rank, r.hostname, r.device_id, r.pid, dp, topo.coord_pp[i], mp,
-                               sharding=topo.coord_sharding[i], worker=r.worker)
+        m = out.ranks.add(
+            worker=r.worker,
+            rank=r.rank,
+            rank_inferred=r.rank_inferred,
+            file_name=r.file_name,
+            timeline=r.digest.parallel.timeline,
+            steps=len(r.steps),
+            hostname=r.hostname,
+            pid=r.pid,
+            device_id=r.device_id,
+            dp=dp,
+            mp=mp,
+            sharding=topo.coord_sharding[i],
+            clock_offset_ns=int(r.offset_ns),
+        )
+        m.label = labels.label(
+            r.rank,
+            r.hostname,
+            r.device_id,
+            r.pid,
+            dp,
+            topo.coord_pp[i],
+            mp,
+            sharding=topo.coord_sharding[i],
+            worker=r.worker,
+        )
         m.step_breakdown.extend(r.digest.parallel.steps)
         m.step_time_ns = int(step_time[i])
         for f, v in zip(PER_STEP_FIELDS, means[i].tolist()):
@@ -193,11 +225,12 @@ def analyze(inputs: Sequence, run: str = "", span: str = "") -> Tuple[ppb.RunPar
         tv.groups.add(axis=ax, ranks=[ranks[x].rank for x in members], instances=inst, kinds=list(group_kinds))
 
     pipeline.fill(out, ranks, topo, msgs)
-    memory_stages(out, ranks, msgs)   # after the pipeline view: it reads pipeline_stage
+    memory_stages(out, ranks, msgs)  # after the pipeline view: it reads pipeline_stage
     comm_ranks.fill(out, ranks)
-    layers.fill(out, ranks, msgs)   # after the pipeline view: it reads pipeline_stage
+    layers.fill(out, ranks, msgs)  # after the pipeline view: it reads pipeline_stage
     median_step = statistics.median([m.step_time_ns for m in out.ranks if m.steps] or [0])
-    from .critical_path import Prepared   # critical_path imports this module
+    from .replay import Prepared
+
     prep = Prepared(ranks, flat, w, topo, np.asarray(g_axis))
     findings.fill(out, ranks, topo, flat, w, g_axis, figs, peer_vals, msgs, median_step, prep=prep)
     advice.advise(out, {m.rank: m for m in out.ranks}, median_step)
@@ -215,9 +248,20 @@ def _matched_table(ranks: Sequence[RankData], flat: Flat, w: Waits) -> encode.Ma
     last_rows, last_inst = flat.m_rank[w.last], flat.m_inst[w.last]
     name_id = name_of(last_rows, p.name[p.at(last_rows, last_inst)])
     return encode.MatchedTable(
-        list(names), flat.ptr, step=flat.g_step, kind=flat.g_kind, name=name_id, transfer=w.transfer,
-        last_rank=m_rank[w.last], rank=m_rank, ordinal=member_values(ranks, flat, "ordinal"), dur=w.m_dur,
-        wait=w.m_wait, start=member_values(ranks, flat, "start"), dir=member_values(ranks, flat, "dir"))
+        list(names),
+        flat.ptr,
+        step=flat.g_step,
+        kind=flat.g_kind,
+        name=name_id,
+        transfer=w.transfer,
+        last_rank=m_rank[w.last],
+        rank=m_rank,
+        ordinal=member_values(ranks, flat, "ordinal"),
+        dur=w.m_dur,
+        wait=w.m_wait,
+        start=member_values(ranks, flat, "start"),
+        dir=member_values(ranks, flat, "dir"),
+    )
 
 
 def _matched_api(out: ppb.RunParallel, ranks: Sequence[RankData], flat: Flat, w: Waits) -> None:
@@ -231,9 +275,19 @@ def _matched_api(out: ppb.RunParallel, ranks: Sequence[RankData], flat: Flat, w:
     for g in range(flat.n):
         a, b = ptr[g], ptr[g + 1]
         lr, li = int(flat.m_rank[last[g]]), int(flat.m_inst[last[g]])
-        mc = out.matched.add(step=int(flat.g_step[g]), kind=int(flat.g_kind[g]),
-                             name=ranks[lr].names[ranks[lr].name[li]], transfer_ns=int(w.transfer[g]),
-                             last_rank=m_rank[last[g]])
+        mc = out.matched.add(
+            step=int(flat.g_step[g]),
+            kind=int(flat.g_kind[g]),
+            name=ranks[lr].names[ranks[lr].name[li]],
+            transfer_ns=int(w.transfer[g]),
+            last_rank=m_rank[last[g]],
+        )
         for j in range(a, b):
-            mc.members.add(rank=m_rank[j], ordinal=ordinal[j], duration_ns=dur[j], wait_ns=wait[j],
-                           start_unix_ns=start[j], direction=direction[j])
+            mc.members.add(
+                rank=m_rank[j],
+                ordinal=ordinal[j],
+                duration_ns=dur[j],
+                wait_ns=wait[j],
+                start_unix_ns=start[j],
+                direction=direction[j],
+            )

@@ -5,6 +5,7 @@ The end differences between the members of one communicator are their clocks' di
 over the run: per member pair the median over all positions, per node pair those pooled into one edge
 (clocks.join joins the edges into offsets).
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
@@ -17,8 +18,14 @@ from .model import RankData
 from .shapes import EXACT_END_NS, SHAPE_NOISY_MIN_POSITIONS, Shaped
 
 
-def clock_edges(ranks: Sequence[RankData], shaped: List[Shaped], node_of: np.ndarray, noisy: bool = False,
-                 exact: bool = False, sigma: float = 0.0):
+def clock_edges(
+    ranks: Sequence[RankData],
+    shaped: List[Shaped],
+    node_of: np.ndarray,
+    noisy: bool = False,
+    exact: bool = False,
+    sigma: float = 0.0,
+):
     """Edges (a, b) → (offset(a) − offset(b), weight, spread, samples) between clock nodes, from the
     member pairs of every communicator block (each member against the block's first member on another
     node). exact (the run's members end together to the nanosecond): a pair whose end difference is
@@ -32,7 +39,7 @@ def clock_edges(ranks: Sequence[RankData], shaped: List[Shaped], node_of: np.nda
         lu, block = s.lu, s.block
         nb = int(block.max()) + 1 if block.size else 0
         if nb == block.size:
-            continue   # all one-rank communicators
+            continue  # all one-rank communicators
         E = _gather(ranks, lu.rows, lu.inst, "end")
         nodes = node_of[lu.rows]
         if sigma > 0 and block.size <= NOISY_PAIRS_MAX_CHANNELS:
@@ -74,7 +81,7 @@ def _pooled(acc: Dict[Tuple[int, int], List[Tuple[float, int, float]]], noisy: b
     return edges
 
 
-NOISY_PAIRS_MAX_CHANNELS = 512   # its C^2 / 2 member pairs compared over the positions
+NOISY_PAIRS_MAX_CHANNELS = 512  # its C^2 / 2 member pairs compared over the positions
 
 
 def _constant_pairs(E: np.ndarray, nodes: np.ndarray, block: np.ndarray, acc) -> None:
@@ -111,7 +118,8 @@ def _constant_pairs(E: np.ndarray, nodes: np.ndarray, block: np.ndarray, acc) ->
             best = iqr[sel[0]]
             keep = sel[iqr[sel] <= 2.0 * best + T.CLOCK_BIN_NS]
             acc.setdefault((int(na[sel[0]]), int(nb[sel[0]])), []).append(
-                (float(np.median(med[keep])), P, float(np.median(iqr[keep]))))
+                (float(np.median(med[keep])), P, float(np.median(iqr[keep])))
+            )
 
 
 def group_hosts(off: List[int], reached: List[bool], gap: float = T.CLOCK_HOST_GAP_NS) -> np.ndarray:

@@ -57,7 +57,7 @@ def coarse_pairs(ranks: Sequence[RankData], lineups: List[Lineup]) -> Dict[Tuple
         E = _gather(ranks, lu.rows, lu.inst, "end")
         P = E.shape[1]
         ref = int(uh[0])
-        er = E[np.nonzero(hosts == ref)[0][:T.CLOCK_MAX_CHANNELS]]
+        er = E[np.nonzero(hosts == ref)[0][: T.CLOCK_MAX_CHANNELS]]
         # every other host at once: its first CLOCK_MAX_CHANNELS channels (padding marked), against the
         # reference host's, all pairs' end differences sorted by position
         others = uh[1:]
@@ -66,9 +66,9 @@ def coarse_pairs(ranks: Sequence[RankData], lineups: List[Lineup]) -> Dict[Tuple
         first = np.searchsorted(hs, others)
         count = np.minimum(np.searchsorted(hs, others, side="right") - first, T.CLOCK_MAX_CHANNELS)
         k = np.arange(T.CLOCK_MAX_CHANNELS)
-        valid = k[None, :] < count[:, None]                                   # H × K
+        valid = k[None, :] < count[:, None]  # H × K
         rows = order[np.minimum(first[:, None] + k[None, :], order.size - 1)]
-        eh = E[rows]                                                          # H × K × P
+        eh = E[rows]  # H × K × P
         d = np.sort(eh[:, :, None, :] - er[None, None, :, :], axis=3).reshape(others.size, -1, P)
         q1, med, q3 = d[:, :, P // 4], d[:, :, P // 2], d[:, :, (3 * P) // 4]
         iqr = (q3 - q1).astype(np.float64)
@@ -132,7 +132,7 @@ def join(n_hosts: int, edges: Edges, robust: bool = False):
         live.pop(bad)
         grown = _tree(n_hosts, live)
         if sum(grown[3]) < sum(reached):
-            break   # the edge was the only bridge after all
+            break  # the edge was the only bridge after all
         out = grown
     return out[:4]
 
@@ -149,7 +149,7 @@ def _tree(n_hosts: int, edges: Edges):
     """(offsets, spread, samples, reached, parent, order) along a maximum spanning tree from host 0."""
     adj: Dict[int, List[Tuple[int, int, float, int, int]]] = defaultdict(list)
     for (a, b), (d, w, spread_, n) in edges.items():
-        adj[b].append((a, d, w, spread_, n))      # offset(a) = offset(b) + d
+        adj[b].append((a, d, w, spread_, n))  # offset(a) = offset(b) + d
         adj[a].append((b, -d, w, spread_, n))
     off = [0] * n_hosts
     spread = [0] * n_hosts
@@ -178,8 +178,7 @@ def _tree(n_hosts: int, edges: Edges):
     return off, spread, samples, reached, parent, order
 
 
-def _outvoted(off: List[int], parent: List[int], order: List[int],
-              edges: Edges) -> Optional[Tuple[int, int]]:
+def _outvoted(off: List[int], parent: List[int], order: List[int], edges: Edges) -> Optional[Tuple[int, int]]:
     """The tree edge most clearly outvoted by the edges across its cut, or None. For the subtree under
     each tree edge, every crossing edge (offset(a) − offset(b) = d) asks the subtree to move by its
     residual; the median move (weighted by samples: a wrong pair can be as constant as a right one)
@@ -225,7 +224,7 @@ def _outvoted(off: List[int], parent: List[int], order: List[int],
             continue
         near = np.abs(move - shift) <= tol
         share = float(w[near].sum() / cw[-1])
-        share = max(share, float(near.mean()))   # or by edges: distinct host pairs that agree
+        share = max(share, float(near.mean()))  # or by edges: distinct host pairs that agree
         if share >= best_share:
             p = parent[c]
             tree_edge = (c, p) if (c, p) in edges else (p, c)
@@ -272,16 +271,15 @@ def fine_offsets(ranks: Sequence[RankData], flat: Flat, n_hosts: int, sigma: flo
         x = ds[lo:hi]
         k = int(ks[bounds[i]])
         n = hi - lo
-        q1, med0, q3 = x[n // 4], x[n // 2], x[(3 * n) // 4]   # sorted: quartiles by index
+        q1, med0, q3 = x[n // 4], x[n // 2], x[(3 * n) // 4]  # sorted: quartiles by index
         if q3 - q1 <= bin_ns:
             med, votes, spread = int(round(float(med0))), n, int(round(float(q3 - q1)))
-        else:   # contaminated by merged groups: vote
+        else:  # contaminated by merged groups: vote
             med, votes, spread = _mode_estimate(x, bin_ns)
         if noisy and votes < FINE_NOISY_MIN_VOTES:
-            continue   # under noise one group's means are no clock: a host reached by none keeps its own
+            continue  # under noise one group's means are no clock: a host reached by none keeps its own
         edges[(k // n_hosts, k % n_hosts)] = (med, votes, spread, votes)
-        mad[(k // n_hosts, k % n_hosts)] = float(np.median(np.abs(x - med))) if spread > bin_ns \
-            else spread / 2.0
+        mad[(k // n_hosts, k % n_hosts)] = float(np.median(np.abs(x - med))) if spread > bin_ns else spread / 2.0
     off, spread, samples, reached = join(n_hosts, edges)
     # per host: the robust spread (median absolute deviation) of the pair that reached it
     _, host_mad, _, _ = join(n_hosts, {k: (e[0], e[1], int(round(mad[k])), e[3]) for k, e in edges.items()})

@@ -13,6 +13,7 @@ side (``RunParallel.comm``; docs/communication.md, "Across ranks"), from the dig
   size is the topology's (RunParallel.topology, topology.py): MP mp, DP dp, PP group pp, sharding
   sharding; send/recv and broadcast need none; an unknown size (0) leaves all-reduces and the like out.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -27,8 +28,14 @@ from .load import packed_columns
 
 
 # CommAxes' packed fields: number -> (name, zigzag-encoded)
-_AXES_FIELDS = {1: ("axis", False), 2: ("phase", False), 3: ("calls", False), 4: ("time_ns", False),
-                5: ("hidden_ns", False), 6: ("exposed_ns", False)}
+_AXES_FIELDS = {
+    1: ("axis", False),
+    2: ("phase", False),
+    3: ("calls", False),
+    4: ("time_ns", False),
+    5: ("hidden_ns", False),
+    6: ("exposed_ns", False),
+}
 
 
 def _axes_columns(msgs: Sequence[pb.CommAxes]) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
@@ -38,8 +45,10 @@ def _axes_columns(msgs: Sequence[pb.CommAxes]) -> Dict[str, Tuple[np.ndarray, np
     if got is not None:
         return got
     counts = np.array([len(m.axis) for m in msgs], dtype=np.int64)
-    return {name: (np.array([v for m in msgs for v in getattr(m, name)], dtype=np.int64), counts)
-            for name, _ in _AXES_FIELDS.values()}
+    return {
+        name: (np.array([v for m in msgs for v in getattr(m, name)], dtype=np.int64), counts)
+        for name, _ in _AXES_FIELDS.values()
+    }
 
 
 def fill(out: ppb.RunParallel, ranks: Sequence) -> None:
@@ -59,8 +68,12 @@ def fill(out: ppb.RunParallel, ranks: Sequence) -> None:
     vals = np.stack([cols[k][0] / n for k in ("calls", "time_ns", "hidden_ns", "exposed_ns")], axis=1)
     bytes_: Dict[int, List[float]] = {}
     tv = out.topology
-    size = {pb.COMM_AXIS_MP: tv.mp, pb.COMM_AXIS_DP: tv.dp, pb.COMM_AXIS_PP_GROUP: tv.pp,
-            pb.COMM_AXIS_SHARDING: tv.sharding}
+    size = {
+        pb.COMM_AXIS_MP: tv.mp,
+        pb.COMM_AXIS_DP: tv.dp,
+        pb.COMM_AXIS_PP_GROUP: tv.pp,
+        pb.COMM_AXIS_SHARDING: tv.sharding,
+    }
     factors: Dict[Tuple[int, int], Optional[float]] = {}
     for r in kept:
         for b in r.digest.comm.bandwidth:
@@ -80,8 +93,15 @@ def fill(out: ppb.RunParallel, ranks: Sequence) -> None:
         a = vals[sel]
         k = int(np.argmax(a[:, 3]))
         bw = bytes_.get(ax)
-        cv.axes.add(axis=ax, phase=ph, ranks=sel.size, time_ns=int(round(a[:, 1].mean())),
-                    hidden_ns=int(round(a[:, 2].mean())), exposed_ns=int(round(a[:, 3].mean())),
-                    max_exposed_ns=int(round(a[k, 3])), max_exposed_rank=int(rank_of[sel[k]]),
-                    algbw=bw[0] / (bw[1] * 1e-9) if bw else 0.0,
-                    busbw=bw[2] / (bw[3] * 1e-9) if bw and bw[3] else 0.0)
+        cv.axes.add(
+            axis=ax,
+            phase=ph,
+            ranks=sel.size,
+            time_ns=int(round(a[:, 1].mean())),
+            hidden_ns=int(round(a[:, 2].mean())),
+            exposed_ns=int(round(a[:, 3].mean())),
+            max_exposed_ns=int(round(a[k, 3])),
+            max_exposed_rank=int(rank_of[sel[k]]),
+            algbw=bw[0] / (bw[1] * 1e-9) if bw else 0.0,
+            busbw=bw[2] / (bw[3] * 1e-9) if bw and bw[3] else 0.0,
+        )

@@ -51,16 +51,27 @@ import numpy as np
 from . import clocks, thresholds as T
 from .clocks import join
 from .load import pool_of
-from .match import (SEND_RECV, Collector, Flat, Lineup, _emit, _gather, _leaders, _offsets, _persist, _ranges,
-                    build_lineups, cut_columns, match_residue)
+from .match import (
+    SEND_RECV,
+    Collector,
+    Flat,
+    Lineup,
+    _emit,
+    _gather,
+    _leaders,
+    _offsets,
+    _persist,
+    _ranges,
+    build_lineups,
+    cut_columns,
+    match_residue,
+)
 from .model import RankData
 from .align import align_components, components
 from .clock_edges import clock_edges, group_hosts
-from .p2p import (P2P_CLOCK_MIN_WINDOW_NS, P2P_CLOCK_WIDE_WINDOW_NS, P2P_CLOCK_WINDOW_FACTOR, match_p2p,
-                  p2p_host_edges)
+from .p2p import P2P_CLOCK_MIN_WINDOW_NS, P2P_CLOCK_WIDE_WINDOW_NS, P2P_CLOCK_WINDOW_FACTOR, match_p2p, p2p_host_edges
 from .prior import irregular, rank_partitions, regroup, split_by_prior
 from .shapes import EXACT_END_NS, SHAPE_MIN_POSITIONS, SHAPE_NOISY_MIN_POSITIONS, Shaped, measure_noise, shape_blocks
-
 
 
 def _has_hosts(ranks: Sequence[RankData]) -> bool:
@@ -78,8 +89,15 @@ def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: Shaped, tol: floa
         lead = np.full(int(block.max()) + 1, C, dtype=np.int64)
         np.minimum.at(lead, block, np.arange(C, dtype=np.int64))
         L = np.repeat(lead[block][:, None], P, axis=1)
-        split = split_by_prior(L, _gather(ranks, lu.rows, lu.inst, "cend"), lu.rows, parts, sigma,
-                               _hosts(ranks, lu.rows), _devices(ranks, lu.rows))
+        split = split_by_prior(
+            L,
+            _gather(ranks, lu.rows, lu.inst, "cend"),
+            lu.rows,
+            parts,
+            sigma,
+            _hosts(ranks, lu.rows),
+            _devices(ranks, lu.rows),
+        )
         if split is not L:
             block = np.unique(split[:, 0], return_inverse=True)[1].ravel()
     order = np.lexsort((lu.rows, block))
@@ -88,8 +106,8 @@ def _emit_shaped(ranks: Sequence[RankData], col: Collector, s: Shaped, tol: floa
     sizes = np.diff(np.concatenate([starts, [C]]))
     B = starts.size
     Ec = _gather(ranks, lu.rows[order], lu.inst[order], "cend")
-    spread = np.maximum.reduceat(Ec, starts, axis=0) - np.minimum.reduceat(Ec, starts, axis=0)   # B × P
-    ok = (spread <= tol).T.ravel()                                  # position-major, block within
+    spread = np.maximum.reduceat(Ec, starts, axis=0) - np.minimum.reduceat(Ec, starts, axis=0)  # B × P
+    ok = (spread <= tol).T.ravel()  # position-major, block within
     g_size = np.tile(sizes, P)
     g_step = np.repeat(lu.steps, B)
     g_kind = np.repeat(lu.kinds, B)
@@ -143,15 +161,16 @@ def match_run(ranks: List[RankData], notes: List[str]):
     # short line-ups' cuts at EXACT_TOL_NS: lock-step replicas a microsecond apart are told apart
     exact = sigma <= EXACT_END_NS
     noisy = _noisy(sigma)
-    shape_tol = min(T.SHAPE_WIDE_TOL_NS, max(T.EXACT_TOL_NS if exact else T.MATCH_TOL_NS,
-                                             T.SHAPE_NOISE_FACTOR * sigma))
+    shape_tol = min(T.SHAPE_WIDE_TOL_NS, max(T.EXACT_TOL_NS if exact else T.MATCH_TOL_NS, T.SHAPE_NOISE_FACTOR * sigma))
     tol = max(T.MATCH_TOL_NS, T.P2P_NOISE_FACTOR * sigma)
     cut_tol = T.EXACT_TOL_NS if exact else tol
     verify = max(T.MATCH_VERIFY_NS, T.VERIFY_NOISE_FACTOR * sigma)
     if tol > T.MATCH_TOL_NS:
-        notes.append(f"The members of one collective end {{ns:{int(round(sigma))}}} apart (end noise, sigma, "
-                     f"measured on the communicators): instances are matched within {{ns:{int(round(verify))}}}, "
-                     f"send/recv within {{ns:{int(round(tol))}}}.")
+        notes.append(
+            f"The members of one collective end {{ns:{int(round(sigma))}}} apart (end noise, sigma, "
+            f"measured on the communicators): instances are matched within {{ns:{int(round(verify))}}}, "
+            f"send/recv within {{ns:{int(round(tol))}}}."
+        )
     shaped: List[Shaped] = []
     for (lu, E), bw in zip(cands, wide):
         block = bw if shape_tol >= T.SHAPE_WIDE_TOL_NS else shape_blocks(E, shape_tol, centred=noisy)
@@ -215,8 +234,9 @@ def match_run(ranks: List[RankData], notes: List[str]):
     # (two ranks: a line-up of two channels is one group at every position, whatever its times, so
     # matched groups tell nothing of the clocks)
     if not hosts_known and n > 2 and not all(reached):
-        off, spread, samples, reached = _refine_rank_clocks(ranks, shaped, short, (off, spread, samples, reached),
-                                                            (tol, verify, sigma, cut_tol))
+        off, spread, samples, reached = _refine_rank_clocks(
+            ranks, shaped, short, (off, spread, samples, reached), (tol, verify, sigma, cut_tol)
+        )
     clock_rows = []
     n_h = 0
     if not hosts_known:
@@ -227,11 +247,12 @@ def match_run(ranks: List[RankData], notes: List[str]):
             else:
                 gap = max(T.CLOCK_HOST_GAP_NS, T.HOST_GAP_NOISE_FACTOR * sigma)
             host = group_hosts(off, reached, gap)
-        else:   # no collective instance at all (Paddle on CPU/gloo): nothing tells clocks apart, one clock
+        else:  # no collective instance at all (Paddle on CPU/gloo): nothing tells clocks apart, one clock
             host = np.zeros(n, dtype=np.int64)
         n_h = int(host.max()) + 1 if n else 0
-        h_off, h_spread, h_samples, h_reached = _host_clocks(ranks, shaped, host, n_h, (off, spread, samples, reached),
-                                                             noisy)
+        h_off, h_spread, h_samples, h_reached = _host_clocks(
+            ranks, shaped, host, n_h, (off, spread, samples, reached), noisy
+        )
         ref = h_off[int(host[0])] if n else 0
         for r in ranks:
             r.host = int(host[r.index])
@@ -241,8 +262,10 @@ def match_run(ranks: List[RankData], notes: List[str]):
             idx = np.flatnonzero(host == h).tolist()
             clock_rows.append(("", h_off[h] - ref, h_spread[h], h_samples[h], idx, h == int(host[0])))
         if n_h > 1:
-            notes.append(f"The worker names tell no hosts: {n_h} clocks told apart by the collectives' end times "
-                         "(ranks whose offsets agree share a host).")
+            notes.append(
+                f"The worker names tell no hosts: {n_h} clocks told apart by the collectives' end times "
+                "(ranks whose offsets agree share a host)."
+            )
         lost = [i for i in range(n_h) if not h_reached[i]] if n > 1 else []
     else:
         for r in ranks:
@@ -257,10 +280,15 @@ def match_run(ranks: List[RankData], notes: List[str]):
             if h and not reached[h]:
                 lost.append(h)
     if lost and len(clock_rows) > 1:
-        what = [clock_rows[h][0] or f"of ranks {[ranks[i].rank for i in clock_rows[h][4]][:4]}" for h in lost
-                if h < len(clock_rows)]
-        notes.append(f"No collective links host(s) {', '.join(what[:8])}{', …' if len(what) > 8 else ''} to the "
-                     "others: their clocks are not corrected.")
+        what = [
+            clock_rows[h][0] or f"of ranks {[ranks[i].rank for i in clock_rows[h][4]][:4]}"
+            for h in lost
+            if h < len(clock_rows)
+        ]
+        notes.append(
+            f"No collective links host(s) {', '.join(what[:8])}{', …' if len(what) > 8 else ''} to the "
+            "others: their clocks are not corrected."
+        )
 
     flat = _instances(ranks, shaped, short, tol, verify, sigma, cut_tol)
     if n_h > 1 and n > 2:
@@ -281,8 +309,7 @@ def match_run(ranks: List[RankData], notes: List[str]):
     return flat, clock_rows, tol
 
 
-def _host_clocks(ranks: Sequence[RankData], shaped: List[Shaped], host: np.ndarray, n_h: int, clocks_,
-                 noisy: bool):
+def _host_clocks(ranks: Sequence[RankData], shaped: List[Shaped], host: np.ndarray, n_h: int, clocks_, noisy: bool):
     """(offsets, spread, samples, reached) per host of rank-named files, the hosts grouped from the ranks'
     offsets (clocks_, per rank): the median of its ranks' offsets, then, where the communicators' blocks
     link it to the reference host, from every member pair of those blocks pooled per host pair (one clock
@@ -327,8 +354,15 @@ def _refine_rank_clocks(ranks: Sequence[RankData], shaped: List[Shaped], short: 
     return new_off, new_spread, new_samples, [bool(a or b) for a, b in zip(reached, reached_f)]
 
 
-def _instances(ranks: Sequence[RankData], shaped: List[Shaped], short: List[Lineup], tol: float,
-               verify: float, sigma: float, cut_tol: float) -> Flat:
+def _instances(
+    ranks: Sequence[RankData],
+    shaped: List[Shaped],
+    short: List[Lineup],
+    tol: float,
+    verify: float,
+    sigma: float,
+    cut_tol: float,
+) -> Flat:
     col = Collector()
     pool = pool_of(ranks)
     match_p2p(ranks, col, tol, sigma)
@@ -356,7 +390,7 @@ def _instances(ranks: Sequence[RankData], shaped: List[Shaped], short: List[Line
     taken = np.zeros(p.kind.size, bool)
     if m_rank.size:
         taken[p.at(m_rank, m_inst)] = True
-    taken |= p.kind == SEND_RECV        # send/recv: only by links
+    taken |= p.kind == SEND_RECV  # send/recv: only by links
     match_residue(ranks, col, taken, tol)
     return _flat(ranks, col)
 
@@ -379,8 +413,9 @@ def _known_partitions(ranks: Sequence[RankData], shaped: List[Shaped], col: Coll
     _, g_kind, g_size, m_rank, _ = col.arrays()
     first = np.concatenate([[0], np.cumsum(g_size)[:-1]]).astype(np.int64)
     pair = first[(g_kind == SEND_RECV) & (g_size == 2)]
-    return rank_partitions(len(ranks), [(s.lu.rows, s.block) for s in shaped if not s.by_time],
-                           (m_rank[pair], m_rank[pair + 1]))
+    return rank_partitions(
+        len(ranks), [(s.lu.rows, s.block) for s in shaped if not s.by_time], (m_rank[pair], m_rank[pair + 1])
+    )
 
 
 def _flat(ranks: Sequence[RankData], col: Collector) -> Flat:

@@ -9,7 +9,7 @@ The verdict (findings.py), the straggler what-if (whatif.py) and Compare all rea
   median absolute deviation pooled over all ranks, relative to the peers' value (at least
   NOISE_SCALE_FRACTION of the median step), so that a GPU a little slower by nature is no candidate. No threshold decides whether a candidate is a
   straggler: its cost does.
-* **The change** ("at its role peers' speed"), in the replay of critical_path.py:
+* **The change** ("at its role peers' speed"), in the replay of replay.py:
   - compute: the rank's compute runs' kernel time scaled by the peers' median compute ÷ its own;
   - memcpy: its copies' time scaled by the peers' median ÷ its own;
   - launches: its launch lags (and the host chain's) scaled by the peers' median ÷ its own;
@@ -62,22 +62,23 @@ HOST_FIGURES = ("dataloader", "stall", "first_device")
 @dataclass
 class Candidate:
     index: int
-    figure: str                # the figure with the largest excess beyond the noise (the cause)
-    excess: int                # ns per step over the role peers' median in that figure
-    excesses: Dict[str, int]   # every figure's excess beyond the noise (0 within it)
+    figure: str  # the figure with the largest excess beyond the noise (the cause)
+    excess: int  # ns per step over the role peers' median in that figure
+    excesses: Dict[str, int]  # every figure's excess beyond the noise (0 within it)
     value: int
     peer_value: int
-    cost: float = 0.0          # ns per step
-    method: str = ""           # "replay" or "step times"
-    group: int = -1            # index into Costs.groups when it shares its excess with many ranks
+    cost: float = 0.0  # ns per step
+    method: str = ""  # "replay" or "step times"
+    group: int = -1  # index into Costs.groups when it shares its excess with many ranks
 
 
 @dataclass
 class Group:
     """Candidates that share one excess: structure (the program differs), not stragglers."""
+
     figure: str
-    members: List[int]         # rank indexes
-    excess: int                # median excess
+    members: List[int]  # rank indexes
+    excess: int  # median excess
     peer_value: int
     representative: int
     cost: float = 0.0
@@ -85,12 +86,12 @@ class Group:
 
 @dataclass
 class Costs:
-    candidates: List[Candidate] = field(default_factory=list)   # costliest first
+    candidates: List[Candidate] = field(default_factory=list)  # costliest first
     groups: List[Group] = field(default_factory=list)
-    base_step: float = 0.0          # the unchanged replay's job step (or the median step time)
+    base_step: float = 0.0  # the unchanged replay's job step (or the median step time)
     method: str = ""
     notes: List[str] = field(default_factory=list)
-    caveat: str = ""                # the replay's caveat of the evidence (unmatched collectives), "" without
+    caveat: str = ""  # the replay's caveat of the evidence (unmatched collectives), "" without
 
     def of(self, index: int) -> Optional[Candidate]:
         return next((c for c in self.candidates if c.index == index), None)
@@ -103,8 +104,14 @@ def _scale(peer: float, median_step: float) -> float:
     return max(float(peer), NOISE_SCALE_FRACTION * median_step, 1.0)
 
 
-def _noise(figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]], peered: Sequence[bool],
-           median_step: float, ranks: Sequence[RankData] = (), role_of: Sequence = ()) -> Dict[str, float]:
+def _noise(
+    figs: List[Dict[str, int]],
+    peer_vals: List[Dict[str, int]],
+    peered: Sequence[bool],
+    median_step: float,
+    ranks: Sequence[RankData] = (),
+    role_of: Sequence = (),
+) -> Dict[str, float]:
     """Per figure, the timing noise as a share of the scale: the standard deviation estimated from the
     median absolute deviation of every peered rank from its role peers' median (pooled over the roles,
     so that a role of two ranks or one straggler does not set it). With fewer than NOISE_MIN_ROLES
@@ -112,7 +119,7 @@ def _noise(figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]], peered: 
     it): then the noise of a rank's mean over its steps, from its steps' variation (_step_noise)."""
     idx = [i for i, p in enumerate(peered) if p]
     out: Dict[str, float] = {}
-    roles: Dict[object, int] = {}   # role → its peered ranks
+    roles: Dict[object, int] = {}  # role → its peered ranks
     for i in idx:
         if role_of:
             roles[role_of[i]] = roles.get(role_of[i], 0) + 1
@@ -134,8 +141,9 @@ def _noise(figs: List[Dict[str, int]], peer_vals: List[Dict[str, int]], peered: 
 NOISE_MIN_ROLES = 3
 
 
-def _step_noise(ranks: Sequence[RankData], idx: List[int], peer_vals: List[Dict[str, int]],
-                median_step: float) -> Dict[str, Optional[float]]:
+def _step_noise(
+    ranks: Sequence[RankData], idx: List[int], peer_vals: List[Dict[str, int]], median_step: float
+) -> Dict[str, Optional[float]]:
     """Per figure, the standard deviation of the difference between two ranks' means over their steps,
     as a share of the scale: each rank's step-to-step deviation (1.4826 x the median absolute deviation
     about its own median) over the square root of its steps, x sqrt 2, the median over the ranks;
@@ -148,7 +156,7 @@ def _step_noise(ranks: Sequence[RankData], idx: List[int], peer_vals: List[Dict[
     for f in verdict.FIGURES:
         per = []
         for i in idx:
-            v = vals[f][st.ptr[i]:st.ptr[i + 1]]
+            v = vals[f][st.ptr[i] : st.ptr[i + 1]]
             if f == "first_device":
                 v = v[v >= 0]
             if v.size < 3:
@@ -159,8 +167,14 @@ def _step_noise(ranks: Sequence[RankData], idx: List[int], peer_vals: List[Dict[
     return out
 
 
-def candidates(ranks: Sequence[RankData], topo: Topology, figs: List[Dict[str, int]],
-               peer_vals: List[Dict[str, int]], median_step: float, peered: Sequence[bool]) -> List[Candidate]:
+def candidates(
+    ranks: Sequence[RankData],
+    topo: Topology,
+    figs: List[Dict[str, int]],
+    peer_vals: List[Dict[str, int]],
+    median_step: float,
+    peered: Sequence[bool],
+) -> List[Candidate]:
     floor = max(CANDIDATE_MIN_NS, CANDIDATE_MIN_FRACTION * median_step)
     # roles known (a grid from the collectives): too few of them pool no noise; unknown (no collective
     # in the traces, every rank compared with all others): the pool over all ranks
@@ -224,7 +238,7 @@ def _host_change(graph, mine: np.ndarray, x: float):
     cand = np.nonzero(host & np.isfinite(lead))[0]
     chosen = np.zeros(n + 1, dtype=bool)
     if cand.size:
-        order = np.lexsort((-lead[cand], graph.step[cand]))     # by step, longest lead first
+        order = np.lexsort((-lead[cand], graph.step[cand]))  # by step, longest lead first
         c = cand[order]
         first = np.concatenate([[True], graph.step[c][1:] != graph.step[c][:-1]])
         chosen[c[first]] = True
@@ -274,9 +288,18 @@ def _step_time_costs(cands: List[Candidate], msgs, median_step: float) -> None:
         c.method = "step times"
 
 
-def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[str, int]],
-               peer_vals: List[Dict[str, int]], median_step: float, msgs=None, graph=None, prep=None) -> Costs:
-    """Every candidate's cost (see the module docstring). ``graph``: a critical_path.Graph already made,
+def rank_costs(
+    ranks: Sequence[RankData],
+    topo: Topology,
+    flat,
+    figs: List[Dict[str, int]],
+    peer_vals: List[Dict[str, int]],
+    median_step: float,
+    msgs=None,
+    graph=None,
+    prep=None,
+) -> Costs:
+    """Every candidate's cost (see the module docstring). ``graph``: a replay.Graph already made,
     or a function that makes one (else one is made from ``prep`` or from the arguments when some
     candidate needs it)."""
     peered = verdict.has_peers(ranks, topo)
@@ -290,30 +313,37 @@ def rank_costs(ranks: Sequence[RankData], topo: Topology, flat, figs: List[Dict[
     if not joined:
         _step_time_costs(cands, msgs if msgs is not None else [_Idle(r) for r in ranks], median_step)
         out.method = "step times"
-        out.notes.append("No collective joins the ranks in the traces (or they carry no program): each cost is "
-                         "the rank's excess as far as the other ranks' idle time can give it back, from step times.")
+        out.notes.append(
+            "No collective joins the ranks in the traces (or they carry no program): each cost is "
+            "the rank's excess as far as the other ranks' idle time can give it back, from step times."
+        )
     else:
         if callable(graph):
             graph = graph()
         if graph is None:
-            from .critical_path import Graph, Prepared
+            from .replay import Graph, Prepared
             from .waits import Waits
+
             if prep is None:
                 prep = Prepared(list(ranks), flat, Waits(ranks, flat), topo, np.zeros(flat.n, dtype=object))
             graph = Graph(prep)
         reps = {g.representative for g in out.groups}
-        replayed = sorted((c for c in cands if c.group < 0 or c.index in reps),
-                          key=lambda c: (c.index not in reps, -c.excess / _scale(c.peer_value, median_step)))
+        replayed = sorted(
+            (c for c in cands if c.group < 0 or c.index in reps),
+            key=lambda c: (c.index not in reps, -c.excess / _scale(c.peer_value, median_step)),
+        )
         if len(replayed) > MAX_REPLAYED:
             for c in replayed[MAX_REPLAYED:]:
                 c.method = "not replayed"
-            out.notes.append(f"{len(replayed) - MAX_REPLAYED} more ranks unlike their role peers were not replayed "
-                             f"(the {MAX_REPLAYED} with the largest excess were): they are not named.")
+            out.notes.append(
+                f"{len(replayed) - MAX_REPLAYED} more ranks unlike their role peers were not replayed "
+                f"(the {MAX_REPLAYED} with the largest excess were): they are not named."
+            )
             replayed = replayed[:MAX_REPLAYED]
         out.caveat = graph.unmatched_note()
-        base = out.base_step   # (set below: replayed is never empty, cands is not)
-        for k in range(0, len(replayed), REPLAY_BATCH):   # a few at a time: K replays hold K copies of the graph
-            part = replayed[k:k + REPLAY_BATCH]
+        base = out.base_step  # (set below: replayed is never empty, cands is not)
+        for k in range(0, len(replayed), REPLAY_BATCH):  # a few at a time: K replays hold K copies of the graph
+            part = replayed[k : k + REPLAY_BATCH]
             changes: List[dict] = [{}] + [change_of(graph, c, peer_vals[c.index], figs[c.index]) for c in part]
             s, e = graph.replay_many(changes)
             steps = graph.job_steps(s, e)
@@ -356,7 +386,11 @@ def named(costs: Costs, median_step: float) -> List[Candidate]:
     straggler floor, and those whose large excess the job absorbs (the absorbed stalls); not the
     members of a group (structure)."""
     from . import thresholds as T
+
     min_cost = max(T.STRAGGLER_MIN_COST_NS, T.STRAGGLER_MIN_COST_FRACTION * median_step)
     floor = max(T.ANOMALY_MIN_EXCESS_NS, T.ANOMALY_MIN_EXCESS_FRACTION * median_step)
-    return [c for c in costs.candidates if c.group < 0 and c.method != "not replayed"
-            and (c.cost >= min_cost or c.excess >= floor)]
+    return [
+        c
+        for c in costs.candidates
+        if c.group < 0 and c.method != "not replayed" and (c.cost >= min_cost or c.excess >= floor)
+    ]

@@ -22,8 +22,8 @@ def _varints(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(n × w bytes, n × w mask, w ≤ 10 as the largest value needs) of the varint of each value (int64: negatives as 10 bytes)."""
     v = np.asarray(values, dtype=np.int64).view(np.uint64)
     top = int(v.max()) if v.size else 0
-    width = max(1, (top.bit_length() + 6) // 7)   # enough 7-bit groups for the largest value
-    shifts = (np.arange(width, dtype=np.uint64) * np.uint64(7))
+    width = max(1, (top.bit_length() + 6) // 7)  # enough 7-bit groups for the largest value
+    shifts = np.arange(width, dtype=np.uint64) * np.uint64(7)
     groups = (v[:, None] >> shifts[None, :]) & np.uint64(0x7F)
     # number of bytes: 1 + index of the last non-zero 7-bit group
     nz = groups != 0
@@ -67,26 +67,54 @@ def _interleave(a: np.ndarray, a_len: np.ndarray, b: np.ndarray, b_len: np.ndarr
     return out
 
 
-CHUNK_GROUPS = 8192   # groups encoded at a time: the temporaries stay small (and in cache)
+CHUNK_GROUPS = 8192  # groups encoded at a time: the temporaries stay small (and in cache)
 
 
-def matched_bytes(step: np.ndarray, kind: np.ndarray, name_id: np.ndarray, names: List[str], transfer: np.ndarray,
-                  last_rank: np.ndarray, ptr: np.ndarray, m_rank: np.ndarray, m_ordinal: np.ndarray,
-                  m_dur: np.ndarray, m_wait: np.ndarray, m_start: np.ndarray, m_dir: np.ndarray,
-                  field_number: int = 8) -> bytes:
+def matched_bytes(
+    step: np.ndarray,
+    kind: np.ndarray,
+    name_id: np.ndarray,
+    names: List[str],
+    transfer: np.ndarray,
+    last_rank: np.ndarray,
+    ptr: np.ndarray,
+    m_rank: np.ndarray,
+    m_ordinal: np.ndarray,
+    m_dur: np.ndarray,
+    m_wait: np.ndarray,
+    m_start: np.ndarray,
+    m_dir: np.ndarray,
+    field_number: int = 8,
+) -> bytes:
     """The bytes of `field_number` (RunParallel.matched) repeated once per group."""
     out = []
     for a in range(0, step.size, CHUNK_GROUPS):
         b = min(step.size, a + CHUNK_GROUPS)
         lo, hi = int(ptr[a]), int(ptr[b])
-        out.append(_matched_chunk(step[a:b], kind[a:b], name_id[a:b], names, transfer[a:b], last_rank[a:b],
-                                  ptr[a:b + 1] - lo, m_rank[lo:hi], m_ordinal[lo:hi], m_dur[lo:hi], m_wait[lo:hi],
-                                  m_start[lo:hi], m_dir[lo:hi], field_number))
+        out.append(
+            _matched_chunk(
+                step[a:b],
+                kind[a:b],
+                name_id[a:b],
+                names,
+                transfer[a:b],
+                last_rank[a:b],
+                ptr[a : b + 1] - lo,
+                m_rank[lo:hi],
+                m_ordinal[lo:hi],
+                m_dur[lo:hi],
+                m_wait[lo:hi],
+                m_start[lo:hi],
+                m_dir[lo:hi],
+                field_number,
+            )
+        )
     return b"".join(out)
 
 
-def _matched_chunk(step, kind, name_id, names, transfer, last_rank, ptr, m_rank, m_ordinal, m_dur, m_wait, m_start,
-                   m_dir, field_number) -> bytes:
+def _matched_chunk(
+    step, kind, name_id, names, transfer, last_rank, ptr, m_rank, m_ordinal, m_dur, m_wait, m_start, m_dir, field_number
+) -> bytes:
     n, m = step.size, m_rank.size
     if n == 0:
         return b""
@@ -104,8 +132,8 @@ def _matched_chunk(step, kind, name_id, names, transfer, last_rank, ptr, m_rank,
     table = np.zeros((len(enc), width), dtype=np.uint8)
     tmask = np.zeros((len(enc), width), dtype=bool)
     for i, e in enumerate(enc):
-        table[i, :len(e)] = np.frombuffer(e, dtype=np.uint8)
-        tmask[i, :len(e)] = True
+        table[i, : len(e)] = np.frombuffer(e, dtype=np.uint8)
+        tmask[i, : len(e)] = True
     nlen = np.array([len(e) for e in enc], dtype=np.int64)[name_id]
     nb, nm = _len_prefix(3, nlen)
     tb, tm = _fields([(4, transfer), (5, last_rank)], n)
@@ -146,7 +174,7 @@ class MatchedTable:
     def __init__(self, names: List[str], ptr: np.ndarray, **cols: np.ndarray):
         self.names = list(names)
         self.ptr = _ints(ptr)
-        for f in self.GROUP + self.MEMBER:   # as narrow as stored: the encoder widens what it encodes
+        for f in self.GROUP + self.MEMBER:  # as narrow as stored: the encoder widens what it encodes
             setattr(self, f, _ints(cols[f]))
 
     @property
@@ -166,13 +194,15 @@ class MatchedTable:
         m: Dict[str, List[int]] = {f: [] for f in cls.MEMBER}
         sizes = []
         for mc in matched:
-            for f, v in zip(cls.GROUP, (mc.step, mc.kind, names.setdefault(mc.name, len(names)), mc.transfer_ns,
-                                        mc.last_rank)):
+            for f, v in zip(
+                cls.GROUP, (mc.step, mc.kind, names.setdefault(mc.name, len(names)), mc.transfer_ns, mc.last_rank)
+            ):
                 g[f].append(v)
             sizes.append(len(mc.members))
             for x in mc.members:
-                for f, v in zip(cls.MEMBER, (x.rank, x.ordinal, x.duration_ns, x.wait_ns, x.start_unix_ns,
-                                             x.direction)):
+                for f, v in zip(
+                    cls.MEMBER, (x.rank, x.ordinal, x.duration_ns, x.wait_ns, x.start_unix_ns, x.direction)
+                ):
                     m[f].append(v)
         ptr = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
         return cls(list(names), ptr, **{k: np.array(v, dtype=np.int64) for k, v in {**g, **m}.items()})
@@ -183,7 +213,7 @@ class MatchedTable:
         if step is not None:
             keep &= self.step == int(step)
         if rank is not None and self.n:
-            hits = np.concatenate([[0], np.cumsum(self.rank == int(rank))])   # members of rank, per group
+            hits = np.concatenate([[0], np.cumsum(self.rank == int(rank))])  # members of rank, per group
             keep &= hits[self.ptr[1:]] > hits[self.ptr[:-1]]
         return np.nonzero(keep)[0]
 
@@ -199,12 +229,28 @@ class MatchedTable:
             sizes = self.ptr[groups + 1] - self.ptr[groups]
             ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
             starts = self.ptr[groups]
-            mem = (np.repeat(starts - ptr[:-1], sizes) + np.arange(int(ptr[-1]))) if groups.size else \
-                np.zeros(0, np.int64)
+            mem = (
+                (np.repeat(starts - ptr[:-1], sizes) + np.arange(int(ptr[-1])))
+                if groups.size
+                else np.zeros(0, np.int64)
+            )
             g = groups
-        return matched_bytes(self.step[g], self.kind[g], self.name[g], self.names, self.transfer[g],
-                             self.last_rank[g], ptr, self.rank[mem], self.ordinal[mem], self.dur[mem],
-                             self.wait[mem], self.start[mem], self.dir[mem], field_number)
+        return matched_bytes(
+            self.step[g],
+            self.kind[g],
+            self.name[g],
+            self.names,
+            self.transfer[g],
+            self.last_rank[g],
+            ptr,
+            self.rank[mem],
+            self.ordinal[mem],
+            self.dur[mem],
+            self.wait[mem],
+            self.start[mem],
+            self.dir[mem],
+            field_number,
+        )
 
     def json_value(self) -> List[dict]:
         """Every instance as RunParallel.matched's proto3 JSON values (core.protojson: the same as the
@@ -212,14 +258,29 @@ class MatchedTable:
         from tb_paddle_profile.core.protojson import columns_value
         from tb_paddle_profile.v1 import plugin_pb2
 
-        members = columns_value(plugin_pb2.CollectiveMember.DESCRIPTOR, {
-            "rank": self.rank.tolist(), "ordinal": self.ordinal.tolist(), "duration_ns": self.dur.tolist(),
-            "wait_ns": self.wait.tolist(), "start_unix_ns": self.start.tolist(), "direction": self.dir.tolist()})
+        members = columns_value(
+            plugin_pb2.CollectiveMember.DESCRIPTOR,
+            {
+                "rank": self.rank.tolist(),
+                "ordinal": self.ordinal.tolist(),
+                "duration_ns": self.dur.tolist(),
+                "wait_ns": self.wait.tolist(),
+                "start_unix_ns": self.start.tolist(),
+                "direction": self.dir.tolist(),
+            },
+        )
         ptr = self.ptr.tolist()
-        return columns_value(plugin_pb2.MatchedCollective.DESCRIPTOR, {
-            "step": self.step.tolist(), "kind": self.kind.tolist(), "name": [self.names[i] for i in self.name.tolist()],
-            "transfer_ns": self.transfer.tolist(), "last_rank": self.last_rank.tolist(),
-            "members": [members[a:b] for a, b in zip(ptr[:-1], ptr[1:])]})
+        return columns_value(
+            plugin_pb2.MatchedCollective.DESCRIPTOR,
+            {
+                "step": self.step.tolist(),
+                "kind": self.kind.tolist(),
+                "name": [self.names[i] for i in self.name.tolist()],
+                "transfer_ns": self.transfer.tolist(),
+                "last_rank": self.last_rank.tolist(),
+                "members": [members[a:b] for a, b in zip(ptr[:-1], ptr[1:])],
+            },
+        )
 
     def to_bytes(self) -> bytes:
         """A magic line, a JSON line [[column, dtype, count], ...], then the columns' bytes (each as
@@ -244,7 +305,7 @@ class MatchedTable:
             raise ValueError("not a matched-instances table")
         nl = data.index(b"\n", len(_TABLE_MAGIC))
         cols, at = {}, nl + 1
-        for name, dtype, count in json.loads(data[len(_TABLE_MAGIC):nl]):
+        for name, dtype, count in json.loads(data[len(_TABLE_MAGIC) : nl]):
             dt = np.dtype(dtype)
             cols[name] = np.frombuffer(data, dtype=dt, count=count, offset=at)
             at += dt.itemsize * count

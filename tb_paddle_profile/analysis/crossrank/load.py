@@ -21,7 +21,7 @@ from ...v1 import summary_pb2 as pb
 
 try:
     from ...trace import _scan
-except ImportError:          # a pure-Python install: numpy reads the columns
+except ImportError:  # a pure-Python install: numpy reads the columns
     _scan = None  # type: ignore[assignment]  # (the module's name, None when it is not built)
 from ..digest import digest_of
 from .labels import natural_key
@@ -40,14 +40,23 @@ def load_ranks(digests: Sequence[pb.RankDigest]) -> Tuple[List[RankData], List[s
     told = [d.meta.rank for d in digests]
     inferred = any(r < 0 for r in told) or len(set(told)) != len(told)
     if inferred:
-        order = sorted(range(len(digests)), key=lambda i: (
-            natural_key(digests[i].meta.hostname), digests[i].device_id, digests[i].meta.pid,
-            natural_key(digests[i].meta.worker), digests[i].meta.file_name))
+        order = sorted(
+            range(len(digests)),
+            key=lambda i: (
+                natural_key(digests[i].meta.hostname),
+                digests[i].device_id,
+                digests[i].meta.pid,
+                natural_key(digests[i].meta.worker),
+                digests[i].meta.file_name,
+            ),
+        )
         ranks = [0] * len(digests)
         for r, i in enumerate(order):
             ranks[i] = r
-        notes.append("The file names do not tell every rank (or tell one twice): ranks are numbered in Fleet's "
-                     "order, hosts in natural order, then the GPU (device id), then the pid.")
+        notes.append(
+            "The file names do not tell every rank (or tell one twice): ranks are numbered in Fleet's "
+            "order, hosts in natural order, then the GPU (device id), then the pid."
+        )
     else:
         ranks = told
     hosts = sorted({d.meta.hostname for d in digests}, key=natural_key)
@@ -73,13 +82,13 @@ def load_ranks(digests: Sequence[pb.RankDigest]) -> Tuple[List[RankData], List[s
             out = np.full(total, default, dtype=np.int64)
             vb = np.concatenate([[0], np.cumsum(counts)])
             for j in np.nonzero(whole | (required & (counts > 0)))[0].tolist():
-                out[base[j]:base[j + 1]] = values[vb[j]:vb[j + 1]]
+                out[base[j] : base[j + 1]] = values[vb[j] : vb[j + 1]]
             return out
         out = np.full(total, default, dtype=np.int64)
         for j, i in enumerate(order):
             v = getattr(cols[i], field)
             if len(v) == sizes[j] or (required and len(v)):
-                out[base[j]:base[j + 1]] = v
+                out[base[j] : base[j + 1]] = v
         return out
 
     origin = np.repeat(np.array([digests[i].meta.origin_unix_ns for i in order], dtype=np.int64), sizes)
@@ -92,23 +101,69 @@ def load_ranks(digests: Sequence[pb.RankDigest]) -> Tuple[List[RankData], List[s
     for j, i in enumerate(order):
         d, r = digests[i], ranks[i]
         a, b = int(base[j]), int(base[j + 1])
-        out.append(RankData(
-            index=j, rank=int(r), rank_inferred=inferred, worker=d.meta.worker, file_name=d.meta.file_name,
-            hostname=d.meta.hostname, pid=int(d.meta.pid), device_id=int(d.device_id),
-            origin_unix_ns=d.meta.origin_unix_ns, digest=d, steps={st.step: st for st in d.parallel.steps},
-            kind=kind[a:b], name=name[a:b], op=op[a:b], step=step[a:b], ordinal=ordinal[a:b],
-            start=start[a:b], end=end[a:b], direction=direction[a:b], nbytes=nbytes[a:b],
-            names=list(d.parallel.names) or [""], stream=stream[a:b], host=host_index[d.meta.hostname],
-            wait=wait[a:b], transfer=transfer[a:b], group=group[a:b]))
-    out.pool = Pool(base, kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group,
-                    np.array([r.host for r in out], dtype=np.int64))
+        out.append(
+            RankData(
+                index=j,
+                rank=int(r),
+                rank_inferred=inferred,
+                worker=d.meta.worker,
+                file_name=d.meta.file_name,
+                hostname=d.meta.hostname,
+                pid=int(d.meta.pid),
+                device_id=int(d.device_id),
+                origin_unix_ns=d.meta.origin_unix_ns,
+                digest=d,
+                steps={st.step: st for st in d.parallel.steps},
+                kind=kind[a:b],
+                name=name[a:b],
+                op=op[a:b],
+                step=step[a:b],
+                ordinal=ordinal[a:b],
+                start=start[a:b],
+                end=end[a:b],
+                direction=direction[a:b],
+                nbytes=nbytes[a:b],
+                names=list(d.parallel.names) or [""],
+                stream=stream[a:b],
+                host=host_index[d.meta.hostname],
+                wait=wait[a:b],
+                transfer=transfer[a:b],
+                group=group[a:b],
+            )
+        )
+    out.pool = Pool(
+        base,
+        kind,
+        name,
+        op,
+        step,
+        ordinal,
+        start,
+        end,
+        direction,
+        stream,
+        wait,
+        transfer,
+        group,
+        np.array([r.host for r in out], dtype=np.int64),
+    )
     return out, notes
 
 
 # CollectiveInstances' packed fields: number -> (name, zigzag-encoded); all are varints
-_FIELDS = {1: ("kind", False), 2: ("name", False), 3: ("op", False), 4: ("step", True), 5: ("ordinal", False),
-           6: ("start_ns", False), 7: ("duration_ns", False), 8: ("device_id", True), 9: ("stream", True),
-           10: ("bytes", False), 11: ("direction", False)}
+_FIELDS = {
+    1: ("kind", False),
+    2: ("name", False),
+    3: ("op", False),
+    4: ("step", True),
+    5: ("ordinal", False),
+    6: ("start_ns", False),
+    7: ("duration_ns", False),
+    8: ("device_id", True),
+    9: ("stream", True),
+    10: ("bytes", False),
+    11: ("direction", False),
+}
 
 
 def _packed(msgs: Sequence[pb.CollectiveInstances]):
@@ -126,15 +181,21 @@ def packed_columns(msgs: Sequence, fields: Dict[int, Tuple[str, bool]]):
     lens = np.fromiter((len(b) for b in bufs), dtype=np.int64, count=len(bufs))
     native = native_packed()
     if native is not None and max(fields) < 64:
-        got = native(b"".join(bufs), lens, sum(1 << f for f in fields),
-                     sum(1 << f for f, (_, zigzag) in fields.items() if zigzag))
+        got = native(
+            b"".join(bufs),
+            lens,
+            sum(1 << f for f in fields),
+            sum(1 << f for f, (_, zigzag) in fields.items() if zigzag),
+        )
         if got is None:
             return None
-        return {name: (np.frombuffer(got[f][0], dtype=np.int64), np.frombuffer(got[f][1], dtype=np.int64))
-                for f, (name, _) in fields.items()}
+        return {
+            name: (np.frombuffer(got[f][0], dtype=np.int64), np.frombuffer(got[f][1], dtype=np.int64))
+            for f, (name, _) in fields.items()
+        }
     msg_end = np.cumsum(lens)
     pos = msg_end - lens
-    data = np.frombuffer(b"".join(bufs) + bytes(16), dtype=np.uint8)   # padded: varints read ahead
+    data = np.frombuffer(b"".join(bufs) + bytes(16), dtype=np.uint8)  # padded: varints read ahead
     nf = max(fields)
     known = np.zeros(nf + 1, dtype=bool)
     known[list(fields)] = True
@@ -167,7 +228,7 @@ def packed_columns(msgs: Sequence, fields: Dict[int, Tuple[str, bool]]):
     value, start = _varints(data)
     if value is None:
         return None
-    lo = np.searchsorted(start, seg_start[1:])            # per field and message: its values [lo, hi)
+    lo = np.searchsorted(start, seg_start[1:])  # per field and message: its values [lo, hi)
     hi = np.searchsorted(start, seg_end[1:])
     out = {}
     for f, (name, zigzag) in fields.items():
@@ -204,7 +265,7 @@ def _varints(data: np.ndarray):
     if int(width.max()) > 10:
         return None, None
     value = (data[start] & 0x7F).astype(np.uint64)
-    sel = np.flatnonzero(width > 1)          # the longer ones, fewer at each byte
+    sel = np.flatnonzero(width > 1)  # the longer ones, fewer at each byte
     at, w = start[sel], width[sel]
     for k in range(1, int(width.max())):
         keep = w > k
@@ -230,8 +291,7 @@ class Pool:
     """All ranks' instance columns end to end (rank index order): rank i's instances are
     [base[i], base[i+1]); each RankData's columns are views into these."""
 
-    def __init__(self, base, kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group,
-                 host):
+    def __init__(self, base, kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group, host):
         self.base, self.kind, self.name, self.op, self.step, self.ordinal = base, kind, name, op, step, ordinal
         self.start, self.end, self.direction, self.stream = start, end, direction, stream
         self.wait, self.transfer, self.group, self.host = wait, transfer, group, host
@@ -245,6 +305,7 @@ class Pool:
 
 class RankList(list):
     """The ranks of one analysis (a list of RankData by index) with their Pool."""
+
     pool: Optional[Pool] = None
 
 
@@ -258,12 +319,23 @@ def pool_of(ranks: Sequence[RankData]) -> Pool:
     base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
     def cat(f, default):
-        parts = [getattr(r, f) if getattr(r, f) is not None else np.full(r.kind.size, default, np.int64)
-                 for r in ranks]
+        parts = [getattr(r, f) if getattr(r, f) is not None else np.full(r.kind.size, default, np.int64) for r in ranks]
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
-    fields = ("kind", "name", "op", "step", "ordinal", "start", "end", "direction", "stream", "wait", "transfer",
-              "group")
+    fields = (
+        "kind",
+        "name",
+        "op",
+        "step",
+        "ordinal",
+        "start",
+        "end",
+        "direction",
+        "stream",
+        "wait",
+        "transfer",
+        "group",
+    )
     defaults = (0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0, -1)
     arrays = [cat(f, dv) for f, dv in zip(fields, defaults)]
     for i, r in enumerate(ranks):
@@ -271,8 +343,22 @@ def pool_of(ranks: Sequence[RankData]) -> Pool:
         for f, arr in zip(fields, arrays):
             setattr(r, f, arr[a:b])
     kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group = arrays
-    p = Pool(base, kind, name, op, step, ordinal, start, end, direction, stream, wait, transfer, group,
-             np.array([r.host for r in ranks], dtype=np.int64))
+    p = Pool(
+        base,
+        kind,
+        name,
+        op,
+        step,
+        ordinal,
+        start,
+        end,
+        direction,
+        stream,
+        wait,
+        transfer,
+        group,
+        np.array([r.host for r in ranks], dtype=np.int64),
+    )
     if isinstance(ranks, RankList):
         ranks.pool = p
     return p

@@ -41,10 +41,10 @@ SEND, RECV = pb.P2P_DIRECTION_SEND, pb.P2P_DIRECTION_RECV
 @dataclass
 class Lineup:
     p2p: bool
-    rows: np.ndarray        # C: RankData.index of each channel
-    inst: np.ndarray        # C × P: instance index per channel and position
-    steps: np.ndarray       # P
-    kinds: np.ndarray       # P
+    rows: np.ndarray  # C: RankData.index of each channel
+    inst: np.ndarray  # C × P: instance index per channel and position
+    steps: np.ndarray  # P
+    kinds: np.ndarray  # P
 
 
 def build_lineups(ranks: Sequence[RankData]) -> List[Lineup]:
@@ -54,10 +54,11 @@ def build_lineups(ranks: Sequence[RankData]) -> List[Lineup]:
     if not p.kind.size:
         return []
     p2p = (p.kind == SEND_RECV).astype(np.int64)
-    order = np.lexsort((p2p, p.op, p.stream, p.rank_of))   # stable: launch order within a channel
+    order = np.lexsort((p2p, p.op, p.stream, p.rank_of))  # stable: launch order within a channel
     rk, st, op, pp = p.rank_of[order], p.stream[order], p.op[order], p2p[order]
-    new = np.concatenate([[True], (rk[1:] != rk[:-1]) | (st[1:] != st[:-1]) | (op[1:] != op[:-1])
-                          | (pp[1:] != pp[:-1])])
+    new = np.concatenate(
+        [[True], (rk[1:] != rk[:-1]) | (st[1:] != st[:-1]) | (op[1:] != op[:-1]) | (pp[1:] != pp[:-1])]
+    )
     starts = np.nonzero(new)[0]
     ends = np.concatenate([starts[1:], [order.size]])
     kinds, steps = p.kind[order], p.step[order]
@@ -79,7 +80,7 @@ def build_lineups(ranks: Sequence[RankData]) -> List[Lineup]:
     # classes in the order of their first channel, channels in order within each
     by = np.argsort(cls, kind="stable")
     cut = np.concatenate([[0], np.flatnonzero(np.diff(cls[by])) + 1, [by.size]])
-    groups = [by[cut[i]:cut[i + 1]] for i in range(cut.size - 1)]
+    groups = [by[cut[i] : cut[i + 1]] for i in range(cut.size - 1)]
     groups.sort(key=lambda g: int(g[0]))
     out = []
     for ch in groups:
@@ -87,7 +88,7 @@ def build_lineups(ranks: Sequence[RankData]) -> List[Lineup]:
             continue
         a0, L = int(starts[ch[0]]), int(length[ch[0]])
         cols = starts[ch][:, None] + np.arange(L)[None, :]
-        out.append(Lineup(bool(c_p2p[ch[0]]), c_rank[ch], inst[cols], steps[a0:a0 + L], kinds[a0:a0 + L]))
+        out.append(Lineup(bool(c_p2p[ch[0]]), c_rank[ch], inst[cols], steps[a0 : a0 + L], kinds[a0 : a0 + L]))
     return out
 
 
@@ -184,8 +185,8 @@ def joined_blocks(L: np.ndarray, share: Optional[float] = None):
     nb = int(block.max()) + 1
     if nb > 1:
         # co-clustering counts of block pairs, over clusters holding a few blocks
-        key = (np.arange(P)[None, :] * C + L)              # cluster id, unique over positions
-        pair = np.unique(key.ravel() * nb + np.repeat(block, P))   # (cluster, block), sorted
+        key = np.arange(P)[None, :] * C + L  # cluster id, unique over positions
+        pair = np.unique(key.ravel() * nb + np.repeat(block, P))  # (cluster, block), sorted
         trip = np.stack([pair // nb, pair % nb], axis=1)
         starts = np.concatenate([[0], np.nonzero(np.diff(trip[:, 0]))[0] + 1, [trip.shape[0]]])
         sizes = np.diff(starts)
@@ -215,7 +216,7 @@ def _block_pairs(blocks: np.ndarray, starts: np.ndarray, sizes: np.ndarray, nb: 
     cl, rk, keys = [], [], []
     for k in np.unique(sizes[sel]).tolist():
         cs = sel[sizes[sel] == k]
-        iu, ju = np.triu_indices(k, 1)                 # (0,1), (0,2), ..., (1,2), ...: x before y
+        iu, ju = np.triu_indices(k, 1)  # (0,1), (0,2), ..., (1,2), ...: x before y
         at = starts[cs][:, None]
         keys.append((blocks[at + iu[None, :]] * nb + blocks[at + ju[None, :]]).ravel())
         cl.append(np.repeat(cs, iu.size))
@@ -269,8 +270,8 @@ class Collector:
 def _emit(col: Collector, L: np.ndarray, lu: Lineup):
     """Clusters of ≥ 2 members (L: per channel and position, a canonical cluster id) → groups."""
     C, P = L.shape
-    key = L + np.arange(P)[None, :] * C              # cluster id unique over positions
-    flat = key.T.ravel()                             # position-major
+    key = L + np.arange(P)[None, :] * C  # cluster id unique over positions
+    flat = key.T.ravel()  # position-major
     rows_flat = np.tile(np.arange(C), P)
     order = np.lexsort((lu.rows[rows_flat], flat))
     fk = flat[order]
@@ -342,7 +343,7 @@ def match_residue(ranks: Sequence[RankData], col: Collector, taken: np.ndarray, 
     for s, k in zip(cstart.tolist(), csize.tolist()):
         if k < 2:
             continue
-        rr = rk[s:s + k]
+        rr = rk[s : s + k]
         if np.unique(rr).size != k:
             continue
         if p2p[s]:
@@ -353,13 +354,14 @@ def match_residue(ranks: Sequence[RankData], col: Collector, taken: np.ndarray, 
         kinds.append(kd[s])
         sizes.append(k)
         mr.extend(rr[o].tolist())
-        mi.extend(ins[s:s + k][o].tolist())
+        mi.extend(ins[s : s + k][o].tolist())
     col.add(steps, kinds, sizes, mr, mi)
 
 
 @dataclass
 class Flat:
     """Every matched group as columns; members of group g are m_*[ptr[g]:ptr[g+1]], by rank index."""
+
     g_step: np.ndarray
     g_kind: np.ndarray
     ptr: np.ndarray
@@ -380,8 +382,12 @@ class Flat:
 
     def group(self, i: int) -> Group:
         a, b = int(self.ptr[i]), int(self.ptr[i + 1])
-        return Group(step=int(self.g_step[i]), kind=int(self.g_kind[i]), ranks=self.m_rank[a:b].copy(),
-                     insts=self.m_inst[a:b].copy())
+        return Group(
+            step=int(self.g_step[i]),
+            kind=int(self.g_kind[i]),
+            ranks=self.m_rank[a:b].copy(),
+            insts=self.m_inst[a:b].copy(),
+        )
 
 
 def member_values(ranks: Sequence[RankData], flat: Flat, what: str) -> np.ndarray:
@@ -455,11 +461,16 @@ def split_pipeline_unions(flat: Flat, chains: List[List[int]]) -> Flat:
     if not split.any():
         return flat
     part = np.where(split[g], mc, -1)
-    order = np.lexsort((part, g))           # stable: members stay in rank order within a part
+    order = np.lexsort((part, g))  # stable: members stay in rank order within a part
     gs, ps = g[order], part[order]
     new = np.concatenate([[True], (gs[1:] != gs[:-1]) | (ps[1:] != ps[:-1])])
     starts = np.nonzero(new)[0]
     new_sizes = np.diff(np.concatenate([starts, [gs.size]]))
     src = gs[starts]
-    return Flat(flat.g_step[src], flat.g_kind[src], np.concatenate([[0], np.cumsum(new_sizes)]).astype(np.int64),
-                flat.m_rank[order], flat.m_inst[order])
+    return Flat(
+        flat.g_step[src],
+        flat.g_kind[src],
+        np.concatenate([[0], np.cumsum(new_sizes)]).astype(np.int64),
+        flat.m_rank[order],
+        flat.m_inst[order],
+    )

@@ -34,8 +34,8 @@ CAVEAT = "Caveat of the evidence: "
 
 @dataclass
 class RankData:
-    index: int                 # position in the analysis' rank list (sorted by rank)
-    rank: int                  # the rank number (from the file name, else inferred)
+    index: int  # position in the analysis' rank list (sorted by rank)
+    rank: int  # the rank number (from the file name, else inferred)
     rank_inferred: bool
     worker: str
     file_name: str
@@ -47,22 +47,22 @@ class RankData:
     steps: Dict[int, pb.ParallelStep]
     # one entry per collective instance (ParallelView.collectives), in the trace's order
     kind: np.ndarray
-    name: np.ndarray           # index into names
-    op: np.ndarray             # index into names
+    name: np.ndarray  # index into names
+    op: np.ndarray  # index into names
     step: np.ndarray
     ordinal: np.ndarray
-    start: np.ndarray          # absolute, uncorrected
-    end: np.ndarray            # absolute, uncorrected
+    start: np.ndarray  # absolute, uncorrected
+    end: np.ndarray  # absolute, uncorrected
     direction: np.ndarray
     nbytes: np.ndarray
     names: List[str]
-    stream: Optional[np.ndarray] = None   # device stream per instance (-1: host instance)
-    host: int = 0              # index of its host in MatchResult.clocks order (one clock per host)
-    offset_ns: int = 0         # this rank's (host's) clock offset, subtracted from its times
+    stream: Optional[np.ndarray] = None  # device stream per instance (-1: host instance)
+    host: int = 0  # index of its host in MatchResult.clocks order (one clock per host)
+    offset_ns: int = 0  # this rank's (host's) clock offset, subtracted from its times
     # filled by the waits: per instance
     wait: Optional[np.ndarray] = None
     transfer: Optional[np.ndarray] = None
-    group: Optional[np.ndarray] = None   # index of its Group in MatchResult.groups, -1 unmatched
+    group: Optional[np.ndarray] = None  # index of its Group in MatchResult.groups, -1 unmatched
 
     @property
     def cstart(self) -> np.ndarray:
@@ -76,11 +76,11 @@ class RankData:
 @dataclass
 class Group:
     step: int
-    kind: int                  # CollectiveKind
-    ranks: np.ndarray          # RankData.index of each member, ascending
-    insts: np.ndarray          # the member's instance index in its RankData columns
-    axis: str = ""             # "mp", "dp", "pp", "pp_group", "sharding", "world", "other" (topology)
-    communicator: int = -1     # index into MatchResult.communicators (the member set)
+    kind: int  # CollectiveKind
+    ranks: np.ndarray  # RankData.index of each member, ascending
+    insts: np.ndarray  # the member's instance index in its RankData columns
+    axis: str = ""  # "mp", "dp", "pp", "pp_group", "sharding", "world", "other" (topology)
+    communicator: int = -1  # index into MatchResult.communicators (the member set)
 
 
 @dataclass

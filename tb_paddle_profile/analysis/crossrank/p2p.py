@@ -8,6 +8,7 @@ corrected ends are within the send/recv tolerance (a sweep over the instances so
 per rank, each explaining its candidates away (pipeline_links); over kept links, instances are
 paired mutually nearest (each instance once).
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -20,10 +21,17 @@ from .match import SEND_RECV, Collector, _offsets
 from .model import RankData
 
 
-def pipeline_links(la: np.ndarray, lb: np.ndarray, dt: np.ndarray, inv: np.ndarray, n: int,
-                   sigma: float, ci: Optional[np.ndarray] = None,
-                   cj: Optional[np.ndarray] = None,
-                   lanes: Optional[Tuple[np.ndarray, int]] = None) -> Tuple[np.ndarray, np.ndarray]:
+def pipeline_links(
+    la: np.ndarray,
+    lb: np.ndarray,
+    dt: np.ndarray,
+    inv: np.ndarray,
+    n: int,
+    sigma: float,
+    ci: Optional[np.ndarray] = None,
+    cj: Optional[np.ndarray] = None,
+    lanes: Optional[Tuple[np.ndarray, int]] = None,
+) -> Tuple[np.ndarray, np.ndarray]:
     """Which links (rank pairs la[i] < lb[i]) carry send/recv, from their co-ending candidates (dt: each
     candidate's end difference, inv: its link). A link's weight sums exp(-dt^2 / 2 s^2) over its
     candidates, s the end difference's noise (sqrt 2 x sigma, at least MATCH_TOL_NS / 2): every transfer
@@ -103,8 +111,9 @@ def _lane_offset(la: np.ndarray, lb: np.ndarray, lanes: Tuple[np.ndarray, int]) 
     return np.abs(d)
 
 
-def lane_scale(la: np.ndarray, lb: np.ndarray, w: np.ndarray,
-               lanes: Optional[Tuple[np.ndarray, int]]) -> Optional[np.ndarray]:
+def lane_scale(
+    la: np.ndarray, lb: np.ndarray, w: np.ndarray, lanes: Optional[Tuple[np.ndarray, int]]
+) -> Optional[np.ndarray]:
     """Per link, 1 where its lane offset is the major one, else P2P_LANE_PENALTY (pipeline_links);
     None without lanes or without a major offset."""
     if lanes is None or not la.size:
@@ -127,6 +136,8 @@ def _major_offset(la: np.ndarray, lb: np.ndarray, w: np.ndarray, off: np.ndarray
     vals, cnt = np.unique(top, return_counts=True)
     k = int(np.argmax(cnt))
     return int(vals[k]) if cnt[k] >= P2P_LANE_SHARE * top.size else None
+
+
 P2P_STRONG_SHARE = 0.5
 P2P_RESIDUAL_SHARE = 0.5
 
@@ -145,7 +156,7 @@ class _Claims:
     def take(self, link: int, weight: float) -> bool:
         """Whether the link is still needed (at least P2P_RESIDUAL_SHARE of its weight from candidates
         not both of whose instances are claimed); if so its near candidates' instances are claimed."""
-        c = self.by_link[self.starts[link]:self.starts[link + 1]]
+        c = self.by_link[self.starts[link] : self.starts[link + 1]]
         free = ~(self.claimed[self.ci[c]] & self.claimed[self.cj[c]])
         if float(self.g[c[free]].sum()) < P2P_RESIDUAL_SHARE * weight:
             return False
@@ -236,11 +247,12 @@ def match_p2p(ranks: Sequence[RankData], col: Collector, tol: float, sigma: floa
     col.add(p.step[sel[x]], np.full(x.size, SEND_RECV), np.full(x.size, 2), m_rank, m_inst)
 
 
-P2P_AUGMENT_DEPTH = 3   # matched pairs an augmenting path may re-pair
+P2P_AUGMENT_DEPTH = 3  # matched pairs an augmenting path may re-pair
 
 
-def _augment(n: int, I: np.ndarray, J: np.ndarray, dt: np.ndarray, mi: np.ndarray,
-             mj: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+def _augment(
+    n: int, I: np.ndarray, J: np.ndarray, dt: np.ndarray, mi: np.ndarray, mj: np.ndarray
+) -> Tuple[np.ndarray, np.ndarray]:
     """The pairs (mi, mj) of instances 0..n-1, grown by augmenting paths over the candidates (I, J;
     dt their end differences): from an instance without a pair, along a candidate to a paired instance,
     from its partner along another candidate, ... to an instance without a pair (at most
@@ -271,7 +283,7 @@ def _augment(n: int, I: np.ndarray, J: np.ndarray, dt: np.ndarray, mi: np.ndarra
         for _ in range(P2P_AUGMENT_DEPTH + 1):
             nxt = []
             for a in frontier:
-                for v in nb[st[a]:st[a + 1]]:
+                for v in nb[st[a] : st[a + 1]]:
                     if v in prev or v == a:
                         continue
                     if m[v] < 0:
@@ -308,7 +320,7 @@ def _augment(n: int, I: np.ndarray, J: np.ndarray, dt: np.ndarray, mi: np.ndarra
     return lo, mm[lo]
 
 
-PAIR_TABLE_MAX = 1 << 22   # rank pairs counted in a table up to 2,048 ranks (32 MB), sorted beyond
+PAIR_TABLE_MAX = 1 << 22  # rank pairs counted in a table up to 2,048 ranks (32 MB), sorted beyond
 
 
 def _links_of(key: np.ndarray, n: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -327,8 +339,9 @@ P2P_MAX_WINDOW = 256
 P2P_ROUNDS = 16
 
 
-def p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence[int], window: float,
-                    sigma: float) -> clocks.Edges:
+def p2p_host_edges(
+    ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence[int], window: float, sigma: float
+) -> clocks.Edges:
     """Clock edges between hosts from send/recv, for the join after a first one (off: its offsets).
     Under end noise the communicators' blocks of lock-step replicas join groups of two stages, and the
     first join's hosts can be tens of microseconds off; a send and its receive end together, so each
@@ -367,7 +380,7 @@ def p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence
     J, I = code % e.size + code // e.size, code % e.size
     n = len(ranks)
     a, b = np.minimum(rk[I], rk[J]), np.maximum(rk[I], rk[J])
-    dt = np.where(rk[J] == b, e[J] - e[I], e[I] - e[J]).astype(np.float64)   # rank b's end less rank a's
+    dt = np.where(rk[J] == b, e[J] - e[I], e[I] - e[J]).astype(np.float64)  # rank b's end less rank a's
     uk, inv = _links_of(a * n + b, n)
     bin_ns = max(float(T.CLOCK_BIN_NS), clocks.FINE_NOISE_BIN * sigma)
     # each rank pair's mode: its candidates binned, the bin with the most together with its neighbours
@@ -417,7 +430,7 @@ def p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence
         hx, hy = int(node_of[x]), int(node_of[y])
         if hx == hy:
             continue
-        c = mine[claims.by_link[claims.starts[i]:claims.starts[i + 1]]]   # this link's candidates
+        c = mine[claims.by_link[claims.starts[i] : claims.starts[i + 1]]]  # this link's candidates
         v = np.sort(dt[c[at_mode[c]]])
         med, iqr = float(v[v.size // 2]), float(v[(3 * v.size) // 4] - v[v.size // 4])
         # rank y's end later by med: offset(hy) - offset(hx) grows by med
@@ -434,6 +447,6 @@ def p2p_host_edges(ranks: Sequence[RankData], node_of: np.ndarray, off: Sequence
 P2P_CLOCK_MIN_VOTES = 8
 P2P_CLOCK_MAX_PER_RANK = 96
 P2P_CLOCK_MODE_SHARE = 0.5
-P2P_CLOCK_WINDOW_FACTOR = 4.0   # the window: this x the first join's largest spread, at least the next
+P2P_CLOCK_WINDOW_FACTOR = 4.0  # the window: this x the first join's largest spread, at least the next
 P2P_CLOCK_MIN_WINDOW_NS = 50_000
-P2P_CLOCK_WIDE_WINDOW_NS = 10_000_000   # hosts' clocks within +-5 ms of the first join's
+P2P_CLOCK_WIDE_WINDOW_NS = 10_000_000  # hosts' clocks within +-5 ms of the first join's

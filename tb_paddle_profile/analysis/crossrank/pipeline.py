@@ -11,7 +11,8 @@ from .model import RankData, Topology
 BUBBLE_DEFINITION = (
     "bubble = time per step during which a pipeline send/recv is in flight on the rank's GPU while no "
     "computation runs (the stage waits for a neighbour stage); bubble ratio = bubble / step time. "
-    "On a CPU trace: the host's send/recv time.")
+    "On a CPU trace: the host's send/recv time."
+)
 
 
 def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, msgs: List[ppb.RankParallel]) -> None:
@@ -32,8 +33,10 @@ def fill(out: ppb.RunParallel, ranks: Sequence[RankData], topo: Topology, msgs: 
     chains = topo.pipelines
     pv.pipelines = len(chains)
     if not chains:
-        out.notes.append("Send/recv found, but no pair matched across ranks: pipeline stages are unknown; the "
-                         "bubble is given per rank.")
+        out.notes.append(
+            "Send/recv found, but no pair matched across ranks: pipeline stages are unknown; the "
+            "bubble is given per rank."
+        )
         return
     depth = max(len(c) for c in chains)
     for x, stage in enumerate(topo.stages(len(msgs))):

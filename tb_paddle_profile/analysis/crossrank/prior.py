@@ -26,6 +26,7 @@ spreads as the noise does, a join of two lock-step instances more; the tightest 
 measure of the noise) is taken, and each position's
 clusters are split along it. When the time cut's own clusters are within the noise it stays as it is.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
@@ -38,9 +39,9 @@ from .shapes import Shaped
 
 PRIOR_NOISE_FACTOR = 1.5
 PRIOR_FLOOR_NS = 500.0
-PRIOR_Z = 3.0         # how far a coarser candidate's variance may exceed the finest's, in standard errors
-PRIOR_MIN_DOF = 12    # the tightest candidate's spread is a measure of the noise only with this many
-PRIOR_PAIR_Z = 3.72   # two channels of one instance disagree beyond this quantile once in 10,000 pairs
+PRIOR_Z = 3.0  # how far a coarser candidate's variance may exceed the finest's, in standard errors
+PRIOR_MIN_DOF = 12  # the tightest candidate's spread is a measure of the noise only with this many
+PRIOR_PAIR_Z = 3.72  # two channels of one instance disagree beyond this quantile once in 10,000 pairs
 PRIOR_MAX_PAIRWISE = 1024  # channels of one block compared pairwise, at most
 PRIOR_MAX_BASES = 8  # distinct base partitions taken (their pairwise joins grow as the square)
 
@@ -49,15 +50,16 @@ def _canon(labels: np.ndarray) -> np.ndarray:
     return np.unique(labels, return_inverse=True)[1].astype(np.int64).ravel()
 
 
-def rank_partitions(n: int, blocks: Sequence[Tuple[np.ndarray, np.ndarray]],
-                    pairs: Tuple[np.ndarray, np.ndarray]) -> List[np.ndarray]:
+def rank_partitions(
+    n: int, blocks: Sequence[Tuple[np.ndarray, np.ndarray]], pairs: Tuple[np.ndarray, np.ndarray]
+) -> List[np.ndarray]:
     """Distinct partitions of the n ranks (a label per rank; a rank no group holds is alone): one per
     shaped line-up (rows, block), and the send/recv links' components (pairs: rank arrays a, b)."""
     seen, out = set(), []
 
     def add(lab: np.ndarray) -> None:
         c = _canon(lab)
-        if c.max() + 1 < n and c.tobytes() not in seen:   # some rank is with another
+        if c.max() + 1 < n and c.tobytes() not in seen:  # some rank is with another
             seen.add(c.tobytes())
             out.append(c)
 
@@ -98,7 +100,7 @@ def _join(parts: Sequence[np.ndarray]) -> np.ndarray:
 def candidates(parts: List[np.ndarray]) -> List[np.ndarray]:
     """The base partitions, their pairwise joins and the join of all, without repeats."""
     seen, out = set(), []
-    combos = [[p] for p in parts] + [[p, q] for i, p in enumerate(parts) for q in parts[i + 1:]]
+    combos = [[p] for p in parts] + [[p, q] for i, p in enumerate(parts) for q in parts[i + 1 :]]
     if len(parts) > 2:
         combos.append(list(parts))
     for c in combos:
@@ -175,9 +177,15 @@ def consistent_partition(E: np.ndarray, J: np.ndarray, sigma: float) -> Optional
     return _canon(labels)
 
 
-def split_by_prior(L: np.ndarray, E: np.ndarray, rows: np.ndarray, parts: List[np.ndarray],
-                   sigma: float, host: Optional[np.ndarray] = None,
-                   device: Optional[np.ndarray] = None) -> np.ndarray:
+def split_by_prior(
+    L: np.ndarray,
+    E: np.ndarray,
+    rows: np.ndarray,
+    parts: List[np.ndarray],
+    sigma: float,
+    host: Optional[np.ndarray] = None,
+    device: Optional[np.ndarray] = None,
+) -> np.ndarray:
     """L (a time cut's clusters per position) split along the coarsest candidate communicator that
     refines its blocks and whose instances are within the end noise (module docstring)."""
     if L.shape[0] < 3:
@@ -192,9 +200,9 @@ def split_by_prior(L: np.ndarray, E: np.ndarray, rows: np.ndarray, parts: List[n
         return L
     chans = [_canon(lab[rows]) for lab in candidates(parts)]
     if host is not None:
-        chans.append(_canon(J * (int(host.max()) + 1) + host))   # the cut's blocks, one host each
+        chans.append(_canon(J * (int(host.max()) + 1) + host))  # the cut's blocks, one host each
     if device is not None and device.max() > 0:
-        chans.append(_canon(J * (int(device.max()) + 1) + device))   # the cut's blocks, one local GPU each
+        chans.append(_canon(J * (int(device.max()) + 1) + device))  # the cut's blocks, one local GPU each
     chosen = _best(L, E, J, chans, limit)
     if chosen is None:
         # nothing the run shows fits: the channels that agree within the noise at every position
@@ -252,8 +260,8 @@ def irregular(block: np.ndarray) -> bool:
     return np.unique(sizes[sizes > 1]).size > 1
 
 
-REGROUP_MIN_AGREEMENT = 0.5   # pair-set Jaccard of a known partition with the shape's blocks
-REGROUP_MIN_WITHIN = 0.99     # of its (block, position) pairs whose members end within the tolerance
+REGROUP_MIN_AGREEMENT = 0.5  # pair-set Jaccard of a known partition with the shape's blocks
+REGROUP_MIN_WITHIN = 0.99  # of its (block, position) pairs whose members end within the tolerance
 
 
 def regroup(ranks: Sequence[RankData], s: Shaped, parts: List[np.ndarray], tol: float) -> Optional[np.ndarray]:

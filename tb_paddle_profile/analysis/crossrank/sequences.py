@@ -9,7 +9,7 @@ digests (``RunParallel.sequences``; docs/flops.md).
 - **Spread**: max / min − 1 of the replicas' tokens per step; the coefficient of variation beside it.
 - **Cost** ("sequences balanced"): every rank's compute scaled by the replicas' mean tokens ÷ its
   replica's tokens (compute taken as proportional to tokens: attention's quadratic part is not
-  modelled), the critical-path graph replayed (critical_path.py); the cost is the job's step minus the
+  modelled), the critical-path graph replayed (replay.py); the cost is the job's step minus the
   replayed one. Without a graph (no program in the digests, nothing matched): from the compute
   figures, the slowest replica's median compute minus the slowest after the scaling (data parallelism
   waits at its gradient all-reduce for the slowest replica).
@@ -20,6 +20,7 @@ FLOPs per rank (RankParallel.flops_per_step, tokens_per_step) and per stage
 (PipelineStage.flops_per_step: the mean over its ranks) are the digests' Summary.flops model FLOPs per
 step; the stage-imbalance finding quotes them beside the compute times (findings.py).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -36,9 +37,11 @@ from .advice import t
 # Replicas whose tokens per step differ by this much (max / min - 1) or more are imbalanced.
 SEQUENCE_IMBALANCE_FRACTION = 0.10
 TITLE = "Sequences balanced"
-ASSUMPTION = ("Every data-parallel replica gets the replicas' mean tokens per step: each rank's compute kernels "
-              "are scaled by the mean tokens ÷ its replica's (compute proportional to tokens; attention's "
-              "quadratic term not modelled); communication as traced.")
+ASSUMPTION = (
+    "Every data-parallel replica gets the replicas' mean tokens per step: each rank's compute kernels "
+    "are scaled by the mean tokens ÷ its replica's (compute proportional to tokens; attention's "
+    "quadratic term not modelled); communication as traced."
+)
 
 
 def tokens_per_step(digest) -> float:
@@ -79,7 +82,7 @@ def _replay_saving(graph, scale_of_rank: np.ndarray, base: Optional[float]):
     """(base, new) job step of the replay with each rank's compute scaled (None: no graph)."""
     if graph is None or not graph.n:
         return None
-    if (scale_of_rank == 1.0).all():   # every replica at the mean already: the scaled replay is the traced one
+    if (scale_of_rank == 1.0).all():  # every replica at the mean already: the scaled replay is the traced one
         if base is None:
             s, e = graph.replay_many([{}])
             base = float(graph.job_steps(s, e)[0])
@@ -100,14 +103,29 @@ def sequences_balanced(graph, base: float, *_) -> wpb.WhatIf:
     prep = graph.prep
     f = _scale(prep.ranks, prep.topo)
     if f is None:
-        return wpb.WhatIf(kind=k, title=TITLE, applicable=False, step_ns=int(round(base)),
-                          new_step_ns=int(round(base)), rank=-1,
-                          reason="the traces record no input shapes (Paddle 3.3.1 writes none), or one "
-                                 "data-parallel replica only: no tokens to balance")
+        return wpb.WhatIf(
+            kind=k,
+            title=TITLE,
+            applicable=False,
+            step_ns=int(round(base)),
+            new_step_ns=int(round(base)),
+            rank=-1,
+            reason="the traces record no input shapes (Paddle 3.3.1 writes none), or one "
+            "data-parallel replica only: no tokens to balance",
+        )
     _, new = _replay_saving(graph, f, base)
     s, b = int(round(base - new)), int(round(base))
-    return wpb.WhatIf(kind=k, title=TITLE, applicable=True, step_ns=b, new_step_ns=int(round(new)), saving_ns=s,
-                      saving_fraction=s / b if b else 0.0, assumption=ASSUMPTION, rank=-1)
+    return wpb.WhatIf(
+        kind=k,
+        title=TITLE,
+        applicable=True,
+        step_ns=b,
+        new_step_ns=int(round(new)),
+        saving_ns=s,
+        saving_fraction=s / b if b else 0.0,
+        assumption=ASSUMPTION,
+        rank=-1,
+    )
 
 
 def rank_flops(out: ppb.RunParallel, ranks: Sequence, msgs: Sequence[ppb.RankParallel]) -> None:
@@ -122,16 +140,25 @@ def rank_flops(out: ppb.RunParallel, ranks: Sequence, msgs: Sequence[ppb.RankPar
         s.flops_per_step = float(np.mean(vals)) if vals else 0.0
 
 
-def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]], median_step: float,
-         graph=None, base: Optional[float] = None) -> Optional[ppb.Finding]:
+def fill(
+    out: ppb.RunParallel,
+    ranks: Sequence,
+    topo,
+    figs: List[Dict[str, int]],
+    median_step: float,
+    graph=None,
+    base: Optional[float] = None,
+) -> Optional[ppb.Finding]:
     """RunParallel.sequences, and the finding when the replicas' tokens differ (None otherwise).
     ``graph``: the replay graph, a function making it (called only when there are tokens to balance) or
     None; ``base``: its unchanged job step when known."""
     sb = out.sequences
     tok = [tokens_per_step(r.digest) for r in ranks]
     if not any(tok):
-        sb.why_not = ("No rank records the tokens of its micro-batches: no embedding or GEMM in their forward "
-                      "phases carries input shapes (Paddle 3.3.1 writes them empty, even with record_shapes=True).")
+        sb.why_not = (
+            "No rank records the tokens of its micro-batches: no embedding or GEMM in their forward "
+            "phases carries input shapes (Paddle 3.3.1 writes them empty, even with record_shapes=True)."
+        )
         return None
     sb.present = True
     names: set = set()
@@ -143,20 +170,23 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
     for key in sorted(reps):
         idx = reps[key]
         mb_tok: List[int] = []
-        counts: List[int] = []   # micro-batches per step, by step, rank after rank
+        counts: List[int] = []  # micro-batches per step, by step, rank after rank
         for i in idx:
             sq = ranks[i].digest.sequences
             mb_tok.extend(sq.tokens)
             counts.extend(sq.step_micro_batches)
         per_step = [tok[i] for i in idx if tok[i] > 0]
         # (the mean of integer tokens: their exact sum over their count, as numpy's mean of them)
-        rep = sb.replicas.add(dp=key if key >= 0 else -1, ranks=[ranks[i].rank for i in idx],
-                              tokens_per_step=float(np.mean(per_step)) if per_step else 0.0,
-                              tokens_per_micro_batch=float(sum(mb_tok)) / len(mb_tok) if mb_tok else 0.0,
-                              min_micro_batch_tokens=min(mb_tok) if mb_tok else 0,
-                              max_micro_batch_tokens=max(mb_tok) if mb_tok else 0,
-                              micro_batches=int(statistics.mode(counts)) if counts else 0,
-                              compute_ns=int(statistics.median(figs[i]["compute"] for i in idx)))
+        rep = sb.replicas.add(
+            dp=key if key >= 0 else -1,
+            ranks=[ranks[i].rank for i in idx],
+            tokens_per_step=float(np.mean(per_step)) if per_step else 0.0,
+            tokens_per_micro_batch=float(sum(mb_tok)) / len(mb_tok) if mb_tok else 0.0,
+            min_micro_batch_tokens=min(mb_tok) if mb_tok else 0,
+            max_micro_batch_tokens=max(mb_tok) if mb_tok else 0,
+            micro_batches=int(statistics.mode(counts)) if counts else 0,
+            compute_ns=int(statistics.median(figs[i]["compute"] for i in idx)),
+        )
         rows.append(rep)
     vals = np.array([r.tokens_per_step for r in rows if r.tokens_per_step > 0])
     sb.mean_tokens_per_step = float(vals.mean()) if vals.size else 0.0
@@ -201,20 +231,40 @@ def fill(out: ppb.RunParallel, ranks: Sequence, topo, figs: List[Dict[str, int]]
 
     def name(r):
         return f"replica dp{r.dp}" if r.dp >= 0 else f"rank {r.ranks[0]}"
-    how = ("the replayed step" if sb.method == "replay" else "from the compute figures, the step")
-    text = (f"Sequence imbalance: {name(hi)} gets {hi.tokens_per_step:,.0f} tokens per step, {name(lo)} "
-            f"{lo.tokens_per_step:,.0f} ({sb.spread:.0%} more; {len(rows)} replicas, tokens from {src}); the other "
-            f"replicas wait for the longest at the gradient all-reduce. With every replica at the mean "
-            f"{sb.mean_tokens_per_step:,.0f} tokens, {how} would be {t(sb.cost_ns)} shorter "
-            f"({sb.cost_ns / median_step:.1%} of the median step; the What-if '{TITLE}'): balance the sequence "
-            "lengths across data-parallel ranks (pack or sort by length).")
-    f_msg = ppb.Finding(rule="sequence_imbalance", category="anomaly", cause="sequence_lengths",
-                        ranks=list(hi.ranks)[:64], stage=-1, cost_ns=int(sb.cost_ns),
-                        excess_ns=int(max(0, hi.compute_ns - lo.compute_ns)), text=text)
-    f_msg.triggers.add(metric="tokens per step of the largest replica over the smallest, minus 1", value=sb.spread,
-                       threshold=SEQUENCE_IMBALANCE_FRACTION, unit="fraction", rank=-1)
-    f_msg.triggers.add(metric="cost to the job per step (sequences balanced)", value=sb.cost_ns / median_step,
-                       threshold=min_cost / median_step, unit="fraction of the median step", rank=-1)
+
+    how = "the replayed step" if sb.method == "replay" else "from the compute figures, the step"
+    text = (
+        f"Sequence imbalance: {name(hi)} gets {hi.tokens_per_step:,.0f} tokens per step, {name(lo)} "
+        f"{lo.tokens_per_step:,.0f} ({sb.spread:.0%} more; {len(rows)} replicas, tokens from {src}); the other "
+        f"replicas wait for the longest at the gradient all-reduce. With every replica at the mean "
+        f"{sb.mean_tokens_per_step:,.0f} tokens, {how} would be {t(sb.cost_ns)} shorter "
+        f"({sb.cost_ns / median_step:.1%} of the median step; the What-if '{TITLE}'): balance the sequence "
+        "lengths across data-parallel ranks (pack or sort by length)."
+    )
+    f_msg = ppb.Finding(
+        rule="sequence_imbalance",
+        category="anomaly",
+        cause="sequence_lengths",
+        ranks=list(hi.ranks)[:64],
+        stage=-1,
+        cost_ns=int(sb.cost_ns),
+        excess_ns=int(max(0, hi.compute_ns - lo.compute_ns)),
+        text=text,
+    )
+    f_msg.triggers.add(
+        metric="tokens per step of the largest replica over the smallest, minus 1",
+        value=sb.spread,
+        threshold=SEQUENCE_IMBALANCE_FRACTION,
+        unit="fraction",
+        rank=-1,
+    )
+    f_msg.triggers.add(
+        metric="cost to the job per step (sequences balanced)",
+        value=sb.cost_ns / median_step,
+        threshold=min_cost / median_step,
+        unit="fraction of the median step",
+        rank=-1,
+    )
     return f_msg
 
 
@@ -223,5 +273,7 @@ def stage_flops_text(stages: Sequence[ppb.PipelineStage], hi: int, lo: int) -> s
     a, b = stages[hi].flops_per_step, stages[lo].flops_per_step
     if a <= 0 or b <= 0:
         return ""
-    return (f" In FLOPs (from the recorded shapes): stage {stages[hi].stage} does {a / 1e12:.4g} TFLOP per step, "
-            f"stage {stages[lo].stage} {b / 1e12:.4g} ({a / b - 1:+.0%}).")
+    return (
+        f" In FLOPs (from the recorded shapes): stage {stages[hi].stage} does {a / 1e12:.4g} TFLOP per step, "
+        f"stage {stages[lo].stage} {b / 1e12:.4g} ({a / b - 1:+.0%})."
+    )

@@ -1,4 +1,5 @@
 """Channel shapes and the run's end noise (comms.py's module docstring: "a channel's shape", "end noise")."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
@@ -8,11 +9,11 @@ import numpy as np
 from . import thresholds as T
 from .match import Lineup, _leaders, joined_blocks
 
-SHAPE_MIN_POSITIONS = 3         # a line-up shorter than this has no shape to tell (cut by end time)
-SHAPE_NOISY_MIN_POSITIONS = 8   # ... under end noise (its blocks still give the clocks)
-NOISE_ROUNDS = 8       # the end noise measured again on tighter blocks, at most this often
-NOISE_STEP = 0.75      # each time at this share of the last tolerance, at most SHAPE_NOISE_FACTOR x sigma
-NOISE_SETTLED = 0.85   # ... until it falls by less than this factor
+SHAPE_MIN_POSITIONS = 3  # a line-up shorter than this has no shape to tell (cut by end time)
+SHAPE_NOISY_MIN_POSITIONS = 8  # ... under end noise (its blocks still give the clocks)
+NOISE_ROUNDS = 8  # the end noise measured again on tighter blocks, at most this often
+NOISE_STEP = 0.75  # each time at this share of the last tolerance, at most SHAPE_NOISE_FACTOR x sigma
+NOISE_SETTLED = 0.85  # ... until it falls by less than this factor
 
 
 def shape_blocks(E: np.ndarray, tol: float, centred: bool = True) -> np.ndarray:
@@ -30,7 +31,7 @@ def shape_blocks(E: np.ndarray, tol: float, centred: bool = True) -> np.ndarray:
     if C < 2 or P < 2:
         return np.zeros(C, dtype=np.int64)
     if centred:
-        X = (E - E[:, :1]).astype(np.float64)     # unix ns: float64 only after taking the first end off
+        X = (E - E[:, :1]).astype(np.float64)  # unix ns: float64 only after taking the first end off
         R = X - X.mean(axis=1, keepdims=True)
     else:
         R = np.diff(E, axis=1).astype(np.float64)
@@ -38,7 +39,7 @@ def shape_blocks(E: np.ndarray, tol: float, centred: bool = True) -> np.ndarray:
     Rs = np.take_along_axis(R, order, 0)
     cid = np.vstack([np.zeros((1, R.shape[1]), dtype=np.int64), np.cumsum(np.diff(Rs, axis=0) > tol, axis=0)])
     block, _ = joined_blocks(_leaders(order, cid), SHAPE_SHARE)
-    if not centred:   # exact increments: members agree to the nanosecond, a chained block is split
+    if not centred:  # exact increments: members agree to the nanosecond, a chained block is split
         block = _consistent_blocks(R, block, tol)
     _, first, inv = np.unique(block, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
@@ -72,11 +73,11 @@ def _consistent_blocks(R: np.ndarray, block: np.ndarray, tol: float) -> np.ndarr
     out = block.astype(np.int64).copy()
     nxt = int(out.max()) + 1
     for b in bad.tolist():
-        members = order[starts[b]:starts[b] + sizes[b]]
+        members = order[starts[b] : starts[b] + sizes[b]]
         Rb = R[members]
-        left = np.ones(members.size, dtype=bool)      # members not yet taken, by their index in the block
+        left = np.ones(members.size, dtype=bool)  # members not yet taken, by their index in the block
         rest = np.arange(members.size)
-        agrees: Dict[int, np.ndarray] = {}            # a reference's agreeing members in the whole block
+        agrees: Dict[int, np.ndarray] = {}  # a reference's agreeing members in the whole block
 
         def agreeing(q: int) -> np.ndarray:
             if q not in agrees:
@@ -85,8 +86,11 @@ def _consistent_blocks(R: np.ndarray, block: np.ndarray, tol: float) -> np.ndarr
 
         first = True
         while rest.size > 1:
-            refs = rest if rest.size <= SHAPE_REFERENCES else \
-                rest[np.linspace(0, rest.size - 1, SHAPE_REFERENCES).astype(np.int64)]
+            refs = (
+                rest
+                if rest.size <= SHAPE_REFERENCES
+                else rest[np.linspace(0, rest.size - 1, SHAPE_REFERENCES).astype(np.int64)]
+            )
             counts = [int(left[agreeing(q)].sum()) for q in refs.tolist()]
             nb = agreeing(int(refs[int(np.argmax(counts))]))
             keep = nb[left[nb]]
@@ -98,12 +102,13 @@ def _consistent_blocks(R: np.ndarray, block: np.ndarray, tol: float) -> np.ndarr
             rest = np.flatnonzero(left)
     return out
 
+
 # end_noise: a member "exact" when its median distance to its block's first member is within this; a
 # run with at least this many (and this share) of exact members has no end noise to measure.
 EXACT_END_NS = 50
 EXACT_MIN_MEMBERS = 8
 EXACT_MIN_SHARE = 0.005
-EXACT_MIN_BLOCK_SHARE = 0.25   # ... or in at least this share of the blocks of two or more channels
+EXACT_MIN_BLOCK_SHARE = 0.25  # ... or in at least this share of the blocks of two or more channels
 
 
 def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Sequence[np.ndarray]) -> float:
@@ -138,8 +143,9 @@ def end_noise(lineups: Sequence[Lineup], ends: Sequence[np.ndarray], blocks: Seq
     exact = m <= EXACT_END_NS
     b = np.concatenate(blk)
     held, multi = np.unique(b[exact]).size, np.unique(b).size
-    if int(exact.sum()) >= EXACT_MIN_MEMBERS and (int(exact.sum()) >= EXACT_MIN_SHARE * m.size
-                                                   or held >= EXACT_MIN_BLOCK_SHARE * multi):
+    if int(exact.sum()) >= EXACT_MIN_MEMBERS and (
+        int(exact.sum()) >= EXACT_MIN_SHARE * m.size or held >= EXACT_MIN_BLOCK_SHARE * multi
+    ):
         m = m[exact]
     return float(np.median(m)) * 1.4826 / np.sqrt(2.0)
 

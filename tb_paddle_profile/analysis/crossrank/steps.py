@@ -12,9 +12,21 @@ import numpy as np
 from . import comms, verdict
 from .model import RankData
 
-PER_STEP_FIELDS = ("compute_ns", "communication_ns", "hidden_communication_ns", "exposed_communication_ns",
-                   "memory_ns", "exposed_memory_ns", "idle_ns", "runtime_ns", "sync_ns", "kernel_ns", "launches",
-                   "dataloader_ns", "stall_ns")
+PER_STEP_FIELDS = (
+    "compute_ns",
+    "communication_ns",
+    "hidden_communication_ns",
+    "exposed_communication_ns",
+    "memory_ns",
+    "exposed_memory_ns",
+    "idle_ns",
+    "runtime_ns",
+    "sync_ns",
+    "kernel_ns",
+    "launches",
+    "dataloader_ns",
+    "stall_ns",
+)
 
 
 _STEP_FIELDS = operator.attrgetter("step", "range.start_ns", "range.end_ns", "first_device_ns", *PER_STEP_FIELDS)
@@ -74,7 +86,7 @@ class _RankKinds:
 
     def rows(self) -> List[List[dict]]:
         """Per rank index, its RankKind fields by kind."""
-        ri, kj = np.nonzero(self.present)          # by rank, then kind
+        ri, kj = np.nonzero(self.present)  # by rank, then kind
         vals = np.stack([self.cols[f][ri, kj] for f in self.names], axis=1).tolist()
         out: List[List[dict]] = [[] for _ in range(self.present.shape[0])]
         names = self.names

@@ -51,7 +51,7 @@ def _first_send_partner(r: RankData, x: int, flat: Flat) -> int:
     if not pos.size:
         return -1
     g = int(np.searchsorted(flat.ptr, pos[0], side="right")) - 1
-    others = [int(y) for y in flat.m_rank[flat.ptr[g]:flat.ptr[g + 1]].tolist() if int(y) != x]
+    others = [int(y) for y in flat.m_rank[flat.ptr[g] : flat.ptr[g + 1]].tolist() if int(y) != x]
     return others[0] if others else -1
 
 
@@ -60,12 +60,11 @@ def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[
     a = flat.m_rank[flat.ptr[sel]]
     b = flat.m_rank[flat.ptr[sel] + 1]
     count: Dict[Tuple[int, int], int] = {}
-    if a.size:   # transfers per (x, y) pair, in the order of their first transfer
+    if a.size:  # transfers per (x, y) pair, in the order of their first transfer
         width = int(max(a.max(), b.max())) + 1
         keys, first, cnt = np.unique(a * width + b, return_index=True, return_counts=True)
         o = np.argsort(first, kind="stable")
-        count = {(x, y): c for x, y, c in zip((keys[o] // width).tolist(), (keys[o] % width).tolist(),
-                                               cnt[o].tolist())}
+        count = {(x, y): c for x, y, c in zip((keys[o] // width).tolist(), (keys[o] % width).tolist(), cnt[o].tolist())}
     best: Dict[int, int] = defaultdict(int)
     for (x, y), c in count.items():
         best[x] = max(best[x], c)
@@ -92,12 +91,14 @@ def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[
         # a ring: the interleaved schedule also links the last stage to stage 0 (chunk v to v + 1)
         ring = len(comp) >= 3 and all(len(adj[x]) == 2 for x in comp)
         if not ring and not (len(comp) >= 2 and len(ends) == 2 and all(len(adj[x]) <= 2 for x in comp)):
-            notes.append(f"Ranks {sorted(ranks[x].rank for x in comp)} exchange send/recv but do not form one "
-                         "chain; no stages given for them.")
+            notes.append(
+                f"Ranks {sorted(ranks[x].rank for x in comp)} exchange send/recv but do not form one "
+                "chain; no stages given for them."
+            )
             continue
         head = min(comp if ring else ends, key=lambda x: (0 if _first_p2p_is_send(ranks[x]) else 1, x))
         chain, prev = [head], None
-        if ring:   # stage 1 is the one stage 0 sends its first activations to
+        if ring:  # stage 1 is the one stage 0 sends its first activations to
             prev = next((y for y in adj[head] if y != _first_send_partner(ranks[head], head, flat)), None)
         while len(chain) < len(comp):
             nxt = [y for y in adj[chain[-1]] if y != prev]
@@ -107,8 +108,9 @@ def pipelines(ranks: Sequence[RankData], flat: Flat, notes: List[str]) -> Tuple[
     return chains, count
 
 
-def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]],
-                dp_group: List) -> Optional[List[int]]:
+def _replica_dp(
+    n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]], dp_group: List
+) -> Optional[List[int]]:
     """The dp coordinate of every rank as its replica's index, or None when the replicas are not a
     grid. A replica (one dp index) is what the pipelines and the mp groups join; each dp group must
     hold one rank of every replica. Replicas are numbered by their lowest rank index (Fleet's dp
@@ -147,7 +149,7 @@ def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]]
         if sum(g is not None for g in dp_group) < DP_CONFIRM_SHARE * n:
             return None
         whole = list(range(n_rep))
-        for g in {tuple(g) for g in dp_group if g is not None}:    # each group once (its members share it)
+        for g in {tuple(g) for g in dp_group if g is not None}:  # each group once (its members share it)
             if len(g) != n_rep or sorted(dp[y] for y in g) != whole:
                 return None
     return dp
@@ -158,8 +160,14 @@ def _replica_dp(n: int, chains: List[List[int]], mp_group: List[Tuple[int, ...]]
 DP_CONFIRM_SHARE = 0.75
 
 
-def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g_comm: np.ndarray,
-          counts: List[int], notes: List[str]) -> Tuple[Topology, List[str], np.ndarray]:
+def build(
+    ranks: Sequence[RankData],
+    flat: Flat,
+    comms: List[Tuple[int, ...]],
+    g_comm: np.ndarray,
+    counts: List[int],
+    notes: List[str],
+) -> Tuple[Topology, List[str], np.ndarray]:
     """The topology, the axis of each communicator, and the axis of each group (as comm axes)."""
     n = len(ranks)
     topo = Topology()
@@ -181,7 +189,7 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
         for c, k in set(zip(g_comm.tolist(), flat.g_kind.tolist())):
             kinds_of[c].add(k)
     axis = ["other"] * len(comms)
-    within: Dict[int, List[int]] = defaultdict(list)   # rank index → within-stage communicators
+    within: Dict[int, List[int]] = defaultdict(list)  # rank index → within-stage communicators
     for c, members in enumerate(comms):
         ks = kinds_of[c]
         if ks == {SEND_RECV}:
@@ -203,7 +211,7 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     host_of = [r.host for r in ranks]
     single: Dict[int, bool] = {}
 
-    def one_host(c):   # once per communicator (a dp group is asked by each of its members)
+    def one_host(c):  # once per communicator (a dp group is asked by each of its members)
         got = single.get(c)
         if got is None:
             h = host_of[comms[c][0]] if comms[c] else -1
@@ -212,7 +220,7 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
 
     sets: Dict[int, Set[int]] = {}
 
-    def member_set(c):   # once per communicator
+    def member_set(c):  # once per communicator
         got = sets.get(c)
         if got is None:
             got = sets[c] = set(comms[c])
@@ -220,7 +228,7 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
 
     where: Dict[int, Dict[int, int]] = {}
 
-    def index_in(c, x):   # comms[c].index(x), each communicator's positions found once
+    def index_in(c, x):  # comms[c].index(x), each communicator's positions found once
         got = where.get(c)
         if got is None:
             got = where[c] = {y: i for i, y in reversed(list(enumerate(comms[c])))}
@@ -271,8 +279,12 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     topo.coord_pp = list(stage)
     topo.coord_mp = [index_in(mp_of[x], x) if mp_of[x] >= 0 else (-1 if any_mp else 0) for x in range(n)]
     topo.coord_dp = [index_in(dp_of[x], x) if dp_of[x] >= 0 else (-1 if any_dp else 0) for x in range(n)]
-    by_replica = _replica_dp(n, chains, [comms[c] if c >= 0 else (x,) for x, c in enumerate(mp_of)],
-                             [comms[c] if c >= 0 else None for c in dp_of])
+    by_replica = _replica_dp(
+        n,
+        chains,
+        [comms[c] if c >= 0 else (x,) for x, c in enumerate(mp_of)],
+        [comms[c] if c >= 0 else None for c in dp_of],
+    )
     if by_replica is not None:
         topo.coord_dp = by_replica
     # sharding (Paddle's sharding_degree): a rank's within-stage communicator of all-gathers and
@@ -301,13 +313,17 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
     sh_deg = topo.sharding or 1
     sh = topo.coord_sharding if topo.sharding else [0] * n
     coords = list(zip(topo.coord_dp, topo.coord_pp, sh, topo.coord_mp))
-    topo.complete = (all(min(c) >= 0 for c in coords) and len(set(coords)) == n
-                     and topo.dp * topo.pp * sh_deg * topo.mp == n)
+    topo.complete = (
+        all(min(c) >= 0 for c in coords) and len(set(coords)) == n and topo.dp * topo.pp * sh_deg * topo.mp == n
+    )
     topo.matches_fleet_order = topo.complete and all(
-        ranks[x].rank == ((d * topo.pp + p) * sh_deg + s_) * topo.mp + m for x, (d, p, s_, m) in enumerate(coords))
-    topo.method = ("pipelines from matched send/recv pairs (stage 0 sends first); pp_group = a communicator "
-                   "holding exactly one pipeline; per rank, its within-stage communicator with the most "
-                   "instances per step is mp, the one meeting it only in the rank is dp; indexes in rank order")
+        ranks[x].rank == ((d * topo.pp + p) * sh_deg + s_) * topo.mp + m for x, (d, p, s_, m) in enumerate(coords)
+    )
+    topo.method = (
+        "pipelines from matched send/recv pairs (stage 0 sends first); pp_group = a communicator "
+        "holding exactly one pipeline; per rank, its within-stage communicator with the most "
+        "instances per step is mp, the one meeting it only in the rank is dp; indexes in rank order"
+    )
     # model selection: the grid read off the groups against every DP x PP x MP factorization of the
     # world numbered by Fleet's formula; the one that explains the most matched instances wins, and
     # every rank gets its coordinates from it, or none gets any
@@ -318,16 +334,20 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
         # Paddle on CPU (gloo) records no event for a collective or a send/recv: nothing tells the grid
         topo.coord_dp = topo.coord_pp = topo.coord_mp = [-1] * n
         topo.complete = topo.matches_fleet_order = False
-        topo.notes.append("No trace holds a collective or send/recv instance (Paddle on CPU/gloo records none): "
-                          "no topology and no coordinates.")
+        topo.notes.append(
+            "No trace holds a collective or send/recv instance (Paddle on CPU/gloo records none): "
+            "no topology and no coordinates."
+        )
     elif n > 1 and not trusted:
         topo.coord_dp = topo.coord_pp = topo.coord_mp = [-1] * n
         topo.coord_sharding = [-1] * n
         topo.complete = topo.matches_fleet_order = False
-        topo.notes.append(f"No DP x PP x MP grid explains the run: the groups fill none exactly once, and the "
-                          f"best factorization numbered by Fleet's formula, {pick.label()}, explains "
-                          f"{100 * pick.fit:.1f} % of the matched instances (at least {100 * _min_fit(ranks):.0f} % "
-                          "needed); no rank is given coordinates.")
+        topo.notes.append(
+            f"No DP x PP x MP grid explains the run: the groups fill none exactly once, and the "
+            f"best factorization numbered by Fleet's formula, {pick.label()}, explains "
+            f"{100 * pick.fit:.1f} % of the matched instances (at least {100 * _min_fit(ranks):.0f} % "
+            "needed); no rank is given coordinates."
+        )
     elif n > 1:
         if pick.source == "fleet":
             topo.dp, topo.pp, topo.mp = pick.shape
@@ -335,11 +355,15 @@ def build(ranks: Sequence[RankData], flat: Flat, comms: List[Tuple[int, ...]], g
             topo.coord_dp, topo.coord_pp, topo.coord_mp = (list(c) for c in pick.coords)
             topo.coord_sharding = [-1] * n
             topo.complete = topo.matches_fleet_order = True
-            topo.method += ("; the grid: the DP x PP x MP factorization of the world, ranks numbered by Fleet's "
-                            "formula, that explains the most matched instances")
+            topo.method += (
+                "; the grid: the DP x PP x MP factorization of the world, ranks numbered by Fleet's "
+                "formula, that explains the most matched instances"
+            )
         runner = f"; next best {pick.runner_up[0]}: {100 * pick.runner_up[1]:.1f} %" if pick.runner_up else ""
-        topo.notes.append(f"{pick.label()} explains {100 * pick.fit:.1f} % of the matched instances (its groups' "
-                          f"members exactly), of {pick.candidates} grids tried{runner}.")
+        topo.notes.append(
+            f"{pick.label()} explains {100 * pick.fit:.1f} % of the matched instances (its groups' "
+            f"members exactly), of {pick.candidates} grids tried{runner}."
+        )
     g_axis = np.array([axis[c] for c in g_comm.tolist()], dtype=object) if flat.n else np.zeros(0, dtype=object)
     return topo, axis, g_axis
 
@@ -446,8 +470,13 @@ def _unevidenced(shape: Tuple[int, int, int], seen: Set[str]) -> Tuple[int, int]
     return int(P > 1 and "p2p" not in seen), sum(1 for _, k, ev in axes if k > 1 and not (ev & seen))
 
 
-def select_model(ranks: Sequence[RankData], comms: List[Tuple[int, ...]], counts: List[int],
-                 kinds_of: Dict[int, Set[int]], topo: Topology) -> _Pick:
+def select_model(
+    ranks: Sequence[RankData],
+    comms: List[Tuple[int, ...]],
+    counts: List[int],
+    kinds_of: Dict[int, Set[int]],
+    topo: Topology,
+) -> _Pick:
     """The grid that explains the most matched instances: the one read off the groups (when it is
     complete) or a DP x PP x MP factorization of the world with Fleet's rank numbering (taken only
     when it explains at least _min_fit; else the groups' grid, when complete). Ties go to the
@@ -464,9 +493,8 @@ def select_model(ranks: Sequence[RankData], comms: List[Tuple[int, ...]], counts
     scored = []
     if topo.complete:
         coords = (np.array(topo.coord_dp), np.array(topo.coord_pp), np.array(topo.coord_mp))
-        if topo.sharding:   # the sharding axis is read off its groups only: that grid is taken as it is
-            return _Pick("groups", (topo.dp, topo.pp, topo.mp), coords, 1.0 if comms else 0.0, 1, None,
-                         topo.sharding)
+        if topo.sharding:  # the sharding axis is read off its groups only: that grid is taken as it is
+            return _Pick("groups", (topo.dp, topo.pp, topo.mp), coords, 1.0 if comms else 0.0, 1, None, topo.sharding)
         shape = (topo.dp, topo.pp, topo.mp)
         fit, seen = _explain(comms, counts, p2p, coords, shape, members)
         scored.append((fit, _unevidenced(shape, seen), 1, 0.0, "groups", shape, coords))
@@ -479,7 +507,6 @@ def select_model(ranks: Sequence[RankData], comms: List[Tuple[int, ...]], counts
     ranked = [(x[0], x[2], x[3], x[4], x[5], x[6]) for x in scored]
     best = ranked[0]
     if best[3] == "fleet" and best[0] < _min_fit(ranks) and topo.complete:
-        best = next(x for x in ranked if x[3] == "groups")   # a hypothesis that fits badly: the groups' grid
-    runner = next(((_Pick(x[3], x[4], x[5], x[0], 0, None).label(), x[0]) for x in ranked[1:]
-                   if x[4] != best[4]), None)
+        best = next(x for x in ranked if x[3] == "groups")  # a hypothesis that fits badly: the groups' grid
+    runner = next(((_Pick(x[3], x[4], x[5], x[0], 0, None).label(), x[0]) for x in ranked[1:] if x[4] != best[4]), None)
     return _Pick(best[3], best[4], best[5], best[0], len(ranked), runner)

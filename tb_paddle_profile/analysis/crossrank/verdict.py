@@ -23,11 +23,22 @@ import numpy as np
 from .model import RankData, Topology
 
 FIGURES = ("compute", "dataloader", "launch", "memcpy", "stall", "first_device")
-CAUSE = {"compute": "device_compute", "dataloader": "host_dataloader", "launch": "launch_overhead",
-         "memcpy": "memcpy", "stall": "host_stall", "first_device": "host"}
-WHAT = {"compute": "computes", "dataloader": "stalls in the data loader", "launch": "spends in kernel launches",
-        "memcpy": "copies memory", "stall": "stalls its host in the middle of the step (no CUDA call)",
-        "first_device": "leaves its GPU waiting for the step's first work"}
+CAUSE = {
+    "compute": "device_compute",
+    "dataloader": "host_dataloader",
+    "launch": "launch_overhead",
+    "memcpy": "memcpy",
+    "stall": "host_stall",
+    "first_device": "host",
+}
+WHAT = {
+    "compute": "computes",
+    "dataloader": "stalls in the data loader",
+    "launch": "spends in kernel launches",
+    "memcpy": "copies memory",
+    "stall": "stalls its host in the middle of the step (no CUDA call)",
+    "first_device": "leaves its GPU waiting for the step's first work",
+}
 
 
 def segment_sums(values: np.ndarray, ptr: np.ndarray, n: int) -> np.ndarray:
@@ -53,29 +64,37 @@ def figures(st) -> List[Dict[str, int]]:
     vals = step_values(st)
     fd_ok = vals["first_device"] >= 0
     cols = {f: mean(vals[f]) for f in FIGURES if f != "first_device"}
-    cols["first_device"] = round_div(segment_sums(np.where(fd_ok, vals["first_device"], 0), st.ptr, n),
-                                     np.maximum(1, segment_sums(fd_ok.astype(np.int64), st.ptr, n)))
+    cols["first_device"] = round_div(
+        segment_sums(np.where(fd_ok, vals["first_device"], 0), st.ptr, n),
+        np.maximum(1, segment_sums(fd_ok.astype(np.int64), st.ptr, n)),
+    )
     return [dict(zip(FIGURES, row)) for row in np.stack([cols[x] for x in FIGURES], axis=1).tolist()]
 
 
 def step_values(st) -> Dict[str, np.ndarray]:
     """Per figure, its value in every step row of ``st`` (as :func:`figures` averages them; the first
     work -1 where the step has no device event)."""
-    return {"compute": st.col("compute_ns"), "dataloader": st.col("dataloader_ns"),
-            "launch": np.maximum(0, st.col("runtime_ns") - st.col("sync_ns")), "memcpy": st.col("memory_ns"),
-            "stall": st.col("stall_ns"), "first_device": np.where(st.first_device >= 0, st.first_device, -1)}
+    return {
+        "compute": st.col("compute_ns"),
+        "dataloader": st.col("dataloader_ns"),
+        "launch": np.maximum(0, st.col("runtime_ns") - st.col("sync_ns")),
+        "memcpy": st.col("memory_ns"),
+        "stall": st.col("stall_ns"),
+        "first_device": np.where(st.first_device >= 0, st.first_device, -1),
+    }
 
 
 def roles(ranks: Sequence[RankData], topo: Topology) -> List[Tuple[int, int]]:
-    return [(topo.coord_pp[i] if topo.coord_pp else 0, topo.coord_mp[i] if topo.coord_mp else 0)
-            for i in range(len(ranks))]
+    return [
+        (topo.coord_pp[i] if topo.coord_pp else 0, topo.coord_mp[i] if topo.coord_mp else 0) for i in range(len(ranks))
+    ]
 
 
 def _median_without(v: List[int], k: int) -> float:
     """Median of sorted v without its element k (statistics.median's convention)."""
     m = len(v) - 1
 
-    def at(i):   # element i of v without v[k]
+    def at(i):  # element i of v without v[k]
         return v[i] if i < k else v[i + 1]
 
     return float(at(m // 2)) if m % 2 else (at(m // 2 - 1) + at(m // 2)) / 2

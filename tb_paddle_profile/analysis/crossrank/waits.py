@@ -29,16 +29,16 @@ class Waits:
         g = flat.m_group
         self.m_wait = dur - self.transfer[g] if n else np.zeros(0, np.int64)
         # last member: shortest duration, lowest rank index among equals (members are by rank index)
-        if n:   # the first member (members are by rank index) whose duration is the group's shortest
+        if n:  # the first member (members are by rank index) whose duration is the group's shortest
             cand = np.flatnonzero(dur == self.transfer[g])
             cg = g[cand]
-            self.last = cand[np.concatenate([[True], cg[1:] != cg[:-1]])]   # member position, per group
+            self.last = cand[np.concatenate([[True], cg[1:] != cg[:-1]])]  # member position, per group
         else:
             self.last = np.zeros(0, np.int64)
-        self.caused = np.zeros(n, np.int64)       # Σ waits of the other members, per group
+        self.caused = np.zeros(n, np.int64)  # Σ waits of the other members, per group
         if n:
             self.caused = np.add.reduceat(self.m_wait, flat.ptr[:-1])
-        if n:   # into every rank's columns at once (RankData's are views of the pool's)
+        if n:  # into every rank's columns at once (RankData's are views of the pool's)
             p = pool_of(ranks)
             at = p.at(flat.m_rank, flat.m_inst)
             p.wait[at] = self.m_wait
@@ -56,14 +56,14 @@ def communicators(flat: Flat) -> Tuple[List[Tuple[int, ...]], np.ndarray, List[i
     sizes = flat.sizes
     p2p = (flat.g_kind == SEND_RECV).astype(np.int64)
     # groups of one size and p2p flag at a time: their member rows side by side, distinct rows
-    first_of: List[np.ndarray] = []     # per class: the first group of each distinct member set
+    first_of: List[np.ndarray] = []  # per class: the first group of each distinct member set
     local: List[Tuple[np.ndarray, np.ndarray]] = []
     cls = sizes * 2 + p2p
     order = np.argsort(cls, kind="stable")
     cs = cls[order]
     bounds = np.concatenate([[0], np.nonzero(np.diff(cs))[0] + 1, [cs.size]])
     for i in range(bounds.size - 1):
-        gs = order[bounds[i]:bounds[i + 1]]            # ascending group index
+        gs = order[bounds[i] : bounds[i + 1]]  # ascending group index
         k = int(sizes[gs[0]])
         M = flat.m_rank[flat.ptr[gs][:, None] + np.arange(k)[None, :]] if k else np.zeros((gs.size, 0), np.int64)
         ids = _row_ids(M) if k else np.zeros(gs.size, np.int64)
@@ -81,6 +81,6 @@ def communicators(flat: Flat) -> Tuple[List[Tuple[int, ...]], np.ndarray, List[i
     comms: List[Tuple[int, ...]] = [()] * firsts_all.size
     mr, ptr = flat.m_rank.tolist(), flat.ptr.tolist()
     for c, g in zip(rank.tolist(), firsts_all.tolist()):
-        comms[c] = tuple(mr[ptr[g]:ptr[g + 1]])
+        comms[c] = tuple(mr[ptr[g] : ptr[g + 1]])
     counts = np.bincount(g_comm, minlength=len(comms)).tolist()
     return comms, g_comm, counts

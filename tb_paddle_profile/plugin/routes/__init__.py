@@ -20,6 +20,7 @@ One module per concern, ``Routes`` made of one class per family of routes:
   parallel, rank_banner, parallel_matched, whatif; ``diff``: diff; ``timelines``: timeline,
   timeline_event/search/range/instance/compact, trace_window; ``trace``: the raw trace's download.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Dict
@@ -33,9 +34,23 @@ from .summary import SummaryRoutes
 from .timelines import TimelineRoutes
 from .trace import TraceRoutes
 
-__all__ = ["FALLBACK_MODULE", "HEAVY_PROCESSES", "HEAVY_WORKERS", "JSON", "PEERS_WORKER", "PLUGIN_NAME", "PROTOBUF",
-           "STATIC_DIR", "SUMMARY_TABLES", "HttpError", "Routes", "_GZIP_MIN", "_encode", "internal_error",
-           "respond"]
+__all__ = [
+    "FALLBACK_MODULE",
+    "HEAVY_PROCESSES",
+    "HEAVY_WORKERS",
+    "JSON",
+    "PEERS_WORKER",
+    "PLUGIN_NAME",
+    "PROTOBUF",
+    "STATIC_DIR",
+    "SUMMARY_TABLES",
+    "HttpError",
+    "Routes",
+    "_GZIP_MIN",
+    "_encode",
+    "internal_error",
+    "respond",
+]
 
 
 class Routes(RunsRoutes, SummaryRoutes, ParallelRoutes, DiffRoutes, TimelineRoutes, TraceRoutes):

@@ -2,6 +2,7 @@
 numbers and labels (the analysis's, or before there is one, Fleet's order and the prior labels from the
 ranks' digests), the hosts' clock offsets that the timeline draws on, and the analysis itself, computed
 once per analysis key in the heavy worker process (runs.RunAnalyses stores it)."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -54,8 +55,16 @@ class AnalysisBase(RoutesBase):
         known = self._analysis_facts(self._last_analysis.get(run))[2]
         if known and set(firsts) <= set(known):
             return {w: known[w] for w in firsts}
-        order = sorted(firsts, key=lambda w: (natural_key(firsts[w].hostname), self._prior(firsts[w])[1],
-                                              firsts[w].pid, natural_key(w), firsts[w].file_name))
+        order = sorted(
+            firsts,
+            key=lambda w: (
+                natural_key(firsts[w].hostname),
+                self._prior(firsts[w])[1],
+                firsts[w].pid,
+                natural_key(w),
+                firsts[w].file_name,
+            ),
+        )
         return {w: i for i, w in enumerate(order)}
 
     def _analysis_facts(self, key: Optional[str]) -> Tuple[Dict[str, str], Dict[str, int], Dict[str, int]]:
@@ -69,9 +78,11 @@ class AnalysisBase(RoutesBase):
             if data is None:
                 return {}, {}, {}
             msg = plugin_pb2.RunParallel.FromString(data)
-            facts = ({r.worker: r.label for r in msg.ranks if r.label},
-                     {r.worker: r.clock_offset_ns for r in msg.ranks if r.clock_offset_ns},
-                     {r.worker: r.rank for r in msg.ranks})
+            facts = (
+                {r.worker: r.label for r in msg.ranks if r.label},
+                {r.worker: r.clock_offset_ns for r in msg.ranks if r.clock_offset_ns},
+                {r.worker: r.rank for r in msg.ranks},
+            )
             self._facts.put(key, facts)
         return facts
 
@@ -150,8 +161,11 @@ class AnalysisBase(RoutesBase):
 
                     pool = self._procs[which] = process_pool(HEAVY_PROCESSES, lower_priority)
                 except Exception:  # no process (resources, platform): computed in this process
-                    logger.warning("tb_paddle_profile: no worker process for %s; computing in TensorBoard's "
-                                   "process", which, exc_info=True)
+                    logger.warning(
+                        "tb_paddle_profile: no worker process for %s; computing in TensorBoard's process",
+                        which,
+                        exc_info=True,
+                    )
                     self._procs_failed.add(which)
         if pool is None:
             return _NO_PROCESS
@@ -161,8 +175,9 @@ class AnalysisBase(RoutesBase):
             with self._lock:
                 if self._procs.get(which) is pool:
                     del self._procs[which]
-            logger.warning("tb_paddle_profile: the %s worker process died; computing %s here", which,
-                           getattr(fn, "__name__", "it"))
+            logger.warning(
+                "tb_paddle_profile: the %s worker process died; computing %s here", which, getattr(fn, "__name__", "it")
+            )
             return _NO_PROCESS
 
     def _prior_label(self, trace: TraceFile, rank: Optional[int] = None, ready: Optional[bool] = None) -> str:
@@ -232,8 +247,9 @@ class AnalysisBase(RoutesBase):
         waiting = [t for t, block in zip(files, facts.blocking) if block]
         if waiting:
             loader.prioritize(waiting, run)
-            return _waiting(request, message(run=run, span=span),
-                            f"waiting for {len(waiting)} of {len(files)} ranks to load", fmt)
+            return _waiting(
+                request, message(run=run, span=span), f"waiting for {len(waiting)} of {len(files)} ranks to load", fmt
+            )
         return list(facts.states), list(facts.ready), facts.key
 
 
@@ -259,6 +275,8 @@ def digest_prior(data: bytes, rank: Optional[int], file_name: str = "") -> Tuple
     except Exception:
         logger.debug("tb_paddle_profile: no label for %s", file_name, exc_info=True)
         return "", -1
+
+
 _NO_PROCESS = object()  # _in_pool: no worker process to compute it in
 
 

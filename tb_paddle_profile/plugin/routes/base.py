@@ -2,6 +2,7 @@
 heavy executor and worker process, the timeline store), the lookups of a request's run, worker, span and
 file among the latest scan, the files' states, and the answers memoized by what they are made of
 (``_send``) or while what they show stays the same (``_send_latest``)."""
+
 from __future__ import annotations
 
 import gzip
@@ -52,8 +53,9 @@ class RoutesBase:
     """The state and lookups of ``Routes``; each family of routes is a subclass of it (of
     analyses.AnalysisBase, which adds the cross-rank analyses), and ``Routes`` is all of them."""
 
-    def __init__(self, discovery: Optional[Discovery], loader: Optional[Loader], static_dir: Path = STATIC_DIR,
-                 error: str = ""):
+    def __init__(
+        self, discovery: Optional[Discovery], loader: Optional[Loader], static_dir: Path = STATIC_DIR, error: str = ""
+    ):
         self.discovery = discovery
         self.error = error  # why there is no discovery, shown by the status route
         self.loader = loader
@@ -107,8 +109,9 @@ class RoutesBase:
             return Snapshot(logdir="")
         return self.discovery.snapshot()
 
-    def _run(self, snapshot: Snapshot, request: Request,
-             refused: bool = False) -> Tuple[str, Mapping[str, Mapping[str, TraceFile]]]:
+    def _run(
+        self, snapshot: Snapshot, request: Request, refused: bool = False
+    ) -> Tuple[str, Mapping[str, Mapping[str, TraceFile]]]:
         """The run named by the request: worker -> span -> file; without the files the path policy
         refuses unless `refused` (those are only ever listed, never handed to code that reads)."""
         run = _param(request, "run")
@@ -149,11 +152,16 @@ class RoutesBase:
     def _states(self, files: List[TraceFile]) -> List[FileState]:
         """The loader's states, a refused file FAILED with its reason whatever the loader says."""
         states = self.loader.states(files) if self.loader is not None else [FileState(QUEUED)] * len(files)
-        return [FileState(FAILED, f"{f.file_name}: {f.refused}") if f.refused else st
-                for f, st in zip(files, states)]
+        return [FileState(FAILED, f"{f.file_name}: {f.refused}") if f.refused else st for f, st in zip(files, states)]
 
-    def _send(self, request: Request, memo_key: tuple, ctype: str, build: Callable[[], bytes],
-              headers: Optional[List[Tuple[str, str]]] = None) -> Response:
+    def _send(
+        self,
+        request: Request,
+        memo_key: tuple,
+        ctype: str,
+        build: Callable[[], bytes],
+        headers: Optional[List[Tuple[str, str]]] = None,
+    ) -> Response:
         """Answer with a body memoized (compressed or not) under a key that names its content."""
         hit = self._memoized(request, memo_key, ctype, headers)
         if hit is not None:
@@ -174,8 +182,9 @@ class RoutesBase:
                 if not flight[1]:
                     del self._flights[flight_key]
 
-    def _memoized(self, request: Request, memo_key: tuple, ctype: str,
-                  headers: Optional[List[Tuple[str, str]]] = None) -> Optional[Response]:
+    def _memoized(
+        self, request: Request, memo_key: tuple, ctype: str, headers: Optional[List[Tuple[str, str]]] = None
+    ) -> Optional[Response]:
         """The answer memoized under ``memo_key`` (see _send); None when there is none."""
         gz = _accepts_gzip(request) and _compressible(ctype)
         with self._lock:
@@ -185,8 +194,14 @@ class RoutesBase:
         body, compressed = hit
         return respond(request, body, ctype, headers=headers, gzipped=body if compressed else None)
 
-    def _memoize(self, request: Request, memo_key: tuple, ctype: str, body: bytes,
-                 headers: Optional[List[Tuple[str, str]]] = None) -> Response:
+    def _memoize(
+        self,
+        request: Request,
+        memo_key: tuple,
+        ctype: str,
+        body: bytes,
+        headers: Optional[List[Tuple[str, str]]] = None,
+    ) -> Response:
         """Answer with ``body``, memoized (compressed or not) under ``memo_key`` (see _send)."""
         gz = _accepts_gzip(request) and _compressible(ctype)
         compressed = False
@@ -196,8 +211,9 @@ class RoutesBase:
             self._bodies.put(memo_key + (gz,), (body, compressed))
         return respond(request, body, ctype, headers=headers, gzipped=body if compressed else None)
 
-    def _send_latest(self, request: Request, slot: tuple, key: tuple, ctype: str,
-                     build: Callable[[], bytes]) -> Response:
+    def _send_latest(
+        self, request: Request, slot: tuple, key: tuple, ctype: str, build: Callable[[], bytes]
+    ) -> Response:
         """Answer with the body memoized under ``slot`` while its ``key`` stays the same (the runs and
         status routes: asked for by every tab and poll, built again only when what they show changed)."""
         gz = _accepts_gzip(request) and _compressible(ctype)
@@ -229,8 +245,13 @@ class RoutesBase:
             raise HttpError(404, f"unknown span {_shown(span)} in run {_shown(run)}")
         return run, span, facts
 
-    def _span_facts(self, run: str, span: str, snapshot: Optional[Snapshot] = None,
-                    workers: Optional[Mapping[str, Mapping[str, TraceFile]]] = None) -> SpanFacts:
+    def _span_facts(
+        self,
+        run: str,
+        span: str,
+        snapshot: Optional[Snapshot] = None,
+        workers: Optional[Mapping[str, Mapping[str, TraceFile]]] = None,
+    ) -> SpanFacts:
         """The SpanFacts of ``run``'s ``span`` in the latest scan (every worker, refused ones included),
         made again only when the scan or a state of the run's files changed."""
         if snapshot is None:
@@ -246,10 +267,19 @@ class RoutesBase:
         files = run_assembly.span_files(workers, span)
         states = self._states(files)
         ready = tuple(t for t, st in zip(files, states) if st.state == READY)
-        sig = hashlib.sha256("\0".join(f"{f.key.digest()}:{st.state}:{st.error}"
-                                        for f, st in zip(files, states)).encode("utf-8", "surrogateescape"))
-        facts = SpanFacts(tuple(files), tuple(states), ready, run_assembly.analysis_key(t.key for t in ready),
-                          tuple(run_assembly.blocking(states)), sig.hexdigest()[:40])
+        sig = hashlib.sha256(
+            "\0".join(f"{f.key.digest()}:{st.state}:{st.error}" for f, st in zip(files, states)).encode(
+                "utf-8", "surrogateescape"
+            )
+        )
+        facts = SpanFacts(
+            tuple(files),
+            tuple(states),
+            ready,
+            run_assembly.analysis_key(t.key for t in ready),
+            tuple(run_assembly.blocking(states)),
+            sig.hexdigest()[:40],
+        )
         with self._lock:
             self._span_memo.put((run, span), (version, facts))
         return facts
@@ -319,5 +349,6 @@ class RoutesBase:
                 # Indexes come from the loader's per-file jobs (one parse per trace, jobs.py); the store
                 # only opens them, and asks the loader again for one that is missing.
                 store = self._timeline_store = timeline.TimelineStore(
-                    loader.fs, loader.cache.cache_dir, root=root, runner=loader.request_index)
+                    loader.fs, loader.cache.cache_dir, root=root, runner=loader.request_index
+                )
         return store

@@ -1,6 +1,7 @@
 """The ``diff`` route: two ranks, two runs, or a rank against the median of its role peers compared
 (RunDiff, present/display/diff.py; docs/diff.md), each side looked up as the rank and run routes look it
 up; 202 while a side loads. And its tables as CSV (the ``csv`` route's view "diff")."""
+
 from __future__ import annotations
 
 from typing import Tuple, cast
@@ -11,8 +12,19 @@ from tb_paddle_profile.pipeline.loader import FAILED, READY, Loader
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 from .analyses import AnalysisBase
-from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _handler, _param, _shown,
-                   _sorted_by, respond)
+from .http import (
+    _CSV,
+    _CTYPES,
+    HttpError,
+    _download_name,
+    _encode,
+    _format,
+    _handler,
+    _param,
+    _shown,
+    _sorted_by,
+    respond,
+)
 
 # The `diff` route's baseline worker that stands for the median of the candidate rank's role peers.
 PEERS_WORKER = "~peers"
@@ -31,8 +43,10 @@ class DiffRoutes(AnalysisBase):
         from tb_paddle_profile.v1 import diff_pb2
 
         fmt, sorted_by = _format(request), _sorted_by(request)
-        sides = [tuple(_param(request, f"{side}_{p}", required=p != "worker") for p in ("run", "worker", "span"))
-                 for side in ("baseline", "candidate")]
+        sides = [
+            tuple(_param(request, f"{side}_{p}", required=p != "worker") for p in ("run", "worker", "span"))
+            for side in ("baseline", "candidate")
+        ]
         if sides[0][1] == PEERS_WORKER:
             return self._peers_diff(request, sides[1], fmt)
         if bool(sides[0][1]) != bool(sides[1][1]):
@@ -43,7 +57,7 @@ class DiffRoutes(AnalysisBase):
             msg.run, msg.worker, msg.span = run, worker, span
         if sides[0][1]:  # two ranks: their Summaries
             traces = [self._file(r) for r in inner]
-            loader = cast(Loader, self.loader)   # (files are listed: the plugin has a loader)
+            loader = cast(Loader, self.loader)  # (files are listed: the plugin has a loader)
             datas, labels = [], []
             for trace in traces:
                 state = self._states([trace])[0]
@@ -64,8 +78,12 @@ class DiffRoutes(AnalysisBase):
                 baseline, candidate = (summary_pb2.Summary.FromString(d) for d in datas)
                 return _encode(rank_diff(baseline, candidate, named, sorted_by=sorted_by), fmt)
 
-            return self._send(request, ("diff", traces[0].key, traces[1].key, tuple(labels), sorted_by, fmt),
-                              _CTYPES[fmt], build_ranks)
+            return self._send(
+                request,
+                ("diff", traces[0].key, traces[1].key, tuple(labels), sorted_by, fmt),
+                _CTYPES[fmt],
+                build_ranks,
+            )
         got = [self._analysis(r) for r in inner]  # two runs: their cross-rank analyses (computed once, stored)
         for g, (run, _, span) in zip(got, sides):
             if isinstance(g, Response):
@@ -113,7 +131,7 @@ class DiffRoutes(AnalysisBase):
         states = [states[0]] + [st for st in states[1:] if st.state != FAILED]
         if len(files) < 2:
             raise HttpError(422, f"none of this rank's role peers ({where}) could be read")
-        loader = cast(Loader, self.loader)   # (files are listed: the plugin has a loader)
+        loader = cast(Loader, self.loader)  # (files are listed: the plugin has a loader)
         datas = [loader.summary_bytes(t) if st.state == READY else None for t, st in zip(files, states)]
         if any(d is None for d in datas):
             loader.prioritize([t for t, d in zip(files, datas) if d is None], run)
@@ -121,17 +139,19 @@ class DiffRoutes(AnalysisBase):
             return respond(request, _encode(waiting, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
         number = self._rank_numbers(run, workers).get(worker)
         label = self._labels(run).get(worker) or self._prior_label(trace, number)
-        named = [(run, PEERS_WORKER, span, f"median of {len(files) - 1} role peers ({where})"),
-                 (run, worker, span, label)]
+        named = [
+            (run, PEERS_WORKER, span, f"median of {len(files) - 1} role peers ({where})"),
+            (run, worker, span, label),
+        ]
 
         def build() -> bytes:
             summaries = [summary_pb2.Summary.FromString(d) for d in datas]
             read = {t.worker for t in files[1:]}
-            return _encode(peers_diff(summaries[0], summaries[1:], named, where,
-                                      [p.rank for p in peers if p.worker in read]), fmt)
+            return _encode(
+                peers_diff(summaries[0], summaries[1:], named, where, [p.rank for p in peers if p.worker in read]), fmt
+            )
 
-        return self._send(request, ("diff.peers", key, tuple(t.key for t in files), label, fmt), _CTYPES[fmt],
-                          build)
+        return self._send(request, ("diff.peers", key, tuple(t.key for t in files), label, fmt), _CTYPES[fmt], build)
 
     @staticmethod
     def _side_request(request: Request, run: str, worker: str, span: str) -> Request:
@@ -161,5 +181,9 @@ class DiffRoutes(AnalysisBase):
         table = find_table(diff_pb2.RunDiff.FromString(answer.get_data()).display, key)
         if table is None:
             raise HttpError(404, f"no table {_shown(key)} in the comparison")
-        return respond(request, to_csv(table).encode("utf-8"), _CSV,
-                       headers=[("Content-Disposition", _download_name(f"diff.{key}.csv"))])
+        return respond(
+            request,
+            to_csv(table).encode("utf-8"),
+            _CSV,
+            headers=[("Content-Disposition", _download_name(f"diff.{key}.csv"))],
+        )

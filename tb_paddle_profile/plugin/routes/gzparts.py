@@ -4,6 +4,7 @@ and a few new ones (the run list: one piece per run) costs the new pieces, not t
 deflate streams are joined as they are (each refers to its own bytes only), closed by an empty final block,
 and the answer's CRC-32 is combined from the pieces' (zlib's crc32_combine, in O(1) per piece with the
 operator of each piece's length kept with it). The result is one ordinary gzip member."""
+
 from __future__ import annotations
 
 import struct

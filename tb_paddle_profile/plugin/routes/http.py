@@ -2,6 +2,7 @@
 ``_handler`` (400/404 and the like from HttpError, 422 a file that is not a usable trace, 503 worth asking
 again, 500 a bug of ours, logged with its traceback), and the request's parameters, each checked (one
 value, bounded length, integers within their range) before any route uses it."""
+
 from __future__ import annotations
 
 import functools
@@ -31,8 +32,7 @@ _MAX_PARAM = 1024
 _MAX_LIST_PARAM = 60_000
 _GZIP_MIN = 256
 _CHUNK = 1 << 20
-_COMPRESSIBLE = ("text/", "application/json", "application/javascript", PROTOBUF, "image/svg+xml",
-                 "application/wasm")
+_COMPRESSIBLE = ("text/", "application/json", "application/javascript", PROTOBUF, "image/svg+xml", "application/wasm")
 
 
 class HttpError(Exception):
@@ -56,8 +56,14 @@ def _compressible(content_type: str) -> bool:
     return content_type.startswith(_COMPRESSIBLE)
 
 
-def respond(request: Request, body: bytes, content_type: str, status: int = 200,
-            headers: Optional[List[Tuple[str, str]]] = None, gzipped: Optional[bytes] = None) -> Response:
+def respond(
+    request: Request,
+    body: bytes,
+    content_type: str,
+    status: int = 200,
+    headers: Optional[List[Tuple[str, str]]] = None,
+    gzipped: Optional[bytes] = None,
+) -> Response:
     """A response, gzip-encoded when the client accepts it (``gzipped``: the body already compressed)."""
     headers = list(headers or [])
     headers += [("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-cache, must-revalidate")]
@@ -102,6 +108,7 @@ def internal_error(route: str, exc: BaseException) -> str:
 
 def _handler(fn: Callable[[Any, Request], Response]):
     """A route method as a WSGI app: GET and HEAD only; the errors answered as their kind says."""
+
     @functools.wraps(fn)
     def app(self, environ, start_response):
         request = Request(environ)

@@ -3,6 +3,7 @@ RankDistributed and the view's tables), ``parallel`` (the cross-rank analysis, s
 ``parallel_matched`` (a page of its matched instances), ``rank_banner`` (what the stored analysis says
 of one rank) and ``whatif`` (the critical path and the what-if estimates); 202 while ranks load. And
 their tables as CSV (the ``csv`` route without a worker)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, cast
@@ -16,8 +17,20 @@ from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 from .analyses import RELOADING, AnalysisBase, _waiting, digest_prior, prior_rank
 from .base import _Reloading
-from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _handler, _int, _param, _shown,
-                   _text, respond)
+from .http import (
+    _CSV,
+    _CTYPES,
+    HttpError,
+    _download_name,
+    _encode,
+    _format,
+    _handler,
+    _int,
+    _param,
+    _shown,
+    _text,
+    respond,
+)
 
 # The tables of the parallel view that its summary draws (the rest are per rank: thousands of rows)
 SUMMARY_TABLES = ("stragglers", "findings", "outliers", "advice_triggers", "topology")
@@ -43,8 +56,9 @@ class ParallelRoutes(AnalysisBase):
             raise HttpError(400, f"unknown part {_shown(part)} (summary, details, or none for the whole answer)")
         self._require_loader()
         numbers = self._rank_numbers(run, self._run(self._snapshot(), request, refused=True)[1])
-        order = sorted(range(len(facts.files)), key=lambda i: (numbers.get(facts.files[i].worker, 1 << 30),
-                                                                facts.files[i].worker))
+        order = sorted(
+            range(len(facts.files)), key=lambda i: (numbers.get(facts.files[i].worker, 1 << 30), facts.files[i].worker)
+        )
         files = [facts.files[i] for i in order]
         states = [facts.states[i] for i in order]
         blocks = [facts.blocking[i] for i in order]
@@ -52,8 +66,15 @@ class ParallelRoutes(AnalysisBase):
             # Every rank settled: memoized under what the answer is made of (the files' versions and
             # states: facts.sig, the rank numbers, the analysis whose labels it shows), built once, in the
             # views' process from the ranks' digests, and stored with the analysis (a restart reads it back).
-            made_of = (run, span, facts.sig, tuple(numbers.get(f.worker, f.rank) for f in files),
-                       self._last_analysis.get(run), part, fmt)
+            made_of = (
+                run,
+                span,
+                facts.sig,
+                tuple(numbers.get(f.worker, f.rank) for f in files),
+                self._last_analysis.get(run),
+                part,
+                fmt,
+            )
 
             def make() -> bytes:
                 loader = self._require_loader()
@@ -62,12 +83,23 @@ class ParallelRoutes(AnalysisBase):
                     raise _Reloading  # a READY rank's digest vanished: it is being loaded again
                 labels = self._labels(run)
                 priors = [None if t.worker in labels else prior_rank(t, numbers.get(t.worker)) for t in files]
-                return self._in_views(distributed_answer, run, span, self._rows(files, states, numbers), digests,
-                                      labels, priors, run_assembly.missing_ranks(files, states), part, fmt)
+                return self._in_views(
+                    distributed_answer,
+                    run,
+                    span,
+                    self._rows(files, states, numbers),
+                    digests,
+                    labels,
+                    priors,
+                    run_assembly.missing_ranks(files, states),
+                    part,
+                    fmt,
+                )
 
             def build() -> bytes:
-                return self.analyses.derived(run_assembly.answer_name("distributed-1", facts.key, *made_of), make,
-                                             memory=False)
+                return self.analyses.derived(
+                    run_assembly.answer_name("distributed-1", facts.key, *made_of), make, memory=False
+                )
 
             try:
                 return self._send(request, ("distributed",) + made_of, _CTYPES[fmt], build)
@@ -75,16 +107,20 @@ class ParallelRoutes(AnalysisBase):
                 states = self._states(files)
                 blocks = run_assembly.blocking(states)
         out, waiting = self._distributed(run, span, files, states, blocks, numbers, part)
-        return respond(request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200,
-                       [("Retry-After", "1")] if waiting else [])
+        return respond(
+            request, _encode(out, fmt), _CTYPES[fmt], 202 if waiting else 200, [("Retry-After", "1")] if waiting else []
+        )
 
     def _rows(self, files: List[TraceFile], states, numbers: Dict[str, int]) -> List[Tuple[str, int, str, int, str]]:
         """Per rank of a RunDistributed: (worker, state, error, rank number, file version)."""
-        return [(t.worker, st.state, st.error, numbers.get(t.worker, t.rank), t.key.digest()[:16])
-                for t, st in zip(files, states)]
+        return [
+            (t.worker, st.state, st.error, numbers.get(t.worker, t.rank), t.key.digest()[:16])
+            for t, st in zip(files, states)
+        ]
 
-    def _distributed(self, run: str, span: str, files: List[TraceFile], states, blocks, numbers: Dict[str, int],
-                     part: str):
+    def _distributed(
+        self, run: str, span: str, files: List[TraceFile], states, blocks, numbers: Dict[str, int], part: str
+    ):
         """(RunDistributed, the ranks it waits for) while some ranks load: the ranks read so far, in this
         process (their parts and prior labels memoized; the answer is made again at each poll)."""
         loader = self._require_loader()
@@ -99,8 +135,13 @@ class ParallelRoutes(AnalysisBase):
                 waiting.append(trace)
         loader.prioritize(waiting, run)
         labels = dict(self._labels(run))  # the analysis's; before there is one, the prior labels (as the run list)
-        labels.update({t.worker: self._prior_label(t, numbers.get(t.worker), st.state == READY)
-                       for t, st in zip(files, states) if t.worker not in labels})
+        labels.update(
+            {
+                t.worker: self._prior_label(t, numbers.get(t.worker), st.state == READY)
+                for t, st in zip(files, states)
+                if t.worker not in labels
+            }
+        )
         missing = run_assembly.missing_ranks(files, states) if not waiting else None
         out = run_view(run, span, self._rows(files, states, numbers), parts, labels, missing, part, bool(waiting))
         return out, waiting
@@ -128,8 +169,9 @@ class ParallelRoutes(AnalysisBase):
         # page draws once the details are opened (_details_part); part=breakdown_steps: that table alone
         part = _param(request, "part", required=False)
         if part not in ("",) + PARALLEL_PARTS:
-            raise HttpError(400, f"unknown part {_shown(part)} ({', '.join(PARALLEL_PARTS)}, or none for the "
-                                 "whole analysis)")
+            raise HttpError(
+                400, f"unknown part {_shown(part)} ({', '.join(PARALLEL_PARTS)}, or none for the whole analysis)"
+            )
         # (DETAIL_STEP_ROWS read here and sent: the views' worker process has its own module)
         rows = DETAIL_STEP_ROWS if part == "details" else 0
         made_of = (run, span, tuple(notes), missing, part, fmt, rows)
@@ -189,8 +231,7 @@ class ParallelRoutes(AnalysisBase):
             page = run_assembly.matched_page(data, rank, step, offset, limit, run=run, span=span, analysis_key=key)
             return _encode(page, fmt)
 
-        return self._send(request, ("matched", key, run, span, rank, step, offset, limit, fmt), _CTYPES[fmt],
-                          build)
+        return self._send(request, ("matched", key, run, span, rank, step, offset, limit, fmt), _CTYPES[fmt], build)
 
     @_handler
     def whatif(self, request: Request) -> Response:
@@ -220,15 +261,19 @@ class ParallelRoutes(AnalysisBase):
         missing = run_assembly.missing_ranks(files, states)
 
         def stored() -> bytes:  # the replay, once per analysis key, in the analyses' process; read back after a restart
-            return self.analyses.derived(run_assembly.whatif_name(key, run, span, {}), lambda: self._in_process(
-                run_assembly.whatif_blob, self._digest_blobs(ready), run, span))
+            return self.analyses.derived(
+                run_assembly.whatif_name(key, run, span, {}),
+                lambda: self._in_process(run_assembly.whatif_blob, self._digest_blobs(ready), run, span),
+            )
 
         def answer() -> bytes:
             if not mfu_args:
                 return run_assembly.whatif_of(stored(), {})
             # other MFU inputs: the stored answer's MFU made again (arithmetic, no replay), in the views' process
-            return self.analyses.derived(run_assembly.whatif_name(key, run, span, mfu_args), lambda: self._in_views(
-                run_assembly.whatif_of, stored(), mfu_args))
+            return self.analyses.derived(
+                run_assembly.whatif_name(key, run, span, mfu_args),
+                lambda: self._in_views(run_assembly.whatif_of, stored(), mfu_args),
+            )
 
         def build() -> bytes:
             out = whatif_pb2.RunWhatIf.FromString(answer())
@@ -253,23 +298,26 @@ class ParallelRoutes(AnalysisBase):
         inner = Request(environ)
         from tb_paddle_profile.v1 import whatif_pb2
 
-        answers: Dict[str, Tuple[Any, Any]] = {   # view → (its route, its message class)
+        answers: Dict[str, Tuple[Any, Any]] = {  # view → (its route, its message class)
             "parallel": (ParallelRoutes.parallel, plugin_pb2.RunParallel),
-            "whatif": (ParallelRoutes.whatif, whatif_pb2.RunWhatIf)}
+            "whatif": (ParallelRoutes.whatif, whatif_pb2.RunWhatIf),
+        }
         route, message = answers.get(view, (ParallelRoutes.distributed, plugin_pb2.RunDistributed))
         answer = route.__wrapped__(self, inner)
         if answer.status_code != 200 and answer.status_code != 202:
             return answer
         body = message.FromString(answer.get_data())
         if answer.status_code == 202 or not body.HasField("display"):
-            return _text(request, f"waiting for the ranks of run {_shown(body.run)} to load", 202,
-                         [("Retry-After", "1")])
+            return _text(
+                request, f"waiting for the ranks of run {_shown(body.run)} to load", 202, [("Retry-After", "1")]
+            )
         table = find_table(body.display, key, view)
         if table is None:
             raise HttpError(404, f"no table {_shown(key)} in view {_shown(view)} of run {_shown(body.run)}")
         name = f"{view}.{body.span or 'span'}.{key}.csv"
-        return respond(request, to_csv(table).encode("utf-8"), _CSV,
-                       headers=[("Content-Disposition", _download_name(name))])
+        return respond(
+            request, to_csv(table).encode("utf-8"), _CSV, headers=[("Content-Disposition", _download_name(name))]
+        )
 
     def _rank_part(self, trace: TraceFile) -> Optional[bytes]:
         """A rank's RankDistributed, from its digest (never its whole Summary)."""
@@ -277,7 +325,7 @@ class ParallelRoutes(AnalysisBase):
             part = self._ranks.get(trace.key)
         if part is not None:
             return part
-        data = cast(Loader, self.loader).digest_bytes(trace)   # (files are listed: the plugin has a loader)
+        data = cast(Loader, self.loader).digest_bytes(trace)  # (files are listed: the plugin has a loader)
         if data is None:
             return None
         part = rank_part(data)
@@ -295,8 +343,16 @@ def rank_part(digest: bytes) -> bytes:
     return rank.SerializeToString()
 
 
-def run_view(run: str, span: str, rows, parts: List[Optional[bytes]], labels: Dict[str, str], missing: Optional[str],
-             part: str, partial: bool) -> plugin_pb2.RunDistributed:
+def run_view(
+    run: str,
+    span: str,
+    rows,
+    parts: List[Optional[bytes]],
+    labels: Dict[str, str],
+    missing: Optional[str],
+    part: str,
+    partial: bool,
+) -> plugin_pb2.RunDistributed:
     """The RunDistributed of a span: per rank its ``rows`` entry (worker, state, error, rank number, file
     version) and its RankDistributed ``parts`` (None while not loaded), the Distributed view's tables with the
     ``labels`` (present/display/distributed.py; ``partial``: the ranks read so far) and the missing-ranks
@@ -317,7 +373,9 @@ def run_view(run: str, span: str, rows, parts: List[Optional[bytes]], labels: Di
             for r in out.ranks:
                 r.ClearField("distributed")
                 r.ClearField("steps")
-        if part == "summary":  # the charts' series stay (a row per rank or step; the tables, a row per rank and step, go)
+        if (
+            part == "summary"
+        ):  # the charts' series stay (a row per rank or step; the tables, a row per rank and step, go)
             for view in out.display.views:
                 keep = [t for t in view.tables if t.key in CHART_TABLES]
                 del view.tables[:]
@@ -325,8 +383,17 @@ def run_view(run: str, span: str, rows, parts: List[Optional[bytes]], labels: Di
     return out
 
 
-def distributed_answer(run: str, span: str, rows, digests: List[Optional[bytes]], labels: Dict[str, str],
-                       priors: List[Optional[int]], missing: Optional[str], part: str, fmt: str) -> bytes:
+def distributed_answer(
+    run: str,
+    span: str,
+    rows,
+    digests: List[Optional[bytes]],
+    labels: Dict[str, str],
+    priors: List[Optional[int]],
+    missing: Optional[str],
+    part: str,
+    fmt: str,
+) -> bytes:
     """The ``distributed`` route's answer once every rank is settled, from the ranks' serialized RankDigests
     (None: not READY), encoded in ``fmt``: run_view, each rank's part made here, and the label of a rank the
     analysis's ``labels`` lack its prior label (``priors``: the rank number it names, analyses.prior_rank),
@@ -339,8 +406,16 @@ def distributed_answer(run: str, span: str, rows, digests: List[Optional[bytes]]
     return _encode(run_view(run, span, rows, parts, labels, missing, part, False), fmt)
 
 
-def parallel_answer(data: bytes, run: str, span: str, notes: List[str], missing: Optional[str], part: str,
-                    fmt: str, detail_rows: int = DETAIL_STEP_ROWS) -> bytes:
+def parallel_answer(
+    data: bytes,
+    run: str,
+    span: str,
+    notes: List[str],
+    missing: Optional[str],
+    part: str,
+    fmt: str,
+    detail_rows: int = DETAIL_STEP_ROWS,
+) -> bytes:
     """The ``parallel`` route's answer from the stored RunParallel ``data``: summary first, with its notes,
     the view's tables and sentences (display.proto) and the missing-ranks sentence; ``part`` "summary":
     what the top of the Distributed view draws, "details": what the page draws once they are opened,

@@ -1,6 +1,7 @@
 """The routes of the logdir and the frontend: ``runs`` (the run list, each run's part made again only
 when what it shows changed), ``status`` (the loader's counts and every file's state, JSON) and ``asset``
 (the bundled frontend, with ETags; a fallback module when the bundle is not installed)."""
+
 from __future__ import annotations
 
 import collections
@@ -21,8 +22,21 @@ from tb_paddle_profile.v1 import plugin_pb2
 from .analyses import AnalysisBase
 from .base import PLUGIN_NAME
 from .gzparts import Deflated, gzip_pieces
-from .http import (_CTYPES, _GZIP_MIN, JSON, HttpError, _accepts_gzip, _encode, _etag_matches, _format, _handler,
-                   _param, _shown, respond, respond_pieces)
+from .http import (
+    _CTYPES,
+    _GZIP_MIN,
+    JSON,
+    HttpError,
+    _accepts_gzip,
+    _encode,
+    _etag_matches,
+    _format,
+    _handler,
+    _param,
+    _shown,
+    respond,
+    respond_pieces,
+)
 
 _TYPES = {
     ".js": "text/javascript; charset=utf-8",
@@ -158,8 +172,13 @@ class RunsRoutes(AnalysisBase):
         with self._lock:
             got = self._prints
         if got is None or got[0] != snapshot.generation:
-            got = (snapshot.generation, {run: hash(tuple((worker, tuple(spans.items())) for worker, spans in workers.items()))
-                                         for run, workers in snapshot.runs.items()})
+            got = (
+                snapshot.generation,
+                {
+                    run: hash(tuple((worker, tuple(spans.items())) for worker, spans in workers.items()))
+                    for run, workers in snapshot.runs.items()
+                },
+            )
             with self._lock:
                 self._prints = got
         return got[1]
@@ -180,14 +199,23 @@ class RunsRoutes(AnalysisBase):
         for worker in sorted(workers, key=lambda w: (numbers.get(w, 1 << 30), w)):
             spans = workers[worker]
             first = next(iter(spans.values()))
-            label = labels.get(worker) or self._prior_label(first, numbers.get(worker),
-                                                            states[worker, next(iter(spans))].state == READY)
-            w = entry.workers.add(worker=worker, rank=numbers.get(worker, first.rank), hostname=first.hostname,
-                                  pid=first.pid, label=label)
+            label = labels.get(worker) or self._prior_label(
+                first, numbers.get(worker), states[worker, next(iter(spans))].state == READY
+            )
+            w = entry.workers.add(
+                worker=worker, rank=numbers.get(worker, first.rank), hostname=first.hostname, pid=first.pid, label=label
+            )
             for span, trace in spans.items():
                 st = states[worker, span]
-                w.spans.add(span=span, file_name=trace.file_name, file_size=trace.size, state=st.state,
-                            error=st.error, cached=st.cached, loading_since_unix_s=st.loading_since)
+                w.spans.add(
+                    span=span,
+                    file_name=trace.file_name,
+                    file_size=trace.size,
+                    state=st.state,
+                    error=st.error,
+                    cached=st.cached,
+                    loading_since_unix_s=st.loading_since,
+                )
         group_files(entry)
 
     @_handler
@@ -201,8 +229,12 @@ class RunsRoutes(AnalysisBase):
         snapshot = self._snapshot()
         loader = self.loader
         stats = dict(loader.stats) if loader is not None else {}
-        key = (snapshot.generation, loader.version if loader is not None else 0, tuple(sorted(stats.items())),
-               self.error)
+        key = (
+            snapshot.generation,
+            loader.version if loader is not None else 0,
+            tuple(sorted(stats.items())),
+            self.error,
+        )
 
         def build() -> bytes:
             names = plugin_pb2.LoadState.Name
@@ -220,8 +252,17 @@ class RunsRoutes(AnalysisBase):
             states = self._states(files)
             body["counts"] = dict(sorted(collections.Counter(names(s.state) for s in states).items()))
             body["files"] = [
-                {"run": f.run, "worker": f.worker, "span": f.span, "file_name": f.file_name, "file_size": f.size,
-                 "state": names(s.state), "error": s.error, "cached": s.cached, "refused": f.refused}
+                {
+                    "run": f.run,
+                    "worker": f.worker,
+                    "span": f.span,
+                    "file_name": f.file_name,
+                    "file_size": f.size,
+                    "state": names(s.state),
+                    "error": s.error,
+                    "cached": s.cached,
+                    "refused": f.refused,
+                }
                 for f, s in zip(files, states)
             ]
             return json.dumps(body).encode("utf-8")
@@ -257,8 +298,11 @@ class RunsRoutes(AnalysisBase):
                 self._etags[memo] = etag
         headers.append(("ETag", etag))
         if _etag_matches(request.headers.get("If-None-Match", ""), etag):
-            return Response(b"", status=304, headers=headers + [
-                ("Cache-Control", "no-cache, must-revalidate"), ("Vary", "Accept-Encoding")])
+            return Response(
+                b"",
+                status=304,
+                headers=headers + [("Cache-Control", "no-cache, must-revalidate"), ("Vary", "Accept-Encoding")],
+            )
         return self._send(request, memo, ctype, found.read_bytes, headers)
 
     def _static_file(self, name: str) -> Optional[Path]:

@@ -1,6 +1,7 @@
 """The routes of one rank: ``summary`` (its Summary), ``display`` (the display model of its views) and
 ``csv`` (one display table as CSV: a rank's, or a run view's through ParallelRoutes._run_csv, or the
 comparison's through DiffRoutes._diff_csv); 202 with the rank's SpanEntry while it loads."""
+
 from __future__ import annotations
 
 from typing import Callable, List, Optional, Tuple
@@ -12,16 +13,27 @@ from tb_paddle_profile.pipeline.loader import FAILED, READY
 from tb_paddle_profile.v1 import plugin_pb2, summary_pb2
 
 from .analyses import AnalysisBase
-from .http import (_CSV, _CTYPES, HttpError, _download_name, _encode, _format, _handler, _param, _shown,
-                   _sorted_by, respond)
+from .http import (
+    _CSV,
+    _CTYPES,
+    HttpError,
+    _download_name,
+    _encode,
+    _format,
+    _handler,
+    _param,
+    _shown,
+    _sorted_by,
+    respond,
+)
 
 
 class SummaryRoutes(AnalysisBase):
     """summary, display, csv."""
 
     # csv hands a run view's and the comparison's tables to their families (all of them are Routes)
-    _run_csv: Callable[[Request, str, str], Response]   # ParallelRoutes._run_csv
-    _diff_csv: Callable[[Request, str], Response]   # DiffRoutes._diff_csv
+    _run_csv: Callable[[Request, str, str], Response]  # ParallelRoutes._run_csv
+    _diff_csv: Callable[[Request, str], Response]  # DiffRoutes._diff_csv
 
     @_handler
     def summary(self, request: Request) -> Response:
@@ -70,11 +82,26 @@ class SummaryRoutes(AnalysisBase):
                 raise HttpError(404, f"no table {_shown(key)} in view {_shown(view)} of {trace.file_name}")
             return to_csv(table).encode("utf-8")
 
-        return self._from_summary(request, trace, "json", ("csv", trace.key, sorted_by, view, key), _CSV, build,
-                                  [("Content-Disposition", _download_name(name))])
+        return self._from_summary(
+            request,
+            trace,
+            "json",
+            ("csv", trace.key, sorted_by, view, key),
+            _CSV,
+            build,
+            [("Content-Disposition", _download_name(name))],
+        )
 
-    def _from_summary(self, request: Request, trace: TraceFile, fmt: str, memo_key: tuple, ctype: str,
-                      build: Callable[[bytes], bytes], headers: Optional[List[Tuple[str, str]]] = None) -> Response:
+    def _from_summary(
+        self,
+        request: Request,
+        trace: TraceFile,
+        fmt: str,
+        memo_key: tuple,
+        ctype: str,
+        build: Callable[[bytes], bytes],
+        headers: Optional[List[Tuple[str, str]]] = None,
+    ) -> Response:
         """An answer built from the rank's Summary (memoized under memo_key); while it loads, 202 with its
         SpanEntry (in ``fmt``); 422 when it failed."""
         loader = self._require_loader()
@@ -89,7 +116,13 @@ class SummaryRoutes(AnalysisBase):
         if state.state == FAILED:
             raise HttpError(422, state.error or f"{trace.file_name}: failed")
         loader.prioritize([trace], trace.run)
-        entry = plugin_pb2.SpanEntry(span=trace.span, file_name=trace.file_name, file_size=trace.size,
-                                     state=state.state, error=state.error, cached=state.cached,
-                                     loading_since_unix_s=state.loading_since)
+        entry = plugin_pb2.SpanEntry(
+            span=trace.span,
+            file_name=trace.file_name,
+            file_size=trace.size,
+            state=state.state,
+            error=state.error,
+            cached=state.cached,
+            loading_since_unix_s=state.loading_since,
+        )
         return respond(request, _encode(entry, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])

@@ -2,6 +2,7 @@
 a page of ranks), ``timeline_event``, ``timeline_search``, ``timeline_range``, ``timeline_instance`` (the
 matched collective instance of a slice), ``timeline_compact`` (one row per rank over a step) and
 ``trace_window`` (a Chrome-trace JSON of one worker's window, streamed); 202 while an index is built."""
+
 from __future__ import annotations
 
 import zlib
@@ -16,8 +17,21 @@ from tb_paddle_profile.timeline import remote
 from tb_paddle_profile.v1 import plugin_pb2, timeline_pb2
 
 from .analyses import _NO_PROCESS, AnalysisBase
-from .http import (_CTYPES, _MAX_LIST_PARAM, JSON, HttpError, _accepts_gzip, _download_name, _encode, _format,
-                   _handler, _int, _param, _shown, respond)
+from .http import (
+    _CTYPES,
+    _MAX_LIST_PARAM,
+    JSON,
+    HttpError,
+    _accepts_gzip,
+    _download_name,
+    _encode,
+    _format,
+    _handler,
+    _int,
+    _param,
+    _shown,
+    respond,
+)
 
 
 class TimelineRoutes(AnalysisBase):
@@ -62,23 +76,53 @@ class TimelineRoutes(AnalysisBase):
         if offset and offset >= total:
             raise HttpError(400, f"rank_offset {offset} is past the {total} ranks asked for")
         clock = self._clock(run, span, files)
-        files = files[offset:offset + timeline.WINDOW_MAX_RANKS]
+        files = files[offset : offset + timeline.WINDOW_MAX_RANKS]
         budget = timeline.WINDOW_MAX_BYTES - (64 << 10) - (timeline.FLOW_CAP * 48 if flows else 0)
         numbers = self._rank_numbers(run, self._run(self._snapshot(), request)[1])
         # The whole span (the view every user opens first) is memoized under all it is made of, looked up
         # before any index is opened; a window panned or zoomed to is one user's.
         whole = ws is None and we is None
-        memo = ("timeline", run, span, tuple((f.worker, f.key, clock.get(f.worker, 0), numbers.get(f.worker, f.rank))
-                                             for f in files), total, offset, px, base, query, flows, fmt)
+        memo = (
+            "timeline",
+            run,
+            span,
+            tuple((f.worker, f.key, clock.get(f.worker, 0), numbers.get(f.worker, f.rank)) for f in files),
+            total,
+            offset,
+            px,
+            base,
+            query,
+            flows,
+            fmt,
+        )
         if whole:
             hit = self._memoized(request, memo, _CTYPES[fmt])
             if hit is not None:
                 return hit
         refs = [self._ref(f, numbers) for f in files]
         folder = str(self._timelines().folder)
-        body = self._heavy.run("timeline", lambda: self._remote(
-            timeline_pb2.TimelineWindow, fmt, remote.window, folder, refs, run, span, ws, we, px, base, query, flows,
-            total, offset, budget, clock))
+        body = self._heavy.run(
+            "timeline",
+            lambda: self._remote(
+                timeline_pb2.TimelineWindow,
+                fmt,
+                remote.window,
+                folder,
+                refs,
+                run,
+                span,
+                ws,
+                we,
+                px,
+                base,
+                query,
+                flows,
+                total,
+                offset,
+                budget,
+                clock,
+            ),
+        )
         if body is not None:  # every index of the page was there: answered by the timeline worker process
             return self._memoize(request, memo, _CTYPES[fmt], body) if whole else respond(request, body, _CTYPES[fmt])
         # Here through the store: it has a missing index built (202 meanwhile) and says why one cannot be.
@@ -90,8 +134,9 @@ class TimelineRoutes(AnalysisBase):
             raise HttpError(code, "; ".join(state for _, _, state in ranks))
 
         def build() -> bytes:
-            msg = timeline.window_message(run, span, ranks, ws, we, px, base, query, flows, total, offset, budget,
-                                          clock=clock)
+            msg = timeline.window_message(
+                run, span, ranks, ws, we, px, base, query, flows, total, offset, budget, clock=clock
+            )
             for r in msg.ranks:  # default worker names: the rank the run list gives them
                 r.rank = numbers.get(r.worker, r.rank)
             return _encode(msg, fmt)
@@ -99,8 +144,9 @@ class TimelineRoutes(AnalysisBase):
         body = self._heavy.run("timeline", build)
         if whole and all(idx is not None for _, idx, _ in ranks):
             return self._memoize(request, memo, _CTYPES[fmt], body)
-        return respond(request, body, _CTYPES[fmt], 202 if building else 200,
-                       [("Retry-After", "1")] if building else [])
+        return respond(
+            request, body, _CTYPES[fmt], 202 if building else 200, [("Retry-After", "1")] if building else []
+        )
 
     @staticmethod
     def _ref(f: TraceFile, numbers: Dict[str, int]) -> remote.RankRef:
@@ -139,8 +185,9 @@ class TimelineRoutes(AnalysisBase):
         ev = _int(request, "id")
         if ev is None or not 0 <= ev < len(idx.a["ev_start"]):
             raise HttpError(404, f"no event {_shown(_param(request, 'id', required=False))} in {trace.file_name}")
-        msg = timeline.event_message(trace.worker, idx, ev, _int(request, "base_unix_ns"),
-                                     clock=self._clock(trace.run, trace.span))
+        msg = timeline.event_message(
+            trace.worker, idx, ev, _int(request, "base_unix_ns"), clock=self._clock(trace.run, trace.span)
+        )
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
 
     @_handler
@@ -154,20 +201,44 @@ class TimelineRoutes(AnalysisBase):
         limit = max(1, min(_int(request, "limit") or timeline.MATCH_CAP, timeline.MATCH_CAP))
         base, whole = _int(request, "base_unix_ns"), self._whole_span(request, run, span)
 
-        return respond(request, self._span_query(
-            "timeline_search", run, span, files, whole, fmt, timeline_pb2.TimelineSearch,
-            (remote.search, (query, exact, base, limit)),
-            lambda ri, clock, open_rank: timeline.run_search_message(ri, files, query, exact, base, limit, clock=clock,
-                                                                     open_rank=open_rank),
-            lambda ranks, clock: timeline.search_message(ranks, query, exact, base, limit, clock=clock)), _CTYPES[fmt])
+        return respond(
+            request,
+            self._span_query(
+                "timeline_search",
+                run,
+                span,
+                files,
+                whole,
+                fmt,
+                timeline_pb2.TimelineSearch,
+                (remote.search, (query, exact, base, limit)),
+                lambda ri, clock, open_rank: timeline.run_search_message(
+                    ri, files, query, exact, base, limit, clock=clock, open_rank=open_rank
+                ),
+                lambda ranks, clock: timeline.search_message(ranks, query, exact, base, limit, clock=clock),
+            ),
+            _CTYPES[fmt],
+        )
 
-    def _span_query(self, what: str, run: str, span: str, files: List[TraceFile], whole: List[TraceFile], fmt: str,
-                    message, in_worker, from_run_index, per_rank) -> bytes:
+    def _span_query(
+        self,
+        what: str,
+        run: str,
+        span: str,
+        files: List[TraceFile],
+        whole: List[TraceFile],
+        fmt: str,
+        message,
+        in_worker,
+        from_run_index,
+        per_rank,
+    ) -> bytes:
         """A search or a range over ``files`` (on the heavy executor), encoded: from the run index of the span's
         ranks (``whole``; names -> ranks: no rank opened per request), in the timeline worker process
         (``in_worker``: remote.search or range_ and its arguments, the clock offsets added), else here
         (``from_run_index(ri, clock, open_rank)``); while that index cannot be made, from the ranks' own
         indexes (``per_rank(ranks, clock)``)."""
+
         def answer() -> bytes:
             clock = self._clock(run, span, files)
             store = self._timelines()
@@ -196,9 +267,9 @@ class TimelineRoutes(AnalysisBase):
 
     def _run_builder(self, store):
         """The run index built in the timeline worker process (remote.build_run): None when there is none."""
+
         def build(files: List[TraceFile], target: str) -> bool:
-            got = self._in_pool("views", remote.build_run, str(store.folder), [self._ref(f, {}) for f in files],
-                                target)
+            got = self._in_pool("views", remote.build_run, str(store.folder), [self._ref(f, {}) for f in files], target)
             return got is True
 
         return build
@@ -241,12 +312,24 @@ class TimelineRoutes(AnalysisBase):
             tracks = {w: None for w in by_worker}
         base, whole = _int(request, "base_unix_ns"), self._whole_span(request, run, span)
 
-        return respond(request, self._span_query(
-            "timeline_range", run, span, files, whole, fmt, timeline_pb2.TimelineRange,
-            (remote.range_, (ws, we, tracks, base)),  # ranks held whole or missed: not opened
-            lambda ri, clock, open_rank: timeline.run_range_message(ri, files, ws, we, tracks, base, clock=clock,
-                                                                    open_rank=open_rank),
-            lambda ranks, clock: timeline.range_message(ranks, ws, we, tracks, base, clock=clock)), _CTYPES[fmt])
+        return respond(
+            request,
+            self._span_query(
+                "timeline_range",
+                run,
+                span,
+                files,
+                whole,
+                fmt,
+                timeline_pb2.TimelineRange,
+                (remote.range_, (ws, we, tracks, base)),  # ranks held whole or missed: not opened
+                lambda ri, clock, open_rank: timeline.run_range_message(
+                    ri, files, ws, we, tracks, base, clock=clock, open_rank=open_rank
+                ),
+                lambda ranks, clock: timeline.range_message(ranks, ws, we, tracks, base, clock=clock),
+            ),
+            _CTYPES[fmt],
+        )
 
     @_handler
     def timeline_instance(self, request: Request) -> Response:
@@ -268,7 +351,9 @@ class TimelineRoutes(AnalysisBase):
         table = MatchedTable.from_bytes(data)
         rank_of = {f.worker: f.rank for f in files}
         if any(r < 0 for r in rank_of.values()):  # ranks the analysis inferred: its own numbering
-            rank_of = {r.worker: r.rank for r in plugin_pb2.RunParallel.FromString(self.analyses.peek(key) or b"").ranks}
+            rank_of = {
+                r.worker: r.rank for r in plugin_pb2.RunParallel.FromString(self.analyses.peek(key) or b"").ranks
+            }
         rank = rank_of.get(trace.worker, trace.rank)
         group = tm.instance_of(table, rank, idx.origin + int(idx.a["ev_start"][ev]))
         members, note = {}, ""
@@ -277,14 +362,25 @@ class TimelineRoutes(AnalysisBase):
         else:
             by_rank = {r: f for f in files for r in [rank_of.get(f.worker, f.rank)]}
             # Only the indexes of the ranks shown (``workers``, default all) are opened for the members' slices.
-            shown = {w for w in _param(request, "workers", required=False, most=_MAX_LIST_PARAM).split(",") if w} or None
+            shown = {
+                w for w in _param(request, "workers", required=False, most=_MAX_LIST_PARAM).split(",") if w
+            } or None
             store = self._timelines()
-            for r in table.rank[int(table.ptr[group]):int(table.ptr[group + 1])].tolist():
+            for r in table.rank[int(table.ptr[group]) : int(table.ptr[group + 1])].tolist():
                 f = by_rank.get(int(r))
                 opened = f is not None and (shown is None or f.worker in shown or f.worker == trace.worker)
                 members[int(r)] = (f.worker if f is not None else "", store.get(f)[0] if opened else None)
-        msg = tm.instance_message(run, span, key, table, group, members, _int(request, "base_unix_ns"),
-                                  clock=self._clock(run, span, files), note=note)
+        msg = tm.instance_message(
+            run,
+            span,
+            key,
+            table,
+            group,
+            members,
+            _int(request, "base_unix_ns"),
+            clock=self._clock(run, span, files),
+            note=note,
+        )
         return respond(request, _encode(msg, fmt), _CTYPES[fmt])
 
     @_handler
@@ -330,9 +426,12 @@ class TimelineRoutes(AnalysisBase):
                 return got
             from tb_paddle_profile.v1 import timeline_pb2
 
-            wait = timeline_pb2.TimelineCompact(run=run, span=span, align=align,
-                                                note="waiting for the ranks to load (the order and the step come from "
-                                                     "the cross-rank analysis)")
+            wait = timeline_pb2.TimelineCompact(
+                run=run,
+                span=span,
+                align=align,
+                note="waiting for the ranks to load (the order and the step come from the cross-rank analysis)",
+            )
             return respond(request, _encode(wait, fmt), _CTYPES[fmt], 202, [("Retry-After", "1")])
         _, _, _, _, key, data = got
         with self._lock:
@@ -346,7 +445,7 @@ class TimelineRoutes(AnalysisBase):
         files = [f for _, f in sorted(enumerate(files), key=lambda x: (place.get(x[1].worker, len(place)), x[0]))]
         if offset and offset >= len(files):
             raise HttpError(400, f"rank_offset {offset} is past the {len(files)} ranks")
-        rows = self._indexes(files[offset:offset + limit]) if limit else []
+        rows = self._indexes(files[offset : offset + limit]) if limit else []
         building = any(state == "building" for _, _, state in rows)
         first = self._timelines().get(files[0])[0] if align == "clock" and limit else None
         blob = self.analyses.peek_derived(run_assembly.whatif_name(key, run, span, {}))
@@ -361,12 +460,34 @@ class TimelineRoutes(AnalysisBase):
             from tb_paddle_profile.v1 import whatif_pb2
 
             critical = whatif_pb2.RunWhatIf.FromString(run_assembly.whatif_of(blob, {})) if blob is not None else None
-            return _encode(compact.compact_message(run, span, key, facts, files, rows, offset, step, align, ws, we,
-                                                   bins, critical, first, kind, table, instance, order), fmt)
+            return _encode(
+                compact.compact_message(
+                    run,
+                    span,
+                    key,
+                    facts,
+                    files,
+                    rows,
+                    offset,
+                    step,
+                    align,
+                    ws,
+                    we,
+                    bins,
+                    critical,
+                    first,
+                    kind,
+                    table,
+                    instance,
+                    order,
+                ),
+                fmt,
+            )
 
         body = self._heavy.run("timeline_compact", build)
-        return respond(request, body, _CTYPES[fmt], 202 if building else 200,
-                       [("Retry-After", "1")] if building else [])
+        return respond(
+            request, body, _CTYPES[fmt], 202 if building else 200, [("Retry-After", "1")] if building else []
+        )
 
     @staticmethod
     def _gzip_chunks(chunks) -> Generator[bytes, None, None]:
@@ -396,15 +517,22 @@ class TimelineRoutes(AnalysisBase):
         events, upper = timeline.window_size(idx, ws, we, trace.file_name)
         limit = timeline.window_limit_bytes()
         if limit and upper > limit:
-            raise HttpError(413, f"{trace.file_name}: the window holds {events:,} events, up to "
-                                 f"{upper / (1 << 20):,.1f} MB of JSON, over the {limit / (1 << 20):,.4g} MB that "
-                                 f"trace_window sends at most ({timeline.ENV_WINDOW_MAX_MB}): narrow the window "
-                                 f"(zoom in) and download again")
+            raise HttpError(
+                413,
+                f"{trace.file_name}: the window holds {events:,} events, up to "
+                f"{upper / (1 << 20):,.1f} MB of JSON, over the {limit / (1 << 20):,.4g} MB that "
+                f"trace_window sends at most ({timeline.ENV_WINDOW_MAX_MB}): narrow the window "
+                f"(zoom in) and download again",
+            )
         stem = trace.file_name[:-3] if trace.file_name.endswith(".gz") else trace.file_name
         stem = stem[:-5] if stem.endswith(".json") else stem
         name = f"{stem}.window_{max(ws, 0) // 1000}us_{max(we, 0) // 1000}us.json"
-        headers = [("Content-Disposition", _download_name(name)), ("X-Content-Type-Options", "nosniff"),
-                   ("Cache-Control", "no-cache, must-revalidate"), ("Vary", "Accept-Encoding")]
+        headers = [
+            ("Content-Disposition", _download_name(name)),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Cache-Control", "no-cache, must-revalidate"),
+            ("Vary", "Accept-Encoding"),
+        ]
         # Streamed: one block of events is formatted at a time, whatever the window.
         chunks = timeline.chrome_chunks(idx, ws, we, trace.file_name)
         if _accepts_gzip(request):

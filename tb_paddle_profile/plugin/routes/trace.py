@@ -1,5 +1,6 @@
 """The ``trace`` route: a rank's raw trace file downloaded, opened under the path policy (403 for a file
 it refuses), streamed in chunks, gzip-compressed on the way when the client accepts it."""
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ class TraceRoutes(AnalysisBase):
 
     def _open(self, trace: TraceFile):
         """(handle, size) of a trace file, opened under the path policy; HttpError when it cannot be."""
-        discovery = cast(Discovery, self.discovery)   # (a file was listed: there is a discovery)
+        discovery = cast(Discovery, self.discovery)  # (a file was listed: there is a discovery)
         fs = discovery.fs
         try:
             # Checked again on the open file: a file swapped for a link since the scan is refused too.

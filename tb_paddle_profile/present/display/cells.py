@@ -11,6 +11,7 @@ operations Paddle's profiler_statistic applies). The rules, per CellKind:
 * NUMBER: ``'{:.{digits}f}'``, or style "g": ``'{:g}'``; TEXT: the text;
 * a number that prints as zero prints no sign ("0%", not "-0%": Python 3.11's ``'{:z.2f}'``).
 """
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,14 @@ from typing import Callable, Iterable, List, TypeVar, Union
 from tb_paddle_profile.v1 import display_pb2 as dpb
 
 TEXT, DURATION, RATIO, PERCENT, COUNT, BYTES, NUMBER = (
-    dpb.CELL_TEXT, dpb.CELL_DURATION, dpb.CELL_RATIO, dpb.CELL_PERCENT, dpb.CELL_COUNT, dpb.CELL_BYTES,
-    dpb.CELL_NUMBER)
+    dpb.CELL_TEXT,
+    dpb.CELL_DURATION,
+    dpb.CELL_RATIO,
+    dpb.CELL_PERCENT,
+    dpb.CELL_COUNT,
+    dpb.CELL_BYTES,
+    dpb.CELL_NUMBER,
+)
 TIME_UNITS = ("s", "ms", "us", "ns")
 _DIVISOR = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": None}
 
@@ -39,7 +46,7 @@ def byte_unit(n: float) -> tuple:
 
 
 def human_bytes(n: int) -> str:
-    """"-" for 0, else B / KiB / MiB / GiB with 2 decimals (an integer of B), a negative size with its sign."""
+    """ "-" for 0, else B / KiB / MiB / GiB with 2 decimals (an integer of B), a negative size with its sign."""
     if not n:
         return "-"
     sign, n = ("-" if n < 0 else ""), abs(n)
@@ -86,8 +93,10 @@ def value_formatter(fmt: dpb.Format, time_unit: str = "ms") -> Callable[[dpb.Cel
     elif kind == NUMBER:
         text = (lambda x: "{:g}".format(x) if x else "0") if style == "g" else (lambda x: _fixed(x, digits))
     else:
+
         def text(x: float) -> str:
             raise ValueError(f"unknown cell kind {kind}")
+
     return lambda cell: "-" if cell.missing else text(cell.number)
 
 

@@ -2,21 +2,21 @@
 
 * ``rank_diff_display(baseline, candidate, ...)``: two ranks' Summaries. Every table their own Displays have
   (display/summary.py: the Overview, Model stages, operators, kernels, memory) becomes one side-by-side table of
-  the same key, built generically by :func:`diff_table`: the rows matched by their Row.id (an operator's
-  input-shape group by the operator and its shapes), each value column as four columns ``<key>_baseline``,
-  ``<key>_candidate``, ``<key>_delta``, ``<key>_delta_pct``, a ``status`` column ("new", "removed" or empty),
-  rows sorted by the absolute delta (tables of fixed rows keep their order), and a ``diff:`` link to both
-  timelines. A view ``step`` (first) splits the change of the step time (analysis/diff.py).
+  the same key, built generically by :func:`diff_table` (display/diff_tables.py): the rows matched by their
+  Row.id (an operator's input-shape group by the operator and its shapes), each value column as four columns
+  ``<key>_baseline``, ``<key>_candidate``, ``<key>_delta``, ``<key>_delta_pct``, a ``status`` column ("new",
+  "removed" or empty), rows sorted by the absolute delta (tables of fixed rows keep their order), and a
+  ``diff:`` link to both timelines. A view ``step`` (first) splits the change of the step time (analysis/diff.py).
 * ``run_diff_display(decomposition, ...)``: two runs' cross-rank analyses: view ``step`` with the sentence
   ``diff.verdict``, the tables ``decomposition``, ``stages`` and ``ranks``.
 
 Row.link of a delta row: ``diff:`` + a URL query ``b=<baseline worker>&c=<candidate worker>&q=<name>`` (b or c
 empty on the side where the row does not exist; the runs and spans are RunDiff.baseline / candidate).
 """
+
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple, Union, cast
-from urllib.parse import quote, urlencode
+from typing import List, Optional, Sequence, Tuple, Union
 
 from tb_paddle_profile.analysis.diff import Decomposition, Group, part_label
 from tb_paddle_profile.v1 import display_pb2 as dpb
@@ -25,7 +25,6 @@ from tb_paddle_profile.present.display.cells import (
     DURATION,
     NUMBER,
     PERCENT,
-    RATIO,
     TEXT,
     fmt,
     num,
@@ -34,233 +33,21 @@ from tb_paddle_profile.present.display.cells import (
     val,
 )
 from tb_paddle_profile.present.display.summary import summary_display
+from tb_paddle_profile.present.display.diff_tables import (
+    _NEW,
+    _REMOVED,
+    _SIDES,
+    _sort_column,
+    _tables,
+    diff_link,
+    diff_table,
+)
 
 # Tables whose rows are a fixed structure: kept in their order (the others are sorted by |delta|).
 FIXED_ORDER = ("device", "overview", "model", "model_steps", "distributed", "kernel_efficiency")
-# Value columns the CLI prints (and the panels draw) by default; the others are in the CSV, JSON and frames.
-PRIMARY = ("calls", "time_ns", "utilization", "value", "cpu_total_ns", "gpu_total_ns", "allocation_count",
-           "allocation_size", "free_size", "increased_size")
-# Numeric columns that name the row rather than measure it (model_steps: the step number).
-IDENTITY = ("step",)
-_SIDES = ("baseline", "candidate")
 # The share of the change is a part's delta ÷ the step's: printed only when the step changed by at least this
 # fraction of the baseline step (and 1 µs); below it the parts' changes cancel and a share means nothing.
 SHARE_MIN_CHANGE = 0.01
-_NEW, _REMOVED = "new", "removed"
-
-
-def diff_link(baseline_worker: str, candidate_worker: str, name: str) -> str:
-    """The link of a delta row: both timelines (either worker empty where the row does not exist), the name."""
-    return "diff:" + urlencode({"b": baseline_worker, "c": candidate_worker, "q": name}, quote_via=quote)
-
-
-# ------------------------------------------------------------------ generic side-by-side tables
-
-
-class _Node:
-    __slots__ = ("key", "rows", "children")
-
-    def __init__(self, key: str):
-        self.key = key
-        self.rows: Dict[str, dpb.Row] = {}
-        self.children: Dict[str, "_Node"] = {}
-
-
-def _row_key(table: dpb.Table, row: dpb.Row, col_index: Dict[str, int]) -> str:
-    """The row's identity across two traces: its id, with an input-shape group's index replaced by its shapes;
-    rows without an id: their text cells."""
-    rid = row.id or "\x02".join(c.text for c in row.cells)
-    if "\x01s:" in rid and "input_shapes" in col_index:
-        rid = rid.rsplit("\x01s:", 1)[0] + "\x01s:" + row.cells[col_index["input_shapes"]].text
-    return rid
-
-
-def _forest(table: dpb.Table, side: str, root: _Node) -> None:
-    """Add the table's rows to the tree under ``root`` (sections are nodes of depth -1)."""
-    col_index = {c.key: i for i, c in enumerate(table.columns)}
-    stack: List[Tuple[int, _Node]] = [(-1, root)]  # (depth, node): the open ancestors
-    for row in table.rows:
-        if row.role == dpb.ROW_HEADER:
-            row = dpb.Row(cells=[text(row.cells[0].text or row.id.upper())] + list(row.cells[1:]),
-                          role=dpb.ROW_SECTION, id=row.id)
-        key = _row_key(table, row, col_index)
-        if row.role == dpb.ROW_SECTION:
-            section = root.children.setdefault(key, _Node(key))
-            section.rows[side] = row
-            stack = [(-1, section)]
-            continue
-        while len(stack) > 1 and stack[-1][0] >= row.depth:
-            stack.pop()
-        node = stack[-1][1].children.setdefault(key, _Node(key))
-        node.rows[side] = row
-        stack.append((row.depth, node))
-
-
-def _is_identity(c: dpb.Column) -> bool:
-    """A column that names the row (copied from the side that has it): text outside a column group, the step."""
-    return (c.format.kind == TEXT and not c.group) or c.key in IDENTITY
-
-
-def _value_columns(table: dpb.Table) -> List[dpb.Column]:
-    """The measured columns (each as baseline / candidate / delta / delta %); grouped text attributes (a kernel's
-    grid and block, "Tensor Cores") are left out."""
-    return [c for c in table.columns if not _is_identity(c) and c.format.kind != TEXT]
-
-
-def _header(c: dpb.Column, groups: Dict[str, dpb.ColumnGroup]) -> str:
-    g = groups.get(c.group)
-    prefix = (g.panel_header or g.key.upper()) if g is not None and c.group in ("cpu", "gpu") else ""
-    return f"{prefix} {c.header}".strip()
-
-
-def _cell(row: Optional[dpb.Row], index: Optional[int]) -> Optional[dpb.Cell]:
-    if row is None or index is None or index >= len(row.cells):
-        return None
-    return row.cells[index]
-
-
-def _number(cell: Optional[dpb.Cell]) -> Optional[float]:
-    if cell is None or cell.missing or cell.text:
-        return None
-    return cell.number
-
-
-def diff_table(baseline: Optional[dpb.Table], candidate: Optional[dpb.Table], workers: Tuple[str, str] = ("", ""),
-               sort_column: str = "", sort: bool = True) -> dpb.Table:
-    """Two Tables of the same key side by side (see the module docstring); either may be None (a table only one
-    side has: every row new or removed)."""
-    ref = cast(dpb.Table, baseline if baseline is not None else candidate)   # (not both None)
-    groups = {g.key: g for g in ref.groups}
-    ident = [c for c in ref.columns if _is_identity(c)]
-    values = _value_columns(ref)
-    index = {side: ({c.key: i for i, c in enumerate(t.columns)} if t is not None else {})
-             for side, t in zip(_SIDES, (baseline, candidate))}
-    out = dpb.Table(key=ref.key, title=f"{ref.title}: baseline vs candidate", tree=ref.tree, empty=ref.empty,
-                    paddle_view=ref.paddle_view, text_hidden=ref.text_hidden)
-    out.text.CopyFrom(dpb.TextLayout(style="paddle", time_unit_line=any(c.format.kind == DURATION for c in values),
-                                     closing_separator=True, blank_lines_after=1))
-    heads = [list(t.text.head_lines) if t is not None else [] for t in (baseline, candidate)]
-    for i in range(max(len(h) for h in heads)):  # "Peak Allocated Memory: 12" on each side -> "...: 12 / 14"
-        b_line, c_line = (h[i] if i < len(h) else "" for h in heads)
-        label, _, b_value = b_line.rpartition(": ")
-        c_label, _, c_value = c_line.rpartition(": ")
-        out.text.head_lines.append(f"{label or c_label}: {b_value or '-'} / {c_value or '-'} (baseline / candidate)")
-    for c in ident:
-        col = out.columns.add()
-        col.CopyFrom(c)
-        col.panel_hidden = c.panel_hidden
-    out.columns.add(key="status", header="Status", format=fmt(TEXT), text_min_width=7,
-                    description="new: only in the candidate; removed: only in the baseline")
-    specs = []  # (source key, kind)
-    for c in values:
-        primary = c.key in PRIMARY or ref.key == "model_steps"
-        hidden_text = c.text_hidden or not primary
-        hidden_panel = c.panel_hidden or not primary
-        header = _header(c, groups)
-        pct = c.format.kind not in (RATIO, PERCENT)
-        out.groups.add(key=c.key, header=f"{header} (baseline / candidate / delta{' / %' if pct else ''})",
-                       panel_header=header)
-        base_fmt = dpb.Format()
-        base_fmt.CopyFrom(c.format)
-        for suffix, title in (("baseline", "Baseline"), ("candidate", "Candidate"), ("delta", "Delta")):
-            col = out.columns.add(key=f"{c.key}_{suffix}", header=title, format=base_fmt, group=c.key,
-                                  description=f"{c.description or header}: {suffix}" if suffix != "delta" else
-                                  f"{header}: candidate − baseline (a missing side counts as 0)",
-                                  text_hidden=hidden_text, panel_hidden=hidden_panel)
-            if c.HasField("panel_format"):
-                col.panel_format.CopyFrom(c.panel_format)
-        if pct:
-            out.columns.add(key=f"{c.key}_delta_pct", header="Delta %", format=fmt(PERCENT, digits=1), group=c.key,
-                            description=f"{header}: delta / baseline", text_hidden=hidden_text,
-                            panel_hidden=hidden_panel)
-        specs.append((c.key, pct))
-
-    root = _Node("")
-    for side, t in zip(_SIDES, (baseline, candidate)):
-        if t is not None:
-            _forest(t, side, root)
-
-    sort_on = sort_column if sort_column in {c.key for c in values} else next(
-        (k for k in ("gpu_total_ns", "cpu_total_ns", "increased_size", "time_ns") if k in {c.key for c in values}), "")
-    counts = {_NEW: 0, _REMOVED: 0}
-
-    value_keys = {c.key for c in values}
-    then_by = [k for k in ("gpu_total_ns", "cpu_total_ns") if k in value_keys and k != sort_on]
-
-    def delta_of(node: _Node, key: str) -> float:
-        vals = [_number(_cell(node.rows.get(s), index[s].get(key))) for s in _SIDES]
-        return (vals[1] or 0.0) - (vals[0] or 0.0)
-
-    def order(node: _Node):
-        """By |delta| of the sort column, then of the other side's total (largest first)."""
-        return tuple(-abs(delta_of(node, k)) for k in [sort_on] + then_by)
-
-    def emit(node: _Node, depth: int, parent_name: str = "") -> None:
-        b, c = node.rows.get("baseline"), node.rows.get("candidate")
-        src = cast(dpb.Row, b if b is not None else c)   # (a node has a row on one side at least)
-        if src.role == dpb.ROW_SECTION:
-            if not node.children:  # a section with no rows on either side (the GPU half of a CPU rank)
-                return
-            out.rows.add(cells=[text(src.cells[0].text)] + [text("")] * (len(out.columns) - 1),
-                         role=dpb.ROW_SECTION, id=src.id)
-        else:
-            status = "" if b is not None and c is not None else (_NEW if b is None else _REMOVED)
-            if status:
-                counts[status] += 1
-            cells = []
-            for col in ident:
-                cell = _cell(src, index["baseline" if b is not None else "candidate"].get(col.key))
-                cells.append(cell if cell is not None else text(""))
-            cells.append(text(status))
-            for key, pct in specs:
-                vals = [_number(_cell(row, index[s].get(key))) for s, row in zip(_SIDES, (b, c))]
-                cells += [num(v) for v in vals]
-                both_missing = all(v is None for v in vals)
-                delta = None if both_missing else (vals[1] or 0.0) - (vals[0] or 0.0)
-                cells.append(num(delta))
-                if pct:
-                    cells.append(num(delta / vals[0]) if delta is not None and vals[0] else num(None))
-            # the event the source row's timeline link searches; a row without one (a kernel's launch
-            # configuration) its parent's; a top-level row without one (the Model stages) its name
-            name = src.link[len("timeline:"):] if src.link.startswith("timeline:") else (
-                parent_name or (src.cells[0].text if src.cells else ""))
-            link = diff_link(workers[0] if b is not None else "", workers[1] if c is not None else "", name)
-            out.rows.add(cells=cells, depth=depth, role=src.role, id=src.id, link=link,
-                         text_hidden=src.text_hidden)
-        kids = list(node.children.values())
-        if sort and sort_on:
-            kids.sort(key=order)
-        for kid in kids:
-            if src.role == dpb.ROW_SECTION:
-                emit(kid, 0)
-            else:
-                emit(kid, depth + 1, name)
-
-    top = list(root.children.values())
-    if sort and sort_on and not any(cast(dpb.Row, n.rows.get("baseline", n.rows.get("candidate"))).role
-                                    == dpb.ROW_SECTION for n in top):
-        top.sort(key=order)
-    for node in top:
-        emit(node, 0)
-    for col in out.columns[len(ident):]:
-        col.text_min_width = max(col.text_min_width, len(col.header))
-    for g in out.groups:
-        g.text_min_width = max(g.text_min_width, len(g.header))
-    how = "name and input shapes" if "input_shapes" in index["baseline"] or "input_shapes" in index["candidate"] \
-        else "name"
-    sorted_on = f", by |delta| of {sort_on}" if sort and sort_on else ""
-    out.notes.append(sentence([f"Rows matched by {how}{sorted_on}: {counts[_NEW]} new, {counts[_REMOVED]} removed."],
-                              key="diff.matching", level="note"))
-    return out
-
-
-def _tables(display: dpb.Display) -> Dict[str, Tuple[str, dpb.Table]]:
-    """table key -> (view key, table); per-thread tables left out (thread ids differ between traces)."""
-    return {t.key: (v.key, t) for v in display.views for t in v.tables if ".thread." not in t.key}
-
-
-def _sort_column(sorted_by: str) -> str:
-    return "cpu_total_ns" if sorted_by.startswith("CPU") else "gpu_total_ns"
 
 
 # ------------------------------------------------------------------ the step-time decomposition
@@ -271,15 +58,21 @@ def _signed(x: float) -> List[Union[str, dpb.Span]]:
 
 
 def verdict(d: Decomposition, what: str = "step") -> dpb.Sentence:
-    """"The step got 3.34 ms faster (36.24 ms → 32.89 ms, −9.2 %): waiting for late peers −2.98 ms, …"."""
+    """ "The step got 3.34 ms faster (36.24 ms → 32.89 ms, −9.2 %): waiting for late peers −2.98 ms, …"."""
     base, cand = d.total.step("baseline") or 0.0, d.total.step("candidate") or 0.0
     change = d.change
     ranked = sorted(d.keys, key=lambda k: -abs(d.total.delta(k) or 0.0))
     floor = max(1000.0, 0.01 * abs(change))
     shown = [k for k in ranked if abs(d.total.delta(k) or 0.0) >= floor][:5]
-    spans: List = [f"The {what} got ", val(abs(change), DURATION, style="unit"),
-                   " faster" if change < 0 else " slower", " (", val(base, DURATION, style="unit"), " → ",
-                   val(cand, DURATION, style="unit")]
+    spans: List = [
+        f"The {what} got ",
+        val(abs(change), DURATION, style="unit"),
+        " faster" if change < 0 else " slower",
+        " (",
+        val(base, DURATION, style="unit"),
+        " → ",
+        val(cand, DURATION, style="unit"),
+    ]
     if base:
         spans += [", ", "+" if change >= 0 else "−", val(abs(change) / base, PERCENT, digits=1)]
     spans.append(")")
@@ -296,7 +89,8 @@ def verdict(d: Decomposition, what: str = "step") -> dpb.Sentence:
 def _short(key: str) -> str:
     """A part's column header: "all-reduce", "waiting", "bubble", "memcpy", ..."""
     return {"waiting": "waiting", "bubble": "bubble", "memcpy": "memcpy"}.get(
-        key, part_label(key).replace("exposed ", ""))
+        key, part_label(key).replace("exposed ", "")
+    )
 
 
 def _header_widths(t: dpb.Table) -> None:
@@ -309,24 +103,35 @@ def _header_widths(t: dpb.Table) -> None:
 
 def _live_keys(d: Decomposition, groups: Sequence[Group]) -> List[str]:
     """Parts that are not zero on every side of every group."""
+
     def nonzero(k):
         return any(abs((getattr(g, s) or {}).get(k, 0.0)) > 0 for g in groups for s in _SIDES)
+
     return [k for k in d.keys if nonzero(k)]
 
 
 def decomposition_table(d: Decomposition, workers: Tuple[str, str] = ("", "")) -> dpb.Table:
     g = d.total
     keys = _live_keys(d, [g])
-    cols = [dpb.Column(key="part", header="Part", format=fmt(TEXT),
-                       description="compute + exposed communication (by kind, waiting, bubble) + exposed memcpy + "
-                                   "idle = the step time (docs/diff.md)"),
-            dpb.Column(key="baseline_ns", header="Baseline", format=fmt(DURATION), description="per-step mean"),
-            dpb.Column(key="candidate_ns", header="Candidate", format=fmt(DURATION), description="per-step mean"),
-            dpb.Column(key="delta_ns", header="Delta", format=fmt(DURATION), description="candidate − baseline"),
-            dpb.Column(key="delta_pct", header="Delta %", format=fmt(PERCENT, digits=1),
-                       description="delta / baseline"),
-            dpb.Column(key="share", header="Share of change", format=fmt(PERCENT, digits=1),
-                       description="delta / the change of the step time")]
+    cols = [
+        dpb.Column(
+            key="part",
+            header="Part",
+            format=fmt(TEXT),
+            description="compute + exposed communication (by kind, waiting, bubble) + exposed memcpy + "
+            "idle = the step time (docs/diff.md)",
+        ),
+        dpb.Column(key="baseline_ns", header="Baseline", format=fmt(DURATION), description="per-step mean"),
+        dpb.Column(key="candidate_ns", header="Candidate", format=fmt(DURATION), description="per-step mean"),
+        dpb.Column(key="delta_ns", header="Delta", format=fmt(DURATION), description="candidate − baseline"),
+        dpb.Column(key="delta_pct", header="Delta %", format=fmt(PERCENT, digits=1), description="delta / baseline"),
+        dpb.Column(
+            key="share",
+            header="Share of change",
+            format=fmt(PERCENT, digits=1),
+            description="delta / the change of the step time",
+        ),
+    ]
     t = dpb.Table(key="decomposition", title="Step time change by part", columns=cols)
     t.text.CopyFrom(dpb.TextLayout(style="paddle", time_unit_line=True, closing_separator=True, blank_lines_after=1))
     _header_widths(t)
@@ -336,45 +141,93 @@ def decomposition_table(d: Decomposition, workers: Tuple[str, str] = ("", "")) -
     for k in sorted(keys, key=lambda k: -abs(g.delta(k) or 0.0)):
         pb_, pc = (g.baseline or {}).get(k, 0.0), (g.candidate or {}).get(k, 0.0)
         delta = g.delta(k)
-        t.rows.add(cells=[text(part_label(k)), num(pb_), num(pc), num(delta),
-                          num(delta / pb_ if pb_ and delta is not None else None),
-                          num(delta / change if shared and delta is not None else None)], id=k,
-                   link=diff_link(workers[0], workers[1], ""))
-    t.rows.add(cells=[text("step time"), num(b), num(c), num(c - b), num((c - b) / b if b else None),
-                      num(1.0 if shared else None)], role=dpb.ROW_TOTAL, id="step",
-               link=diff_link(workers[0], workers[1], ""))
+        t.rows.add(
+            cells=[
+                text(part_label(k)),
+                num(pb_),
+                num(pc),
+                num(delta),
+                num(delta / pb_ if pb_ and delta is not None else None),
+                num(delta / change if shared and delta is not None else None),
+            ],
+            id=k,
+            link=diff_link(workers[0], workers[1], ""),
+        )
+    t.rows.add(
+        cells=[
+            text("step time"),
+            num(b),
+            num(c),
+            num(c - b),
+            num((c - b) / b if b else None),
+            num(1.0 if shared else None),
+        ],
+        role=dpb.ROW_TOTAL,
+        id="step",
+        link=diff_link(workers[0], workers[1], ""),
+    )
     if not shared and keys:
-        t.notes.append(sentence([f"No share of the change: the step time changed by less than "
-                                 f"{SHARE_MIN_CHANGE:.0%} of the baseline's (", val(change, DURATION, style="unit"),
-                                 "), the parts' changes cancel."], key="diff.share", level="note"))
+        t.notes.append(
+            sentence(
+                [
+                    f"No share of the change: the step time changed by less than "
+                    f"{SHARE_MIN_CHANGE:.0%} of the baseline's (",
+                    val(change, DURATION, style="unit"),
+                    "), the parts' changes cancel.",
+                ],
+                key="diff.share",
+                level="note",
+            )
+        )
     return t
 
 
-def groups_table(key: str, title: str, d: Decomposition, groups: Sequence[Group], what: str,
-                 keys: Optional[Sequence[str]] = None) -> dpb.Table:
+def groups_table(
+    key: str, title: str, d: Decomposition, groups: Sequence[Group], what: str, keys: Optional[Sequence[str]] = None
+) -> dpb.Table:
     """Stages, ranks or steps: each group's step time on both sides and each part's change."""
-    keys = [k for k in keys if any((getattr(g, s) or {}).get(k) for g in groups for s in _SIDES)] \
-        if keys is not None else _live_keys(d, groups)
-    cols = [dpb.Column(key="name", header=what, format=fmt(TEXT)),
-            dpb.Column(key="status", header="Status", format=fmt(TEXT), text_min_width=7,
-                       description="new: only in the candidate; removed: only in the baseline"),
-            dpb.Column(key="ranks_baseline", header="Ranks (baseline)", format=fmt(dpb.CELL_COUNT), text_hidden=True),
-            dpb.Column(key="ranks_candidate", header="Ranks (candidate)", format=fmt(dpb.CELL_COUNT),
-                       text_hidden=True),
-            dpb.Column(key="baseline_ns", header="Baseline", format=fmt(DURATION), description="mean step time"),
-            dpb.Column(key="candidate_ns", header="Candidate", format=fmt(DURATION), description="mean step time"),
-            dpb.Column(key="delta_ns", header="Delta", format=fmt(DURATION), description="candidate − baseline")]
+    keys = (
+        [k for k in keys if any((getattr(g, s) or {}).get(k) for g in groups for s in _SIDES)]
+        if keys is not None
+        else _live_keys(d, groups)
+    )
+    cols = [
+        dpb.Column(key="name", header=what, format=fmt(TEXT)),
+        dpb.Column(
+            key="status",
+            header="Status",
+            format=fmt(TEXT),
+            text_min_width=7,
+            description="new: only in the candidate; removed: only in the baseline",
+        ),
+        dpb.Column(key="ranks_baseline", header="Ranks (baseline)", format=fmt(dpb.CELL_COUNT), text_hidden=True),
+        dpb.Column(key="ranks_candidate", header="Ranks (candidate)", format=fmt(dpb.CELL_COUNT), text_hidden=True),
+        dpb.Column(key="baseline_ns", header="Baseline", format=fmt(DURATION), description="mean step time"),
+        dpb.Column(key="candidate_ns", header="Candidate", format=fmt(DURATION), description="mean step time"),
+        dpb.Column(key="delta_ns", header="Delta", format=fmt(DURATION), description="candidate − baseline"),
+    ]
     for k in keys:
-        cols.append(dpb.Column(key=f"{k}_delta_ns", header=_short(k), format=fmt(DURATION),
-                               description=f"change of {part_label(k)}"))
+        cols.append(
+            dpb.Column(
+                key=f"{k}_delta_ns", header=_short(k), format=fmt(DURATION), description=f"change of {part_label(k)}"
+            )
+        )
     t = dpb.Table(key=key, title=title, columns=cols)
     t.text.CopyFrom(dpb.TextLayout(style="paddle", time_unit_line=True, closing_separator=True, blank_lines_after=1))
     _header_widths(t)
     for g in groups:
-        status = "" if g.baseline is not None and g.candidate is not None else (
-            _NEW if g.baseline is None else _REMOVED)
-        cells = [text(g.label), text(status), num(g.baseline_ranks), num(g.candidate_ranks),
-                 num(g.step("baseline")), num(g.step("candidate")), num(g.change())]
+        status = (
+            "" if g.baseline is not None and g.candidate is not None else (_NEW if g.baseline is None else _REMOVED)
+        )
+        cells = [
+            text(g.label),
+            text(status),
+            num(g.baseline_ranks),
+            num(g.candidate_ranks),
+            num(g.step("baseline")),
+            num(g.step("candidate")),
+            num(g.change()),
+        ]
         cells += [num(g.delta(k)) for k in keys]
         t.rows.add(cells=cells, id=g.key, link=diff_link(g.link_baseline, g.link_candidate, ""))
     return t
@@ -413,8 +266,14 @@ def _steps_table(view: dpb.View, d: Decomposition, workers: Tuple[str, str] = ("
         view.tables.append(groups_table("steps", title, d, d.steps, "Step", STEP_PARTS))
 
 
-def rank_diff_display(baseline: pb.Summary, candidate: pb.Summary, d: Decomposition, workers: Tuple[str, str],
-                      sorted_by: str = "CPUTotal", time_unit: str = "ms") -> dpb.Display:
+def rank_diff_display(
+    baseline: pb.Summary,
+    candidate: pb.Summary,
+    d: Decomposition,
+    workers: Tuple[str, str],
+    sorted_by: str = "CPUTotal",
+    time_unit: str = "ms",
+) -> dpb.Display:
     """Two ranks: view ``step`` first, then the views of display/summary.py side by side."""
     out = dpb.Display(time_unit=time_unit)
     step = out.views.add(key="step", title="Step time")
@@ -423,8 +282,9 @@ def rank_diff_display(baseline: pb.Summary, candidate: pb.Summary, d: Decomposit
         step.tables.append(decomposition_table(d, workers))
         _steps_table(step, d, workers)
     else:
-        step.sentences.append(sentence(["One side has no ProfileStep: no step time to compare."], key="diff.verdict",
-                                       level="note"))
+        step.sentences.append(
+            sentence(["One side has no ProfileStep: no step time to compare."], key="diff.verdict", level="note")
+        )
     _notes(step, d.notes)
     displays = [summary_display(s, sorted_by=sorted_by, time_unit=time_unit) for s in (baseline, candidate)]
     tables = [_tables(x) for x in displays]
@@ -447,8 +307,13 @@ def _side(msg, run: str, worker: str, span: str, label: str, ranks: int, steps: 
     msg.run, msg.worker, msg.span, msg.label, msg.ranks, msg.steps = run, worker, span, label, ranks, steps
 
 
-def rank_diff(baseline: pb.Summary, candidate: pb.Summary, sides: Sequence[Tuple[str, str, str, str]],
-              sorted_by: str = "CPUTotal", time_unit: str = "ms"):
+def rank_diff(
+    baseline: pb.Summary,
+    candidate: pb.Summary,
+    sides: Sequence[Tuple[str, str, str, str]],
+    sorted_by: str = "CPUTotal",
+    time_unit: str = "ms",
+):
     """RunDiff of two ranks; ``sides``: (run, worker, span, label) of the baseline and the candidate."""
     from tb_paddle_profile.analysis.diff import decompose_ranks
     from tb_paddle_profile.v1 import diff_pb2
@@ -485,19 +350,31 @@ def _per_step_table(key: str, title: str, figures, kernels: bool) -> dpb.Table:
 
     t = dpb.Table(key=key, title=title)
     t.columns.add(key="name", header="Name", format=fmt(TEXT), text_min_width=40)
-    heads = {"calls": ("Calls / step", fmt(NUMBER, digits=1)), "cpu_total_ns": ("CPU total / step", fmt(DURATION)),
-             "gpu_total_ns": ("GPU total / step", fmt(DURATION))}
+    heads = {
+        "calls": ("Calls / step", fmt(NUMBER, digits=1)),
+        "cpu_total_ns": ("CPU total / step", fmt(DURATION)),
+        "gpu_total_ns": ("GPU total / step", fmt(DURATION)),
+    }
     for f in KERNEL_FIGURES if kernels else OPERATOR_FIGURES:
         t.columns.add(key=f, header=heads[f][0], format=heads[f][1], description=f"{heads[f][0]} (per ProfileStep)")
     order = "gpu_total_ns" if kernels else "cpu_total_ns"
     for name, f in sorted(figures.items(), key=lambda kv: (-kv[1][order], kv[0])):
-        t.rows.add(cells=[text(name)] + [num(f[k]) for k in (KERNEL_FIGURES if kernels else OPERATOR_FIGURES)],
-                   id=("k:" if kernels else "o:") + name, link=f"timeline:{name}")
+        t.rows.add(
+            cells=[text(name)] + [num(f[k]) for k in (KERNEL_FIGURES if kernels else OPERATOR_FIGURES)],
+            id=("k:" if kernels else "o:") + name,
+            link=f"timeline:{name}",
+        )
     return t
 
 
-def peers_diff(rank: pb.Summary, peers: Sequence[pb.Summary], sides: Sequence[Tuple[str, str, str, str]],
-               where: str, peer_ranks: Sequence[int], time_unit: str = "ms"):
+def peers_diff(
+    rank: pb.Summary,
+    peers: Sequence[pb.Summary],
+    sides: Sequence[Tuple[str, str, str, str]],
+    where: str,
+    peer_ranks: Sequence[int],
+    time_unit: str = "ms",
+):
     """RunDiff (mode "peers") of one rank (the candidate) against the median of its role peers (the baseline):
     views ``operators`` and ``kernels``, per ProfileStep (analysis/peers.py); ``sides`` as in rank_diff
     (the baseline's worker "~peers")."""
@@ -507,19 +384,27 @@ def peers_diff(rank: pb.Summary, peers: Sequence[pb.Summary], sides: Sequence[Tu
 
     me, med = per_step(rank), peers_median([per_step(s) for s in peers])
     out = diff_pb2.RunDiff(mode="peers")
-    for msg, (run, worker, span, label), n, steps in zip((out.baseline, out.candidate), sides, (len(peers), 1),
-                                                          (med.steps, me.steps)):
+    for msg, (run, worker, span, label), n, steps in zip(
+        (out.baseline, out.candidate), sides, (len(peers), 1), (med.steps, me.steps)
+    ):
         _side(msg, run, worker, span, label, n, int(steps))
     out.display.time_unit = time_unit
     for key, title, kernels in (("operators", "Operators", False), ("kernels", "Kernels", True)):
         view = out.display.views.add(key=key, title=title)
         if not kernels:  # one sentence for both views (the panel shows every view's)
-            view.sentences.append(sentence([
-                f"Operators and kernels of {sides[1][3]}, per step, against the median of its {len(peers)} role "
-                f"peers ({where}: ranks {ranks_text(peer_ranks)}); a peer without a name counts 0."],
-                key="diff.peers", level="info"))
+            view.sentences.append(
+                sentence(
+                    [
+                        f"Operators and kernels of {sides[1][3]}, per step, against the median of its {len(peers)} role "
+                        f"peers ({where}: ranks {ranks_text(peer_ranks)}); a peer without a name counts 0."
+                    ],
+                    key="diff.peers",
+                    level="info",
+                )
+            )
         base = _per_step_table(key, f"{title} per step", getattr(med, key), kernels)
         cand = _per_step_table(key, f"{title} per step", getattr(me, key), kernels)
-        view.tables.append(diff_table(base, cand, ("", sides[1][1]),
-                                      sort_column="gpu_total_ns" if kernels else "cpu_total_ns"))
+        view.tables.append(
+            diff_table(base, cand, ("", sides[1][1]), sort_column="gpu_total_ns" if kernels else "cpu_total_ns")
+        )
     return out

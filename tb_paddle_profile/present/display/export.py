@@ -6,7 +6,11 @@ integers; a missing cell is empty (CSV) or NaN/None (frames); a text cell gives 
 (Cell.title where set, e.g. a kernel's whole name). Section rows ("Thread: 3") are not rows: their
 text fills a ``section`` column of the rows below them; repeated header rows are dropped. A tree
 table gets a ``depth`` column (0 for top-level rows).
+
+The Python API's frames (api.py): ``display_frames`` (every table of a Display by key), ``tidy`` (a table's
+frame as data: typed columns, one level of a tree, parent ids) and ``sentence_frame`` (the sentences).
 """
+
 from __future__ import annotations
 
 import csv
@@ -15,7 +19,7 @@ from typing import Dict, List
 
 from tb_paddle_profile.core.terminal import visible
 from tb_paddle_profile.v1 import display_pb2 as dpb
-from tb_paddle_profile.present.display.cells import BYTES, COUNT, TEXT
+from tb_paddle_profile.present.display.cells import BYTES, COUNT, TEXT, sentence_text
 
 _INTEGER = (COUNT, BYTES)
 
@@ -100,5 +104,110 @@ def to_frame(table: dpb.Table):
 
 def _unit(c: dpb.Column) -> str:
     k = c.format.kind
-    return {dpb.CELL_DURATION: "ns", dpb.CELL_RATIO: "fraction", dpb.CELL_PERCENT: "fraction",
-            dpb.CELL_BYTES: "bytes", dpb.CELL_COUNT: "count"}.get(k, "")
+    return {
+        dpb.CELL_DURATION: "ns",
+        dpb.CELL_RATIO: "fraction",
+        dpb.CELL_PERCENT: "fraction",
+        dpb.CELL_BYTES: "bytes",
+        dpb.CELL_COUNT: "count",
+    }.get(k, "")
+
+
+# ------------------------------------------------------------------ the Python API's frames
+
+
+def display_frames(display) -> Dict[str, object]:
+    """Every table of a Display, by table key ("operators", "memory.Place(cpu)", ...), as DataFrames."""
+    return {t.key: to_frame(t) for v in display.views for t in v.tables}
+
+
+def tidy(frame, tree: str = "top"):
+    """A display table's frame as data: consistent dtypes by unit (durations in ns as int64, averages
+    ``*_avg_ns`` as float64, counts and bytes as int64, fractions as float64; a column with a missing
+    value nullable: Int64), the ``section`` column (Paddle's "Thread: 3") as ``thread``; for a tree
+    table (a ``depth`` column), ``tree="top"`` keeps the top-level rows (one per operator: sums do not
+    count an inner event twice) and ``tree="inner"`` the others, each with its ``parent_id`` (the ``id``
+    of the row it is under) and ``top`` (the name of its top-level row). ``id`` is the row's position
+    in the display table."""
+    import pandas as pd
+
+    out = frame.copy()
+    units = dict(frame.attrs.get("units", {}))
+    if "depth" in out:
+        out.insert(0, "id", range(len(out)))
+    if "section" in out:
+        out["section"] = out["section"].astype(str).str.replace(r"^Thread:\s*", "", regex=True)
+        out = out.rename(columns={"section": "thread"})
+    if "depth" in out:
+        parents: list = []
+        tops: list = []
+        stack: List[tuple] = []  # (depth, id, name) of the rows above
+        names = out["name"] if "name" in out else out.iloc[:, 2]
+        for rid, depth, name in zip(out["id"], out["depth"], names):
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            parents.append(stack[-1][1] if stack else -1)
+            tops.append(stack[0][2] if stack else name)
+            stack.append((depth, rid, name))
+        out["parent_id"], out["top"] = parents, tops
+        if tree == "top":
+            out = out[out["depth"] == 0].drop(columns=["depth", "parent_id", "top"])
+        elif tree == "inner":
+            out = out[out["depth"] > 0]
+        out = out.reset_index(drop=True)
+    for col, unit in units.items():
+        if col not in out:
+            continue
+        series = pd.to_numeric(out[col], errors="coerce")
+        if unit == "fraction" or (unit == "ns" and col.endswith("_avg_ns")):
+            out[col] = series.astype("float64")
+        elif unit in ("ns", "count", "bytes"):
+            whole = series.dropna()
+            if len(whole) and not (whole == whole.round()).all():
+                out[col] = series.astype("float64")
+            else:
+                out[col] = series.round().astype("Int64" if series.isna().any() else "int64")
+    for col in LIST_COLUMNS & set(out.columns):
+        out[col] = [_int_list(v) for v in out[col]]
+    out.attrs.update(frame.attrs, tidy=tree)
+    return out
+
+
+# Text columns that hold lists of integers in the display ("0,1,4", "[2, 1, 1]"): lists in the frames.
+LIST_COLUMNS = {"ranks", "sizes", "examples", "members", "grid", "block"}
+
+
+def _int_list(value):
+    if not isinstance(value, str):
+        return value
+    if ";" in value:  # groups: "1,3; 0,2"
+        groups = [_int_list(g) for g in value.split(";")]
+        return groups if all(isinstance(g, list) for g in groups) else value
+    parts = [p.strip() for p in value.strip().strip("[]").split(",")]
+    try:
+        return [int(p) for p in parts if p]
+    except ValueError:
+        return value  # not a list of numbers ("…" of a cut list, a name): kept as it is
+
+
+def sentence_frame(display, time_unit: str = "ms"):
+    """Every sentence of a Display's views as a frame: view, key, level, title, text, and where it belongs
+    (section, part, rule: display.proto's Sentence)."""
+    import pandas as pd
+
+    columns = ["view", "key", "level", "title", "text", "section", "part", "rule"]
+    rows = [
+        {
+            "view": v.key,
+            "key": s.key,
+            "level": s.level,
+            "title": s.title,
+            "text": sentence_text(s, time_unit),
+            "section": s.section,
+            "part": s.part,
+            "rule": s.rule,
+        }
+        for v in display.views
+        for s in v.sentences
+    ]
+    return pd.DataFrame(rows, columns=columns)

@@ -1,6 +1,7 @@
 """The groups of a run's files in the sidebar (WorkerEntry.group): beyond FLAT_FILES files, by host where the
 names tell hosts, else by blocks of ranks (RANK_BLOCK, or a larger power of two so that there are at most
 MAX_GROUPS blocks), the workers without either together."""
+
 from __future__ import annotations
 
 from tb_paddle_profile.v1 import plugin_pb2 as ppb

@@ -1,5 +1,6 @@
 """The building blocks of the run views (display/parallel.py, distributed.py, whatif.py, schedule.py):
 causes and rank lists in words, the analysis's sentences as typed spans, columns, tables, rows and notes."""
+
 from __future__ import annotations
 
 import re
@@ -8,8 +9,19 @@ from typing import Dict, Iterable, List, Optional, Sequence
 from tb_paddle_profile.analysis.collectives import KIND_LABELS
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2 as ppb
-from tb_paddle_profile.present.display.cells import (COUNT, DURATION, MISSING, PERCENT, TEXT, fmt, lit, num, rank,
-                                                     sentence, val)
+from tb_paddle_profile.present.display.cells import (
+    COUNT,
+    DURATION,
+    MISSING,
+    PERCENT,
+    TEXT,
+    fmt,
+    lit,
+    num,
+    rank,
+    sentence,
+    val,
+)
 
 
 # The panel's tag of a cause (the verdict's and the findings' `cause` ids).
@@ -40,7 +52,7 @@ def kind_label(kind: int) -> str:
 
 
 def ranks_text(ranks: Iterable[int], limit: int = RANKS_SHOWN) -> str:
-    """"-" for none, "0,1,2" up to `limit` ranks, else runs of consecutive ranks as ranges ("0-127,256")."""
+    """ "-" for none, "0,1,2" up to `limit` ranks, else runs of consecutive ranks as ranges ("0-127,256")."""
     ranks = list(ranks)
     if not ranks:
         return "-"
@@ -93,7 +105,7 @@ def spans(text_: str, labels: Optional[Dict[int, str]] = None) -> List[dpb.Span]
             shown = (m.group(2) + label[1:]) if label else m.group(0)
             span = rank(r, shown)
         if m.start() > pos:
-            out.append(lit(text_[pos:m.start()]))
+            out.append(lit(text_[pos : m.start()]))
         out.append(span)
         pos = end
     if pos < len(text_):
@@ -108,10 +120,25 @@ def _sentence(key: str, parts: Sequence, level: str = "info", title: str = "") -
 # ------------------------------------------------------------------ columns
 
 
-def col(key: str, header: str, kind: int = TEXT, digits: int = 0, style: str = "", unit: str = "",
-        text_hidden: bool = False, panel_hidden: bool = False, description: str = "") -> dpb.Column:
-    return dpb.Column(key=key, header=header, format=fmt(kind, unit, digits, style), text_hidden=text_hidden,
-                      panel_hidden=panel_hidden, description=description)
+def col(
+    key: str,
+    header: str,
+    kind: int = TEXT,
+    digits: int = 0,
+    style: str = "",
+    unit: str = "",
+    text_hidden: bool = False,
+    panel_hidden: bool = False,
+    description: str = "",
+) -> dpb.Column:
+    return dpb.Column(
+        key=key,
+        header=header,
+        format=fmt(kind, unit, digits, style),
+        text_hidden=text_hidden,
+        panel_hidden=panel_hidden,
+        description=description,
+    )
 
 
 def dur(key: str, header: str, **kw) -> dpb.Column:
@@ -126,8 +153,14 @@ def count(key: str, header: str, **kw) -> dpb.Column:
     return col(key, header, COUNT, **kw)
 
 
-def _table(key: str, title: str, columns: List[dpb.Column], notes: Sequence[dpb.Sentence] = (),
-           text_hidden: bool = False, empty: str = "") -> dpb.Table:
+def _table(
+    key: str,
+    title: str,
+    columns: List[dpb.Column],
+    notes: Sequence[dpb.Sentence] = (),
+    text_hidden: bool = False,
+    empty: str = "",
+) -> dpb.Table:
     t = dpb.Table(key=key, title=title, text=dpb.TextLayout(style="plain"), text_hidden=text_hidden, empty=empty)
     t.columns.extend(columns)
     t.notes.extend(notes)
@@ -167,6 +200,7 @@ def _label(r: ppb.RankParallel) -> str:
 
 
 def _labels(rp: ppb.RunParallel) -> Dict[int, str]:
-    return {r.rank: (r.label or (f"rank {r.rank}" if r.worker == f"rank{r.rank}" else f"rank {r.rank} · {r.worker}"))
-            for r in rp.ranks}
-
+    return {
+        r.rank: (r.label or (f"rank {r.rank}" if r.worker == f"rank{r.rank}" else f"rank {r.rank} · {r.worker}"))
+        for r in rp.ranks
+    }

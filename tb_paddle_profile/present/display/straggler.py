@@ -1,5 +1,6 @@
 """The straggler verdict in the run views: a named rank's cause in words, the banner over a rank's own
 views (``rank_banner``) and the table of the named ranks."""
+
 from __future__ import annotations
 
 from typing import Dict, List
@@ -8,14 +9,29 @@ from tb_paddle_profile.analysis.peers import role
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import plugin_pb2 as ppb
 from tb_paddle_profile.present.display.cells import rank
-from tb_paddle_profile.present.display.parallel_common import (cause_text, duration, _sentence, col, dur, pct, count,
-                                                               _table, _row, _rank_link)
+from tb_paddle_profile.present.display.parallel_common import (
+    cause_text,
+    duration,
+    _sentence,
+    col,
+    dur,
+    pct,
+    count,
+    _table,
+    _row,
+    _rank_link,
+)
 
 
 def straggler_cause(s: ppb.Straggler) -> str:
     """A named rank's cause as the panel tags it ("host: its data loader")."""
-    return (cause_text(s.cause) if s.cause else "longer compute: check its GPU" if s.longer_compute
-            else "late arrival, normal compute: check its host")
+    return (
+        cause_text(s.cause)
+        if s.cause
+        else "longer compute: check its GPU"
+        if s.longer_compute
+        else "late arrival, normal compute: check its host"
+    )
 
 
 # The banner's words for a cause: what of the rank is slower than its role peers' (the part a figure measures).
@@ -39,10 +55,14 @@ def banner_cause(rp: ppb.RunParallel, s: ppb.Straggler) -> List:
     cause = s.cause or ("device_compute" if s.longer_compute else "")
     subject = BANNER_SUBJECT.get(cause)
     if subject is None:
-        return [BANNER_PHRASE.get(cause, cause_text(cause) if cause else
-                                  "it arrives late with a normal compute time (check its host)")]
-    excess = next((f.excess_ns for f in rp.findings if list(f.ranks) == [s.rank] and f.cause == cause
-                   and f.excess_ns > 0), 0)
+        return [
+            BANNER_PHRASE.get(
+                cause, cause_text(cause) if cause else "it arrives late with a normal compute time (check its host)"
+            )
+        ]
+    excess = next(
+        (f.excess_ns for f in rp.findings if list(f.ranks) == [s.rank] and f.cause == cause and f.excess_ns > 0), 0
+    )
     if not excess and cause == "device_compute" and s.compute_ns > s.peer_compute_ns:
         excess = s.compute_ns - s.peer_compute_ns
     if excess:
@@ -82,12 +102,24 @@ def rank_banner(rp: ppb.RunParallel, worker: str) -> dpb.View:
     for i, s in enumerate(v.stragglers):
         if s.worker == worker or (not s.worker and s.rank == me.rank):
             if _named(v, i):
-                view.sentences.append(_sentence("rank_banner.straggler", [f"The straggler of this run{span}: "]
-                                                + cost(s), "warning", "Straggler"))
+                view.sentences.append(
+                    _sentence(
+                        "rank_banner.straggler",
+                        [f"The straggler of this run{span}: "] + cost(s),
+                        "warning",
+                        "Straggler",
+                    )
+                )
             else:
                 why = "an uncertain verdict" if v.uncertain else "not the run's straggler"
-                view.sentences.append(_sentence("rank_banner.named", [f"Named by this run's verdict{span} ({why}): "]
-                                                + cost(s), "note", "Unlike its role peers"))
+                view.sentences.append(
+                    _sentence(
+                        "rank_banner.named",
+                        [f"Named by this run's verdict{span} ({why}): "] + cost(s),
+                        "note",
+                        "Unlike its role peers",
+                    )
+                )
             return view
     by_rank = {r.rank: r for r in rp.ranks}
     for i, s in enumerate(v.stragglers):
@@ -96,25 +128,61 @@ def rank_banner(rp: ppb.RunParallel, worker: str) -> dpb.View:
             continue
         if role(it) is not None and role(it) == role(me):
             where = (f"stage {me.pipeline_stage}, " if me.pipeline_stage >= 0 else "") + f"MP index {me.mp}"
-            view.sentences.append(_sentence("rank_banner.peer", [
-                "A role peer of ", rank(s.rank, f"rank {s.rank}"), f" ({where}), the straggler of this run{span}: "]
-                + cost(s), "info", "Role peer"))
+            view.sentences.append(
+                _sentence(
+                    "rank_banner.peer",
+                    [
+                        "A role peer of ",
+                        rank(s.rank, f"rank {s.rank}"),
+                        f" ({where}), the straggler of this run{span}: ",
+                    ]
+                    + cost(s),
+                    "info",
+                    "Role peer",
+                )
+            )
             return view
     return view
 
 
 def _stragglers_table(rp: ppb.RunParallel, labels: Dict[int, str]) -> dpb.Table:
-    t = _table("stragglers", "Named ranks", [
-        count("rank", "Rank"), col("label", "Label"), col("cause", "Cause"), col("gpu", "GPU cause"),
-        dur("job_cost_ns", "Costs the job"), col("absorbed", "Absorbed"), dur("compute_ns", "Compute"),
-        dur("peer_compute_ns", "Role peers' compute"), pct("compute_excess", "(more)", 0),
-        count("last_arrivals", "Arrived last"), count("matched", "Matched")], text_hidden=True)
+    t = _table(
+        "stragglers",
+        "Named ranks",
+        [
+            count("rank", "Rank"),
+            col("label", "Label"),
+            col("cause", "Cause"),
+            col("gpu", "GPU cause"),
+            dur("job_cost_ns", "Costs the job"),
+            col("absorbed", "Absorbed"),
+            dur("compute_ns", "Compute"),
+            dur("peer_compute_ns", "Role peers' compute"),
+            pct("compute_excess", "(more)", 0),
+            count("last_arrivals", "Arrived last"),
+            count("matched", "Matched"),
+        ],
+        text_hidden=True,
+    )
     for s in rp.straggler.stragglers:
         gpu = s.cause == "device_compute" if s.cause else s.longer_compute
         tag = straggler_cause(s)
-        _row(t, [s.rank, (s.label or labels.get(s.rank, f"rank {s.rank}")), tag, ("1" if gpu else ""),
-                 s.job_cost_ns, ("mostly absorbed" if s.absorbed else ""), s.compute_ns,
-                 s.peer_compute_ns, s.compute_excess, s.last_arrivals, s.matched],
-             s.worker or str(s.rank), _rank_link(s.rank))
+        _row(
+            t,
+            [
+                s.rank,
+                (s.label or labels.get(s.rank, f"rank {s.rank}")),
+                tag,
+                ("1" if gpu else ""),
+                s.job_cost_ns,
+                ("mostly absorbed" if s.absorbed else ""),
+                s.compute_ns,
+                s.peer_compute_ns,
+                s.compute_excess,
+                s.last_arrivals,
+                s.matched,
+            ],
+            s.worker or str(s.rank),
+            _rank_link(s.rank),
+        )
     return t
-

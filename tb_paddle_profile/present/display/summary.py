@@ -20,6 +20,7 @@ The views are built in display/overview.py, operators.py, kernels.py and memory.
 blocks of display/summary_common.py; this module puts them together (``summary_display``) and finds a
 table by key (``find_table``).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -32,17 +33,29 @@ from tb_paddle_profile.present.display.flops import flops_tables
 from tb_paddle_profile.present.display.kernels import _kernel_efficiency_table, _kernels_view, _recommendation_sentences
 from tb_paddle_profile.present.display.memory import _memory_view
 from tb_paddle_profile.present.display.operators import _operators_view
-from tb_paddle_profile.present.display.overview import (_device_table, _distributed_table, _model_steps_table,
-                                                        _model_table, _overview_table)
+from tb_paddle_profile.present.display.overview import (
+    _device_table,
+    _distributed_table,
+    _model_steps_table,
+    _model_table,
+    _overview_table,
+)
 from tb_paddle_profile.present.display.summary_common import SORTED_KEYS
 
 
-NO_STEPS = ("This trace has no ProfileStep events, so (like Paddle) only the device summary is shown: the other "
-            "views divide by the total step time.")
+NO_STEPS = (
+    "This trace has no ProfileStep events, so (like Paddle) only the device summary is shown: the other "
+    "views divide by the total step time."
+)
 
 
-def summary_display(summary: pb.Summary, sorted_by: str = "CPUTotal", op_detail: bool = True,
-                    thread_sep: bool = False, time_unit: str = "ms") -> dpb.Display:
+def summary_display(
+    summary: pb.Summary,
+    sorted_by: str = "CPUTotal",
+    op_detail: bool = True,
+    thread_sep: bool = False,
+    time_unit: str = "ms",
+) -> dpb.Display:
     """Every table of one rank's views ("overview", "operators", "kernels", "memory"); see docs/display.md."""
     if sorted_by not in SORTED_KEYS:
         raise ValueError(f"sorted_by must be one of {', '.join(SORTED_KEYS)}")

@@ -1,5 +1,6 @@
 """The building blocks of one rank's views (display/summary.py): Paddle's sort keys and view names, columns,
 rows, cells with Paddle's Avg / Min semantics, tables and their text layout, kernel names and sorts."""
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,17 @@ from tb_paddle_profile.present.display.cells import COUNT, DURATION, MISSING, RA
 
 SORTED_KEYS = ("CPUTotal", "CPUAvg", "CPUMax", "CPUMin", "GPUTotal", "GPUAvg", "GPUMax", "GPUMin")
 # Paddle's SummaryView names, in the order Paddle prints them; Table.paddle_view holds one of them.
-VIEWS = ("DeviceView", "OverView", "ModelView", "DistributedView", "KernelView", "OperatorView",
-         "MemoryView", "MemoryManipulationView", "UDFView")
+VIEWS = (
+    "DeviceView",
+    "OverView",
+    "ModelView",
+    "DistributedView",
+    "KernelView",
+    "OperatorView",
+    "MemoryView",
+    "MemoryManipulationView",
+    "UDFView",
+)
 STAGES = ("Dataloader", "Forward", "Backward", "Optimization")
 CPU_STATS = "CPU Total / Avg / Max / Min / Ratio(%)"
 GPU_STATS = "GPU Total / Avg / Max / Min / Ratio(%)"
@@ -22,21 +32,57 @@ _KERNEL_NAME = re.compile(r"(.+?)(<.*>)(\(.*\))")
 _INF = float("inf")
 
 
-def _col(key: str, header: str, kind: int, *, digits: int = 0, style: str = "", group: str = "",
-         description: str = "", text_hidden: bool = False, panel_hidden: bool = False, width: int = 0,
-         min_width: int = 0, truncate: bool = False, truncate_depth: int = 0) -> dpb.Column:
-    return dpb.Column(key=key, header=header, format=fmt(kind, digits=digits, style=style), group=group,
-                      description=description, text_hidden=text_hidden, panel_hidden=panel_hidden,
-                      text_width=width, text_min_width=min_width, text_truncate=truncate,
-                      text_truncate_depth=truncate_depth)
+def _col(
+    key: str,
+    header: str,
+    kind: int,
+    *,
+    digits: int = 0,
+    style: str = "",
+    group: str = "",
+    description: str = "",
+    text_hidden: bool = False,
+    panel_hidden: bool = False,
+    width: int = 0,
+    min_width: int = 0,
+    truncate: bool = False,
+    truncate_depth: int = 0,
+) -> dpb.Column:
+    return dpb.Column(
+        key=key,
+        header=header,
+        format=fmt(kind, digits=digits, style=style),
+        group=group,
+        description=description,
+        text_hidden=text_hidden,
+        panel_hidden=panel_hidden,
+        text_width=width,
+        text_min_width=min_width,
+        text_truncate=truncate,
+        text_truncate_depth=truncate_depth,
+    )
 
 
 def _stats_columns(side: str, ratio_description: str, what: str, panel_hidden: bool = False) -> List[dpb.Column]:
-    parts = (("total_ns", "Total", DURATION, f"{what}: total"), ("avg_ns", "Avg", DURATION, f"{what}: total / calls"),
-             ("max_ns", "Max", DURATION, f"{what}: longest call"), ("min_ns", "Min", DURATION, f"{what}: shortest call"),
-             ("ratio", "Ratio(%)", RATIO, ratio_description))
-    return [_col(f"{side}_{key}", header, kind, digits=2 if kind == RATIO else 0, group=side, description=desc,
-                 panel_hidden=panel_hidden) for key, header, kind, desc in parts]
+    parts = (
+        ("total_ns", "Total", DURATION, f"{what}: total"),
+        ("avg_ns", "Avg", DURATION, f"{what}: total / calls"),
+        ("max_ns", "Max", DURATION, f"{what}: longest call"),
+        ("min_ns", "Min", DURATION, f"{what}: shortest call"),
+        ("ratio", "Ratio(%)", RATIO, ratio_description),
+    )
+    return [
+        _col(
+            f"{side}_{key}",
+            header,
+            kind,
+            digits=2 if kind == RATIO else 0,
+            group=side,
+            description=desc,
+            panel_hidden=panel_hidden,
+        )
+        for key, header, kind, desc in parts
+    ]
 
 
 def _groups(*sides: str) -> List[dpb.ColumnGroup]:
@@ -46,8 +92,13 @@ def _groups(*sides: str) -> List[dpb.ColumnGroup]:
 
 def _stats(ts: pb.TimeStats, calls: int, ratio) -> List[dpb.Cell]:
     """Total / Avg / Max / Min / Ratio of one TimeStats, with Paddle's avg and min semantics."""
-    return [num(ts.total_ns), num(ts.total_ns / calls) if calls else MISSING, num(ts.max_ns),
-            num(ts.min_ns) if calls else MISSING, num(ratio)]
+    return [
+        num(ts.total_ns),
+        num(ts.total_ns / calls) if calls else MISSING,
+        num(ts.max_ns),
+        num(ts.min_ns) if calls else MISSING,
+        num(ratio),
+    ]
 
 
 def _others(total_ns, ratio) -> List[dpb.Cell]:
@@ -61,8 +112,14 @@ def _div(a, b) -> float:
     return 0 if b == 0 else float(a) / b
 
 
-def _row(cells: Sequence[dpb.Cell], depth: int = 0, role: dpb.RowRole = dpb.ROW_DATA, id: str = "", link: str = "",
-         text_hidden: bool = False) -> dpb.Row:
+def _row(
+    cells: Sequence[dpb.Cell],
+    depth: int = 0,
+    role: dpb.RowRole = dpb.ROW_DATA,
+    id: str = "",
+    link: str = "",
+    text_hidden: bool = False,
+) -> dpb.Row:
     return dpb.Row(cells=list(cells), depth=depth, role=role, id=id, link=link, text_hidden=text_hidden)
 
 
@@ -70,16 +127,49 @@ def _section(title: str, ncols: int) -> dpb.Row:
     return dpb.Row(cells=[text(title)] + [text("")] * (ncols - 1), role=dpb.ROW_SECTION, id=f"section:{title}")
 
 
-def _layout(*, unit_line: bool = True, closing_separator: bool = True, closing_rule: bool = False,
-            head_lines: Iterable[str] = ()) -> dpb.TextLayout:
-    return dpb.TextLayout(style="paddle", time_unit_line=unit_line, closing_separator=closing_separator,
-                          closing_rule=closing_rule, blank_lines_after=2, head_lines=list(head_lines))
+def _layout(
+    *,
+    unit_line: bool = True,
+    closing_separator: bool = True,
+    closing_rule: bool = False,
+    head_lines: Iterable[str] = (),
+) -> dpb.TextLayout:
+    return dpb.TextLayout(
+        style="paddle",
+        time_unit_line=unit_line,
+        closing_separator=closing_separator,
+        closing_rule=closing_rule,
+        blank_lines_after=2,
+        head_lines=list(head_lines),
+    )
 
 
-def _table(key: str, title: str, columns, rows, *, groups=(), paddle_view: str = "", text_hidden: bool = False,
-           tree: bool = False, layout: Optional[dpb.TextLayout] = None, note: str = "", empty: str = "") -> dpb.Table:
-    t = dpb.Table(key=key, title=title, columns=list(columns), groups=list(groups), rows=list(rows), note=note,
-                  tree=tree, empty=empty, paddle_view=paddle_view, text_hidden=text_hidden)
+def _table(
+    key: str,
+    title: str,
+    columns,
+    rows,
+    *,
+    groups=(),
+    paddle_view: str = "",
+    text_hidden: bool = False,
+    tree: bool = False,
+    layout: Optional[dpb.TextLayout] = None,
+    note: str = "",
+    empty: str = "",
+) -> dpb.Table:
+    t = dpb.Table(
+        key=key,
+        title=title,
+        columns=list(columns),
+        groups=list(groups),
+        rows=list(rows),
+        note=note,
+        tree=tree,
+        empty=empty,
+        paddle_view=paddle_view,
+        text_hidden=text_hidden,
+    )
     if layout is not None:
         t.text.CopyFrom(layout)
     return t
@@ -144,4 +234,3 @@ def _step_item(s: pb.Summary) -> Optional[pb.EventStats]:
 
 def _count_span(n) -> dpb.Span:
     return dpb.Span(is_value=True, format=fmt(COUNT), value=num(n))
-

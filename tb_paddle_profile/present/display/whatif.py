@@ -8,6 +8,7 @@ saving, the straggler's), "units", "estimates", "path" (the critical path; its b
 "breakdown"), "schedule" (the slots part "list"), "mfu", "notes"; the text layout and the panel place
 them by these.
 """
+
 from __future__ import annotations
 
 from typing import List
@@ -28,23 +29,46 @@ def _change_label(x: wpb.WhatIf) -> str:
 
 
 def _whatif_table(w: wpb.RunWhatIf) -> dpb.Table:
-    t = _table("whatif", "What-if estimates", [
-        col("change", "Change"), dur("step", "Step"), dur("new_step", "New step"), dur("saving", "Saving per step"),
-        pct("saving_pct", "Per step %"), dur("saving_per_sample", "Saving per sample"),
-        pct("saving_per_sample_pct", "Per sample %"), col("assumption", "Assumption", text_hidden=True)],
-        notes=[sentence(["Step = the job's mean step time replayed (mean over ranks and steps). Twice the "
-                         "micro-batches: the new step does twice the work; its saving is per sample, apart from "
-                         "the savings per step."])],
-        empty="No what-if: the run has no step to replay.")
+    t = _table(
+        "whatif",
+        "What-if estimates",
+        [
+            col("change", "Change"),
+            dur("step", "Step"),
+            dur("new_step", "New step"),
+            dur("saving", "Saving per step"),
+            pct("saving_pct", "Per step %"),
+            dur("saving_per_sample", "Saving per sample"),
+            pct("saving_per_sample_pct", "Per sample %"),
+            col("assumption", "Assumption", text_hidden=True),
+        ],
+        notes=[
+            sentence(
+                [
+                    "Step = the job's mean step time replayed (mean over ranks and steps). Twice the "
+                    "micro-batches: the new step does twice the work; its saving is per sample, apart from "
+                    "the savings per step."
+                ]
+            )
+        ],
+        empty="No what-if: the run has no step to replay.",
+    )
     for x in w.what_ifs:
         if x.applicable:
             step = [None, None] if x.per_sample else [x.saving_ns, x.saving_fraction]
             sample = [x.saving_ns, x.saving_fraction] if x.per_sample else [None, None]
-            _row(t, [_change_label(x), x.step_ns, x.new_step_ns] + step + sample + [x.assumption],
-                 id=wpb.WhatIfKind.Name(x.kind), link=f"rank:{x.rank}" if x.rank >= 0 else "")
+            _row(
+                t,
+                [_change_label(x), x.step_ns, x.new_step_ns] + step + sample + [x.assumption],
+                id=wpb.WhatIfKind.Name(x.kind),
+                link=f"rank:{x.rank}" if x.rank >= 0 else "",
+            )
         else:
-            _row(t, [x.title, x.step_ns, None, None, None, None, None, "not applicable: " + x.reason],
-                 id=wpb.WhatIfKind.Name(x.kind))
+            _row(
+                t,
+                [x.title, x.step_ns, None, None, None, None, None, "not applicable: " + x.reason],
+                id=wpb.WhatIfKind.Name(x.kind),
+            )
     return t
 
 
@@ -57,20 +81,33 @@ def _parts_table(key: str, title: str, parts, first: str) -> dpb.Table:
 
 def _steps_table(cp: wpb.CriticalPath) -> dpb.Table:
     kinds = ["compute", "communication", "memcpy", "host", "waiting"]
-    t = _table("critical_path_steps", "Critical path by step", [
-        count("step", "Step"), col("end_rank", "Ends on"), dur("observed", "Step (traced)"),
-        dur("replayed", "Step (replayed)"), dur("path", "Path")] + [dur(k, k.capitalize()) for k in kinds])
+    t = _table(
+        "critical_path_steps",
+        "Critical path by step",
+        [
+            count("step", "Step"),
+            col("end_rank", "Ends on"),
+            dur("observed", "Step (traced)"),
+            dur("replayed", "Step (replayed)"),
+            dur("path", "Path"),
+        ]
+        + [dur(k, k.capitalize()) for k in kinds],
+    )
     for s in cp.steps:
         by = {k: 0 for k in kinds}
         for p in s.breakdown.by_kind:
             by[p.key.split(":")[0]] += p.ns
-        _row(t, [s.step, f"rank {s.end_rank}", s.observed_ns, s.replayed_ns, s.breakdown.length_ns]
-             + [by[k] for k in kinds], link=f"critical:{s.step}")
+        _row(
+            t,
+            [s.step, f"rank {s.end_rank}", s.observed_ns, s.replayed_ns, s.breakdown.length_ns]
+            + [by[k] for k in kinds],
+            link=f"critical:{s.step}",
+        )
     return t
 
 
 def _headline(w: wpb.RunWhatIf) -> List[dpb.Sentence]:
-    """"whatif.best": the largest saving per step (a per-sample saving is not compared with them) with the
+    """ "whatif.best": the largest saving per step (a per-sample saving is not compared with them) with the
     rank it changes; "whatif.best.straggler": the straggler's own estimate, when it is not that one;
     "whatif.best.none": why nothing applies, when no change does."""
     per_step = [x for x in w.what_ifs if x.applicable and not x.per_sample and x.saving_ns > 0]
@@ -80,7 +117,9 @@ def _headline(w: wpb.RunWhatIf) -> List[dpb.Sentence]:
         reasons = list(dict.fromkeys(x.reason for x in w.what_ifs if x.reason))
         why = reasons[0] if len(reasons) == 1 else "; ".join(reasons[:3]) + ("; …" if len(reasons) > 3 else "")
         end = "" if why.endswith("…") else "."
-        return [sentence([f"No what-if estimate applies to this run: {why}{end}"], key="whatif.best.none", level="note")]
+        return [
+            sentence([f"No what-if estimate applies to this run: {why}{end}"], key="whatif.best.none", level="note")
+        ]
     if not per_step:
         return []
 
@@ -89,15 +128,39 @@ def _headline(w: wpb.RunWhatIf) -> List[dpb.Sentence]:
 
     # the savings with their unit: the panel draws the headline above the cards whose heads say the unit
     b = max(per_step, key=lambda x: x.saving_ns)
-    out = [sentence(["Largest estimated saving per step: ", b.title] + on(b) + [", ", val(b.saving_ns, DURATION, style="unit"),
-                     " (", val(b.saving_fraction, PERCENT, digits=1), "). ", b.assumption],
-                    key="whatif.best", level="good")]
+    out = [
+        sentence(
+            ["Largest estimated saving per step: ", b.title]
+            + on(b)
+            + [
+                ", ",
+                val(b.saving_ns, DURATION, style="unit"),
+                " (",
+                val(b.saving_fraction, PERCENT, digits=1),
+                "). ",
+                b.assumption,
+            ],
+            key="whatif.best",
+            level="good",
+        )
+    ]
     own = [x for x in per_step if x.kind == wpb.WHAT_IF_STRAGGLER and x is not b]
     for x in own:
-        out.append(sentence(["The straggler, ", rank(x.rank, f"rank {x.rank}"), ", at its role peers' speed: ",
-                             val(x.saving_ns, DURATION, style="unit"), " per step (",
-                             val(x.saving_fraction, PERCENT, digits=1),
-                             ")."], key="whatif.best.straggler", level="good"))
+        out.append(
+            sentence(
+                [
+                    "The straggler, ",
+                    rank(x.rank, f"rank {x.rank}"),
+                    ", at its role peers' speed: ",
+                    val(x.saving_ns, DURATION, style="unit"),
+                    " per step (",
+                    val(x.saving_fraction, PERCENT, digits=1),
+                    ").",
+                ],
+                key="whatif.best.straggler",
+                level="good",
+            )
+        )
     return out
 
 
@@ -106,8 +169,15 @@ def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
     cp = w.critical_path
     if cp.steps:
         top = cp.total.by_kind[0] if cp.total.by_kind else None
-        spans = ["Critical path: the job's step ", val(cp.observed_step_ns, DURATION), " (replayed ",
-                 val(cp.replayed_step_ns, DURATION), ", ", val(cp.replay_error, PERCENT, digits=2), " off)"]
+        spans = [
+            "Critical path: the job's step ",
+            val(cp.observed_step_ns, DURATION),
+            " (replayed ",
+            val(cp.replayed_step_ns, DURATION),
+            ", ",
+            val(cp.replay_error, PERCENT, digits=2),
+            " off)",
+        ]
         if top is not None:
             spans += ["; its largest part is ", top.key, " (", val(top.fraction, PERCENT, digits=1), ")"]
         if cp.total.by_rank:
@@ -117,19 +187,33 @@ def _sentences(w: wpb.RunWhatIf, time_unit: str) -> List[dpb.Sentence]:
     out += placed(_headline(w), "headline")
     estimates = []
     for x in w.what_ifs:
-        key = "whatif." + wpb.WhatIfKind.Name(x.kind).lower()[len("what_if_"):]
+        key = "whatif." + wpb.WhatIfKind.Name(x.kind).lower()[len("what_if_") :]
         if not x.applicable:
             estimates.append(sentence([f"{x.title}: not applicable ({x.reason})."], key=key, level="note"))
         if x.applicable:
-            estimates.append(sentence([x.title + ": ", val(x.new_step_ns, DURATION), " instead of ",
-                                       val(x.step_ns, DURATION), " (saving ", val(x.saving_ns, DURATION), ", ",
-                                       val(x.saving_fraction, PERCENT, digits=1),
-                                       " per sample" if x.per_sample else " per step", "). ", x.assumption],
-                                      key=key))
+            estimates.append(
+                sentence(
+                    [
+                        x.title + ": ",
+                        val(x.new_step_ns, DURATION),
+                        " instead of ",
+                        val(x.step_ns, DURATION),
+                        " (saving ",
+                        val(x.saving_ns, DURATION),
+                        ", ",
+                        val(x.saving_fraction, PERCENT, digits=1),
+                        " per sample" if x.per_sample else " per step",
+                        "). ",
+                        x.assumption,
+                    ],
+                    key=key,
+                )
+            )
     out += placed(estimates, "estimates")
     # a caveat of the evidence says so itself
-    out += placed((sentence([n if n.startswith(CAVEAT) else "Note: " + n], key="note", level="note") for n in w.notes),
-                  "notes")
+    out += placed(
+        (sentence([n if n.startswith(CAVEAT) else "Note: " + n], key="note", level="note") for n in w.notes), "notes"
+    )
     return out
 
 
@@ -139,14 +223,26 @@ def whatif_display(w: wpb.RunWhatIf, time_unit: str = "ms") -> dpb.Display:
     cp = w.critical_path
     view.tables.extend(placed([_whatif_table(w)], "estimates"))
     view.tables.extend(placed([_steps_table(cp)], "path"))
-    view.tables.extend(placed([
-        _parts_table("critical_path_kinds", "Critical path by kind (all steps)", cp.total.by_kind, "Kind"),
-        _parts_table("critical_path_ranks", "Critical path by rank (all steps)", cp.total.by_rank, "Rank"),
-        _parts_table("critical_path_operators", "Compute on the critical path by operator", cp.total.by_operator,
-                     "Operator")], "path", "breakdown"))
+    view.tables.extend(
+        placed(
+            [
+                _parts_table("critical_path_kinds", "Critical path by kind (all steps)", cp.total.by_kind, "Kind"),
+                _parts_table("critical_path_ranks", "Critical path by rank (all steps)", cp.total.by_rank, "Rank"),
+                _parts_table(
+                    "critical_path_operators",
+                    "Compute on the critical path by operator",
+                    cp.total.by_operator,
+                    "Operator",
+                ),
+            ],
+            "path",
+            "breakdown",
+        )
+    )
     if w.HasField("schedule") or w.HasField("mfu"):
-        view.sentences.extend(schedule_sentences(w.schedule if w.HasField("schedule") else None,
-                                                 w.mfu if w.HasField("mfu") else None))
+        view.sentences.extend(
+            schedule_sentences(w.schedule if w.HasField("schedule") else None, w.mfu if w.HasField("mfu") else None)
+        )
         if w.HasField("schedule"):
             view.tables.extend(schedule_tables(w.schedule))
         if w.HasField("mfu"):

@@ -4,6 +4,7 @@ Layout only: the two sides, then per view its sentences (the verdict first, then
 aligned) and its printed tables in the Paddle-style layout of render/text.py (a value column's baseline,
 candidate, delta and delta % print as one "a / b / c / d" column).
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -19,6 +20,7 @@ def _lines(table, unit: str) -> List[str]:
     out: List[str] = []
     render_table(table, unit, out)
     return out
+
 
 WIDTH = 100
 

@@ -5,6 +5,7 @@ Only the views of this tool use it (diff, parallel, whatif); Paddle's own tables
 Paddle's layout whatever their width. The split is of whole printed columns: a group of values that
 Paddle prints as one "a / b / c" column stays one column.
 """
+
 from __future__ import annotations
 
 from typing import Callable, List

@@ -6,6 +6,7 @@ then the verdict, the findings, the pipeline and the advice blocks, the matching
 Every cell and sentence is formatted by display/cells.py; what is printed is built in
 display/parallel.py (the panels draw the same message).
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -82,8 +83,12 @@ class _Grid:
         if got is None:
             col, empty, section = self.t.columns[i], dpb.Cell(), dpb.ROW_SECTION
             text = value_formatter(col.format, self.unit)  # (format_cell's, made once for the column)
-            got = visible_all([text((r.cells[0] if i == first else empty) if part and r.role == section
-                                    else r.cells[i]) for r in self.rows])
+            got = visible_all(
+                [
+                    text((r.cells[0] if i == first else empty) if part and r.role == section else r.cells[i])
+                    for r in self.rows
+                ]
+            )
             if shorten and col.key == "label":
                 got = [short_label(c) for c in got]
             self._cells[key] = got

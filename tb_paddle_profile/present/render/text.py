@@ -7,6 +7,7 @@ columns padded by two spaces, widths fixed or as wide as the widest cell, a Colu
 "a / b / c" column, section rows as titles in dashes, a repeated header between separators, the note and
 the closing rule under the table.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Sequence
@@ -18,8 +19,16 @@ from tb_paddle_profile.present.display.summary_common import SORTED_KEYS, VIEWS,
 from tb_paddle_profile.v1 import display_pb2 as dpb
 from tb_paddle_profile.v1 import summary_pb2 as pb
 
-__all__ = ["SORTED_KEYS", "TIME_UNITS", "VIEWS", "display_kernel_name", "format_time", "render", "render_display",
-           "render_table"]
+__all__ = [
+    "SORTED_KEYS",
+    "TIME_UNITS",
+    "VIEWS",
+    "display_kernel_name",
+    "format_time",
+    "render",
+    "render_display",
+    "render_table",
+]
 
 TIME_UNITS = cells.TIME_UNITS
 _DURATION = cells.fmt(cells.DURATION)
@@ -105,7 +114,7 @@ def render_table(table: dpb.Table, time_unit: str, out: List[str]) -> None:
     if not lay.no_header:
         out += [sep, row_format.format(*(u.header for u in units)), sep]
     for r, t in zip(rows, texts):
-        if t is None:   # (a ROW_SECTION row: no cell texts)
+        if t is None:  # (a ROW_SECTION row: no cell texts)
             out.append(title(r.cells[0].text if r.cells else ""))
         elif r.role == dpb.ROW_HEADER:
             out += [sep, row_format.format(*t), sep]
@@ -134,13 +143,20 @@ def render_display(display: dpb.Display, time_unit: str, views: Optional[Sequenc
     return visible_lines(out) + "\n" if out else ""
 
 
-def render(summary: pb.Summary, sorted_by: str = "CPUTotal", time_unit: str = "ms", op_detail: bool = True,
-           thread_sep: bool = False, views: Optional[Sequence[str]] = None) -> str:
+def render(
+    summary: pb.Summary,
+    sorted_by: str = "CPUTotal",
+    time_unit: str = "ms",
+    op_detail: bool = True,
+    thread_sep: bool = False,
+    views: Optional[Sequence[str]] = None,
+) -> str:
     """The text of Paddle's summary for these options (what ``print(_build_table(...))`` writes, minus print's newline)."""
     if sorted_by not in SORTED_KEYS:
         raise ValueError(f"sorted_by must be one of {', '.join(SORTED_KEYS)}")
     if time_unit not in TIME_UNITS:
         raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}")
-    display = summary_display(summary, sorted_by=sorted_by, op_detail=op_detail, thread_sep=thread_sep,
-                              time_unit=time_unit)
+    display = summary_display(
+        summary, sorted_by=sorted_by, op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit
+    )
     return render_display(display, time_unit, views)

@@ -4,6 +4,7 @@ Layout only, by the sentences' sections: the units, the critical path and the he
 the text shows in the plain layout of render/parallel_text.py, the estimates as bullets, then the schedule
 and MFU sentences and the notes.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -36,8 +37,10 @@ def render_display(display: dpb.Display) -> str:
     for s in view.sentences:
         if s.section == BULLETS:
             out.extend(textwrap.wrap(sentence_text(s, unit), WIDTH, initial_indent="- ", subsequent_indent="  "))
-    for group in ([s for s in view.sentences if s.section not in HEAD + (BULLETS, LAST)],
-                  [s for s in view.sentences if s.section == LAST]):
+    for group in (
+        [s for s in view.sentences if s.section not in HEAD + (BULLETS, LAST)],
+        [s for s in view.sentences if s.section == LAST],
+    ):
         if group:
             out.append("")
             for s in group:

@@ -51,15 +51,28 @@ A name is looked up in the module that uses it, so a test changes it there: the 
 instead of changing nothing); ``_repair`` in ``reader.read`` and ``reader.document``, ``_chunk_ranges``
 in ``reader.read`` and ``reader.parallel``, ``_concat`` in ``reader.read``.
 """
+
 from __future__ import annotations
 
 from .assemble import _concat
 from .chunks import _chunk_ranges, _event_bounds
 from .columns import _Interner
 from .document import NESTED_TOO_DEEP, decode, peek_span
-from .inflate import (DEFAULT_MAX_INFLATE_GB, DEFLATE_MAX_RATIO, GZIP_MAGIC, MAX_GZIP_LAYERS, MAX_GZIP_RATIO,
-                      MAX_INFLATE_ENV, RATIO_FREE_BYTES, _inflate_bound, _layers, _TooBig, inflated_size,
-                      json_bytes, max_inflate_bytes)
+from .inflate import (
+    DEFAULT_MAX_INFLATE_GB,
+    DEFLATE_MAX_RATIO,
+    GZIP_MAGIC,
+    MAX_GZIP_LAYERS,
+    MAX_GZIP_RATIO,
+    MAX_INFLATE_ENV,
+    RATIO_FREE_BYTES,
+    _inflate_bound,
+    _layers,
+    _TooBig,
+    inflated_size,
+    json_bytes,
+    max_inflate_bytes,
+)
 from .native import _native_chunk_columns, native_scanner
 from .parallel import MAX_PARSE_WORKERS, _parallel_tabulate, parse_workers
 from .read import read_trace
@@ -68,15 +81,38 @@ from .tables import DeviceTable, EventTables, HostTable, MemoryTable, RuntimeTab
 
 __all__ = [
     "read_trace",
-    "DEFAULT_MAX_INFLATE_GB", "DEFLATE_MAX_RATIO", "GZIP_MAGIC", "MAX_GZIP_LAYERS", "MAX_GZIP_RATIO",
-    "MAX_INFLATE_ENV", "RATIO_FREE_BYTES", "_inflate_bound", "_layers", "_TooBig", "inflated_size",
-    "json_bytes", "max_inflate_bytes",
-    "Args", "DeviceProp", "Event", "Trace",
-    "NESTED_TOO_DEEP", "decode", "peek_span",
-    "_chunk_ranges", "_event_bounds",
-    "_native_chunk_columns", "native_scanner",
+    "DEFAULT_MAX_INFLATE_GB",
+    "DEFLATE_MAX_RATIO",
+    "GZIP_MAGIC",
+    "MAX_GZIP_LAYERS",
+    "MAX_GZIP_RATIO",
+    "MAX_INFLATE_ENV",
+    "RATIO_FREE_BYTES",
+    "_inflate_bound",
+    "_layers",
+    "_TooBig",
+    "inflated_size",
+    "json_bytes",
+    "max_inflate_bytes",
+    "Args",
+    "DeviceProp",
+    "Event",
+    "Trace",
+    "NESTED_TOO_DEEP",
+    "decode",
+    "peek_span",
+    "_chunk_ranges",
+    "_event_bounds",
+    "_native_chunk_columns",
+    "native_scanner",
     "_Interner",
-    "MAX_PARSE_WORKERS", "_parallel_tabulate", "parse_workers",
+    "MAX_PARSE_WORKERS",
+    "_parallel_tabulate",
+    "parse_workers",
     "_concat",
-    "DeviceTable", "EventTables", "HostTable", "MemoryTable", "RuntimeTable",
+    "DeviceTable",
+    "EventTables",
+    "HostTable",
+    "MemoryTable",
+    "RuntimeTable",
 ]

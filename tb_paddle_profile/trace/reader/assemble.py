@@ -1,5 +1,6 @@
 """The chunks' parts of columns joined (_concat) and made into EventTables (_assemble): times rebased
 by Paddle's origin where a table lacked relative ones, memory events given their owner host rows."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List
@@ -16,11 +17,13 @@ def _memory_owners(host_tid, host_pos, mem_tid, mem_pos) -> np.ndarray:
     if not len(mem_tid) or not len(host_tid):
         return owner
     span = int(max(host_pos.max(), mem_pos.max())) + 1
-    if max(abs(int(host_tid.min())), abs(int(host_tid.max())), abs(int(mem_tid.min())),
-           abs(int(mem_tid.max()))) + 1 >= (1 << 62) // span:
+    if (
+        max(abs(int(host_tid.min())), abs(int(host_tid.max())), abs(int(mem_tid.min())), abs(int(mem_tid.max()))) + 1
+        >= (1 << 62) // span
+    ):
         # thread ids too large for tid * span + pos to fit int64: their ranks keep the same order
         rank = np.unique(np.concatenate([host_tid, mem_tid]), return_inverse=True)[1].reshape(-1)
-        host_tid, mem_tid = rank[:len(host_tid)], rank[len(host_tid):]
+        host_tid, mem_tid = rank[: len(host_tid)], rank[len(host_tid) :]
     host_key = host_tid * span + host_pos
     order = np.argsort(host_key, kind="stable")
     sorted_key = host_key[order]
@@ -40,7 +43,7 @@ def _concat(parts: List[dict]) -> dict:
     if len(parts) == 1:
         return parts[0]
     host_rows = [len(p["host_tid"]) for p in parts]
-    out: Dict[str, Any] = {}   # columns and the _SCALARS
+    out: Dict[str, Any] = {}  # columns and the _SCALARS
     for k in [k for k in parts[0] if k not in _SCALARS]:
         out[k] = np.concatenate([p[k] for p in parts])
         for p in parts:  # each part's copy goes once joined: one column at a time is held twice
@@ -74,12 +77,14 @@ def _assemble(trace: Trace, part: dict, names: List[str], repaired: int) -> Even
     cols["mem_owner"] = _memory_owners(cols["host_tid"], host_pos, cols["mem_tid"], mem_pos)
 
     cols["host_shapes"] = part["host_shapes"]
-    tables: Dict[str, Any] = {attr: cls(**{f: cols.pop(f"{prefix}_{f}") for f in cls.__dataclass_fields__})
-              for prefix, attr, cls in _TABLES}
+    tables: Dict[str, Any] = {
+        attr: cls(**{f: cols.pop(f"{prefix}_{f}") for f in cls.__dataclass_fields__}) for prefix, attr, cls in _TABLES
+    }
     assert not cols, sorted(cols)
     span = trace.span_index if trace.span_index is not None else trace.span_indx
     return EventTables(
-        names=names, **tables,
+        names=names,
+        **tables,
         schema_version=trace.schemaVersion or "",
         span="" if span is None else str(span),
         extra_info=dict(trace.ExtraInfo),

@@ -1,6 +1,7 @@
 """The events array cut at event boundaries about every CHUNK_BYTES, each chunk read by the native
 scanner or decoded by msgspec, into one part of columns per chunk (_column_parts); threads run the
 scanner over several chunks at once."""
+
 from __future__ import annotations
 
 import collections
@@ -97,7 +98,7 @@ def _column_parts(mv: memoryview, ranges: "List[tuple]", threads: int = 1) -> "t
         ahead: Deque[concurrent.futures.Future] = collections.deque()
         todo = iter(ranges)
 
-        def submit() -> None:   # (called only with a pool)
+        def submit() -> None:  # (called only with a pool)
             nxt = next(todo, None)
             if nxt is not None and pool is not None:
                 ahead.append(pool.submit(scanner, mv, *nxt))

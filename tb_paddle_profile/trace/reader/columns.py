@@ -1,6 +1,7 @@
 """THE column builder (_build_columns): one chunk's raw columns → the reader's columns (names in the
 file's numbering, times in ns, checked); the raw columns of msgspec's structs (_msgspec_raw) and the
 checks of the values as the file gives them (_Malformed)."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, cast
@@ -191,8 +192,9 @@ def _msgspec_raw(events: List[Event]) -> dict:
     c["rt_name"] = local.many(_strip_names(rt_ev))
     c["rt_ts"], c["rt_dur"], c["rt_start"] = _msgspec_times(rt_ev)
     rt_args = [e.args or _NO_ARGS for e in rt_ev]
-    c["rt_corr"] = _int_array([-1 if a.correlation_id is None else a.correlation_id for a in rt_args], i64,
-                              "correlation id")
+    c["rt_corr"] = _int_array(
+        [-1 if a.correlation_id is None else a.correlation_id for a in rt_args], i64, "correlation id"
+    )
 
     device_cats = et.DEVICE_CATS
     dev_args = [e.args or _NO_ARGS for e in dev_ev]
@@ -201,8 +203,9 @@ def _msgspec_raw(events: List[Event]) -> dict:
     c["dev_type"] = np.array([device_cats[e.cat] for e in dev_ev], dtype=np.int16)
     c["dev_name"] = local.many(_strip_names(dev_ev))
     c["dev_ts"], c["dev_dur"], c["dev_start"] = _msgspec_times(dev_ev)
-    c["dev_corr"] = _int_array([-1 if a.correlation_id is None else a.correlation_id for a in dev_args], i64,
-                               "correlation id")
+    c["dev_corr"] = _int_array(
+        [-1 if a.correlation_id is None else a.correlation_id for a in dev_args], i64, "correlation id"
+    )
     c["dev_grid"] = _triples([a.grid for a in dev_args])
     c["dev_block"] = _triples([a.block for a in dev_args])
     c["dev_registers"] = _int_array([a.registers or 0 for a in dev_args], np.int32, "registers per thread")
@@ -236,7 +239,7 @@ def _msgspec_times(events: list) -> "tuple[np.ndarray, np.ndarray, Optional[np.n
     ts = np.array([e.ts for e in events], dtype=np.float64)
     if None in rel:
         return ts, dur, None
-    texts = cast(List[str], rel)   # (no None: just checked)
+    texts = cast(List[str], rel)  # (no None: just checked)
     # one C-level parse of "12.345 us 67.890 us ..." instead of a float() per event
     try:
         values = np.fromstring(" ".join(texts).replace(" us", ""), sep=" ") if texts else np.zeros(0)

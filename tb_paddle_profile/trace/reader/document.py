@@ -1,6 +1,7 @@
 """The document decoded with its events kept raw: the fast cut of Paddle's layout (_split_head), the
 whole decode (_decode_whole), the Paddle check, decode(), peek_span(); msgspec's errors located in the
 file's bytes (_BadJSON, _json_reason)."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,10 @@ _LEAD = re.compile(rb"\s*(.)", re.S)
 _BYTE = re.compile(r"\(byte (\d+)\)")
 _EVENT_PATH = re.compile(r"`\$\[(\d+)\]")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-NESTED_TOO_DEEP = ("JSON nested too deeply (objects or arrays inside each other beyond the decoder's limit; "
-                   "a Paddle trace nests fewer than 10)")
+NESTED_TOO_DEEP = (
+    "JSON nested too deeply (objects or arrays inside each other beyond the decoder's limit; "
+    "a Paddle trace nests fewer than 10)"
+)
 
 
 class _BadJSON(Exception):
@@ -42,8 +45,9 @@ class _BadJSON(Exception):
         return "truncated" in str(self.exc)
 
     def message(self, where: _Where) -> str:
-        text = _BYTE.sub(lambda m: f"(byte {where.file_offset(self.base + self.shift + int(m.group(1)))})",
-                         str(self.exc))
+        text = _BYTE.sub(
+            lambda m: f"(byte {where.file_offset(self.base + self.shift + int(m.group(1)))})", str(self.exc)
+        )
         first = self.first_event
         if first is not None:
             text = _EVENT_PATH.sub(lambda m: f"`$.traceEvents[{first + int(m.group(1))}]", text)
@@ -71,10 +75,10 @@ def _split_head(data):
     if close < 0:
         return None
     try:
-        head = _DECODER.decode(b"".join((memoryview(data)[:open_], b"[]", memoryview(data)[close + 1:])))
+        head = _DECODER.decode(b"".join((memoryview(data)[:open_], b"[]", memoryview(data)[close + 1 :])))
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    head.traceEvents = memoryview(data)[open_:close + 1]
+    head.traceEvents = memoryview(data)[open_ : close + 1]
     return head
 
 
@@ -87,17 +91,21 @@ def _decode_whole(data, file_name: str) -> Trace:
         raise TraceError(file_name, f"not a Paddle trace: {exc}") from None
     except msgspec.DecodeError as exc:
         if "truncated" in str(exc):
-            raise TraceError(file_name, "truncated JSON: the file ends early (cut off or still being written)") \
-                from None
+            raise TraceError(
+                file_name, "truncated JSON: the file ends early (cut off or still being written)"
+            ) from None
         raise _BadJSON(exc) from None
     except RecursionError:
         raise TraceError(file_name, NESTED_TOO_DEEP) from None
     lead = bytes(memoryview(trace.traceEvents)[:1])
     if lead != b"[":
         kind = {b'"': "a string", b"{": "an object", b"t": "a boolean", b"f": "a boolean", b"n": "null"}.get(
-            lead, "a number")
-        raise TraceError(file_name, f"not a Paddle trace: traceEvents is {kind}, not an array "
-                                    f"(byte {_offset_in(data, trace.traceEvents)})")
+            lead, "a number"
+        )
+        raise TraceError(
+            file_name,
+            f"not a Paddle trace: traceEvents is {kind}, not an array (byte {_offset_in(data, trace.traceEvents)})",
+        )
     return trace
 
 

@@ -1,6 +1,7 @@
 """A .gz trace inflated in bounded steps, once (a gzip inside a gzip in the same pass, a third layer
 refused), refused past MAX_GZIP_RATIO x its size or past $TB_PADDLE_PROFILE_MAX_INFLATE_GB; the
 inflated size told for memory planning (inflated_size); a UTF-8 byte order mark blanked (json_bytes)."""
+
 from __future__ import annotations
 
 import itertools
@@ -27,9 +28,9 @@ MAX_GZIP_LAYERS = 2
 # Default bound of a .gz's inflated size, and the variable that sets it (GB, 0: no bound).
 DEFAULT_MAX_INFLATE_GB = 16
 MAX_INFLATE_ENV = settings.MAX_INFLATE_GB
-_INFLATE_STEP = 1 << 20   # output of one decompress call
+_INFLATE_STEP = 1 << 20  # output of one decompress call
 _INFLATE_PIECE = 1 << 16  # input of one decompress call (unconsumed input is copied per call)
-_GB = 10 ** 9
+_GB = 10**9
 
 
 def physical_memory() -> Optional[int]:
@@ -71,10 +72,11 @@ def _inflate_bound(compressed_size: int, limit: Optional[int] = None) -> "tuple[
         limit = max_inflate_bytes()
     by_ratio = max(RATIO_FREE_BYTES, MAX_GZIP_RATIO * compressed_size)
     if limit and limit <= by_ratio:
-        return limit, (f"inflates beyond {limit / _GB:.3g} GB (the bound for a .gz trace; "
-                       f"{MAX_INFLATE_ENV} sets it)")
-    return by_ratio, (f"inflates more than {MAX_GZIP_RATIO} x its size (a gzip bomb? real traces compress "
-                      f"10-15 x; gunzip it to read it)")
+        return limit, (f"inflates beyond {limit / _GB:.3g} GB (the bound for a .gz trace; {MAX_INFLATE_ENV} sets it)")
+    return by_ratio, (
+        f"inflates more than {MAX_GZIP_RATIO} x its size (a gzip bomb? real traces compress "
+        f"10-15 x; gunzip it to read it)"
+    )
 
 
 class _TooBig(Exception):
@@ -86,7 +88,7 @@ def _pieces(chunks, size: int = _INFLATE_PIECE):
     for chunk in chunks:
         mv = memoryview(chunk)
         for i in range(0, len(mv), size):
-            yield mv[i:i + size]
+            yield mv[i : i + size]
 
 
 def _gunzip(pieces, file_name: str, bound: int, partial: bool = False):
@@ -144,8 +146,9 @@ def _layers(data, file_name: str, bound: int, partial: bool = False):
         if first[:2] != GZIP_MAGIC:
             return stream, first
         if layer == MAX_GZIP_LAYERS:
-            raise TraceError(file_name, f"compressed more than {MAX_GZIP_LAYERS} times (gzip inside gzip "
-                                        f"inside gzip): refused")
+            raise TraceError(
+                file_name, f"compressed more than {MAX_GZIP_LAYERS} times (gzip inside gzip inside gzip): refused"
+            )
         stream = _gunzip(_pieces(itertools.chain([first], stream)), file_name, bound, partial)
     raise AssertionError("unreachable")
 
@@ -172,7 +175,7 @@ def _inflate(data, file_name: str, limit: Optional[int] = None) -> bytearray:
 def _starts_json(out: bytearray, file_name: str) -> bool:
     """True once the inflated bytes show their first character (which must open a JSON value's
     object or array: else the rest is not inflated)."""
-    lead = cast("re.Match[bytes]", _JSON_START.match(out)).end()   # (it matches the empty string too)
+    lead = cast("re.Match[bytes]", _JSON_START.match(out)).end()  # (it matches the empty string too)
     if lead == len(out):
         return False
     if out[lead] not in b"{[":

@@ -1,6 +1,7 @@
 """The native scanner's glue: the compiled scanner (tb_paddle_profile.trace._scan, built from
 trace/_scan.c) when it is built and switched on (USE_NATIVE), and its fixed records → a chunk's raw
 columns (_native_raw)."""
+
 from __future__ import annotations
 
 from typing import List, Optional
@@ -13,13 +14,32 @@ from tb_paddle_profile.trace.reader.columns import _KIND_OF, _build_columns, _In
 
 
 # The records of the native scanner (_scan.c, struct record): the same fields in the same order.
-_RECORD = np.dtype([(f, "=i8") for f in (
-    "pid", "tid", "corr", "shared_memory", "bytes", "increase", "cur_alloc", "cur_reserved",
-    "peak_alloc", "peak_reserved", "addr", "shapes_start", "shapes_stop", "dtypes_start", "dtypes_stop")]
+_RECORD = np.dtype(
+    [
+        (f, "=i8")
+        for f in (
+            "pid",
+            "tid",
+            "corr",
+            "shared_memory",
+            "bytes",
+            "increase",
+            "cur_alloc",
+            "cur_reserved",
+            "peak_alloc",
+            "peak_reserved",
+            "addr",
+            "shapes_start",
+            "shapes_stop",
+            "dtypes_start",
+            "dtypes_stop",
+        )
+    ]
     + [(f, "=f8") for f in ("ts", "dur", "start", "blocks_per_sm", "warps_per_sm", "occupancy")]
     + [(f, "=i4") for f in ("name", "cat", "ph", "place", "registers")]
     + [("grid", "=i4", (3,)), ("block", "=i4", (3,))]
-    + [(f, "u1") for f in ("pid_is_str", "tid_kind", "has_start", "pad_")])
+    + [(f, "u1") for f in ("pid_is_str", "tid_kind", "has_start", "pad_")]
+)
 
 # Set TB_PADDLE_PROFILE_NATIVE=0 to read with msgspec only (the tables are the same).
 USE_NATIVE = settings.text(settings.NATIVE, "1") != "0"
@@ -111,9 +131,14 @@ def _native_raw(got, mv: memoryview) -> Optional[dict]:
     c["mem_type"] = _lut(strings, cats, lambda s: et.MEM_TYPE_ID.get(s, -1), np.int8)[cat[mem]]
     c["mem_place"] = rec["place"][mem]
     c["mem_ts"] = rec["ts"][mem]
-    for key, column in (("increase", "increase"), ("current_allocated", "cur_alloc"),
-                        ("current_reserved", "cur_reserved"), ("peak_allocated", "peak_alloc"),
-                        ("peak_reserved", "peak_reserved"), ("addr", "addr")):
+    for key, column in (
+        ("increase", "increase"),
+        ("current_allocated", "cur_alloc"),
+        ("current_reserved", "cur_reserved"),
+        ("peak_allocated", "peak_alloc"),
+        ("peak_reserved", "peak_reserved"),
+        ("addr", "addr"),
+    ):
         c[f"mem_{key}"] = rec[column][mem]
     by_int = host[rec["pid_is_str"][host] == 0]
     c["pid"] = int(rec["pid"][by_int[0]]) if len(by_int) else -1

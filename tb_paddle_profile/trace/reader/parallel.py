@@ -1,6 +1,7 @@
 """Without the native scanner: a large file's chunks read by forked processes, each taking a contiguous
 range of them, and the parts' names renumbered as a serial read numbers them (_parallel_tabulate);
 how many processes a reader may use (parse_workers)."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -37,7 +38,7 @@ def parse_workers() -> int:
 
 def _range_columns(ranges: "List[tuple]") -> "tuple[dict, List[str]]":
     """In a forked worker: the columns of these chunks of _SHARED, names numbered locally."""
-    return _columns(cast(memoryview, _SHARED), ranges)   # (set before the workers fork)
+    return _columns(cast(memoryview, _SHARED), ranges)  # (set before the workers fork)
 
 
 def _parallel_tabulate(trace: Trace, repaired: int, workers: int) -> Optional[EventTables]:
@@ -54,12 +55,13 @@ def _parallel_tabulate(trace: Trace, repaired: int, workers: int) -> Optional[Ev
     workers = min(workers, len(chunks))
     if workers < 2:
         return None
-    groups = [chunks[len(chunks) * i // workers:len(chunks) * (i + 1) // workers] for i in range(workers)]
+    groups = [chunks[len(chunks) * i // workers : len(chunks) * (i + 1) // workers] for i in range(workers)]
     _SHARED = mv
     try:
         # fork: the children see the file's bytes without a copy; this process takes the first range.
-        with concurrent.futures.ProcessPoolExecutor(workers - 1,
-                                                    mp_context=multiprocessing.get_context("fork")) as pool:
+        with concurrent.futures.ProcessPoolExecutor(
+            workers - 1, mp_context=multiprocessing.get_context("fork")
+        ) as pool:
             futures = [pool.submit(_range_columns, group) for group in groups[1:]]
             results = [_range_columns(groups[0])] + [f.result() for f in futures]
     except Exception:  # a split inside a string, a broken worker...: the serial read decides

@@ -1,5 +1,6 @@
 """read_trace: a trace file's bytes → EventTables; the file prepared, its head decoded, the events read
 in chunks (or by forked processes) and repaired once when they do not decode."""
+
 from __future__ import annotations
 
 import gc
@@ -7,10 +8,25 @@ from typing import List, Optional, Union
 
 from tb_paddle_profile.core.errors import TraceError
 from tb_paddle_profile.trace.reader.assemble import _assemble, _concat
-from tb_paddle_profile.trace.reader.chunks import _chunk_ranges, _ChunkSplitError, _column_parts, _decode_events, _event_bounds, _Nested
+from tb_paddle_profile.trace.reader.chunks import (
+    _chunk_ranges,
+    _ChunkSplitError,
+    _column_parts,
+    _decode_events,
+    _event_bounds,
+    _Nested,
+)
 from tb_paddle_profile.trace.reader.columns import _chunk_columns, _Interner, _Malformed
-from tb_paddle_profile.trace.reader.document import (_BLANK, NESTED_TOO_DEEP, _BadJSON, _check_paddle, _decode_whole, _json_reason,
-                          _offset_in, _split_head)
+from tb_paddle_profile.trace.reader.document import (
+    _BLANK,
+    NESTED_TOO_DEEP,
+    _BadJSON,
+    _check_paddle,
+    _decode_whole,
+    _json_reason,
+    _offset_in,
+    _split_head,
+)
 from tb_paddle_profile.trace.reader.inflate import json_bytes
 from tb_paddle_profile.trace.reader.native import native_scanner
 from tb_paddle_profile.trace.reader.parallel import _parallel_tabulate
@@ -19,8 +35,9 @@ from tb_paddle_profile.trace.reader.schema import Trace
 from tb_paddle_profile.trace.reader.tables import EventTables
 
 
-def read_trace(data: Union[bytes, List[bytes]], file_name: str, workers: int = 1,
-               max_inflate: Optional[int] = None) -> EventTables:
+def read_trace(
+    data: Union[bytes, List[bytes]], file_name: str, workers: int = 1, max_inflate: Optional[int] = None
+) -> EventTables:
     """Decode a whole trace file's bytes into EventTables.
 
     `data` may be a one-item list holding the bytes: the reader then takes them out and drops

@@ -1,5 +1,6 @@
 """Names that Paddle wrote without JSON escaping, re-escaped line by line (_repair), and offsets in the
 repaired copy told as offsets in the file (_Where)."""
+
 from __future__ import annotations
 
 import bisect
@@ -54,7 +55,7 @@ class _Where:
         if i < 0:
             return off
         there, here, length = self.changed[i]
-        line = bytes(self.data[here:here + length])
+        line = bytes(self.data[here : here + length])
         col = off - there
         m = _NAME_LINE.match(line)
         lo, hi, special = (m.start(2), m.end(2), b'\\"\t') if m else (0, length, b"\t")

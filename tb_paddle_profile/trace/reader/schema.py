@@ -1,6 +1,7 @@
 """The trace file's typed form for msgspec: the document (Trace: the events kept raw, decoded in
 chunks), an event (Event, Args) and a device's properties (DeviceProp, the ranges of the Summary's
 fields that they go into)."""
+
 from __future__ import annotations
 
 from typing import Annotated, Dict, List, Optional, Union
