@@ -125,14 +125,18 @@ def lane_scale(
 
 def _major_offset(la: np.ndarray, lb: np.ndarray, w: np.ndarray, off: np.ndarray) -> Optional[int]:
     """The lane offset that at least P2P_LANE_SHARE of the ranks' heaviest links share, else None."""
+    if not la.size:
+        return None
     ends = np.concatenate([la, lb])
     ww = np.concatenate([w, w])
     oo = np.concatenate([off, off])
-    order = np.lexsort((-ww, ends))
-    first = np.concatenate([[True], ends[order][1:] != ends[order][:-1]])
-    top = oo[order][first]
-    if not top.size:
-        return None
+    # each rank's heaviest link, the first of a tie (in the order above): without sorting every link
+    # (a lexsort of 2 x 10^6 links was half a second at 4,096 ranks)
+    best = np.full(int(ends.max()) + 1, -np.inf)
+    np.maximum.at(best, ends, ww)
+    heaviest = np.flatnonzero(ww == best[ends])
+    _, first = np.unique(ends[heaviest], return_index=True)
+    top = oo[heaviest[first]]
     vals, cnt = np.unique(top, return_counts=True)
     k = int(np.argmax(cnt))
     return int(vals[k]) if cnt[k] >= P2P_LANE_SHARE * top.size else None
