@@ -407,7 +407,12 @@ def test_a_delta_row_opens_both_timelines(tb, page_at):
     frame.click('[data-testid="cmp-links-kernels"] [data-testid="cmp-tl-baseline"]')
     _timeline_opened(frame, BASE, "rank0", name)
     page.go_back()
-    frame.wait_for_selector('[data-testid="cmp-body"]', timeout=60_000)
+    # the plugin's frame again (TensorBoard may have made a new one), until the comparison is drawn
+    frame = wait_body(
+        page.wait_for_selector(
+            'iframe[src*="plugin_entry.html?name=paddle_profile"]', state="attached", timeout=60_000
+        ).content_frame()
+    )
     assert shown_choice(frame) == ch
     goto_diff_view(frame, view.key)
     frame.wait_for_selector(f'[data-testid="{test_id}"] .vt-row')
