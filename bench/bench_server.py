@@ -48,6 +48,7 @@ from urllib.parse import urlencode
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "integration"))  # test_tensorboard_e2e.descendants
 
 from tb_paddle_profile.v1 import plugin_pb2, timeline_pb2  # noqa: E402
 
