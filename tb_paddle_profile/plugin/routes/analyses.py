@@ -142,15 +142,16 @@ class AnalysisBase(RoutesBase):
         return got
 
     def _in_views(self, fn, *args):
-        """``fn(*args)`` in the views' worker process (an answer made from a stored analysis or the ranks'
-        digests), here when no process can be started."""
-        got = self._in_pool("views", fn, *args)
+        """``fn(*args)`` in the run views' worker process (an answer made from a stored analysis or the ranks'
+        digests), here when no process can be started. Not the timeline queries' process: at 4,096 ranks
+        under 50 clients those took 7-13 s each and the page's answers waited behind them (cached p99 3.8 s)."""
+        got = self._in_pool("answers", fn, *args)
         return fn(*args) if got is _NO_PROCESS else got
 
     def _in_pool(self, which: str, fn, *args):
         """``fn(*args)`` in the worker process of ``which`` ("analyses": the cross-rank analyses and what-ifs;
-        "views": the timeline queries over many ranks and the run views' answers made from a stored analysis,
-        which never wait behind an analysis), started when
+        "views": the timeline queries over many ranks; "answers": the run views' answers made from a stored
+        analysis; neither waits behind an analysis, nor the answers behind a timeline query), started when
         first needed, at a lower priority than TensorBoard's (nice 5, as the loader's: cheap answers first);
         _NO_PROCESS when none can be started or it died (once: the next call starts another)."""
         with self._lock:

@@ -65,7 +65,7 @@ class ParallelRoutes(AnalysisBase):
         if not any(b or st.state in (QUEUED, LOADING) for b, st in zip(blocks, states)):
             # Every rank settled: memoized under what the answer is made of (the files' versions and
             # states: facts.sig, the rank numbers, the analysis whose labels it shows), built once, in the
-            # views' process from the ranks' digests, and stored with the analysis (a restart reads it back).
+            # answers' worker process from the ranks' digests, and stored with the analysis (a restart reads it back).
             made_of = (
                 run,
                 span,
@@ -172,11 +172,11 @@ class ParallelRoutes(AnalysisBase):
             raise HttpError(
                 400, f"unknown part {_shown(part)} ({', '.join(PARALLEL_PARTS)}, or none for the whole analysis)"
             )
-        # (DETAIL_STEP_ROWS read here and sent: the views' worker process has its own module)
+        # (DETAIL_STEP_ROWS read here and sent: the answers' worker process has its own module)
         rows = DETAIL_STEP_ROWS if part == "details" else 0
         made_of = (run, span, tuple(notes), missing, part, fmt, rows)
 
-        def make() -> bytes:  # the analysis read back (or computed), the answer made in the views' process
+        def make() -> bytes:  # the analysis read back (or computed), the answer made in the answers' worker process
             data = self._analysis_data(run, span, ready, key)
             return self._in_views(parallel_answer, data, run, span, notes, missing, part, fmt, rows)
 
@@ -269,7 +269,7 @@ class ParallelRoutes(AnalysisBase):
         def answer() -> bytes:
             if not mfu_args:
                 return run_assembly.whatif_of(stored(), {})
-            # other MFU inputs: the stored answer's MFU made again (arithmetic, no replay), in the views' process
+            # other MFU inputs: the stored answer's MFU made again (arithmetic, no replay), in the answers' worker process
             return self.analyses.derived(
                 run_assembly.whatif_name(key, run, span, mfu_args),
                 lambda: self._in_views(run_assembly.whatif_of, stored(), mfu_args),
@@ -397,7 +397,7 @@ def distributed_answer(
     """The ``distributed`` route's answer once every rank is settled, from the ranks' serialized RankDigests
     (None: not READY), encoded in ``fmt``: run_view, each rank's part made here, and the label of a rank the
     analysis's ``labels`` lack its prior label (``priors``: the rank number it names, analyses.prior_rank),
-    else its worker name. In the views' worker process: at 4,096 ranks, a second of TensorBoard's GIL."""
+    else its worker name. In the answers' worker process: at 4,096 ranks, a second of TensorBoard's GIL."""
     labels = dict(labels)
     for (worker, *_), digest, prior in zip(rows, digests, priors):
         if worker not in labels:
