@@ -47,7 +47,7 @@ def test_many_small_files_and_clients_load_without_errors_in_flat_memory(tmp_pat
             while soak.loaded(base) != (FILES, FILES):
                 assert time.monotonic() < deadline, f"not loaded: {soak.loaded(base)}\n{log.read_text()[-3000:]}"
                 time.sleep(0.5)
-            # One round first: the first settled `distributed` answer starts the views' worker process
+            # One round first: the first settled `distributed` answer starts the run views' answers worker process
             # (routes.parallel.distributed_answer), tens of MB once, not growth.
             time.sleep(ROUND_S)
             loaded = soak.tree_rss_mb(proc.pid)
