@@ -168,6 +168,29 @@ VARIANTS: Dict[str, Callable[[], SimConfig]] = {
         kernel_set="lean",
         anomalies=(Anomaly("slow_gpu", 8, 10),),
     ),
+    # 16 pipeline stages (still wrong, docs/sim2.md): the two replicas' pipelines chained into one of 32
+    "v-dp2pp16-mb32-gpu10-mid": lambda: SimConfig(
+        dp=2,
+        pp=16,
+        mp=1,
+        hosts=4,
+        layers=16,
+        micro_batches=32,
+        kernel_set="lean",
+        steps=3,
+        anomalies=(Anomaly("slow_gpu", 9, 10),),
+    ),
+    "v-dp2pp16-mb8-gpu10-mid": lambda: SimConfig(
+        dp=2,
+        pp=16,
+        mp=1,
+        hosts=4,
+        layers=16,
+        micro_batches=8,
+        kernel_set="lean",
+        steps=3,
+        anomalies=(Anomaly("slow_gpu", 9, 10),),
+    ),
     # rank-named on 16 hosts, members ending together: two hosts' clocks 1.4 us apart were grouped as one
     "v-dp8pp4mp4-rank-named-16hosts-exact-stall": lambda: SimConfig(
         dp=8,
