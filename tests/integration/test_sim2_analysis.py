@@ -17,7 +17,9 @@ the wait, and the slow GPU cost 0.10 ms in the replay against 4.26); DP64 on 8 h
 were split by host: 0 % exact, a grid of 8 x 1 x 8), DP8 x PP8 x MP2 on 16 hosts with members ending together,
 DP4 x PP2 x MP8 named rank{r} on 8 hosts with a late data loader, DP8 x PP4 x MP4 named rank{r} on 16 hosts
 with members ending together (two hosts' clocks 1.4 us apart were grouped as one host: 98.2 %, a replica's
-pipeline cut in two, the verdict uncertain)."""
+pipeline cut in two, the verdict uncertain), DP2 x PP16 on 4 hosts with 8 micro-batches (its collectives
+once a step over three steps: the end noise was measured as 14 ns, not 450, a replica's link across hosts
+missed; 66 % exact, a topology of 1 x 16 x 1)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from tbp_sim2.generate import generate
 from tbp_sim2.matrix import ALL
 from tools.sim2_check import compare
 
-pytestmark = pytest.mark.slow  # twelve runs generated and analysed: about 5 minutes
+pytestmark = pytest.mark.slow  # thirteen runs generated and analysed: about 5 minutes
 
 RUNS = [
     "dp4pp4mp4-healthy",
@@ -42,10 +44,12 @@ RUNS = [
     "v-dp8pp8mp2-16hosts-exact-gpu10",
     "v-dp4pp2mp8-rank-named-loader3ms",
     "v-dp8pp4mp4-rank-named-16hosts-exact-stall",
+    "v-dp2pp16-mb8-gpu10-mid",
 ]
 COST_TOLERANCE = 0.10
 WHATIF_TOLERANCE = 0.05
 FLOOR_MS = 0.05  # an absorbed anomaly costs the job about nothing: its cost within this
+ABSORBED_STEP_SHARE = 0.01  # ... or, named as absorbed, under this share of the step
 
 
 @pytest.fixture(scope="module", params=RUNS)
@@ -72,8 +76,16 @@ def test_the_planted_ranks_and_no_other_are_named_at_their_cost(run):
     named = {n["rank"]: n for n in v["named"]}
     planted = {p["rank"]: p for p in res["planted"]}
     assert set(named) == set(planted), (name, v["summary"])
+    assert not v["uncertain"], (name, v["summary"])
     if any(p["cost_ms"] > FLOOR_MS for p in planted.values()):
-        assert v["found"] and not v["uncertain"], (name, v["summary"])
+        # an anomaly the job hides (the pipeline absorbs a slow GPU's 5 ms but for a third of a
+        # millisecond) may be named as absorbed rather than as the step's straggler, when the truth
+        # says it costs the job under ABSORBED_STEP_SHARE of its step
+        hidden = all(
+            named[r].get("absorbed") and p["cost_ms"] < ABSORBED_STEP_SHARE * res["healthy_step_ms"]
+            for r, p in planted.items()
+        )
+        assert v["found"] or hidden, (name, v["summary"])
     for r, p in planted.items():
         assert abs(named[r]["cost_ms"] - p["cost_ms"]) <= max(COST_TOLERANCE * abs(p["cost_ms"]), FLOOR_MS), (
             name,
