@@ -110,3 +110,36 @@ def test_whatif_saves_what_the_simulator_does(run):
         name,
         wi,
     )
+
+
+def test_a_missing_trace_leaves_the_other_ranks_their_numbers_and_coordinates(tmp_path):
+    """One rank's trace of a DP4 x PP4 x MP4 run on 8 hosts missing (a rank that did not write it, or a file
+    the reader rejected), Paddle's default worker names: counting the other files in order numbered every
+    later rank one too low (the data loader planted on rank 35 was named as rank 34's), and 63 ranks fit no
+    DP x PP x MP grid, so none had coordinates. Now the ranks come from hosts and GPUs, the grid is the
+    world's with the gap (incomplete, the missing rank named in a note), every other rank has its
+    coordinates and its stage, and the planted rank is named at its cost."""
+    import json
+    import os
+
+    out = tmp_path / "run"
+    generate(ALL["dp4pp4mp4-loader3ms"](), str(out))
+    truth = json.loads((out / "sim2_truth.json").read_text())
+    gone = next(r for r in truth["ranks"] if r["rank"] == 21)
+    os.remove(out / gone["file"])
+    res = compare(str(out))
+    right, total = (int(x) for x in res["coords"].split()[0].split("/"))
+    assert (right, total) == (63, 63), res["coords_wrong"]
+    assert res["topology"] == "4x4x4 (incomplete)", res["topology"]
+    v = res["verdict"]
+    assert [n["rank"] for n in v["named"]] == [35], v["summary"]
+    planted = res["planted"][0]["cost_ms"]
+    assert abs(v["named"][0]["cost_ms"] - planted) <= COST_TOLERANCE * planted, (v["named"], planted)
+    from tb_paddle_profile.analysis.crossrank import analyze_run
+    from tools.sim2_check import digests
+
+    rp = analyze_run(digests(str(out)))
+    assert any(n.startswith("Rank(s) 21 of the DP 4 x PP 4 x MP 4 grid have no trace") for n in rp.topology.notes), (
+        list(rp.topology.notes)
+    )
+    assert 21 not in [r.rank for r in rp.ranks] and len(rp.ranks) == 63

@@ -178,7 +178,11 @@ def candidates(
     floor = max(CANDIDATE_MIN_NS, CANDIDATE_MIN_FRACTION * median_step)
     # roles known (a grid from the collectives): too few of them pool no noise; unknown (no collective
     # in the traces, every rank compared with all others): the pool over all ranks
-    known = topo.complete and len(topo.coord_dp) == len(ranks) and all(x >= 0 for x in topo.coord_dp)
+    known = (
+        (topo.complete or bool(topo.missing))
+        and len(topo.coord_dp) == len(ranks)
+        and all(x >= 0 for x in topo.coord_dp)
+    )
     noise = _noise(figs, peer_vals, peered, median_step, ranks, verdict.roles(ranks, topo) if known else ())
     out = []
     for i in range(len(ranks)):

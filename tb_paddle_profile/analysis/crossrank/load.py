@@ -35,6 +35,22 @@ def as_digests(inputs: Sequence) -> List[pb.RankDigest]:
     return out
 
 
+def _lane_ranks(digests: Sequence[pb.RankDigest]) -> Optional[List[int]]:
+    """Fleet's ranks from hosts and GPUs when files are missing: paddle.distributed.launch starts the same
+    number of processes on every host (rank = host x per-host + local rank, one GPU each), so a host
+    with fewer traces than the others lacks some, and counting the files in order would shift every
+    later rank by one (the verdict would name the wrong GPU). Each rank is its host's place (natural
+    order) times the GPUs seen, plus its GPU's place among them. None without a host and a GPU for
+    every file, or when two files of one host share a GPU."""
+    if not digests or any(not d.meta.hostname or d.device_id < 0 for d in digests):
+        return None
+    if len({(d.meta.hostname, d.device_id) for d in digests}) != len(digests):
+        return None
+    hosts = {h: i for i, h in enumerate(sorted({d.meta.hostname for d in digests}, key=natural_key))}
+    lanes = {g: i for i, g in enumerate(sorted({int(d.device_id) for d in digests}))}
+    return [hosts[d.meta.hostname] * len(lanes) + lanes[int(d.device_id)] for d in digests]
+
+
 def load_ranks(digests: Sequence[pb.RankDigest]) -> Tuple[List[RankData], List[str]]:
     notes: List[str] = []
     told = [d.meta.rank for d in digests]
@@ -57,6 +73,16 @@ def load_ranks(digests: Sequence[pb.RankDigest]) -> Tuple[List[RankData], List[s
             "The file names do not tell every rank (or tell one twice): ranks are numbered in Fleet's "
             "order, hosts in natural order, then the GPU (device id), then the pid."
         )
+        by_lane = _lane_ranks(digests)
+        if by_lane is not None and by_lane != ranks:
+            ranks = by_lane
+            present = set(ranks)
+            gone = [r for r in range(max(ranks) + 1) if r not in present]
+            notes.append(
+                f"No trace of rank(s) {', '.join(map(str, gone[:16]))}{', …' if len(gone) > 16 else ''}: "
+                "each host runs as many ranks as the largest, one per GPU, so the ranks are numbered "
+                "host by host, the GPU's place among the GPUs seen, and the missing ones left out."
+            )
     else:
         ranks = told
     hosts = sorted({d.meta.hostname for d in digests}, key=natural_key)

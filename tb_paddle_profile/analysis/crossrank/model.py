@@ -117,11 +117,16 @@ class Topology:
     matches_fleet_order: bool = False
     # share of the matched instances whose members are exactly one of the grid's groups
     fit: float = 0.0
+    # rank numbers of the grid without a trace (the grid then has coordinates but is not complete)
+    missing: List[int] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
 
     def stages(self, n: int) -> List[int]:
         """Per RankData.index (n ranks): its pipeline stage, its place in its chain (stage 0 first), -1 in
-        none; known from the matched send/recv alone, with or without a DP x PP x MP grid."""
+        none; known from the matched send/recv alone, with or without a DP x PP x MP grid. Where a rank
+        of the grid has no trace (``missing``) its pipeline is cut in two, and the stages are the grid's."""
+        if self.missing and self.pp > 1 and len(self.coord_pp) == n and all(c >= 0 for c in self.coord_pp):
+            return list(self.coord_pp)
         out = [-1] * n
         for chain in self.pipelines:
             for stage, x in enumerate(chain):

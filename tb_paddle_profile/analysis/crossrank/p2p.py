@@ -381,10 +381,14 @@ def p2p_host_edges(
     if not parts_i:
         return {}
     code = np.concatenate(parts_i)
-    J, I = code % e.size + code // e.size, code % e.size
+    I = code % e.size
+    J = I + code // e.size
     n = len(ranks)
-    a, b = np.minimum(rk[I], rk[J]), np.maximum(rk[I], rk[J])
-    dt = np.where(rk[J] == b, e[J] - e[I], e[I] - e[J]).astype(np.float64)  # rank b's end less rank a's
+    rI, rJ = rk[I], rk[J]
+    swap = rJ < rI
+    a, b = np.where(swap, rJ, rI), np.where(swap, rI, rJ)
+    de = (e[J] - e[I]).astype(np.float64)
+    dt = np.where(swap, -de, de)  # rank b's end less rank a's
     uk, inv = _links_of(a * n + b, n)
     bin_ns = max(float(T.CLOCK_BIN_NS), clocks.FINE_NOISE_BIN * sigma)
     # each rank pair's mode: its candidates binned, the bin with the most together with its neighbours
@@ -401,11 +405,15 @@ def p2p_host_edges(
     top = np.zeros(uk.size, dtype=np.int64)
     np.maximum.at(top, link2, near_cnt)
     cand = near_cnt >= P2P_CLOCK_MODE_SHARE * top[link2]
-    lk, bk = link2[cand], bin2[cand]
-    order = np.lexsort((np.abs(2 * bk + 1), lk))
-    first = np.concatenate([[True], lk[order][1:] != lk[order][:-1]])
+    lk, bk = link2[cand], bin2[cand]  # by link, then bin (the unique keys' order)
+    # per link the candidate bin nearest zero, the lower of a tie: a group minimum, no sort
+    score = np.abs(2 * bk + 1)
+    starts = np.flatnonzero(np.concatenate([[True], lk[1:] != lk[:-1]]))
+    group = np.cumsum(np.concatenate([[False], lk[1:] != lk[:-1]]))
+    at_min = np.flatnonzero(score == np.minimum.reduceat(score, starts)[group])
+    chosen = at_min[np.concatenate([[True], group[at_min][1:] != group[at_min][:-1]])]
     best = np.full(uk.size, -1, dtype=np.int64)
-    best[lk[order][first]] = bk[order][first]
+    best[lk[chosen]] = bk[chosen]
     at_mode = np.abs(bins - best[inv]) <= 1
     g = at_mode.astype(np.float64)
     la, lb = uk // n, uk % n

@@ -354,7 +354,16 @@ def build(
             topo.sharding = 0
             topo.coord_dp, topo.coord_pp, topo.coord_mp = (list(c) for c in pick.coords)
             topo.coord_sharding = [-1] * n
-            topo.complete = topo.matches_fleet_order = True
+            gone = missing_ranks(ranks)
+            topo.complete = not gone
+            topo.matches_fleet_order = True
+            if gone:
+                topo.missing = gone
+                topo.notes.append(
+                    f"Rank(s) {', '.join(map(str, gone[:16]))}{', …' if len(gone) > 16 else ''} of the "
+                    f"{pick.label()} grid have no trace: the grid is incomplete, the other ranks have "
+                    "their coordinates, and their groups count only the ranks with traces."
+                )
             topo.method += (
                 "; the grid: the DP x PP x MP factorization of the world, ranks numbered by Fleet's "
                 "formula, that explains the most matched instances"
@@ -391,6 +400,29 @@ class _Pick:
         d, p, m = self.shape
         sh = f" x sharding {self.sharding}" if self.sharding else ""
         return f"DP {d} x PP {p} x MP {m}{sh}"
+
+
+# a run whose rank numbers leave gaps (a trace missing, or unreadable) is a world of the highest rank + 1
+# when at least this share of it has traces; else of the ranks at hand
+WORLD_MIN_PRESENT = 0.75
+
+
+def world_size(ranks: Sequence[RankData]) -> int:
+    """The job's world: its ranks, or its highest rank + 1 where a few numbers are missing (the rank
+    numbers told by the file names, or read off hosts and GPUs: load._lane_ranks)."""
+    n = len(ranks)
+    if not n:
+        return 0
+    top = max(r.rank for r in ranks) + 1
+    if top > n and len({r.rank for r in ranks}) == n and n >= WORLD_MIN_PRESENT * top:
+        return top
+    return n
+
+
+def missing_ranks(ranks: Sequence[RankData]) -> List[int]:
+    """The rank numbers of the world (world_size) that have no trace."""
+    here = {r.rank for r in ranks}
+    return [x for x in range(world_size(ranks)) if x not in here]
 
 
 def _divisors(n: int) -> List[int]:
@@ -447,12 +479,22 @@ def _explain(comms, counts, p2p, coords, shape, members: Optional[_Members] = No
     sd, sp, sm = same(d), same(p), same(m)
     coll = ~p2p
     gap = np.abs(np.maximum.reduceat(p, ptr) - np.minimum.reduceat(p, ptr))
+    # a group's size: its ranks that have a trace (all of them but where the world lacks some)
+    size_mp, size_dp, size_pp, size_world = M, D, P, n
+    n_here = len(coords[0])
+    if n_here < n:
+        cd, cp, cm_ = (np.asarray(x, dtype=np.int64) for x in coords)
+        d0, p0, m0 = d[ptr], p[ptr], m[ptr]
+        size_mp = np.bincount(cd * P + cp, minlength=D * P)[d0 * P + p0]
+        size_dp = np.bincount(cp * M + cm_, minlength=P * M)[p0 * M + m0]
+        size_pp = np.bincount(cd * M + cm_, minlength=D * M)[d0 * M + m0]
+        size_world = n_here
     rules = {
         "one": coll & (size == 1) & ((M == 1) | (D == 1) | (P == 1)),
-        "mp": coll & (size > 1) & (size == M) & sd & sp,
-        "dp": coll & (size > 1) & (size == D) & sp & sm,
-        "pp": coll & (size > 1) & (size == P) & sd & sm,
-        "world": coll & (size == n) & (n > 1),
+        "mp": coll & (size > 1) & (size == size_mp) & sd & sp,
+        "dp": coll & (size > 1) & (size == size_dp) & sp & sm,
+        "pp": coll & (size > 1) & (size == size_pp) & sd & sm,
+        "world": coll & (size == size_world) & (n > 1),
         "p2p": p2p & (size == 2) & sd & sm & ((gap == 1) | ((gap == P - 1) & (P > 2))),
     }
     ok = np.zeros(len(comms), dtype=bool)
@@ -498,7 +540,7 @@ def select_model(
         shape = (topo.dp, topo.pp, topo.mp)
         fit, seen = _explain(comms, counts, p2p, coords, shape, members)
         scored.append((fit, _unevidenced(shape, seen), 1, 0.0, "groups", shape, coords))
-    for shape in factorizations(n):
+    for shape in factorizations(world_size(ranks)):
         coords = fleet_coords(rank, shape)
         prog = float(np.mean(reads == (coords[1] == 0))) if informative and shape[1] > 1 else 0.0
         fit, seen = _explain(comms, counts, p2p, coords, shape, members)
