@@ -409,11 +409,15 @@ WORLD_MIN_PRESENT = 0.75
 
 def world_size(ranks: Sequence[RankData]) -> int:
     """The job's world: its ranks, or its highest rank + 1 where a few numbers are missing (the rank
-    numbers told by the file names, or read off hosts and GPUs: load._lane_ranks)."""
+    numbers told by the file names, or read off hosts and GPUs: load._lane_ranks; then at least the
+    hosts times the GPUs seen, so that the last rank's trace may be the missing one)."""
     n = len(ranks)
     if not n:
         return 0
     top = max(r.rank for r in ranks) + 1
+    if all(r.rank_inferred and r.hostname and r.device_id >= 0 for r in ranks):
+        # numbered from hosts and GPUs: every host runs as many ranks as GPUs seen (the last one's too)
+        top = max(top, len({r.hostname for r in ranks}) * len({r.device_id for r in ranks}))
     if top > n and len({r.rank for r in ranks}) == n and n >= WORLD_MIN_PRESENT * top:
         return top
     return n
