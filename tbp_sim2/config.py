@@ -38,6 +38,10 @@ class SimConfig:
     dp: int = 2
     pp: int = 2
     mp: int = 2
+    # Paddle's sharding_degree (ZeRO stage 1 in Fleet's order: data, pipe, sharding, model): a stage's
+    # gradients reduce-scattered over the sharding group (then all-reduced over DP), its parameters
+    # all-gathered after the optimizer
+    sharding: int = 1
     hosts: Optional[int] = None  # None: ranks / 8 (at least 1)
     steps: int = 4  # recorded ProfileSteps
     warmup: int = 1  # simulated before them, not recorded
@@ -81,7 +85,12 @@ class SimConfig:
     # -- derived
     @property
     def world(self) -> int:
-        return self.dp * self.pp * self.mp
+        return self.dp * self.sharding * self.pp * self.mp
+
+    @property
+    def dp_lanes(self) -> int:
+        """A stage's ranks per MP index: DP x sharding (the engine's lanes are dp_lanes x MP)."""
+        return self.dp * self.sharding
 
     @property
     def n_hosts(self) -> int:
@@ -92,13 +101,22 @@ class SimConfig:
         return -(-self.world // self.n_hosts)
 
     def coords(self, rank: int) -> Tuple[int, int, int]:
-        """(dp, pp, mp) of a rank in Fleet's order."""
+        """(dp lane, pp, mp) of a rank in Fleet's order (the dp lane: dp x sharding + its sharding index;
+        the dp coordinate itself without sharding)."""
+        d, pp, sh, mp = self.coords4(rank)
+        return d * self.sharding + sh, pp, mp
+
+    def coords4(self, rank: int) -> Tuple[int, int, int, int]:
+        """(dp, pp, sharding, mp) of a rank: rank = ((dp * PP + pp) * SH + sharding) * MP + mp."""
         mp = rank % self.mp
-        pp = (rank // self.mp) % self.pp
-        return rank // (self.mp * self.pp), pp, mp
+        sh = (rank // self.mp) % self.sharding
+        pp = (rank // (self.mp * self.sharding)) % self.pp
+        return rank // (self.mp * self.sharding * self.pp), pp, sh, mp
 
     def rank_of(self, dp: int, pp: int, mp: int) -> int:
-        return (dp * self.pp + pp) * self.mp + mp
+        """The rank of dp lane ``dp`` (coords), stage ``pp``, MP index ``mp``."""
+        d, sh = divmod(dp, self.sharding)
+        return ((d * self.pp + pp) * self.sharding + sh) * self.mp + mp
 
     def stage_layers(self) -> List[int]:
         base, extra = divmod(self.layers, self.pp)
@@ -110,7 +128,7 @@ class SimConfig:
         return dataclasses.replace(self, anomalies=keep)
 
     def check(self) -> None:
-        if min(self.dp, self.pp, self.mp, self.steps, self.micro_batches) < 1:
+        if min(self.dp, self.pp, self.mp, self.sharding, self.steps, self.micro_batches) < 1:
             raise ValueError("degrees, steps and micro-batches must be >= 1")
         if self.p2p not in P2P_MODES:
             raise ValueError("p2p must be one of %s" % (P2P_MODES,))

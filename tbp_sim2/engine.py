@@ -35,9 +35,9 @@ class StageRun:
     def __init__(self, cfg: SimConfig, prog: StageProgram, gpu_speed: np.ndarray, host_of: np.ndarray):
         self.cfg, self.p = cfg, prog
         s = prog.stage
-        L = cfg.dp * cfg.mp
+        L = cfg.dp_lanes * cfg.mp
         self.L = L
-        self.ranks = np.array([cfg.rank_of(d, s, m) for d in range(cfg.dp) for m in range(cfg.mp)])
+        self.ranks = np.array([cfg.rank_of(d, s, m) for d in range(cfg.dp_lanes) for m in range(cfg.mp)])
         self.speed = gpu_speed[self.ranks]
         self.host = host_of[self.ranks]
         rng = np.random.default_rng([cfg.seed, 7919, s])
@@ -175,20 +175,22 @@ class Engine:
             return 2 * (n - 1) * hop + 2.0 * (n - 1) / n * nbytes / bw
         if ckind == "broadcast":
             return (n - 1) * hop + nbytes / bw
+        if ckind in ("reduce_scatter", "all_gather"):  # a ring: each member's n - 1 shards
+            return (n - 1) * hop + (n - 1) / n * nbytes / bw
         return hop + nbytes / bw
 
     def _intra(self, st: StageRun, k: int, start: np.ndarray) -> np.ndarray:
-        """End times of an MP or DP collective whose members are all lanes of this stage."""
+        """End times of an MP, DP or sharding collective whose members are all lanes of this stage."""
         cfg, p = self.cfg, st.p
-        axis = 1 if p.k_axis[k] == "mp" else 0
-        n = cfg.mp if axis == 1 else cfg.dp
-        shape = (cfg.dp, cfg.mp)
+        shape = (cfg.dp, cfg.sharding, cfg.mp)
+        axis = {"dp": 0, "sh": 1, "mp": 2}[p.k_axis[k]]
+        n = shape[axis]
         T = start.reshape(shape).max(axis=axis, keepdims=True)
         bw = self._bw(st.host.reshape(shape), axis)
         bw = np.expand_dims(bw, axis)
         tr = self._transfer(p.k_ckind[k], n, p.k_base[k], bw)
         noise = st.tnoise[k].reshape(shape).mean(axis=axis, keepdims=True)
-        end = np.broadcast_to(T + tr * noise, shape).reshape(-1)
+        end = np.broadcast_to(T + tr * noise, shape).reshape(-1)  # lanes: (dp x sharding) x MP
         return end + st.spread[k]
 
     def _cross(self, key: tuple, members: Dict[int, int]) -> None:
@@ -226,7 +228,7 @@ class Engine:
                         if p.k_kind[k] == COMPUTE:
                             dur = dur * st.speed * st.slow
                         st.finish(k, start + dur)
-                    elif p.k_axis[k] in ("mp", "dp"):
+                    elif p.k_axis[k] in ("mp", "dp", "sh"):
                         st.finish(k, self._intra(st, k, start))
                     else:
                         key = p.k_key[k]

@@ -33,7 +33,7 @@ def hosts_and_clocks(cfg: SimConfig) -> List[dict]:
     pids = rng.choice(np.arange(10_000, 99_000), size=cfg.world, replace=False)
     out = []
     for r in range(cfg.world):
-        d, s, m = cfg.coords(r)
+        d, s, sh, m = cfg.coords4(r)
         h = r // gph
         worker = ("host_%spid_%d" % (names[h], pids[r])) if cfg.names == "default" else "rank%d" % r
         out.append(
@@ -42,6 +42,7 @@ def hosts_and_clocks(cfg: SimConfig) -> List[dict]:
                 "dp": d,
                 "pp": s,
                 "mp": m,
+                "sharding": sh,
                 "host": h,
                 "hostname": names[h],
                 "gpu": r % gph,
@@ -75,7 +76,7 @@ def write_traces(eng: Engine, ranks: List[dict], out_dir: str, only: Optional[Li
         if only is not None and r not in only:
             continue
         st = eng.stages[info["pp"]]
-        lane = info["dp"] * cfg.mp + info["mp"]
+        lane = cfg.coords(info["rank"])[0] * cfg.mp + info["mp"]
         to_local = _to_local(info)
         end_local = int(to_local(np.array([st.e_end[:, lane].max()]))[0])
         name = file_name(info["worker"], end_local + 80_000_000 + 997 * r)

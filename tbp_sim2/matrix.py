@@ -33,6 +33,14 @@ def _r(cfg: SimConfig, dp: int, pp: int, mp: int) -> int:
     return cfg.rank_of(dp, pp, mp)
 
 
+def _sharded(kw: dict, anomaly) -> SimConfig:
+    """A lean run of three steps with sharding; the anomaly's rank given as (dp, pp, sharding, mp)."""
+    cfg = SimConfig(kernel_set="lean", steps=3, **kw)
+    kind, (d, p, s, m), value = anomaly
+    rank = ((d * cfg.pp + p) * cfg.sharding + s) * cfg.mp + m
+    return dataclasses.replace(cfg, anomalies=(Anomaly(kind, rank, value),))
+
+
 _B = _base()
 CASES: Dict[str, Callable[[], SimConfig]] = {
     "dp4pp4mp4-healthy": lambda: _base(),
@@ -208,6 +216,16 @@ VARIANTS: Dict[str, Callable[[], SimConfig]] = {
     "v-hostbound-loader3ms": lambda: dataclasses.replace(
         CASES["dp4pp4mp4-loader3ms"](), hidden=1024, seq=512, vocab=8192
     ),
+    # sharding (ZeRO stage 1, PaddleNLP's GPT-3 layouts): reduce-scatter and all-gather over the sharding group
+    "v-pp4sh4mp4-gpu10-last": lambda: _sharded(
+        dict(dp=1, pp=4, sharding=4, mp=4, hosts=8, layers=16, micro_batches=8), ("slow_gpu", (0, 3, 2, 1), 10)
+    ),
+    "v-dp2pp2sh4mp2-loader3ms": lambda: _sharded(
+        dict(dp=2, pp=2, sharding=4, mp=2, hosts=4, layers=8, micro_batches=4), ("loader", (1, 0, 3, 1), 3 * MB)
+    ),
+    "v-sh8mp8-gpu15": lambda: _sharded(
+        dict(dp=1, pp=1, sharding=8, mp=8, hosts=8, layers=4), ("slow_gpu", (0, 0, 5, 3), 15)
+    ),
 }
 ALL = {**CASES, **VARIANTS}
 
@@ -223,8 +241,16 @@ def main(argv=None) -> int:
         for name, make in ALL.items():
             c = make()
             print(
-                "%-28s DP%d x PP%d x MP%d, %d hosts, %s"
-                % (name, c.dp, c.pp, c.mp, c.n_hosts, ", ".join(x.label() for x in c.anomalies) or "healthy")
+                "%-28s DP%d x PP%d x MP%d%s, %d hosts, %s"
+                % (
+                    name,
+                    c.dp,
+                    c.pp,
+                    c.mp,
+                    " x sharding %d" % c.sharding if c.sharding > 1 else "",
+                    c.n_hosts,
+                    ", ".join(x.label() for x in c.anomalies) or "healthy",
+                )
             )
         return 0
     names = a.cases or [n for n in CASES if n not in BIG]

@@ -33,6 +33,8 @@ AR_BF16 = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL" + NCCL_ARGS
 AR_F32 = "ncclDevKernel_AllReduce_Sum_f32_RING_LL" + NCCL_ARGS
 AR_MAX = "ncclDevKernel_AllReduce_Max_f32_RING_LL" + NCCL_ARGS
 BCAST = "ncclDevKernel_Broadcast_RING_LL" + NCCL_ARGS
+RS_BF16 = "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL" + NCCL_ARGS
+AG_BF16 = "ncclDevKernel_AllGather_RING_LL" + NCCL_ARGS
 SENDRECV = "ncclDevKernel_SendRecv" + NCCL_ARGS
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas"
@@ -266,6 +268,7 @@ class _Builder:
         one = set(c.one_rank_axes.split(",")) if c.one_rank_comms else set()
         self.mp_on = c.mp > 1 or "mp" in one
         self.dp_on = c.dp > 1 or "dp" in one
+        self.sh_on = c.sharding > 1
         self.ppg_on = c.pp > 1 or "ppg" in one
         self.mp_stream = COMPUTE_STREAM if c.mp_on_compute_stream else MP_STREAM
         self._mp_seq = 0
@@ -414,12 +417,27 @@ class _Builder:
         return self.params() * 2.0 / max(1, self.cfg.dp_buckets)
 
     def _dp_ar(self, b: int) -> None:
-        """One bucket's all-reduce; the optimizer waits for it (overlapped: the backward goes on)."""
+        """One bucket's all-reduce; the optimizer waits for it (overlapped: the backward goes on). With
+        sharding: the bucket reduce-scattered over the sharding group, then its shard all-reduced over DP."""
+        if self.sh_on:
+            k = self.p.comm(
+                "reduce_scatter dygraph",
+                RS_BF16,
+                DP_STREAM,
+                self._bucket_bytes(),
+                "sh",
+                ("sh", self.p._step, "rs", b),
+                "reduce_scatter",
+                block=not self.cfg.dp_overlap,
+            )
+            self._dp_kernels.append(k)
+            if not self.dp_on:
+                return
         k = self.p.comm(
             "c_allreduce_sum dygraph",
             AR_BF16,
             DP_STREAM,
-            self._bucket_bytes(),
+            self._bucket_bytes() / self.cfg.sharding,
             "dp",
             ("dp", self.p._step, b),
             "all_reduce",
@@ -431,7 +449,7 @@ class _Builder:
         # bucket b holds the gradients of the last layers first: launched when its layers are done
         nb, nl = max(1, self.cfg.dp_buckets), self.n_layers
         for b in range(nb):
-            if (b + 1) * nl // nb - 1 == layer_done and self.dp_on:
+            if (b + 1) * nl // nb - 1 == layer_done and (self.dp_on or self.sh_on):
                 self._dp_ar(b)
 
     # -- one step
@@ -534,7 +552,7 @@ class _Builder:
         if self.ppg_on:
             p.compute("mean dygraph", K["scale"], 3000)
             p.comm("c_broadcast dygraph", BCAST, PPG_STREAM, 4, "ppg", ("ppg", step, 0), "broadcast")
-        if self.dp_on and not c.dp_overlap:
+        if (self.dp_on or self.sh_on) and not c.dp_overlap:
             for b in range(max(1, c.dp_buckets)):
                 p.compute("scale dygraph", K["scale"], self.mem(self._bucket_bytes() * 3))
                 self._dp_ar(b)
@@ -550,7 +568,18 @@ class _Builder:
         p.compute("clip_by_norm dygraph", K["scale"], 4000)
         chunks = max(2, self.n_layers)
         for _ in range(chunks):
-            p.compute("adamw_ dygraph", K["adamw"], self.mem(self.params() * 18.0 / chunks))
+            p.compute("adamw_ dygraph", K["adamw"], self.mem(self.params() * 18.0 / chunks / c.sharding))
+        if self.sh_on:  # every rank's updated shard to the others of its sharding group
+            for b in range(max(1, c.dp_buckets)):
+                p.comm(
+                    "all_gather dygraph",
+                    AG_BF16,
+                    DP_STREAM,
+                    self._bucket_bytes(),
+                    "sh",
+                    ("sh", step, "ag", b),
+                    "all_gather",
+                )
         p.close()
         p.work(30_000, 60_000)
         self.sync_copy()

@@ -35,10 +35,17 @@ def instances(eng: Engine) -> List[dict]:
             if not ax or p.k_step[k] < first:
                 continue
             groups: List[List[tuple]] = []  # (stage, lane, kernel)
+            SH = cfg.sharding
             if ax == "mp":
-                groups = [[(s, d * cfg.mp + m, k) for m in range(cfg.mp)] for d in range(cfg.dp)]
+                groups = [[(s, d * cfg.mp + m, k) for m in range(cfg.mp)] for d in range(cfg.dp_lanes)]
             elif ax == "dp":
-                groups = [[(s, d * cfg.mp + m, k) for d in range(cfg.dp)] for m in range(cfg.mp)]
+                groups = [
+                    [(s, (d * SH + h) * cfg.mp + m, k) for d in range(cfg.dp)] for h in range(SH) for m in range(cfg.mp)
+                ]
+            elif ax == "sh":
+                groups = [
+                    [(s, (d * SH + h) * cfg.mp + m, k) for h in range(SH)] for d in range(cfg.dp) for m in range(cfg.mp)
+                ]
             elif ax == "ppg":
                 if s != 0:
                     continue
@@ -81,7 +88,7 @@ def costs(cfg: SimConfig, observed_ns: float) -> dict:
         alone = (
             simulate(dataclasses.replace(cfg, anomalies=(a,))).step_time_ns() if len(cfg.anomalies) > 1 else observed_ns
         )
-        d, s, m = cfg.coords(a.rank)
+        d, s, _, m = cfg.coords4(a.rank)
         out.append(
             {
                 "kind": a.kind,

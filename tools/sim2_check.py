@@ -88,6 +88,7 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
 
     # coordinates, topology
     cfg = truth.config
+    sh_deg = int(cfg.get("sharding", 1))
     pairs = []
     for r in rp.ranks:
         t = truth.ranks[to_true[r.rank]]
@@ -96,6 +97,8 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
             0 if (x == -1 and n == 1) else x
             for x, n in ((r.dp, cfg["dp"]), (r.pipeline_stage, cfg["pp"]), (r.mp, cfg["mp"]))
         )
+        if sh_deg > 1:  # the sharding index after the others
+            ours = ours + (r.sharding,)
         pairs.append((t, ours))
     # default worker names on shuffled hosts tell no replica's number: dp is held up to one relabelling
     relabel = {}
@@ -107,15 +110,27 @@ def compare(folder: str, jobs: int = 1, whatif: bool = True) -> dict:
     right, wrong = 0, []
     for t, ours in pairs:
         ours = (relabel.get(ours[0], ours[0]),) + ours[1:]
-        ok = ours == (t["dp"], t["pp"], t["mp"])
+        want_c = (t["dp"], t["pp"], t["mp"]) + ((t.get("sharding", 0),) if sh_deg > 1 else ())
+        ok = ours == want_c
         right += ok
         if not ok and len(wrong) < 4:
-            wrong.append("r%d %s vs %s" % (t["rank"], ours, (t["dp"], t["pp"], t["mp"])))
+            wrong.append("r%d %s vs %s" % (t["rank"], ours, want_c))
     res["coords"] = "%d/%d%s" % (right, len(rp.ranks), " (dp relabelled)" if relabel else "")
     res["coords_wrong"] = wrong
     tv = rp.topology
-    res["topology"] = "%dx%dx%d%s" % (tv.dp, tv.pp, tv.mp, "" if tv.complete else " (incomplete)")
-    res["topology_ok"] = (tv.dp, tv.pp, tv.mp) == (cfg["dp"], cfg["pp"], cfg["mp"]) and tv.complete
+    res["topology"] = "%dx%dx%d%s%s" % (
+        tv.dp,
+        tv.pp,
+        tv.mp,
+        " sharding %d" % tv.sharding if tv.sharding > 1 else "",
+        "" if tv.complete else " (incomplete)",
+    )
+    res["topology_ok"] = (tv.dp, tv.pp, tv.mp, max(1, tv.sharding)) == (
+        cfg["dp"],
+        cfg["pp"],
+        cfg["mp"],
+        sh_deg,
+    ) and tv.complete
 
     # clocks: each rank's estimated offset against the truth, relative to the tool's reference
     refs = [r for r in rp.ranks if r.clock_offset_ns == 0]

@@ -19,7 +19,8 @@ DP4 x PP2 x MP8 named rank{r} on 8 hosts with a late data loader, DP8 x PP4 x MP
 with members ending together (two hosts' clocks 1.4 us apart were grouped as one host: 98.2 %, a replica's
 pipeline cut in two, the verdict uncertain), DP2 x PP16 on 4 hosts with 8 micro-batches (its collectives
 once a step over three steps: the end noise was measured as 14 ns, not 450, a replica's link across hosts
-missed; 66 % exact, a topology of 1 x 16 x 1)."""
+missed; 66 % exact, a topology of 1 x 16 x 1), DP2 x PP2 x MP2 with sharding 4 (reduce-scatter and
+all-gather over the sharding group: every rank's sharding index checked too)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from tbp_sim2.generate import generate
 from tbp_sim2.matrix import ALL
 from tools.sim2_check import compare
 
-pytestmark = pytest.mark.slow  # thirteen runs generated and analysed: about 5 minutes
+pytestmark = pytest.mark.slow  # fourteen runs generated and analysed: about 5 minutes
 
 RUNS = [
     "dp4pp4mp4-healthy",
@@ -45,6 +46,7 @@ RUNS = [
     "v-dp4pp2mp8-rank-named-loader3ms",
     "v-dp8pp4mp4-rank-named-16hosts-exact-stall",
     "v-dp2pp16-mb8-gpu10-mid",
+    "v-dp2pp2sh4mp2-loader3ms",
 ]
 COST_TOLERANCE = 0.10
 WHATIF_TOLERANCE = 0.05
