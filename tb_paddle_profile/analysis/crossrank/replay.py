@@ -61,6 +61,52 @@ def prepare(inputs: Sequence) -> Prepared:
     return Prepared(ranks, flat, w, topo, np.asarray(g_axis), notes)
 
 
+def _stand_ins(ranks: Sequence[RankData], topo, coll: np.ndarray, rank_ptr: np.ndarray, grp: np.ndarray) -> int:
+    """Send/recv nodes left without a group because their partner rank has no trace (topo.missing): each
+    joins the group of the same send/recv of a tensor-parallel peer of its rank (same dp and stage, a rank
+    whose program is the same instance for instance), whose partner is the missing rank's tensor-parallel
+    peer: the lanes of one stage run in lock-step, so the peer's transfer stands in for the missing one's,
+    and a change is carried through the pipeline instead of stopping at a transfer kept at its traced
+    time. grp (per node, -1 none) is filled in place; returns how many nodes joined a group."""
+    missing = set(getattr(topo, "missing", ()) or ())
+    n = len(ranks)
+    if not missing or topo.pp <= 1 or len(topo.coord_pp) != n or min(topo.coord_pp, default=-1) < 0:
+        return 0
+    joined = 0
+    P, M = topo.pp, topo.mp
+    at = {(topo.coord_dp[i], topo.coord_pp[i], topo.coord_mp[i]): i for i in range(n)}
+
+    def rank_no(d, p, m):
+        return ((d * P + p) * M + m) if 0 <= p < P else -1
+
+    for x in range(n):
+        d, p, m = topo.coord_dp[x], topo.coord_pp[x], topo.coord_mp[x]
+        if not ({rank_no(d, p - 1, m), rank_no(d, p + 1, m)} & missing):
+            continue
+        a, b = int(rank_ptr[x]), int(rank_ptr[x + 1])
+        lost = np.flatnonzero((coll[a:b] >= 0) & (grp[a:b] < 0)) + a
+        lost = lost[ranks[x].kind[coll[lost]] == SEND_RECV]
+        if not lost.size:
+            continue
+        for mm in range(M):
+            y = at.get((d, p, mm), -1)
+            if mm == m or y < 0 or {rank_no(d, p - 1, mm), rank_no(d, p + 1, mm)} & missing:
+                continue
+            ry, rx = ranks[y], ranks[x]
+            if not (np.array_equal(ry.kind, rx.kind) and np.array_equal(ry.step, rx.step)):
+                continue
+            ya, yb = int(rank_ptr[y]), int(rank_ptr[y + 1])
+            node_of = np.full(ry.kind.size, -1, dtype=np.int64)
+            cy = coll[ya:yb]
+            node_of[cy[cy >= 0]] = np.flatnonzero(cy >= 0) + ya
+            peer = node_of[coll[lost]]
+            ok = (peer >= 0) & (grp[np.maximum(peer, 0)] >= 0)
+            grp[lost[ok]] = grp[peer[ok]]
+            joined += int(ok.sum())
+            break
+    return joined
+
+
 def _program_fields() -> Dict[int, Tuple[str, bool]]:
     """ParallelProgram's fields (all packed varints) for load.packed_columns, from its descriptor."""
     from google.protobuf.descriptor import FieldDescriptor as F
@@ -133,6 +179,7 @@ class Graph:
                 idx = np.nonzero(m)[0][ok] + a
                 grp[idx] = r.group[c[m][ok]]
                 ck[idx] = r.kind[c[m][ok]]
+        self.stood_in = _stand_ins(ranks, prep.topo, self.coll, self.rank_ptr, grp)
         self.group = np.where(isc, grp, -1)
         self.ckind = ck
         # collectives no group joins to their peers: the replay keeps them as traced (their wait
@@ -343,9 +390,15 @@ class Graph:
         not say whom they wait for), not a failure of the analysis, said (after CAVEAT, or in the verdict's
         "Uncertain:") wherever the replay's numbers are."""
         p2p, other, total = self.unmatched()
+        stood = (
+            f"{self.stood_in} send/recv instances with ranks that have no trace are replayed as their "
+            "tensor-parallel peers' transfers. "
+            if self.stood_in
+            else ""
+        )
         if not p2p and not other:
-            return ""
-        return (
+            return stood.strip()
+        return stood + (
             f"{p2p} send/recv and {other} other collective instances of {total} could not be "
             "matched to their peers; the replay keeps them at their traced times (waits included), so changes "
             "do not travel through them: replayed costs and what-ifs are uncertain."
