@@ -12,6 +12,7 @@ import { isDark, onDarkChange } from "../../host";
 import { fitCanvas } from "./canvas";
 import type { DrawnLabel } from "./compactDraw";
 import { COMPACT_COLORS, drawCompact, LABEL_W, ROW_H } from "./compactDraw";
+import { CRIT_BAND } from "./critical";
 import { fetchCompact, fmtDur } from "./data";
 import type { CompactInstance } from "./data";
 import { RULER_H } from "./layout";
@@ -453,7 +454,7 @@ export function CompactTimeline(props: Props) {
           <i style={{ background: (dark ? COMPACT_COLORS.dark : COMPACT_COLORS.light).idle }} /> idle
           {m?.criticalKnown ? (
             <>
-              <i style={{ background: "#ffb300" }} /> critical path
+              <i style={{ background: CRIT_BAND }} /> critical path
             </>
           ) : null}
         </span>

@@ -3,7 +3,7 @@
 // rows it passes through and the ruler (time from each row's alignment point).
 import type { CompactRank, CompactRow, CompactSegment, TimelineCompact } from "../../gen/tb_paddle_profile/v1/timeline_pb";
 import { DARK, fitText, LIGHT, niceStep, rulerLabel } from "./canvas";
-import { critColor } from "./critical";
+import { CRIT_BAND, critColor } from "./critical";
 import { RULER_H } from "./layout";
 
 /** One row per rank: a bar of BAR_H px and a gap. */
@@ -138,7 +138,7 @@ export function drawCompact(canvas: HTMLCanvasElement, ctx: CanvasRenderingConte
       const x1 = Math.min(w, X(Number(seg.endNs)));
       if (x1 < LABEL_W || x0 > w) continue;
       ctx.globalAlpha = 0.3;
-      ctx.fillStyle = "#ffb300";
+      ctx.fillStyle = CRIT_BAND;
       ctx.fillRect(x0, y, Math.max(1, x1 - x0), BAR_H);
       ctx.globalAlpha = 1;
       ctx.fillStyle = critColor(seg.kind);

@@ -24,7 +24,11 @@ export interface CritSegment {
   index: number;
 }
 
-/** Kind colours of the critical path (the header bar); the band across the rows is one amber. */
+/** The band across the rows of the critical path: one blue, a hue no kind of work uses (the amber it was
+ * could not be told from communication's orange in the dark theme). */
+export const CRIT_BAND = "#1e88e5";
+
+/** Kind colours of the critical path (the header bar). */
 export const CRIT_COLORS: Record<string, string> = {
   compute: "#d32f2f",
   communication: "#f57c00",
@@ -75,7 +79,7 @@ export function drawCritical(ctx: CanvasRenderingContext2D, width: number, heigh
     const w = Math.max(1, x1 - x0);
     const color = critColor(s.kind);
     ctx.globalAlpha = s.index === focus ? 0.28 : 0.16;
-    ctx.fillStyle = "#ffb300";
+    ctx.fillStyle = CRIT_BAND;
     ctx.fillRect(x0, top + e.top, w, e.bottom - e.top);
     ctx.globalAlpha = 1;
     ctx.fillStyle = color;
