@@ -115,7 +115,8 @@ def test_whatif_saves_what_the_simulator_does(run):
 
 
 @pytest.mark.parametrize(
-    "case, gone_rank", [("dp4pp4mp4-loader3ms", 21), ("dp4pp4mp4-loader3ms", 63), ("dp4pp4mp4-gpu10-last", 21)]
+    "case, gone_rank",
+    [("dp4pp4mp4-loader3ms", 21), ("dp4pp4mp4-loader3ms", 63), ("dp4pp4mp4-gpu10-last", 21), ("dp32-gpu20", 7)],
 )
 def test_a_missing_trace_leaves_the_other_ranks_their_numbers_and_coordinates(tmp_path, case, gone_rank):
     """One rank's trace of a DP4 x PP4 x MP4 run on 8 hosts missing (a rank that did not write it, or a file
@@ -126,7 +127,8 @@ def test_a_missing_trace_leaves_the_other_ranks_their_numbers_and_coordinates(tm
     coordinates and its stage, and the planted rank is named at its cost. Rank 63, the last: no gap in the
     numbers, but its host has one GPU fewer than the others. A slow GPU on the last stage of the replica that
     lacks rank 21: the replay kept the transfers with the missing rank at their traced times and its cost
-    stopped there (0.21 ms against 4.24); they are now replayed as its tensor-parallel peers' transfers."""
+    stopped there (0.21 ms against 4.24); they are now replayed as its tensor-parallel peers' transfers. DP32
+    over 4 hosts without rank 7: the groups' grid (DP 31) numbered every rank after the gap one too low."""
     import json
     import os
 
@@ -137,8 +139,9 @@ def test_a_missing_trace_leaves_the_other_ranks_their_numbers_and_coordinates(tm
     os.remove(out / gone["file"])
     res = compare(str(out))
     right, total = (int(x) for x in res["coords"].split()[0].split("/"))
-    assert (right, total) == (63, 63), res["coords_wrong"]
-    assert res["topology"] == "4x4x4 (incomplete)", res["topology"]
+    assert right == total == len(truth["ranks"]) - 1, res["coords_wrong"]
+    cfg = truth["config"]
+    assert res["topology"] == "%dx%dx%d (incomplete)" % (cfg["dp"], cfg["pp"], cfg["mp"]), res["topology"]
     v = res["verdict"]
     assert [n["rank"] for n in v["named"]] == [p["rank"] for p in res["planted"]], v["summary"]
     planted = res["planted"][0]["cost_ms"]
@@ -147,6 +150,6 @@ def test_a_missing_trace_leaves_the_other_ranks_their_numbers_and_coordinates(tm
     from tools.sim2_check import digests
 
     rp = analyze_run(digests(str(out)))
-    lead = f"Rank(s) {gone_rank} of the DP 4 x PP 4 x MP 4 grid have no trace"
+    lead = "Rank(s) %d of the DP %d x PP %d x MP %d grid have no trace" % (gone_rank, cfg["dp"], cfg["pp"], cfg["mp"])
     assert any(n.startswith(lead) for n in rp.topology.notes), list(rp.topology.notes)
-    assert gone_rank not in [r.rank for r in rp.ranks] and len(rp.ranks) == 63
+    assert gone_rank not in [r.rank for r in rp.ranks] and len(rp.ranks) == len(truth["ranks"]) - 1

@@ -327,7 +327,7 @@ def build(
     # model selection: the grid read off the groups against every DP x PP x MP factorization of the
     # world numbered by Fleet's formula; the one that explains the most matched instances wins, and
     # every rank gets its coordinates from it, or none gets any
-    pick = select_model(ranks, comms, counts, kinds_of, topo)
+    pick = select_model(ranks, comms, counts, kinds_of, topo, axis)
     topo.fit = pick.fit
     trusted = pick.source == "groups" or pick.fit >= _min_fit(ranks)
     if not flat.n and n > 1:
@@ -462,12 +462,17 @@ class _Members:
         self.counts = np.asarray(counts, dtype=np.float64)
         self.size = np.array([len(c) for c in comms], dtype=np.int64)
         self.mem = np.fromiter((x for c in comms for x in c), dtype=np.int64, count=int(self.size.sum()))
+        self.agree = 0.0  # _explain's share of instances explained on the axis their groups read
         self.ptr = np.concatenate([[0], np.cumsum(self.size)[:-1]]).astype(np.int64)
 
 
-def _explain(comms, counts, p2p, coords, shape, members: Optional[_Members] = None) -> Tuple[float, Set[str]]:
+def _explain(
+    comms, counts, p2p, coords, shape, members: Optional[_Members] = None, labels: Optional[Sequence[str]] = None
+) -> Tuple[float, Set[str]]:
     """(explained's share, the axes some explained communicator is a group of: "mp", "dp", "pp" (a
-    pipeline-group collective), "p2p" (a send/recv pair))."""
+    pipeline-group collective), "p2p" (a send/recv pair)). With ``labels`` (each communicator's axis as
+    the groups read it), the share of the instances explained as a group of that very axis is set on
+    ``members.agree`` (select_model's tie-break)."""
     cm = members if members is not None else _Members(comms, counts)
     total = cm.total
     if not cm.n or not total:
@@ -505,6 +510,12 @@ def _explain(comms, counts, p2p, coords, shape, members: Optional[_Members] = No
     for v in rules.values():
         ok |= v
     fit = float(cm.counts[ok].sum() / total)
+    if labels is not None and members is not None:
+        lab = np.asarray(labels, dtype=object)
+        same_axis = np.zeros(len(comms), dtype=bool)
+        for ax in ("mp", "dp", "pp"):
+            same_axis |= rules[ax] & (lab == ax)
+        members.agree = float(cm.counts[same_axis].sum() / total)
     return fit, {k for k, v in rules.items() if v.any()}
 
 
@@ -522,6 +533,7 @@ def select_model(
     counts: List[int],
     kinds_of: Dict[int, Set[int]],
     topo: Topology,
+    labels: Optional[Sequence[str]] = None,
 ) -> _Pick:
     """The grid that explains the most matched instances: the one read off the groups (when it is
     complete) or a DP x PP x MP factorization of the world with Fleet's rank numbering (taken only
@@ -537,22 +549,29 @@ def select_model(
     informative = 0 < int(reads.sum()) < n
     members = _Members(comms, counts)
     scored = []
-    if topo.complete:
+    world = world_size(ranks)
+    # with ranks missing from the world the groups' grid indexes the ranks at hand (a DP group of 31 of 32
+    # numbers every rank after the gap one too low): only Fleet's formula on the rank numbers places them
+    if topo.complete and (world == n or topo.sharding):
         coords = (np.array(topo.coord_dp), np.array(topo.coord_pp), np.array(topo.coord_mp))
         if topo.sharding:  # the sharding axis is read off its groups only: that grid is taken as it is
             return _Pick("groups", (topo.dp, topo.pp, topo.mp), coords, 1.0 if comms else 0.0, 1, None, topo.sharding)
         shape = (topo.dp, topo.pp, topo.mp)
         fit, seen = _explain(comms, counts, p2p, coords, shape, members)
-        scored.append((fit, _unevidenced(shape, seen), 1, 0.0, "groups", shape, coords))
-    for shape in factorizations(world_size(ranks)):
+        scored.append((fit, _unevidenced(shape, seen), 1, 0.0, "groups", shape, coords, 0.0))
+    # without the groups' grid (ranks missing), factorizations that explain as much are told apart by the
+    # axes the groups read (a communicator meeting a rank once a step is DP, not MP)
+    by_axis = labels if world > n else None
+    for shape in factorizations(world):
         coords = fleet_coords(rank, shape)
         prog = float(np.mean(reads == (coords[1] == 0))) if informative and shape[1] > 1 else 0.0
-        fit, seen = _explain(comms, counts, p2p, coords, shape, members)
-        scored.append((fit, _unevidenced(shape, seen), 0, prog, "fleet", shape, coords))
-    scored.sort(key=lambda x: (-x[0], x[1], -x[2], -x[3]))
+        members.agree = 0.0
+        fit, seen = _explain(comms, counts, p2p, coords, shape, members, by_axis)
+        scored.append((fit, _unevidenced(shape, seen), 0, prog, "fleet", shape, coords, members.agree))
+    scored.sort(key=lambda x: (-x[0], x[1], -x[2], -x[7], -x[3]))
     ranked = [(x[0], x[2], x[3], x[4], x[5], x[6]) for x in scored]
     best = ranked[0]
-    if best[3] == "fleet" and best[0] < _min_fit(ranks) and topo.complete:
+    if best[3] == "fleet" and best[0] < _min_fit(ranks) and any(x[3] == "groups" for x in ranked):
         best = next(x for x in ranked if x[3] == "groups")  # a hypothesis that fits badly: the groups' grid
     runner = next(((_Pick(x[3], x[4], x[5], x[0], 0, None).label(), x[0]) for x in ranked[1:] if x[4] != best[4]), None)
     return _Pick(best[3], best[4], best[5], best[0], len(ranked), runner)
