@@ -209,7 +209,8 @@ class TaskClock:
         self.stopped = False
 
     def stop(self, frame) -> List[tuple]:
-        """(wall ms, CPU ms) of each of the frame's long tasks so far, longest CPU first; ends the trace."""
+        """(wall ms, CPU ms) of each of the frame's long tasks so far, longest CPU first; ends the trace. A
+        task the trace has no RunTask for counts its wall time as its CPU."""
         got = frame.evaluate("""() => { performance.mark('tbpp-clock');
             return { at: performance.getEntriesByName('tbpp-clock').pop().startTime, long: window.__tbppLongAt || [] }; }""")
         events = json.loads(self.browser.stop_tracing())["traceEvents"]
@@ -230,7 +231,11 @@ class TaskClock:
         for start, wall in got["long"]:
             at = origin + start * 1000
             near = [e for e in tasks if abs(e["ts"] - at) < 1000]
-            assert near, f"no traced task where the long task at {start:.0f} ms ({wall:.0f} ms) began"
+            if not near:
+                # the trace holds no task where this one began (seen once in a full run on a loaded
+                # 2-core machine: a 51 ms task): its wall time stands for its CPU, an upper bound
+                out.append((round(wall), round(wall)))
+                continue
             task = max(near, key=lambda e: e.get("dur", 0))
             out.append((round(wall), round(task.get("tdur", task.get("dur", 0)) / 1000)))
         return sorted(out, key=lambda x: -x[1])
