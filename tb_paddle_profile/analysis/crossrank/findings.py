@@ -283,7 +283,7 @@ def fill(
     if costs.caveat:
         p2p_left, other_left, total = graph().unmatched()
         share = (p2p_left + other_left) / max(total, 1)
-        if share > T.REPLAY_UNMATCHED_MAX_SHARE:
+        if share > T.REPLAY_UNMATCHED_MAX_SHARE or graph().cut_ranks():
             v.uncertain = True
         found.append(
             _finding(

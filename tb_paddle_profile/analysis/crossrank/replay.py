@@ -61,6 +61,9 @@ def prepare(inputs: Sequence) -> Prepared:
     return Prepared(ranks, flat, w, topo, np.asarray(g_axis), notes)
 
 
+REPLAY_CUT_SHARE = 0.1  # a rank with more of its send/recv unjoined than this has its pipeline cut
+
+
 def _stand_ins(ranks: Sequence[RankData], topo, coll: np.ndarray, rank_ptr: np.ndarray, grp: np.ndarray) -> int:
     """Send/recv nodes left without a group because their partner rank has no trace (topo.missing): each
     joins the group of the same send/recv of a tensor-parallel peer of its rank (same dp and stage, a rank
@@ -384,6 +387,19 @@ class Graph:
         """(send/recv nodes, other collective nodes) no matched group joins, and all collective nodes."""
         p2p = int((self.ckind[self.unmatched_nodes] == SEND_RECV).sum())
         return p2p, int(self.unmatched_nodes.size) - p2p, int((self.coll >= 0).sum())
+
+    def cut_ranks(self) -> List[int]:
+        """Rank indexes more than REPLAY_CUT_SHARE of whose send/recv no group joins: their pipeline is cut
+        there (a neighbour without a trace and no tensor-parallel peer to stand in), so a change cannot travel
+        along it, however few such transfers the run has in all (end noise leaves a few here and there)."""
+        isp = (self.coll >= 0) & (self.ckind == SEND_RECV)
+        if not isp.any():
+            return []
+        n = len(self.rank_ptr) - 1
+        um = self.unmatched_nodes[self.ckind[self.unmatched_nodes] == SEND_RECV]
+        left = np.bincount(self.rank[um], minlength=n)
+        total = np.bincount(self.rank[isp], minlength=n)
+        return np.flatnonzero(left > REPLAY_CUT_SHARE * np.maximum(total, 1)).tolist()
 
     def unmatched_note(self) -> str:
         """The unmatched collectives in one sentence ("" without any): a caveat of the evidence (the traces do
