@@ -429,3 +429,29 @@ def test_end_noise_of_thousands_of_lock_step_channels_is_none():
     assert end_noise([None] * B, ends, blocks) <= 50
     noisy = [E + np.round(rng.normal(0, 1000, E.shape)).astype(np.int64) for E in ends]
     assert end_noise([None] * B, noisy, blocks) > 500
+
+
+def test_ranks_from_hosts_and_gpus_when_a_trace_is_missing_and_not_otherwise():
+    """Default worker names (no rank in them): a host with one trace fewer than the others numbers the
+    ranks after the gap by host and GPU (rank 10 missing, not every later rank one too low) and the world is
+    16; hosts on GPUs of their own (0-3 and 4-7) keep the count of files, a world of 8."""
+    from tb_paddle_profile.analysis.crossrank.load import load_ranks
+    from tb_paddle_profile.analysis.crossrank.topology import missing_ranks, world_size
+    from tb_paddle_profile.v1 import summary_pb2 as spb
+
+    def digest(host, gpu):
+        d = spb.RankDigest()
+        d.meta.hostname, d.meta.pid, d.meta.rank = host, 1000 + gpu, -1
+        d.meta.worker = f"host_{host}pid_{1000 + gpu}"
+        d.meta.file_name = d.meta.worker + "_time_2026_12_07.paddle_trace.json"
+        d.device_id = gpu
+        return d
+
+    own = [digest("nodeA", g) for g in range(4)] + [digest("nodeB", g) for g in range(4, 8)]
+    ranks, _ = load_ranks(own)
+    assert [r.rank for r in ranks] == list(range(8)) and world_size(ranks) == 8
+    gap = [digest("nodeA", g) for g in range(8)] + [digest("nodeB", g) for g in range(8) if g != 2]
+    ranks, notes = load_ranks(gap)
+    assert [r.rank for r in ranks] == [x for x in range(16) if x != 10]
+    assert world_size(ranks) == 16 and missing_ranks(ranks) == [10]
+    assert any(n.startswith("No trace of rank(s) 10:") for n in notes), notes

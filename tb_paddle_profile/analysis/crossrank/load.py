@@ -35,6 +35,9 @@ def as_digests(inputs: Sequence) -> List[pb.RankDigest]:
     return out
 
 
+LANE_MIN_PRESENT = 0.75  # as topology.WORLD_MIN_PRESENT: the share of the numbered world that has traces
+
+
 def _lane_ranks(digests: Sequence[pb.RankDigest]) -> Optional[List[int]]:
     """Fleet's ranks from hosts and GPUs when files are missing: paddle.distributed.launch starts the same
     number of processes on every host (rank = host x per-host + local rank, one GPU each), so a host
@@ -74,7 +77,8 @@ def load_ranks(digests: Sequence[pb.RankDigest]) -> Tuple[List[RankData], List[s
             "order, hosts in natural order, then the GPU (device id), then the pid."
         )
         by_lane = _lane_ranks(digests)
-        if by_lane is not None and by_lane != ranks:
+        # a few traces missing, not hosts on GPUs of their own (then the count of files stands)
+        if by_lane is not None and by_lane != ranks and len(digests) >= LANE_MIN_PRESENT * (max(by_lane) + 1):
             ranks = by_lane
             present = set(ranks)
             gone = [r for r in range(max(ranks) + 1) if r not in present]
