@@ -24,6 +24,7 @@ try:
 except ImportError:  # a pure-Python install: numpy reads the columns
     _scan = None  # type: ignore[assignment]  # (the module's name, None when it is not built)
 from ..digest import digest_of
+from . import thresholds as T
 from .labels import natural_key
 from .model import RankData
 
@@ -33,9 +34,6 @@ def as_digests(inputs: Sequence) -> List[pb.RankDigest]:
     for x in inputs:
         out.append(x if isinstance(x, pb.RankDigest) else digest_of(x))
     return out
-
-
-LANE_MIN_PRESENT = 0.75  # as topology.WORLD_MIN_PRESENT: the share of the numbered world that has traces
 
 
 def _lane_ranks(digests: Sequence[pb.RankDigest]) -> Optional[List[int]]:
@@ -78,7 +76,7 @@ def load_ranks(digests: Sequence[pb.RankDigest]) -> Tuple[List[RankData], List[s
         )
         by_lane = _lane_ranks(digests)
         # a few traces missing, not hosts on GPUs of their own (then the count of files stands)
-        if by_lane is not None and by_lane != ranks and len(digests) >= LANE_MIN_PRESENT * (max(by_lane) + 1):
+        if by_lane is not None and by_lane != ranks and len(digests) >= T.WORLD_MIN_PRESENT * (max(by_lane) + 1):
             ranks = by_lane
             present = set(ranks)
             gone = [r for r in range(max(ranks) + 1) if r not in present]

@@ -64,36 +64,37 @@ def prepare(inputs: Sequence) -> Prepared:
 REPLAY_CUT_SHARE = 0.1  # a rank with more of its send/recv unjoined than this has its pipeline cut
 
 
-def _stand_ins(ranks: Sequence[RankData], topo, coll: np.ndarray, rank_ptr: np.ndarray, grp: np.ndarray) -> int:
+def _stand_ins(
+    ranks: Sequence[RankData], topo: Topology, coll: np.ndarray, rank_ptr: np.ndarray, grp: np.ndarray
+) -> int:
     """Send/recv nodes left without a group because their partner rank has no trace (topo.missing): each
     joins the group of the same send/recv of a tensor-parallel peer of its rank (same dp and stage, a rank
     whose program is the same instance for instance), whose partner is the missing rank's tensor-parallel
     peer: the lanes of one stage run in lock-step, so the peer's transfer stands in for the missing one's,
     and a change is carried through the pipeline instead of stopping at a transfer kept at its traced
     time. grp (per node, -1 none) is filled in place; returns how many nodes joined a group."""
-    missing = set(getattr(topo, "missing", ()) or ())
     n = len(ranks)
-    if not missing or topo.pp <= 1 or len(topo.coord_pp) != n or min(topo.coord_pp, default=-1) < 0:
+    if not topo.missing or topo.pp <= 1 or len(topo.coord_pp) != n or min(topo.coord_pp, default=-1) < 0:
         return 0
     joined = 0
-    P, M = topo.pp, topo.mp
     at = {(topo.coord_dp[i], topo.coord_pp[i], topo.coord_mp[i]): i for i in range(n)}
 
-    def rank_no(d, p, m):
-        return ((d * P + p) * M + m) if 0 <= p < P else -1
+    def gap_beside(d: int, p: int, m: int) -> bool:
+        """Whether a pipeline neighbour of grid place (d, p, m) is a place without a trace."""
+        return any(0 <= q < topo.pp and (d, q, m) not in at for q in (p - 1, p + 1))
 
     for x in range(n):
         d, p, m = topo.coord_dp[x], topo.coord_pp[x], topo.coord_mp[x]
-        if not ({rank_no(d, p - 1, m), rank_no(d, p + 1, m)} & missing):
+        if not gap_beside(d, p, m):
             continue
         a, b = int(rank_ptr[x]), int(rank_ptr[x + 1])
         lost = np.flatnonzero((coll[a:b] >= 0) & (grp[a:b] < 0)) + a
         lost = lost[ranks[x].kind[coll[lost]] == SEND_RECV]
         if not lost.size:
             continue
-        for mm in range(M):
+        for mm in range(topo.mp):
             y = at.get((d, p, mm), -1)
-            if mm == m or y < 0 or {rank_no(d, p - 1, mm), rank_no(d, p + 1, mm)} & missing:
+            if mm == m or y < 0 or gap_beside(d, p, mm):
                 continue
             ry, rx = ranks[y], ranks[x]
             if not (np.array_equal(ry.kind, rx.kind) and np.array_equal(ry.step, rx.step)):

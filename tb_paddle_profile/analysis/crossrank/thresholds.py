@@ -92,3 +92,8 @@ EXACT_TOL_NS = 200
 SHAPE_NOISE_FACTOR = 4.0
 VERIFY_NOISE_FACTOR = 8.0
 P2P_NOISE_FACTOR = 6.0
+
+# A run whose rank numbers leave gaps (a trace missing, or unreadable) is a world of the highest rank + 1
+# (load._lane_ranks numbers default-named ranks by host and GPU; topology.world_size) only when at least
+# this share of that world has traces; else the ranks at hand are the world.
+WORLD_MIN_PRESENT = 0.75

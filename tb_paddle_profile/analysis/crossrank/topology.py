@@ -402,11 +402,6 @@ class _Pick:
         return f"DP {d} x PP {p} x MP {m}{sh}"
 
 
-# a run whose rank numbers leave gaps (a trace missing, or unreadable) is a world of the highest rank + 1
-# when at least this share of it has traces; else of the ranks at hand
-WORLD_MIN_PRESENT = 0.75
-
-
 def world_size(ranks: Sequence[RankData]) -> int:
     """The job's world: its ranks, or its highest rank + 1 where a few numbers are missing (the rank
     numbers told by the file names, or read off hosts and GPUs: load._lane_ranks; then at least the
@@ -418,7 +413,7 @@ def world_size(ranks: Sequence[RankData]) -> int:
     if all(r.rank_inferred and r.hostname and r.device_id >= 0 for r in ranks):
         # numbered from hosts and GPUs: every host runs as many ranks as GPUs seen (the last one's too)
         top = max(top, len({r.hostname for r in ranks}) * len({r.device_id for r in ranks}))
-    if top > n and len({r.rank for r in ranks}) == n and n >= WORLD_MIN_PRESENT * top:
+    if top > n and len({r.rank for r in ranks}) == n and n >= T.WORLD_MIN_PRESENT * top:
         return top
     return n
 
@@ -462,21 +457,20 @@ class _Members:
         self.counts = np.asarray(counts, dtype=np.float64)
         self.size = np.array([len(c) for c in comms], dtype=np.int64)
         self.mem = np.fromiter((x for c in comms for x in c), dtype=np.int64, count=int(self.size.sum()))
-        self.agree = 0.0  # _explain's share of instances explained on the axis their groups read
         self.ptr = np.concatenate([[0], np.cumsum(self.size)[:-1]]).astype(np.int64)
 
 
 def _explain(
     comms, counts, p2p, coords, shape, members: Optional[_Members] = None, labels: Optional[Sequence[str]] = None
-) -> Tuple[float, Set[str]]:
+) -> Tuple[float, Set[str], float]:
     """(explained's share, the axes some explained communicator is a group of: "mp", "dp", "pp" (a
-    pipeline-group collective), "p2p" (a send/recv pair)). With ``labels`` (each communicator's axis as
-    the groups read it), the share of the instances explained as a group of that very axis is set on
-    ``members.agree`` (select_model's tie-break)."""
+    pipeline-group collective), "p2p" (a send/recv pair), the share explained as a group of the very axis
+    ``labels`` give it (each communicator's axis as the groups read it; 0 without labels): select_model's
+    tie-break)."""
     cm = members if members is not None else _Members(comms, counts)
     total = cm.total
     if not cm.n or not total:
-        return 0.0, set()
+        return 0.0, set(), 0.0
     D, P, M = shape
     n = int(D * P * M)
     size, mem, ptr = cm.size, cm.mem, cm.ptr
@@ -510,13 +504,14 @@ def _explain(
     for v in rules.values():
         ok |= v
     fit = float(cm.counts[ok].sum() / total)
-    if labels is not None and members is not None:
+    agree = 0.0
+    if labels is not None:
         lab = np.asarray(labels, dtype=object)
         same_axis = np.zeros(len(comms), dtype=bool)
         for ax in ("mp", "dp", "pp"):
             same_axis |= rules[ax] & (lab == ax)
-        members.agree = float(cm.counts[same_axis].sum() / total)
-    return fit, {k for k, v in rules.items() if v.any()}
+        agree = float(cm.counts[same_axis].sum() / total)
+    return fit, {k for k, v in rules.items() if v.any()}, agree
 
 
 def _unevidenced(shape: Tuple[int, int, int], seen: Set[str]) -> Tuple[int, int]:
@@ -557,7 +552,7 @@ def select_model(
         if topo.sharding:  # the sharding axis is read off its groups only: that grid is taken as it is
             return _Pick("groups", (topo.dp, topo.pp, topo.mp), coords, 1.0 if comms else 0.0, 1, None, topo.sharding)
         shape = (topo.dp, topo.pp, topo.mp)
-        fit, seen = _explain(comms, counts, p2p, coords, shape, members)
+        fit, seen, _ = _explain(comms, counts, p2p, coords, shape, members)
         scored.append((fit, _unevidenced(shape, seen), 1, 0.0, "groups", shape, coords, 0.0))
     # without the groups' grid (ranks missing), factorizations that explain as much are told apart by the
     # axes the groups read (a communicator meeting a rank once a step is DP, not MP)
@@ -565,9 +560,8 @@ def select_model(
     for shape in factorizations(world):
         coords = fleet_coords(rank, shape)
         prog = float(np.mean(reads == (coords[1] == 0))) if informative and shape[1] > 1 else 0.0
-        members.agree = 0.0
-        fit, seen = _explain(comms, counts, p2p, coords, shape, members, by_axis)
-        scored.append((fit, _unevidenced(shape, seen), 0, prog, "fleet", shape, coords, members.agree))
+        fit, seen, agree = _explain(comms, counts, p2p, coords, shape, members, by_axis)
+        scored.append((fit, _unevidenced(shape, seen), 0, prog, "fleet", shape, coords, agree))
     scored.sort(key=lambda x: (-x[0], x[1], -x[2], -x[7], -x[3]))
     ranked = [(x[0], x[2], x[3], x[4], x[5], x[6]) for x in scored]
     best = ranked[0]
